@@ -1,0 +1,76 @@
+"""The pure entry point: ``simulate(...)`` builds, plans and replays; it prints and writes nothing."""
+from __future__ import annotations
+
+import networkx as nx
+
+from .engine.core import run_plan
+from .errors import ConfigError
+from .hardware import load_hardware
+from .policies import get_policy
+from .program import Program, build_program
+from .units import parse_bytes
+from .zoo import build_network
+
+
+def resolve_hardware(hardware):
+    return load_hardware(hardware) if isinstance(hardware, str) else hardware
+
+
+def make_program(network, *, batch=None, hardware="k40c", input_size=None,
+                 variant="torchvision", optimizer="sgd-momentum", fork_copies=True,
+                 first_conv_dx=False):
+    """A :class:`~snsim.program.Program` from a zoo name, a layer DAG or a program."""
+    hw = resolve_hardware(hardware)
+    if isinstance(network, Program):
+        return network
+    if isinstance(network, str):
+        if batch is None:
+            raise ConfigError(f"network {network!r}: batch is required")
+        network = build_network(network, batch=batch, input_size=input_size, variant=variant)
+    if not isinstance(network, nx.DiGraph):
+        raise ConfigError(f"network must be a zoo name, a networkx.DiGraph or a Program, "
+                          f"not {type(network).__name__}")
+    return build_program(network, hardware=hw, optimizer=optimizer, fork_copies=fork_copies,
+                         first_conv_dx=first_conv_dx)
+
+
+def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_bytes=None,
+             allocator="ideal", allocator_options=None, policy_options=None, input_size=None,
+             variant="torchvision", optimizer="sgd-momentum", record=True):
+    """Simulate one training iteration of ``network`` under ``policy``.
+
+    Parameters
+    ----------
+    network : str, networkx.DiGraph or Program
+        A zoo name (``"resnet50"``), a layer DAG, or a prepared program.
+    batch : int
+        Mini-batch size (for zoo names).
+    hardware : str or HardwareSpec
+        A preset name (``"k40c"``) or a loaded spec.
+    policy : str or Policy
+        ``keep_all``, ``liveness``, ``offload``, ``recompute``, ``workspace``, ``superneurons``.
+    budget_bytes : int or str, optional
+        GPU memory for the allocator; default the preset's ``dram - context - reserve``.
+    allocator : {"ideal", "pool", "pytorch"}
+
+    Returns
+    -------
+    Result
+        Feasible or not; an infeasible run records where memory ran out.
+
+    Examples
+    --------
+    >>> r = simulate("lenet", batch=8, policy="liveness")
+    >>> r.feasible, r.peak_ideal_bytes < simulate("lenet", batch=8, policy="keep_all").peak_ideal_bytes
+    (True, True)
+    """
+    hw = resolve_hardware(hardware)
+    program = make_program(network, batch=batch, hardware=hw, input_size=input_size,
+                           variant=variant, optimizer=optimizer)
+    if budget_bytes is not None:
+        budget_bytes = parse_bytes(budget_bytes, field="budget")
+    budget = hw.budget_bytes if budget_bytes is None else budget_bytes
+    pol = get_policy(policy, **(policy_options or {}))
+    plan = pol.plan(program, hw, budget)
+    return run_plan(program, plan, hw, budget_bytes=budget, allocator=allocator,
+                    allocator_options=allocator_options, record=record)

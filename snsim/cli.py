@@ -1,0 +1,322 @@
+"""Command line: ``snsim describe | run | compare | ...``.
+
+Every user error (an :class:`~snsim.errors.SnsimError`) prints one line ``snsim: error: ...``
+and exits with status 2; tracebacks are for bugs only.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import ConfigError, SnsimError
+from .units import format_bytes, parse_bytes
+
+DEFAULT_NETWORK = "resnet50"
+DEFAULT_BATCH = 32
+DEFAULT_GPU = "k40c"
+COMMANDS = []   # (name, module) pairs; each module has add_parser(sub) and run(args)
+
+
+def command(name):
+    def deco(fn):
+        COMMANDS.append((name, fn))
+        return fn
+    return deco
+
+
+# -- output helpers ------------------------------------------------------------------------
+def emit(rows, fmt, *, out=sys.stdout, title=None, columns=None):
+    """Print a list of dicts as an aligned table, JSON or CSV."""
+    import pandas as pd
+    df = pd.DataFrame(rows, columns=columns)
+    if fmt == "json":
+        out.write(json.dumps(rows if len(rows) != 1 or title == "list" else rows[0],
+                             indent=2, default=_json_default) + "\n")
+    elif fmt == "csv":
+        df.to_csv(out, index=False)
+    else:
+        if title:
+            out.write(title + "\n")
+        with pd.option_context("display.max_rows", None, "display.max_columns", None,
+                               "display.width", 200):
+            out.write(df.to_string(index=False) + "\n")
+
+
+def _json_default(o):
+    if hasattr(o, "item"):
+        return o.item()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)
+
+
+def _add_network_args(p, *, batch=True):
+    p.add_argument("--network", default=DEFAULT_NETWORK,
+                   help=f"zoo network name (default {DEFAULT_NETWORK}); see `snsim list`")
+    if batch:
+        p.add_argument("--batch", type=int, default=DEFAULT_BATCH,
+                       help=f"mini-batch size (default {DEFAULT_BATCH})")
+    p.add_argument("--input-size", type=int, default=None, help="image side in pixels (224)")
+    p.add_argument("--variant", default="torchvision", choices=("torchvision", "release"),
+                   help="torchvision topology (224 px) or the SuperNeurons release's (227 px)")
+    p.add_argument("--gpu", default=DEFAULT_GPU, help="hardware preset or YAML path (k40c)")
+    p.add_argument("--optimizer", default="sgd-momentum",
+                   help="sgd | sgd-momentum | nesterov | adam (sets optimizer-state bytes)")
+    p.add_argument("--trace", default=None,
+                   help="a snsim trace JSON to simulate instead of a zoo network")
+
+
+def _fmt_arg(p):
+    p.add_argument("--format", default="table", choices=("table", "json", "csv"))
+
+
+def load_program(args):
+    """The program named by --trace, or the zoo network of --network/--batch."""
+    from .api import make_program, resolve_hardware
+    hw = resolve_hardware(args.gpu)
+    if getattr(args, "trace", None):
+        from .trace import read_trace
+        net = read_trace(args.trace)
+        return hw, make_program(net, hardware=hw, optimizer=args.optimizer)
+    if args.batch is not None and args.batch <= 0:
+        raise ConfigError(f"--batch (={args.batch}) must be a positive integer")
+    return hw, make_program(args.network, batch=args.batch, hardware=hw,
+                            input_size=args.input_size, variant=args.variant,
+                            optimizer=args.optimizer)
+
+
+# -- describe --------------------------------------------------------------------------------
+def describe_rows(program):
+    steps = program.steps
+    fwd = sum(s.time_s for s in steps if s.phase == "F")
+    bwd = sum(s.time_s for s in steps if s.phase == "B")
+    upd = sum(s.time_s for s in steps if s.phase == "U")
+    G = program.graph
+    params = sum(a.get("params", 0) for _, a in G.nodes(data=True)) if G is not None else \
+        program.static_bytes.get("parameter", 0) // 4
+    ws = max((program.working_set_bytes(s) for s in steps), default=0)
+    biggest = max(steps, key=program.working_set_bytes)
+    return {
+        "network": program.name, "batch": program.batch, "hardware": program.hardware,
+        "layers": G.number_of_nodes() if G is not None else len({s.layer for s in steps}),
+        "route_steps": sum(1 for s in steps if s.phase in "FB"),
+        "parameters": params,
+        "parameter_bytes": program.static_bytes.get("parameter", 0),
+        "static_bytes": program.static_total_bytes,
+        "activation_bytes": program.activation_bytes(),
+        "keep_all_bytes": program.keep_all_bytes(),
+        "largest_working_set_bytes": ws,
+        "largest_working_set_step": f"{biggest.name} {biggest.phase}",
+        "lower_bound_bytes": program.lower_bound_bytes(),
+        "fwd_time_s": fwd, "bwd_time_s": bwd, "update_time_s": upd,
+    }
+
+
+def _layer_rows(program):
+    G = program.graph
+    rows = []
+    by_layer = {}
+    for s in program.steps:
+        by_layer.setdefault(s.layer, {})[s.phase] = s
+    for n, steps in by_layer.items():
+        a = G.nodes[n] if G is not None else {}
+        f, b = steps.get("F"), steps.get("B")
+        rows.append({"layer_id": n, "name": (f or b).name, "type": (f or b).type,
+                     "out_shape": "x".join(map(str, a.get("out_shape", ()))),
+                     "params": a.get("params", 0), "macs": a.get("macs", 0),
+                     "fwd_time_s": f.time_s if f else 0.0, "bwd_time_s": b.time_s if b else 0.0,
+                     "fwd_working_set_bytes": program.working_set_bytes(f) if f else 0,
+                     "bwd_working_set_bytes": program.working_set_bytes(b) if b else 0})
+    return rows
+
+
+def cmd_describe(args):
+    hw, program = load_program(args)
+    if args.layers:
+        emit(_layer_rows(program), args.format, title="list")
+        return 0
+    row = describe_rows(program)
+    if args.format != "table":
+        emit([row], args.format)
+        return 0
+    pretty = [(k, f"{v:,}" if isinstance(v, int) and not k.endswith("_bytes") else
+               (f"{v:,} B ({format_bytes(v)})" if k.endswith("_bytes") else
+                (f"{v * 1e3:.3f} ms" if k.endswith("_time_s") else v)))
+              for k, v in row.items()]
+    width = max(len(k) for k, _ in pretty)
+    for k, v in pretty:
+        print(f"{k:<{width}}  {v}")
+    return 0
+
+
+# -- run / compare ----------------------------------------------------------------------------
+def _run_args(p):
+    p.add_argument("--budget", default=None, help="GPU memory budget, e.g. 12GiB (default: the "
+                   "preset's DRAM minus context)")
+    p.add_argument("--allocator", default="ideal", choices=("ideal", "pool", "pytorch"))
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="policy option, e.g. --option mode=memory (repeatable)")
+
+
+def _parse_options(items):
+    import yaml
+    opts = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"--option {item!r} must look like KEY=VALUE")
+        k, v = item.split("=", 1)
+        opts[k.strip()] = yaml.safe_load(v)
+    return opts
+
+
+def _budget(args, hw, program):
+    if args.budget is None:
+        return hw.budget_bytes
+    budget = parse_bytes(args.budget, field="--budget")
+    if budget < program.static_total_bytes:
+        raise ConfigError(f"--budget ({budget:,} B) is below the static bytes "
+                          f"({program.static_total_bytes:,} B: parameters, gradients, optimizer "
+                          f"state, buffers, input) of {program.name} batch {program.batch}")
+    return budget
+
+
+def result_row(r):
+    row = r.summary()
+    keep = ["network", "batch", "policy", "hardware", "allocator", "feasible",
+            "peak_ideal_bytes", "peak_allocated_bytes", "peak_reserved_bytes", "static_bytes",
+            "lower_bound_bytes", "step_time_s", "images_per_s", "compute_time_s",
+            "recompute_time_s", "stall_time_s", "h2d_bytes", "d2h_bytes", "evictions",
+            "cache_hits", "cache_misses", "prefetch_late", "recomputed_layers", "budget_bytes",
+            "failure"]
+    return {k: row[k] for k in keep}
+
+
+def _simulate(args, hw, program, policy, options=None):
+    from .engine.core import run_plan
+    from .policies import get_policy
+    budget = _budget(args, hw, program)
+    plan = get_policy(policy, **(options or {})).plan(program, hw, budget)
+    return run_plan(program, plan, hw, budget_bytes=budget, allocator=args.allocator)
+
+
+def cmd_run(args):
+    hw, program = load_program(args)
+    r = _simulate(args, hw, program, args.policy, _parse_options(args.option))
+    if getattr(args, "trace_out", None):
+        from .perfetto import write_chrome_trace
+        write_chrome_trace(r, args.trace_out)
+    row = result_row(r)
+    if args.format == "table":
+        width = max(map(len, row))
+        for k, v in row.items():
+            if k.endswith("_bytes") and isinstance(v, int):
+                v = f"{v:,} B ({format_bytes(v)})"
+            elif isinstance(v, float):
+                v = f"{v:.6g}"
+            print(f"{k:<{width}}  {v}")
+    else:
+        emit([row], args.format)
+    return 0
+
+
+def cmd_compare(args):
+    from .policies import list_policies
+    hw, program = load_program(args)
+    rows = []
+    for name in (args.policies.split(",") if args.policies else list_policies()):
+        r = _simulate(args, hw, program, name.strip())
+        rows.append({"policy": r.policy, "feasible": r.feasible,
+                     "peak_ideal_GiB": round(r.peak_ideal_bytes / 2**30, 3),
+                     "peak_allocated_GiB": round(r.peak_allocated_bytes / 2**30, 3),
+                     "peak_reserved_GiB": round(r.peak_reserved_bytes / 2**30, 3),
+                     "managed_peak_GiB": round((r.peak_ideal_bytes - r.static_bytes) / 2**30, 3),
+                     "step_time_ms": round(r.step_time_s * 1e3, 3),
+                     "images_per_s": round(r.images_per_s, 1),
+                     "recompute_ms": round(r.recompute_time_s * 1e3, 3),
+                     "stall_ms": round(r.stall_time_s * 1e3, 3),
+                     "h2d_MiB": round(r.h2d_bytes / 2**20, 1),
+                     "evictions": r.evictions, "failure": str(r.failure or "")})
+    if args.format == "json":
+        emit(rows, "json", title="list")
+    else:
+        emit(rows, args.format, title=f"{program.name} batch {program.batch} on {hw.name}, "
+             f"budget {format_bytes(_budget(args, hw, program))}, allocator {args.allocator}")
+    return 0
+
+
+def cmd_list(args):
+    from .hardware import list_hardware
+    from .policies import POLICIES
+    from .zoo import list_networks
+    print("networks:  " + ", ".join(list_networks()) + ", resnet:a,b,c,d")
+    print("hardware:  " + ", ".join(list_hardware()))
+    for name, cls in sorted(POLICIES.items()):
+        print(f"policy {name:<14} {cls.description}")
+    return 0
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="snsim", description="Simulate GPU memory scheduling "
+                                "for DNN training (SuperNeurons, PPoPP 2018).")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("describe", help="network size, memory bounds and modelled times")
+    _add_network_args(d)
+    _fmt_arg(d)
+    d.add_argument("--layers", action="store_true", help="per-layer table")
+    d.set_defaults(func=cmd_describe)
+
+    r = sub.add_parser("run", help="simulate one training iteration under a policy")
+    _add_network_args(r)
+    r.add_argument("--policy", default="superneurons")
+    _run_args(r)
+    _fmt_arg(r)
+    r.add_argument("--trace-out", default=None,
+                   help="write a Chrome/Perfetto trace (.json or .json.gz)")
+    r.set_defaults(func=cmd_run)
+
+    c = sub.add_parser("compare", help="every policy side by side")
+    _add_network_args(c)
+    c.add_argument("--policies", default=None, help="comma-separated subset (default: all)")
+    _run_args(c)
+    _fmt_arg(c)
+    c.set_defaults(func=cmd_compare)
+
+    ls = sub.add_parser("list", help="networks, hardware presets and policies")
+    ls.set_defaults(func=cmd_list)
+
+    for name, add in COMMANDS:
+        add(sub)
+    return p
+
+
+def _load_plugins():
+    # optional command modules add themselves to COMMANDS on import
+    import importlib
+    for mod in ("snsim.export", "snsim.experiments.cli", "snsim.torchsim.cli"):
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name is None or not mod.startswith(e.name):
+                raise
+
+
+def main(argv=None):
+    _load_plugins()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except SnsimError as e:
+        print(f"snsim: error: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"snsim: error: {e.filename}: no such file", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,576 @@
+"""Modelled layer costs: a roofline per layer and an analytic conv algorithm table (SPEC §6, §9).
+
+Every time here is an estimate [E]: the roofline
+
+    t = max(flops / (eff_c * peak_flops_fp32), bytes / (eff_m * mem_bytes_per_s)) + launch_overhead_s
+
+with the efficiencies of the hardware preset. Measured times (a calibration CSV or a captured
+trace) replace these when they exist; graphs record which one they carry in ``time_source``.
+
+Choices, in one place
+---------------------
+* **CONV** and **FC** are compute kernels: ``eff_c = eff[type]``, ``eff_m = eff["mem"]``.
+  CONV time comes from its algorithm table (below); FC: fwd flops ``2·macs``, bwd ``4·macs``
+  (data + weight gradients); bytes fwd ``x + w + y``, bwd ``2x + y + 2w`` (read x, dy, w;
+  write dx, dw).
+* **All other types** are bandwidth-bound: both efficiencies are ``eff[type]``, and a few flops
+  per element keep the compute term honest. Bytes (``in`` = all inputs, ``out`` = output):
+
+  ======== ====================== ======================================================
+  type     forward                backward
+  ======== ====================== ======================================================
+  BN       2·in + out (stats,     3·in + 2·out (reductions over x, dy; then x, dy -> dx)
+           then normalise)
+  ACT      in + out               in + 2·out (read y, dy; write dx)
+  POOL     in + out               2·in + 2·out (read x, y, dy; write dx)
+  LRN      in + out               2·in + 2·out
+  DROPOUT  in + out               in + out (read dy, write dx; the mask is ignored)
+  SOFTMAX  2·in + out             2·out (dx ≡ y - onehot, in place)
+  PADDING  in + out               in + out
+  FORK(k)  in + k·out (k copies)  in + k·out (sum k branch gradients)
+  JOIN     in + out (sum)         out + Σ in[1:] (dx_0 ≡ dy; copy dy to the others)
+  CONCAT   in + out               in + out (split dy)
+  DATA     0                      0
+  ======== ====================== ======================================================
+
+* **Recompute** (phase ``"R"``) costs the same as the forward pass.
+* **Update** (:func:`update_time_s`) reads params, grads and state and writes params and state:
+  ``3·param_bytes + 2·state_bytes`` at ``eff["update"]``.
+
+Conv algorithms
+---------------
+Eight forward, six bwd-data and six bwd-filter algorithms, as in cuDNN 7. For each: flops of its
+family (direct ``2·macs``; FFT and Winograd count their transforms and pointwise products), an
+efficiency multiplier on ``eff["conv"]`` (capped so the product is at most 1), and the bytes of
+``x + w + y`` plus, for algorithms that materialise their workspace, a write and a read of it.
+
+* ``IMPLICIT_GEMM`` / ``ALGO_0``: no workspace, multiplier 0.6; always supported.
+* ``IMPLICIT_PRECOMP_GEMM`` (fwd), ``ALGO_1`` (bwd-data), ``ALGO_3`` (bwd-filter): an int32
+  index buffer of ``4·kh·kw·Ho·Wo`` B (``4·kh·kw·H·W`` for bwd-data), multiplier 1.0. **These
+  are the defaults**: :func:`layer_time_s` for a CONV is the fwd default for ``"F"`` and the sum
+  of the bwd-data and bwd-filter defaults for ``"B"``.
+* ``GEMM`` (fwd), ``ALGO_1`` (bwd-filter): explicit im2col, ``N·C·kh·kw·Ho·Wo·dtype`` B — the
+  whole batch in flight (an upper estimate; cuDNN's workspace grows with the batch),
+  multiplier 1.1.
+* ``FFT``: stride 1, groups 1, padded input ``Hp, Wp <= 256`` and pad < kernel (cuDNN's rules);
+  ``8·(N·C + K·C + N·K)·Hp·(Wp//2 + 1)`` B (complex64), multiplier 0.6.
+* ``FFT_TILING``: the same on 32×32 tiles (kernel <= 32), multiplier 0.6.
+* ``WINOGRAD``: fused F(2×2, 3×3); 3×3, stride 1, groups 1; workspace the transformed filters
+  ``K·C·16·dtype`` B; multiplier 0.9.
+* ``WINOGRAD_NONFUSED``: F(4×4, 3×3), m = 4; same support; workspace
+  ``(m+2)²/m² · (x + y + w)`` = 2.25× those bytes; multiplier 0.8.
+* ``DIRECT`` (fwd): listed, never supported (cuDNN 7 does not implement it).
+
+An algorithm modelled slower than the zero-workspace one is clamped to its time: with ties broken
+towards the smaller workspace (:func:`choose_algo`) it is then never chosen, exactly as if it
+kept its slower time, and the zero-workspace algorithm is always the slowest or equal.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import ConfigError, GraphError, UnknownNameError
+
+PASSES = ("fwd", "bwd_data", "bwd_filter")
+PHASES = ("F", "B", "R")
+
+# name -> efficiency multiplier on eff["conv"], per pass, in cuDNN 7's enum order.
+ALGO_EFFICIENCY = {
+    "fwd": (("IMPLICIT_GEMM", 0.6), ("IMPLICIT_PRECOMP_GEMM", 1.0), ("GEMM", 1.1),
+            ("DIRECT", 0.6), ("FFT", 0.6), ("FFT_TILING", 0.6), ("WINOGRAD", 0.9),
+            ("WINOGRAD_NONFUSED", 0.8)),
+    "bwd_data": (("ALGO_0", 0.6), ("ALGO_1", 1.0), ("FFT", 0.6), ("FFT_TILING", 0.6),
+                 ("WINOGRAD", 0.9), ("WINOGRAD_NONFUSED", 0.8)),
+    "bwd_filter": (("ALGO_0", 0.6), ("ALGO_1", 1.1), ("FFT", 0.6), ("ALGO_3", 1.0),
+                   ("WINOGRAD_NONFUSED", 0.8), ("FFT_TILING", 0.6)),
+}
+#: The zero-workspace algorithm of each pass (SPEC §6: it always qualifies).
+ZERO_WS_ALGO = {"fwd": "IMPLICIT_GEMM", "bwd_data": "ALGO_0", "bwd_filter": "ALGO_0"}
+#: The algorithm :func:`layer_time_s` assumes for each pass.
+DEFAULT_ALGO = {"fwd": "IMPLICIT_PRECOMP_GEMM", "bwd_data": "ALGO_1", "bwd_filter": "ALGO_3"}
+
+FFT_MAX_PADDED = 256     # cuDNN: feature map + 2·pad <= 256 for FFT
+FFT_TILE = 32            # FFT_TILING works on 32×32 tiles
+WINOGRAD_FUSED_M = 2     # F(2×2, 3×3)
+WINOGRAD_NONFUSED_M = 4  # F(4×4, 3×3)
+COMPLEX_BYTES = 8        # cuFFT complex64
+
+# Bandwidth-bound types: (forward flops per output element, (a_in, a_out) forward bytes,
+# (b_in, b_out) backward bytes) with bytes = a_in·in_bytes + a_out·out_bytes.
+_ELEMENTWISE = {
+    "BN": (8, (2, 1), (3, 2)),
+    "ACT": (1, (1, 1), (1, 2)),
+    "POOL": (None, (1, 1), (2, 2)),      # flops = window size
+    "LRN": (None, (1, 1), (2, 2)),       # flops = 2·size + 5
+    "DROPOUT": (2, (1, 1), (1, 1)),
+    "SOFTMAX": (5, (2, 1), (0, 2)),
+    "PADDING": (0, (1, 1), (1, 1)),
+    "CONCAT": (0, (1, 1), (1, 1)),
+}
+_LAYER_TYPES = ("DATA", "CONV", "FC", "BN", "ACT", "POOL", "LRN", "DROPOUT", "SOFTMAX",
+                "FORK", "JOIN", "CONCAT", "PADDING")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConvAlgo:
+    """One row of the conv algorithm table (SPEC §6).
+
+    Attributes
+    ----------
+    name : str
+        cuDNN 7 algorithm name without prefix (``"IMPLICIT_GEMM"``, ``"ALGO_1"``, ...).
+    pass_name : {"fwd", "bwd_data", "bwd_filter"}
+    ws_bytes : int
+        Workspace bytes.
+    time_s : float
+        Modelled (or measured) kernel time, launch overhead included.
+    supported : bool
+        False where cuDNN refuses the configuration (e.g. FFT with stride 2).
+    source : str
+        ``"analytic"`` here; ``"measured"`` for rows from a calibration CSV.
+    """
+
+    name: str
+    pass_name: str
+    ws_bytes: int
+    time_s: float
+    supported: bool
+    source: str = "analytic"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerCost:
+    """Modelled times of one layer.
+
+    Attributes
+    ----------
+    fwd_time_s : float
+        Forward time (CONV: the default fwd algorithm).
+    bwd_time_s : float
+        Backward time (CONV: default bwd-data plus default bwd-filter).
+    conv_algos : dict or None
+        ``{"fwd": (ConvAlgo, ...), "bwd_data": ..., "bwd_filter": ...}`` for CONV, else None.
+    """
+
+    fwd_time_s: float
+    bwd_time_s: float
+    conv_algos: dict | None = None
+
+
+# -- helpers -------------------------------------------------------------------------------
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _pair(v, default):
+    if v is None:
+        return default
+    return (v, v) if isinstance(v, int) else (int(v[0]), int(v[1]))
+
+
+def _roofline(flops, nbytes, eff_c, eff_m, hw):
+    return max(flops / (eff_c * hw.peak_flops_fp32),
+               nbytes / (eff_m * hw.mem_bytes_per_s)) + hw.launch_overhead_s
+
+
+def _label(attrs):
+    lid = attrs.get("layer_id", "?")
+    return f"layer {lid} ({attrs.get('name', '?')})"
+
+
+def _need(attrs, key):
+    try:
+        return attrs[key]
+    except KeyError:
+        raise GraphError(f"{_label(attrs)}: {attrs.get('type')} needs attribute {key!r} "
+                         f"for the cost model") from None
+
+
+def _check_phase(phase):
+    if phase not in PHASES:
+        raise ConfigError(f"phase (={phase!r}) must be one of 'F', 'B', 'R'")
+
+
+# -- conv geometry and algorithms -----------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _ConvGeom:
+    n: int
+    c: int
+    h: int
+    w: int
+    k: int
+    ho: int
+    wo: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    ph: int
+    pw: int
+    groups: int
+    macs: int
+    x_bytes: int
+    y_bytes: int
+    w_bytes: int
+    dtype_bytes: int
+
+
+def _conv_geom(attrs, dtype_bytes):
+    in_shapes = _need(attrs, "in_shapes")
+    if not in_shapes or len(in_shapes[0]) != 4:
+        raise GraphError(f"{_label(attrs)}: CONV needs one (N, C, H, W) input shape, got "
+                         f"{in_shapes!r}")
+    n, c, h, w = (int(d) for d in in_shapes[0])
+    out = _need(attrs, "out_shape")
+    if len(out) != 4:
+        raise GraphError(f"{_label(attrs)}: CONV out_shape {out!r} must be (N, K, Ho, Wo)")
+    _, k, ho, wo = (int(d) for d in out)
+    kh, kw = _pair(_need(attrs, "kernel"), None)
+    sh, sw = _pair(attrs.get("stride"), (1, 1))
+    ph, pw = _pair(attrs.get("pad"), (0, 0))
+    g = int(attrs.get("groups") or 1)
+    macs = attrs.get("macs") or n * k * (c // g) * kh * kw * ho * wo
+    w_bytes = attrs.get("param_bytes")
+    if w_bytes is None:
+        w_bytes = (k * (c // g) * kh * kw + (k if attrs.get("bias") else 0)) * dtype_bytes
+    return _ConvGeom(n, c, h, w, k, ho, wo, kh, kw, sh, sw, ph, pw, g, int(macs),
+                     n * c * h * w * dtype_bytes, n * k * ho * wo * dtype_bytes, int(w_bytes),
+                     dtype_bytes)
+
+
+def _fft_flops(n_in, n_filt, n_out, pointwise, size):
+    """Transforms (2.5·s·log2 s real-FFT flops each) plus complex multiply-adds (8 flops)."""
+    per_fft = 2.5 * size * math.log2(max(size, 2))
+    return (n_in + n_filt + n_out) * per_fft + 8.0 * pointwise
+
+
+def _algo_model(g, pass_name, name):
+    """Return (flops, extra_bytes, ws_bytes, supported) of one algorithm for one pass."""
+    direct = 2.0 * g.macs
+    stride1 = g.sh == 1 and g.sw == 1
+    ungrouped = g.groups == 1
+    is3x3 = g.kh == 3 and g.kw == 3
+    # the spatial size the pass produces: fwd/bwd_filter walk the output, bwd_data the input
+    oh, ow = (g.h, g.w) if pass_name == "bwd_data" else (g.ho, g.wo)
+    if name in ("IMPLICIT_GEMM", "ALGO_0") and name == ZERO_WS_ALGO[pass_name]:
+        return direct, 0, 0, True
+    if name == "DIRECT":
+        return direct, 0, 0, False
+    if name == DEFAULT_ALGO[pass_name]:  # PRECOMP-like: a small int32 index buffer
+        return direct, 0, 4 * g.kh * g.kw * oh * ow, True
+    if name in ("GEMM", "ALGO_1"):       # explicit im2col of the whole batch
+        ws = g.n * g.c * g.kh * g.kw * g.ho * g.wo * g.dtype_bytes
+        return direct, 2 * ws, ws, True
+    if name == "FFT":
+        hp, wp = g.h + 2 * g.ph, g.w + 2 * g.pw
+        ok = (stride1 and ungrouped and hp <= FFT_MAX_PADDED and wp <= FFT_MAX_PADDED
+              and g.ph < g.kh and g.pw < g.kw)
+        half = hp * (wp // 2 + 1)
+        ws = COMPLEX_BYTES * (g.n * g.c + g.k * g.c + g.n * g.k) * half
+        flops = _fft_flops(g.n * g.c, g.k * g.c, g.n * g.k, g.n * g.k * g.c * half, hp * wp)
+        return flops, 2 * ws, ws, ok
+    if name == "FFT_TILING":
+        t = FFT_TILE
+        ok = (stride1 and ungrouped and g.kh <= t and g.kw <= t
+              and g.ph < g.kh and g.pw < g.kw)
+        th, tw = max(t - g.kh + 1, 1), max(t - g.kw + 1, 1)
+        tiles = math.ceil(g.ho / th) * math.ceil(g.wo / tw)
+        half = t * (t // 2 + 1)
+        ws = COMPLEX_BYTES * (g.n * g.c * tiles + g.k * g.c + g.n * g.k * tiles) * half
+        flops = _fft_flops(g.n * g.c * tiles, g.k * g.c, g.n * g.k * tiles,
+                           g.n * g.k * g.c * tiles * half, t * t)
+        return flops, 2 * ws, ws, ok
+    if name in ("WINOGRAD", "WINOGRAD_NONFUSED"):
+        m = WINOGRAD_FUSED_M if name == "WINOGRAD" else WINOGRAD_NONFUSED_M
+        a = m + 2
+        ok = stride1 and ungrouped and is3x3
+        tiles = math.ceil(oh / m) * math.ceil(ow / m)
+        # pointwise products over a·a points per tile, plus ~2·a³ flops per transform
+        flops = (2.0 * g.n * g.k * g.c * a * a * tiles
+                 + 2.0 * a ** 3 * (g.n * g.c * tiles + g.n * g.k * tiles + g.k * g.c))
+        if name == "WINOGRAD":
+            return flops, 0, g.k * g.c * a * a * g.dtype_bytes, ok
+        ws = math.ceil(a * a / (m * m) * (g.x_bytes + g.y_bytes + g.w_bytes))
+        return flops, 2 * ws, ws, ok
+    raise UnknownNameError(f"conv algorithm {name!r} is unknown for pass {pass_name}")  # pragma: no cover
+
+
+def _pass_table(g, pass_name, hw):
+    eff_conv = hw.eff("conv")
+    eff_m = hw.eff("mem")
+    base_bytes = g.x_bytes + g.y_bytes + g.w_bytes  # every pass reads/writes x, y, w (or grads)
+    rows = []
+    t_zero = None
+    for name, mult in ALGO_EFFICIENCY[pass_name]:
+        flops, extra, ws, ok = _algo_model(g, pass_name, name)
+        t = _roofline(flops, base_bytes + extra, min(1.0, eff_conv * mult), eff_m, hw)
+        if t_zero is None:  # the zero-workspace algorithm is first in every pass
+            t_zero = t
+        rows.append(ConvAlgo(name=name, pass_name=pass_name, ws_bytes=int(ws),
+                             time_s=min(t, t_zero), supported=ok))
+    return tuple(rows)
+
+
+def _default_time(g, pass_name, hw):
+    flops, extra, _, _ = _algo_model(g, pass_name, DEFAULT_ALGO[pass_name])
+    mult = dict(ALGO_EFFICIENCY[pass_name])[DEFAULT_ALGO[pass_name]]
+    return _roofline(flops, g.x_bytes + g.y_bytes + g.w_bytes + extra,
+                     min(1.0, hw.eff("conv") * mult), hw.eff("mem"), hw)
+
+
+def conv_algorithms(node_attrs, hw, dtype_bytes=4):
+    """Analytic algorithm table of one CONV layer (SPEC §6).
+
+    Parameters
+    ----------
+    node_attrs : Mapping
+        CONV node attributes: ``in_shapes``, ``out_shape``, ``kernel``, ``stride``, ``pad``,
+        ``groups``, ``macs``, ``param_bytes`` (as written by :class:`snsim.graph.GraphBuilder`).
+    hw : HardwareSpec
+    dtype_bytes : int
+        Bytes per element (4 for fp32).
+
+    Returns
+    -------
+    dict
+        ``{"fwd": (ConvAlgo, ...), "bwd_data": (...), "bwd_filter": (...)}``, each tuple in
+        cuDNN 7's enum order with the zero-workspace algorithm first.
+
+    Examples
+    --------
+    >>> from snsim.hardware import load_hardware
+    >>> conv = dict(type="CONV", in_shapes=[(8, 64, 56, 56)], out_shape=(8, 64, 56, 56),
+    ...             kernel=(3, 3), stride=(1, 1), pad=(1, 1), groups=1,
+    ...             macs=8 * 64 * 64 * 9 * 56 * 56, param_bytes=64 * 64 * 9 * 4)
+    >>> table = conv_algorithms(conv, load_hardware("k40c"))
+    >>> [a.name for a in table["fwd"] if a.supported and a.ws_bytes == 0]
+    ['IMPLICIT_GEMM']
+    >>> choose_algo(table["fwd"]).name
+    'WINOGRAD_NONFUSED'
+    """
+    if node_attrs.get("type", "CONV") != "CONV":
+        raise ConfigError(f"{_label(node_attrs)}: conv_algorithms needs a CONV layer, "
+                          f"not {node_attrs.get('type')}")
+    g = _conv_geom(node_attrs, dtype_bytes)
+    return {p: _pass_table(g, p, hw) for p in PASSES}
+
+
+def choose_algo(algos, free_bytes=None):
+    """Fastest supported algorithm whose workspace fits (SPEC §6).
+
+    A row qualifies if it is supported and ``ws_bytes < free_bytes`` (``None``: ignore memory);
+    the zero-workspace row always qualifies. Ties go to the smaller workspace, then to the
+    earlier row, so the choice is deterministic.
+
+    Examples
+    --------
+    >>> rows = (ConvAlgo(name="A", pass_name="fwd", ws_bytes=0, time_s=2.0, supported=True),
+    ...         ConvAlgo(name="B", pass_name="fwd", ws_bytes=100, time_s=1.0, supported=True))
+    >>> choose_algo(rows).name, choose_algo(rows, free_bytes=100).name
+    ('B', 'A')
+    """
+    best = None
+    best_key = None
+    for i, a in enumerate(algos):
+        if not a.supported:
+            continue
+        if a.ws_bytes and free_bytes is not None and not a.ws_bytes < free_bytes:
+            continue
+        key = (a.time_s, a.ws_bytes, i)
+        if best_key is None or key < best_key:
+            best, best_key = a, key
+    if best is None:
+        raise ConfigError("no supported algorithm fits: the table has no zero-workspace row")
+    return best
+
+
+# -- per-layer times --------------------------------------------------------------------------
+def layer_time_s(node_attrs, hw, phase="F", dtype_bytes=4, *, n_outputs=None):
+    """Modelled time of one layer step (see the module docstring for every choice).
+
+    Parameters
+    ----------
+    node_attrs : Mapping
+        Node attributes (``type``, ``out_shape``, ``in_shapes``, ``macs``, ``param_bytes``,
+        hyper-parameters).
+    hw : HardwareSpec
+    phase : {"F", "B", "R"}
+        Forward, backward or recompute (costed as forward).
+    dtype_bytes : int
+        Bytes per element.
+    n_outputs : int, optional
+        FORK branch count (the graph's out-degree); defaults to
+        ``node_attrs["n_outputs"]`` or 2.
+
+    Returns
+    -------
+    float
+        Seconds, launch overhead included; 0.0 for DATA.
+
+    Examples
+    --------
+    >>> from snsim.hardware import load_hardware
+    >>> hw = load_hardware("k40c")
+    >>> relu = dict(type="ACT", in_shapes=[(1, 1000)], out_shape=(1, 1000))
+    >>> t = layer_time_s(relu, hw, "F")    # 8,000 B at 0.75 x 288 GB/s, plus 5 us
+    >>> round(t * 1e6, 4)
+    5.037
+    """
+    _check_phase(phase)
+    t = node_attrs.get("type")
+    if t == "DATA":
+        return 0.0
+    if t == "CONV":
+        g = _conv_geom(node_attrs, dtype_bytes)
+        if phase == "B":
+            return _default_time(g, "bwd_data", hw) + _default_time(g, "bwd_filter", hw)
+        return _default_time(g, "fwd", hw)
+    if t not in _LAYER_TYPES:
+        raise UnknownNameError(f"{_label(node_attrs)}: layer type {t!r} is unknown; known: "
+                               f"{', '.join(_LAYER_TYPES)}")
+    out_shape = _need(node_attrs, "out_shape")
+    in_shapes = node_attrs.get("in_shapes") or [out_shape]
+    out_elems = _numel(out_shape)
+    out_b = out_elems * dtype_bytes
+    in_list = [_numel(s) * dtype_bytes for s in in_shapes]
+    in_b = sum(in_list)
+    bwd = phase == "B"
+    if t == "FC":
+        macs = node_attrs.get("macs") or out_elems * (in_list[0] // dtype_bytes // out_shape[0])
+        w_b = node_attrs.get("param_bytes") or 0
+        flops = (4.0 if bwd else 2.0) * macs
+        nbytes = (2 * in_b + out_b + 2 * w_b) if bwd else (in_b + out_b + w_b)
+        return _roofline(flops, nbytes, hw.eff("fc"), hw.eff("mem"), hw)
+    eff = hw.eff(t)
+    if t == "FORK":
+        k = n_outputs or node_attrs.get("n_outputs") or 2
+        return _roofline(0.0, in_b + k * out_b, eff, eff, hw)
+    if t == "JOIN":
+        if bwd:
+            return _roofline(0.0, out_b + sum(in_list[1:]), eff, eff, hw)
+        return _roofline((len(in_list) - 1) * out_elems, in_b + out_b, eff, eff, hw)
+    per_elem, (fa, fb), (ba, bb) = _ELEMENTWISE[t]
+    if per_elem is None:
+        if t == "POOL":
+            kh, kw = _pair(node_attrs.get("kernel"), (1, 1))
+            per_elem = kh * kw
+        else:  # LRN
+            per_elem = 2 * int(node_attrs.get("size", 5)) + 5
+    flops = per_elem * out_elems * (2.0 if bwd else 1.0)
+    nbytes = (ba * in_b + bb * out_b) if bwd else (fa * in_b + fb * out_b)
+    return _roofline(flops, nbytes, eff, eff, hw)
+
+
+def update_time_s(param_bytes, state_bytes, hw):
+    """Time of one bandwidth-bound optimizer update (SGD, momentum, Nesterov, Adam).
+
+    Reads parameters, gradients (same size as the parameters) and state; writes parameters and
+    state: ``3·param_bytes + 2·state_bytes`` at ``eff["update"]·mem_bytes_per_s``, plus one
+    launch. Zero bytes cost nothing.
+
+    Examples
+    --------
+    >>> from snsim.hardware import load_hardware
+    >>> hw = load_hardware("k40c")
+    >>> t = update_time_s(4_000_000, 4_000_000, hw)  # 20 MB at 0.75 x 288 GB/s + 5 us
+    >>> round(t * 1e6, 3)
+    97.593
+    """
+    if param_bytes < 0 or state_bytes < 0:
+        raise ConfigError(f"param_bytes (={param_bytes}) and state_bytes (={state_bytes}) "
+                          f"must be >= 0")
+    nbytes = 3 * param_bytes + 2 * state_bytes
+    if nbytes == 0:
+        return 0.0
+    return nbytes / (hw.eff("update") * hw.mem_bytes_per_s) + hw.launch_overhead_s
+
+
+# -- whole graphs -----------------------------------------------------------------------------
+_SIGNATURE_KEYS = ("type", "out_shape", "kernel", "stride", "pad", "groups", "macs",
+                   "param_bytes", "bias", "size")
+
+
+def _freeze(v):
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    return v
+
+
+def modeled_costs(G, hw):
+    """Modelled forward and backward times of every layer of ``G`` (never mutates ``G``).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A layer graph (SPEC §2.1); ``G.graph["dtype_bytes"]`` defaults to 4.
+    hw : HardwareSpec
+
+    Returns
+    -------
+    dict
+        ``{layer_id: LayerCost}`` in the graph's node order; CONV layers carry their
+        algorithm table.
+
+    Examples
+    --------
+    >>> from snsim.hardware import load_hardware
+    >>> from snsim.zoo import build_network
+    >>> G = build_network("lenet", batch=4)
+    >>> costs = modeled_costs(G, load_hardware("k40c"))
+    >>> costs[1].fwd_time_s, costs[2].conv_algos is not None
+    (0.0, True)
+    """
+    dtype_bytes = int(G.graph.get("dtype_bytes", 4))
+    memo = {}
+    out = {}
+    for n, a in G.nodes(data=True):
+        t = a.get("type")
+        k = G.out_degree(n) if t == "FORK" else None
+        key = (tuple(_freeze(a.get(s)) for s in _SIGNATURE_KEYS),
+               _freeze(a.get("in_shapes")), k)
+        hit = memo.get(key)
+        if hit is None:
+            if "layer_id" not in a:  # so that error messages name the layer
+                a = {**a, "layer_id": n}
+            if t == "CONV":
+                g = _conv_geom(a, dtype_bytes)
+                tables = {p: _pass_table(g, p, hw) for p in PASSES}
+                fwd = _default_time(g, "fwd", hw)
+                bwd = _default_time(g, "bwd_data", hw) + _default_time(g, "bwd_filter", hw)
+            else:
+                tables = None
+                fwd = layer_time_s(a, hw, "F", dtype_bytes, n_outputs=k)
+                bwd = layer_time_s(a, hw, "B", dtype_bytes, n_outputs=k)
+            hit = memo[key] = (fwd, bwd, tables)
+        fwd, bwd, tables = hit
+        out[n] = LayerCost(fwd_time_s=fwd, bwd_time_s=bwd,
+                           conv_algos=dict(tables) if tables is not None else None)
+    return out
+
+
+def with_modeled_times(G, hw):
+    """Return a copy of ``G`` whose nodes carry ``fwd_time_s``, ``bwd_time_s`` and
+    ``time_source = "modeled:<hw.name>"``; ``G`` itself is left untouched.
+
+    Examples
+    --------
+    >>> from snsim.hardware import load_hardware
+    >>> from snsim.zoo import build_network
+    >>> G = build_network("lenet", batch=4)
+    >>> H = with_modeled_times(G, load_hardware("k40c"))
+    >>> H.nodes[2]["time_source"], "fwd_time_s" in G.nodes[2]
+    ('modeled:k40c', False)
+    """
+    costs = modeled_costs(G, hw)
+    H = G.copy()
+    source = f"modeled:{hw.name}"
+    for n, c in costs.items():
+        d = H.nodes[n]
+        d["fwd_time_s"] = c.fwd_time_s
+        d["bwd_time_s"] = c.bwd_time_s
+        d["time_source"] = source
+    return H

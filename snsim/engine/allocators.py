@@ -1,0 +1,910 @@
+"""Allocator models: how live tensors turn into allocated and reserved device bytes.
+
+Three models sit behind one small interface (SPEC §10):
+
+``ideal``
+    Exact sizes, no fragmentation: allocated = reserved = requested = Σ live bytes.
+``pool``
+    SuperNeurons' pre-allocated pool of 1 KiB blocks, first fit on an address-ordered free
+    list, coalescing on free. Fragmentation can make a request fail.
+``pytorch``
+    PyTorch's CUDA caching allocator (``c10/cuda/CUDACachingAllocator.cpp``): 512 B rounding,
+    small/large pools per stream, best fit, segment sizes of 2 MiB / 20 MiB / multiples of
+    2 MiB, its split rules and its empty-cache-and-retry on OOM.
+
+The engine calls :meth:`Allocator.alloc` and :meth:`Allocator.free` once per tensor event, so
+every operation is O(log n) or amortised cheap, in pure Python. All models are
+deterministic: handles come from a counter and no choice depends on set order or ``id()``.
+"""
+from bisect import bisect_left, bisect_right, insort
+from operator import index as _as_index
+
+from ..errors import ConfigError, InfeasibleError, PlanError, UnknownNameError
+
+__all__ = [
+    "ALLOCATORS",
+    "Allocator",
+    "IdealAllocator",
+    "OutOfMemory",
+    "PoolAllocator",
+    "PytorchAllocator",
+    "make_allocator",
+]
+
+KiB = 1 << 10
+MiB = 1 << 20
+
+
+class OutOfMemory(InfeasibleError):
+    """An allocation that does not fit in the allocator's ``capacity_bytes``."""
+
+
+def _check_nbytes(nbytes):
+    """Return ``nbytes`` as a plain int >= 0 or raise :class:`PlanError`."""
+    try:
+        n = _as_index(nbytes)
+    except TypeError:
+        raise PlanError(f"alloc nbytes (={nbytes!r}) must be an integer number of bytes") from None
+    if n < 0:
+        raise PlanError(f"alloc nbytes (={nbytes!r}) must be >= 0")
+    return n
+
+
+class Allocator:
+    """Common interface and counters of every allocator model.
+
+    Attributes
+    ----------
+    name : str
+        Registry name of the model.
+    capacity_bytes : int or None
+        Device bytes the model may use; ``None`` means unlimited.
+    allocated_bytes, reserved_bytes, requested_bytes : int
+        Current bytes handed out after rounding, held from the device (segments or pool), and
+        exactly requested by the callers.
+    peak_allocated_bytes, peak_reserved_bytes, peak_requested_bytes : int
+        Highest value of each counter since construction or the last :meth:`reset_peaks`.
+
+    Notes
+    -----
+    ``alloc(0)`` returns a valid handle that holds no memory and changes no counter, as
+    ``torch.empty(0, device="cuda")`` does.
+    """
+
+    name = "allocator"
+    _OPTIONS = ()
+
+    def __init__(self, capacity_bytes=None):
+        if capacity_bytes is not None:
+            if isinstance(capacity_bytes, bool):
+                raise ConfigError(f"capacity_bytes (={capacity_bytes!r}) must be an int > 0 or None")
+            try:
+                capacity_bytes = _as_index(capacity_bytes)
+            except TypeError:
+                raise ConfigError(
+                    f"capacity_bytes (={capacity_bytes!r}) must be an int > 0 or None") from None
+            if capacity_bytes <= 0:
+                raise ConfigError(f"capacity_bytes (={capacity_bytes}) must be > 0 or None")
+        self.capacity_bytes = capacity_bytes
+        self.allocated_bytes = 0
+        self.reserved_bytes = 0
+        self.requested_bytes = 0
+        self.peak_allocated_bytes = 0
+        self.peak_reserved_bytes = 0
+        self.peak_requested_bytes = 0
+        self._next_handle = 1  # 0 is never a handle, so a handle is always truthy
+        self._live = {}        # handle -> model-specific record (None for a 0-byte alloc)
+
+    def alloc(self, nbytes, stream=0):
+        """Allocate ``nbytes`` on ``stream`` and return an int handle.
+
+        Raises
+        ------
+        OutOfMemory
+            The allocation does not fit in ``capacity_bytes``.
+        PlanError
+            ``nbytes`` is negative or not an integer.
+        """
+        raise NotImplementedError
+
+    def free(self, handle):
+        """Release the allocation ``handle``.
+
+        Raises
+        ------
+        PlanError
+            ``handle`` is unknown or already freed.
+        """
+        raise NotImplementedError
+
+    def can_alloc(self, nbytes, stream=0):
+        """Return whether ``alloc(nbytes, stream)`` would succeed; changes no state."""
+        raise NotImplementedError
+
+    def reset_peaks(self):
+        """Set every peak counter to its current value (like ``torch.cuda.reset_peak_memory_stats``)."""
+        self.peak_allocated_bytes = self.allocated_bytes
+        self.peak_reserved_bytes = self.reserved_bytes
+        self.peak_requested_bytes = self.requested_bytes
+
+    @property
+    def num_live(self):
+        """Number of live handles."""
+        return len(self._live)
+
+    def _new_handle(self, record):
+        handle = self._next_handle
+        self._next_handle = handle + 1
+        self._live[handle] = record
+        return handle
+
+    def _unknown_handle(self, handle):
+        return PlanError(
+            f"free(handle={handle!r}): no live allocation with this handle in the {self.name!r} "
+            f"allocator (never allocated or already freed)")
+
+    def __repr__(self):
+        cap = "unlimited" if self.capacity_bytes is None else f"{self.capacity_bytes} B"
+        return (f"<{type(self).__name__} capacity={cap} live={len(self._live)} "
+                f"allocated={self.allocated_bytes} reserved={self.reserved_bytes}>")
+
+
+# ---------------------------------------------------------------------------------------------
+# ideal
+
+class IdealAllocator(Allocator):
+    """Exact sizes, no rounding and no fragmentation.
+
+    allocated = reserved = requested = Σ live bytes; an allocation fails only when that sum
+    would exceed ``capacity_bytes``. ``stream`` is accepted and ignored.
+    """
+
+    name = "ideal"
+
+    def alloc(self, nbytes, stream=0):
+        if nbytes.__class__ is not int or nbytes < 0:
+            nbytes = _check_nbytes(nbytes)
+        total = self.requested_bytes + nbytes
+        cap = self.capacity_bytes
+        if cap is not None and total > cap:
+            raise OutOfMemory(
+                f"ideal allocator: alloc of {nbytes} B does not fit: {self.requested_bytes} B live "
+                f"+ {nbytes} B > capacity {cap} B",
+                requested_bytes=nbytes, short_bytes=total - cap)
+        handle = self._next_handle
+        self._next_handle = handle + 1
+        self._live[handle] = nbytes
+        self.allocated_bytes = self.reserved_bytes = self.requested_bytes = total
+        if total > self.peak_requested_bytes:
+            self.peak_allocated_bytes = self.peak_reserved_bytes = self.peak_requested_bytes = total
+        return handle
+
+    def free(self, handle):
+        try:
+            nbytes = self._live.pop(handle)
+        except (KeyError, TypeError):
+            raise self._unknown_handle(handle) from None
+        total = self.requested_bytes - nbytes
+        self.allocated_bytes = self.reserved_bytes = self.requested_bytes = total
+
+    def can_alloc(self, nbytes, stream=0):
+        nbytes = _check_nbytes(nbytes)
+        return self.capacity_bytes is None or self.requested_bytes + nbytes <= self.capacity_bytes
+
+
+# ---------------------------------------------------------------------------------------------
+# pool
+
+class _GapList:
+    """Free gaps of a pool, address-ordered, stored in chunks that know their largest gap.
+
+    First fit scans the per-chunk maxima, then one chunk: O(n/B + B) with B = 64, instead of
+    O(n) over every gap. Gaps never overlap or touch (the pool coalesces), so a gap is named by
+    its start.
+    """
+
+    __slots__ = ("starts", "sizes", "maxes", "firsts")
+    _CHUNK = 64
+
+    def __init__(self):
+        self.starts = []   # list of sorted lists of gap starts (in blocks)
+        self.sizes = []    # parallel lists of gap sizes (in blocks)
+        self.maxes = []    # largest size in each chunk
+        self.firsts = []   # first start of each chunk, for bisect
+
+    def __len__(self):
+        return sum(len(s) for s in self.starts)
+
+    def largest(self):
+        return max(self.maxes, default=0)
+
+    def first_fit(self, nblocks):
+        """Return ``(chunk, position)`` of the lowest-address gap with size >= nblocks, or None."""
+        for ci, m in enumerate(self.maxes):
+            if m >= nblocks:
+                for j, s in enumerate(self.sizes[ci]):
+                    if s >= nblocks:
+                        return ci, j
+        return None
+
+    def locate(self, start):
+        ci = bisect_right(self.firsts, start) - 1
+        return ci, bisect_left(self.starts[ci], start)
+
+    def set(self, ci, j, start, size):
+        """Move/resize gap ``(ci, j)`` without changing its rank among the gaps."""
+        sizes = self.sizes[ci]
+        old = sizes[j]
+        self.starts[ci][j] = start
+        sizes[j] = size
+        if j == 0:
+            self.firsts[ci] = start
+        if size > self.maxes[ci]:
+            self.maxes[ci] = size
+        elif old == self.maxes[ci] and size < old:
+            self.maxes[ci] = max(sizes)
+
+    def remove(self, ci, j):
+        starts, sizes = self.starts[ci], self.sizes[ci]
+        del starts[j]
+        size = sizes.pop(j)
+        if not starts:
+            del self.starts[ci], self.sizes[ci], self.maxes[ci], self.firsts[ci]
+            return
+        if j == 0:
+            self.firsts[ci] = starts[0]
+        if size == self.maxes[ci]:
+            self.maxes[ci] = max(sizes)
+
+    def insert(self, start, size):
+        if not self.starts:
+            self.starts.append([start])
+            self.sizes.append([size])
+            self.maxes.append(size)
+            self.firsts.append(start)
+            return
+        ci = max(bisect_right(self.firsts, start) - 1, 0)
+        starts, sizes = self.starts[ci], self.sizes[ci]
+        j = bisect_left(starts, start)
+        starts.insert(j, start)
+        sizes.insert(j, size)
+        if j == 0:
+            self.firsts[ci] = start
+        if size > self.maxes[ci]:
+            self.maxes[ci] = size
+        if len(starts) > 2 * self._CHUNK:
+            half = len(starts) // 2
+            new_starts, new_sizes = starts[half:], sizes[half:]
+            del starts[half:], sizes[half:]
+            self.starts.insert(ci + 1, new_starts)
+            self.sizes.insert(ci + 1, new_sizes)
+            self.maxes[ci] = max(sizes)
+            self.maxes.insert(ci + 1, max(new_sizes))
+            self.firsts.insert(ci + 1, new_starts[0])
+
+    def last(self):
+        """``(start, size)`` of the highest-address gap, or None."""
+        if not self.starts:
+            return None
+        return self.starts[-1][-1], self.sizes[-1][-1]
+
+    def items(self):
+        for starts, sizes in zip(self.starts, self.sizes):
+            yield from zip(starts, sizes)
+
+
+class PoolAllocator(Allocator):
+    """SuperNeurons' pre-allocated pool of 1 KiB blocks (SPEC §10, paper [P2]).
+
+    Sizes are rounded up to whole 1 KiB blocks and placed by first fit on an address-ordered
+    free list; a free coalesces with free neighbours. A request fails when no *contiguous* gap
+    is large enough, even if the total free space would do, so fragmentation shows. ``stream``
+    is accepted and ignored: the pool is shared by all streams.
+
+    Counters:
+
+    * ``allocated_bytes``: Σ rounded live sizes; ``requested_bytes``: Σ exact sizes.
+    * ``reserved_bytes``: the pool size, ``capacity_bytes`` rounded down to whole blocks, since
+      the pool is allocated up front. With ``capacity_bytes=None`` the pool is unbounded and
+      ``reserved_bytes`` is the highest end address ever used (a pool that grows, never shrinks).
+    * ``peak_reserved_bytes``: the highest end address used by a live block since construction
+      or :meth:`reset_peaks` -- a chosen deviation from "peak of ``reserved_bytes``", which would
+      only repeat the capacity. It says how large a pool this run really needed, fragmentation
+      included. It can therefore be below ``reserved_bytes``.
+    """
+
+    name = "pool"
+    block_bytes = KiB
+    _UNBOUNDED_BLOCKS = 1 << 62  # stands for the endless tail of an unlimited pool
+
+    def __init__(self, capacity_bytes=None):
+        super().__init__(capacity_bytes)
+        if capacity_bytes is None:
+            self._total_blocks = self._UNBOUNDED_BLOCKS
+        else:
+            if self.capacity_bytes < self.block_bytes:
+                raise ConfigError(
+                    f"capacity_bytes (={self.capacity_bytes}) must be >= {self.block_bytes} "
+                    f"for the pool allocator (one {self.block_bytes} B block)")
+            self._total_blocks = self.capacity_bytes // self.block_bytes
+            self.reserved_bytes = self._total_blocks * self.block_bytes
+        self._gaps = _GapList()
+        self._gaps.insert(0, self._total_blocks)
+        self._gap_size = {0: self._total_blocks}   # gap start -> size, both in blocks
+        self._gap_end = {self._total_blocks: 0}    # gap end -> start
+        self._high_water_blocks = 0                # since reset_peaks
+        self._ever_high_water_blocks = 0           # since construction
+
+    def alloc(self, nbytes, stream=0):
+        if nbytes.__class__ is not int or nbytes < 0:
+            nbytes = _check_nbytes(nbytes)
+        if nbytes == 0:
+            return self._new_handle(None)
+        nblocks = -(-nbytes // KiB)
+        gaps = self._gaps
+        found = gaps.first_fit(nblocks)
+        if found is None:
+            raise self._oom(nbytes, nblocks)
+        ci, j = found
+        start = gaps.starts[ci][j]
+        size = gaps.sizes[ci][j]
+        end = start + size
+        del self._gap_size[start]
+        if size == nblocks:
+            gaps.remove(ci, j)
+            del self._gap_end[end]
+        else:
+            rest = start + nblocks
+            gaps.set(ci, j, rest, size - nblocks)
+            self._gap_size[rest] = size - nblocks
+            self._gap_end[end] = rest
+        handle = self._next_handle
+        self._next_handle = handle + 1
+        self._live[handle] = (start, nblocks, nbytes)
+
+        top = start + nblocks
+        if top > self._high_water_blocks:
+            self._high_water_blocks = top
+            self.peak_reserved_bytes = top * KiB
+            if top > self._ever_high_water_blocks:
+                self._ever_high_water_blocks = top
+                if self.capacity_bytes is None:
+                    self.reserved_bytes = top * KiB
+        self.allocated_bytes += nblocks * KiB
+        self.requested_bytes += nbytes
+        if self.allocated_bytes > self.peak_allocated_bytes:
+            self.peak_allocated_bytes = self.allocated_bytes
+        if self.requested_bytes > self.peak_requested_bytes:
+            self.peak_requested_bytes = self.requested_bytes
+        return handle
+
+    def free(self, handle):
+        try:
+            record = self._live.pop(handle)
+        except (KeyError, TypeError):
+            raise self._unknown_handle(handle) from None
+        if record is None:
+            return
+        start, nblocks, nbytes = record
+        self.allocated_bytes -= nblocks * KiB
+        self.requested_bytes -= nbytes
+        end = start + nblocks
+        gaps, gap_size, gap_end = self._gaps, self._gap_size, self._gap_end
+        next_size = gap_size.get(end)      # gap right after the freed range
+        prev_start = gap_end.get(start)    # gap right before it
+        if prev_start is not None:
+            if next_size is not None:
+                # prev + freed + next become one gap; drop next
+                ci, j = gaps.locate(end)
+                gaps.remove(ci, j)
+                del gap_size[end], gap_end[end + next_size]
+                new_end = end + next_size
+            else:
+                new_end = end
+            del gap_end[start]
+            size = new_end - prev_start
+            ci, j = gaps.locate(prev_start)
+            gaps.set(ci, j, prev_start, size)
+            gap_size[prev_start] = size
+            gap_end[new_end] = prev_start
+        elif next_size is not None:
+            ci, j = gaps.locate(end)
+            size = next_size + nblocks
+            gaps.set(ci, j, start, size)
+            del gap_size[end]
+            gap_size[start] = size
+            gap_end[end + next_size] = start
+        else:
+            gaps.insert(start, nblocks)
+            gap_size[start] = nblocks
+            gap_end[end] = start
+
+    def can_alloc(self, nbytes, stream=0):
+        nbytes = _check_nbytes(nbytes)
+        return nbytes == 0 or self._gaps.largest() >= -(-nbytes // KiB)
+
+    def reset_peaks(self):
+        super().reset_peaks()
+        last = self._gaps.last()
+        if last is not None and last[0] + last[1] == self._total_blocks:
+            self._high_water_blocks = last[0]
+        else:
+            self._high_water_blocks = self._total_blocks
+        self.peak_reserved_bytes = self._high_water_blocks * KiB
+
+    def address_of(self, handle):
+        """Byte offset of ``handle``'s block in the pool (None for a 0-byte allocation)."""
+        try:
+            record = self._live[handle]
+        except (KeyError, TypeError):
+            raise self._unknown_handle(handle) from None
+        return None if record is None else record[0] * KiB
+
+    @property
+    def num_gaps(self):
+        """Number of free gaps (1 for an empty pool); a measure of fragmentation."""
+        return len(self._gaps)
+
+    def _oom(self, nbytes, nblocks):
+        largest = self._gaps.largest() * KiB
+        free = self.reserved_bytes - self.allocated_bytes
+        return OutOfMemory(
+            f"pool allocator: no contiguous gap for {nbytes} B ({nblocks} blocks of 1 KiB) in a "
+            f"{self.reserved_bytes} B pool: {free} B free in {len(self._gaps)} gaps, the largest "
+            f"{largest} B",
+            requested_bytes=nbytes, short_bytes=nblocks * KiB - largest)
+
+    def check_invariants(self):
+        """Check the free list against the live blocks; raise AssertionError on a mismatch.
+
+        O(n log n); meant for tests and debugging, never the hot path.
+        """
+        spans = sorted((s, s + n) for s, n in self._gap_size.items())
+        gap_items = list(self._gaps.items())
+        _require(gap_items == sorted(self._gap_size.items()), "gap list and gap map disagree")
+        _require(all(self._gap_end[e] == s for s, e in spans), "gap end map is stale")
+        _require(len(self._gap_end) == len(spans), "gap end map has extra entries")
+        for (_, e1), (s2, _) in zip(spans, spans[1:]):
+            _require(e1 < s2, "two gaps touch or overlap (missed coalescing)")
+        for ci, sizes in enumerate(self._gaps.sizes):
+            _require(self._gaps.maxes[ci] == max(sizes), "stale chunk maximum")
+            _require(self._gaps.firsts[ci] == self._gaps.starts[ci][0], "stale chunk first")
+        used = sorted((r[0], r[0] + r[1]) for r in self._live.values() if r is not None)
+        everything = sorted(spans + used)
+        _require(everything[0][0] == 0 and everything[-1][1] == self._total_blocks,
+                 "blocks do not cover the pool")
+        for (_, e1), (s2, _) in zip(everything, everything[1:]):
+            _require(e1 == s2, "live blocks and gaps do not tile the pool")
+        _require(sum(e - s for s, e in used) * KiB == self.allocated_bytes, "allocated_bytes drift")
+
+
+# ---------------------------------------------------------------------------------------------
+# pytorch
+
+_SMALL_SIZE = MiB              # kSmallSize: largest request served from the small pool
+_SMALL_BUFFER = 2 * MiB        # kSmallBuffer: segment size of the small pool
+_LARGE_BUFFER = 20 * MiB       # kLargeBuffer: segment size for 1 MiB < rounded < 10 MiB
+_MIN_LARGE_ALLOC = 10 * MiB    # kMinLargeAlloc
+_ROUND_LARGE = 2 * MiB         # kRoundLarge
+_MIN_BLOCK = 512               # kMinBlockSize
+_ADDR_BITS = 64                # free-list key = size << 64 | address
+
+
+class _Block:
+    """A piece of a segment: free or handed out."""
+
+    __slots__ = ("addr", "size", "stream", "small", "prev", "next", "allocated", "requested")
+
+    def __init__(self, addr, size, stream, small, prev=None, next=None):
+        self.addr = addr
+        self.size = size
+        self.stream = stream
+        self.small = small
+        self.prev = prev
+        self.next = next
+        self.allocated = False
+        self.requested = 0
+
+
+class PytorchAllocator(Allocator):
+    """The PyTorch CUDA caching allocator (SPEC §10, ``c10/cuda/CUDACachingAllocator.cpp``).
+
+    1. Round up to a multiple of 512 B (min 512). Small pool if the rounded size is <= 1 MiB,
+       else large. A block is reused only on the stream that allocated its segment.
+    2. Best fit within (pool, stream): the smallest free block that fits, ties by lowest
+       address.
+    3. New segment when nothing fits: 2 MiB if rounded <= 1 MiB, 20 MiB if rounded < 10 MiB,
+       else rounded up to a multiple of 2 MiB.
+    4. Split: small pool if the remainder is >= 512 B; large pool only if it is > 1 MiB,
+       otherwise the whole block is handed out and counts fully as allocated.
+    5. Free merges with free neighbours of the same segment; segments never merge.
+    6. When a new segment would exceed ``capacity_bytes``: (with ``max_split_size_bytes``) free
+       oversize cached blocks of this pool and stream and retry; then free every cached segment
+       (:meth:`empty_cache`), count a retry in ``num_alloc_retries`` and retry; then count
+       ``num_ooms`` and raise :class:`OutOfMemory`. Segments released on the way stay released.
+
+    Parameters
+    ----------
+    capacity_bytes : int or None
+        Bytes the device can give to segments; None means unlimited.
+    max_split_size_bytes : int or None
+        torch's ``max_split_size_mb`` in bytes (must be > 20 MiB). Requests below it cannot
+        take free blocks of at least this size; larger requests take only blocks smaller than
+        request + 20 MiB; blocks of this size or more are never split.
+    expandable_segments : bool
+        Only False is modelled; True raises :class:`ConfigError`.
+
+    Notes
+    -----
+    Not modelled: ``record_stream`` (blocks awaiting another stream), CUDA graph pools,
+    ``roundup_power2_divisions``, the garbage-collection threshold and the ~527 MiB CUDA
+    context, which torch's counters do not see either (SPEC §10).
+    """
+
+    name = "pytorch"
+    _OPTIONS = ("max_split_size_bytes", "expandable_segments")
+
+    def __init__(self, capacity_bytes=None, *, max_split_size_bytes=None,
+                 expandable_segments=False):
+        super().__init__(capacity_bytes)
+        if expandable_segments is not False:
+            raise ConfigError(
+                f"pytorch allocator option expandable_segments (={expandable_segments!r}) is not "
+                f"modelled; only False is supported")
+        if max_split_size_bytes is not None:
+            if isinstance(max_split_size_bytes, bool):
+                raise ConfigError(
+                    f"max_split_size_bytes (={max_split_size_bytes!r}) must be an int or None")
+            try:
+                max_split_size_bytes = _as_index(max_split_size_bytes)
+            except TypeError:
+                raise ConfigError(
+                    f"max_split_size_bytes (={max_split_size_bytes!r}) must be an int or None") from None
+            if max_split_size_bytes <= _LARGE_BUFFER:
+                raise ConfigError(
+                    f"max_split_size_bytes (={max_split_size_bytes}) must be > {_LARGE_BUFFER} "
+                    f"(20 MiB), as torch requires of max_split_size_mb")
+        self.max_split_size_bytes = max_split_size_bytes
+        self.expandable_segments = False
+        self.num_alloc_retries = 0
+        self.num_ooms = 0
+        self.num_segments = 0
+        self.cached_segment_bytes = 0  # Σ sizes of segments that are entirely free
+        # (small, stream) -> [sorted keys (size << 64 | addr), blocks in the same order]
+        self._free = {}
+        self._next_addr = 0
+
+    # -- free lists -------------------------------------------------------------------------
+
+    def _free_list(self, small, stream):
+        fl = self._free.get((small, stream))
+        if fl is None:
+            fl = self._free[(small, stream)] = ([], [])
+        return fl
+
+    def _insert_free(self, block):
+        keys, blocks = self._free_list(block.small, block.stream)
+        key = (block.size << _ADDR_BITS) | block.addr
+        i = bisect_left(keys, key)
+        keys.insert(i, key)
+        blocks.insert(i, block)
+
+    def _remove_free(self, block):
+        keys, blocks = self._free[(block.small, block.stream)]
+        i = bisect_left(keys, (block.size << _ADDR_BITS) | block.addr)
+        del keys[i], blocks[i]
+
+    def _best_fit_index(self, fl, rounded):
+        """Index in ``fl`` of the block torch's ``get_free_block`` would take, or -1."""
+        keys = fl[0]
+        i = bisect_left(keys, rounded << _ADDR_BITS)
+        if i == len(keys):
+            return -1
+        mss = self.max_split_size_bytes
+        if mss is not None:
+            size = keys[i] >> _ADDR_BITS
+            if rounded < mss and size >= mss:
+                return -1   # no oversize block for a small request
+            if rounded >= mss and size >= rounded + _LARGE_BUFFER:
+                return -1   # nor a far too large one for a large request
+        return i
+
+    # -- public interface -------------------------------------------------------------------
+
+    def alloc(self, nbytes, stream=0):
+        if nbytes.__class__ is not int or nbytes < 0:
+            nbytes = _check_nbytes(nbytes)
+        if nbytes == 0:
+            return self._new_handle(None)
+        rounded = _MIN_BLOCK if nbytes <= _MIN_BLOCK else (nbytes + _MIN_BLOCK - 1) & -_MIN_BLOCK
+        small = rounded <= _SMALL_SIZE
+        fl = self._free.get((small, stream))
+        if fl is None:
+            fl = self._free[(small, stream)] = ([], [])
+        i = self._best_fit_index(fl, rounded)
+        if i >= 0:
+            keys, blocks = fl
+            block = blocks[i]
+            del keys[i], blocks[i]
+            if block.prev is None and block.next is None:
+                self.cached_segment_bytes -= block.size
+        else:
+            block = self._new_segment(nbytes, rounded, small, stream, fl)
+
+        remaining = block.size - rounded
+        if small:
+            split = remaining >= _MIN_BLOCK
+        else:
+            mss = self.max_split_size_bytes
+            split = remaining > _SMALL_SIZE and (mss is None or rounded < mss)
+        if split:
+            rest = _Block(block.addr + rounded, remaining, stream, small, block, block.next)
+            if block.next is not None:
+                block.next.prev = rest
+            block.next = rest
+            block.size = rounded
+            keys, blocks = fl
+            key = (remaining << _ADDR_BITS) | rest.addr
+            j = bisect_left(keys, key)
+            keys.insert(j, key)
+            blocks.insert(j, rest)
+
+        block.allocated = True
+        block.requested = nbytes
+        handle = self._next_handle
+        self._next_handle = handle + 1
+        self._live[handle] = block
+        self.allocated_bytes += block.size
+        self.requested_bytes += nbytes
+        if self.allocated_bytes > self.peak_allocated_bytes:
+            self.peak_allocated_bytes = self.allocated_bytes
+        if self.requested_bytes > self.peak_requested_bytes:
+            self.peak_requested_bytes = self.requested_bytes
+        return handle
+
+    def free(self, handle):
+        try:
+            block = self._live.pop(handle)
+        except (KeyError, TypeError):
+            raise self._unknown_handle(handle) from None
+        if block is None:
+            return
+        self.allocated_bytes -= block.size
+        self.requested_bytes -= block.requested
+        block.allocated = False
+        block.requested = 0
+        prev = block.prev
+        if prev is not None and not prev.allocated:
+            self._remove_free(prev)
+            block.addr = prev.addr
+            block.size += prev.size
+            block.prev = prev.prev
+            if block.prev is not None:
+                block.prev.next = block
+        nxt = block.next
+        if nxt is not None and not nxt.allocated:
+            self._remove_free(nxt)
+            block.size += nxt.size
+            block.next = nxt.next
+            if block.next is not None:
+                block.next.prev = block
+        self._insert_free(block)
+        if block.prev is None and block.next is None:
+            self.cached_segment_bytes += block.size
+
+    def can_alloc(self, nbytes, stream=0):
+        nbytes = _check_nbytes(nbytes)
+        if nbytes == 0:
+            return True
+        rounded = _MIN_BLOCK if nbytes <= _MIN_BLOCK else (nbytes + _MIN_BLOCK - 1) & -_MIN_BLOCK
+        small = rounded <= _SMALL_SIZE
+        fl = self._free.get((small, stream))
+        if fl is not None and self._best_fit_index(fl, rounded) >= 0:
+            return True
+        cap = self.capacity_bytes
+        if cap is None:
+            return True
+        # every retry path ends with all cached segments released
+        return self.reserved_bytes - self.cached_segment_bytes + _segment_size(rounded) <= cap
+
+    def empty_cache(self):
+        """Release every entirely free segment, like ``torch.cuda.empty_cache()``.
+
+        Returns
+        -------
+        int
+            Bytes released.
+        """
+        released = 0
+        for key in sorted(self._free):
+            keys, blocks = self._free[key]
+            keep = [i for i, b in enumerate(blocks) if b.prev is not None or b.next is not None]
+            if len(keep) == len(blocks):
+                continue
+            released += sum(b.size for b in blocks if b.prev is None and b.next is None)
+            self.num_segments -= len(blocks) - len(keep)
+            keys[:] = [keys[i] for i in keep]
+            blocks[:] = [blocks[i] for i in keep]
+        self.reserved_bytes -= released
+        self.cached_segment_bytes -= released
+        return released
+
+    def address_of(self, handle):
+        """Virtual address of ``handle``'s block (None for a 0-byte allocation)."""
+        try:
+            block = self._live[handle]
+        except (KeyError, TypeError):
+            raise self._unknown_handle(handle) from None
+        return None if block is None else block.addr
+
+    def block_size_of(self, handle):
+        """Bytes of the block behind ``handle`` (what it adds to ``allocated_bytes``)."""
+        try:
+            block = self._live[handle]
+        except (KeyError, TypeError):
+            raise self._unknown_handle(handle) from None
+        return 0 if block is None else block.size
+
+    # -- segments and OOM -------------------------------------------------------------------
+
+    def _new_segment(self, nbytes, rounded, small, stream, fl):
+        size = _segment_size(rounded)
+        cap = self.capacity_bytes
+        if cap is not None and self.reserved_bytes + size > cap:
+            fits = (self.max_split_size_bytes is not None
+                    and self._release_oversize(fl, rounded)
+                    and self.reserved_bytes + size <= cap)
+            if not fits:
+                self.empty_cache()
+                self.num_alloc_retries += 1
+                if self.reserved_bytes + size > cap:
+                    self.num_ooms += 1
+                    raise OutOfMemory(
+                        f"pytorch allocator: alloc of {nbytes} B (rounded {rounded} B) on stream "
+                        f"{stream} needs a new {size} B segment, but {self.reserved_bytes} B "
+                        f"reserved + {size} B > capacity {cap} B after releasing cached segments "
+                        f"({self.allocated_bytes} B allocated)",
+                        requested_bytes=nbytes, short_bytes=self.reserved_bytes + size - cap)
+        addr = self._next_addr
+        self._next_addr = addr + size
+        self.num_segments += 1
+        self.reserved_bytes += size
+        if self.reserved_bytes > self.peak_reserved_bytes:
+            self.peak_reserved_bytes = self.reserved_bytes
+        return _Block(addr, size, stream, small)
+
+    def _release_oversize(self, fl, rounded):
+        """torch's ``release_available_cached_blocks``: free oversize cached blocks of this pool
+        and stream, one large enough or else the largest ones until enough bytes are freed.
+        Returns whether enough was freed; what was freed stays freed either way."""
+        mss = self.max_split_size_bytes
+        want = max(rounded, mss)
+        keys, blocks = fl
+        i = bisect_left(keys, want << _ADDR_BITS)
+        if i < len(keys):
+            self._release_segment(fl, i)
+            return True
+        released = 0
+        i = len(keys) - 1
+        while released < want and i >= 0 and blocks[i].size >= mss:
+            released += blocks[i].size
+            self._release_segment(fl, i)
+            i -= 1
+        return released >= want
+
+    def _release_segment(self, fl, i):
+        # an oversize free block is always a whole segment: requests >= max_split never split
+        block = fl[1][i]
+        del fl[0][i], fl[1][i]
+        self.num_segments -= 1
+        self.reserved_bytes -= block.size
+        self.cached_segment_bytes -= block.size
+
+    def check_invariants(self):
+        """Check blocks, free lists and counters; raise AssertionError on a mismatch.
+
+        O(n log n); meant for tests and debugging, never the hot path.
+        """
+        free_blocks = []
+        for (small, stream), (keys, blocks) in sorted(self._free.items()):
+            _require(keys == sorted(keys), "free list not sorted")
+            _require(len(keys) == len(blocks), "free list keys and blocks differ")
+            for k, b in zip(keys, blocks):
+                _require(k == (b.size << _ADDR_BITS) | b.addr, "stale free-list key")
+                _require(not b.allocated and b.small == small and b.stream == stream,
+                         "free list holds a wrong block")
+                free_blocks.append(b)
+        live = [b for b in self._live.values() if b is not None]
+        _require(all(b.allocated for b in live), "live block not marked allocated")
+        heads = [b for b in free_blocks + live if b.prev is None]
+        _require(len(heads) == self.num_segments, "num_segments drift")
+        seen = reserved = cached = 0
+        for head in heads:
+            b, size, stream = head, 0, head.stream
+            while b is not None:
+                _require(b.stream == stream and b.small == head.small, "mixed segment")
+                if b.next is not None:
+                    _require(b.next.prev is b and b.addr + b.size == b.next.addr, "broken chain")
+                    _require(b.allocated or b.next.allocated, "adjacent free blocks not merged")
+                size += b.size
+                seen += 1
+                b = b.next
+            reserved += size
+            if not head.allocated and head.next is None:
+                cached += size
+        _require(seen == len(free_blocks) + len(live), "blocks outside any segment")
+        _require(reserved == self.reserved_bytes, "reserved_bytes drift")
+        _require(cached == self.cached_segment_bytes, "cached_segment_bytes drift")
+        _require(sum(b.size for b in live) == self.allocated_bytes, "allocated_bytes drift")
+        _require(sum(b.requested for b in live) == self.requested_bytes, "requested_bytes drift")
+
+
+def _segment_size(rounded):
+    """torch's ``get_allocation_size``: bytes of the segment created for a rounded request."""
+    if rounded <= _SMALL_SIZE:
+        return _SMALL_BUFFER
+    if rounded < _MIN_LARGE_ALLOC:
+        return _LARGE_BUFFER
+    return (rounded + _ROUND_LARGE - 1) & -_ROUND_LARGE
+
+
+def _require(condition, what):
+    if not condition:
+        raise AssertionError(f"allocator invariant broken: {what}")
+
+
+# ---------------------------------------------------------------------------------------------
+# registry
+
+_REGISTRY = {cls.name: cls for cls in (IdealAllocator, PoolAllocator, PytorchAllocator)}
+ALLOCATORS = tuple(_REGISTRY)
+
+
+def make_allocator(name, capacity_bytes, **options):
+    """Build the allocator model called ``name``.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`ALLOCATORS`: ``"ideal"``, ``"pool"``, ``"pytorch"``.
+    capacity_bytes : int or None
+        Device bytes the model may use; None means unlimited.
+    **options
+        Model options. ``pytorch`` takes ``max_split_size_bytes`` and
+        ``expandable_segments`` (False only); the others take none.
+
+    Returns
+    -------
+    Allocator
+
+    Raises
+    ------
+    UnknownNameError
+        ``name`` is not a known allocator.
+    ConfigError
+        An option is unknown to the model or has a bad value, or ``capacity_bytes`` is not > 0.
+
+    Examples
+    --------
+    >>> a = make_allocator("pytorch", 80 * 2**30)
+    >>> h = a.alloc(21 * 2**20)          # 21 MiB gets a 22 MiB segment and keeps all of it
+    >>> a.allocated_bytes // 2**20, a.reserved_bytes // 2**20
+    (22, 22)
+    >>> a.free(h)
+    >>> a.allocated_bytes, a.reserved_bytes // 2**20   # the segment stays cached
+    (0, 22)
+    >>> make_allocator("ideal", None).alloc(100)
+    1
+    """
+    try:
+        cls = _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise UnknownNameError(
+            f"unknown allocator {name!r}; known allocators: {', '.join(ALLOCATORS)}") from None
+    unknown = [k for k in options if k not in cls._OPTIONS]
+    if unknown:
+        accepted = ", ".join(cls._OPTIONS) or "none"
+        raise ConfigError(
+            f"allocator {name!r} got unknown option(s) {', '.join(map(repr, unknown))}; "
+            f"accepted options: {accepted}")
+    return cls(capacity_bytes, **options)

@@ -1,0 +1,438 @@
+"""The discrete-event engine: replay a :class:`~snsim.plan.Plan` on a simulated GPU.
+
+One compute stream and one copy stream per direction (FIFO servers); memory changes happen at
+device time — an allocation at the start of the step (or copy) that needs it, a free when the
+last reader of the tensor ends. Pending frees sit in a heap keyed ``(time_s, priority, seq)``
+and are applied before any later allocation, so the result is deterministic and bit-identical
+for the same input.
+"""
+from __future__ import annotations
+
+import heapq
+import time
+from collections import OrderedDict
+
+from ..errors import InfeasibleError, PlanError
+from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
+from ..result import Failure, Result
+from .allocators import make_allocator
+
+# tensor states (SPEC §4)
+VOID, GPU, CLEAN, D2H, H2D, HOST, DROPPED, FREED = range(8)
+STATE_NAMES = ("VOID", "GPU", "GPU_CLEAN", "D2H", "H2D", "HOST", "DROPPED", "FREED")
+_EV_RELEASE, _EV_OFFLOADED = 0, 1
+
+
+class _Stop(Exception):
+    """Internal: memory ran out; carries the failure record."""
+
+    def __init__(self, failure):
+        self.failure = failure
+
+
+class Engine:
+    """Replays one plan. Use :func:`run_plan`; the class keeps the hot loop's state."""
+
+    def __init__(self, program, plan, hardware, *, budget_bytes=None, allocator="ideal",
+                 allocator_options=None, record=True):
+        self.p = program
+        self.plan = plan
+        self.hw = hardware
+        self.budget = int(budget_bytes if budget_bytes is not None else hardware.budget_bytes)
+        self.alloc_name = allocator
+        self.mem = make_allocator(allocator, self.budget, **(allocator_options or {}))
+        self.record = record
+        n = len(program.tensors)
+        self.size = [t.nbytes for t in program.tensors]
+        self.kind = [t.kind for t in program.tensors]
+        self.state = [VOID] * n
+        self.handle = [None] * n
+        self.ready_at = [0.0] * n      # H2D arrival time
+        self.busy_until = [0.0] * n    # end of a D2H copy reading the tensor
+        self.release_pending = [False] * n
+        self.on_host = [False] * n
+        self.lru = OrderedDict() if plan.lru else None
+        self.heap = []
+        self.seq = 0
+        self.t_compute = 0.0
+        self.t_h2d = 0.0
+        self.t_d2h = 0.0
+        self.host_bytes = 0
+        self.peak_host_bytes = 0
+        self.counters = dict(cache_hits=0, cache_misses=0, first_touch=0, prefetch_hits=0,
+                             prefetch_late=0, evictions=0, evicted_bytes=0, pageable_copies=0)
+        self.compute_time = 0.0
+        self.recompute_time = 0.0
+        self.stall_time = 0.0
+        self.h2d_bytes = 0
+        self.d2h_bytes = 0
+        self.recomputed = []
+        self.algos_chosen = {}
+        self.steps_rec = []
+        self.transfers = []
+        self.mem_events = []
+        self.pinned = ()
+        self.cur = None
+        self._conv_tables()
+
+    # -- conv algorithm tables -------------------------------------------------------------
+    def _conv_tables(self):
+        self.ws_table = {}
+        G = self.p.graph
+        for layer, passes in self.p.conv_algos.items():
+            rows = {}
+            for pass_name, algos in passes.items():
+                ok = sorted(((a.time_s, a.ws_bytes, a.name) for a in algos if a.supported))
+                if ok:
+                    rows[pass_name] = ok
+            self.ws_table[layer] = rows
+            if G is not None:
+                fed_by_data = all(G.nodes[u]["type"] == "DATA" for u in G.predecessors(layer))
+                if fed_by_data and not any(t.producer == layer and t.name.endswith("dx_data")
+                                           for t in self.p.tensors):
+                    rows.pop("bwd_data", None)
+
+    def _choose(self, rows, mode):
+        """Pick (time_s, ws_bytes, name) from a sorted table under the workspace mode."""
+        if mode == "fastest":
+            return rows[0]
+        zero = min((r for r in rows if r[1] == 0), default=rows[-1])
+        if mode == "none":
+            return zero
+        for r in rows:   # sorted by time: the first that fits is the fastest that fits
+            if r[1] == 0 or self.mem.can_alloc(r[1]):
+                return r
+        return zero
+
+    # -- memory --------------------------------------------------------------------------
+    def _event(self, when, kind, tensor):
+        self.seq += 1
+        heapq.heappush(self.heap, (when, kind, self.seq, tensor))
+
+    def _advance(self, now):
+        heap = self.heap
+        while heap and heap[0][0] <= now:
+            when, kind, _, t = heapq.heappop(heap)
+            if kind == _EV_RELEASE:
+                self._release_gpu(t, when)
+            else:  # an offload copy finished
+                self.busy_until[t] = 0.0
+                if self.release_pending[t]:
+                    self.release_pending[t] = False
+                    self._release_gpu(t, when)
+                elif self.state[t] == D2H:
+                    if self.plan.free_after_offload:
+                        self._release_gpu(t, when)
+                        self.state[t] = HOST
+                    else:
+                        self.state[t] = CLEAN
+
+    def _mem_event(self, when, t, delta):
+        if self.record:
+            self.mem_events.append((when, self.kind[t] if t >= 0 else "workspace", delta))
+
+    def _alloc(self, t, now, nbytes=None, category=None):
+        """Allocate tensor t (or a workspace when t < 0) at ``now``; returns the (later) time."""
+        nbytes = self.size[t] if nbytes is None else nbytes
+        mem = self.mem
+        if not mem.can_alloc(nbytes):
+            now = self._make_room(nbytes, now, t)
+        h = mem.alloc(nbytes)
+        if t >= 0:
+            self.handle[t] = h
+            self.state[t] = GPU
+            if self.lru is not None:
+                self.lru[t] = None
+        if self.record:
+            self.mem_events.append((now, category or (self.kind[t] if t >= 0 else "workspace"),
+                                    nbytes))
+        return now, h
+
+    def _release_gpu(self, t, when):
+        h = self.handle[t]
+        if h is None:
+            return
+        self.mem.free(h)
+        self.handle[t] = None
+        if self.lru is not None:
+            self.lru.pop(t, None)
+        if self.record:
+            self.mem_events.append((when, self.kind[t], -self.size[t]))
+
+    def _make_room(self, nbytes, now, t):
+        """Evict (LRU) or wait for in-flight frees until ``nbytes`` fits; else stop the run."""
+        mem = self.mem
+        while not mem.can_alloc(nbytes):
+            victim = None
+            if self.lru is not None:
+                for cand in self.lru:
+                    if cand not in self.pinned and self.state[cand] in (GPU, CLEAN, D2H):
+                        victim = cand
+                        break
+            if victim is not None:
+                st = self.state[victim]
+                self.counters["evictions"] += 1
+                self.counters["evicted_bytes"] += self.size[victim]
+                if st == CLEAN:
+                    self._release_gpu(victim, now)
+                elif st == D2H:   # wait for its offload copy, then it is clean
+                    now = max(now, self.busy_until[victim])
+                    self._advance(now)
+                    if self.handle[victim] is not None:
+                        self._release_gpu(victim, now)
+                else:             # dirty: copy it out while the step waits
+                    end = self._copy(victim, "d2h", now)
+                    self.on_host[victim] = True
+                    now = end
+                    self.busy_until[victim] = 0.0
+                    self._release_gpu(victim, now)
+                    self._advance(now)
+                self.state[victim] = HOST
+                continue
+            if self.heap:
+                now = max(now, self.heap[0][0])
+                self._advance(now)
+                continue
+            s = self.cur
+            st = self.p.steps[s] if s is not None else None
+            name = self.p.tensors[t].name if t >= 0 else "workspace"
+            short = nbytes - max(0, self.budget - mem.reserved_bytes)
+            raise _Stop(Failure(step=s if s is not None else -1,
+                                layer=st.name if st else "setup",
+                                phase=st.phase if st else "-", tensor=name, time_s=now,
+                                requested_bytes=nbytes, short_bytes=max(short, 1)))
+        return now
+
+    def _copy(self, t, direction, now):
+        """Queue a copy of tensor t on its stream no earlier than ``now``; return its end."""
+        nbytes = self.size[t]
+        pinned = True
+        if direction == "d2h":
+            if not self.on_host[t]:
+                if self.host_bytes + nbytes > self.hw.host_pinned_bytes:
+                    pinned = False
+                    self.counters["pageable_copies"] += 1
+                self.host_bytes += nbytes
+                self.peak_host_bytes = max(self.peak_host_bytes, self.host_bytes)
+            start = max(now, self.t_d2h)
+            end = start + self.hw.transfer_time_s(nbytes, "d2h", pinned)
+            self.t_d2h = end
+            self.d2h_bytes += nbytes
+        else:
+            start = max(now, self.t_h2d)
+            end = start + self.hw.transfer_time_s(nbytes, "h2d", pinned)
+            self.t_h2d = end
+            self.h2d_bytes += nbytes
+        if self.record:
+            self.transfers.append((t, direction, nbytes, now, start, end, pinned))
+        return end
+
+    # -- instructions ----------------------------------------------------------------------
+    def _stash(self, step, now):
+        """Make every dep of ``step`` resident; returns (time the step can start, new tensors)."""
+        state = self.state
+        lru = self.lru
+        c = self.counters
+        fresh = []
+        for t in step.deps:
+            st = state[t]
+            if st == GPU or st == CLEAN or st == D2H:
+                c["cache_hits"] += 1
+                if lru is not None:
+                    lru.move_to_end(t)
+            elif st == VOID:
+                fresh.append(t)
+            elif st == H2D:
+                if self.ready_at[t] > now:
+                    c["prefetch_late"] += 1
+                    now = self.ready_at[t]
+                else:
+                    c["prefetch_hits"] += 1
+                state[t] = CLEAN
+                if lru is not None:
+                    lru.move_to_end(t)
+            elif st == HOST:
+                c["cache_misses"] += 1
+                now, h = self._alloc(t, now)
+                now = self._copy(t, "h2d", now)
+                state[t] = CLEAN
+            else:
+                raise PlanError(f"step {step.index} ({step.name} {step.phase}) needs tensor {t} "
+                                f"({self.p.tensors[t].name}), which is {STATE_NAMES[st]}: the "
+                                f"plan freed or dropped it before its last use")
+        return now, fresh
+
+    def _run_step(self, step, phase, duration_default):
+        self.cur = step.index
+        self.pinned = step.deps
+        t0 = self.t_compute
+        self._advance(t0)
+        now, fresh = self._stash(step, t0)
+        self._advance(now)
+        for t in fresh:
+            self.counters["first_touch"] += 1
+            now, _ = self._alloc(t, now)
+        ws_bytes, algo, duration = 0, "", duration_default
+        rows = self.ws_table.get(step.layer) if step.type == "CONV" else None
+        handles = []
+        if rows:
+            duration = 0.0
+            names = []
+            for pass_name in (("fwd",) if phase != "B" else ("bwd_data", "bwd_filter")):
+                r = rows.get(pass_name)
+                if r is None:
+                    continue
+                time_s, ws, name = self._choose(r, self.plan.workspace)
+                duration += time_s
+                names.append(name)
+                if ws:
+                    now, h = self._alloc(-1, now, ws)
+                    handles.append((h, ws))
+                    ws_bytes += ws
+            algo = "+".join(names)
+            self.algos_chosen[(step.layer, phase)] = algo
+        highwater = self.mem.requested_bytes
+        for h, ws in handles:
+            self.mem.free(h)
+            if self.record:
+                self.mem_events.append((now + duration, "workspace", -ws))
+        end = now + duration
+        self.stall_time += now - t0
+        if phase == "R":
+            self.recompute_time += duration
+        else:
+            self.compute_time += duration
+        self.t_compute = end
+        if self.record:
+            self.steps_rec.append((step.index, step.name, phase, now, end, highwater, ws_bytes,
+                                   algo, now - t0))
+        return end
+
+    def _recompute(self, step):
+        # a replay allocates only the outputs that were dropped; inputs must be present
+        for t in step.outputs:
+            if self.state[t] == DROPPED:
+                self.state[t] = VOID
+        self.recomputed.append(step.name)
+        self._run_step(step, "R", step.time_s)
+
+    def _free(self, t):
+        st = self.state[t]
+        if st in (FREED, VOID):
+            raise PlanError(f"Free({t}) of tensor {self.p.tensors[t].name}, which is "
+                            f"{STATE_NAMES[st]}")
+        if self.on_host[t]:
+            self.host_bytes -= self.size[t]
+            self.on_host[t] = False
+        if self.handle[t] is not None:
+            if self.busy_until[t] > self.t_compute:
+                self.release_pending[t] = True
+            else:
+                self._release_gpu(t, self.t_compute)
+        self.state[t] = FREED
+
+    def _drop(self, t):
+        if self.state[t] not in (GPU, CLEAN):
+            raise PlanError(f"Drop({t}) of tensor {self.p.tensors[t].name}, which is "
+                            f"{STATE_NAMES[self.state[t]]}")
+        self._release_gpu(t, self.t_compute)
+        self.state[t] = DROPPED
+
+    def _offload(self, t):
+        if self.state[t] != GPU:
+            return  # already clean, on the host or gone: nothing to copy
+        end = self._copy(t, "d2h", self.t_compute)
+        self.on_host[t] = True
+        self.busy_until[t] = end
+        self.state[t] = D2H
+        self._event(end, _EV_OFFLOADED, t)
+
+    def _prefetch(self, t):
+        if self.state[t] != HOST:
+            return  # resident (a cache hit) or in flight
+        now, _ = self._alloc(t, self.t_compute)
+        end = self._copy(t, "h2d", now)
+        self.state[t] = H2D
+        self.ready_at[t] = end
+
+    # -- the run ---------------------------------------------------------------------------
+    def _setup(self):
+        p = self.p
+        for category, nbytes in p.static_bytes.items():
+            if nbytes > 0:
+                self._alloc(-1, 0.0, nbytes, category=category)
+        if self.plan.preallocate:
+            for t in range(len(p.tensors)):
+                self._alloc(t, 0.0)
+
+    def run(self):
+        wall = time.perf_counter()
+        failure = None
+        steps = self.p.steps
+        try:
+            self._setup()
+            for ins in self.plan.instructions:
+                kind = type(ins)
+                if kind is Compute:
+                    s = steps[ins.step]
+                    self._run_step(s, s.phase, s.time_s)
+                elif kind is Free:
+                    self._free(ins.tensor)
+                elif kind is Offload:
+                    self._offload(ins.tensor)
+                elif kind is Prefetch:
+                    self._prefetch(ins.tensor)
+                elif kind is Drop:
+                    self._drop(ins.tensor)
+                elif kind is Recompute:
+                    self._recompute(steps[ins.step])
+                else:
+                    raise PlanError(f"unknown plan instruction {ins!r}")
+            self._advance(float("inf"))
+            leaked = [t for t, st in enumerate(self.state) if st not in (FREED, VOID)]
+            if leaked:
+                names = ", ".join(p.name for p in (self.p.tensors[t] for t in leaked[:3]))
+                raise PlanError(f"plan {self.plan.policy!r} leaves {len(leaked)} tensors "
+                                f"allocated at the end of the iteration (e.g. {names})")
+        except _Stop as stop:
+            failure = stop.failure
+        return self._result(failure, time.perf_counter() - wall)
+
+    def _result(self, failure, wall_s):
+        p, hw, mem = self.p, self.hw, self.mem
+        step_time = max(self.t_compute, self.t_h2d, self.t_d2h)
+        self.counters["hit_ratio_release"] = (
+            (self.counters["cache_hits"] + self.counters["first_touch"])
+            / max(1, self.counters["cache_hits"] + self.counters["first_touch"]
+                  + self.counters["cache_misses"]))
+        self.counters["peak_host_bytes"] = self.peak_host_bytes
+        return Result(
+            network=p.name, batch=p.batch, policy=self.plan.policy, hardware=hw.name,
+            allocator=self.alloc_name, budget_bytes=self.budget, feasible=failure is None,
+            failure=failure, peak_ideal_bytes=mem.peak_requested_bytes,
+            peak_allocated_bytes=mem.peak_allocated_bytes,
+            peak_reserved_bytes=mem.peak_reserved_bytes, context_bytes=hw.context_bytes,
+            static_bytes=p.static_total_bytes, static_breakdown=dict(p.static_bytes),
+            lower_bound_bytes=p.lower_bound_bytes(), step_time_s=step_time,
+            compute_time_s=self.compute_time, recompute_time_s=self.recompute_time,
+            stall_time_s=self.stall_time, h2d_bytes=self.h2d_bytes, d2h_bytes=self.d2h_bytes,
+            counters=dict(self.counters), recomputed_layers=tuple(self.recomputed),
+            conv_algos={f"{k[0]}:{k[1]}": v for k, v in self.algos_chosen.items()},
+            options=dict(self.plan.notes), sim_wall_s=wall_s, steps=self.steps_rec,
+            transfers=self.transfers, memory_events=self.mem_events)
+
+
+def run_plan(program, plan, hardware, *, budget_bytes=None, allocator="ideal",
+             allocator_options=None, record=True):
+    """Replay ``plan`` for ``program`` on ``hardware``; return a :class:`~snsim.result.Result`.
+
+    An allocation that does not fit gives an infeasible Result (``feasible=False`` and a
+    ``failure`` record), never an exception. A plan that breaks the IR's rules raises
+    :class:`~snsim.errors.PlanError`.
+    """
+    plan.check(program)
+    return Engine(program, plan, hardware, budget_bytes=budget_bytes, allocator=allocator,
+                  allocator_options=allocator_options, record=record).run()
+
+
+__all__ = ["Engine", "run_plan", "InfeasibleError"]

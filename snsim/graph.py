@@ -1,0 +1,273 @@
+"""Layer DAGs: a builder with exact shapes, parameter and MAC counts, checks, and the route.
+
+A network is a :class:`networkx.DiGraph` whose nodes are 1-based ``layer_id`` integers (the
+construction index) and whose attributes follow SPEC §2.1. Edges carry ``src_port`` (index in
+the producer's ``next`` list) and ``dst_port`` (index in the consumer's ``prev`` list).
+"""
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+
+from .errors import GraphError, UnknownNameError
+
+SCHEMA_VERSION = 1
+
+LAYER_TYPES = ("DATA", "CONV", "FC", "BN", "ACT", "POOL", "LRN", "DROPOUT", "SOFTMAX",
+               "FORK", "JOIN", "CONCAT", "PADDING")
+CHECKPOINT_TYPES = frozenset({"CONV", "FC", "JOIN", "FORK", "CONCAT", "DATA", "SOFTMAX"})
+RECOMPUTABLE_TYPES = frozenset({"ACT", "BN", "POOL", "LRN", "DROPOUT", "PADDING"})
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def conv_out(size, kernel, stride, pad, *, ceil_mode=False):
+    """Output length of a conv/pool window: ``floor((in + 2p - k)/s) + 1`` (SPEC §2.3)."""
+    span = size + 2 * pad - kernel
+    if span < 0:
+        raise GraphError(f"window of {kernel} (pad {pad}) is larger than input size {size}")
+    out = (math.ceil(span / stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1  # the last window must start inside the input (PyTorch's rule)
+    return out
+
+
+class GraphBuilder:
+    """Build a layer DAG with exact shapes, parameters and MACs.
+
+    Each method adds one layer fed by the given layer ids (in port order) and returns its id.
+
+    Examples
+    --------
+    >>> b = GraphBuilder("tiny", batch=2, input_shape=(3, 8, 8))
+    >>> x = b.data()
+    >>> x = b.conv(x, 4, 3, pad=1)
+    >>> x = b.relu(x)
+    >>> G = b.finish(b.softmax(b.fc(x, 10)))
+    >>> G.nodes[2]["out_shape"], G.nodes[2]["params"]
+    ((2, 4, 8, 8), 112)
+    """
+
+    def __init__(self, name, *, batch, input_shape, dtype_bytes=4, source="zoo"):
+        if int(batch) <= 0:
+            raise GraphError(f"batch (={batch}) must be a positive integer")
+        self.G = nx.DiGraph(schema_version=SCHEMA_VERSION, name=name, batch=int(batch),
+                            input_shape=tuple(input_shape), dtype_bytes=int(dtype_bytes),
+                            source=source)
+        self._next_id = 1
+        self._prefix = ""
+
+    # -- naming -------------------------------------------------------------------------
+    def scope(self, prefix):
+        """Set the name prefix for layers added next (e.g. ``"layer3.4."``)."""
+        self._prefix = prefix
+
+    def _add(self, type_, inputs, out_shape, *, name=None, params=0, macs=0, **attrs):
+        lid = self._next_id
+        self._next_id += 1
+        in_shapes = [self.G.nodes[i]["out_shape"] for i in inputs]
+        self.G.add_node(lid, type=type_, layer_id=lid,
+                        name=self._prefix + (name or f"{type_.lower()}{lid}"),
+                        out_shape=tuple(out_shape), in_shapes=in_shapes, params=int(params),
+                        param_bytes=int(params) * self.G.graph["dtype_bytes"], macs=int(macs),
+                        **attrs)
+        for port, src in enumerate(inputs):
+            self.G.add_edge(src, lid, src_port=self.G.out_degree(src), dst_port=port)
+        return lid
+
+    def shape(self, lid):
+        return self.G.nodes[lid]["out_shape"]
+
+    # -- layers -------------------------------------------------------------------------
+    def data(self, name="data"):
+        return self._add("DATA", [], (self.G.graph["batch"], *self.G.graph["input_shape"]),
+                         name=name)
+
+    def conv(self, x, out_channels, kernel, stride=1, pad=0, *, bias=True, groups=1, name=None):
+        n, c, h, w = self.shape(x)
+        kh, kw = _pair(kernel)
+        sh, sw = _pair(stride)
+        ph, pw = _pair(pad)
+        if c % groups or out_channels % groups:
+            raise GraphError(f"conv {name}: channels {c}->{out_channels} not divisible by groups {groups}")
+        ho, wo = conv_out(h, kh, sh, ph), conv_out(w, kw, sw, pw)
+        weights = out_channels * (c // groups) * kh * kw
+        params = weights + (out_channels if bias else 0)
+        macs = n * weights * ho * wo
+        return self._add("CONV", [x], (n, out_channels, ho, wo), name=name, params=params,
+                         macs=macs, out_channels=out_channels, kernel=(kh, kw), stride=(sh, sw),
+                         pad=(ph, pw), groups=groups, bias=bias)
+
+    def fc(self, x, out_features, *, bias=True, name=None):
+        shp = self.shape(x)
+        n, in_features = shp[0], math.prod(shp[1:])
+        params = in_features * out_features + (out_features if bias else 0)
+        return self._add("FC", [x], (n, out_features), name=name, params=params,
+                         macs=n * in_features * out_features, out_features=out_features,
+                         in_features=in_features, bias=bias)
+
+    def bn(self, x, *, name=None):
+        c = self.shape(x)[1]
+        # gamma and beta are parameters; running mean/var are static buffers (2C)
+        return self._add("BN", [x], self.shape(x), name=name, params=2 * c, buffer_elems=2 * c)
+
+    def relu(self, x, *, name=None):
+        return self._add("ACT", [x], self.shape(x), name=name, activation="relu")
+
+    def pool(self, x, kernel, stride=None, pad=0, *, mode="max", ceil_mode=False, name=None):
+        n, c, h, w = self.shape(x)
+        kh, kw = _pair(kernel)
+        sh, sw = _pair(stride if stride is not None else kernel)
+        ph, pw = _pair(pad)
+        ho = conv_out(h, kh, sh, ph, ceil_mode=ceil_mode)
+        wo = conv_out(w, kw, sw, pw, ceil_mode=ceil_mode)
+        return self._add("POOL", [x], (n, c, ho, wo), name=name, kernel=(kh, kw), stride=(sh, sw),
+                         pad=(ph, pw), mode=mode)
+
+    def global_pool(self, x, *, mode="avg", name=None):
+        n, c, h, w = self.shape(x)
+        return self._add("POOL", [x], (n, c, 1, 1), name=name, kernel=(h, w), stride=(1, 1),
+                         pad=(0, 0), mode=mode)
+
+    def lrn(self, x, size=5, alpha=1e-4, beta=0.75, k=1.0, *, name=None):
+        return self._add("LRN", [x], self.shape(x), name=name, size=size, alpha=alpha,
+                         beta=beta, k=k)
+
+    def dropout(self, x, p=0.5, *, name=None):
+        return self._add("DROPOUT", [x], self.shape(x), name=name, p=p)
+
+    def softmax(self, x, *, name="softmax"):
+        return self._add("SOFTMAX", [x], self.shape(x), name=name)
+
+    def padding(self, x, pad_channels, *, name=None):
+        n, c, *rest = self.shape(x)
+        return self._add("PADDING", [x], (n, c + 2 * pad_channels, *rest), name=name,
+                         pad_channels=pad_channels)
+
+    def fork(self, x, *, name=None):
+        """A FORK: each consumer added later gets its own copy of ``x`` (SPEC §2.3)."""
+        return self._add("FORK", [x], self.shape(x), name=name)
+
+    def join(self, inputs, *, name=None):
+        shapes = {self.shape(i) for i in inputs}
+        if len(shapes) != 1:
+            raise GraphError(f"join {name}: input shapes differ: {sorted(shapes)}")
+        return self._add("JOIN", list(inputs), self.shape(inputs[0]), name=name)
+
+    def concat(self, inputs, *, name=None):
+        shapes = [self.shape(i) for i in inputs]
+        if len({(s[0], *s[2:]) for s in shapes}) != 1:
+            raise GraphError(f"concat {name}: inputs differ outside the channel axis: {shapes}")
+        n, _, *rest = shapes[0]
+        return self._add("CONCAT", list(inputs), (n, sum(s[1] for s in shapes), *rest), name=name)
+
+    def finish(self, last=None):
+        """Return the graph after checking it (``last`` is accepted for call chaining)."""
+        check_graph(self.G, source=f"network {self.G.graph['name']!r}")
+        return self.G
+
+
+# -- checks ----------------------------------------------------------------------------------
+def check_graph(G, *, source="graph"):
+    """Raise :class:`GraphError` with one clear line if ``G`` is not a valid layer DAG.
+
+    Checks: non-empty, acyclic, weakly connected, known layer types, exactly one DATA
+    source, non-negative sizes and well-formed ports.
+    """
+    if G.number_of_nodes() == 0:
+        raise GraphError(f"{source}: graph has no layers")
+    for n, a in G.nodes(data=True):
+        t = a.get("type")
+        if t not in LAYER_TYPES:
+            raise UnknownNameError(f"{source}: layer {n} ({a.get('name', '?')}): unknown type "
+                                   f"{t!r}; known: {', '.join(LAYER_TYPES)}")
+        for key in ("param_bytes", "params", "macs"):
+            if a.get(key, 0) < 0:
+                raise GraphError(f"{source}: layer {n} ({a.get('name')}): {key} (={a[key]}) must be >= 0")
+        if any(d <= 0 for d in a.get("out_shape", (1,))):
+            raise GraphError(f"{source}: layer {n} ({a.get('name')}): out_shape {a['out_shape']} "
+                             f"must have positive dimensions")
+    if not nx.is_directed_acyclic_graph(G):
+        cycle = nx.find_cycle(G)
+        raise GraphError(f"{source}: graph is cyclic: edge {cycle[0][0]}->{cycle[0][1]} closes "
+                         f"a cycle of {len(cycle)} edges; a layer graph must be a DAG")
+    if not nx.is_weakly_connected(G):
+        parts = nx.number_weakly_connected_components(G)
+        raise GraphError(f"{source}: graph is disconnected ({parts} components); every layer "
+                         f"must be reachable from the data layer")
+    sources = [n for n in G if G.in_degree(n) == 0]
+    if len(sources) != 1 or G.nodes[sources[0]]["type"] != "DATA":
+        raise GraphError(f"{source}: graph must have exactly one source, of type DATA; found "
+                         f"{[(n, G.nodes[n]['type']) for n in sources]}")
+    for n in G:
+        for attr, edges in (("src_port", G.out_edges(n, data=True)),
+                            ("dst_port", G.in_edges(n, data=True))):
+            ports = sorted(d.get(attr, -1) for _, _, d in edges)
+            if ports != list(range(len(ports))):
+                raise GraphError(f"{source}: layer {n}: edge {attr} values {ports} must be "
+                                 f"0..{len(ports) - 1}")
+
+
+def next_layers(G, n):
+    """Consumers of ``n`` in port order (``next`` in the release code)."""
+    return [v for _, v, _ in sorted(G.out_edges(n, data="src_port"), key=lambda e: e[2])]
+
+
+def prev_layers(G, n):
+    """Producers feeding ``n`` in port order (``prev`` in the release code)."""
+    return [u for u, _, _ in sorted(G.in_edges(n, data="dst_port"), key=lambda e: e[2])]
+
+
+def _dfs_emit(G, start, children, indegree):
+    """Release-code DFS: emit a layer once all its inputs were visited; children[0] last."""
+    visits = {}
+    order = []
+    stack = list(start)
+    while stack:
+        n = stack.pop()
+        visits[n] = visits.get(n, 0) + 1
+        if visits[n] < indegree(n):
+            continue
+        order.append(n)
+        kids = children(n)
+        if kids:
+            # pushing next[0] first and next[1] last pops next[1] .. next[k-1], then next[0]
+            stack.append(kids[0])
+            stack.extend(reversed(kids[1:]))
+    return order
+
+
+def forward_order(G):
+    """Forward layer order of SuperNeurons' release (SPEC §2.2).
+
+    Examples
+    --------
+    >>> from snsim.zoo import build_network
+    >>> forward_order(build_network("lenet", batch=1))[:3]
+    [1, 2, 3]
+    """
+    data = [n for n in G if G.in_degree(n) == 0]
+    order = _dfs_emit(G, data, lambda n: next_layers(G, n), G.in_degree)
+    if len(order) != G.number_of_nodes():
+        raise GraphError("graph route does not reach every layer (cyclic or disconnected)")
+    return order
+
+
+def backward_order(G):
+    """Backward layer order (SPEC §2.2): DFS over ``prev`` from the sink(s), data layer last."""
+    sinks = sorted((n for n in G if G.out_degree(n) == 0), reverse=True)
+    data = [n for n in G if G.in_degree(n) == 0]
+
+    def parents(n):
+        return [p for p in prev_layers(G, n) if G.in_degree(p) > 0]
+
+    order = _dfs_emit(G, sinks, parents, lambda n: max(1, G.out_degree(n)))
+    return order + data
+
+
+def route(G):
+    """The steps of one iteration: all F, then all B (update steps are added by the program)."""
+    return [(n, "F") for n in forward_order(G)] + [(n, "B") for n in backward_order(G)]

@@ -1,0 +1,515 @@
+"""Hardware presets: a frozen :class:`HardwareSpec` and its YAML loader (SPEC §9).
+
+Presets live in ``configs/hardware/<name>.yaml`` (canonical) with identical copies in
+``snsim/presets/hardware/`` so that a non-editable install finds them too. Every key carries its
+unit (``dram_bytes``, ``copy_latency_s``, ``mem_bytes_per_s``) and every value is a plain number:
+``dram_bytes: 12GB`` is refused at the config boundary, where the error can name the file, the
+line and the rule.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+import yaml
+
+from ..errors import ConfigError, UnknownNameError
+
+DEFAULT_HARDWARE = "k40c"
+
+#: Layer types (lower case) and the two non-layer kinds that need a roofline efficiency.
+#: ``mem`` is the achieved fraction of ``mem_bytes_per_s`` for the memory term of CONV and FC;
+#: ``update`` is the one for the bandwidth-bound parameter update (SPEC §2.2, U steps).
+EFFICIENCY_KEYS = ("conv", "fc", "bn", "act", "pool", "lrn", "dropout", "softmax", "fork",
+                   "join", "concat", "padding", "update", "mem")
+
+_ALIASES = {"a100": "a100-40gb", "k40": "k40c"}
+
+_HERE = Path(__file__).resolve()
+_REPO_ROOT = _HERE.parents[2]
+_REPO_PRESETS = _REPO_ROOT / "configs" / "hardware"
+_PKG_PRESETS = _HERE.parents[1] / "presets" / "hardware"
+
+# Field kinds, for validation and for the YAML boundary's coercion.
+_BYTES_FIELDS = ("dram_bytes", "context_bytes", "reserve_bytes", "host_pinned_bytes")
+_RATE_FIELDS = ("peak_flops_fp32", "mem_bytes_per_s", "h2d_pinned_bytes_per_s",
+                "d2h_pinned_bytes_per_s", "h2d_pageable_bytes_per_s", "d2h_pageable_bytes_per_s")
+_TIME_FIELDS = ("copy_latency_s", "launch_overhead_s", "malloc_latency_s", "free_latency_s")
+
+
+def _where(path, line=None):
+    if path is None:
+        return ""
+    return f" ({path}:{line})" if line else f" ({path})"
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_number(name, value, where, *, unit_hint):
+    if isinstance(value, bool):
+        raise ConfigError(f"hardware.{name} (={value!r}) must be a number, not a boolean{where}")
+    if isinstance(value, str):
+        raise ConfigError(f"hardware.{name} (={value!r}) must be a plain number{unit_hint}; "
+                          f"put the unit in the key name{where}")
+    if not _is_number(value):
+        raise ConfigError(f"hardware.{name} (={value!r}) must be a number{where}")
+    if not math.isfinite(value):
+        raise ConfigError(f"hardware.{name} (={value!r}) must be finite{where}")
+    return value
+
+
+def _coerce_field(name, value, where=""):
+    """Check one field and return its canonical value (ints for bytes, floats for rates)."""
+    if name in _BYTES_FIELDS:
+        v = _check_number(name, value, where, unit_hint=" of bytes")
+        if float(v) != int(v):
+            raise ConfigError(f"hardware.{name} (={value!r}) must be a whole number of bytes{where}")
+        v = int(v)
+        if name == "dram_bytes" and v <= 0:
+            raise ConfigError(f"hardware.{name} (={value!r}) must be > 0{where}")
+        if v < 0:
+            raise ConfigError(f"hardware.{name} (={value!r}) must be >= 0{where}")
+        return v
+    if name in _RATE_FIELDS:
+        v = float(_check_number(name, value, where, unit_hint=""))
+        if v <= 0:
+            raise ConfigError(f"hardware.{name} (={value!r}) must be > 0{where}")
+        return v
+    if name in _TIME_FIELDS:
+        v = float(_check_number(name, value, where, unit_hint=" of seconds"))
+        if v < 0:
+            raise ConfigError(f"hardware.{name} (={value!r}) must be >= 0{where}")
+        return v
+    if name == "copy_engines":
+        v = _check_number(name, value, where, unit_hint="")
+        if float(v) != int(v) or int(v) < 1:
+            raise ConfigError(f"hardware.{name} (={value!r}) must be an integer >= 1{where}")
+        return int(v)
+    if name == "link_shared":
+        if not isinstance(value, bool):
+            raise ConfigError(f"hardware.{name} (={value!r}) must be true or false{where}")
+        return value
+    if name in ("name", "description"):
+        if not isinstance(value, str) or (name == "name" and not value.strip()):
+            rule = "a non-empty string" if name == "name" else "a string"
+            raise ConfigError(f"hardware.{name} (={value!r}) must be {rule}{where}")
+        return value
+    if name == "efficiency":
+        return _coerce_efficiency(value, where)
+    if name == "copy_efficiency_by_bytes":
+        return _coerce_copy_efficiency(value, where)
+    if name == "sources":
+        return _coerce_sources(value, where)
+    if name == "source_path":
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"hardware.source_path (={value!r}) must be a string or None")
+        return value
+    raise ConfigError(f"hardware.{name} is not a known key{where}")  # pragma: no cover
+
+
+def _coerce_efficiency(value, where):
+    items = dict(value) if isinstance(value, (Mapping, tuple, list)) else None
+    if items is None:
+        raise ConfigError(f"hardware.efficiency (={value!r}) must be a mapping of layer type to "
+                          f"a number in (0, 1]{where}")
+    unknown = sorted(set(map(str, items)) - set(EFFICIENCY_KEYS))
+    if unknown:
+        raise ConfigError(f"hardware.efficiency.{unknown[0]} is not a known key{where}; "
+                          f"known: {', '.join(EFFICIENCY_KEYS)}")
+    missing = [k for k in EFFICIENCY_KEYS if k not in items]
+    if missing:
+        raise ConfigError(f"hardware.efficiency is missing {', '.join(missing)}{where}; "
+                          f"every one of {', '.join(EFFICIENCY_KEYS)} needs a value in (0, 1]")
+    out = []
+    for k in EFFICIENCY_KEYS:
+        v = _check_number(f"efficiency.{k}", items[k], where, unit_hint="")
+        if not 0 < v <= 1:
+            raise ConfigError(f"hardware.efficiency.{k} (={items[k]!r}) must be in (0, 1]{where}")
+        out.append((k, float(v)))
+    return tuple(out)
+
+
+def _coerce_copy_efficiency(value, where):
+    if value is None:
+        return ()
+    if isinstance(value, (str, Mapping)) or not hasattr(value, "__iter__"):
+        raise ConfigError(f"hardware.copy_efficiency_by_bytes (={value!r}) must be a list of "
+                          f"[bytes, efficiency] pairs{where}")
+    out = []
+    for i, pair in enumerate(value):
+        if isinstance(pair, (str, Mapping)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise ConfigError(f"hardware.copy_efficiency_by_bytes[{i}] (={pair!r}) must be a "
+                              f"[bytes, efficiency] pair{where}")
+        nbytes = _check_number(f"copy_efficiency_by_bytes[{i}][0]", pair[0], where,
+                               unit_hint=" of bytes")
+        eff = _check_number(f"copy_efficiency_by_bytes[{i}][1]", pair[1], where, unit_hint="")
+        if nbytes <= 0 or not 0 < eff <= 1:
+            raise ConfigError(f"hardware.copy_efficiency_by_bytes[{i}] (={list(pair)!r}) needs "
+                              f"bytes > 0 and efficiency in (0, 1]{where}")
+        if out and nbytes <= out[-1][0]:
+            raise ConfigError(f"hardware.copy_efficiency_by_bytes[{i}] (={list(pair)!r}) must "
+                              f"have more bytes than the pair before it{where}")
+        out.append((float(nbytes), float(eff)))
+    return tuple(out)
+
+
+def _coerce_sources(value, where):
+    if value is None:
+        return ()
+    items = dict(value) if isinstance(value, (Mapping, tuple, list)) else None
+    if items is None:
+        raise ConfigError(f"hardware.sources (={value!r}) must be a mapping of key to a "
+                          f"description of where its figure came from{where}")
+    known = set(_YAML_KEYS) - {"sources"}
+    for k, v in items.items():
+        if k not in known:
+            raise ConfigError(f"hardware.sources.{k} is not a known key{where}; it must name "
+                              f"one of the hardware keys")
+        if not isinstance(v, str) or not v.strip():
+            raise ConfigError(f"hardware.sources.{k} (={v!r}) must be a non-empty string{where}")
+    return tuple(sorted(items.items()))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HardwareSpec:
+    """One GPU and its host link, in SI units (SPEC §9).
+
+    Build one with :func:`load_hardware`; change a copy with :func:`dataclasses.replace`
+    (which validates again).
+
+    Attributes
+    ----------
+    dram_bytes : int
+        Device memory as the device reports it (``cudaGetDeviceProperties().totalGlobalMem``).
+    context_bytes, reserve_bytes : int
+        CUDA context and a user reserve; ``budget_bytes`` is what is left for snsim's tensors.
+    peak_flops_fp32, mem_bytes_per_s : float
+        Roofline peaks.
+    h2d_pinned_bytes_per_s, d2h_pinned_bytes_per_s, h2d_pageable_bytes_per_s, d2h_pageable_bytes_per_s : float
+        Host link bandwidth per direction and host-buffer kind.
+    copy_latency_s, launch_overhead_s, malloc_latency_s, free_latency_s : float
+        Fixed costs of one copy, one kernel launch, one ``cudaMalloc`` and one ``cudaFree``.
+    copy_engines : int
+        DMA engines (2 = one per direction, full duplex).
+    link_shared : bool
+        True if both directions share one bandwidth.
+    host_pinned_bytes : int
+        Pinned host memory available for offloaded tensors.
+    efficiency : tuple of (str, float)
+        Roofline efficiency per kind in ``EFFICIENCY_KEYS``; read it with :meth:`eff`.
+    copy_efficiency_by_bytes : tuple of (float, float)
+        ``(nbytes, efficiency)`` points, piecewise-linear in log2(nbytes); empty means 1.0.
+    sources : tuple of (str, str)
+        Where each figure came from (datasheet, measured, estimate).
+    source_path : str or None
+        The YAML file it was read from, used in error messages.
+
+    Examples
+    --------
+    >>> hw = load_hardware("k40c")
+    >>> hw.budget_bytes == hw.dram_bytes - hw.context_bytes - hw.reserve_bytes
+    True
+    >>> hw.eff("conv") <= 1.0
+    True
+    """
+
+    name: str
+    description: str = ""
+    dram_bytes: int
+    context_bytes: int
+    reserve_bytes: int = 0
+    peak_flops_fp32: float
+    mem_bytes_per_s: float
+    h2d_pinned_bytes_per_s: float
+    d2h_pinned_bytes_per_s: float
+    h2d_pageable_bytes_per_s: float
+    d2h_pageable_bytes_per_s: float
+    copy_latency_s: float
+    launch_overhead_s: float
+    malloc_latency_s: float
+    free_latency_s: float
+    copy_engines: int
+    link_shared: bool = False
+    host_pinned_bytes: int
+    efficiency: tuple
+    copy_efficiency_by_bytes: tuple = ()
+    sources: tuple = ()
+    source_path: str | None = None
+    _eff: Mapping = field(init=False, repr=False, compare=False, hash=False, default=None)
+
+    def __post_init__(self):
+        where = _where(self.source_path)
+        for f in dataclasses.fields(self):
+            if f.name == "_eff":
+                continue
+            value = _coerce_field(f.name, getattr(self, f.name), where)
+            object.__setattr__(self, f.name, value)
+        used = self.context_bytes + self.reserve_bytes
+        if used >= self.dram_bytes:
+            raise ConfigError(f"hardware.context_bytes + reserve_bytes (={used}) must be < "
+                              f"dram_bytes (={self.dram_bytes}){where}")
+        object.__setattr__(self, "_eff", MappingProxyType(dict(self.efficiency)))
+
+    # -- derived quantities --------------------------------------------------------------
+    @property
+    def budget_bytes(self):
+        """``dram_bytes - context_bytes - reserve_bytes``: the bytes snsim may place (SPEC §1)."""
+        return self.dram_bytes - self.context_bytes - self.reserve_bytes
+
+    @property
+    def efficiency_map(self):
+        """The efficiency table as a read-only mapping."""
+        return self._eff
+
+    def eff(self, kind):
+        """Roofline efficiency for ``kind`` (a key of ``EFFICIENCY_KEYS``, any case).
+
+        Examples
+        --------
+        >>> load_hardware("h200").eff("CONV") == load_hardware("h200").eff("conv")
+        True
+        """
+        try:
+            return self._eff[kind.lower()]
+        except KeyError:
+            raise UnknownNameError(f"efficiency kind {kind!r} is unknown; known: "
+                                   f"{', '.join(EFFICIENCY_KEYS)}") from None
+
+    def source_of(self, key):
+        """Where the figure behind ``key`` came from (``None`` if the preset does not say)."""
+        return dict(self.sources).get(key)
+
+    def bandwidth_bytes_per_s(self, direction="h2d", pinned=True):
+        """Nominal link bandwidth for one direction (``"h2d"`` or ``"d2h"``) and buffer kind."""
+        if direction == "h2d":
+            return self.h2d_pinned_bytes_per_s if pinned else self.h2d_pageable_bytes_per_s
+        if direction == "d2h":
+            return self.d2h_pinned_bytes_per_s if pinned else self.d2h_pageable_bytes_per_s
+        raise ConfigError(f"direction (={direction!r}) must be 'h2d' or 'd2h'")
+
+    def copy_efficiency(self, nbytes):
+        """Size efficiency of one copy: piecewise-linear in log2(nbytes), clamped at the ends.
+
+        1.0 when ``copy_efficiency_by_bytes`` is empty (the presets' default).
+        """
+        pts = self.copy_efficiency_by_bytes
+        if not pts or nbytes <= 0:
+            return 1.0 if not pts else pts[0][1]
+        x = math.log2(nbytes)
+        if x <= math.log2(pts[0][0]):
+            return pts[0][1]
+        for (b0, e0), (b1, e1) in zip(pts, pts[1:]):
+            x0, x1 = math.log2(b0), math.log2(b1)
+            if x <= x1:
+                return e0 + (e1 - e0) * (x - x0) / (x1 - x0)
+        return pts[-1][1]
+
+    def transfer_time_s(self, nbytes, direction="h2d", pinned=True):
+        """Time of one host-device copy: ``copy_latency_s + nbytes / (bandwidth * eff(nbytes))``.
+
+        This is one copy alone on the link; sharing (``link_shared``) is the engine's job.
+
+        Parameters
+        ----------
+        nbytes : int
+            Bytes copied (>= 0).
+        direction : {"h2d", "d2h"}
+        pinned : bool
+            Pinned (page-locked) or pageable host buffer.
+
+        Examples
+        --------
+        >>> hw = load_hardware("k40c")
+        >>> round(hw.transfer_time_s(11_000_000, "d2h"), 9)   # 10 us + 11 MB / 11 GB/s
+        0.00101
+        """
+        if not _is_number(nbytes) or nbytes < 0:
+            raise ConfigError(f"nbytes (={nbytes!r}) must be a number >= 0")
+        bw = self.bandwidth_bytes_per_s(direction, pinned)
+        return self.copy_latency_s + nbytes / (bw * self.copy_efficiency(nbytes))
+
+
+_YAML_KEYS = tuple(f.name for f in dataclasses.fields(HardwareSpec)
+                   if f.name not in ("_eff", "source_path"))
+_REQUIRED_KEYS = _YAML_KEYS
+
+
+# -- YAML boundary -----------------------------------------------------------------------
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads ``288e9`` and ``1e-5`` as floats (YAML 1.1 reads strings)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def _display(path):
+    p = Path(path)
+    try:
+        rp = p.resolve()
+        if rp.is_relative_to(_REPO_ROOT):
+            return str(rp.relative_to(_REPO_ROOT))
+    except OSError:  # pragma: no cover
+        pass
+    return str(path)
+
+
+def _read_yaml(path, shown):
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read hardware file {shown}: {e.strerror or e}") from None
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        pos = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        what = " ".join(str(x) for x in (e.context, e.problem) if x)
+        raise ConfigError(f"hardware file {shown}{pos} is not valid YAML: {what}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"hardware file {shown} is not valid YAML: "
+                          f"{' '.join(str(e).split())}") from None
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):
+        raise ConfigError(f"hardware file {shown} must hold a mapping of keys to values, "
+                          f"not {type(data).__name__}")
+    lines = {}
+    seen = set()
+    for key_node, value_node in node.value:
+        key = key_node.value
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            raise ConfigError(f"hardware.{key} is set twice ({shown}:{line}); keep one")
+        seen.add(key)
+        lines[key] = line
+        if isinstance(value_node, yaml.MappingNode):
+            for k2, _ in value_node.value:
+                lines[f"{key}.{k2.value}"] = k2.start_mark.line + 1
+    return data, lines
+
+
+def spec_from_mapping(data, *, source_path=None, lines=None):
+    """Build a :class:`HardwareSpec` from a mapping with the YAML keys, checking every key.
+
+    Errors name the key, the value, the rule and (if given) the file and line.
+
+    Examples
+    --------
+    >>> k40c = load_hardware("k40c")
+    >>> d = {key: getattr(k40c, key) for key in _YAML_KEYS}
+    >>> spec_from_mapping({**d, "reserve_bytes": 2**30}).budget_bytes == k40c.budget_bytes - 2**30
+    True
+    """
+    lines = lines or {}
+    shown = source_path
+
+    def where(key):
+        return _where(shown, lines.get(key))
+
+    unknown = [k for k in data if k not in _YAML_KEYS]
+    if unknown:
+        k = unknown[0]
+        close = difflib.get_close_matches(str(k), _YAML_KEYS, n=1)
+        hint = f"; did you mean {close[0]}?" if close else f"; known keys: {', '.join(_YAML_KEYS)}"
+        raise ConfigError(f"hardware.{k} is not a known key{where(k)}{hint}")
+    missing = [k for k in _REQUIRED_KEYS if k not in data]
+    if missing:
+        raise ConfigError(f"hardware.{missing[0]} is missing{_where(shown)}; a hardware file "
+                          f"must set every key (missing: {', '.join(missing)})")
+    values = {}
+    for k in _YAML_KEYS:
+        v = data[k]
+        if k == "efficiency" and isinstance(v, Mapping):
+            for ek, ev in v.items():  # check each entry with its own line number
+                if ek in EFFICIENCY_KEYS:
+                    _check_number(f"efficiency.{ek}", ev, where(f"efficiency.{ek}"), unit_hint="")
+                    if not 0 < ev <= 1:
+                        raise ConfigError(f"hardware.efficiency.{ek} (={ev!r}) must be in (0, 1]"
+                                          f"{where(f'efficiency.{ek}')}")
+        values[k] = _coerce_field(k, v, where(k))
+    return HardwareSpec(**values, source_path=shown)
+
+
+def _preset_dir():
+    return _REPO_PRESETS if _REPO_PRESETS.is_dir() else _PKG_PRESETS
+
+
+def list_hardware():
+    """Sorted names of the hardware presets.
+
+    Examples
+    --------
+    >>> list_hardware()
+    ['a100-40gb', 'h100', 'h200', 'k40c', 'p100', 'v100']
+    """
+    return sorted(p.stem for p in _preset_dir().glob("*.yaml"))
+
+
+def _looks_like_path(text):
+    return isinstance(text, Path) or "/" in text or "\\" in text or \
+        text.lower().endswith((".yaml", ".yml"))
+
+
+def load_hardware(name_or_path=DEFAULT_HARDWARE):
+    """Load a hardware preset by name, or a hardware YAML file by path.
+
+    Parameters
+    ----------
+    name_or_path : str or pathlib.Path
+        A preset name from :func:`list_hardware` (case-insensitive; ``a100`` means
+        ``a100-40gb``, ``k40`` means ``k40c``), or a path to a YAML file (anything with a ``/``
+        or ending in ``.yaml``/``.yml``).
+
+    Returns
+    -------
+    HardwareSpec
+
+    Raises
+    ------
+    UnknownNameError
+        For a preset name that does not exist (the message lists the known ones).
+    ConfigError
+        For a missing file, malformed YAML, a missing or unknown key, or a value that breaks
+        its rule; the one-line message names the file, line, key and rule.
+
+    Examples
+    --------
+    >>> hw = load_hardware("K40c")
+    >>> hw.name, hw.dram_bytes
+    ('k40c', 12079136768)
+    >>> load_hardware("a100").name
+    'a100-40gb'
+    """
+    if isinstance(name_or_path, HardwareSpec):
+        return name_or_path
+    if not isinstance(name_or_path, (str, Path)):
+        raise ConfigError(f"hardware (={name_or_path!r}) must be a preset name or a YAML path")
+    if _looks_like_path(name_or_path):
+        path = Path(name_or_path)
+        shown = str(name_or_path)
+        if not path.is_file():
+            raise ConfigError(f"hardware file {shown} does not exist")
+    else:
+        key = name_or_path.strip().lower().replace("_", "-")
+        key = _ALIASES.get(key, key)
+        path = _preset_dir() / f"{key}.yaml"
+        if not path.is_file():
+            raise UnknownNameError(f"hardware preset {name_or_path!r} is unknown; known: "
+                                   f"{', '.join(list_hardware())} (or a path to a YAML file)")
+        shown = _display(path)
+    data, lines = _read_yaml(path, shown)
+    return spec_from_mapping(data, source_path=shown, lines=lines)

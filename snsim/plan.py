@@ -1,0 +1,140 @@
+"""The schedule IR: a typed list of instructions that the engine replays.
+
+A policy turns ``(program, hardware, budget)`` into a :class:`Plan`. Instructions are small
+named tuples (cheap to build and to replay 10^5 times); a plan saves to and loads from JSON so
+a plan made elsewhere can be replayed too.
+
+Semantics, in plan order (the host issues them; devices run them on their streams):
+
+``Compute(step)``    run ``program.steps[step]`` on the compute stream; its deps must be on the
+                     GPU (a prefetch in flight is awaited, a host copy is a synchronous miss);
+                     deps never touched before are allocated at the step's start.
+``Recompute(step)``  replay the forward of the layer of F step ``step`` (phase R), allocating its
+                     dropped outputs.
+``Free(tensor)``     release the tensor (GPU and host copy) when its last reader ends.
+``Drop(tensor)``     release the GPU copy; the tensor must be recomputed before its next use.
+``Offload(tensor)``  copy the tensor device→host after the last compute; afterwards it is a clean
+                     cache entry (or freed, with ``free_after_offload``).
+``Prefetch(tensor)`` copy a host-resident tensor back host→device, allocated at issue.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from .errors import PlanError, TraceError
+
+PLAN_VERSION = 1
+
+
+class Compute(NamedTuple):
+    step: int
+
+
+class Recompute(NamedTuple):
+    step: int
+
+
+class Free(NamedTuple):
+    tensor: int
+
+
+class Drop(NamedTuple):
+    tensor: int
+
+
+class Offload(NamedTuple):
+    tensor: int
+
+
+class Prefetch(NamedTuple):
+    tensor: int
+
+
+INSTRUCTIONS = {cls.__name__: cls for cls in (Compute, Recompute, Free, Drop, Offload, Prefetch)}
+WORKSPACE_MODES = ("none", "dynamic", "fastest")
+
+
+@dataclass(slots=True)
+class Plan:
+    """A policy's schedule for one iteration, plus the run-time mechanisms it switches on.
+
+    Parameters
+    ----------
+    instructions : list
+        The IR, in issue order.
+    workspace : {"none", "dynamic", "fastest"}
+        Conv algorithm choice: zero-workspace only, fastest that fits the free memory at that
+        moment (SPEC §6), or fastest regardless of memory.
+    lru : bool
+        Treat GPU memory as an LRU tensor cache: on an allocation failure, evict the least
+        recently used resident tensors (clean ones for free, dirty ones by a D2H copy).
+    free_after_offload : bool
+        Free a tensor when its offload copy ends instead of keeping it as a clean cache entry.
+    preallocate : bool
+        Allocate every managed tensor once at start and never free (keep-all without liveness).
+    """
+
+    policy: str
+    instructions: list
+    workspace: str = "none"
+    lru: bool = False
+    free_after_offload: bool = False
+    preallocate: bool = False
+    notes: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.workspace not in WORKSPACE_MODES:
+            raise PlanError(f"plan.workspace (={self.workspace!r}) must be one of {WORKSPACE_MODES}")
+
+    def check(self, program):
+        """Raise :class:`PlanError` if an instruction names a step or tensor the program lacks."""
+        n_steps, n_tensors = len(program.steps), len(program.tensors)
+        for i, ins in enumerate(self.instructions):
+            if isinstance(ins, (Compute, Recompute)):
+                if not 0 <= ins.step < n_steps:
+                    raise PlanError(f"plan instruction {i} ({type(ins).__name__}) references "
+                                    f"step {ins.step}, but the program has steps 0..{n_steps - 1}")
+                if isinstance(ins, Recompute) and program.steps[ins.step].phase != "F":
+                    raise PlanError(f"plan instruction {i}: Recompute({ins.step}) must name a "
+                                    f"forward step")
+            elif not 0 <= ins.tensor < n_tensors:
+                raise PlanError(f"plan instruction {i} ({type(ins).__name__}) references missing "
+                                f"tensor {ins.tensor}; the program has tensors 0..{n_tensors - 1}")
+
+    def to_dict(self):
+        return {"plan_version": PLAN_VERSION, "policy": self.policy, "workspace": self.workspace,
+                "lru": self.lru, "free_after_offload": self.free_after_offload,
+                "preallocate": self.preallocate, "notes": self.notes,
+                "instructions": [[type(i).__name__, i[0]] for i in self.instructions]}
+
+    @classmethod
+    def from_dict(cls, d, *, source="plan"):
+        if not isinstance(d, dict) or d.get("plan_version") != PLAN_VERSION:
+            raise TraceError(f"{source}: plan_version must be {PLAN_VERSION}")
+        ins = []
+        for k, item in enumerate(d.get("instructions", [])):
+            try:
+                name, arg = item
+                ins.append(INSTRUCTIONS[name](int(arg)))
+            except (KeyError, TypeError, ValueError):
+                raise TraceError(f"{source}: instructions[{k}] (={item!r}) must be "
+                                 f"[name, int] with name in {sorted(INSTRUCTIONS)}") from None
+        return cls(policy=d.get("policy", "loaded"), instructions=ins,
+                   workspace=d.get("workspace", "none"), lru=bool(d.get("lru", False)),
+                   free_after_offload=bool(d.get("free_after_offload", False)),
+                   preallocate=bool(d.get("preallocate", False)), notes=d.get("notes", {}))
+
+    def save(self, path):
+        with open(path, "w") as f:
+            json.dump(self.to_dict(), f)
+
+    @classmethod
+    def load(cls, path):
+        try:
+            with open(path) as f:
+                d = json.load(f)
+        except json.JSONDecodeError as e:
+            raise TraceError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+        return cls.from_dict(d, source=str(path))

@@ -1,0 +1,204 @@
+"""The one schedule builder every SuperNeurons-family policy configures.
+
+Liveness (SPEC §3), the tensor pool's offload and prefetch (§4) and cost-aware recomputation
+(§5) compose: each is a switch on :func:`build_instructions`, so the policies that combine
+them (``superneurons``) share the code of the ones that do not.
+"""
+from __future__ import annotations
+
+from ..errors import ConfigError
+from ..graph import CHECKPOINT_TYPES, RECOMPUTABLE_TYPES, prev_layers
+from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
+
+RECOMPUTE_MODES = ("speed", "memory", "cost-aware")
+
+
+def _segments(program, checkpoint_types):
+    """Map each recomputable layer to its segment ``(checkpoint, branch port)`` (SPEC §5)."""
+    G = program.graph
+    seg = {}
+    for n in G:
+        if G.nodes[n]["type"] in checkpoint_types:
+            continue
+        cur = n
+        while True:
+            prevs = prev_layers(G, cur)
+            if not prevs:
+                break
+            p = prevs[0]
+            if G.nodes[p]["type"] in checkpoint_types:
+                seg[n] = (p, G.edges[p, cur]["src_port"])
+                break
+            cur = p
+    return seg
+
+
+def _cost_aware_modes(program, seg, mode, workspace_of):
+    """Per segment: speed-centric if ``seg_mem(S) <= l_peak`` else memory-centric."""
+    if mode in ("speed", "memory"):
+        return {s: mode for s in set(seg.values())}
+    size = [t.nbytes for t in program.tensors]
+    l_peak = max((sum(size[t] for t in s.deps) + workspace_of(s)
+                  for s in program.steps if s.phase == "B"), default=0)
+    deps = {}
+    ws = {}
+    for s in program.steps:
+        if s.phase == "F" and s.layer in seg:
+            key = seg[s.layer]
+            deps.setdefault(key, set()).update(s.deps)
+            ws[key] = max(ws.get(key, 0), workspace_of(s))
+    return {key: ("speed" if sum(size[t] for t in d) + ws[key] <= l_peak else "memory")
+            for key, d in deps.items()}
+
+
+def build_instructions(program, *, recompute=None, offload=False, offload_types=("CONV",),
+                       prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES,
+                       workspace_of=lambda step: 0):
+    """Instructions for liveness, optionally with offload/prefetch and recomputation.
+
+    Parameters
+    ----------
+    recompute : None or {"speed", "memory", "cost-aware"}
+        Drop the outputs of recomputable layers in forward and replay them in backward.
+    offload : bool
+        Copy outputs of ``offload_types`` layers to the host after their forward, and
+        prefetch, when a CONV's backward starts, every tensor needed up to and including the
+        next ``prefetch_depth`` CONV backward steps.
+    """
+    if recompute is not None and recompute not in RECOMPUTE_MODES:
+        raise ConfigError(f"recompute mode {recompute!r} must be one of {RECOMPUTE_MODES}")
+    if prefetch_depth < 0:
+        raise ConfigError(f"prefetch_depth (={prefetch_depth}) must be >= 0")
+    steps = program.steps
+    tensors = program.tensors
+    first, last = program.uses()
+    free_after = [[] for _ in steps]
+    for t, k in enumerate(last):
+        if k >= 0:
+            free_after[k].append(t)
+    f_step_of = {}
+    for s in steps:
+        if s.phase == "F":
+            f_step_of[s.layer] = s.index
+    producer_step = [f_step_of.get(t.producer, -1) for t in tensors]
+
+    droppable = [False] * len(tensors)
+    seg_mode = {}
+    seg = {}
+    if recompute is not None:
+        if program.graph is None:
+            raise ConfigError("recomputation needs the layer graph; this program has none")
+        seg = _segments(program, checkpoint_types)
+        seg_mode = _cost_aware_modes(program, seg, recompute, workspace_of)
+        for t in tensors:
+            if t.kind == "activation" and t.producer_type in RECOMPUTABLE_TYPES \
+                    and t.producer in seg:
+                droppable[t.tensor_id] = True
+    last_f_use = {}
+    for s in steps:
+        if s.phase == "F":
+            for t in s.deps:
+                last_f_use[t] = s.index
+    offloaded = [False] * len(tensors)
+    if offload:
+        ot = frozenset(offload_types)
+        for t in tensors:
+            # worth copying only if something in backward needs it
+            offloaded[t.tensor_id] = (t.kind == "activation" and t.producer_type in ot
+                                      and steps[last[t.tensor_id]].phase == "B")
+
+    # backward-use positions of each tensor, for "is it needed again?"
+    b_uses = [[] for _ in tensors]
+    conv_b = []
+    for s in steps:
+        if s.phase == "B":
+            for t in s.deps:
+                b_uses[t].append(s.index)
+            if s.type == "CONV":
+                conv_b.append(s.index)
+    next_use_ptr = [0] * len(tensors)
+
+    out = []
+    dropped = set()
+    replayed = set()        # recomputed and resident
+    b_started = False
+    conv_rank = {k: i for i, k in enumerate(conv_b)}
+
+    def prefetch_window(lo, hi):
+        for k in range(lo, hi + 1):
+            if steps[k].phase != "B":
+                continue
+            for t in steps[k].deps:
+                if not droppable[t]:   # offloaded, or possibly evicted by the LRU cache
+                    out.append(Prefetch(t))
+
+    def ensure(t, keep):
+        """Emit the replays that rematerialise dropped tensor t (inputs first)."""
+        k = producer_step[t]
+        s = steps[k]
+        for x in s.inputs:
+            if x in dropped:
+                ensure(x, keep)
+        out.append(Recompute(k))
+        for y in s.outputs:
+            dropped.discard(y)
+            replayed.add(y)
+        if seg_mode.get(seg.get(s.layer)) == "memory":
+            for x in s.inputs:
+                if x in replayed and x not in keep:
+                    out.append(Drop(x))
+                    replayed.discard(x)
+                    dropped.add(x)
+
+    for s in steps:
+        if s.phase == "B" and not b_started:
+            b_started = True
+            if offload and conv_b and prefetch_depth:
+                prefetch_window(s.index, conv_b[min(prefetch_depth, len(conv_b)) - 1])
+        if s.phase == "B":
+            if offload and s.index in conv_rank and prefetch_depth:
+                r = conv_rank[s.index]
+                nxt = conv_b[r + prefetch_depth] if r + prefetch_depth < len(conv_b) else \
+                    next((x.index for x in reversed(steps) if x.phase == "B"), s.index)
+                prefetch_window(s.index + 1, nxt)
+            need = [t for t in s.deps if t in dropped]
+            keep = set(s.deps)
+            for t in need:
+                if t in dropped:
+                    ensure(t, keep)
+        out.append(Compute(s.index))
+        if s.phase == "F":
+            for t in s.outputs:
+                if offloaded[t]:
+                    out.append(Offload(t))
+            for t in s.deps:
+                if last[t] == s.index:
+                    out.append(Free(t))
+                elif droppable[t] and last_f_use.get(t) == s.index and t not in s.outputs:
+                    out.append(Drop(t))
+                    dropped.add(t)
+        elif s.phase == "B":
+            for t in free_after[s.index]:
+                out.append(Free(t))
+                dropped.discard(t)
+                replayed.discard(t)
+            # replays that served only as inputs of other replays, or memory-centric ones
+            for t in sorted(replayed):
+                uses = b_uses[t]
+                i = next_use_ptr[t]
+                while i < len(uses) and uses[i] <= s.index:
+                    i += 1
+                next_use_ptr[t] = i
+                if i >= len(uses):
+                    out.append(Free(t))
+                    replayed.discard(t)
+                elif seg_mode.get(seg.get(tensors[t].producer)) == "memory":
+                    out.append(Drop(t))
+                    replayed.discard(t)
+                    dropped.add(t)
+        else:
+            for t in free_after[s.index]:
+                out.append(Free(t))
+    for t in sorted(dropped):
+        out.append(Free(t))
+    return out

@@ -1,0 +1,304 @@
+"""A training step as a program: the route's steps and the managed tensors each one touches.
+
+:func:`build_program` turns a zoo layer DAG into a :class:`Program` with SuperNeurons'
+dependency semantics (SPEC §2.3): tensors are tracked by storage identity, so aliases (ReLU's
+``dx ≡ dy``, a JOIN's ``dx_0 ≡ dy``, softmax's ``dx ≡ y``, a FORK's ``dx ≡ dy_0``) share one
+record. Captured PyTorch traces produce the same :class:`Program` from their tensor table.
+Policies and the engine work on programs only.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .errors import ConfigError, GraphError
+from .graph import backward_order, forward_order, next_layers, prev_layers
+
+MANAGED_KINDS = ("activation", "activation_grad", "workspace")
+STATIC_KINDS = ("input", "parameter", "parameter_grad", "optimizer_state", "buffer")
+OPTIMIZER_STATE_FACTOR = {"sgd": 0, "sgd-momentum": 1, "nesterov": 1, "adam": 2, "adamw": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor:
+    """One managed storage: an activation or activation-gradient buffer."""
+
+    tensor_id: int
+    name: str
+    kind: str
+    nbytes: int
+    producer: int          # layer id whose step first writes it
+    producer_type: str     # layer type of the producer (offload picks CONV outputs)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of the route: a layer's forward (F), backward (B) or parameter update (U)."""
+
+    index: int
+    layer: int
+    name: str
+    type: str
+    phase: str
+    time_s: float
+    deps: tuple        # managed tensor ids touched (read or written), aliases resolved
+    outputs: tuple = ()  # F: the layer's output tensors (FORK: one copy per branch)
+    inputs: tuple = ()   # F: the layer's managed input tensors in port order
+
+
+@dataclass(slots=True)
+class Program:
+    """Steps + tensors + static footprint of one training iteration."""
+
+    name: str
+    batch: int
+    steps: list
+    tensors: list
+    static_bytes: dict
+    conv_algos: dict = field(default_factory=dict)   # layer -> {pass: (ConvAlgo, ...)}
+    graph: object = None
+    source: str = "zoo"
+    hardware: str = ""
+    optimizer: str = "sgd-momentum"
+    _uses: tuple = None
+
+    @property
+    def static_total_bytes(self):
+        return sum(self.static_bytes.values())
+
+    def uses(self):
+        """``(first, last)`` lists: the first and last step index touching each tensor."""
+        if self._uses is None:
+            n = len(self.tensors)
+            first, last = [-1] * n, [-1] * n
+            for s in self.steps:
+                for t in s.deps:
+                    if first[t] < 0:
+                        first[t] = s.index
+                    last[t] = s.index
+            self._uses = (first, last)
+        return self._uses
+
+    def working_set_bytes(self, step):
+        """Managed bytes a step needs at once, without workspace (SPEC §7's ``l_s``)."""
+        return sum(self.tensors[t].nbytes for t in step.deps)
+
+    def min_workspace_bytes(self, step):
+        """Smallest workspace the step can run with (0: a zero-workspace algorithm exists)."""
+        return 0
+
+    def lower_bound_bytes(self):
+        """``static + max_s l_s`` — no policy that keeps a step's deps resident can go lower."""
+        return self.static_total_bytes + max((self.working_set_bytes(s) for s in self.steps),
+                                             default=0)
+
+    def keep_all_bytes(self):
+        """Every managed tensor at once: the keep-everything (no reuse) peak."""
+        return self.static_total_bytes + sum(t.nbytes for t in self.tensors)
+
+    def activation_bytes(self):
+        return sum(t.nbytes for t in self.tensors if t.kind == "activation")
+
+
+def _numel(shape):
+    return math.prod(shape)
+
+
+def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=True,
+                  first_conv_dx=False):
+    """Build the :class:`Program` of one iteration of zoo graph ``G`` (SPEC §2.3).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A layer DAG (see :mod:`snsim.graph`).
+    hardware : HardwareSpec, optional
+        Used to model layer times where nodes carry no ``fwd_time_s``/``bwd_time_s``.
+    optimizer : {"sgd", "sgd-momentum", "nesterov", "adam", "adamw"}
+        Sets the optimizer-state bytes (0, 1 or 2 × parameters).
+    fork_copies : bool
+        A FORK makes a full copy of its input per branch (the release does; default True).
+    first_conv_dx : bool
+        Compute dx for a conv fed by the data layer (release quirk Q3; default False).
+
+    Examples
+    --------
+    >>> from snsim.zoo import build_network
+    >>> from snsim.hardware import load_hardware
+    >>> p = build_program(build_network("lenet", batch=1), hardware=load_hardware("k40c"))
+    >>> [s.phase for s in p.steps][:3], p.static_bytes["parameter"]
+    (['F', 'F', 'F'], 1724320)
+    """
+    if optimizer not in OPTIMIZER_STATE_FACTOR:
+        raise ConfigError(f"optimizer {optimizer!r} is unknown; known: "
+                          f"{', '.join(OPTIMIZER_STATE_FACTOR)}")
+    from .costs import modeled_costs, update_time_s  # costs import hardware; keep graph pure
+
+    nodes = G.nodes
+    dtype = G.graph.get("dtype_bytes", 4)
+    fwd_order = forward_order(G)
+    bwd_order = backward_order(G)
+    costs = modeled_costs(G, hardware) if hardware is not None else {}
+
+    def times(n):
+        a = nodes[n]
+        if "fwd_time_s" in a and "bwd_time_s" in a:
+            return a["fwd_time_s"], a["bwd_time_s"]
+        if n not in costs:
+            raise GraphError(f"layer {n} ({a.get('name')}) has no fwd_time_s/bwd_time_s and no "
+                             f"hardware was given to model them")
+        return costs[n].fwd_time_s, costs[n].bwd_time_s
+
+    tensors = []
+
+    def new_tensor(name, kind, shape, producer):
+        tid = len(tensors)
+        tensors.append(Tensor(tid, name, kind, _numel(shape) * dtype, producer,
+                              nodes[producer]["type"]))
+        return tid
+
+    # forward tensors: out_of[(u, v)] = the tensor layer v reads from producer u
+    out_of = {}
+    outputs = {}
+    for n in fwd_order:
+        a = nodes[n]
+        if a["type"] == "DATA":
+            outputs[n] = ()
+            continue
+        succ = next_layers(G, n)
+        if a["type"] == "FORK" and fork_copies and succ:
+            outs = tuple(new_tensor(f"{a['name']}.copy{i}", "activation", a["out_shape"], n)
+                         for i in range(len(succ)))
+            for v, t in zip(succ, outs):
+                out_of[(n, v)] = t
+        elif a["type"] == "FORK":
+            # no copies: branches read the fork's input directly
+            (p,) = prev_layers(G, n)
+            t = out_of.get((p, n))
+            outs = ()
+            for v in succ:
+                out_of[(n, v)] = t
+        else:
+            t = new_tensor(f"{a['name']}.y", "activation", a["out_shape"], n)
+            outs = (t,)
+            for v in succ:
+                out_of[(n, v)] = t
+        outputs[n] = outs
+
+    # how many consumers read each forward tensor (fan-out without FORK copies)
+    readers = {}
+    for (u, v), t in out_of.items():
+        if t is not None:
+            readers[t] = readers.get(t, 0) + 1
+
+    steps = []
+
+    def add_step(n, phase, time_s, deps, outs=(), ins=()):
+        seen = []
+        for t in deps:
+            if t is not None and t not in seen:
+                seen.append(t)
+        a = nodes[n]
+        steps.append(Step(len(steps), n, a["name"], a["type"], phase, float(time_s),
+                          tuple(seen), tuple(outs), tuple(ins)))
+
+    for n in fwd_order:
+        ins = tuple(t for t in (out_of.get((p, n)) for p in prev_layers(G, n)) if t is not None)
+        add_step(n, "F", times(n)[0], ins + outputs[n], outputs[n], ins)
+
+    grad = {}   # forward tensor id -> gradient storage id
+
+    def grad_new(x, n, tag):
+        if x in grad:               # fan-out: accumulate into the existing gradient
+            return grad[x]
+        grad[x] = new_tensor(f"{nodes[n]['name']}.{tag}", "activation_grad",
+                             _shape_of(tensors[x].nbytes), n)
+        return grad[x]
+
+    def _shape_of(nbytes):
+        return (nbytes // dtype,)
+
+    def grad_alias(x, g):
+        # dx shares dy's storage when L is x's only reader; otherwise accumulate into grad[x]
+        if x in grad:
+            return grad[x]
+        if g is None:
+            return None
+        if readers.get(x, 0) <= 1:
+            grad[x] = g
+            return g
+        grad[x] = g  # first of several readers: later readers accumulate into it
+        return g
+
+    for n in bwd_order:
+        a = nodes[n]
+        typ = a["type"]
+        if typ == "DATA":
+            add_step(n, "B", 0.0, ())
+            continue
+        prevs = prev_layers(G, n)
+        xs = [out_of.get((p, n)) for p in prevs]
+        ys = list(outputs[n])
+        dys = [grad.get(y) for y in ys]
+        dy = dys[0] if dys else None
+        deps = []
+        if typ == "SOFTMAX":
+            y = ys[0]
+            deps = [xs[0], y]
+            if xs[0] is not None and xs[0] not in grad:
+                grad[xs[0]] = y
+            deps.append(grad.get(xs[0]))
+        elif typ in ("ACT", "LRN"):
+            x = xs[0]
+            deps = [x, ys[0], dy]
+            if x is not None:
+                deps.append(grad_alias(x, dy))
+        elif typ == "JOIN":
+            deps = [dy]
+            for i, x in enumerate(xs):
+                if x is None:
+                    continue
+                deps.append(grad_alias(x, dy) if i == 0 else grad_new(x, n, f"dx{i}"))
+        elif typ == "FORK":
+            deps = list(dys)
+            if fork_copies and xs[0] is not None:
+                deps.append(grad_alias(xs[0], dys[0] if dys else None))
+        else:
+            if typ in ("CONV", "FC", "BN", "POOL"):
+                deps.extend(x for x in xs)
+            if typ in ("POOL",):
+                deps.extend(ys)
+            deps.append(dy)
+            for i, x in enumerate(xs):
+                if x is not None:
+                    deps.append(grad_new(x, n, f"dx{i}" if len(xs) > 1 else "dx"))
+                elif typ == "CONV" and first_conv_dx:
+                    shape = a["in_shapes"][i]
+                    deps.append(new_tensor(f"{a['name']}.dx_data", "activation_grad", shape, n))
+        add_step(n, "B", times(n)[1], deps)
+
+    # static footprint
+    param_bytes = sum(a.get("param_bytes", 0) for _, a in G.nodes(data=True))
+    buffers = sum(a.get("buffer_elems", 0) for _, a in G.nodes(data=True)) * dtype
+    buffers += sum(_numel(a["out_shape"]) for _, a in G.nodes(data=True) if a["type"] == "DROPOUT")
+    data_nodes = [a for a in (nodes[n] for n in fwd_order) if a["type"] == "DATA"]
+    batch = G.graph.get("batch", data_nodes[0]["out_shape"][0] if data_nodes else 1)
+    input_bytes = sum(_numel(a["out_shape"]) * dtype for a in data_nodes) + batch * 4  # + int32 labels
+    factor = OPTIMIZER_STATE_FACTOR[optimizer]
+    static = {"parameter": param_bytes, "parameter_grad": param_bytes,
+              "optimizer_state": factor * param_bytes, "buffer": buffers, "input": input_bytes}
+
+    for n in sorted(n for n in G if nodes[n].get("param_bytes", 0) > 0):
+        pb = nodes[n]["param_bytes"]
+        t = nodes[n].get("update_time_s")
+        if t is None:
+            if hardware is None:
+                raise GraphError(f"layer {n} has no update_time_s and no hardware to model it")
+            t = update_time_s(pb, factor * pb, hardware)
+        add_step(n, "U", t, ())
+
+    conv_algos = {n: c.conv_algos for n, c in costs.items() if getattr(c, "conv_algos", None)}
+    return Program(name=G.graph.get("name", "network"), batch=batch, steps=steps,
+                   tensors=tensors, static_bytes=static, conv_algos=conv_algos, graph=G,
+                   source=G.graph.get("source", "zoo"),
+                   hardware=getattr(hardware, "name", ""), optimizer=optimizer)

@@ -1,0 +1,339 @@
+"""The network zoo, built by code (SPEC §8).
+
+Two variants: ``"torchvision"`` (default, 224 px, torchvision topology; parameter counts equal
+torchvision's) and ``"release"`` (SuperNeurons' release definitions at 227 px: AlexNet with LRN,
+ResNet v1 with the stride on the first 1x1 and an unpadded stem pool).
+"""
+from __future__ import annotations
+
+import re
+
+from .errors import ConfigError, UnknownNameError
+from .graph import GraphBuilder
+
+RESNET_BLOCKS = {
+    18: ("basic", (2, 2, 2, 2)),
+    34: ("basic", (3, 4, 6, 3)),
+    50: ("bottleneck", (3, 4, 6, 3)),
+    101: ("bottleneck", (3, 4, 23, 3)),
+    152: ("bottleneck", (3, 8, 36, 3)),
+    # the SuperNeurons release's very deep networks
+    256: ("bottleneck", (3, 16, 62, 3)),
+    512: ("bottleneck", (6, 32, 124, 6)),
+    1024: ("bottleneck", (12, 64, 248, 12)),
+    2500: ("bottleneck", (6, 32, 788, 6)),
+}
+VGG_CONVS = {11: (1, 1, 2, 2, 2), 13: (2, 2, 2, 2, 2), 16: (2, 2, 3, 3, 3), 19: (2, 2, 4, 4, 4)}
+DENSENET_BLOCKS = {121: (6, 12, 24, 16), 169: (6, 12, 32, 32), 201: (6, 12, 48, 32)}
+VARIANTS = ("torchvision", "release")
+
+
+# -- building blocks ----------------------------------------------------------------------
+def _conv_bn_relu(b, x, out, kernel, stride=1, pad=0, *, relu=True, name=""):
+    x = b.conv(x, out, kernel, stride, pad, bias=False, name=name + "conv")
+    x = b.bn(x, name=name + "bn")
+    return b.relu(x, name=name + "relu") if relu else x
+
+
+def lenet(*, batch, input_size=28, num_classes=10, variant="torchvision"):
+    """LeNet (Caffe's MNIST variant): conv20-pool-conv50-pool-fc500-relu-fc10."""
+    b = GraphBuilder("lenet", batch=batch, input_shape=(1, input_size, input_size))
+    x = b.data()
+    x = b.pool(b.conv(x, 20, 5, name="conv1"), 2, 2, name="pool1")
+    x = b.pool(b.conv(x, 50, 5, name="conv2"), 2, 2, name="pool2")
+    x = b.relu(b.fc(x, 500, name="fc1"), name="relu1")
+    return b.finish(b.softmax(b.fc(x, num_classes, name="fc2")))
+
+
+def alexnet(*, batch, input_size=None, num_classes=1000, variant="torchvision"):
+    """AlexNet: torchvision's (64/192/384/256/256, no LRN) or the release's (96/256/384/384/256, LRN)."""
+    release = variant == "release"
+    size = input_size or (227 if release else 224)
+    b = GraphBuilder("alexnet", batch=batch, input_shape=(3, size, size))
+    x = b.data()
+    if release:
+        spec = [(96, 11, 4, 0, True, True), (256, 5, 1, 2, True, True), (384, 3, 1, 1, False, False),
+                (384, 3, 1, 1, False, False), (256, 3, 1, 1, False, True)]
+    else:
+        spec = [(64, 11, 4, 2, False, True), (192, 5, 1, 2, False, True), (384, 3, 1, 1, False, False),
+                (256, 3, 1, 1, False, False), (256, 3, 1, 1, False, True)]
+    for i, (out, k, s, p, lrn, pool) in enumerate(spec, 1):
+        x = b.relu(b.conv(x, out, k, s, p, name=f"conv{i}"), name=f"relu{i}")
+        if lrn:
+            x = b.lrn(x, 5, 1e-4, 0.75, 1.0, name=f"lrn{i}")
+        if pool:
+            x = b.pool(x, 3, 2, name=f"pool{i}")
+    if b.shape(x)[2:] != (6, 6):
+        raise ConfigError(f"alexnet: input_size {size} gives {b.shape(x)[2:]} feature maps; "
+                          f"the classifier needs 6x6 (use 224 or 227)")
+    for i in (6, 7):
+        if not release:
+            x = b.dropout(x, 0.5, name=f"drop{i}")
+        x = b.relu(b.fc(x, 4096, name=f"fc{i}"), name=f"relu{i}")
+        if release:
+            x = b.dropout(x, 0.5, name=f"drop{i}")
+    return b.finish(b.softmax(b.fc(x, num_classes, name="fc8")))
+
+
+def vgg(depth, *, batch, input_size=None, num_classes=1000, variant="torchvision"):
+    """VGG-11/13/16/19 (configuration A/B/D/E, no BN), 3x3 convs with bias, FC 4096-4096-classes."""
+    size = input_size or (227 if variant == "release" else 224)
+    b = GraphBuilder(f"vgg{depth}", batch=batch, input_shape=(3, size, size))
+    x = b.data()
+    for stage, (n, width) in enumerate(zip(VGG_CONVS[depth], (64, 128, 256, 512, 512)), 1):
+        for i in range(1, n + 1):
+            x = b.relu(b.conv(x, width, 3, 1, 1, name=f"conv{stage}_{i}"), name=f"relu{stage}_{i}")
+        x = b.pool(x, 2, 2, name=f"pool{stage}")
+    if b.shape(x)[2:] != (7, 7):
+        raise ConfigError(f"vgg{depth}: input_size {size} gives {b.shape(x)[2:]} feature maps; "
+                          f"the classifier needs 7x7 (use 224 or 227)")
+    for i in (6, 7):
+        x = b.dropout(b.relu(b.fc(x, 4096, name=f"fc{i}"), name=f"relu{i}"), 0.5, name=f"drop{i}")
+    return b.finish(b.softmax(b.fc(x, num_classes, name="fc8")))
+
+
+def resnet(blocks, *, batch, input_size=None, num_classes=1000, kind="bottleneck",
+           variant="torchvision", name=None):
+    """ResNet with any blocks-per-stage tuple (SPEC §8).
+
+    Each block is FORK -> shortcut on ``next[0]`` (identity, or conv1x1+BN projection) and the
+    main branch on ``next[1]`` -> JOIN(sum) -> ReLU, as in the release.
+    """
+    release = variant == "release"
+    size = input_size or (227 if release else 224)
+    blocks = tuple(int(n) for n in blocks)
+    if len(blocks) != 4 or min(blocks) < 1:
+        raise ConfigError(f"resnet blocks {blocks} must be four positive integers, e.g. (3,4,6,3)")
+    if name is None:
+        depth = (3 if kind == "bottleneck" else 2) * sum(blocks) + 2
+        name = f"resnet{depth}"
+    b = GraphBuilder(name, batch=batch, input_shape=(3, size, size))
+    x = b.data()
+    x = _conv_bn_relu(b, x, 64, 7, 2, 3, name="stem.")
+    x = b.pool(x, 3, 2, 0 if release else 1, name="stem.pool")
+    expansion = 4 if kind == "bottleneck" else 1
+    cin = 64
+    for stage, (n, width) in enumerate(zip(blocks, (64, 128, 256, 512)), 1):
+        for i in range(n):
+            b.scope(f"layer{stage}.{i}.")
+            stride = 2 if (i == 0 and stage > 1) else 1
+            cout = width * expansion
+            f = b.fork(x, name="fork")
+            if stride != 1 or cin != cout:
+                short = _conv_bn_relu(b, f, cout, 1, stride, relu=False, name="downsample.")
+            else:
+                short = f
+            if kind == "bottleneck":
+                # release: stride on the first 1x1 (v1); torchvision: on the 3x3 (v1.5)
+                s1, s2 = (stride, 1) if release else (1, stride)
+                y = _conv_bn_relu(b, f, width, 1, s1, name="a.")
+                y = _conv_bn_relu(b, y, width, 3, s2, 1, name="b.")
+                y = _conv_bn_relu(b, y, cout, 1, relu=False, name="c.")
+            else:
+                y = _conv_bn_relu(b, f, width, 3, stride, 1, name="a.")
+                y = _conv_bn_relu(b, y, cout, 3, 1, 1, relu=False, name="b.")
+            x = b.relu(b.join([short, y], name="join"), name="relu")
+            cin = cout
+    b.scope("")
+    x = b.global_pool(x, name="avgpool")
+    return b.finish(b.softmax(b.fc(x, num_classes, name="fc")))
+
+
+def cifar_resnet(n=5, *, batch, input_size=32, num_classes=10, variant="torchvision"):
+    """CIFAR ResNet-(6n+2) of He et al.: 16/32/64 channels, option-A (pool + PADDING) shortcuts."""
+    b = GraphBuilder(f"cifar_resnet{6 * n + 2}", batch=batch, input_shape=(3, input_size, input_size))
+    x = _conv_bn_relu(b, b.data(), 16, 3, 1, 1, name="stem.")
+    cin = 16
+    for stage, width in enumerate((16, 32, 64), 1):
+        for i in range(n):
+            b.scope(f"layer{stage}.{i}.")
+            stride = 2 if (i == 0 and stage > 1) else 1
+            f = b.fork(x, name="fork")
+            if stride != 1:
+                short = b.pool(f, 1, 2, mode="avg", name="subsample")
+                short = b.padding(short, (width - cin) // 2, name="pad")
+            else:
+                short = f
+            y = _conv_bn_relu(b, f, width, 3, stride, 1, name="a.")
+            y = _conv_bn_relu(b, y, width, 3, 1, 1, relu=False, name="b.")
+            x = b.relu(b.join([short, y], name="join"), name="relu")
+            cin = width
+    b.scope("")
+    x = b.global_pool(x, name="avgpool")
+    return b.finish(b.softmax(b.fc(x, num_classes, name="fc")))
+
+
+def densenet(depth, *, batch, input_size=None, num_classes=1000, growth=32, bn_size=4,
+             variant="torchvision"):
+    """DenseNet-121/169/201 (torchvision, naive concatenation: quadratic activation memory).
+
+    Each dense layer reads CONCAT(all earlier features of its block); an output used by many
+    later concats is a plain fan-out (no FORK copies), as in PyTorch.
+    """
+    size = input_size or 224
+    b = GraphBuilder(f"densenet{depth}", batch=batch, input_shape=(3, size, size))
+    x = _conv_bn_relu(b, b.data(), 64, 7, 2, 3, name="features.0.")
+    x = b.pool(x, 3, 2, 1, name="features.pool0")
+    blocks = DENSENET_BLOCKS[depth]
+    for bi, n in enumerate(blocks, 1):
+        feats = [x]
+        for li in range(1, n + 1):
+            b.scope(f"denseblock{bi}.layer{li}.")
+            inp = feats[0] if len(feats) == 1 else b.concat(feats, name="cat")
+            y = b.relu(b.bn(inp, name="norm1"), name="relu1")
+            y = b.conv(y, bn_size * growth, 1, bias=False, name="conv1")
+            y = b.relu(b.bn(y, name="norm2"), name="relu2")
+            feats.append(b.conv(y, growth, 3, 1, 1, bias=False, name="conv2"))
+        b.scope(f"denseblock{bi}.")
+        x = b.concat(feats, name="out")
+        if bi < len(blocks):
+            b.scope(f"transition{bi}.")
+            c = b.shape(x)[1]
+            x = b.relu(b.bn(x, name="norm"), name="relu")
+            x = b.pool(b.conv(x, c // 2, 1, bias=False, name="conv"), 2, 2, mode="avg", name="pool")
+    b.scope("")
+    x = b.relu(b.bn(x, name="norm5"), name="relu5")
+    x = b.global_pool(x, name="avgpool")
+    return b.finish(b.softmax(b.fc(x, num_classes, name="classifier")))
+
+
+def inception_v4(*, batch, input_size=299, num_classes=1000, variant="torchvision"):
+    """Inception-v4 as in timm's ``inception_v4`` (BasicConv2d = conv without bias + BN + ReLU).
+
+    Parameter count 42,679,816, equal to timm's model (SPEC §8: ≈42.7 M with BN).
+    """
+    b = GraphBuilder("inception_v4", batch=batch, input_shape=(3, input_size, input_size))
+    cbr = _conv_bn_relu
+
+    def branches(x, specs, name):
+        # specs: one list per branch of ("conv", out, k, s, p) or ("maxpool"/"avgpool",)
+        f = b.fork(x, name=name + "fork")
+        outs = []
+        for bi, spec in enumerate(specs):
+            y = f
+            for li, op in enumerate(spec):
+                tag = f"{name}b{bi}.{li}."
+                if op[0] == "conv":
+                    y = cbr(b, y, *op[1:], name=tag)
+                elif op[0] == "maxpool":
+                    y = b.pool(y, 3, 2, name=tag + "maxpool")
+                elif op[0] == "avgpool":
+                    y = b.pool(y, 3, 1, 1, mode="avg", name=tag + "avgpool")
+                elif op[0] == "split":
+                    # a branch that forks again into two convs whose outputs are concatenated
+                    g = b.fork(y, name=tag + "fork")
+                    outs.extend(cbr(b, g, *c[1:], name=f"{tag}{j}.") for j, c in enumerate(op[1:]))
+                    y = None
+                    break
+            if y is not None:
+                outs.append(y)
+        return b.concat(outs, name=name + "concat")
+
+    x = b.data()
+    x = cbr(b, x, 32, 3, 2, name="stem.0.")
+    x = cbr(b, x, 32, 3, 1, name="stem.1.")
+    x = cbr(b, x, 64, 3, 1, 1, name="stem.2.")
+    x = branches(x, [[("maxpool",)], [("conv", 96, 3, 2, 0)]], "mixed3a.")
+    x = branches(x, [[("conv", 64, 1, 1, 0), ("conv", 96, 3, 1, 0)],
+                     [("conv", 64, 1, 1, 0), ("conv", 64, (1, 7), 1, (0, 3)),
+                      ("conv", 64, (7, 1), 1, (3, 0)), ("conv", 96, 3, 1, 0)]], "mixed4a.")
+    x = branches(x, [[("conv", 192, 3, 2, 0)], [("maxpool",)]], "mixed5a.")
+    for i in range(4):
+        x = branches(x, [[("conv", 96, 1, 1, 0)],
+                         [("conv", 64, 1, 1, 0), ("conv", 96, 3, 1, 1)],
+                         [("conv", 64, 1, 1, 0), ("conv", 96, 3, 1, 1), ("conv", 96, 3, 1, 1)],
+                         [("avgpool",), ("conv", 96, 1, 1, 0)]], f"inception_a{i}.")
+    x = branches(x, [[("conv", 384, 3, 2, 0)],
+                     [("conv", 192, 1, 1, 0), ("conv", 224, 3, 1, 1), ("conv", 256, 3, 2, 0)],
+                     [("maxpool",)]], "reduction_a.")
+    for i in range(7):
+        x = branches(x, [[("conv", 384, 1, 1, 0)],
+                         [("conv", 192, 1, 1, 0), ("conv", 224, (1, 7), 1, (0, 3)),
+                          ("conv", 256, (7, 1), 1, (3, 0))],
+                         [("conv", 192, 1, 1, 0), ("conv", 192, (7, 1), 1, (3, 0)),
+                          ("conv", 224, (1, 7), 1, (0, 3)), ("conv", 224, (7, 1), 1, (3, 0)),
+                          ("conv", 256, (1, 7), 1, (0, 3))],
+                         [("avgpool",), ("conv", 128, 1, 1, 0)]], f"inception_b{i}.")
+    x = branches(x, [[("conv", 192, 1, 1, 0), ("conv", 192, 3, 2, 0)],
+                     [("conv", 256, 1, 1, 0), ("conv", 256, (1, 7), 1, (0, 3)),
+                      ("conv", 320, (7, 1), 1, (3, 0)), ("conv", 320, 3, 2, 0)],
+                     [("maxpool",)]], "reduction_b.")
+    for i in range(3):
+        x = branches(x, [[("conv", 256, 1, 1, 0)],
+                         [("conv", 384, 1, 1, 0),
+                          ("split", ("conv", 256, (1, 3), 1, (0, 1)), ("conv", 256, (3, 1), 1, (1, 0)))],
+                         [("conv", 384, 1, 1, 0), ("conv", 448, (3, 1), 1, (1, 0)),
+                          ("conv", 512, (1, 3), 1, (0, 1)),
+                          ("split", ("conv", 256, (1, 3), 1, (0, 1)), ("conv", 256, (3, 1), 1, (1, 0)))],
+                         [("avgpool",), ("conv", 256, 1, 1, 0)]], f"inception_c{i}.")
+    x = b.global_pool(x, name="global_pool")
+    x = b.dropout(x, 0.2, name="dropout")
+    return b.finish(b.softmax(b.fc(x, num_classes, name="fc")))
+
+
+# -- registry ----------------------------------------------------------------------------
+def _canonical(name):
+    return re.sub(r"[-_\s]", "", str(name).lower())
+
+
+NETWORKS = {
+    "lenet": lenet,
+    "alexnet": alexnet,
+    **{f"vgg{d}": (lambda d: lambda **kw: vgg(d, **kw))(d) for d in VGG_CONVS},
+    **{f"resnet{d}": (lambda d: lambda **kw: resnet(RESNET_BLOCKS[d][1], kind=RESNET_BLOCKS[d][0],
+                                                     name=f"resnet{d}", **kw))(d)
+       for d in RESNET_BLOCKS},
+    **{f"densenet{d}": (lambda d: lambda **kw: densenet(d, **kw))(d) for d in DENSENET_BLOCKS},
+    "inceptionv4": inception_v4,
+    "cifarresnet32": lambda **kw: cifar_resnet(5, **kw),
+    "resnet32cifar": lambda **kw: cifar_resnet(5, **kw),
+}
+_CUSTOM_RESNET = re.compile(r"^resnet[:(]?(\d+),(\d+),(\d+),(\d+)\)?$")
+
+
+def list_networks():
+    """Names accepted by :func:`build_network` (plus ``resnet:a,b,c,d`` for any block tuple)."""
+    return sorted(NETWORKS)
+
+
+def build_network(name, *, batch, input_size=None, variant="torchvision", num_classes=None):
+    """Build a zoo network by name.
+
+    Parameters
+    ----------
+    name : str
+        ``alexnet``, ``vgg16``, ``resnet50``, ``resnet2500``, ``resnet:3,4,6,3``,
+        ``inception_v4``, ``densenet121``, ``cifar_resnet32``, ``lenet`` ... (case, ``-`` and
+        ``_`` are ignored).
+    batch : int
+        Mini-batch size.
+    input_size : int, optional
+        Image side in pixels (224 default; 227 in the release variant).
+    variant : {"torchvision", "release"}
+
+    Raises
+    ------
+    UnknownNameError
+        For a name not in the zoo.
+
+    Examples
+    --------
+    >>> G = build_network("resnet50", batch=32)
+    >>> sum(d["params"] for _, d in G.nodes(data=True))
+    25557032
+    """
+    if variant not in VARIANTS:
+        raise UnknownNameError(f"variant {variant!r} is unknown; known: {', '.join(VARIANTS)}")
+    key = _canonical(name)
+    kwargs = {"batch": batch, "variant": variant}
+    if input_size is not None:
+        kwargs["input_size"] = int(input_size)
+    if num_classes is not None:
+        kwargs["num_classes"] = int(num_classes)
+    m = _CUSTOM_RESNET.match(key.replace(" ", ""))
+    if m:
+        return resnet(tuple(int(g) for g in m.groups()), **kwargs)
+    if key not in NETWORKS:
+        raise UnknownNameError(f"network {name!r} is unknown; known: {', '.join(list_networks())}"
+                               f", or resnet:a,b,c,d for any blocks per stage")
+    return NETWORKS[key](**kwargs)

@@ -1,0 +1,621 @@
+"""Tests for snsim.engine.allocators (SPEC §10)."""
+import random
+
+import pytest
+
+from snsim.engine import allocators
+from snsim.engine.allocators import (
+    ALLOCATORS,
+    Allocator,
+    OutOfMemory,
+    PoolAllocator,
+    PytorchAllocator,
+    make_allocator,
+)
+from snsim.errors import ConfigError, InfeasibleError, PlanError, SnsimError, UnknownNameError
+
+KiB = 2**10
+MiB = 2**20
+GiB = 2**30
+
+
+# --- registry ---------------------------------------------------------------------------------
+
+def test_registry_names():
+    assert ALLOCATORS == ("ideal", "pool", "pytorch")
+    for name in ALLOCATORS:
+        a = make_allocator(name, None)
+        assert isinstance(a, Allocator)
+        assert a.name == name
+
+
+def test_unknown_name_lists_known_names():
+    with pytest.raises(UnknownNameError, match=r"unknown allocator 'buddy'.*ideal, pool, pytorch"):
+        make_allocator("buddy", None)
+
+
+@pytest.mark.parametrize("name", ["ideal", "pool"])
+def test_models_without_options_reject_any_option(name):
+    with pytest.raises(ConfigError, match=r"unknown option\(s\) 'max_split_size_bytes'"):
+        make_allocator(name, None, max_split_size_bytes=64 * MiB)
+
+
+def test_pytorch_rejects_unknown_and_unmodelled_options():
+    with pytest.raises(ConfigError, match="unknown option"):
+        make_allocator("pytorch", None, garbage_collection_threshold=0.5)
+    with pytest.raises(ConfigError, match="expandable_segments"):
+        make_allocator("pytorch", None, expandable_segments=True)
+    make_allocator("pytorch", None, expandable_segments=False)  # the default is fine
+    with pytest.raises(ConfigError, match=r"max_split_size_bytes \(=1048576\) must be > 20971520"):
+        make_allocator("pytorch", None, max_split_size_bytes=MiB)
+
+
+@pytest.mark.parametrize("name", ALLOCATORS)
+@pytest.mark.parametrize("capacity", [0, -5, 1.5, "1GiB", True])
+def test_bad_capacity(name, capacity):
+    with pytest.raises(ConfigError, match="capacity_bytes"):
+        make_allocator(name, capacity)
+
+
+def test_pool_needs_one_block():
+    with pytest.raises(ConfigError, match="must be >= 1024"):
+        make_allocator("pool", 1000)
+
+
+def test_out_of_memory_is_infeasible():
+    assert issubclass(OutOfMemory, InfeasibleError)
+    assert issubclass(OutOfMemory, SnsimError)
+
+
+# --- common behaviour -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ALLOCATORS)
+def test_double_free_and_unknown_handle(name):
+    a = make_allocator(name, None)
+    h = a.alloc(4096)
+    a.free(h)
+    with pytest.raises(PlanError, match=rf"free\(handle={h}\).*already freed"):
+        a.free(h)
+    with pytest.raises(PlanError, match=r"free\(handle=12345\)"):
+        a.free(12345)
+    with pytest.raises(PlanError, match=r"free\(handle=None\)"):
+        a.free(None)
+
+
+@pytest.mark.parametrize("name", ALLOCATORS)
+@pytest.mark.parametrize("nbytes", [-1, 2.5, "10"])
+def test_bad_nbytes(name, nbytes):
+    a = make_allocator(name, None)
+    with pytest.raises(PlanError, match="nbytes"):
+        a.alloc(nbytes)
+    with pytest.raises(PlanError, match="nbytes"):
+        a.can_alloc(nbytes)
+
+
+@pytest.mark.parametrize("name", ALLOCATORS)
+def test_zero_byte_alloc_holds_nothing(name):
+    a = make_allocator(name, 1 * MiB)
+    h = a.alloc(0)
+    assert (a.allocated_bytes, a.requested_bytes, a.peak_allocated_bytes) == (0, 0, 0)
+    a.free(h)
+    with pytest.raises(PlanError):
+        a.free(h)
+
+
+@pytest.mark.parametrize("name", ALLOCATORS)
+def test_handles_are_distinct_positive_ints(name):
+    a = make_allocator(name, None)
+    handles = [a.alloc(100) for _ in range(50)]
+    assert len(set(handles)) == 50 and all(isinstance(h, int) and h > 0 for h in handles)
+    assert a.num_live == 50
+
+
+@pytest.mark.parametrize("name", ALLOCATORS)
+def test_can_alloc_changes_nothing(name):
+    a = make_allocator(name, 64 * MiB)
+    hs = [a.alloc(5 * MiB) for _ in range(4)]
+    a.free(hs[1])
+    before = _counters(a)
+    for n in (0, 1, MiB, 7 * MiB, 30 * MiB, 63 * MiB, 65 * MiB):
+        a.can_alloc(n)
+        assert _counters(a) == before
+
+
+@pytest.mark.parametrize("name", ALLOCATORS)
+def test_peaks_and_reset(name):
+    a = make_allocator(name, None)
+    h1 = a.alloc(3 * MiB)
+    h2 = a.alloc(5 * MiB)
+    peak_alloc, peak_req = a.allocated_bytes, a.requested_bytes
+    a.free(h2)
+    assert a.peak_allocated_bytes == peak_alloc
+    assert a.peak_requested_bytes == peak_req == 8 * MiB
+    assert a.allocated_bytes < peak_alloc
+    a.reset_peaks()
+    assert a.peak_allocated_bytes == a.allocated_bytes
+    assert a.peak_requested_bytes == a.requested_bytes == 3 * MiB
+    a.free(h1)
+    assert a.peak_requested_bytes == 3 * MiB
+
+
+@pytest.mark.parametrize("name", ALLOCATORS)
+def test_deterministic(name):
+    def run():
+        a = make_allocator(name, 256 * MiB)
+        trace, live = [], []
+        for kind, arg in _random_ops(random.Random(7), 600):
+            if kind == "alloc":
+                try:
+                    h = a.alloc(*arg)
+                    live.append(h)
+                    where = a.address_of(h) if hasattr(a, "address_of") else None
+                    trace.append(("alloc", h, where))
+                except OutOfMemory as err:
+                    trace.append(("oom", str(err)))
+            elif live:
+                a.free(live.pop(arg % len(live)))
+            trace.append(_counters(a))
+        return trace
+
+    assert run() == run()
+
+
+# --- ideal ------------------------------------------------------------------------------------
+
+def test_ideal_counters_are_exact_sums():
+    a = make_allocator("ideal", 1000)
+    h1 = a.alloc(1)
+    h2 = a.alloc(511)
+    assert a.allocated_bytes == a.reserved_bytes == a.requested_bytes == 512
+    assert a.can_alloc(488) and not a.can_alloc(489)
+    h3 = a.alloc(488)
+    with pytest.raises(OutOfMemory, match=r"1000 B live \+ 1 B > capacity 1000 B") as info:
+        a.alloc(1)
+    assert info.value.requested_bytes == 1 and info.value.short_bytes == 1
+    assert a.requested_bytes == 1000  # a failed alloc changes nothing
+    for h in (h1, h2, h3):
+        a.free(h)
+    assert (a.allocated_bytes, a.reserved_bytes, a.requested_bytes) == (0, 0, 0)
+    assert a.peak_allocated_bytes == a.peak_reserved_bytes == a.peak_requested_bytes == 1000
+
+
+def test_ideal_unlimited():
+    a = make_allocator("ideal", None)
+    a.alloc(10**15)
+    assert a.can_alloc(10**15)
+
+
+# --- pool -------------------------------------------------------------------------------------
+
+def test_pool_rounds_to_1kib_and_reserves_capacity():
+    a = make_allocator("pool", 10 * KiB)
+    h = a.alloc(1)
+    assert (a.allocated_bytes, a.requested_bytes, a.reserved_bytes) == (KiB, 1, 10 * KiB)
+    a.alloc(1025)
+    assert a.allocated_bytes == 3 * KiB
+    assert a.peak_reserved_bytes == 3 * KiB  # highest end address used, not the capacity
+    a.free(h)
+    assert a.allocated_bytes == 2 * KiB
+
+
+def test_pool_capacity_rounds_down_to_blocks():
+    a = make_allocator("pool", 10 * KiB + 100)
+    assert a.reserved_bytes == 10 * KiB
+    a.alloc(10 * KiB)
+    assert not a.can_alloc(1)
+
+
+def test_pool_first_fit_lowest_address():
+    a = make_allocator("pool", 100 * KiB)
+    h = [a.alloc(10 * KiB) for _ in range(5)]  # [0,10) [10,20) ... [40,50)
+    a.free(h[1])
+    a.free(h[3])
+    small = a.alloc(4 * KiB)
+    assert a.address_of(small) == 10 * KiB      # first gap that fits, not the best one
+    big = a.alloc(8 * KiB)
+    assert a.address_of(big) == 30 * KiB        # [14,20) is too small, [30,40) fits
+    a.check_invariants()
+
+
+def test_pool_fragmentation_oom_needs_contiguous_gap():
+    a = make_allocator("pool", 8 * KiB)
+    h = [a.alloc(KiB) for _ in range(8)]
+    for i in (0, 2, 4, 6):
+        a.free(h[i])
+    assert a.reserved_bytes - a.allocated_bytes == 4 * KiB  # 4 KiB free in total ...
+    assert a.num_gaps == 4
+    assert a.can_alloc(KiB) and not a.can_alloc(2 * KiB)
+    with pytest.raises(OutOfMemory, match=r"no contiguous gap.*4096 B free in 4 gaps, the largest 1024 B") as info:
+        a.alloc(2 * KiB)                                    # ... but no 2 KiB gap
+    assert info.value.short_bytes == KiB
+    assert a.allocated_bytes == 4 * KiB
+
+
+def test_pool_coalescing():
+    a = make_allocator("pool", 4 * KiB)
+    h = [a.alloc(KiB) for _ in range(4)]
+    a.free(h[1])
+    a.free(h[2])          # merges with the free left neighbour
+    assert a.num_gaps == 1
+    m = a.alloc(2 * KiB)  # fits only in the merged gap
+    assert a.address_of(m) == KiB
+    a.free(h[0])
+    a.free(h[3])
+    a.free(m)             # merges with both neighbours
+    assert a.num_gaps == 1
+    a.check_invariants()
+    a.alloc(4 * KiB)      # the whole pool is one gap again
+    assert a.num_gaps == 0
+    a.check_invariants()
+
+
+def test_pool_peak_reserved_is_high_water_mark():
+    a = make_allocator("pool", GiB)
+    h1 = a.alloc(MiB)
+    h2 = a.alloc(MiB)
+    a.free(h1)
+    a.alloc(512 * KiB)    # reuses the hole at the bottom
+    assert a.peak_reserved_bytes == 2 * MiB
+    a.free(h2)
+    a.reset_peaks()
+    assert a.peak_reserved_bytes == 512 * KiB  # current end of the live blocks
+    assert a.reserved_bytes == GiB
+
+
+def test_pool_unlimited_grows():
+    a = make_allocator("pool", None)
+    h = [a.alloc(MiB) for _ in range(3)]
+    assert a.reserved_bytes == a.peak_reserved_bytes == 3 * MiB
+    for x in h:
+        a.free(x)
+    assert a.reserved_bytes == 3 * MiB and a.allocated_bytes == 0
+    a.check_invariants()
+
+
+def _naive_first_fit(gaps, nblocks):
+    for i, (start, size) in enumerate(gaps):
+        if size >= nblocks:
+            if size == nblocks:
+                del gaps[i]
+            else:
+                gaps[i] = (start + nblocks, size - nblocks)
+            return start
+    return None
+
+
+def _naive_free(gaps, start, nblocks):
+    gaps.append((start, nblocks))
+    gaps.sort()
+    merged = []
+    for s, n in gaps:
+        if merged and merged[-1][0] + merged[-1][1] == s:
+            merged[-1] = (merged[-1][0], merged[-1][1] + n)
+        else:
+            merged.append((s, n))
+    gaps[:] = merged
+
+
+@pytest.mark.parametrize("chunk", [2, 64])
+@pytest.mark.parametrize("seed", range(3))
+def test_pool_matches_naive_first_fit(seed, chunk, monkeypatch):
+    # tiny chunks make the chunked free list split, empty and drop chunks all the time
+    monkeypatch.setattr(allocators._GapList, "_CHUNK", chunk)
+    rng = random.Random(seed)
+    total = 4000
+    a = PoolAllocator(total * KiB)
+    gaps = [(0, total)]
+    live = {}
+    for _ in range(6000):
+        if live and rng.random() < 0.45:
+            h = rng.choice(sorted(live))
+            start, n = live.pop(h)
+            a.free(h)
+            _naive_free(gaps, start, n)
+        else:
+            nbytes = rng.randint(1, 6 * KiB)
+            n = -(-nbytes // KiB)
+            want = _naive_first_fit(gaps, n)
+            if want is None:
+                with pytest.raises(OutOfMemory):
+                    a.alloc(nbytes)
+                continue
+            h = a.alloc(nbytes)
+            assert a.address_of(h) == want * KiB
+            live[h] = (want, n)
+    assert a.num_gaps == len(gaps)
+    a.check_invariants()
+
+
+# --- pytorch: SPEC §10 table --------------------------------------------------------------------
+# The expected numbers below come from a real NVIDIA H200 measurement (torch 2.11.0+cu130) recorded
+# in SPEC §10: one allocation after torch.cuda.empty_cache(), allocated and reserved deltas.
+
+@pytest.mark.parametrize("request_bytes, allocated, reserved", [
+    (1, 512, 2 * MiB),
+    (511, 512, 2 * MiB),
+    (512, 512, 2 * MiB),
+    (513, 1024, 2 * MiB),
+    (1000, 1024, 2 * MiB),
+    (MiB, MiB, 2 * MiB),
+    (MiB + 1, MiB + 512, 20 * MiB),
+    (5 * MiB, 5 * MiB, 20 * MiB),
+    (10 * MiB - 1, 10 * MiB, 10 * MiB),    # the < 10 MiB rule applies to the rounded size
+    (10 * MiB + 1, 10 * MiB + 512, 12 * MiB),
+    (21 * MiB, 22 * MiB, 22 * MiB),        # remainder 1 MiB is not > 1 MiB: handed out whole
+])
+def test_pytorch_single_allocation_matches_h200(request_bytes, allocated, reserved):
+    # numbers measured on a real H200, recorded in SPEC §10
+    a = make_allocator("pytorch", 141 * GiB)
+    h = a.alloc(request_bytes)
+    assert a.allocated_bytes == allocated
+    assert a.reserved_bytes == reserved
+    assert a.requested_bytes == request_bytes
+    assert a.block_size_of(h) == allocated
+    a.check_invariants()
+
+
+def test_pytorch_three_7mib_use_two_segments_h200():
+    # numbers measured on a real H200, recorded in SPEC §10: 3 x 7 MiB -> 21 MiB / 40 MiB
+    a = make_allocator("pytorch", 141 * GiB)
+    for _ in range(3):
+        a.alloc(7 * MiB)
+    assert a.allocated_bytes == 21 * MiB
+    assert a.reserved_bytes == 40 * MiB
+    assert a.num_segments == 2
+    a.check_invariants()
+
+
+def test_pytorch_segments_never_merge_h200():
+    # numbers measured on a real H200, recorded in SPEC §10: 8 x 16 MiB freed, then
+    # 4 x 32 MiB -> 256 MiB reserved for 128 MiB allocated
+    a = make_allocator("pytorch", 141 * GiB)
+    hs = [a.alloc(16 * MiB) for _ in range(8)]
+    for h in hs:
+        a.free(h)
+    assert (a.allocated_bytes, a.reserved_bytes) == (0, 128 * MiB)
+    for _ in range(4):
+        a.alloc(32 * MiB)
+    assert a.allocated_bytes == 128 * MiB
+    assert a.reserved_bytes == 256 * MiB
+    assert a.num_segments == 12
+    a.check_invariants()
+
+
+# --- pytorch: other rules ---------------------------------------------------------------------
+
+def test_pytorch_best_fit_smallest_then_lowest_address():
+    a = PytorchAllocator(None)
+    big = [a.alloc(12 * MiB) for _ in range(2)]     # two 12 MiB segments
+    mid = a.alloc(16 * MiB)                          # one 16 MiB segment
+    a.free(mid)
+    for h in big:
+        a.free(h)
+    h = a.alloc(11 * MiB)   # 12 MiB blocks fit best; the lower address wins the tie
+    assert a.address_of(h) == 0
+    assert a.block_size_of(h) == 12 * MiB  # remainder 1 MiB is not > 1 MiB: no split
+    assert a.reserved_bytes == 40 * MiB
+
+
+def test_pytorch_small_pool_split_and_merge():
+    a = PytorchAllocator(None)
+    hs = [a.alloc(512) for _ in range(4)]
+    assert a.reserved_bytes == 2 * MiB and a.num_segments == 1
+    assert [a.address_of(h) for h in hs] == [0, 512, 1024, 1536]
+    a.free(hs[1])
+    a.free(hs[2])
+    h = a.alloc(1024)           # fits exactly in the merged hole
+    assert a.address_of(h) == 512
+    for x in (hs[0], hs[3], h):
+        a.free(x)
+    assert a.cached_segment_bytes == 2 * MiB
+    a.check_invariants()
+
+
+def test_pytorch_small_and_large_pools_are_separate():
+    a = PytorchAllocator(None)
+    h = a.alloc(MiB + 1)        # large pool, 20 MiB segment
+    a.free(h)
+    a.alloc(4096)               # small request cannot use the large pool's cache
+    assert a.reserved_bytes == 22 * MiB and a.num_segments == 2
+
+
+def test_pytorch_stream_separation():
+    a = make_allocator("pytorch", None)
+    h = a.alloc(5 * MiB, stream=0)
+    a.free(h)
+    assert a.reserved_bytes == 20 * MiB
+    a.alloc(5 * MiB, stream=1)  # the stream-0 block is not reused on stream 1
+    assert a.reserved_bytes == 40 * MiB
+    a.alloc(5 * MiB, stream=0)  # but is on stream 0
+    assert a.reserved_bytes == 40 * MiB
+    a.check_invariants()
+
+
+def test_pytorch_oom_empty_cache_and_retry():
+    a = make_allocator("pytorch", 64 * MiB)
+    cached = [a.alloc(20 * MiB, stream=1) for _ in range(2)]
+    for h in cached:
+        a.free(h)
+    keep = a.alloc(16 * MiB)
+    assert a.reserved_bytes == 56 * MiB
+    assert a.can_alloc(40 * MiB)            # fits once the two cached segments go
+    h = a.alloc(40 * MiB)                   # 56 + 40 > 64: release cached, retry
+    assert a.num_alloc_retries == 1 and a.num_ooms == 0
+    assert a.reserved_bytes == 56 * MiB and a.num_segments == 2
+    assert not a.can_alloc(10 * MiB)
+    with pytest.raises(OutOfMemory, match=r"58720256 B reserved \+ 10485760 B > capacity 67108864 B") as info:
+        a.alloc(10 * MiB)
+    assert info.value.short_bytes == 2 * MiB
+    assert a.num_alloc_retries == 2 and a.num_ooms == 1
+    a.free(h)
+    a.free(keep)
+    a.check_invariants()
+
+
+def test_pytorch_empty_cache_keeps_split_segments():
+    a = PytorchAllocator(None)
+    h1 = a.alloc(3 * MiB)       # 20 MiB segment, split
+    h2 = a.alloc(18 * MiB)      # the 17 MiB remainder is too small: new 18 MiB segment
+    a.free(h2)
+    assert a.empty_cache() == 18 * MiB
+    assert a.reserved_bytes == 20 * MiB     # the segment holding h1 stays
+    a.free(h1)
+    assert a.empty_cache() == 20 * MiB
+    assert a.reserved_bytes == 0 and a.num_segments == 0
+    assert a.peak_reserved_bytes == 38 * MiB
+    a.check_invariants()
+
+
+def test_pytorch_max_split_size():
+    mss = 64 * MiB
+    a = make_allocator("pytorch", None, max_split_size_bytes=mss)
+    big = a.alloc(100 * MiB)
+    assert a.block_size_of(big) == 100 * MiB
+    a.free(big)
+    small = a.alloc(30 * MiB)   # < mss: may not take the 100 MiB oversize block
+    assert a.reserved_bytes == 130 * MiB
+    a.free(small)
+    h = a.alloc(70 * MiB)       # >= mss: 100 MiB block is >= 70 + 20 MiB, not allowed
+    assert a.reserved_bytes == 200 * MiB
+    a.free(h)
+    h = a.alloc(90 * MiB)       # 100 < 90 + 20: takes the 100 MiB block whole, no split
+    assert a.block_size_of(h) == 100 * MiB
+    assert a.reserved_bytes == 200 * MiB
+    a.check_invariants()
+
+
+def test_pytorch_max_split_size_releases_oversize_blocks_first():
+    a = make_allocator("pytorch", 200 * MiB, max_split_size_bytes=32 * MiB)
+    small = a.alloc(20 * MiB, stream=0)       # 20 MiB segment, cached later
+    a.free(small)
+    for h in [a.alloc(40 * MiB) for _ in range(3)]:
+        a.free(h)
+    assert a.reserved_bytes == 140 * MiB
+    # 140 + 70 > 200 MiB: torch frees the largest oversize (>= 32 MiB) cached blocks of this
+    # pool and stream until 70 MiB are freed -- two 40 MiB segments -- before any full retry
+    a.alloc(70 * MiB)
+    assert a.num_alloc_retries == 0
+    assert a.reserved_bytes == 20 * MiB + 40 * MiB + 70 * MiB
+    a.check_invariants()
+
+
+def test_pytorch_max_split_size_releases_one_large_enough_block():
+    a = make_allocator("pytorch", 200 * MiB, max_split_size_bytes=32 * MiB)
+    for n in (20 * MiB, 130 * MiB):
+        a.free(a.alloc(n))
+    # the cached 130 MiB block is >= 100 + 20 MiB, so it may not serve the request; being
+    # oversize and large enough, it alone is released, and the 20 MiB segment stays cached
+    a.alloc(100 * MiB)
+    assert a.num_alloc_retries == 0
+    assert a.reserved_bytes == 120 * MiB and a.cached_segment_bytes == 20 * MiB
+    a.check_invariants()
+
+
+def test_pytorch_reuse_steady_state():
+    # the second iteration of the same pattern needs no new segment
+    a = PytorchAllocator(None)
+    sizes = [3 * MiB, 700, 12 * MiB, 64 * KiB, 25 * MiB, 1]
+    for _ in range(2):
+        hs = [a.alloc(n) for n in sizes]
+        for h in reversed(hs):
+            a.free(h)
+        reserved = a.reserved_bytes
+    assert a.reserved_bytes == reserved == a.peak_reserved_bytes
+
+
+# --- randomized invariants --------------------------------------------------------------------
+
+def _random_ops(rng, n):
+    for _ in range(n):
+        if rng.random() < 0.55:
+            r = rng.random()
+            if r < 0.4:
+                nbytes = rng.randint(0, 4096)
+            elif r < 0.7:
+                nbytes = rng.randint(4096, 2 * MiB)
+            elif r < 0.95:
+                nbytes = rng.randint(2 * MiB, 24 * MiB)
+            else:
+                nbytes = rng.randint(24 * MiB, 80 * MiB)
+            yield "alloc", (nbytes, rng.choice((0, 0, 0, 1, 2)))
+        else:
+            yield "free", rng.randrange(1 << 30)
+
+
+def _counters(a):
+    return (a.allocated_bytes, a.reserved_bytes, a.requested_bytes,
+            a.peak_allocated_bytes, a.peak_reserved_bytes, a.peak_requested_bytes)
+
+
+@pytest.mark.parametrize("name", ALLOCATORS)
+@pytest.mark.parametrize("capacity", [None, 300 * MiB])
+@pytest.mark.parametrize("seed", range(5))
+def test_random_invariants(name, capacity, seed):
+    rng = random.Random(seed)
+    a = make_allocator(name, capacity)
+    live = []
+    for step, (kind, arg) in enumerate(_random_ops(rng, 1500)):
+        reserved_before = a.reserved_bytes
+        retries_before = getattr(a, "num_alloc_retries", 0)
+        if kind == "alloc":
+            expect = a.can_alloc(*arg)
+            try:
+                live.append(a.alloc(*arg))
+                assert expect, "can_alloc said no but alloc succeeded"
+            except OutOfMemory:
+                assert not expect, "can_alloc said yes but alloc failed"
+                assert capacity is not None
+        elif live:
+            a.free(live.pop(arg % len(live)))
+        if name == "pytorch" and a.num_alloc_retries == retries_before:
+            assert a.reserved_bytes >= reserved_before  # shrinks only by (internal) empty_cache
+        if step % 10 == 0 and name == "pytorch" and rng.random() < 0.05:
+            a.empty_cache()
+        assert 0 <= a.requested_bytes <= a.allocated_bytes <= a.reserved_bytes
+        assert a.peak_allocated_bytes >= a.allocated_bytes
+        assert a.peak_requested_bytes >= a.requested_bytes
+        assert a.peak_allocated_bytes <= (a.peak_reserved_bytes if name != "pool"
+                                          else a.reserved_bytes)
+        if name != "pool":
+            assert a.peak_reserved_bytes >= a.reserved_bytes
+        if capacity is not None:
+            assert a.reserved_bytes <= capacity
+        if step % 100 == 0 and hasattr(a, "check_invariants"):
+            a.check_invariants()
+    rng.shuffle(live)
+    for h in live:
+        a.free(h)
+    assert a.allocated_bytes == a.requested_bytes == 0
+    assert a.num_live == 0
+    if hasattr(a, "check_invariants"):
+        a.check_invariants()
+    if name == "pytorch":
+        assert a.cached_segment_bytes == a.reserved_bytes
+        a.empty_cache()
+        assert a.reserved_bytes == 0 and a.num_segments == 0
+    if name == "pool":
+        assert a.num_gaps == 1
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_invariants_pytorch_max_split_size(seed):
+    rng = random.Random(100 + seed)
+    a = make_allocator("pytorch", 400 * MiB, max_split_size_bytes=32 * MiB)
+    live = []
+    for kind, arg in _random_ops(rng, 1500):
+        if kind == "alloc":
+            expect = a.can_alloc(*arg)
+            try:
+                live.append(a.alloc(*arg))
+            except OutOfMemory:
+                assert not expect
+            else:
+                assert expect
+        elif live:
+            a.free(live.pop(arg % len(live)))
+        assert a.requested_bytes <= a.allocated_bytes <= a.reserved_bytes <= 400 * MiB
+    a.check_invariants()
+    for h in live:
+        a.free(h)
+    assert a.allocated_bytes == 0
+    a.check_invariants()
