@@ -60,6 +60,7 @@ class Program:
     source: str = "zoo"
     hardware: str = ""
     optimizer: str = "sgd-momentum"
+    extra: dict = field(default_factory=dict)   # captured extras: measured truth, provenance
     _uses: tuple = None
 
     @property

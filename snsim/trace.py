@@ -1,0 +1,209 @@
+"""Versioned JSON traces: a network's graph, costs and provenance — modeled or measured.
+
+Format (``snsim_trace_version`` 1)::
+
+    {
+      "snsim_trace_version": 1,
+      "provenance": {"kind": "modeled" | "measured", "hardware": "k40c", ...},
+      "graph": networkx node_link_data(G, edges="edges"),      # optional for captured traces
+      "workspace_tables": {"<layer_id>": {"fwd": [[name, ws_bytes, time_s, supported, source], ...]}},
+      "program": {...},      # optional: a captured step/tensor table that replaces SPEC §2.3
+      "measured": {...}      # optional: ground truth of a real run (peaks, step time, counts)
+    }
+
+``program``: ``{"name", "batch", "optimizer", "static_bytes": {kind: bytes}, "steps": [[layer_id,
+name, type, phase, time_s, [tensor ids]], ...], "tensors": [[tensor_id, name, kind, nbytes,
+producer_layer, producer_type], ...]}``, plus optional ``"static_tensors": [[name, kind, nbytes],
+...]`` (the individual static allocations, for allocator replay) and ``"events"`` (an exact
+``[[step, "alloc"|"free", tensor_or_static_index], ...]`` order, for allocator-exact replays).
+Reading checks the schema and reports the first problem as one line naming file and field.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import networkx as nx
+
+from .errors import TraceError
+from .graph import check_graph
+from .program import MANAGED_KINDS, STATIC_KINDS, Program, Step, Tensor
+
+TRACE_VERSION = 1
+_TUPLE_ATTRS = ("out_shape", "kernel", "stride", "pad", "input_shape")
+
+
+def _open(path, mode):
+    path = str(path)
+    return gzip.open(path, mode + "t") if path.endswith(".gz") else open(path, mode)
+
+
+def graph_to_dict(G):
+    data = nx.node_link_data(G, edges="edges")
+    return json.loads(json.dumps(data, default=list))
+
+
+def graph_from_dict(d, *, source="trace"):
+    try:
+        G = nx.node_link_graph(d, directed=True, multigraph=False, edges="edges")
+    except (KeyError, TypeError, nx.NetworkXError) as e:
+        raise TraceError(f"{source}: field 'graph' is not networkx node-link data ({e})") from None
+    for n, a in G.nodes(data=True):
+        for key in _TUPLE_ATTRS:
+            if key in a and isinstance(a[key], list):
+                a[key] = tuple(a[key])
+        if "in_shapes" in a:
+            a["in_shapes"] = [tuple(s) for s in a["in_shapes"]]
+        a.setdefault("layer_id", n)
+    if "input_shape" in G.graph and isinstance(G.graph["input_shape"], list):
+        G.graph["input_shape"] = tuple(G.graph["input_shape"])
+    check_graph(G, source=source)
+    return G
+
+
+def program_to_dict(p):
+    return {"name": p.name, "batch": p.batch, "optimizer": p.optimizer, "source": p.source,
+            "hardware": p.hardware, "static_bytes": dict(p.static_bytes),
+            "steps": [[s.layer, s.name, s.type, s.phase, s.time_s, list(s.deps),
+                       list(s.outputs), list(s.inputs)] for s in p.steps],
+            "tensors": [[t.tensor_id, t.name, t.kind, t.nbytes, t.producer, t.producer_type]
+                        for t in p.tensors]}
+
+
+def _field(d, key, kind, source, where="trace"):
+    if key not in d:
+        raise TraceError(f"{source}: missing field {where}.{key}")
+    v = d[key]
+    if kind is not None and not isinstance(v, kind):
+        raise TraceError(f"{source}: field {where}.{key} must be {kind.__name__ if isinstance(kind, type) else kind}")
+    return v
+
+
+def program_from_dict(d, *, graph=None, source="trace"):
+    """Rebuild a :class:`Program` from its dict, checking every row."""
+    where = "program"
+    rows_t = _field(d, "tensors", list, source, where)
+    tensors = []
+    for i, row in enumerate(rows_t):
+        try:
+            tid, name, kind, nbytes, producer, ptype = row
+        except (TypeError, ValueError):
+            raise TraceError(f"{source}: program.tensors[{i}] must have 6 fields "
+                             f"[tensor_id, name, kind, nbytes, producer, producer_type]") from None
+        if tid != i:
+            raise TraceError(f"{source}: program.tensors[{i}].tensor_id (={tid}) must equal its index")
+        if kind not in MANAGED_KINDS:
+            raise TraceError(f"{source}: program.tensors[{i}].kind (={kind!r}) must be one of {MANAGED_KINDS}")
+        if not isinstance(nbytes, int) or nbytes < 0:
+            raise TraceError(f"{source}: program.tensors[{i}].nbytes (={nbytes!r}) must be an integer >= 0")
+        tensors.append(Tensor(tid, str(name), kind, nbytes, producer, str(ptype)))
+    steps = []
+    for i, row in enumerate(_field(d, "steps", list, source, where)):
+        try:
+            layer, name, typ, phase, time_s, deps, *rest = row
+        except (TypeError, ValueError):
+            raise TraceError(f"{source}: program.steps[{i}] must have at least 6 fields "
+                             f"[layer, name, type, phase, time_s, deps]") from None
+        if phase not in ("F", "B", "U"):
+            raise TraceError(f"{source}: program.steps[{i}].phase (={phase!r}) must be F, B or U")
+        if not isinstance(time_s, (int, float)) or time_s < 0:
+            raise TraceError(f"{source}: program.steps[{i}].time_s (={time_s!r}) must be a number >= 0")
+        for t in deps:
+            if not isinstance(t, int) or not 0 <= t < len(tensors):
+                raise TraceError(f"{source}: program.steps[{i}].deps references missing tensor {t!r}")
+        outs = tuple(rest[0]) if len(rest) > 0 else ()
+        ins = tuple(rest[1]) if len(rest) > 1 else ()
+        steps.append(Step(i, layer, str(name), str(typ), phase, float(time_s), tuple(deps), outs, ins))
+    static = _field(d, "static_bytes", dict, source, where)
+    for k, v in static.items():
+        if k not in STATIC_KINDS or not isinstance(v, int) or v < 0:
+            raise TraceError(f"{source}: program.static_bytes.{k} (={v!r}) must be a kind in "
+                             f"{STATIC_KINDS} with an integer >= 0")
+    p = Program(name=str(d.get("name", "captured")), batch=int(d.get("batch", 1)), steps=steps,
+                tensors=tensors, static_bytes=dict(static), graph=graph,
+                source=str(d.get("source", "capture")), hardware=str(d.get("hardware", "")),
+                optimizer=str(d.get("optimizer", "sgd-momentum")))
+    p.extra = {k: d[k] for k in ("static_tensors", "events") if k in d}
+    return p
+
+
+def write_trace(path, *, graph=None, program=None, provenance=None, measured=None,
+                workspace_tables=None):
+    """Write a trace file (``.json`` or ``.json.gz``)."""
+    if graph is None and program is None:
+        raise TraceError("write_trace needs a graph or a program")
+    doc = {"snsim_trace_version": TRACE_VERSION, "provenance": provenance or {"kind": "modeled"}}
+    if graph is not None:
+        doc["graph"] = graph_to_dict(graph)
+    if workspace_tables:
+        doc["workspace_tables"] = {
+            str(layer): {ps: [[a.name, a.ws_bytes, a.time_s, a.supported, a.source] for a in algos]
+                         for ps, algos in passes.items()}
+            for layer, passes in workspace_tables.items()}
+    if program is not None:
+        doc["program"] = program if isinstance(program, dict) else program_to_dict(program)
+    if measured is not None:
+        doc["measured"] = measured
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with _open(path, "w") as f:
+        json.dump(doc, f, separators=(",", ":"))
+
+
+def load_trace_doc(path):
+    """The raw, schema-checked trace document."""
+    try:
+        with _open(path, "r") as f:
+            doc = json.load(f)
+    except json.JSONDecodeError as e:
+        raise TraceError(f"{path}: truncated or malformed JSON ({e.msg} at line {e.lineno}, "
+                         f"column {e.colno})") from None
+    except (EOFError, OSError, UnicodeDecodeError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise TraceError(f"{path}: no such file") from None
+        raise TraceError(f"{path}: unreadable trace ({e})") from None
+    if not isinstance(doc, dict):
+        raise TraceError(f"{path}: a trace must be a JSON object")
+    v = doc.get("snsim_trace_version")
+    if v != TRACE_VERSION:
+        raise TraceError(f"{path}: field snsim_trace_version (={v!r}) must be {TRACE_VERSION}")
+    if "graph" not in doc and "program" not in doc:
+        raise TraceError(f"{path}: a trace needs a 'graph' or a 'program' field")
+    prov = doc.get("provenance")
+    if not isinstance(prov, dict) or prov.get("kind") not in ("modeled", "measured"):
+        raise TraceError(f"{path}: field provenance.kind must be 'modeled' or 'measured'")
+    return doc
+
+
+def read_trace(path):
+    """Read a trace: a layer DAG (modeled) or a :class:`Program` (captured).
+
+    Raises
+    ------
+    TraceError
+        One line naming the file and the first field that breaks the schema.
+    """
+    doc = load_trace_doc(path)
+    G = graph_from_dict(doc["graph"], source=str(path)) if "graph" in doc else None
+    if "program" in doc:
+        if not isinstance(doc["program"], dict):
+            raise TraceError(f"{path}: field program must be an object")
+        p = program_from_dict(doc["program"], graph=G, source=str(path))
+        p.extra["measured"] = doc.get("measured")
+        p.extra["provenance"] = doc.get("provenance")
+        return p
+    return G
+
+
+def export_zoo(name, *, batch, hardware, out_dir="traces", input_size=None, variant="torchvision"):
+    """Write a modeled trace of a zoo network (graph with modeled times + workspace tables)."""
+    from .costs import modeled_costs, with_modeled_times
+    from .zoo import build_network
+    G = build_network(name, batch=batch, input_size=input_size, variant=variant)
+    Gt = with_modeled_times(G, hardware)
+    costs = modeled_costs(G, hardware)
+    tables = {n: c.conv_algos for n, c in costs.items() if c.conv_algos}
+    path = Path(out_dir) / hardware.name / f"{G.graph['name']}_b{batch}.json.gz"
+    write_trace(path, graph=Gt, workspace_tables=tables,
+                provenance={"kind": "modeled", "hardware": hardware.name, "tool": "snsim"})
+    return path
