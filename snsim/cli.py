@@ -184,7 +184,8 @@ def _budget(args, hw, program):
 def result_row(r):
     row = r.summary()
     keep = ["network", "batch", "policy", "hardware", "allocator", "feasible",
-            "peak_ideal_bytes", "peak_allocated_bytes", "peak_reserved_bytes", "static_bytes",
+            "peak_ideal_bytes", "peak_allocated_bytes", "peak_reserved_bytes", "peak_tensor_bytes",
+            "static_bytes",
             "lower_bound_bytes", "step_time_s", "images_per_s", "compute_time_s",
             "recompute_time_s", "stall_time_s", "h2d_bytes", "d2h_bytes", "evictions",
             "cache_hits", "cache_misses", "prefetch_late", "recomputed_layers", "budget_bytes",
@@ -230,7 +231,7 @@ def cmd_compare(args):
                      "peak_ideal_GiB": round(r.peak_ideal_bytes / 2**30, 3),
                      "peak_allocated_GiB": round(r.peak_allocated_bytes / 2**30, 3),
                      "peak_reserved_GiB": round(r.peak_reserved_bytes / 2**30, 3),
-                     "managed_peak_GiB": round((r.peak_ideal_bytes - r.static_bytes) / 2**30, 3),
+                     "tensor_peak_GiB": round(r.peak_tensor_bytes / 2**30, 3),
                      "step_time_ms": round(r.step_time_s * 1e3, 3),
                      "images_per_s": round(r.images_per_s, 1),
                      "recompute_ms": round(r.recompute_time_s * 1e3, 3),

@@ -78,6 +78,17 @@ class GraphBuilder:
             self.G.add_edge(src, lid, src_port=self.G.out_degree(src), dst_port=port)
         return lid
 
+    def order_consumers(self, lid, consumers):
+        """Renumber ``lid``'s out-edge ports so ``consumers`` come in this order (``next[0]`` first).
+
+        A ResNet block's identity shortcut is created after its main branch, yet the release puts
+        it on ``next[0]`` so that the gradient flows in place ReLU -> JOIN -> FORK (SPEC §2.3).
+        """
+        if sorted(consumers) != sorted(self.G.successors(lid)):
+            raise GraphError(f"layer {lid}: {consumers} are not exactly its consumers")
+        for port, v in enumerate(consumers):
+            self.G.edges[lid, v]["src_port"] = port
+
     def shape(self, lid):
         return self.G.nodes[lid]["out_shape"]
 

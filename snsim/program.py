@@ -298,7 +298,11 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
             t = update_time_s(pb, factor * pb, hardware)
         add_step(n, "U", t, ())
 
-    conv_algos = {n: c.conv_algos for n, c in costs.items() if getattr(c, "conv_algos", None)}
+    # modeled algorithm tables apply only where the layer's times are modeled too: given
+    # (e.g. measured) times are not second-guessed by a model of the same kernel
+    conv_algos = {n: c.conv_algos for n, c in costs.items() if getattr(c, "conv_algos", None)
+                  and ("fwd_time_s" not in nodes[n]
+                       or str(nodes[n].get("time_source", "")).startswith("modeled"))}
     return Program(name=G.graph.get("name", "network"), batch=batch, steps=steps,
                    tensors=tensors, static_bytes=static, conv_algos=conv_algos, graph=G,
                    source=G.graph.get("source", "zoo"),

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 RUN_COLUMNS = ("run_id", "network", "batch", "policy", "hardware", "allocator", "budget_bytes",
                "feasible", "peak_ideal_bytes", "peak_allocated_bytes", "peak_reserved_bytes",
+               "peak_tensor_bytes",
                "peak_device_bytes", "static_bytes", "lower_bound_bytes", "step_time_s",
                "images_per_s", "compute_time_s", "recompute_time_s", "stall_time_s", "h2d_bytes",
                "d2h_bytes", "evictions", "cache_hits", "cache_misses", "sim_wall_s")
@@ -48,6 +49,7 @@ class Result:
     peak_ideal_bytes: int
     peak_allocated_bytes: int
     peak_reserved_bytes: int
+    peak_tensor_bytes: int       # ideal peak without conv workspaces (they adapt to free memory)
     context_bytes: int
     static_bytes: int
     static_breakdown: dict

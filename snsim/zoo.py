@@ -132,7 +132,10 @@ def resnet(blocks, *, batch, input_size=None, num_classes=1000, kind="bottleneck
             else:
                 y = _conv_bn_relu(b, f, width, 3, stride, 1, name="a.")
                 y = _conv_bn_relu(b, y, cout, 3, 1, 1, relu=False, name="b.")
-            x = b.relu(b.join([short, y], name="join"), name="relu")
+            j = b.join([short, y], name="join")
+            if short == f:   # identity shortcut: next[0] of the fork, as in the release
+                b.order_consumers(f, [j, next(v for v in b.G.successors(f) if v != j)])
+            x = b.relu(j, name="relu")
             cin = cout
     b.scope("")
     x = b.global_pool(x, name="avgpool")
@@ -156,7 +159,10 @@ def cifar_resnet(n=5, *, batch, input_size=32, num_classes=10, variant="torchvis
                 short = f
             y = _conv_bn_relu(b, f, width, 3, stride, 1, name="a.")
             y = _conv_bn_relu(b, y, width, 3, 1, 1, relu=False, name="b.")
-            x = b.relu(b.join([short, y], name="join"), name="relu")
+            j = b.join([short, y], name="join")
+            if short == f:
+                b.order_consumers(f, [j, next(v for v in b.G.successors(f) if v != j)])
+            x = b.relu(j, name="relu")
             cin = width
     b.scope("")
     x = b.global_pool(x, name="avgpool")

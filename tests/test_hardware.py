@@ -300,3 +300,30 @@ def test_scientific_notation_without_dot_is_a_number():
 
 def test_doctests():
     assert doctest.testmod(spec_module).failed == 0
+
+
+def test_pickle_and_to_dict_round_trip():
+    import pickle
+
+    hw = load_hardware("h200")
+    assert pickle.loads(pickle.dumps(hw)) == hw
+    d = hw.to_dict()
+    assert d["efficiency"]["conv"] == hw.eff("conv")
+    rebuilt = spec_module.spec_from_mapping(d, source_path=hw.source_path)
+    assert rebuilt == hw
+
+
+def test_direct_construction_message_has_no_file():
+    d = load_hardware("k40c").to_dict()
+    with pytest.raises(ConfigError, match=r"^hardware\.peak_flops_fp32 \(='4.29 TFLOPS'\) must "
+                                          r"be a plain number; put the unit in the key name$"):
+        HardwareSpec(**{**d, "peak_flops_fp32": "4.29 TFLOPS"})
+
+
+def test_package_presets_are_used_without_a_repo_checkout(monkeypatch, tmp_path):
+    monkeypatch.setattr(spec_module, "_REPO_PRESETS", tmp_path / "absent")
+    assert list_hardware() == PRESETS
+    hw = load_hardware("k40c")
+    assert hw.source_path == "snsim/presets/hardware/k40c.yaml"
+    assert dataclasses.replace(hw, source_path=None) == \
+        dataclasses.replace(load_hardware(CONFIG_DIR / "k40c.yaml"), source_path=None)

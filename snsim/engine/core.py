@@ -59,8 +59,9 @@ class Engine:
         self.t_d2h = 0.0
         self.host_bytes = 0
         self.peak_host_bytes = 0
+        self.peak_tensor = 0     # peak without conv workspaces
         self.counters = dict(cache_hits=0, cache_misses=0, first_touch=0, prefetch_hits=0,
-                             prefetch_late=0, evictions=0, evicted_bytes=0, pageable_copies=0)
+                             prefetch_late=0, prefetch_skipped=0, evictions=0, evicted_bytes=0, pageable_copies=0)
         self.compute_time = 0.0
         self.recompute_time = 0.0
         self.stall_time = 0.0
@@ -138,6 +139,9 @@ class Engine:
         if not mem.can_alloc(nbytes):
             now = self._make_room(nbytes, now, t)
         h = mem.alloc(nbytes)
+        if category is not None or t >= 0:   # not a workspace
+            if mem.requested_bytes > self.peak_tensor:
+                self.peak_tensor = mem.requested_bytes
         if t >= 0:
             self.handle[t] = h
             self.state[t] = GPU
@@ -159,14 +163,14 @@ class Engine:
         if self.record:
             self.mem_events.append((when, self.kind[t], -self.size[t]))
 
-    def _make_room(self, nbytes, now, t):
+    def _make_room(self, nbytes, now, t, evictable=(GPU, CLEAN, D2H, H2D), wait=True):
         """Evict (LRU) or wait for in-flight frees until ``nbytes`` fits; else stop the run."""
         mem = self.mem
         while not mem.can_alloc(nbytes):
             victim = None
             if self.lru is not None:
                 for cand in self.lru:
-                    if cand not in self.pinned and self.state[cand] in (GPU, CLEAN, D2H):
+                    if cand not in self.pinned and self.state[cand] in evictable:
                         victim = cand
                         break
             if victim is not None:
@@ -174,6 +178,10 @@ class Engine:
                 self.counters["evictions"] += 1
                 self.counters["evicted_bytes"] += self.size[victim]
                 if st == CLEAN:
+                    self._release_gpu(victim, now)
+                elif st == H2D:   # a prefetch still in flight: let it land, then drop it
+                    now = max(now, self.ready_at[victim])
+                    self._advance(now)
                     self._release_gpu(victim, now)
                 elif st == D2H:   # wait for its offload copy, then it is clean
                     now = max(now, self.busy_until[victim])
@@ -189,7 +197,7 @@ class Engine:
                     self._advance(now)
                 self.state[victim] = HOST
                 continue
-            if self.heap:
+            if wait and self.heap:
                 now = max(now, self.heap[0][0])
                 self._advance(now)
                 continue
@@ -350,7 +358,16 @@ class Engine:
     def _prefetch(self, t):
         if self.state[t] != HOST:
             return  # resident (a cache hit) or in flight
-        now, _ = self._alloc(t, self.t_compute)
+        now = self.t_compute
+        if not self.mem.can_alloc(self.size[t]):
+            # a prefetch only takes free memory or clean cache entries; it never forces dirty
+            # evictions or waits, which would stall the step it is meant to help
+            try:
+                self._make_room(self.size[t], now, t, evictable=(CLEAN,), wait=False)
+            except _Stop:
+                self.counters["prefetch_skipped"] += 1
+                return
+        now, _ = self._alloc(t, now)
         end = self._copy(t, "h2d", now)
         self.state[t] = H2D
         self.ready_at[t] = end
@@ -411,7 +428,8 @@ class Engine:
             allocator=self.alloc_name, budget_bytes=self.budget, feasible=failure is None,
             failure=failure, peak_ideal_bytes=mem.peak_requested_bytes,
             peak_allocated_bytes=mem.peak_allocated_bytes,
-            peak_reserved_bytes=mem.peak_reserved_bytes, context_bytes=hw.context_bytes,
+            peak_reserved_bytes=mem.peak_reserved_bytes, peak_tensor_bytes=self.peak_tensor,
+            context_bytes=hw.context_bytes,
             static_bytes=p.static_total_bytes, static_breakdown=dict(p.static_bytes),
             lower_bound_bytes=p.lower_bound_bytes(), step_time_s=step_time,
             compute_time_s=self.compute_time, recompute_time_s=self.recompute_time,

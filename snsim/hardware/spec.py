@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
+import numbers
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
@@ -50,7 +52,16 @@ def _where(path, line=None):
 
 
 def _is_number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _as_dict(value):
+    if not isinstance(value, (Mapping, tuple, list)):
+        return None
+    try:
+        return dict(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _check_number(name, value, where, *, unit_hint):
@@ -116,7 +127,7 @@ def _coerce_field(name, value, where=""):
 
 
 def _coerce_efficiency(value, where):
-    items = dict(value) if isinstance(value, (Mapping, tuple, list)) else None
+    items = _as_dict(value)
     if items is None:
         raise ConfigError(f"hardware.efficiency (={value!r}) must be a mapping of layer type to "
                           f"a number in (0, 1]{where}")
@@ -164,7 +175,7 @@ def _coerce_copy_efficiency(value, where):
 def _coerce_sources(value, where):
     if value is None:
         return ()
-    items = dict(value) if isinstance(value, (Mapping, tuple, list)) else None
+    items = _as_dict(value)
     if items is None:
         raise ConfigError(f"hardware.sources (={value!r}) must be a mapping of key to a "
                           f"description of where its figure came from{where}")
@@ -176,6 +187,11 @@ def _coerce_sources(value, where):
         if not isinstance(v, str) or not v.strip():
             raise ConfigError(f"hardware.sources.{k} (={v!r}) must be a non-empty string{where}")
     return tuple(sorted(items.items()))
+
+
+@functools.lru_cache(maxsize=64)
+def _eff_table(pairs):
+    return dict(pairs)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -243,20 +259,16 @@ class HardwareSpec:
     copy_efficiency_by_bytes: tuple = ()
     sources: tuple = ()
     source_path: str | None = None
-    _eff: Mapping = field(init=False, repr=False, compare=False, hash=False, default=None)
 
     def __post_init__(self):
         where = _where(self.source_path)
         for f in dataclasses.fields(self):
-            if f.name == "_eff":
-                continue
             value = _coerce_field(f.name, getattr(self, f.name), where)
             object.__setattr__(self, f.name, value)
         used = self.context_bytes + self.reserve_bytes
         if used >= self.dram_bytes:
             raise ConfigError(f"hardware.context_bytes + reserve_bytes (={used}) must be < "
                               f"dram_bytes (={self.dram_bytes}){where}")
-        object.__setattr__(self, "_eff", MappingProxyType(dict(self.efficiency)))
 
     # -- derived quantities --------------------------------------------------------------
     @property
@@ -267,7 +279,15 @@ class HardwareSpec:
     @property
     def efficiency_map(self):
         """The efficiency table as a read-only mapping."""
-        return self._eff
+        return MappingProxyType(_eff_table(self.efficiency))
+
+    def to_dict(self):
+        """The YAML keys and their values (mappings as dicts), e.g. for a resolved config."""
+        d = {k: getattr(self, k) for k in _YAML_KEYS}
+        d["efficiency"] = dict(self.efficiency)
+        d["sources"] = dict(self.sources)
+        d["copy_efficiency_by_bytes"] = [list(p) for p in self.copy_efficiency_by_bytes]
+        return d
 
     def eff(self, kind):
         """Roofline efficiency for ``kind`` (a key of ``EFFICIENCY_KEYS``, any case).
@@ -278,7 +298,7 @@ class HardwareSpec:
         True
         """
         try:
-            return self._eff[kind.lower()]
+            return _eff_table(self.efficiency)[kind.lower()]
         except KeyError:
             raise UnknownNameError(f"efficiency kind {kind!r} is unknown; known: "
                                    f"{', '.join(EFFICIENCY_KEYS)}") from None
@@ -337,8 +357,7 @@ class HardwareSpec:
         return self.copy_latency_s + nbytes / (bw * self.copy_efficiency(nbytes))
 
 
-_YAML_KEYS = tuple(f.name for f in dataclasses.fields(HardwareSpec)
-                   if f.name not in ("_eff", "source_path"))
+_YAML_KEYS = tuple(f.name for f in dataclasses.fields(HardwareSpec) if f.name != "source_path")
 _REQUIRED_KEYS = _YAML_KEYS
 
 
@@ -410,7 +429,7 @@ def spec_from_mapping(data, *, source_path=None, lines=None):
     Examples
     --------
     >>> k40c = load_hardware("k40c")
-    >>> d = {key: getattr(k40c, key) for key in _YAML_KEYS}
+    >>> d = k40c.to_dict()
     >>> spec_from_mapping({**d, "reserve_bytes": 2**30}).budget_bytes == k40c.budget_bytes - 2**30
     True
     """

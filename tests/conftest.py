@@ -1,0 +1,41 @@
+import pytest
+
+from snsim.graph import GraphBuilder
+
+
+@pytest.fixture
+def tiny_chain():
+    """data(1x4x4) -> conv(2ch 3x3 p1) -> relu -> fc(10) -> softmax, batch 1.
+
+    Hand-derived sizes: conv.y = relu.y = 1*2*4*4*4 B = 128 B; fc.y = softmax.y = 40 B.
+    """
+    b = GraphBuilder("tiny", batch=1, input_shape=(1, 4, 4))
+    x = b.data()
+    x = b.conv(x, 2, 3, 1, 1, name="conv")
+    x = b.relu(x, name="relu")
+    x = b.fc(x, 10, name="fc")
+    G = b.finish(b.softmax(x))
+    for n in G:
+        G.nodes[n]["fwd_time_s"] = 1e-3
+        G.nodes[n]["bwd_time_s"] = 2e-3
+        G.nodes[n]["update_time_s"] = 1e-4
+    return G
+
+
+@pytest.fixture
+def tiny_block():
+    """data -> conv -> FORK -> (identity | conv-bn-relu-conv) -> JOIN -> relu -> fc -> softmax."""
+    b = GraphBuilder("tinyres", batch=1, input_shape=(1, 4, 4))
+    x = b.conv(b.data(), 2, 3, 1, 1, name="conv0")
+    f = b.fork(x, name="fork")
+    short = f                                  # next[0]: identity shortcut (created first)
+    y = b.conv(f, 2, 3, 1, 1, name="a")        # next[1]: main branch
+    y = b.relu(b.bn(y, name="bn"), name="r")
+    y = b.conv(y, 2, 3, 1, 1, name="b")
+    j = b.join([short, y], name="join")
+    b.order_consumers(f, [j, 4])               # identity on next[0], main branch on next[1]
+    x = b.relu(j, name="out")
+    G = b.finish(b.softmax(b.fc(x, 10, name="fc")))
+    for n in G:
+        G.nodes[n].update(fwd_time_s=1e-3, bwd_time_s=2e-3, update_time_s=1e-4)
+    return G
