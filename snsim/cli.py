@@ -26,9 +26,10 @@ def command(name):
 
 
 # -- output helpers ------------------------------------------------------------------------
-def emit(rows, fmt, *, out=sys.stdout, title=None, columns=None):
+def emit(rows, fmt, *, out=None, title=None, columns=None):
     """Print a list of dicts as an aligned table, JSON or CSV."""
     import pandas as pd
+    out = out or sys.stdout
     df = pd.DataFrame(rows, columns=columns)
     if fmt == "json":
         out.write(json.dumps(rows if len(rows) != 1 or title == "list" else rows[0],

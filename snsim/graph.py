@@ -222,6 +222,17 @@ def check_graph(G, *, source="graph"):
                                  f"0..{len(ports) - 1}")
 
 
+def adjacency(G):
+    """``(next, prev)``: every layer's consumers and producers in port order, in one pass."""
+    nxt = {n: [] for n in G}
+    prv = {n: [] for n in G}
+    for u, v, d in G.edges(data=True):
+        nxt[u].append((d.get("src_port", 0), v))
+        prv[v].append((d.get("dst_port", 0), u))
+    return ({n: [v for _, v in sorted(e)] for n, e in nxt.items()},
+            {n: [u for _, u in sorted(e)] for n, e in prv.items()})
+
+
 def next_layers(G, n):
     """Consumers of ``n`` in port order (``next`` in the release code)."""
     return [v for _, v, _ in sorted(G.out_edges(n, data="src_port"), key=lambda e: e[2])]
@@ -260,8 +271,9 @@ def forward_order(G):
     >>> forward_order(build_network("lenet", batch=1))[:3]
     [1, 2, 3]
     """
-    data = [n for n in G if G.in_degree(n) == 0]
-    order = _dfs_emit(G, data, lambda n: next_layers(G, n), G.in_degree)
+    nxt, prv = adjacency(G)
+    data = [n for n in G if not prv[n]]
+    order = _dfs_emit(G, data, nxt.__getitem__, lambda n: len(prv[n]))
     if len(order) != G.number_of_nodes():
         raise GraphError("graph route does not reach every layer (cyclic or disconnected)")
     return order
@@ -269,13 +281,14 @@ def forward_order(G):
 
 def backward_order(G):
     """Backward layer order (SPEC §2.2): DFS over ``prev`` from the sink(s), data layer last."""
-    sinks = sorted((n for n in G if G.out_degree(n) == 0), reverse=True)
-    data = [n for n in G if G.in_degree(n) == 0]
+    nxt, prv = adjacency(G)
+    sinks = sorted((n for n in G if not nxt[n]), reverse=True)
+    data = [n for n in G if not prv[n]]
 
     def parents(n):
-        return [p for p in prev_layers(G, n) if G.in_degree(p) > 0]
+        return [p for p in prv[n] if prv[p]]
 
-    order = _dfs_emit(G, sinks, parents, lambda n: max(1, G.out_degree(n)))
+    order = _dfs_emit(G, sinks, parents, lambda n: max(1, len(nxt[n])))
     return order + data
 
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from .errors import ConfigError, GraphError
-from .graph import backward_order, forward_order, next_layers, prev_layers
+from .graph import adjacency, backward_order, forward_order
 
 MANAGED_KINDS = ("activation", "activation_grad", "workspace")
 STATIC_KINDS = ("input", "parameter", "parameter_grad", "optimizer_state", "buffer")
@@ -137,6 +137,7 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
 
     nodes = G.nodes
     dtype = G.graph.get("dtype_bytes", 4)
+    nxt, prv = adjacency(G)
     fwd_order = forward_order(G)
     bwd_order = backward_order(G)
     costs = modeled_costs(G, hardware) if hardware is not None else {}
@@ -166,7 +167,7 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
         if a["type"] == "DATA":
             outputs[n] = ()
             continue
-        succ = next_layers(G, n)
+        succ = nxt[n]
         if a["type"] == "FORK" and fork_copies and succ:
             outs = tuple(new_tensor(f"{a['name']}.copy{i}", "activation", a["out_shape"], n)
                          for i in range(len(succ)))
@@ -174,7 +175,7 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
                 out_of[(n, v)] = t
         elif a["type"] == "FORK":
             # no copies: branches read the fork's input directly
-            (p,) = prev_layers(G, n)
+            (p,) = prv[n]
             t = out_of.get((p, n))
             outs = ()
             for v in succ:
@@ -204,7 +205,7 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
                           tuple(seen), tuple(outs), tuple(ins)))
 
     for n in fwd_order:
-        ins = tuple(t for t in (out_of.get((p, n)) for p in prev_layers(G, n)) if t is not None)
+        ins = tuple(t for t in (out_of.get((p, n)) for p in prv[n]) if t is not None)
         add_step(n, "F", times(n)[0], ins + outputs[n], outputs[n], ins)
 
     grad = {}   # forward tensor id -> gradient storage id
@@ -237,7 +238,7 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
         if typ == "DATA":
             add_step(n, "B", 0.0, ())
             continue
-        prevs = prev_layers(G, n)
+        prevs = prv[n]
         xs = [out_of.get((p, n)) for p in prevs]
         ys = list(outputs[n])
         dys = [grad.get(y) for y in ys]

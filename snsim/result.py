@@ -26,6 +26,9 @@ class Failure:
     short_bytes: int
 
     def __str__(self):
+        if self.step < 0:
+            return (f"out of memory during setup (static tensors and preallocated buffers) "
+                    f"allocating {self.tensor} ({self.requested_bytes} B, {self.short_bytes} B short)")
         return (f"out of memory at step {self.step} ({self.layer} {self.phase}) allocating "
                 f"{self.tensor} ({self.requested_bytes} B, {self.short_bytes} B short)")
 

@@ -7,7 +7,7 @@ them (``superneurons``) share the code of the ones that do not.
 from __future__ import annotations
 
 from ..errors import ConfigError
-from ..graph import CHECKPOINT_TYPES, RECOMPUTABLE_TYPES, prev_layers
+from ..graph import CHECKPOINT_TYPES, RECOMPUTABLE_TYPES, adjacency
 from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
 
 RECOMPUTE_MODES = ("speed", "memory", "cost-aware")
@@ -16,13 +16,14 @@ RECOMPUTE_MODES = ("speed", "memory", "cost-aware")
 def _segments(program, checkpoint_types):
     """Map each recomputable layer to its segment ``(checkpoint, branch port)`` (SPEC §5)."""
     G = program.graph
+    _, prv = adjacency(G)
     seg = {}
     for n in G:
         if G.nodes[n]["type"] in checkpoint_types:
             continue
         cur = n
         while True:
-            prevs = prev_layers(G, cur)
+            prevs = prv[cur]
             if not prevs:
                 break
             p = prevs[0]
