@@ -61,6 +61,7 @@ class Program:
     hardware: str = ""
     optimizer: str = "sgd-momentum"
     extra: dict = field(default_factory=dict)   # captured extras: measured truth, provenance
+    adjacency: tuple = None    # (next, prev) layer lists of the graph, in port order
     _uses: tuple = None
 
     @property
@@ -307,4 +308,5 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
     return Program(name=G.graph.get("name", "network"), batch=batch, steps=steps,
                    tensors=tensors, static_bytes=static, conv_algos=conv_algos, graph=G,
                    source=G.graph.get("source", "zoo"),
-                   hardware=getattr(hardware, "name", ""), optimizer=optimizer)
+                   hardware=getattr(hardware, "name", ""), optimizer=optimizer,
+                   adjacency=(nxt, prv))

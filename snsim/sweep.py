@@ -38,6 +38,7 @@ import itertools
 import json
 import os
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -453,10 +454,14 @@ def _run_local(configs, sink):
 
 def _run_dask(configs, client, sink, *, max_attempts=3):
     from distributed import as_completed
+    from distributed.client import FutureCancelledError
     from distributed.scheduler import KilledWorker
 
+    token = uuid.uuid4().hex[:8]  # a cancelled earlier attempt must not shadow this one
+
     def submit(cfg, attempt):
-        return client.submit(run_one, cfg, key=f"snsim-run-{cfg.run_key}-{attempt}", pure=False)
+        return client.submit(run_one, cfg, key=f"snsim-run-{cfg.run_key}-{token}-{attempt}",
+                             pure=False)
 
     pending = {}
     for cfg in configs:
@@ -467,8 +472,9 @@ def _run_dask(configs, client, sink, *, max_attempts=3):
             cfg, attempt = pending.pop(fut)
             try:
                 row = fut.result()
-            except KilledWorker:
-                # the scheduler already retried it on other workers; give it a fresh key
+            except (KilledWorker, FutureCancelledError):
+                # the scheduler already moved it off dead workers (allowed-failures times) or
+                # the cluster restarted: submit it again under a fresh key
                 if attempt + 1 >= max_attempts:
                     raise
                 new = submit(cfg, attempt + 1)
@@ -592,7 +598,7 @@ class _dask_client:
                 raise ConfigError(f"--scheduler {self.scheduler}: cannot connect ({e})") from None
         else:
             self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                        processes=True, dashboard_address=None)
+                                        processes=True, dashboard_address=":0")
             self.client = Client(self.cluster)
         return self.client
 

@@ -262,7 +262,7 @@ def dask_client():
     from distributed import Client, LocalCluster
     with deadline(60):
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+                               dashboard_address=":0")
         client = Client(cluster)
         client.wait_for_workers(2, timeout=30)
     yield client
@@ -296,13 +296,13 @@ def test_dask_interrupted_then_resumed(tmp_path, grid_file, reference, dask_clie
 
 @pytest.mark.slow
 def test_dask_worker_killed_mid_sweep(tmp_path, grid_file, reference, dask_client):
-    before = set(dask_client.scheduler_info()["workers"])
-    victim = sorted(before)[0]
+    pids = dask_client.run(os.getpid)  # {worker address: pid}; the workers are local processes
+    victim = sorted(pids)[0]
     killed = []
 
     def kill_one(row):
         if not killed and len(kill_one.rows) == 10:
-            dask_client.run(os._exit, 1, workers=[victim], wait=False)
+            os.kill(pids[victim], signal.SIGKILL)
             killed.append(victim)
         kill_one.rows.append(row["run_key"])
     kill_one.rows = []

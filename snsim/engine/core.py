@@ -60,6 +60,7 @@ class Engine:
         self.host_bytes = 0
         self.peak_host_bytes = 0
         self.peak_tensor = 0     # peak without conv workspaces
+        self.mem_ops = 0         # allocator calls (alloc + free), for the events/s figure
         self.counters = dict(cache_hits=0, cache_misses=0, first_touch=0, prefetch_hits=0,
                              prefetch_late=0, prefetch_skipped=0, evictions=0, evicted_bytes=0, pageable_copies=0)
         self.compute_time = 0.0
@@ -139,6 +140,7 @@ class Engine:
         if not mem.can_alloc(nbytes):
             now = self._make_room(nbytes, now, t)
         h = mem.alloc(nbytes)
+        self.mem_ops += 1
         if category is not None or t >= 0:   # not a workspace
             if mem.requested_bytes > self.peak_tensor:
                 self.peak_tensor = mem.requested_bytes
@@ -157,6 +159,7 @@ class Engine:
         if h is None:
             return
         self.mem.free(h)
+        self.mem_ops += 1
         self.handle[t] = None
         if self.lru is not None:
             self.lru.pop(t, None)

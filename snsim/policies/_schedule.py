@@ -16,10 +16,11 @@ RECOMPUTE_MODES = ("speed", "memory", "cost-aware")
 def _segments(program, checkpoint_types):
     """Map each recomputable layer to its segment ``(checkpoint, branch port)`` (SPEC §5)."""
     G = program.graph
-    _, prv = adjacency(G)
+    nxt, prv = program.adjacency or adjacency(G)
+    types = dict(G.nodes(data="type"))
     seg = {}
     for n in G:
-        if G.nodes[n]["type"] in checkpoint_types:
+        if types[n] in checkpoint_types:
             continue
         cur = n
         while True:
@@ -27,8 +28,8 @@ def _segments(program, checkpoint_types):
             if not prevs:
                 break
             p = prevs[0]
-            if G.nodes[p]["type"] in checkpoint_types:
-                seg[n] = (p, G.edges[p, cur]["src_port"])
+            if types[p] in checkpoint_types:
+                seg[n] = (p, nxt[p].index(cur))
                 break
             cur = p
     return seg
@@ -46,9 +47,9 @@ def _cost_aware_modes(program, seg, mode, workspace_of):
     for s in program.steps:
         if s.phase == "F" and s.layer in seg:
             key = seg[s.layer]
-            deps.setdefault(key, set()).update(s.deps)
+            deps.setdefault(key, []).extend(s.deps)
             ws[key] = max(ws.get(key, 0), workspace_of(s))
-    return {key: ("speed" if sum(size[t] for t in d) + ws[key] <= l_peak else "memory")
+    return {key: ("speed" if sum(size[t] for t in set(d)) + ws[key] <= l_peak else "memory")
             for key, d in deps.items()}
 
 

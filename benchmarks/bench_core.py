@@ -1,0 +1,66 @@
+"""Core speed figures: building ResNet2500 and replaying it under SuperNeurons on the K40c.
+
+Prints a markdown section; `python benchmarks/run_all.py > BENCHMARKS.md` collects every section.
+Each figure is the median of REPEATS runs (wall clock, this machine).
+"""
+import platform
+import statistics
+import time
+
+from snsim.engine.core import Engine
+from snsim.graph import route
+from snsim.hardware import load_hardware
+from snsim.policies import get_policy
+from snsim.program import build_program
+from snsim.zoo import build_network
+
+REPEATS = 5
+
+
+def timed(fn):
+    times, out = [], None
+    for _ in range(REPEATS):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), out
+
+
+def main():
+    hw = load_hardware("k40c")
+    lines = ["## Core: ResNet2500 (batch 1) on the K40c preset", "",
+             f"Machine: {platform.processor() or platform.machine()}, Python "
+             f"{platform.python_version()}; median of {REPEATS} runs.", "",
+             "| what | wall time | notes |", "|---|---|---|"]
+    t_graph, G = timed(lambda: build_network("resnet2500", batch=1))
+    t_route, r = timed(lambda: route(G))
+    t_prog, p = timed(lambda: build_program(G, hardware=hw))
+    lines.append(f"| build the graph | {t_graph:.3f} s | {G.number_of_nodes():,} layers |")
+    lines.append(f"| route | {t_route:.3f} s | {len(r):,} F+B steps |")
+    lines.append(f"| program (tensors, deps, modelled costs) | {t_prog:.3f} s | "
+                 f"{len(p.tensors):,} managed tensors |")
+    lines.append(f"| **graph + program total** | **{t_graph + t_prog:.3f} s** | target < 2 s |")
+    for name in ("superneurons", "keep_all", "liveness"):
+        pol = get_policy(name)
+        t_plan, plan = timed(lambda: pol.plan(p, hw, hw.budget_bytes))
+        engines = []
+
+        def replay():
+            e = Engine(p, plan, hw, record=False)
+            engines.append(e)
+            return e.run()
+        t_run, res = timed(replay)
+        e = engines[-1]
+        events = len(plan.instructions) + e.mem_ops
+        verdict = "feasible" if res.feasible else "infeasible"
+        lines.append(f"| {name}: plan | {t_plan:.3f} s | {len(plan.instructions):,} instructions |")
+        lines.append(f"| {name}: replay | {t_run:.3f} s | {verdict}; {events:,} events, "
+                     f"{events / t_run:,.0f} events/s |")
+        if name == "superneurons":
+            lines.append(f"| **superneurons: plan + replay** | **{t_plan + t_run:.3f} s** | "
+                         f"goal ≤ 0.5 s |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(main())
