@@ -32,6 +32,16 @@ class Tensor:
 
 
 @dataclass(frozen=True, slots=True)
+class StaticTensor:
+    """One unmanaged allocation: a parameter, its gradient, optimizer state, a buffer, the input."""
+
+    name: str
+    kind: str
+    nbytes: int
+    layer: int
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     """One step of the route: a layer's forward (F), backward (B) or parameter update (U)."""
 
@@ -60,6 +70,7 @@ class Program:
     source: str = "zoo"
     hardware: str = ""
     optimizer: str = "sgd-momentum"
+    static_tensors: list = field(default_factory=list)   # StaticTensor records
     extra: dict = field(default_factory=dict)   # captured extras: measured truth, provenance
     adjacency: tuple = None    # (next, prev) layer lists of the graph, in port order
     _uses: tuple = None
@@ -97,6 +108,23 @@ class Program:
     def keep_all_bytes(self):
         """Every managed tensor at once: the keep-everything (no reuse) peak."""
         return self.static_total_bytes + sum(t.nbytes for t in self.tensors)
+
+    def tensor_table(self):
+        """Every tensor as a row: managed ones with the layers that need them in F and in B,
+        static ones (parameters, gradients, optimizer state, buffers, input) with their layer."""
+        import pandas as pd
+        users = {t.tensor_id: ([], []) for t in self.tensors}
+        for s in self.steps:
+            if s.phase in "FB":
+                for t in s.deps:
+                    users[t][s.phase == "B"].append(s.name)
+        rows = [{"tensor_id": t.tensor_id, "name": t.name, "kind": t.kind, "nbytes": t.nbytes,
+                 "producer": t.producer, "fwd_users": users[t.tensor_id][0],
+                 "bwd_users": users[t.tensor_id][1]} for t in self.tensors]
+        rows += [{"tensor_id": -1 - i, "name": st.name, "kind": st.kind, "nbytes": st.nbytes,
+                  "producer": st.layer, "fwd_users": [], "bwd_users": []}
+                 for i, st in enumerate(self.static_tensors)]
+        return pd.DataFrame(rows)
 
     def activation_bytes(self):
         return sum(t.nbytes for t in self.tensors if t.kind == "activation")
@@ -290,6 +318,8 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
     factor = OPTIMIZER_STATE_FACTOR[optimizer]
     static = {"parameter": param_bytes, "parameter_grad": param_bytes,
               "optimizer_state": factor * param_bytes, "buffer": buffers, "input": input_bytes}
+    static_tensors = _static_tensors(G, fwd_order, dtype, factor, batch)
+    assert {k: sum(t.nbytes for t in static_tensors if t.kind == k) for k in static} == static
 
     for n in sorted(n for n in G if nodes[n].get("param_bytes", 0) > 0):
         pb = nodes[n]["param_bytes"]
@@ -309,4 +339,40 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
                    tensors=tensors, static_bytes=static, conv_algos=conv_algos, graph=G,
                    source=G.graph.get("source", "zoo"),
                    hardware=getattr(hardware, "name", ""), optimizer=optimizer,
-                   adjacency=(nxt, prv))
+                   static_tensors=static_tensors, adjacency=(nxt, prv))
+
+
+def _static_tensors(G, order, dtype, factor, batch):
+    """Per-layer static allocations, split as a framework allocates them (weight, bias, ...)."""
+    out = []
+    for n in order:
+        a = G.nodes[n]
+        name, typ, params = a["name"], a["type"], a.get("params", 0)
+        if typ == "DATA":
+            out.append(StaticTensor(f"{name}.batch", "input", _numel(a["out_shape"]) * dtype, n))
+            continue
+        pieces = []
+        if params:
+            if typ in ("CONV", "FC") and a.get("bias"):
+                bias = a.get("out_channels", a.get("out_features"))
+                pieces = [("weight", params - bias), ("bias", bias)]
+            elif typ == "BN":
+                pieces = [("weight", params // 2), ("bias", params - params // 2)]
+            else:
+                pieces = [("weight", params)]
+        for piece, count in pieces:
+            nbytes = count * dtype
+            out.append(StaticTensor(f"{name}.{piece}", "parameter", nbytes, n))
+            out.append(StaticTensor(f"{name}.{piece}.grad", "parameter_grad", nbytes, n))
+            for k in range(factor):
+                out.append(StaticTensor(f"{name}.{piece}.state{k}", "optimizer_state", nbytes, n))
+        if a.get("buffer_elems"):
+            half = a["buffer_elems"] // 2
+            out.append(StaticTensor(f"{name}.running_mean", "buffer", half * dtype, n))
+            out.append(StaticTensor(f"{name}.running_var", "buffer",
+                                    (a["buffer_elems"] - half) * dtype, n))
+        if typ == "DROPOUT":
+            out.append(StaticTensor(f"{name}.mask", "buffer", _numel(a["out_shape"]), n))
+    data = [n for n in order if G.nodes[n]["type"] == "DATA"]
+    out.append(StaticTensor("labels", "input", batch * 4, data[0] if data else 0))
+    return out

@@ -378,9 +378,14 @@ class Engine:
     # -- the run ---------------------------------------------------------------------------
     def _setup(self):
         p = self.p
-        for category, nbytes in p.static_bytes.items():
-            if nbytes > 0:
-                self._alloc(-1, 0.0, nbytes, category=category)
+        if p.static_tensors:   # one allocation per parameter, gradient, state, buffer
+            for st in p.static_tensors:
+                if st.nbytes > 0:
+                    self._alloc(-1, 0.0, st.nbytes, category=st.kind)
+        else:
+            for category, nbytes in p.static_bytes.items():
+                if nbytes > 0:
+                    self._alloc(-1, 0.0, nbytes, category=category)
         if self.plan.preallocate:
             for t in range(len(p.tensors)):
                 self._alloc(t, 0.0)
