@@ -247,6 +247,17 @@ def cmd_compare(args):
     return 0
 
 
+def cmd_export(args):
+    from .api import resolve_hardware
+    from .trace import export_zoo
+    hw = resolve_hardware(args.gpu)
+    for name in args.network:
+        path = export_zoo(name, batch=args.batch, hardware=hw, out_dir=args.out,
+                          input_size=args.input_size, variant=args.variant)
+        print(path)
+    return 0
+
+
 def cmd_list(args):
     from .hardware import list_hardware
     from .policies import POLICIES
@@ -284,6 +295,15 @@ def build_parser():
     _run_args(c)
     _fmt_arg(c)
     c.set_defaults(func=cmd_compare)
+
+    e = sub.add_parser("export", help="write modelled traces of zoo networks")
+    e.add_argument("network", nargs="+", help="zoo network names")
+    e.add_argument("--batch", type=int, default=DEFAULT_BATCH)
+    e.add_argument("--input-size", type=int, default=None)
+    e.add_argument("--variant", default="torchvision", choices=("torchvision", "release"))
+    e.add_argument("--gpu", default=DEFAULT_GPU)
+    e.add_argument("--out", default="traces", help="output folder (default traces/)")
+    e.set_defaults(func=cmd_export)
 
     ls = sub.add_parser("list", help="networks, hardware presets and policies")
     ls.set_defaults(func=cmd_list)

@@ -73,3 +73,25 @@ def test_cyclic_graph_in_trace(tmp_path):
     bad.write_text(json.dumps(doc))
     with pytest.raises(Exception, match="cyclic"):
         read_trace(bad)
+
+
+def test_export_command_and_committed_traces(tmp_path, capsys):
+    assert main(["export", "lenet", "--batch", "2", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "k40c" / "lenet_b2.json.gz").exists()
+    # the committed modelled traces replay to the same numbers as the zoo
+    from pathlib import Path
+    committed = Path(__file__).parent.parent / "traces" / "k40c" / "resnet50_b32.json.gz"
+    G = read_trace(committed)
+    assert simulate(G, hardware=K40C, policy="liveness").peak_ideal_bytes == \
+        simulate("resnet50", batch=32, policy="liveness").peak_ideal_bytes
+
+
+def test_cyclic_user_graph_via_cli(tmp_path, capsys):
+    path = export_zoo("lenet", batch=1, hardware=K40C, out_dir=tmp_path)
+    doc = json.loads(gzip.open(path, "rt").read())
+    doc["graph"]["edges"].append({"source": 9, "target": 2, "src_port": 0, "dst_port": 1})
+    bad = tmp_path / "cyc.json"
+    bad.write_text(json.dumps(doc))
+    assert main(["run", "--trace", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "cyc.json" in err and "cyclic" in err and len(err.strip().splitlines()) == 1
