@@ -35,6 +35,18 @@ def _conv_bn_relu(b, x, out, kernel, stride=1, pad=0, *, relu=True, name=""):
     return b.relu(x, name=name + "relu") if relu else x
 
 
+def _residual_join(b, fork, short, main):
+    """JOIN(sum) of a block's shortcut and main branch, then ReLU.
+
+    An identity shortcut goes on the fork's ``next[0]``, as in the release, so the gradient flows
+    in place ReLU -> JOIN (input 0) -> FORK (SPEC §2.3).
+    """
+    j = b.join([short, main], name="join")
+    if short == fork:
+        b.order_consumers(fork, [j, next(v for v in b.G.successors(fork) if v != j)])
+    return b.relu(j, name="relu")
+
+
 def lenet(*, batch, input_size=28, num_classes=10, variant="torchvision"):
     """LeNet (Caffe's MNIST variant): conv20-pool-conv50-pool-fc500-relu-fc10."""
     b = GraphBuilder("lenet", batch=batch, input_shape=(1, input_size, input_size))
@@ -132,10 +144,7 @@ def resnet(blocks, *, batch, input_size=None, num_classes=1000, kind="bottleneck
             else:
                 y = _conv_bn_relu(b, f, width, 3, stride, 1, name="a.")
                 y = _conv_bn_relu(b, y, cout, 3, 1, 1, relu=False, name="b.")
-            j = b.join([short, y], name="join")
-            if short == f:   # identity shortcut: next[0] of the fork, as in the release
-                b.order_consumers(f, [j, next(v for v in b.G.successors(f) if v != j)])
-            x = b.relu(j, name="relu")
+            x = _residual_join(b, f, short, y)
             cin = cout
     b.scope("")
     x = b.global_pool(x, name="avgpool")
@@ -159,10 +168,7 @@ def cifar_resnet(n=5, *, batch, input_size=32, num_classes=10, variant="torchvis
                 short = f
             y = _conv_bn_relu(b, f, width, 3, stride, 1, name="a.")
             y = _conv_bn_relu(b, y, width, 3, 1, 1, relu=False, name="b.")
-            j = b.join([short, y], name="join")
-            if short == f:
-                b.order_consumers(f, [j, next(v for v in b.G.successors(f) if v != j)])
-            x = b.relu(j, name="relu")
+            x = _residual_join(b, f, short, y)
             cin = width
     b.scope("")
     x = b.global_pool(x, name="avgpool")
