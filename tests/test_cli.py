@@ -48,7 +48,8 @@ def test_compare_lists_every_policy(capsys):
     lines = out.strip().splitlines()
     assert lines[0].startswith("policy,feasible")
     assert {l.split(",")[0] for l in lines[1:]} == {
-        "keep_all", "liveness", "offload", "recompute", "superneurons", "workspace"}
+        "keep_all", "liveness", "offload", "recompute", "superneurons", "workspace", "vdnn",
+        "chen_sqrt"}
 
 
 def test_infeasible_run_exits_zero_and_says_so(capsys):

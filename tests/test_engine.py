@@ -138,7 +138,7 @@ def test_infeasible_run_is_a_result_not_a_crash():
 
 
 def test_unknown_policy_and_option():
-    with pytest.raises(UnknownNameError, match="policy 'magic' is unknown; known: keep_all"):
+    with pytest.raises(UnknownNameError, match="policy 'magic' is unknown; known: chen_sqrt, keep_all"):
         get_policy("magic")
     with pytest.raises(ConfigError, match="unknown option"):
         get_policy("recompute", depth=3)
@@ -194,3 +194,29 @@ def test_dynamic_workspace_is_faster_and_fits():
     tight = simulate("vgg16", batch=16, policy="workspace",
                      budget_bytes=fixed.peak_ideal_bytes + 1)
     assert tight.feasible and tight.step_time_s >= dyn.step_time_s
+
+
+def test_baselines_vdnn_and_chen_sqrt(programs):
+    p = programs["resnet50"]
+    res = {pol: run_plan(p, get_policy(pol).plan(p, K40C, BIG), K40C, budget_bytes=BIG)
+           for pol in ("liveness", "vdnn", "chen_sqrt")}
+    for r in res.values():
+        assert r.feasible
+        check_invariants(r, p)
+    live = res["liveness"].peak_ideal_bytes
+    assert res["vdnn"].peak_ideal_bytes < live and res["chen_sqrt"].peak_ideal_bytes < live
+    # vDNN moves every CONV input out and back; nothing is cached
+    assert res["vdnn"].d2h_bytes > 0 and res["vdnn"].d2h_bytes == res["vdnn"].h2d_bytes
+    # sqrt(n) checkpointing replays about one forward pass (Chen et al.: "one extra forward")
+    frame = res["chen_sqrt"].steps_frame()
+    fwd = (frame.end_s - frame.start_s)[frame.phase == "F"].sum()
+    assert 0.5 * fwd < res["chen_sqrt"].recompute_time_s <= 1.0 * fwd
+    assert len(set(res["chen_sqrt"].recomputed_layers)) == len(res["chen_sqrt"].recomputed_layers)
+
+
+def test_chen_sqrt_every_option():
+    with pytest.raises(ConfigError, match="every"):
+        simulate("lenet", batch=1, policy="chen_sqrt", policy_options={"every": 0})
+    dense = simulate("resnet50", batch=8, policy="chen_sqrt", policy_options={"every": 2})
+    sparse = simulate("resnet50", batch=8, policy="chen_sqrt", policy_options={"every": 40})
+    assert dense.recompute_time_s < sparse.recompute_time_s

@@ -49,6 +49,7 @@ class Engine:
         self.handle = [None] * n
         self.ready_at = [0.0] * n      # H2D arrival time
         self.busy_until = [0.0] * n    # end of a D2H copy reading the tensor
+        self.in_use_until = [0.0] * n  # end of the last compute step that read it
         self.release_pending = [False] * n
         self.on_host = [False] * n
         self.lru = OrderedDict() if plan.lru else None
@@ -124,8 +125,11 @@ class Engine:
                     self._release_gpu(t, when)
                 elif self.state[t] == D2H:
                     if self.plan.free_after_offload:
-                        self._release_gpu(t, when)
                         self.state[t] = HOST
+                        if self.in_use_until[t] > when:   # a running step still reads it
+                            self._event(self.in_use_until[t], _EV_RELEASE, t)
+                        else:
+                            self._release_gpu(t, when)
                     else:
                         self.state[t] = CLEAN
 
@@ -308,6 +312,9 @@ class Engine:
             if self.record:
                 self.mem_events.append((now + duration, "workspace", -ws))
         end = now + duration
+        in_use = self.in_use_until
+        for t in step.deps:
+            in_use[t] = end
         self.stall_time += now - t0
         if phase == "R":
             self.recompute_time += duration
@@ -320,12 +327,20 @@ class Engine:
         return end
 
     def _recompute(self, step):
-        # a replay allocates only the outputs that were dropped; inputs must be present
+        # a replay re-allocates the outputs that were dropped; an output already freed (a
+        # by-product, e.g. another copy of a FORK) is produced again and released at once
+        byproducts = []
         for t in step.outputs:
-            if self.state[t] == DROPPED:
+            st = self.state[t]
+            if st == DROPPED or st == FREED:
                 self.state[t] = VOID
+                if st == FREED:
+                    byproducts.append(t)
         self.recomputed.append(step.name)
         self._run_step(step, "R", step.time_s)
+        for t in byproducts:
+            self._release_gpu(t, self.t_compute)
+            self.state[t] = FREED
 
     def _free(self, t):
         st = self.state[t]

@@ -1,5 +1,6 @@
 """Memory policies, one file each, behind a name registry (``get_policy(name)``)."""
 from .base import POLICIES, Policy, get_policy, list_policies, register
-from . import keep_all, liveness, offload, recompute, workspace, superneurons  # noqa: F401  (registers)
+from . import keep_all, liveness, offload, recompute, workspace, superneurons  # noqa: F401
+from . import vdnn, chen_sqrt  # noqa: F401  (baselines; each import registers its policy)
 
 __all__ = ["POLICIES", "Policy", "get_policy", "list_policies", "register"]

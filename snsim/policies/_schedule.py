@@ -55,6 +55,7 @@ def _cost_aware_modes(program, seg, mode, workspace_of):
 
 def build_instructions(program, *, recompute=None, offload=False, offload_types=("CONV",),
                        prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES,
+                       checkpoint_layers=None, offload_inputs_of=None,
                        workspace_of=lambda step: 0):
     """Instructions for liveness, optionally with offload/prefetch and recomputation.
 
@@ -66,6 +67,12 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
         Copy outputs of ``offload_types`` layers to the host after their forward, and
         prefetch, when a CONV's backward starts, every tensor needed up to and including the
         next ``prefetch_depth`` CONV backward steps.
+    checkpoint_layers : set of layer ids, optional
+        Recompute everything else instead of the cheap layer types (Chen et al.'s checkpoints);
+        replays are speed-centric.
+    offload_inputs_of : tuple of layer types, optional
+        Offload the *inputs* of these layers instead of the outputs of ``offload_types``
+        (vDNN).
     """
     if recompute is not None and recompute not in RECOMPUTE_MODES:
         raise ConfigError(f"recompute mode {recompute!r} must be one of {RECOMPUTE_MODES}")
@@ -74,10 +81,6 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
     steps = program.steps
     tensors = program.tensors
     first, last = program.uses()
-    free_after = [[] for _ in steps]
-    for t, k in enumerate(last):
-        if k >= 0:
-            free_after[k].append(t)
     f_step_of = {}
     for s in steps:
         if s.phase == "F":
@@ -90,12 +93,31 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
     if recompute is not None:
         if program.graph is None:
             raise ConfigError("recomputation needs the layer graph; this program has none")
-        seg = _segments(program, checkpoint_types)
-        seg_mode = _cost_aware_modes(program, seg, recompute, workspace_of)
-        for t in tensors:
-            if t.kind == "activation" and t.producer_type in RECOMPUTABLE_TYPES \
-                    and t.producer in seg:
-                droppable[t.tensor_id] = True
+        if checkpoint_layers is not None:
+            for t in tensors:
+                droppable[t.tensor_id] = (t.kind == "activation" and t.producer_type != "DATA"
+                                          and t.producer not in checkpoint_layers)
+        else:
+            seg = _segments(program, checkpoint_types)
+            seg_mode = _cost_aware_modes(program, seg, recompute, workspace_of)
+            for t in tensors:
+                if t.kind == "activation" and t.producer_type in RECOMPUTABLE_TYPES \
+                        and t.producer in seg:
+                    droppable[t.tensor_id] = True
+    # a tensor must outlive its last use while a dropped tensor made from it may be replayed:
+    # need_until[x] = max(last[x], need_until[y]) for every droppable output y of x's consumers
+    need_until = list(last)
+    if recompute is not None:
+        for s in reversed(steps):
+            if s.phase == "F":
+                for y in s.outputs:
+                    if droppable[y]:
+                        for x in s.inputs:
+                            need_until[x] = max(need_until[x], need_until[y])
+    free_after = [[] for _ in steps]
+    for t, k in enumerate(need_until):
+        if k >= 0:
+            free_after[k].append(t)
     last_f_use = {}
     for s in steps:
         if s.phase == "F":
@@ -104,9 +126,15 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
     offloaded = [False] * len(tensors)
     if offload:
         ot = frozenset(offload_types)
+        if offload_inputs_of is not None:
+            consumers = frozenset(offload_inputs_of)
+            chosen = {t for s in steps if s.phase == "F" and s.type in consumers for t in s.inputs}
+        else:
+            chosen = {t.tensor_id for t in tensors if t.producer_type in ot}
         for t in tensors:
             # worth copying only if something in backward needs it
-            offloaded[t.tensor_id] = (t.kind == "activation" and t.producer_type in ot
+            offloaded[t.tensor_id] = (t.kind == "activation" and t.tensor_id in chosen
+                                      and not droppable[t.tensor_id]
                                       and steps[last[t.tensor_id]].phase == "B")
 
     # backward-use positions of each tensor, for "is it needed again?"
@@ -118,7 +146,6 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
                 b_uses[t].append(s.index)
             if s.type == "CONV":
                 conv_b.append(s.index)
-    next_use_ptr = [0] * len(tensors)
 
     out = []
     dropped = set()
@@ -143,8 +170,9 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
                 ensure(x, keep)
         out.append(Recompute(k))
         for y in s.outputs:
-            dropped.discard(y)
-            replayed.add(y)
+            if y in dropped:    # a freed by-product (e.g. another fork copy) stays freed
+                dropped.discard(y)
+                replayed.add(y)
         if seg_mode.get(seg.get(s.layer)) == "memory":
             for x in s.inputs:
                 if x in replayed and x not in keep:
@@ -174,24 +202,22 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
                 if offloaded[t]:
                     out.append(Offload(t))
             for t in s.deps:
-                if last[t] == s.index:
-                    out.append(Free(t))
-                elif droppable[t] and last_f_use.get(t) == s.index and t not in s.outputs:
+                if droppable[t] and last_f_use.get(t) == s.index and t not in s.outputs:
+                    # dropped, not freed, even when backward never reads it: a replay may
+                    # need it as an input; whatever stays dropped is freed at the end
                     out.append(Drop(t))
                     dropped.add(t)
+                elif need_until[t] == s.index:
+                    out.append(Free(t))
         elif s.phase == "B":
             for t in free_after[s.index]:
                 out.append(Free(t))
                 dropped.discard(t)
                 replayed.discard(t)
-            # replays that served only as inputs of other replays, or memory-centric ones
+            # speed-centric replays stay until liveness frees them (at need_until, above);
+            # memory-centric ones are dropped again right after the step that needed them
             for t in sorted(replayed):
-                uses = b_uses[t]
-                i = next_use_ptr[t]
-                while i < len(uses) and uses[i] <= s.index:
-                    i += 1
-                next_use_ptr[t] = i
-                if i >= len(uses):
+                if need_until[t] <= s.index:   # a by-product of a replay nothing needs
                     out.append(Free(t))
                     replayed.discard(t)
                 elif seg_mode.get(seg.get(tensors[t].producer)) == "memory":

@@ -1,0 +1,49 @@
+"""Chen et al.'s sqrt(n) checkpointing (arXiv 1604.06174) on the same engine (SPEC §11).
+
+Keep the output of one layer every ~sqrt(n) layers of the forward route, choosing only
+articulation points of the DAG (as Checkmate does, so a segment has one way in); drop every
+other activation and replay each segment once in backward: about one extra forward, O(sqrt n)
+memory.
+"""
+import math
+
+import networkx as nx
+
+from ..errors import ConfigError
+from ..plan import Plan
+from ._schedule import build_instructions
+from .base import Policy, register
+
+
+def sqrt_checkpoints(program, every=None):
+    """Layer ids kept as checkpoints: articulation points about ``every`` layers apart."""
+    G = program.graph
+    if G is None:
+        raise ConfigError("policy chen_sqrt needs the layer graph; this program has none")
+    order = [s.layer for s in program.steps if s.phase == "F"]
+    every = every or max(1, math.isqrt(len(order)))
+    cuts = set(nx.articulation_points(G.to_undirected(as_view=True)))
+    keep = {order[0], order[-1]}
+    since = 0
+    for n in order:
+        since += 1
+        if n in cuts and since >= every:
+            keep.add(n)
+            since = 0
+    return keep
+
+
+@register
+class ChenSqrt(Policy):
+    name = "chen_sqrt"
+    description = "baseline: Chen et al. sqrt(n) checkpoints at articulation points, segments replayed once"
+    OPTIONS = {"every": None}
+
+    def plan(self, program, hardware, budget_bytes):
+        every = self.options["every"]
+        if every is not None and int(every) < 1:
+            raise ConfigError(f"policy chen_sqrt: every (={every}) must be >= 1")
+        keep = sqrt_checkpoints(program, int(every) if every else None)
+        ins = build_instructions(program, recompute="speed", checkpoint_layers=keep)
+        return Plan(policy=self.name, instructions=ins,
+                    notes={"every": every, "checkpoints": len(keep)})
