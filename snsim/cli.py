@@ -207,7 +207,7 @@ def cmd_run(args):
     r = _simulate(args, hw, program, args.policy, _parse_options(args.option))
     if getattr(args, "trace_out", None):
         from .perfetto import write_chrome_trace
-        write_chrome_trace(r, args.trace_out)
+        write_chrome_trace(r, args.trace_out, program=program)
     row = result_row(r)
     if args.format == "table":
         width = max(map(len, row))

@@ -3,13 +3,13 @@
 Open the file in https://ui.perfetto.dev (or ``chrome://tracing``). Layout::
 
     pid 0  "snsim: simulated GPU (<hardware>)"
-      tid 1  compute   kernels and replays  ph "X", cat "kernel", name "<layer> <phase>"
-                       stalls               ph "X", cat "stall"
-      tid 2  H2D       prefetches, misses   ph "X", cat "gpu_memcpy", "Memcpy HtoD (Pinned -> Device)"
-      tid 3  D2H       offloads, evictions  ph "X", cat "gpu_memcpy", "Memcpy DtoH (Device -> Pinned)"
-      counter "memory"                      ph "C", args {allocated, reserved} in bytes
-      counter "memory by category"          ph "C", args {<category>: bytes}
-      flows  offload -> prefetch            ph "s" / "f", cat "offload", one per D2H/H2D pair
+      tid 1  compute  kernels, replays     ph "X", cat "kernel", name "<layer> <phase>"
+                      stalls               ph "X", cat "stall"
+      tid 2  H2D      prefetch, miss       ph "X", cat "gpu_memcpy", "Memcpy HtoD (Pinned -> Device)"
+      tid 3  D2H      offload, eviction    ph "X", cat "gpu_memcpy", "Memcpy DtoH (Device -> Pinned)"
+      counter "memory"                     ph "C", args {allocated, reserved} in bytes
+      counter "memory by category"         ph "C", args {<category>: bytes}
+      flows  offload -> prefetch           ph "s" / "f", cat "offload", one per D2H/H2D pair
 
 ``ts`` and ``dur`` are microseconds. Times are rounded to whole nanoseconds first and slices
 on one thread are clamped so that none starts before the previous one ends (the engine's

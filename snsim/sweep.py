@@ -10,7 +10,7 @@ A sweep file (``configs/sweeps/*.yaml``)::
       - liveness
       - {name: superneurons, options: {free_after_offload: true}}
     gpus: [k40c]                    # hardware presets or YAML paths (default [k40c])
-    budgets: [default, 2GiB]        # byte sizes; default/null = the preset's budget (default [default])
+    budgets: [default, 2GiB]        # byte sizes; default (or null) = the preset's budget
     allocators: [ideal, pool]       # default [ideal]
     policy_options:                 # defaults per policy name, under each entry's own options
       superneurons: {mode: memory}
@@ -45,6 +45,7 @@ from pathlib import Path
 import yaml
 
 from .errors import ConfigError, SnsimError
+from .result import RUN_COLUMNS
 
 SWEEP_KEYS = ("name", "description", "networks", "batches", "policies", "gpus", "budgets",
               "allocators", "policy_options", "optimizer", "variant")
@@ -57,6 +58,7 @@ WALL_COLUMNS = ("sim_wall_s", "run_wall_s")
 _DUPLICATE_METRICS = ("network", "batch", "policy", "allocator", "budget_bytes")
 _STRING_COLUMNS = ("run_key", "run_id", "hardware", "failure", "network", "gpu", "policy",
                    "policy_options", "allocator", "budget", "optimizer", "variant")
+_METRICS = frozenset(RUN_COLUMNS) - set(_DUPLICATE_METRICS)
 _KEY_VERSION = 1   # bump when a change of the engine makes earlier results stale
 
 
@@ -432,7 +434,11 @@ def _write_output(df, out):
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     if _format(out) == "parquet":
-        df.to_parquet(tmp, index=False)
+        try:
+            df.to_parquet(tmp, index=False)
+        except ImportError:
+            raise ConfigError(f"--out {out}: writing Parquet needs pyarrow (pip install "
+                              f"'snsim[dask]'); or write .csv") from None
     else:
         df.to_csv(tmp, index=False)
     os.replace(tmp, out)
@@ -452,7 +458,17 @@ def _run_local(configs, sink):
         sink(run_one(cfg))
 
 
+def _distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise ConfigError("running a sweep on Dask needs dask[distributed] (pip install "
+                          "'snsim[dask]')") from None
+    return distributed
+
+
 def _run_dask(configs, client, sink, *, max_attempts=3):
+    _distributed()
     from distributed import as_completed
     from distributed.client import FutureCancelledError
     from distributed.scheduler import KilledWorker
@@ -501,7 +517,9 @@ def run_sweep(sweep, *, out=None, workers=None, scheduler=None, client=None, fre
         ``<out>.journal.jsonl`` as they arrive and runs already in ``out`` or the journal are
         skipped. Without it nothing is written.
     workers : int, optional
-        Run on a fresh local Dask cluster of this many single-threaded worker processes.
+        Run on a fresh local Dask cluster of this many single-threaded worker processes
+        (spawned: a script that passes ``workers`` must guard its entry point with
+        ``if __name__ == "__main__":``).
     scheduler : str, optional
         Run on an existing Dask cluster (``tcp://host:8786``); snsim must be importable there.
     client : distributed.Client, optional
@@ -543,8 +561,10 @@ def run_sweep(sweep, *, out=None, workers=None, scheduler=None, client=None, fre
         else:
             done.update(_read_output(out))
             done.update(journal.load())
-    # keep the runs of this grid; their configuration columns come from the grid itself
-    done = {k: {**v, **wanted[k].columns()} for k, v in done.items() if k in wanted}
+    # keep the runs of this grid whose rows have every current metric (older snsim versions
+    # wrote fewer); their configuration columns come from the grid itself
+    done = {k: {**v, **wanted[k].columns()} for k, v in done.items()
+            if k in wanted and _METRICS.issubset(v)}
     todo = [r for r in sweep.runs if r.run_key not in done]
 
     bar = None
@@ -590,6 +610,7 @@ class _dask_client:
         self.cluster = self.client = None
 
     def __enter__(self):
+        _distributed()
         from distributed import Client, LocalCluster
         if self.scheduler is not None:
             try:

@@ -171,3 +171,10 @@ def test_cli_trace_out(tmp_path, capsys):
     with gzip.open(out, "rt") as f:
         doc = json.load(f)
     assert any(e.get("cat") == "gpu_memcpy" for e in doc["traceEvents"])
+
+
+def test_doctests():
+    import doctest
+
+    import snsim.perfetto as module
+    assert doctest.testmod(module).failed == 0

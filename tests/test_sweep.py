@@ -242,6 +242,20 @@ def test_grown_grid_computes_only_new_runs(tmp_path):
     assert len(fresh) == 8
 
 
+def test_rows_of_an_older_version_are_recomputed(tmp_path):
+    p = write(tmp_path, SMALL)
+    out = tmp_path / "r.parquet"
+    with pytest.raises(Stop):
+        run_sweep(p, out=out, on_result=stop_after(2))
+    journal = Path(str(out) + ".journal.jsonl")
+    rows = [json.loads(line) for line in journal.read_text().splitlines()]
+    del rows[0]["step_time_s"]  # as if written before that metric existed
+    journal.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    computed = []
+    df = run_sweep(p, out=out, on_result=lambda row: computed.append(row["run_key"]))
+    assert len(computed) == 3 and rows[0]["run_key"] in computed and df["step_time_s"].notna().all()
+
+
 def test_bad_out_suffix(tmp_path):
     with pytest.raises(ConfigError, match=r"must end in \.parquet or \.csv"):
         run_sweep(write(tmp_path, SMALL), out=tmp_path / "r.xlsx")
@@ -256,7 +270,7 @@ def test_cli_in_process(tmp_path, capsys):
     assert "4 runs (0 computed, 4 resumed)" in capsys.readouterr().out
 
 
-# -- Dask -------------------------------------------------------------------------------------------
+# -- Dask ----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def dask_client():
     from distributed import Client, LocalCluster
@@ -337,6 +351,14 @@ def test_dask_cli_local_cluster(tmp_path, capsys):
     out = tmp_path / "r.parquet"
     with deadline(90):
         assert main(["sweep", str(p), "--out", str(out), "--workers", "2", "--quiet"]) == 0
-    assert "4 runs (4 computed, 0 resumed)" in capsys.readouterr().out
-    assert "2 Dask workers" in capsys.readouterr().out or out.exists()
+    printed = capsys.readouterr().out
+    assert "4 runs (4 computed, 0 resumed)" in printed and "2 Dask workers" in printed
     assert len(pd.read_parquet(out)) == 4
+
+
+def test_doctests(monkeypatch):
+    import doctest
+
+    import snsim.sweep as module
+    monkeypatch.chdir(REPO)  # the examples name configs/sweeps/example.yaml
+    assert doctest.testmod(module).failed == 0

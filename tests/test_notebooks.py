@@ -1,0 +1,90 @@
+"""The notebooks run top to bottom (small parameters) and are committed without outputs."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK_DIR = REPO / "notebooks"
+NOTEBOOKS = ("quickstart", "compare_policies", "max_depth_k40c", "validation")
+TIMEOUT_S = 120   # per cell; the whole set runs in well under a minute
+
+
+def execute(name, **env):
+    nb = nbformat.read(NOTEBOOK_DIR / f"{name}.ipynb", as_version=4)
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the kernel inherits the environment
+    try:
+        client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
+                                resources={"metadata": {"path": str(NOTEBOOK_DIR)}})
+        client.execute()   # raises CellExecutionError on the first failing cell
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return nb
+
+
+def outputs_text(nb):
+    parts = []
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            parts.append(o.get("text", ""))
+            parts.extend(str(v) for v in o.get("data", {}).values())
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs(name):
+    nb = execute(name, SNSIM_QUICK="1")
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+
+
+def test_validation_without_traces_says_so(tmp_path):
+    nb = execute("validation", SNSIM_QUICK="1", SNSIM_TRACE_DIR=str(tmp_path))
+    assert "No measured traces" in outputs_text(nb)
+
+
+def test_validation_compares_a_measured_trace(tmp_path):
+    from snsim.api import make_program, simulate
+    from snsim.trace import write_trace
+    p = make_program("lenet", batch=8, hardware="h200")
+    r = simulate(p, hardware="h200", policy="liveness", allocator="pytorch")
+    write_trace(tmp_path / "lenet_b8.json.gz", program=p,
+                provenance={"kind": "measured", "hardware": "h200"},
+                measured={"peak_allocated_bytes": r.peak_allocated_bytes,
+                          "peak_reserved_bytes": r.peak_reserved_bytes,
+                          "step_time_s": r.step_time_s})
+    nb = execute("validation", SNSIM_QUICK="1", SNSIM_TRACE_DIR=str(tmp_path))
+    text = outputs_text(nb)
+    assert "lenet_b8.json.gz" in text and "peak_reserved_bytes" in text
+    assert "No measured traces" not in text
+
+
+def test_all_notebooks_present_and_valid():
+    found = sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb"))
+    assert set(NOTEBOOKS) <= set(found)
+    for name in found:
+        nbformat.validate(nbformat.read(NOTEBOOK_DIR / f"{name}.ipynb", as_version=4))
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_committed_without_outputs(name):
+    nb = nbformat.read(NOTEBOOK_DIR / f"{name}.ipynb", as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [], f"{name}: a cell has outputs; run scripts/strip_notebooks.py"
+            assert cell.execution_count is None, f"{name}: run scripts/strip_notebooks.py"
+
+
+def test_strip_script_check():
+    res = subprocess.run([sys.executable, str(REPO / "scripts" / "strip_notebooks.py"), "--check"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
