@@ -341,4 +341,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run the imported module's main, so plugin commands that register on `snsim.cli` are seen
+    from snsim.cli import main as _main
+    sys.exit(_main())
