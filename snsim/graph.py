@@ -262,7 +262,7 @@ def _dfs_emit(G, start, children, indegree):
     return order
 
 
-def forward_order(G):
+def forward_order(G, adj=None):
     """Forward layer order of SuperNeurons' release (SPEC §2.2).
 
     Examples
@@ -271,7 +271,7 @@ def forward_order(G):
     >>> forward_order(build_network("lenet", batch=1))[:3]
     [1, 2, 3]
     """
-    nxt, prv = adjacency(G)
+    nxt, prv = adj or adjacency(G)
     data = [n for n in G if not prv[n]]
     order = _dfs_emit(G, data, nxt.__getitem__, lambda n: len(prv[n]))
     if len(order) != G.number_of_nodes():
@@ -279,9 +279,9 @@ def forward_order(G):
     return order
 
 
-def backward_order(G):
+def backward_order(G, adj=None):
     """Backward layer order (SPEC §2.2): DFS over ``prev`` from the sink(s), data layer last."""
-    nxt, prv = adjacency(G)
+    nxt, prv = adj or adjacency(G)
     sinks = sorted((n for n in G if not nxt[n]), reverse=True)
     data = [n for n in G if not prv[n]]
 
@@ -294,4 +294,5 @@ def backward_order(G):
 
 def route(G):
     """The steps of one iteration: all F, then all B (update steps are added by the program)."""
-    return [(n, "F") for n in forward_order(G)] + [(n, "B") for n in backward_order(G)]
+    adj = adjacency(G)
+    return [(n, "F") for n in forward_order(G, adj)] + [(n, "B") for n in backward_order(G, adj)]

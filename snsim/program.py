@@ -164,11 +164,11 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
                           f"{', '.join(OPTIMIZER_STATE_FACTOR)}")
     from .costs import modeled_costs, update_time_s  # costs import hardware; keep graph pure
 
-    nodes = G.nodes
+    nodes = dict(G.nodes(data=True))
     dtype = G.graph.get("dtype_bytes", 4)
     nxt, prv = adjacency(G)
-    fwd_order = forward_order(G)
-    bwd_order = backward_order(G)
+    fwd_order = forward_order(G, (nxt, prv))
+    bwd_order = backward_order(G, (nxt, prv))
     costs = modeled_costs(G, hardware) if hardware is not None else {}
 
     def times(n):
