@@ -91,7 +91,7 @@ def memory_curve(result):
     return wide
 
 
-def memory_timeline(result, *, ax=None, budget=True, title=True):
+def memory_timeline(result, *, ax=None, budget=True, title=True, ymin_bytes=0):
     """Memory over one step, stacked by tensor category, with the budget and the peak.
 
     Parameters
@@ -100,6 +100,8 @@ def memory_timeline(result, *, ax=None, budget=True, title=True):
         A run simulated with ``record=True`` (the default of :func:`snsim.api.simulate`).
     budget : bool
         Draw the budget as a dashed line.
+    ymin_bytes : int
+        Bottom of the y axis: zoom past a large static footprint (e.g. ResNet2500's 10.3 GiB).
 
     Returns
     -------
@@ -125,18 +127,18 @@ def memory_timeline(result, *, ax=None, budget=True, title=True):
     peak = wide["total"].iloc[i] / 2**30
     ax.plot([t[i]], [peak], marker="v", color="black", linestyle="none", zorder=5,
             label=f"peak {peak:.2f} GiB")
-    ax.annotate(f"peak {peak:.2f} GiB", (t[i], peak), xytext=(4, 6), textcoords="offset points",
-                fontsize=8)
     if budget:
         ax.axhline(result.budget_bytes / 2**30, color="black", linestyle="--", linewidth=1,
                    label=f"budget {result.budget_bytes / 2**30:.2f} GiB")
     ax.set_xlim(0, max(float(t.max()), result.step_time_s) or 1.0)
-    ax.set_ylim(0, max(peak, result.budget_bytes / 2**30 if budget else 0) * 1.08)
+    top = max(peak, result.budget_bytes / 2**30 if budget else 0)
+    low = ymin_bytes / 2**30
+    ax.set_ylim(low, top + (top - low) * 0.05)
     ax.set_xlabel("time in step (s)")
     ax.set_ylabel("memory (GiB)")
     if title:
         ax.set_title(_title(result) + ("" if result.feasible else " (infeasible)"))
-    ax.legend(loc="upper left", fontsize=7, ncol=2)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, borderaxespad=0)
     return ax
 
 
@@ -231,31 +233,38 @@ def policy_bars(results, *, metric="peak_ideal_bytes", ax=None, lower_bound=True
         raise ConfigError(f"metric {metric!r} is not a run column; known: {', '.join(df.columns)}")
     ax = _axes(ax, figsize=(6, 4))
     div, _ = _scale(metric)
-    feasible = df["feasible"].astype(bool).to_numpy() if "feasible" in df else np.ones(len(df), bool)
+    feasible = (df["feasible"].astype(bool).to_numpy() if "feasible" in df
+                else np.ones(len(df), bool))
     values = pd.to_numeric(df[metric], errors="coerce").fillna(0).to_numpy() / div
     x = np.arange(len(df))
     colors = [_policy_color(p, i) for i, p in enumerate(df["policy"])]
     bars = ax.bar(x, np.where(feasible, values, 0), color=colors)
+    top = max(float(values[feasible].max()) if feasible.any() else 0.0, 1e-9)
     for b, ok, v in zip(bars, feasible, values):
         if not ok:
-            b.set_height(max(values.max(), 1e-9) * 0.05)
+            b.set_height(top * 0.05)
             b.set_hatch("//")
             b.set_facecolor("white")
             b.set_edgecolor("black")
-        ax.annotate("infeasible" if not ok else f"{v:.3g}", (b.get_x() + b.get_width() / 2,
-                                                            b.get_height()),
-                    xytext=(0, 2), textcoords="offset points", ha="center", fontsize=7)
-    ax.set_xticks(x, list(df["policy"]), rotation=20)
+        text = "infeasible" if not ok else (f"{v:,.0f}" if v >= 100 else f"{v:.3g}")
+        ax.annotate(text, (b.get_x() + b.get_width() / 2, b.get_height()), xytext=(0, 2),
+                    textcoords="offset points", ha="center", fontsize=7)
+    ax.set_xticks(x, list(df["policy"]), rotation=25, ha="right")
     ax.set_ylabel(_label(metric))
+    lines = []
     if metric.endswith("_bytes"):
         if lower_bound and "lower_bound_bytes" in df and df["lower_bound_bytes"].nunique() == 1:
-            ax.axhline(df["lower_bound_bytes"].iloc[0] / div, color="black", linestyle=":",
-                       linewidth=1, label="lower bound (static + largest working set)")
+            lines.append((df["lower_bound_bytes"].iloc[0] / div, ":", "lower bound"))
         if budget and "budget_bytes" in df and df["budget_bytes"].nunique() == 1:
-            ax.axhline(df["budget_bytes"].iloc[0] / div, color="black", linestyle="--",
-                       linewidth=1, label="budget")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="upper right")
+            lines.append((df["budget_bytes"].iloc[0] / div, "--", "budget"))
+    for y, style, name in lines:
+        # labelled in place, not in a legend that would hide the bars
+        ax.axhline(y, color="black", linestyle=style, linewidth=1, label=name)
+        ax.annotate(name, (0.0, y), xycoords=("axes fraction", "data"), xytext=(2, 2),
+                    textcoords="offset points", ha="left", va="bottom", fontsize=7,
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 1})
+        top = max(top, y)
+    ax.set_ylim(0, top * 1.12)
     if title and {"network", "batch"} <= set(df.columns) and df["network"].nunique() == 1:
         ax.set_title(f"{df['network'].iloc[0]} batch {df['batch'].iloc[0]}"
                      + (f" on {df['hardware'].iloc[0]}" if "hardware" in df else ""))
@@ -272,7 +281,7 @@ def sweep_curve(frame, *, x="depth", y="peak_ideal_bytes", ax=None, hue="policy"
         One row per run with columns ``x``, ``y``, ``hue`` and ``feasible`` (e.g.
         :func:`snsim.experiments.search.sweep_depth` or ``SearchReport.probes_frame()``).
     mark_max : bool
-        A dotted vertical line at each policy's largest feasible ``x``.
+        A dotted vertical line at each policy's largest feasible ``x``, named in the legend.
 
     Examples
     --------
@@ -280,23 +289,25 @@ def sweep_curve(frame, *, x="depth", y="peak_ideal_bytes", ax=None, hue="policy"
     >>> import pandas as pd
     >>> df = pd.DataFrame({"policy": ["a", "a", "b"], "depth": [10, 20, 10],
     ...                    "peak_ideal_bytes": [1e9, 2e9, 5e8], "feasible": [True, True, True]})
-    >>> [l.get_label() for l in sweep_curve(df).get_lines()][:2]
-    ['a', 'a: max 20']
+    >>> sweep_curve(df).get_lines()[0].get_label()
+    'a (max 20)'
     """
     for c in (x, y, hue):
         if c not in frame.columns:
-            raise ConfigError(f"sweep_curve: column {c!r} is missing; have {', '.join(frame.columns)}")
+            raise ConfigError(f"sweep_curve: column {c!r} is missing; have "
+                              f"{', '.join(frame.columns)}")
     ax = _axes(ax)
     div, _ = _scale(y)
     ok = frame["feasible"].astype(bool) if "feasible" in frame else pd.Series(True, frame.index)
     for i, (name, part) in enumerate(frame.groupby(hue, sort=False)):
         color = _policy_color(name, i)
         good = part[ok.loc[part.index]].sort_values(x)
+        top = good[x].max() if len(good) else None
+        label = f"{name} (max {top})" if mark_max and top is not None else str(name)
         ax.plot(good[x], pd.to_numeric(good[y]) / div, marker="o", markersize=3, color=color,
-                label=str(name))
-        if mark_max and len(good):
-            top = good[x].max()
-            ax.axvline(top, color=color, linestyle=":", linewidth=1, label=f"{name}: max {top}")
+                label=label)
+        if mark_max and top is not None:
+            ax.axvline(top, color=color, linestyle=":", linewidth=1)
     if budget and y.endswith("_bytes") and "budget_bytes" in frame and \
             frame["budget_bytes"].nunique() == 1:
         ax.axhline(frame["budget_bytes"].iloc[0] / div, color="black", linestyle="--",

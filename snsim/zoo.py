@@ -87,12 +87,19 @@ def alexnet(*, batch, input_size=None, num_classes=1000, variant="torchvision"):
     return b.finish(b.softmax(b.fc(x, num_classes, name="fc8")))
 
 
-def vgg(depth, *, batch, input_size=None, num_classes=1000, variant="torchvision"):
-    """VGG-11/13/16/19 (configuration A/B/D/E, no BN), 3x3 convs with bias, FC 4096-4096-classes."""
+def vgg(depth=None, *, batch, input_size=None, num_classes=1000, variant="torchvision",
+        convs=None):
+    """VGG-11/13/16/19 (configuration A/B/D/E, no BN), 3x3 convs with bias, FC 4096-4096-classes.
+
+    ``convs`` gives any number of 3x3 convs per stage (five stages); ``depth`` names a standard
+    configuration.
+    """
     size = input_size or (227 if variant == "release" else 224)
+    convs = tuple(convs) if convs is not None else VGG_CONVS[depth]
+    depth = sum(convs) + 3
     b = GraphBuilder(f"vgg{depth}", batch=batch, input_shape=(3, size, size))
     x = b.data()
-    for stage, (n, width) in enumerate(zip(VGG_CONVS[depth], (64, 128, 256, 512, 512)), 1):
+    for stage, (n, width) in enumerate(zip(convs, (64, 128, 256, 512, 512)), 1):
         for i in range(1, n + 1):
             x = b.relu(b.conv(x, width, 3, 1, 1, name=f"conv{stage}_{i}"), name=f"relu{stage}_{i}")
         x = b.pool(x, 2, 2, name=f"pool{stage}")
@@ -175,18 +182,20 @@ def cifar_resnet(n=5, *, batch, input_size=32, num_classes=10, variant="torchvis
     return b.finish(b.softmax(b.fc(x, num_classes, name="fc")))
 
 
-def densenet(depth, *, batch, input_size=None, num_classes=1000, growth=32, bn_size=4,
-             variant="torchvision"):
+def densenet(depth=None, *, batch, input_size=None, num_classes=1000, growth=32, bn_size=4,
+             variant="torchvision", blocks=None):
     """DenseNet-121/169/201 (torchvision, naive concatenation: quadratic activation memory).
 
     Each dense layer reads CONCAT(all earlier features of its block); an output used by many
-    later concats is a plain fan-out (no FORK copies), as in PyTorch.
+    later concats is a plain fan-out (no FORK copies), as in PyTorch. ``blocks`` gives any
+    layers per dense block; ``depth`` names a standard configuration.
     """
     size = input_size or 224
+    blocks = tuple(blocks) if blocks is not None else DENSENET_BLOCKS[depth]
+    depth = 2 * sum(blocks) + len(blocks) + 1
     b = GraphBuilder(f"densenet{depth}", batch=batch, input_shape=(3, size, size))
     x = _conv_bn_relu(b, b.data(), 64, 7, 2, 3, name="features.0.")
     x = b.pool(x, 3, 2, 1, name="features.pool0")
-    blocks = DENSENET_BLOCKS[depth]
     for bi, n in enumerate(blocks, 1):
         feats = [x]
         for li in range(1, n + 1):

@@ -5,8 +5,8 @@
 - :mod:`snsim.experiments.reproduce` — the SuperNeurons headline claims as a markdown report
   with PNG plots (``snsim reproduce``).
 """
-from .search import (FAMILIES, Family, MaxSize, SearchReport, family_network, list_families,
-                     max_batch, max_depth, sweep_depth)
+from .search import (FAMILIES, Family, MaxSize, SearchReport, family_network, get_family,
+                     list_families, max_batch, max_depth, min_budget, sweep_depth)
 
-__all__ = ["FAMILIES", "Family", "MaxSize", "SearchReport", "family_network", "list_families",
-           "max_batch", "max_depth", "sweep_depth"]
+__all__ = ["FAMILIES", "Family", "MaxSize", "SearchReport", "family_network", "get_family",
+           "list_families", "max_batch", "max_depth", "min_budget", "sweep_depth"]

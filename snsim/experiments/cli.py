@@ -142,7 +142,7 @@ def cmd_reproduce(args):
     finally:
         bar.close()
     for c in rep.claims:
-        print(f"{c.verdict:<14} {c.title}")
+        print(f"{c.number}. {c.verdict:<14} {c.claim}")
     print(f"report: {rep.path} ({rep.wall_s:.1f} s)")
     return 0
 

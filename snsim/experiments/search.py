@@ -16,11 +16,14 @@ How the search stays fast (``snsim maxdepth --policy all`` in a few seconds):
 - runs with ``record=False`` (no step, transfer or memory-event records);
 - the static bound: a size whose ``static + largest working set`` (``lower_bound_bytes``)
   exceeds the budget is infeasible for every policy without simulating. The largest size
-  within the bound (the *cap*) is found first, by secant steps on the bound (exact when the
-  bound grows linearly, as it does for these families);
-- galloping from a good start, then bisection: policies with an LRU tensor cache start at the
-  cap (they can swap almost everything out); the others start where the secant through their
-  peaks at the two smallest sizes meets the budget.
+  within the bound (the *cap*) is found first, by secant steps on the bound (one step when
+  the bound is exactly linear, as for ResNet and VGG; then the bound one past the cap is
+  extrapolated, not built) or parabola steps (DenseNet's bound is quadratic);
+- a good start, then galloping and bisection: policies with an LRU tensor cache start at the
+  cap (they can swap almost everything out) and gallop down; the others run the three smallest
+  sizes, start where the line or parabola through their peaks meets the budget, and keep
+  re-predicting from their largest runs; a failed prediction is approached from below, where
+  programs are cheap.
 """
 from __future__ import annotations
 
@@ -32,12 +35,11 @@ from typing import Callable
 
 from ..api import resolve_hardware
 from ..engine.core import run_plan
-from ..errors import ConfigError, UnknownNameError
-from ..graph import GraphBuilder
+from ..errors import ConfigError, PlanError, UnknownNameError
 from ..policies import get_policy, list_policies
 from ..program import build_program
 from ..units import parse_bytes
-from ..zoo import build_network, resnet
+from ..zoo import build_network, densenet, resnet, vgg
 
 DEFAULT_MAX_DEPTH = 10_000
 DEFAULT_MAX_BATCH = 1 << 20
@@ -45,46 +47,13 @@ DEFAULT_MAX_BATCH = 1 << 20
 
 # -- network families -------------------------------------------------------------------------
 def _vgg_graph(k, *, batch, input_size=None, variant="torchvision"):
-    """VGG with conv stages (2, 2, k, k, k): k=3 is VGG-16, k=4 is VGG-19 (as :func:`snsim.zoo.vgg`)."""
-    size = input_size or (227 if variant == "release" else 224)
-    b = GraphBuilder(f"vgg{3 * k + 7}", batch=batch, input_shape=(3, size, size))
-    x = b.data()
-    for stage, (n, width) in enumerate(zip((2, 2, k, k, k), (64, 128, 256, 512, 512)), 1):
-        for i in range(1, n + 1):
-            x = b.relu(b.conv(x, width, 3, 1, 1, name=f"conv{stage}_{i}"), name=f"relu{stage}_{i}")
-        x = b.pool(x, 2, 2, name=f"pool{stage}")
-    for i in (6, 7):
-        x = b.dropout(b.relu(b.fc(x, 4096, name=f"fc{i}"), name=f"relu{i}"), 0.5, name=f"drop{i}")
-    return b.finish(b.softmax(b.fc(x, 1000, name="fc8")))
+    """VGG with conv stages (2, 2, k, k, k): k=3 is VGG-16, k=4 VGG-19."""
+    return vgg(convs=(2, 2, k, k, k), batch=batch, input_size=input_size, variant=variant)
 
 
-def _densenet_graph(k, *, batch, input_size=None, variant="torchvision", growth=32, bn_size=4):
-    """DenseNet with blocks (6, 12, k, 16): k=24 is DenseNet-121 (as :func:`snsim.zoo.densenet`)."""
-    size = input_size or 224
-    b = GraphBuilder(f"densenet{2 * k + 73}", batch=batch, input_shape=(3, size, size))
-    x = b.conv(b.data(), 64, 7, 2, 3, bias=False, name="features.0.conv")
-    x = b.relu(b.bn(x, name="features.0.bn"), name="features.0.relu")
-    x = b.pool(x, 3, 2, 1, name="features.pool0")
-    blocks = (6, 12, k, 16)
-    for bi, n in enumerate(blocks, 1):
-        feats = [x]
-        for li in range(1, n + 1):
-            b.scope(f"denseblock{bi}.layer{li}.")
-            inp = feats[0] if len(feats) == 1 else b.concat(feats, name="cat")
-            y = b.relu(b.bn(inp, name="norm1"), name="relu1")
-            y = b.conv(y, bn_size * growth, 1, bias=False, name="conv1")
-            y = b.relu(b.bn(y, name="norm2"), name="relu2")
-            feats.append(b.conv(y, growth, 3, 1, 1, bias=False, name="conv2"))
-        b.scope(f"denseblock{bi}.")
-        x = b.concat(feats, name="out")
-        if bi < len(blocks):
-            b.scope(f"transition{bi}.")
-            c = b.shape(x)[1]
-            x = b.relu(b.bn(x, name="norm"), name="relu")
-            x = b.pool(b.conv(x, c // 2, 1, bias=False, name="conv"), 2, 2, mode="avg", name="pool")
-    b.scope("")
-    x = b.global_pool(b.relu(b.bn(x, name="norm5"), name="relu5"), name="avgpool")
-    return b.finish(b.softmax(b.fc(x, 1000, name="classifier")))
+def _densenet_graph(k, *, batch, input_size=None, variant="torchvision"):
+    """DenseNet with blocks (6, 12, k, 16): k=24 is DenseNet-121."""
+    return densenet(blocks=(6, 12, k, 16), batch=batch, input_size=input_size, variant=variant)
 
 
 def _resnet_graph(k, *, batch, input_size=None, variant="torchvision"):
@@ -108,7 +77,7 @@ class Family:
         return self.depth_offset + self.depth_step * k
 
     def size_for_depth(self, depth, *, round_up=False):
-        """The ``k`` of the deepest member not deeper than ``depth`` (or the shallowest not shallower)."""
+        """``k`` of the deepest member not deeper than ``depth`` (or shallowest not shallower)."""
         num = depth - self.depth_offset
         return -(-num // self.depth_step) if round_up else num // self.depth_step
 
@@ -120,7 +89,8 @@ FAMILIES = {
     "resnet": Family(
         name="resnet", parameter="blocks in stage 3", min_size=1, depth_offset=32, depth_step=3,
         description="bottleneck ResNet with blocks (3, 4, k, 3), depth 3*(10+k)+2, as the "
-                    "SuperNeurons release grows its deep ResNets (k=6: ResNet-50, k=23: ResNet-101)",
+                    "SuperNeurons release grows its deep ResNets (k=6: ResNet-50, "
+                    "k=23: ResNet-101)",
         build=_resnet_graph, label_format="resnet:3,4,{k},3"),
     "vgg": Family(
         name="vgg", parameter="3x3 convs in stages 3-5", min_size=1, depth_offset=7, depth_step=3,
@@ -208,7 +178,7 @@ class _Prober:
     """Programs per size (shared by all policies), the static bound, and cached runs."""
 
     def __init__(self, space, hardware, budget_bytes, *, allocator, optimizer, policy_options,
-                 on_probe, keep_programs=6):
+                 on_probe, keep_steps=120_000):
         self.space = space
         self.hw = hardware
         self.budget = budget_bytes
@@ -216,9 +186,11 @@ class _Prober:
         self.optimizer = optimizer
         self.policy_options = policy_options or {}
         self.on_probe = on_probe
-        self.keep = keep_programs
+        self.keep_steps = keep_steps   # cache programs up to this many steps in all
         self._programs = OrderedDict()
-        self.bounds = {}        # size -> (lower_bound_bytes, static_bytes)
+        self.bounds = {}        # size -> (lower_bound_bytes, static_bytes), built programs only
+        self.extrapolated = {}  # size -> the same, from an exactly linear bound
+        self.linear = True      # False once an extrapolation proved wrong
         self.results = {}       # (policy, size) -> Result
         self.lru = {}           # policy -> does its plan use the LRU tensor cache
         self.simulations = {}   # policy -> number of simulations run
@@ -231,21 +203,52 @@ class _Prober:
         p = build_program(self.space.graph(size), hardware=self.hw, optimizer=self.optimizer)
         self._programs[size] = p
         self.bounds[size] = (p.lower_bound_bytes(), p.static_total_bytes)
-        while len(self._programs) > self.keep:
+        while len(self._programs) > 1 and \
+                sum(len(q.steps) for q in self._programs.values()) > self.keep_steps:
             self._programs.popitem(last=False)
         return p
 
-    def bound(self, size):
-        if size not in self.bounds:
+    def bound(self, size, *, extrapolate=False):
+        """``lower_bound_bytes`` at ``size``. With ``extrapolate``, a size not built yet takes
+        the value of the bound's line when the bound is *exactly* linear (to the byte) through
+        at least three built sizes, the largest at or beyond the smallest built size's double
+        (the families' bounds are: static bytes and the largest working set grow linearly)."""
+        if size in self.bounds:
+            return self.bounds[size][0]
+        line = self._line() if extrapolate else None
+        if line is None:
             self.program(size)
-        return self.bounds[size][0]
+            return self.bounds[size][0]
+        (s0, lb0, st0), (ds, dlb, dst) = line
+        n = size - s0
+        if n * dlb % ds or n * dst % ds:
+            self.program(size)
+            return self.bounds[size][0]
+        self.extrapolated[size] = (lb0 + n * dlb // ds, st0 + n * dst // ds)
+        return self.extrapolated[size][0]
 
-    def within_bound(self, size):
-        return self.bound(size) <= self.budget
+    def _line(self):
+        if not self.linear:
+            return None
+        pts = sorted((s, lb, st) for s, (lb, st) in self.bounds.items())
+        if len(pts) < 3 or pts[-1][0] < 2 * max(pts[0][0], 1):
+            return None
+        (s0, lb0, st0), (s1, lb1, st1) = pts[0], pts[-1]
+        ds, dlb, dst = s1 - s0, lb1 - lb0, st1 - st0
+        for s, lb, st in pts[1:-1]:
+            if (lb - lb0) * ds != dlb * (s - s0) or (st - st0) * ds != dst * (s - s0):
+                return None
+        return (s0, lb0, st0), (ds, dlb, dst)
+
+    def within_bound(self, size, *, extrapolate=False):
+        return self.bound(size, extrapolate=extrapolate) <= self.budget
 
     def bound_reason(self, size):
-        lb, static = self.bounds[size]
-        return (f"lower bound {lb:,} B (static {static:,} B + largest working set "
+        if size in self.bounds:
+            (lb, static), how = self.bounds[size], ""
+        else:
+            (lb, static), how = self.extrapolated[size], " (extrapolated: exactly linear)"
+        return (f"lower bound {lb:,} B{how} (static {static:,} B + largest working set "
                 f"{lb - static:,} B) exceeds the budget {self.budget:,} B; not simulated")
 
     def run(self, policy, size):
@@ -254,11 +257,15 @@ class _Prober:
         if r is not None:
             return r
         program = self.program(size)
-        plan = get_policy(policy, **self.policy_options.get(policy, {})).plan(
-            program, self.hw, self.budget)
+        try:
+            plan = get_policy(policy, **self.policy_options.get(policy, {})).plan(
+                program, self.hw, self.budget)
+            r = run_plan(program, plan, self.hw, budget_bytes=self.budget,
+                         allocator=self.allocator, record=False)
+        except PlanError as e:   # a policy bug: say where, then fail loudly
+            raise PlanError(f"policy {policy!r} on {self.space.label(size)} "
+                            f"({self.space.axis} {_show(self.space, size)}): {e}") from e
         self.lru[policy] = plan.lru
-        r = run_plan(program, plan, self.hw, budget_bytes=self.budget,
-                     allocator=self.allocator, record=False)
         self.results[key] = r
         self.simulations[policy] = self.simulations.get(policy, 0) + 1
         if self.on_probe is not None:
@@ -268,13 +275,13 @@ class _Prober:
     def feasible(self, policy, size):
         return self.within_bound(size) and self.run(policy, size).feasible
 
-    def predict(self, policy):
-        """Largest size whose peak the secant through the two largest unsaturated runs keeps
-        within the budget; None without two such runs."""
+    def predict(self, policy, lo=None, hi=None):
+        """Largest size whose peak stays within the budget, extrapolated (:func:`_predict`)
+        from the policy's largest unsaturated runs (feasible, no evictions); None without two."""
         pts = sorted((s, r.peak_ideal_bytes) for (p, s), r in self.results.items()
                      if p == policy and r.feasible and r.evictions == 0
                      and r.peak_ideal_bytes < self.budget)
-        return _secant(pts, self.budget)
+        return _predict(pts, self.budget, lo, hi)
 
     def predict_bound(self):
         pts = sorted((s, lb) for s, (lb, _) in self.bounds.items() if lb <= self.budget)
@@ -291,37 +298,158 @@ def _secant(points, budget):
     return s2 + int(math.floor((budget - v2) / slope))
 
 
-def _largest_true(test, lo, hi, start, predict=None):
+def _largest_true(test, lo, hi, start, predict=None, *, from_above=False):
     """Largest ``n`` in ``[lo, hi)`` with ``test(n)``, given ``test(lo)`` holds and sizes at or
-    above ``hi`` are excluded. Gallops from ``start`` (jumping to ``predict(lo)`` when it is
-    further), then bisects. Returns ``(largest true, smallest false or hi)``."""
+    above ``hi`` are excluded. Returns ``(largest true, smallest false or hi)``.
+
+    Probes ``start`` first. Then it jumps to ``predict(lo, hi)`` when that lies strictly inside
+    the bracket and is untried (not right after a prediction overshot), and gallops up (lo+1,
+    lo+2, lo+4, ...) otherwise. If ``start``
+    fails and ``from_above`` (a start known to be close, such as the static cap), it first
+    gallops down (hi-1, hi-2, hi-4, ...); otherwise it approaches from below, since small sizes
+    are cheap to simulate and a far-off prediction is not. A galloping step that would pass
+    the bracket's middle bisects instead.
+    """
     if hi - lo <= 1:
         return lo, hi
+    tried = set()
+
+    def probe(n):
+        tried.add(n)
+        return test(n)
     cand = min(max(start, lo + 1), hi - 1)
-    if test(cand):
-        lo, step = cand, 1
-        while hi - lo > 1:
-            guess = predict(lo) if predict else None
-            cand = min(max(lo + step, guess if guess is not None else lo), hi - 1)
-            if not test(cand):
-                hi = cand
-                break
-            lo, step = cand, step * 2
+    if probe(cand):
+        lo = cand
     else:
-        hi, step = cand, 1
-        while hi - lo > 1:
-            cand = max(hi - step, lo + 1)
-            if test(cand):
-                lo = cand
-                break
-            hi, step = cand, step * 2
+        hi = cand
+        if from_above:
+            step = 1
+            while hi - lo > 1:
+                cand = hi - step
+                if cand <= (lo + hi) // 2:
+                    break
+                if probe(cand):
+                    lo = cand
+                    break
+                hi, step = cand, step * 2
+    step, trust = 1, True
     while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if test(mid):
-            lo = mid
+        guess = predict(lo, hi) if predict and trust else None
+        if guess is not None and lo < guess < hi and guess not in tried:
+            cand = guess
         else:
-            hi = mid
+            cand = lo + step
+            step *= 2
+            if cand > (lo + hi) // 2:
+                cand = (lo + hi) // 2
+        ok = probe(cand)
+        trust = ok or cand != guess    # a prediction that overshot sits out one step
+        if ok:
+            lo = cand
+        else:
+            hi = cand
     return lo, hi
+
+
+def _predict(points, target, lo=None, hi=None):
+    """Where the value through the last known ``(size, value)`` points reaches ``target``.
+
+    The line through the last two and, when the last three bend, the parabola through them;
+    the smaller of the two crossings (floored): exact for linear and quadratic growth, and an
+    undershoot (a feasible, cheaper probe) for concave growth, where the parabola overshoots.
+    None when nothing crosses, or not below ``hi``.
+    """
+    if len(points) < 2:
+        return None
+    above = points[-1][0] if lo is None else lo
+    found = []
+    (x1, y1), (x2, y2) = points[-2:]
+    slope = (y2 - y1) / (x2 - x1)
+    if slope > 0:
+        found.append(x2 + (target - y2) / slope)
+    if len(points) >= 3:
+        g = _quadratic_root(points[-3:], target, above)
+        if g is not None:
+            found.append(g)
+    if not found:
+        return None
+    g = int(math.floor(min(found)))
+    return g if hi is None or g < hi else None
+
+
+def _quadratic_root(points, target, above):
+    """Smallest ``s > above`` where the parabola through three ``(s, value)`` points equals
+    ``target``; None if there is none or the points (nearly) lie on a line."""
+    (x0, y0), (x1, y1), (x2, y2) = points
+    d0, d1, d2 = (x0 - x1) * (x0 - x2), (x1 - x0) * (x1 - x2), (x2 - x0) * (x2 - x1)
+    a = y0 / d0 + y1 / d1 + y2 / d2
+    b = -(y0 * (x1 + x2) / d0 + y1 * (x0 + x2) / d1 + y2 * (x0 + x1) / d2)
+    c = y0 * x1 * x2 / d0 + y1 * x0 * x2 / d1 + y2 * x0 * x1 / d2 - target
+    # nearly straight: the bend changes the value by under 0.1% across the points' span
+    span = max(x0, x1, x2) - min(x0, x1, x2)
+    if abs(a) * span * span <= 1e-3 * max(abs(y0), abs(y1), abs(y2), 1.0):
+        return None
+    disc = b * b - 4 * a * c
+    if disc < 0:
+        return None
+    roots = sorted(((-b + disc ** 0.5) / (2 * a), (-b - disc ** 0.5) / (2 * a)))
+    return next((r for r in roots if r > above), None)
+
+
+def _bound_cap(prober, lo, limit):
+    """The largest size in ``[lo, limit]`` whose lower bound fits the budget (``lo``'s does).
+
+    Growing: the secant through the two largest fitting sizes while the bound is exactly
+    linear (then one step lands on the cap), else the parabola through three (DenseNet's bound
+    grows quadratically), each step at most quadrupling the size so that a bad guess cannot
+    ask for a huge, slow-to-build network. Bracketed: the parabola through the bracket and the
+    next fitting size, with a bisection whenever a step fails to halve the bracket. The cap's
+    program is then built, so its bound is exact; if that contradicts a linear extrapolation,
+    the search runs again without extrapolating.
+    """
+    budget = prober.budget
+
+    def guess(pts, lo=None):
+        """A size where the bound meets the budget, from known (size, bound) points."""
+        if prober._line() is not None:
+            return _secant(pts[-2:], budget)
+        return _predict(pts, budget, lo)
+
+    ok, bad = lo, limit + 1
+    while bad == limit + 1 and ok < limit:          # grow until a size exceeds the bound
+        pts = sorted((s, lb) for s, (lb, _) in prober.bounds.items() if lb <= budget)
+        g = guess(pts)
+        top = limit if prober._line() is not None else 4 * max(ok, 1)
+        cand = min(max(g if g is not None else ok + 1, ok + 1), top, limit)
+        if prober.within_bound(cand, extrapolate=True):
+            ok = cand
+        else:
+            bad = cand
+    width = None
+    while bad - ok > 1:                              # bracketed: interpolate, else bisect
+        if width is not None and 2 * (bad - ok) > width:
+            cand = (ok + bad) // 2
+        else:
+            known = {**prober.extrapolated, **prober.bounds}
+            pts = sorted((s, v[0]) for s, v in known.items() if s < ok) [-1:]
+            pts += [(ok, prober.bound(ok, extrapolate=True)),
+                    (bad, prober.bound(bad, extrapolate=True))]
+            g = guess(pts, ok)
+            cand = g if g is not None else (ok + bad) // 2
+        width = bad - ok
+        cand = min(max(cand, ok + 1), bad - 1)
+        if prober.within_bound(cand, extrapolate=True):
+            ok = cand
+        else:
+            bad = cand
+    if ok in prober.extrapolated:                    # build the cap: is the line still exact?
+        predicted = prober.extrapolated[ok]
+        prober.program(ok)
+        if prober.bounds[ok] != predicted:
+            prober.extrapolated.clear()
+            prober.linear = False
+            return _bound_cap(prober, lo, limit)
+    return ok
 
 
 # -- results ------------------------------------------------------------------------------------
@@ -412,8 +540,8 @@ def _resolve(hardware, budget_bytes, policies):
 def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0):
     what = "depth" if space.axis == "depth" else "batch"
     if limit < lo:
-        raise ConfigError(f"the largest {what} to try ({_show(space, limit)}) is below the smallest "
-                          f"({_show(space, lo)})")
+        raise ConfigError(f"the largest {what} to try ({_show(space, limit)}) is below the "
+                          f"smallest ({_show(space, lo)})")
     if not prober.within_bound(lo):
         raise ConfigError(f"even the smallest {what} ({_show(space, lo)}, {space.label(lo)}) "
                           f"is infeasible on {prober.hw.name}: "
@@ -424,12 +552,9 @@ def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0
         raise ConfigError(f"even the smallest {what} ({_show(space, lo)}, {space.label(lo)}) is "
                           f"infeasible under {', '.join(first)} on {prober.hw.name} "
                           f"(budget {prober.budget:,} B); {n}: {r.failure}")
-    # the cap: the largest size within the static bound
-    if lo < limit:
-        prober.bound(lo + 1)
-    cap, _ = _largest_true(prober.within_bound, lo, limit + 1,
-                           prober.predict_bound() or lo + 1, lambda _: prober.predict_bound())
-    order = sorted(names, key=lambda n: not prober.lru.get(n, False))  # LRU policies near the cap first
+    cap = _bound_cap(prober, lo, limit)
+    # LRU policies first: they probe near the cap, whose program the bound search just built
+    order = sorted(names, key=lambda n: not prober.lru.get(n, False))
     best = {}
     for n in order:
         if not first[n].feasible:
@@ -438,11 +563,13 @@ def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0
         if prober.lru.get(n):
             start = cap
         else:
-            if lo + 1 <= cap:
-                prober.feasible(n, lo + 1)
+            for s in (lo + 1, lo + 3):   # three cheap points: a line, or a parabola
+                if s > cap or not prober.feasible(n, s):
+                    break
             start = prober.predict(n) or lo + 1
         best[n] = _largest_true(lambda s, n=n: prober.feasible(n, s), lo, cap + 1, start,
-                                lambda _, n=n: prober.predict(n))
+                                lambda a, b, n=n: prober.predict(n, a, b),
+                                from_above=bool(prober.lru.get(n)))
     rows = []
     for n in names:
         top, nxt = best[n]
@@ -526,8 +653,8 @@ def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_
     if int(batch) <= 0:
         raise ConfigError(f"batch (={batch}) must be a positive integer")
     hw, budget, names = _resolve(hardware, budget_bytes, policies)
-    lo = fam.min_size if min_depth is None else max(fam.min_size,
-                                                    fam.size_for_depth(int(min_depth), round_up=True))
+    lo = fam.min_size if min_depth is None else \
+        max(fam.min_size, fam.size_for_depth(int(min_depth), round_up=True))
     top = DEFAULT_MAX_DEPTH if max_depth is None else int(max_depth)
     if top < fam.depth(fam.min_size):
         raise ConfigError(f"max depth (={top}) is below the smallest {fam.name} depth "
@@ -563,7 +690,7 @@ def max_batch(network="resnet50", *, hardware="k40c", policies=None, min_batch=1
     if lo <= 0:
         raise ConfigError(f"min batch (={min_batch}) must be a positive integer")
     limit = DEFAULT_MAX_BATCH if max_batch is None else int(max_batch)
-    build_network(network, batch=1, input_size=input_size, variant=variant)  # unknown names fail here
+    build_network(network, batch=1, input_size=input_size, variant=variant)  # unknown names fail
     space = _BatchSpace(network, input_size=input_size, variant=variant)
     prober = _Prober(space, hw, budget, allocator=allocator, optimizer=optimizer,
                      policy_options=policy_options, on_probe=on_probe)
@@ -571,10 +698,68 @@ def max_batch(network="resnet50", *, hardware="k40c", policies=None, min_batch=1
                    batch=None, wall0=wall0)
 
 
+def min_budget(network, *, batch=None, hardware="k40c", policy="superneurons",
+               policy_options=None, allocator="ideal", optimizer="sgd-momentum", input_size=None,
+               variant="torchvision", tol_bytes=None, max_budget_bytes=None):
+    """The smallest budget under which ``policy`` trains ``network`` (bisection to ``tol_bytes``).
+
+    With an LRU tensor cache the peak fills whatever budget it is given, so the smallest
+    feasible budget is the honest capacity figure (SPEC §4). Feasibility is assumed monotone in
+    the budget; the search starts from ``lower_bound_bytes`` (never feasible below it).
+    ``tol_bytes`` defaults to 0.1% of the largest working set (at least 1 KiB).
+
+    Returns
+    -------
+    (int, Result)
+        The smallest feasible budget found (within ``tol_bytes``) and the run at it.
+
+    Raises
+    ------
+    ConfigError
+        When the run is infeasible even at ``max_budget_bytes`` (default: the preset's budget).
+
+    Examples
+    --------
+    >>> b, r = min_budget("lenet", batch=8, policy="liveness", tol_bytes=1024)
+    >>> r.feasible and r.lower_bound_bytes <= b <= r.peak_ideal_bytes + 1024
+    True
+    """
+    from ..api import make_program
+    hw = resolve_hardware(hardware)
+    program = make_program(network, batch=batch, hardware=hw, input_size=input_size,
+                           variant=variant, optimizer=optimizer)
+    pol = get_policy(policy, **(policy_options or {}))
+    hi = hw.budget_bytes if max_budget_bytes is None else parse_bytes(max_budget_bytes,
+                                                                      field="max_budget")
+
+    def run(budget):
+        return run_plan(program, pol.plan(program, hw, budget), hw, budget_bytes=budget,
+                        allocator=allocator, record=False)
+    best = run(hi)
+    if not best.feasible:
+        raise ConfigError(f"{program.name} batch {program.batch} is infeasible under {policy} "
+                          f"even with {hi:,} B: {best.failure}")
+    lo = program.lower_bound_bytes() - 1
+    if tol_bytes is None:
+        tol_bytes = max(1024, (lo + 1 - program.static_total_bytes) // 1000)
+    if lo < best.peak_ideal_bytes < hi:   # the peak it reached is usually enough
+        r = run(best.peak_ideal_bytes)
+        if r.feasible:
+            hi, best = best.peak_ideal_bytes, r
+    while hi - lo > tol_bytes:
+        mid = (lo + hi) // 2
+        r = run(mid)
+        if r.feasible:
+            hi, best = mid, r
+        else:
+            lo = mid
+    return hi, best
+
+
 def sweep_depth(family="resnet", ks=(1, 2, 4, 8), *, batch=16, hardware="k40c", policies=None,
                 budget_bytes=None, allocator="ideal", optimizer="sgd-momentum", input_size=None,
                 variant="torchvision", policy_options=None, on_probe=None):
-    """Simulate every policy at every ``k`` of ``family``: a tidy frame for :func:`snsim.plots.sweep_curve`.
+    """Every policy at every ``k`` of ``family``: a tidy frame for :func:`snsim.plots.sweep_curve`.
 
     Sizes beyond the static bound are reported infeasible without simulating (``pruned``).
 
@@ -588,7 +773,7 @@ def sweep_depth(family="resnet", ks=(1, 2, 4, 8), *, batch=16, hardware="k40c", 
     hw, budget, names = _resolve(hardware, budget_bytes, policies)
     space = _DepthSpace(fam, batch=int(batch), input_size=input_size, variant=variant)
     prober = _Prober(space, hw, budget, allocator=allocator, optimizer=optimizer,
-                     policy_options=policy_options, on_probe=on_probe, keep_programs=1)
+                     policy_options=policy_options, on_probe=on_probe, keep_steps=0)
     rows = []
     import pandas as pd
     for k in ks:
@@ -601,7 +786,8 @@ def sweep_depth(family="resnet", ks=(1, 2, 4, 8), *, batch=16, hardware="k40c", 
             if not prober.within_bound(k):
                 rows.append({**base, "feasible": False, "pruned": True, "peak_ideal_bytes": None,
                              "step_time_s": None, "lower_bound_bytes": prober.bounds[k][0],
-                             "static_bytes": prober.bounds[k][1], "failure": prober.bound_reason(k)})
+                             "static_bytes": prober.bounds[k][1],
+                             "failure": prober.bound_reason(k)})
                 continue
             r = prober.run(n, k)
             rows.append({**base, "feasible": r.feasible, "pruned": False,

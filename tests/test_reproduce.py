@@ -1,0 +1,165 @@
+"""snsim reproduce: claims, verdicts and the report (snsim.experiments.reproduce).
+
+The real report (K40c, ResNet2500, seven networks) takes ~25 s; these tests run the same code
+on a shrunken configuration (a 700 MiB budget, small networks) and check the verdict logic on
+synthetic measurements.
+"""
+import dataclasses
+import re
+from types import SimpleNamespace
+
+import matplotlib
+import pandas as pd
+import pytest
+
+from snsim.cli import main
+from snsim.experiments import reproduce as R
+from snsim.hardware import load_hardware
+
+matplotlib.use("Agg")
+BUDGET = 700 * 2**20
+
+
+@pytest.fixture(scope="module")
+def small():
+    """A K40c with a 700 MiB budget and small stand-ins for the paper's networks."""
+    k40c = load_hardware("k40c")
+    hw = dataclasses.replace(k40c, reserve_bytes=k40c.dram_bytes - k40c.context_bytes - BUDGET)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(R, "RESNET2500", "resnet:3,4,30,3")   # fits only by swapping
+        mp.setattr(R, "DEPTH_BATCH", 1)
+        mp.setattr(R, "SWEEP_KS", (1, 10, 20))
+        mp.setattr(R, "PEAK_NETWORKS", ("lenet", "resnet:1,1,1,1"))
+        mp.setattr(R, "PEAK_BATCH", 4)
+        mp.setattr(R, "resolve_hardware", lambda name: hw)
+        yield hw
+
+
+@pytest.fixture(scope="module")
+def report(small, tmp_path_factory):
+    stages = []
+    rep = R.reproduce(tmp_path_factory.mktemp("out"), hardware="k40c", on_stage=stages.append)
+    return rep, stages
+
+
+def test_report_files_and_claims(report, small):
+    report, stages = report
+    assert report.path.name == "REPORT.md" and report.path.exists()
+    assert [c.number for c in report.claims] == [1, 2, 3, 4]
+    assert all(c.verdict in (R.HOLDS, R.FAILS) for c in report.claims)
+    assert stages == ["resnet2500", "maxdepth", "depth sweep", "networks", "plots"]
+    names = sorted(p.name for p in report.figures)
+    assert names == ["peak_per_network.png", "resnet2500_superneurons.png", "resnet_depth.png",
+                     "step_time_per_network.png"]
+    assert all(p.stat().st_size > 10_000 for p in report.figures)
+    out = report.path.parent
+    assert (out / "networks.csv").exists() and (out / "maxdepth.csv").exists()
+    text = report.path.read_text()
+    for c in report.claims:
+        assert f"**{c.verdict}**" in text and c.configuration.replace("|", "\\|") in text
+    for p in report.figures:
+        assert f"]({p.name})" in text
+    assert f"budget {small.budget_bytes:,} B" in text
+
+
+def test_claim_numbers_are_measured_not_copied(report):
+    report, _ = report
+    c1, c2, c3, c4 = report.claims
+    # claim 1: the stand-in fits only with the LRU cache
+    t = report.tables["resnet2500"].set_index("policy")
+    assert bool(t.loc["superneurons", "feasible"]) and not bool(t.loc["keep_all", "feasible"])
+    assert c1.verdict == R.HOLDS
+    # claim 2: the ratio in the text is the ratio of the measured depths
+    d = report.tables["maxdepth"].set_index("policy")["max_depth"]
+    sn, live = d["superneurons"], d["liveness"]
+    assert f"superneurons/liveness = {sn}/{live} = {sn / live:.2f}" in c2.measured
+    assert (c2.verdict == R.HOLDS) == (sn / max(live, d["keep_all"]) >= R.DEPTH_RATIO)
+    # claim 3: the min-budget ratios printed are the table's
+    nets = report.tables["networks"]
+    mb = nets[nets["policy"] == "superneurons[min budget]"]
+    for net, ratio in zip(mb["network"], mb["managed_over_largest_layer"]):
+        assert f"{net} {ratio:.3f}" in c3.measured
+    assert c4.verdict in (R.HOLDS, R.FAILS)
+    # the paper's figures appear only as thresholds
+    text = report.path.read_text()
+    assert len(re.findall(r"3\.2432", text)) == text.count("3.2432")
+    assert "3.2432" not in c2.measured
+
+
+def test_networks_frame(small):
+    df = R.measure_networks(small, networks=["lenet"], batch=4)
+    assert list(df["policy"]) == [*R.POLICIES, "superneurons[capacity]",
+                                  "superneurons[min budget]"]
+    assert df["feasible"].all()
+    row = df.set_index("policy").loc["superneurons[min budget]"]
+    assert row["lower_bound_bytes"] <= row["peak_ideal_bytes"]
+    assert row["managed_over_largest_layer"] <= 1.01
+    live = df.set_index("policy").loc["liveness"]
+    keep = df.set_index("policy").loc["keep_all"]
+    assert keep["peak_ideal_bytes"] >= live["peak_ideal_bytes"]     # SPEC §7 ordering
+
+
+def _depth_rep(**depths):
+    return SimpleNamespace(batch=16, budget_bytes=1, rows=[SimpleNamespace(policy=p, max_depth=d)
+                                                           for p, d in depths.items()])
+
+
+@pytest.mark.parametrize("sn,live,keep,verdict", [
+    (120, 37, 20, R.HOLDS),        # 3.24324 >= 3.2432
+    (480, 148, 10, R.HOLDS),
+    (32, 10, 5, R.FAILS),          # 3.2
+    (100, 20, 40, R.FAILS),        # the best baseline is keep_all: 2.5
+    (None, 20, 10, R.FAILS),
+])
+def test_claim_depth_verdict(sn, live, keep, verdict):
+    claim, ratio = R.claim_depth(_depth_rep(superneurons=sn, liveness=live, keep_all=keep),
+                                 load_hardware("k40c"))
+    assert claim.verdict == verdict
+    assert ratio == pytest.approx((sn or 0) / max(live, keep))
+
+
+def test_claim_resnet2500_verdict():
+    hw = load_hardware("k40c")
+    df = pd.DataFrame({"policy": ["keep_all", "superneurons", "liveness"],
+                       "feasible": [False, True, False]})
+    assert R.claim_resnet2500(df, hw).verdict == R.HOLDS
+    assert R.claim_resnet2500(df.assign(feasible=[True, True, True]), hw).verdict == R.FAILS
+    assert R.claim_resnet2500(df.assign(feasible=False), hw).verdict == R.FAILS
+
+
+def _nets(**step):
+    rows = []
+    for net, times in step.items():
+        for p, t in zip(("keep_all", "liveness", "workspace", "superneurons"), times):
+            rows.append({"network": net, "batch": 32, "policy": p, "step_time_s": t})
+    return pd.DataFrame(rows)
+
+
+def test_claim_speed_verdict():
+    hw = load_hardware("k40c")
+    assert R.claim_speed(_nets(a=(2, 2, 1, 1.1), b=(None, 3, 1, 1.5)), hw).verdict == R.HOLDS
+    c = R.claim_speed(_nets(a=(2, 2, 1, 1.1), b=(1.4, 3, 1, 1.5)), hw)
+    assert c.verdict == R.FAILS and "1/2 networks" in c.measured
+
+
+def test_claim_peak_verdict():
+    hw = load_hardware("k40c")
+    base = {"batch": 32, "static_bytes": 100, "largest_working_set_bytes": 50}
+
+    def frame(ratio):
+        return pd.DataFrame([
+            {**base, "network": "n", "policy": "superneurons[min budget]",
+             "managed_over_largest_layer": ratio},
+            {**base, "network": "n", "policy": "superneurons[capacity]",
+             "managed_over_largest_layer": 3.0}])
+    assert R.claim_peak(frame(1.05), hw).verdict == R.HOLDS
+    assert R.claim_peak(frame(1.2), hw).verdict == R.FAILS
+    assert R.claim_peak(frame(float("nan")), hw).verdict == R.FAILS
+
+
+def test_cli_reproduce(small, tmp_path, capsys):
+    assert main(["reproduce", "--out", str(tmp_path / "r"), "--no-plots"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [ln.split(".")[0] for ln in out[:4]] == ["1", "2", "3", "4"]
+    assert out[-1].startswith(f"report: {tmp_path / 'r' / 'REPORT.md'}")
+    assert not list((tmp_path / "r").glob("*.png"))

@@ -1,0 +1,305 @@
+"""Capacity searches: snsim maxdepth / maxbatch (snsim.experiments.search, .cli)."""
+import dataclasses
+import json
+
+import pytest
+
+from snsim.api import make_program, simulate
+from snsim.cli import main
+from snsim.errors import ConfigError, UnknownNameError
+from snsim.experiments import search
+from snsim.experiments.search import (FAMILIES, _largest_true, _predict, family_network,
+                                      get_family, max_batch, max_depth, min_budget, sweep_depth)
+from snsim.policies import list_policies
+from snsim.zoo import build_network
+
+BUDGET = "700MiB"   # small enough that every search below stays at shallow depths
+
+
+def params(G):
+    return sum(d["params"] for _, d in G.nodes(data=True))
+
+
+# -- families -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("family,k,zoo_name,depth", [
+    ("resnet", 6, "resnet50", 50), ("resnet", 23, "resnet101", 101),
+    ("vgg", 3, "vgg16", 16), ("vgg", 4, "vgg19", 19), ("densenet", 24, "densenet121", 121),
+])
+def test_family_members_match_the_zoo(family, k, zoo_name, depth):
+    G = family_network(family, k, batch=2)
+    Z = build_network(zoo_name, batch=2)
+    assert params(G) == params(Z)
+    assert G.number_of_nodes() == Z.number_of_nodes()
+    assert get_family(family).depth(k) == depth
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_depth_grows_with_k_and_inverts(name):
+    fam = FAMILIES[name]
+    for k in range(1, 30):
+        d = fam.depth(k)
+        assert fam.size_for_depth(d) == k
+        assert fam.size_for_depth(d + 1) == k               # floor: not deeper than d+1
+        assert fam.size_for_depth(d + 1, round_up=True) == k + 1
+    a = params(family_network(name, 1, batch=1))
+    b = params(family_network(name, 3, batch=1))
+    assert b > a
+
+
+def test_unknown_family_and_bad_k():
+    with pytest.raises(UnknownNameError, match="network family 'foo' is unknown; known: densenet"):
+        get_family("foo")
+    with pytest.raises(ConfigError, match="k \\(=0\\) must be >= 1"):
+        family_network("resnet", 0, batch=1)
+
+
+# -- the search primitive -----------------------------------------------------------------------
+@pytest.mark.parametrize("start_kind", ["low", "exact", "high", "far"])
+def test_largest_true_finds_every_threshold(start_kind):
+    lo, hi = 3, 200
+    for threshold in range(lo, hi):
+        calls = []
+
+        def test(n):
+            calls.append(n)
+            assert lo < n < hi, "never probes the known ends"
+            return n <= threshold
+        start = {"low": lo + 1, "exact": threshold, "high": threshold + 5, "far": hi}[start_kind]
+        got = _largest_true(test, lo, hi, start)
+        assert got == (threshold, threshold + 1)
+        assert len(calls) <= 2 * 8 + 2            # galloping + bisection: O(log range)
+        assert len(calls) == len(set(calls))
+
+
+def test_largest_true_with_an_exact_prediction_needs_two_probes():
+    calls = []
+    got = _largest_true(lambda n: calls.append(n) or n <= 57, 1, 1000, 57, lambda lo, hi: 57)
+    assert got == (57, 58) and calls == [57, 58]
+
+
+def test_largest_true_with_a_wrong_prediction_still_converges():
+    for threshold in (5, 40, 41, 99):
+        got = _largest_true(lambda n: n <= threshold, 1, 100, 50, lambda lo, hi: lo + 3)
+        assert got == (threshold, threshold + 1)
+
+
+def test_largest_true_from_above_gallops_down_from_a_close_start():
+    calls = []
+    got = _largest_true(lambda n: calls.append(n) or n <= 845, 1, 848, 847, from_above=True)
+    assert got == (845, 846) and calls == [847, 846, 844, 845]
+
+
+@pytest.mark.parametrize("f,expected", [
+    (lambda x: 10 * x + 7, 99),           # linear: exact
+    (lambda x: 3 * x * x + x, 57),        # quadratic: exact
+])
+def test_predict_is_exact_for_lines_and_parabolas(f, expected):
+    target = f(expected) + (f(expected + 1) - f(expected)) // 2
+    pts = [(x, f(x)) for x in (1, 2, 4)]
+    assert _predict(pts, target) == expected
+
+
+def test_predict_undershoots_concave_growth():
+    f = lambda x: 1000 * x ** 0.5   # noqa: E731
+    pts = [(x, f(x)) for x in (4, 16, 64)]
+    true = int((30_000 / 1000) ** 2)
+    assert pts[-1][0] < _predict(pts, 30_000) <= true
+    assert _predict([(1, 5), (2, 5)], 10) is None          # flat: no crossing
+    assert _predict([(1, 5)], 10) is None
+    assert _predict([(1, 0), (2, 10)], 1000, hi=50) is None
+
+
+def test_bound_cap_on_a_quadratic_bound():
+    # DenseNet's static bytes grow quadratically with k: the cap search must not overshoot
+    rep = max_depth("densenet", batch=1, budget_bytes="1GiB", policies="superneurons")
+    cap = rep.bound_cap
+    lb = [make_program(family_network("densenet", k, batch=1)).lower_bound_bytes()
+          for k in (cap, cap + 1)]
+    assert lb[0] <= rep.budget_bytes < lb[1]
+    assert rep.best("superneurons").max_size <= cap
+
+
+# -- max_depth -----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_depth():
+    return max_depth("resnet", batch=1, budget_bytes=BUDGET)
+
+
+def test_max_depth_boundaries_are_real(small_depth):
+    rep = small_depth
+    assert rep.hardware == "k40c" and rep.budget_bytes == 700 * 2**20
+    for row in rep.rows:
+        assert row.max_size is not None
+        assert row.max_depth == 3 * (10 + row.max_size) + 2
+        assert row.next_depth == row.max_depth + 3
+        net = f"resnet:3,4,{row.max_size},3"
+        assert simulate(net, batch=1, policy=row.policy, budget_bytes=BUDGET, record=False).feasible
+        nxt = simulate(f"resnet:3,4,{row.max_size + 1},3", batch=1, policy=row.policy,
+                       budget_bytes=BUDGET, record=False)
+        assert not nxt.feasible
+        assert row.step_time_s > 0 and row.peak_ideal_bytes <= rep.budget_bytes
+        assert row.network == net
+        if row.next_size > rep.bound_cap:
+            assert "exceeds the budget" in row.next_failure
+        else:
+            assert row.next_failure == str(nxt.failure)
+
+
+def test_max_depth_policy_ordering(small_depth):
+    d = {r.policy: r.max_depth for r in small_depth.rows}
+    assert d["keep_all"] <= d["liveness"] <= d["recompute"] <= d["superneurons"]
+    assert d["liveness"] <= d["offload"]
+
+
+def test_static_bound_caps_the_search(small_depth):
+    rep = small_depth
+    p = make_program(f"resnet:3,4,{rep.bound_cap},3", batch=1)
+    q = make_program(f"resnet:3,4,{rep.bound_cap + 1},3", batch=1)
+    assert p.lower_bound_bytes() <= rep.budget_bytes < q.lower_bound_bytes()
+    # nothing above the cap was simulated
+    assert all(row["k"] <= rep.bound_cap for row in rep.probes)
+
+
+def test_frames(small_depth):
+    df = small_depth.frame()
+    assert list(df["policy"]) == list_policies()
+    assert {"max_depth", "k", "step_time_s", "next_depth", "next_failure"} <= set(df.columns)
+    probes = small_depth.probes_frame()
+    assert len(probes) == sum(r.simulations for r in small_depth.rows)
+    assert {"policy", "k", "depth", "feasible", "peak_ideal_bytes"} <= set(probes.columns)
+
+
+def test_search_shares_programs_and_skips_records(monkeypatch):
+    built, recorded = [], []
+    real_build, real_run = search.build_program, search.run_plan
+    monkeypatch.setattr(search, "build_program", lambda G, **kw: built.append(G.graph["name"])
+                        or real_build(G, **kw))
+    monkeypatch.setattr(search, "run_plan", lambda *a, **kw: recorded.append(kw["record"])
+                        or real_run(*a, **kw))
+    rep = max_depth("resnet", batch=1, budget_bytes=BUDGET, policies="liveness,recompute")
+    assert len(built) == len(set(built))            # one program per depth, for all policies
+    assert recorded and not any(recorded)
+    assert sum(r.simulations for r in rep.rows) == len(recorded)
+
+
+def test_min_and_max_depth_limits():
+    rep = max_depth("resnet", batch=1, budget_bytes=BUDGET, policies=["superneurons"],
+                    max_depth=50)
+    row = rep.best("superneurons")
+    assert row.max_depth == 50 and row.max_size == 6
+    assert row.next_failure.startswith("not tested: above the depth limit 50")
+    rep = max_depth("resnet", batch=1, budget_bytes=BUDGET, policies=["keep_all"],
+                    min_depth=40, max_depth=45)
+    assert rep.min_size == 3 and rep.limit == 4
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(max_depth=20), "max depth \\(=20\\) is below the smallest resnet depth 35"),
+    (dict(min_depth=100, max_depth=50), "max depth \\(=50\\) must be >= min depth \\(=100\\)"),
+    (dict(budget_bytes="100MiB"), "even the smallest depth \\(35 \\(k=1\\).*lower bound"),
+    (dict(budget_bytes="420MiB", policies="keep_all"),
+     "even the smallest depth .* is infeasible under keep_all"),
+    (dict(batch=0), "batch \\(=0\\) must be a positive integer"),
+])
+def test_max_depth_errors(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        max_depth("resnet", **{"batch": 1, **kwargs})
+
+
+def test_unknown_policy_fails_before_simulating():
+    with pytest.raises(UnknownNameError, match="policy 'nope' is unknown"):
+        max_depth("resnet", batch=1, policies="liveness,nope")
+
+
+def test_other_families_search():
+    rep = max_depth("vgg", batch=1, budget_bytes="2.5GiB", policies=["liveness", "superneurons"])
+    d = {r.policy: r for r in rep.rows}
+    assert d["liveness"].max_depth <= d["superneurons"].max_depth
+    assert d["liveness"].network == f"vgg(2,2,{d['liveness'].max_size},{d['liveness'].max_size}," \
+                                    f"{d['liveness'].max_size})"
+
+
+def test_partial_infeasibility_reports_none():
+    # keep_all cannot even run the smallest member; the others can: a row with no maximum
+    rep = max_depth("resnet", batch=1, budget_bytes="420MiB", policies="keep_all,superneurons")
+    row = rep.best("keep_all")
+    assert row.max_size is None and row.next_size == 1 and "out of memory" in row.next_failure
+    assert rep.best("superneurons").max_size >= 1
+
+
+# -- max_batch, min_budget, sweeps ---------------------------------------------------------------
+def test_max_batch_boundaries_are_real():
+    rep = max_batch("alexnet", budget_bytes="1GiB", policies="keep_all,liveness,superneurons")
+    for row in rep.rows:
+        assert row.batch == row.max_size and row.next_size == row.max_size + 1
+        assert simulate("alexnet", batch=row.max_size, policy=row.policy, budget_bytes="1GiB",
+                        record=False).feasible
+        if row.next_size <= rep.bound_cap:
+            assert not simulate("alexnet", batch=row.next_size, policy=row.policy,
+                                budget_bytes="1GiB", record=False).feasible
+    b = {r.policy: r.max_size for r in rep.rows}
+    assert b["keep_all"] <= b["liveness"] <= b["superneurons"]
+
+
+def test_max_batch_errors():
+    with pytest.raises(UnknownNameError, match="network 'nonet' is unknown"):
+        max_batch("nonet")
+    with pytest.raises(ConfigError, match="min batch \\(=0\\)"):
+        max_batch("lenet", min_batch=0)
+    with pytest.raises(ConfigError,
+                       match="largest batch to try \\(4\\) is below the smallest \\(8\\)"):
+        max_batch("lenet", min_batch=8, max_batch=4)
+
+
+def test_min_budget_is_tight():
+    tol = 1 << 16
+    b, r = min_budget("resnet50", batch=4, policy="superneurons", tol_bytes=tol)
+    assert r.feasible and r.budget_bytes == b
+    assert r.lower_bound_bytes <= b
+    assert not simulate("resnet50", batch=4, policy="superneurons", budget_bytes=b - tol,
+                        record=False).feasible
+    with pytest.raises(ConfigError, match="infeasible under keep_all even with"):
+        min_budget("resnet50", batch=4, policy="keep_all", max_budget_bytes="200MiB")
+
+
+def test_sweep_depth_prunes_beyond_the_bound():
+    df = sweep_depth("resnet", [1, 2, 400], batch=1, budget_bytes=BUDGET,
+                     policies=["liveness"])
+    assert list(df["depth"]) == [35, 38, 1232]
+    assert list(df["pruned"]) == [False, False, True]
+    assert not df["feasible"].iloc[-1] and "exceeds the budget" in df["failure"].iloc[-1]
+
+
+# -- CLI -----------------------------------------------------------------------------------------
+def test_cli_maxdepth_json(capsys):
+    assert main(["maxdepth", "--family", "resnet", "--batch", "1", "--budget", BUDGET,
+                 "--policy", "liveness", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["policy"] == "liveness" and rows[0]["max_depth"] >= 35
+
+
+def test_cli_maxdepth_table_and_maxbatch_csv(capsys):
+    assert main(["maxdepth", "--batch", "1", "--budget", BUDGET, "--policy", "recompute"]) == 0
+    out = capsys.readouterr().out
+    assert "deepest resnet" in out and "recompute" in out and "simulations" in out
+    assert main(["maxbatch", "--network", "lenet", "--budget", "64MiB", "--policy",
+                 "keep_all", "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("policy,network,max_batch")
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["maxdepth", "--family", "foo"], "network family 'foo' is unknown"),
+    (["maxdepth", "--min-depth", "100", "--max-depth", "50"], "must be >= min depth"),
+    (["maxdepth", "--batch", "1", "--budget", "100MiB"], "even the smallest depth"),
+    (["maxbatch", "--network", "nonet"], "network 'nonet' is unknown"),
+])
+def test_cli_errors_are_one_line(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("snsim: error: ") and message in err and err.count("\n") == 1
+
+
+def test_family_dataclass_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        FAMILIES["resnet"].min_size = 3
