@@ -1,0 +1,552 @@
+"""Capture a real training run on a CUDA device into a snsim trace (``snsim capture``).
+
+One capture, in one process, on a clean allocator:
+
+1. ``torch.cuda.memory._record_memory_history`` is switched on before the model moves to the
+   GPU, so the allocator's own trace holds every alloc/free of the run.
+2. Two warm-up iterations (lazy cuBLAS/cuDNN state, gradients and optimizer state appear).
+3. One recorded iteration: the :class:`~snsim.torchsim.record.Recorder` sees every aten op and
+   storage, saved-tensor hooks mark what autograd saves. Its storages are matched, by address
+   and order, with the allocator trace of the same iteration; allocations no tensor owns
+   (cuDNN/cuBLAS workspaces, reduction buffers) stay in the trace as *hidden* workspaces at
+   their exact place. The allocator trace before the iteration becomes ``warmup_events``.
+4. ``timing_iters`` iterations with a CUDA event at every step boundary (module calls, autograd
+   nodes, optimizer): the median interval is each step's ``time_s``.
+5. ``plain_iters`` iterations without any hook: the ground truth. Peaks after
+   ``reset_peak_memory_stats()`` (``max_memory_allocated``, ``max_memory_reserved``,
+   ``requested_bytes.all.peak``) and the median step time between CUDA events.
+"""
+from __future__ import annotations
+
+import datetime
+import gc
+import os
+import platform
+import statistics
+import subprocess
+import time
+
+from ..errors import ConfigError, TraceError
+from .models import resolve_model
+
+_WINDOW = 512
+
+
+def require_cuda():
+    """Import torch and check for a CUDA device; raise a one-line ConfigError otherwise."""
+    try:
+        import torch
+    except ModuleNotFoundError:
+        raise ConfigError("PyTorch is not installed; install snsim[torch] to capture or "
+                          "execute on a GPU") from None
+    if not torch.cuda.is_available():
+        raise ConfigError("no CUDA device: torch.cuda.is_available() is False (capture and "
+                          "execute need a GPU; use snsim predict on a CPU)")
+    return torch
+
+
+def _driver_version():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return ""
+
+
+def provenance(torch, *, tool, **extra):
+    """Versions, GPU and settings of this run (SPEC §12: pin and record them)."""
+    cuda = torch.cuda.is_available()
+    prov = {"kind": "measured", "hardware": "h200", "tool": tool,
+            "gpu": torch.cuda.get_device_name() if cuda else "",
+            "torch": torch.__version__, "cuda": torch.version.cuda or "",
+            "cudnn": torch.backends.cudnn.version() if cuda else None,
+            "driver": _driver_version() if cuda else "",
+            "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+            "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+            "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+            "matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+            "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
+    prov.update(extra)
+    return prov
+
+
+def _history(torch, on):
+    from torch.cuda import memory
+    if on:
+        try:
+            memory._record_memory_history(enabled="all", context=None, stacks="python",
+                                          max_entries=10_000_000, clear_history=True)
+        except TypeError:   # older torch: no clear_history
+            memory._record_memory_history(enabled=None)
+            memory._record_memory_history(enabled="all", context=None, stacks="python",
+                                          max_entries=10_000_000)
+    else:
+        memory._record_memory_history(enabled=None)
+
+
+def _trace_entries(torch):
+    snap = torch.cuda.memory._snapshot()
+    dev = torch.cuda.current_device()
+    traces = snap.get("device_traces", [])
+    return snap, (traces[dev] if dev < len(traces) else [])
+
+
+def _size(e):
+    return int(e.get("requested_size") or e.get("size") or 0)
+
+
+def align(rec, entries, s0, m_first):
+    """Merge the allocator trace with the recorder's storages.
+
+    Parameters
+    ----------
+    rec : Recorder
+        With ``track_pointers=True``; its events with mark >= ``m_first`` are the recorded
+        iteration.
+    entries : list of dict
+        The allocator trace (``device_traces``) from the start of history.
+    s0 : int
+        Index of the first entry of the recorded iteration.
+
+    Returns
+    -------
+    (stream, info, stats)
+        ``stream`` of ``(mark, "a" | "f", key)`` — warm-up entries carry mark -1 — ``info``
+        (``key -> (nbytes, name)``) and alignment counts.
+    """
+    info = {}
+    for sid, (nbytes, ptr, name) in enumerate(rec.storages):
+        info[sid] = (nbytes, name)
+    streams = {0: 0}    # CUDA stream handle -> small id (0: the default stream)
+
+    def stream_of(e):
+        s = e.get("stream", 0) or 0
+        if s not in streams:
+            streams[s] = len(streams)
+        return streams[s]
+    # static storages alive at s0 (registered by the recorder) keyed by address
+    static_ptr = {}
+    for m, kind, sid, op in rec.events:
+        if m < 0 and kind == "a":
+            static_ptr[rec.storages[sid][1]] = sid
+    stream = []
+    live = {}
+    n_hidden = 0
+    n_temp = 0
+    # warm-up: the last allocation at a static address is that static storage
+    last_alloc_at = {}
+    for i, e in enumerate(entries[:s0]):
+        if e["action"] == "alloc":
+            last_alloc_at[e["addr"]] = i
+        elif e["action"] == "free_completed":
+            last_alloc_at.pop(e["addr"], None)
+    static_at = {i: static_ptr[a] for a, i in last_alloc_at.items() if a in static_ptr}
+    persistent = {i for a, i in last_alloc_at.items() if a not in static_ptr}
+    for i, e in enumerate(entries[:s0]):
+        act, addr = e["action"], e["addr"]
+        if act == "alloc":
+            if i in static_at:
+                key = static_at[i]
+            elif i in persistent:
+                key = ("h", n_hidden)
+                n_hidden += 1
+                info[key] = (_size(e), "hidden:persistent")
+            else:
+                key = ("t", n_temp)
+                n_temp += 1
+                info[key] = (_size(e), "")
+            live[addr] = key
+            stream.append((-1, "a", key, stream_of(e)))
+        elif act == "free_completed":
+            key = live.pop(addr, None)
+            if key is not None:
+                stream.append((-1, "f", key))
+    # statics never seen allocated in the history (allocated before it began)
+    missing = [sid for p, sid in static_ptr.items() if sid not in static_at.values()]
+    for sid in missing:
+        stream.insert(0, (-1, "a", sid))
+
+    R = [(m, k, sid, op) for m, k, sid, op in rec.events if m >= m_first]
+    used = [False] * len(R)
+    j = 0
+    head_age = 0
+    last_mark = m_first
+    last_op = -1
+    hidden_ops = {}      # hidden key -> [op at alloc, op at free]
+    unmatched_R = 0
+    n_matched = 0
+    for e in entries[s0:]:
+        act = e["action"]
+        if act not in ("alloc", "free_completed"):
+            continue
+        addr = e["addr"]
+        hit = None
+        if act == "alloc":
+            size = _size(e)
+            for i in range(j, min(j + _WINDOW, len(R))):
+                if not used[i] and R[i][1] == "a" and rec.storages[R[i][2]][1] == addr \
+                        and rec.storages[R[i][2]][0] == size:
+                    hit = i
+                    break
+            if hit is None:
+                key = ("h", n_hidden)
+                n_hidden += 1
+                info[key] = (size, "hidden")
+                hidden_ops[key] = [last_op, None]
+                mark = last_mark
+            else:
+                key = R[hit][2]
+                mark = R[hit][0]
+            live[addr] = key
+            stream.append((mark, "a", key, stream_of(e)))
+        else:
+            key = live.pop(addr, None)
+            if key is None:
+                continue
+            mark = last_mark
+            if key in hidden_ops:
+                hidden_ops[key][1] = last_op
+            if not isinstance(key, tuple):
+                for i in range(j, min(j + _WINDOW, len(R))):
+                    if not used[i] and R[i][1] == "f" and R[i][2] == key:
+                        hit = i
+                        break
+                if hit is not None:
+                    mark = R[hit][0]
+            stream.append((mark, "f", key))
+        if hit is not None:
+            used[hit] = True
+            n_matched += 1
+            last_mark = max(last_mark, R[hit][0])
+            last_op = max(last_op, R[hit][3])
+        head_age += 1
+        while j < len(R) and (used[j] or head_age > _WINDOW):
+            if not used[j]:
+                unmatched_R += 1
+            j += 1
+            head_age = 0
+    unmatched_R += sum(1 for i in range(j, len(R)) if not used[i])
+    stats = {"matched_events": n_matched, "unmatched_recorder_events": unmatched_R,
+             "hidden_allocations": n_hidden, "warmup_temporaries": n_temp,
+             "statics_before_history": len(missing), "streams": len(streams)}
+    return stream, info, stats, hidden_ops
+
+
+def segment_addresses(entries):
+    """Base addresses of the allocator's segments in creation order, relative to the lowest
+    (the replay places its model's segments there; see ``DriverAddressedPytorchAllocator``)."""
+    segs = [int(e["addr"]) for e in entries if e.get("action") == "segment_alloc"]
+    if not segs or any(e.get("action") == "segment_free" for e in entries):
+        return []   # a released segment's address can come back: keep the rule instead
+    base = min(segs)
+    return [s - base for s in segs]
+
+
+def hidden_table(rec, hidden_ops, info):
+    """``[[op name, signature, nbytes, transient, op index], ...]``: each hidden allocation
+    of the recorded iteration with the op it happened in (transient: freed within that op)."""
+    rows = []
+    for key, (op_a, op_f) in hidden_ops.items():
+        if 0 <= op_a < len(rec.ops):
+            op = rec.ops[op_a]
+            rows.append([op[1], op[6], info[key][0], op_f == op_a, op_a])
+        else:
+            rows.append(["", "", info[key][0], False, op_a])
+    return rows
+
+
+def _median(xs):
+    return float(statistics.median(xs)) if xs else 0.0
+
+
+class WallTimer:
+    """A marker timing steps with ``time.perf_counter`` (CPU test runs of :func:`capture`)."""
+
+    def __init__(self, keep=None):
+        self.keep = keep
+        self.reset()
+
+    def reset(self):
+        self._t = []
+        self._i = 0
+
+    def mark(self, label, phase, kind=""):
+        if self.keep is None or self._i in self.keep:
+            self._t.append(time.perf_counter())
+        self._i += 1
+
+    @property
+    def num_marks(self):
+        return self._i
+
+    def close(self):
+        self._t.append(time.perf_counter())
+
+    def intervals_s(self):
+        return [b - a for a, b in zip(self._t, self._t[1:])]
+
+
+def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_iters=5,
+            plain_iters=10, warmup_iters=2, transform=None, extra_provenance=None,
+            device="cuda"):
+    """Capture one training configuration on the current CUDA device.
+
+    Parameters
+    ----------
+    model : str
+        A model spec (see :func:`~snsim.torchsim.models.resolve_model`).
+    batch : int
+    optimizer : str
+    timing_iters, plain_iters, warmup_iters : int
+        Iterations with step-boundary events, without hooks (ground truth), and before
+        recording.
+    transform : callable, optional
+        ``transform(model) -> model`` applied on the GPU before training (an execution plan).
+    device : {"cuda", "cpu"}
+        ``"cpu"`` runs the same code path on the CPU for tests: no allocator trace (warm-up
+        and hidden memory come from the recorder alone), wall-clock step times, and
+        ``measured`` peaks that are the recording's own replay.
+
+    Returns
+    -------
+    dict
+        A trace document: ``program``, ``measured``, ``provenance``.
+    """
+    cuda = device == "cuda"
+    if cuda:
+        torch = require_cuda()
+    else:
+        import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from .build import build_program, iteration_marks, step_marks
+    from .predict import _streams, infer_num_classes
+    from .record import (EventTimer, Instrument, Recorder, apply_order, make_optimizer,
+                         optimizer_state, train_step)
+    spec = resolve_model(model, input_shape=input_shape)
+    if batch <= 0:
+        raise ConfigError(f"--batch (={batch}) must be a positive integer")
+    wall0 = time.perf_counter()
+    dev = torch.device(device)
+    gc.collect()
+    base_allocated = 0
+    if cuda:
+        torch.cuda.synchronize()
+        if hasattr(torch._C, "_cuda_clearCublasWorkspaces"):
+            torch._C._cuda_clearCublasWorkspaces()
+        torch.cuda.empty_cache()
+        base_allocated = torch.cuda.memory_allocated()
+        _history(torch, True)
+    try:
+        try:
+            net = spec.build()
+        except Exception as e:
+            raise ConfigError(f"model {spec.text!r} cannot be built: {e}") from None
+        net.train()
+        net.to(dev)
+        x = torch.randn((batch,) + tuple(spec.input_shape), device=dev)
+        try:
+            with FakeTensorMode(allow_non_fake_inputs=True):
+                n_classes = infer_num_classes(net, torch.empty_like(x[:2]))
+        except Exception as e:
+            raise ConfigError(f"model {spec.text!r} cannot be traced: "
+                              f"{str(e).strip().splitlines()[0] if str(e).strip() else e!r}") \
+                from None
+    except ConfigError:
+        if cuda:
+            _history(torch, False)
+        raise
+    y = torch.randint(0, n_classes, (batch,), device=dev)
+    if transform is not None:
+        net = transform(net)
+    opt = make_optimizer(optimizer, net.parameters())
+    aux = spec.aux_loss_weight
+
+    rec = Recorder(device_type=device, track_pointers=cuda)
+    static_names = {}
+    for name, kind, t in apply_order(net):
+        sid = rec.register(t, name)
+        if sid is not None:
+            static_names[sid] = (name, kind)
+    for name, t in (("input.x", x), ("input.y", y)):
+        static_names[rec.register(t, name)] = (name, "input")
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    # warm-up: on CUDA the allocator trace records it; on the CPU the recorder does
+    for _ in range(warmup_iters):
+        if cuda:
+            train_step(net, opt, x, y, aux_loss_weight=aux)
+        else:
+            rec.begin_iteration()
+            winst = Instrument(net, rec)
+            with rec.active(), winst:
+                train_step(net, opt, x, y, inst=winst, aux_loss_weight=aux)
+    param_names = {id(p): n for n, p in net.named_parameters()}
+    for name, key, t in optimizer_state(opt, param_names):
+        sid = rec.sid_of(t) if not cuda else None
+        if sid is None:
+            sid = rec.register(t, name)
+        if sid is not None:
+            static_names[sid] = (name, "optimizer_state")
+    entries, s0 = [], 0
+    if cuda:
+        sync()
+        _, entries = _trace_entries(torch)
+        s0 = len(entries)
+
+    # -- the recorded iteration -----------------------------------------------------------
+    inst = Instrument(net, rec)
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    rec.begin_iteration()
+    m_first = len(rec.marks)
+    with rec.active(), inst:
+        train_step(net, opt, x, y, inst=inst, aux_loss_weight=aux)
+    sync()
+    counts = {}
+    recorded_peaks = {}
+    hidden_ops = {}
+    sample_entry = {}
+    seg_addrs = []
+    if cuda:
+        recorded_peaks = {"peak_allocated_bytes": torch.cuda.max_memory_allocated(),
+                          "peak_reserved_bytes": torch.cuda.max_memory_reserved()}
+        snap, entries = _trace_entries(torch)
+        _history(torch, False)
+        for e in entries[s0:]:
+            counts[e["action"]] = counts.get(e["action"], 0) + 1
+        stream, info, align_stats, hidden_ops = align(rec, entries, s0, m_first)
+        for m, kind, sid, op in rec.events:
+            if kind == "a" and 0 <= op < len(rec.ops):
+                info[sid] = (info[sid][0], rec.ops[op][1])
+        seg_addrs = segment_addresses(entries)
+        sample_entry = next(({k: v for k, v in e.items() if k != "frames"}
+                             for e in entries[s0:] if e.get("action") == "alloc"), {})
+        del entries, snap
+    else:
+        r = _streams(rec, static_names, 0)
+        stream, info = r["stream"], r["info"]
+        align_stats = {"hidden_allocations": 0}
+
+    # -- step times: one event where each step starts --------------------------------------
+    m0, m1 = iteration_marks(rec.marks, rec.iteration)
+    kept, _, ops_of = step_marks(rec.marks, rec.ops, stream, m0, m1)
+    timer = EventTimer(keep=set(kept)) if cuda else WallTimer(keep=set(kept))
+    tinst = Instrument(net, timer)
+    runs = []
+    bad = 0
+    for _ in range(timing_iters + 3):
+        timer.reset()
+        with tinst:
+            train_step(net, opt, x, y, inst=tinst, aux_loss_weight=aux)
+        timer.close()
+        iv = timer.intervals_s()
+        if timer.num_marks == m1 - m0 and len(iv) == len(kept):
+            runs.append(iv)
+        else:
+            bad += 1
+        if len(runs) == timing_iters:
+            break
+    if not runs:
+        raise TraceError(f"every timing run took another path than the recorded iteration "
+                         f"({timer.num_marks} marks, recorded {m1 - m0}): the model's path is "
+                         f"not deterministic")
+    step_times = [_median([r[i] for r in runs]) for i in range(len(kept))]
+    hooked = [sum(r) for r in runs]
+
+    # -- ground truth ---------------------------------------------------------------------
+    st = []
+    measured = {}
+    if cuda:
+        sync()
+        torch.cuda.reset_peak_memory_stats()
+        train_step(net, opt, x, y, aux_loss_weight=aux)
+        sync()
+        stats = torch.cuda.memory_stats()
+        free_b, total_b = torch.cuda.mem_get_info()
+        measured = {
+            "peak_allocated_bytes": int(torch.cuda.max_memory_allocated()),
+            "peak_reserved_bytes": int(torch.cuda.max_memory_reserved()),
+            "peak_requested_bytes": int(stats.get("requested_bytes.all.peak", 0)),
+            "num_alloc_retries": int(stats.get("num_alloc_retries", 0)),
+            "num_ooms": int(stats.get("num_ooms", 0)),
+            "device_used_bytes": int(total_b - free_b),
+            "context_bytes": int(total_b - free_b - torch.cuda.memory_reserved()),
+            "base_allocated_bytes": int(base_allocated),
+            "snapshot_counts": counts,
+            "recorded_iteration": recorded_peaks,
+        }
+        for _ in range(plain_iters):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            train_step(net, opt, x, y, aux_loss_weight=aux)
+            e1.record()
+            torch.cuda.synchronize()
+            st.append(e0.elapsed_time(e1) * 1e-3)
+    else:
+        for _ in range(plain_iters):
+            t0 = time.perf_counter()
+            train_step(net, opt, x, y, aux_loss_weight=aux)
+            st.append(time.perf_counter() - t0)
+
+    prog = build_program(marks=rec.marks, ops=rec.ops, stream=stream, info=info,
+                         iteration=rec.iteration, static_names=static_names,
+                         step_times_s=step_times,
+                         name=spec.name, batch=batch, optimizer=optimizer, hardware="h200",
+                         source="capture", saved=rec.saved)
+    prog["notes"].update(align_stats)
+    prog["notes"]["timing_runs"] = len(runs)
+    prog["notes"]["timing_runs_discarded"] = bad
+    if sample_entry:
+        prog["notes"]["allocator_trace_sample"] = sample_entry
+    prog["hidden"] = hidden_table(rec, hidden_ops, info)
+    if seg_addrs:
+        prog["segment_addresses"] = seg_addrs
+    if not cuda:   # no allocator on the CPU: the recording's own replay stands in
+        from .replay import replay_events
+        rr = replay_events(prog)
+        measured = {"peak_allocated_bytes": rr.peak_allocated_bytes,
+                    "peak_reserved_bytes": rr.peak_reserved_bytes,
+                    "peak_requested_bytes": rr.peak_requested_bytes, "device": "cpu"}
+    measured["step_time_s"] = _median(st)
+    measured["step_times_s"] = [round(v, 6) for v in st]
+    measured["hooked_step_time_s"] = _median(hooked)
+    prov = provenance(torch, tool="snsim capture", model=spec.text, batch=batch,
+                      optimizer=optimizer, input_shape=list(spec.input_shape),
+                      parameters=sum(p.numel() for p in net.parameters()),
+                      timing_iters=timing_iters, plain_iters=plain_iters,
+                      warmup_iters=warmup_iters, capture_wall_s=0.0, device=device,
+                      **(extra_provenance or {}))
+    prov["capture_wall_s"] = round(time.perf_counter() - wall0, 2)
+    del net, opt, x, y, rec, inst, tinst, timer
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    return {"program": prog, "measured": measured, "provenance": prov}
+
+
+def write_capture(doc, path):
+    """Write a capture (or execution) document as a snsim trace (``.json`` or ``.json.gz``).
+
+    The document keeps the trace format of :mod:`snsim.trace` (``provenance``, ``program``,
+    ``measured``) and may add ``predictions`` (the CPU-only prediction of the same run).
+    """
+    import gzip
+    import json
+    from pathlib import Path
+    from ..trace import TRACE_VERSION
+    out = {"snsim_trace_version": TRACE_VERSION, "provenance": doc["provenance"],
+           "program": doc["program"], "measured": doc["measured"]}
+    if doc.get("predictions"):
+        out["predictions"] = doc["predictions"]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "wt") as f:
+        json.dump(out, f, separators=(",", ":"))
+    return path

@@ -1,0 +1,162 @@
+"""Memory no tensor owns, for CPU-only predictions: tables learnt from committed captures.
+
+On a GPU, cuDNN takes a workspace for most convolutions (forward, backward-data and
+backward-filter) and cuBLAS keeps one workspace per handle. The allocator hands these out,
+so they count in ``max_memory_allocated``/``max_memory_reserved``, but no tensor owns them and
+a CPU run cannot see them. Captures record every one (``program.hidden``: op, signature, bytes,
+whether it is freed inside the op; persistent ones are ``hidden:persistent`` static tensors).
+:func:`load_tables` collects them from ``traces/<gpu>/*.json.gz``; :func:`add_hidden` inserts
+them into a CPU recording:
+
+* per op call, the transient workspaces of the same signature (exact shapes and arguments);
+  failing that, of the same signature at another batch size, scaled by the batch ratio [E];
+  failing that, none;
+* the persistent cuBLAS workspaces at the first matmul of the forward and of the backward of
+  the first iteration, with the sizes the captures saw.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+from pathlib import Path
+
+_SHAPE = re.compile(r"\[(\d+)((?:, \d+)*)\]")
+_MATMUL = ("addmm", "mm")
+# what the H200 captures show (torch 2.11, CUDA 13): 32 MiB + 1 MiB at the first forward
+# matmul, 32 MiB at the first backward matmul; used when no capture holds them
+_DEFAULT_PERSISTENT = {"F": [33554432, 1048576], "B": [33554432]}
+
+
+def traces_dir(hardware):
+    """``traces/<hardware>`` of the repository (or ``$SNSIM_TRACES/<hardware>``)."""
+    root = os.environ.get("SNSIM_TRACES")
+    if root:
+        return Path(root) / hardware
+    return Path(__file__).resolve().parents[2] / "traces" / hardware
+
+
+def normalize(sig, batch):
+    """The signature with every leading dimension equal to ``batch`` written ``B``.
+
+    >>> normalize("convolution float32[64, 3, 224, 224] float32[64, 3, 7, 7]", 64)
+    'convolution float32[B, 3, 224, 224] float32[B, 3, 7, 7]'
+    """
+    def sub(m):
+        return f"[B{m.group(2)}]" if int(m.group(1)) == batch else m.group(0)
+    return _SHAPE.sub(sub, sig)
+
+
+def load_tables(hardware, *, exclude=()):
+    """Hidden-allocation tables from the captures of ``hardware``.
+
+    Parameters
+    ----------
+    hardware : str
+    exclude : iterable of str
+        Trace file names to leave out (for leave-one-out comparisons).
+
+    Returns
+    -------
+    dict
+        ``exact``: signature -> workspace sizes of one call; ``scaled``: normalised signature
+        -> list of (batch, sizes); ``persistent``: phase -> sizes; ``sources``: file names.
+    """
+    exact, scaled, sources = {}, {}, []
+    persistent = None
+    skip = set(exclude)
+    for path in sorted(glob.glob(str(traces_dir(hardware) / "*.json.gz"))):
+        name = os.path.basename(path)
+        if name in skip:
+            continue
+        import gzip
+        try:
+            with gzip.open(path, "rt") as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            continue
+        prog = doc.get("program") or {}
+        rows = prog.get("hidden")
+        if doc.get("provenance", {}).get("kind") != "measured" or rows is None:
+            continue
+        sources.append(name)
+        batch = int(prog.get("batch", 0))
+        calls = {}
+        for row in rows:
+            op, sig, nbytes, transient = row[0], row[1], int(row[2]), bool(row[3])
+            if sig and transient and len(row) > 4:
+                calls.setdefault(row[4], (sig, []))[1].append(nbytes)
+        for _, (sig, sizes) in sorted(calls.items()):
+            exact.setdefault(sig, sizes)
+            scaled.setdefault(normalize(sig, batch), []).append((batch, sizes))
+        if persistent is None:
+            hid = [s[2] for s in prog.get("static_tensors", []) if s[0] == "hidden:persistent"]
+            if hid:
+                persistent = {"F": hid[:2], "B": hid[2:]}
+    return {"exact": exact, "scaled": scaled, "sources": sources,
+            "persistent": persistent or _DEFAULT_PERSISTENT}
+
+
+def lookup(tables, sig, batch):
+    """Workspace sizes of one call of ``sig`` at ``batch`` (``[]`` when unknown)."""
+    sizes = tables["exact"].get(sig)
+    if sizes is not None:
+        return list(sizes), "exact"
+    cands = tables["scaled"].get(normalize(sig, batch))
+    if not cands:
+        return [], "none"
+    b_ref, sizes = min(cands, key=lambda c: abs(c[0] - batch))
+    return [int(round(s * batch / b_ref)) for s in sizes], "scaled"
+
+
+def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
+    """Insert modelled hidden allocations into a recording's event stream.
+
+    Returns
+    -------
+    (stream, info, notes)
+    """
+    tables = load_tables(hardware, exclude=exclude)
+    notes = {"hidden_model": "capture tables" if tables["sources"] else "none",
+             "hidden_sources": len(tables["sources"])}
+    if not tables["sources"]:
+        return stream, info, notes
+    info = dict(info)
+    # the position of every recorded event: (op, 1) allocations made by op, (op, 0) frees seen
+    # before op ran; hidden workspaces of op k go after its outputs, at (k, 2, j)
+    pos = []
+    for m, kind, sid, op in rec.events:
+        if sid in rec.excluded:
+            continue
+        pos.append(((op, 1, 0) if kind == "a" else (op, 0, 0), (m, kind, sid)))
+    extra = []
+    n = 0
+    counts = {"exact": 0, "scaled": 0, "none": 0}
+    first_matmul = {}
+    for k, op in enumerate(rec.ops):
+        mark = op[0]
+        phase = rec.marks[mark][1] if mark >= 0 else "F"
+        it = rec.marks[mark][3] if mark >= 0 else 0
+        if op[1] in _MATMUL and it == 0 and phase in ("F", "B") and phase not in first_matmul:
+            first_matmul[phase] = k
+            for size in tables["persistent"].get(phase, []):
+                key = ("h", n)
+                n += 1
+                info[key] = (size, "hidden:persistent")
+                extra.append(((k, 2, 0), (mark, "a", key)))
+        sig = op[6] if len(op) > 6 else ""
+        if not sig:
+            continue
+        sizes, how = lookup(tables, sig, batch or 0)
+        counts[how] += 1
+        for j, size in enumerate(sizes):
+            key = ("h", n)
+            n += 1
+            info[key] = (size, "hidden")
+            # one workspace at a time: each is freed before the next is taken
+            extra.append(((k, 2, 2 * j + 1), (mark, "a", key)))
+            extra.append(((k, 2, 2 * j + 2), (mark, "f", key)))
+    merged = sorted(pos + extra, key=lambda x: x[0])   # stable: recorded order kept
+    notes.update({f"hidden_lookup_{k}": v for k, v in counts.items()})
+    return [e for _, e in merged], info, notes

@@ -1,0 +1,495 @@
+"""Record PyTorch training iterations at the aten-op level.
+
+Three pieces work together:
+
+:class:`Recorder`
+    A ``TorchDispatchMode`` client that sees every aten op below autograd (forward, backward
+    and the optimizer). It tracks device storages by identity: ``t.untyped_storage()`` returns
+    the same Python object for the same storage while it lives (PyTorch preserves storage
+    PyObjects), so a ``WeakIdKeyDictionary`` keyed on it names each storage once, in-place ops
+    and views resolve to the storage they alias, and a ``weakref.finalize`` on it fires exactly
+    when the allocator gets the memory back. The result is the exact ordered alloc/free event
+    sequence of the iteration, each event tied to a *mark* (a step) and an op.
+:class:`Instrument`
+    Calls ``marker.mark(label, phase, kind)`` at every module forward boundary (global forward
+    pre-/post-hooks), at every autograd node of the backward (node pre-hooks registered after
+    the forward) and around the optimizer. The marks split the iteration into steps. With a
+    :class:`Recorder` as marker the steps get their ops and storages; with an
+    :class:`EventTimer` the same steps get CUDA-event times. Backward nodes are attributed to
+    the forward step that created them through autograd sequence numbers.
+:func:`train_step`
+    The one training iteration every capture, prediction and execution runs: forward, cross
+    entropy, backward, ``optimizer.step()``, ``optimizer.zero_grad(set_to_none=True)``. Between
+    iterations only parameters, buffers, optimizer state and the input batch stay allocated.
+"""
+from __future__ import annotations
+
+import bisect
+import functools
+import weakref
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.utils.weak import WeakIdKeyDictionary
+
+try:
+    from torch.autograd import _get_sequence_nr
+except ImportError:  # pragma: no cover - very old torch
+    _get_sequence_nr = None
+
+try:
+    from torch.utils.flop_counter import flop_registry as _FLOP_REGISTRY
+except ImportError:  # pragma: no cover
+    _FLOP_REGISTRY = {}
+
+SETUP_MARK = -1
+# ops whose CUDA kernels may take memory no tensor owns (cuDNN/cuBLAS workspaces, buffers):
+# the recorder keeps their full signature so a capture's hidden allocations can be looked up
+SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm", "bmm",
+                           "_batch_norm_with_update", "batch_norm_backward",
+                           "native_batch_norm", "native_batch_norm_backward",
+                           "cudnn_batch_norm", "cudnn_batch_norm_backward", "sum", "mean",
+                           "nll_loss_forward", "nll_loss_backward", "_log_softmax",
+                           "_log_softmax_backward_data", "max_pool2d_with_indices",
+                           "max_pool2d_with_indices_backward", "avg_pool2d",
+                           "avg_pool2d_backward", "_adaptive_avg_pool2d",
+                           "_adaptive_avg_pool2d_backward", "cat", "native_dropout",
+                           "native_dropout_backward"})
+
+
+def signature(name, args, kwargs):
+    """A string naming an op call by its name, tensor shapes/dtypes and other arguments."""
+    parts = [name]
+    for a in tree_leaves((args, kwargs)):
+        if isinstance(a, torch.Tensor):
+            parts.append(f"{str(a.dtype)[6:]}{list(a.shape)}")
+        elif isinstance(a, (int, float, bool, str)) or a is None:
+            parts.append(repr(a))
+    return " ".join(parts)
+
+
+class _NullMarker:
+    def mark(self, label, phase, kind=""):
+        pass
+
+
+class Recorder:
+    """Record ops and storage lifetimes while :meth:`active`.
+
+    Parameters
+    ----------
+    device_type : str
+        Only storages on this device type are tracked (``"cuda"`` for a real capture,
+        ``"cpu"`` under a CPU ``FakeTensorMode``).
+    track_pointers : bool
+        Keep each storage's ``data_ptr()`` (real tensors only), to align with the allocator's
+        own trace.
+
+    Attributes
+    ----------
+    storages : list of [nbytes, data_ptr, name]
+    events : list of (mark, "a" | "f", storage id, op index)
+        In the order they happened. Storages registered before any mark carry mark -1.
+    marks : list of (label, phase, kind, iteration)
+    ops : list of (mark, op name, read storage ids, new storage ids, flops, bytes, signature)
+    saved : set of storage ids that autograd saved for backward (pack hook)
+    """
+
+    def __init__(self, *, device_type, track_pointers=False):
+        self.device_type = device_type
+        self.track_pointers = track_pointers
+        self._sid = WeakIdKeyDictionary()
+        self.storages = []
+        self.events = []
+        self.marks = []
+        self.ops = []
+        self.saved = set()
+        self.excluded = set()
+        self.cur = SETUP_MARK
+        self.iteration = -1
+        self._mode = None
+
+    # -- marks -----------------------------------------------------------------------------
+    def mark(self, label, phase, kind=""):
+        self.marks.append((label, phase, kind, self.iteration))
+        self.cur = len(self.marks) - 1
+
+    def begin_iteration(self):
+        self.iteration += 1
+
+    # -- storages --------------------------------------------------------------------------
+    def _tracked(self, t):
+        return isinstance(t, torch.Tensor) and t.device.type == self.device_type
+
+    def sid_of(self, t):
+        """Storage id of tensor ``t`` (None if untracked)."""
+        if not self._tracked(t):
+            return None
+        return self._sid.get(t.untyped_storage())
+
+    def _new(self, st, name, op):
+        sid = len(self.storages)
+        ptr = st.data_ptr() if self.track_pointers else 0
+        self.storages.append([st.nbytes(), ptr, name])
+        self._sid[st] = sid
+        f = weakref.finalize(st, self._free, sid)
+        f.atexit = False
+        self.events.append((self.cur, "a", sid, op))
+        return sid
+
+    def _free(self, sid):
+        self.events.append((self.cur, "f", sid, len(self.ops)))
+
+    def register(self, t, name):
+        """Track tensor ``t``'s storage if new (parameters, buffers, inputs made earlier)."""
+        if not self._tracked(t):
+            return None
+        st = t.untyped_storage()
+        sid = self._sid.get(st)
+        if sid is None and st.nbytes() > 0:
+            sid = self._new(st, name, -1)
+        return sid
+
+    def exclude(self, t):
+        """Drop ``t``'s storage from the recording (a host tensor a fake device cannot tell)."""
+        sid = self.sid_of(t)
+        if sid is not None:
+            self.excluded.add(sid)
+
+    # -- ops -------------------------------------------------------------------------------
+    def _op(self, func, args, kwargs, out):
+        op_index = len(self.ops)
+        reads = []
+        nbytes = 0
+        for t in tree_leaves((args, kwargs)):
+            if isinstance(t, torch.Tensor):
+                nbytes += t.numel() * t.element_size()
+                if t.device.type == self.device_type:
+                    sid = self._sid.get(t.untyped_storage())
+                    if sid is not None and sid not in reads:
+                        reads.append(sid)
+        new = []
+        outs = tree_leaves(out)
+        for t in outs:
+            if isinstance(t, torch.Tensor):
+                nbytes += t.numel() * t.element_size()
+                if t.device.type != self.device_type:
+                    continue
+                st = t.untyped_storage()
+                sid = self._sid.get(st)
+                if sid is None:
+                    if st.nbytes() == 0:
+                        continue
+                    sid = self._new(st, "", op_index)
+                    new.append(sid)
+                elif sid not in reads:
+                    reads.append(sid)
+        flops = 0
+        rule = _FLOP_REGISTRY.get(func._overloadpacket)
+        if rule is not None:
+            try:
+                flops = int(rule(*args, **kwargs, out_val=out))
+            except Exception:  # a formula that does not cover this overload
+                flops = 0
+        name = func._overloadpacket.__name__
+        sig = signature(name, args, kwargs) if name in SIGNATURE_OPS else ""
+        self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig))
+
+    def pack(self, t):
+        sid = self.sid_of(t)
+        if sid is not None:
+            self.saved.add(sid)
+        # detach: never store an output together with its own grad_fn (a reference cycle
+        # would delay the free); the storage and version counter are shared
+        return t.detach()
+
+    @staticmethod
+    def unpack(t):
+        return t
+
+    def active(self):
+        """Context manager: record every aten op while inside."""
+        return _RecordMode(self)
+
+
+class _RecordMode(TorchDispatchMode):
+    def __init__(self, rec):
+        super().__init__()
+        self.rec = rec
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        self.rec._op(func, args, kwargs, out)
+        return out
+
+
+class EventTimer:
+    """A marker that records one CUDA event per mark; :meth:`intervals_s` gives step times."""
+
+    def __init__(self, keep=None):
+        self._pool = []
+        self.keep = keep      # mark indices that start a step (None: all)
+        self.reset()
+
+    def reset(self):
+        self._n = 0
+        self._i = 0
+        self.labels = []
+        # the training loop, forward and backward, runs on this stream; passing it saves a
+        # current_stream() call per mark
+        self._stream = torch.cuda.current_stream()
+
+    def _record(self):
+        if self._n == len(self._pool):
+            self._pool.append(torch.cuda.Event(enable_timing=True))
+        self._pool[self._n].record(self._stream)
+        self._n += 1
+
+    def mark(self, label, phase, kind=""):
+        i = self._i
+        self._i = i + 1
+        if self.keep is None or i in self.keep:
+            self._record()
+
+    @property
+    def num_marks(self):
+        return self._i
+
+    def close(self):
+        """Record the event that ends the last step."""
+        self._record()
+
+    def intervals_s(self):
+        """Seconds from each recorded mark to the next (synchronizes)."""
+        torch.cuda.synchronize()
+        ev = self._pool[:self._n]
+        return [ev[i].elapsed_time(ev[i + 1]) * 1e-3 for i in range(len(ev) - 1)]
+
+
+_NODE_TYPES = (("AccumulateGrad", "GRAD"), ("BatchNorm", "BN"), ("Convolution", "CONV"),
+               ("Addmm", "FC"), ("MmBackward", "FC"), ("Relu", "ACT"), ("Threshold", "ACT"),
+               ("Hardtanh", "ACT"), ("Silu", "ACT"), ("Gelu", "ACT"), ("MaxPool", "POOL"),
+               ("AvgPool", "POOL"), ("MeanBackward", "POOL"), ("Dropout", "DROPOUT"),
+               ("CatBackward", "CONCAT"), ("AddBackward", "JOIN"), ("LogSoftmax", "SOFTMAX"),
+               ("NllLoss", "SOFTMAX"))
+
+
+def node_type(cls_name):
+    """snsim layer type of an autograd node class (``ConvolutionBackward0`` -> ``CONV``).
+
+    >>> node_type("NativeBatchNormBackward0"), node_type("AddmmBackward0"), node_type("TBackward0")
+    ('BN', 'FC', 'OP')
+    """
+    for key, typ in _NODE_TYPES:
+        if key in cls_name:
+            return typ
+    return "OP"
+
+
+class Instrument:
+    """Hooks that mark step boundaries for ``marker`` while the context is active.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    marker : Recorder or EventTimer
+    """
+
+    def __init__(self, model, marker):
+        self.marker = marker
+        self.names = {}
+        for name, m in model.named_modules(remove_duplicate=False):
+            self.names.setdefault(id(m), name or "<model>")
+        self.param_names = {id(p): n for n, p in model.named_parameters()}
+        self.stack = []
+        self.fwd_seq = []
+        self.fwd_labels = []
+        self.in_backward = False
+        self._handles = []
+        self._saved = None
+        # backward steps are attributed to forward steps only when recording
+        self.track_nodes = isinstance(marker, Recorder)
+
+    # -- context ---------------------------------------------------------------------------
+    def __enter__(self):
+        from torch.nn.modules import module as M
+        self.stack = []
+        self.fwd_seq = []
+        self.fwd_labels = []
+        self.in_backward = False
+        self._handles = [M.register_module_forward_pre_hook(self._pre),
+                         M.register_module_forward_hook(self._post)]
+        if isinstance(self.marker, Recorder):
+            self._saved = torch.autograd.graph.saved_tensors_hooks(self.marker.pack,
+                                                                   self.marker.unpack)
+            self._saved.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        if self._saved is not None:
+            self._saved.__exit__(*exc)
+            self._saved = None
+        return False
+
+    # -- marks -----------------------------------------------------------------------------
+    def mark(self, label, phase, kind=""):
+        if phase == "F" and not self.in_backward:
+            if self.track_nodes:
+                self.fwd_seq.append(_get_sequence_nr() if _get_sequence_nr else 0)
+            self.fwd_labels.append(label)
+        if phase != "F":
+            self.in_backward = phase == "B"
+        self.marker.mark(label, phase, kind)
+
+    def _fwd_mark(self, label, kind):
+        if self.in_backward:   # a checkpoint's recomputation runs module forwards in backward
+            self.marker.mark("recompute:" + label, "B", kind)
+        else:
+            self.mark(label, "F", kind)
+
+    def _pre(self, module, args):
+        name = self.names.get(id(module))
+        if name is None:
+            return None
+        self.stack.append(name)
+        self._fwd_mark(name, type(module).__name__)
+        return None
+
+    def _post(self, module, args, out):
+        name = self.names.get(id(module))
+        if name is None:
+            return None
+        if self.stack and self.stack[-1] == name:
+            self.stack.pop()
+        self._fwd_mark(self.stack[-1] if self.stack else "<top>", "")
+        return None
+
+    def before_backward(self, loss):
+        """Register a pre-hook on every autograd node reachable from ``loss``."""
+        self.in_backward = True
+        root = loss.grad_fn
+        if root is None:
+            return
+        # keep every wrapper alive while walking: C++ nodes get fresh Python wrappers, and a
+        # dead wrapper's id() can be reused by the next one
+        keep = [root]
+        seen = {id(root)}
+        todo = [root]
+        while todo:
+            node = todo.pop()
+            cls = type(node).__name__
+            i = -1
+            if cls == "AccumulateGrad":
+                label = "grad:" + self.param_names.get(id(node.variable), "?")
+            elif self.track_nodes:
+                i = bisect.bisect_right(self.fwd_seq, node._sequence_nr()) - 1
+                label = self.fwd_labels[i] if i >= 0 else "<backward>"
+            else:
+                label = cls
+            fwd = i if cls != "AccumulateGrad" else -1
+            node.register_prehook(functools.partial(_node_pre, self.marker, label,
+                                                    f"{cls}@{fwd}"))
+            for nxt, _ in node.next_functions:
+                if nxt is not None and id(nxt) not in seen:
+                    seen.add(id(nxt))
+                    keep.append(nxt)
+                    todo.append(nxt)
+        del todo, node, keep
+
+
+def _node_pre(marker, label, cls, grad_outputs):
+    marker.mark(label, "B", cls)
+    return None
+
+
+# -- the training iteration ----------------------------------------------------------------------
+def split_outputs(out):
+    """``(logits, [aux logits...])`` of a classification model's output."""
+    if isinstance(out, torch.Tensor):
+        return out, []
+    if isinstance(out, (tuple, list)):
+        rest = [o for o in out[1:] if isinstance(o, torch.Tensor)]
+        return out[0], rest
+    raise TypeError(f"model output of type {type(out).__name__} is neither a tensor nor a tuple")
+
+
+def compute_loss(out, y, aux_loss_weight=0.4):
+    """Cross entropy of the logits (plus weighted auxiliary losses); a 0-d output is the loss."""
+    import torch.nn.functional as F
+    logits, aux = split_outputs(out)
+    if logits.dim() == 0:
+        return logits
+    loss = F.cross_entropy(logits, y)
+    for a in aux:
+        loss = loss + aux_loss_weight * F.cross_entropy(a, y)
+    return loss
+
+
+def train_step(model, optimizer, x, y, *, inst=None, aux_loss_weight=0.4):
+    """One training iteration; ``inst`` (an :class:`Instrument`) marks its steps."""
+    mark = inst.mark if inst is not None else _NullMarker().mark
+    mark("<input>", "F", "")
+    out = model(x)
+    mark("loss", "F", "")
+    loss = compute_loss(out, y, aux_loss_weight)
+    del out
+    if inst is not None:
+        inst.before_backward(loss)
+    loss.backward()
+    mark("optimizer.step", "U", "")
+    optimizer.step()
+    mark("optimizer.zero_grad", "U", "")
+    optimizer.zero_grad(set_to_none=True)
+    del loss
+    mark("<end>", "U", "")
+
+
+def make_optimizer(name, params):
+    """The optimizer for a snsim optimizer name (foreach kernels, as PyTorch picks on CUDA)."""
+    from ..errors import ConfigError
+    params = list(params)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=0.01, weight_decay=1e-4, foreach=True)
+    if name == "sgd-momentum":
+        return torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=1e-4, foreach=True)
+    if name == "nesterov":
+        return torch.optim.SGD(params, lr=0.01, momentum=0.9, nesterov=True, weight_decay=1e-4,
+                               foreach=True)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-3, foreach=True)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-3, foreach=True)
+    raise ConfigError(f"optimizer {name!r} is unknown; known: sgd, sgd-momentum, nesterov, "
+                      f"adam, adamw")
+
+
+def apply_order(model):
+    """Parameters and buffers in the order ``model.to(device)`` allocates them."""
+    seen = set()
+    out = []
+
+    def visit(m, prefix):
+        for name, child in m.named_children():
+            visit(child, f"{prefix}{name}.")
+        for kind, d in (("parameter", m._parameters), ("buffer", m._buffers)):
+            for name, t in d.items():
+                if t is not None and id(t) not in seen:
+                    seen.add(id(t))
+                    out.append((prefix + name, kind, t))
+    visit(model, "")
+    return out
+
+
+def optimizer_state(optimizer, param_names):
+    """``[(name, tensor)]`` of every tensor in the optimizer state."""
+    out = []
+    for p, state in optimizer.state.items():
+        for key, v in state.items():
+            if isinstance(v, torch.Tensor):
+                out.append((f"{param_names.get(id(p), '?')}.{key}", key, v))
+    return out

@@ -1,0 +1,115 @@
+"""Predicted vs measured for captured traces (``snsim validate``); numpy and snsim only.
+
+For every trace: the exact event order replayed through the ``pytorch`` allocator model gives
+the predicted allocated and reserved peaks (:func:`~snsim.torchsim.replay.replay_events`); the
+ordinary engine with a ``liveness`` plan on the same program, with the hardware preset the
+trace names, gives the predicted step time (the sum of the captured per-step times on one
+compute stream). Both are compared with the trace's ``measured`` ground truth.
+"""
+from __future__ import annotations
+
+import glob
+import os
+
+from ..errors import TraceError
+
+# SPEC §12.4 gates on the captured set
+GATES = {"peak_allocated": (2.0, 5.0), "peak_reserved": (5.0, None), "step_time": (10.0, None)}
+
+
+def pct_error(predicted, measured):
+    """Signed error of ``predicted`` relative to ``measured``, in percent."""
+    if not measured:
+        return float("nan")
+    return 100.0 * (predicted - measured) / measured
+
+
+def expand(paths):
+    """Trace paths from files, directories and globs, sorted and de-duplicated."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):   # a folder of captures: its *.json.gz traces
+            out.extend(glob.glob(os.path.join(p, "*.json.gz")))
+        elif any(c in p for c in "*?["):
+            out.extend(glob.glob(p))
+        else:
+            out.append(p)
+    return sorted(dict.fromkeys(out))
+
+
+def validate_trace(path):
+    """One row of predicted vs measured for trace ``path``.
+
+    Raises
+    ------
+    TraceError
+        A trace without a program or without measured ground truth.
+    """
+    from ..hardware import load_hardware
+    from ..trace import load_trace_doc, program_from_dict
+    from .replay import engine_run, replay_events
+    doc = load_trace_doc(path)
+    prog = doc.get("program")
+    measured = doc.get("measured")
+    if not isinstance(prog, dict):
+        raise TraceError(f"{path}: no captured program to replay")
+    if not isinstance(measured, dict) or "peak_allocated_bytes" not in measured:
+        raise TraceError(f"{path}: field measured.peak_allocated_bytes is missing (not a "
+                         f"capture of a real run)")
+    prov = doc.get("provenance", {})
+    hw = load_hardware(prov.get("hardware") or prog.get("hardware") or "h200")
+    rr = replay_events(prog, capacity_bytes=hw.dram_bytes)
+    program = program_from_dict(prog, source=str(path))
+    res = engine_run(program, hw)
+    m_alloc = int(measured["peak_allocated_bytes"])
+    m_res = int(measured["peak_reserved_bytes"])
+    m_time = float(measured["step_time_s"])
+    return {
+        "trace": os.path.basename(str(path)),
+        "network": prog.get("name", ""), "batch": int(prog.get("batch", 0)),
+        "policy": prov.get("policy", "default"),
+        "optimizer": prog.get("optimizer", ""),
+        "pred_allocated_bytes": rr.peak_allocated_bytes, "meas_allocated_bytes": m_alloc,
+        "err_allocated_pct": pct_error(rr.peak_allocated_bytes, m_alloc),
+        "pred_reserved_bytes": rr.peak_reserved_bytes, "meas_reserved_bytes": m_res,
+        "err_reserved_pct": pct_error(rr.peak_reserved_bytes, m_res),
+        "pred_step_time_s": res.step_time_s, "meas_step_time_s": m_time,
+        "err_step_time_pct": pct_error(res.step_time_s, m_time),
+        "pred_requested_bytes": rr.peak_requested_bytes,
+        "meas_requested_bytes": int(measured.get("peak_requested_bytes", 0)),
+        "engine_allocated_bytes": res.peak_allocated_bytes,
+        "err_engine_allocated_pct": pct_error(res.peak_allocated_bytes, m_alloc),
+        "steps": len(prog.get("steps", [])), "tensors": len(prog.get("tensors", [])),
+        "hidden_allocations": int(prog.get("notes", {}).get("hidden_allocations", 0)),
+        "hardware": hw.name, "gpu": prov.get("gpu", ""),
+    }
+
+
+def validate(paths):
+    """Rows of :func:`validate_trace` for every trace in ``paths`` (files, dirs, globs)."""
+    files = expand(paths)
+    if not files:
+        raise TraceError(f"no trace files match {' '.join(map(str, paths))}")
+    return [validate_trace(p) for p in files]
+
+
+def summarize(rows):
+    """Mean/max absolute error per quantity and whether SPEC §12.4's gates hold.
+
+    Returns
+    -------
+    dict
+        ``{quantity: {"mean_abs_pct", "max_abs_pct", "mean_gate_pct", "max_gate_pct", "ok"}}``.
+    """
+    import math
+    out = {}
+    for q, (mean_gate, max_gate) in GATES.items():
+        errs = [abs(r[f"err_{q.split('_', 1)[1] if q.startswith('peak_') else q}_pct"])
+                for r in rows]
+        errs = [e for e in errs if not math.isnan(e)]
+        mean = sum(errs) / len(errs) if errs else float("nan")
+        mx = max(errs) if errs else float("nan")
+        ok = bool(errs) and mean <= mean_gate and (max_gate is None or mx <= max_gate)
+        out[q] = {"mean_abs_pct": mean, "max_abs_pct": mx, "mean_gate_pct": mean_gate,
+                  "max_gate_pct": max_gate, "ok": ok}
+    return out

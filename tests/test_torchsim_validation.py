@@ -1,0 +1,154 @@
+"""CI gate: replay the committed H200 captures and hold SPEC §12.4's bounds (no torch, no GPU).
+
+Every trace in ``traces/h200/*.json.gz`` is a real training step captured on an H200. Its
+exact alloc/free order replayed through snsim's ``pytorch`` allocator model must give the
+measured allocated peak within 2% on average (5% at most) and the reserved peak within 5% on
+average; the engine's step time over the captured per-step times must be within 10% on average.
+"""
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from snsim.torchsim.replay import replay_events
+from snsim.torchsim.validate import GATES, expand, summarize, validate, validate_trace
+from snsim.trace import load_trace_doc, read_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = ROOT / "traces" / "h200"
+FILES = expand([str(TRACES)])
+
+
+@pytest.fixture(scope="module")
+def rows():
+    assert FILES, f"no committed captures in {TRACES}"
+    return validate(FILES)
+
+
+def test_at_least_the_required_set_is_committed(rows):
+    nets = {(r["network"], r["policy"]) for r in rows}
+    for net in ("alexnet", "vgg16", "resnet50", "resnet101", "resnet152", "densenet121",
+                "inception_v3"):
+        batches = {r["batch"] for r in rows if r["network"] == net and r["policy"] == "default"}
+        assert len(batches) >= 2, f"{net}: need two batch sizes, have {sorted(batches)}"
+    assert any(n.startswith("resnet_") for n, _ in nets), "a very deep ResNet is missing"
+    for net in ("resnet50", "vgg16"):
+        for pol in ("recompute", "offload"):
+            assert (net, pol) in nets, f"no executed {pol} plan for {net}"
+
+
+@pytest.mark.parametrize("quantity", sorted(GATES))
+def test_gate(rows, quantity):
+    s = summarize(rows)[quantity]
+    worst = max(rows, key=lambda r: abs(r[_col(quantity)]))
+    assert s["ok"], (f"{quantity}: mean |err| {s['mean_abs_pct']:.2f}% (gate "
+                     f"{s['mean_gate_pct']}%), max |err| {s['max_abs_pct']:.2f}% (gate "
+                     f"{s['max_gate_pct']}%); worst {worst['trace']} "
+                     f"{worst[_col(quantity)]:+.2f}%")
+
+
+# and no single capture may leave the bounds either
+PER_TRACE_BOUND_PCT = {"err_allocated_pct": 5.0, "err_reserved_pct": 5.0, "err_step_time_pct": 10.0}
+
+
+@pytest.mark.parametrize("column", sorted(PER_TRACE_BOUND_PCT))
+def test_every_capture_within_bounds(rows, column):
+    bad = [f"{r['trace']} {r[column]:+.2f}%" for r in rows
+           if abs(r[column]) > PER_TRACE_BOUND_PCT[column]]
+    assert not bad, f"{column} beyond {PER_TRACE_BOUND_PCT[column]}%: {', '.join(bad)}"
+
+
+def _col(quantity):
+    return {"peak_allocated": "err_allocated_pct", "peak_reserved": "err_reserved_pct",
+            "step_time": "err_step_time_pct"}[quantity]
+
+
+def test_every_error_is_a_number(rows):
+    for r in rows:
+        for c in ("err_allocated_pct", "err_reserved_pct", "err_step_time_pct"):
+            assert not math.isnan(r[c]), f"{r['trace']}: {c} is NaN"
+
+
+def test_replay_is_deterministic():
+    doc = load_trace_doc(FILES[0])
+    a = replay_events(doc["program"])
+    b = replay_events(doc["program"])
+    assert a == b
+
+
+def test_requested_peak_matches_the_allocator_exactly(rows):
+    # the exact event order reproduces torch's requested_bytes.all.peak for plain runs
+    for r in rows:
+        if r["policy"] == "default":
+            assert r["pred_requested_bytes"] == pytest.approx(r["meas_requested_bytes"],
+                                                              rel=1e-3), r["trace"]
+
+
+def test_captures_carry_provenance():
+    for f in FILES:
+        prov = load_trace_doc(f)["provenance"]
+        assert prov["kind"] == "measured"
+        for key in ("gpu", "torch", "cuda", "cudnn", "date", "model", "batch"):
+            assert prov.get(key) not in (None, ""), f"{f}: provenance.{key} missing"
+
+
+def test_traces_are_small():
+    total = sum(os.path.getsize(f) for f in FILES)
+    assert all(os.path.getsize(f) < 2 * 2**20 for f in FILES)
+    assert total < 30 * 2**20
+
+
+def test_engine_path_runs_on_a_capture():
+    p = read_trace(FILES[0])
+    from snsim.hardware import load_hardware
+    from snsim.torchsim.replay import engine_run
+    res = engine_run(p, load_hardware("h200"))
+    assert res.feasible and res.step_time_s > 0
+
+
+def test_validate_needs_no_torch(tmp_path):
+    code = (
+        "import sys, importlib.abc\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name == 'torch' or name.startswith('torch.'):\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from snsim.cli import main\n"
+        f"sys.exit(main(['validate', {str(FILES[0])!r}, '--csv', {str(tmp_path / 'v.csv')!r}]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    with open(tmp_path / "v.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 1 and "err_allocated_pct" in rows[0]
+
+
+def test_validate_cli_table_and_csv(tmp_path, capsys):
+    from snsim.cli import main
+    assert main(["validate", str(FILES[0]), str(FILES[-1]), "--csv", str(tmp_path / "a.csv"),
+                 "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "alloc err %" in out and "peak_allocated" in out
+    assert len(list(csv.DictReader(open(tmp_path / "a.csv")))) == 2
+
+
+def test_validate_rejects_a_trace_without_ground_truth(tmp_path):
+    from snsim.errors import TraceError
+    doc = load_trace_doc(FILES[0])
+    doc.pop("measured")
+    p = tmp_path / "x.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(TraceError, match="measured.peak_allocated_bytes is missing"):
+        validate_trace(p)
+
+
+def test_validate_missing_files_is_one_line_error(capsys):
+    from snsim.cli import main
+    assert main(["validate", "no/such/dir/*.json.gz"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("snsim: error:") and "\n" not in err
