@@ -124,7 +124,8 @@ def program_from_dict(d, *, graph=None, source="trace"):
                 tensors=tensors, static_bytes=dict(static), graph=graph,
                 source=str(d.get("source", "capture")), hardware=str(d.get("hardware", "")),
                 optimizer=str(d.get("optimizer", "sgd-momentum")))
-    p.extra = {k: d[k] for k in ("static_tensors", "events") if k in d}
+    p.extra = {k: d[k] for k in ("static_tensors", "events", "warmup_events", "segment_addresses")
+               if k in d}
     return p
 
 

@@ -542,11 +542,26 @@ class PytorchAllocator(Allocator):
     """
 
     name = "pytorch"
-    _OPTIONS = ("max_split_size_bytes", "expandable_segments")
+    _OPTIONS = ("max_split_size_bytes", "expandable_segments", "segment_placement",
+                "segment_addresses")
+    PLACEMENTS = ("sequential", "driver")
 
     def __init__(self, capacity_bytes=None, *, max_split_size_bytes=None,
-                 expandable_segments=False):
+                 expandable_segments=False, segment_placement="sequential",
+                 segment_addresses=None):
         super().__init__(capacity_bytes)
+        # Where new segments go matters: best-fit ties between equal free blocks break by
+        # address. "driver" places them as cudaMalloc did on the H200 captures (large segments
+        # top-down, 2 MiB small-pool segments bottom-up); ``segment_addresses`` (a capture's
+        # recorded bases, in creation order) overrides either rule.
+        if segment_placement not in self.PLACEMENTS:
+            raise ConfigError(f"pytorch allocator option segment_placement "
+                              f"(={segment_placement!r}) must be one of {self.PLACEMENTS}")
+        self.segment_placement = segment_placement
+        self._addresses = [int(a) for a in (segment_addresses or ())]
+        self._top = 1 << 56
+        self._bottom = 0
+        self._made = 0   # segments ever created (num_segments drops when they are released)
         if expandable_segments is not False:
             raise ConfigError(
                 f"pytorch allocator option expandable_segments (={expandable_segments!r}) is not "
@@ -765,8 +780,18 @@ class PytorchAllocator(Allocator):
                         f"reserved + {size} B > capacity {cap} B after releasing cached segments "
                         f"({self.allocated_bytes} B allocated)",
                         requested_bytes=nbytes, short_bytes=self.reserved_bytes + size - cap)
-        addr = self._next_addr
-        self._next_addr = addr + size
+        if self._made < len(self._addresses):
+            addr = self._addresses[self._made]
+        elif self.segment_placement == "driver":
+            if small:
+                addr, self._bottom = self._bottom, self._bottom + size
+            else:
+                self._top -= size
+                addr = self._top
+        else:
+            addr = self._next_addr
+            self._next_addr = addr + size
+        self._made += 1
         self.num_segments += 1
         self.reserved_bytes += size
         if self.reserved_bytes > self.peak_reserved_bytes:

@@ -237,7 +237,7 @@ def align(rec, entries, s0, m_first):
 
 def segment_addresses(entries):
     """Base addresses of the allocator's segments in creation order, relative to the lowest
-    (the replay places its model's segments there; see ``DriverAddressedPytorchAllocator``)."""
+    (the replay places its model's segments there; see the pytorch allocator's ``segment_placement="driver"``)."""
     segs = [int(e["addr"]) for e in entries if e.get("action") == "segment_alloc"]
     if not segs or any(e.get("action") == "segment_free" for e in entries):
         return []   # a released segment's address can come back: keep the rule instead

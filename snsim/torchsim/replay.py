@@ -14,41 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.allocators import PytorchAllocator, _segment_size, make_allocator
+from ..engine.allocators import make_allocator
 from ..errors import TraceError
-
-
-class DriverAddressedPytorchAllocator(PytorchAllocator):
-    """The ``pytorch`` allocator model with segment addresses placed as the CUDA driver does.
-
-    The caching allocator breaks best-fit ties between free blocks of equal size by address,
-    and the addresses of its segments come from ``cudaMalloc``. On the H200 captures the driver
-    hands out large segments top-down (each new one below the last) and 2 MiB small-pool
-    segments bottom-up; the base model numbers segments upwards in creation order, which picks
-    the other of two equal cached blocks and can then need a segment the real run did not.
-    ``addresses`` (a capture's recorded segment bases, in creation order) overrides the rule.
-    """
-
-    def __init__(self, capacity_bytes=None, *, addresses=None, **options):
-        super().__init__(capacity_bytes, **options)
-        self._addresses = list(addresses or ())
-        self._made = 0
-        self._top = 1 << 56
-        self._bottom = 0
-
-    def _new_segment(self, nbytes, rounded, small, stream, fl):
-        size = _segment_size(rounded)
-        if self._made < len(self._addresses):
-            addr = int(self._addresses[self._made])
-        elif small:
-            addr = self._bottom
-            self._bottom += size
-        else:
-            self._top -= size
-            addr = self._top
-        self._made += 1
-        self._next_addr = addr
-        return super()._new_segment(nbytes, rounded, small, stream, fl)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,7 +71,7 @@ def replay_events(program, *, allocator="pytorch", capacity_bytes=None, repeat=2
         events).
     allocator : str
         Allocator model (``pytorch``, ``ideal``, ``pool``); ``pytorch`` places segments as the
-        CUDA driver does (:class:`DriverAddressedPytorchAllocator`).
+        CUDA driver does (``segment_placement="driver"``, SPEC §10).
     capacity_bytes : int, optional
         Device bytes for the model; None is unlimited.
     repeat : int
@@ -134,8 +101,8 @@ def replay_events(program, *, allocator="pytorch", capacity_bytes=None, repeat=2
         raise TraceError(f"repeat (={repeat}) must be >= 1")
     sizes, static, events, warmup, seg_addrs = _program_parts(program)
     if allocator == "pytorch":
-        a = DriverAddressedPytorchAllocator(capacity_bytes, addresses=seg_addrs,
-                                            **(allocator_options or {}))
+        a = make_allocator("pytorch", capacity_bytes, segment_placement="driver",
+                           segment_addresses=seg_addrs, **(allocator_options or {}))
     else:
         a = make_allocator(allocator, capacity_bytes, **(allocator_options or {}))
     handles = [None] * len(static)
