@@ -44,6 +44,7 @@ from pathlib import Path
 
 import yaml
 
+from .yamlio import read_yaml_mapping
 from .errors import ConfigError, SnsimError
 from .result import RUN_COLUMNS
 
@@ -133,38 +134,10 @@ def _node_lines(node, prefix, lines):
 
 
 def _read_yaml(path):
-    shown = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"sweep file {shown} does not exist") from None
-    except OSError as e:
-        raise ConfigError(f"cannot read sweep file {shown}: {e.strerror or e}") from None
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        pos = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        what = " ".join(str(x) for x in (e.context, e.problem) if x)
-        raise ConfigError(f"sweep file {shown}{pos} is not valid YAML: {what}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"sweep file {shown} is not valid YAML: "
-                          f"{' '.join(str(e).split())}") from None
-    finally:
-        loader.dispose()
-    if not isinstance(data, dict):
-        raise ConfigError(f"sweep file {shown} must hold a mapping of keys to values, "
-                          f"not {type(data).__name__}")
+    data, node = read_yaml_mapping(path, what="sweep file", prefix="sweep")
     lines = {}
-    seen = set()
-    for k, _ in node.value:
-        if k.value in seen:
-            raise ConfigError(f"sweep.{k.value} is set twice ({shown}:{k.start_mark.line + 1})")
-        seen.add(k.value)
     _node_lines(node, "", lines)
-    return _Doc(shown, data, lines)
+    return _Doc(str(path), data, lines)
 
 
 def _as_list(doc, key, default):

@@ -21,6 +21,7 @@ from types import MappingProxyType
 
 import yaml
 
+from ..yamlio import read_yaml_mapping
 from ..errors import ConfigError, UnknownNameError
 
 DEFAULT_HARDWARE = "k40c"
@@ -385,36 +386,12 @@ def _display(path):
 
 
 def _read_yaml(path, shown):
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot read hardware file {shown}: {e.strerror or e}") from None
-    loader = _Loader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        pos = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        what = " ".join(str(x) for x in (e.context, e.problem) if x)
-        raise ConfigError(f"hardware file {shown}{pos} is not valid YAML: {what}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"hardware file {shown} is not valid YAML: "
-                          f"{' '.join(str(e).split())}") from None
-    finally:
-        loader.dispose()
-    if not isinstance(data, dict):
-        raise ConfigError(f"hardware file {shown} must hold a mapping of keys to values, "
-                          f"not {type(data).__name__}")
+    data, node = read_yaml_mapping(path, what="hardware file", prefix="hardware", shown=shown,
+                                   loader=_Loader)
     lines = {}
-    seen = set()
     for key_node, value_node in node.value:
         key = key_node.value
-        line = key_node.start_mark.line + 1
-        if key in seen:
-            raise ConfigError(f"hardware.{key} is set twice ({shown}:{line}); keep one")
-        seen.add(key)
-        lines[key] = line
+        lines[key] = key_node.start_mark.line + 1
         if isinstance(value_node, yaml.MappingNode):
             for k2, _ in value_node.value:
                 lines[f"{key}.{k2.value}"] = k2.start_mark.line + 1
