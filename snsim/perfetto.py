@@ -16,13 +16,11 @@ on one thread are clamped so that none starts before the previous one ends (the 
 streams are FIFO, so only float rounding can make them touch); Perfetto nests overlapping
 slices, which would misdraw a stream.
 
-The memory counter comes from ``Result.memory_events``: ``allocated`` is the running sum of
-their deltas, i.e. the live requested bytes (static footprint included, CUDA context
-excluded). The engine logs tensor sizes, not allocator blocks, so ``reserved`` equals
-``allocated`` for the ``ideal`` allocator (where the two are the same by definition) and is the
-running high-water of ``allocated`` for ``pool``/``pytorch`` — a lower bound of the modelled
-reserved bytes, since neither returns memory within an iteration. The exact reserved peak is in
-``otherData.peak_reserved_bytes``.
+The ``memory`` counter is the allocator model's own ``allocated`` and ``reserved`` bytes after
+every change (``Result.allocator_trace``: static footprint included, CUDA context excluded), so
+it shows the ``pool``/``pytorch`` rounding and segments exactly. A result without that trace
+(an older pickle) falls back to the running sum of ``Result.memory_events`` with ``reserved`` as
+its high-water mark. ``memory by category`` always sums the memory events' exact tensor sizes.
 """
 from __future__ import annotations
 
@@ -133,8 +131,24 @@ def _flows(placed):
     return flows
 
 
+def _allocator_counters(result):
+    """``memory`` counter samples from the allocator model's own allocated/reserved bytes."""
+    out = []
+    last = None
+    # the engine logs in processing order; a copy's end can be processed after a later step
+    for t, allocated, reserved in sorted(result.allocator_trace, key=lambda e: e[0]):
+        ts = _ns(t)
+        if last is not None and last["ts"] == _us(ts):
+            out.pop()    # several changes at one instant: keep the last state
+        last = {"ph": "C", "pid": GPU_PID, "tid": 0, "name": "memory", "ts": _us(ts),
+                "args": {"allocated": allocated, "reserved": reserved}}
+        out.append(last)
+    return out
+
+
 def _counters(result):
     """``memory`` and ``memory by category`` counter samples from the memory events."""
+    exact = _allocator_counters(result) if getattr(result, "allocator_trace", None) else None
     ideal = result.allocator == "ideal"
     events = sorted(((_ns(t), i, cat, d) for i, (t, cat, d) in enumerate(result.memory_events)))
     allocated = high = 0
@@ -147,13 +161,15 @@ def _counters(result):
             by_cat[cat] = by_cat.get(cat, 0) + delta
             peak = allocated if peak is None else max(peak, allocated)
         # within one instant an allocation may precede a free: show the peak, then the level
-        for value in ((peak, allocated) if peak != allocated else (allocated,)):
+        for value in ((peak, allocated) if peak != allocated and exact is None else (allocated,)):
             high = max(high, value)
-            out.append({"ph": "C", "pid": GPU_PID, "tid": 0, "name": "memory", "ts": _us(ts),
-                        "args": {"allocated": value, "reserved": value if ideal else high}})
+            if exact is None:
+                out.append({"ph": "C", "pid": GPU_PID, "tid": 0, "name": "memory",
+                            "ts": _us(ts),
+                            "args": {"allocated": value, "reserved": value if ideal else high}})
         out.append({"ph": "C", "pid": GPU_PID, "tid": 0, "name": "memory by category",
                     "ts": _us(ts), "args": dict(sorted(by_cat.items()))})
-    return out
+    return (exact or []) + out
 
 
 def _other_data(result):
@@ -164,9 +180,8 @@ def _other_data(result):
                                 "peak_device_bytes", "static_bytes", "step_time_s")}
     data["policy_options"] = result.options
     data["context_bytes"] = result.context_bytes
-    data["memory_counter"] = ("allocated = live requested bytes (static included, context "
-                              "excluded); reserved = allocated for the ideal allocator, else the "
-                              "running high-water of allocated (a lower bound)")
+    data["memory_counter"] = ("allocated/reserved = the allocator model's bytes after each "
+                              "change (static included, context excluded)")
     try:
         from importlib.metadata import version
         data["snsim_version"] = version("snsim")

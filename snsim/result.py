@@ -71,6 +71,7 @@ class Result:
     steps: list = field(default_factory=list, repr=False)       # raw step records
     transfers: list = field(default_factory=list, repr=False)   # raw copy records
     memory_events: list = field(default_factory=list, repr=False)  # (t_s, category, delta_bytes)
+    allocator_trace: list = field(default_factory=list, repr=False)  # (t_s, allocated, reserved)
 
     @property
     def peak_device_bytes(self):

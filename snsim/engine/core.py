@@ -74,6 +74,7 @@ class Engine:
         self.steps_rec = []
         self.transfers = []
         self.mem_events = []
+        self.alloc_trace = []     # (t_s, allocated_bytes, reserved_bytes) after each change
         self.pinned = ()
         self.cur = None
         self._conv_tables()
@@ -156,6 +157,7 @@ class Engine:
         if self.record:
             self.mem_events.append((now, category or (self.kind[t] if t >= 0 else "workspace"),
                                     nbytes))
+            self.alloc_trace.append((now, mem.allocated_bytes, mem.reserved_bytes))
         return now, h
 
     def _release_gpu(self, t, when):
@@ -169,6 +171,7 @@ class Engine:
             self.lru.pop(t, None)
         if self.record:
             self.mem_events.append((when, self.kind[t], -self.size[t]))
+            self.alloc_trace.append((when, self.mem.allocated_bytes, self.mem.reserved_bytes))
 
     def _make_room(self, nbytes, now, t, evictable=(GPU, CLEAN, D2H, H2D), wait=True):
         """Evict (LRU) or wait for in-flight frees until ``nbytes`` fits; else stop the run."""
@@ -311,6 +314,8 @@ class Engine:
             self.mem.free(h)
             if self.record:
                 self.mem_events.append((now + duration, "workspace", -ws))
+                self.alloc_trace.append((now + duration, self.mem.allocated_bytes,
+                                         self.mem.reserved_bytes))
         end = now + duration
         in_use = self.in_use_until
         for t in step.deps:
@@ -460,7 +465,8 @@ class Engine:
             counters=dict(self.counters), recomputed_layers=tuple(self.recomputed),
             conv_algos={f"{k[0]}:{k[1]}": v for k, v in self.algos_chosen.items()},
             options=dict(self.plan.notes), sim_wall_s=wall_s, steps=self.steps_rec,
-            transfers=self.transfers, memory_events=self.mem_events)
+            transfers=self.transfers, memory_events=self.mem_events,
+            allocator_trace=self.alloc_trace)
 
 
 def run_plan(program, plan, hardware, *, budget_bytes=None, allocator="ideal",
