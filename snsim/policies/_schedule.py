@@ -202,13 +202,13 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
                 if offloaded[t]:
                     out.append(Offload(t))
             for t in s.deps:
-                if droppable[t] and last_f_use.get(t) == s.index and t not in s.outputs:
-                    # dropped, not freed, even when backward never reads it: a replay may
-                    # need it as an input; whatever stays dropped is freed at the end
-                    out.append(Drop(t))
+                if droppable[t] and last_f_use.get(t) == s.index and t not in s.outputs \
+                        and need_until[t] > s.index:
+                    out.append(Drop(t))       # replayed in backward where needed
                     dropped.add(t)
-                elif need_until[t] == s.index:
-                    out.append(Free(t))
+            for t in free_after[s.index]:     # need_until may point at a step not reading t
+                out.append(Free(t))
+                dropped.discard(t)
         elif s.phase == "B":
             for t in free_after[s.index]:
                 out.append(Free(t))
