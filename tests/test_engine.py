@@ -220,3 +220,20 @@ def test_chen_sqrt_every_option():
     dense = simulate("resnet50", batch=8, policy="chen_sqrt", policy_options={"every": 2})
     sparse = simulate("resnet50", batch=8, policy="chen_sqrt", policy_options={"every": 40})
     assert dense.recompute_time_s < sparse.recompute_time_s
+
+
+def test_superneurons_release_mode(programs):
+    # SPEC §3.3 Q8/Q9: no eager offload or prefetch (LRU swaps only), zero-workspace convs
+    p = programs["resnet50"]
+    budget = p.static_total_bytes + int(1.05 * (p.lower_bound_bytes() - p.static_total_bytes))
+    paper = run_plan(p, get_policy("superneurons").plan(p, K40C, budget), K40C,
+                     budget_bytes=budget)
+    rel = run_plan(p, get_policy("superneurons", release=True).plan(p, K40C, budget), K40C,
+                   budget_bytes=budget)
+    assert paper.feasible and rel.feasible
+    check_invariants(rel, p)
+    assert rel.counters["prefetch_hits"] == rel.counters["prefetch_late"] == 0
+    assert rel.h2d_bytes > 0 and rel.cache_misses > 0        # evicted tensors come back on demand
+    # cuDNN's zero-workspace algorithms: IMPLICIT_GEMM forward, ALGO_0 for both backward passes
+    assert set(rel.conv_algos.values()) <= {"IMPLICIT_GEMM", "ALGO_0", "ALGO_0+ALGO_0"}
+    assert rel.step_time_s > paper.step_time_s

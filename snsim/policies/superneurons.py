@@ -1,4 +1,11 @@
-"""SuperNeurons: liveness + unified tensor pool + cost-aware recomputation + dynamic workspaces."""
+"""SuperNeurons: liveness + unified tensor pool + cost-aware recomputation + dynamic workspaces.
+
+``release=True`` follows the authors' release code where it differs from the paper (SPEC §3.3):
+no eager offload or prefetch, only the LRU tensor cache with synchronous swaps (Q8), and
+zero-workspace conv algorithms because the release's workspace search is dormant (Q9). FORK
+copies and separate BN/ReLU outputs (Q2, Q4) hold in both modes. The release's id-filtered
+liveness (Q1), LRU recency (Q5) and the other quirks are not modelled.
+"""
 from ..plan import Plan
 from ._schedule import build_instructions
 from .base import Policy, register
@@ -9,12 +16,14 @@ class SuperNeurons(Policy):
     name = "superneurons"
     description = "liveness + offload/prefetch + LRU cache + cost-aware recompute + dynamic workspace"
     OPTIONS = {"mode": "cost-aware", "offload_types": ("CONV",), "prefetch_depth": 1,
-               "free_after_offload": False, "ws_policy": "dynamic"}
+               "free_after_offload": False, "ws_policy": "dynamic", "release": False}
 
     def plan(self, program, hardware, budget_bytes):
         o = self.options
-        ins = build_instructions(program, recompute=o["mode"], offload=True,
+        release = bool(o["release"])
+        ins = build_instructions(program, recompute=o["mode"], offload=not release,
                                  offload_types=tuple(o["offload_types"]),
                                  prefetch_depth=int(o["prefetch_depth"]))
-        return Plan(policy=self.name, instructions=ins, workspace=o["ws_policy"], lru=True,
+        return Plan(policy=self.name, instructions=ins, lru=True,
+                    workspace="none" if release else o["ws_policy"],
                     free_after_offload=bool(o["free_after_offload"]), notes=dict(o))
