@@ -92,7 +92,9 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
     seg = {}
     if recompute is not None:
         if program.graph is None:
-            raise ConfigError("recomputation needs the layer graph; this program has none")
+            raise ConfigError(f"recomputation needs the layer graph, and program "
+                              f"{program.name!r} has none (a captured trace); use a zoo network "
+                              f"or a modelled trace, or `snsim execute` on a GPU")
         if checkpoint_layers is not None:
             for t in tensors:
                 droppable[t.tensor_id] = (t.kind == "activation" and t.producer_type != "DATA"
