@@ -316,7 +316,7 @@ def build_parser():
 def _load_plugins():
     # optional command modules add themselves to COMMANDS on import
     import importlib
-    for mod in ("snsim.export", "snsim.experiments.cli", "snsim.torchsim.cli"):
+    for mod in ("snsim.sweep_cli", "snsim.experiments.cli", "snsim.torchsim.cli"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:

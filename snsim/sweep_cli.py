@@ -1,4 +1,4 @@
-"""CLI plugin commands for exports: ``snsim sweep FILE.yaml [--out ...] [--workers N]``.
+"""CLI plugin command ``snsim sweep FILE.yaml [--out ...] [--workers N]``.
 
 Imported by :func:`snsim.cli._load_plugins`; each command registers itself in
 ``snsim.cli.COMMANDS``. The work lives in :mod:`snsim.sweep`; this module is only the edge
