@@ -121,6 +121,26 @@ class Allocator:
         """Return whether ``alloc(nbytes, stream)`` would succeed; changes no state."""
         raise NotImplementedError
 
+    def _issue(self, record, allocated, nbytes):
+        """Hand out a new handle for ``record``, counting ``allocated`` and ``nbytes``."""
+        handle = self._next_handle
+        self._next_handle = handle + 1
+        self._live[handle] = record
+        self.allocated_bytes += allocated
+        self.requested_bytes += nbytes
+        if self.allocated_bytes > self.peak_allocated_bytes:
+            self.peak_allocated_bytes = self.allocated_bytes
+        if self.requested_bytes > self.peak_requested_bytes:
+            self.peak_requested_bytes = self.requested_bytes
+        return handle
+
+    def _retire(self, handle):
+        """Forget ``handle`` and return its record (None for a 0-byte allocation)."""
+        try:
+            return self._live.pop(handle)
+        except (KeyError, TypeError):
+            raise self._unknown_handle(handle) from None
+
     def reset_peaks(self):
         """Set every peak counter to its current value (like ``torch.cuda.reset_peak_memory_stats``)."""
         self.peak_allocated_bytes = self.allocated_bytes
@@ -358,10 +378,6 @@ class PoolAllocator(Allocator):
             gaps.set(ci, j, rest, size - nblocks)
             self._gap_size[rest] = size - nblocks
             self._gap_end[end] = rest
-        handle = self._next_handle
-        self._next_handle = handle + 1
-        self._live[handle] = (start, nblocks, nbytes)
-
         top = start + nblocks
         if top > self._high_water_blocks:
             self._high_water_blocks = top
@@ -370,19 +386,10 @@ class PoolAllocator(Allocator):
                 self._ever_high_water_blocks = top
                 if self.capacity_bytes is None:
                     self.reserved_bytes = top * KiB
-        self.allocated_bytes += nblocks * KiB
-        self.requested_bytes += nbytes
-        if self.allocated_bytes > self.peak_allocated_bytes:
-            self.peak_allocated_bytes = self.allocated_bytes
-        if self.requested_bytes > self.peak_requested_bytes:
-            self.peak_requested_bytes = self.requested_bytes
-        return handle
+        return self._issue((start, nblocks, nbytes), nblocks * KiB, nbytes)
 
     def free(self, handle):
-        try:
-            record = self._live.pop(handle)
-        except (KeyError, TypeError):
-            raise self._unknown_handle(handle) from None
+        record = self._retire(handle)
         if record is None:
             return
         start, nblocks, nbytes = record
@@ -666,22 +673,10 @@ class PytorchAllocator(Allocator):
 
         block.allocated = True
         block.requested = nbytes
-        handle = self._next_handle
-        self._next_handle = handle + 1
-        self._live[handle] = block
-        self.allocated_bytes += block.size
-        self.requested_bytes += nbytes
-        if self.allocated_bytes > self.peak_allocated_bytes:
-            self.peak_allocated_bytes = self.allocated_bytes
-        if self.requested_bytes > self.peak_requested_bytes:
-            self.peak_requested_bytes = self.requested_bytes
-        return handle
+        return self._issue(block, block.size, nbytes)
 
     def free(self, handle):
-        try:
-            block = self._live.pop(handle)
-        except (KeyError, TypeError):
-            raise self._unknown_handle(handle) from None
+        block = self._retire(handle)
         if block is None:
             return
         self.allocated_bytes -= block.size
