@@ -143,6 +143,16 @@ class GraphBuilder:
         return self._add("POOL", [x], (n, c, 1, 1), name=name, kernel=(h, w), stride=(1, 1),
                          pad=(0, 0), mode=mode)
 
+    def adaptive_pool(self, x, out_hw, *, mode="avg", name=None):
+        """PyTorch's ``AdaptiveAvgPool2d(out_hw)``: any input size to ``out_hw`` (windows of
+        about ``in/out``, recorded as kernel and stride for the cost model)."""
+        n, c, h, w = self.shape(x)
+        oh, ow = _pair(out_hw)
+        kernel = (max(1, -(-h // oh)), max(1, -(-w // ow)))
+        stride = (max(1, h // oh), max(1, w // ow))
+        return self._add("POOL", [x], (n, c, oh, ow), name=name, kernel=kernel, stride=stride,
+                         pad=(0, 0), mode=mode, adaptive=True)
+
     def lrn(self, x, size=5, alpha=1e-4, beta=0.75, k=1.0, *, name=None):
         return self._add("LRN", [x], self.shape(x), name=name, size=size, alpha=alpha,
                          beta=beta, k=k)

@@ -76,8 +76,10 @@ def alexnet(*, batch, input_size=None, num_classes=1000, variant="torchvision"):
         if pool:
             x = b.pool(x, 3, 2, name=f"pool{i}")
     if b.shape(x)[2:] != (6, 6):
-        raise ConfigError(f"alexnet: input_size {size} gives {b.shape(x)[2:]} feature maps; "
-                          f"the classifier needs 6x6 (use 224 or 227)")
+        if release:
+            raise ConfigError(f"alexnet (release): input_size {size} gives {b.shape(x)[2:]} "
+                              f"feature maps; its classifier needs 6x6 (use 227)")
+        x = b.adaptive_pool(x, 6, name="avgpool")   # torchvision's AdaptiveAvgPool2d((6, 6))
     for i in (6, 7):
         if not release:
             x = b.dropout(x, 0.5, name=f"drop{i}")
@@ -104,8 +106,7 @@ def vgg(depth=None, *, batch, input_size=None, num_classes=1000, variant="torchv
             x = b.relu(b.conv(x, width, 3, 1, 1, name=f"conv{stage}_{i}"), name=f"relu{stage}_{i}")
         x = b.pool(x, 2, 2, name=f"pool{stage}")
     if b.shape(x)[2:] != (7, 7):
-        raise ConfigError(f"vgg{depth}: input_size {size} gives {b.shape(x)[2:]} feature maps; "
-                          f"the classifier needs 7x7 (use 224 or 227)")
+        x = b.adaptive_pool(x, 7, name="avgpool")   # torchvision's AdaptiveAvgPool2d((7, 7))
     for i in (6, 7):
         x = b.dropout(b.relu(b.fc(x, 4096, name=f"fc{i}"), name=f"relu{i}"), 0.5, name=f"drop{i}")
     return b.finish(b.softmax(b.fc(x, num_classes, name="fc8")))

@@ -167,3 +167,14 @@ def test_builder_rejects_bad_shapes():
         b.conv(b.data(), 8, 7)
     with pytest.raises(GraphError, match="batch"):
         GraphBuilder("bad", batch=0, input_shape=(3, 4, 4))
+
+
+def test_adaptive_pool_keeps_torchvision_classifiers_at_other_sizes():
+    # torchvision's VGG/AlexNet pool to 7x7 / 6x6 adaptively, so parameters do not depend on size
+    for name, side in (("vgg16", 64), ("alexnet", 128)):
+        G = build_network(name, batch=2, input_size=side)
+        assert params(G) == TORCHVISION_PARAMS[name]
+        pools = [a for _, a in G.nodes(data=True) if a.get("adaptive")]
+        assert len(pools) == 1 and pools[0]["out_shape"][2:] in ((7, 7), (6, 6))
+    # at 224 the adaptive pool is an identity and is left out, as SuperNeurons has none
+    assert not any(a.get("adaptive") for _, a in build_network("vgg16", batch=1).nodes(data=True))
