@@ -223,13 +223,17 @@ def check_graph(G, *, source="graph"):
     if len(sources) != 1 or G.nodes[sources[0]]["type"] != "DATA":
         raise GraphError(f"{source}: graph must have exactly one source, of type DATA; found "
                          f"{[(n, G.nodes[n]['type']) for n in sources]}")
-    for n in G:
-        for attr, edges in (("src_port", G.out_edges(n, data=True)),
-                            ("dst_port", G.in_edges(n, data=True))):
-            ports = sorted(d.get(attr, -1) for _, _, d in edges)
-            if ports != list(range(len(ports))):
-                raise GraphError(f"{source}: layer {n}: edge {attr} values {ports} must be "
-                                 f"0..{len(ports) - 1}")
+    ports = {("src_port", n): [] for n in G}
+    ports.update({("dst_port", n): [] for n in G})
+    for u, v, d in G.edges(data=True):
+        ports[("src_port", u)].append(d.get("src_port", -1))
+        ports[("dst_port", v)].append(d.get("dst_port", -1))
+    for (attr, n), got in ports.items():
+        if len(got) > 1:
+            got.sort()
+        if got and (got[0] != 0 or got[-1] != len(got) - 1 or len(set(got)) != len(got)):
+            raise GraphError(f"{source}: layer {n}: edge {attr} values {got} must be "
+                             f"0..{len(got) - 1}")
 
 
 def adjacency(G):

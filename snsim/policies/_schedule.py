@@ -163,6 +163,10 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
                 if not droppable[t]:   # offloaded, or possibly evicted by the LRU cache
                     out.append(Prefetch(t))
 
+    transient = []          # by-products of this step's replays that nothing needs
+    now = [0]               # index of the step being scheduled
+    any_memory = "memory" in seg_mode.values()
+
     def ensure(t, keep):
         """Emit the replays that rematerialise dropped tensor t (inputs first)."""
         k = producer_step[t]
@@ -175,6 +179,8 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
             if y in dropped:    # a freed by-product (e.g. another fork copy) stays freed
                 dropped.discard(y)
                 replayed.add(y)
+                if need_until[y] <= now[0]:
+                    transient.append(y)   # revived only as a by-product: free after the step
         if seg_mode.get(seg.get(s.layer)) == "memory":
             for x in s.inputs:
                 if x in replayed and x not in keep:
@@ -193,6 +199,7 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
                 nxt = conv_b[r + prefetch_depth] if r + prefetch_depth < len(conv_b) else \
                     next((x.index for x in reversed(steps) if x.phase == "B"), s.index)
                 prefetch_window(s.index + 1, nxt)
+            now[0] = s.index
             need = [t for t in s.deps if t in dropped]
             keep = set(s.deps)
             for t in need:
@@ -216,16 +223,19 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
                 out.append(Free(t))
                 dropped.discard(t)
                 replayed.discard(t)
-            # speed-centric replays stay until liveness frees them (at need_until, above);
-            # memory-centric ones are dropped again right after the step that needed them
-            for t in sorted(replayed):
-                if need_until[t] <= s.index:   # a by-product of a replay nothing needs
+            for t in transient:
+                if t in replayed:
                     out.append(Free(t))
                     replayed.discard(t)
-                elif seg_mode.get(seg.get(tensors[t].producer)) == "memory":
-                    out.append(Drop(t))
-                    replayed.discard(t)
-                    dropped.add(t)
+            transient.clear()
+            # speed-centric replays stay until liveness frees them (at need_until, above);
+            # memory-centric ones are dropped again right after the step that needed them
+            if any_memory:
+                for t in sorted(replayed):
+                    if seg_mode.get(seg.get(tensors[t].producer)) == "memory":
+                        out.append(Drop(t))
+                        replayed.discard(t)
+                        dropped.add(t)
         else:
             for t in free_after[s.index]:
                 out.append(Free(t))
