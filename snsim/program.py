@@ -182,10 +182,9 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
 
     tensors = []
 
-    def new_tensor(name, kind, shape, producer):
+    def new_tensor(name, kind, nbytes, producer):
         tid = len(tensors)
-        tensors.append(Tensor(tid, name, kind, _numel(shape) * dtype, producer,
-                              nodes[producer]["type"]))
+        tensors.append(Tensor(tid, name, kind, nbytes, producer, nodes[producer]["type"]))
         return tid
 
     # forward tensors: out_of[(u, v)] = the tensor layer v reads from producer u
@@ -198,7 +197,8 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
             continue
         succ = nxt[n]
         if a["type"] == "FORK" and fork_copies and succ:
-            outs = tuple(new_tensor(f"{a['name']}.copy{i}", "activation", a["out_shape"], n)
+            outs = tuple(new_tensor(f"{a['name']}.copy{i}", "activation",
+                                    _numel(a["out_shape"]) * dtype, n)
                          for i in range(len(succ)))
             for v, t in zip(succ, outs):
                 out_of[(n, v)] = t
@@ -210,17 +210,11 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
             for v in succ:
                 out_of[(n, v)] = t
         else:
-            t = new_tensor(f"{a['name']}.y", "activation", a["out_shape"], n)
+            t = new_tensor(f"{a['name']}.y", "activation", _numel(a["out_shape"]) * dtype, n)
             outs = (t,)
             for v in succ:
                 out_of[(n, v)] = t
         outputs[n] = outs
-
-    # how many consumers read each forward tensor (fan-out without FORK copies)
-    readers = {}
-    for (u, v), t in out_of.items():
-        if t is not None:
-            readers[t] = readers.get(t, 0) + 1
 
     steps = []
 
@@ -243,23 +237,14 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
         if x in grad:               # fan-out: accumulate into the existing gradient
             return grad[x]
         grad[x] = new_tensor(f"{nodes[n]['name']}.{tag}", "activation_grad",
-                             _shape_of(tensors[x].nbytes), n)
+                             tensors[x].nbytes, n)
         return grad[x]
 
-    def _shape_of(nbytes):
-        return (nbytes // dtype,)
-
     def grad_alias(x, g):
-        # dx shares dy's storage when L is x's only reader; otherwise accumulate into grad[x]
-        if x in grad:
-            return grad[x]
-        if g is None:
-            return None
-        if readers.get(x, 0) <= 1:
+        # dx shares dy's storage; a later reader of x (fan-out) accumulates into that buffer
+        if x not in grad and g is not None:
             grad[x] = g
-            return g
-        grad[x] = g  # first of several readers: later readers accumulate into it
-        return g
+        return grad.get(x)
 
     for n in bwd_order:
         a = nodes[n]
@@ -305,7 +290,8 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
                     deps.append(grad_new(x, n, f"dx{i}" if len(xs) > 1 else "dx"))
                 elif typ == "CONV" and first_conv_dx:
                     shape = a["in_shapes"][i]
-                    deps.append(new_tensor(f"{a['name']}.dx_data", "activation_grad", shape, n))
+                    deps.append(new_tensor(f"{a['name']}.dx_data", "activation_grad",
+                                           _numel(shape) * dtype, n))
         add_step(n, "B", times(n)[1], deps)
 
     # static footprint

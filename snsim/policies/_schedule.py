@@ -80,7 +80,7 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
         raise ConfigError(f"prefetch_depth (={prefetch_depth}) must be >= 0")
     steps = program.steps
     tensors = program.tensors
-    first, last = program.uses()
+    _, last = program.uses()
     f_step_of = {}
     for s in steps:
         if s.phase == "F":
@@ -139,15 +139,7 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
                                       and not droppable[t.tensor_id]
                                       and steps[last[t.tensor_id]].phase == "B")
 
-    # backward-use positions of each tensor, for "is it needed again?"
-    b_uses = [[] for _ in tensors]
-    conv_b = []
-    for s in steps:
-        if s.phase == "B":
-            for t in s.deps:
-                b_uses[t].append(s.index)
-            if s.type == "CONV":
-                conv_b.append(s.index)
+    conv_b = [s.index for s in steps if s.phase == "B" and s.type == "CONV"]
 
     out = []
     dropped = set()
