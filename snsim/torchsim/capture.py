@@ -323,7 +323,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     from torch._subclasses.fake_tensor import FakeTensorMode
     from .build import build_program, iteration_marks, step_marks
     from .predict import _streams, infer_num_classes
-    from .record import (EventTimer, Instrument, Recorder, apply_order, make_optimizer,
+    from .record import (EventTimer, Instrument, Recorder, make_optimizer, register_static,
                          optimizer_state, train_step)
     spec = resolve_model(model, input_shape=input_shape)
     if batch <= 0:
@@ -365,13 +365,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     aux = spec.aux_loss_weight
 
     rec = Recorder(device_type=device, track_pointers=cuda)
-    static_names = {}
-    for name, kind, t in apply_order(net):
-        sid = rec.register(t, name)
-        if sid is not None:
-            static_names[sid] = (name, kind)
-    for name, t in (("input.x", x), ("input.y", y)):
-        static_names[rec.register(t, name)] = (name, "input")
+    static_names = register_static(rec, net, x, y)
 
     def sync():
         if cuda:

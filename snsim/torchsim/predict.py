@@ -96,7 +96,7 @@ def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transfor
     """
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from .record import (Instrument, Recorder, apply_order, make_optimizer, optimizer_state,
+    from .record import (Instrument, Recorder, make_optimizer, optimizer_state, register_static,
                          train_step)
 
     with FakeTensorMode(), torch.device("cpu"), cuda_like_dispatch():
@@ -120,14 +120,7 @@ def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transfor
             model = transform(model)
         opt = make_optimizer(optimizer, model.parameters())
         rec = Recorder(device_type="cpu")
-        static_names = {}
-        for name, kind, t in apply_order(model):
-            sid = rec.register(t, name)
-            if sid is not None:
-                static_names[sid] = (name, kind)
-        for name, t in (("input.x", x), ("input.y", y)):
-            sid = rec.register(t, name)
-            static_names[sid] = (name, "input")
+        static_names = register_static(rec, model, x, y)
         param_names = {id(p): n for n, p in model.named_parameters()}
         inst = Instrument(model, rec)
         with rec.active():

@@ -485,6 +485,19 @@ def apply_order(model):
     return out
 
 
+def register_static(rec, model, x, y):
+    """Register the model's parameters and buffers (in allocation order) and the input batch
+    with ``rec``; return ``{storage id: (name, kind)}`` of these static storages."""
+    static_names = {}
+    for name, kind, t in apply_order(model):
+        sid = rec.register(t, name)
+        if sid is not None:
+            static_names[sid] = (name, kind)
+    for name, t in (("input.x", x), ("input.y", y)):
+        static_names[rec.register(t, name)] = (name, "input")
+    return static_names
+
+
 def optimizer_state(optimizer, param_names):
     """``[(name, tensor)]`` of every tensor in the optimizer state."""
     out = []
