@@ -29,6 +29,7 @@ class Tensor:
     nbytes: int
     producer: int          # layer id whose step first writes it
     producer_type: str     # layer type of the producer (offload picks CONV outputs)
+    stream: int = 0        # CUDA stream it is allocated on (captures; 0 = default stream)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,15 +20,17 @@ Reading checks the schema and reports the first problem as one line naming file 
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 from pathlib import Path
 
 import networkx as nx
 
+from .captured import layer_graph, op_granular
 from .errors import TraceError
 from .graph import check_graph
-from .program import MANAGED_KINDS, STATIC_KINDS, Program, Step, Tensor
+from .program import MANAGED_KINDS, STATIC_KINDS, Program, StaticTensor, Step, Tensor
 
 TRACE_VERSION = 1
 _TUPLE_ATTRS = ("out_shape", "kernel", "stride", "pad", "input_shape")
@@ -99,6 +101,7 @@ def program_from_dict(d, *, graph=None, source="trace"):
             raise TraceError(f"{source}: program.tensors[{i}].nbytes (={nbytes!r}) must be an integer >= 0")
         tensors.append(Tensor(tid, str(name), kind, nbytes, producer, str(ptype)))
     steps = []
+    raw_steps = []
     for i, row in enumerate(_field(d, "steps", list, source, where)):
         try:
             layer, name, typ, phase, time_s, deps, *rest = row
@@ -115,17 +118,37 @@ def program_from_dict(d, *, graph=None, source="trace"):
         outs = tuple(rest[0]) if len(rest) > 0 else ()
         ins = tuple(rest[1]) if len(rest) > 1 else ()
         steps.append(Step(i, layer, str(name), str(typ), phase, float(time_s), tuple(deps), outs, ins))
+        raw_steps.append(row)
     static = _field(d, "static_bytes", dict, source, where)
     for k, v in static.items():
         if k not in STATIC_KINDS or not isinstance(v, int) or v < 0:
             raise TraceError(f"{source}: program.static_bytes.{k} (={v!r}) must be a kind in "
                              f"{STATIC_KINDS} with an integer >= 0")
+    static_tensors = []
+    if "events" in d:   # a capture: op-granular steps, streams, static allocations, its DAG
+        events = _field(d, "events", list, source, where)
+        steps, streams = op_granular(raw_steps, events, len(tensors), source=source)
+        tensors = [dataclasses.replace(t, stream=k) if k else t
+                   for t, k in zip(tensors, streams)]
+        for i, row in enumerate(d.get("static_tensors", [])):
+            try:
+                nm, kd, nb = row[:3]
+            except (TypeError, ValueError):
+                raise TraceError(f"{source}: program.static_tensors[{i}] must be "
+                                 f"[name, kind, nbytes]") from None
+            if kd not in STATIC_KINDS or not isinstance(nb, int) or nb < 0:
+                raise TraceError(f"{source}: program.static_tensors[{i}] (={row!r}) must have a "
+                                 f"kind in {STATIC_KINDS} and an integer nbytes >= 0")
+            static_tensors.append(StaticTensor(str(nm), kd, nb, 0))
     p = Program(name=str(d.get("name", "captured")), batch=int(d.get("batch", 1)), steps=steps,
                 tensors=tensors, static_bytes=dict(static), graph=graph,
                 source=str(d.get("source", "capture")), hardware=str(d.get("hardware", "")),
-                optimizer=str(d.get("optimizer", "sgd-momentum")))
-    p.extra = {k: d[k] for k in ("static_tensors", "events", "warmup_events", "segment_addresses")
-               if k in d}
+                optimizer=str(d.get("optimizer", "sgd-momentum")), static_tensors=static_tensors)
+    p.extra = {k: d[k] for k in ("warmup_events", "warmup_iteration_starts",
+                                 "segment_addresses") if k in d}
+    if "events" in d and graph is None:
+        p.graph = layer_graph(p)
+        p.adjacency = None
     return p
 
 

@@ -34,17 +34,36 @@ class Engine:
     """Replays one plan. Use :func:`run_plan`; the class keeps the hot loop's state."""
 
     def __init__(self, program, plan, hardware, *, budget_bytes=None, allocator="ideal",
-                 allocator_options=None, record=True):
+                 allocator_options=None, record=True, warmup_iterations=None):
         self.p = program
         self.plan = plan
         self.hw = hardware
         self.budget = int(budget_bytes if budget_bytes is not None else hardware.budget_bytes)
         self.alloc_name = allocator
-        self.mem = make_allocator(allocator, self.budget, **(allocator_options or {}))
+        options = dict(allocator_options or {})
+        self.warmup = program.extra.get("warmup_events")
+        starts = program.extra.get("warmup_iteration_starts") or ()
+        warm_runs = 1
+        if self.warmup is not None and plan.policy != "liveness" and len(starts) > 1:
+            # another plan than the captured one: keep the model setup and the first iteration
+            # (which creates the optimizer state), then let the plan's own iterations fill the
+            # allocator's cache as they would have from the start
+            warm_runs = len(starts) - 1
+            self.warmup = self.warmup[:starts[1]]
+        if self.warmup is not None and allocator == "pytorch":
+            # a captured program: place segments as the CUDA driver did (SPEC §10)
+            options.setdefault("segment_placement", "driver")
+            options.setdefault("segment_addresses", program.extra.get("segment_addresses"))
+        self.mem = make_allocator(allocator, self.budget, **options)
+        # a capture measures a steady iteration: the one before it left the allocator's cache
+        # as it finds it, so the plan runs once unmeasured first
+        self.warmup_iterations = ((warm_runs if self.warmup is not None else 0)
+                                  if warmup_iterations is None else int(warmup_iterations))
         self.record = record
         n = len(program.tensors)
         self.size = [t.nbytes for t in program.tensors]
         self.kind = [t.kind for t in program.tensors]
+        self.stream = [t.stream for t in program.tensors]
         self.state = [VOID] * n
         self.handle = [None] * n
         self.ready_at = [0.0] * n      # H2D arrival time
@@ -141,10 +160,11 @@ class Engine:
     def _alloc(self, t, now, nbytes=None, category=None):
         """Allocate tensor t (or a workspace when t < 0) at ``now``; returns the (later) time."""
         nbytes = self.size[t] if nbytes is None else nbytes
+        stream = self.stream[t] if t >= 0 else 0
         mem = self.mem
-        if not mem.can_alloc(nbytes):
-            now = self._make_room(nbytes, now, t)
-        h = mem.alloc(nbytes)
+        if not mem.can_alloc(nbytes, stream):
+            now = self._make_room(nbytes, now, t, stream=stream)
+        h = mem.alloc(nbytes, stream)
         self.mem_ops += 1
         if category is not None or t >= 0:   # not a workspace
             if mem.requested_bytes > self.peak_tensor:
@@ -173,10 +193,10 @@ class Engine:
             self.mem_events.append((when, self.kind[t], -self.size[t]))
             self.alloc_trace.append((when, self.mem.allocated_bytes, self.mem.reserved_bytes))
 
-    def _make_room(self, nbytes, now, t, evictable=(GPU, CLEAN, D2H, H2D), wait=True):
+    def _make_room(self, nbytes, now, t, evictable=(GPU, CLEAN, D2H, H2D), wait=True, stream=0):
         """Evict (LRU) or wait for in-flight frees until ``nbytes`` fits; else stop the run."""
         mem = self.mem
-        while not mem.can_alloc(nbytes):
+        while not mem.can_alloc(nbytes, stream):
             victim = None
             if self.lru is not None:
                 for cand in self.lru:
@@ -410,38 +430,108 @@ class Engine:
             for t in range(len(p.tensors)):
                 self._alloc(t, 0.0)
 
+    def _replay_warmup(self):
+        """A capture's setup and earlier iterations, in their exact allocation order."""
+        static = self.p.static_tensors
+        handles = [None] * len(static)
+        temps = {}
+        for i, ev in enumerate(self.warmup):
+            if ev[0] == "alloc":
+                key, nbytes = int(ev[1]), int(ev[2])
+                stream = int(ev[3]) if len(ev) > 3 else 0
+                if not self.mem.can_alloc(nbytes, stream):
+                    self._make_room(nbytes, 0.0, -1, wait=False, stream=stream)
+                h = self.mem.alloc(nbytes, stream)
+                self.mem_ops += 1
+                if key >= 0:
+                    if key >= len(static) or handles[key] is not None:
+                        raise PlanError(f"warmup_events[{i}] allocates static tensor {key} "
+                                        f"twice or out of range")
+                    handles[key] = h
+                    if self.record:
+                        self.mem_events.append((0.0, static[key].kind, nbytes))
+                else:
+                    temps[key] = h
+            else:
+                h = temps.pop(int(ev[1]), None)
+                if h is None:
+                    raise PlanError(f"warmup_events[{i}] frees {ev[1]}, which is not allocated")
+                self.mem.free(h)
+                self.mem_ops += 1
+        missing = [i for i, h in enumerate(handles) if h is None]
+        if temps or missing:
+            raise PlanError(f"warmup_events leave {len(temps)} temporaries allocated and never "
+                            f"allocate {len(missing)} static tensors")
+        if self.record:
+            self.alloc_trace.append((0.0, self.mem.allocated_bytes, self.mem.reserved_bytes))
+        self.peak_tensor = self.mem.requested_bytes
+
+    def _next_iteration(self):
+        """Forget an unmeasured iteration: clocks, counters and records start again; the
+        allocator keeps its cached segments, as a real allocator does between iterations."""
+        n = len(self.p.tensors)
+        self.state = [VOID] * n
+        self.ready_at = [0.0] * n
+        self.busy_until = [0.0] * n
+        self.in_use_until = [0.0] * n
+        self.on_host = [False] * n
+        if self.lru is not None:
+            self.lru.clear()
+        self.t_compute = self.t_h2d = self.t_d2h = 0.0
+        self.host_bytes = self.peak_host_bytes = 0
+        self.counters = dict.fromkeys(self.counters, 0)
+        self.compute_time = self.recompute_time = self.stall_time = 0.0
+        self.h2d_bytes = self.d2h_bytes = 0
+        self.recomputed = []
+        self.algos_chosen = {}
+        self.steps_rec, self.transfers = [], []
+        del self.mem_events[self._setup_events:]
+        del self.alloc_trace[self._setup_trace:]
+        self.mem.reset_peaks()
+        self.peak_tensor = self.mem.requested_bytes
+
     def run(self):
         wall = time.perf_counter()
         failure = None
         steps = self.p.steps
         try:
-            self._setup()
-            for ins in self.plan.instructions:
-                kind = type(ins)
-                if kind is Compute:
-                    s = steps[ins.step]
-                    self._run_step(s, s.phase, s.time_s)
-                elif kind is Free:
-                    self._free(ins.tensor)
-                elif kind is Offload:
-                    self._offload(ins.tensor)
-                elif kind is Prefetch:
-                    self._prefetch(ins.tensor)
-                elif kind is Drop:
-                    self._drop(ins.tensor)
-                elif kind is Recompute:
-                    self._recompute(steps[ins.step])
-                else:
-                    raise PlanError(f"unknown plan instruction {ins!r}")
-            self._advance(float("inf"))
-            leaked = [t for t, st in enumerate(self.state) if st not in (FREED, VOID)]
-            if leaked:
-                names = ", ".join(p.name for p in (self.p.tensors[t] for t in leaked[:3]))
-                raise PlanError(f"plan {self.plan.policy!r} leaves {len(leaked)} tensors "
-                                f"allocated at the end of the iteration (e.g. {names})")
+            if self.warmup is not None:
+                self._replay_warmup()
+            else:
+                self._setup()
+            self._setup_events, self._setup_trace = len(self.mem_events), len(self.alloc_trace)
+            for _ in range(self.warmup_iterations):
+                self._iteration(steps)
+                self._next_iteration()
+            self._iteration(steps)
         except _Stop as stop:
             failure = stop.failure
         return self._result(failure, time.perf_counter() - wall)
+
+    def _iteration(self, steps):
+        for ins in self.plan.instructions:
+            kind = type(ins)
+            if kind is Compute:
+                s = steps[ins.step]
+                self._run_step(s, s.phase, s.time_s)
+            elif kind is Free:
+                self._free(ins.tensor)
+            elif kind is Offload:
+                self._offload(ins.tensor)
+            elif kind is Prefetch:
+                self._prefetch(ins.tensor)
+            elif kind is Drop:
+                self._drop(ins.tensor)
+            elif kind is Recompute:
+                self._recompute(steps[ins.step])
+            else:
+                raise PlanError(f"unknown plan instruction {ins!r}")
+        self._advance(float("inf"))
+        leaked = [t for t, st in enumerate(self.state) if st not in (FREED, VOID)]
+        if leaked:
+            names = ", ".join(p.name for p in (self.p.tensors[t] for t in leaked[:3]))
+            raise PlanError(f"plan {self.plan.policy!r} leaves {len(leaked)} tensors "
+                            f"allocated at the end of the iteration (e.g. {names})")
 
     def _result(self, failure, wall_s):
         p, hw, mem = self.p, self.hw, self.mem
@@ -470,16 +560,18 @@ class Engine:
 
 
 def run_plan(program, plan, hardware, *, budget_bytes=None, allocator="ideal",
-             allocator_options=None, record=True):
+             allocator_options=None, record=True, warmup_iterations=None):
     """Replay ``plan`` for ``program`` on ``hardware``; return a :class:`~snsim.result.Result`.
 
     An allocation that does not fit gives an infeasible Result (``feasible=False`` and a
-    ``failure`` record), never an exception. A plan that breaks the IR's rules raises
+    ``failure`` record), never an exception. ``warmup_iterations`` unmeasured iterations run
+    first (default: 1 for a captured program, whose peaks are a steady iteration's, else 0). A plan that breaks the IR's rules raises
     :class:`~snsim.errors.PlanError`.
     """
     plan.check(program)
     return Engine(program, plan, hardware, budget_bytes=budget_bytes, allocator=allocator,
-                  allocator_options=allocator_options, record=record).run()
+                  allocator_options=allocator_options, record=record,
+                  warmup_iterations=warmup_iterations).run()
 
 
 __all__ = ["Engine", "run_plan", "InfeasibleError"]

@@ -81,11 +81,12 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
     steps = program.steps
     tensors = program.tensors
     _, last = program.uses()
-    f_step_of = {}
+    producer_step = [-1] * len(tensors)   # the forward step that writes each tensor
     for s in steps:
         if s.phase == "F":
-            f_step_of[s.layer] = s.index
-    producer_step = [f_step_of.get(t.producer, -1) for t in tensors]
+            for t in s.outputs:
+                if producer_step[t] < 0:
+                    producer_step[t] = s.index
 
     droppable = [False] * len(tensors)
     seg_mode = {}

@@ -174,6 +174,7 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
     # -- storages ----------------------------------------------------------------------------
     live = OrderedDict()          # key -> None, alive before the steady iteration
     warm = []
+    warm_iteration = []           # the iteration of each warm-up event (-1: model setup)
     for m, kind, key, *rest in stream:
         if m >= m0:
             break
@@ -182,6 +183,7 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
         else:
             live.pop(key, None)
         warm.append((kind, key, rest[0] if rest else 0))
+        warm_iteration.append(marks[m][3] if m >= 0 else -1)
     static_keys = list(live)
     static_index = {k: i for i, k in enumerate(static_keys)}
     static_tensors = []
@@ -196,7 +198,10 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
     temp_ids = {}
     n_temps = 0
     warmup_events = []
-    for kind, key, sidx in warm:
+    iteration_starts = {}    # iteration -> index of its first warm-up event
+    for (kind, key, sidx), it in zip(warm, warm_iteration):
+        if it >= 0:
+            iteration_starts.setdefault(it, len(warmup_events))
         if kind == "a":
             if key in static_index:
                 ev = ["alloc", static_index[key], info[key][0]]
@@ -271,6 +276,7 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
         "hardware": hardware, "static_bytes": static_bytes, "steps": steps,
         "tensors": tensors, "static_tensors": static_tensors, "events": events,
         "warmup_events": warmup_events,
+        "warmup_iteration_starts": [iteration_starts[k] for k in sorted(iteration_starts)],
         "notes": {"survivors_freed_at_end": len(survivors), "static_freed": static_freed,
                   "raw_marks": m1 - m0},
         "ops": op_rows,

@@ -233,20 +233,17 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
         ``peak_allocated_bytes``, ``peak_reserved_bytes``, ``peak_requested_bytes``,
         ``step_time_s`` and ``program`` (the trace program).
     """
+    from ..captured import replay_capture
     from ..hardware import load_hardware
-    from ..trace import program_from_dict
-    from .replay import engine_run, replay_events
     prog, prov = predict_program(model, batch, optimizer=optimizer, gpu=gpu,
                                  input_shape=input_shape, transform=transform, hidden=hidden,
                                  hidden_exclude=hidden_exclude)
     hw = load_hardware(gpu)
-    rr = replay_events(prog, capacity_bytes=hw.dram_bytes)
-    p = program_from_dict(prog, source="predict")
-    res = engine_run(p, hw)
+    res = replay_capture(prog, hw)
     return {"network": prog["name"], "batch": batch, "optimizer": optimizer, "hardware": hw.name,
-            "peak_requested_bytes": rr.peak_requested_bytes,
-            "peak_allocated_bytes": rr.peak_allocated_bytes,
-            "peak_reserved_bytes": rr.peak_reserved_bytes, "static_bytes": rr.static_bytes,
-            "step_time_s": res.step_time_s, "num_allocs": rr.num_allocs,
-            "engine_peak_allocated_bytes": res.peak_allocated_bytes,
+            "feasible": res.feasible, "budget_bytes": res.budget_bytes,
+            "peak_requested_bytes": res.peak_ideal_bytes,
+            "peak_allocated_bytes": res.peak_allocated_bytes,
+            "peak_reserved_bytes": res.peak_reserved_bytes, "static_bytes": res.static_bytes,
+            "step_time_s": res.step_time_s,
             "program": prog, "provenance": prov}

@@ -1,10 +1,10 @@
-"""Predicted vs measured for captured traces (``snsim validate``); numpy and snsim only.
+"""Replayed vs measured for captured traces (``snsim validate``); numpy and snsim only.
 
-For every trace: the exact event order replayed through the ``pytorch`` allocator model gives
-the predicted allocated and reserved peaks (:func:`~snsim.torchsim.replay.replay_events`); the
-ordinary engine with a ``liveness`` plan on the same program, with the hardware preset the
-trace names, gives the predicted step time (the sum of the captured per-step times on one
-compute stream). Both are compared with the trace's ``measured`` ground truth.
+Every trace's program runs through the engine (:func:`snsim.captured.replay_capture`, the
+``liveness`` plan, the ``pytorch`` allocator, the hardware preset the trace names): its peaks
+come from the capture's own allocation order and its step time from the capture's own hooked
+per-step times. This is a *replay* of a measured run — it checks the engine and the allocator
+model, not a prediction; predictions (``snsim predict``, made before a run) are reported apart.
 """
 from __future__ import annotations
 
@@ -45,9 +45,9 @@ def validate_trace(path):
     TraceError
         A trace without a program or without measured ground truth.
     """
+    from ..captured import replay_capture
     from ..hardware import load_hardware
     from ..trace import load_trace_doc, program_from_dict
-    from .replay import engine_run, replay_events
     doc = load_trace_doc(path)
     prog = doc.get("program")
     measured = doc.get("measured")
@@ -58,9 +58,11 @@ def validate_trace(path):
                          f"capture of a real run)")
     prov = doc.get("provenance", {})
     hw = load_hardware(prov.get("hardware") or prog.get("hardware") or "h200")
-    rr = replay_events(prog, capacity_bytes=hw.dram_bytes)
     program = program_from_dict(prog, source=str(path))
-    res = engine_run(program, hw)
+    res = replay_capture(program, hw, budget_bytes=hw.dram_bytes)
+    if not res.feasible:
+        raise TraceError(f"{path}: the replay does not fit in {hw.name}'s {hw.dram_bytes} B "
+                         f"({res.failure})")
     m_alloc = int(measured["peak_allocated_bytes"])
     m_res = int(measured["peak_reserved_bytes"])
     m_time = float(measured["step_time_s"])
@@ -69,16 +71,15 @@ def validate_trace(path):
         "network": prog.get("name", ""), "batch": int(prog.get("batch", 0)),
         "policy": prov.get("policy", "default"),
         "optimizer": prog.get("optimizer", ""),
-        "pred_allocated_bytes": rr.peak_allocated_bytes, "meas_allocated_bytes": m_alloc,
-        "err_allocated_pct": pct_error(rr.peak_allocated_bytes, m_alloc),
-        "pred_reserved_bytes": rr.peak_reserved_bytes, "meas_reserved_bytes": m_res,
-        "err_reserved_pct": pct_error(rr.peak_reserved_bytes, m_res),
+        "kind": "replay",
+        "pred_allocated_bytes": res.peak_allocated_bytes, "meas_allocated_bytes": m_alloc,
+        "err_allocated_pct": pct_error(res.peak_allocated_bytes, m_alloc),
+        "pred_reserved_bytes": res.peak_reserved_bytes, "meas_reserved_bytes": m_res,
+        "err_reserved_pct": pct_error(res.peak_reserved_bytes, m_res),
         "pred_step_time_s": res.step_time_s, "meas_step_time_s": m_time,
         "err_step_time_pct": pct_error(res.step_time_s, m_time),
-        "pred_requested_bytes": rr.peak_requested_bytes,
+        "pred_requested_bytes": res.peak_ideal_bytes,
         "meas_requested_bytes": int(measured.get("peak_requested_bytes", 0)),
-        "engine_allocated_bytes": res.peak_allocated_bytes,
-        "err_engine_allocated_pct": pct_error(res.peak_allocated_bytes, m_alloc),
         "steps": len(prog.get("steps", [])), "tensors": len(prog.get("tensors", [])),
         "hidden_allocations": int(prog.get("notes", {}).get("hidden_allocations", 0)),
         "hardware": hw.name, "gpu": prov.get("gpu", ""),

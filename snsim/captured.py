@@ -1,0 +1,162 @@
+"""A captured (or FakeTensor-predicted) PyTorch step as an op-granular program and a layer DAG.
+
+A capture records, per step (a module call, an autograd node, the optimizer), the exact order
+of every allocation and free. :func:`op_granular` splits each step where a free is followed by
+an allocation, so that each resulting step allocates first and frees last — the shape the
+engine executes (allocate a step's new tensors at its start, free at its end). A ``liveness``
+plan then frees every tensor exactly where PyTorch freed it, and the engine's peaks equal a
+replay of the recorded event order. Reads of a tensor are placed inside its lifetime.
+
+:func:`layer_graph` turns the forward steps into a networkx DAG (one node per module call,
+an edge where a module reads what an earlier one produced), so the policies that need a graph
+(recomputation, Chen's checkpoints) run on captured programs as they do on the zoo.
+"""
+from __future__ import annotations
+
+import networkx as nx
+
+from .errors import TraceError
+from .program import Step
+
+_LAYER_KEYS = ("CONV", "FC", "BN", "ACT", "POOL", "LRN", "DROPOUT", "SOFTMAX", "JOIN", "CONCAT")
+
+
+def _groups(events):
+    """Split one step's ``(kind, tid)`` events into runs of allocations followed by frees."""
+    groups = [([], [])]
+    for kind, tid in events:
+        allocs, frees = groups[-1]
+        if kind == "alloc":
+            if frees:
+                groups.append(([tid], []))
+            else:
+                allocs.append(tid)
+        else:
+            frees.append(tid)
+    return groups
+
+
+def op_granular(rows, events, n_tensors, *, source="trace"):
+    """Steps of a captured program, split at every free-then-alloc boundary of ``events``.
+
+    Parameters
+    ----------
+    rows : list of (layer, name, type, phase, time_s, deps)
+        The captured steps; ``deps`` holds every tensor the step allocates, frees or reads.
+    events : list of (step, "alloc" | "free", tensor_id[, stream])
+        The exact allocation order of the steady iteration.
+    n_tensors : int
+        Number of managed tensors.
+
+    Returns
+    -------
+    (steps, streams)
+        :class:`~snsim.program.Step` records (a step's time is shared equally by its parts)
+        and the CUDA stream of each tensor's allocation (0 = default).
+
+    Examples
+    --------
+    >>> rows = [[1, "a", "CONV", "F", 2.0, [0, 1]], [2, "b", "BN", "F", 1.0, [0, 2]]]
+    >>> ev = [[0, "alloc", 0], [0, "alloc", 1], [0, "free", 1], [1, "alloc", 2], [1, "free", 0],
+    ...       [1, "free", 2]]
+    >>> steps, _ = op_granular(rows, ev, 3)
+    >>> [(s.name, s.deps) for s in steps]
+    [('a', (0, 1)), ('b', (2, 0))]
+    """
+    per_step = [[] for _ in rows]
+    streams = [0] * n_tensors
+    for i, ev in enumerate(events):
+        s, kind, tid = int(ev[0]), ev[1], int(ev[2])
+        if not 0 <= s < len(rows) or kind not in ("alloc", "free") or not 0 <= tid < n_tensors:
+            raise TraceError(f"{source}: program.events[{i}] (={ev!r}) must be [step, "
+                             f"'alloc'|'free', tensor_id] with a valid step and tensor")
+        per_step[s].append((kind, tid))
+        if kind == "alloc" and len(ev) > 3:
+            streams[tid] = int(ev[3])
+    # where each tensor is born and dies, as (captured step, part)
+    born, dies = {}, {}
+    parts = []
+    for s, evs in enumerate(per_step):
+        groups = _groups(evs)
+        parts.append(groups)
+        for g, (allocs, frees) in enumerate(groups):
+            for t in allocs:
+                born[t] = (s, g)
+            for t in frees:
+                dies[t] = (s, g)
+    steps = []
+    for s, (layer, name, typ, phase, time_s, deps) in enumerate(rows):
+        groups = parts[s]
+        reads = [[] for _ in groups]
+        own = {t for a, f in groups for t in a + f}
+        last = len(groups) - 1
+        for t in deps:
+            if t in own:
+                continue
+            g = last
+            if t in dies and dies[t][0] == s:
+                g = min(g, dies[t][1])
+            if t in born and born[t][0] == s:
+                g = max(g, born[t][1])
+            reads[g].append(t)
+        share = float(time_s) / len(groups)
+        for g, (allocs, frees) in enumerate(groups):
+            dep = list(dict.fromkeys(allocs + frees + reads[g]))
+            ins = ()
+            if phase == "F":   # what it reads: what it frees (made earlier) and what it reads
+                ins = tuple(dict.fromkeys([t for t in frees if born.get(t, (-1, 0)) < (s, g)]
+                                          + reads[g]))
+            steps.append(Step(len(steps), layer, str(name), str(typ), phase, share,
+                              tuple(dep), tuple(allocs) if phase == "F" else (), ins))
+    return steps, streams
+
+
+def layer_graph(program):
+    """The forward layer DAG of a captured program (one node per module call).
+
+    Node attributes follow the zoo's schema where they matter to policies: ``type``
+    (CONV, BN, …; ``OP`` for functional code between modules) and ``name``; an edge
+    ``u → v`` means layer ``v`` reads a tensor layer ``u`` produced, ports in read order.
+    The tensors of a step that another part of the same layer produced are not edges.
+    """
+    G = nx.DiGraph(name=program.name, batch=program.batch, source="capture")
+    producer = {t.tensor_id: t.producer for t in program.tensors}
+    for s in program.steps:
+        if s.phase != "F":
+            continue
+        if s.layer not in G:
+            typ = s.type if s.type in _LAYER_KEYS else ("DATA" if not G else "OP")
+            G.add_node(s.layer, type=typ, name=s.name)
+        for t in s.inputs:
+            u = producer[t]
+            if u != s.layer and u in G and not G.has_edge(u, s.layer):
+                G.add_edge(u, s.layer, src_port=G.out_degree(u), dst_port=G.in_degree(s.layer))
+    return G
+
+
+def replay_capture(program, hardware, *, policy="liveness", policy_options=None,
+                   allocator="pytorch", budget_bytes=None, record=False):
+    """Run a captured (or predicted) program through the engine under ``policy``.
+
+    Under ``liveness`` — PyTorch's own behaviour — every tensor is allocated and freed where
+    the capture saw it, after the capture's setup and earlier iterations, so the peaks equal
+    the real allocator's; any other registered policy runs on the same program.
+
+    Parameters
+    ----------
+    program : Program or dict
+        A program read from a trace (:func:`snsim.trace.read_trace`) or a trace's ``program``
+        section.
+    hardware : HardwareSpec or str
+        The GPU preset (its memory is the allocator's capacity unless ``budget_bytes``).
+
+    Returns
+    -------
+    Result
+    """
+    from .api import simulate
+    from .trace import program_from_dict
+    if isinstance(program, dict):
+        program = program_from_dict(program, source="program")
+    return simulate(program, hardware=hardware, policy=policy, budget_bytes=budget_bytes,
+                    allocator=allocator, policy_options=policy_options, record=record)
