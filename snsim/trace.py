@@ -145,7 +145,7 @@ def program_from_dict(d, *, graph=None, source="trace"):
                 source=str(d.get("source", "capture")), hardware=str(d.get("hardware", "")),
                 optimizer=str(d.get("optimizer", "sgd-momentum")), static_tensors=static_tensors)
     p.extra = {k: d[k] for k in ("warmup_events", "warmup_iteration_starts",
-                                 "segment_addresses") if k in d}
+                                 "segment_addresses", "modules") if k in d}
     if "events" in d and graph is None:
         p.graph = layer_graph(p)
         p.adjacency = None

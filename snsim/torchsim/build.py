@@ -281,4 +281,8 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
                   "raw_marks": m1 - m0},
         "ops": op_rows,
         "saved": sorted(tid_of[k] for k in saved if k in tid_of),
+        # the module tree: every module path called in forward and its class (the groups a
+        # plan can name, e.g. every Bottleneck)
+        "modules": {label: kind for label, phase, kind, it in marks[m0:m1]
+                    if phase == "F" and kind and not label.startswith("<")},
     }
