@@ -74,6 +74,12 @@ class Plan:
         Free a tensor when its offload copy ends instead of keeping it as a clean cache entry.
     preallocate : bool
         Allocate every managed tensor once at start and never free (keep-all without liveness).
+    sync_copies : bool
+        Copies run on the compute stream's critical path: the step after an offload waits for
+        its D2H copy (``torch.autograd.graph.save_on_cpu``: the copy is issued on the current
+        stream and the host waits), instead of overlapping on a copy stream.
+    pinned_host : bool
+        Host buffers are pinned (page-locked); False copies at the pageable bandwidth.
     """
 
     policy: str
@@ -82,6 +88,8 @@ class Plan:
     lru: bool = False
     free_after_offload: bool = False
     preallocate: bool = False
+    sync_copies: bool = False
+    pinned_host: bool = True
     notes: dict = field(default_factory=dict)
 
     def __post_init__(self):

@@ -169,3 +169,43 @@ def test_validate_missing_files_is_one_line_error(capsys):
     assert main(["validate", "no/such/dir/*.json.gz"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("snsim: error:") and "\n" not in err
+
+
+def test_checkpoint_of_every_block_on_a_plain_capture_predicts_the_executed_run():
+    # the plain resnet50 b256 capture under the engine's `checkpoint` plan (every Bottleneck)
+    # against the real run of the same plan (resnet50_b256_recompute: one non-reentrant
+    # torch.utils.checkpoint per residual block), measured on the H200: 8.927 GiB allocated
+    plain = read_trace(os.path.join(TRACES, "resnet50_b256.json.gz"))
+    executed = load_trace_doc(os.path.join(TRACES, "resnet50_b256_recompute.json.gz"))
+    r = replay_capture(plain, "h200", policy="checkpoint", policy_options={"modules": "Bottleneck"})
+    m = executed["measured"]["peak_allocated_bytes"]
+    assert r.options["wrapped"] == 16
+    assert abs(r.peak_allocated_bytes / m - 1) < 0.01
+    assert r.recompute_time_s > 0
+
+
+def test_checkpoint_options_are_checked():
+    from snsim.errors import ConfigError
+    p = read_trace(os.path.join(TRACES, "resnet50_b128.json.gz"))
+    with pytest.raises(ConfigError, match="does not have; its block classes: .*Bottleneck"):
+        replay_capture(p, "h200", policy="checkpoint", policy_options={"modules": "Block"})
+    every2 = replay_capture(p, "h200", policy="checkpoint", policy_options={"every": 2})
+    every1 = replay_capture(p, "h200", policy="checkpoint", policy_options={"every": 1})
+    assert every2.options["wrapped"] == 8 and every1.options["wrapped"] == 16
+    assert every1.peak_allocated_bytes < every2.peak_allocated_bytes
+
+
+def test_cpu_offload_moves_every_saved_activation_and_serialises_the_copies():
+    p = read_trace(os.path.join(TRACES, "vgg16_b64.json.gz"))
+    base = replay_capture(p, "h200")
+    pinned = replay_capture(p, "h200", policy="cpu_offload")
+    pageable = replay_capture(p, "h200", policy="cpu_offload",
+                              policy_options={"pin_memory": False})
+    assert pinned.peak_allocated_bytes < base.peak_allocated_bytes
+    assert pinned.d2h_bytes == pinned.h2d_bytes > 0
+    # no overlap: the step grows by at least the copy time at the pinned bandwidth
+    from snsim.hardware import load_hardware
+    hw = load_hardware("h200")
+    floor = pinned.d2h_bytes / hw.bandwidth_bytes_per_s("d2h", True)
+    assert pinned.step_time_s >= base.step_time_s + floor
+    assert pageable.step_time_s > pinned.step_time_s

@@ -244,10 +244,12 @@ class Engine:
     def _copy(self, t, direction, now):
         """Queue a copy of tensor t on its stream no earlier than ``now``; return its end."""
         nbytes = self.size[t]
-        pinned = True
+        pinned = self.plan.pinned_host
+        if not pinned:
+            self.counters["pageable_copies"] += 1
         if direction == "d2h":
             if not self.on_host[t]:
-                if self.host_bytes + nbytes > self.hw.host_pinned_bytes:
+                if pinned and self.host_bytes + nbytes > self.hw.host_pinned_bytes:
                     pinned = False
                     self.counters["pageable_copies"] += 1
                 self.host_bytes += nbytes
@@ -397,6 +399,9 @@ class Engine:
         self.busy_until[t] = end
         self.state[t] = D2H
         self._event(end, _EV_OFFLOADED, t)
+        if self.plan.sync_copies:   # the compute stream waits for the copy
+            self.stall_time += end - self.t_compute
+            self.t_compute = end
 
     def _prefetch(self, t):
         if self.state[t] != HOST:

@@ -2,5 +2,6 @@
 from .base import POLICIES, Policy, get_policy, list_policies, register
 from . import keep_all, liveness, offload, recompute, workspace, superneurons  # noqa: F401
 from . import vdnn, chen_sqrt  # noqa: F401  (baselines; each import registers its policy)
+from . import checkpoint, cpu_offload  # noqa: F401  (the plans PyTorch users write)
 
 __all__ = ["POLICIES", "Policy", "get_policy", "list_policies", "register"]

@@ -56,7 +56,8 @@ def _cost_aware_modes(program, seg, mode, workspace_of):
 def build_instructions(program, *, recompute=None, offload=False, offload_types=("CONV",),
                        prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES,
                        checkpoint_layers=None, offload_inputs_of=None,
-                       workspace_of=lambda step: 0):
+                       workspace_of=lambda step: 0, drop_groups=None, offload_tensors=None,
+                       offload_at_last_forward_use=False):
     """Instructions for liveness, optionally with offload/prefetch and recomputation.
 
     Parameters
@@ -73,6 +74,16 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
     offload_inputs_of : tuple of layer types, optional
         Offload the *inputs* of these layers instead of the outputs of ``offload_types``
         (vDNN).
+    offload_tensors : set of tensor ids, optional
+        Offload exactly these (those that backward reads) instead of choosing by layer type.
+    offload_at_last_forward_use : bool
+        Copy a tensor out after its last forward use (``save_on_cpu``: the GPU copy lives as
+        long as forward references it) instead of right after the step that makes it.
+    drop_groups : dict, optional
+        ``{tensor_id: group}``: drop exactly these activations after forward and, as
+        ``torch.utils.checkpoint`` does, replay the whole group's forward (every step of it
+        that made a dropped tensor, in order) when backward first needs one of them; replays
+        are speed-centric (``recompute`` must be ``"speed"``).
     """
     if recompute is not None and recompute not in RECOMPUTE_MODES:
         raise ConfigError(f"recompute mode {recompute!r} must be one of {RECOMPUTE_MODES}")
@@ -96,7 +107,10 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
             raise ConfigError(f"recomputation needs the layer graph, and program "
                               f"{program.name!r} has none (a captured trace); use a zoo network "
                               f"or a modelled trace, or `snsim execute` on a GPU")
-        if checkpoint_layers is not None:
+        if drop_groups is not None:
+            for t in drop_groups:
+                droppable[t] = tensors[t].kind == "activation"
+        elif checkpoint_layers is not None:
             for t in tensors:
                 droppable[t.tensor_id] = (t.kind == "activation" and t.producer_type != "DATA"
                                           and t.producer not in checkpoint_layers)
@@ -129,7 +143,9 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
     offloaded = [False] * len(tensors)
     if offload:
         ot = frozenset(offload_types)
-        if offload_inputs_of is not None:
+        if offload_tensors is not None:
+            chosen = set(offload_tensors)
+        elif offload_inputs_of is not None:
             consumers = frozenset(offload_inputs_of)
             chosen = {t for s in steps if s.phase == "F" and s.type in consumers for t in s.inputs}
         else:
@@ -194,15 +210,24 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
                 prefetch_window(s.index + 1, nxt)
             now[0] = s.index
             need = [t for t in s.deps if t in dropped]
+            if drop_groups is not None and need:   # the whole group comes back at once
+                groups = {drop_groups[t] for t in need}
+                need = sorted((t for t in dropped if drop_groups.get(t) in groups),
+                              key=lambda t: (producer_step[t], t))
             keep = set(s.deps)
             for t in need:
                 if t in dropped:
                     ensure(t, keep)
         out.append(Compute(s.index))
         if s.phase == "F":
-            for t in s.outputs:
-                if offloaded[t]:
-                    out.append(Offload(t))
+            if offload_at_last_forward_use:
+                for t in s.deps:
+                    if offloaded[t] and last_f_use.get(t) == s.index:
+                        out.append(Offload(t))
+            else:
+                for t in s.outputs:
+                    if offloaded[t]:
+                        out.append(Offload(t))
             for t in s.deps:
                 if droppable[t] and last_f_use.get(t) == s.index and t not in s.outputs \
                         and need_until[t] > s.index:

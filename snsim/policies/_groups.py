@@ -1,0 +1,111 @@
+"""Module groups of a program: the blocks a plan wraps (``checkpoint``, ``cpu_offload``).
+
+A captured or predicted program carries its module tree (``Program.extra["modules"]``: module
+path -> class name); a zoo program built with PyTorch semantics carries the same map in
+``G.graph["modules"]``. A step belongs to a module when its name is the module's path or lies
+under it (``layer1.0`` holds ``layer1.0.conv1`` and the functional code of ``layer1.0``).
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..errors import ConfigError
+
+_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+
+def module_map(program):
+    """``{path: class}`` of the program's modules (empty when it has no module tree)."""
+    mods = program.extra.get("modules")
+    if not mods and program.graph is not None:
+        mods = program.graph.graph.get("modules")
+    return dict(mods or {})
+
+
+def _parse_classes(value):
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        value = value.strip("[]() ").split(",")
+    return tuple(str(v).strip().strip("'\"") for v in value if str(v).strip())
+
+
+def select_modules(program, policy, modules=None, every=None):
+    """Module paths a plan wraps, in forward order.
+
+    Parameters
+    ----------
+    modules : str or sequence of str, optional
+        Class names (``"Bottleneck"``, ``"Bottleneck,BasicBlock"``); default: the repeated
+        block class, i.e. the non-container class with children that has the most instances.
+    every : int, optional
+        Keep every N-th selected instance (the 1st, N+1-th, …), as ``if i % N == 0``.
+
+    Raises
+    ------
+    ConfigError
+        No module tree, a class the model does not have, or no repeated block to default to.
+    """
+    mods = module_map(program)
+    if not mods:
+        raise ConfigError(f"policy {policy}: program {program.name!r} has no module tree (a "
+                          f"zoo network with --framework superneurons, or an old capture); "
+                          f"use --framework pytorch or a capture/prediction")
+    paths = list(mods)
+    parents = {p.rsplit(".", 1)[0] for p in paths if "." in p}
+    classes = _parse_classes(modules)
+    if classes:
+        missing = [c for c in classes if c not in set(mods.values())]
+        if missing:
+            have = sorted({c for p, c in mods.items() if p in parents})
+            raise ConfigError(f"policy {policy}: option modules names {', '.join(missing)}, "
+                              f"which {program.name!r} does not have; its block classes: "
+                              f"{', '.join(have) or 'none'}")
+    else:
+        counts = Counter(c for p, c in mods.items() if p in parents and c not in _CONTAINERS)
+        repeated = [(n, c) for c, n in counts.items() if n >= 2]
+        if not repeated:
+            raise ConfigError(f"policy {policy}: {program.name!r} has no repeated block class "
+                              f"to wrap; name one with --option modules=CLASS")
+        classes = (max(repeated)[1],)
+    chosen = []
+    for p in paths:
+        if mods[p] in classes and not any(p.startswith(q + ".") for q in chosen):
+            chosen.append(p)
+    if every is not None:
+        every = int(every)
+        if every < 1:
+            raise ConfigError(f"policy {policy}: option every (={every}) must be >= 1")
+        chosen = chosen[::every]
+    return chosen
+
+
+def steps_in(program, path):
+    """Indices of the forward steps inside module ``path``."""
+    pre = path + "."
+    return [s.index for s in program.steps
+            if s.phase == "F" and (s.name == path or s.name.startswith(pre))]
+
+
+def internal_tensors(program, paths, *, keep_types=()):
+    """``{tensor_id: path}``: activations made inside each module that no forward step outside
+    it reads (what ``torch.utils.checkpoint`` does not keep), except outputs of ``keep_types``
+    steps (selective checkpointing keeps conv/matmul outputs)."""
+    steps = program.steps
+    owner = {}
+    for path in paths:
+        for k in steps_in(program, path):
+            owner[k] = path
+    made = {}
+    for k, path in owner.items():
+        if steps[k].type in keep_types:
+            continue
+        for t in steps[k].outputs:
+            if program.tensors[t].kind == "activation":
+                made[t] = path
+    for s in steps:
+        if s.phase == "F":
+            for t in s.inputs:
+                if t in made and owner.get(s.index) != made[t]:
+                    del made[t]
+    return made

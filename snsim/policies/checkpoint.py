@@ -1,0 +1,34 @@
+"""``torch.utils.checkpoint`` as a plan (SPEC §15): wrapped blocks keep only their inputs.
+
+Every instance of the named module classes (``modules=Bottleneck``; default: the repeated
+block class) — or every N-th of them (``every=N``) — is run as
+``checkpoint(block, x, use_reentrant=False)``: the activations made inside it that nothing
+outside it reads are dropped after forward, and when backward first needs one, the block's
+forward is replayed once and all of them come back together. ``selective=true`` keeps the
+outputs of convolutions and matmuls (SPEC §12.3's selective checkpointing).
+"""
+from ..plan import Plan
+from ._groups import internal_tensors, select_modules
+from ._schedule import build_instructions
+from .base import Policy, register
+
+
+@register
+class Checkpoint(Policy):
+    name = "checkpoint"
+    description = ("torch.utils.checkpoint around every block of a class (modules=CLASS[,…], "
+                   "every=N, selective=true): block internals replayed in backward")
+    OPTIONS = {"modules": None, "every": None, "selective": False}
+
+    def plan(self, program, hardware, budget_bytes):
+        o = self.options
+        paths = select_modules(program, self.name, o["modules"], o["every"])
+        keep = ("CONV", "FC") if _true(o["selective"]) else ()
+        groups = internal_tensors(program, paths, keep_types=keep)
+        ins = build_instructions(program, recompute="speed", drop_groups=groups)
+        return Plan(policy=self.name, instructions=ins,
+                    notes={**o, "wrapped": len(paths), "dropped_tensors": len(groups)})
+
+
+def _true(v):
+    return v is True or str(v).lower() in ("1", "true", "yes", "on")
