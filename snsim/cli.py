@@ -225,9 +225,16 @@ def cmd_run(args):
 def cmd_compare(args):
     from .policies import list_policies
     hw, program = load_program(args)
+    from .policies import get_policy
     rows = []
-    for name in (args.policies.split(",") if args.policies else list_policies()):
-        r = _simulate(args, hw, program, name.strip())
+    skipped = []
+    names = [n.strip() for n in args.policies.split(",")] if args.policies else list_policies()
+    for name in names:
+        why = None if args.policies else get_policy(name).unsupported(program)
+        if why:   # every policy was asked for: leave out those that cannot plan this program
+            skipped.append(f"{name} ({why})")
+            continue
+        r = _simulate(args, hw, program, name)
         rows.append({"policy": r.policy, "feasible": r.feasible,
                      "peak_ideal_GiB": round(r.peak_ideal_bytes / 2**30, 3),
                      "peak_allocated_GiB": round(r.peak_allocated_bytes / 2**30, 3),
@@ -244,6 +251,8 @@ def cmd_compare(args):
     else:
         emit(rows, args.format, title=f"{program.name} batch {program.batch} on {hw.name}, "
              f"budget {format_bytes(_budget(args, hw, program))}, allocator {args.allocator}")
+    if skipped:
+        print(f"not run: {'; '.join(skipped)}", file=sys.stderr)
     return 0
 
 

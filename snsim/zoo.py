@@ -354,8 +354,50 @@ def build_network(name, *, batch, input_size=None, variant="torchvision", num_cl
         kwargs["num_classes"] = int(num_classes)
     m = _CUSTOM_RESNET.match(key.replace(" ", ""))
     if m:
-        return resnet(tuple(int(g) for g in m.groups()), **kwargs)
-    if key not in NETWORKS:
+        G = resnet(tuple(int(g) for g in m.groups()), **kwargs)
+    elif key not in NETWORKS:
         raise UnknownNameError(f"network {name!r} is unknown; known: {', '.join(list_networks())}"
                                f", or resnet:a,b,c,d for any blocks per stage")
-    return NETWORKS[key](**kwargs)
+    else:
+        G = NETWORKS[key](**kwargs)
+    G.graph["modules"] = module_tree(G)
+    return G
+
+
+# the block classes of the torchvision/timm twins, by the zoo's path names
+_BLOCK_CLASSES = ((re.compile(r"layer\d+\.\d+$"), None),   # Bottleneck or BasicBlock
+                  (re.compile(r"denseblock\d+\.layer\d+$"), "_DenseLayer"),
+                  (re.compile(r"denseblock\d+$"), "_DenseBlock"),
+                  (re.compile(r"transition\d+$"), "_Transition"),
+                  (re.compile(r"inception_([abc])\d+$"), "Inception"),
+                  (re.compile(r"reduction_([ab])$"), "Reduction"),
+                  (re.compile(r"mixed(\d[a-z])$"), "Mixed"))
+
+
+def module_tree(G):
+    """``{path: class}`` of the blocks of a zoo network, named as in its torchvision (or timm)
+    twin — ``layer1.0: Bottleneck``, ``denseblock1.layer1: _DenseLayer`` — the groups a plan
+    such as ``checkpoint`` wraps. Paths that hold no layer are left out.
+
+    Examples
+    --------
+    >>> tree = build_network("resnet50", batch=1).graph["modules"]
+    >>> tree["layer1.0"], sum(c == "Bottleneck" for c in tree.values())
+    ('Bottleneck', 16)
+    """
+    names = [d["name"] for _, d in G.nodes(data=True)]
+    prefixes = dict.fromkeys(n.rsplit(".", k)[0] for n in names for k in range(1, n.count(".") + 1))
+    tree = {}
+    for p in prefixes:
+        for pattern, cls in _BLOCK_CLASSES:
+            m = pattern.match(p)
+            if not m:
+                continue
+            if cls is None:
+                cls = ("Bottleneck" if any(n.startswith(p + ".c.") for n in names)
+                       else "BasicBlock")
+            elif m.groups():
+                cls += m.group(1).upper() if cls != "Mixed" else m.group(1)
+            tree[p] = cls
+            break
+    return tree

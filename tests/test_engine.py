@@ -9,7 +9,7 @@ from snsim.engine.core import run_plan
 from snsim.errors import ConfigError, PlanError, UnknownNameError
 from snsim.hardware import load_hardware
 from snsim.plan import Compute, Free, Plan
-from snsim.policies import get_policy, list_policies
+from snsim.policies import applicable_policies, get_policy
 
 K40C = load_hardware("k40c")
 ZOO = [("alexnet", 64), ("vgg16", 16), ("resnet50", 16), ("resnet101", 8), ("resnet152", 8),
@@ -44,7 +44,7 @@ def programs():
 def test_invariants_and_relations_on_the_zoo(programs, name):
     p = programs[name]
     res = {}
-    for pol in list_policies():
+    for pol in applicable_policies(p):
         plan = get_policy(pol).plan(p, K40C, BIG)
         r = run_plan(p, plan, K40C, budget_bytes=BIG)
         assert r.feasible, (pol, r.failure)
@@ -138,7 +138,7 @@ def test_infeasible_run_is_a_result_not_a_crash():
 
 
 def test_unknown_policy_and_option():
-    with pytest.raises(UnknownNameError, match="policy 'magic' is unknown; known: chen_sqrt, keep_all"):
+    with pytest.raises(UnknownNameError, match="policy 'magic' is unknown; known: checkpoint, chen_sqrt, cpu_offload, keep_all"):
         get_policy("magic")
     with pytest.raises(ConfigError, match="unknown option"):
         get_policy("recompute", depth=3)

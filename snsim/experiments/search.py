@@ -36,10 +36,10 @@ from typing import Callable
 from ..api import resolve_hardware
 from ..engine.core import run_plan
 from ..errors import ConfigError, PlanError, UnknownNameError
-from ..policies import get_policy, list_policies
+from ..policies import applicable_policies, get_policy, list_policies
 from ..program import build_program
 from ..units import parse_bytes
-from ..zoo import build_network, densenet, resnet, vgg
+from ..zoo import build_network, densenet, module_tree, resnet, vgg
 
 DEFAULT_MAX_DEPTH = 10_000
 DEFAULT_MAX_BATCH = 1 << 20
@@ -147,8 +147,10 @@ class _DepthSpace:
         self.input_size, self.variant = input_size, variant
 
     def graph(self, k):
-        return self.family.build(k, batch=self.batch, input_size=self.input_size,
-                                 variant=self.variant)
+        G = self.family.build(k, batch=self.batch, input_size=self.input_size,
+                              variant=self.variant)
+        G.graph["modules"] = module_tree(G)
+        return G
 
     def depth(self, k):
         return self.family.depth(k)
@@ -520,13 +522,20 @@ class SearchReport:
 
 
 # -- the searches -------------------------------------------------------------------------------
+class _AllPolicies(list):
+    """Every registered policy: those that cannot plan the searched programs are left out."""
+
+    def applicable(self, program):
+        return [n for n in applicable_policies(program) if n in self]
+
+
 def _resolve(hardware, budget_bytes, policies):
     hw = resolve_hardware(hardware)
     budget = hw.budget_bytes if budget_bytes is None else parse_bytes(budget_bytes, field="budget")
     if budget <= 0:
         raise ConfigError(f"budget (={budget} B) must be > 0")
     if policies is None or policies == "all":
-        names = list_policies()
+        names = _AllPolicies(list_policies())
     else:
         names = [policies] if isinstance(policies, str) else list(policies)
         names = [n.strip() for item in names for n in str(item).split(",") if n.strip()]
@@ -546,6 +555,8 @@ def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0
         raise ConfigError(f"even the smallest {what} ({_show(space, lo)}, {space.label(lo)}) "
                           f"is infeasible on {prober.hw.name}: "
                           + prober.bound_reason(lo).replace("; not simulated", ""))
+    if isinstance(names, _AllPolicies):
+        names = names.applicable(prober.program(lo))
     first = {n: prober.run(n, lo) for n in names}
     if not any(r.feasible for r in first.values()):
         n, r = next(iter(first.items()))
@@ -776,6 +787,8 @@ def sweep_depth(family="resnet", ks=(1, 2, 4, 8), *, batch=16, hardware="k40c", 
                      policy_options=policy_options, on_probe=on_probe, keep_steps=0)
     rows = []
     import pandas as pd
+    if isinstance(names, _AllPolicies) and ks:
+        names = names.applicable(prober.program(int(ks[0])))
     for k in ks:
         k = int(k)
         if k < fam.min_size:

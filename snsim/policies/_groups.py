@@ -15,11 +15,11 @@ _CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 
 
 def module_map(program):
-    """``{path: class}`` of the program's modules (empty when it has no module tree)."""
+    """``{path: class}`` of the program's modules, or None when it has no module tree."""
     mods = program.extra.get("modules")
-    if not mods and program.graph is not None:
+    if mods is None and program.graph is not None:
         mods = program.graph.graph.get("modules")
-    return dict(mods or {})
+    return None if mods is None else dict(mods)
 
 
 def _parse_classes(value):
@@ -47,12 +47,14 @@ def select_modules(program, policy, modules=None, every=None):
         No module tree, a class the model does not have, or no repeated block to default to.
     """
     mods = module_map(program)
-    if not mods:
-        raise ConfigError(f"policy {policy}: program {program.name!r} has no module tree (a "
-                          f"zoo network with --framework superneurons, or an old capture); "
-                          f"use --framework pytorch or a capture/prediction")
+    if mods is None:
+        raise ConfigError(f"policy {policy}: program {program.name!r} has no module tree "
+                          f"(a user graph, or a capture older than 2026-11-29); wrap blocks "
+                          f"of a zoo network, a capture or a prediction")
     paths = list(mods)
-    parents = {p.rsplit(".", 1)[0] for p in paths if "." in p}
+    # a block is a module with something under it: a submodule, or a step of the program
+    under = paths + [s.name for s in program.steps if s.phase == "F"]
+    parents = {n.rsplit(".", k)[0] for n in under for k in range(1, n.count(".") + 1)}
     classes = _parse_classes(modules)
     if classes:
         missing = [c for c in classes if c not in set(mods.values())]

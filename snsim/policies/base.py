@@ -34,9 +34,18 @@ class Policy:
     def plan(self, program, hardware, budget_bytes):  # pragma: no cover - interface
         raise NotImplementedError
 
+    def unsupported(self, program):
+        """Why this policy cannot plan ``program`` (one line), or None when it can."""
+        return None
+
 
 def list_policies():
     return sorted(POLICIES)
+
+
+def applicable_policies(program):
+    """The registered policies that can plan ``program`` (``checkpoint`` needs blocks)."""
+    return [n for n in list_policies() if POLICIES[n]().unsupported(program) is None]
 
 
 def get_policy(name, **options):

@@ -7,6 +7,7 @@ outside it reads are dropped after forward, and when backward first needs one, t
 forward is replayed once and all of them come back together. ``selective=true`` keeps the
 outputs of convolutions and matmuls (SPEC §12.3's selective checkpointing).
 """
+from ..errors import ConfigError
 from ..plan import Plan
 from ._groups import internal_tensors, select_modules
 from ._schedule import build_instructions
@@ -19,6 +20,13 @@ class Checkpoint(Policy):
     description = ("torch.utils.checkpoint around every block of a class (modules=CLASS[,…], "
                    "every=N, selective=true): block internals replayed in backward")
     OPTIONS = {"modules": None, "every": None, "selective": False}
+
+    def unsupported(self, program):
+        try:
+            select_modules(program, self.name, self.options["modules"], self.options["every"])
+        except ConfigError as e:
+            return str(e).split(": ", 1)[-1]
+        return None
 
     def plan(self, program, hardware, budget_bytes):
         o = self.options
