@@ -73,6 +73,7 @@ class Program:
     static_tensors: list = field(default_factory=list)   # StaticTensor records
     extra: dict = field(default_factory=dict)   # captured extras: measured truth, provenance
     adjacency: tuple = None    # (next, prev) layer lists of the graph, in port order
+    framework: str = ""        # whose semantics: "superneurons" or "pytorch" (zoo programs)
     _uses: tuple = None
 
     @property
@@ -325,7 +326,8 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
                    tensors=tensors, static_bytes=static, conv_algos=conv_algos, graph=G,
                    source=G.graph.get("source", "zoo"),
                    hardware=getattr(hardware, "name", ""), optimizer=optimizer,
-                   static_tensors=static_tensors, adjacency=(nxt, prv))
+                   static_tensors=static_tensors, adjacency=(nxt, prv),
+                   framework="superneurons")
 
 
 def _static_tensors(G, order, dtype, factor, batch):
