@@ -66,6 +66,14 @@ def _add_network_args(p, *, batch=True):
                    help="sgd | sgd-momentum | nesterov | adam (sets optimizer-state bytes)")
     p.add_argument("--trace", default=None,
                    help="a snsim trace JSON to simulate instead of a zoo network")
+    _framework_arg(p)
+
+
+def _framework_arg(p):
+    p.add_argument("--framework", default="superneurons", choices=("superneurons", "pytorch"),
+                   help="program semantics of a zoo network: SuperNeurons' framework (default; "
+                   "the K40c paper reproduction) or what PyTorch autograd saves for the "
+                   "torchvision twin")
 
 
 def _fmt_arg(p):
@@ -84,7 +92,7 @@ def load_program(args):
         raise ConfigError(f"--batch (={args.batch}) must be a positive integer")
     return hw, make_program(args.network, batch=args.batch, hardware=hw,
                             input_size=args.input_size, variant=args.variant,
-                            optimizer=args.optimizer)
+                            optimizer=args.optimizer, framework=args.framework)
 
 
 # -- describe --------------------------------------------------------------------------------
@@ -99,7 +107,8 @@ def describe_rows(program):
     ws = max((program.working_set_bytes(s) for s in steps), default=0)
     biggest = max(steps, key=program.working_set_bytes)
     return {
-        "network": program.name, "batch": program.batch, "hardware": program.hardware,
+        "network": program.name, "batch": program.batch,
+        "framework": program.framework or program.source, "hardware": program.hardware,
         "layers": G.number_of_nodes() if G is not None else len({s.layer for s in steps}),
         "route_steps": sum(1 for s in steps if s.phase in "FB"),
         "parameters": params,
@@ -184,7 +193,7 @@ def _budget(args, hw, program):
 
 def result_row(r):
     row = r.summary()
-    keep = ["network", "batch", "policy", "hardware", "allocator", "feasible",
+    keep = ["network", "batch", "framework", "policy", "hardware", "allocator", "feasible",
             "peak_ideal_bytes", "peak_allocated_bytes", "peak_reserved_bytes", "peak_tensor_bytes",
             "static_bytes",
             "lower_bound_bytes", "step_time_s", "images_per_s", "compute_time_s",
@@ -228,7 +237,7 @@ def cmd_compare(args):
     rows = []
     for name in (args.policies.split(",") if args.policies else list_policies()):
         r = _simulate(args, hw, program, name.strip())
-        rows.append({"policy": r.policy, "feasible": r.feasible,
+        rows.append({"policy": r.policy, "framework": r.framework, "feasible": r.feasible,
                      "peak_ideal_GiB": round(r.peak_ideal_bytes / 2**30, 3),
                      "peak_allocated_GiB": round(r.peak_allocated_bytes / 2**30, 3),
                      "peak_reserved_GiB": round(r.peak_reserved_bytes / 2**30, 3),
@@ -243,7 +252,8 @@ def cmd_compare(args):
         emit(rows, "json", title="list")
     else:
         emit(rows, args.format, title=f"{program.name} batch {program.batch} on {hw.name}, "
-             f"budget {format_bytes(_budget(args, hw, program))}, allocator {args.allocator}")
+             f"budget {format_bytes(_budget(args, hw, program))}, allocator {args.allocator}, "
+             f"{program.framework or program.source} semantics")
     return 0
 
 

@@ -250,7 +250,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             raise GraphError(f"layer {n} ({name}): type {typ!r} has no PyTorch semantics")
         store[n] = outs[0]
         xin = tuple(t for t in xs if t is not None)
-        add_step(n, "F", t_f, list(xin) + outs + ws, outs, xin)
+        # the workspace is an output too, so that a replay of the step allocates it again
+        add_step(n, "F", t_f, list(xin) + outs + ws, outs + ws, xin)
 
     # -- backward: autograd's ready queue, latest node first ------------------------------------
     grad = {}       # value -> storage holding its gradient (possibly a buffer it is a view of)
