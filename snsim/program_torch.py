@@ -363,6 +363,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     # -- optimizer: one foreach step over every parameter ---------------------------------------
     factor = OPTIMIZER_STATE_FACTOR[optimizer]
     temps = []
+    # foreach ops walk the parameters in model.parameters() order (forward order)
+    param_grads.sort(key=lambda t: (seq.get(tensors[t].producer, -1), t))
     for k in range(OPTIMIZER_TEMPORARIES[optimizer]):
         for t in param_grads:
             temps.append(new(f"{tensors[t].name}.tmp{k}", "workspace", tensors[t].nbytes,
