@@ -185,3 +185,42 @@ def test_matches_predict_without_workspaces(net, batch):
     got = simulate(p, hardware=H200, policy="liveness", allocator="pytorch",
                    record=False).peak_allocated_bytes
     assert abs(got / want - 1) <= 0.01, f"{net} b{batch}: zoo {got:,} B, predict {want:,} B"
+
+
+# -- the command line and sweeps name the semantics ------------------------------------------------
+def test_cli_framework_flag(capsys):
+    from snsim.cli import main
+    assert main(["run", "--network", "resnet18", "--batch", "4", "--gpu", "h200", "--framework",
+                 "pytorch", "--allocator", "pytorch", "--policy", "liveness", "--format",
+                 "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["framework"] == "pytorch" and d["feasible"]
+    assert main(["describe", "--network", "lenet", "--batch", "2", "--framework", "pytorch",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["framework"] == "pytorch"
+    assert main(["compare", "--network", "lenet", "--batch", "2", "--framework", "pytorch",
+                 "--policies", "liveness,recompute"]) == 0
+    assert "pytorch semantics" in capsys.readouterr().out
+    assert main(["maxbatch", "--network", "lenet", "--framework", "pytorch", "--policy",
+                 "liveness", "--budget", "64MiB", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["framework"] == "pytorch"
+    assert main(["maxdepth", "--family", "resnet", "--batch", "2", "--framework", "pytorch",
+                 "--policy", "liveness", "--budget", "1GiB"]) == 0
+    assert "pytorch semantics" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["run", "--framework", "tensorflow"])
+
+
+def test_sweep_framework_key(tmp_path):
+    from snsim.sweep import load_sweep, run_sweep
+    base = "networks: [lenet]\nbatches: [4]\npolicies: [liveness]\n"
+    (tmp_path / "a.yaml").write_text(base + "framework: pytorch\n")
+    (tmp_path / "b.yaml").write_text(base)
+    (tmp_path / "c.yaml").write_text(base + "framework: caffe\n")
+    a, b = load_sweep(str(tmp_path / "a.yaml")), load_sweep(str(tmp_path / "b.yaml"))
+    assert a.runs[0].framework == "pytorch" and b.runs[0].framework == "superneurons"
+    assert a.runs[0].run_key != b.runs[0].run_key
+    df = run_sweep(a, out=tmp_path / "a.csv")
+    assert list(df["framework"]) == ["pytorch"]
+    with pytest.raises(ConfigError, match="sweep.framework"):
+        load_sweep(str(tmp_path / "c.yaml"))
