@@ -237,7 +237,7 @@ def cmd_compare(args):
     rows = []
     for name in (args.policies.split(",") if args.policies else list_policies()):
         r = _simulate(args, hw, program, name.strip())
-        rows.append({"policy": r.policy, "framework": r.framework, "feasible": r.feasible,
+        rows.append({"policy": r.policy, "feasible": r.feasible, "framework": r.framework,
                      "peak_ideal_GiB": round(r.peak_ideal_bytes / 2**30, 3),
                      "peak_allocated_GiB": round(r.peak_allocated_bytes / 2**30, 3),
                      "peak_reserved_GiB": round(r.peak_reserved_bytes / 2**30, 3),
