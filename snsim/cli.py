@@ -128,16 +128,20 @@ def _layer_rows(program):
     rows = []
     by_layer = {}
     for s in program.steps:
-        by_layer.setdefault(s.layer, {})[s.phase] = s
+        if s.phase in "FB":   # a layer may have several B steps (PyTorch: conv data + filter)
+            by_layer.setdefault(s.layer, {}).setdefault(s.phase, []).append(s)
     for n, steps in by_layer.items():
-        a = G.nodes[n] if G is not None else {}
-        f, b = steps.get("F"), steps.get("B")
-        rows.append({"layer_id": n, "name": (f or b).name, "type": (f or b).type,
+        a = G.nodes[n] if G is not None and n in G else {}
+        f, b = steps.get("F", []), steps.get("B", [])
+        rows.append({"layer_id": n, "name": (f or b)[0].name, "type": (f or b)[0].type,
                      "out_shape": "x".join(map(str, a.get("out_shape", ()))),
                      "params": a.get("params", 0), "macs": a.get("macs", 0),
-                     "fwd_time_s": f.time_s if f else 0.0, "bwd_time_s": b.time_s if b else 0.0,
-                     "fwd_working_set_bytes": program.working_set_bytes(f) if f else 0,
-                     "bwd_working_set_bytes": program.working_set_bytes(b) if b else 0})
+                     "fwd_time_s": sum(s.time_s for s in f),
+                     "bwd_time_s": sum(s.time_s for s in b),
+                     "fwd_working_set_bytes": max((program.working_set_bytes(s) for s in f),
+                                                  default=0),
+                     "bwd_working_set_bytes": max((program.working_set_bytes(s) for s in b),
+                                                  default=0)})
     return rows
 
 

@@ -198,6 +198,10 @@ def test_cli_framework_flag(capsys):
     assert main(["describe", "--network", "lenet", "--batch", "2", "--framework", "pytorch",
                  "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["framework"] == "pytorch"
+    assert main(["describe", "--network", "resnet18", "--batch", "2", "--framework", "pytorch",
+                 "--layers", "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("layer_id,name,type") and len(lines) > 50
     assert main(["compare", "--network", "lenet", "--batch", "2", "--framework", "pytorch",
                  "--policies", "liveness,recompute"]) == 0
     assert "pytorch semantics" in capsys.readouterr().out
