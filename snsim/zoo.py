@@ -57,7 +57,8 @@ def lenet(*, batch, input_size=28, num_classes=10, variant="torchvision", twin=F
     return b.finish(b.softmax(b.fc(x, num_classes, name="fc2")))
 
 
-def alexnet(*, batch, input_size=None, num_classes=1000, variant="torchvision", twin=False):
+def alexnet(*, batch, input_size=None, num_classes=1000, variant="torchvision",
+            twin=False):
     """AlexNet: torchvision's (64/192/384/256/256, no LRN) or the release's (96/256/384/384/256, LRN)."""
     release = variant == "release"
     size = input_size or (227 if release else 224)

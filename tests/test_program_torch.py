@@ -150,7 +150,7 @@ def test_peak_allocated_within_2pct_of_the_h200(net, batch, path):
     assert abs(err) <= 0.02, f"{net} b{batch}: {100 * err:+.2f}%"
 
 
-# -- against snsim predict (FakeTensorMode on the CPU) ----------------------------------------------
+# -- against snsim predict (FakeTensorMode on the CPU) ------------------------------------------
 def _small_densenet_spec():
     import torchvision
     from snsim.torchsim.models import ModelSpec
