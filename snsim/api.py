@@ -7,7 +7,7 @@ from .engine.core import run_plan
 from .errors import ConfigError
 from .hardware import load_hardware
 from .policies import get_policy
-from .program import Program, build_program
+from .program import FRAMEWORKS, Program, build_program
 from .units import parse_bytes
 from .zoo import build_network
 
@@ -18,25 +18,39 @@ def resolve_hardware(hardware):
 
 def make_program(network, *, batch=None, hardware="k40c", input_size=None,
                  variant="torchvision", optimizer="sgd-momentum", fork_copies=True,
-                 first_conv_dx=False):
-    """A :class:`~snsim.program.Program` from a zoo name, a layer DAG or a program."""
+                 first_conv_dx=False, framework="superneurons"):
+    """A :class:`~snsim.program.Program` from a zoo name, a layer DAG or a program.
+
+    ``framework`` picks the semantics of a zoo network or DAG: ``"superneurons"`` (SPEC §2.3,
+    the paper's framework; default) or ``"pytorch"`` (what autograd saves for the torchvision
+    twin, :mod:`snsim.program_torch`). A prepared Program keeps its own.
+    """
     hw = resolve_hardware(hardware)
+    check_framework(framework)
     if isinstance(network, Program):
         return network
     if isinstance(network, str):
         if batch is None:
             raise ConfigError(f"network {network!r}: batch is required")
-        network = build_network(network, batch=batch, input_size=input_size, variant=variant)
+        network = build_network(network, batch=batch, input_size=input_size, variant=variant,
+                                twin=framework == "pytorch")
     if not isinstance(network, nx.DiGraph):
         raise ConfigError(f"network must be a zoo name, a networkx.DiGraph or a Program, "
                           f"not {type(network).__name__}")
     return build_program(network, hardware=hw, optimizer=optimizer, fork_copies=fork_copies,
-                         first_conv_dx=first_conv_dx)
+                         first_conv_dx=first_conv_dx, framework=framework)
+
+
+def check_framework(framework):
+    """Raise :class:`ConfigError` unless ``framework`` is a known program semantics."""
+    if framework not in FRAMEWORKS:
+        raise ConfigError(f"framework {framework!r} is unknown; known: {', '.join(FRAMEWORKS)}")
 
 
 def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_bytes=None,
              allocator="ideal", allocator_options=None, policy_options=None, input_size=None,
-             variant="torchvision", optimizer="sgd-momentum", record=True):
+             variant="torchvision", optimizer="sgd-momentum", record=True,
+             framework="superneurons"):
     """Simulate one training iteration of ``network`` under ``policy``.
 
     Parameters
@@ -52,6 +66,9 @@ def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_
     budget_bytes : int or str, optional
         GPU memory for the allocator; default the preset's ``dram - context - reserve``.
     allocator : {"ideal", "pool", "pytorch"}
+    framework : {"superneurons", "pytorch"}
+        Semantics of a zoo network: SuperNeurons' framework (SPEC §2.3) or what PyTorch's
+        autograd saves for the torchvision twin (SPEC §2.4). The Result records it.
 
     Returns
     -------
@@ -66,7 +83,7 @@ def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_
     """
     hw = resolve_hardware(hardware)
     program = make_program(network, batch=batch, hardware=hw, input_size=input_size,
-                           variant=variant, optimizer=optimizer)
+                           variant=variant, optimizer=optimizer, framework=framework)
     if budget_bytes is not None:
         budget_bytes = parse_bytes(budget_bytes, field="budget")
     budget = hw.budget_bytes if budget_bytes is None else budget_bytes

@@ -66,6 +66,14 @@ def _add_network_args(p, *, batch=True):
                    help="sgd | sgd-momentum | nesterov | adam (sets optimizer-state bytes)")
     p.add_argument("--trace", default=None,
                    help="a snsim trace JSON to simulate instead of a zoo network")
+    _framework_arg(p)
+
+
+def _framework_arg(p):
+    p.add_argument("--framework", default="superneurons", choices=("superneurons", "pytorch"),
+                   help="program semantics of a zoo network: SuperNeurons' framework (default; "
+                   "the K40c paper reproduction) or what PyTorch autograd saves for the "
+                   "torchvision twin")
 
 
 def _fmt_arg(p):
@@ -84,7 +92,7 @@ def load_program(args):
         raise ConfigError(f"--batch (={args.batch}) must be a positive integer")
     return hw, make_program(args.network, batch=args.batch, hardware=hw,
                             input_size=args.input_size, variant=args.variant,
-                            optimizer=args.optimizer)
+                            optimizer=args.optimizer, framework=args.framework)
 
 
 # -- describe --------------------------------------------------------------------------------
@@ -99,7 +107,8 @@ def describe_rows(program):
     ws = max((program.working_set_bytes(s) for s in steps), default=0)
     biggest = max(steps, key=program.working_set_bytes)
     return {
-        "network": program.name, "batch": program.batch, "hardware": program.hardware,
+        "network": program.name, "batch": program.batch,
+        "framework": program.framework or program.source, "hardware": program.hardware,
         "layers": G.number_of_nodes() if G is not None else len({s.layer for s in steps}),
         "route_steps": sum(1 for s in steps if s.phase in "FB"),
         "parameters": params,
@@ -119,16 +128,20 @@ def _layer_rows(program):
     rows = []
     by_layer = {}
     for s in program.steps:
-        by_layer.setdefault(s.layer, {})[s.phase] = s
+        if s.phase in "FB":   # a layer may have several B steps (PyTorch: conv data + filter)
+            by_layer.setdefault(s.layer, {}).setdefault(s.phase, []).append(s)
     for n, steps in by_layer.items():
-        a = G.nodes[n] if G is not None else {}
-        f, b = steps.get("F"), steps.get("B")
-        rows.append({"layer_id": n, "name": (f or b).name, "type": (f or b).type,
+        a = G.nodes[n] if G is not None and n in G else {}
+        f, b = steps.get("F", []), steps.get("B", [])
+        rows.append({"layer_id": n, "name": (f or b)[0].name, "type": (f or b)[0].type,
                      "out_shape": "x".join(map(str, a.get("out_shape", ()))),
                      "params": a.get("params", 0), "macs": a.get("macs", 0),
-                     "fwd_time_s": f.time_s if f else 0.0, "bwd_time_s": b.time_s if b else 0.0,
-                     "fwd_working_set_bytes": program.working_set_bytes(f) if f else 0,
-                     "bwd_working_set_bytes": program.working_set_bytes(b) if b else 0})
+                     "fwd_time_s": sum(s.time_s for s in f),
+                     "bwd_time_s": sum(s.time_s for s in b),
+                     "fwd_working_set_bytes": max((program.working_set_bytes(s) for s in f),
+                                                  default=0),
+                     "bwd_working_set_bytes": max((program.working_set_bytes(s) for s in b),
+                                                  default=0)})
     return rows
 
 
@@ -184,7 +197,7 @@ def _budget(args, hw, program):
 
 def result_row(r):
     row = r.summary()
-    keep = ["network", "batch", "policy", "hardware", "allocator", "feasible",
+    keep = ["network", "batch", "framework", "policy", "hardware", "allocator", "feasible",
             "peak_ideal_bytes", "peak_allocated_bytes", "peak_reserved_bytes", "peak_tensor_bytes",
             "static_bytes",
             "lower_bound_bytes", "step_time_s", "images_per_s", "compute_time_s",
@@ -235,7 +248,7 @@ def cmd_compare(args):
             skipped.append(f"{name} ({why})")
             continue
         r = _simulate(args, hw, program, name)
-        rows.append({"policy": r.policy, "feasible": r.feasible,
+        rows.append({"policy": r.policy, "feasible": r.feasible, "framework": r.framework,
                      "peak_ideal_GiB": round(r.peak_ideal_bytes / 2**30, 3),
                      "peak_allocated_GiB": round(r.peak_allocated_bytes / 2**30, 3),
                      "peak_reserved_GiB": round(r.peak_reserved_bytes / 2**30, 3),
@@ -250,7 +263,8 @@ def cmd_compare(args):
         emit(rows, "json", title="list")
     else:
         emit(rows, args.format, title=f"{program.name} batch {program.batch} on {hw.name}, "
-             f"budget {format_bytes(_budget(args, hw, program))}, allocator {args.allocator}")
+             f"budget {format_bytes(_budget(args, hw, program))}, allocator {args.allocator}, "
+             f"{program.framework or program.source} semantics")
     if skipped:
         print(f"not run: {'; '.join(skipped)}", file=sys.stderr)
     return 0

@@ -17,6 +17,7 @@ from .graph import adjacency, backward_order, forward_order
 MANAGED_KINDS = ("activation", "activation_grad", "workspace")
 STATIC_KINDS = ("input", "parameter", "parameter_grad", "optimizer_state", "buffer")
 OPTIMIZER_STATE_FACTOR = {"sgd": 0, "sgd-momentum": 1, "nesterov": 1, "adam": 2, "adamw": 2}
+FRAMEWORKS = ("superneurons", "pytorch")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,7 @@ class Program:
     static_tensors: list = field(default_factory=list)   # StaticTensor records
     extra: dict = field(default_factory=dict)   # captured extras: measured truth, provenance
     adjacency: tuple = None    # (next, prev) layer lists of the graph, in port order
+    framework: str = ""        # whose semantics: "superneurons" or "pytorch" (zoo programs)
     _uses: tuple = None
 
     @property
@@ -136,8 +138,12 @@ def _numel(shape):
 
 
 def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=True,
-                  first_conv_dx=False):
+                  first_conv_dx=False, framework="superneurons"):
     """Build the :class:`Program` of one iteration of zoo graph ``G`` (SPEC §2.3).
+
+    With ``framework="pytorch"`` the program follows PyTorch's autograd instead (SPEC §2.4,
+    :func:`snsim.program_torch.build_torch_program`; ``fork_copies`` and ``first_conv_dx``
+    do not apply there).
 
     Parameters
     ----------
@@ -151,6 +157,8 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
         A FORK makes a full copy of its input per branch (the release does; default True).
     first_conv_dx : bool
         Compute dx for a conv fed by the data layer (release quirk Q3; default False).
+    framework : {"superneurons", "pytorch"}
+        Whose semantics (default SuperNeurons').
 
     Examples
     --------
@@ -160,6 +168,11 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
     >>> [s.phase for s in p.steps][:3], p.static_bytes["parameter"]
     (['F', 'F', 'F'], 1724320)
     """
+    if framework == "pytorch":
+        from .program_torch import build_torch_program
+        return build_torch_program(G, hardware=hardware, optimizer=optimizer)
+    if framework != "superneurons":
+        raise ConfigError(f"framework {framework!r} is unknown; known: {', '.join(FRAMEWORKS)}")
     if optimizer not in OPTIMIZER_STATE_FACTOR:
         raise ConfigError(f"optimizer {optimizer!r} is unknown; known: "
                           f"{', '.join(OPTIMIZER_STATE_FACTOR)}")
@@ -326,7 +339,8 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
                    tensors=tensors, static_bytes=static, conv_algos=conv_algos, graph=G,
                    source=G.graph.get("source", "zoo"),
                    hardware=getattr(hardware, "name", ""), optimizer=optimizer,
-                   static_tensors=static_tensors, adjacency=(nxt, prv))
+                   static_tensors=static_tensors, adjacency=(nxt, prv),
+                   framework="superneurons")
 
 
 def _static_tensors(G, order, dtype, factor, batch):

@@ -5,7 +5,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 
-RUN_COLUMNS = ("run_id", "network", "batch", "policy", "hardware", "allocator", "budget_bytes",
+RUN_COLUMNS = ("run_id", "network", "batch", "framework", "policy", "hardware", "allocator",
+               "budget_bytes",
                "feasible", "peak_ideal_bytes", "peak_allocated_bytes", "peak_reserved_bytes",
                "peak_tensor_bytes",
                "peak_device_bytes", "static_bytes", "lower_bound_bytes", "step_time_s",
@@ -72,6 +73,7 @@ class Result:
     transfers: list = field(default_factory=list, repr=False)   # raw copy records
     memory_events: list = field(default_factory=list, repr=False)  # (t_s, category, delta_bytes)
     allocator_trace: list = field(default_factory=list, repr=False)  # (t_s, allocated, reserved)
+    framework: str = "superneurons"   # the program's semantics ("pytorch"), or its source
 
     @property
     def peak_device_bytes(self):
@@ -95,8 +97,11 @@ class Result:
 
     @property
     def run_id(self):
-        key = json.dumps([self.network, self.batch, self.policy, self.hardware, self.allocator,
-                          self.budget_bytes, self.options], sort_keys=True, default=str)
+        parts = [self.network, self.batch, self.policy, self.hardware, self.allocator,
+                 self.budget_bytes, self.options]
+        if self.framework != "superneurons":   # keep the ids of existing runs
+            parts.append(self.framework)
+        key = json.dumps(parts, sort_keys=True, default=str)
         return hashlib.sha1(key.encode()).hexdigest()[:12]
 
     def summary(self):

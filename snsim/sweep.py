@@ -16,6 +16,7 @@ A sweep file (``configs/sweeps/*.yaml``)::
       superneurons: {mode: memory}
     optimizer: sgd-momentum         # optional, one value
     variant: torchvision            # optional, one value
+    framework: superneurons         # optional, one value: superneurons | pytorch
 
 The grid is the product of the lists. Each run gets a stable ``run_key``, a hash of its
 resolved configuration (budget in bytes, merged policy options, the hardware spec's values),
@@ -49,16 +50,16 @@ from .errors import ConfigError, SnsimError
 from .result import RUN_COLUMNS
 
 SWEEP_KEYS = ("name", "description", "networks", "batches", "policies", "gpus", "budgets",
-              "allocators", "policy_options", "optimizer", "variant")
+              "allocators", "policy_options", "optimizer", "variant", "framework")
 REQUIRED_KEYS = ("networks", "batches", "policies")
 CONFIG_COLUMNS = ("network", "batch", "gpu", "policy", "policy_options", "allocator", "budget",
-                  "budget_bytes", "optimizer", "variant")
+                  "budget_bytes", "optimizer", "variant", "framework")
 SORT_COLUMNS = ("network", "batch", "gpu", "policy", "policy_options", "allocator",
-                "budget_bytes", "budget", "optimizer", "variant")
+                "budget_bytes", "budget", "optimizer", "variant", "framework")
 WALL_COLUMNS = ("sim_wall_s", "run_wall_s")
-_DUPLICATE_METRICS = ("network", "batch", "policy", "allocator", "budget_bytes")
+_DUPLICATE_METRICS = ("network", "batch", "policy", "allocator", "budget_bytes", "framework")
 _STRING_COLUMNS = ("run_key", "run_id", "hardware", "failure", "network", "gpu", "policy",
-                   "policy_options", "allocator", "budget", "optimizer", "variant")
+                   "policy_options", "allocator", "budget", "optimizer", "variant", "framework")
 _METRICS = frozenset(RUN_COLUMNS) - set(_DUPLICATE_METRICS)
 _KEY_VERSION = 1   # bump when a change of the engine makes earlier results stale
 
@@ -79,11 +80,14 @@ class RunConfig:
     optimizer: str
     variant: str
     hardware_hash: str
+    framework: str = "superneurons"
 
     @property
     def run_key(self):
         d = asdict(self)
         d.pop("budget")  # a label: "default" and the same size written out are one run
+        if d["framework"] == "superneurons":
+            d.pop("framework")   # the keys of sweeps run before the key existed still hold
         blob = json.dumps([_KEY_VERSION, d], sort_keys=True)
         return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
@@ -237,7 +241,7 @@ def load_sweep(path):
     (True, 'k40c')
     """
     from .engine.allocators import ALLOCATORS
-    from .program import OPTIMIZER_STATE_FACTOR
+    from .program import FRAMEWORKS, OPTIMIZER_STATE_FACTOR
     from .units import parse_bytes
     from .zoo import VARIANTS, build_network
 
@@ -259,6 +263,9 @@ def load_sweep(path):
     if optimizer not in OPTIMIZER_STATE_FACTOR:
         doc.fail("optimizer", f"(={optimizer!r}) must be one of "
                  f"{', '.join(OPTIMIZER_STATE_FACTOR)}")
+    framework = doc.data.get("framework", "superneurons")
+    if framework not in FRAMEWORKS:
+        doc.fail("framework", f"(={framework!r}) must be one of {', '.join(FRAMEWORKS)}")
 
     networks = _as_list(doc, "networks", ())
     _check_names(doc, "networks", networks,
@@ -300,7 +307,7 @@ def load_sweep(path):
                               policy_options=opts, allocator=alloc, budget=label,
                               budget_bytes=hw.budget_bytes if nbytes is None else nbytes,
                               optimizer=optimizer, variant=variant,
-                              hardware_hash=_hardware_hash(hw)))
+                              hardware_hash=_hardware_hash(hw), framework=framework))
     keys = {}
     for r in runs:
         if r.run_key in keys:
@@ -322,7 +329,8 @@ def run_one(config):
     r = simulate(config.network, batch=config.batch, hardware=_hardware(config.gpu),
                  policy=config.policy, budget_bytes=config.budget_bytes,
                  allocator=config.allocator, policy_options=json.loads(config.policy_options),
-                 optimizer=config.optimizer, variant=config.variant, record=False)
+                 optimizer=config.optimizer, variant=config.variant, record=False,
+                 framework=config.framework)
     row = {"run_key": config.run_key, **config.columns()}
     for k, v in r.summary().items():
         if k not in _DUPLICATE_METRICS:

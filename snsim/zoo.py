@@ -47,7 +47,7 @@ def _residual_join(b, fork, short, main):
     return b.relu(j, name="relu")
 
 
-def lenet(*, batch, input_size=28, num_classes=10, variant="torchvision"):
+def lenet(*, batch, input_size=28, num_classes=10, variant="torchvision", twin=False):
     """LeNet (Caffe's MNIST variant): conv20-pool-conv50-pool-fc500-relu-fc10."""
     b = GraphBuilder("lenet", batch=batch, input_shape=(1, input_size, input_size))
     x = b.data()
@@ -57,7 +57,8 @@ def lenet(*, batch, input_size=28, num_classes=10, variant="torchvision"):
     return b.finish(b.softmax(b.fc(x, num_classes, name="fc2")))
 
 
-def alexnet(*, batch, input_size=None, num_classes=1000, variant="torchvision"):
+def alexnet(*, batch, input_size=None, num_classes=1000, variant="torchvision",
+            twin=False):
     """AlexNet: torchvision's (64/192/384/256/256, no LRN) or the release's (96/256/384/384/256, LRN)."""
     release = variant == "release"
     size = input_size or (227 if release else 224)
@@ -75,7 +76,7 @@ def alexnet(*, batch, input_size=None, num_classes=1000, variant="torchvision"):
             x = b.lrn(x, 5, 1e-4, 0.75, 1.0, name=f"lrn{i}")
         if pool:
             x = b.pool(x, 3, 2, name=f"pool{i}")
-    if b.shape(x)[2:] != (6, 6):
+    if b.shape(x)[2:] != (6, 6) or (twin and not release):
         if release:
             raise ConfigError(f"alexnet (release): input_size {size} gives {b.shape(x)[2:]} "
                               f"feature maps; its classifier needs 6x6 (use 227)")
@@ -90,7 +91,7 @@ def alexnet(*, batch, input_size=None, num_classes=1000, variant="torchvision"):
 
 
 def vgg(depth=None, *, batch, input_size=None, num_classes=1000, variant="torchvision",
-        convs=None):
+        convs=None, twin=False):
     """VGG-11/13/16/19 (configuration A/B/D/E, no BN), 3x3 convs with bias, FC 4096-4096-classes.
 
     ``convs`` gives any number of 3x3 convs per stage (five stages); ``depth`` names a standard
@@ -105,7 +106,7 @@ def vgg(depth=None, *, batch, input_size=None, num_classes=1000, variant="torchv
         for i in range(1, n + 1):
             x = b.relu(b.conv(x, width, 3, 1, 1, name=f"conv{stage}_{i}"), name=f"relu{stage}_{i}")
         x = b.pool(x, 2, 2, name=f"pool{stage}")
-    if b.shape(x)[2:] != (7, 7):
+    if b.shape(x)[2:] != (7, 7) or twin:
         x = b.adaptive_pool(x, 7, name="avgpool")   # torchvision's AdaptiveAvgPool2d((7, 7))
     for i in (6, 7):
         x = b.dropout(b.relu(b.fc(x, 4096, name=f"fc{i}"), name=f"relu{i}"), 0.5, name=f"drop{i}")
@@ -113,7 +114,7 @@ def vgg(depth=None, *, batch, input_size=None, num_classes=1000, variant="torchv
 
 
 def resnet(blocks, *, batch, input_size=None, num_classes=1000, kind="bottleneck",
-           variant="torchvision", name=None):
+           variant="torchvision", name=None, twin=False):
     """ResNet with any blocks-per-stage tuple (SPEC §8).
 
     Each block is FORK -> shortcut on ``next[0]`` (identity, or conv1x1+BN projection) and the
@@ -159,7 +160,8 @@ def resnet(blocks, *, batch, input_size=None, num_classes=1000, kind="bottleneck
     return b.finish(b.softmax(b.fc(x, num_classes, name="fc")))
 
 
-def cifar_resnet(n=5, *, batch, input_size=32, num_classes=10, variant="torchvision"):
+def cifar_resnet(n=5, *, batch, input_size=32, num_classes=10, variant="torchvision",
+                 twin=False):
     """CIFAR ResNet-(6n+2) of He et al.: 16/32/64 channels, option-A (pool + PADDING) shortcuts."""
     b = GraphBuilder(f"cifar_resnet{6 * n + 2}", batch=batch, input_shape=(3, input_size, input_size))
     x = _conv_bn_relu(b, b.data(), 16, 3, 1, 1, name="stem.")
@@ -184,7 +186,7 @@ def cifar_resnet(n=5, *, batch, input_size=32, num_classes=10, variant="torchvis
 
 
 def densenet(depth=None, *, batch, input_size=None, num_classes=1000, growth=32, bn_size=4,
-             variant="torchvision", blocks=None):
+             variant="torchvision", blocks=None, twin=False):
     """DenseNet-121/169/201 (torchvision, naive concatenation: quadratic activation memory).
 
     Each dense layer reads CONCAT(all earlier features of its block); an output used by many
@@ -201,7 +203,8 @@ def densenet(depth=None, *, batch, input_size=None, num_classes=1000, growth=32,
         feats = [x]
         for li in range(1, n + 1):
             b.scope(f"denseblock{bi}.layer{li}.")
-            inp = feats[0] if len(feats) == 1 else b.concat(feats, name="cat")
+            # torchvision concatenates even a single input (a copy)
+            inp = feats[0] if len(feats) == 1 and not twin else b.concat(feats, name="cat")
             y = b.relu(b.bn(inp, name="norm1"), name="relu1")
             y = b.conv(y, bn_size * growth, 1, bias=False, name="conv1")
             y = b.relu(b.bn(y, name="norm2"), name="relu2")
@@ -219,7 +222,8 @@ def densenet(depth=None, *, batch, input_size=None, num_classes=1000, growth=32,
     return b.finish(b.softmax(b.fc(x, num_classes, name="classifier")))
 
 
-def inception_v4(*, batch, input_size=299, num_classes=1000, variant="torchvision"):
+def inception_v4(*, batch, input_size=299, num_classes=1000, variant="torchvision",
+                 twin=False):
     """Inception-v4 as in timm's ``inception_v4`` (BasicConv2d = conv without bias + BN + ReLU).
 
     Parameter count 42,679,816, equal to timm's model (SPEC §8: ≈42.7 M with BN).
@@ -318,7 +322,8 @@ def list_networks():
     return sorted(NETWORKS)
 
 
-def build_network(name, *, batch, input_size=None, variant="torchvision", num_classes=None):
+def build_network(name, *, batch, input_size=None, variant="torchvision", num_classes=None,
+                  twin=False):
     """Build a zoo network by name.
 
     Parameters
@@ -332,6 +337,10 @@ def build_network(name, *, batch, input_size=None, variant="torchvision", num_cl
     input_size : int, optional
         Image side in pixels (224 default; 227 in the release variant).
     variant : {"torchvision", "release"}
+    twin : bool
+        Include every op the torchvision model runs even where it changes no shape
+        (AlexNet's and VGG's adaptive average pool at 224 px, DenseNet's one-input ``cat``), as
+        the PyTorch-semantics program needs (:mod:`snsim.program_torch`).
 
     Raises
     ------
@@ -347,7 +356,7 @@ def build_network(name, *, batch, input_size=None, variant="torchvision", num_cl
     if variant not in VARIANTS:
         raise UnknownNameError(f"variant {variant!r} is unknown; known: {', '.join(VARIANTS)}")
     key = _canonical(name)
-    kwargs = {"batch": batch, "variant": variant}
+    kwargs = {"batch": batch, "variant": variant, "twin": bool(twin)}
     if input_size is not None:
         kwargs["input_size"] = int(input_size)
     if num_classes is not None:

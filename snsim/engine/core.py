@@ -561,7 +561,7 @@ class Engine:
             conv_algos={f"{k[0]}:{k[1]}": v for k, v in self.algos_chosen.items()},
             options=dict(self.plan.notes), sim_wall_s=wall_s, steps=self.steps_rec,
             transfers=self.transfers, memory_events=self.mem_events,
-            allocator_trace=self.alloc_trace)
+            allocator_trace=self.alloc_trace, framework=p.framework or p.source)
 
 
 def run_plan(program, plan, hardware, *, budget_bytes=None, allocator="ideal",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from ..cli import DEFAULT_GPU, command, emit
+from ..cli import DEFAULT_GPU, _framework_arg, command, emit
 from ..units import format_bytes
 
 
@@ -33,6 +33,7 @@ def _common(p):
                    help="sgd | sgd-momentum | nesterov | adam (sets optimizer-state bytes)")
     p.add_argument("--input-size", type=int, default=None, help="image side in pixels")
     p.add_argument("--variant", default="torchvision", choices=("torchvision", "release"))
+    _framework_arg(p)
     p.add_argument("--format", default="table", choices=("table", "json", "csv"))
 
 
@@ -71,11 +72,12 @@ def cmd_maxdepth(args):
                         min_depth=args.min_depth, max_depth=args.max_depth,
                         budget_bytes=args.budget, allocator=args.allocator,
                         optimizer=args.optimizer, input_size=args.input_size,
-                        variant=args.variant, on_probe=on_probe)
+                        variant=args.variant, on_probe=on_probe, framework=args.framework)
     finally:
         bar.close()
     title = (f"deepest {fam.name} ({fam.description}) per policy at batch {args.batch} on "
-             f"{rep.hardware}, budget {format_bytes(rep.budget_bytes)}, allocator {args.allocator}")
+             f"{rep.hardware}, budget {format_bytes(rep.budget_bytes)}, allocator {args.allocator}, "
+             f"{rep.framework} semantics")
     _print(rep, args, title, lambda r: {"max_depth": r.max_depth, "k": r.max_size,
                                         "next_depth": r.next_depth})
     return 0
@@ -106,11 +108,12 @@ def cmd_maxbatch(args):
                         min_batch=args.min_batch, max_batch=args.max_batch,
                         budget_bytes=args.budget, allocator=args.allocator,
                         optimizer=args.optimizer, input_size=args.input_size,
-                        variant=args.variant, on_probe=on_probe)
+                        variant=args.variant, on_probe=on_probe, framework=args.framework)
     finally:
         bar.close()
     title = (f"largest batch of {args.network} per policy on {rep.hardware}, budget "
-             f"{format_bytes(rep.budget_bytes)}, allocator {args.allocator}")
+             f"{format_bytes(rep.budget_bytes)}, allocator {args.allocator}, "
+             f"{rep.framework} semantics")
     _print(rep, args, title, lambda r: {"max_batch": r.max_size, "next_batch": r.next_size})
     return 0
 

@@ -46,18 +46,20 @@ DEFAULT_MAX_BATCH = 1 << 20
 
 
 # -- network families -------------------------------------------------------------------------
-def _vgg_graph(k, *, batch, input_size=None, variant="torchvision"):
+def _vgg_graph(k, *, batch, input_size=None, variant="torchvision", twin=False):
     """VGG with conv stages (2, 2, k, k, k): k=3 is VGG-16, k=4 VGG-19."""
-    return vgg(convs=(2, 2, k, k, k), batch=batch, input_size=input_size, variant=variant)
+    return vgg(convs=(2, 2, k, k, k), batch=batch, input_size=input_size, variant=variant,
+               twin=twin)
 
 
-def _densenet_graph(k, *, batch, input_size=None, variant="torchvision"):
+def _densenet_graph(k, *, batch, input_size=None, variant="torchvision", twin=False):
     """DenseNet with blocks (6, 12, k, 16): k=24 is DenseNet-121."""
-    return densenet(blocks=(6, 12, k, 16), batch=batch, input_size=input_size, variant=variant)
+    return densenet(blocks=(6, 12, k, 16), batch=batch, input_size=input_size, variant=variant,
+                    twin=twin)
 
 
-def _resnet_graph(k, *, batch, input_size=None, variant="torchvision"):
-    return resnet((3, 4, k, 3), batch=batch, input_size=input_size, variant=variant)
+def _resnet_graph(k, *, batch, input_size=None, variant="torchvision", twin=False):
+    return resnet((3, 4, k, 3), batch=batch, input_size=input_size, variant=variant, twin=twin)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,7 +127,7 @@ def get_family(name):
     return FAMILIES[key]
 
 
-def family_network(family, k, *, batch, input_size=None, variant="torchvision"):
+def family_network(family, k, *, batch, input_size=None, variant="torchvision", twin=False):
     """The layer DAG of member ``k`` of ``family``.
 
     >>> G = family_network("resnet", 6, batch=2)
@@ -135,20 +137,20 @@ def family_network(family, k, *, batch, input_size=None, variant="torchvision"):
     fam = get_family(family)
     if int(k) < fam.min_size:
         raise ConfigError(f"family {fam.name}: k (={k}) must be >= {fam.min_size}")
-    return fam.build(int(k), batch=batch, input_size=input_size, variant=variant)
+    return fam.build(int(k), batch=batch, input_size=input_size, variant=variant, twin=twin)
 
 
 # -- search spaces ------------------------------------------------------------------------------
 class _DepthSpace:
     axis = "depth"
 
-    def __init__(self, family, *, batch, input_size, variant):
+    def __init__(self, family, *, batch, input_size, variant, framework="superneurons"):
         self.family, self.batch = family, batch
-        self.input_size, self.variant = input_size, variant
+        self.input_size, self.variant, self.framework = input_size, variant, framework
 
     def graph(self, k):
         G = self.family.build(k, batch=self.batch, input_size=self.input_size,
-                              variant=self.variant)
+                              variant=self.variant, twin=self.framework == "pytorch")
         G.graph["modules"] = module_tree(G)
         return G
 
@@ -162,12 +164,13 @@ class _DepthSpace:
 class _BatchSpace:
     axis = "batch"
 
-    def __init__(self, network, *, input_size, variant):
+    def __init__(self, network, *, input_size, variant, framework="superneurons"):
         self.network, self.input_size, self.variant = network, input_size, variant
+        self.framework = framework
 
     def graph(self, n):
         return build_network(self.network, batch=n, input_size=self.input_size,
-                             variant=self.variant)
+                             variant=self.variant, twin=self.framework == "pytorch")
 
     def depth(self, n):
         return None
@@ -202,7 +205,8 @@ class _Prober:
         if p is not None:
             self._programs.move_to_end(size)
             return p
-        p = build_program(self.space.graph(size), hardware=self.hw, optimizer=self.optimizer)
+        p = build_program(self.space.graph(size), hardware=self.hw, optimizer=self.optimizer,
+                          framework=self.space.framework)
         self._programs[size] = p
         self.bounds[size] = (p.lower_bound_bytes(), p.static_total_bytes)
         while len(self._programs) > 1 and \
@@ -490,17 +494,19 @@ class SearchReport:
     rows: list
     probes: list
     wall_s: float
+    framework: str = "superneurons"   # program semantics of every simulation
 
     def frame(self):
         """One row per policy (a tidy table; bytes and seconds in SI units)."""
         import pandas as pd
         cols = (["policy", "family", "batch", "max_depth", "k", "network"] if self.axis == "depth"
                 else ["policy", "network", "max_batch"])
-        cols += ["step_time_s", "images_per_s", "peak_ideal_bytes", "next_size"
+        cols += ["framework", "step_time_s", "images_per_s", "peak_ideal_bytes", "next_size"
                  if self.axis == "batch" else "next_depth", "next_failure", "simulations"]
         out = []
         for r in self.rows:
-            row = {"policy": r.policy, "network": r.network, "step_time_s": r.step_time_s,
+            row = {"policy": r.policy, "network": r.network, "framework": self.framework,
+                   "step_time_s": r.step_time_s,
                    "images_per_s": (r.result.images_per_s if r.result is not None else None),
                    "peak_ideal_bytes": r.peak_ideal_bytes, "next_failure": r.next_failure,
                    "simulations": r.simulations}
@@ -544,6 +550,12 @@ def _resolve(hardware, budget_bytes, policies):
         for n in names:
             get_policy(n)   # unknown names fail before any simulation
     return hw, budget, names
+
+
+def _framework(framework):
+    from ..api import check_framework
+    check_framework(framework)
+    return framework
 
 
 def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0):
@@ -610,7 +622,7 @@ def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0
     return SearchReport(axis=space.axis, subject=subject, parameter=parameter,
                         hardware=prober.hw.name, budget_bytes=prober.budget, batch=batch,
                         min_size=lo, limit=limit, bound_cap=cap, rows=rows, probes=probes,
-                        wall_s=time.perf_counter() - wall0)
+                        wall_s=time.perf_counter() - wall0, framework=space.framework)
 
 
 def _show(space, size):
@@ -619,7 +631,8 @@ def _show(space, size):
 
 def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_depth=None,
               max_depth=None, budget_bytes=None, allocator="ideal", optimizer="sgd-momentum",
-              input_size=None, variant="torchvision", policy_options=None, on_probe=None):
+              input_size=None, variant="torchvision", policy_options=None, on_probe=None,
+              framework="superneurons"):
     """The deepest member of ``family`` each policy trains within the budget.
 
     Parameters
@@ -639,6 +652,8 @@ def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_
         ``{policy name: {option: value}}``.
     on_probe : callable, optional
         Called as ``on_probe(policy, k, result)`` after every simulation (progress bars).
+    framework : {"superneurons", "pytorch"}
+        Program semantics (:func:`snsim.api.make_program`).
 
     Returns
     -------
@@ -673,7 +688,8 @@ def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_
     if min_depth is not None and max_depth is not None and int(max_depth) < int(min_depth):
         raise ConfigError(f"max depth (={max_depth}) must be >= min depth (={min_depth})")
     limit = fam.size_for_depth(top)
-    space = _DepthSpace(fam, batch=int(batch), input_size=input_size, variant=variant)
+    space = _DepthSpace(fam, batch=int(batch), input_size=input_size, variant=variant,
+                        framework=_framework(framework))
     prober = _Prober(space, hw, budget, allocator=allocator, optimizer=optimizer,
                      policy_options=policy_options, on_probe=on_probe)
     return _search(space, prober, names, lo, limit, subject=fam.name, parameter=fam.parameter,
@@ -682,7 +698,8 @@ def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_
 
 def max_batch(network="resnet50", *, hardware="k40c", policies=None, min_batch=1,
               max_batch=None, budget_bytes=None, allocator="ideal", optimizer="sgd-momentum",
-              input_size=None, variant="torchvision", policy_options=None, on_probe=None):
+              input_size=None, variant="torchvision", policy_options=None, on_probe=None,
+              framework="superneurons"):
     """The largest mini-batch of zoo ``network`` each policy trains within the budget.
 
     Parameters are those of :func:`max_depth`, with ``network`` (a zoo name) and a batch range
@@ -702,7 +719,8 @@ def max_batch(network="resnet50", *, hardware="k40c", policies=None, min_batch=1
         raise ConfigError(f"min batch (={min_batch}) must be a positive integer")
     limit = DEFAULT_MAX_BATCH if max_batch is None else int(max_batch)
     build_network(network, batch=1, input_size=input_size, variant=variant)  # unknown names fail
-    space = _BatchSpace(network, input_size=input_size, variant=variant)
+    space = _BatchSpace(network, input_size=input_size, variant=variant,
+                        framework=_framework(framework))
     prober = _Prober(space, hw, budget, allocator=allocator, optimizer=optimizer,
                      policy_options=policy_options, on_probe=on_probe)
     return _search(space, prober, names, lo, limit, subject=network, parameter="batch",
@@ -711,7 +729,8 @@ def max_batch(network="resnet50", *, hardware="k40c", policies=None, min_batch=1
 
 def min_budget(network, *, batch=None, hardware="k40c", policy="superneurons",
                policy_options=None, allocator="ideal", optimizer="sgd-momentum", input_size=None,
-               variant="torchvision", tol_bytes=None, max_budget_bytes=None):
+               variant="torchvision", tol_bytes=None, max_budget_bytes=None,
+               framework="superneurons"):
     """The smallest budget under which ``policy`` trains ``network`` (bisection to ``tol_bytes``).
 
     With an LRU tensor cache the peak fills whatever budget it is given, so the smallest
@@ -738,7 +757,7 @@ def min_budget(network, *, batch=None, hardware="k40c", policy="superneurons",
     from ..api import make_program
     hw = resolve_hardware(hardware)
     program = make_program(network, batch=batch, hardware=hw, input_size=input_size,
-                           variant=variant, optimizer=optimizer)
+                           variant=variant, optimizer=optimizer, framework=framework)
     pol = get_policy(policy, **(policy_options or {}))
     hi = hw.budget_bytes if max_budget_bytes is None else parse_bytes(max_budget_bytes,
                                                                       field="max_budget")
@@ -769,7 +788,8 @@ def min_budget(network, *, batch=None, hardware="k40c", policy="superneurons",
 
 def sweep_depth(family="resnet", ks=(1, 2, 4, 8), *, batch=16, hardware="k40c", policies=None,
                 budget_bytes=None, allocator="ideal", optimizer="sgd-momentum", input_size=None,
-                variant="torchvision", policy_options=None, on_probe=None):
+                variant="torchvision", policy_options=None, on_probe=None,
+                framework="superneurons"):
     """Every policy at every ``k`` of ``family``: a tidy frame for :func:`snsim.plots.sweep_curve`.
 
     Sizes beyond the static bound are reported infeasible without simulating (``pruned``).
@@ -782,7 +802,8 @@ def sweep_depth(family="resnet", ks=(1, 2, 4, 8), *, batch=16, hardware="k40c", 
     """
     fam = get_family(family)
     hw, budget, names = _resolve(hardware, budget_bytes, policies)
-    space = _DepthSpace(fam, batch=int(batch), input_size=input_size, variant=variant)
+    space = _DepthSpace(fam, batch=int(batch), input_size=input_size, variant=variant,
+                        framework=_framework(framework))
     prober = _Prober(space, hw, budget, allocator=allocator, optimizer=optimizer,
                      policy_options=policy_options, on_probe=on_probe, keep_steps=0)
     rows = []
@@ -794,7 +815,8 @@ def sweep_depth(family="resnet", ks=(1, 2, 4, 8), *, batch=16, hardware="k40c", 
         if k < fam.min_size:
             raise ConfigError(f"family {fam.name}: k (={k}) must be >= {fam.min_size}")
         for n in names:
-            base = {"family": fam.name, "policy": n, "k": k, "depth": fam.depth(k),
+            base = {"family": fam.name, "framework": space.framework, "policy": n, "k": k,
+                    "depth": fam.depth(k),
                     "batch": int(batch), "hardware": hw.name, "budget_bytes": budget}
             if not prober.within_bound(k):
                 rows.append({**base, "feasible": False, "pruned": True, "peak_ideal_bytes": None,

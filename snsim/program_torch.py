@@ -1,0 +1,424 @@
+"""A training step in PyTorch semantics: what autograd saves for the torchvision twin of a zoo net.
+
+:func:`build_torch_program` turns a zoo layer DAG (built with ``twin=True``, so it has every op
+torchvision runs) into the same :class:`~snsim.program.Program` structure as
+:func:`snsim.program.build_program`, but with the storages, saved tensors and allocation order of
+one eager PyTorch training iteration (torch 2.x on CUDA, fp32, ``zero_grad(set_to_none=True)``
+at the end of the step, foreach optimizer). The facts behind each rule are in
+``docs/DESIGN.md`` ("PyTorch semantics"); each was checked with
+``torch.autograd.graph.saved_tensors_hooks`` on a CPU and against the H200 captures.
+
+Forward (per op: new storages, what its backward keeps):
+
+=============  =========================================  ==================================
+op             allocates                                  saved for backward
+=============  =========================================  ==================================
+conv2d         y, cuDNN workspace (freed in the op)       x (and the weight: static)
+batch_norm     y, save_mean, save_invstd (C fp32 each)    x, save_mean, save_invstd
+ReLU(inplace)  nothing: writes into its input storage     the result (= that storage)
+max_pool2d     y, int64 indices (8 B per output element)  x, indices
+avg_pool2d     y                                          x (adaptive pools other than 1x1 too)
+global pool    y (``mean``)                               nothing
+linear         y                                          x (flatten is a view)
+dropout        y, bool mask (1 B per element, CUDA)       mask
+add (+=)       nothing: in place into the main branch     nothing
+cat            y (also for one input)                     nothing
+loss           log-probs, loss, total_weight              log-probs, total_weight
+=============  =========================================  ==================================
+
+Backward follows autograd's engine: a node runs when every gradient of its output has arrived,
+the ready node with the highest sequence number (latest in forward) first. Each node allocates
+its input gradients (conv: ``dx``, workspace, then ``dW``, workspace, ``db``), then releases
+what it saved and its incoming gradient once nothing else holds them; ``add`` passes its
+gradient through, ``cat`` hands out views of it (the whole buffer lives while a view does). A
+value used more than once gets its gradients summed into a new buffer, the parts released.
+Parameter gradients are created in backward and live until the end of the step.
+The optimizer step is one foreach step: every momentum buffer exists (a steady iteration), and
+weight decay makes a temporary copy of every gradient, freed at the end of the step.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+
+from .errors import ConfigError, GraphError
+from .graph import adjacency, forward_order
+from .program import OPTIMIZER_STATE_FACTOR, Program, StaticTensor, Step, Tensor
+
+#: Temporaries of one foreach optimizer step, in gradient-sized buffers per parameter, with
+#: weight decay as in the validation runs: SGD (plain, momentum, Nesterov) ``_foreach_add`` of
+#: weight decay into a copy of the gradients; Adam that copy plus ``_foreach_sqrt`` of
+#: ``exp_avg_sq``; AdamW (decoupled decay, in place) only the square root.
+OPTIMIZER_TEMPORARIES = {"sgd": 1, "sgd-momentum": 1, "nesterov": 1, "adam": 2, "adamw": 1}
+
+#: cuBLAS keeps one workspace per (handle, stream), and a handle per thread: the forward's
+#: thread and autograd's device thread each get one at their first matmul; the forward's
+#: cuBLASLt ``addmm`` (bias epilogue) takes a 1 MiB cuBLASLt workspace. Sizes are torch's
+#: defaults on sm90 (``CUBLAS_WORKSPACE_CONFIG`` unset: 4096 KiB x 8) and older GPUs
+#: (4096 KiB x 2 + 16 KiB x 8); the sm90 ones match the H200 captures' persistent blocks.
+CUBLAS_WORKSPACE_BYTES = {"sm90": 32 << 20, "default": (4096 * 2 + 16 * 8) << 10}
+CUBLASLT_WORKSPACE_BYTES = 1 << 20
+_SM90 = ("h100", "h200")
+
+
+def _numel(shape):
+    return math.prod(shape)
+
+
+def conv_workspace_bytes(a, pass_name, dtype_bytes=4):
+    """cuDNN workspace of one conv pass under ``cudnn.benchmark=False`` (NCHW fp32 tensors).
+
+    cuDNN 9's heuristics pick NHWC kernels on current GPUs; with NCHW tensors the engine
+    transposes its operands into the workspace: the two activations of the pass (x and y, dy
+    and dx) and, unless the kernel is 1x1 (where the two layouts coincide), the filter. The
+    filter pass (x and dy) reduces over the batch in splits and keeps two filter-sized partial
+    sums. On the H200 captures this gives every forward and backward-data workspace of
+    ResNet-50/101/152 and VGG-16's 3x3 convs to within the weights' size; backward-filter
+    workspaces of small filters are up to ~8 MiB larger in reality (a minimum split buffer).
+    """
+    n, c, h, w = a["in_shapes"][0]
+    _, k, ho, wo = a["out_shape"]
+    kh, kw = a["kernel"]
+    x = n * c * h * w * dtype_bytes
+    y = n * k * ho * wo * dtype_bytes
+    wt = k * (c // a.get("groups", 1)) * kh * kw * dtype_bytes
+    filt = wt if (kh, kw) != (1, 1) else 0
+    if pass_name == "bwd_filter":
+        return x + y + 2 * wt
+    return x + y + filt
+
+
+def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspaces=True):
+    """Build the :class:`Program` of one PyTorch training iteration of zoo graph ``G``.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A zoo layer DAG, ideally built with ``twin=True`` (every op of the torchvision model).
+    hardware : HardwareSpec, optional
+        Models layer times (and picks the cuBLAS workspace size); required unless every node
+        carries ``fwd_time_s``/``bwd_time_s``.
+    optimizer : {"sgd", "sgd-momentum", "nesterov", "adam", "adamw"}
+    workspaces : bool
+        Model the memory no tensor owns (default True): cuDNN conv workspaces inside the conv
+        steps and cuBLAS's persistent workspaces. False leaves both out.
+
+    Examples
+    --------
+    >>> from snsim.zoo import build_network
+    >>> from snsim.hardware import load_hardware
+    >>> p = build_torch_program(build_network("resnet18", batch=2, twin=True),
+    ...                         hardware=load_hardware("h200"))
+    >>> p.framework, [s.phase for s in p.steps][:2], p.steps[-1].name
+    ('pytorch', ['F', 'F'], 'optimizer.step')
+    """
+    if optimizer not in OPTIMIZER_STATE_FACTOR:
+        raise ConfigError(f"optimizer {optimizer!r} is unknown; known: "
+                          f"{', '.join(OPTIMIZER_STATE_FACTOR)}")
+    from .costs import modeled_costs, update_time_s  # costs import hardware; keep graph pure
+
+    nodes = dict(G.nodes(data=True))
+    dtype = int(G.graph.get("dtype_bytes", 4))
+    nxt, prv = adjacency(G)
+    order = forward_order(G, (nxt, prv))
+    costs = modeled_costs(G, hardware) if hardware is not None else {}
+    mem_rate = (hardware.eff("mem") * hardware.mem_bytes_per_s) if hardware is not None else None
+
+    def times(n):
+        a = nodes[n]
+        if "fwd_time_s" in a and "bwd_time_s" in a:
+            return a["fwd_time_s"], a["bwd_time_s"]
+        if n not in costs:
+            raise GraphError(f"layer {n} ({a.get('name')}) has no fwd_time_s/bwd_time_s and no "
+                             f"hardware was given to model them")
+        return costs[n].fwd_time_s, costs[n].bwd_time_s
+
+    def copy_time(nbytes):
+        return nbytes / mem_rate if mem_rate else 0.0
+
+    # values through FORKs (a FORK is no op in PyTorch: its consumers read its input)
+    def source(p):
+        while nodes[p]["type"] == "FORK":
+            p = prv[p][0]
+        return p
+
+    ops = [n for n in order if nodes[n]["type"] not in ("FORK", "DATA")]
+    seq = {n: i for i, n in enumerate(ops)}
+    ins = {n: [source(p) for p in prv[n]] for n in ops}
+    users = {n: [] for n in G}
+    for n in ops:
+        for p in ins[n]:
+            users[p].append(n)
+    is_data = {n: nodes[n]["type"] == "DATA" for n in G}
+
+    tensors = []
+    steps = []
+
+    def new(name, kind, nbytes, producer):
+        tid = len(tensors)
+        tensors.append(Tensor(tid, name, kind, int(nbytes), producer,
+                              nodes[producer]["type"] if producer in nodes else "OPTIMIZER"))
+        return tid
+
+    def add_step(n, phase, time_s, deps, outs=(), inputs=(), *, name=None, typ=None):
+        seen = []
+        for t in deps:
+            if t is not None and t not in seen:
+                seen.append(t)
+        a = nodes.get(n, {})
+        steps.append(Step(len(steps), n, name or a.get("name", "optimizer"),
+                          typ or a.get("type", "OPTIMIZER"), phase, float(time_s), tuple(seen),
+                          tuple(outs), tuple(inputs)))
+
+    # -- forward ------------------------------------------------------------------------------
+    store = {}      # value (node) -> storage id of its output (None: the input batch)
+    saved = {}      # node -> storages its backward needs
+    extra = {}      # node -> other tensors its backward needs (indices, masks, statistics)
+    for n in G:
+        if is_data[n]:
+            store[n] = None
+    loss_scalar = None
+    for n in ops:
+        a = nodes[n]
+        typ = a["type"]
+        name = a["name"]
+        xs = [store[p] for p in ins[n]]
+        x = xs[0] if xs else None
+        y_bytes = _numel(a["out_shape"]) * dtype
+        t_f = times(n)[0]
+        outs, ws = [], []
+        saved[n], extra[n] = [], []
+        if typ == "CONV":
+            outs = [new(f"{name}.y", "activation", y_bytes, n)]
+            if workspaces:
+                ws = [new(f"{name}.ws_fwd", "workspace", conv_workspace_bytes(a, "fwd", dtype), n)]
+            saved[n] = [x]
+        elif typ == "BN":
+            c = a["out_shape"][1]
+            outs = [new(f"{name}.y", "activation", y_bytes, n),
+                    new(f"{name}.save_mean", "activation", c * 4, n),
+                    new(f"{name}.save_invstd", "activation", c * 4, n)]
+            saved[n] = [x]
+            extra[n] = outs[1:]
+        elif typ == "ACT" or (typ == "JOIN" and len(users[ins[n][-1]]) == 1
+                              and nodes[ins[n][-1]]["type"] != "ACT"):
+            # in place (ReLU(inplace=True), ``out += identity``) when nothing else reads the
+            # input and its producer does not keep it for backward
+            target = xs[0] if typ == "ACT" else xs[-1]
+            if typ == "ACT" and len(users[ins[n][0]]) > 1:
+                target = None
+            if target is not None:
+                store[n] = target
+                if typ == "ACT":
+                    saved[n] = [target]
+                add_step(n, "F", t_f, xs, (), tuple(t for t in xs if t is not None))
+                continue
+            outs = [new(f"{name}.y", "activation", y_bytes, n)]
+            if typ == "ACT":
+                saved[n] = [outs[0]]
+        elif typ == "POOL":
+            outs = [new(f"{name}.y", "activation", y_bytes, n)]
+            oh, ow = a["out_shape"][2:]
+            if a.get("mode", "max") == "max":
+                outs.append(new(f"{name}.indices", "activation", _numel(a["out_shape"]) * 8, n))
+                saved[n] = [x]
+                extra[n] = outs[1:]
+            elif not ((oh, ow) == (1, 1) and (a.get("adaptive") or
+                                              tuple(a["kernel"]) == tuple(a["in_shapes"][0][2:]))):
+                saved[n] = [x]       # avg_pool2d and _adaptive_avg_pool2d keep their input
+            # a 1x1 (global) average pool is a mean: nothing saved
+        elif typ == "FC":
+            outs = [new(f"{name}.y", "activation", y_bytes, n)]
+            saved[n] = [x]
+        elif typ == "DROPOUT":
+            outs = [new(f"{name}.y", "activation", y_bytes, n),
+                    new(f"{name}.mask", "activation", _numel(a["out_shape"]), n)]
+            extra[n] = outs[1:]
+        elif typ == "SOFTMAX":
+            outs = [new(f"{name}.log_probs", "activation", y_bytes, n),
+                    new(f"{name}.loss", "activation", 4, n),
+                    new(f"{name}.total_weight", "activation", 4, n)]
+            extra[n] = [outs[0], outs[2]]
+            loss_scalar = outs[1]
+        elif typ == "LRN":
+            # torch's LocalResponseNorm is a chain of elementwise ops and a 3-d average pool;
+            # its saved intermediates are modelled as the input, the output and the divisor
+            outs = [new(f"{name}.y", "activation", y_bytes, n),
+                    new(f"{name}.div", "activation", y_bytes, n)]
+            saved[n] = [x]
+            extra[n] = list(outs)
+        elif typ in ("CONCAT", "JOIN", "PADDING"):
+            outs = [new(f"{name}.y", "activation", y_bytes, n)]
+        else:
+            raise GraphError(f"layer {n} ({name}): type {typ!r} has no PyTorch semantics")
+        store[n] = outs[0]
+        xin = tuple(t for t in xs if t is not None)
+        # the workspace is an output too, so that a replay of the step allocates it again
+        add_step(n, "F", t_f, list(xin) + outs + ws, outs + ws, xin)
+
+    # -- backward: autograd's ready queue, latest node first ------------------------------------
+    grad = {}       # value -> storage holding its gradient (possibly a buffer it is a view of)
+    pending = {n: len(users[n]) for n in ops}
+    param_grads = []
+    ready = []
+
+    def deliver(p, g, via):
+        """Gradient ``g`` for value ``p`` arrives from consumer ``via``."""
+        if is_data[p]:
+            return
+        if grad.get(p) is None:
+            grad[p] = g
+        else:   # autograd sums out of place: a new buffer, then the parts are released
+            nb = _numel(nodes[p]["out_shape"]) * dtype
+            s = new(f"{nodes[p]['name']}.grad_sum", "activation_grad", nb, p)
+            add_step(p, "B", copy_time(3 * nb), [grad[p], g, s],
+                     name=f"{nodes[via]['name']}>{nodes[p]['name']}.grad_sum", typ="JOIN")
+            grad[p] = s
+        pending[p] -= 1
+        if pending[p] == 0:
+            heapq.heappush(ready, (-seq[p], p))
+
+    def params_of(n, *pieces):
+        out = []
+        a = nodes[n]
+        for piece, count in pieces:
+            if count > 0:
+                t = new(f"{a['name']}.{piece}.grad", "activation_grad", count * dtype, n)
+                param_grads.append(t)
+                out.append(t)
+        return out
+
+    sinks = [n for n in ops if not users[n]]
+    for n in sorted(sinks, key=seq.get, reverse=True):
+        heapq.heappush(ready, (-seq[n], n))
+    while ready:
+        _, n = heapq.heappop(ready)
+        a = nodes[n]
+        typ = a["type"]
+        name = a["name"]
+        dy = grad.get(n)
+        t_b = times(n)[1]
+        needs_dx = [not is_data[p] for p in ins[n]]
+        x_bytes = [_numel(s) * dtype for s in a.get("in_shapes", [])]
+        sv = saved[n] + extra[n]
+        out_grads = []   # gradient storage per input port
+        if typ == "CONV":
+            params = a.get("params", 0)
+            bias = a["out_channels"] if a.get("bias") else 0
+            dx = None
+            t_data = t_b / 2 if needs_dx[0] else 0.0
+            if needs_dx[0]:
+                dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n)
+                ws = ([new(f"{name}.ws_bwd_data", "workspace",
+                           conv_workspace_bytes(a, "bwd_data", dtype), n)] if workspaces else [])
+                add_step(n, "B", t_data, [dy, dx] + ws)
+            pg = params_of(n, ("weight", params - bias))
+            ws = ([new(f"{name}.ws_bwd_filter", "workspace",
+                       conv_workspace_bytes(a, "bwd_filter", dtype), n)] if workspaces else [])
+            pg += params_of(n, ("bias", bias))
+            add_step(n, "B", t_b - t_data, sv + [dy] + pg[:1] + ws + pg[1:])
+            out_grads = [dx]
+        elif typ == "FC":
+            params = a.get("params", 0)
+            bias = a["out_features"] if a.get("bias") else 0
+            dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
+            pg = params_of(n, ("weight", params - bias), ("bias", bias))
+            add_step(n, "B", t_b, sv + [dy, dx] + pg)
+            out_grads = [dx]
+        elif typ == "BN":
+            c = a["out_shape"][1]
+            dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
+            pg = params_of(n, ("weight", c), ("bias", c))
+            add_step(n, "B", t_b, sv + [dy, dx] + pg)
+            out_grads = [dx]
+        elif typ == "SOFTMAX":
+            logp, tw = extra[n]
+            nb = _numel(a["out_shape"]) * dtype
+            seed = new(f"{name}.grad_seed", "activation_grad", 4, n)
+            g1 = new(f"{name}.nll_grad", "activation_grad", nb, n)
+            add_step(n, "B", t_b / 2, [tw, seed, g1], name=f"{name}.nll")
+            dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
+            add_step(n, "B", t_b / 2, [logp, g1, dx])
+            out_grads = [dx]
+        elif typ == "JOIN":
+            add_step(n, "B", 0.0, [dy])
+            out_grads = [dy] * len(ins[n])
+        elif typ == "CONCAT":
+            add_step(n, "B", 0.0, [dy])
+            out_grads = [dy] * len(ins[n])     # narrow() views of the one buffer
+        elif typ == "PADDING":
+            add_step(n, "B", 0.0, [dy])
+            out_grads = [dy]                   # a narrow() view
+        else:   # ACT, POOL, DROPOUT, LRN: one new input gradient
+            dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
+            add_step(n, "B", t_b, sv + [dy, dx])
+            out_grads = [dx]
+        for p, g, need in zip(ins[n], out_grads, needs_dx):
+            if need:
+                deliver(p, g, n)
+    n_b = sum(1 for s in steps if s.phase == "B")
+    if n_b == 0:
+        raise GraphError("network has no backward")
+
+    # -- optimizer: one foreach step over every parameter ---------------------------------------
+    factor = OPTIMIZER_STATE_FACTOR[optimizer]
+    temps = []
+    # foreach ops walk the parameters in model.parameters() order (forward order)
+    param_grads.sort(key=lambda t: (seq.get(tensors[t].producer, -1), t))
+    for k in range(OPTIMIZER_TEMPORARIES[optimizer]):
+        for t in param_grads:
+            temps.append(new(f"{tensors[t].name}.tmp{k}", "workspace", tensors[t].nbytes,
+                             tensors[t].producer))
+    param_bytes = sum(tensors[t].nbytes for t in param_grads)
+    t_u = update_time_s(param_bytes, factor * param_bytes, hardware) if hardware else 0.0
+    if param_grads:
+        add_step(0, "U", t_u, list(param_grads) + temps + [loss_scalar], name="optimizer.step",
+                 typ="OPTIMIZER")
+
+    # -- static: parameters, optimizer state, buffers, input, labels, cuBLAS workspaces --------
+    static_tensors = []
+    for n in order:
+        a = nodes[n]
+        name, typ, params = a["name"], a["type"], a.get("params", 0)
+        if typ == "DATA":
+            static_tensors.append(StaticTensor(f"{name}.batch", "input",
+                                               _numel(a["out_shape"]) * dtype, n))
+            continue
+        pieces = []
+        if params:
+            if typ in ("CONV", "FC") and a.get("bias"):
+                bias = a.get("out_channels", a.get("out_features"))
+                pieces = [("weight", params - bias), ("bias", bias)]
+            elif typ == "BN":
+                pieces = [("weight", params // 2), ("bias", params - params // 2)]
+            else:
+                pieces = [("weight", params)]
+        for piece, count in pieces:
+            static_tensors.append(StaticTensor(f"{name}.{piece}", "parameter", count * dtype, n))
+        if typ == "BN":
+            c = a["out_shape"][1]
+            static_tensors += [StaticTensor(f"{name}.running_mean", "buffer", c * dtype, n),
+                               StaticTensor(f"{name}.running_var", "buffer", c * dtype, n),
+                               StaticTensor(f"{name}.num_batches_tracked", "buffer", 8, n)]
+    for st in [s for s in static_tensors if s.kind == "parameter"]:
+        for k in range(factor):
+            static_tensors.append(StaticTensor(f"{st.name}.state{k}", "optimizer_state",
+                                               st.nbytes, st.layer))
+    data = [n for n in order if is_data[n]]
+    batch = G.graph.get("batch", nodes[data[0]]["out_shape"][0] if data else 1)
+    static_tensors.append(StaticTensor("labels", "input", batch * 8, data[0] if data else 0))
+    if workspaces and any(nodes[n]["type"] == "FC" for n in ops):
+        sm90 = getattr(hardware, "name", "") in _SM90
+        cublas = CUBLAS_WORKSPACE_BYTES["sm90" if sm90 else "default"]
+        static_tensors += [StaticTensor("cublas.workspace.forward", "buffer", cublas, 0),
+                           StaticTensor("cublaslt.workspace.forward", "buffer",
+                                        CUBLASLT_WORKSPACE_BYTES, 0),
+                           StaticTensor("cublas.workspace.backward", "buffer", cublas, 0)]
+    static = {}
+    for st in static_tensors:
+        static[st.kind] = static.get(st.kind, 0) + st.nbytes
+    return Program(name=G.graph.get("name", "network"), batch=batch, steps=steps,
+                   tensors=tensors, static_bytes=static, conv_algos={}, graph=G,
+                   source=G.graph.get("source", "zoo"), hardware=getattr(hardware, "name", ""),
+                   optimizer=optimizer, static_tensors=static_tensors, adjacency=(nxt, prv),
+                   framework="pytorch")

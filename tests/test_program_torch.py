@@ -1,0 +1,230 @@
+"""The zoo in PyTorch semantics (snsim/program_torch.py): autograd's storages and their lifetimes,
+checked on small graphs, against the H200 captures' measured peaks, and (with torch) against
+``snsim predict``'s FakeTensor run of the torchvision twin."""
+import glob
+import gzip
+import json
+import os
+
+import pytest
+
+from snsim.api import make_program, simulate
+from snsim.errors import ConfigError
+from snsim.graph import GraphBuilder
+from snsim.hardware import load_hardware
+from snsim.policies import list_policies
+from snsim.program_torch import build_torch_program, conv_workspace_bytes
+from snsim.zoo import build_network
+
+H200 = load_hardware("h200")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _chain(batch=2):
+    """conv -> BN -> ReLU -> max pool -> FC -> dropout -> FC -> loss."""
+    b = GraphBuilder("chain", batch=batch, input_shape=(3, 8, 8))
+    x = b.data()
+    x = b.relu(b.bn(b.conv(x, 4, 3, 1, 1, bias=False, name="conv"), name="bn"), name="relu")
+    x = b.pool(x, 2, 2, name="pool")
+    x = b.dropout(b.fc(x, 6, name="fc1"), name="drop")
+    return b.finish(b.softmax(b.fc(x, 5, name="fc2"), name="loss"))
+
+
+def _named(p):
+    return {t.name: t for t in p.tensors}
+
+
+def test_saved_tensors_and_storages_of_a_chain():
+    p = build_torch_program(_chain(), hardware=H200)
+    t = _named(p)
+    # in-place ReLU: no storage of its own; its backward reads BN's output storage
+    relu_f = next(s for s in p.steps if s.name == "relu" and s.phase == "F")
+    assert relu_f.outputs == () and relu_f.deps == (t["bn.y"].tensor_id,)
+    relu_b = next(s for s in p.steps if s.name == "relu" and s.phase == "B")
+    assert t["bn.y"].tensor_id in relu_b.deps
+    # BN keeps its input (the conv output) and two fp32 statistics per channel
+    bn_b = next(s for s in p.steps if s.name == "bn" and s.phase == "B")
+    for name in ("conv.y", "bn.save_mean", "bn.save_invstd"):
+        assert t[name].tensor_id in bn_b.deps
+    assert t["bn.save_mean"].nbytes == 4 * 4
+    # max pool: int64 indices, 8 B per output element; dropout: a 1-byte mask
+    assert t["pool.indices"].nbytes == 2 * 4 * 4 * 4 * 8
+    assert t["drop.mask"].nbytes == 2 * 6
+    # the first conv computes no input gradient; the FC after dropout keeps the dropout output
+    assert "conv.dx" not in t
+    fc2_b = next(s for s in p.steps if s.name == "fc2" and s.phase == "B")
+    assert t["drop.y"].tensor_id in fc2_b.deps
+    # a global picture: every storage is freed by the end (the engine checks it) and the step
+    # ends with one foreach optimizer step holding every gradient and one temporary per gradient
+    u = [s for s in p.steps if s.phase == "U"]
+    assert len(u) == 1 and u[0].name == "optimizer.step"
+    grads = [x for x in p.tensors if x.name.endswith(".grad")]
+    temps = [x for x in p.tensors if ".tmp0" in x.name]
+    assert len(grads) == len(temps) == 7   # conv.w, bn.w, bn.b, fc1.w, fc1.b, fc2.w, fc2.b
+    assert [x.name for x in temps][:3] == ["conv.weight.grad.tmp0", "bn.weight.grad.tmp0",
+                                           "bn.bias.grad.tmp0"]   # model.parameters() order
+    assert simulate(p, hardware=H200, policy="liveness").feasible
+
+
+def test_static_part_is_parameters_state_buffers_input():
+    p = build_torch_program(_chain(), hardware=H200, workspaces=False)
+    params = p.static_bytes["parameter"]
+    assert p.static_bytes["optimizer_state"] == params      # momentum from the first step on
+    assert "parameter_grad" not in p.static_bytes            # gradients are made in backward
+    assert p.static_bytes["input"] == 2 * 3 * 8 * 8 * 4 + 2 * 8   # fp32 batch + int64 labels
+    assert p.static_bytes["buffer"] == 4 * 4 * 2 + 8         # running stats + num_batches_tracked
+    with_ws = build_torch_program(_chain(), hardware=H200)
+    assert with_ws.static_bytes["buffer"] == p.static_bytes["buffer"] + (65 << 20)   # cuBLAS
+
+
+def test_resnet_block_in_place_add_and_summed_gradients():
+    p = build_torch_program(build_network("resnet50", batch=2, twin=True), hardware=H200)
+    # out += identity writes into bn3's output; the block input's two gradients are summed
+    assert not any(x.name.endswith("join.y") for x in p.tensors)
+    sums = [s for s in p.steps if s.name.endswith("grad_sum")]
+    assert len(sums) == 16 and all(len(s.deps) == 3 for s in sums)   # one per block
+    # autograd runs the later-created downsample branch before bn3 of the main branch
+    b_names = [s.name for s in p.steps if s.phase == "B"]
+    assert b_names.index("layer1.0.downsample.bn") < b_names.index("layer1.0.c.bn")
+
+
+def test_cat_gradients_are_views_of_one_buffer():
+    p = build_torch_program(build_network("densenet121", batch=1, twin=True), hardware=H200)
+    cat_b = [s for s in p.steps if s.phase == "B" and s.type == "CONCAT"]
+    assert cat_b and all(len(s.deps) == 1 and s.time_s == 0.0 for s in cat_b)
+    # torchvision's one-input cat is a copy, kept by norm1 for backward
+    assert any(x.name == "denseblock1.layer1.cat.y" for x in p.tensors)
+
+
+def test_conv_workspace_model():
+    G = build_network("vgg16", batch=64, twin=True)
+    a = next(d for _, d in G.nodes(data=True) if d["name"] == "conv4_3")
+    mib = 1 << 20
+    # x and y (98 MiB each) plus the 3x3 filter (9 MiB); on the H200: 205 MiB (fwd, bwd data)
+    assert conv_workspace_bytes(a, "fwd") == conv_workspace_bytes(a, "bwd_data") == 205 * mib
+    assert conv_workspace_bytes(a, "bwd_filter") == 214 * mib    # H200: 213.25 MiB
+
+
+@pytest.mark.parametrize("net", ["resnet18", "densenet121", "vgg11", "alexnet", "lenet",
+                                 "inceptionv4", "cifarresnet32"])
+def test_every_policy_runs_on_the_pytorch_program(net):
+    p = make_program(net, batch=2, hardware=H200, framework="pytorch")
+    assert p.framework == "pytorch"
+    for pol in list_policies():
+        r = simulate(p, hardware=H200, policy=pol, allocator="pytorch", record=False)
+        assert r.feasible and r.framework == "pytorch", pol
+
+
+def test_release_variant_with_lrn_runs():
+    r = simulate("alexnet", batch=2, hardware="k40c", variant="release", framework="pytorch",
+                 policy="superneurons")
+    assert r.feasible
+
+
+def test_framework_is_checked_and_reported():
+    with pytest.raises(ConfigError, match="framework 'tf' is unknown"):
+        make_program("lenet", batch=1, framework="tf")
+    r = simulate("lenet", batch=2)
+    assert r.framework == "superneurons" and r.to_frame()["framework"][0] == "superneurons"
+
+
+def _captures():
+    out = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "traces", "h200", "*_b*.json.gz"))):
+        stem = os.path.basename(path)[:-len(".json.gz")]
+        net, _, rest = stem.rpartition("_b")
+        if rest.isdigit() and net in ("alexnet", "vgg16", "resnet50", "resnet101", "resnet152",
+                                      "densenet121"):
+            out.append((net, int(rest), path))
+    return out
+
+
+@pytest.mark.parametrize("net,batch,path", _captures(),
+                         ids=[f"{n}_b{b}" for n, b, _ in _captures()])
+def test_peak_allocated_within_2pct_of_the_h200(net, batch, path):
+    with gzip.open(path, "rt") as f:
+        measured = json.load(f)["measured"]
+    r = simulate(net, batch=batch, hardware="h200", framework="pytorch", allocator="pytorch",
+                 policy="liveness", record=False)
+    err = r.peak_allocated_bytes / measured["peak_allocated_bytes"] - 1
+    assert abs(err) <= 0.02, f"{net} b{batch}: {100 * err:+.2f}%"
+
+
+# -- against snsim predict (FakeTensorMode on the CPU) ------------------------------------------
+def _small_densenet_spec():
+    import torchvision
+    from snsim.torchsim.models import ModelSpec
+
+    class Spec(ModelSpec):   # torchvision's DenseNet-BC with two layers per block
+        def build(self):
+            return torchvision.models.DenseNet(32, (2, 2, 2, 2), 64)
+    return Spec(text="densenet(2,2,2,2)", name="densenet", input_shape=(3, 224, 224))
+
+
+@pytest.mark.parametrize("net,batch", [("resnet18", 16), ("alexnet", 32), ("vgg11", 8),
+                                       ("densenet:2,2,2,2", 8), ("resnet:1,1,2,1", 8)])
+def test_matches_predict_without_workspaces(net, batch):
+    """The storages, lifetimes and order equal autograd's: both sides without the memory no
+    tensor owns (cuDNN/cuBLAS workspaces, which predict takes from capture tables)."""
+    pytest.importorskip("torchvision")
+    from snsim.torchsim.build import build_program as trace_program
+    from snsim.torchsim.predict import record_fake, resolve_model
+    from snsim.torchsim.replay import replay_events
+    from snsim.zoo import densenet
+    if net.startswith("densenet:"):
+        spec, G = _small_densenet_spec(), densenet(blocks=(2, 2, 2, 2), batch=batch, twin=True)
+    else:
+        spec, G = resolve_model(f"torchvision:{net}"), build_network(net, batch=batch, twin=True)
+    rec = record_fake(spec, batch, "sgd-momentum")
+    r = rec["rec"]
+    prog = trace_program(marks=r.marks, ops=r.ops, stream=rec["stream"], info=rec["info"],
+                         iteration=r.iteration, static_names=rec["static_names"], name=net,
+                         batch=batch, hardware="h200", source="predict", saved=r.saved)
+    want = replay_events(prog).peak_allocated_bytes
+    p = build_torch_program(G, hardware=H200, workspaces=False)
+    got = simulate(p, hardware=H200, policy="liveness", allocator="pytorch",
+                   record=False).peak_allocated_bytes
+    assert abs(got / want - 1) <= 0.01, f"{net} b{batch}: zoo {got:,} B, predict {want:,} B"
+
+
+# -- the command line and sweeps name the semantics ------------------------------------------------
+def test_cli_framework_flag(capsys):
+    from snsim.cli import main
+    assert main(["run", "--network", "resnet18", "--batch", "4", "--gpu", "h200", "--framework",
+                 "pytorch", "--allocator", "pytorch", "--policy", "liveness", "--format",
+                 "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["framework"] == "pytorch" and d["feasible"]
+    assert main(["describe", "--network", "lenet", "--batch", "2", "--framework", "pytorch",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["framework"] == "pytorch"
+    assert main(["describe", "--network", "resnet18", "--batch", "2", "--framework", "pytorch",
+                 "--layers", "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("layer_id,name,type") and len(lines) > 50
+    assert main(["compare", "--network", "lenet", "--batch", "2", "--framework", "pytorch",
+                 "--policies", "liveness,recompute"]) == 0
+    assert "pytorch semantics" in capsys.readouterr().out
+    assert main(["maxbatch", "--network", "lenet", "--framework", "pytorch", "--policy",
+                 "liveness", "--budget", "64MiB", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["framework"] == "pytorch"
+    assert main(["maxdepth", "--family", "resnet", "--batch", "2", "--framework", "pytorch",
+                 "--policy", "liveness", "--budget", "1GiB"]) == 0
+    assert "pytorch semantics" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["run", "--framework", "tensorflow"])
+
+
+def test_sweep_framework_key(tmp_path):
+    from snsim.sweep import load_sweep, run_sweep
+    base = "networks: [lenet]\nbatches: [4]\npolicies: [liveness]\n"
+    (tmp_path / "a.yaml").write_text(base + "framework: pytorch\n")
+    (tmp_path / "b.yaml").write_text(base)
+    (tmp_path / "c.yaml").write_text(base + "framework: caffe\n")
+    a, b = load_sweep(str(tmp_path / "a.yaml")), load_sweep(str(tmp_path / "b.yaml"))
+    assert a.runs[0].framework == "pytorch" and b.runs[0].framework == "superneurons"
+    assert a.runs[0].run_key != b.runs[0].run_key
+    df = run_sweep(a, out=tmp_path / "a.csv")
+    assert list(df["framework"]) == ["pytorch"]
+    with pytest.raises(ConfigError, match="sweep.framework"):
+        load_sweep(str(tmp_path / "c.yaml"))
