@@ -12,7 +12,7 @@ from snsim.api import make_program, simulate
 from snsim.errors import ConfigError
 from snsim.graph import GraphBuilder
 from snsim.hardware import load_hardware
-from snsim.policies import list_policies
+from snsim.policies import applicable_policies
 from snsim.program_torch import build_torch_program, conv_workspace_bytes
 from snsim.zoo import build_network
 
@@ -110,7 +110,7 @@ def test_conv_workspace_model():
 def test_every_policy_runs_on_the_pytorch_program(net):
     p = make_program(net, batch=2, hardware=H200, framework="pytorch")
     assert p.framework == "pytorch"
-    for pol in list_policies():
+    for pol in applicable_policies(p):
         r = simulate(p, hardware=H200, policy=pol, allocator="pytorch", record=False)
         assert r.feasible and r.framework == "pytorch", pol
 
@@ -169,7 +169,7 @@ def test_matches_predict_without_workspaces(net, batch):
     pytest.importorskip("torchvision")
     from snsim.torchsim.build import build_program as trace_program
     from snsim.torchsim.predict import record_fake, resolve_model
-    from snsim.torchsim.replay import replay_events
+    from snsim.captured import replay_capture
     from snsim.zoo import densenet
     if net.startswith("densenet:"):
         spec, G = _small_densenet_spec(), densenet(blocks=(2, 2, 2, 2), batch=batch, twin=True)
@@ -180,7 +180,7 @@ def test_matches_predict_without_workspaces(net, batch):
     prog = trace_program(marks=r.marks, ops=r.ops, stream=rec["stream"], info=rec["info"],
                          iteration=r.iteration, static_names=rec["static_names"], name=net,
                          batch=batch, hardware="h200", source="predict", saved=r.saved)
-    want = replay_events(prog).peak_allocated_bytes
+    want = replay_capture(prog, H200, budget_bytes=10**15).peak_allocated_bytes
     p = build_torch_program(G, hardware=H200, workspaces=False)
     got = simulate(p, hardware=H200, policy="liveness", allocator="pytorch",
                    record=False).peak_allocated_bytes

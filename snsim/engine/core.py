@@ -50,14 +50,16 @@ class Engine:
             # allocator's cache as they would have from the start
             warm_runs = len(starts) - 1
             self.warmup = self.warmup[:starts[1]]
-        if self.warmup is not None and allocator == "pytorch":
-            # a captured program: place segments as the CUDA driver did (SPEC §10)
+        if allocator == "pytorch":
+            # place segments as the CUDA driver does (SPEC §10; where a capture recorded them)
             options.setdefault("segment_placement", "driver")
-            options.setdefault("segment_addresses", program.extra.get("segment_addresses"))
+            if self.warmup is not None:
+                options.setdefault("segment_addresses", program.extra.get("segment_addresses"))
         self.mem = make_allocator(allocator, self.budget, **options)
-        # a capture measures a steady iteration: the one before it left the allocator's cache
-        # as it finds it, so the plan runs once unmeasured first
-        self.warmup_iterations = ((warm_runs if self.warmup is not None else 0)
+        # a real run is measured in a steady iteration: the one before it left the caching
+        # allocator's segments as it finds them, so the plan runs once unmeasured first
+        steady = self.warmup is not None or allocator == "pytorch"
+        self.warmup_iterations = ((warm_runs if steady else 0)
                                   if warmup_iterations is None else int(warmup_iterations))
         self.record = record
         n = len(program.tensors)
@@ -570,7 +572,8 @@ def run_plan(program, plan, hardware, *, budget_bytes=None, allocator="ideal",
 
     An allocation that does not fit gives an infeasible Result (``feasible=False`` and a
     ``failure`` record), never an exception. ``warmup_iterations`` unmeasured iterations run
-    first (default: 1 for a captured program, whose peaks are a steady iteration's, else 0). A plan that breaks the IR's rules raises
+    first (default: 1 for a captured program or the ``pytorch`` allocator, whose peaks are a
+    steady iteration's, as a real run measures them; else 0). A plan that breaks the IR's rules raises
     :class:`~snsim.errors.PlanError`.
     """
     plan.check(program)
