@@ -64,12 +64,7 @@ def select_modules(program, policy, modules=None, every=None):
                               f"which {program.name!r} does not have; its block classes: "
                               f"{', '.join(have) or 'none'}")
     else:
-        counts = Counter(c for p, c in mods.items() if p in parents and c not in _CONTAINERS)
-        repeated = [(n, c) for c, n in counts.items() if n >= 2]
-        if not repeated:
-            raise ConfigError(f"policy {policy}: {program.name!r} has no repeated block class "
-                              f"to wrap; name one with --option modules=CLASS")
-        classes = (max(repeated)[1],)
+        classes = (_block_class(program, policy, mods, parents),)
     chosen = []
     for p in paths:
         if mods[p] in classes and not any(p.startswith(q + ".") for q in chosen):
@@ -80,6 +75,26 @@ def select_modules(program, policy, modules=None, every=None):
             raise ConfigError(f"policy {policy}: option every (={every}) must be >= 1")
         chosen = chosen[::every]
     return chosen
+
+
+def _block_class(program, policy, mods, parents):
+    """The repeated block class: among non-container classes with children and at least two
+    instances, those not mostly nested inside another such class's instances (ResNet's
+    Bottleneck, not the Conv2dNormActivation inside MobileNet's InvertedResidual), the one with
+    the most instances."""
+    counts = Counter(c for p, c in mods.items() if p in parents and c not in _CONTAINERS)
+    repeated = {c for c, n in counts.items() if n >= 2}
+    if not repeated:
+        raise ConfigError(f"policy {policy}: {program.name!r} has no repeated block class to "
+                          f"wrap; name one with --option modules=CLASS")
+    paths = {c: [p for p, k in mods.items() if k == c and p in parents] for c in repeated}
+
+    def nested(a):   # mostly inside instances of the other repeated classes
+        others = [q + "." for b in repeated if b != a for q in paths[b]]
+        inside = sum(any(p.startswith(q) for q in others) for p in paths[a])
+        return 2 * inside > len(paths[a])
+    outer = [c for c in repeated if not nested(c)]
+    return max((counts[c], c) for c in (outer or repeated))[1]
 
 
 def steps_in(program, path):

@@ -183,7 +183,9 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
         else:
             live.pop(key, None)
         warm.append((kind, key, rest[0] if rest else 0))
-        warm_iteration.append(marks[m][3] if m >= 0 else -1)
+        # the iteration of a warm-up event: its mark's; a GPU capture marks the allocator
+        # trace's warm-up iteration k as -2 - k (model setup: -1)
+        warm_iteration.append(marks[m][3] if m >= 0 else -2 - m)
     static_keys = list(live)
     static_index = {k: i for i, k in enumerate(static_keys)}
     static_tensors = []

@@ -98,7 +98,7 @@ def _size(e):
     return int(e.get("requested_size") or e.get("size") or 0)
 
 
-def align(rec, entries, s0, m_first):
+def align(rec, entries, s0, m_first, warm_starts=()):
     """Merge the allocator trace with the recorder's storages.
 
     Parameters
@@ -110,6 +110,10 @@ def align(rec, entries, s0, m_first):
         The allocator trace (``device_traces``) from the start of history.
     s0 : int
         Index of the first entry of the recorded iteration.
+    warm_starts : sequence of int
+        Index of the first entry of each warm-up iteration; their entries carry the mark
+        ``-2 - k`` for warm-up iteration ``k`` (model setup: -1), so that the iteration
+        boundaries survive into the trace (``warmup_iteration_starts``).
 
     Returns
     -------
@@ -145,7 +149,12 @@ def align(rec, entries, s0, m_first):
             last_alloc_at.pop(e["addr"], None)
     static_at = {i: static_ptr[a] for a, i in last_alloc_at.items() if a in static_ptr}
     persistent = {i for a, i in last_alloc_at.items() if a not in static_ptr}
+    warm_starts = sorted(warm_starts)
+    k = -1
     for i, e in enumerate(entries[:s0]):
+        while k + 1 < len(warm_starts) and i >= warm_starts[k + 1]:
+            k += 1
+        wmark = -2 - k if k >= 0 else -1
         act, addr = e["action"], e["addr"]
         if act == "alloc":
             if i in static_at:
@@ -159,11 +168,11 @@ def align(rec, entries, s0, m_first):
                 n_temp += 1
                 info[key] = (_size(e), "")
             live[addr] = key
-            stream.append((-1, "a", key, stream_of(e)))
+            stream.append((wmark, "a", key, stream_of(e)))
         elif act == "free_completed":
             key = live.pop(addr, None)
             if key is not None:
-                stream.append((-1, "f", key))
+                stream.append((wmark, "f", key))
     # statics never seen allocated in the history (allocated before it began)
     missing = [sid for p, sid in static_ptr.items() if sid not in static_at.values()]
     for sid in missing:
@@ -372,8 +381,11 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
             torch.cuda.synchronize()
 
     # warm-up: on CUDA the allocator trace records it; on the CPU the recorder does
+    warm_starts = []
     for _ in range(warmup_iters):
         if cuda:
+            sync()
+            warm_starts.append(len(_trace_entries(torch)[1]))
             train_step(net, opt, x, y, aux_loss_weight=aux)
         else:
             rec.begin_iteration()
@@ -414,7 +426,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
         _history(torch, False)
         for e in entries[s0:]:
             counts[e["action"]] = counts.get(e["action"], 0) + 1
-        stream, info, align_stats, hidden_ops = align(rec, entries, s0, m_first)
+        stream, info, align_stats, hidden_ops = align(rec, entries, s0, m_first, warm_starts)
         for m, kind, sid, op in rec.events:
             if kind == "a" and 0 <= op < len(rec.ops):
                 info[sid] = (info[sid][0], rec.ops[op][1])
