@@ -36,7 +36,8 @@ def make_program(network, *, batch=None, hardware="k40c", input_size=None,
 
 def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_bytes=None,
              allocator="ideal", allocator_options=None, policy_options=None, input_size=None,
-             variant="torchvision", optimizer="sgd-momentum", record=True):
+             variant="torchvision", optimizer="sgd-momentum", record=True,
+             check_invariants=None):
     """Simulate one training iteration of ``network`` under ``policy``.
 
     Parameters
@@ -52,6 +53,9 @@ def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_
     budget_bytes : int or str, optional
         GPU memory for the allocator; default the preset's ``dram - context - reserve``.
     allocator : {"ideal", "pool", "pytorch"}
+    check_invariants : bool, optional
+        Let the engine check its own rules as it runs (slower); a broken one raises
+        :class:`~snsim.errors.InvariantError` naming the event. Default: off.
 
     Returns
     -------
@@ -73,4 +77,5 @@ def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_
     pol = get_policy(policy, **(policy_options or {}))
     plan = pol.plan(program, hw, budget)
     return run_plan(program, plan, hw, budget_bytes=budget, allocator=allocator,
-                    allocator_options=allocator_options, record=record)
+                    allocator_options=allocator_options, record=record,
+                    check_invariants=check_invariants)

@@ -39,3 +39,12 @@ def tiny_block():
     for n in G:
         G.nodes[n].update(fwd_time_s=1e-3, bwd_time_s=2e-3, update_time_s=1e-4)
     return G
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _engine_checks_its_invariants():
+    """Every engine run in the suite checks its own rules as it goes (issue 9, item 4)."""
+    from snsim.engine.core import Engine
+    Engine.check_invariants_default = True
+    yield
+    Engine.check_invariants_default = False

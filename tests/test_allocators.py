@@ -619,3 +619,21 @@ def test_random_invariants_pytorch_max_split_size(seed):
         a.free(h)
     assert a.allocated_bytes == 0
     a.check_invariants()
+
+
+def test_driver_calls_counted_as_in_a_steady_state_iteration():
+    # issue 9 D10: cudaMalloc/cudaFree calls that the engine charges latency for
+    a = make_allocator("pytorch", 40 * MiB)
+    h = a.alloc(12 * MiB)          # a new 12 MiB segment: cached from the previous iteration
+    a.free(h)
+    assert (a.device_mallocs, a.device_frees) == (0, 0)
+    h = a.alloc(30 * MiB)          # 12 + 30 > 40: release the cached 12 MiB, then make 30 MiB
+    assert (a.device_mallocs, a.device_frees) == (1, 1)
+    a.free(h)
+    a.alloc(12 * MiB)              # splits the cached 30 MiB block: no driver call
+    assert (a.device_mallocs, a.device_frees) == (1, 1)
+    for name in ("ideal", "pool"):  # no allocator, or one allocated before the iteration
+        m = make_allocator(name, 40 * MiB)
+        m.free(m.alloc(30 * MiB))
+        m.alloc(30 * MiB)
+        assert (m.device_mallocs, m.device_frees) == (0, 0)

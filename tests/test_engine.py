@@ -237,3 +237,79 @@ def test_superneurons_release_mode(programs):
     # cuDNN's zero-workspace algorithms: IMPLICIT_GEMM forward, ALGO_0 for both backward passes
     assert set(rel.conv_algos.values()) <= {"IMPLICIT_GEMM", "ALGO_0", "ALGO_0+ALGO_0"}
     assert rel.step_time_s > paper.step_time_s
+
+
+# -- issue 9 regressions ------------------------------------------------------------------------
+
+def test_a_step_input_is_not_released_while_the_step_waits():
+    # D1: lenet's pool1.y is copied D2H (vDNN) and the copy ends while pool1 B waits; the
+    # engine used to free it then and report a run below the lower bound as feasible
+    hw = dataclasses.replace(K40C, d2h_pinned_bytes_per_s=1e9)
+    p = make_program("lenet", batch=64, hardware=hw)
+    assert p.lower_bound_bytes() == 12_746_720
+    r = simulate(p, hardware=hw, policy="vdnn", budget_bytes=12_024_405, check_invariants=True)
+    assert not r.feasible
+    for budget in (p.lower_bound_bytes() - 1, p.lower_bound_bytes()):
+        r = simulate(p, hardware=hw, policy="vdnn", budget_bytes=budget, check_invariants=True)
+        assert not r.feasible or r.peak_ideal_bytes >= p.lower_bound_bytes()
+
+
+def test_offload_free_after_offload_at_the_lower_bound_keeps_inputs(programs):
+    # D1 on the stock preset: the checker raises if a running step's input is released
+    p = programs["resnet50"]
+    lb = p.lower_bound_bytes()
+    plan = get_policy("offload", free_after_offload=True).plan(p, K40C, lb)
+    r = run_plan(p, plan, K40C, budget_bytes=lb, check_invariants=True)
+    assert r.feasible and r.peak_ideal_bytes == lb
+
+
+def test_setup_oom_names_the_static_tensor():
+    # D8: not "allocating workspace"
+    f = simulate("lenet", batch=1, budget_bytes=100_000).failure
+    assert str(f) == ("out of memory during setup (static tensors and preallocated buffers) "
+                      "allocating static tensor conv2.weight (parameter) (100000 B, 9376 B short)")
+
+
+def test_replay_oom_names_the_backward_step_it_serves():
+    # D8: chen_sqrt on resnet18 runs out while replaying a forward for a backward step
+    p = make_program("resnet18", batch=8, hardware=K40C)
+    r = simulate(p, policy="chen_sqrt", budget_bytes=int(0.9 * p.lower_bound_bytes()))
+    f = r.failure
+    assert (f.step, f.layer, f.phase, f.replaying) == (137, "layer1.1.b.bn", "B",
+                                                       "layer1.1.b.conv")
+    assert p.steps[f.step].phase == "B" and p.steps[f.step].name == f.layer
+    assert "at step 137 (layer1.1.b.bn B) replaying layer1.1.b.conv F, allocating" in str(f)
+    # recomputed_layers lists the replays that ran, and only those
+    ran = [s[1] for s in r.steps if s[2] == "R"]
+    assert list(r.recomputed_layers) == ran and ran[-1] == "layer1.1.a.relu"
+
+
+def test_invariant_checker_names_the_event(tiny_chain):
+    from snsim.errors import InvariantError
+    from snsim.engine.core import Engine
+    p = make_program(tiny_chain, hardware=K40C)
+    plan = get_policy("liveness").plan(p, K40C, BIG)
+    eng = Engine(p, plan, K40C, budget_bytes=BIG, check_invariants=True)
+    eng.state[0] = 1    # conv.y marked resident but never allocated: relu F reads it
+    with pytest.raises(InvariantError, match=r"step 2 \(relu F\) at t=.* reads tensor 0 "
+                                             r"\(conv.y\), which is GPU with no GPU copy"):
+        eng._run_step(p.steps[2], "F", 1e-3)
+
+
+def test_malloc_and_free_latency_charged_per_driver_call():
+    # D10: at 95% of its cached peak, liveness on resnet18 b8 makes the pytorch allocator
+    # release 15 cached segments (cudaFree) and create one again (cudaMalloc); each call
+    # delays the step that needed the memory by its latency, and nothing else changes
+    p = make_program("resnet18", batch=8, hardware=K40C)
+    budget = int(0.95 * 471_859_200)
+    zero = dataclasses.replace(K40C, malloc_latency_s=0.0, free_latency_s=0.0)
+    slow = dataclasses.replace(K40C, malloc_latency_s=1.0, free_latency_s=2.0)
+    runs = [simulate(p, hardware=hw, policy="liveness", allocator="pytorch",
+                     budget_bytes=budget) for hw in (zero, slow)]
+    assert [(r.counters["device_mallocs"], r.counters["device_frees"]) for r in runs] == \
+        [(1, 15)] * 2
+    assert runs[1].step_time_s == pytest.approx(runs[0].step_time_s + 1 * 1.0 + 15 * 2.0)
+    assert runs[1].peak_reserved_bytes == runs[0].peak_reserved_bytes
+    # the ideal allocator makes no driver calls: latencies change nothing
+    ideal = [simulate(p, hardware=hw, policy="liveness").step_time_s for hw in (zero, slow)]
+    assert ideal[0] == ideal[1]
