@@ -1,0 +1,74 @@
+"""The shared schedule builder (snsim/policies/_schedule.py): issue 9 D2 and D11."""
+import pytest
+
+from snsim.api import make_program, simulate
+from snsim.engine.core import run_plan
+from snsim.graph import GraphBuilder
+from snsim.hardware import load_hardware
+from snsim.plan import Plan
+from snsim.policies import get_policy
+from snsim.policies._schedule import build_instructions, managed_peak
+
+K40C = load_hardware("k40c")
+
+
+def bn_chain(n):
+    b = GraphBuilder(f"bn{n}", batch=1, input_shape=(3, 8, 8))
+    x = b.conv(b.data(), 4, 3, 1, 1)
+    for _ in range(n):
+        x = b.bn(x)
+    return b.finish(b.softmax(b.fc(x, 10)))
+
+
+def test_thousands_of_recomputable_layers_in_a_row():
+    # D2: the replay chain of the first backward step is 3,000 layers deep (speed-centric);
+    # the builder walked it recursively and hit Python's recursion limit at ~1,000
+    p = make_program(bn_chain(3000), hardware=K40C)
+    plan = get_policy("recompute", mode="speed").plan(p, K40C, K40C.budget_bytes)
+    r = run_plan(p, plan, K40C, record=False)
+    assert r.feasible and len(r.recomputed_layers) == 3000
+
+
+def d11_graph():
+    # data -> BN -> BN -> Dropout -> Softmax, 64 x 4096 floats: every activation is 1 MiB
+    b = GraphBuilder("d11", batch=64, input_shape=(4096,))
+    return b.finish(b.softmax(b.dropout(b.bn(b.bn(b.data())))))
+
+
+def test_recompute_never_needs_more_than_liveness():
+    # D11: softmax B needs dropout.y right after softmax F; dropping it and replaying the
+    # chain bn -> bn -> dropout put bn.y, bn.y, dropout.y and softmax.y on the GPU at once
+    # (4 MiB) where liveness holds 3 MiB (bn.y, dropout.y, softmax.y at softmax F)
+    p = make_program(d11_graph(), hardware=K40C)
+    live = simulate(p, policy="liveness")
+    assert live.peak_ideal_bytes - live.static_bytes == 3 * 2**20
+    for pol, opts in [("recompute", {}), ("recompute", {"mode": "speed"}),
+                      ("recompute", {"mode": "memory"}), ("superneurons", {}), ("chen_sqrt", {})]:
+        r = simulate(p, policy=pol, policy_options=opts)
+        assert r.peak_ideal_bytes <= live.peak_ideal_bytes, (pol, opts)
+    # cost-aware keeps those layers instead: liveness' plan, peak and time
+    r = simulate(p, policy="recompute")
+    assert r.recomputed_layers == () and r.step_time_s == live.step_time_s
+    # at liveness' peak as the budget, recompute fits too
+    r = simulate(p, policy="recompute", budget_bytes=live.peak_ideal_bytes)
+    assert r.feasible
+
+
+def test_managed_peak_matches_the_engine():
+    # the builder's clock-free walk gives the engine's ideal peak for plans without a cache
+    for G in (d11_graph(), bn_chain(20)):
+        p = make_program(G, hardware=K40C)
+        for mode in (None, "speed", "memory", "cost-aware"):
+            ins = build_instructions(p, recompute=mode)
+            peak, _ = managed_peak(p, ins)
+            r = run_plan(p, Plan(policy="walk", instructions=ins), K40C, budget_bytes=10**12)
+            assert peak == r.peak_ideal_bytes - r.static_bytes, mode
+
+
+@pytest.mark.parametrize("name,batch", [("resnet50", 8), ("vgg16", 8), ("densenet121", 4)])
+def test_recompute_still_recomputes_on_the_zoo(name, batch):
+    p = make_program(name, batch=batch, hardware=K40C)
+    live = simulate(p, policy="liveness", record=False)
+    for mode in ("speed", "memory", "cost-aware"):
+        r = simulate(p, policy="recompute", policy_options={"mode": mode}, record=False)
+        assert r.peak_ideal_bytes < live.peak_ideal_bytes and r.recompute_time_s > 0, mode
