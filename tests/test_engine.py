@@ -313,3 +313,32 @@ def test_malloc_and_free_latency_charged_per_driver_call():
     # the ideal allocator makes no driver calls: latencies change nothing
     ideal = [simulate(p, hardware=hw, policy="liveness").step_time_s for hw in (zero, slow)]
     assert ideal[0] == ideal[1]
+
+
+def test_each_driver_call_is_charged_once(tiny_chain):
+    # D10, by hand on the pytorch model with 40 MiB: cudaMalloc 1 s, cudaFree 2 s
+    from snsim.engine.core import Engine
+    MiB = 2**20
+    hw = dataclasses.replace(K40C, malloc_latency_s=1.0, free_latency_s=2.0)
+    p = make_program(tiny_chain, hardware=hw)
+    eng = Engine(p, get_policy("liveness").plan(p, hw, 40 * MiB), hw, budget_bytes=40 * MiB,
+                 allocator="pytorch")
+    now, h = eng._alloc(-1, 0.0, 12 * MiB)    # first segment: cached in a steady state
+    assert now == 0.0
+    eng.mem.free(h)
+    now, h = eng._alloc(-1, 1.0, 30 * MiB)    # 12 + 30 > 40: cudaFree(12), cudaMalloc(30)
+    assert now == 1.0 + 2.0 + 1.0
+    eng.mem.free(h)
+    now, h = eng._alloc(-1, 5.0, 36 * MiB)    # 30 + 36 > 40: cudaFree(30), cudaMalloc(36)
+    assert now == 5.0 + 2.0 + 1.0
+    now, _ = eng._alloc(-1, 9.0, 1 * MiB)     # a small segment after releases: cudaMalloc
+    assert now == 9.0 + 1.0
+
+
+def test_first_conv_has_no_data_gradient_pass():
+    # a conv fed by the input computes no dx (the input needs no gradient): its backward is the
+    # filter pass alone; every other conv runs both passes
+    r = simulate("resnet18", batch=8, policy="liveness")
+    backward = {k: v for k, v in r.conv_algos.items() if k.endswith(":B")}
+    assert [k for k, v in backward.items() if "+" not in v] == ["2:B"]
+    assert len(backward) == 20

@@ -172,10 +172,6 @@ class Engine:
             self._release_gpu(t, when)
             self.state[t] = HOST
 
-    def _mem_event(self, when, t, delta):
-        if self.record:
-            self.mem_events.append((when, self.kind[t] if t >= 0 else "workspace", delta))
-
     def _alloc(self, t, now, nbytes=None, category=None, label=None):
         """Allocate tensor t (or a workspace or static tensor when t < 0) at ``now``.
 

@@ -91,3 +91,46 @@ def test_shared_link_serialises_both_directions(shared):
     assert steps["fc", "B"] == pytest.approx((10.625, 12.625))
     assert shr.step_time_s == pytest.approx(16.925 * MS)
     assert shr.stall_time_s == pytest.approx(3.625 * MS)
+
+
+def test_lru_eviction_waits_for_an_offload_in_flight():
+    # three_conv: a -> b -> c -> fc -> softmax, offload (LRU cache, CONV outputs kept as clean
+    # entries), 64 kB/s both ways, a budget of static + 300 B for the managed tensors.
+    # a F 1-2 allocates a.y (128); a.y goes D2H 2-4. b F 2-3 allocates b.y (256 live); b.y's
+    # D2H queues behind a.y's: 4-6. c F at 3 needs c.y: 384 > 300, so the least recently used
+    # tensor that c F does not read, a.y, is evicted -- but its copy is still in flight, so
+    # c F waits for it to end: c F runs 4-5 (1 ms stall) with b.y and c.y (256) resident.
+    b = GraphBuilder("three_conv", batch=1, input_shape=(1, 4, 4))
+    x = b.conv(b.data(), 2, 3, 1, 1, name="a")
+    x = b.conv(x, 2, 3, 1, 1, name="b")
+    x = b.conv(x, 2, 3, 1, 1, name="c")
+    G = b.finish(b.softmax(b.fc(x, 10, name="fc")))
+    for n in G:
+        G.nodes[n].update(fwd_time_s=1e-3, bwd_time_s=2e-3, update_time_s=1e-4)
+    hw = dataclasses.replace(K40C, copy_latency_s=0.0, h2d_pinned_bytes_per_s=64e3,
+                             d2h_pinned_bytes_per_s=64e3)
+    p = make_program(G, hardware=hw)
+    r = simulate(p, hardware=hw, policy="offload", budget_bytes=p.static_total_bytes + 300,
+                 check_invariants=True)
+    steps = {(name, ph): (round(s / MS, 9), round(e / MS, 9), round(st / MS, 9))
+             for _, name, ph, s, e, _, _, _, st in r.steps}
+    assert steps["b", "F"] == (2, 3, 0)
+    assert steps["c", "F"] == (4, 5, 1)
+    # fc F 5-6 adds fc.y (296). softmax F at 6 needs softmax.y (336 > 300): b.y's copy ended
+    # at 6, so it is a clean entry and goes for free. fc.y and softmax.y are not CONV outputs
+    # and stay. Backward starts at 7: the prefetch of b.y finds 208 B live, and 336 > 300 with
+    # no clean entry (c.y's copy, 6-8, is still running): skipped. softmax B 7-9, fc B 9-11
+    # (c.y clean at 8), then c.y, fc.y and softmax.y are freed: fc.dx (128) is left.
+    # The prefetch of a.y at 11 fits: H2D 11-13. c B at 11 misses b.y: 384 > 300, so a.y,
+    # in flight, is evicted after it lands (13); b.y comes over 13-15, and then c.dx cannot
+    # fit beside b.y and fc.dx (the lower bound is static + 384 B): 128 - 44 = 84 B short.
+    ms = lambda t_s: round(t_s / MS, 9)   # noqa: E731
+    names = {t.tensor_id: t.name for t in p.tensors}
+    assert [(names[t], d, ms(s), ms(e)) for t, d, _, _, s, e, _ in r.transfers] == [
+        ("a.y", "d2h", 2, 4), ("b.y", "d2h", 4, 6), ("c.y", "d2h", 6, 8),
+        ("a.y", "h2d", 11, 13), ("b.y", "h2d", 13, 15)]
+    c = r.counters
+    assert (c["evictions"], c["prefetch_skipped"], c["cache_misses"]) == (3, 1, 1)
+    f = r.failure
+    assert not r.feasible and (f.layer, f.phase, f.tensor) == ("c", "B", "c.dx")
+    assert (f.short_bytes, ms(f.time_s)) == (84, 15)
