@@ -270,6 +270,9 @@ def test_pool_unlimited_grows():
         a.free(x)
     assert a.reserved_bytes == 3 * MiB and a.allocated_bytes == 0
     a.check_invariants()
+    b = make_allocator("pool", None)    # the very first block counts as reserved too
+    b.alloc(1)
+    assert b.reserved_bytes == b.allocated_bytes == KiB
 
 
 def _naive_first_fit(gaps, nblocks):

@@ -72,3 +72,16 @@ def test_recompute_still_recomputes_on_the_zoo(name, batch):
     for mode in ("speed", "memory", "cost-aware"):
         r = simulate(p, policy="recompute", policy_options={"mode": mode}, record=False)
         assert r.peak_ideal_bytes < live.peak_ideal_bytes and r.recompute_time_s > 0, mode
+
+
+def test_managed_peak_names_the_layers_replayed_at_the_peak():
+    # speed-centric replays on d11, by hand: before softmax B, softmax.y (1 MiB) is resident
+    # and the replays of bn, bn and dropout bring 3 MiB more: 4 MiB, all three replayed. The
+    # cost-aware builder then keeps those three layers' outputs, which is liveness' plan.
+    from snsim.policies._schedule import _instructions
+    p = make_program(d11_graph(), hardware=K40C)
+    names = {n: p.graph.nodes[n]["name"] for n in p.graph}
+    peak, layers = managed_peak(p, _instructions(p, recompute="speed"))
+    assert peak == 4 * 2**20 and {names[n] for n in layers} == {"bn2", "bn3", "dropout4"}
+    assert managed_peak(p, build_instructions(p)) == (3 * 2**20, set())
+    assert build_instructions(p, recompute="speed") == build_instructions(p)

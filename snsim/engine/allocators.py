@@ -600,7 +600,6 @@ class PytorchAllocator(Allocator):
         self.max_split_size_bytes = max_split_size_bytes
         self.expandable_segments = False
         self.num_alloc_retries = 0
-        self.num_segments_released = 0
         self.num_ooms = 0
         self.num_segments = 0
         self.cached_segment_bytes = 0  # Σ sizes of segments that are entirely free
@@ -745,7 +744,6 @@ class PytorchAllocator(Allocator):
                 continue
             released += sum(b.size for b in blocks if b.prev is None and b.next is None)
             self.num_segments -= len(blocks) - len(keep)
-            self.num_segments_released += len(blocks) - len(keep)
             self.device_frees += len(blocks) - len(keep)
             keys[:] = [keys[i] for i in keep]
             blocks[:] = [blocks[i] for i in keep]
@@ -801,7 +799,7 @@ class PytorchAllocator(Allocator):
             addr = self._next_addr
             self._next_addr = addr + size
         self._made += 1
-        if self.num_segments_released:
+        if self.device_frees:
             # the model starts from an empty cache; in a steady-state iteration the segments
             # made before the first release are still cached from the previous iteration, so
             # only creations after a release are cudaMalloc calls
@@ -836,7 +834,6 @@ class PytorchAllocator(Allocator):
         block = fl[1][i]
         del fl[0][i], fl[1][i]
         self.num_segments -= 1
-        self.num_segments_released += 1
         self.device_frees += 1
         self.reserved_bytes -= block.size
         self.cached_segment_bytes -= block.size

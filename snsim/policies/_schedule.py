@@ -35,21 +35,18 @@ def _segments(program, checkpoint_types):
     return seg
 
 
-def _cost_aware_modes(program, seg, mode, workspace_of):
+def _cost_aware_modes(program, seg, mode):
     """Per segment: speed-centric if ``seg_mem(S) <= l_peak`` else memory-centric."""
     if mode in ("speed", "memory"):
         return {s: mode for s in set(seg.values())}
     size = [t.nbytes for t in program.tensors]
-    l_peak = max((sum(size[t] for t in s.deps) + workspace_of(s)
-                  for s in program.steps if s.phase == "B"), default=0)
+    l_peak = max((sum(size[t] for t in s.deps) for s in program.steps if s.phase == "B"),
+                 default=0)
     deps = {}
-    ws = {}
     for s in program.steps:
         if s.phase == "F" and s.layer in seg:
-            key = seg[s.layer]
-            deps.setdefault(key, []).extend(s.deps)
-            ws[key] = max(ws.get(key, 0), workspace_of(s))
-    return {key: ("speed" if sum(size[t] for t in set(d)) + ws[key] <= l_peak else "memory")
+            deps.setdefault(seg[s.layer], []).extend(s.deps)
+    return {key: ("speed" if sum(size[t] for t in set(d)) <= l_peak else "memory")
             for key, d in deps.items()}
 
 
@@ -102,8 +99,7 @@ def managed_peak(program, instructions):
 
 def build_instructions(program, *, recompute=None, offload=False, offload_types=("CONV",),
                        prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES,
-                       checkpoint_layers=None, offload_inputs_of=None,
-                       workspace_of=lambda step: 0):
+                       checkpoint_layers=None, offload_inputs_of=None):
     """Instructions for liveness, optionally with offload/prefetch and recomputation.
 
     Recomputation never needs more memory than liveness (issue 9, D11): when the plan's
@@ -132,7 +128,7 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
         raise ConfigError(f"prefetch_depth (={prefetch_depth}) must be >= 0")
     kw = dict(offload=offload, offload_types=offload_types, prefetch_depth=prefetch_depth,
               checkpoint_types=checkpoint_types, checkpoint_layers=checkpoint_layers,
-              offload_inputs_of=offload_inputs_of, workspace_of=workspace_of)
+              offload_inputs_of=offload_inputs_of)
     out = _instructions(program, recompute=recompute, **kw)
     if recompute is None:
         return out
@@ -154,7 +150,7 @@ _KEEP_ROUNDS = 8   # rounds of keeping the layers replayed at the peak before gi
 
 def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                   prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES, checkpoint_layers=None,
-                  offload_inputs_of=None, workspace_of=lambda step: 0, kept_layers=()):
+                  offload_inputs_of=None, kept_layers=()):
     steps = program.steps
     tensors = program.tensors
     _, last = program.uses()
@@ -179,7 +175,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                                           and t.producer not in kept_layers)
         else:
             seg = _segments(program, checkpoint_types)
-            seg_mode = _cost_aware_modes(program, seg, recompute, workspace_of)
+            seg_mode = _cost_aware_modes(program, seg, recompute)
             for t in tensors:
                 if t.kind == "activation" and t.producer_type in RECOMPUTABLE_TYPES \
                         and t.producer in seg and t.producer not in kept_layers:
