@@ -18,6 +18,7 @@ import argparse
 import ast
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -169,8 +170,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
     ap.add_argument("--list", action="store_true", help="list the mutants and stop")
-    ap.add_argument("--only", default=None, help="run only mutants whose description "
-                    "contains this (e.g. core.py:240)")
+    ap.add_argument("--only", action="append", default=[], metavar="REGEX",
+                    help="run only mutants whose description matches (repeatable), e.g. "
+                    "'core.py:252: max'")
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
     chosen = []
@@ -182,7 +184,7 @@ def main(argv=None):
         print(f"{path}: {total} mutants, running {len(ms)}", flush=True)
         chosen += ms
     if args.only:
-        chosen = [m for m in chosen if args.only in str(m)]
+        chosen = [m for m in chosen if any(re.search(rx, str(m)) for rx in args.only)]
     if args.list:
         print("\n".join(map(str, chosen)))
         return 0
