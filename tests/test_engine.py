@@ -342,3 +342,16 @@ def test_first_conv_has_no_data_gradient_pass():
     backward = {k: v for k, v in r.conv_algos.items() if k.endswith(":B")}
     assert [k for k, v in backward.items() if "+" not in v] == ["2:B"]
     assert len(backward) == 20
+
+
+def test_cli_check_invariants_flag(monkeypatch, capsys):
+    from snsim.cli import main
+    from snsim.engine.core import Engine
+    monkeypatch.setattr(Engine, "check_invariants_default", False)
+    checked = []
+    monkeypatch.setattr(Engine, "_check_balance", lambda self: checked.append(self.p.name))
+    assert main(["run", "--network", "lenet", "--batch", "2"]) == 0
+    assert checked == []
+    assert main(["run", "--network", "lenet", "--batch", "2", "--check-invariants"]) == 0
+    assert checked == ["lenet"]
+    capsys.readouterr()
