@@ -355,3 +355,18 @@ def test_cli_check_invariants_flag(monkeypatch, capsys):
     assert main(["run", "--network", "lenet", "--batch", "2", "--check-invariants"]) == 0
     assert checked == ["lenet"]
     capsys.readouterr()
+
+
+def test_invariant_checker_catches_a_release_before_the_reader_ends(tiny_chain):
+    from snsim.engine.core import Engine
+    from snsim.errors import InvariantError
+    p = make_program(tiny_chain, hardware=K40C)
+    eng = Engine(p, get_policy("liveness").plan(p, K40C, BIG), K40C, budget_bytes=BIG,
+                 check_invariants=True)
+    eng._setup()
+    for s in p.steps[:2]:                 # data F 0-1 ms, conv F 1-2 ms (writes conv.y)
+        eng._run_step(s, "F", 1e-3)
+    with pytest.raises(InvariantError, match=r"tensor 0 \(conv.y\) released at t=0.0015 s, "
+                                             r"while a step reads it \(until t=0.002 s"):
+        eng._release_gpu(0, 1.5e-3)
+    eng._release_gpu(0, 2e-3)             # at the reader's end: fine

@@ -31,6 +31,8 @@ def test_liveness_peak(tiny_chain):
     # 5 F steps x 1 ms + 4 B steps x 2 ms (the data layer's B is a no-op) + 2 updates x 0.1 ms
     assert r.step_time_s == pytest.approx(13.2e-3)
     assert r.compute_time_s == pytest.approx(13.2e-3) and r.stall_time_s == 0
+    # nothing leaves the GPU: no copies, no host memory
+    assert (r.h2d_bytes, r.d2h_bytes, r.counters["peak_host_bytes"]) == (0, 0, 0)
 
 
 def test_recompute_replays_relu(tiny_chain):

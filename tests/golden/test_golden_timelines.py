@@ -64,6 +64,8 @@ def test_d2h_time_and_h2d_serialisation():
     assert r.stall_time_s == pytest.approx(0.625 * MS)
     assert r.step_time_s == pytest.approx(13.925 * MS)
     assert r.counters["prefetch_late"] == 1 and r.counters["cache_misses"] == 0
+    # host copies: a.y + b.y + fc.y are all on the host once fc.y's copy is issued
+    assert r.counters["peak_host_bytes"] == 128 + 128 + 40
 
 
 @pytest.mark.parametrize("shared", ["link_shared", "one_copy_engine"])
