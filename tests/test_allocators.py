@@ -124,6 +124,7 @@ def test_can_alloc_changes_nothing(name):
 @pytest.mark.parametrize("name", ALLOCATORS)
 def test_peaks_and_reset(name):
     a = make_allocator(name, None)
+    assert (a.peak_allocated_bytes, a.peak_reserved_bytes, a.peak_requested_bytes) == (0, 0, 0)
     h1 = a.alloc(3 * MiB)
     h2 = a.alloc(5 * MiB)
     peak_alloc, peak_req = a.allocated_bytes, a.requested_bytes

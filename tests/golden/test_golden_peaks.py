@@ -23,6 +23,10 @@ def test_keep_all_peak(tiny_chain):
     r = run(tiny_chain, "keep_all")
     assert r.feasible
     assert r.peak_ideal_bytes == STATIC + 128 + 128 + 40 + 40 + 128   # everything at once: 4732
+    # all of it allocated up front, at t = 0: 14 static tensors and the 5 managed ones, which
+    # are the only ones released
+    allocs = [t for t, _, delta in r.memory_events if delta > 0]
+    assert len(allocs) == 14 + 5 and len(r.memory_events) == 19 + 5 and set(allocs) == {0.0}
 
 
 def test_liveness_peak(tiny_chain):
@@ -33,6 +37,7 @@ def test_liveness_peak(tiny_chain):
     assert r.compute_time_s == pytest.approx(13.2e-3) and r.stall_time_s == 0
     # nothing leaves the GPU: no copies, no host memory
     assert (r.h2d_bytes, r.d2h_bytes, r.counters["peak_host_bytes"]) == (0, 0, 0)
+    assert set(r.steps_frame().workspace_bytes) == {0}   # no conv tables: no workspaces
 
 
 def test_recompute_replays_relu(tiny_chain):

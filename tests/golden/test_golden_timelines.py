@@ -30,10 +30,10 @@ def two_conv():
     return G
 
 
-def run(*, h2d, d2h, link_shared=False, copy_engines=2):
+def run(*, h2d, d2h, link_shared=False, copy_engines=2, host_pinned_bytes=2**30):
     hw = dataclasses.replace(K40C, copy_latency_s=0.0, h2d_pinned_bytes_per_s=h2d,
                              d2h_pinned_bytes_per_s=d2h, link_shared=link_shared,
-                             copy_engines=copy_engines)
+                             copy_engines=copy_engines, host_pinned_bytes=host_pinned_bytes)
     p = make_program(two_conv(), hardware=hw)
     r = simulate(p, hardware=hw, policy="vdnn", policy_options={"layers": "all"},
                  check_invariants=True)
@@ -93,6 +93,18 @@ def test_shared_link_serialises_both_directions(shared):
     assert steps["fc", "B"] == pytest.approx((10.625, 12.625))
     assert shr.step_time_s == pytest.approx(16.925 * MS)
     assert shr.stall_time_s == pytest.approx(3.625 * MS)
+
+
+
+def test_pinned_host_memory_runs_out_exactly():
+    # a.y + b.y + fc.y = 296 B go to the host; with 296 B pinned every copy is pinned, with
+    # 295 B fc.y's (the last) is staged through pageable memory at the pageable rate
+    r, _, _ = run(h2d=64e3, d2h=128e3, host_pinned_bytes=296)
+    assert r.counters["pageable_copies"] == 0 and all(x[6] for x in r.transfers)
+    r, copies, _ = run(h2d=64e3, d2h=128e3, host_pinned_bytes=295)
+    assert r.counters["pageable_copies"] == 1
+    assert [x[6] for x in r.transfers[:3]] == [True, True, False]
+    assert copies[2] == ("fc.y", "d2h", 4, round(4 + 40 / K40C.d2h_pageable_bytes_per_s / MS, 9))
 
 
 def test_lru_eviction_waits_for_an_offload_in_flight():
