@@ -641,3 +641,15 @@ def test_driver_calls_counted_as_in_a_steady_state_iteration():
         m.free(m.alloc(30 * MiB))
         m.alloc(30 * MiB)
         assert (m.device_mallocs, m.device_frees) == (0, 0)
+
+
+def test_pytorch_boundaries_exactly():
+    # torch: a request of exactly kSmallSize (1 MiB) is small (2 MiB segment, not 20 MiB)
+    a = make_allocator("pytorch", None)
+    a.alloc(MiB)
+    assert a.reserved_bytes == 2 * MiB
+    # max_split_size: a cached block of exactly request + kLargeBuffer is too large to take
+    a = make_allocator("pytorch", None, max_split_size_bytes=40 * MiB)
+    a.free(a.alloc(70 * MiB))
+    h = a.alloc(50 * MiB)            # 70 >= 50 + 20: a new 50 MiB segment
+    assert a.reserved_bytes == 120 * MiB and a.block_size_of(h) == 50 * MiB
