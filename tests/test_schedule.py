@@ -3,6 +3,7 @@ import pytest
 
 from snsim.api import make_program, simulate
 from snsim.engine.core import run_plan
+from snsim.errors import ConfigError
 from snsim.graph import GraphBuilder
 from snsim.hardware import load_hardware
 from snsim.plan import Plan
@@ -85,3 +86,31 @@ def test_managed_peak_names_the_layers_replayed_at_the_peak():
     assert peak == 4 * 2**20 and {names[n] for n in layers} == {"bn2", "bn3", "dropout4"}
     assert managed_peak(p, build_instructions(p)) == (3 * 2**20, set())
     assert build_instructions(p, recompute="speed") == build_instructions(p)
+
+
+def test_keeping_the_layers_at_the_peak_leaves_the_rest_recomputed():
+    # data(1x4x4) -> conv(2ch) -> dropout -> fc(8) -> bn -> fc(10) -> softmax, batch 1:
+    # conv.y = dropout.y = 128 B, fc.y = bn.y = 32 B. Liveness frees conv.y after dropout F
+    # (dropout B does not read it): peak 288 B. Dropping dropout.y keeps conv.y alive until
+    # fc B replays the dropout: 416 B. So dropout keeps its output; bn is still dropped and
+    # replayed (its input, an FC output, is needed anyway), and the peak is liveness'.
+    from snsim.policies._schedule import _instructions
+    b = GraphBuilder("keep", batch=1, input_shape=(3, 4, 4))
+    x = b.dropout(b.conv(b.data(), 2, 3, 1, 1, name="conv"), name="drop")
+    x = b.bn(b.fc(x, 8, name="fc1"), name="bn")
+    p = make_program(b.finish(b.softmax(b.fc(x, 10, name="fc2"))), hardware=K40C)
+    names = {n: p.graph.nodes[n]["name"] for n in p.graph}
+    assert managed_peak(p, build_instructions(p)) == (288, set())
+    peak, layers = managed_peak(p, _instructions(p, recompute="cost-aware"))
+    assert peak == 416 and {names[n] for n in layers} == {"drop"}
+    r = simulate(p, policy="recompute")
+    assert r.recomputed_layers == ("bn",) and r.peak_ideal_bytes - r.static_bytes == 288
+
+
+def test_prefetch_depth_zero_prefetches_nothing():
+    p = make_program(bn_chain(3), hardware=K40C)
+    ins = build_instructions(p, offload=True, prefetch_depth=0)
+    assert not any(type(i).__name__ == "Prefetch" for i in ins)
+    assert any(type(i).__name__ == "Prefetch" for i in build_instructions(p, offload=True))
+    with pytest.raises(ConfigError, match=r"prefetch_depth \(=-1\) must be >= 0"):
+        build_instructions(p, offload=True, prefetch_depth=-1)
