@@ -61,7 +61,7 @@ class Mutant:
         return "".join(lines)
 
     def __str__(self):
-        return f"{self.path}:{self.line}: {self.what}"
+        return f"{self.path}:{self.line}:{self.col_start}: {self.what}"
 
 
 def _op_between(lines, a, b, token):

@@ -653,3 +653,7 @@ def test_pytorch_boundaries_exactly():
     a.free(a.alloc(70 * MiB))
     h = a.alloc(50 * MiB)            # 70 >= 50 + 20: a new 50 MiB segment
     assert a.reserved_bytes == 120 * MiB and a.block_size_of(h) == 50 * MiB
+    a = make_allocator("pytorch", None, max_split_size_bytes=40 * MiB)
+    a.free(a.alloc(70 * MiB))
+    a.alloc(40 * MiB)                # a request of exactly max_split is a large one: same rule
+    assert a.reserved_bytes == 110 * MiB
