@@ -88,3 +88,15 @@ def test_pytorch_allocator_rounding_and_segment(tiny_chain):
     # Everything is small (<= 1 MiB) and fits one 2 MiB segment
     assert r.peak_allocated_bytes == 12288
     assert r.peak_reserved_bytes == 2 * 2**20
+
+
+def test_one_byte_static_tensors_are_allocated():
+    # 1-byte floats, a 1x1 conv with one channel: its weight and bias (and their gradients and
+    # momentum) are 1 B each; with the fc (8 + 2 B, x3) and the 4 B batch and labels: 44 B
+    from snsim.graph import GraphBuilder
+    b = GraphBuilder("bytes", batch=1, input_shape=(1, 2, 2), dtype_bytes=1)
+    x = b.conv(b.data(), 1, 1, name="conv")
+    r = run(b.finish(b.softmax(b.fc(x, 2, name="fc"))), "liveness")
+    static = [d for _, cat, d in r.memory_events if cat != "activation" and d > 0
+              and cat != "activation_grad"]
+    assert sorted(static) == [1] * 6 + [2] * 3 + [4, 4] + [8] * 3 and r.static_bytes == 44
