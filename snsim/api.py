@@ -50,7 +50,7 @@ def check_framework(framework):
 def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_bytes=None,
              allocator="ideal", allocator_options=None, policy_options=None, input_size=None,
              variant="torchvision", optimizer="sgd-momentum", record=True,
-             framework="superneurons"):
+             framework="superneurons", check_invariants=None):
     """Simulate one training iteration of ``network`` under ``policy``.
 
     Parameters
@@ -69,6 +69,9 @@ def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_
     framework : {"superneurons", "pytorch"}
         Semantics of a zoo network: SuperNeurons' framework (SPEC §2.3) or what PyTorch's
         autograd saves for the torchvision twin (SPEC §2.4). The Result records it.
+    check_invariants : bool, optional
+        Let the engine check its own rules as it runs (slower); a broken one raises
+        :class:`~snsim.errors.InvariantError` naming the event. Default: off.
 
     Returns
     -------
@@ -90,4 +93,5 @@ def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_
     pol = get_policy(policy, **(policy_options or {}))
     plan = pol.plan(program, hw, budget)
     return run_plan(program, plan, hw, budget_bytes=budget, allocator=allocator,
-                    allocator_options=allocator_options, record=record)
+                    allocator_options=allocator_options, record=record,
+                    check_invariants=check_invariants)

@@ -171,6 +171,8 @@ def _run_args(p):
     p.add_argument("--allocator", default="ideal", choices=("ideal", "pool", "pytorch"))
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="policy option, e.g. --option mode=memory (repeatable)")
+    p.add_argument("--check-invariants", action="store_true",
+                   help="let the engine check its own rules as it runs (slower)")
 
 
 def _parse_options(items):
@@ -212,7 +214,8 @@ def _simulate(args, hw, program, policy, options=None):
     from .policies import get_policy
     budget = _budget(args, hw, program)
     plan = get_policy(policy, **(options or {})).plan(program, hw, budget)
-    return run_plan(program, plan, hw, budget_bytes=budget, allocator=args.allocator)
+    return run_plan(program, plan, hw, budget_bytes=budget, allocator=args.allocator,
+                    check_invariants=getattr(args, "check_invariants", False))
 
 
 def cmd_run(args):

@@ -29,6 +29,13 @@ class PlanError(SnsimError, ValueError):
     """A schedule plan that references missing tensors or breaks the IR's rules."""
 
 
+class InvariantError(SnsimError, AssertionError):
+    """The engine broke one of its own rules (raised only with ``check_invariants=True``).
+
+    The message names the event: the step, tensor or copy and the simulated time.
+    """
+
+
 class InfeasibleError(SnsimError):
     """An allocation that does not fit, even after the policy's eviction hook.
 

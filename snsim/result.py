@@ -16,7 +16,11 @@ RUN_COLUMNS = ("run_id", "network", "batch", "framework", "policy", "hardware", 
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """Where memory ran out: the step, its layer, the tensor being allocated, bytes short."""
+    """Where memory ran out: the step, its layer, the tensor being allocated, bytes short.
+
+    ``replaying`` names the layer whose forward was being replayed for backward step ``step``
+    when the failure came from a recomputation (empty otherwise).
+    """
 
     step: int
     layer: str
@@ -25,13 +29,15 @@ class Failure:
     time_s: float
     requested_bytes: int
     short_bytes: int
+    replaying: str = ""
 
     def __str__(self):
         if self.step < 0:
             return (f"out of memory during setup (static tensors and preallocated buffers) "
                     f"allocating {self.tensor} ({self.requested_bytes} B, {self.short_bytes} B short)")
-        return (f"out of memory at step {self.step} ({self.layer} {self.phase}) allocating "
-                f"{self.tensor} ({self.requested_bytes} B, {self.short_bytes} B short)")
+        replay = f" replaying {self.replaying} F," if self.replaying else ""
+        return (f"out of memory at step {self.step} ({self.layer} {self.phase}){replay} "
+                f"allocating {self.tensor} ({self.requested_bytes} B, {self.short_bytes} B short)")
 
 
 @dataclass(slots=True)

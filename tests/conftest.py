@@ -39,3 +39,31 @@ def tiny_block():
     for n in G:
         G.nodes[n].update(fwd_time_s=1e-3, bwd_time_s=2e-3, update_time_s=1e-4)
     return G
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _engine_checks_its_invariants():
+    """Every engine run in the suite checks its own rules as it goes (issue 9, item 4)."""
+    from snsim.engine.core import Engine
+    Engine.check_invariants_default = True
+    yield
+    Engine.check_invariants_default = False
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "fuzz: property-based tests (hypothesis); the default "
+                                       "profile runs a few hundred examples, "
+                                       "--hypothesis-profile=long >= 10,000")
+
+
+try:   # the test extra installs hypothesis; without it the fuzz tests are skipped
+    from hypothesis import settings as _hyp_settings
+except ImportError:   # pragma: no cover
+    pass
+else:
+    # ci: derandomized, so a CI run is reproducible; long: random, run with --hypothesis-seed
+    _hyp_settings.register_profile("ci", max_examples=150, derandomize=True, print_blob=True)
+    _hyp_settings.register_profile("long", max_examples=5000, print_blob=True)
+    # scripts/mutate.py: a few examples per mutant, always the same ones
+    _hyp_settings.register_profile("quick", max_examples=25, derandomize=True)
+    _hyp_settings.load_profile("ci")

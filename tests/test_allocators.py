@@ -124,6 +124,7 @@ def test_can_alloc_changes_nothing(name):
 @pytest.mark.parametrize("name", ALLOCATORS)
 def test_peaks_and_reset(name):
     a = make_allocator(name, None)
+    assert (a.peak_allocated_bytes, a.peak_reserved_bytes, a.peak_requested_bytes) == (0, 0, 0)
     h1 = a.alloc(3 * MiB)
     h2 = a.alloc(5 * MiB)
     peak_alloc, peak_req = a.allocated_bytes, a.requested_bytes
@@ -270,6 +271,9 @@ def test_pool_unlimited_grows():
         a.free(x)
     assert a.reserved_bytes == 3 * MiB and a.allocated_bytes == 0
     a.check_invariants()
+    b = make_allocator("pool", None)    # the very first block counts as reserved too
+    b.alloc(1)
+    assert b.reserved_bytes == b.allocated_bytes == KiB
 
 
 def _naive_first_fit(gaps, nblocks):
@@ -619,3 +623,37 @@ def test_random_invariants_pytorch_max_split_size(seed):
         a.free(h)
     assert a.allocated_bytes == 0
     a.check_invariants()
+
+
+def test_driver_calls_counted_as_in_a_steady_state_iteration():
+    # issue 9 D10: cudaMalloc/cudaFree calls that the engine charges latency for
+    a = make_allocator("pytorch", 40 * MiB)
+    h = a.alloc(12 * MiB)          # a new 12 MiB segment: cached from the previous iteration
+    a.free(h)
+    assert (a.device_mallocs, a.device_frees) == (0, 0)
+    h = a.alloc(30 * MiB)          # 12 + 30 > 40: release the cached 12 MiB, then make 30 MiB
+    assert (a.device_mallocs, a.device_frees) == (1, 1)
+    a.free(h)
+    a.alloc(12 * MiB)              # splits the cached 30 MiB block: no driver call
+    assert (a.device_mallocs, a.device_frees) == (1, 1)
+    for name in ("ideal", "pool"):  # no allocator, or one allocated before the iteration
+        m = make_allocator(name, 40 * MiB)
+        m.free(m.alloc(30 * MiB))
+        m.alloc(30 * MiB)
+        assert (m.device_mallocs, m.device_frees) == (0, 0)
+
+
+def test_pytorch_boundaries_exactly():
+    # torch: a request of exactly kSmallSize (1 MiB) is small (2 MiB segment, not 20 MiB)
+    a = make_allocator("pytorch", None)
+    a.alloc(MiB)
+    assert a.reserved_bytes == 2 * MiB
+    # max_split_size: a cached block of exactly request + kLargeBuffer is too large to take
+    a = make_allocator("pytorch", None, max_split_size_bytes=40 * MiB)
+    a.free(a.alloc(70 * MiB))
+    h = a.alloc(50 * MiB)            # 70 >= 50 + 20: a new 50 MiB segment
+    assert a.reserved_bytes == 120 * MiB and a.block_size_of(h) == 50 * MiB
+    a = make_allocator("pytorch", None, max_split_size_bytes=40 * MiB)
+    a.free(a.alloc(70 * MiB))
+    a.alloc(40 * MiB)                # a request of exactly max_split is a large one: same rule
+    assert a.reserved_bytes == 110 * MiB

@@ -237,3 +237,138 @@ def test_superneurons_release_mode(programs):
     # cuDNN's zero-workspace algorithms: IMPLICIT_GEMM forward, ALGO_0 for both backward passes
     assert set(rel.conv_algos.values()) <= {"IMPLICIT_GEMM", "ALGO_0", "ALGO_0+ALGO_0"}
     assert rel.step_time_s > paper.step_time_s
+
+
+# -- issue 9 regressions ------------------------------------------------------------------------
+
+def test_a_step_input_is_not_released_while_the_step_waits():
+    # D1: lenet's pool1.y is copied D2H (vDNN) and the copy ends while pool1 B waits; the
+    # engine used to free it then and report a run below the lower bound as feasible
+    hw = dataclasses.replace(K40C, d2h_pinned_bytes_per_s=1e9)
+    p = make_program("lenet", batch=64, hardware=hw)
+    assert p.lower_bound_bytes() == 12_746_720
+    r = simulate(p, hardware=hw, policy="vdnn", budget_bytes=12_024_405, check_invariants=True)
+    assert not r.feasible
+    for budget in (p.lower_bound_bytes() - 1, p.lower_bound_bytes()):
+        r = simulate(p, hardware=hw, policy="vdnn", budget_bytes=budget, check_invariants=True)
+        assert not r.feasible or r.peak_ideal_bytes >= p.lower_bound_bytes()
+
+
+def test_offload_free_after_offload_at_the_lower_bound_keeps_inputs(programs):
+    # D1 on the stock preset: the checker raises if a running step's input is released
+    p = programs["resnet50"]
+    lb = p.lower_bound_bytes()
+    plan = get_policy("offload", free_after_offload=True).plan(p, K40C, lb)
+    r = run_plan(p, plan, K40C, budget_bytes=lb, check_invariants=True)
+    assert r.feasible and r.peak_ideal_bytes == lb
+
+
+def test_setup_oom_names_the_static_tensor():
+    # D8: not "allocating workspace"
+    f = simulate("lenet", batch=1, budget_bytes=100_000).failure
+    assert str(f) == ("out of memory during setup (static tensors and preallocated buffers) "
+                      "allocating static tensor conv2.weight (parameter) (100000 B, 9376 B short)")
+
+
+def test_replay_oom_names_the_backward_step_it_serves():
+    # D8: chen_sqrt on resnet18 runs out while replaying a forward for a backward step
+    p = make_program("resnet18", batch=8, hardware=K40C)
+    r = simulate(p, policy="chen_sqrt", budget_bytes=int(0.9 * p.lower_bound_bytes()))
+    f = r.failure
+    assert (f.step, f.layer, f.phase, f.replaying) == (137, "layer1.1.b.bn", "B",
+                                                       "layer1.1.b.conv")
+    assert p.steps[f.step].phase == "B" and p.steps[f.step].name == f.layer
+    assert "at step 137 (layer1.1.b.bn B) replaying layer1.1.b.conv F, allocating" in str(f)
+    # recomputed_layers lists the replays that ran, and only those
+    ran = [s[1] for s in r.steps if s[2] == "R"]
+    assert list(r.recomputed_layers) == ran and ran[-1] == "layer1.1.a.relu"
+
+
+def test_invariant_checker_names_the_event(tiny_chain):
+    from snsim.errors import InvariantError
+    from snsim.engine.core import Engine
+    p = make_program(tiny_chain, hardware=K40C)
+    plan = get_policy("liveness").plan(p, K40C, BIG)
+    eng = Engine(p, plan, K40C, budget_bytes=BIG, check_invariants=True)
+    eng.state[0] = 1    # conv.y marked resident but never allocated: relu F reads it
+    with pytest.raises(InvariantError, match=r"step 2 \(relu F\) at t=.* reads tensor 0 "
+                                             r"\(conv.y\), which is GPU with no GPU copy"):
+        eng._run_step(p.steps[2], "F", 1e-3)
+
+
+def test_malloc_and_free_latency_charged_per_driver_call():
+    # D10: at 95% of its cached peak, liveness on resnet18 b8 makes the pytorch allocator
+    # release 15 cached segments (cudaFree) and create one again (cudaMalloc); each call
+    # delays the step that needed the memory by its latency, and nothing else changes
+    p = make_program("resnet18", batch=8, hardware=K40C)
+    budget = int(0.95 * 471_859_200)
+    zero = dataclasses.replace(K40C, malloc_latency_s=0.0, free_latency_s=0.0)
+    slow = dataclasses.replace(K40C, malloc_latency_s=1.0, free_latency_s=2.0)
+    # one iteration from an empty cache (the hand count above); steady iterations are
+    # tested elsewhere
+    runs = [run_plan(p, get_policy("liveness").plan(p, hw, budget), hw, budget_bytes=budget,
+                     allocator="pytorch", warmup_iterations=0) for hw in (zero, slow)]
+    assert [(r.counters["device_mallocs"], r.counters["device_frees"]) for r in runs] == \
+        [(1, 15)] * 2
+    assert runs[1].step_time_s == pytest.approx(runs[0].step_time_s + 1 * 1.0 + 15 * 2.0)
+    assert runs[1].peak_reserved_bytes == runs[0].peak_reserved_bytes
+    # the ideal allocator makes no driver calls: latencies change nothing
+    ideal = [simulate(p, hardware=hw, policy="liveness").step_time_s for hw in (zero, slow)]
+    assert ideal[0] == ideal[1]
+
+
+def test_each_driver_call_is_charged_once(tiny_chain):
+    # D10, by hand on the pytorch model with 40 MiB: cudaMalloc 1 s, cudaFree 2 s
+    from snsim.engine.core import Engine
+    MiB = 2**20
+    hw = dataclasses.replace(K40C, malloc_latency_s=1.0, free_latency_s=2.0)
+    p = make_program(tiny_chain, hardware=hw)
+    eng = Engine(p, get_policy("liveness").plan(p, hw, 40 * MiB), hw, budget_bytes=40 * MiB,
+                 allocator="pytorch")
+    now, h = eng._alloc(-1, 0.0, 12 * MiB)    # first segment: cached in a steady state
+    assert now == 0.0
+    eng.mem.free(h)
+    now, h = eng._alloc(-1, 1.0, 30 * MiB)    # 12 + 30 > 40: cudaFree(12), cudaMalloc(30)
+    assert now == 1.0 + 2.0 + 1.0
+    eng.mem.free(h)
+    now, h = eng._alloc(-1, 5.0, 36 * MiB)    # 30 + 36 > 40: cudaFree(30), cudaMalloc(36)
+    assert now == 5.0 + 2.0 + 1.0
+    now, _ = eng._alloc(-1, 9.0, 1 * MiB)     # a small segment after releases: cudaMalloc
+    assert now == 9.0 + 1.0
+
+
+def test_first_conv_has_no_data_gradient_pass():
+    # a conv fed by the input computes no dx (the input needs no gradient): its backward is the
+    # filter pass alone; every other conv runs both passes
+    r = simulate("resnet18", batch=8, policy="liveness")
+    backward = {k: v for k, v in r.conv_algos.items() if k.endswith(":B")}
+    assert [k for k, v in backward.items() if "+" not in v] == ["2:B"]
+    assert len(backward) == 20
+
+
+def test_cli_check_invariants_flag(monkeypatch, capsys):
+    from snsim.cli import main
+    from snsim.engine.core import Engine
+    monkeypatch.setattr(Engine, "check_invariants_default", False)
+    checked = []
+    monkeypatch.setattr(Engine, "_check_balance", lambda self: checked.append(self.p.name))
+    assert main(["run", "--network", "lenet", "--batch", "2"]) == 0
+    assert checked == []
+    assert main(["run", "--network", "lenet", "--batch", "2", "--check-invariants"]) == 0
+    assert checked == ["lenet"]
+    capsys.readouterr()
+
+
+def test_invariant_checker_catches_a_release_before_the_reader_ends(tiny_chain):
+    from snsim.engine.core import Engine
+    from snsim.errors import InvariantError
+    p = make_program(tiny_chain, hardware=K40C)
+    eng = Engine(p, get_policy("liveness").plan(p, K40C, BIG), K40C, budget_bytes=BIG,
+                 check_invariants=True)
+    eng._setup()
+    for s in p.steps[:2]:                 # data F 0-1 ms, conv F 1-2 ms (writes conv.y)
+        eng._run_step(s, "F", 1e-3)
+    with pytest.raises(InvariantError, match=r"tensor 0 \(conv.y\) released at t=0.0015 s, "
+                                             r"while a step reads it \(until t=0.002 s"):
+        eng._release_gpu(0, 1.5e-3)
+    eng._release_gpu(0, 2e-3)             # at the reader's end: fine

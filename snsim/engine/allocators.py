@@ -64,6 +64,11 @@ class Allocator:
         exactly requested by the callers.
     peak_allocated_bytes, peak_reserved_bytes, peak_requested_bytes : int
         Highest value of each counter since construction or the last :meth:`reset_peaks`.
+    device_mallocs, device_frees : int
+        cudaMalloc / cudaFree calls this model makes in a steady-state iteration; the engine
+        charges ``hardware.malloc_latency_s`` / ``free_latency_s`` for each. Zero for ``ideal``
+        (no allocator) and ``pool`` (allocated once, before the iteration); see
+        :class:`PytorchAllocator` for the caching allocator's rule.
 
     Notes
     -----
@@ -92,6 +97,8 @@ class Allocator:
         self.peak_allocated_bytes = 0
         self.peak_reserved_bytes = 0
         self.peak_requested_bytes = 0
+        self.device_mallocs = 0
+        self.device_frees = 0
         self._next_handle = 1  # 0 is never a handle, so a handle is always truthy
         self._live = {}        # handle -> model-specific record (None for a 0-byte alloc)
 
@@ -529,6 +536,10 @@ class PytorchAllocator(Allocator):
        oversize cached blocks of this pool and stream and retry; then free every cached segment
        (:meth:`empty_cache`), count a retry in ``num_alloc_retries`` and retry; then count
        ``num_ooms`` and raise :class:`OutOfMemory`. Segments released on the way stay released.
+    7. Driver calls (``device_frees``, ``device_mallocs``): every segment released is a
+       cudaFree. The model starts from an empty cache, but a steady-state iteration finds the
+       previous iteration's segments cached, so a segment creation counts as a cudaMalloc only
+       once some segment has been released in this run (it is then re-created every iteration).
 
     Parameters
     ----------
@@ -733,6 +744,7 @@ class PytorchAllocator(Allocator):
                 continue
             released += sum(b.size for b in blocks if b.prev is None and b.next is None)
             self.num_segments -= len(blocks) - len(keep)
+            self.device_frees += len(blocks) - len(keep)
             keys[:] = [keys[i] for i in keep]
             blocks[:] = [blocks[i] for i in keep]
         self.reserved_bytes -= released
@@ -787,6 +799,11 @@ class PytorchAllocator(Allocator):
             addr = self._next_addr
             self._next_addr = addr + size
         self._made += 1
+        if self.device_frees:
+            # the model starts from an empty cache; in a steady-state iteration the segments
+            # made before the first release are still cached from the previous iteration, so
+            # only creations after a release are cudaMalloc calls
+            self.device_mallocs += 1
         self.num_segments += 1
         self.reserved_bytes += size
         if self.reserved_bytes > self.peak_reserved_bytes:
@@ -817,6 +834,7 @@ class PytorchAllocator(Allocator):
         block = fl[1][i]
         del fl[0][i], fl[1][i]
         self.num_segments -= 1
+        self.device_frees += 1
         self.reserved_bytes -= block.size
         self.cached_segment_bytes -= block.size
 

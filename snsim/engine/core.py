@@ -1,10 +1,14 @@
 """The discrete-event engine: replay a :class:`~snsim.plan.Plan` on a simulated GPU.
 
-One compute stream and one copy stream per direction (FIFO servers); memory changes happen at
-device time — an allocation at the start of the step (or copy) that needs it, a free when the
-last reader of the tensor ends. Pending frees sit in a heap keyed ``(time_s, priority, seq)``
-and are applied before any later allocation, so the result is deterministic and bit-identical
-for the same input.
+One compute stream and one copy stream per direction (FIFO servers; one copy stream for both
+directions when ``hardware.copy_engines == 1`` or ``hardware.link_shared``); memory changes
+happen at device time — an allocation at the start of the step (or copy) that needs it, a free
+when the last reader of the tensor ends. Pending frees sit in a heap keyed
+``(time_s, priority, seq)`` and are applied before any later allocation, so the result is
+deterministic and bit-identical for the same input.
+
+With ``check_invariants=True`` the engine asserts its own rules as it runs and raises
+:class:`~snsim.errors.InvariantError` naming the event that broke one.
 """
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ import heapq
 import time
 from collections import OrderedDict
 
-from ..errors import InfeasibleError, PlanError
+from ..errors import InfeasibleError, InvariantError, PlanError
 from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
 from ..result import Failure, Result
 from .allocators import make_allocator
@@ -21,6 +25,7 @@ from .allocators import make_allocator
 VOID, GPU, CLEAN, D2H, H2D, HOST, DROPPED, FREED = range(8)
 STATE_NAMES = ("VOID", "GPU", "GPU_CLEAN", "D2H", "H2D", "HOST", "DROPPED", "FREED")
 _EV_RELEASE, _EV_OFFLOADED = 0, 1
+_INF = float("inf")
 
 
 class _Stop(Exception):
@@ -33,8 +38,12 @@ class _Stop(Exception):
 class Engine:
     """Replays one plan. Use :func:`run_plan`; the class keeps the hot loop's state."""
 
+    #: what ``check_invariants=None`` means; the test suite turns it on (tests/conftest.py)
+    check_invariants_default = False
+
     def __init__(self, program, plan, hardware, *, budget_bytes=None, allocator="ideal",
-                 allocator_options=None, record=True, warmup_iterations=None):
+                 allocator_options=None, record=True, warmup_iterations=None,
+                 check_invariants=None):
         self.p = program
         self.plan = plan
         self.hw = hardware
@@ -70,7 +79,10 @@ class Engine:
         self.handle = [None] * n
         self.ready_at = [0.0] * n      # H2D arrival time
         self.busy_until = [0.0] * n    # end of a D2H copy reading the tensor
-        self.in_use_until = [0.0] * n  # end of the last compute step that read it
+        # end of the last compute step that read it; inf while a step is placing or reading it
+        self.in_use_until = [0.0] * n
+        self.idle_release = [False] * n   # offloaded: free the GPU copy once no step reads it
+        self.release_seq = [0] * n        # seq of the live _EV_RELEASE event (0: none)
         self.release_pending = [False] * n
         self.on_host = [False] * n
         self.lru = OrderedDict() if plan.lru else None
@@ -98,6 +110,19 @@ class Engine:
         self.alloc_trace = []     # (t_s, allocated_bytes, reserved_bytes) after each change
         self.pinned = ()
         self.cur = None
+        self.serving = None       # the B step a Recompute is replayed for
+        self.replaying = None     # the F step being replayed
+        # one copy engine, or one link for both directions: H2D and D2H share a FIFO
+        self.shared_link = hardware.copy_engines < 2 or hardware.link_shared
+        # cudaMalloc/cudaFree-like calls, counted by the allocator model (see _alloc)
+        self.malloc_latency_s = hardware.malloc_latency_s
+        self.free_latency_s = hardware.free_latency_s
+        self.check = (self.check_invariants_default if check_invariants is None
+                      else bool(check_invariants))
+        self.n_static_allocs = 0
+        self.static_alloc_bytes = 0
+        self._last_copy_end = {}
+        self._last_step_end = 0.0
         self._conv_tables()
 
     # -- conv algorithm tables -------------------------------------------------------------
@@ -137,37 +162,58 @@ class Engine:
     def _advance(self, now):
         heap = self.heap
         while heap and heap[0][0] <= now:
-            when, kind, _, t = heapq.heappop(heap)
+            when, kind, seq, t = heapq.heappop(heap)
             if kind == _EV_RELEASE:
-                self._release_gpu(t, when)
+                if self.release_seq[t] == seq:   # else superseded: released or rescheduled
+                    self.release_seq[t] = 0
+                    self._release_when_idle(t, when)
             else:  # an offload copy finished
                 self.busy_until[t] = 0.0
                 if self.release_pending[t]:
                     self.release_pending[t] = False
                     self._release_gpu(t, when)
                 elif self.state[t] == D2H:
+                    self.state[t] = CLEAN
                     if self.plan.free_after_offload:
-                        self.state[t] = HOST
-                        if self.in_use_until[t] > when:   # a running step still reads it
-                            self._event(self.in_use_until[t], _EV_RELEASE, t)
-                        else:
-                            self._release_gpu(t, when)
-                    else:
-                        self.state[t] = CLEAN
+                        self._release_when_idle(t, when)
 
-    def _mem_event(self, when, t, delta):
-        if self.record:
-            self.mem_events.append((when, self.kind[t] if t >= 0 else "workspace", delta))
+    def _release_when_idle(self, t, when):
+        """Free the GPU copy of offloaded tensor t at ``when``, or when the steps reading it end.
 
-    def _alloc(self, t, now, nbytes=None, category=None):
-        """Allocate tensor t (or a workspace when t < 0) at ``now``; returns the (later) time."""
+        A step marks its deps in use (``in_use_until = inf``) from the moment it starts placing
+        them, so a copy that ends while the step waits (for a prefetch, or for memory) cannot
+        release an input of that step; the step's end schedules the release instead.
+        """
+        until = self.in_use_until[t]
+        if until > when:
+            self.idle_release[t] = True
+            if until != _INF:
+                self._event(until, _EV_RELEASE, t)
+                self.release_seq[t] = self.seq
+        else:
+            self._release_gpu(t, when)
+            self.state[t] = HOST
+
+    def _alloc(self, t, now, nbytes=None, category=None, label=None):
+        """Allocate tensor t (or a workspace or static tensor when t < 0) at ``now``.
+
+        Returns ``(time the memory is there, handle)``: later than ``now`` when room had to be
+        made, or when the allocator model called the driver (``device_mallocs`` and
+        ``device_frees`` grew: ``malloc_latency_s`` and ``free_latency_s`` each).
+        """
         nbytes = self.size[t] if nbytes is None else nbytes
         stream = self.stream[t] if t >= 0 else 0
         mem = self.mem
         if not mem.can_alloc(nbytes, stream):
-            now = self._make_room(nbytes, now, t, stream=stream)
+            now = self._make_room(nbytes, now, t, label=label, stream=stream)
+        calls = mem.device_mallocs, mem.device_frees
         h = mem.alloc(nbytes, stream)
         self.mem_ops += 1
+        if mem.device_mallocs != calls[0] or mem.device_frees != calls[1]:
+            now += ((mem.device_mallocs - calls[0]) * self.malloc_latency_s
+                    + (mem.device_frees - calls[1]) * self.free_latency_s)
+        if self.check:
+            self._check_counters(f"allocating {self._label(t, label)}", now)
         if category is not None or t >= 0:   # not a workspace
             if mem.requested_bytes > self.peak_tensor:
                 self.peak_tensor = mem.requested_bytes
@@ -186,16 +232,27 @@ class Engine:
         h = self.handle[t]
         if h is None:
             return
+        if self.check and (t in self.pinned or self.in_use_until[t] > when):
+            s = self.p.steps[self.cur]
+            self._violation(f"tensor {t} ({self.p.tensors[t].name}) released at t={when!r} s, "
+                            f"while a step reads it (until t={self.in_use_until[t]!r} s; "
+                            f"current step {s.index}: {s.name} {s.phase})")
         self.mem.free(h)
         self.mem_ops += 1
         self.handle[t] = None
+        self.idle_release[t] = False
+        self.release_seq[t] = 0
         if self.lru is not None:
             self.lru.pop(t, None)
         if self.record:
             self.mem_events.append((when, self.kind[t], -self.size[t]))
             self.alloc_trace.append((when, self.mem.allocated_bytes, self.mem.reserved_bytes))
 
-    def _make_room(self, nbytes, now, t, evictable=(GPU, CLEAN, D2H, H2D), wait=True, stream=0):
+    def _label(self, t, label=None):
+        return label or (self.p.tensors[t].name if t >= 0 else "workspace")
+
+    def _make_room(self, nbytes, now, t, evictable=(GPU, CLEAN, D2H, H2D), wait=True, label=None,
+                   stream=0):
         """Evict (LRU) or wait for in-flight frees until ``nbytes`` fits; else stop the run."""
         mem = self.mem
         while not mem.can_alloc(nbytes, stream):
@@ -233,14 +290,16 @@ class Engine:
                 now = max(now, self.heap[0][0])
                 self._advance(now)
                 continue
-            s = self.cur
+            # a replay fails on behalf of the backward step it serves
+            s = self.serving if self.replaying is not None else self.cur
             st = self.p.steps[s] if s is not None else None
-            name = self.p.tensors[t].name if t >= 0 else "workspace"
             short = nbytes - max(0, self.budget - mem.reserved_bytes)
+            replaying = self.p.steps[self.replaying].name if self.replaying is not None else ""
             raise _Stop(Failure(step=s if s is not None else -1,
                                 layer=st.name if st else "setup",
-                                phase=st.phase if st else "-", tensor=name, time_s=now,
-                                requested_bytes=nbytes, short_bytes=max(short, 1)))
+                                phase=st.phase if st else "-", tensor=self._label(t, label),
+                                time_s=now, requested_bytes=nbytes, short_bytes=max(short, 1),
+                                replaying=replaying))
         return now
 
     def _copy(self, t, direction, now):
@@ -256,15 +315,19 @@ class Engine:
                     self.counters["pageable_copies"] += 1
                 self.host_bytes += nbytes
                 self.peak_host_bytes = max(self.peak_host_bytes, self.host_bytes)
-            start = max(now, self.t_d2h)
+            free_at = max(self.t_d2h, self.t_h2d) if self.shared_link else self.t_d2h
+            start = max(now, free_at)
             end = start + self.hw.transfer_time_s(nbytes, "d2h", pinned)
             self.t_d2h = end
             self.d2h_bytes += nbytes
         else:
-            start = max(now, self.t_h2d)
+            free_at = max(self.t_d2h, self.t_h2d) if self.shared_link else self.t_h2d
+            start = max(now, free_at)
             end = start + self.hw.transfer_time_s(nbytes, "h2d", pinned)
             self.t_h2d = end
             self.h2d_bytes += nbytes
+        if self.check:
+            self._check_copy(t, direction, start, end)
         if self.record:
             self.transfers.append((t, direction, nbytes, now, start, end, pinned))
         return end
@@ -306,14 +369,22 @@ class Engine:
 
     def _run_step(self, step, phase, duration_default):
         self.cur = step.index
-        self.pinned = step.deps
         t0 = self.t_compute
-        self._advance(t0)
+        self._advance(t0)     # what happened before the step starts
+        self.pinned = step.deps
+        in_use = self.in_use_until
+        for t in step.deps:   # from now until the step ends, nothing may release its deps
+            in_use[t] = _INF
         now, fresh = self._stash(step, t0)
         self._advance(now)
         for t in fresh:
             self.counters["first_touch"] += 1
             now, _ = self._alloc(t, now)
+        if self.check:
+            if now < t0 or t0 < self._last_step_end:
+                self._violation(f"step {step.index} ({step.name} {phase}) starts at t={now!r} s, "
+                                f"before the compute stream is free at t={t0!r} s")
+            self._check_resident(step, phase, now)
         ws_bytes, algo, duration = 0, "", duration_default
         rows = self.ws_table.get(step.layer) if step.type == "CONV" else None
         handles = []
@@ -341,9 +412,16 @@ class Engine:
                 self.alloc_trace.append((now + duration, self.mem.allocated_bytes,
                                          self.mem.reserved_bytes))
         end = now + duration
-        in_use = self.in_use_until
+        idle_release = self.idle_release
         for t in step.deps:
             in_use[t] = end
+            if idle_release[t] and self.release_seq[t] == 0:
+                self._event(end, _EV_RELEASE, t)
+                self.release_seq[t] = self.seq
+        if self.check:
+            self._check_resident(step, phase, end)
+            self._last_step_end = end
+        self.pinned = ()
         self.stall_time += now - t0
         if phase == "R":
             self.recompute_time += duration
@@ -365,8 +443,10 @@ class Engine:
                 self.state[t] = VOID
                 if st == FREED:
                     byproducts.append(t)
-        self.recomputed.append(step.name)
+        self.replaying = step.index
         self._run_step(step, "R", step.time_s)
+        self.replaying = None
+        self.recomputed.append(step.name)   # only replays that ran
         for t in byproducts:
             self._release_gpu(t, self.t_compute)
             self.state[t] = FREED
@@ -406,9 +486,10 @@ class Engine:
             self.t_compute = end
 
     def _prefetch(self, t):
+        now = self.t_compute
+        self._advance(now)    # an offload that ended before the issue has left the GPU
         if self.state[t] != HOST:
             return  # resident (a cache hit) or in flight
-        now = self.t_compute
         if not self.mem.can_alloc(self.size[t]):
             # a prefetch only takes free memory or clean cache entries; it never forces dirty
             # evictions or waits, which would stall the step it is meant to help
@@ -422,17 +503,67 @@ class Engine:
         self.state[t] = H2D
         self.ready_at[t] = end
 
+    # -- self-check (check_invariants=True) --------------------------------------------------
+    def _violation(self, what):
+        raise InvariantError(f"engine invariant broken ({self.plan.policy!r} on "
+                             f"{self.p.name!r}): {what}")
+
+    def _check_resident(self, step, phase, now):
+        for t in step.deps:
+            if self.handle[t] is None or self.state[t] not in (GPU, CLEAN, D2H):
+                self._violation(f"step {step.index} ({step.name} {phase}) at t={now!r} s reads "
+                                f"tensor {t} ({self.p.tensors[t].name}), which is "
+                                f"{STATE_NAMES[self.state[t]]} with no GPU copy")
+            if self.ready_at[t] > now:
+                self._violation(f"step {step.index} ({step.name} {phase}) starts at t={now!r} s "
+                                f"before tensor {t} ({self.p.tensors[t].name}) lands at "
+                                f"t={self.ready_at[t]!r} s")
+
+    def _check_counters(self, event, now):
+        mem = self.mem
+        if not mem.requested_bytes <= mem.allocated_bytes <= mem.reserved_bytes:
+            self._violation(f"after {event} at t={now!r} s: ideal {mem.requested_bytes} B <= "
+                            f"allocated {mem.allocated_bytes} B <= reserved "
+                            f"{mem.reserved_bytes} B does not hold")
+        if mem.reserved_bytes > self.budget:
+            self._violation(f"after {event} at t={now!r} s: reserved {mem.reserved_bytes} B is "
+                            f"above the budget of {self.budget} B")
+
+    def _check_copy(self, t, direction, start, end):
+        last = self._last_copy_end
+        key = "link" if self.shared_link else direction
+        if start < last.get(key, 0.0) or end < start:
+            self._violation(f"{direction} copy of tensor {t} ({self.p.tensors[t].name}) runs "
+                            f"{start!r}..{end!r} s, overlapping the previous copy on its "
+                            f"{'shared link' if self.shared_link else 'stream'} (ends "
+                            f"{last.get(key, 0.0)!r} s)")
+        last[key] = end
+
+    def _check_balance(self):
+        mem = self.mem
+        static = self.static_alloc_bytes
+        if mem.num_live != self.n_static_allocs or mem.requested_bytes != static:
+            self._violation(f"after the last step {mem.num_live} allocations of "
+                            f"{mem.requested_bytes} B are live; the frees should leave only the "
+                            f"{self.n_static_allocs} static ones ({static} B)")
+
     # -- the run ---------------------------------------------------------------------------
     def _setup(self):
         p = self.p
         if p.static_tensors:   # one allocation per parameter, gradient, state, buffer
             for st in p.static_tensors:
                 if st.nbytes > 0:
-                    self._alloc(-1, 0.0, st.nbytes, category=st.kind)
+                    self._alloc(-1, 0.0, st.nbytes, category=st.kind,
+                                label=f"static tensor {st.name} ({st.kind})")
+                    self.n_static_allocs += 1
+                    self.static_alloc_bytes += st.nbytes
         else:
             for category, nbytes in p.static_bytes.items():
                 if nbytes > 0:
-                    self._alloc(-1, 0.0, nbytes, category=category)
+                    self._alloc(-1, 0.0, nbytes, category=category,
+                                label=f"static {category} ({nbytes} B)")
+                    self.n_static_allocs += 1
+                    self.static_alloc_bytes += nbytes
         if self.plan.preallocate:
             for t in range(len(p.tensors)):
                 self._alloc(t, 0.0)
@@ -455,6 +586,8 @@ class Engine:
                         raise PlanError(f"warmup_events[{i}] allocates static tensor {key} "
                                         f"twice or out of range")
                     handles[key] = h
+                    self.n_static_allocs += 1
+                    self.static_alloc_bytes += nbytes
                     if self.record:
                         self.mem_events.append((0.0, static[key].kind, nbytes))
                 else:
@@ -481,9 +614,15 @@ class Engine:
         self.ready_at = [0.0] * n
         self.busy_until = [0.0] * n
         self.in_use_until = [0.0] * n
+        self.idle_release = [False] * n
+        self.release_seq = [0] * n
+        self.release_pending = [False] * n
         self.on_host = [False] * n
         if self.lru is not None:
             self.lru.clear()
+        self.heap = []
+        self._last_copy_end = {}
+        self._last_step_end = 0.0
         self.t_compute = self.t_h2d = self.t_d2h = 0.0
         self.host_bytes = self.peak_host_bytes = 0
         self.counters = dict.fromkeys(self.counters, 0)
@@ -495,12 +634,22 @@ class Engine:
         del self.mem_events[self._setup_events:]
         del self.alloc_trace[self._setup_trace:]
         self.mem.reset_peaks()
+        self.mem.device_mallocs = self.mem.device_frees = 0
         self.peak_tensor = self.mem.requested_bytes
 
     def run(self):
         wall = time.perf_counter()
         failure = None
         steps = self.p.steps
+        # the B step each Recompute serves: the next Compute in plan order
+        serves = {}
+        nxt = None
+        for i in range(len(self.plan.instructions) - 1, -1, -1):
+            ins = self.plan.instructions[i]
+            if type(ins) is Compute:
+                nxt = ins.step
+            elif type(ins) is Recompute:
+                serves[i] = nxt
         try:
             if self.warmup is not None:
                 self._replay_warmup()
@@ -508,15 +657,18 @@ class Engine:
                 self._setup()
             self._setup_events, self._setup_trace = len(self.mem_events), len(self.alloc_trace)
             for _ in range(self.warmup_iterations):
-                self._iteration(steps)
+                self._iteration(steps, serves)
                 self._next_iteration()
-            self._iteration(steps)
+            self._iteration(steps, serves)
         except _Stop as stop:
             failure = stop.failure
+        if self.check and failure is None and self.mem.peak_requested_bytes > self.budget:
+            self._violation(f"feasible run peaks at {self.mem.peak_requested_bytes} B, above "
+                            f"the budget of {self.budget} B")
         return self._result(failure, time.perf_counter() - wall)
 
-    def _iteration(self, steps):
-        for ins in self.plan.instructions:
+    def _iteration(self, steps, serves):
+        for i, ins in enumerate(self.plan.instructions):
             kind = type(ins)
             if kind is Compute:
                 s = steps[ins.step]
@@ -530,6 +682,7 @@ class Engine:
             elif kind is Drop:
                 self._drop(ins.tensor)
             elif kind is Recompute:
+                self.serving = serves[i]
                 self._recompute(steps[ins.step])
             else:
                 raise PlanError(f"unknown plan instruction {ins!r}")
@@ -539,6 +692,8 @@ class Engine:
             names = ", ".join(p.name for p in (self.p.tensors[t] for t in leaked[:3]))
             raise PlanError(f"plan {self.plan.policy!r} leaves {len(leaked)} tensors "
                             f"allocated at the end of the iteration (e.g. {names})")
+        if self.check:
+            self._check_balance()
 
     def _result(self, failure, wall_s):
         p, hw, mem = self.p, self.hw, self.mem
@@ -548,6 +703,8 @@ class Engine:
             / max(1, self.counters["cache_hits"] + self.counters["first_touch"]
                   + self.counters["cache_misses"]))
         self.counters["peak_host_bytes"] = self.peak_host_bytes
+        self.counters["device_mallocs"] = mem.device_mallocs
+        self.counters["device_frees"] = mem.device_frees
         return Result(
             network=p.name, batch=p.batch, policy=self.plan.policy, hardware=hw.name,
             allocator=self.alloc_name, budget_bytes=self.budget, feasible=failure is None,
@@ -567,19 +724,26 @@ class Engine:
 
 
 def run_plan(program, plan, hardware, *, budget_bytes=None, allocator="ideal",
-             allocator_options=None, record=True, warmup_iterations=None):
+             allocator_options=None, record=True, warmup_iterations=None,
+             check_invariants=None):
     """Replay ``plan`` for ``program`` on ``hardware``; return a :class:`~snsim.result.Result`.
 
     An allocation that does not fit gives an infeasible Result (``feasible=False`` and a
-    ``failure`` record), never an exception. ``warmup_iterations`` unmeasured iterations run
-    first (default: 1 for a captured program or the ``pytorch`` allocator, whose peaks are a
-    steady iteration's, as a real run measures them; else 0). A plan that breaks the IR's rules raises
-    :class:`~snsim.errors.PlanError`.
+    ``failure`` record), never an exception. A plan that breaks the IR's rules raises
+    :class:`~snsim.errors.PlanError`. ``warmup_iterations`` unmeasured iterations run first
+    (default: 1 for a captured program or the ``pytorch`` allocator, whose peaks are a steady
+    iteration's, as a real run measures them; else 0). With ``check_invariants=True`` the
+    engine also checks, as it runs, that every dep of a running step is resident and stays so
+    until the step ends, that no stream overlaps itself (nor the other direction on a shared
+    link), that ideal <= allocated <= reserved <= budget after every allocation, and that the
+    frees balance the allocations; a broken rule raises
+    :class:`~snsim.errors.InvariantError`. ``None`` means ``Engine.check_invariants_default``
+    (off, on in the test suite).
     """
     plan.check(program)
     return Engine(program, plan, hardware, budget_bytes=budget_bytes, allocator=allocator,
                   allocator_options=allocator_options, record=record,
-                  warmup_iterations=warmup_iterations).run()
+                  warmup_iterations=warmup_iterations, check_invariants=check_invariants).run()
 
 
 __all__ = ["Engine", "run_plan", "InfeasibleError"]

@@ -35,30 +35,78 @@ def _segments(program, checkpoint_types):
     return seg
 
 
-def _cost_aware_modes(program, seg, mode, workspace_of):
+def _cost_aware_modes(program, seg, mode):
     """Per segment: speed-centric if ``seg_mem(S) <= l_peak`` else memory-centric."""
     if mode in ("speed", "memory"):
         return {s: mode for s in set(seg.values())}
     size = [t.nbytes for t in program.tensors]
-    l_peak = max((sum(size[t] for t in s.deps) + workspace_of(s)
-                  for s in program.steps if s.phase == "B"), default=0)
+    l_peak = max((sum(size[t] for t in s.deps) for s in program.steps if s.phase == "B"),
+                 default=0)
     deps = {}
-    ws = {}
     for s in program.steps:
         if s.phase == "F" and s.layer in seg:
-            key = seg[s.layer]
-            deps.setdefault(key, []).extend(s.deps)
-            ws[key] = max(ws.get(key, 0), workspace_of(s))
-    return {key: ("speed" if sum(size[t] for t in set(d)) + ws[key] <= l_peak else "memory")
+            deps.setdefault(seg[s.layer], []).extend(s.deps)
+    return {key: ("speed" if sum(size[t] for t in set(d)) <= l_peak else "memory")
             for key, d in deps.items()}
+
+
+def managed_peak(program, instructions):
+    """Peak of the managed bytes the instructions keep on the GPU, with no budget and no cache.
+
+    A replay of the plan as the engine does it with the ideal allocator and an unlimited budget
+    (offload copies are ignored: the engine keeps them resident as clean cache entries), with
+    no clock. Returns ``(peak_bytes, layers)``: ``layers`` are the producers of the replayed
+    tensors resident at the first moment of the peak.
+    """
+    steps = program.steps
+    size = [t.nbytes for t in program.tensors]
+    producer = [t.producer for t in program.tensors]
+    resident = [False] * len(size)
+    freed = [False] * len(size)
+    replayed = set()
+    live = peak = 0
+    at_peak = ()
+    for ins in instructions:
+        kind = type(ins)
+        if kind is Compute or kind is Recompute:
+            s = steps[ins.step]
+            byproducts = ()
+            if kind is Recompute:
+                byproducts = [y for y in s.outputs if freed[y]]
+                replayed.update(y for y in s.outputs if not resident[y])
+            for t in s.deps:
+                if not resident[t]:
+                    resident[t] = True
+                    freed[t] = False
+                    live += size[t]
+            if live > peak:
+                peak = live
+                at_peak = tuple(replayed)
+            for y in byproducts:   # produced again and released at once
+                resident[y] = False
+                freed[y] = True
+                live -= size[y]
+                replayed.discard(y)
+        elif kind is Free or kind is Drop:
+            t = ins.tensor
+            if resident[t]:
+                resident[t] = False
+                live -= size[t]
+            freed[t] = kind is Free
+            replayed.discard(t)
+    return peak, {producer[t] for t in at_peak}
 
 
 def build_instructions(program, *, recompute=None, offload=False, offload_types=("CONV",),
                        prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES,
-                       checkpoint_layers=None, offload_inputs_of=None,
-                       workspace_of=lambda step: 0, drop_groups=None, offload_tensors=None,
-                       offload_at_last_forward_use=False):
+                       checkpoint_layers=None, offload_inputs_of=None, drop_groups=None,
+                       offload_tensors=None, offload_at_last_forward_use=False):
     """Instructions for liveness, optionally with offload/prefetch and recomputation.
+
+    Recomputation never needs more memory than liveness (issue 9, D11): when the plan's
+    :func:`managed_peak` is above liveness', the layers whose replayed outputs are resident at
+    the peak keep their outputs instead, and the plan is rebuilt (a few rounds); if that does
+    not bring it down, there is no recomputation at all.
 
     Parameters
     ----------
@@ -89,6 +137,34 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
         raise ConfigError(f"recompute mode {recompute!r} must be one of {RECOMPUTE_MODES}")
     if prefetch_depth < 0:
         raise ConfigError(f"prefetch_depth (={prefetch_depth}) must be >= 0")
+    kw = dict(offload=offload, offload_types=offload_types, prefetch_depth=prefetch_depth,
+              checkpoint_types=checkpoint_types, checkpoint_layers=checkpoint_layers,
+              offload_inputs_of=offload_inputs_of, drop_groups=drop_groups,
+              offload_tensors=offload_tensors,
+              offload_at_last_forward_use=offload_at_last_forward_use)
+    out = _instructions(program, recompute=recompute, **kw)
+    if recompute is None or drop_groups is not None:
+        return out   # a user's plan (torch.utils.checkpoint) is simulated as written
+    live_peak, _ = managed_peak(program, _instructions(program, recompute=None))
+    kept = set()
+    for _ in range(_KEEP_ROUNDS):
+        peak, at_peak = managed_peak(program, out)
+        if peak <= live_peak:
+            return out
+        if not at_peak - kept:
+            break
+        kept |= at_peak
+        out = _instructions(program, recompute=recompute, kept_layers=kept, **kw)
+    return _instructions(program, recompute=None, **kw)
+
+
+_KEEP_ROUNDS = 8   # rounds of keeping the layers replayed at the peak before giving up
+
+
+def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
+                  prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES, checkpoint_layers=None,
+                  offload_inputs_of=None, kept_layers=(), drop_groups=None, offload_tensors=None,
+                  offload_at_last_forward_use=False):
     steps = program.steps
     tensors = program.tensors
     _, last = program.uses()
@@ -113,13 +189,14 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
         elif checkpoint_layers is not None:
             for t in tensors:
                 droppable[t.tensor_id] = (t.kind == "activation" and t.producer_type != "DATA"
-                                          and t.producer not in checkpoint_layers)
+                                          and t.producer not in checkpoint_layers
+                                          and t.producer not in kept_layers)
         else:
             seg = _segments(program, checkpoint_types)
-            seg_mode = _cost_aware_modes(program, seg, recompute, workspace_of)
+            seg_mode = _cost_aware_modes(program, seg, recompute)
             for t in tensors:
                 if t.kind == "activation" and t.producer_type in RECOMPUTABLE_TYPES \
-                        and t.producer in seg:
+                        and t.producer in seg and t.producer not in kept_layers:
                     droppable[t.tensor_id] = True
     # a tensor must outlive its last use while a dropped tensor made from it may be replayed:
     # need_until[x] = max(last[x], need_until[y]) for every droppable output y of x's consumers
@@ -177,12 +254,28 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
     any_memory = "memory" in seg_mode.values()
 
     def ensure(t, keep):
-        """Emit the replays that rematerialise dropped tensor t (inputs first)."""
-        k = producer_step[t]
+        """Emit the replays that rematerialise dropped tensor t (inputs first).
+
+        A depth-first walk up the dropped producers with an explicit stack (a chain of
+        thousands of recomputable layers must not hit Python's recursion limit); an input is
+        looked at only after the inputs before it were replayed, since a replay may revive it.
+        """
+        stack = [[t, 0]]
+        while stack:
+            frame = stack[-1]
+            inputs = steps[producer_step[frame[0]]].inputs
+            i = frame[1]
+            while i < len(inputs) and inputs[i] not in dropped:
+                i += 1
+            if i < len(inputs):
+                frame[1] = i + 1
+                stack.append([inputs[i], 0])
+                continue
+            stack.pop()
+            replay(producer_step[frame[0]], keep)
+
+    def replay(k, keep):
         s = steps[k]
-        for x in s.inputs:
-            if x in dropped:
-                ensure(x, keep)
         out.append(Recompute(k))
         for y in s.outputs:
             if y in dropped:    # a freed by-product (e.g. another fork copy) stays freed

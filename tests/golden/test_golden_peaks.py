@@ -23,6 +23,10 @@ def test_keep_all_peak(tiny_chain):
     r = run(tiny_chain, "keep_all")
     assert r.feasible
     assert r.peak_ideal_bytes == STATIC + 128 + 128 + 40 + 40 + 128   # everything at once: 4732
+    # all of it allocated up front, at t = 0: 14 static tensors and the 5 managed ones, which
+    # are the only ones released
+    allocs = [t for t, _, delta in r.memory_events if delta > 0]
+    assert len(allocs) == 14 + 5 and len(r.memory_events) == 19 + 5 and set(allocs) == {0.0}
 
 
 def test_liveness_peak(tiny_chain):
@@ -31,6 +35,9 @@ def test_liveness_peak(tiny_chain):
     # 5 F steps x 1 ms + 4 B steps x 2 ms (the data layer's B is a no-op) + 2 updates x 0.1 ms
     assert r.step_time_s == pytest.approx(13.2e-3)
     assert r.compute_time_s == pytest.approx(13.2e-3) and r.stall_time_s == 0
+    # nothing leaves the GPU: no copies, no host memory
+    assert (r.h2d_bytes, r.d2h_bytes, r.counters["peak_host_bytes"]) == (0, 0, 0)
+    assert set(r.steps_frame().workspace_bytes) == {0}   # no conv tables: no workspaces
 
 
 def test_recompute_replays_relu(tiny_chain):
@@ -81,3 +88,15 @@ def test_pytorch_allocator_rounding_and_segment(tiny_chain):
     # Everything is small (<= 1 MiB) and fits one 2 MiB segment
     assert r.peak_allocated_bytes == 12288
     assert r.peak_reserved_bytes == 2 * 2**20
+
+
+def test_one_byte_static_tensors_are_allocated():
+    # 1-byte floats, a 1x1 conv with one channel: its weight and bias (and their gradients and
+    # momentum) are 1 B each; with the fc (8 + 2 B, x3) and the 4 B batch and labels: 44 B
+    from snsim.graph import GraphBuilder
+    b = GraphBuilder("bytes", batch=1, input_shape=(1, 2, 2), dtype_bytes=1)
+    x = b.conv(b.data(), 1, 1, name="conv")
+    r = run(b.finish(b.softmax(b.fc(x, 2, name="fc"))), "liveness")
+    static = [d for _, cat, d in r.memory_events if cat != "activation" and d > 0
+              and cat != "activation_grad"]
+    assert sorted(static) == [1] * 6 + [2] * 3 + [4, 4] + [8] * 3 and r.static_bytes == 44
