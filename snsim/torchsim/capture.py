@@ -346,7 +346,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
             raise ConfigError(f"model {spec.text!r} cannot be built: {e}") from None
         net.train()
         net.to(dev)
-        x = torch.randn((batch,) + tuple(spec.input_shape), device=dev)
+        x = spec.make_input(batch, dev)
         try:
             with FakeTensorMode(allow_non_fake_inputs=True):
                 n_classes = infer_num_classes(net, torch.empty_like(x[:2]))
