@@ -220,7 +220,9 @@ class Recorder:
             except Exception:  # a formula that does not cover this overload
                 flops = 0
         name = func._overloadpacket.__name__
-        if name in _DATA_DEPENDENT_OPS:
+        if name in _DATA_DEPENDENT_OPS or any(
+                isinstance(t, torch.Tensor) and any(type(d) is not int for d in t.shape)
+                for t in outs):
             label = self.marks[self.cur][0] if 0 <= self.cur < len(self.marks) else "<setup>"
             self.data_dependent.append((str(func), label))
         sig = signature(name, args, kwargs) if name in SIGNATURE_OPS else ""
