@@ -262,15 +262,15 @@ def test_suite_runs_predict_then_execute_and_survives_failures(tiny, tmp_path):
     from snsim.torchsim import suite
     runs = [{"model": f"{tiny}:Net", "batch": 2, "policy": p, "options": o}
             for p, o in (("plain", []), ("checkpoint", ["modules=Block"]),
-                         ("checkpoint", ["modules=Nope"]), ("cpu_offload", ["pin_memory=true"]),
-                         ("superneurons", []))]
+                         ("checkpoint", ["modules=Nope"]),
+                         ("cpu_offload", ["pin_memory=true"]))]
     runs.append({"model": "no_such_pkg:f", "batch": 2, "policy": "plain", "options": []})
     out = tmp_path / "out"
     rc = suite.run_plans(runs, str(out), device="cpu", workers=0, warmup=1, iters=2)
     assert rc == 1                                   # two runs failed, the others ran
     files = sorted(p.name for p in out.iterdir())
     assert files == ["checkpoint.json.gz", "cpu_offload.json.gz", "plain.json.gz",
-                     "summary.csv", "superneurons.json.gz"]
+                     "summary.csv"]
     with gzip.open(out / "checkpoint.json.gz", "rt") as f:
         b = json.load(f)
     ok, bad = b["runs"]
@@ -280,6 +280,13 @@ def test_suite_runs_predict_then_execute_and_survives_failures(tiny, tmp_path):
     assert "torch" in b["versions"]
     rows = (out / "summary.csv").read_text().splitlines()
     assert len(rows) == 1 + len(runs)
+    assert sum(",error," in r for r in rows) == 2
+    # a dry run predicts only (superneurons needs CUDA streams to execute)
+    rc = suite.run_plans([dict(runs[0], policy="superneurons")], str(tmp_path / "dry"),
+                         device="cpu", workers=0, dry_run=True)
+    with gzip.open(tmp_path / "dry" / "superneurons.json.gz", "rt") as f:
+        (doc,) = json.load(f)["runs"]
+    assert rc == 0 and doc["status"] == "predicted" and doc["measured"] is None
 
 
 def test_plan_suite_names_and_estimates():

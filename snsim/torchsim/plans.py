@@ -294,6 +294,9 @@ def apply_recompute(model, *, preserve_rng_state=True, segments=None, context_fn
             orig = seg.forward
 
             def fwd(*args, _orig=orig, **kwargs):
+                # a list argument is copied: the recomputation must see it as it was at the
+                # call (DenseNet's layers take the block's feature list, which grows after)
+                args = tuple(list(a) if isinstance(a, list) else a for a in args)
                 return checkpoint(_orig, *args, **kw, **kwargs)
             seg.forward = fwd
         else:
