@@ -227,9 +227,21 @@ def find_segments(model):
     -------
     list of (str, object)
         ``(path, nn.Module)`` for a block, ``(path, (container, [child names]))`` for a run of
-        leaf layers inside a plain conv stack.
+        leaf layers inside a plain conv stack. A module that holds a container of blocks
+        (ViT's ``Encoder``, ``nn.TransformerEncoder``) is searched like a container, so its
+        blocks are the segments rather than the whole module.
     """
     out = []
+
+    def holds_blocks(m):
+        # a container child of >= 2 modules of one non-container block class, nothing else
+        for g in m.children():
+            kids = list(g.children())
+            if isinstance(g, _containers()) and len(kids) >= 2 and \
+                    len({type(k) for k in kids}) == 1 and not _is_leaf(kids[0]) and \
+                    not isinstance(kids[0], _containers()):
+                return True
+        return False
 
     def container(m, path):
         kids = list(m.named_children())
@@ -251,7 +263,7 @@ def find_segments(model):
             p = f"{path}.{name}" if path else name
             if _is_leaf(c):
                 continue
-            if isinstance(c, _containers()):
+            if isinstance(c, _containers()) or holds_blocks(c):
                 container(c, p)
             else:
                 out.append((p, c))
@@ -262,7 +274,7 @@ def find_segments(model):
         for name, c in model.named_children():
             if _is_leaf(c):
                 continue
-            if isinstance(c, _containers()):
+            if isinstance(c, _containers()) or holds_blocks(c):
                 container(c, name)
             else:
                 out.append((name, c))
