@@ -299,3 +299,12 @@ def test_plan_suite_names_and_estimates():
                                                       "superneurons"}
     est = suite.estimate_s({"step_time_s": 0.1, "host_copied_bytes": 4e9}, 2, 5)
     assert est == pytest.approx(suite.SETUP_S + 0.7 + 1.0)
+
+
+def test_capture_handles_token_inputs():
+    """capture's CPU path with int64 token ids (the code a GPU capture runs)."""
+    from snsim.torchsim.capture import capture
+    doc = capture("snsim:transformer_encoder", 2, input_shape=(8,), device="cpu",
+                  timing_iters=1, plain_iters=1)
+    assert doc["provenance"]["input_shape"] == [8]
+    assert doc["measured"]["peak_allocated_bytes"] > 0 and doc["program"]["saved"]
