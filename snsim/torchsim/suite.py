@@ -323,7 +323,8 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
         for i, (name, run, bad) in enumerate(todo):
             doc = {"name": name, "model": run["model"], "batch": run["batch"],
                    "policy": run["policy"], "options": list(run.get("options", [])),
-                   "status": "error", "error": bad, "prediction": None, "measured": None}
+                   "status": "error", "error": bad, "prediction": None, "measured": None,
+                   "provenance": versions}
             group = run["policy"]
             try:
                 from .models import resolve_model
