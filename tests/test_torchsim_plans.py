@@ -308,3 +308,11 @@ def test_capture_handles_token_inputs():
                   timing_iters=1, plain_iters=1)
     assert doc["provenance"]["input_shape"] == [8]
     assert doc["measured"]["peak_allocated_bytes"] > 0 and doc["program"]["saved"]
+
+
+def test_capture_of_a_data_dependent_model_on_the_cpu(tiny):
+    """What predict tells such a model to do (snsim capture) works: the class count comes from
+    a real forward when the fake one cannot read a value."""
+    from snsim.torchsim.capture import capture
+    doc = capture(f"{tiny}:BranchNet", 4, device="cpu", timing_iters=1, plain_iters=1)
+    assert doc["measured"]["peak_allocated_bytes"] > 0

@@ -221,9 +221,8 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
         torch = require_cuda()
     else:
         import torch
-    from torch._subclasses.fake_tensor import FakeTensorMode
     from .plans import as_plan, make_transform
-    from .predict import infer_num_classes
+    from .predict import infer_num_classes_of
     from .record import make_optimizer, train_step
     spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
     plan = as_plan(plan, options)
@@ -240,8 +239,7 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
         net.train()
         net.to(device)
         x = spec.make_input(batch, device)
-        with FakeTensorMode(allow_non_fake_inputs=True):
-            n_classes = infer_num_classes(net, torch.empty_like(x[:2]))
+        n_classes = infer_num_classes_of(net, x)
         y = torch.randint(0, n_classes, (batch,), device=device)
         net = make_transform(plan)(net)
         opt = make_optimizer(optimizer, net.parameters())

@@ -174,6 +174,20 @@ def _data_dependent_error(spec, e, where):
                        f"snsim capture")
 
 
+def infer_num_classes_of(net, x):
+    """:func:`infer_num_classes` of a real model: a fake run of two samples, or, for a model
+    whose forward reads tensor values (``.item()``), a real one without gradients."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return infer_num_classes(net, torch.empty_like(x[:2]))
+    except Exception as e:
+        if not _is_data_dependent(e):
+            raise
+    return infer_num_classes(net, x)
+
+
 def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transform=None):
     """Record ``iterations`` training iterations of ``spec`` under ``FakeTensorMode``.
 

@@ -74,12 +74,16 @@ def main(argv=None):
                         "with the program (slower, larger files)")
     g.add_argument("--dry-run", action="store_true",
                    help="predict every run on the CPU and print the estimates; no GPU")
+    g.add_argument("--overlap", action="store_true",
+                   help="start running while predictions are still being made (faster; the "
+                        "workers' CPU load may slow CPU-bound runs)")
     g.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.only == "plans":
         return run_plans(PLAN_RUNS, args.out, match=args.match, warmup=args.warmup,
                          iters=args.iters, deadline_s=args.deadline_s, workers=args.workers,
-                         mode=args.mode, dry_run=args.dry_run, device=args.device)
+                         mode=args.mode, dry_run=args.dry_run, device=args.device,
+                         predict_first=not args.overlap)
     from .capture import capture, write_capture
     from .execute import execute
     from .validate import validate
@@ -263,7 +267,7 @@ def _summary_row(doc):
 
 
 def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, workers=None,
-              mode="measure", dry_run=False, device="cuda"):
+              mode="measure", dry_run=False, device="cuda", predict_first=True):
     """Predict, then execute, every run; write bundles and ``summary.csv`` under ``out``.
 
     Parameters
@@ -278,6 +282,9 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
         Predict only (CPU), print estimates; write the bundles with predictions.
     device : {"cuda", "cpu"}
         ``"cpu"`` measures on the CPU (tests of this code; no peaks).
+    predict_first : bool
+        Wait for every prediction before the first run (default), so that the prediction
+        workers do not share the CPU with measured runs.
 
     Returns
     -------
@@ -314,6 +321,14 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
         for name, run, bad in todo:
             if bad is None:
                 futures[name] = pool.submit(predict_run, run)
+    if futures and predict_first:
+        # every prediction before the first GPU run: the workers' CPU load must not slow the
+        # measured steps (eager PyTorch launches kernels from the CPU)
+        import concurrent.futures as cf
+        t0 = time.perf_counter()
+        cf.wait(list(futures.values()), timeout=max(60.0, deadline_s / 3))
+        print(f"suite: {sum(f.done() for f in futures.values())}/{len(futures)} predictions "
+              f"in {time.perf_counter() - t0:.0f} s", flush=True)
     versions = _versions("cpu" if dry_run else device)
     print(f"suite: versions {versions}", flush=True)
     bundles = {}
@@ -336,10 +351,7 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
                                input_dtype=spec.input_dtype, plan=plan.to_dict(),
                                plan_label=plan.label)
                     t0 = time.perf_counter()
-                    if name in futures:
-                        pred, perr = futures.pop(name).result()
-                    else:
-                        pred, perr = predict_run(run)
+                    pred, perr = _prediction(name, run, futures)
                     doc["prediction"] = pred
                     doc["prediction_error"] = perr
                     doc["prediction_wait_s"] = round(time.perf_counter() - t0, 2)
@@ -402,6 +414,23 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
           f"{sum(1 for r in rows if r['status'] == 'skipped')} skipped, "
           f"{time.perf_counter() - t_start:.0f} s; bundles in {out}", flush=True)
     return 1 if failures else 0
+
+
+PREDICT_TIMEOUT_S = 240.0
+
+
+def _prediction(name, run, futures):
+    """The run's prediction from its worker, else (a broken pool) made here."""
+    fut = futures.pop(name, None)
+    if fut is None:
+        return predict_run(run)
+    import concurrent.futures as cf
+    try:
+        return fut.result(timeout=PREDICT_TIMEOUT_S)
+    except cf.TimeoutError:
+        return None, f"prediction timed out after {PREDICT_TIMEOUT_S:.0f} s"
+    except Exception:      # a worker died: predict in this process
+        return predict_run(run)
 
 
 def _gib(v):
