@@ -316,3 +316,21 @@ def test_capture_of_a_data_dependent_model_on_the_cpu(tiny):
     from snsim.torchsim.capture import capture
     doc = capture(f"{tiny}:BranchNet", 4, device="cpu", timing_iters=1, plain_iters=1)
     assert doc["measured"]["peak_allocated_bytes"] > 0
+
+
+def test_checkpoint_prediction_equals_the_same_plan_run_for_real(tiny):
+    """The fake run of a checkpoint plan is the real run's alloc/free order: a CPU capture of
+    the plan (real tensors) and its prediction (FakeTensorMode) give the same peaks."""
+    from snsim.torchsim.capture import capture
+    from snsim.torchsim.plans import make_transform
+    from snsim.torchsim.predict import predict
+    for options in (["modules=Block"], ["modules=Block", "every=2"],
+                    ["modules=Block", "selective=true"]):
+        plan = PlanSpec.parse("checkpoint", options)
+        # shadow=True: no RNG state (a CPU tensor the recorder would count on a CPU run)
+        doc = capture(f"{tiny}:Net", 4, device="cpu", timing_iters=1, plain_iters=1,
+                      transform=make_transform(plan, shadow=True))
+        r = predict(f"{tiny}:Net", 4, transform=make_transform(plan, shadow=True),
+                    hidden=False)
+        assert r["peak_allocated_bytes"] == doc["measured"]["peak_allocated_bytes"], options
+        assert r["peak_reserved_bytes"] == doc["measured"]["peak_reserved_bytes"], options

@@ -360,7 +360,8 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
             "parameters": r["n_params"], "record_wall_s": round(time.perf_counter() - wall, 3),
             "input_dtype": spec.input_dtype}
     if rec.data_dependent:
-        prov["data_dependent_ops"] = sorted({f"{op} in {label}" for op, label in rec.data_dependent})
+        prov["data_dependent_ops"] = sorted({f"{op} in {label}"
+                                             for op, label in rec.data_dependent})
     try:
         import torch
         prov["torch"] = torch.__version__

@@ -206,7 +206,7 @@ def predict_run(run):
         pred["predict_wall_s"] = round(time.perf_counter() - t0, 2)
         return pred, None
     except Exception as e:   # recorded with the run
-        return None, f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+        return None, f"{type(e).__name__}: " + (str(e).strip().splitlines() or [""])[0]
 
 
 def _worker_init():
