@@ -281,6 +281,12 @@ def test_suite_runs_predict_then_execute_and_survives_failures(tiny, tmp_path):
     rows = (out / "summary.csv").read_text().splitlines()
     assert len(rows) == 1 + len(runs)
     assert sum(",error," in r for r in rows) == 2
+    # capture mode: the program comes with the run
+    rc = suite.run_plans(runs[:2], str(tmp_path / "cap"), device="cpu", workers=0,
+                         mode="capture", warmup=1, iters=1)
+    with gzip.open(tmp_path / "cap" / "checkpoint.json.gz", "rt") as f:
+        (doc,) = json.load(f)["runs"]
+    assert rc == 0 and doc["program"]["steps"] and doc["prediction"]
     # a dry run predicts only (superneurons needs CUDA streams to execute)
     rc = suite.run_plans([dict(runs[0], policy="superneurons")], str(tmp_path / "dry"),
                          device="cpu", workers=0, dry_run=True)

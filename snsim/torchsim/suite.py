@@ -439,16 +439,20 @@ def _gib(v):
 
 def _execute(spec, run, plan, pred, mode, warmup, iters, device, doc):
     from .execute import measure
-    if mode == "capture" and device == "cuda":
-        from .execute import execute
-        cap = execute(spec.text, run["batch"], plan, input_shape=run.get("input_shape"),
-                      optimizer=run.get("optimizer", "sgd-momentum"), timing_iters=iters,
-                      plain_iters=iters, prediction=pred)
+    from .plans import make_transform
+    optimizer = run.get("optimizer", "sgd-momentum")
+    if mode == "capture":
+        from .capture import capture
+        cap = capture(spec.text, run["batch"], optimizer=optimizer,
+                      input_shape=run.get("input_shape"), transform=make_transform(plan),
+                      timing_iters=iters, plain_iters=iters, warmup_iters=warmup,
+                      device=device, extra_provenance={"policy": plan.policy,
+                                                       "plan": plan.to_dict()})
         doc["program"] = cap["program"]
         doc["capture_provenance"] = cap["provenance"]
         return cap["measured"]
-    return measure(spec, run["batch"], plan, optimizer=run.get("optimizer", "sgd-momentum"),
-                   warmup_iters=warmup, iters=iters, device=device)
+    return measure(spec, run["batch"], plan, optimizer=optimizer, warmup_iters=warmup,
+                   iters=iters, device=device)
 
 
 if __name__ == "__main__":
