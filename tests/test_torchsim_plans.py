@@ -298,7 +298,7 @@ def test_suite_runs_predict_then_execute_and_survives_failures(tiny, tmp_path):
 def test_plan_suite_names_and_estimates():
     from snsim.torchsim import suite
     names = [suite.run_name(r) for r in suite.PLAN_RUNS]
-    assert len(set(names)) == len(names) == 40
+    assert len(set(names)) == len(names) == 44
     nets = {r["model"] for r in suite.PLAN_RUNS}
     assert len(nets) >= 8 and {"snsim:gpt", "snsim:transformer_encoder"} <= nets
     assert {r["policy"] for r in suite.PLAN_RUNS} == {"plain", "checkpoint", "cpu_offload",

@@ -7,7 +7,8 @@ cache (``empty_cache()``, cuBLAS workspaces cleared), as a fresh process would.
 
 ``python -m snsim.torchsim.suite --only plans --out DIR`` (issue 8) runs :data:`PLAN_RUNS`:
 every network under ``plain``, ``checkpoint`` of its block class, ``cpu_offload``
-(``pin_memory=true``) and ``superneurons``. For each run it first predicts the plan on the CPU
+(``pin_memory=true``) and ``superneurons``, plus a few checkpoint variants (:data:`PLAN_EXTRA`:
+selective, every other block). For each run it first predicts the plan on the CPU
 (:func:`~snsim.torchsim.execute.predict_plan`, the code of ``snsim predict --policy``; in a
 pool of worker processes, ahead of the GPU), then executes it for real without hooks
 (:func:`~snsim.torchsim.execute.measure`: peaks, median step time of ``--iters`` iterations
@@ -152,10 +153,22 @@ PLAN_NETWORKS = (
 PLAN_POLICIES = ("plain", "checkpoint", "superneurons", "cpu_offload")
 
 
+# a few more checkpoint variants (SPEC §12.3's selective checkpointing, every other block)
+PLAN_EXTRA = (
+    ("torchvision:resnet50", 128, ["modules=Bottleneck", "selective=true"]),
+    ("torchvision:resnet50", 128, ["modules=Bottleneck", "every=2"]),
+    ("torchvision:vit_b_16", 64, ["modules=EncoderBlock", "selective=true"]),
+    ("snsim:gpt", 8, ["modules=Block", "selective=true"]),
+)
+
+
 def _plan_runs():
     runs = []
     # cpu_offload last: the slowest runs, the first to drop if time runs short
     for policy in PLAN_POLICIES:
+        if policy == "cpu_offload":
+            runs += [{"model": m, "batch": b, "policy": "checkpoint", "options": list(o)}
+                     for m, b, o in PLAN_EXTRA]
         for model, batch, ckpt in PLAN_NETWORKS:
             opts = []
             if policy == "checkpoint" and ckpt:
