@@ -100,6 +100,8 @@ def test_plan_spec_parses_once():
     assert PlanSpec.parse("cpu_offload", ["pin_memory=false"]).get("pin_memory") is False
     assert PlanSpec.parse(None).policy == "plain"
     assert PlanSpec.parse("checkpoint", ["every=2"]) == PlanSpec.parse("checkpoint", {"every": 2})
+    d = json.loads(json.dumps(p.to_dict()))        # as stored in a trace's provenance
+    assert PlanSpec.parse(d["policy"], d["options"]) == p
 
 
 @pytest.mark.parametrize("policy, options, err, match", [
