@@ -14,10 +14,14 @@ mkdir -p "$OUT"
 python3 -c "import torch, torchvision; print(torch.__version__, torchvision.__version__, torch.cuda.get_device_name())"
 if [ "${1:-}" = plans ]; then
     shift
-    # the suite skips runs that would end after --deadline-s; the timeout is the backstop
-    timeout "${SUITE_TIMEOUT:-530}" python3 -m snsim.torchsim.suite --only plans --out "$OUT" \
-        --deadline-s "${SUITE_DEADLINE:-470}" "$@" 2>&1 | tee "$OUT/suite.log"
-    exit $?
+    # the suite skips runs that would end after --deadline-s; the timeout is the backstop.
+    # A log file, not a pipe: nothing (a prediction worker) can keep the command waiting.
+    timeout -k 10 "${SUITE_TIMEOUT:-530}" python3 -m snsim.torchsim.suite --only plans \
+        --out "$OUT" --deadline-s "${SUITE_DEADLINE:-470}" "$@" > "$OUT/suite.log" 2>&1
+    rc=$?
+    tail -c 11000 "$OUT/suite.log"
+    echo "suite exit status $rc; files: $(cd "$OUT" && ls | tr '\n' ' ')"
+    exit $rc
 fi
 mkdir -p "$OUT/traces"
 timeout "${SUITE_TIMEOUT:-540}" python3 -m snsim.torchsim.suite --out "$OUT/traces" "$@"

@@ -226,6 +226,10 @@ def _worker_init():
     import os
     for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[k] = "1"
+    # errors come back with the results; the workers' warnings would only bury the log
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
     import torch
     torch.set_num_threads(1)
 
