@@ -342,3 +342,13 @@ def test_checkpoint_prediction_equals_the_same_plan_run_for_real(tiny):
                     hidden=False)
         assert r["peak_allocated_bytes"] == doc["measured"]["peak_allocated_bytes"], options
         assert r["peak_reserved_bytes"] == doc["measured"]["peak_reserved_bytes"], options
+
+
+def test_plan_spec_parses_without_importing_torch():
+    """``snsim run --trace`` can share the plan spec where torch is not installed."""
+    import subprocess
+    code = ("import sys; from snsim.torchsim.plans import PlanSpec; "
+            "PlanSpec.parse('cpu_offload', ['pin_memory=true']); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
