@@ -1,11 +1,29 @@
 #!/usr/bin/env bash
-# Run the validation suite on a CUDA machine: python -m snsim.torchsim.suite, traces to $OUT.
-# Usage: OUT=dir bash scripts/device_suite.sh [suite args, e.g. --only capture]
+# Run a validation suite on a CUDA machine; everything it writes goes to $OUT (flat).
+#
+#   OUT=dir bash scripts/device_suite.sh plans [--match resnet50,gpt] [--iters 5]
+#       issue 8: every network under plain / checkpoint / superneurons / cpu_offload, each
+#       predicted on the CPU before it runs, then executed: $OUT/{plain,checkpoint,
+#       superneurons,cpu_offload}.json.gz, $OUT/summary.csv, $OUT/suite.log (6 files)
+#   OUT=dir bash scripts/device_suite.sh [--only capture|execute]
+#       the captures of docs/VALIDATION.md: $OUT/traces.tar.gz
 set -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 OUT=${OUT:-/tmp/snsim_out}
-mkdir -p "$OUT/traces"
+mkdir -p "$OUT"
 python3 -c "import torch, torchvision; print(torch.__version__, torchvision.__version__, torch.cuda.get_device_name())"
+if [ "${1:-}" = plans ]; then
+    shift
+    # the suite skips runs that would end after --deadline-s; the timeout is the backstop.
+    # A log file, not a pipe: nothing (a prediction worker) can keep the command waiting.
+    timeout -k 10 "${SUITE_TIMEOUT:-530}" python3 -m snsim.torchsim.suite --only plans \
+        --out "$OUT" --deadline-s "${SUITE_DEADLINE:-470}" "$@" > "$OUT/suite.log" 2>&1
+    rc=$?
+    tail -c 11000 "$OUT/suite.log"
+    echo "suite exit status $rc; files: $(cd "$OUT" && ls | tr '\n' ' ')"
+    exit $rc
+fi
+mkdir -p "$OUT/traces"
 timeout "${SUITE_TIMEOUT:-540}" python3 -m snsim.torchsim.suite --out "$OUT/traces" "$@"
 rc=$?
 (cd "$OUT" && tar czf traces.tar.gz traces && rm -rf traces)

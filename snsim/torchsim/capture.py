@@ -329,9 +329,8 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
         torch = require_cuda()
     else:
         import torch
-    from torch._subclasses.fake_tensor import FakeTensorMode
     from .build import build_program, iteration_marks, step_marks
-    from .predict import _streams, infer_num_classes
+    from .predict import _streams, infer_num_classes_of
     from .record import (EventTimer, Instrument, Recorder, make_optimizer, register_static,
                          optimizer_state, train_step)
     spec = resolve_model(model, input_shape=input_shape)
@@ -355,10 +354,9 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
             raise ConfigError(f"model {spec.text!r} cannot be built: {e}") from None
         net.train()
         net.to(dev)
-        x = torch.randn((batch,) + tuple(spec.input_shape), device=dev)
+        x = spec.make_input(batch, dev)
         try:
-            with FakeTensorMode(allow_non_fake_inputs=True):
-                n_classes = infer_num_classes(net, torch.empty_like(x[:2]))
+            n_classes = infer_num_classes_of(net, x)
         except Exception as e:
             raise ConfigError(f"model {spec.text!r} cannot be traced: "
                               f"{str(e).strip().splitlines()[0] if str(e).strip() else e!r}") \

@@ -5,6 +5,7 @@ torch is not installed.
 """
 from __future__ import annotations
 
+import json
 import sys
 
 from ..cli import command, emit
@@ -26,14 +27,45 @@ def _shape(text):
     return shape
 
 
+def _input_shape(args):
+    """``--input-shape`` or ``--seq`` (token models: the shape is ``(seq,)``)."""
+    shape = _shape(args.input_shape)
+    seq = getattr(args, "seq", None)
+    if seq is not None:
+        if shape is not None:
+            raise ConfigError("give --seq or --input-shape, not both")
+        if seq <= 0:
+            raise ConfigError(f"--seq (={seq}) must be a positive integer")
+        shape = (seq,)
+    return shape
+
+
+def _plan_args(p, *, required=False):
+    from .plans import POLICIES
+    p.add_argument("--policy", default=None if required else "plain", required=required,
+                   choices=POLICIES, help="memory plan run in PyTorch (default plain): "
+                   + ", ".join(POLICIES))
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="plan option, repeatable: checkpoint modules=CLASS[,CLASS] every=N "
+                        "selective=true; cpu_offload pin_memory=true modules=CLASS")
+    p.add_argument("--budget", default=None,
+                   help="memory the run may reserve, e.g. 40GiB (default: the GPU's budget)")
+    p.add_argument("--plain-trace", default=None,
+                   help="a capture of the same model without a plan: its measured step times "
+                        "replace the modelled op times")
+
+
 def _model_args(p, *, gpu=False):
     p.add_argument("--model", required=True,
-                   help="torchvision:NAME, torchvision:resnet:3,4,36,3 or package.module:callable")
+                   help="torchvision:NAME, torchvision:resnet:3,4,36,3, snsim:gpt, "
+                        "snsim:transformer_encoder or package.module:callable")
     p.add_argument("--batch", type=int, required=True, help="mini-batch size")
     p.add_argument("--optimizer", default="sgd-momentum",
                    help="sgd | sgd-momentum | nesterov | adam | adamw (default sgd-momentum)")
     p.add_argument("--input-shape", default=None,
                    help="one sample's shape, e.g. 3,224,224 (default per model)")
+    p.add_argument("--seq", type=int, default=None,
+                   help="sequence length of a token model (snsim:gpt, ...; default 512)")
     if gpu:
         p.add_argument("--timing-iters", type=int, default=5,
                        help="iterations timed with a CUDA event per step (default 5)")
@@ -63,9 +95,9 @@ def _print_kv(row):
 def cmd_capture(args):
     from .capture import capture, write_capture
     from .models import resolve_model
-    spec = resolve_model(args.model, input_shape=_shape(args.input_shape))
+    spec = resolve_model(args.model, input_shape=_input_shape(args))
     doc = capture(args.model, args.batch, optimizer=args.optimizer,
-                  input_shape=_shape(args.input_shape), timing_iters=args.timing_iters,
+                  input_shape=_input_shape(args), timing_iters=args.timing_iters,
                   plain_iters=args.plain_iters)
     out = args.out or _default_out(spec.name, args.batch, args.optimizer)
     write_capture(doc, out)
@@ -89,28 +121,54 @@ def _add_capture(sub):
 
 
 # -- predict ---------------------------------------------------------------------------------
+PREDICT_KEYS = ("network", "batch", "optimizer", "hardware", "plan", "peak_allocated_bytes",
+                "peak_reserved_bytes", "peak_requested_bytes", "static_bytes", "step_time_s",
+                "feasible", "budget_bytes", "step_time_source", "host_copy_time_s",
+                "torch_version", "cuda_modelled")
+
+
+def _plan(args):
+    from .plans import PlanSpec
+    return PlanSpec.parse(args.policy, args.option)
+
+
+def _budget(args):
+    return parse_bytes(args.budget, field="--budget") if args.budget else None
+
+
 def cmd_predict(args):
-    from .predict import predict
-    r = predict(args.model, args.batch, optimizer=args.optimizer, gpu=args.gpu,
-                input_shape=_shape(args.input_shape))
+    from .execute import predict_plan
+    plan = _plan(args)
+    r, prog = predict_plan(args.model, args.batch, plan, optimizer=args.optimizer, gpu=args.gpu,
+                           input_shape=_input_shape(args), budget_bytes=_budget(args),
+                           plain_trace=args.plain_trace)
     if args.out:
         from ..trace import write_trace
-        write_trace(args.out, program=r["program"], provenance=r["provenance"])
-    row = {k: r[k] for k in ("network", "batch", "optimizer", "hardware", "peak_allocated_bytes",
-                             "peak_reserved_bytes", "peak_requested_bytes", "static_bytes",
-                             "step_time_s")}
+        write_trace(args.out, program=prog, provenance={
+            "kind": "modeled", "tool": "snsim predict", "hardware": r["hardware"],
+            "model": r["model"], "batch": args.batch, "optimizer": args.optimizer,
+            "plan": plan.to_dict(), "torch": r["torch_version"]})
+    for op in r["data_dependent_ops"]:
+        print(f"snsim: warning: data-dependent op {op}: its value is unknown on a CPU; sizes "
+              f"that depend on it are taken at their upper bound", file=sys.stderr)
+    row = {k: r[k] for k in PREDICT_KEYS}
     if args.format == "table":
+        row["cuda_modelled"] = "; ".join(f"{k}: {v}" for k, v in row["cuda_modelled"].items())
         _print_kv(row)
+    elif args.format == "csv":
+        row["cuda_modelled"] = json.dumps(row["cuda_modelled"])
+        emit([row], "csv")
     else:
-        emit([row], args.format)
+        emit([row], "json")
     return 0
 
 
 @command("predict")
 def _add_predict(sub):
     p = sub.add_parser("predict", help="predict a PyTorch training step's peaks and time on a "
-                       "CPU (FakeTensorMode, no GPU)")
+                       "CPU (FakeTensorMode, no GPU), optionally under a memory plan")
     _model_args(p)
+    _plan_args(p)
     p.add_argument("--gpu", default="h200", help="hardware preset (default h200)")
     p.add_argument("--out", default=None, help="also write the predicted program as a trace")
     p.add_argument("--format", default="table", choices=("table", "json", "csv"))
@@ -172,38 +230,72 @@ def _add_validate(sub):
 
 # -- execute ---------------------------------------------------------------------------------
 def cmd_execute(args):
-    from .capture import write_capture
-    from .execute import execute
+    from .capture import require_cuda, write_capture
+    from .execute import execute, measure, predict_plan
     from .models import resolve_model
-    budget = parse_bytes(args.budget, field="--budget") if args.budget else None
-    spec = resolve_model(args.model, input_shape=_shape(args.input_shape))
-    doc = execute(args.model, args.batch, args.policy, optimizer=args.optimizer,
-                  budget_bytes=budget, input_shape=_shape(args.input_shape),
-                  plain_trace=args.plain_trace, timing_iters=args.timing_iters,
-                  plain_iters=args.plain_iters)
-    out = args.out or _default_out(spec.name, args.batch, args.optimizer, args.policy)
-    write_capture(doc, out)
-    m, p = doc["measured"], doc["predictions"]["snsim_predict_plan"]
+    require_cuda()
+    plan = _plan(args)
+    budget = _budget(args)
+    shape = _input_shape(args)
+    spec = resolve_model(args.model, input_shape=shape)
+    pred, _ = predict_plan(spec, args.batch, plan, optimizer=args.optimizer,
+                           budget_bytes=budget, plain_trace=args.plain_trace)
+    out = args.out or _default_out(spec.name, args.batch, args.optimizer, plan.slug)
+    if args.fast:
+        meas = measure(spec, args.batch, plan, optimizer=args.optimizer,
+                       warmup_iters=args.warmup_iters, iters=args.plain_iters,
+                       budget_bytes=budget)
+        from .capture import provenance
+        import torch
+        doc = {"provenance": provenance(torch, tool="snsim execute --fast", model=spec.text,
+                                        batch=args.batch, optimizer=args.optimizer,
+                                        input_shape=list(spec.input_shape),
+                                        plan=plan.to_dict()),
+               "measured": meas, "predictions": {"snsim_predict_plan": pred}}
+        _write_json(doc, out)
+    else:
+        doc = execute(spec.text, args.batch, plan, optimizer=args.optimizer,
+                      budget_bytes=budget, input_shape=shape, timing_iters=args.timing_iters,
+                      plain_iters=args.plain_iters, prediction=pred)
+        write_capture(doc, out)
+    m = doc["measured"]
+    m.setdefault("feasible", True)   # it ran: no out-of-memory error
     rows = []
-    for q in ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s"):
-        err = 100.0 * (p[q] - m[q]) / m[q] if m[q] else float("nan")
-        rows.append({"quantity": q, "predicted": p[q], "measured": m[q],
-                     "error_pct": round(err, 2)})
-    print(f"{spec.name} batch {args.batch} under {args.policy}: trace {out}")
-    emit(rows, "table")
+    for q in ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "feasible"):
+        err = (round(100.0 * (pred[q] - m[q]) / m[q], 2)
+               if q != "feasible" and m.get(q) else None)
+        rows.append({"quantity": q, "predicted": pred[q], "measured": m.get(q),
+                     "error_pct": err})
+    if args.format == "json":
+        emit([{"trace": str(out), "plan": plan.label, "rows": rows}], "json")
+    else:
+        print(f"{spec.name} batch {args.batch} under {plan.label}: trace {out}")
+        emit(rows, "table")
     return 0
+
+
+def _write_json(doc, path):
+    import gzip
+    from pathlib import Path
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "wt") as f:
+        json.dump(doc, f, separators=(",", ":"), default=str)
+    return path
 
 
 @command("execute")
 def _add_execute(sub):
-    p = sub.add_parser("execute", help="run a recompute/offload plan in PyTorch on the GPU and "
-                       "compare with the simulator's prediction")
+    p = sub.add_parser("execute", help="run a memory plan in PyTorch on the GPU and compare "
+                       "with the prediction made before the run")
     _model_args(p, gpu=True)
-    p.add_argument("--policy", required=True, choices=("recompute", "offload", "superneurons"))
-    p.add_argument("--budget", default=None, help="cap the GPU memory, e.g. 4GiB")
-    p.add_argument("--plain-trace", default=None,
-                   help="capture of the same model without a plan (its step times predict the "
-                        "plan's; default traces/h200/NAME_bBATCH.json.gz if present)")
+    _plan_args(p, required=True)
+    p.add_argument("--fast", action="store_true",
+                   help="measure only (no capture hooks, no program): peaks and the median "
+                        "step time of --plain-iters iterations after --warmup-iters")
+    p.add_argument("--warmup-iters", type=int, default=2, help="with --fast (default 2)")
+    p.add_argument("--format", default="table", choices=("table", "json"))
     p.add_argument("--out", default=None, help="trace path of the executed run")
     p.set_defaults(func=cmd_execute)
 

@@ -1,16 +1,19 @@
 """Run a memory plan in PyTorch on the GPU and compare with its prediction (``snsim execute``).
 
-The plan (:mod:`~snsim.torchsim.plans`) runs twice: for real on the GPU, captured like any run
-(:func:`~snsim.torchsim.capture.capture`: its program, per-step times and measured ground
-truth), and on the CPU under ``FakeTensorMode`` with a shadow offloader — the simulator's
-prediction of the same plan, made without the GPU. Predicted step time: the plain capture's
-measured per-step times (matched by step) for every step the plan runs, recomputed segments at
-their forward time, plus the offload copies that cannot hide behind compute at the preset's
-pinned bandwidths; modelled op times where no plain capture exists.
+The plan (:mod:`~snsim.torchsim.plans`, a :class:`~snsim.torchsim.plans.PlanSpec`) runs twice:
+first on the CPU under ``FakeTensorMode`` with shadow offloading — :func:`predict_plan`, the
+same code as ``snsim predict --policy``, made before the run — then for real on the GPU,
+either captured like any run (:func:`execute`: program, per-step times and measured ground
+truth) or only measured (:func:`measure`: peaks and step time of hook-free iterations, what
+the device suite runs). Predicted step time: modelled op times (host copies of ``cpu_offload``
+included, serialised with compute); with a plain capture of the same model, its measured
+per-step times for every step the plan runs, recomputed segments at their forward time, the
+``offload`` copies that cannot hide behind compute and the ``cpu_offload`` copies.
 """
 from __future__ import annotations
 
 import collections
+import gc
 import os
 
 from ..errors import ConfigError
@@ -54,78 +57,231 @@ def default_plain_trace(name, batch, optimizer, root="traces/h200"):
     return path if os.path.exists(path) else None
 
 
-def predict_plan(model, batch, policy, *, optimizer="sgd-momentum", gpu="h200",
-                 input_shape=None, plain_trace=None, budget_bytes=None):
-    """CPU-only prediction of ``policy``'s plan for ``model`` (no GPU needed).
+def cuda_modelled(notes=None):
+    """What the CPU prediction models as CUDA does it (provenance of a prediction)."""
+    notes = notes or {}
+    return {
+        "device": "fake CPU tensors (FakeTensorMode); CUDA dispatch modelled per op",
+        "dropout": "native_dropout (1-byte mask), as CUDA",
+        "attention": "scaled_dot_product_attention as CUDA's flash (fp16/bf16) or "
+                     "memory-efficient (fp32) kernel: output + logsumexp saved",
+        "workspaces": f"{notes.get('hidden_model', 'none')} "
+                      f"({notes.get('hidden_sources', 0)} captures)",
+        "optimizer": "foreach kernels, as on CUDA",
+        "host_copies": "save_on_cpu copies on the compute stream at the preset's "
+                       "pinned/pageable PCIe bandwidth",
+    }
+
+
+def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
+                 gpu="h200", input_shape=None, plain_trace=None, budget_bytes=None,
+                 hidden=True, hidden_exclude=()):
+    """CPU-only prediction of a plan (``snsim predict --policy``; what ``snsim execute``
+    stores before it runs the same plan). No GPU needed.
+
+    Parameters
+    ----------
+    model : str or ModelSpec
+    batch : int
+    plan : PlanSpec or str
+        The plan, or a policy name with ``options``.
+    plain_trace : str, optional
+        A capture of the model without a plan: its measured step times replace the modelled
+        op times (recomputed blocks at their forward time, plus the host copies).
+    budget_bytes : int, optional
+        Memory the run may reserve; default the preset's budget (memory minus the context).
 
     Returns
     -------
-    dict
-        Predicted peaks, step time and the predicted program.
+    (dict, dict)
+        The summary (``peak_allocated_bytes``, ``peak_reserved_bytes``, ``step_time_s``,
+        ``feasible``, ``budget_bytes``, provenance keys) and the predicted program.
     """
     from ..hardware import load_hardware
     from ..trace import load_trace_doc
-    from .plans import make_transform
+    from .opcost import host_copy_time_s
+    from .plans import as_plan, make_transform
     from .predict import predict
     spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
+    plan = as_plan(plan, options)
     hw = load_hardware(gpu)
-    shadow = make_transform(policy, shadow=True)
+    shadow = make_transform(plan, shadow=True)
     models = []
 
     def transform(m):
         m = shadow(m)
         models.append(m)
         return m
-    r = predict(spec, batch, optimizer=optimizer, gpu=gpu, transform=transform)
-    off = getattr(models[0], "_snsim_offloader", None) if models else None
+    r = predict(spec, batch, optimizer=optimizer, gpu=gpu, transform=transform, hidden=hidden,
+                hidden_exclude=hidden_exclude)
+    prog = r["program"]
+    m0 = models[0] if models else None
+    off = getattr(m0, "_snsim_offloader", None)
     offloaded = (off.offloaded_bytes // max(1, off.iterations)) if off is not None else 0
-    plain = plain_trace or default_plain_trace(spec.name, batch, optimizer)
-    if plain:
-        step = plan_step_time_s(r["program"], load_trace_doc(plain)["program"], hw, offloaded)
-        source = os.path.basename(plain)
+    copy_s = host_copy_time_s(prog.get("ops", []), hw)
+    copied = sum(int(row[3]) for row in prog.get("ops", []) if str(row[1]).startswith("d2h_"))
+    if plain_trace:
+        step = plan_step_time_s(prog, load_trace_doc(plain_trace)["program"], hw, offloaded)
+        step += copy_s
+        source = os.path.basename(plain_trace)
     else:
         step = r["step_time_s"]
         source = "modelled op times"
-    out = {k: r[k] for k in ("peak_allocated_bytes", "peak_reserved_bytes",
-                             "peak_requested_bytes", "static_bytes")}
-    out.update(step_time_s=step, step_time_source=source, offloaded_bytes=int(offloaded),
-               policy=policy, segments=list(getattr(models[0], "_snsim_segments", []))
-               if models else [])
-    if budget_bytes is not None:
-        out["fits_budget"] = out["peak_reserved_bytes"] <= budget_bytes
-    return out, r["program"]
+    budget = hw.budget_bytes if budget_bytes is None else int(budget_bytes)
+    out = {"network": spec.name, "model": spec.text, "batch": batch, "optimizer": optimizer,
+           "hardware": hw.name, "policy": plan.policy, "plan": plan.label}
+    out.update({k: r[k] for k in ("peak_allocated_bytes", "peak_reserved_bytes",
+                                  "peak_requested_bytes", "static_bytes")})
+    out.update(step_time_s=step, feasible=bool(r["peak_reserved_bytes"] <= budget),
+               budget_bytes=budget, step_time_source=source, host_copy_time_s=copy_s,
+               offloaded_bytes=int(offloaded),
+               host_copied_bytes=copied,
+               segments=list(getattr(m0, "_snsim_segments", [])) if m0 is not None else [],
+               torch_version=r["provenance"].get("torch", ""),
+               cuda_modelled=cuda_modelled(prog.get("notes")),
+               data_dependent_ops=r["provenance"].get("data_dependent_ops", []),
+               record_wall_s=r["provenance"].get("record_wall_s"))
+    return out, prog
 
 
-def execute(model, batch, policy, *, optimizer="sgd-momentum", budget_bytes=None,
-            input_shape=None, plain_trace=None, timing_iters=5, plain_iters=10):
-    """Execute ``policy``'s plan on the GPU; return a trace document with its prediction.
+def _fits(torch, budget_bytes):
+    if budget_bytes is None:
+        return
+    total = torch.cuda.get_device_properties(0).total_memory
+    if budget_bytes <= 0 or budget_bytes > total:
+        raise ConfigError(f"--budget (={budget_bytes} B) must be in (0, {total}] B")
+    torch.cuda.set_per_process_memory_fraction(budget_bytes / total)
+
+
+def execute(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
+            budget_bytes=None, input_shape=None, plain_trace=None, timing_iters=5,
+            plain_iters=10, prediction=None):
+    """Execute a plan on the GPU, captured like any run; return a trace document with the
+    before-run prediction (:func:`predict_plan`, same code as ``snsim predict --policy``).
 
     Raises
     ------
     ConfigError
-        No CUDA device, an unknown model, or a budget below what the run needs.
+        No CUDA device, an unknown model, a bad plan, or a budget below what the run needs.
     """
     from .capture import capture, require_cuda
-    from .plans import make_transform
+    from .plans import as_plan, make_transform
     torch = require_cuda()
     spec = resolve_model(model, input_shape=input_shape)
-    pred, _ = predict_plan(spec, batch, policy, optimizer=optimizer, plain_trace=plain_trace,
-                           budget_bytes=budget_bytes)
-    if budget_bytes is not None:
-        total = torch.cuda.get_device_properties(0).total_memory
-        if budget_bytes <= 0 or budget_bytes > total:
-            raise ConfigError(f"--budget (={budget_bytes} B) must be in (0, {total}] B")
-        torch.cuda.set_per_process_memory_fraction(budget_bytes / total)
+    plan = as_plan(plan, options)
+    if prediction is None:
+        prediction, _ = predict_plan(spec, batch, plan, optimizer=optimizer,
+                                     plain_trace=plain_trace, budget_bytes=budget_bytes)
+    _fits(torch, budget_bytes)
     try:
         doc = capture(spec.text, batch, optimizer=optimizer, input_shape=input_shape,
-                      transform=make_transform(policy), timing_iters=timing_iters,
+                      transform=make_transform(plan), timing_iters=timing_iters,
                       plain_iters=plain_iters,
-                      extra_provenance={"policy": policy, "budget_bytes": budget_bytes})
+                      extra_provenance={"policy": plan.policy, "plan": plan.to_dict(),
+                                        "budget_bytes": budget_bytes})
     except torch.OutOfMemoryError:
-        raise ConfigError(f"{spec.name} batch {batch} under {policy} does not fit the budget "
-                          f"of {budget_bytes} B (CUDA out of memory)") from None
+        raise ConfigError(f"{spec.name} batch {batch} under {plan.label} does not fit the "
+                          f"budget of {budget_bytes} B (CUDA out of memory)") from None
     finally:
         if budget_bytes is not None:
             torch.cuda.set_per_process_memory_fraction(1.0)
-    doc["predictions"] = {"snsim_predict_plan": pred}
+    doc["predictions"] = {"snsim_predict_plan": prediction}
     return doc
+
+
+def _clean_cuda(torch):
+    gc.collect()
+    torch.cuda.synchronize()
+    if hasattr(torch._C, "_cuda_clearCublasWorkspaces"):
+        torch._C._cuda_clearCublasWorkspaces()
+    torch.cuda.empty_cache()
+    if hasattr(torch._C, "_host_emptyCache"):
+        torch._C._host_emptyCache()     # pinned host buffers of an earlier save_on_cpu run
+
+
+def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
+            input_shape=None, warmup_iters=2, iters=5, budget_bytes=None, device="cuda"):
+    """Run a plan without any hook: peaks and step time of plain training iterations.
+
+    The cheap ground truth of the device suite: ``warmup_iters`` iterations, then
+    ``reset_peak_memory_stats()`` and ``iters`` iterations timed between CUDA events
+    (median). ``device="cpu"`` runs the same code on the CPU (tests; no peaks).
+
+    Returns
+    -------
+    dict
+        ``peak_allocated_bytes``, ``peak_reserved_bytes``, ``peak_requested_bytes``,
+        ``step_time_s`` (median), ``step_times_s``, allocator counters, ``wall_s``.
+    """
+    import statistics
+    import time
+    cuda = device == "cuda"
+    if cuda:
+        from .capture import require_cuda
+        torch = require_cuda()
+    else:
+        import torch
+    from .plans import as_plan, make_transform
+    from .predict import infer_num_classes_of
+    from .record import make_optimizer, train_step
+    spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
+    plan = as_plan(plan, options)
+    if batch <= 0:
+        raise ConfigError(f"--batch (={batch}) must be a positive integer")
+    wall0 = time.perf_counter()
+    if cuda:
+        _clean_cuda(torch)
+        _fits(torch, budget_bytes)
+    base = torch.cuda.memory_allocated() if cuda else 0
+    net = opt = x = y = None
+    try:
+        net = spec.build()
+        net.train()
+        net.to(device)
+        x = spec.make_input(batch, device)
+        n_classes = infer_num_classes_of(net, x)
+        y = torch.randint(0, n_classes, (batch,), device=device)
+        net = make_transform(plan)(net)
+        opt = make_optimizer(optimizer, net.parameters())
+        aux = spec.aux_loss_weight
+        for _ in range(warmup_iters):
+            train_step(net, opt, x, y, aux_loss_weight=aux)
+        times = []
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            for _ in range(iters):
+                e0 = torch.cuda.Event(enable_timing=True)
+                e1 = torch.cuda.Event(enable_timing=True)
+                e0.record()
+                train_step(net, opt, x, y, aux_loss_weight=aux)
+                e1.record()
+                torch.cuda.synchronize()
+                times.append(e0.elapsed_time(e1) * 1e-3)
+            stats = torch.cuda.memory_stats()
+            free_b, total_b = torch.cuda.mem_get_info()
+            out = {"peak_allocated_bytes": int(torch.cuda.max_memory_allocated()),
+                   "peak_reserved_bytes": int(torch.cuda.max_memory_reserved()),
+                   "peak_requested_bytes": int(stats.get("requested_bytes.all.peak", 0)),
+                   "num_alloc_retries": int(stats.get("num_alloc_retries", 0)),
+                   "num_ooms": int(stats.get("num_ooms", 0)),
+                   "device_used_bytes": int(total_b - free_b),
+                   "context_bytes": int(total_b - free_b - torch.cuda.memory_reserved()),
+                   "base_allocated_bytes": int(base)}
+        else:
+            for _ in range(iters):
+                t0 = time.perf_counter()
+                train_step(net, opt, x, y, aux_loss_weight=aux)
+                times.append(time.perf_counter() - t0)
+            out = {"device": "cpu"}
+        out.update(step_time_s=float(statistics.median(times)),
+                   step_times_s=[round(t, 6) for t in times], warmup_iters=warmup_iters,
+                   iters=iters, segments=list(getattr(net, "_snsim_segments", [])))
+    finally:
+        del net, opt, x, y
+        if cuda:
+            if budget_bytes is not None:
+                torch.cuda.set_per_process_memory_fraction(1.0)
+            _clean_cuda(torch)
+    out["wall_s"] = round(time.perf_counter() - wall0, 3)
+    return out

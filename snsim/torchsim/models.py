@@ -1,11 +1,17 @@
-"""Model specs: ``torchvision:NAME``, ``torchvision:resnet:3,4,36,3`` or ``module:callable``.
+"""Model specs: ``torchvision:NAME``, ``torchvision:resnet:3,4,36,3``, ``snsim:NAME`` or
+``module:callable``.
 
 A spec names how to build an ``nn.Module`` for classification training. The same spec builds
 the model for a real capture on a GPU and for a CPU-only prediction, so both see the same
 module tree, parameter order and forward code.
+
+``snsim:transformer_encoder`` and ``snsim:gpt`` are transformers written here with plain
+``torch.nn`` (:func:`transformer_classes`); their input is a batch of int64 token ids of
+length ``seq`` (``input_shape == (seq,)``), not an image.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 
@@ -38,10 +44,25 @@ class ModelSpec:
     name: str
     input_shape: tuple
     aux_loss_weight: float = 0.4
+    input_dtype: str = "float32"
+    vocab_size: int = 0
 
     def build(self):
         """Construct the ``nn.Module`` (on the current default device)."""
-        return _build(self.text)
+        return _build(self.text, self.input_shape)
+
+    @property
+    def tokens(self):
+        """True when the input is int64 token ids rather than a float tensor."""
+        return self.input_dtype == "int64"
+
+    def make_input(self, batch, device=None):
+        """A random input batch: ``randn`` images or ``randint`` token ids."""
+        import torch
+        shape = (batch,) + tuple(self.input_shape)
+        if self.tokens:
+            return torch.randint(0, self.vocab_size, shape, device=device)
+        return torch.randn(shape, device=device)
 
 
 def _torch():
@@ -82,10 +103,11 @@ def resolve_model(spec, *, input_shape=None):
     spec : str
         ``torchvision:NAME`` (any classification model in ``torchvision.models``),
         ``torchvision:resnet:B1,B2,B3,B4`` (``ResNet(Bottleneck, [B1, B2, B3, B4])``) or
+        ``snsim:transformer_encoder`` / ``snsim:gpt`` (token-id inputs) or
         ``package.module:callable`` (a function or class returning an ``nn.Module``).
     input_shape : tuple of int, optional
-        One sample's shape; default 3×224×224 (3×299×299 for inception_v3), or the callable's
-        ``input_shape`` attribute.
+        One sample's shape; default 3×224×224 (3×299×299 for inception_v3), ``(seq,)`` for the
+        ``snsim:`` transformers (default 512), or the callable's ``input_shape`` attribute.
 
     Returns
     -------
@@ -108,6 +130,16 @@ def resolve_model(spec, *, input_shape=None):
                           f"torchvision:resnet:3,4,36,3 or package.module:callable")
     head, _, rest = spec.partition(":")
     shape = tuple(int(v) for v in input_shape) if input_shape else None
+    if head == "snsim":
+        if rest not in SNSIM_MODELS:
+            raise UnknownNameError(f"snsim model {rest!r} is unknown; known: "
+                                   f"{', '.join(sorted(SNSIM_MODELS))}")
+        entry = SNSIM_MODELS[rest]
+        if shape is not None and len(shape) != 1:
+            raise ConfigError(f"model spec {spec!r} takes token ids: its input shape is (seq,), "
+                              f"not {shape}")
+        return ModelSpec(text=spec, name=rest, input_shape=shape or (entry["seq"],),
+                         input_dtype="int64", vocab_size=entry["vocab_size"])
     if head == "torchvision":
         if rest.startswith("resnet:"):
             blocks = _parse_blocks(rest.split(":", 1)[1], spec)
@@ -146,9 +178,11 @@ def _import_callable(module, attr, spec):
     return obj
 
 
-def _build(spec):
+def _build(spec, input_shape=None):
     torch = _torch()
     head, _, rest = spec.partition(":")
+    if head == "snsim":
+        return SNSIM_MODELS[rest]["build"](seq=int(input_shape[0]) if input_shape else None)
     if head == "torchvision":
         tv = _tv()
         if rest.startswith("resnet:"):
@@ -163,3 +197,120 @@ def _build(spec):
         raise ConfigError(f"model spec {spec!r} returned {type(model).__name__}, not a "
                           f"torch.nn.Module")
     return model
+
+
+# -- transformers written with plain torch.nn (snsim:NAME) ----------------------------------------
+SNSIM_MODELS = {
+    "transformer_encoder": {"seq": 512, "vocab_size": 32000,
+                            "build": lambda seq=None: transformer_classes().EncoderClassifier()},
+    "gpt": {"seq": 512, "vocab_size": 50304,
+            "build": lambda seq=None: transformer_classes().GPT(max_seq=max(1024, seq or 0))},
+}
+
+
+@functools.cache
+def transformer_classes():
+    """The ``snsim:`` transformer classes (defined on first use: models.py imports without torch).
+
+    ``EncoderClassifier``
+        Token embedding, ``nn.TransformerEncoder`` (6 post-LN ``nn.TransformerEncoderLayer``,
+        d=512, 8 heads, FFN 2048, ``batch_first``, dropout 0.1 as PyTorch defaults), mean over
+        the sequence, a linear classifier over 1000 classes.
+    ``GPT``
+        GPT-2 style decoder (12 pre-LN blocks, d=768, 12 heads, vocab 50304): token + learned
+        position embeddings, causal ``F.scaled_dot_product_attention``, GELU MLP (4d), final
+        LayerNorm, LM head tied to the token embedding. ``forward(tokens)`` returns the mean
+        next-token cross entropy (a 0-d loss; the last position has no target).
+    """
+    import types
+
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class EncoderClassifier(nn.Module):
+        def __init__(self, vocab_size=32000, d_model=512, nhead=8, num_layers=6,
+                     dim_feedforward=2048, num_classes=1000):
+            super().__init__()
+            self.embed = nn.Embedding(vocab_size, d_model)
+            def layer():
+                return nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward,
+                                                  batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer(), 0, enable_nested_tensor=False)
+            # fresh layers, not nn.TransformerEncoder's deep copies: a deep copy of a fake
+            # parameter belongs to another FakeTensorMode
+            self.encoder.layers = nn.ModuleList(layer() for _ in range(num_layers))
+            self.encoder.num_layers = num_layers
+            self.head = nn.Linear(d_model, num_classes)
+
+        def forward(self, tokens):
+            h = self.encoder(self.embed(tokens))
+            return self.head(h.mean(dim=1))
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self, d_model, n_head, dropout):
+            super().__init__()
+            self.n_head = n_head
+            self.dropout = dropout
+            self.c_attn = nn.Linear(d_model, 3 * d_model)
+            self.c_proj = nn.Linear(d_model, d_model)
+            self.resid_drop = nn.Dropout(dropout)
+
+        def forward(self, x):
+            b, s, c = x.shape
+            q, k, v = self.c_attn(x).split(c, dim=2)
+            q, k, v = (t.view(b, s, self.n_head, c // self.n_head).transpose(1, 2)
+                       for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                               dropout_p=self.dropout if self.training else 0.0)
+            y = y.transpose(1, 2).contiguous().view(b, s, c)
+            return self.resid_drop(self.c_proj(y))
+
+    class MLP(nn.Module):
+        def __init__(self, d_model, dropout):
+            super().__init__()
+            self.c_fc = nn.Linear(d_model, 4 * d_model)
+            self.gelu = nn.GELU()
+            self.c_proj = nn.Linear(4 * d_model, d_model)
+            self.drop = nn.Dropout(dropout)
+
+        def forward(self, x):
+            return self.drop(self.c_proj(self.gelu(self.c_fc(x))))
+
+    class Block(nn.Module):
+        def __init__(self, d_model, n_head, dropout):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(d_model)
+            self.attn = CausalSelfAttention(d_model, n_head, dropout)
+            self.ln_2 = nn.LayerNorm(d_model)
+            self.mlp = MLP(d_model, dropout)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class GPT(nn.Module):
+        def __init__(self, vocab_size=50304, d_model=768, n_layer=12, n_head=12, max_seq=1024,
+                     dropout=0.0):
+            super().__init__()
+            self.wte = nn.Embedding(vocab_size, d_model)
+            self.wpe = nn.Embedding(max_seq, d_model)
+            self.drop = nn.Dropout(dropout)
+            self.blocks = nn.ModuleList(Block(d_model, n_head, dropout) for _ in range(n_layer))
+            self.ln_f = nn.LayerNorm(d_model)
+            self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+            self.lm_head.weight = self.wte.weight
+
+        def forward(self, tokens):
+            b, s = tokens.shape
+            pos = torch.arange(s, device=tokens.device)
+            x = self.drop(self.wte(tokens) + self.wpe(pos))
+            for block in self.blocks:
+                x = block(x)
+            logits = self.lm_head(self.ln_f(x))
+            targets = F.pad(tokens[:, 1:], (0, 1), value=-100)
+            return F.cross_entropy(logits.view(b * s, -1), targets.reshape(-1),
+                                   ignore_index=-100)
+
+    return types.SimpleNamespace(EncoderClassifier=EncoderClassifier, GPT=GPT, Block=Block,
+                                 CausalSelfAttention=CausalSelfAttention, MLP=MLP)

@@ -4,7 +4,9 @@
 the efficiencies of the hardware preset. Convolutions run in TF32 on GPUs that have it
 (``torch.backends.cudnn.allow_tf32`` is True by default) and use the TF32 peak below; matmuls
 stay FP32 (``torch.backends.cuda.matmul.allow_tf32`` is False by default). Ops that only make
-views launch no kernel and cost nothing.
+views launch no kernel and cost nothing. The host copies of a shadow ``cpu_offload`` run
+(``d2h_pinned``, ``h2d_pageable``, ...: :func:`snsim.torchsim.plans.copy_ops`) take the preset's
+PCIe time for their bytes, on the compute stream as ``save_on_cpu``'s copies do.
 """
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ NO_KERNEL_OPS = frozenset({
     "empty_strided", "new_empty", "new_empty_strided", "_foreach_empty"})
 _CONV = ("convolution", "convolution_backward", "cudnn_convolution")
 _MATMUL = ("mm", "addmm", "bmm", "matmul", "baddbmm")
+# shadow host copies: name -> (direction, pinned)
+HOST_COPY_OPS = {"d2h_pinned": ("d2h", True), "d2h_pageable": ("d2h", False),
+                 "h2d_pinned": ("h2d", True), "h2d_pageable": ("h2d", False)}
 
 
 def op_time_s(name, flops, nbytes, hw):
@@ -30,9 +35,14 @@ def op_time_s(name, flops, nbytes, hw):
     0.0
     >>> round(op_time_s("relu_", 0, 4.8e9 * 0.8, hw) * 1e3, 3)   # 1 ms of traffic + launch
     1.005
+    >>> round(op_time_s("d2h_pinned", 0, 55e6, hw) * 1e3, 3)    # 1 ms at 55 GB/s + latency
+    1.01
     """
     if name in NO_KERNEL_OPS:
         return 0.0
+    if name in HOST_COPY_OPS:
+        direction, pinned = HOST_COPY_OPS[name]
+        return hw.transfer_time_s(nbytes, direction, pinned)
     mem = nbytes / (hw.eff("mem") * hw.mem_bytes_per_s)
     if flops:
         if name in _CONV:
@@ -48,3 +58,13 @@ def op_time_s(name, flops, nbytes, hw):
 def op_times_s(ops, hw):
     """Modelled time of every recorded op ``(mark, name, reads, news, flops, bytes)``."""
     return [op_time_s(op[1], op[4], op[5], hw) for op in ops]
+
+
+def host_copy_time_s(op_rows, hw):
+    """Seconds of the shadow host copies among a program's ``ops`` rows
+    ``[step, name, flops, bytes]``."""
+    total = 0.0
+    for row in op_rows:
+        if row[1] in HOST_COPY_OPS:
+            total += op_time_s(row[1], row[2], row[3], hw)
+    return total

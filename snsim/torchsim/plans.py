@@ -1,9 +1,31 @@
-"""Memory plans executed in PyTorch: recompute segments, offload/prefetch of conv outputs.
+"""Memory plans executed in PyTorch, and the one plan spec every command parses.
 
 A plan is a ``transform(model) -> model`` that changes how a model trains, not what it
 computes. The same transform runs on the GPU (``snsim execute``) and, with ``shadow=True``, on
-the CPU under ``FakeTensorMode`` (the simulator's prediction of the same plan): a shadow
-offloader makes no copies but allocates and frees device memory exactly where the real one does.
+the CPU under ``FakeTensorMode`` (``snsim predict --policy``, the simulator's prediction of the
+same plan): shadow code makes no copies but allocates and frees device memory exactly where
+the real one does, and records each host copy as an op (``snsim::d2h_pinned`` ...) whose time
+the step-time model charges (:mod:`~snsim.torchsim.opcost`).
+
+The plans PyTorch users write (SPEC §12.3, §15):
+
+``plain``
+    No plan: the framework's own behaviour.
+``checkpoint`` (``modules=CLASS[,CLASS...]``, ``every=N``, ``selective=true|false``)
+    Every outermost instance of the named module classes runs under
+    ``torch.utils.checkpoint.checkpoint(..., use_reentrant=False)``. Without ``modules`` the
+    model's *block class* is used (:func:`block_class`); a model without one (VGG, AlexNet)
+    gets the conv-stack segments of ``recompute``. ``every=N`` wraps the 1st, (N+1)-th, ...
+    of those *top-level blocks* (the outermost instances, in forward-registration order).
+    ``selective=true`` adds ``create_selective_checkpoint_contexts``: convolution, matmul and
+    fused-attention outputs are ``MUST_SAVE``, everything else ``PREFER_RECOMPUTE``.
+``cpu_offload`` (``pin_memory=true|false``, ``modules=CLASS[,CLASS...]``)
+    ``torch.autograd.graph.save_on_cpu(pin_memory=...)`` around the model's forward (or around
+    every outermost instance of the named classes): every tensor autograd saves there, weights
+    included, is copied to host memory in forward and back to a new device tensor in backward,
+    on the compute stream (no overlap).
+
+SuperNeurons' plans, placed on module boundaries:
 
 ``recompute``
     One non-reentrant ``torch.utils.checkpoint`` per *segment*: residual/dense/inception
@@ -19,21 +41,179 @@ offloader makes no copies but allocates and frees device memory exactly where th
     compute stream (SPEC §12.3).
 ``superneurons``
     Both: segments are recomputed; what is saved outside them (stem, transitions) is offloaded.
+
+This module imports torch only when a plan is applied, so :class:`PlanSpec` parses anywhere.
 """
 from __future__ import annotations
 
 import collections
+import functools
+import warnings
+from dataclasses import dataclass
 
-import torch
-from torch import nn
-from torch.utils.checkpoint import checkpoint
-from torch.utils.weak import WeakIdKeyDictionary
+from ..errors import ConfigError, UnknownNameError
 
-from ..errors import ConfigError
+POLICIES = ("plain", "checkpoint", "cpu_offload", "recompute", "offload", "superneurons")
+# option -> kind, per policy
+PLAN_OPTIONS = {
+    "plain": {},
+    "checkpoint": {"modules": "classes", "every": "count", "selective": "bool"},
+    "cpu_offload": {"pin_memory": "bool", "modules": "classes"},
+    "recompute": {},
+    "offload": {},
+    "superneurons": {},
+}
+_RULES = {"classes": "a comma-separated list of module class names, e.g. Bottleneck,BasicBlock",
+          "count": "an integer >= 1", "bool": "true or false"}
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
 
-POLICIES = ("recompute", "offload", "superneurons")
-_POOLS = (nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d)
-_CONTAINERS = (nn.Sequential, nn.ModuleDict, nn.ModuleList)
+
+def _parse_value(policy, key, value):
+    kind = PLAN_OPTIONS[policy][key]
+    text = str(value).strip()
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+    elif kind == "count":
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if n >= 1 and not isinstance(value, bool):
+            return n
+    else:
+        names = value if isinstance(value, (list, tuple)) else text.split(",")
+        names = tuple(n.strip() for n in names)
+        if names and all(n.isidentifier() for n in names):
+            return names
+    raise ConfigError(f"--option {key} (={text!r}) of policy {policy} must be {_RULES[kind]}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanSpec:
+    """A memory plan: a policy name and its parsed options (``--policy P --option k=v``).
+
+    Parameters
+    ----------
+    policy : str
+        One of :data:`POLICIES`.
+    options : tuple of (str, object)
+        Parsed option values, sorted by key: ``modules`` a tuple of class names, ``every`` an
+        int, ``selective`` / ``pin_memory`` a bool.
+
+    Examples
+    --------
+    >>> p = PlanSpec.parse("checkpoint", ["modules=Bottleneck", "every=2"])
+    >>> p.get("modules"), p.get("every"), p.get("selective", False)
+    (('Bottleneck',), 2, False)
+    >>> p.label
+    'checkpoint(every=2,modules=Bottleneck)'
+    >>> PlanSpec.parse("cpu_offload", {"pin_memory": "true"}).get("pin_memory")
+    True
+    """
+
+    policy: str = "plain"
+    options: tuple = ()
+
+    def __post_init__(self):
+        if self.policy not in PLAN_OPTIONS:
+            raise UnknownNameError(f"policy {self.policy!r} is unknown here; plans that run "
+                                   f"in PyTorch: {', '.join(POLICIES)}")
+        allowed = PLAN_OPTIONS[self.policy]
+        for key, _ in self.options:
+            if key not in allowed:
+                takes = ", ".join(sorted(allowed)) or "no options"
+                raise ConfigError(f"--option {key} is not an option of policy {self.policy} "
+                                  f"(it takes {takes})")
+
+    @classmethod
+    def parse(cls, policy="plain", options=None):
+        """Parse ``KEY=VALUE`` strings (or a mapping) for ``policy``.
+
+        Raises
+        ------
+        UnknownNameError
+            An unknown policy.
+        ConfigError
+            An option the policy does not take, a malformed item or a bad value (one line
+            naming the option and the rule).
+        """
+        policy = policy or "plain"
+        if policy not in PLAN_OPTIONS:
+            cls(policy=policy)            # raises the unknown-policy error
+        items = {}
+        if isinstance(options, dict):
+            items = dict(options)
+        else:
+            for item in options or ():
+                key, sep, value = str(item).partition("=")
+                key = key.strip()
+                if not sep or not key:
+                    raise ConfigError(f"--option {item!r} must look like KEY=VALUE")
+                if key in items:
+                    raise ConfigError(f"--option {key} is given twice")
+                items[key] = value
+        for key in items:
+            if key not in PLAN_OPTIONS[policy]:
+                cls(policy=policy, options=((key, None),))   # raises the not-an-option error
+        parsed = tuple(sorted((k, _parse_value(policy, k, v)) for k, v in items.items()))
+        return cls(policy=policy, options=parsed)
+
+    def get(self, key, default=None):
+        return dict(self.options).get(key, default)
+
+    @property
+    def label(self):
+        """``policy`` or ``policy(k=v,...)``: a name for files and tables."""
+        if not self.options:
+            return self.policy
+        parts = []
+        for k, v in self.options:
+            v = ",".join(v) if isinstance(v, tuple) else (str(v).lower()
+                                                         if isinstance(v, bool) else v)
+            parts.append(f"{k}={v}")
+        return f"{self.policy}({','.join(parts)})"
+
+    @property
+    def slug(self):
+        """The label as a file-name part: ``checkpoint-every2-modulesBottleneck``."""
+        out = [self.policy]
+        for k, v in self.options:
+            v = "+".join(v) if isinstance(v, tuple) else (str(v).lower()
+                                                         if isinstance(v, bool) else str(v))
+            out.append(f"{k.replace('_', '')}{v}")
+        return "-".join(out)
+
+    def to_dict(self):
+        return {"policy": self.policy,
+                "options": {k: list(v) if isinstance(v, tuple) else v for k, v in self.options}}
+
+
+def as_plan(plan, options=None):
+    """A :class:`PlanSpec` from a PlanSpec, a policy name (+ options) or None (plain)."""
+    if isinstance(plan, PlanSpec):
+        return plan
+    return PlanSpec.parse(plan or "plain", options)
+
+
+def _nn():
+    from torch import nn
+    return nn
+
+
+def _pools():
+    nn = _nn()
+    return (nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d)
+
+
+def _containers():
+    nn = _nn()
+    return (nn.Sequential, nn.ModuleDict, nn.ModuleList)
 
 
 def _is_leaf(m):
@@ -47,23 +227,35 @@ def find_segments(model):
     -------
     list of (str, object)
         ``(path, nn.Module)`` for a block, ``(path, (container, [child names]))`` for a run of
-        leaf layers inside a plain conv stack.
+        leaf layers inside a plain conv stack. A module that holds a container of blocks
+        (ViT's ``Encoder``, ``nn.TransformerEncoder``) is searched like a container, so its
+        blocks are the segments rather than the whole module.
     """
     out = []
+
+    def holds_blocks(m):
+        # a container child of >= 2 modules of one non-container block class, nothing else
+        for g in m.children():
+            kids = list(g.children())
+            if isinstance(g, _containers()) and len(kids) >= 2 and \
+                    len({type(k) for k in kids}) == 1 and not _is_leaf(kids[0]) and \
+                    not isinstance(kids[0], _containers()):
+                return True
+        return False
 
     def container(m, path):
         kids = list(m.named_children())
         if kids and all(_is_leaf(c) for _, c in kids):
-            if any(isinstance(c, nn.modules.conv._ConvNd) for _, c in kids) and \
-                    isinstance(m, nn.Sequential):
+            if any(isinstance(c, _nn().modules.conv._ConvNd) for _, c in kids) and \
+                    isinstance(m, _nn().Sequential):
                 run = []
                 for name, c in kids:
                     run.append(name)
-                    if isinstance(c, _POOLS):
+                    if isinstance(c, _pools()):
                         if len(run) > 1:
                             out.append((f"{path}[{run[0]}:{run[-1]}]", (m, list(run))))
                         run = []
-                if len(run) > 1 and any(isinstance(dict(kids)[n], nn.modules.conv._ConvNd)
+                if len(run) > 1 and any(isinstance(dict(kids)[n], _nn().modules.conv._ConvNd)
                                         for n in run):
                     out.append((f"{path}[{run[0]}:{run[-1]}]", (m, list(run))))
             return
@@ -71,37 +263,53 @@ def find_segments(model):
             p = f"{path}.{name}" if path else name
             if _is_leaf(c):
                 continue
-            if isinstance(c, _CONTAINERS):
+            if isinstance(c, _containers()) or holds_blocks(c):
                 container(c, p)
             else:
                 out.append((p, c))
 
-    if isinstance(model, _CONTAINERS):
+    if isinstance(model, _containers()):
         container(model, "")
     else:
         for name, c in model.named_children():
             if _is_leaf(c):
                 continue
-            if isinstance(c, _CONTAINERS):
+            if isinstance(c, _containers()) or holds_blocks(c):
                 container(c, name)
             else:
                 out.append((name, c))
     return out
 
 
-def apply_recompute(model, *, preserve_rng_state=True):
-    """Wrap every segment of :func:`find_segments` in a non-reentrant checkpoint."""
-    segs = find_segments(model)
+def apply_recompute(model, *, preserve_rng_state=True, segments=None, context_fn=None):
+    """Wrap every segment (default: :func:`find_segments`) in a non-reentrant checkpoint.
+
+    Parameters
+    ----------
+    segments : list of (str, object), optional
+        ``(path, module)`` or ``(path, (container, [child names]))`` as :func:`find_segments`
+        returns them.
+    context_fn : callable, optional
+        ``checkpoint``'s ``context_fn`` (selective checkpointing).
+    """
+    from torch.utils.checkpoint import checkpoint
+    nn = _nn()
+    segs = find_segments(model) if segments is None else segments
     if not segs:
         raise ConfigError(f"{type(model).__name__} has no block or conv stack to recompute")
+    kw = {"use_reentrant": False, "preserve_rng_state": preserve_rng_state}
+    if context_fn is not None:
+        kw["context_fn"] = context_fn
     runs = collections.defaultdict(list)
     for path, seg in segs:
         if isinstance(seg, nn.Module):
             orig = seg.forward
 
             def fwd(*args, _orig=orig, **kwargs):
-                return checkpoint(_orig, *args, use_reentrant=False,
-                                  preserve_rng_state=preserve_rng_state, **kwargs)
+                # a list argument is copied: the recomputation must see it as it was at the
+                # call (DenseNet's layers take the block's feature list, which grows after)
+                args = tuple(list(a) if isinstance(a, list) else a for a in args)
+                return checkpoint(_orig, *args, **kw, **kwargs)
             seg.forward = fwd
         else:
             cont, names = seg
@@ -117,8 +325,7 @@ def apply_recompute(model, *, preserve_rng_state=True):
                 names = _starts.get(_order[i])
                 if names:
                     mods = [getattr(_cont, n) for n in names]
-                    x = checkpoint(_run_all, mods, x, use_reentrant=False,
-                                   preserve_rng_state=preserve_rng_state)
+                    x = checkpoint(_run_all, mods, x, **kw)
                     i += len(names)
                 else:
                     x = getattr(_cont, _order[i])(x)
@@ -177,6 +384,8 @@ class Offloader:
     """
 
     def __init__(self, *, shadow=False, keep_inflight=2, prefetch_depth=2, min_bytes=1 << 20):
+        import torch
+        from torch.utils.weak import WeakIdKeyDictionary  # noqa: F401
         self.shadow = shadow
         self.keep_inflight = keep_inflight
         self.prefetch_depth = prefetch_depth
@@ -195,10 +404,13 @@ class Offloader:
 
     # -- forward -----------------------------------------------------------------------------
     def on_conv(self, module, args, out):
+        import torch
         if isinstance(out, torch.Tensor):
             self.conv_out[out.untyped_storage()] = True
 
     def begin(self, module, args):
+        import torch
+        from torch.utils.weak import WeakIdKeyDictionary  # noqa: F401
         self.entries = []
         self.by_storage = WeakIdKeyDictionary()
         self.pending.clear()
@@ -220,6 +432,7 @@ class Offloader:
         del src
 
     def pack(self, t):
+        import torch
         st = t.untyped_storage()
         e = self.by_storage.get(st)
         if e is None:
@@ -254,6 +467,7 @@ class Offloader:
 
     # -- backward ----------------------------------------------------------------------------
     def _issue(self, e):
+        import torch
         if e.gpu is not None or e.unpacked >= e.packs:
             return
         if self.shadow:
@@ -270,6 +484,7 @@ class Offloader:
         e.gpu = dst
 
     def unpack(self, h):
+        import torch
         if not isinstance(h, _Handle):
             return h
         e = h.entry
@@ -292,8 +507,10 @@ class Offloader:
         return t
 
 
+
 def apply_offload(model, *, shadow=False, **options):
     """Install an :class:`Offloader` on ``model`` (hooks on the root and on every conv)."""
+    nn = _nn()
     off = Offloader(shadow=shadow, **options)
     for m in model.modules():
         if isinstance(m, nn.modules.conv._ConvNd):
@@ -304,13 +521,239 @@ def apply_offload(model, *, shadow=False, **options):
     return model
 
 
-def make_transform(policy, *, shadow=False, keep_inflight=2, prefetch_depth=2,
+# -- checkpoint -------------------------------------------------------------------------------
+def _is_container(m):
+    return isinstance(m, _containers())
+
+
+def module_classes(model):
+    """``{class name: instances}`` of every module class in ``model``."""
+    return collections.Counter(type(m).__name__ for m in model.modules())
+
+
+def outermost_instances(model, classes):
+    """``[(path, module)]``: instances of the named classes not inside another one, in
+    ``named_modules`` (registration) order."""
+    out = []
+    for path, m in model.named_modules():
+        if type(m).__name__ not in classes or m is model:
+            continue
+        if any(path.startswith(p + ".") for p, _ in out):
+            continue
+        out.append((path, m))
+    return out
+
+
+def block_class(model):
+    """The model's *block class*: the repeated building block a user would checkpoint.
+
+    Among module classes that have children, are not containers (``Sequential``,
+    ``ModuleList``, ``ModuleDict`` or subclasses) and have at least two instances, take the
+    instances not nested in another such instance; the block class is the most common class
+    among them (first seen wins a tie). ResNet: ``Bottleneck``/``BasicBlock``; DenseNet:
+    ``_DenseLayer``; ViT: ``EncoderBlock``; MobileNetV2: ``InvertedResidual``; GPT: ``Block``.
+    None for plain conv stacks (VGG, AlexNet).
+
+    Examples
+    --------
+    >>> import torchvision
+    >>> block_class(torchvision.models.resnet18()), block_class(torchvision.models.vgg11())
+    ('BasicBlock', None)
+    """
+    counts = collections.Counter()
+    for m in model.modules():
+        if m is not model and next(m.children(), None) is not None and not _is_container(m):
+            counts[type(m).__name__] += 1
+    repeated = {c for c, n in counts.items() if n >= 2}
+    if not repeated:
+        return None
+    outer = collections.Counter(type(m).__name__ for _, m in outermost_instances(model, repeated))
+    return max(outer, key=lambda c: (outer[c], -list(outer).index(c)))
+
+
+def _save_ops():
+    import torch
+    aten = torch.ops.aten
+    names = ("convolution", "mm", "addmm", "bmm", "baddbmm",
+             "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
+             "_scaled_dot_product_cudnn_attention")
+    return {getattr(aten, n).default for n in names if hasattr(aten, n)}
+
+
+def selective_context_fn():
+    """``checkpoint``'s ``context_fn`` of SPEC §12.3's selective checkpointing: outputs of
+    convolutions, matmuls and fused attention are saved, everything else is recomputed."""
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+    save = _save_ops()
+
+    def policy_fn(ctx, op, *args, **kwargs):
+        return CheckpointPolicy.MUST_SAVE if op in save else CheckpointPolicy.PREFER_RECOMPUTE
+    return functools.partial(create_selective_checkpoint_contexts, policy_fn)
+
+
+def checkpoint_segments(model, plan):
+    """The segments ``checkpoint`` wraps: ``[(path, module or (container, names))]``.
+
+    Raises
+    ------
+    ConfigError
+        A class of ``modules=`` that the model does not have, or nothing to wrap.
+    """
+    classes = plan.get("modules")
+    if classes:
+        have = module_classes(model)
+        missing = [c for c in classes if c not in have]
+        if missing:
+            blk = block_class(model)
+            hint = f"; its block class is {blk}" if blk else ""
+            raise ConfigError(f"--option modules: {type(model).__name__} has no module class "
+                              f"{', '.join(missing)}{hint}")
+        segs = outermost_instances(model, set(classes))
+    else:
+        blk = block_class(model)
+        segs = outermost_instances(model, {blk}) if blk else find_segments(model)
+    if not segs:
+        raise ConfigError(f"{type(model).__name__} has no block to checkpoint")
+    return segs[::plan.get("every", 1)]
+
+
+def apply_checkpoint(model, plan, *, shadow=False):
+    """Wrap the blocks of :func:`checkpoint_segments` in non-reentrant checkpoints."""
+    ctx = None
+    if plan.get("selective", False):
+        # the recorder's saved-tensor hooks only list what autograd saves; torch >= 2.13 warns
+        # that SAC-saved tensors bypass them
+        warnings.filterwarnings("ignore", message="A saved_tensors_hooks context")
+        ctx = selective_context_fn()
+    return apply_recompute(model, preserve_rng_state=not shadow,
+                           segments=checkpoint_segments(model, plan), context_fn=ctx)
+
+
+# -- cpu_offload: torch.autograd.graph.save_on_cpu ---------------------------------------------
+@functools.cache
+def copy_ops():
+    """Custom ops that stand for the host copies of a shadow run (no kernel, no output):
+    ``snsim::d2h_pinned``, ``d2h_pageable``, ``h2d_pinned``, ``h2d_pageable``; the recorder
+    sees them as ops reading the device tensor, and the op-time model charges PCIe time."""
+    import torch
+    ops = {}
+    for direction in ("d2h", "h2d"):
+        for kind in ("pinned", "pageable"):
+            op = torch.library.custom_op(f"snsim::{direction}_{kind}", _no_copy,
+                                         mutates_args=(), schema="(Tensor x) -> ()")
+            op.register_fake(_no_copy)
+            ops[(direction, kind == "pinned")] = op
+    return ops
+
+
+def _no_copy(x):
+    return None
+
+
+def _dense(t):
+    """Non-overlapping and dense (a permutation of a contiguous layout): ``.cpu()`` keeps
+    such strides and copies directly."""
+    expected = 1
+    for stride, size in sorted((st, sz) for st, sz in zip(t.stride(), t.shape) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+class ShadowSaveOnCpu:
+    """``save_on_cpu``'s device-memory behaviour for a ``FakeTensorMode`` run.
+
+    ``pack`` keeps no reference to the device tensor (its storage dies when the forward's own
+    references do, as with the real host copy), allocates the device temporary ``copy_`` makes
+    of a tensor it cannot copy directly, and records the D2H copy. ``unpack`` allocates a new
+    device tensor and records the H2D copy.
+    """
+
+    def __init__(self, pin_memory=False):
+        self.pin_memory = pin_memory
+        self.packed_bytes = 0
+        self.packs = 0
+
+    def pack(self, t):
+        ops = copy_ops()
+        src = t
+        # pinned: copy_ into a contiguous host tensor; pageable: .cpu() keeps dense strides
+        if (not t.is_contiguous()) if self.pin_memory else (not _dense(t)):
+            src = t.contiguous()
+        ops[("d2h", self.pin_memory)](src)
+        nbytes = t.numel() * t.element_size()
+        self.packed_bytes += nbytes
+        self.packs += 1
+        return (tuple(t.shape), t.dtype)
+
+    def unpack(self, packed):
+        import torch
+        shape, dtype = packed
+        out = torch.empty(shape, dtype=dtype)
+        copy_ops()[("h2d", self.pin_memory)](out)
+        return out
+
+
+class _HooksAround:
+    """Enter a saved-tensor-hooks context at a module's forward pre-hook, leave at its hook."""
+
+    def __init__(self, make_ctx):
+        self.make_ctx = make_ctx
+        self.stack = []
+
+    def pre(self, module, args):
+        ctx = self.make_ctx()
+        ctx.__enter__()
+        self.stack.append(ctx)
+
+    def post(self, module, args, out):
+        if self.stack:
+            self.stack.pop().__exit__(None, None, None)
+
+
+def apply_cpu_offload(model, plan, *, shadow=False):
+    """``save_on_cpu(pin_memory=...)`` around the forward of ``model`` (or of every outermost
+    instance of ``modules=``); with ``shadow``, :class:`ShadowSaveOnCpu` instead."""
+    import torch
+    pin = bool(plan.get("pin_memory", False))
+    if shadow:
+        sh = ShadowSaveOnCpu(pin_memory=pin)
+        model._snsim_shadow_offload = sh
+
+        def make_ctx():
+            return torch.autograd.graph.saved_tensors_hooks(sh.pack, sh.unpack)
+    else:
+        def make_ctx():
+            return torch.autograd.graph.save_on_cpu(pin_memory=pin)
+    classes = plan.get("modules")
+    if classes:
+        have = module_classes(model)
+        missing = [c for c in classes if c not in have]
+        if missing:
+            raise ConfigError(f"--option modules: {type(model).__name__} has no module class "
+                              f"{', '.join(missing)}")
+        targets = [m for _, m in outermost_instances(model, set(classes))]
+    else:
+        targets = [model]
+    hooks = _HooksAround(make_ctx)
+    for m in targets:
+        m.register_forward_pre_hook(hooks.pre)
+        m.register_forward_hook(hooks.post)
+    model._snsim_segments = [p for p, _ in outermost_instances(model, set(classes))] \
+        if classes else ["<model>"]
+    return model
+
+
+# -- one transform per plan ---------------------------------------------------------------------
+def make_transform(plan, *, shadow=False, options=None, keep_inflight=2, prefetch_depth=2,
                    min_offload_bytes=1 << 20):
-    """``transform(model) -> model`` for an execution policy.
+    """``transform(model) -> model`` for a plan.
 
     Parameters
     ----------
-    policy : {"recompute", "offload", "superneurons"}
+    plan : PlanSpec or str
+        A plan, or a policy name (then ``options``, ``KEY=VALUE`` strings or a mapping).
     shadow : bool
         For a CPU ``FakeTensorMode`` prediction (no copies, no RNG state).
 
@@ -318,18 +761,23 @@ def make_transform(policy, *, shadow=False, keep_inflight=2, prefetch_depth=2,
     ------
     UnknownNameError
         An unknown policy.
+    ConfigError
+        A bad option, or (when the transform runs) a module class the model does not have.
     """
-    from ..errors import UnknownNameError
-    if policy not in POLICIES:
-        raise UnknownNameError(f"execution policy {policy!r} is unknown; known: "
-                               f"{', '.join(POLICIES)}")
+    plan = as_plan(plan, options)
     opts = dict(keep_inflight=keep_inflight, prefetch_depth=prefetch_depth,
                 min_bytes=min_offload_bytes)
 
     def transform(model):
-        if policy in ("recompute", "superneurons"):
+        p = plan.policy
+        if p == "checkpoint":
+            apply_checkpoint(model, plan, shadow=shadow)
+        elif p == "cpu_offload":
+            apply_cpu_offload(model, plan, shadow=shadow)
+        if p in ("recompute", "superneurons"):
             apply_recompute(model, preserve_rng_state=not shadow)
-        if policy in ("offload", "superneurons"):
+        if p in ("offload", "superneurons"):
             apply_offload(model, shadow=shadow, **opts)
+        model._snsim_plan = plan
         return model
     return transform

@@ -6,8 +6,16 @@ as PyTorch picks on CUDA) and :class:`~snsim.torchsim.record.Recorder` as a real
 recording gives the same program a capture would: the exact alloc/free order of the steady
 iteration and of the warm-up before it. Two things a CPU cannot see are modelled:
 
-* CUDA-only dispatch: ``F.dropout`` takes the fused ``native_dropout`` kernel (a 1-byte mask)
-  on CUDA but a float mask on CPU; it is redirected to ``native_dropout`` here.
+* CUDA-only dispatch (SPEC §15): ``F.dropout`` takes the fused ``native_dropout`` kernel (a
+  1-byte mask) on CUDA but a float mask on CPU; it is redirected to ``native_dropout`` here.
+  ``F.scaled_dot_product_attention`` runs the math path on a CPU (it saves the s×s attention
+  probabilities); here it calls the kernel CUDA would pick — flash attention (fp16/bf16) or
+  memory-efficient attention (fp32) — whose fake implementation allocates and saves what the
+  CUDA kernel does: the output and a logsumexp, never the probabilities.
+* data-dependent ops (``.item()``, ``nonzero``, boolean masks): a first run without symbolic
+  shapes; if it meets one, a second run with a ``ShapeEnv`` treats the value as unknown
+  (an unbacked symbol) and sizes that depend on it at their upper bound. A forward that
+  branches on such a value stops with one line naming the op and the module.
 * memory no tensor owns (cuDNN/cuBLAS workspaces): from the hidden-allocation tables of
   committed captures of the same GPU (:mod:`~snsim.torchsim.hidden`), else none.
 
@@ -22,23 +30,57 @@ from ..errors import ConfigError
 from .models import resolve_model
 
 
+def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_gqa=False):
+    """The fused kernel CUDA's ``scaled_dot_product_attention`` picks on sm80+: ``"flash"``,
+    ``"efficient"`` or ``"math"`` (torch's ``sdp_utils`` checks, the ones our models meet)."""
+    import torch
+    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or enable_gqa:
+        return "math"
+    d = query.shape[-1]
+    if any(t.stride(-1) != 1 for t in (query, key, value)) or value.shape[-1] != d:
+        return "math"
+    if query.dtype in (torch.float16, torch.bfloat16) and attn_mask is None and d % 8 == 0 \
+            and d <= 256:
+        return "flash"
+    if query.dtype in (torch.float32, torch.float16, torch.bfloat16) and attn_mask is None \
+            and d % (16 // query.element_size()) == 0:
+        return "efficient"
+    return "math"
+
+
 @contextlib.contextmanager
 def cuda_like_dispatch():
-    """Make CPU fake tensors take the ops CUDA tensors take (fused dropout)."""
+    """Make CPU fake tensors take the ops CUDA tensors take (fused dropout, fused attention)."""
     import torch
     import torch.nn.functional as F
     orig = F.dropout
+    orig_sdpa = F.scaled_dot_product_attention
 
     def dropout(input, p=0.5, training=True, inplace=False):
         if training and 0.0 < p < 1.0 and not inplace and input.numel() > 0:
             return torch.native_dropout(input, p, True)[0]
         return orig(input, p, training, inplace)
 
+    def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+             enable_gqa=False):
+        kind = cuda_sdpa_backend(query, key, value, attn_mask, dropout_p, enable_gqa)
+        if kind == "flash":
+            return torch.ops.aten._scaled_dot_product_flash_attention(
+                query, key, value, dropout_p, is_causal, False, scale=scale)[0]
+        if kind == "efficient":
+            grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
+            return torch.ops.aten._scaled_dot_product_efficient_attention(
+                query, key, value, None, grad, dropout_p, is_causal, scale=scale)[0]
+        kw = {"enable_gqa": True} if enable_gqa else {}
+        return orig_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, **kw)
+
     F.dropout = dropout
+    F.scaled_dot_product_attention = sdpa
     try:
         yield
     finally:
         F.dropout = orig
+        F.scaled_dot_product_attention = orig_sdpa
 
 
 @contextlib.contextmanager
@@ -76,8 +118,83 @@ def infer_num_classes(model, x):
     return int(logits.shape[-1]) if logits.dim() > 0 else 1
 
 
+_DATA_DEPENDENT = ("DataDependentOutputException", "DynamicOutputShapeException",
+                   "GuardOnDataDependentSymNode", "PendingUnbackedSymbolNotFound")
+
+
+def _is_data_dependent(e):
+    return any(c.__name__ in _DATA_DEPENDENT for c in type(e).__mro__)
+
+
+class _ModuleStack:
+    """The module whose forward is running (global forward hooks), for error messages."""
+
+    def __init__(self, model):
+        self.names = {id(m): (n or "<model>", type(m).__name__)
+                      for n, m in model.named_modules(remove_duplicate=False)}
+        self.stack = []
+        self._handles = []
+        self.last = None
+
+    def __enter__(self):
+        from torch.nn.modules import module as M
+
+        def pre(m, args):
+            self.stack.append(self.names.get(id(m), ("?", type(m).__name__)))
+
+        def post(m, args, out):
+            if self.stack:
+                self.stack.pop()
+        self._handles = [M.register_module_forward_pre_hook(pre),
+                         M.register_module_forward_hook(post)]
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is not None and self.stack:
+            self.last = self.stack[-1]
+        for h in self._handles:
+            h.remove()
+        return False
+
+    def where(self):
+        name, cls = self.last or ("<model>", "?")
+        return f"module {name!r} ({cls})"
+
+
+def _data_dependent_error(spec, e, where):
+    op = getattr(e, "func", None)
+    if op is not None:
+        what = f"calls {op}, whose output depends on tensor values"
+    else:   # a Python branch on an unbacked symbol
+        expr = str(e).strip().splitlines()[0].split(" (unhinted")[0] if str(e).strip() else ""
+        what = (f"branches on a tensor's value (aten._local_scalar_dense, e.g. .item(); "
+                f"{expr})")
+    return ConfigError(f"model {spec.text!r}: {where} {what}, which FakeTensorMode does not "
+                       f"know; snsim predict cannot follow it: measure the model on a GPU with "
+                       f"snsim capture")
+
+
+def infer_num_classes_of(net, x):
+    """:func:`infer_num_classes` of a real model: a fake run of two samples, or, for a model
+    whose forward reads tensor values (``.item()``), a real one without gradients."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return infer_num_classes(net, torch.empty_like(x[:2]))
+    except Exception as e:
+        if not _is_data_dependent(e):
+            raise
+    return infer_num_classes(net, x)
+
+
 def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transform=None):
     """Record ``iterations`` training iterations of ``spec`` under ``FakeTensorMode``.
+
+    A model that calls a data-dependent op (``.item()``, ``nonzero``, boolean masking) is
+    recorded again with symbolic shapes (a ``ShapeEnv``): the op's value is an unbacked
+    symbol, and sizes that depend on it take their upper bound. Ops met this way are listed
+    in the recorder's ``data_dependent`` list.
 
     Parameters
     ----------
@@ -93,13 +210,36 @@ def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transfor
     -------
     dict
         ``rec`` (the Recorder), ``static_names``, ``info``, ``stream``, ``model_params``.
+
+    Raises
+    ------
+    ConfigError
+        The model cannot be built or traced, or its forward branches on a tensor value (one
+        line naming the op and the module).
     """
+    try:
+        return _record_fake(spec, batch, optimizer, iterations=iterations, transform=transform,
+                            symbolic=False)
+    except _Retry:
+        return _record_fake(spec, batch, optimizer, iterations=iterations, transform=transform,
+                            symbolic=True)
+
+
+class _Retry(Exception):
+    pass
+
+
+def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic):
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from .record import (Instrument, Recorder, make_optimizer, optimizer_state, register_static,
                          train_step)
 
-    with FakeTensorMode(), torch.device("cpu"), cuda_like_dispatch():
+    shape_env = None
+    if symbolic:
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+        shape_env = ShapeEnv()
+    with FakeTensorMode(shape_env=shape_env), torch.device("cpu"), cuda_like_dispatch():
         try:
             with no_init():
                 model = spec.build()
@@ -109,12 +249,18 @@ def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transfor
             raise ConfigError(f"model {spec.text!r} cannot be built: "
                               f"{_first_line(e)}") from None
         model.train()
-        x = torch.randn((batch,) + tuple(spec.input_shape))
+        x = spec.make_input(batch)
+        where = _ModuleStack(model)
         try:
-            n_classes = infer_num_classes(model, x)
+            with where:
+                n_classes = infer_num_classes(model, x)
         except Exception as e:
+            if _is_data_dependent(e):
+                if not symbolic:
+                    raise _Retry() from None
+                raise _data_dependent_error(spec, e, where.where()) from None
             raise ConfigError(f"model {spec.text!r} cannot be traced on input "
-                              f"{(batch,) + tuple(spec.input_shape)}: {_first_line(e)}") from None
+                              f"{tuple(x.shape)}: {_first_line(e)}") from None
         y = torch.randint(0, n_classes, (batch,))
         if transform is not None:
             model = transform(model)
@@ -123,14 +269,22 @@ def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transfor
         static_names = register_static(rec, model, x, y)
         param_names = {id(p): n for n, p in model.named_parameters()}
         inst = Instrument(model, rec)
+        where = _ModuleStack(model)
         with rec.active():
             for it in range(iterations):
                 rec.begin_iteration()
                 with inst:
                     try:
-                        train_step(model, opt, x, y, inst=inst,
-                                   aux_loss_weight=spec.aux_loss_weight)
+                        with where:
+                            train_step(model, opt, x, y, inst=inst,
+                                       aux_loss_weight=spec.aux_loss_weight)
+                    except ConfigError:
+                        raise
                     except Exception as e:
+                        if _is_data_dependent(e):
+                            if not symbolic:
+                                raise _Retry() from None
+                            raise _data_dependent_error(spec, e, where.where()) from None
                         raise ConfigError(f"model {spec.text!r} cannot be trained under "
                                           f"FakeTensorMode: {_first_line(e)}") from None
                 if it == 0:
@@ -142,7 +296,9 @@ def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transfor
                             if sid is not None:
                                 static_names[sid] = (name, "optimizer_state")
         n_params = sum(p.numel() for p in model.parameters())
-    return _streams(rec, static_names, n_params)
+    out = _streams(rec, static_names, n_params)
+    out["model"] = model
+    return out
 
 
 def _first_line(e):
@@ -201,7 +357,11 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     prog["notes"].update(notes)
     prov = {"kind": "modeled", "hardware": hw.name, "tool": "snsim predict", "model": spec.text,
             "batch": batch, "optimizer": optimizer, "input_shape": list(spec.input_shape),
-            "parameters": r["n_params"], "record_wall_s": round(time.perf_counter() - wall, 3)}
+            "parameters": r["n_params"], "record_wall_s": round(time.perf_counter() - wall, 3),
+            "input_dtype": spec.input_dtype}
+    if rec.data_dependent:
+        prov["data_dependent_ops"] = sorted({f"{op} in {label}"
+                                             for op, label in rec.data_dependent})
     try:
         import torch
         prov["torch"] = torch.__version__

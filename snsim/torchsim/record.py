@@ -55,7 +55,33 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
                            "max_pool2d_with_indices_backward", "avg_pool2d",
                            "avg_pool2d_backward", "_adaptive_avg_pool2d",
                            "_adaptive_avg_pool2d_backward", "cat", "native_dropout",
-                           "native_dropout_backward"})
+                           "native_dropout_backward", "native_layer_norm",
+                           "native_layer_norm_backward", "embedding_dense_backward",
+                           "_scaled_dot_product_efficient_attention",
+                           "_scaled_dot_product_efficient_attention_backward",
+                           "_scaled_dot_product_flash_attention",
+                           "_scaled_dot_product_flash_attention_backward",
+                           "_efficient_attention_forward", "_efficient_attention_backward",
+                           "_flash_attention_forward", "_flash_attention_backward"})
+
+
+_DATA_DEPENDENT_OPS = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "unique",
+                                 "_unique2", "unique_consecutive", "repeat_interleave"})
+
+
+def concrete_int(v):
+    """``int(v)``; a size that depends on a data-dependent (unbacked) symbol takes its upper
+    bound (``nonzero`` of n elements: n)."""
+    if isinstance(v, int):
+        return v
+    try:
+        return int(v)
+    except Exception:
+        node = getattr(v, "node", None)
+        upper = node.shape_env.bound_sympy(node.expr).upper if node is not None else None
+        if upper is None or not upper.is_finite:
+            raise
+        return int(upper)
 
 
 def signature(name, args, kwargs):
@@ -106,6 +132,7 @@ class Recorder:
         self.ops = []
         self.saved = set()
         self.excluded = set()
+        self.data_dependent = []      # (op name, mark label) of data-dependent ops met
         self.cur = SETUP_MARK
         self.iteration = -1
         self._mode = None
@@ -131,7 +158,7 @@ class Recorder:
     def _new(self, st, name, op):
         sid = len(self.storages)
         ptr = st.data_ptr() if self.track_pointers else 0
-        self.storages.append([st.nbytes(), ptr, name])
+        self.storages.append([concrete_int(st.nbytes()), ptr, name])
         self._sid[st] = sid
         f = weakref.finalize(st, self._free, sid)
         f.atexit = False
@@ -147,7 +174,7 @@ class Recorder:
             return None
         st = t.untyped_storage()
         sid = self._sid.get(st)
-        if sid is None and st.nbytes() > 0:
+        if sid is None and concrete_int(st.nbytes()) > 0:
             sid = self._new(st, name, -1)
         return sid
 
@@ -164,7 +191,7 @@ class Recorder:
         nbytes = 0
         for t in tree_leaves((args, kwargs)):
             if isinstance(t, torch.Tensor):
-                nbytes += t.numel() * t.element_size()
+                nbytes += concrete_int(t.numel()) * t.element_size()
                 if t.device.type == self.device_type:
                     sid = self._sid.get(t.untyped_storage())
                     if sid is not None and sid not in reads:
@@ -173,13 +200,13 @@ class Recorder:
         outs = tree_leaves(out)
         for t in outs:
             if isinstance(t, torch.Tensor):
-                nbytes += t.numel() * t.element_size()
+                nbytes += concrete_int(t.numel()) * t.element_size()
                 if t.device.type != self.device_type:
                     continue
                 st = t.untyped_storage()
                 sid = self._sid.get(st)
                 if sid is None:
-                    if st.nbytes() == 0:
+                    if concrete_int(st.nbytes()) == 0:
                         continue
                     sid = self._new(st, "", op_index)
                     new.append(sid)
@@ -193,6 +220,11 @@ class Recorder:
             except Exception:  # a formula that does not cover this overload
                 flops = 0
         name = func._overloadpacket.__name__
+        if name in _DATA_DEPENDENT_OPS or any(
+                isinstance(t, torch.Tensor) and any(type(d) is not int for d in t.shape)
+                for t in outs):
+            label = self.marks[self.cur][0] if 0 <= self.cur < len(self.marks) else "<setup>"
+            self.data_dependent.append((str(func), label))
         sig = signature(name, args, kwargs) if name in SIGNATURE_OPS else ""
         self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig))
 

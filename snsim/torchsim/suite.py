@@ -1,9 +1,22 @@
-"""The validation suite: capture every network × batch and execute the plans, in one process.
+"""The validation suites, run on a CUDA machine in one process.
 
-``python -m snsim.torchsim.suite --out traces/h200`` (on a CUDA machine) writes one trace per
-configuration; ``docs/VALIDATION.md`` is generated from them by
-``python -m snsim.torchsim.report``. Each capture starts from an empty allocator cache
-(``empty_cache()``, cuBLAS workspaces cleared), as a fresh process would.
+``python -m snsim.torchsim.suite --out traces/h200`` captures every network × batch and
+executes SuperNeurons' plans: one trace per configuration; ``docs/VALIDATION.md`` is generated
+from them by ``python -m snsim.torchsim.report``. Each capture starts from an empty allocator
+cache (``empty_cache()``, cuBLAS workspaces cleared), as a fresh process would.
+
+``python -m snsim.torchsim.suite --only plans --out DIR`` (issue 8) runs :data:`PLAN_RUNS`:
+every network under ``plain``, ``checkpoint`` of its block class, ``cpu_offload``
+(``pin_memory=true``) and ``superneurons``, plus a few checkpoint variants (:data:`PLAN_EXTRA`:
+selective, every other block). For each run it first predicts the plan on the CPU
+(:func:`~snsim.torchsim.execute.predict_plan`, the code of ``snsim predict --policy``; in a
+pool of worker processes, ahead of the GPU), then executes it for real without hooks
+(:func:`~snsim.torchsim.execute.measure`: peaks, median step time of ``--iters`` iterations
+after ``--warmup`` warm-ups). It writes one document per run — measured values, the stored
+before-run prediction, torch/CUDA/cuDNN/driver versions, or the error that stopped it — into
+one ``PLAN.json.gz`` bundle per plan (rewritten after every run, so a killed suite keeps what it
+did) and a ``summary.csv``: a handful of flat files. A run whose estimate (from its
+prediction) would pass ``--deadline-s`` is skipped and recorded as skipped.
 """
 from __future__ import annotations
 
@@ -41,13 +54,37 @@ def _name(model, batch, policy=None):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m snsim.torchsim.suite", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m snsim.torchsim.suite", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="traces/h200")
-    p.add_argument("--only", choices=("capture", "execute", "all"), default="all")
-    p.add_argument("--match", default="", help="run only configurations whose name has this")
+    p.add_argument("--only", choices=("capture", "execute", "all", "plans"), default="all")
+    p.add_argument("--match", default="",
+                   help="run only configurations whose name has one of these comma-separated "
+                        "parts")
     p.add_argument("--timing-iters", type=int, default=5)
     p.add_argument("--plain-iters", type=int, default=10)
+    g = p.add_argument_group("--only plans")
+    g.add_argument("--warmup", type=int, default=2, help="warm-up iterations (default 2)")
+    g.add_argument("--iters", type=int, default=5, help="timed iterations (default 5)")
+    g.add_argument("--deadline-s", type=float, default=480.0,
+                   help="skip runs that would end after this many seconds (default 480)")
+    g.add_argument("--workers", type=int, default=None,
+                   help="prediction processes (default: CPUs - 4, at most 10; 0: in process)")
+    g.add_argument("--mode", choices=("measure", "capture"), default="measure",
+                   help="measure: hook-free iterations (default); capture: full snsim capture "
+                        "with the program (slower, larger files)")
+    g.add_argument("--dry-run", action="store_true",
+                   help="predict every run on the CPU and print the estimates; no GPU")
+    g.add_argument("--overlap", action="store_true",
+                   help="start running while predictions are still being made (faster; the "
+                        "workers' CPU load may slow CPU-bound runs)")
+    g.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.only == "plans":
+        return run_plans(PLAN_RUNS, args.out, match=args.match, warmup=args.warmup,
+                         iters=args.iters, deadline_s=args.deadline_s, workers=args.workers,
+                         mode=args.mode, dry_run=args.dry_run, device=args.device,
+                         predict_first=not args.overlap)
     from .capture import capture, write_capture
     from .execute import execute
     from .validate import validate
@@ -60,7 +97,7 @@ def main(argv=None):
         jobs += list(EXECUTIONS)
     for model, batch, policy in jobs:
         name = _name(model, batch, policy)
-        if args.match and args.match not in name:
+        if args.match and not any(m in name for m in args.match.split(",")):
             continue
         path = f"{args.out}/{name}.json.gz"
         t0 = time.perf_counter()
@@ -96,6 +133,343 @@ def main(argv=None):
                   f"{r['err_reserved_pct']:+7.2f}%  step {r['err_step_time_pct']:+7.2f}%  "
                   f"(engine alloc {r['err_engine_allocated_pct']:+.2f}%)", flush=True)
     return 1 if failures else 0
+
+
+# -- issue 8: plans predicted before the run, then executed ---------------------------------
+# (model, batch, checkpoint options): the block class each network's users would checkpoint
+# (VGG16 has none: its conv stacks, as `recompute`)
+PLAN_NETWORKS = (
+    ("torchvision:resnet50", 128, "modules=Bottleneck"),
+    ("torchvision:resnet152", 64, "modules=Bottleneck"),
+    ("torchvision:vgg16", 64, ""),
+    ("torchvision:densenet121", 128, "modules=_DenseLayer"),
+    ("torchvision:resnet34", 128, "modules=BasicBlock"),
+    ("torchvision:mobilenet_v2", 128, "modules=InvertedResidual"),
+    ("torchvision:efficientnet_b0", 128, "modules=MBConv"),
+    ("torchvision:vit_b_16", 64, "modules=EncoderBlock"),
+    ("snsim:transformer_encoder", 32, "modules=TransformerEncoderLayer"),
+    ("snsim:gpt", 8, "modules=Block"),
+)
+PLAN_POLICIES = ("plain", "checkpoint", "superneurons", "cpu_offload")
+
+
+# a few more checkpoint variants (SPEC §12.3's selective checkpointing, every other block)
+PLAN_EXTRA = (
+    ("torchvision:resnet50", 128, ["modules=Bottleneck", "selective=true"]),
+    ("torchvision:resnet50", 128, ["modules=Bottleneck", "every=2"]),
+    ("torchvision:vit_b_16", 64, ["modules=EncoderBlock", "selective=true"]),
+    ("snsim:gpt", 8, ["modules=Block", "selective=true"]),
+)
+
+
+def _plan_runs():
+    runs = []
+    # cpu_offload last: the slowest runs, the first to drop if time runs short
+    for policy in PLAN_POLICIES:
+        if policy == "cpu_offload":
+            runs += [{"model": m, "batch": b, "policy": "checkpoint", "options": list(o)}
+                     for m, b, o in PLAN_EXTRA]
+        for model, batch, ckpt in PLAN_NETWORKS:
+            opts = []
+            if policy == "checkpoint" and ckpt:
+                opts = [ckpt]
+            elif policy == "cpu_offload":
+                opts = ["pin_memory=true"]
+            runs.append({"model": model, "batch": batch, "policy": policy, "options": opts})
+    return runs
+
+
+PLAN_RUNS = _plan_runs()
+SETUP_S = 3.0      # build, move to the GPU, first kernels [E]
+PINNED_BYTES_PER_S = 4e9   # cudaHostAlloc of the first save_on_cpu iteration [E]
+
+
+def run_name(run):
+    """``resnet50_b128_checkpoint-modulesBottleneck``: a run's name."""
+    from .models import resolve_model
+    from .plans import PlanSpec
+    spec = resolve_model(run["model"], input_shape=run.get("input_shape"))
+    plan = PlanSpec.parse(run["policy"], run.get("options", []))
+    return f"{spec.name}_b{run['batch']}_{plan.slug}"
+
+
+def estimate_s(pred, warmup, iters):
+    """Seconds a run should take on the GPU, from its prediction."""
+    if not pred:
+        return SETUP_S
+    step = pred.get("step_time_s") or 0.0
+    return SETUP_S + (warmup + iters) * step + pred.get("host_copied_bytes", 0) / \
+        PINNED_BYTES_PER_S
+
+
+def predict_run(run):
+    """The before-run prediction of one run: ``(summary, None)`` or ``(None, error line)``.
+
+    Module-level so that worker processes can run it.
+    """
+    import time
+    t0 = time.perf_counter()
+    try:
+        from .execute import predict_plan
+        from .plans import PlanSpec
+        plan = PlanSpec.parse(run["policy"], run.get("options", []))
+        pred, _ = predict_plan(run["model"], run["batch"], plan,
+                               input_shape=run.get("input_shape"),
+                               optimizer=run.get("optimizer", "sgd-momentum"))
+        pred["predict_wall_s"] = round(time.perf_counter() - t0, 2)
+        return pred, None
+    except Exception as e:   # recorded with the run
+        return None, f"{type(e).__name__}: " + (str(e).strip().splitlines() or [""])[0]
+
+
+def _worker_init():
+    import os
+    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[k] = "1"
+    # errors come back with the results; the workers' warnings would only bury the log
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    import torch
+    torch.set_num_threads(1)
+
+
+def _versions(device):
+    if device != "cuda":
+        import platform
+
+        import torch
+        return {"torch": torch.__version__, "python": platform.python_version(),
+                "device": device}
+    import torch
+    from .capture import provenance
+    return provenance(torch, tool="snsim suite --only plans")
+
+
+def _write_bundle(path, docs, versions):
+    import gzip
+    import json
+    tmp = f"{path}.tmp"
+    with gzip.open(tmp, "wt") as f:
+        json.dump({"suite": "snsim.torchsim.suite --only plans", "versions": versions,
+                   "runs": docs}, f, separators=(",", ":"), default=str)
+    import os
+    os.replace(tmp, path)
+
+
+_SUMMARY = ("name", "status", "network", "batch", "plan", "pred_allocated_bytes",
+            "meas_allocated_bytes", "err_allocated_pct", "pred_reserved_bytes",
+            "meas_reserved_bytes", "err_reserved_pct", "pred_step_time_s", "meas_step_time_s",
+            "err_step_time_pct", "pred_feasible", "estimate_s", "wall_s", "error")
+
+
+def _err(p, m):
+    return round(100.0 * (p - m) / m, 3) if p is not None and m else None
+
+
+def _summary_row(doc):
+    pred = doc.get("prediction") or {}
+    meas = doc.get("measured") or {}
+    row = {"name": doc["name"], "status": doc["status"], "network": doc.get("network"),
+           "batch": doc.get("batch"), "plan": doc.get("plan_label"),
+           "pred_feasible": pred.get("feasible"), "estimate_s": doc.get("estimate_s"),
+           "wall_s": doc.get("wall_s"), "error": doc.get("error") or ""}
+    for q, col in (("peak_allocated_bytes", "allocated"), ("peak_reserved_bytes", "reserved"),
+                   ("step_time_s", "step_time")):
+        p, m = pred.get(q), meas.get(q)
+        row[f"pred_{col}_bytes" if col != "step_time" else "pred_step_time_s"] = p
+        row[f"meas_{col}_bytes" if col != "step_time" else "meas_step_time_s"] = m
+        row[f"err_{col}_pct"] = _err(p, m)
+    return row
+
+
+def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, workers=None,
+              mode="measure", dry_run=False, device="cuda", predict_first=True):
+    """Predict, then execute, every run; write bundles and ``summary.csv`` under ``out``.
+
+    Parameters
+    ----------
+    runs : list of dict
+        ``{"model", "batch", "policy", "options"[, "input_shape", "optimizer"]}``.
+    out : str
+        Output directory (flat: ``PLAN.json.gz`` per plan, ``summary.csv``).
+    workers : int, optional
+        Prediction processes; 0 predicts in this process, just before each run.
+    dry_run : bool
+        Predict only (CPU), print estimates; write the bundles with predictions.
+    device : {"cuda", "cpu"}
+        ``"cpu"`` measures on the CPU (tests of this code; no peaks).
+    predict_first : bool
+        Wait for every prediction before the first run (default), so that the prediction
+        workers do not share the CPU with measured runs.
+
+    Returns
+    -------
+    int
+        0 if every run that was attempted succeeded, else 1.
+    """
+    import csv
+    import os
+    import time
+    t_start = time.perf_counter()
+    os.makedirs(out, exist_ok=True)
+    todo = []
+    for run in runs:
+        try:
+            name = run_name(run)
+        except Exception as e:
+            name = f"{run['model']}_b{run['batch']}_{run['policy']}"
+            todo.append((name, run, f"{type(e).__name__}: {e}"))
+            continue
+        if match and not any(m in name for m in match.split(",")):
+            continue
+        todo.append((name, run, None))
+    print(f"suite: {len(todo)} runs, mode {mode}{' (dry run)' if dry_run else ''}, "
+          f"deadline {deadline_s:.0f} s", flush=True)
+    if workers is None:
+        workers = max(1, min(10, (os.cpu_count() or 2) - 4))
+    pool = None
+    futures = {}
+    if workers > 0 and len(todo) > 1:
+        import concurrent.futures as cf
+        import multiprocessing as mp
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                      initializer=_worker_init)
+        for name, run, bad in todo:
+            if bad is None:
+                futures[name] = pool.submit(predict_run, run)
+    if futures and predict_first:
+        # every prediction before the first GPU run: the workers' CPU load must not slow the
+        # measured steps (eager PyTorch launches kernels from the CPU)
+        import concurrent.futures as cf
+        t0 = time.perf_counter()
+        cf.wait(list(futures.values()), timeout=max(60.0, deadline_s / 3))
+        print(f"suite: {sum(f.done() for f in futures.values())}/{len(futures)} predictions "
+              f"in {time.perf_counter() - t0:.0f} s", flush=True)
+    versions = _versions("cpu" if dry_run else device)
+    print(f"suite: versions {versions}", flush=True)
+    bundles = {}
+    rows = []
+    failures = 0
+    try:
+        for i, (name, run, bad) in enumerate(todo):
+            doc = {"name": name, "model": run["model"], "batch": run["batch"],
+                   "policy": run["policy"], "options": list(run.get("options", [])),
+                   "status": "error", "error": bad, "prediction": None, "measured": None,
+                   "provenance": versions}
+            group = run["policy"]
+            try:
+                from .models import resolve_model
+                from .plans import PlanSpec
+                if bad is None:
+                    spec = resolve_model(run["model"], input_shape=run.get("input_shape"))
+                    plan = PlanSpec.parse(run["policy"], run.get("options", []))
+                    doc.update(network=spec.name, input_shape=list(spec.input_shape),
+                               input_dtype=spec.input_dtype, plan=plan.to_dict(),
+                               plan_label=plan.label)
+                    t0 = time.perf_counter()
+                    pred, perr = _prediction(name, run, futures)
+                    doc["prediction"] = pred
+                    doc["prediction_error"] = perr
+                    doc["prediction_wait_s"] = round(time.perf_counter() - t0, 2)
+                    est = estimate_s(pred, warmup, iters)
+                    doc["estimate_s"] = round(est, 1)
+                    elapsed = time.perf_counter() - t_start
+                    p_txt = (f"pred alloc {pred['peak_allocated_bytes'] / 2**30:.3f} GiB, "
+                             f"reserved {pred['peak_reserved_bytes'] / 2**30:.3f} GiB, step "
+                             f"{pred['step_time_s'] * 1e3:.1f} ms" if pred else f"no prediction "
+                             f"({perr})")
+                    print(f"[{i + 1}/{len(todo)}] {name}: {p_txt}; estimate {est:.1f} s "
+                          f"(elapsed {elapsed:.0f} s)", flush=True)
+                    if dry_run:
+                        doc["status"] = "predicted" if pred else "error"
+                        doc["error"] = perr
+                    elif elapsed + est > deadline_s:
+                        doc["status"] = "skipped"
+                        doc["error"] = (f"skipped: {elapsed:.0f} s elapsed + estimate "
+                                        f"{est:.0f} s > deadline {deadline_s:.0f} s")
+                        print(f"   {doc['error']}", flush=True)
+                    elif pred is not None and not pred["feasible"]:
+                        doc["status"] = "skipped"
+                        doc["error"] = "skipped: predicted not to fit the GPU"
+                        print(f"   {doc['error']}", flush=True)
+                    else:
+                        t1 = time.perf_counter()
+                        doc["measured"] = _execute(spec, run, plan, pred, mode, warmup, iters,
+                                                   device, doc)
+                        doc["wall_s"] = round(time.perf_counter() - t1, 2)
+                        doc["status"] = "ok"
+                        doc["error"] = None
+                        m = doc["measured"]
+                        r = _summary_row(doc)
+                        print(f"   measured alloc {_gib(m.get('peak_allocated_bytes'))}, reserved "
+                              f"{_gib(m.get('peak_reserved_bytes'))}, step "
+                              f"{m['step_time_s'] * 1e3:.1f} ms in {doc['wall_s']:.1f} s; err "
+                              f"alloc {r['err_allocated_pct']}%, reserved "
+                              f"{r['err_reserved_pct']}%, step {r['err_step_time_pct']}%",
+                              flush=True)
+            except Exception as e:    # one failing run must not stop the suite
+                import traceback
+                doc["status"] = "error"
+                doc["error"] = f"{type(e).__name__}: " + (str(e).strip().splitlines() or [""])[0]
+                doc["traceback"] = traceback.format_exc()[-4000:]
+                print(f"   FAILED: {doc['error']}", flush=True)
+            if doc["status"] == "error":
+                failures += 1
+            bundles.setdefault(group, []).append(doc)
+            rows.append(_summary_row(doc))
+            _write_bundle(os.path.join(out, f"{group}.json.gz"), bundles[group], versions)
+            with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=_SUMMARY)
+                w.writeheader()
+                w.writerows(rows)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+    ok = sum(1 for r in rows if r["status"] in ("ok", "predicted"))
+    print(f"suite: {ok}/{len(rows)} runs ok, {failures} failed, "
+          f"{sum(1 for r in rows if r['status'] == 'skipped')} skipped, "
+          f"{time.perf_counter() - t_start:.0f} s; bundles in {out}", flush=True)
+    return 1 if failures else 0
+
+
+PREDICT_TIMEOUT_S = 240.0
+
+
+def _prediction(name, run, futures):
+    """The run's prediction from its worker, else (a broken pool) made here."""
+    fut = futures.pop(name, None)
+    if fut is None:
+        return predict_run(run)
+    import concurrent.futures as cf
+    try:
+        return fut.result(timeout=PREDICT_TIMEOUT_S)
+    except cf.TimeoutError:
+        return None, f"prediction timed out after {PREDICT_TIMEOUT_S:.0f} s"
+    except Exception:      # a worker died: predict in this process
+        return predict_run(run)
+
+
+def _gib(v):
+    return f"{v / 2**30:.3f} GiB" if isinstance(v, (int, float)) else "n/a"
+
+
+def _execute(spec, run, plan, pred, mode, warmup, iters, device, doc):
+    from .execute import measure
+    from .plans import make_transform
+    optimizer = run.get("optimizer", "sgd-momentum")
+    if mode == "capture":
+        from .capture import capture
+        cap = capture(spec.text, run["batch"], optimizer=optimizer,
+                      input_shape=run.get("input_shape"), transform=make_transform(plan),
+                      timing_iters=iters, plain_iters=iters, warmup_iters=warmup,
+                      device=device, extra_provenance={"policy": plan.policy,
+                                                       "plan": plan.to_dict()})
+        doc["program"] = cap["program"]
+        doc["capture_provenance"] = cap["provenance"]
+        return cap["measured"]
+    return measure(spec, run["batch"], plan, optimizer=optimizer, warmup_iters=warmup,
+                   iters=iters, device=device)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,354 @@
+"""Issue 8 on the CPU: plan specs, checkpoint / cpu_offload plans, transformers, data-dependent
+ops, the device suite's logic (torch needed; no GPU)."""
+import gzip
+import json
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+
+from snsim.errors import ConfigError, UnknownNameError  # noqa: E402
+from snsim.torchsim.plans import PlanSpec  # noqa: E402
+
+
+@pytest.fixture()
+def tiny(tmp_path, monkeypatch):
+    """A user package ``snsim_plan_models`` with tiny models."""
+    (tmp_path / "snsim_plan_models.py").write_text(textwrap.dedent("""
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        class Block(nn.Module):
+            def __init__(self, c=8):
+                super().__init__()
+                self.conv = nn.Conv2d(c, c, 3, padding=1)
+                self.bn = nn.BatchNorm2d(c)
+
+            def forward(self, x):
+                return torch.relu(self.bn(self.conv(x))) + x
+
+        class Net(nn.Module):
+            input_shape = (3, 16, 16)
+
+            def __init__(self):
+                super().__init__()
+                self.stem = nn.Conv2d(3, 8, 3, padding=1)
+                self.blocks = nn.Sequential(*[Block() for _ in range(4)])
+                self.fc = nn.Linear(8, 5)
+
+            def forward(self, x):
+                x = self.blocks(self.stem(x))
+                return self.fc(x.mean((2, 3)))
+
+        class Attn(nn.Module):
+            input_shape = (128, 32)
+
+            def __init__(self):
+                super().__init__()
+                self.qkv = nn.Linear(32, 96)
+                self.fc = nn.Linear(32, 3)
+
+            def forward(self, x):
+                b, s, c = x.shape
+                q, k, v = (t.view(b, s, 4, 8).transpose(1, 2)
+                           for t in self.qkv(x).split(32, dim=2))
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                return self.fc(y.transpose(1, 2).reshape(b, s, c).mean(1))
+
+        class ItemNet(nn.Module):
+            input_shape = (16,)
+
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(16, 4)
+
+            def forward(self, x):
+                y = self.fc(x)
+                return y / (y.abs().max().item() + 1.0)
+
+        class MaskNet(ItemNet):
+            def forward(self, x):
+                y = self.fc(x)
+                return y * (y[y > 0].sum() + 1)
+
+        class BranchNet(ItemNet):
+            def forward(self, x):
+                y = self.fc(x)
+                if y.sum().item() > 0:
+                    y = y * 2
+                return y
+        """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("SNSIM_TRACES", str(tmp_path / "no_traces"))
+    sys.modules.pop("snsim_plan_models", None)
+    yield "snsim_plan_models"
+    sys.modules.pop("snsim_plan_models", None)
+
+
+# -- plan spec ---------------------------------------------------------------------------------
+def test_plan_spec_parses_once():
+    p = PlanSpec.parse("checkpoint", ["modules=Bottleneck,BasicBlock", "every=3",
+                                      "selective=TRUE"])
+    assert p.get("modules") == ("Bottleneck", "BasicBlock")
+    assert p.get("every") == 3 and p.get("selective") is True
+    assert p.label == "checkpoint(every=3,modules=Bottleneck,BasicBlock,selective=true)"
+    assert p.slug == "checkpoint-every3-modulesBottleneck+BasicBlock-selectivetrue"
+    assert PlanSpec.parse("cpu_offload", ["pin_memory=false"]).get("pin_memory") is False
+    assert PlanSpec.parse(None).policy == "plain"
+    assert PlanSpec.parse("checkpoint", ["every=2"]) == PlanSpec.parse("checkpoint", {"every": 2})
+    d = json.loads(json.dumps(p.to_dict()))        # as stored in a trace's provenance
+    assert PlanSpec.parse(d["policy"], d["options"]) == p
+
+
+@pytest.mark.parametrize("policy, options, err, match", [
+    ("checkpoint", ["pin_memory=true"], ConfigError,
+     r"--option pin_memory is not an option of policy checkpoint \(it takes every, modules, "
+     r"selective\)"),
+    ("checkpoint", ["every=0"], ConfigError, r"--option every \(='0'\) .* integer >= 1"),
+    ("checkpoint", ["every=x"], ConfigError, "integer >= 1"),
+    ("cpu_offload", ["pin_memory=maybe"], ConfigError, "must be true or false"),
+    ("cpu_offload", ["modules=a b"], ConfigError, "module class names"),
+    ("plain", ["every=2"], ConfigError, "it takes no options"),
+    ("checkpoint", ["every"], ConfigError, "must look like KEY=VALUE"),
+    ("checkpoint", ["every=2", "every=3"], ConfigError, "given twice"),
+    ("nope", [], UnknownNameError, "policy 'nope' is unknown"),
+])
+def test_bad_plan_options_are_one_line(policy, options, err, match):
+    with pytest.raises(err, match=match) as e:
+        PlanSpec.parse(policy, options)
+    assert "\n" not in str(e.value)
+
+
+def test_block_class_and_top_level_blocks():
+    import torchvision
+    from snsim.torchsim.models import transformer_classes
+    from snsim.torchsim.plans import block_class, checkpoint_segments
+    assert block_class(torchvision.models.resnet18()) == "BasicBlock"
+    assert block_class(torchvision.models.mobilenet_v2()) == "InvertedResidual"
+    assert block_class(torchvision.models.vgg11()) is None
+    gpt = transformer_classes().GPT(vocab_size=64, d_model=32, n_layer=5, n_head=2, max_seq=16)
+    assert block_class(gpt) == "Block"
+    segs = checkpoint_segments(gpt, PlanSpec.parse("checkpoint", ["every=2"]))
+    assert [p for p, _ in segs] == ["blocks.0", "blocks.2", "blocks.4"]
+    # VGG has no block class: its conv stacks, as recompute
+    v = checkpoint_segments(torchvision.models.vgg11(), PlanSpec.parse("checkpoint"))
+    assert v[0][0] == "features[0:2]"
+    with pytest.raises(ConfigError, match="has no module class Bottleneck; its block class "
+                       "is BasicBlock"):
+        checkpoint_segments(torchvision.models.resnet18(),
+                            PlanSpec.parse("checkpoint", ["modules=Bottleneck"]))
+
+
+# -- plans predicted on the CPU ----------------------------------------------------------------
+def _pred(model, plan, options=(), batch=16, **kw):
+    from snsim.torchsim.execute import predict_plan
+    return predict_plan(model, batch, plan, options=list(options), hidden=False, **kw)
+
+
+def test_checkpoint_and_cpu_offload_predictions(tiny):
+    m = f"{tiny}:Net"
+    plain, _ = _pred(m, "plain")
+    ck, prog = _pred(m, "checkpoint", ["modules=Block"])
+    sel, _ = _pred(m, "checkpoint", ["modules=Block", "selective=true"])
+    every, _ = _pred(m, "checkpoint", ["modules=Block", "every=2"])
+    assert ck["segments"] == ["blocks.0", "blocks.1", "blocks.2", "blocks.3"]
+    assert every["segments"] == ["blocks.0", "blocks.2"]
+    assert any(s[1].startswith("recompute:") for s in prog["steps"])
+    assert ck["peak_allocated_bytes"] < every["peak_allocated_bytes"] \
+        <= plain["peak_allocated_bytes"]
+    assert ck["peak_allocated_bytes"] <= sel["peak_allocated_bytes"] \
+        <= plain["peak_allocated_bytes"]
+    assert ck["step_time_s"] > plain["step_time_s"]
+    pin, prog = _pred(m, "cpu_offload", ["pin_memory=true"])
+    page, _ = _pred(m, "cpu_offload", ["pin_memory=false"])
+    names = {row[1] for row in prog["ops"]}
+    assert {"d2h_pinned", "h2d_pinned"} <= names
+    assert pin["peak_allocated_bytes"] < plain["peak_allocated_bytes"]
+    assert pin["host_copied_bytes"] > 0 and pin["host_copy_time_s"] > 0
+    # copies on the compute stream: the step grows by their time; pageable is slower
+    assert pin["step_time_s"] == pytest.approx(plain["step_time_s"] + pin["host_copy_time_s"],
+                                               rel=0.05)
+    assert page["step_time_s"] > pin["step_time_s"]
+    for r in (plain, ck, pin):
+        assert r["feasible"] is True and r["torch_version"] and r["cuda_modelled"]
+    assert _pred(m, "plain", budget_bytes=1)[0]["feasible"] is False
+
+
+def test_shadow_save_on_cpu_releases_the_device_tensor():
+    """The shadow packer holds no reference: a saved activation dies with the forward's last
+    reference, and backward allocates a new tensor per unpack (save_on_cpu, SPEC §15)."""
+    from snsim.torchsim.plans import ShadowSaveOnCpu
+    from snsim.torchsim.record import Recorder
+    rec = Recorder(device_type="cpu")
+    sh = ShadowSaveOnCpu(pin_memory=True)
+    x = torch.randn(64, 64, requires_grad=True)
+    rec.register(x, "x")
+    with rec.active():
+        with torch.autograd.graph.saved_tensors_hooks(sh.pack, sh.unpack):
+            a = x * 2.0
+            b = a.sin()           # saves a
+            sid_a = rec.sid_of(a)
+            del a
+        freed = [e for e in rec.events if e[1] == "f" and e[2] == sid_a]
+        assert freed, "the saved tensor must be released once the forward drops it"
+        b.sum().backward()
+    names = [op[1] for op in rec.ops]
+    assert names.count("d2h_pinned") == sh.packs >= 1 and "h2d_pinned" in names
+
+
+def test_attention_is_predicted_as_cuda_runs_it(tiny):
+    """SPEC §15: CUDA's fused attention saves output + logsumexp, never the s×s scores."""
+    from snsim.torchsim.predict import predict
+    r = predict(f"{tiny}:Attn", 4, hidden=False)
+    ops = {row[1] for row in r["program"]["ops"]}
+    assert "_scaled_dot_product_efficient_attention" in ops
+    assert "_scaled_dot_product_efficient_attention_backward" in ops
+    scores = 4 * 4 * 128 * 128 * 4
+    assert max(t[3] for t in r["program"]["tensors"]) < scores
+
+
+# -- models --------------------------------------------------------------------------------------
+def test_token_models_resolve_and_predict():
+    from snsim.torchsim.models import resolve_model
+    s = resolve_model("snsim:gpt")
+    assert s.tokens and s.input_shape == (512,) and s.vocab_size == 50304
+    x = resolve_model("snsim:transformer_encoder", input_shape=(8,)).make_input(2)
+    assert x.dtype == torch.int64 and x.shape == (2, 8)
+    with pytest.raises(UnknownNameError, match="snsim model 'bert' is unknown"):
+        resolve_model("snsim:bert")
+    with pytest.raises(ConfigError, match="takes token ids"):
+        resolve_model("snsim:gpt", input_shape=(3, 8, 8))
+    r, prog = _pred("snsim:transformer_encoder", "checkpoint",
+                    ["modules=TransformerEncoderLayer"], batch=2, input_shape=(32,))
+    assert len(r["segments"]) == 6 and r["peak_allocated_bytes"] > 0
+
+
+def test_gpt_predict_cli_json(capsys):
+    from snsim.cli import main
+    assert main(["predict", "--model", "snsim:gpt", "--seq", "32", "--batch", "1",
+                 "--policy", "cpu_offload", "--option", "pin_memory=true",
+                 "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    for k in ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "feasible",
+              "torch_version", "cuda_modelled"):
+        assert k in r
+    assert r["plan"] == "cpu_offload(pin_memory=true)"
+    assert main(["predict", "--model", "snsim:gpt", "--seq", "32", "--batch", "1",
+                 "--policy", "checkpoint", "--option", "modules=Bottleneck"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("snsim: error: --option modules: GPT has no module class Bottleneck; its "
+                   "block class is Block")
+
+
+# -- data-dependent ops (issue 8 item 5) ---------------------------------------------------------
+def test_data_dependent_ops_fall_back_or_stop_in_one_line(tiny):
+    from snsim.torchsim.predict import predict
+    r = predict(f"{tiny}:ItemNet", 8, hidden=False)
+    assert r["peak_allocated_bytes"] > 0
+    assert any("_local_scalar_dense" in o for o in r["provenance"]["data_dependent_ops"])
+    r = predict(f"{tiny}:MaskNet", 8, hidden=False)   # boolean mask: sized at its upper bound
+    assert any("index" in o or "nonzero" in o for o in r["provenance"]["data_dependent_ops"])
+    with pytest.raises(ConfigError) as e:
+        predict(f"{tiny}:BranchNet", 8, hidden=False)
+    msg = str(e.value)
+    assert "\n" not in msg and "module '<model>' (BranchNet)" in msg
+    assert "_local_scalar_dense" in msg and "snsim capture" in msg
+
+
+# -- the device suite's logic -------------------------------------------------------------------
+def test_suite_runs_predict_then_execute_and_survives_failures(tiny, tmp_path):
+    from snsim.torchsim import suite
+    runs = [{"model": f"{tiny}:Net", "batch": 2, "policy": p, "options": o}
+            for p, o in (("plain", []), ("checkpoint", ["modules=Block"]),
+                         ("checkpoint", ["modules=Nope"]),
+                         ("cpu_offload", ["pin_memory=true"]))]
+    runs.append({"model": "no_such_pkg:f", "batch": 2, "policy": "plain", "options": []})
+    out = tmp_path / "out"
+    rc = suite.run_plans(runs, str(out), device="cpu", workers=0, warmup=1, iters=2)
+    assert rc == 1                                   # two runs failed, the others ran
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["checkpoint.json.gz", "cpu_offload.json.gz", "plain.json.gz",
+                     "summary.csv"]
+    with gzip.open(out / "checkpoint.json.gz", "rt") as f:
+        b = json.load(f)
+    ok, bad = b["runs"]
+    assert ok["status"] == "ok" and ok["prediction"]["peak_allocated_bytes"] > 0
+    assert ok["measured"]["iters"] == 2 and len(ok["measured"]["step_times_s"]) == 2
+    assert bad["status"] == "error" and "has no module class Nope" in bad["error"]
+    assert "torch" in b["versions"]
+    rows = (out / "summary.csv").read_text().splitlines()
+    assert len(rows) == 1 + len(runs)
+    assert sum(",error," in r for r in rows) == 2
+    # capture mode: the program comes with the run
+    rc = suite.run_plans(runs[:2], str(tmp_path / "cap"), device="cpu", workers=0,
+                         mode="capture", warmup=1, iters=1)
+    with gzip.open(tmp_path / "cap" / "checkpoint.json.gz", "rt") as f:
+        (doc,) = json.load(f)["runs"]
+    assert rc == 0 and doc["program"]["steps"] and doc["prediction"]
+    # a dry run predicts only (superneurons needs CUDA streams to execute)
+    rc = suite.run_plans([dict(runs[0], policy="superneurons")], str(tmp_path / "dry"),
+                         device="cpu", workers=0, dry_run=True)
+    with gzip.open(tmp_path / "dry" / "superneurons.json.gz", "rt") as f:
+        (doc,) = json.load(f)["runs"]
+    assert rc == 0 and doc["status"] == "predicted" and doc["measured"] is None
+
+
+def test_plan_suite_names_and_estimates():
+    from snsim.torchsim import suite
+    names = [suite.run_name(r) for r in suite.PLAN_RUNS]
+    assert len(set(names)) == len(names) == 44
+    nets = {r["model"] for r in suite.PLAN_RUNS}
+    assert len(nets) >= 8 and {"snsim:gpt", "snsim:transformer_encoder"} <= nets
+    assert {r["policy"] for r in suite.PLAN_RUNS} == {"plain", "checkpoint", "cpu_offload",
+                                                      "superneurons"}
+    est = suite.estimate_s({"step_time_s": 0.1, "host_copied_bytes": 4e9}, 2, 5)
+    assert est == pytest.approx(suite.SETUP_S + 0.7 + 1.0)
+
+
+def test_capture_handles_token_inputs():
+    """capture's CPU path with int64 token ids (the code a GPU capture runs)."""
+    from snsim.torchsim.capture import capture
+    doc = capture("snsim:transformer_encoder", 2, input_shape=(8,), device="cpu",
+                  timing_iters=1, plain_iters=1)
+    assert doc["provenance"]["input_shape"] == [8]
+    assert doc["measured"]["peak_allocated_bytes"] > 0 and doc["program"]["saved"]
+
+
+def test_capture_of_a_data_dependent_model_on_the_cpu(tiny):
+    """What predict tells such a model to do (snsim capture) works: the class count comes from
+    a real forward when the fake one cannot read a value."""
+    from snsim.torchsim.capture import capture
+    doc = capture(f"{tiny}:BranchNet", 4, device="cpu", timing_iters=1, plain_iters=1)
+    assert doc["measured"]["peak_allocated_bytes"] > 0
+
+
+def test_checkpoint_prediction_equals_the_same_plan_run_for_real(tiny):
+    """The fake run of a checkpoint plan is the real run's alloc/free order: a CPU capture of
+    the plan (real tensors) and its prediction (FakeTensorMode) give the same peaks."""
+    from snsim.torchsim.capture import capture
+    from snsim.torchsim.plans import make_transform
+    from snsim.torchsim.predict import predict
+    for options in (["modules=Block"], ["modules=Block", "every=2"],
+                    ["modules=Block", "selective=true"]):
+        plan = PlanSpec.parse("checkpoint", options)
+        # shadow=True: no RNG state (a CPU tensor the recorder would count on a CPU run)
+        doc = capture(f"{tiny}:Net", 4, device="cpu", timing_iters=1, plain_iters=1,
+                      transform=make_transform(plan, shadow=True))
+        r = predict(f"{tiny}:Net", 4, transform=make_transform(plan, shadow=True),
+                    hidden=False)
+        assert r["peak_allocated_bytes"] == doc["measured"]["peak_allocated_bytes"], options
+        assert r["peak_reserved_bytes"] == doc["measured"]["peak_reserved_bytes"], options
+
+
+def test_plan_spec_parses_without_importing_torch():
+    """``snsim run --trace`` can share the plan spec where torch is not installed."""
+    import subprocess
+    code = ("import sys; from snsim.torchsim.plans import PlanSpec; "
+            "PlanSpec.parse('cpu_offload', ['pin_memory=true']); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
