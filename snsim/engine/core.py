@@ -53,12 +53,16 @@ class Engine:
         self.warmup = program.extra.get("warmup_events")
         starts = program.extra.get("warmup_iteration_starts") or ()
         warm_runs = 1
-        if self.warmup is not None and plan.policy != "liveness" and len(starts) > 1:
+        if self.warmup is not None and plan.policy != "liveness":
             # another plan than the captured one: keep the model setup and the first iteration
             # (which creates the optimizer state), then let the plan's own iterations fill the
-            # allocator's cache as they would have from the start
-            warm_runs = len(starts) - 1
-            self.warmup = self.warmup[:starts[1]]
+            # allocator's cache as they would have from the start. A capture without iteration
+            # boundaries keeps only its static allocations, in their order.
+            if len(starts) > 1:
+                warm_runs = len(starts) - 1
+                self.warmup = self.warmup[:starts[1]]
+            else:
+                self.warmup = [ev for ev in self.warmup if ev[0] == "alloc" and int(ev[1]) >= 0]
         if allocator == "pytorch":
             # place segments as the CUDA driver does (SPEC §10; where a capture recorded them)
             options.setdefault("segment_placement", "driver")
