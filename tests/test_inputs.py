@@ -2,12 +2,16 @@
 
 Each test is a repro from the issue (D3-D7, D9, D12) turned into a regression test.
 """
+import dataclasses
+import math
+import re
 
 import pytest
 
 from snsim.api import simulate
 from snsim.cli import main
 from snsim.errors import ConfigError
+from snsim.hardware import load_hardware
 from snsim.policies import get_policy
 from snsim.units import parse_bytes
 
@@ -120,3 +124,38 @@ def test_output_path_under_a_file(capsys, tmp_path, monkeypatch):
     (tmp_path / "d").mkdir()
     err = cli_error(capsys, "run", "--network", "lenet", "--batch", "2", "--trace-out", "d")
     assert err == "snsim: error: --trace-out d is a folder; give a file name"
+
+
+# -- D9: degenerate but finite hardware numbers ----------------------------------------------
+@pytest.mark.parametrize("field, value, rule", [
+    ("peak_flops_fp32", 5e-324, "must be in [1e+06, 1e+18]"),
+    ("mem_bytes_per_s", 1e300, "must be in [1e+06, 1e+18]"),
+    ("h2d_pinned_bytes_per_s", 1e-300, "must be in [1e+06, 1e+18]"),
+    ("launch_overhead_s", 1e308, "must be in [0, 1] s"),
+    ("copy_latency_s", 2.0, "must be in [0, 1] s"),
+    ("dram_bytes", 2**70, "must be <= 2**62"),
+])
+def test_degenerate_hardware_numbers(field, value, rule):
+    hw = load_hardware("k40c")
+    message = f"hardware.{field} (={value!r}) {rule}"
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        dataclasses.replace(hw, **{field: value})
+
+
+def test_tiny_efficiencies_are_refused():
+    hw = load_hardware("k40c")
+    tiny = tuple((k, 1e-300 if k == "conv" else v) for k, v in hw.efficiency)
+    with pytest.raises(ConfigError, match=r"efficiency\.conv \(=1e-300\) must be in \[0\.01, 1\]"):
+        dataclasses.replace(hw, efficiency=tiny)
+    with pytest.raises(ConfigError, match=r"copy_efficiency_by_bytes\[0\]"):
+        dataclasses.replace(hw, copy_efficiency_by_bytes=((1024, 1e-9),))
+
+
+def test_extreme_valid_hardware_gives_finite_times():
+    hw = load_hardware("k40c")
+    lo_rate = {f: 1e6 for f in ("peak_flops_fp32", "mem_bytes_per_s", "h2d_pinned_bytes_per_s",
+                                "d2h_pinned_bytes_per_s")}
+    slow = dataclasses.replace(hw, **lo_rate, copy_latency_s=1.0, launch_overhead_s=1.0,
+                               efficiency=tuple((k, 0.01) for k, _ in hw.efficiency))
+    r = simulate("resnet18", batch=8, hardware=slow, policy="offload")
+    assert r.feasible and math.isfinite(r.step_time_s) and r.step_time_s > 1e3
