@@ -5,6 +5,7 @@ import networkx as nx
 
 from .engine.core import run_plan
 from .errors import ConfigError
+from .graph import check_graph
 from .hardware import load_hardware
 from .policies import get_policy
 from .program import Program, build_program
@@ -27,7 +28,9 @@ def make_program(network, *, batch=None, hardware="k40c", input_size=None,
         if batch is None:
             raise ConfigError(f"network {network!r}: batch is required")
         network = build_network(network, batch=batch, input_size=input_size, variant=variant)
-    if not isinstance(network, nx.DiGraph):
+    elif isinstance(network, nx.DiGraph):
+        check_graph(network, source="network")    # a caller's graph: checked once, here
+    else:
         raise ConfigError(f"network must be a zoo name, a networkx.DiGraph or a Program, "
                           f"not {type(network).__name__}")
     return build_program(network, hardware=hw, optimizer=optimizer, fork_copies=fork_copies,

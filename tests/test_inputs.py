@@ -2,17 +2,21 @@
 
 Each test is a repro from the issue (D3-D7, D9, D12) turned into a regression test.
 """
+import copy
 import dataclasses
+import gzip
+import json
 import math
 import re
 
 import pytest
 
-from snsim.api import simulate
+from snsim.api import make_program, simulate
 from snsim.cli import main
-from snsim.errors import ConfigError
+from snsim.errors import ConfigError, GraphError, SnsimError, TraceError
 from snsim.hardware import load_hardware
 from snsim.policies import get_policy
+from snsim.trace import export_zoo, load_trace_doc, program_to_dict, read_trace
 from snsim.units import parse_bytes
 
 
@@ -159,3 +163,140 @@ def test_extreme_valid_hardware_gives_finite_times():
                                efficiency=tuple((k, 0.01) for k, _ in hw.efficiency))
     r = simulate("resnet18", batch=8, hardware=slow, policy="offload")
     assert r.feasible and math.isfinite(r.step_time_s) and r.step_time_s > 1e3
+
+
+# -- D4, D5: traces -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def lenet_doc(tmp_path_factory):
+    """A modelled LeNet trace document (graph with times) and a captured-style one (program)."""
+    path = export_zoo("lenet", batch=2, hardware=load_hardware("k40c"),
+                      out_dir=tmp_path_factory.mktemp("t"))
+    doc = load_trace_doc(path)
+    prog = program_to_dict(make_program("lenet", batch=2))
+    return doc, {"snsim_trace_version": 1, "provenance": {"kind": "measured"}, "program": prog}
+
+
+def write_doc(tmp_path, doc, text=None):
+    path = tmp_path / "t.json"
+    path.write_text(text if text is not None else json.dumps(doc))
+    return path
+
+
+def test_damaged_deflate_stream_is_one_line(tmp_path, capsys, lenet_doc):       # D4
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(lenet_doc[0]).encode()))
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(TraceError, match=r"t\.json\.gz: unreadable trace \(.*\)"):
+        read_trace(path)
+    err = cli_error(capsys, "run", "--trace", str(path))
+    assert "unreadable trace" in err
+
+
+def _node(doc, layer_id):
+    return next(n for n in doc["graph"]["nodes"] if n["id"] == layer_id)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: _node(d, 3).update(bwd_time_s=float("nan")), "layer 3 (pool1): bwd_time_s (=nan)"),
+    (lambda d: _node(d, 2).update(fwd_time_s=-5), "layer 2 (conv1): fwd_time_s (=-5) must be a "
+                                                   "number of seconds in [0, 1e+06]"),
+    (lambda d: _node(d, 2).update(fwd_time_s=float("inf")), "fwd_time_s (=inf)"),
+    (lambda d: _node(d, 2).update(out_shape=None), "layer 2 (conv1): out_shape (=None) must be"),
+    (lambda d: _node(d, 2).update(kernel=None), "layer 2 (conv1): kernel (=None) must be an "
+                                                "integer >= 1 or a pair of them"),
+    (lambda d: _node(d, 2).update(in_shapes=None), "in_shapes (=None) must be a list of shapes"),
+    (lambda d: _node(d, 2).update(in_shapes=[[2, 1, 28, 28], [1]]), "in_shapes lists 2 shape(s)"),
+    (lambda d: _node(d, 2).update(type=None), "layer 2 (conv1): unknown type None"),
+    (lambda d: _node(d, 2).update(groups=0), "groups (=0) must be an integer >= 1"),
+    (lambda d: _node(d, 2).update(name=5), "name (=5) must be a string"),
+    (lambda d: d["graph"].update(directed=False), "field graph.directed (=False) must be true"),
+    (lambda d: d["graph"].update(multigraph=True), "field graph.multigraph (=True) must be false"),
+    (lambda d: d["graph"]["graph"].update(batch=""), "graph.batch (='') must be an integer >= 1"),
+    (lambda d: d["graph"]["graph"].update(dtype_bytes=0), "graph.dtype_bytes (=0) must be"),
+    (lambda d: d["graph"]["edges"][0].update(src_port="0"), "src_port (='0') must be an integer"),
+    (lambda d: d["graph"]["nodes"][1].update(id="two"), "layer id 'two' must be an integer"),
+    (lambda d: d["graph"].update(nodes=5), "field graph is not networkx node-link data"),
+])
+def test_graph_trace_field_values_are_checked_at_load(tmp_path, lenet_doc, edit, message):  # D5
+    doc = copy.deepcopy(lenet_doc[0])
+    edit(doc)
+    with pytest.raises(SnsimError) as e:
+        read_trace(write_doc(tmp_path, doc))
+    assert message in str(e.value) and str(tmp_path / "t.json") in str(e.value)
+
+
+def test_time_of_1e400_in_trace_text(tmp_path, lenet_doc):                                # D5
+    text = json.dumps(lenet_doc[0]).replace('"fwd_time_s": 0.0', '"fwd_time_s": 1e400', 1)
+    assert "1e400" in text
+    with pytest.raises(GraphError, match=r"fwd_time_s \(=inf\)"):
+        read_trace(write_doc(tmp_path, None, text))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda p: p.update(batch=""), "program.batch (='') must be an integer >= 1"),
+    (lambda p: p.update(name=None), "program.name (=None) must be a string"),
+    (lambda p: p.update(optimizer="sgdx"), "program.optimizer (='sgdx') must be one of"),
+    (lambda p: p["steps"][3].__setitem__(4, float("nan")), "program.steps[3].time_s (=nan)"),
+    (lambda p: p["steps"][3].__setitem__(4, 1e300), "program.steps[3].time_s (=1e+300)"),
+    (lambda p: p["steps"][3].__setitem__(5, None), "program.steps[3].deps (=None)"),
+    (lambda p: p["steps"][3].__setitem__(6, [10**6]), "program.steps[3].outputs (=[1000000])"),
+    (lambda p: p["steps"][3].__setitem__(0, [1]), "program.steps[3].layer (=[1])"),
+    (lambda p: p["steps"].__setitem__(3, "x"), "program.steps[3] (='x') must be [layer"),
+    (lambda p: p["tensors"][2].__setitem__(3, -1), "program.tensors[2].nbytes (=-1)"),
+    (lambda p: p["tensors"][2].__setitem__(3, 2.5), "program.tensors[2].nbytes (=2.5)"),
+    (lambda p: p["tensors"][2].__setitem__(4, None), "program.tensors[2].producer (=None)"),
+    (lambda p: p["static_bytes"].update(parameter=float("nan")), "static_bytes.parameter (=nan)"),
+    (lambda p: p.update(events=[[0, "alloc"]]), "program.events[0] (=[0, 'alloc']) must be"),
+])
+def test_program_trace_field_values_are_checked_at_load(tmp_path, lenet_doc, edit, message):
+    doc = copy.deepcopy(lenet_doc[1])
+    edit(doc["program"])
+    with pytest.raises(TraceError) as e:
+        read_trace(write_doc(tmp_path, doc))
+    assert message in str(e.value)
+
+
+BAD_VALUES = [None, float("nan"), float("inf"), -5, 0, 1e300, "", "x", [], [0], {}, True, 2.5]
+
+
+def test_every_graph_field_with_bad_values_fails_cleanly_or_runs(tmp_path, lenet_doc):
+    """Each node and graph attribute of a trace, set to each bad value: one clear error at
+    load, or a run whose figures are all finite. Nothing else (no TypeError, no NaN)."""
+    base = lenet_doc[0]
+    targets = [(i, k) for i, n in enumerate(base["graph"]["nodes"]) for k in n if k != "id"]
+    targets += [("graph", k) for k in base["graph"]["graph"]]
+    for where, key in targets:
+        for bad in BAD_VALUES:
+            doc = copy.deepcopy(base)
+            node = doc["graph"]["graph"] if where == "graph" else doc["graph"]["nodes"][where]
+            node[key] = bad
+            _load_and_run(write_doc(tmp_path, doc), (where, key, bad), "superneurons")
+
+
+def test_every_program_field_with_bad_values_fails_cleanly_or_runs(tmp_path, lenet_doc):
+    base = lenet_doc[1]["program"]
+    rows = [("steps", i, j) for i in (0, 5, len(base["steps"]) - 1)
+            for j in range(len(base["steps"][i]))]
+    rows += [("tensors", i, j) for i in (0, 3) for j in range(6)]
+    for table, i, j in rows:
+        for bad in BAD_VALUES:
+            doc = copy.deepcopy(lenet_doc[1])
+            doc["program"][table][i][j] = bad
+            _load_and_run(write_doc(tmp_path, doc), (table, i, j, bad), "offload")
+    for key in ("name", "batch", "optimizer", "source", "hardware", "static_bytes"):
+        for bad in BAD_VALUES:
+            doc = copy.deepcopy(lenet_doc[1])
+            doc["program"][key] = bad
+            _load_and_run(write_doc(tmp_path, doc), (key, bad), "offload")
+
+
+def _load_and_run(path, case, policy):
+    try:
+        net = read_trace(path)
+    except SnsimError as e:
+        assert "\n" not in str(e) and str(path) in str(e), (case, str(e))
+        return
+    r = simulate(net, hardware="k40c", policy=policy)
+    assert math.isfinite(r.step_time_s) and r.peak_ideal_bytes >= 0, case
