@@ -9,6 +9,7 @@ import json
 import math
 import re
 
+import networkx as nx
 import pytest
 
 from snsim.api import make_program, simulate
@@ -16,8 +17,10 @@ from snsim.cli import main
 from snsim.errors import ConfigError, GraphError, SnsimError, TraceError
 from snsim.hardware import load_hardware
 from snsim.policies import get_policy
+from snsim.sweep import load_sweep
 from snsim.trace import export_zoo, load_trace_doc, program_to_dict, read_trace
 from snsim.units import parse_bytes
+from snsim.zoo import build_network
 
 
 def cli_error(capsys, *argv):
@@ -300,3 +303,76 @@ def _load_and_run(path, case, policy):
         return
     r = simulate(net, hardware="k40c", policy=policy)
     assert math.isfinite(r.step_time_s) and r.peak_ideal_bytes >= 0, case
+
+
+# -- D6: user graphs passed to simulate() / make_program() --------------------------------------
+def _lenet():
+    return build_network("lenet", batch=2)
+
+
+def _edit(G, fn):
+    fn(G)
+    return G
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: nx.DiGraph(), "network: graph has no layers"),
+    (lambda: _edit(_lenet(), lambda G: G.remove_edge(3, 4)), "graph is disconnected"),
+    (lambda: _edit(_lenet(), lambda G: G.add_node(99, type="ACT", name="x", out_shape=(2, 3))),
+     "graph is disconnected"),
+    (lambda: _edit(_lenet(), lambda G: G.nodes[2].update(out_shape=(2, 0, 24, 24))),
+     "layer 2 (conv1): out_shape (=(2, 0, 24, 24)) must be a list of 1 to 8 integers >= 1"),
+    (lambda: _edit(_lenet(), lambda G: G.nodes[3].update(type="DATA")),
+     "layer 3 (pool1): layer type DATA takes 0 input(s), not 1"),
+    (lambda: _edit(_lenet(), lambda G: G.nodes[2].update(params=-5)),
+     "layer 2 (conv1): params (=-5) must be an integer >= 0"),
+    (lambda: nx.MultiDiGraph(_lenet()), "must be a networkx.DiGraph, not MultiDiGraph"),
+    (lambda: nx.Graph(_lenet()), "a networkx.DiGraph or a Program, not Graph"),
+    (lambda: _edit(_lenet(), lambda G: G.nodes[2].update(fwd_time_s=float("nan"), bwd_time_s=1)),
+     "layer 2 (conv1): fwd_time_s (=nan) must be a number of seconds"),
+    (lambda: nx.relabel_nodes(_lenet(), {1: "data"}), "layer id 'data' must be an integer"),
+])
+def test_user_graphs_are_checked(make, message):
+    for fn in (make_program, simulate):
+        with pytest.raises(SnsimError) as e:
+            fn(make(), hardware="k40c")
+        assert message in str(e.value)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"batch": 2.5}, "batch (=2.5) must be an integer in [1, 2**31]"),
+    ({"batch": True}, "batch (=True) must be an integer"),
+    ({"batch": "3"}, "batch (='3') must be an integer"),
+    ({"batch": 2, "input_size": -3}, "input_size (=-3) must be an integer"),
+])
+def test_zoo_sizes_are_checked(kwargs, message):
+    with pytest.raises(ConfigError) as e:
+        simulate("lenet", **kwargs)
+    assert message in str(e.value)
+
+
+# -- D3: sweep files ------------------------------------------------------------------------
+@pytest.mark.parametrize("budget, rule", [
+    (".nan", "(=nan) must be a finite byte size"), (".inf", "(=inf) must be a finite byte size"),
+    ("1e400", "(='1e400') must be a finite byte size"), ("-1", "(=-1) must be >= 0"),
+])
+def test_sweep_budget_that_is_not_a_finite_size(tmp_path, budget, rule):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"networks: [lenet]\nbatches: [2]\npolicies: [liveness]\n"
+                    f"budgets: [{budget}]\n")
+    with pytest.raises(ConfigError) as e:
+        load_sweep(path)
+    assert str(e.value) == f"sweep.budgets[0] {rule} ({path}:4)"
+
+
+def test_sweep_policy_options_are_typed_and_canonical(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("networks: [lenet]\nbatches: [2]\npolicies:\n"
+                    "  - {name: offload, options: {offload_types: CONV}}\n"
+                    "  - {name: offload, options: {offload_types: [CONV]}}\n")
+    with pytest.raises(ConfigError, match=r"policies\[1\] .* repeats policies\[0\]"):
+        load_sweep(path)
+    path.write_text("networks: [lenet]\nbatches: [2]\npolicies:\n"
+                    "  - {name: offload, options: {prefetch_depth: abc}}\n")
+    with pytest.raises(ConfigError, match=r"option prefetch_depth \(='abc'\) must be an integer"):
+        load_sweep(path)

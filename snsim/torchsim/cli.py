@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from ..cli import command, emit
+from ..cli import command, emit, output_path
 from ..errors import ConfigError
 from ..units import format_bytes, parse_bytes
 
@@ -95,6 +95,7 @@ def cmd_predict(args):
                 input_shape=_shape(args.input_shape))
     if args.out:
         from ..trace import write_trace
+        output_path(args.out, "--out")
         write_trace(args.out, program=r["program"], provenance=r["provenance"])
     row = {k: r[k] for k in ("network", "batch", "optimizer", "hardware", "peak_allocated_bytes",
                              "peak_reserved_bytes", "peak_requested_bytes", "static_bytes",
