@@ -19,11 +19,13 @@ MAX_TIME_S = 1e6
 
 def is_int(v):
     """An integer that is not a boolean."""
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+    return type(v) is int or (isinstance(v, numbers.Integral) and not isinstance(v, bool))
 
 
 def is_real(v):
     """A finite real number that is not a boolean."""
+    if type(v) is float or type(v) is int:      # the common case, without the ABC checks
+        return math.isfinite(v)
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -46,9 +48,12 @@ def real_in(lo, hi):
 
 
 def _shape_ok(v):
-    return (isinstance(v, (list, tuple)) and 1 <= len(v) <= 8
-            and all(is_int(d) and 1 <= d <= MAX_COUNT for d in v)
-            and math.prod(v) <= MAX_COUNT)
+    if not isinstance(v, (list, tuple)) or not 1 <= len(v) <= 8:
+        return False
+    for d in v:     # a loop, not all(...): this runs for every layer of every graph
+        if not (is_int(d) and 1 <= d):
+            return False
+    return math.prod(v) <= MAX_COUNT
 
 
 def _pair_ok(lo):
