@@ -1,8 +1,11 @@
 """The pure entry point: ``simulate(...)`` builds, plans and replays; it prints and writes nothing."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import networkx as nx
 
+from .checks import show
 from .engine.core import run_plan
 from .errors import ConfigError
 from .graph import check_graph
@@ -14,7 +17,8 @@ from .zoo import build_network
 
 
 def resolve_hardware(hardware):
-    return load_hardware(hardware) if isinstance(hardware, str) else hardware
+    """A :class:`HardwareSpec` from a preset name, a YAML path or a spec (checked either way)."""
+    return load_hardware(hardware)
 
 
 def make_program(network, *, batch=None, hardware="k40c", input_size=None,
@@ -67,6 +71,11 @@ def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_
     >>> r.feasible, r.peak_ideal_bytes < simulate("lenet", batch=8, policy="keep_all").peak_ideal_bytes
     (True, True)
     """
+    for field, opts in (("policy_options", policy_options),
+                        ("allocator_options", allocator_options)):
+        if opts is not None and not isinstance(opts, Mapping):
+            raise ConfigError(f"{field} (={show(opts)}) must be a mapping of option names to "
+                              f"values")
     hw = resolve_hardware(hardware)
     program = make_program(network, batch=batch, hardware=hw, input_size=input_size,
                            variant=variant, optimizer=optimizer)

@@ -376,3 +376,16 @@ def test_sweep_policy_options_are_typed_and_canonical(tmp_path):
                     "  - {name: offload, options: {prefetch_depth: abc}}\n")
     with pytest.raises(ConfigError, match=r"option prefetch_depth \(='abc'\) must be an integer"):
         load_sweep(path)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"hardware": 5}, "hardware (=5) must be a preset name or a YAML path"),
+    ({"hardware": None}, "hardware (=None) must be a preset name or a YAML path"),
+    ({"policy_options": [1]}, "policy_options (=[1]) must be a mapping"),
+    ({"allocator": "pytorch", "allocator_options": [1]}, "allocator_options (=[1]) must be a "
+                                                          "mapping"),
+])
+def test_api_arguments_are_checked(kwargs, message):
+    with pytest.raises(ConfigError) as e:
+        simulate("lenet", batch=2, **kwargs)
+    assert message in str(e.value)
