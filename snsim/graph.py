@@ -213,6 +213,7 @@ REQUIRED_ATTRS = ("name", "out_shape")
 GRAPH_RULES = {"name": checks.TEXT, "source": checks.TEXT, "batch": checks.POSITIVE,
                "input_shape": checks.SHAPE, "dtype_bytes": checks.int_in(1, 16),
                "schema_version": ("an integer", checks.is_int)}
+_BIAS_WIDTH = {"CONV": "out_channels", "FC": "out_features"}   # one bias per output
 #: (fewest, most) inputs of each layer type; None: any number
 ARITY = {t: (1, 1) for t in LAYER_TYPES}
 ARITY.update(DATA=(0, 0), JOIN=(1, None), CONCAT=(1, None))
@@ -261,14 +262,17 @@ def check_graph(G, *, source="graph"):
             if rule is not None and not rule[1](v):
                 raise GraphError(f"{source}: layer {n} ({a['name']}): {key} "
                                  f"(={checks.show(v)}) must be {rule[0]}")
-        if "params" in a and "param_bytes" in a and a["param_bytes"] != a["params"] * dtype:
+        # the static footprint counts param_bytes, the static tensors split params: they agree
+        if a.get("param_bytes", 0) != a.get("params", 0) * dtype:
             raise GraphError(f"{source}: layer {n} ({a['name']}): param_bytes "
-                             f"(={a['param_bytes']}) must be params x dtype_bytes "
-                             f"(={a['params']} x {dtype})")
-        bias = a.get("out_channels", a.get("out_features")) if a.get("bias") else None
-        if bias is not None and a.get("params", 0) and a["params"] < bias:
-            raise GraphError(f"{source}: layer {n} ({a['name']}): params (={a['params']}) must "
-                             f"be >= its {bias} biases")
+                             f"(={a.get('param_bytes')}) must be params x dtype_bytes "
+                             f"(={a.get('params')} x {dtype})")
+        width = _BIAS_WIDTH.get(t)
+        if width and a.get("bias") and a.get("params", 0):
+            if not a.get(width, 0) <= a["params"] or width not in a:
+                raise GraphError(f"{source}: layer {n} ({a['name']}): a {t} with bias and "
+                                 f"params (={a['params']}) needs {width} (={a.get(width)}) "
+                                 f"<= params")
         if math.prod(a["out_shape"]) * dtype > checks.MAX_COUNT:
             raise GraphError(f"{source}: layer {n} ({a['name']}): out_shape {a['out_shape']} "
                              f"holds more than 2**62 bytes")

@@ -221,6 +221,9 @@ def _node(doc, layer_id):
     (lambda d: d["graph"]["edges"][0].update(src_port="0"), "src_port (='0') must be an integer"),
     (lambda d: d["graph"]["nodes"][1].update(id="two"), "layer id 'two' must be an integer"),
     (lambda d: d["graph"].update(nodes=5), "field graph is not networkx node-link data"),
+    (lambda d: _node(d, 2).pop("params"), "param_bytes (=2080) must be params x dtype_bytes"),
+    (lambda d: _node(d, 2).pop("out_channels"), "needs out_channels (=None) <= params"),
+    (lambda d: d["graph"]["edges"].pop(0), "graph is disconnected"),
 ])
 def test_graph_trace_field_values_are_checked_at_load(tmp_path, lenet_doc, edit, message):  # D5
     doc = copy.deepcopy(lenet_doc[0])
