@@ -164,9 +164,9 @@ def _parse_options(items):
     """``--option KEY=VALUE`` pairs as text; each policy's declared options parse the values."""
     opts = {}
     for item in items:
-        if "=" not in item:
+        k, eq, v = item.partition("=")
+        if not eq or not k.strip():
             raise ConfigError(f"--option {item!r} must look like KEY=VALUE")
-        k, v = item.split("=", 1)
         opts[k.strip()] = v.strip()
     return opts
 

@@ -78,6 +78,12 @@ def test_cli_bad_policy_option(capsys, policy, option, rule):
     assert f"policy '{policy}': {rule}" in err
 
 
+@pytest.mark.parametrize("item", ["=3", "mode", " =x"])
+def test_cli_option_without_a_key(capsys, item):
+    err = cli_error(capsys, "run", "--network", "lenet", "--batch", "2", "--option", item)
+    assert err == f"snsim: error: --option {item!r} must look like KEY=VALUE"
+
+
 @pytest.mark.parametrize("text", ["CONV", "conv", "CONV,FC", "[CONV, FC]", " [ CONV ] "])
 def test_offload_types_accepts_one_type_a_list_or_brackets(text):       # D7
     types = get_policy("offload", offload_types=text).options["offload_types"]
