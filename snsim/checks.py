@@ -12,7 +12,7 @@ import numbers
 #: Largest count or byte size accepted anywhere (a tensor, a parameter count, a MAC count):
 #: far beyond any GPU, small enough that every sum and float conversion stays finite.
 MAX_COUNT = 2**62
-#: Longest time accepted for one layer, copy or latency (about 11.6 days): a larger figure is
+#: Longest time accepted for one step of a layer (about 11.6 days): a larger figure is
 #: a units mistake, and sums of allowed times stay finite.
 MAX_TIME_S = 1e6
 
@@ -72,7 +72,6 @@ TIME_S = (f"a number of seconds in [0, {MAX_TIME_S:g}]",
 FINITE = ("a finite number", is_real)
 PROBABILITY = real_in(0, 1)
 TEXT = ("a string", lambda v: isinstance(v, str))
-NAME = ("a non-empty string", lambda v: isinstance(v, str) and bool(v.strip()))
 FLAG = ("true or false", lambda v: isinstance(v, bool))
 SHAPE = ("a list of 1 to 8 integers >= 1", _shape_ok)
 SHAPES = ("a list of shapes (lists of integers >= 1)",

@@ -365,8 +365,9 @@ def main(argv=None):
     except FileNotFoundError as e:
         print(f"snsim: error: {e.filename}: no such file", file=sys.stderr)
         return 2
-    except OSError as e:    # the environment, not a bug: a full disk, a permission, a file as folder
-        print(f"snsim: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+    except OSError as e:    # the environment, not a bug: a full disk, a permission
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"snsim: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
 
 
