@@ -319,6 +319,16 @@ def list_networks():
     return sorted(NETWORKS)
 
 
+def check_sizes(*, batch, input_size=None, num_classes=None):
+    """Raise :class:`ConfigError` unless the sizes a zoo builder takes are integers >= 1."""
+    for field, value in (("batch", batch), ("input_size", input_size),
+                         ("num_classes", num_classes)):
+        if (value is not None or field == "batch") and not (
+                checks.is_int(value) and 1 <= value <= 2**31):
+            raise ConfigError(f"{field} (={checks.show(value)}) must be an integer in "
+                              f"[1, 2**31]")
+
+
 def build_network(name, *, batch, input_size=None, variant="torchvision", num_classes=None):
     """Build a zoo network by name.
 
@@ -347,12 +357,7 @@ def build_network(name, *, batch, input_size=None, variant="torchvision", num_cl
     """
     if variant not in VARIANTS:
         raise UnknownNameError(f"variant {variant!r} is unknown; known: {', '.join(VARIANTS)}")
-    for field, value in (("batch", batch), ("input_size", input_size),
-                         ("num_classes", num_classes)):
-        if (value is not None or field == "batch") and not (
-                checks.is_int(value) and 1 <= value <= 2**31):
-            raise ConfigError(f"{field} (={checks.show(value)}) must be an integer in "
-                              f"[1, 2**31]")
+    check_sizes(batch=batch, input_size=input_size, num_classes=num_classes)
     key = _canonical(str(name))
     kwargs = {"batch": batch, "variant": variant}
     if input_size is not None:

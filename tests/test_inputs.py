@@ -398,3 +398,8 @@ def test_api_arguments_are_checked(kwargs, message):
     with pytest.raises(ConfigError) as e:
         simulate("lenet", batch=2, **kwargs)
     assert message in str(e.value)
+
+
+def test_depth_search_sizes_are_checked(capsys):
+    err = cli_error(capsys, "maxdepth", "--family", "vgg", "--batch", "2", "--input-size", "-1")
+    assert err == "snsim: error: input_size (=-1) must be an integer in [1, 2**31]"
