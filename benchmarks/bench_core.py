@@ -5,6 +5,7 @@ Each figure is the median of REPEATS runs (wall clock, this machine).
 """
 import platform
 import statistics
+import sys
 import time
 
 from snsim.engine.core import Engine
@@ -15,6 +16,7 @@ from snsim.program import build_program
 from snsim.zoo import build_network
 
 REPEATS = 5
+TARGET_S = 2.0    # graph + program of ResNet2500 (issue 5)
 
 
 def timed(fn):
@@ -39,7 +41,9 @@ def main():
     lines.append(f"| route | {t_route:.3f} s | {len(r):,} F+B steps |")
     lines.append(f"| program (tensors, deps, modelled costs) | {t_prog:.3f} s | "
                  f"{len(p.tensors):,} managed tensors |")
-    lines.append(f"| **graph + program total** | **{t_graph + t_prog:.3f} s** | target < 2 s |")
+    met = t_graph + t_prog < TARGET_S
+    lines.append(f"| **graph + program total** | **{t_graph + t_prog:.3f} s** | target < "
+                 f"{TARGET_S:g} s: {'met' if met else 'NOT met'} |")
     for name in ("superneurons", "keep_all", "liveness"):
         pol = get_policy(name)
         t_plan, plan = timed(lambda: pol.plan(p, hw, hw.budget_bytes))
@@ -59,8 +63,10 @@ def main():
         if name == "superneurons":
             lines.append(f"| **superneurons: plan + replay** | **{t_plan + t_run:.3f} s** | "
                          f"goal ≤ 0.5 s |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", met
 
 
 if __name__ == "__main__":
-    print(main())
+    text, met = main()
+    print(text)
+    sys.exit(0 if met else 1)     # run_all.py notes a missed target under the table

@@ -1,8 +1,9 @@
 """Benchmark: ``snsim maxdepth --family resnet --gpu k40c --batch 16 --policy all``.
 
-Target (issue 5): at most 10 s wall on a 2-core machine. Prints the end-to-end wall time of the
-CLI (a fresh interpreter, imports included) and of the in-process search, then the search's
-results, as markdown for BENCHMARKS.md.
+Target (issue 5): at most 10 s wall on a 2-core machine, judged on the median of the runs (the
+minimum would flatter a noisy machine). Prints the end-to-end wall time of the CLI (a fresh
+interpreter, imports included) and of the in-process search, then the search's results, as
+markdown for BENCHMARKS.md; exits 1 when the target is missed.
 
     python benchmarks/bench_maxdepth.py [--repeat 3] [--family resnet] [--batch 16] [--gpu k40c]
 """
@@ -17,6 +18,11 @@ import sys
 import time
 
 TARGET_S = 10.0
+
+
+def target_met(times_s):
+    """The verdict: the median run within the target (the minimum would flatter noise)."""
+    return statistics.median(times_s) <= TARGET_S
 
 
 def main(argv=None):
@@ -45,16 +51,17 @@ def main(argv=None):
         search_s.append(time.perf_counter() - t)
 
     sims = sum(r.simulations for r in rep.rows)
+    met = target_met(cli_s)
     print(f"## maxdepth benchmark: {args.family} family, batch {args.batch}, {args.gpu}, all "
           f"policies\n")
     print(f"- machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")
     print(f"- `snsim maxdepth --family {args.family} --gpu {args.gpu} --batch {args.batch} "
-          f"--policy all` (fresh process): min {min(cli_s):.2f} s, median "
-          f"{statistics.median(cli_s):.2f} s over {args.repeat} runs (target ≤ {TARGET_S:.0f} s: "
-          f"{'met' if min(cli_s) <= TARGET_S else 'NOT met'})")
-    print(f"- in-process search: min {min(search_s):.2f} s, median "
-          f"{statistics.median(search_s):.2f} s; {sims} simulations; static bound caps k at "
+          f"--policy all` (fresh process): median {statistics.median(cli_s):.2f} s over "
+          f"{args.repeat} runs, min {min(cli_s):.2f} s (target: median ≤ {TARGET_S:.0f} s: "
+          f"{'met' if met else 'NOT met'})")
+    print(f"- in-process search: median {statistics.median(search_s):.2f} s, min "
+          f"{min(search_s):.2f} s; {sims} simulations; static bound caps k at "
           f"{rep.bound_cap}\n")
     print("| policy | max depth | k | step time at max (s) | peak (GiB) | simulations | "
           "why depth+3 fails |")
@@ -62,7 +69,7 @@ def main(argv=None):
     for r in rep.rows:
         print(f"| {r.policy} | {r.max_depth} | {r.max_size} | {r.step_time_s:.3f} | "
               f"{r.peak_ideal_bytes / 2**30:.3f} | {r.simulations} | {r.next_failure} |")
-    return 0 if min(cli_s) <= TARGET_S else 1
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

@@ -1,9 +1,13 @@
 """Regenerate BENCHMARKS.md: `python benchmarks/run_all.py > BENCHMARKS.md`.
 
 Runs every benchmark script in this folder in a fresh interpreter and concatenates the markdown
-each prints, under a header that says when and where the figures were taken.
+each prints, under a header that says when and where the figures were taken. The document is
+assembled first and printed in one piece, so a missed target (a script exiting 1) or a script
+that crashes still gives a complete file: the section says what happened. The exit status is 1
+if any target was missed or any script failed.
 """
 import datetime
+import os
 import platform
 import subprocess
 import sys
@@ -13,17 +17,34 @@ HERE = Path(__file__).parent
 SCRIPTS = ["bench_core.py", "bench_maxdepth.py"]
 
 
+def run_script(name):
+    """``(markdown, ok)`` of one benchmark script; never raises."""
+    proc = subprocess.run([sys.executable, str(HERE / name)], capture_output=True, text=True)
+    out = proc.stdout.rstrip()
+    if proc.returncode == 0:
+        return out + "\n", True
+    crashed = "Traceback (most recent call last)" in proc.stderr
+    if proc.returncode == 1 and out and not crashed:
+        return out + f"\n\n**{name}: a target above was missed** (exit status 1).\n", False
+    err = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return ((out + "\n\n" if out else f"## {name}\n\n")
+            + f"**{name} failed** (exit status {proc.returncode}): `{err}`\n"), False
+
+
 def main():
-    print("# snsim benchmarks\n")
-    print(f"Generated {datetime.date.today().isoformat()} by `python benchmarks/run_all.py > "
-          f"BENCHMARKS.md` on {platform.machine()} ({subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores), "
-          f"Python {platform.python_version()}. Wall-clock figures: rerun to compare on your "
-          f"machine.\n")
+    sections, ok = [], True
     for name in SCRIPTS:
-        out = subprocess.run([sys.executable, str(HERE / name)], capture_output=True, text=True,
-                             check=True).stdout
-        print(out.rstrip() + "\n")
+        text, good = run_script(name)
+        sections.append(text)
+        ok = ok and good
+    header = (f"# snsim benchmarks\n\nGenerated {datetime.date.today().isoformat()} by `python "
+              f"benchmarks/run_all.py > BENCHMARKS.md` on {platform.machine()} "
+              f"({os.cpu_count()} cores), Python {platform.python_version()}. Wall-clock figures "
+              f"are medians: rerun to compare on your machine.\n")
+    sys.stdout.write("\n".join([header, *sections]))
+    sys.stdout.flush()
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

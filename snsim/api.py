@@ -1,10 +1,14 @@
 """The pure entry point: ``simulate(...)`` builds, plans and replays; it prints and writes nothing."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import networkx as nx
 
+from .checks import show
 from .engine.core import run_plan
 from .errors import ConfigError
+from .graph import check_graph
 from .hardware import load_hardware
 from .policies import get_policy
 from .program import FRAMEWORKS, Program, build_program
@@ -13,7 +17,8 @@ from .zoo import build_network
 
 
 def resolve_hardware(hardware):
-    return load_hardware(hardware) if isinstance(hardware, str) else hardware
+    """A :class:`HardwareSpec` from a preset name, a YAML path or a spec (checked either way)."""
+    return load_hardware(hardware)
 
 
 def make_program(network, *, batch=None, hardware="k40c", input_size=None,
@@ -34,7 +39,9 @@ def make_program(network, *, batch=None, hardware="k40c", input_size=None,
             raise ConfigError(f"network {network!r}: batch is required")
         network = build_network(network, batch=batch, input_size=input_size, variant=variant,
                                 twin=framework == "pytorch")
-    if not isinstance(network, nx.DiGraph):
+    elif isinstance(network, nx.DiGraph):
+        check_graph(network, source="network")    # a caller's graph: checked once, here
+    else:
         raise ConfigError(f"network must be a zoo name, a networkx.DiGraph or a Program, "
                           f"not {type(network).__name__}")
     return build_program(network, hardware=hw, optimizer=optimizer, fork_copies=fork_copies,
@@ -84,6 +91,11 @@ def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_
     >>> r.feasible, r.peak_ideal_bytes < simulate("lenet", batch=8, policy="keep_all").peak_ideal_bytes
     (True, True)
     """
+    for field, opts in (("policy_options", policy_options),
+                        ("allocator_options", allocator_options)):
+        if opts is not None and not isinstance(opts, Mapping):
+            raise ConfigError(f"{field} (={show(opts)}) must be a mapping of option names to "
+                              f"values")
     hw = resolve_hardware(hardware)
     program = make_program(network, batch=batch, hardware=hw, input_size=input_size,
                            variant=variant, optimizer=optimizer, framework=framework)

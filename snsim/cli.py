@@ -176,14 +176,38 @@ def _run_args(p):
 
 
 def _parse_options(items):
-    import yaml
+    """``--option KEY=VALUE`` pairs as text; each policy's declared options parse the values."""
     opts = {}
     for item in items:
-        if "=" not in item:
+        k, eq, v = item.partition("=")
+        if not eq or not k.strip():
             raise ConfigError(f"--option {item!r} must look like KEY=VALUE")
-        k, v = item.split("=", 1)
-        opts[k.strip()] = yaml.safe_load(v)
+        opts[k.strip()] = v.strip()
     return opts
+
+
+def output_path(path, flag, *, folder=False):
+    """Check that ``path`` can be written (a file, or a ``folder``) and create its folders.
+
+    Raises :class:`ConfigError` naming ``flag`` when a parent is a file or cannot be created,
+    so a bad output path fails before any work and as one line.
+    """
+    from pathlib import Path
+    path = Path(path)
+    target = path if folder else path.parent
+    for p in (target, *target.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise ConfigError(f"{flag} {path}: {p} is a file, not a folder")
+            break
+    if not folder and path.is_dir():
+        raise ConfigError(f"{flag} {path} is a folder; give a file name")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"{flag} {path}: cannot create folder {target}: "
+                          f"{e.strerror or e}") from None
+    return path
 
 
 def _budget(args, hw, program):
@@ -219,6 +243,8 @@ def _simulate(args, hw, program, policy, options=None):
 
 
 def cmd_run(args):
+    if getattr(args, "trace_out", None):
+        output_path(args.trace_out, "--trace-out")
     hw, program = load_program(args)
     r = _simulate(args, hw, program, args.policy, _parse_options(args.option))
     if getattr(args, "trace_out", None):
@@ -277,6 +303,7 @@ def cmd_export(args):
     from .api import resolve_hardware
     from .trace import export_zoo
     hw = resolve_hardware(args.gpu)
+    output_path(args.out, "--out", folder=True)
     for name in args.network:
         path = export_zoo(name, batch=args.batch, hardware=hw, out_dir=args.out,
                           input_size=args.input_size, variant=args.variant)
@@ -359,11 +386,15 @@ def main(argv=None):
     except SnsimError as e:
         print(f"snsim: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return 0
     except FileNotFoundError as e:
         print(f"snsim: error: {e.filename}: no such file", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
+    except OSError as e:    # the environment, not a bug: a full disk, a permission
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"snsim: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

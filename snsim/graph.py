@@ -10,6 +10,7 @@ import math
 
 import networkx as nx
 
+from . import checks
 from .errors import GraphError, UnknownNameError
 
 SCHEMA_VERSION = 1
@@ -192,25 +193,89 @@ class GraphBuilder:
 
 
 # -- checks ----------------------------------------------------------------------------------
+#: Rules for the layer attributes of SPEC §2.1 (each optional unless in ``REQUIRED_ATTRS``).
+#: Attributes not listed are the caller's own and are left alone.
+NODE_RULES = {
+    "name": checks.TEXT, "layer_id": ("an integer", checks.is_int),
+    "out_shape": checks.SHAPE, "in_shapes": checks.SHAPES,
+    "params": checks.COUNT, "param_bytes": checks.COUNT, "macs": checks.COUNT,
+    "buffer_elems": checks.COUNT, "kernel": checks.PAIR_POSITIVE,
+    "stride": checks.PAIR_POSITIVE, "pad": checks.PAIR_COUNT, "groups": checks.POSITIVE,
+    "bias": checks.FLAG, "out_channels": checks.POSITIVE, "out_features": checks.POSITIVE,
+    "in_features": checks.POSITIVE, "size": checks.POSITIVE, "alpha": checks.FINITE,
+    "beta": checks.FINITE, "k": checks.FINITE, "p": checks.PROBABILITY,
+    "pad_channels": checks.COUNT, "n_outputs": checks.POSITIVE, "ceil_mode": checks.FLAG,
+    "adaptive": checks.FLAG, "activation": checks.TEXT, "mode": checks.TEXT,
+    "time_source": checks.TEXT, "fwd_time_s": checks.TIME_S, "bwd_time_s": checks.TIME_S,
+    "update_time_s": checks.TIME_S,
+}
+REQUIRED_ATTRS = ("name", "out_shape")
+GRAPH_RULES = {"name": checks.TEXT, "source": checks.TEXT, "batch": checks.POSITIVE,
+               "input_shape": checks.SHAPE, "dtype_bytes": checks.int_in(1, 16),
+               "schema_version": ("an integer", checks.is_int)}
+_BIAS_WIDTH = {"CONV": "out_channels", "FC": "out_features"}   # one bias per output
+#: (fewest, most) inputs of each layer type; None: any number
+ARITY = {t: (1, 1) for t in LAYER_TYPES}
+ARITY.update(DATA=(0, 0), JOIN=(1, None), CONCAT=(1, None))
+
+
 def check_graph(G, *, source="graph"):
     """Raise :class:`GraphError` with one clear line if ``G`` is not a valid layer DAG.
 
-    Checks: non-empty, acyclic, weakly connected, known layer types, exactly one DATA
-    source, non-negative sizes and well-formed ports.
+    This is the edge check of every layer graph, from the zoo, a trace or a caller of
+    :func:`snsim.api.simulate`: a ``networkx.DiGraph`` (not a multigraph) with integer layer
+    ids; known layer types with the right number of inputs; every attribute in
+    ``NODE_RULES`` and ``GRAPH_RULES`` typed, finite and in range; exactly one DATA layer,
+    the only source; acyclic, weakly connected, with well-formed ports. Code past this check
+    does not check again.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> check_graph(nx.DiGraph(), source="mine")
+    Traceback (most recent call last):
+    ...
+    snsim.errors.GraphError: mine: graph has no layers
     """
+    if not isinstance(G, nx.DiGraph) or G.is_multigraph():
+        raise GraphError(f"{source}: a layer graph must be a networkx.DiGraph, not "
+                         f"{type(G).__name__}")
     if G.number_of_nodes() == 0:
         raise GraphError(f"{source}: graph has no layers")
+    for key, (rule, ok) in GRAPH_RULES.items():
+        if key in G.graph and not ok(G.graph[key]):
+            raise GraphError(f"{source}: graph.{key} (={checks.show(G.graph[key])}) must be "
+                             f"{rule}")
+    dtype = G.graph.get("dtype_bytes", 4)
     for n, a in G.nodes(data=True):
+        if not checks.is_int(n):
+            raise GraphError(f"{source}: layer id {checks.show(n)} must be an integer")
         t = a.get("type")
-        if t not in LAYER_TYPES:
+        if not isinstance(t, str) or t not in LAYER_TYPES:
             raise UnknownNameError(f"{source}: layer {n} ({a.get('name', '?')}): unknown type "
-                                   f"{t!r}; known: {', '.join(LAYER_TYPES)}")
-        for key in ("param_bytes", "params", "macs"):
-            if a.get(key, 0) < 0:
-                raise GraphError(f"{source}: layer {n} ({a.get('name')}): {key} (={a[key]}) must be >= 0")
-        if any(d <= 0 for d in a.get("out_shape", (1,))):
-            raise GraphError(f"{source}: layer {n} ({a.get('name')}): out_shape {a['out_shape']} "
-                             f"must have positive dimensions")
+                                   f"{checks.show(t)}; known: {', '.join(LAYER_TYPES)}")
+        for key in REQUIRED_ATTRS:
+            if key not in a:
+                raise GraphError(f"{source}: layer {n}: attribute {key} is missing")
+        for key, v in a.items():
+            rule = NODE_RULES.get(key)
+            if rule is not None and not rule[1](v):
+                raise GraphError(f"{source}: layer {n} ({a['name']}): {key} "
+                                 f"(={checks.show(v)}) must be {rule[0]}")
+        # the static footprint counts param_bytes, the static tensors split params: they agree
+        if a.get("param_bytes", 0) != a.get("params", 0) * dtype:
+            raise GraphError(f"{source}: layer {n} ({a['name']}): param_bytes "
+                             f"(={a.get('param_bytes')}) must be params x dtype_bytes "
+                             f"(={a.get('params')} x {dtype})")
+        width = _BIAS_WIDTH.get(t)
+        if width and a.get("bias") and a.get("params", 0):
+            if not a.get(width, 0) <= a["params"] or width not in a:
+                raise GraphError(f"{source}: layer {n} ({a['name']}): a {t} with bias and "
+                                 f"params (={a['params']}) needs {width} (={a.get(width)}) "
+                                 f"<= params")
+        if math.prod(a["out_shape"]) * dtype > checks.MAX_COUNT:
+            raise GraphError(f"{source}: layer {n} ({a['name']}): out_shape {a['out_shape']} "
+                             f"holds more than 2**62 bytes")
     if not nx.is_directed_acyclic_graph(G):
         cycle = nx.find_cycle(G)
         raise GraphError(f"{source}: graph is cyclic: edge {cycle[0][0]}->{cycle[0][1]} closes "
@@ -219,15 +284,32 @@ def check_graph(G, *, source="graph"):
         parts = nx.number_weakly_connected_components(G)
         raise GraphError(f"{source}: graph is disconnected ({parts} components); every layer "
                          f"must be reachable from the data layer")
-    sources = [n for n in G if G.in_degree(n) == 0]
-    if len(sources) != 1 or G.nodes[sources[0]]["type"] != "DATA":
-        raise GraphError(f"{source}: graph must have exactly one source, of type DATA; found "
-                         f"{[(n, G.nodes[n]['type']) for n in sources]}")
+    data = []
+    for n, a in G.nodes(data=True):
+        t = a["type"]
+        fewest, most = ARITY[t]
+        k = G.in_degree(n)
+        if k < fewest or (most is not None and k > most):
+            takes = f"{fewest}" if fewest == most else f"at least {fewest}"
+            raise GraphError(f"{source}: layer {n} ({a['name']}): layer type {t} takes "
+                             f"{takes} input(s), not {k}")
+        if "in_shapes" in a and len(a["in_shapes"]) != k:
+            raise GraphError(f"{source}: layer {n} ({a['name']}): in_shapes lists "
+                             f"{len(a['in_shapes'])} shape(s) for {k} input(s)")
+        if t == "DATA":
+            data.append(n)
+    if len(data) != 1:
+        raise GraphError(f"{source}: graph must have exactly one DATA layer, its only source; "
+                         f"found {len(data)}")
     ports = {("src_port", n): [] for n in G}
     ports.update({("dst_port", n): [] for n in G})
     for u, v, d in G.edges(data=True):
-        ports[("src_port", u)].append(d.get("src_port", -1))
-        ports[("dst_port", v)].append(d.get("dst_port", -1))
+        for attr, n in (("src_port", u), ("dst_port", v)):
+            port = d.get(attr, -1)
+            if not checks.is_int(port):
+                raise GraphError(f"{source}: edge {u}->{v}: {attr} (={checks.show(port)}) must "
+                                 f"be an integer")
+            ports[(attr, n)].append(port)
     for (attr, n), got in ports.items():
         if len(got) > 1:
             got.sort()

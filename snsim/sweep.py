@@ -216,7 +216,8 @@ def _policies(doc):
             pol = get_policy(name, **merged)
         except SnsimError as e:
             doc.fail(field, f"(={name!r}) is not usable: {e}")
-        out.append((pol.name, json.dumps(merged, sort_keys=True, default=list)))
+        canonical = {k: pol.options[k] for k in merged}   # "CONV" and [CONV] are one run
+        out.append((pol.name, json.dumps(canonical, sort_keys=True, default=list)))
     for name in defaults:
         if name not in {p for p, _ in out}:
             doc.fail(f"policy_options.{name}", "names a policy that is not in sweep.policies")

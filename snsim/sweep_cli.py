@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .cli import command
+from .cli import command, output_path
 from .errors import ConfigError
 
 
@@ -52,6 +52,7 @@ def cmd_sweep(args):
     out = Path(args.out) if args.out else Path(Path(args.file).stem + ".parquet")
     if out.suffix.lower() not in (".parquet", ".csv"):
         raise ConfigError(f"--out {out} must end in .parquet or .csv")
+    output_path(out, "--out")
     computed = []
     t0 = time.perf_counter()
     df = run_sweep(sweep, out=out, workers=args.workers, scheduler=args.scheduler,

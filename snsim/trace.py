@@ -23,14 +23,17 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import zlib
 from pathlib import Path
 
 import networkx as nx
 
+from . import checks
 from .captured import layer_graph, op_granular
 from .errors import TraceError
 from .graph import check_graph
-from .program import MANAGED_KINDS, STATIC_KINDS, Program, StaticTensor, Step, Tensor
+from .program import (MANAGED_KINDS, OPTIMIZER_STATE_FACTOR, STATIC_KINDS, Program,
+                      StaticTensor, Step, Tensor)
 
 TRACE_VERSION = 1
 _TUPLE_ATTRS = ("out_shape", "kernel", "stride", "pad", "input_shape")
@@ -47,16 +50,24 @@ def graph_to_dict(G):
 
 
 def graph_from_dict(d, *, source="trace"):
+    """The layer DAG of a trace's ``graph`` field, checked by :func:`check_graph`."""
+    if not isinstance(d, dict):
+        raise TraceError(f"{source}: field graph must be an object (networkx node-link data)")
+    for key, want in (("directed", True), ("multigraph", False)):
+        if d.get(key, want) is not want:
+            raise TraceError(f"{source}: field graph.{key} (={d[key]!r}) must be "
+                             f"{str(want).lower()}")
     try:
         G = nx.node_link_graph(d, directed=True, multigraph=False, edges="edges")
-    except (KeyError, TypeError, nx.NetworkXError) as e:
-        raise TraceError(f"{source}: field 'graph' is not networkx node-link data ({e})") from None
+    except (KeyError, TypeError, ValueError, AttributeError, nx.NetworkXError) as e:
+        raise TraceError(f"{source}: field graph is not networkx node-link data "
+                         f"({type(e).__name__}: {e})") from None
     for n, a in G.nodes(data=True):
         for key in _TUPLE_ATTRS:
             if key in a and isinstance(a[key], list):
                 a[key] = tuple(a[key])
-        if "in_shapes" in a:
-            a["in_shapes"] = [tuple(s) for s in a["in_shapes"]]
+        if isinstance(a.get("in_shapes"), list):
+            a["in_shapes"] = [tuple(s) if isinstance(s, list) else s for s in a["in_shapes"]]
         a.setdefault("layer_id", n)
     if "input_shape" in G.graph and isinstance(G.graph["input_shape"], list):
         G.graph["input_shape"] = tuple(G.graph["input_shape"])
@@ -82,68 +93,85 @@ def _field(d, key, kind, source, where="trace"):
     return v
 
 
+def _need(ok, source, field, value, rule):
+    if not ok:
+        raise TraceError(f"{source}: field {field} (={checks.show(value)}) must be {rule}")
+
+
+def _ids(v, n):
+    return isinstance(v, list) and all(checks.is_int(t) and 0 <= t < n for t in v)
+
+
+_PROGRAM_RULES = {"name": checks.TEXT, "batch": checks.POSITIVE, "source": checks.TEXT,
+                  "hardware": checks.TEXT,
+                  "optimizer": (f"one of {', '.join(OPTIMIZER_STATE_FACTOR)}",
+                                lambda v: isinstance(v, str) and v in OPTIMIZER_STATE_FACTOR)}
+
+
 def program_from_dict(d, *, graph=None, source="trace"):
-    """Rebuild a :class:`Program` from its dict, checking every row."""
+    """Rebuild a :class:`Program` from its dict, checking every row and field."""
     where = "program"
+    for key, (rule, ok) in _PROGRAM_RULES.items():
+        if key in d:
+            _need(ok(d[key]), source, f"program.{key}", d[key], rule)
     rows_t = _field(d, "tensors", list, source, where)
     tensors = []
     for i, row in enumerate(rows_t):
-        try:
-            tid, name, kind, nbytes, producer, ptype = row
-        except (TypeError, ValueError):
-            raise TraceError(f"{source}: program.tensors[{i}] must have 6 fields "
-                             f"[tensor_id, name, kind, nbytes, producer, producer_type]") from None
-        if tid != i:
-            raise TraceError(f"{source}: program.tensors[{i}].tensor_id (={tid}) must equal its index")
-        if kind not in MANAGED_KINDS:
-            raise TraceError(f"{source}: program.tensors[{i}].kind (={kind!r}) must be one of {MANAGED_KINDS}")
-        if not isinstance(nbytes, int) or nbytes < 0:
-            raise TraceError(f"{source}: program.tensors[{i}].nbytes (={nbytes!r}) must be an integer >= 0")
-        tensors.append(Tensor(tid, str(name), kind, nbytes, producer, str(ptype)))
+        at = f"program.tensors[{i}]"
+        _need(isinstance(row, list) and len(row) == 6, source, at, row,
+              "[tensor_id, name, kind, nbytes, producer, producer_type]")
+        tid, name, kind, nbytes, producer, ptype = row
+        _need(tid == i and checks.is_int(tid), source, f"{at}.tensor_id", tid, f"its index {i}")
+        _need(isinstance(name, str), source, f"{at}.name", name, "a string")
+        _need(kind in MANAGED_KINDS, source, f"{at}.kind", kind, f"one of {MANAGED_KINDS}")
+        _need(checks.COUNT[1](nbytes), source, f"{at}.nbytes", nbytes, checks.COUNT[0])
+        _need(checks.is_int(producer), source, f"{at}.producer", producer, "a layer id (integer)")
+        _need(isinstance(ptype, str), source, f"{at}.producer_type", ptype, "a string")
+        tensors.append(Tensor(tid, name, kind, nbytes, producer, ptype))
+    n = len(tensors)
     steps = []
     raw_steps = []
     for i, row in enumerate(_field(d, "steps", list, source, where)):
-        try:
-            layer, name, typ, phase, time_s, deps, *rest = row
-        except (TypeError, ValueError):
-            raise TraceError(f"{source}: program.steps[{i}] must have at least 6 fields "
-                             f"[layer, name, type, phase, time_s, deps]") from None
-        if phase not in ("F", "B", "U"):
-            raise TraceError(f"{source}: program.steps[{i}].phase (={phase!r}) must be F, B or U")
-        if not isinstance(time_s, (int, float)) or time_s < 0:
-            raise TraceError(f"{source}: program.steps[{i}].time_s (={time_s!r}) must be a number >= 0")
-        for t in deps:
-            if not isinstance(t, int) or not 0 <= t < len(tensors):
-                raise TraceError(f"{source}: program.steps[{i}].deps references missing tensor {t!r}")
+        at = f"program.steps[{i}]"
+        _need(isinstance(row, list) and 6 <= len(row) <= 8, source, at, row,
+              "[layer, name, type, phase, time_s, deps, (outputs, inputs)]")
+        layer, name, typ, phase, time_s, deps, *rest = row
+        _need(checks.is_int(layer), source, f"{at}.layer", layer, "a layer id (integer)")
+        _need(isinstance(name, str), source, f"{at}.name", name, "a string")
+        _need(isinstance(typ, str), source, f"{at}.type", typ, "a string")
+        _need(phase in ("F", "B", "U"), source, f"{at}.phase", phase, "F, B or U")
+        _need(checks.TIME_S[1](time_s), source, f"{at}.time_s", time_s, checks.TIME_S[0])
+        for field, ids in zip(("deps", "outputs", "inputs"), [deps, *rest]):
+            _need(_ids(ids, n), source, f"{at}.{field}", ids, f"a list of tensor ids in [0, {n})")
         outs = tuple(rest[0]) if len(rest) > 0 else ()
         ins = tuple(rest[1]) if len(rest) > 1 else ()
-        steps.append(Step(i, layer, str(name), str(typ), phase, float(time_s), tuple(deps), outs, ins))
+        steps.append(Step(i, layer, name, typ, phase, float(time_s), tuple(deps), outs, ins))
         raw_steps.append(row)
     static = _field(d, "static_bytes", dict, source, where)
     for k, v in static.items():
-        if k not in STATIC_KINDS or not isinstance(v, int) or v < 0:
-            raise TraceError(f"{source}: program.static_bytes.{k} (={v!r}) must be a kind in "
-                             f"{STATIC_KINDS} with an integer >= 0")
+        if k not in STATIC_KINDS or not checks.COUNT[1](v):
+            raise TraceError(f"{source}: program.static_bytes.{k} (={checks.show(v)}) must be a "
+                             f"kind in {STATIC_KINDS} with an integer >= 0")
     static_tensors = []
+    for i, row in enumerate(d.get("static_tensors") or ()):
+        _need(isinstance(row, list) and len(row) == 3 and isinstance(row[0], str)
+              and row[1] in STATIC_KINDS and checks.COUNT[1](row[2]), source,
+              f"program.static_tensors[{i}]", row, "[name, static kind, nbytes >= 0]")
+        static_tensors.append(StaticTensor(row[0], row[1], row[2], 0))
+    for i, row in enumerate(d.get("events") or ()):
+        _need(isinstance(row, list) and len(row) in (3, 4) and checks.is_int(row[0])
+              and row[1] in ("alloc", "free") and checks.is_int(row[2])
+              and (len(row) == 3 or checks.is_int(row[3])), source,
+              f"program.events[{i}]", row, "[step, 'alloc' or 'free', tensor index[, stream]]")
     if "events" in d:   # a capture: op-granular steps, streams, static allocations, its DAG
-        events = _field(d, "events", list, source, where)
-        steps, streams = op_granular(raw_steps, events, len(tensors), source=source)
+        steps, streams = op_granular(raw_steps, d["events"], len(tensors), source=source)
         tensors = [dataclasses.replace(t, stream=k) if k else t
                    for t, k in zip(tensors, streams)]
-        for i, row in enumerate(d.get("static_tensors", [])):
-            try:
-                nm, kd, nb = row[:3]
-            except (TypeError, ValueError):
-                raise TraceError(f"{source}: program.static_tensors[{i}] must be "
-                                 f"[name, kind, nbytes]") from None
-            if kd not in STATIC_KINDS or not isinstance(nb, int) or nb < 0:
-                raise TraceError(f"{source}: program.static_tensors[{i}] (={row!r}) must have a "
-                                 f"kind in {STATIC_KINDS} and an integer nbytes >= 0")
-            static_tensors.append(StaticTensor(str(nm), kd, nb, 0))
-    p = Program(name=str(d.get("name", "captured")), batch=int(d.get("batch", 1)), steps=steps,
+    p = Program(name=d.get("name", "captured"), batch=d.get("batch", 1), steps=steps,
                 tensors=tensors, static_bytes=dict(static), graph=graph,
-                source=str(d.get("source", "capture")), hardware=str(d.get("hardware", "")),
-                optimizer=str(d.get("optimizer", "sgd-momentum")), static_tensors=static_tensors)
+                source=d.get("source", "capture"), hardware=d.get("hardware", ""),
+                optimizer=d.get("optimizer", "sgd-momentum"),
+                static_tensors=static_tensors if "events" in d else [])
     p.extra = {k: d[k] for k in ("warmup_events", "warmup_iteration_starts",
                                  "segment_addresses", "modules") if k in d}
     if "events" in d and graph is None:
@@ -182,7 +210,7 @@ def load_trace_doc(path):
     except json.JSONDecodeError as e:
         raise TraceError(f"{path}: truncated or malformed JSON ({e.msg} at line {e.lineno}, "
                          f"column {e.colno})") from None
-    except (EOFError, OSError, UnicodeDecodeError) as e:
+    except (EOFError, OSError, UnicodeDecodeError, zlib.error) as e:
         if isinstance(e, FileNotFoundError):
             raise TraceError(f"{path}: no such file") from None
         raise TraceError(f"{path}: unreadable trace ({e})") from None

@@ -30,10 +30,14 @@ def read_yaml_mapping(path, *, what, prefix, shown=None, loader=yaml.SafeLoader)
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{what} {shown} does not exist") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{what} {shown} is not UTF-8 text: byte {e.object[e.start]:#04x} at "
+                          f"offset {e.start}") from None
     except OSError as e:
         raise ConfigError(f"cannot read {what} {shown}: {e.strerror or e}") from None
-    ld = loader(text)
+    ld = None
     try:
+        ld = loader(text)    # the reader rejects control characters here already
         node = ld.get_single_node()
         data = ld.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as e:
@@ -41,10 +45,15 @@ def read_yaml_mapping(path, *, what, prefix, shown=None, loader=yaml.SafeLoader)
         pos = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
         what_ = " ".join(str(x) for x in (e.context, e.problem) if x)
         raise ConfigError(f"{what} {shown}{pos} is not valid YAML: {what_}") from None
+    except yaml.reader.ReaderError as e:
+        code = e.character if isinstance(e.character, int) else ord(e.character)
+        raise ConfigError(f"{what} {shown} is not valid YAML: character U+{code:04X} at "
+                          f"offset {e.position} is not allowed") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{what} {shown} is not valid YAML: {' '.join(str(e).split())}") from None
     finally:
-        ld.dispose()
+        if ld is not None:
+            ld.dispose()
     if not isinstance(data, dict):
         raise ConfigError(f"{what} {shown} must hold a mapping of keys to values, "
                           f"not {type(data).__name__}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from . import checks
 from .errors import ConfigError, UnknownNameError
 from .graph import GraphBuilder
 
@@ -322,6 +323,16 @@ def list_networks():
     return sorted(NETWORKS)
 
 
+def check_sizes(*, batch, input_size=None, num_classes=None):
+    """Raise :class:`ConfigError` unless the sizes a zoo builder takes are integers >= 1."""
+    for field, value in (("batch", batch), ("input_size", input_size),
+                         ("num_classes", num_classes)):
+        if (value is not None or field == "batch") and not (
+                checks.is_int(value) and 1 <= value <= 2**31):
+            raise ConfigError(f"{field} (={checks.show(value)}) must be an integer in "
+                              f"[1, 2**31]")
+
+
 def build_network(name, *, batch, input_size=None, variant="torchvision", num_classes=None,
                   twin=False):
     """Build a zoo network by name.
@@ -355,12 +366,13 @@ def build_network(name, *, batch, input_size=None, variant="torchvision", num_cl
     """
     if variant not in VARIANTS:
         raise UnknownNameError(f"variant {variant!r} is unknown; known: {', '.join(VARIANTS)}")
-    key = _canonical(name)
+    check_sizes(batch=batch, input_size=input_size, num_classes=num_classes)
+    key = _canonical(str(name))
     kwargs = {"batch": batch, "variant": variant, "twin": bool(twin)}
     if input_size is not None:
-        kwargs["input_size"] = int(input_size)
+        kwargs["input_size"] = input_size
     if num_classes is not None:
-        kwargs["num_classes"] = int(num_classes)
+        kwargs["num_classes"] = num_classes
     m = _CUSTOM_RESNET.match(key.replace(" ", ""))
     if m:
         G = resnet(tuple(int(g) for g in m.groups()), **kwargs)

@@ -157,7 +157,7 @@ def test_unknown_layer_type_and_negative_size_rejected():
         check_graph(G)
     G = _edge_graph([(1, 2)], {1: "DATA"})
     G.nodes[2]["param_bytes"] = -4
-    with pytest.raises(GraphError, match=r"param_bytes \(=-4\) must be >= 0"):
+    with pytest.raises(GraphError, match=r"param_bytes \(=-4\) must be an integer >= 0"):
         check_graph(G)
 
 

@@ -5,9 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+
+nbformat = pytest.importorskip("nbformat")       # the `notebooks` extra
+NotebookClient = pytest.importorskip("nbclient").NotebookClient
+pytest.importorskip("ipykernel")
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = REPO / "notebooks"

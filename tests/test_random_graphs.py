@@ -32,7 +32,7 @@ ALLOCATORS = [("ideal", None), ("pool", None), ("pytorch", None),
               ("pytorch", {"segment_placement": "driver"})]
 
 # every option of every registered policy, with the values it accepts
-_types = st.lists(st.sampled_from(LAYER_TYPES), max_size=3, unique=True).map(tuple)
+_types = st.lists(st.sampled_from(LAYER_TYPES), min_size=1, max_size=3, unique=True).map(tuple)
 OPTION_SPACE = {
     "keep_all": {},
     "liveness": {},

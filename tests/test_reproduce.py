@@ -46,7 +46,13 @@ def test_report_files_and_claims(report, small):
     report, stages = report
     assert report.path.name == "REPORT.md" and report.path.exists()
     assert [c.number for c in report.claims] == [1, 2, 3, 4]
-    assert all(c.verdict in (R.HOLDS, R.FAILS) for c in report.claims)
+    # each verdict is the one its own tables give, recomputed here without the claim functions
+    nets = report.tables["networks"]
+    assert [c.verdict for c in report.claims] == [
+        R.HOLDS if _fits_only_with_sn(report.tables["resnet2500"]) else R.FAILS,
+        R.HOLDS if _depth_ratio(report.tables["maxdepth"]) >= R.DEPTH_RATIO else R.FAILS,
+        R.HOLDS if _peak_within(nets) else R.FAILS,
+        R.HOLDS if _sn_fastest(nets) else R.FAILS]
     assert stages == ["resnet2500", "maxdepth", "depth sweep", "networks", "plots"]
     names = sorted(p.name for p in report.figures)
     assert names == ["peak_per_network.png", "resnet2500_superneurons.png", "resnet_depth.png",
@@ -79,11 +85,42 @@ def test_claim_numbers_are_measured_not_copied(report):
     mb = nets[nets["policy"] == "superneurons[min budget]"]
     for net, ratio in zip(mb["network"], mb["managed_over_largest_layer"]):
         assert f"{net} {ratio:.3f}" in c3.measured
-    assert c4.verdict in (R.HOLDS, R.FAILS)
-    # the paper's figures appear only as thresholds
+    # claim 4: superneurons is at least as fast as the fastest baseline on every network
+    t = nets.pivot(index="network", columns="policy", values="step_time_s")
+    assert c4.verdict == (R.HOLDS if _sn_fastest(nets) else R.FAILS)
+    for net, v in (t["liveness"] / t["superneurons"]).items():
+        assert f"{net} {v:.2f}×" in c4.measured
+    # the paper's figure appears only as the threshold; the ratio printed is the measured one
     text = report.path.read_text()
-    assert len(re.findall(r"3\.2432", text)) == text.count("3.2432")
-    assert "3.2432" not in c2.measured
+    ratio = _depth_ratio(report.tables["maxdepth"])
+    assert f"Ratio against the best baseline: {ratio:.2f} (threshold {R.DEPTH_RATIO})" in text
+    assert all("3.2432" not in c.measured for c in report.claims)
+    for line in text.splitlines():
+        if "3.2432" in line:
+            assert re.search(r"at least 3\.2432|threshold 3\.2432|paper's 3\.2432|"
+                             r"checked against \(3\.2432", line), line
+
+
+def _fits_only_with_sn(df):
+    ok = df.set_index("policy")["feasible"]
+    return bool(ok["superneurons"]) and not bool(ok["keep_all"])
+
+
+def _depth_ratio(df):
+    d = df.set_index("policy")["max_depth"].fillna(0)
+    best = max(d[p] for p in R.BASELINES)
+    return d["superneurons"] / best if best else float("inf")
+
+
+def _peak_within(nets):
+    mb = nets[nets["policy"] == "superneurons[min budget]"]
+    managed = mb["peak_ideal_bytes"] - mb["static_bytes"]
+    return bool((managed <= (1 + R.PEAK_TOLERANCE) * mb["largest_working_set_bytes"]).all())
+
+
+def _sn_fastest(nets):
+    t = nets.pivot(index="network", columns="policy", values="step_time_s")
+    return bool((t["superneurons"] <= t[list(R.BASELINES)].min(axis=1)).all())
 
 
 def test_networks_frame(small):

@@ -199,6 +199,8 @@ def test_shipped_sweep_files_load():
 # -- output and resumability ---------------------------------------------------------------------
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_output_round_trip_and_rerun_skips(tmp_path, suffix):
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
     p = write(tmp_path, SMALL)
     out = tmp_path / f"r{suffix}"
     df = run_sweep(p, out=out)
@@ -213,6 +215,7 @@ def test_output_round_trip_and_rerun_skips(tmp_path, suffix):
 
 
 def test_interrupted_sweep_resumes_without_recomputing(tmp_path, grid_file, reference):
+    pytest.importorskip("pyarrow")      # the `dask` extra writes Parquet
     out = tmp_path / "r.parquet"
     journal = Path(str(out) + ".journal.jsonl")
     first = []
@@ -243,6 +246,7 @@ def test_grown_grid_computes_only_new_runs(tmp_path):
 
 
 def test_rows_of_an_older_version_are_recomputed(tmp_path):
+    pytest.importorskip("pyarrow")      # the `dask` extra writes Parquet
     p = write(tmp_path, SMALL)
     out = tmp_path / "r.parquet"
     with pytest.raises(Stop):
@@ -273,7 +277,9 @@ def test_cli_in_process(tmp_path, capsys):
 # -- Dask ----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def dask_client():
-    from distributed import Client, LocalCluster
+    pytest.importorskip("pyarrow")
+    distributed = pytest.importorskip("distributed")     # the `dask` extra
+    Client, LocalCluster = distributed.Client, distributed.LocalCluster
     with deadline(60):
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                dashboard_address=":0")
@@ -347,6 +353,8 @@ def test_dask_scheduler_address(tmp_path, dask_client):
 
 @pytest.mark.slow
 def test_dask_cli_local_cluster(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    pytest.importorskip("pyarrow")      # the `dask` extra writes Parquet
     p = write(tmp_path, SMALL)
     out = tmp_path / "r.parquet"
     with deadline(90):

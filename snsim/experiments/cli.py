@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from ..cli import DEFAULT_GPU, _framework_arg, command, emit
+from ..cli import DEFAULT_GPU, _framework_arg, command, emit, output_path
 from ..units import format_bytes
 
 
@@ -135,6 +135,7 @@ def add_maxbatch(sub):
 def cmd_reproduce(args):
     from ..experiments.reproduce import reproduce
     from tqdm import tqdm
+    output_path(args.out, "--out", folder=True)
     bar = tqdm(desc="reproduce", unit="claim", leave=False, disable=not sys.stderr.isatty())
 
     def on_stage(name):

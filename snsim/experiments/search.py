@@ -39,7 +39,7 @@ from ..errors import ConfigError, PlanError, UnknownNameError
 from ..policies import applicable_policies, get_policy, list_policies
 from ..program import build_program
 from ..units import parse_bytes
-from ..zoo import build_network, densenet, module_tree, resnet, vgg
+from ..zoo import build_network, check_sizes, densenet, module_tree, resnet, vgg
 
 DEFAULT_MAX_DEPTH = 10_000
 DEFAULT_MAX_BATCH = 1 << 20
@@ -135,6 +135,7 @@ def family_network(family, k, *, batch, input_size=None, variant="torchvision", 
     25557032
     """
     fam = get_family(family)
+    check_sizes(batch=batch, input_size=input_size)
     if int(k) < fam.min_size:
         raise ConfigError(f"family {fam.name}: k (={k}) must be >= {fam.min_size}")
     return fam.build(int(k), batch=batch, input_size=input_size, variant=variant, twin=twin)
@@ -145,6 +146,7 @@ class _DepthSpace:
     axis = "depth"
 
     def __init__(self, family, *, batch, input_size, variant, framework="superneurons"):
+        check_sizes(batch=batch, input_size=input_size)
         self.family, self.batch = family, batch
         self.input_size, self.variant, self.framework = input_size, variant, framework
 

@@ -21,6 +21,7 @@ from types import MappingProxyType
 
 import yaml
 
+from ..checks import MAX_COUNT
 from ..yamlio import read_yaml_mapping
 from ..errors import ConfigError, UnknownNameError
 
@@ -44,6 +45,14 @@ _BYTES_FIELDS = ("dram_bytes", "context_bytes", "reserve_bytes", "host_pinned_by
 _RATE_FIELDS = ("peak_flops_fp32", "mem_bytes_per_s", "h2d_pinned_bytes_per_s",
                 "d2h_pinned_bytes_per_s", "h2d_pageable_bytes_per_s", "d2h_pageable_bytes_per_s")
 _TIME_FIELDS = ("copy_latency_s", "launch_overhead_s", "malloc_latency_s", "free_latency_s")
+
+# Ranges that keep every modelled time finite and every division defined. Finite is not
+# enough: peak_flops_fp32=5e-324 divides by zero, and an efficiency of 1e-300 or a latency of
+# 1e308 gives an infinite step time. The bounds are far outside any real GPU.
+RATE_RANGE = (1e3, 1e18)        # flop/s and bytes/s (1 kB/s: hand-made test links)
+EFFICIENCY_RANGE = (0.01, 1.0)  # roofline and copy efficiencies
+TIME_RANGE_S = (0.0, 1.0)       # one copy latency, launch overhead, cudaMalloc or cudaFree
+EFF_RULE = f"in [{EFFICIENCY_RANGE[0]:g}, {EFFICIENCY_RANGE[1]:g}]"
 
 
 def _where(path, line=None):
@@ -89,16 +98,20 @@ def _coerce_field(name, value, where=""):
             raise ConfigError(f"hardware.{name} (={value!r}) must be > 0{where}")
         if v < 0:
             raise ConfigError(f"hardware.{name} (={value!r}) must be >= 0{where}")
+        if v > MAX_COUNT:
+            raise ConfigError(f"hardware.{name} (={value!r}) must be <= 2**62{where}")
         return v
     if name in _RATE_FIELDS:
         v = float(_check_number(name, value, where, unit_hint=""))
-        if v <= 0:
-            raise ConfigError(f"hardware.{name} (={value!r}) must be > 0{where}")
+        lo, hi = RATE_RANGE
+        if not lo <= v <= hi:
+            raise ConfigError(f"hardware.{name} (={value!r}) must be in [{lo:g}, {hi:g}]{where}")
         return v
     if name in _TIME_FIELDS:
         v = float(_check_number(name, value, where, unit_hint=" of seconds"))
-        if v < 0:
-            raise ConfigError(f"hardware.{name} (={value!r}) must be >= 0{where}")
+        lo, hi = TIME_RANGE_S
+        if not lo <= v <= hi:
+            raise ConfigError(f"hardware.{name} (={value!r}) must be in [{lo:g}, {hi:g}] s{where}")
         return v
     if name == "copy_engines":
         v = _check_number(name, value, where, unit_hint="")
@@ -131,7 +144,7 @@ def _coerce_efficiency(value, where):
     items = _as_dict(value)
     if items is None:
         raise ConfigError(f"hardware.efficiency (={value!r}) must be a mapping of layer type to "
-                          f"a number in (0, 1]{where}")
+                          f"a number {EFF_RULE}{where}")
     unknown = sorted(set(map(str, items)) - set(EFFICIENCY_KEYS))
     if unknown:
         raise ConfigError(f"hardware.efficiency.{unknown[0]} is not a known key{where}; "
@@ -139,12 +152,12 @@ def _coerce_efficiency(value, where):
     missing = [k for k in EFFICIENCY_KEYS if k not in items]
     if missing:
         raise ConfigError(f"hardware.efficiency is missing {', '.join(missing)}{where}; "
-                          f"every one of {', '.join(EFFICIENCY_KEYS)} needs a value in (0, 1]")
+                          f"every one of {', '.join(EFFICIENCY_KEYS)} needs a value {EFF_RULE}")
     out = []
     for k in EFFICIENCY_KEYS:
         v = _check_number(f"efficiency.{k}", items[k], where, unit_hint="")
-        if not 0 < v <= 1:
-            raise ConfigError(f"hardware.efficiency.{k} (={items[k]!r}) must be in (0, 1]{where}")
+        if not EFFICIENCY_RANGE[0] <= v <= EFFICIENCY_RANGE[1]:
+            raise ConfigError(f"hardware.efficiency.{k} (={items[k]!r}) must be {EFF_RULE}{where}")
         out.append((k, float(v)))
     return tuple(out)
 
@@ -163,9 +176,9 @@ def _coerce_copy_efficiency(value, where):
         nbytes = _check_number(f"copy_efficiency_by_bytes[{i}][0]", pair[0], where,
                                unit_hint=" of bytes")
         eff = _check_number(f"copy_efficiency_by_bytes[{i}][1]", pair[1], where, unit_hint="")
-        if nbytes <= 0 or not 0 < eff <= 1:
+        if not 0 < nbytes <= MAX_COUNT or not EFFICIENCY_RANGE[0] <= eff <= EFFICIENCY_RANGE[1]:
             raise ConfigError(f"hardware.copy_efficiency_by_bytes[{i}] (={list(pair)!r}) needs "
-                              f"bytes > 0 and efficiency in (0, 1]{where}")
+                              f"bytes in (0, 2**62] and efficiency {EFF_RULE}{where}")
         if out and nbytes <= out[-1][0]:
             raise ConfigError(f"hardware.copy_efficiency_by_bytes[{i}] (={list(pair)!r}) must "
                               f"have more bytes than the pair before it{where}")
@@ -228,6 +241,10 @@ class HardwareSpec:
         Where each figure came from (datasheet, measured, estimate).
     source_path : str or None
         The YAML file it was read from, used in error messages.
+
+    Every field is checked on construction: byte counts are integers in [0, 2**62], rates in
+    ``RATE_RANGE``, latencies in ``TIME_RANGE_S``, efficiencies in ``EFFICIENCY_RANGE``, so
+    every modelled time is finite.
 
     Examples
     --------
@@ -433,8 +450,8 @@ def spec_from_mapping(data, *, source_path=None, lines=None):
             for ek, ev in v.items():  # check each entry with its own line number
                 if ek in EFFICIENCY_KEYS:
                     _check_number(f"efficiency.{ek}", ev, where(f"efficiency.{ek}"), unit_hint="")
-                    if not 0 < ev <= 1:
-                        raise ConfigError(f"hardware.efficiency.{ek} (={ev!r}) must be in (0, 1]"
+                    if not EFFICIENCY_RANGE[0] <= ev <= EFFICIENCY_RANGE[1]:
+                        raise ConfigError(f"hardware.efficiency.{ek} (={ev!r}) must be {EFF_RULE}"
                                           f"{where(f'efficiency.{ek}')}")
         values[k] = _coerce_field(k, v, where(k))
     return HardwareSpec(**values, source_path=shown)

@@ -23,11 +23,9 @@ def module_map(program):
 
 
 def _parse_classes(value):
-    if value is None or value == "":
+    if not value:
         return ()
-    if isinstance(value, str):
-        value = value.strip("[]() ").split(",")
-    return tuple(str(v).strip().strip("'\"") for v in value if str(v).strip())
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def select_modules(program, policy, modules=None, every=None):

@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..plan import Plan
 from ._groups import internal_tensors, select_modules
 from ._schedule import build_instructions
-from .base import Policy, register
+from .base import Policy, flag, integer, names, register
 
 
 @register
@@ -19,7 +19,8 @@ class Checkpoint(Policy):
     name = "checkpoint"
     description = ("torch.utils.checkpoint around every block of a class (modules=CLASS[,…], "
                    "every=N, selective=true): block internals replayed in backward")
-    OPTIONS = {"modules": None, "every": None, "selective": False}
+    OPTIONS = {"modules": names(), "every": integer(None, minimum=1, optional=True),
+               "selective": flag(False)}
 
     def unsupported(self, program):
         try:
@@ -31,12 +32,8 @@ class Checkpoint(Policy):
     def plan(self, program, hardware, budget_bytes):
         o = self.options
         paths = select_modules(program, self.name, o["modules"], o["every"])
-        keep = ("CONV", "FC") if _true(o["selective"]) else ()
+        keep = ("CONV", "FC") if o["selective"] else ()
         groups = internal_tensors(program, paths, keep_types=keep)
         ins = build_instructions(program, recompute="speed", drop_groups=groups)
         return Plan(policy=self.name, instructions=ins,
                     notes={**o, "wrapped": len(paths), "dropped_tensors": len(groups)})
-
-
-def _true(v):
-    return v is True or str(v).lower() in ("1", "true", "yes", "on")

@@ -12,7 +12,7 @@ import networkx as nx
 from ..errors import ConfigError
 from ..plan import Plan
 from ._schedule import build_instructions
-from .base import Policy, register
+from .base import Policy, integer, register
 
 
 def sqrt_checkpoints(program, every=None):
@@ -37,13 +37,11 @@ def sqrt_checkpoints(program, every=None):
 class ChenSqrt(Policy):
     name = "chen_sqrt"
     description = "baseline: Chen et al. sqrt(n) checkpoints at articulation points, segments replayed once"
-    OPTIONS = {"every": None}
+    OPTIONS = {"every": integer(None, minimum=1, optional=True)}
 
     def plan(self, program, hardware, budget_bytes):
         every = self.options["every"]
-        if every is not None and int(every) < 1:
-            raise ConfigError(f"policy chen_sqrt: every (={every}) must be >= 1")
-        keep = sqrt_checkpoints(program, int(every) if every else None)
+        keep = sqrt_checkpoints(program, every)
         ins = build_instructions(program, recompute="speed", checkpoint_layers=keep)
         return Plan(policy=self.name, instructions=ins,
                     notes={"every": every, "checkpoints": len(keep)})

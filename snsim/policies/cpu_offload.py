@@ -9,8 +9,7 @@ blocks (as wrapping only their forward in ``save_on_cpu``).
 from ..plan import Plan
 from ._groups import select_modules, steps_in
 from ._schedule import build_instructions
-from .base import Policy, register
-from .checkpoint import _true
+from .base import Policy, flag, names, register
 
 
 @register
@@ -18,7 +17,7 @@ class CpuOffload(Policy):
     name = "cpu_offload"
     description = ("torch save_on_cpu: every saved activation to host in forward, back in "
                    "backward, copies serialised with compute (pin_memory=true|false, modules=)")
-    OPTIONS = {"pin_memory": True, "modules": None}
+    OPTIONS = {"pin_memory": flag(True), "modules": names()}
 
     def plan(self, program, hardware, budget_bytes):
         o = self.options
@@ -31,4 +30,4 @@ class CpuOffload(Policy):
         ins = build_instructions(program, offload=True, offload_tensors=chosen, prefetch_depth=0,
                                  offload_at_last_forward_use=True)
         return Plan(policy=self.name, instructions=ins, free_after_offload=True,
-                    sync_copies=True, pinned_host=_true(o["pin_memory"]), notes=dict(o))
+                    sync_copies=True, pinned_host=o["pin_memory"], notes=dict(o))

@@ -1,19 +1,20 @@
 """The unified tensor pool (SPEC §4): offload CONV outputs, prefetch them back, LRU cache."""
 from ..plan import Plan
 from ._schedule import build_instructions
-from .base import Policy, register
+from .base import Policy, flag, integer, layer_types, register
 
 
 @register
 class Offload(Policy):
     name = "offload"
     description = "liveness + CONV outputs offloaded to pinned host memory, prefetched in backward, LRU tensor cache"
-    OPTIONS = {"offload_types": ("CONV",), "prefetch_depth": 1, "free_after_offload": False,
-               "lru": True}
+    OPTIONS = {"offload_types": layer_types(("CONV",)),
+               "prefetch_depth": integer(1, minimum=0),
+               "free_after_offload": flag(False), "lru": flag(True)}
 
     def plan(self, program, hardware, budget_bytes):
         o = self.options
-        ins = build_instructions(program, offload=True, offload_types=tuple(o["offload_types"]),
-                                 prefetch_depth=int(o["prefetch_depth"]))
-        return Plan(policy=self.name, instructions=ins, lru=bool(o["lru"]),
-                    free_after_offload=bool(o["free_after_offload"]), notes=dict(o))
+        ins = build_instructions(program, offload=True, offload_types=o["offload_types"],
+                                 prefetch_depth=o["prefetch_depth"])
+        return Plan(policy=self.name, instructions=ins, lru=o["lru"],
+                    free_after_offload=o["free_after_offload"], notes=dict(o))

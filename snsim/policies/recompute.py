@@ -1,14 +1,14 @@
 """Cost-aware recomputation (SPEC §5): drop cheap layers' outputs, replay them in backward."""
 from ..plan import Plan
-from ._schedule import build_instructions
-from .base import Policy, register
+from ._schedule import RECOMPUTE_MODES, build_instructions
+from .base import Policy, choice, register
 
 
 @register
 class Recompute(Policy):
     name = "recompute"
     description = "liveness + cheap layers (ACT, BN, POOL, LRN, DROPOUT) dropped and replayed; speed/memory/cost-aware"
-    OPTIONS = {"mode": "cost-aware"}
+    OPTIONS = {"mode": choice("cost-aware", RECOMPUTE_MODES)}
 
     def plan(self, program, hardware, budget_bytes):
         ins = build_instructions(program, recompute=self.options["mode"])

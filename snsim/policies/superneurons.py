@@ -6,24 +6,26 @@ zero-workspace conv algorithms because the release's workspace search is dormant
 copies and separate BN/ReLU outputs (Q2, Q4) hold in both modes. The release's id-filtered
 liveness (Q1), LRU recency (Q5) and the other quirks are not modelled.
 """
-from ..plan import Plan
-from ._schedule import build_instructions
-from .base import Policy, register
+from ..plan import WORKSPACE_MODES, Plan
+from ._schedule import RECOMPUTE_MODES, build_instructions
+from .base import Policy, choice, flag, integer, layer_types, register
 
 
 @register
 class SuperNeurons(Policy):
     name = "superneurons"
     description = "liveness + offload/prefetch + LRU cache + cost-aware recompute + dynamic workspace"
-    OPTIONS = {"mode": "cost-aware", "offload_types": ("CONV",), "prefetch_depth": 1,
-               "free_after_offload": False, "ws_policy": "dynamic", "release": False}
+    OPTIONS = {"mode": choice("cost-aware", RECOMPUTE_MODES),
+               "offload_types": layer_types(("CONV",)),
+               "prefetch_depth": integer(1, minimum=0), "free_after_offload": flag(False),
+               "ws_policy": choice("dynamic", WORKSPACE_MODES), "release": flag(False)}
 
     def plan(self, program, hardware, budget_bytes):
         o = self.options
-        release = bool(o["release"])
+        release = o["release"]
         ins = build_instructions(program, recompute=o["mode"], offload=not release,
-                                 offload_types=tuple(o["offload_types"]),
-                                 prefetch_depth=int(o["prefetch_depth"]))
+                                 offload_types=o["offload_types"],
+                                 prefetch_depth=o["prefetch_depth"])
         return Plan(policy=self.name, instructions=ins, lru=True,
                     workspace="none" if release else o["ws_policy"],
-                    free_after_offload=bool(o["free_after_offload"]), notes=dict(o))
+                    free_after_offload=o["free_after_offload"], notes=dict(o))

@@ -5,28 +5,24 @@ In forward the input maps of every CONV layer (``layers="conv"``) or of every la
 backward they are prefetched ahead of their use. No tensor cache: what does not fit is
 infeasible. Conv algorithms are memory-optimal (no workspace) or performance-optimal (fastest).
 """
-from ..errors import ConfigError
 from ..graph import LAYER_TYPES
 from ..plan import Plan
 from ._schedule import build_instructions
-from .base import Policy, register
+from .base import Policy, choice, integer, register
 
 
 @register
 class VDNN(Policy):
     name = "vdnn"
     description = "baseline vDNN: inputs of CONV (or all) layers offloaded and freed, prefetched in backward"
-    OPTIONS = {"layers": "conv", "algos": "memory", "prefetch_depth": 1}
+    OPTIONS = {"layers": choice("conv", ("conv", "all")),
+               "algos": choice("memory", ("memory", "performance")),
+               "prefetch_depth": integer(1, minimum=0)}
 
     def plan(self, program, hardware, budget_bytes):
         o = self.options
-        if o["layers"] not in ("conv", "all"):
-            raise ConfigError(f"policy vdnn: layers (={o['layers']!r}) must be 'conv' or 'all'")
-        if o["algos"] not in ("memory", "performance"):
-            raise ConfigError(f"policy vdnn: algos (={o['algos']!r}) must be 'memory' or "
-                              f"'performance'")
         inputs_of = ("CONV",) if o["layers"] == "conv" else LAYER_TYPES
         ins = build_instructions(program, offload=True, offload_inputs_of=inputs_of,
-                                 prefetch_depth=int(o["prefetch_depth"]))
+                                 prefetch_depth=o["prefetch_depth"])
         return Plan(policy=self.name, instructions=ins, free_after_offload=True,
                     workspace="none" if o["algos"] == "memory" else "fastest", notes=dict(o))

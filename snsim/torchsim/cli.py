@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..cli import command, emit
+from ..cli import command, emit, output_path
 from ..errors import ConfigError
 from ..units import format_bytes, parse_bytes
 
@@ -144,6 +144,7 @@ def cmd_predict(args):
                            plain_trace=args.plain_trace)
     if args.out:
         from ..trace import write_trace
+        output_path(args.out, "--out")
         write_trace(args.out, program=prog, provenance={
             "kind": "modeled", "tool": "snsim predict", "hardware": r["hardware"],
             "model": r["model"], "batch": args.batch, "optimizer": args.optimizer,
