@@ -79,6 +79,10 @@ class Engine:
         self.size = [t.nbytes for t in program.tensors]
         self.kind = [t.kind for t in program.tensors]
         self.stream = [t.stream for t in program.tensors]
+        # a convolution's workspace: cuDNN runs without it when it does not fit
+        self.optional = [t.kind == "workspace" and t.producer_type == "CONV"
+                         for t in program.tensors]
+        self.fallback = [False] * len(program.tensors)   # allocated with 0 B instead
         self.state = [VOID] * n
         self.handle = [None] * n
         self.ready_at = [0.0] * n      # H2D arrival time
@@ -100,7 +104,8 @@ class Engine:
         self.peak_tensor = 0     # peak without conv workspaces
         self.mem_ops = 0         # allocator calls (alloc + free), for the events/s figure
         self.counters = dict(cache_hits=0, cache_misses=0, first_touch=0, prefetch_hits=0,
-                             prefetch_late=0, prefetch_skipped=0, evictions=0, evicted_bytes=0, pageable_copies=0)
+                             prefetch_late=0, prefetch_skipped=0, evictions=0, evicted_bytes=0, pageable_copies=0,
+                             workspace_fallbacks=0)
         self.compute_time = 0.0
         self.recompute_time = 0.0
         self.stall_time = 0.0
@@ -209,7 +214,16 @@ class Engine:
         stream = self.stream[t] if t >= 0 else 0
         mem = self.mem
         if not mem.can_alloc(nbytes, stream):
-            now = self._make_room(nbytes, now, t, label=label, stream=stream)
+            try:
+                now = self._make_room(nbytes, now, t, label=label, stream=stream)
+            except _Stop:
+                if t < 0 or not self.optional[t]:
+                    raise
+                # cuDNN catches the out-of-memory of a workspace and falls back to an
+                # algorithm that needs less (PyTorch's Conv_v7.cpp): the step runs without it
+                nbytes = 0
+                self.fallback[t] = True
+                self.counters["workspace_fallbacks"] += 1
         calls = mem.device_mallocs, mem.device_frees
         h = mem.alloc(nbytes, stream)
         self.mem_ops += 1
@@ -249,8 +263,9 @@ class Engine:
         if self.lru is not None:
             self.lru.pop(t, None)
         if self.record:
-            self.mem_events.append((when, self.kind[t], -self.size[t]))
+            self.mem_events.append((when, self.kind[t], 0 if self.fallback[t] else -self.size[t]))
             self.alloc_trace.append((when, self.mem.allocated_bytes, self.mem.reserved_bytes))
+        self.fallback[t] = False
 
     def _label(self, t, label=None):
         return label or (self.p.tensors[t].name if t >= 0 else "workspace")
