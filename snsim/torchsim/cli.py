@@ -10,8 +10,10 @@ import sys
 from ..cli import command, emit
 from ..errors import ConfigError
 from ..units import format_bytes, parse_bytes
+from .calibrate import register as register_calibrate
 
 DEFAULT_OUT_DIR = "traces/h200"
+register_calibrate()   # ``snsim calibrate`` lives in calibrate.py
 
 
 def _shape(text):
