@@ -1,0 +1,279 @@
+"""Measured kernel times of one GPU, interpolated in shape space (issue 10).
+
+A kernel table is what ``snsim calibrate`` writes (``configs/kernels/<preset>.csv.gz``): one
+row per timed op call with its family (an aten op name), dtype/math mode, shape class, FLOPs,
+bytes, tensor count, GPU time and host issue time. :meth:`KernelTable.time_s` predicts the GPU
+time of an op the table never saw:
+
+* the time relative to a reference roofline, ``r = t / max(flops / P, bytes / B, 2 µs)``
+  (``P``, ``B`` fixed), varies slowly in shape space; it is interpolated by inverse-distance
+  weighting over the ``k`` nearest rows of the same family and math mode, in
+  (ln flops, ln bytes, ln tensors) plus a penalty for another shape class (conv kernel, stride,
+  depthwise). Within a factor ``FAR`` of a measurement this is ``"table"``;
+* farther away, the family's fitted efficiency (the median ``r`` of its large calls) times the
+  reference roofline: ``"fitted"``;
+* an op whose family was not timed takes a bandwidth proxy family (``"proxy"``) or, when the
+  table has nothing, the caller's roofline (``"roofline"``).
+
+Every lookup says which of these it used, so a run can report how much time came from each.
+The table never imports torch.
+"""
+from __future__ import annotations
+
+import functools
+import gzip
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ConfigError
+
+REF_FLOPS_PER_S = 1e15
+REF_BYTES_PER_S = 5e12
+REF_FLOOR_S = 2e-6
+K_NEAREST = 4
+FAR = math.log(8.0)          # beyond a factor 8 in work from every row: fitted, not table
+COMPUTE_FAMILIES = frozenset({"convolution", "convolution_backward", "mm", "addmm", "bmm",
+                              "sdpa_flash", "sdpa_efficient", "sdpa_math",
+                              "sdpa_flash_backward", "sdpa_efficient_backward",
+                              "sdpa_math_backward"})
+# aten names a recording may use (CPU or CUDA spelling) -> the family calibrate timed
+OP_FAMILY = {
+    "_batch_norm_with_update": "native_batch_norm", "cudnn_batch_norm": "native_batch_norm",
+    "_native_batch_norm_legit": "native_batch_norm",
+    "_native_batch_norm_legit_functional": "native_batch_norm",
+    "batch_norm_backward": "native_batch_norm_backward",
+    "cudnn_batch_norm_backward": "native_batch_norm_backward",
+    "layer_norm": "native_layer_norm", "native_group_norm": "native_layer_norm",
+    "native_group_norm_backward": "native_layer_norm_backward",
+    "baddbmm": "bmm", "matmul": "mm",
+    "_adaptive_avg_pool2d": "mean", "_adaptive_avg_pool2d_backward": "div",
+    "avg_pool2d_backward": "max_pool2d_with_indices_backward",
+    "sigmoid": "relu", "tanh": "relu", "silu": "gelu", "hardswish": "gelu", "hardtanh": "relu",
+    "relu6": "relu", "hardtanh_": "relu_", "silu_": "relu_", "hardswish_": "relu_",
+    "sigmoid_backward": "threshold_backward", "tanh_backward": "threshold_backward",
+    "silu_backward": "gelu_backward", "hardswish_backward": "gelu_backward",
+    "hardtanh_backward": "threshold_backward",
+    "sub": "add", "sub_": "add_", "div_": "mul_", "addcmul": "add", "where": "add",
+    "rsub": "div", "neg": "div", "pow": "div", "sqrt": "div", "rsqrt": "div", "exp": "div",
+    "zeros_like": "ones_like", "zero_": "fill_", "full_like": "ones_like", "new_zeros":
+    "ones_like", "new_ones": "ones_like", "_to_copy": "clone", "contiguous": "clone",
+    "amax": "sum", "var_mean": "sum", "mean": "mean", "stack": "cat",
+    "embedding_backward": "embedding_dense_backward",
+    "_scaled_dot_product_efficient_attention": "sdpa_efficient",
+    "_scaled_dot_product_efficient_attention_backward": "sdpa_efficient_backward",
+    "_scaled_dot_product_flash_attention": "sdpa_flash",
+    "_scaled_dot_product_flash_attention_backward": "sdpa_flash_backward",
+    "_scaled_dot_product_cudnn_attention": "sdpa_flash",
+    "_scaled_dot_product_cudnn_attention_backward": "sdpa_flash_backward",
+}
+# a family the table lacks -> a timed family with the same memory behaviour
+PROXY = ("clone", "add")
+_TENSOR = re.compile(r"(\w+)\[([\d, ]*)\]")
+
+
+def family_of(name):
+    """The table family of aten op ``name``.
+
+    Examples
+    --------
+    >>> family_of("_batch_norm_with_update"), family_of("convolution")
+    ('native_batch_norm', 'convolution')
+    """
+    if name.startswith("_scaled_dot_product_flash_attention_for_cpu"):
+        return "sdpa_efficient" + ("_backward" if name.endswith("_backward") else "")
+    return OP_FAMILY.get(name, name)
+
+
+def conv_class(sig):
+    """Shape class of a recorded convolution signature, as ``snsim calibrate`` names it.
+
+    Examples
+    --------
+    >>> conv_class("convolution float32[8, 3, 224, 224] float32[64, 3, 7, 7] None 2 2 3 3 1 1 "
+    ...            "False 0 0 1")
+    'k7x7s2'
+    """
+    tensors = [(d, [int(v) for v in s.split(",") if v.strip()])
+               for d, s in _TENSOR.findall(sig)]
+    rest = _TENSOR.sub("", sig).split()[1:]
+    toks = [t for t in rest if t != "None"]
+    if len(tensors) < 2 or len(toks) < 10:
+        return ""
+    backward = sig.startswith("convolution_backward")
+    x = tensors[1][1] if backward else tensors[0][1]
+    w = tensors[2][1] if backward and len(tensors) > 2 else tensors[1][1]
+    if len(x) != 4 or len(w) != 4:
+        return ""
+    try:
+        groups = int(toks[-4] if backward else toks[-1])
+        stride = int(toks[len(toks) - (13 if backward else 10)])
+    except (ValueError, IndexError):
+        return ""
+    g = "dw" if groups > 1 and groups == x[1] else ("g" if groups > 1 else "")
+    return f"{g}k{w[2]}x{w[3]}s{stride}"
+
+
+def sig_dtype(sig):
+    """The dtype of a signature's first tensor (``float32`` when there is none)."""
+    m = _TENSOR.search(sig or "")
+    return m.group(1) if m else "float32"
+
+
+def _class_distance(a, b):
+    if a == b:
+        return 0.0
+    ga, gb = a.split("k")[0] if a else "", b.split("k")[0] if b else ""
+    return 3.0 if ga != gb else 1.0
+
+
+class KernelTable:
+    """Rows of a kernel table, grouped for lookup (see the module docstring).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        The columns of :data:`snsim.torchsim.calibrate.COLUMNS`.
+    meta : dict
+        The ``# key=value`` header (torch, CUDA, cuDNN, driver versions, ...).
+    """
+
+    def __init__(self, rows, meta=None, *, source=""):
+        self.meta = dict(meta or {})
+        self.source = source
+        self.host = {}
+        self._groups = {}
+        self._fitted = {}
+        rows = rows[rows["time_s"] > 0]
+        hs = rows[rows["family"] == "host_step"]
+        for phase, g in hs.groupby("cls"):
+            self.host[phase] = float(np.median(g["time_s"]))
+        ops = rows[rows["family"] != "host_step"].fillna({"cls": "", "math": ""})
+        for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
+            key = (fam, mth if fam in COMPUTE_FAMILIES else dt)
+            flops = g["flops"].to_numpy(float)
+            nbytes = g["bytes"].to_numpy(float)
+            ref = self._ref(flops, nbytes)
+            lr = np.log(g["time_s"].to_numpy(float)) - np.log(ref)
+            feats = np.stack([np.log1p(flops), np.log1p(nbytes),
+                              np.log1p(g["ntensors"].to_numpy(float))], axis=1)
+            host = g["host_s"].to_numpy(float)
+            grp = (feats, lr, list(g["cls"].astype(str)), host)
+            if key in self._groups:   # same family/math from two dtypes' rows: merge
+                f0, l0, c0, h0 = self._groups[key]
+                grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]), c0 + grp[2],
+                       np.concatenate([h0, host]))
+            self._groups[key] = grp
+        for key, (feats, lr, _, _) in self._groups.items():
+            big = lr[np.exp(feats[:, 0]) / REF_FLOPS_PER_S + np.exp(feats[:, 1]) /
+                     REF_BYTES_PER_S > 20 * REF_FLOOR_S]
+            self._fitted[key] = float(np.median(big if len(big) else lr))
+
+    @staticmethod
+    def _ref(flops, nbytes):
+        return np.maximum(np.maximum(flops / REF_FLOPS_PER_S, nbytes / REF_BYTES_PER_S),
+                          REF_FLOOR_S)
+
+    @classmethod
+    def read(cls, path):
+        """Read a table written by ``snsim calibrate`` (CSV, gzip if the name ends in .gz)."""
+        import io
+
+        import pandas as pd
+        raw = Path(path).read_bytes()
+        if str(path).endswith(".gz"):
+            raw = gzip.decompress(raw)
+        text = raw.decode()
+        meta = {}
+        for line in text.splitlines():
+            if not line.startswith("#"):
+                break
+            k, _, v = line[1:].strip().partition("=")
+            meta[k] = v
+        rows = pd.read_csv(io.StringIO(text), comment="#", keep_default_na=False,
+                           na_values={"flops": [""], "time_s": [""]})
+        missing = {"family", "flops", "bytes", "time_s"} - set(rows.columns)
+        if missing:
+            raise ConfigError(f"kernel table {path} lacks columns {sorted(missing)}")
+        for c in ("ntensors", "host_s"):
+            if c not in rows:
+                rows[c] = 0
+        return cls(rows, meta, source=str(path))
+
+    def families(self):
+        return sorted({k[0] for k in self._groups})
+
+    def _key(self, family, dtype, math_):
+        if family in COMPUTE_FAMILIES:
+            return (family, math_)
+        return (family, dtype)
+
+    def time_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",
+               math_="tf32"):
+        """GPU seconds of one call and where they came from.
+
+        Returns
+        -------
+        (float, str) or (None, "roofline")
+            The time and its source: ``"table"``, ``"fitted"`` or ``"proxy"``; None when the
+            table cannot say (the caller's roofline applies).
+        """
+        key = self._key(family, dtype, math_)
+        src = "table"
+        if key not in self._groups:
+            key = None
+            if family not in COMPUTE_FAMILIES and not family.startswith("sdpa"):
+                for p in ((family, "float32"),) + tuple((f, dtype) for f in PROXY) + tuple(
+                        (f, "float32") for f in PROXY):
+                    if p in self._groups:
+                        key, src = p, ("proxy" if p[0] != family else "table")
+                        break
+            if key is None:
+                return None, "roofline"
+        feats, lr, classes, _ = self._groups[key]
+        q = np.array([math.log1p(flops), math.log1p(nbytes), math.log1p(ntensors)])
+        d = np.sqrt(((feats - q) ** 2).sum(axis=1)
+                    + np.array([_class_distance(cls, c) for c in classes]) ** 2
+                    if cls or any(classes) else ((feats - q) ** 2).sum(axis=1))
+        ref = float(self._ref(np.array(flops, float), np.array(nbytes, float)))
+        order = np.argsort(d, kind="stable")[:K_NEAREST]
+        if d[order[0]] > FAR:
+            return ref * math.exp(self._fitted[key]), ("fitted" if src == "table" else src)
+        w = 1.0 / (d[order] + 0.05) ** 2
+        return ref * math.exp(float((w * lr[order]).sum() / w.sum())), src
+
+    def host_s(self, phase, family="", ntensors=0):
+        """Host seconds to issue one kernel-launching op of ``phase`` (F, B, U) in eager
+        PyTorch; foreach ops by their tensor count where the table timed them."""
+        if family.startswith("_foreach") and ntensors:
+            key = (family, "float32") if (family, "float32") in self._groups else None
+            if key is not None:
+                feats, _, _, host = self._groups[key]
+                d = np.abs(feats[:, 2] - math.log1p(ntensors)) + 0.1 * np.abs(
+                    feats[:, 1] - feats[:, 1].mean())
+                order = np.argsort(d, kind="stable")[:K_NEAREST]
+                w = 1.0 / (d[order] + 0.05) ** 2
+                return float((w * host[order]).sum() / w.sum())
+        if phase in self.host:
+            return self.host[phase]
+        return self.host.get("F", 0.0)
+
+
+def table_paths(name):
+    here = Path(__file__).resolve().parent
+    return [here / "presets" / "kernels" / f"{name}.csv.gz",
+            here.parent / "configs" / "kernels" / f"{name}.csv.gz"]
+
+
+@functools.lru_cache(maxsize=16)
+def load_kernel_table(name):
+    """The kernel table of hardware preset ``name``, or None if it has none (or a path)."""
+    p = Path(name)
+    if p.suffix in (".gz", ".csv") and p.exists():
+        return KernelTable.read(p)
+    for path in table_paths(name):
+        if path.exists():
+            return KernelTable.read(path)
+    return None
