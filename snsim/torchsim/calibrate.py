@@ -135,6 +135,18 @@ class Calibrator:
     def late(self):
         return time.perf_counter() > self.deadline
 
+    def guarded(self, family, fn, *args):
+        """Run one shape's measurements; a shape the GPU rejects (or OOM) is counted, skipped."""
+        try:
+            fn(*args)
+            return True
+        except Exception as e:
+            key = f"{family}: {type(e).__name__}"
+            self.skipped[key] = self.skipped.get(key, 0) + 1
+            if self.device == "cuda":
+                self.torch.cuda.empty_cache()
+            return False
+
     def add(self, family, dtype, math_, cls, f, *, flops=0, nbytes=0, ntensors=0, shape=""):
         try:
             t, h = self.bench(f)
@@ -183,30 +195,36 @@ class Calibrator:
             el = torch.tensor([], dtype=dtype).element_size()
             in_b, out_b = n * c * h * w * el, n * co * ho * wo * el
             macs = n * co * ho * wo * (c // g) * kh * kw
-            if max(in_b, out_b) > 1.5e9 * min(max_flops / 1e11, 1) or 2 * macs > max_flops or 2 * macs < 1e5:
+            big = max(in_b, out_b) > 1.5e9 * min(max_flops / 1e11, 1)
+            if big or 2 * macs > max_flops or 2 * macs < 1e5:
                 continue
             bias = rng.random() < 0.3
-            x = self.t(n, c, h, w, dtype=dtype)
-            wt = self.t(co, c // g, kh, kw, dtype=dtype)
-            b = self.t(co, dtype=dtype) if bias else None
-            args = (x, wt, b, [s, s], [kh // 2, kw // 2], [1, 1], False, [0, 0], g)
-            y = aten.convolution.default(*args)
-            cls = f"{cls_g}k{kh}x{kw}s{s}"
-            shape = f"x{list(x.shape)} w{list(wt.shape)} s{s} g{g} bias{int(bias)}"
-            self.add("convolution", dtype, math_, cls, lambda: aten.convolution.default(*args),
-                     flops=_flops(torch, aten.convolution.default, args, {}, y),
-                     nbytes=_nbytes(torch, args, y), shape=shape)
-            dy = torch.randn_like(y)
-            mask = [c != 3, True, bias]
-            bargs = (dy, x, wt, [co] if bias else None, [s, s], [kh // 2, kw // 2], [1, 1],
-                     False, [0, 0], g, mask)
-            bo = aten.convolution_backward.default(*bargs)
-            self.add("convolution_backward", dtype, math_, cls,
-                     lambda: aten.convolution_backward.default(*bargs),
-                     flops=_flops(torch, aten.convolution_backward.default, bargs, {}, bo),
-                     nbytes=_nbytes(torch, bargs, bo), shape=shape + f" mask{mask}")
-            del x, wt, b, y, dy, bo, args, bargs
+            self.guarded("convolution", self._conv, n, c, h, w, co, kh, kw, s, g, cls_g, bias,
+                         dtype, math_)
             made += 1
+
+    def _conv(self, n, c, h, w, co, kh, kw, s, g, cls_g, bias, dtype, math_):
+        torch = self.torch
+        aten = torch.ops.aten
+        x = self.t(n, c, h, w, dtype=dtype)
+        wt = self.t(co, c // g, kh, kw, dtype=dtype)
+        b = self.t(co, dtype=dtype) if bias else None
+        args = (x, wt, b, [s, s], [kh // 2, kw // 2], [1, 1], False, [0, 0], g)
+        y = aten.convolution.default(*args)
+        cls = f"{cls_g}k{kh}x{kw}s{s}"
+        shape = f"x{list(x.shape)} w{list(wt.shape)} s{s} g{g} bias{int(bias)}"
+        self.add("convolution", dtype, math_, cls, lambda: aten.convolution.default(*args),
+                 flops=_flops(torch, aten.convolution.default, args, {}, y),
+                 nbytes=_nbytes(torch, args, y), shape=shape)
+        dy = torch.randn_like(y)
+        mask = [c != 3, True, bias]
+        bargs = (dy, x, wt, [co] if bias else None, [s, s], [kh // 2, kw // 2], [1, 1],
+                 False, [0, 0], g, mask)
+        bo = aten.convolution_backward.default(*bargs)
+        self.add("convolution_backward", dtype, math_, cls,
+                 lambda: aten.convolution_backward.default(*bargs),
+                 flops=_flops(torch, aten.convolution_backward.default, bargs, {}, bo),
+                 nbytes=_nbytes(torch, bargs, bo), shape=shape + f" mask{mask}")
 
     # -- matmuls -----------------------------------------------------------------------------
     def matmuls(self, count, dtype, math_, max_flops):
@@ -231,9 +249,13 @@ class Calibrator:
                 if rng.random() < 0.5:   # backward's transposed operands
                     b = self.t(n, k, dtype=dtype).t()
                 fn, args = aten.mm.default, (a, b)
-            out = fn(*args)
-            self.add(op, dtype, math_, "", lambda: fn(*args), flops=_flops(torch, fn, args, {}, out),
-                     nbytes=_nbytes(torch, args, out), shape=f"b{bt} m{m} k{k} n{n}")
+
+            def one():
+                out = fn(*args)
+                self.add(op, dtype, math_, "", lambda: fn(*args),
+                         flops=_flops(torch, fn, args, {}, out),
+                         nbytes=_nbytes(torch, args, out), shape=f"b{bt} m{m} k{k} n{n}")
+            self.guarded(op, one)
             made += 1
 
     # -- attention ---------------------------------------------------------------------------
@@ -291,6 +313,13 @@ class Calibrator:
         for nb in sizes:
             if self.late():
                 return
+            self.guarded("bandwidth", self._bandwidth_one, nb, el, dtype, dn)
+
+    def _bandwidth_one(self, nb, el, dtype, dn):
+        torch = self.torch
+        import torch.nn.functional as F
+        aten = torch.ops.aten
+        if True:
             numel = max(int(nb // el), 64)
             c = 64
             hw = max(int(math.sqrt(numel / (32 * c))), 4)
@@ -391,6 +420,12 @@ class Calibrator:
             n = int(_loguniform(rng, 64, 65536))
             if v * d * 4 > 2e9 or n * d * 4 > 1e9 or n * v * 4 > 4e9:
                 continue
+            self.guarded("embedding", self._embedding_one, v, d, n)
+
+    def _embedding_one(self, v, d, n):
+        torch = self.torch
+        aten = torch.ops.aten
+        if True:
             wt = self.t(v, d)
             idx = torch.randint(0, v, (n,), device=self.device)
             e = aten.embedding.default(wt, idx)
@@ -585,10 +620,12 @@ class Calibrator:
             self.torch.cuda.synchronize()
 
 
-def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None):
+def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoint=None):
     """Measure every family; returns ``(rows, provenance)``.
 
     ``scale`` multiplies the number of sampled shapes (``0.02`` for a CPU smoke test).
+    ``checkpoint(rows, provenance)`` is called after each family (a partial table survives a
+    killed run).
     """
     import torch
     if device is None:
@@ -633,13 +670,20 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None):
         log(f"calibrate: {name}: {len(cal.rows) - n0} rows in {time.perf_counter() - s0:.1f} s")
         if device == "cuda":
             torch.cuda.empty_cache()
+        if checkpoint is not None:
+            checkpoint(cal.rows, _prov(torch, device, scale, seed, done, cal, t0))
+    return cal.rows, _prov(torch, device, scale, seed, done, cal, t0)
+
+
+def _prov(torch, device, scale, seed, done, cal, t0):
     from .capture import provenance
     prov = provenance(torch, tool="snsim calibrate", device=device, scale=scale, seed=seed,
+                      host_models="resnet18,mobilenet_v2,convstack,transformer",
                       families_done=",".join(done), skipped=repr(cal.skipped),
                       wall_s=round(time.perf_counter() - t0, 1))
     if device != "cuda":
         prov["kind"] = "cpu-smoke-test"
-    return cal.rows, prov
+    return prov
 
 
 def _with_tf32(torch, on, fn):
@@ -689,10 +733,15 @@ def cmd_calibrate(args):
         raise ConfigError("snsim calibrate times kernels on a CUDA GPU and none is visible; "
                           "--device cpu runs a smoke test of the code only")
     import sys
+
+    def save(rows, prov):
+        prov["gpu_preset"] = args.gpu
+        write_table(rows, prov, args.out)
+
     rows, prov = run(device=device, scale=args.scale, max_seconds=args.max_seconds,
-                     seed=args.seed, log=lambda m: print(m, file=sys.stderr, flush=True))
-    prov["gpu_preset"] = args.gpu
-    write_table(rows, prov, args.out)
+                     seed=args.seed, log=lambda m: print(m, file=sys.stderr, flush=True),
+                     checkpoint=save)
+    save(rows, prov)
     print(f"{args.out}: {len(rows)} rows ({prov.get('gpu') or device}, torch {prov['torch']}, "
           f"CUDA {prov['cuda']}, cuDNN {prov['cudnn']}, driver {prov['driver']}; "
           f"{prov['wall_s']} s)")

@@ -74,7 +74,7 @@ def _table_time(table, op):
                         dtype=dtype, math_=mth)
 
 
-def op_times_s(ops, hw, marks=None, *, table="auto", report=None):
+def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None):
     """Modelled time of every recorded op ``(mark, name, reads, news, flops, bytes[, sig])``.
 
     Parameters
@@ -88,6 +88,8 @@ def op_times_s(ops, hw, marks=None, *, table="auto", report=None):
         the GPU's waits for the host.
     table : KernelTable, "auto" or None
         ``"auto"``: the preset's table if it has one (:func:`snsim.kernel_table.load_kernel_table`).
+    host : bool
+        Model the host (needs ``marks`` and a table with host costs); False: GPU time only.
     report : dict, optional
         Filled with the seconds of the last iteration by source (``table``, ``fitted``,
         ``proxy``, ``roofline``), ``gpu_s``, ``host_s`` and ``wait_s`` (the GPU idle for the
@@ -108,7 +110,7 @@ def op_times_s(ops, hw, marks=None, *, table="auto", report=None):
         source.append(src)
     times = list(gpu)
     host = [0.0] * len(ops)
-    if marks is not None and table is not None and table.host:
+    if host and marks is not None and table is not None and table.host:
         for i, op in enumerate(ops):
             if op[1] not in NO_KERNEL_OPS:
                 phase = marks[op[0]][1] if op[0] >= 0 else "F"
