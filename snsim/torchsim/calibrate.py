@@ -122,7 +122,9 @@ class Calibrator:
         self.torch = torch
         self.device = device
         self.scale = scale
+        self.max_seconds = max_seconds
         self.deadline = time.perf_counter() + max_seconds
+        self.family_deadline = self.deadline
         self.rng = random.Random(seed)
         self.rows = []
         self.skipped = {}
@@ -133,7 +135,7 @@ class Calibrator:
         return max(1, int(round(k * self.scale)))
 
     def late(self):
-        return time.perf_counter() > self.deadline
+        return time.perf_counter() > min(self.deadline, self.family_deadline)
 
     def guarded(self, family, fn, *args):
         """Run one shape's measurements; a shape the GPU rejects (or OOM) is counted, skipped."""
@@ -640,27 +642,31 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         sizes = sizes[:2]
         cap = 1e-3
     steps = [
-        ("host", lambda: cal.host_steps()),
-        ("conv tf32", lambda: _with_tf32(torch, True, lambda: cal.convs(
+        ("host", 0.05, lambda: cal.host_steps()),
+        ("conv tf32", 0.28, lambda: _with_tf32(torch, True, lambda: cal.convs(
             cal.n(360), torch.float32, "tf32", 3e12 * cap))),
-        ("bandwidth fp32", lambda: cal.bandwidth_ops(sizes)),
-        ("matmul fp32", lambda: _with_tf32(torch, False, lambda: cal.matmuls(
+        ("bandwidth fp32", 0.07, lambda: cal.bandwidth_ops(sizes)),
+        ("matmul fp32", 0.07, lambda: _with_tf32(torch, False, lambda: cal.matmuls(
             cal.n(160), torch.float32, "fp32", 1e12 * cap))),
-        ("foreach", lambda: cal.foreach()),
-        ("embedding/loss", lambda: cal.embedding_and_loss(cal.n(24))),
-        ("copies", lambda: cal.copies([2**p for p in range(12, 31, 2)])),
-        ("conv bf16", lambda: cal.convs(cal.n(140), torch.bfloat16, "bf16", 6e12 * cap)),
-        ("matmul bf16", lambda: cal.matmuls(cal.n(100), torch.bfloat16, "bf16", 4e12 * cap)),
-        ("sdpa", lambda: cal.sdpa(cal.n(60))),
-        ("bandwidth bf16", lambda: cal.bandwidth_ops(sizes[::2], torch.bfloat16)),
-        ("conv fp32", lambda: _with_tf32(torch, False, lambda: cal.convs(
+        ("foreach", 0.05, lambda: cal.foreach()),
+        ("embedding/loss", 0.03, lambda: cal.embedding_and_loss(cal.n(24))),
+        ("copies", 0.03, lambda: cal.copies([2**p for p in range(12, 31, 2)])),
+        ("conv bf16", 0.14, lambda: cal.convs(cal.n(140), torch.bfloat16, "bf16", 6e12 * cap)),
+        ("matmul bf16", 0.05, lambda: cal.matmuls(cal.n(100), torch.bfloat16, "bf16", 4e12 * cap)),
+        ("sdpa", 0.06, lambda: cal.sdpa(cal.n(60))),
+        ("bandwidth bf16", 0.04, lambda: cal.bandwidth_ops(sizes[::2], torch.bfloat16)),
+        ("conv fp32", 0.08, lambda: _with_tf32(torch, False, lambda: cal.convs(
             cal.n(80), torch.float32, "fp32", 4e11 * cap))),
-        ("matmul tf32", lambda: _with_tf32(torch, True, lambda: cal.matmuls(
+        ("matmul tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.matmuls(
             cal.n(40), torch.float32, "tf32", 3e12 * cap))),
     ]
     done = []
-    for name, fn in steps:
-        if cal.late():
+    for name, share, fn in steps:
+        # each family gets its share of the time and whatever earlier ones left unused
+        left = sum(sh for _, sh, _ in steps[len(done):])
+        cal.family_deadline = time.perf_counter() + (cal.deadline - time.perf_counter()) * (
+            share / left if left else 1.0)
+        if time.perf_counter() > cal.deadline:
             log(f"calibrate: out of time before {name}")
             break
         n0 = len(cal.rows)
