@@ -277,3 +277,33 @@ def load_kernel_table(name):
         if path.exists():
             return KernelTable.read(path)
     return None
+
+
+def host_stream(gpu_s, host_s, iterations=None):
+    """Each op's share of a schedule where the host issues ops in order and the GPU runs them.
+
+    Op ``i`` is issued at ``H_i = H_{i-1} + host_s[i]`` and runs from
+    ``max(G_{i-1}, H_i)`` to ``G_i``; its share is ``G_i - G_{i-1}``, so the shares of an
+    iteration sum to its makespan. Both clocks restart at every new ``iterations`` value (a
+    measured iteration starts from an idle GPU: the timing loop synchronises).
+
+    Examples
+    --------
+    >>> host_stream([1.0, 1.0, 1.0], [0.5, 0.5, 0.5])      # GPU-bound: the GPU never waits
+    [1.5, 1.0, 1.0]
+    >>> host_stream([0.1, 0.1], [1.0, 1.0])                 # CPU-bound: the host's pace
+    [1.1, 1.0]
+    """
+    out = []
+    h = g = 0.0
+    prev_it = None
+    for i, (t, c) in enumerate(zip(gpu_s, host_s)):
+        it = iterations[i] if iterations is not None else None
+        if it != prev_it:
+            h = g = 0.0
+            prev_it = it
+        h += c
+        end = max(g, h) + t if (t or c) else g
+        out.append(end - g)
+        g = end
+    return out

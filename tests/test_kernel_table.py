@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from snsim.kernel_table import KernelTable, conv_class, family_of
-from snsim.torchsim.opcost import host_stream, op_times_s
+from snsim.kernel_table import KernelTable, conv_class, family_of, host_stream
+from snsim.torchsim.opcost import op_times_s
 
 
 def _truth(flops, nbytes):
@@ -97,3 +97,36 @@ def test_op_times_cpu_bound_and_report():
     rep = {}
     op_times_s(small, hw, marks, table=None, report=rep)
     assert rep["roofline_s"] == pytest.approx(rep["gpu_s"]) and rep["host_s"] == 0
+
+
+def test_zoo_pytorch_program_takes_table_times_and_the_host():
+    from snsim.hardware import load_hardware
+    from snsim.program_torch import build_torch_program
+    from snsim.zoo import build_network
+    rows = []
+    for fam in ("convolution", "convolution_backward", "native_batch_norm",
+                "native_batch_norm_backward", "relu_", "threshold_backward",
+                "max_pool2d_with_indices", "max_pool2d_with_indices_backward", "add_", "mean",
+                "div", "addmm", "mm", "sum", "_log_softmax", "nll_loss_forward",
+                "nll_loss_backward", "_log_softmax_backward_data", "_foreach_add_"):
+        for nb in np.geomspace(1e3, 1e10, 15):
+            rows.append({"family": fam, "dtype": "float32",
+                         "math": {"mm": "fp32", "addmm": "fp32"}.get(fam, "tf32"), "cls": "",
+                         "flops": nb * 100 if "conv" in fam or "mm" in fam else 0,
+                         "bytes": nb, "ntensors": 100 if "foreach" in fam else 0,
+                         "time_s": 1e-6 + nb / 1e12, "host_s": 5e-6, "shape": ""})
+    hw = load_hardware("h200")
+    G = build_network("resnet18", batch=2, twin=True)
+    fast = KernelTable(pd.DataFrame(rows))
+    p = build_torch_program(G, hardware=hw, kernel_table="none")
+    q = build_torch_program(G, hardware=hw, kernel_table=fast)
+    assert [s.name for s in p.steps] == [s.name for s in q.steps]
+    t_q = sum(s.time_s for s in q.steps)
+    assert t_q != pytest.approx(sum(s.time_s for s in p.steps))
+    slow_host = pd.DataFrame(rows + [{"family": "host_step", "dtype": "float32", "math": "",
+                                      "cls": ph, "flops": 0, "bytes": 0, "ntensors": 1,
+                                      "time_s": 1e-3, "host_s": 1e-3, "shape": ""}
+                                     for ph in "FBU"])
+    r = build_torch_program(G, hardware=hw, kernel_table=KernelTable(slow_host))
+    n_f = sum(1 for s in r.steps if s.phase == "F" and s.time_s > 0)
+    assert sum(s.time_s for s in r.steps) > n_f * 1e-3 > t_q     # CPU-bound: the host's pace

@@ -3,7 +3,8 @@
 Where the preset has a kernel table (``snsim calibrate``, :mod:`snsim.kernel_table`) an op's
 GPU time is interpolated from measured calls of its family; otherwise, and for ops the table
 cannot place, the roofline below applies. With the recording's marks, the host is a second
-resource (:func:`host_stream`): eager PyTorch issues one op after another from one thread, and
+resource (:func:`snsim.kernel_table.host_stream`): eager PyTorch issues one op after another
+from one thread, and
 a kernel cannot start before it is issued, so steps of short kernels are CPU-bound.
 
 Roofline (SPEC §9) [E]:
@@ -16,7 +17,7 @@ views launch no kernel and cost nothing.
 """
 from __future__ import annotations
 
-from ..kernel_table import conv_class, family_of, load_kernel_table, sig_dtype
+from ..kernel_table import conv_class, family_of, host_stream, load_kernel_table, sig_dtype
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -84,8 +85,8 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None):
     hw : HardwareSpec
     marks : list of (label, phase, kind, iteration), optional
         The recording's marks. With them and a table that has host costs, each op's time is
-        its share of the two-resource schedule (:func:`host_stream`), so a step's time includes
-        the GPU's waits for the host.
+        its share of the two-resource schedule (:func:`snsim.kernel_table.host_stream`), so a
+        step's time includes the GPU's waits for the host.
     table : KernelTable, "auto" or None
         ``"auto"``: the preset's table if it has one (:func:`snsim.kernel_table.load_kernel_table`).
     host : bool
@@ -131,33 +132,3 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None):
         report["wait_s"] = report["step_s"] - report["gpu_s"]
         report["kernel_table"] = table.source if table is not None else ""
     return times
-
-
-def host_stream(gpu_s, host_s, iterations=None):
-    """Each op's share of a schedule where the host issues ops in order and the GPU runs them.
-
-    Op ``i`` is issued at ``H_i = H_{i-1} + host_s[i]`` and runs from
-    ``max(G_{i-1}, H_i)`` to ``G_i``; its share is ``G_i - G_{i-1}``, so the shares of an
-    iteration sum to its makespan. Both clocks restart at every new ``iterations`` value (a
-    measured iteration starts from an idle GPU: the timing loop synchronises).
-
-    Examples
-    --------
-    >>> host_stream([1.0, 1.0, 1.0], [0.5, 0.5, 0.5])      # GPU-bound: the GPU never waits
-    [1.5, 1.0, 1.0]
-    >>> host_stream([0.1, 0.1], [1.0, 1.0])                 # CPU-bound: the host's pace
-    [1.1, 1.0]
-    """
-    out = []
-    h = g = 0.0
-    prev_it = None
-    for i, (t, c) in enumerate(zip(gpu_s, host_s)):
-        it = iterations[i] if iterations is not None else None
-        if it != prev_it:
-            h = g = 0.0
-            prev_it = it
-        h += c
-        end = max(g, h) + t if (t or c) else g
-        out.append(end - g)
-        g = end
-    return out
