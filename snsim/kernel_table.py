@@ -39,6 +39,15 @@ COMPUTE_FAMILIES = frozenset({"convolution", "convolution_backward", "mm", "addm
                               "sdpa_flash", "sdpa_efficient", "sdpa_math",
                               "sdpa_flash_backward", "sdpa_efficient_backward",
                               "sdpa_math_backward"})
+# aten ops that launch no kernel (views, metadata, profiler ranges): no GPU time, and the host
+# cost per op that calibrate measures is per op outside this set (it absorbs their dispatch)
+NO_KERNEL_OPS = frozenset({
+    "detach", "t", "view", "_unsafe_view", "reshape", "expand", "permute", "transpose",
+    "as_strided", "alias", "squeeze", "unsqueeze", "select", "slice", "split", "unbind",
+    "split_with_sizes", "_reshape_alias", "lift_fresh", "empty", "empty_like",
+    "empty_strided", "new_empty", "new_empty_strided", "_foreach_empty", "device",
+    "_record_function_enter_new", "_record_function_exit", "is_same_size", "sym_size",
+    "sym_stride", "sym_numel", "_local_scalar_dense"})
 # aten names a recording may use (CPU or CUDA spelling) -> the family calibrate timed
 OP_FAMILY = {
     "_batch_norm_with_update": "native_batch_norm", "cudnn_batch_norm": "native_batch_norm",

@@ -27,16 +27,11 @@ import math
 import statistics
 import time
 
+from ..kernel_table import NO_KERNEL_OPS
+
 COLUMNS = ("family", "dtype", "math", "cls", "flops", "bytes", "ntensors", "time_s", "host_s",
            "shape")
-# ops that launch no kernel (views, metadata); the host cost per op counts the others
-HOST_SKIP = frozenset({
-    "detach", "t", "view", "_unsafe_view", "reshape", "expand", "permute", "transpose",
-    "as_strided", "alias", "squeeze", "unsqueeze", "select", "slice", "split", "unbind",
-    "split_with_sizes", "_reshape_alias", "lift_fresh", "empty", "empty_like",
-    "empty_strided", "new_empty", "new_empty_strided", "_foreach_empty", "device",
-    "_record_function_enter_new", "_record_function_exit", "is_same_size", "sym_size",
-    "sym_stride", "sym_numel", "_local_scalar_dense"})
+HOST_SKIP = NO_KERNEL_OPS   # the host cost per op counts the other ops
 
 
 class _Bench:
@@ -380,21 +375,34 @@ class Calibrator:
                 fam = "sum" if name == "sum_dim" else name
                 self.add(fam, dtype, dn, "", f, nbytes=_nbytes(torch, ins, outs), shape=sz)
             # backward ops of BN / pooling / softmax / layer norm, via their aten calls
+            self.guarded("bandwidth backward", self._bandwidth_backward, x4, dy4, w, b, rm, rv,
+                         hw, dtype, dn, sz)
+
+    def _bandwidth_backward(self, x4, dy4, w, b, rm, rv, hw, dtype, dn, sz):
+        torch = self.torch
+        import torch.nn.functional as F
+        aten = torch.ops.aten
+        if True:
             xg = x4.detach().requires_grad_()
             wg, bg = w.detach().requires_grad_(), b.detach().requires_grad_()
             out = F.batch_norm(xg, rm, rv, wg, bg, training=True)
             self.add("native_batch_norm_backward", dtype, dn, "",
                      lambda: torch.autograd.grad(out, (xg, wg, bg), dy4, retain_graph=True),
                      nbytes=3 * _nbytes(torch, x4), shape=sz)
-            ln_w, ln_b = self.t(hw), self.t(hw)
+            d = 1024 if x4.numel() >= 4096 else hw     # a transformer's hidden size
+            xl = x4.detach().reshape(-1, d) if x4.numel() % d == 0 else x4[..., :d]
+            xl = xl.contiguous().reshape(-1, d)
+            ln_w, ln_b = self.t(d, dtype=dtype), self.t(d, dtype=dtype)
             self.add("native_layer_norm", dtype, dn, "",
-                     lambda: F.layer_norm(x4, (hw,), ln_w, ln_b),
-                     nbytes=2 * _nbytes(torch, x4), shape=sz)
+                     lambda: F.layer_norm(xl, (d,), ln_w, ln_b),
+                     nbytes=2 * _nbytes(torch, xl), shape=sz + f" d{d}")
+            xlg = xl.detach().requires_grad_()
             lw, lb = ln_w.detach().requires_grad_(), ln_b.detach().requires_grad_()
-            lo = F.layer_norm(xg, (hw,), lw, lb)
+            lo = F.layer_norm(xlg, (d,), lw, lb)
+            dlo = torch.randn_like(lo)
             self.add("native_layer_norm_backward", dtype, dn, "",
-                     lambda: torch.autograd.grad(lo, (xg, lw, lb), dy4, retain_graph=True),
-                     nbytes=3 * _nbytes(torch, x4), shape=sz)
+                     lambda: torch.autograd.grad(lo, (xlg, lw, lb), dlo, retain_graph=True),
+                     nbytes=3 * _nbytes(torch, xl), shape=sz + f" d{d}")
             po, idx = aten.max_pool2d_with_indices.default(x4, [3, 3], [2, 2], [1, 1])
             dpo = torch.randn_like(po)
             pargs = (dpo, x4, [3, 3], [2, 2], [1, 1], [1, 1], False, idx)
@@ -408,7 +416,6 @@ class Calibrator:
             self.add("_log_softmax_backward_data", dtype, dn, "",
                      lambda: aten._log_softmax_backward_data.default(sm, sm, -1, dtype),
                      nbytes=3 * _nbytes(torch, sm), shape=sz)
-            del x, y, x4, dy4, xg, out, lo, po, idx, dpo, pargs, sm, mask, ops
 
     def embedding_and_loss(self, count):
         torch = self.torch

@@ -17,17 +17,11 @@ views launch no kernel and cost nothing.
 """
 from __future__ import annotations
 
-from ..kernel_table import conv_class, family_of, host_stream, load_kernel_table, sig_dtype
+from ..kernel_table import (NO_KERNEL_OPS, conv_class, family_of, host_stream,  # noqa: F401
+                            load_kernel_table, sig_dtype)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
-NO_KERNEL_OPS = frozenset({
-    "detach", "t", "view", "_unsafe_view", "reshape", "expand", "permute", "transpose",
-    "as_strided", "alias", "squeeze", "unsqueeze", "select", "slice", "split", "unbind",
-    "split_with_sizes", "_reshape_alias", "lift_fresh", "empty", "empty_like",
-    "empty_strided", "new_empty", "new_empty_strided", "_foreach_empty"})
-NO_KERNEL_OPS = NO_KERNEL_OPS | {"device", "_record_function_enter_new",
-                                 "_record_function_exit", "is_same_size", "_local_scalar_dense"}
 _CONV = ("convolution", "convolution_backward", "cudnn_convolution")
 _MATMUL = ("mm", "addmm", "bmm", "matmul", "baddbmm")
 
