@@ -131,11 +131,9 @@ def sig_dtype(sig):
     return m.group(1) if m else "float32"
 
 
-def _class_distance(a, b):
-    if a == b:
-        return 0.0
-    ga, gb = a.split("k")[0] if a else "", b.split("k")[0] if b else ""
-    return 3.0 if ga != gb else 1.0
+def _group_prefix(cls):
+    # "dw", "g" or "" (dense): another grouping is far (distance 3), another kernel/stride near (1)
+    return cls.split("k")[0] if cls else ""
 
 
 class KernelTable:
@@ -152,7 +150,9 @@ class KernelTable:
     def __init__(self, rows, meta=None, *, source=""):
         self.meta = dict(meta or {})
         self.source = source
-        self.host = {}
+        self.host = {}            # phase -> host seconds per op (phase average)
+        self.host_overhead = {}   # phase -> host seconds per op beyond the aten call itself
+        self.aten_host = {}       # family -> host seconds to issue one small call
         self._groups = {}
         self._fitted = {}
         rows = rows[rows["time_s"] > 0]
@@ -169,16 +169,44 @@ class KernelTable:
             feats = np.stack([np.log1p(flops), np.log1p(nbytes),
                               np.log1p(g["ntensors"].to_numpy(float))], axis=1)
             host = g["host_s"].to_numpy(float)
-            grp = (feats, lr, list(g["cls"].astype(str)), host)
+            grp = (feats, lr, np.array(g["cls"].astype(str), dtype=object), host)
             if key in self._groups:   # same family/math from two dtypes' rows: merge
                 f0, l0, c0, h0 = self._groups[key]
-                grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]), c0 + grp[2],
-                       np.concatenate([h0, host]))
+                grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]),
+                       np.concatenate([c0, grp[2]]), np.concatenate([h0, host]))
             self._groups[key] = grp
+        self._prefix = {key: np.array([_group_prefix(c) for c in grp[2]], dtype=object)
+                        for key, grp in self._groups.items()}
+        for (fam, _), (feats, _, _, host) in self._groups.items():
+            small = host[np.argsort(feats[:, 1], kind="stable")[:3]]
+            if len(small) and np.all(small > 0):
+                h = float(np.median(small))
+                self.aten_host[fam] = min(h, self.aten_host.get(fam, h))
+        if "ops" in hs and self.aten_host:
+            self._fit_overhead(hs)
         for key, (feats, lr, _, _) in self._groups.items():
             big = lr[np.exp(feats[:, 0]) / REF_FLOPS_PER_S + np.exp(feats[:, 1]) /
                      REF_BYTES_PER_S > 20 * REF_FLOOR_S]
             self._fitted[key] = float(np.median(big if len(big) else lr))
+
+    def _aten_host(self, family):
+        if family in self.aten_host:
+            return self.aten_host[family]
+        plain = [v for k, v in self.aten_host.items() if not k.startswith("_foreach")]
+        return float(np.median(plain)) if plain else 0.0
+
+    def _fit_overhead(self, hs):
+        # a training step's host time per op = the aten call's own issue cost (by family, timed
+        # directly) + what module calls / autograd add per op (fitted on the small models)
+        per = {}
+        for _, r in hs.iterrows():
+            ops = [t.rpartition(":") for t in str(r["ops"]).split() if ":" in t]
+            n = sum(int(c) for _, _, c in ops)
+            if not n or r["cls"] not in ("F", "B"):
+                continue
+            aten = sum(int(c) * self._aten_host(family_of(k)) for k, _, c in ops)
+            per.setdefault(r["cls"], []).append(max(float(r["host_s"]) - aten, 0.0) / n)
+        self.host_overhead = {ph: float(np.median(v)) for ph, v in per.items()}
 
     @staticmethod
     def _ref(flops, nbytes):
@@ -209,6 +237,8 @@ class KernelTable:
         for c in ("ntensors", "host_s"):
             if c not in rows:
                 rows[c] = 0
+        if "ops" not in rows:
+            rows["ops"] = ""
         return cls(rows, meta, source=str(path))
 
     def families(self):
@@ -243,9 +273,12 @@ class KernelTable:
                 return None, "roofline"
         feats, lr, classes, _ = self._groups[key]
         q = np.array([math.log1p(flops), math.log1p(nbytes), math.log1p(ntensors)])
-        d = np.sqrt(((feats - q) ** 2).sum(axis=1)
-                    + np.array([_class_distance(cls, c) for c in classes]) ** 2
-                    if cls or any(classes) else ((feats - q) ** 2).sum(axis=1))
+        d2 = ((feats - q) ** 2).sum(axis=1)
+        if cls or classes.any():
+            same = classes == cls
+            d2 = d2 + np.where(same, 0.0, np.where(self._prefix[key] == _group_prefix(cls),
+                                                   1.0, 9.0))
+        d = np.sqrt(d2)
         ref = float(self._ref(np.array(flops, float), np.array(nbytes, float)))
         order = np.argsort(d, kind="stable")[:K_NEAREST]
         if d[order[0]] > FAR:
@@ -265,6 +298,8 @@ class KernelTable:
                 order = np.argsort(d, kind="stable")[:K_NEAREST]
                 w = 1.0 / (d[order] + 0.05) ** 2
                 return float((w * host[order]).sum() / w.sum())
+        if phase in self.host_overhead:
+            return self.host_overhead[phase] + self._aten_host(family)
         if phase in self.host:
             return self.host[phase]
         return self.host.get("F", 0.0)

@@ -130,3 +130,19 @@ def test_zoo_pytorch_program_takes_table_times_and_the_host():
     r = build_torch_program(G, hardware=hw, kernel_table=KernelTable(slow_host))
     n_f = sum(1 for s in r.steps if s.phase == "F" and s.time_s > 0)
     assert sum(s.time_s for s in r.steps) > n_f * 1e-3 > t_q     # CPU-bound: the host's pace
+
+
+def test_host_cost_per_op_is_the_aten_call_plus_a_fitted_overhead():
+    rows = [{"family": fam, "dtype": "float32", "math": "float32", "cls": "", "flops": 0,
+             "bytes": nb, "ntensors": 0, "time_s": 1e-5, "host_s": h, "shape": "", "ops": ""}
+            for fam, h in (("convolution_x", 30e-6), ("relu_", 5e-6)) for nb in (1e3, 1e6)]
+    # a step phase of 10 convs + 10 relus that took 10·(30+5) + 20·7 µs: overhead 7 µs per op
+    rows.append({"family": "host_step", "dtype": "float32", "math": "", "cls": "F",
+                 "flops": 0, "bytes": 0, "ntensors": 20, "time_s": 24.5e-6,
+                 "host_s": 10 * 35e-6 + 20 * 7e-6, "shape": "m",
+                 "ops": "convolution_x:10 relu_:10"})
+    tab = KernelTable(pd.DataFrame(rows))
+    assert tab.host_overhead["F"] == pytest.approx(7e-6)
+    assert tab.host_s("F", "convolution_x") == pytest.approx(37e-6)
+    assert tab.host_s("F", "relu_") == pytest.approx(12e-6)
+    assert tab.host_s("F", "never_timed") == pytest.approx(7e-6 + 17.5e-6)

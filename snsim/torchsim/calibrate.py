@@ -30,7 +30,7 @@ import time
 from ..kernel_table import NO_KERNEL_OPS
 
 COLUMNS = ("family", "dtype", "math", "cls", "flops", "bytes", "ntensors", "time_s", "host_s",
-           "shape")
+           "shape", "ops")
 HOST_SKIP = NO_KERNEL_OPS   # the host cost per op counts the other ops
 
 
@@ -155,7 +155,8 @@ class Calibrator:
             f = None
         self.rows.append({"family": family, "dtype": str(dtype).replace("torch.", ""),
                           "math": math_, "cls": cls, "flops": int(flops), "bytes": int(nbytes),
-                          "ntensors": int(ntensors), "time_s": t, "host_s": h, "shape": shape})
+                          "ntensors": int(ntensors), "time_s": t, "host_s": h, "shape": shape,
+                          "ops": ""})
 
     def t(self, *shape, dtype=None, grad=False):
         torch = self.torch
@@ -518,10 +519,13 @@ class Calibrator:
             def __init__(self):
                 super().__init__()
                 self.n = 0
+                self.names = {}
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                if func._overloadpacket.__name__ not in HOST_SKIP:
+                name = func._overloadpacket.__name__
+                if name not in HOST_SKIP:
                     self.n += 1
+                    self.names[name] = self.names.get(name, 0) + 1
                 return func(*args, **(kwargs or {}))
 
         def resnet_like():
@@ -572,6 +576,7 @@ class Calibrator:
                 from .record import make_optimizer
                 opt = make_optimizer(opt_name, model.parameters())
                 counts = {}
+                names = {}
                 times = {"F": [], "B": [], "U": []}
 
                 def step(timed):
@@ -603,21 +608,22 @@ class Calibrator:
                     step(True)
                 with Count() as c:
                     loss = F.cross_entropy(model(x), y)
-                counts["F"] = c.n
+                counts["F"], names["F"] = c.n, c.names
                 with Count() as c:
                     loss.backward()
-                counts["B"] = c.n
+                counts["B"], names["B"] = c.n, c.names
                 with Count() as c:
                     opt.step()
                     opt.zero_grad(set_to_none=True)
-                counts["U"] = c.n
+                counts["U"], names["U"] = c.n, c.names
                 for phase in "FBU":
                     med = statistics.median(times[phase])
                     self.rows.append({
                         "family": "host_step", "dtype": "float32", "math": "", "cls": phase,
                         "flops": 0, "bytes": 0, "ntensors": counts[phase],
                         "time_s": med / max(counts[phase], 1), "host_s": med,
-                        "shape": f"{name} {opt_name} batch 2 {list(shape)}"})
+                        "shape": f"{name} {opt_name} batch 2 {list(shape)}",
+                        "ops": " ".join(f"{k}:{v}" for k, v in sorted(names[phase].items()))})
             del model, opt
 
     def _sleep(self, s):
@@ -719,7 +725,7 @@ def write_table(rows, prov, path):
     for r in rows:
         vals = []
         for c in COLUMNS:
-            v = r[c]
+            v = r.get(c, "")
             if isinstance(v, float):
                 v = f"{v:.4g}"
             v = str(v)
