@@ -103,6 +103,11 @@ def cmd_predict(args):
                              "step_time_s")}
     if args.format == "table":
         _print_kv(row)
+        ts = r["time_sources"]
+        print("step time from: " + ", ".join(
+            f"{k[:-2]} {ts[k] * 1e3:.2f} ms" for k in ("table_s", "fitted_s", "proxy_s",
+                                                       "roofline_s", "wait_s"))
+              + f" ({ts['kernel_table'] or 'no kernel table: roofline'})")
     else:
         emit([row], args.format)
     return 0
