@@ -292,9 +292,10 @@ class Calibrator:
 
                     def bwd():
                         torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
-                    self.add(f"sdpa_{name}", dtype, str(dtype)[6:], "fwd", fwd, flops=flops,
+                    mth = "bf16" if dtype == torch.bfloat16 else "fp32"
+                    self.add(f"sdpa_{name}", dtype, mth, "fwd", fwd, flops=flops,
                              nbytes=nb, shape=shape)
-                    self.add(f"sdpa_{name}_backward", dtype, str(dtype)[6:], "bwd", bwd,
+                    self.add(f"sdpa_{name}_backward", dtype, mth, "bwd", bwd,
                              flops=int(2.5 * flops), nbytes=2 * nb, shape=shape)
             except RuntimeError as e:
                 key = f"sdpa_{name}: {type(e).__name__}"

@@ -60,8 +60,10 @@ def _table_time(table, op):
     half = dtype in ("bfloat16", "float16")
     if fam.startswith("convolution"):
         mth, cls = ("bf16" if half else "tf32"), conv_class(sig)
-    elif fam in ("mm", "addmm", "bmm"):
+    elif fam in ("mm", "addmm", "bmm") or fam.startswith("sdpa"):
         mth, cls = ("bf16" if half else "fp32"), ""
+        if half and fam.startswith("sdpa_efficient"):   # CUDA picks flash for half inputs
+            fam = fam.replace("sdpa_efficient", "sdpa_flash")
     else:
         mth, cls = ("bf16" if half else "float32"), ""
     ntensors = len(op[2]) + len(op[3]) if fam.startswith("_foreach") else 0
