@@ -31,6 +31,24 @@ def _captures(folders):
             yield path, prov, doc["measured"]["step_time_s"]
 
 
+def _zoo(name, batch, hw, table, meas):
+    """The zoo twin's ``--framework pytorch`` step time (sum of its steps), when there is one."""
+    from snsim.program_torch import build_torch_program
+    from snsim.zoo import NETWORKS, build_network
+    if name not in NETWORKS:
+        return {}
+    G = build_network(name, batch=batch, twin=True)
+    out = {}
+    for label, tab in (("zoo_table", table), ("zoo_roofline", "none")):
+        if tab is None:
+            continue
+        t = sum(st.time_s for st in build_torch_program(G, hardware=hw,
+                                                        kernel_table=tab).steps)
+        out[f"{label}_ms"] = t * 1e3
+        out[f"{label}_err_pct"] = 100 * (t - meas) / meas
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folders", nargs="+")
@@ -72,28 +90,29 @@ def main(argv=None):
             if label == "table_host":
                 for k in ("table_s", "fitted_s", "proxy_s", "roofline_s", "host_s", "wait_s"):
                     row["src_" + k[:-2] + "_ms"] = rep[k] * 1e3
+        row.update(_zoo(spec.name, prov["batch"], hw, table, meas))
         rows.append(row)
         print(" ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}"
                        for k, v in row.items()), file=sys.stderr, flush=True)
     if not rows:
         print("no plain captures found", file=sys.stderr)
         return 1
-    cols = list(rows[0])
+    cols = list(dict.fromkeys(k for r in rows for k in r))
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:
         print("| " + " | ".join(f"{r.get(c, ''):.2f}" if isinstance(r.get(c), float)
                                 else str(r.get(c, "")) for c in cols) + " |")
     print()
-    for label in ("table_host", "table_gpu", "roofline"):
+    for label in ("table_host", "table_gpu", "roofline", "zoo_table", "zoo_roofline"):
         key = f"{label}_err_pct"
-        if key not in rows[0]:
+        if not any(key in r for r in rows):
             continue
         for name, sel in (("all", rows), ("gpu-bound", [r for r in rows if r["bound"] == "gpu"]),
                           ("cpu-bound", [r for r in rows if r["bound"] == "cpu"]),
                           ("network in table", [r for r in rows if r["in_table"]]),
                           ("network not in table", [r for r in rows if not r["in_table"]])):
-            errs = [abs(r[key]) for r in sel]
+            errs = [abs(r[key]) for r in sel if key in r]
             if errs:
                 print(f"{label:<11} {name:<21} n={len(errs):<3} median |err| "
                       f"{statistics.median(errs):6.2f}%  max |err| {max(errs):6.2f}%")
