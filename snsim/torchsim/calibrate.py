@@ -304,8 +304,6 @@ class Calibrator:
     # -- memory-bound ops, by bytes ------------------------------------------------------------
     def bandwidth_ops(self, sizes, dtype=None):
         torch = self.torch
-        import torch.nn.functional as F
-        aten = torch.ops.aten
         dtype = dtype or torch.float32
         el = torch.tensor([], dtype=dtype).element_size()
         dn = str(dtype)[6:]
@@ -318,106 +316,104 @@ class Calibrator:
         torch = self.torch
         import torch.nn.functional as F
         aten = torch.ops.aten
-        if True:
-            numel = max(int(nb // el), 64)
-            c = 64
-            hw = max(int(math.sqrt(numel / (32 * c))), 4)
-            n4 = max(numel // (c * hw * hw), 1)
-            x = self.t(numel, dtype=dtype)
-            y = self.t(numel, dtype=dtype)
-            x4 = self.t(n4, c, hw, hw, dtype=dtype)
-            dy4 = torch.randn_like(x4)
-            w, b = self.t(c), self.t(c)
-            rm, rv = torch.zeros(c, device=self.device), torch.ones(c, device=self.device)
-            mask = x > 0
-            sz = f"numel{numel}"
-            ops = [
-                ("relu_", lambda: aten.relu_.default(x), (x,), x),
-                ("relu", lambda: aten.relu.default(x), (x,), y),
-                ("threshold_backward", lambda: aten.threshold_backward.default(y, x, 0.0),
-                 (x, y), y),
-                ("add", lambda: aten.add.Tensor(x, y), (x, y), y),
-                ("add_", lambda: aten.add_.Tensor(x, y), (x, y), None),
-                ("mul", lambda: aten.mul.Tensor(x, y), (x, y), y),
-                ("mul_", lambda: aten.mul_.Tensor(x, 0.5), (x,), None),
-                ("div", lambda: aten.div.Scalar(x, 3.0), (x,), y),
-                ("clone", lambda: aten.clone.default(x), (x,), y),
-                ("copy_", lambda: aten.copy_.default(y, x), (x, y), None),
-                ("fill_", lambda: aten.fill_.Scalar(y, 0.0), (y,), None),
-                ("ones_like", lambda: aten.ones_like.default(x), (x,), y),
-                ("gelu", lambda: aten.gelu.default(x), (x,), y),
-                ("gelu_backward", lambda: aten.gelu_backward.default(y, x), (x, y), y),
-                ("native_dropout", lambda: aten.native_dropout.default(x, 0.5, True), (x,),
-                 (y, mask)),
-                ("native_dropout_backward",
-                 lambda: aten.native_dropout_backward.default(y, mask, 2.0), (y, mask), y),
-                ("sum", lambda: aten.sum.default(x), (x,), None),
-                ("sum_dim", lambda: aten.sum.dim_IntList(x4, [0, 2, 3]), (x4,), None),
-                ("mean", lambda: aten.mean.dim(x4, [-1, -2], True), (x4,), None),
-                ("native_batch_norm",
-                 lambda: F.batch_norm(x4, rm, rv, w, b, training=True), (x4,), x4),
-                ("max_pool2d_with_indices",
-                 lambda: aten.max_pool2d_with_indices.default(x4, [3, 3], [2, 2], [1, 1]),
-                 (x4,), None),
-                ("avg_pool2d", lambda: aten.avg_pool2d.default(x4, [2, 2], [2, 2]), (x4,),
-                 None),
-                ("cat", lambda: aten.cat.default([x4, x4], 1), (x4, x4), (x4, x4)),
-                ("_softmax", lambda: aten._softmax.default(x4.view(-1, hw * hw), -1, False),
-                 (x4,), x4),
-                ("_log_softmax",
-                 lambda: aten._log_softmax.default(x4.view(-1, hw * hw), -1, False), (x4,), x4),
-            ]
-            for name, f, ins, outs in ops:
-                if name in ("mean", "max_pool2d_with_indices", "avg_pool2d", "sum_dim"):
-                    try:
-                        outs = f()
-                    except RuntimeError:
-                        self.skipped[name] = self.skipped.get(name, 0) + 1
-                        continue
-                fam = "sum" if name == "sum_dim" else name
-                self.add(fam, dtype, dn, "", f, nbytes=_nbytes(torch, ins, outs), shape=sz)
-            # backward ops of BN / pooling / softmax / layer norm, via their aten calls
-            self.guarded("bandwidth backward", self._bandwidth_backward, x4, dy4, w, b, rm, rv,
-                         hw, dtype, dn, sz)
+        numel = max(int(nb // el), 64)
+        c = 64
+        hw = max(int(math.sqrt(numel / (32 * c))), 4)
+        n4 = max(numel // (c * hw * hw), 1)
+        x = self.t(numel, dtype=dtype)
+        y = self.t(numel, dtype=dtype)
+        x4 = self.t(n4, c, hw, hw, dtype=dtype)
+        dy4 = torch.randn_like(x4)
+        w, b = self.t(c), self.t(c)
+        rm, rv = torch.zeros(c, device=self.device), torch.ones(c, device=self.device)
+        mask = x > 0
+        sz = f"numel{numel}"
+        ops = [
+            ("relu_", lambda: aten.relu_.default(x), (x,), x),
+            ("relu", lambda: aten.relu.default(x), (x,), y),
+            ("threshold_backward", lambda: aten.threshold_backward.default(y, x, 0.0),
+             (x, y), y),
+            ("add", lambda: aten.add.Tensor(x, y), (x, y), y),
+            ("add_", lambda: aten.add_.Tensor(x, y), (x, y), None),
+            ("mul", lambda: aten.mul.Tensor(x, y), (x, y), y),
+            ("mul_", lambda: aten.mul_.Tensor(x, 0.5), (x,), None),
+            ("div", lambda: aten.div.Scalar(x, 3.0), (x,), y),
+            ("clone", lambda: aten.clone.default(x), (x,), y),
+            ("copy_", lambda: aten.copy_.default(y, x), (x, y), None),
+            ("fill_", lambda: aten.fill_.Scalar(y, 0.0), (y,), None),
+            ("ones_like", lambda: aten.ones_like.default(x), (x,), y),
+            ("gelu", lambda: aten.gelu.default(x), (x,), y),
+            ("gelu_backward", lambda: aten.gelu_backward.default(y, x), (x, y), y),
+            ("native_dropout", lambda: aten.native_dropout.default(x, 0.5, True), (x,),
+             (y, mask)),
+            ("native_dropout_backward",
+             lambda: aten.native_dropout_backward.default(y, mask, 2.0), (y, mask), y),
+            ("sum", lambda: aten.sum.default(x), (x,), None),
+            ("sum_dim", lambda: aten.sum.dim_IntList(x4, [0, 2, 3]), (x4,), None),
+            ("mean", lambda: aten.mean.dim(x4, [-1, -2], True), (x4,), None),
+            ("native_batch_norm",
+             lambda: F.batch_norm(x4, rm, rv, w, b, training=True), (x4,), x4),
+            ("max_pool2d_with_indices",
+             lambda: aten.max_pool2d_with_indices.default(x4, [3, 3], [2, 2], [1, 1]),
+             (x4,), None),
+            ("avg_pool2d", lambda: aten.avg_pool2d.default(x4, [2, 2], [2, 2]), (x4,),
+             None),
+            ("cat", lambda: aten.cat.default([x4, x4], 1), (x4, x4), (x4, x4)),
+            ("_softmax", lambda: aten._softmax.default(x4.view(-1, hw * hw), -1, False),
+             (x4,), x4),
+            ("_log_softmax",
+             lambda: aten._log_softmax.default(x4.view(-1, hw * hw), -1, False), (x4,), x4),
+        ]
+        for name, f, ins, outs in ops:
+            if name in ("mean", "max_pool2d_with_indices", "avg_pool2d", "sum_dim"):
+                try:
+                    outs = f()
+                except RuntimeError:
+                    self.skipped[name] = self.skipped.get(name, 0) + 1
+                    continue
+            fam = "sum" if name == "sum_dim" else name
+            self.add(fam, dtype, dn, "", f, nbytes=_nbytes(torch, ins, outs), shape=sz)
+        # backward ops of BN / pooling / softmax / layer norm, via their aten calls
+        self.guarded("bandwidth backward", self._bandwidth_backward, x4, dy4, w, b, rm, rv,
+                     hw, dtype, dn, sz)
 
     def _bandwidth_backward(self, x4, dy4, w, b, rm, rv, hw, dtype, dn, sz):
         torch = self.torch
         import torch.nn.functional as F
         aten = torch.ops.aten
-        if True:
-            xg = x4.detach().requires_grad_()
-            wg, bg = w.detach().requires_grad_(), b.detach().requires_grad_()
-            out = F.batch_norm(xg, rm, rv, wg, bg, training=True)
-            self.add("native_batch_norm_backward", dtype, dn, "",
-                     lambda: torch.autograd.grad(out, (xg, wg, bg), dy4, retain_graph=True),
-                     nbytes=3 * _nbytes(torch, x4), shape=sz)
-            d = 1024 if x4.numel() >= 4096 else hw     # a transformer's hidden size
-            xl = x4.detach().reshape(-1, d) if x4.numel() % d == 0 else x4[..., :d]
-            xl = xl.contiguous().reshape(-1, d)
-            ln_w, ln_b = self.t(d, dtype=dtype), self.t(d, dtype=dtype)
-            self.add("native_layer_norm", dtype, dn, "",
-                     lambda: F.layer_norm(xl, (d,), ln_w, ln_b),
-                     nbytes=2 * _nbytes(torch, xl), shape=sz + f" d{d}")
-            xlg = xl.detach().requires_grad_()
-            lw, lb = ln_w.detach().requires_grad_(), ln_b.detach().requires_grad_()
-            lo = F.layer_norm(xlg, (d,), lw, lb)
-            dlo = torch.randn_like(lo)
-            self.add("native_layer_norm_backward", dtype, dn, "",
-                     lambda: torch.autograd.grad(lo, (xlg, lw, lb), dlo, retain_graph=True),
-                     nbytes=3 * _nbytes(torch, xl), shape=sz + f" d{d}")
-            po, idx = aten.max_pool2d_with_indices.default(x4, [3, 3], [2, 2], [1, 1])
-            dpo = torch.randn_like(po)
-            pargs = (dpo, x4, [3, 3], [2, 2], [1, 1], [1, 1], False, idx)
-            self.add("max_pool2d_with_indices_backward", dtype, dn, "",
-                     lambda: aten.max_pool2d_with_indices_backward.default(*pargs),
-                     nbytes=_nbytes(torch, pargs) + _nbytes(torch, x4), shape=sz)
-            sm = aten._softmax.default(x4.view(-1, hw * hw), -1, False)
-            self.add("_softmax_backward_data", dtype, dn, "",
-                     lambda: aten._softmax_backward_data.default(sm, sm, -1, dtype),
-                     nbytes=3 * _nbytes(torch, sm), shape=sz)
-            self.add("_log_softmax_backward_data", dtype, dn, "",
-                     lambda: aten._log_softmax_backward_data.default(sm, sm, -1, dtype),
-                     nbytes=3 * _nbytes(torch, sm), shape=sz)
+        xg = x4.detach().requires_grad_()
+        wg, bg = w.detach().requires_grad_(), b.detach().requires_grad_()
+        out = F.batch_norm(xg, rm, rv, wg, bg, training=True)
+        self.add("native_batch_norm_backward", dtype, dn, "",
+                 lambda: torch.autograd.grad(out, (xg, wg, bg), dy4, retain_graph=True),
+                 nbytes=3 * _nbytes(torch, x4), shape=sz)
+        d = 1024 if x4.numel() >= 4096 else hw     # a transformer's hidden size
+        xl = x4.detach().reshape(-1, d) if x4.numel() % d == 0 else x4[..., :d]
+        xl = xl.contiguous().reshape(-1, d)
+        ln_w, ln_b = self.t(d, dtype=dtype), self.t(d, dtype=dtype)
+        self.add("native_layer_norm", dtype, dn, "",
+                 lambda: F.layer_norm(xl, (d,), ln_w, ln_b),
+                 nbytes=2 * _nbytes(torch, xl), shape=sz + f" d{d}")
+        xlg = xl.detach().requires_grad_()
+        lw, lb = ln_w.detach().requires_grad_(), ln_b.detach().requires_grad_()
+        lo = F.layer_norm(xlg, (d,), lw, lb)
+        dlo = torch.randn_like(lo)
+        self.add("native_layer_norm_backward", dtype, dn, "",
+                 lambda: torch.autograd.grad(lo, (xlg, lw, lb), dlo, retain_graph=True),
+                 nbytes=3 * _nbytes(torch, xl), shape=sz + f" d{d}")
+        po, idx = aten.max_pool2d_with_indices.default(x4, [3, 3], [2, 2], [1, 1])
+        dpo = torch.randn_like(po)
+        pargs = (dpo, x4, [3, 3], [2, 2], [1, 1], [1, 1], False, idx)
+        self.add("max_pool2d_with_indices_backward", dtype, dn, "",
+                 lambda: aten.max_pool2d_with_indices_backward.default(*pargs),
+                 nbytes=_nbytes(torch, pargs) + _nbytes(torch, x4), shape=sz)
+        sm = aten._softmax.default(x4.view(-1, hw * hw), -1, False)
+        self.add("_softmax_backward_data", dtype, dn, "",
+                 lambda: aten._softmax_backward_data.default(sm, sm, -1, dtype),
+                 nbytes=3 * _nbytes(torch, sm), shape=sz)
+        self.add("_log_softmax_backward_data", dtype, dn, "",
+                 lambda: aten._log_softmax_backward_data.default(sm, sm, -1, dtype),
+                 nbytes=3 * _nbytes(torch, sm), shape=sz)
 
     def embedding_and_loss(self, count):
         torch = self.torch
@@ -436,28 +432,27 @@ class Calibrator:
     def _embedding_one(self, v, d, n):
         torch = self.torch
         aten = torch.ops.aten
-        if True:
-            wt = self.t(v, d)
-            idx = torch.randint(0, v, (n,), device=self.device)
-            e = aten.embedding.default(wt, idx)
-            self.add("embedding", "float32", "fp32", "", lambda: aten.embedding.default(wt, idx),
-                     nbytes=_nbytes(torch, idx, e), shape=f"v{v} d{d} n{n}")
-            de = torch.randn_like(e)
-            self.add("embedding_dense_backward", "float32", "fp32", "",
-                     lambda: aten.embedding_dense_backward.default(de, idx, v, -1, False),
-                     nbytes=_nbytes(torch, de, idx, wt), shape=f"v{v} d{d} n{n}")
-            logits = self.t(n, min(v, 50000))
-            lp = aten._log_softmax.default(logits, -1, False)
-            tgt = torch.randint(0, lp.shape[1], (n,), device=self.device)
-            lo = aten.nll_loss_forward.default(lp, tgt, None, 1, -100)
-            self.add("nll_loss_forward", "float32", "fp32", "",
-                     lambda: aten.nll_loss_forward.default(lp, tgt, None, 1, -100),
-                     nbytes=_nbytes(torch, lp, tgt), shape=f"n{n} c{lp.shape[1]}")
-            g = torch.ones((), device=self.device)
-            self.add("nll_loss_backward", "float32", "fp32", "",
-                     lambda: aten.nll_loss_backward.default(g, lp, tgt, None, 1, -100, lo[1]),
-                     nbytes=2 * _nbytes(torch, lp), shape=f"n{n} c{lp.shape[1]}")
-            del wt, idx, e, de, logits, lp, tgt, lo
+        wt = self.t(v, d)
+        idx = torch.randint(0, v, (n,), device=self.device)
+        e = aten.embedding.default(wt, idx)
+        self.add("embedding", "float32", "fp32", "", lambda: aten.embedding.default(wt, idx),
+                 nbytes=_nbytes(torch, idx, e), shape=f"v{v} d{d} n{n}")
+        de = torch.randn_like(e)
+        self.add("embedding_dense_backward", "float32", "fp32", "",
+                 lambda: aten.embedding_dense_backward.default(de, idx, v, -1, False),
+                 nbytes=_nbytes(torch, de, idx, wt), shape=f"v{v} d{d} n{n}")
+        logits = self.t(n, min(v, 50000))
+        lp = aten._log_softmax.default(logits, -1, False)
+        tgt = torch.randint(0, lp.shape[1], (n,), device=self.device)
+        lo = aten.nll_loss_forward.default(lp, tgt, None, 1, -100)
+        self.add("nll_loss_forward", "float32", "fp32", "",
+                 lambda: aten.nll_loss_forward.default(lp, tgt, None, 1, -100),
+                 nbytes=_nbytes(torch, lp, tgt), shape=f"n{n} c{lp.shape[1]}")
+        g = torch.ones((), device=self.device)
+        self.add("nll_loss_backward", "float32", "fp32", "",
+                 lambda: aten.nll_loss_backward.default(g, lp, tgt, None, 1, -100, lo[1]),
+                 nbytes=2 * _nbytes(torch, lp), shape=f"n{n} c{lp.shape[1]}")
+        del wt, idx, e, de, logits, lp, tgt, lo
 
     def foreach(self):
         torch = self.torch
