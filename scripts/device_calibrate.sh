@@ -12,5 +12,11 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,power.limit -
 timeout "${CAL_TIMEOUT:-420}" python3 -m snsim calibrate --out "$OUT/h200.csv.gz" \
     --max-seconds "${CAL_SECONDS:-300}" "$@" 2>&1 | tee -a "$OUT/calibrate.log"
 rc=$?
+python3 -c "
+from snsim.kernel_table import KernelTable
+t = KernelTable.read('$OUT/h200.csv.gz')
+print('families:', ' '.join(t.families()))
+print('host per op (phase average):', t.host, 'overhead beyond the aten call:', t.host_overhead)
+" 2>&1 | tee -a "$OUT/calibrate.log"
 ls -l "$OUT" | tee -a "$OUT/calibrate.log"
 exit $rc
