@@ -286,6 +286,26 @@ class KernelTable:
         w = 1.0 / (d[order] + 0.05) ** 2
         return ref * math.exp(float((w * lr[order]).sum() / w.sum())), src
 
+    def copy_model(self):
+        """Host<->device copy rates fitted to the table's ``copy_*`` rows, in the hardware
+        preset's terms (SPEC §9): per ``h2d_pinned`` / ``d2h_pinned`` / ``h2d_pageable`` /
+        ``d2h_pageable``, the peak ``bytes_per_s`` and ``efficiency_by_bytes``
+        (``[[bytes, efficiency], ...]``, the preset's ``copy_efficiency_by_bytes``)."""
+        out = {}
+        for (fam, _), (feats, lr, _, _) in self._groups.items():
+            if not fam.startswith("copy_"):
+                continue
+            nbytes = np.expm1(feats[:, 1])
+            t = np.exp(lr) * self._ref(np.zeros_like(nbytes), nbytes)
+            order = np.argsort(nbytes)
+            rate = nbytes[order] / t[order]
+            peak = float(rate.max())
+            out[fam[len("copy_"):]] = {
+                "bytes_per_s": peak,
+                "efficiency_by_bytes": [[int(b), round(float(r / peak), 4)]
+                                        for b, r in zip(nbytes[order], rate)]}
+        return out
+
     def host_s(self, phase, family="", ntensors=0):
         """Host seconds to issue one kernel-launching op of ``phase`` (F, B, U) in eager
         PyTorch; foreach ops by their tensor count where the table timed them."""

@@ -146,3 +146,13 @@ def test_host_cost_per_op_is_the_aten_call_plus_a_fitted_overhead():
     assert tab.host_s("F", "convolution_x") == pytest.approx(37e-6)
     assert tab.host_s("F", "relu_") == pytest.approx(12e-6)
     assert tab.host_s("F", "never_timed") == pytest.approx(7e-6 + 17.5e-6)
+
+
+def test_copy_model_fits_rates_by_size():
+    rows = [{"family": "copy_h2d_pinned", "dtype": "float32", "math": "", "cls": "",
+             "flops": 0, "bytes": nb, "ntensors": 0, "time_s": 10e-6 + nb / 50e9,
+             "host_s": 5e-6, "shape": ""} for nb in (4096, 2**20, 2**28)]
+    m = KernelTable(pd.DataFrame(rows)).copy_model()["h2d_pinned"]
+    assert m["bytes_per_s"] == pytest.approx(2**28 / (10e-6 + 2**28 / 50e9))
+    effs = [e for _, e in m["efficiency_by_bytes"]]
+    assert effs == sorted(effs) and effs[-1] == 1.0 and effs[0] < 0.01
