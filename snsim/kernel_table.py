@@ -293,7 +293,7 @@ class KernelTable:
         (``[[bytes, efficiency], ...]``, the preset's ``copy_efficiency_by_bytes``)."""
         out = {}
         for (fam, _), (feats, lr, _, _) in self._groups.items():
-            if not fam.startswith("copy_"):
+            if not fam.startswith(("copy_h2d", "copy_d2h")):
                 continue
             nbytes = np.expm1(feats[:, 1])
             t = np.exp(lr) * self._ref(np.zeros_like(nbytes), nbytes)
