@@ -574,3 +574,97 @@ def with_modeled_times(G, hw):
         d["bwd_time_s"] = c.bwd_time_s
         d["time_source"] = source
     return H
+
+
+# -- measured kernel tables (issue 10) ---------------------------------------------------------
+# foreach kernels per optimizer step (torch 2.x, foreach=True, weight decay as in snsim's runs)
+FOREACH_OPS = {"sgd": 2, "sgd-momentum": 4, "nesterov": 5, "adam": 10, "adamw": 10}
+
+
+def _layer_ops(a, dtype_bytes=4):
+    """The aten ops of a zoo layer's forward and backward in eager PyTorch (torchvision twin):
+    two lists of ``(family, flops, bytes, cls, math)``; None for a type not mapped."""
+    typ = a["type"]
+    b = dtype_bytes
+    y = _numel(a["out_shape"]) * b
+    x = _numel(a["in_shapes"][0]) * b if a.get("in_shapes") else 0
+    if typ == "CONV":
+        n, c = a["in_shapes"][0][:2]
+        kh, kw = _pair(a["kernel"], 1)
+        sh = _pair(a.get("stride", 1), 1)[0]
+        g = a.get("groups", 1)
+        w = a["params"] * b
+        cls = ("dw" if g > 1 and g == c else "g" if g > 1 else "") + f"k{kh}x{kw}s{sh}"
+        first = c == 3   # the input batch needs no gradient
+        macs = a["macs"]
+        fwd = [("convolution", 2 * macs, x + w + y, cls, "tf32")]
+        bwd = [("convolution_backward", (2 if first else 4) * macs,
+                y + x + w + w + (0 if first else x), cls, "tf32")]
+        return fwd, bwd
+    if typ == "FC":
+        n = a["out_shape"][0]
+        i, o = a["in_features"], a["out_features"]
+        w = a["params"] * b
+        mm = 2 * n * i * o
+        return ([("addmm", mm, x + w + y, "", "fp32")],
+                [("mm", mm, y + w + x, "", "fp32"), ("mm", mm, y + x + w, "", "fp32"),
+                 ("sum", 0, y, "", "float32")])
+    if typ == "BN":
+        return ([("native_batch_norm", 0, x + y, "", "float32")],
+                [("native_batch_norm_backward", 0, 3 * x, "", "float32")])
+    if typ == "ACT":
+        return ([("relu_", 0, 2 * x, "", "float32")],
+                [("threshold_backward", 0, 3 * x, "", "float32")])
+    if typ == "POOL":
+        if a.get("mode", "max") == "max":
+            return ([("max_pool2d_with_indices", 0, x + 3 * y, "", "float32")],
+                    [("max_pool2d_with_indices_backward", 0, 2 * x + 3 * y, "", "float32")])
+        if a["out_shape"][-1] == 1 and a["out_shape"][-2] == 1:
+            return ([("mean", 0, x + y, "", "float32")], [("div", 0, x + y, "", "float32")])
+        return ([("avg_pool2d", 0, x + y, "", "float32")],
+                [("max_pool2d_with_indices_backward", 0, 2 * x + y, "", "float32")])
+    if typ == "JOIN":
+        return [("add_", 0, 3 * y, "", "float32")], []
+    if typ == "SOFTMAX":
+        return ([("_log_softmax", 0, 2 * y, "", "float32"),
+                 ("nll_loss_forward", 0, y, "", "float32")],
+                [("nll_loss_backward", 0, 2 * y, "", "float32"),
+                 ("_log_softmax_backward_data", 0, 3 * y, "", "float32")])
+    if typ == "DROPOUT":
+        return ([("native_dropout", 0, x + y + y // b, "", "float32")],
+                [("native_dropout_backward", 0, 2 * y + y // b, "", "float32")])
+    if typ == "CONCAT":
+        return [("cat", 0, 2 * y, "", "float32")], []
+    return None
+
+
+def table_layer_times(G, table, dtype_bytes=4):
+    """Per-layer times of a zoo graph from a measured kernel table (:mod:`snsim.kernel_table`).
+
+    Returns
+    -------
+    dict
+        node -> ``(fwd_s, bwd_s, fwd_ops, bwd_ops)`` for every layer the table can time (all
+        its ops found); ``sources`` maps ``"table"``/``"fitted"``/``"proxy"`` to seconds.
+    """
+    out, sources = {}, {}
+    for n, a in G.nodes(data=True):
+        ops = _layer_ops(a, dtype_bytes) if a.get("type") not in ("DATA", "FORK") else None
+        if ops is None:
+            continue
+        times, ok, srcs = [], True, []
+        for part in ops:
+            total = 0.0
+            for fam, flops, nbytes, cls, mth in part:
+                t, src = table.time_s(fam, flops=flops, nbytes=nbytes, cls=cls, math_=mth)
+                if t is None:
+                    ok = False
+                    break
+                total += t
+                srcs.append((src, t))
+            times.append(total)
+        if ok:
+            out[n] = (times[0], times[1], len(ops[0]), len(ops[1]))
+            for src, t in srcs:
+                sources[src] = sources.get(src, 0.0) + t
+    return out, sources

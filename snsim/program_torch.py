@@ -88,7 +88,30 @@ def conv_workspace_bytes(a, pass_name, dtype_bytes=4):
     return x + y + filt
 
 
-def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspaces=True):
+def _with_host(steps, nodes, measured, table, n_params, optimizer):
+    """Steps re-timed with the host issuing their kernels: each step's share of the iteration's
+    two-resource schedule (:func:`snsim.kernel_table.host_stream`)."""
+    import dataclasses
+
+    from .costs import FOREACH_OPS
+    from .kernel_table import host_stream
+    host = []
+    for st in steps:
+        if st.phase == "U":
+            h = FOREACH_OPS[optimizer] * table.host_s("U", "_foreach_add_", 2 * n_params)
+        elif st.time_s <= 0:
+            h = 0.0
+        elif st.phase == "F":
+            h = table.host_s("F") * (measured[st.layer][2] if st.layer in measured else 1)
+        else:
+            h = table.host_s("B")
+        host.append(h)
+    shares = host_stream([st.time_s for st in steps], host)
+    return [dataclasses.replace(st, time_s=t) for st, t in zip(steps, shares)]
+
+
+def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspaces=True,
+                        kernel_table="auto"):
     """Build the :class:`Program` of one PyTorch training iteration of zoo graph ``G``.
 
     Parameters
@@ -102,6 +125,9 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     workspaces : bool
         Model the memory no tensor owns (default True): cuDNN conv workspaces inside the conv
         steps and cuBLAS's persistent workspaces. False leaves both out.
+    kernel_table : "auto", "none", a path or a KernelTable
+        Layer times from the preset's measured kernel table (``snsim calibrate``) where it has
+        one, with the host issuing the kernels as a second resource; "none": the roofline.
 
     Examples
     --------
@@ -115,19 +141,30 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     if optimizer not in OPTIMIZER_STATE_FACTOR:
         raise ConfigError(f"optimizer {optimizer!r} is unknown; known: "
                           f"{', '.join(OPTIMIZER_STATE_FACTOR)}")
-    from .costs import modeled_costs, update_time_s  # costs import hardware; keep graph pure
+    from .costs import (FOREACH_OPS, modeled_costs, table_layer_times,  # costs import
+                        update_time_s)                                       # hardware
 
     nodes = dict(G.nodes(data=True))
     dtype = int(G.graph.get("dtype_bytes", 4))
     nxt, prv = adjacency(G)
     order = forward_order(G, (nxt, prv))
     costs = modeled_costs(G, hardware) if hardware is not None else {}
+    table = None
+    if hardware is not None and not isinstance(kernel_table, str):
+        table = kernel_table
+    elif hardware is not None and kernel_table != "none":
+        from .kernel_table import load_kernel_table
+        table = load_kernel_table(hardware.name if kernel_table == "auto" else kernel_table)
+    measured, time_sources = (table_layer_times(G, table, dtype) if table is not None
+                              else ({}, {}))
     mem_rate = (hardware.eff("mem") * hardware.mem_bytes_per_s) if hardware is not None else None
 
     def times(n):
         a = nodes[n]
         if "fwd_time_s" in a and "bwd_time_s" in a:
             return a["fwd_time_s"], a["bwd_time_s"]
+        if n in measured:
+            return measured[n][:2]
         if n not in costs:
             raise GraphError(f"layer {n} ({a.get('name')}) has no fwd_time_s/bwd_time_s and no "
                              f"hardware was given to model them")
@@ -371,6 +408,12 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                              tensors[t].producer))
     param_bytes = sum(tensors[t].nbytes for t in param_grads)
     t_u = update_time_s(param_bytes, factor * param_bytes, hardware) if hardware else 0.0
+    if table is not None:
+        t_t, src = table.time_s("_foreach_add_", nbytes=2 * param_bytes,
+                                ntensors=2 * len(param_grads))
+        if t_t is not None:   # a foreach op per parameter-sized pass, as torch.optim runs it
+            t_u = t_t * (FOREACH_OPS[optimizer] + factor)
+            time_sources[src] = time_sources.get(src, 0.0) + t_u
     if param_grads:
         add_step(0, "U", t_u, list(param_grads) + temps + [loss_scalar], name="optimizer.step",
                  typ="OPTIMIZER")
@@ -414,6 +457,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                            StaticTensor("cublaslt.workspace.forward", "buffer",
                                         CUBLASLT_WORKSPACE_BYTES, 0),
                            StaticTensor("cublas.workspace.backward", "buffer", cublas, 0)]
+    if table is not None and table.host:
+        steps = _with_host(steps, nodes, measured, table, len(param_grads), optimizer)
     static = {}
     for st in static_tensors:
         static[st.kind] = static.get(st.kind, 0) + st.nbytes

@@ -11,8 +11,10 @@ import sys
 from ..cli import command, emit, output_path
 from ..errors import ConfigError
 from ..units import format_bytes, parse_bytes
+from .calibrate import register as register_calibrate
 
 DEFAULT_OUT_DIR = "traces/h200"
+register_calibrate()   # ``snsim calibrate`` lives in calibrate.py
 
 
 def _shape(text):
@@ -156,6 +158,12 @@ def cmd_predict(args):
     if args.format == "table":
         row["cuda_modelled"] = "; ".join(f"{k}: {v}" for k, v in row["cuda_modelled"].items())
         _print_kv(row)
+        ts = r.get("time_sources") or {}
+        if ts:
+            print("step time from: " + ", ".join(
+                f"{k[:-2]} {ts[k] * 1e3:.2f} ms" for k in ("table_s", "fitted_s", "proxy_s",
+                                                           "roofline_s", "wait_s"))
+                  + f" ({ts['kernel_table'] or 'no kernel table: roofline'})")
     elif args.format == "csv":
         row["cuda_modelled"] = json.dumps(row["cuda_modelled"])
         emit([row], "csv")

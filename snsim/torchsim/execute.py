@@ -140,6 +140,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
                torch_version=r["provenance"].get("torch", ""),
                cuda_modelled=cuda_modelled(prog.get("notes")),
                data_dependent_ops=r["provenance"].get("data_dependent_ops", []),
+               time_sources=r["provenance"].get("time_sources"),
                record_wall_s=r["provenance"].get("record_wall_s"))
     return out, prog
 

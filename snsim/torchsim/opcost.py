@@ -1,4 +1,13 @@
-"""Modelled time of one aten op: a roofline over its FLOPs and bytes (SPEC §9) [E].
+"""Modelled time of one aten op, and of the op sequence of a step with the host that issues it.
+
+Where the preset has a kernel table (``snsim calibrate``, :mod:`snsim.kernel_table`) an op's
+GPU time is interpolated from measured calls of its family; otherwise, and for ops the table
+cannot place, the roofline below applies. With the recording's marks, the host is a second
+resource (:func:`snsim.kernel_table.host_stream`): eager PyTorch issues one op after another
+from one thread, and
+a kernel cannot start before it is issued, so steps of short kernels are CPU-bound.
+
+Roofline (SPEC §9) [E]:
 
 ``t = max(flops / (eff · peak), bytes / (eff_mem · mem_bytes_per_s)) + launch_overhead_s`` with
 the efficiencies of the hardware preset. Convolutions run in TF32 on GPUs that have it
@@ -10,13 +19,11 @@ PCIe time for their bytes, on the compute stream as ``save_on_cpu``'s copies do.
 """
 from __future__ import annotations
 
+from ..kernel_table import (NO_KERNEL_OPS, conv_class, family_of, host_stream,  # noqa: F401
+                            load_kernel_table, sig_dtype)
+
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
-NO_KERNEL_OPS = frozenset({
-    "detach", "t", "view", "_unsafe_view", "reshape", "expand", "permute", "transpose",
-    "as_strided", "alias", "squeeze", "unsqueeze", "select", "slice", "split", "unbind",
-    "split_with_sizes", "_reshape_alias", "lift_fresh", "empty", "empty_like",
-    "empty_strided", "new_empty", "new_empty_strided", "_foreach_empty"})
 _CONV = ("convolution", "convolution_backward", "cudnn_convolution")
 _MATMUL = ("mm", "addmm", "bmm", "matmul", "baddbmm")
 # shadow host copies: name -> (direction, pinned)
@@ -55,9 +62,82 @@ def op_time_s(name, flops, nbytes, hw):
     return mem + hw.launch_overhead_s
 
 
-def op_times_s(ops, hw):
-    """Modelled time of every recorded op ``(mark, name, reads, news, flops, bytes)``."""
-    return [op_time_s(op[1], op[4], op[5], hw) for op in ops]
+def _table_time(table, op):
+    name, flops, nbytes = op[1], op[4], op[5]
+    sig = op[6] if len(op) > 6 else ""
+    fam = family_of(name)
+    dtype = sig_dtype(sig)
+    half = dtype in ("bfloat16", "float16")
+    if fam.startswith("convolution"):
+        mth, cls = ("bf16" if half else "tf32"), conv_class(sig)
+    elif fam in ("mm", "addmm", "bmm") or fam.startswith("sdpa"):
+        mth, cls = ("bf16" if half else "fp32"), ""
+        if half and fam.startswith("sdpa_efficient"):   # CUDA picks flash for half inputs
+            fam = fam.replace("sdpa_efficient", "sdpa_flash")
+    else:
+        mth, cls = ("bf16" if half else "float32"), ""
+    ntensors = len(op[2]) + len(op[3]) if fam.startswith("_foreach") else 0
+    return table.time_s(fam, flops=flops, nbytes=nbytes, ntensors=ntensors, cls=cls,
+                        dtype=dtype, math_=mth)
+
+
+def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None):
+    """Modelled time of every recorded op ``(mark, name, reads, news, flops, bytes[, sig])``.
+
+    Parameters
+    ----------
+    ops : list of tuples
+        The recorder's ops.
+    hw : HardwareSpec
+    marks : list of (label, phase, kind, iteration), optional
+        The recording's marks. With them and a table that has host costs, each op's time is
+        its share of the two-resource schedule (:func:`snsim.kernel_table.host_stream`), so a
+        step's time includes the GPU's waits for the host.
+    table : KernelTable, "auto" or None
+        ``"auto"``: the preset's table if it has one (:func:`snsim.kernel_table.load_kernel_table`).
+    host : bool
+        Model the host (needs ``marks`` and a table with host costs); False: GPU time only.
+    report : dict, optional
+        Filled with the seconds of the last iteration by source (``table``, ``fitted``,
+        ``proxy``, ``roofline``), ``gpu_s``, ``host_s`` and ``wait_s`` (the GPU idle for the
+        host).
+    """
+    if table == "auto":
+        table = load_kernel_table(hw.name)
+    gpu, source = [], []
+    for op in ops:
+        if op[1] in NO_KERNEL_OPS:
+            gpu.append(0.0)
+            source.append("none")
+            continue
+        t, src = (_table_time(table, op) if table is not None else (None, "roofline"))
+        if t is None:
+            t, src = op_time_s(op[1], op[4], op[5], hw), "roofline"
+        gpu.append(t)
+        source.append(src)
+    times = list(gpu)
+    host_s = [0.0] * len(ops)
+    if host and marks is not None and table is not None and table.host:
+        for i, op in enumerate(ops):
+            if op[1] not in NO_KERNEL_OPS:
+                phase = marks[op[0]][1] if op[0] >= 0 else "F"
+                ntensors = len(op[2]) + len(op[3])
+                host_s[i] = table.host_s(phase, family_of(op[1]), ntensors)
+        iters = [marks[op[0]][3] if op[0] >= 0 else -1 for op in ops]
+        times = host_stream(gpu, host_s, iters)
+    if report is not None:
+        last = max((marks[op[0]][3] for op in ops if op[0] >= 0), default=-1) \
+            if marks is not None else None
+        sel = [i for i, op in enumerate(ops)
+               if last is None or (op[0] >= 0 and marks[op[0]][3] == last)]
+        for key in ("table", "fitted", "proxy", "roofline"):
+            report[f"{key}_s"] = sum(gpu[i] for i in sel if source[i] == key)
+        report["gpu_s"] = sum(gpu[i] for i in sel)
+        report["host_s"] = sum(host_s[i] for i in sel)
+        report["step_s"] = sum(times[i] for i in sel)
+        report["wait_s"] = report["step_s"] - report["gpu_s"]
+        report["kernel_table"] = table.source if table is not None else ""
+    return times
 
 
 def host_copy_time_s(op_rows, hw):

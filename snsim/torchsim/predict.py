@@ -19,7 +19,9 @@ iteration and of the warm-up before it. Two things a CPU cannot see are modelled
 * memory no tensor owns (cuDNN/cuBLAS workspaces): from the hidden-allocation tables of
   committed captures of the same GPU (:mod:`~snsim.torchsim.hidden`), else none.
 
-Times are modelled per op (:mod:`~snsim.torchsim.opcost`); they are not measured.
+Times are modelled per op (:mod:`~snsim.torchsim.opcost`): interpolated from the preset's
+kernel table where it has one (``snsim calibrate``), with the host issuing the ops as a second
+resource; else a roofline. ``provenance["time_sources"]`` says how much came from each.
 """
 from __future__ import annotations
 
@@ -349,7 +351,8 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
         from .hidden import add_hidden
         stream, info, notes = add_hidden(rec, stream, info, hw.name, batch=batch,
                                          exclude=hidden_exclude)
-    times = op_times_s(rec.ops, hw)
+    time_report = {}
+    times = op_times_s(rec.ops, hw, rec.marks, report=time_report)
     prog = build_program(marks=rec.marks, ops=rec.ops, stream=stream, info=info,
                          iteration=rec.iteration, static_names=r["static_names"],
                          op_times_s=times, name=spec.name, batch=batch, optimizer=optimizer,
@@ -358,7 +361,7 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     prov = {"kind": "modeled", "hardware": hw.name, "tool": "snsim predict", "model": spec.text,
             "batch": batch, "optimizer": optimizer, "input_shape": list(spec.input_shape),
             "parameters": r["n_params"], "record_wall_s": round(time.perf_counter() - wall, 3),
-            "input_dtype": spec.input_dtype}
+            "input_dtype": spec.input_dtype, "time_sources": time_report}
     if rec.data_dependent:
         prov["data_dependent_ops"] = sorted({f"{op} in {label}"
                                              for op, label in rec.data_dependent})
@@ -405,5 +408,5 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
             "peak_requested_bytes": res.peak_ideal_bytes,
             "peak_allocated_bytes": res.peak_allocated_bytes,
             "peak_reserved_bytes": res.peak_reserved_bytes, "static_bytes": res.static_bytes,
-            "step_time_s": res.step_time_s,
+            "step_time_s": res.step_time_s, "time_sources": prov["time_sources"],
             "program": prog, "provenance": prov}

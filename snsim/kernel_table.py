@@ -1,0 +1,373 @@
+"""Measured kernel times of one GPU, interpolated in shape space (issue 10).
+
+A kernel table is what ``snsim calibrate`` writes (``configs/kernels/<preset>.csv.gz``): one
+row per timed op call with its family (an aten op name), dtype/math mode, shape class, FLOPs,
+bytes, tensor count, GPU time and host issue time. :meth:`KernelTable.time_s` predicts the GPU
+time of an op the table never saw:
+
+* the time relative to a reference roofline, ``r = t / max(flops / P, bytes / B, 2 µs)``
+  (``P``, ``B`` fixed), varies slowly in shape space; it is interpolated by inverse-distance
+  weighting over the ``k`` nearest rows of the same family and math mode, in
+  (ln flops, ln bytes, ln tensors) plus a penalty for another shape class (conv kernel, stride,
+  depthwise). Within a factor ``FAR`` of a measurement this is ``"table"``;
+* farther away, the family's fitted efficiency (the median ``r`` of its large calls) times the
+  reference roofline: ``"fitted"``;
+* an op whose family was not timed takes a bandwidth proxy family (``"proxy"``) or, when the
+  table has nothing, the caller's roofline (``"roofline"``).
+
+Every lookup says which of these it used, so a run can report how much time came from each.
+The table never imports torch.
+"""
+from __future__ import annotations
+
+import functools
+import gzip
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ConfigError
+
+REF_FLOPS_PER_S = 1e15
+REF_BYTES_PER_S = 5e12
+REF_FLOOR_S = 2e-6
+K_NEAREST = 4
+FAR = math.log(8.0)          # beyond a factor 8 in work from every row: fitted, not table
+COMPUTE_FAMILIES = frozenset({"convolution", "convolution_backward", "mm", "addmm", "bmm",
+                              "sdpa_flash", "sdpa_efficient", "sdpa_math",
+                              "sdpa_flash_backward", "sdpa_efficient_backward",
+                              "sdpa_math_backward"})
+# aten ops that launch no kernel (views, metadata, profiler ranges): no GPU time, and the host
+# cost per op that calibrate measures is per op outside this set (it absorbs their dispatch)
+NO_KERNEL_OPS = frozenset({
+    "detach", "t", "view", "_unsafe_view", "reshape", "expand", "permute", "transpose",
+    "as_strided", "alias", "squeeze", "unsqueeze", "select", "slice", "split", "unbind",
+    "split_with_sizes", "_reshape_alias", "lift_fresh", "empty", "empty_like",
+    "empty_strided", "new_empty", "new_empty_strided", "_foreach_empty", "device",
+    "_record_function_enter_new", "_record_function_exit", "is_same_size", "sym_size",
+    "sym_stride", "sym_numel", "_local_scalar_dense"})
+# aten names a recording may use (CPU or CUDA spelling) -> the family calibrate timed
+OP_FAMILY = {
+    "_batch_norm_with_update": "native_batch_norm", "cudnn_batch_norm": "native_batch_norm",
+    "_native_batch_norm_legit": "native_batch_norm",
+    "_native_batch_norm_legit_functional": "native_batch_norm",
+    "batch_norm_backward": "native_batch_norm_backward",
+    "cudnn_batch_norm_backward": "native_batch_norm_backward",
+    "layer_norm": "native_layer_norm", "native_group_norm": "native_layer_norm",
+    "native_group_norm_backward": "native_layer_norm_backward",
+    "baddbmm": "bmm", "matmul": "mm",
+    "_adaptive_avg_pool2d": "mean", "_adaptive_avg_pool2d_backward": "div",
+    "avg_pool2d_backward": "max_pool2d_with_indices_backward",
+    "sigmoid": "relu", "tanh": "relu", "silu": "gelu", "hardswish": "gelu", "hardtanh": "relu",
+    "relu6": "relu", "hardtanh_": "relu_", "silu_": "relu_", "hardswish_": "relu_",
+    "sigmoid_backward": "threshold_backward", "tanh_backward": "threshold_backward",
+    "silu_backward": "gelu_backward", "hardswish_backward": "gelu_backward",
+    "hardtanh_backward": "threshold_backward",
+    "sub": "add", "sub_": "add_", "div_": "mul_", "addcmul": "add", "where": "add",
+    "rsub": "div", "neg": "div", "pow": "div", "sqrt": "div", "rsqrt": "div", "exp": "div",
+    "zeros_like": "ones_like", "zero_": "fill_", "full_like": "ones_like", "new_zeros":
+    "ones_like", "new_ones": "ones_like", "_to_copy": "clone", "contiguous": "clone",
+    "amax": "sum", "var_mean": "sum", "mean": "mean", "stack": "cat",
+    "embedding_backward": "embedding_dense_backward",
+    "_scaled_dot_product_efficient_attention": "sdpa_efficient",
+    "_scaled_dot_product_efficient_attention_backward": "sdpa_efficient_backward",
+    "_scaled_dot_product_flash_attention": "sdpa_flash",
+    "_scaled_dot_product_flash_attention_backward": "sdpa_flash_backward",
+    "_scaled_dot_product_cudnn_attention": "sdpa_flash",
+    "_scaled_dot_product_cudnn_attention_backward": "sdpa_flash_backward",
+}
+# a family the table lacks -> a timed family with the same memory behaviour
+PROXY = ("clone", "add")
+_TENSOR = re.compile(r"(\w+)\[([\d, ]*)\]")
+
+
+def family_of(name):
+    """The table family of aten op ``name``.
+
+    Examples
+    --------
+    >>> family_of("_batch_norm_with_update"), family_of("convolution")
+    ('native_batch_norm', 'convolution')
+    """
+    if name.startswith("_scaled_dot_product_flash_attention_for_cpu"):
+        return "sdpa_efficient" + ("_backward" if name.endswith("_backward") else "")
+    return OP_FAMILY.get(name, name)
+
+
+def conv_class(sig):
+    """Shape class of a recorded convolution signature, as ``snsim calibrate`` names it.
+
+    Examples
+    --------
+    >>> conv_class("convolution float32[8, 3, 224, 224] float32[64, 3, 7, 7] None 2 2 3 3 1 1 "
+    ...            "False 0 0 1")
+    'k7x7s2'
+    """
+    tensors = [(d, [int(v) for v in s.split(",") if v.strip()])
+               for d, s in _TENSOR.findall(sig)]
+    rest = _TENSOR.sub("", sig).split()[1:]
+    toks = [t for t in rest if t != "None"]
+    if len(tensors) < 2 or len(toks) < 10:
+        return ""
+    backward = sig.startswith("convolution_backward")
+    x = tensors[1][1] if backward else tensors[0][1]
+    w = tensors[2][1] if backward and len(tensors) > 2 else tensors[1][1]
+    if len(x) != 4 or len(w) != 4:
+        return ""
+    try:
+        groups = int(toks[-4] if backward else toks[-1])
+        stride = int(toks[len(toks) - (13 if backward else 10)])
+    except (ValueError, IndexError):
+        return ""
+    g = "dw" if groups > 1 and groups == x[1] else ("g" if groups > 1 else "")
+    return f"{g}k{w[2]}x{w[3]}s{stride}"
+
+
+def sig_dtype(sig):
+    """The dtype of a signature's first tensor (``float32`` when there is none)."""
+    m = _TENSOR.search(sig or "")
+    return m.group(1) if m else "float32"
+
+
+def _group_prefix(cls):
+    # "dw", "g" or "" (dense): another grouping is far (distance 3), another kernel/stride near (1)
+    return cls.split("k")[0] if cls else ""
+
+
+class KernelTable:
+    """Rows of a kernel table, grouped for lookup (see the module docstring).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        The columns of :data:`snsim.torchsim.calibrate.COLUMNS`.
+    meta : dict
+        The ``# key=value`` header (torch, CUDA, cuDNN, driver versions, ...).
+    """
+
+    def __init__(self, rows, meta=None, *, source=""):
+        self.meta = dict(meta or {})
+        self.source = source
+        self.host = {}            # phase -> host seconds per op (phase average)
+        self.host_overhead = {}   # phase -> host seconds per op beyond the aten call itself
+        self.aten_host = {}       # family -> host seconds to issue one small call
+        self._groups = {}
+        self._fitted = {}
+        rows = rows[rows["time_s"] > 0]
+        hs = rows[rows["family"] == "host_step"]
+        for phase, g in hs.groupby("cls"):
+            self.host[phase] = float(np.median(g["time_s"]))
+        ops = rows[rows["family"] != "host_step"].fillna({"cls": "", "math": ""})
+        for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
+            key = (fam, mth if fam in COMPUTE_FAMILIES else dt)
+            flops = g["flops"].to_numpy(float)
+            nbytes = g["bytes"].to_numpy(float)
+            ref = self._ref(flops, nbytes)
+            lr = np.log(g["time_s"].to_numpy(float)) - np.log(ref)
+            feats = np.stack([np.log1p(flops), np.log1p(nbytes),
+                              np.log1p(g["ntensors"].to_numpy(float))], axis=1)
+            host = g["host_s"].to_numpy(float)
+            grp = (feats, lr, np.array(g["cls"].astype(str), dtype=object), host)
+            if key in self._groups:   # same family/math from two dtypes' rows: merge
+                f0, l0, c0, h0 = self._groups[key]
+                grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]),
+                       np.concatenate([c0, grp[2]]), np.concatenate([h0, host]))
+            self._groups[key] = grp
+        self._prefix = {key: np.array([_group_prefix(c) for c in grp[2]], dtype=object)
+                        for key, grp in self._groups.items()}
+        for (fam, _), (feats, _, _, host) in self._groups.items():
+            small = host[np.argsort(feats[:, 1], kind="stable")[:3]]
+            if len(small) and np.all(small > 0):
+                h = float(np.median(small))
+                self.aten_host[fam] = min(h, self.aten_host.get(fam, h))
+        if "ops" in hs and self.aten_host:
+            self._fit_overhead(hs)
+        for key, (feats, lr, _, _) in self._groups.items():
+            big = lr[np.exp(feats[:, 0]) / REF_FLOPS_PER_S + np.exp(feats[:, 1]) /
+                     REF_BYTES_PER_S > 20 * REF_FLOOR_S]
+            self._fitted[key] = float(np.median(big if len(big) else lr))
+
+    def _aten_host(self, family):
+        if family in self.aten_host:
+            return self.aten_host[family]
+        plain = [v for k, v in self.aten_host.items() if not k.startswith("_foreach")]
+        return float(np.median(plain)) if plain else 0.0
+
+    def _fit_overhead(self, hs):
+        # a training step's host time per op = the aten call's own issue cost (by family, timed
+        # directly) + what module calls / autograd add per op (fitted on the small models)
+        per = {}
+        for _, r in hs.iterrows():
+            ops = [t.rpartition(":") for t in str(r["ops"]).split() if ":" in t]
+            n = sum(int(c) for _, _, c in ops)
+            if not n or r["cls"] not in ("F", "B"):
+                continue
+            aten = sum(int(c) * self._aten_host(family_of(k)) for k, _, c in ops)
+            per.setdefault(r["cls"], []).append(max(float(r["host_s"]) - aten, 0.0) / n)
+        self.host_overhead = {ph: float(np.median(v)) for ph, v in per.items()}
+
+    @staticmethod
+    def _ref(flops, nbytes):
+        return np.maximum(np.maximum(flops / REF_FLOPS_PER_S, nbytes / REF_BYTES_PER_S),
+                          REF_FLOOR_S)
+
+    @classmethod
+    def read(cls, path):
+        """Read a table written by ``snsim calibrate`` (CSV, gzip if the name ends in .gz)."""
+        import io
+
+        import pandas as pd
+        raw = Path(path).read_bytes()
+        if str(path).endswith(".gz"):
+            raw = gzip.decompress(raw)
+        text = raw.decode()
+        meta = {}
+        for line in text.splitlines():
+            if not line.startswith("#"):
+                break
+            k, _, v = line[1:].strip().partition("=")
+            meta[k] = v
+        rows = pd.read_csv(io.StringIO(text), comment="#", keep_default_na=False,
+                           na_values={"flops": [""], "time_s": [""]})
+        missing = {"family", "flops", "bytes", "time_s"} - set(rows.columns)
+        if missing:
+            raise ConfigError(f"kernel table {path} lacks columns {sorted(missing)}")
+        for c in ("ntensors", "host_s"):
+            if c not in rows:
+                rows[c] = 0
+        if "ops" not in rows:
+            rows["ops"] = ""
+        return cls(rows, meta, source=str(path))
+
+    def families(self):
+        return sorted({k[0] for k in self._groups})
+
+    def _key(self, family, dtype, math_):
+        if family in COMPUTE_FAMILIES:
+            return (family, math_)
+        return (family, dtype)
+
+    def time_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",
+               math_="tf32"):
+        """GPU seconds of one call and where they came from.
+
+        Returns
+        -------
+        (float, str) or (None, "roofline")
+            The time and its source: ``"table"``, ``"fitted"`` or ``"proxy"``; None when the
+            table cannot say (the caller's roofline applies).
+        """
+        key = self._key(family, dtype, math_)
+        src = "table"
+        if key not in self._groups:
+            key = None
+            if family not in COMPUTE_FAMILIES and not family.startswith("sdpa"):
+                for p in ((family, "float32"),) + tuple((f, dtype) for f in PROXY) + tuple(
+                        (f, "float32") for f in PROXY):
+                    if p in self._groups:
+                        key, src = p, ("proxy" if p[0] != family else "table")
+                        break
+            if key is None:
+                return None, "roofline"
+        feats, lr, classes, _ = self._groups[key]
+        q = np.array([math.log1p(flops), math.log1p(nbytes), math.log1p(ntensors)])
+        d2 = ((feats - q) ** 2).sum(axis=1)
+        if cls or classes.any():
+            same = classes == cls
+            d2 = d2 + np.where(same, 0.0, np.where(self._prefix[key] == _group_prefix(cls),
+                                                   1.0, 9.0))
+        d = np.sqrt(d2)
+        ref = float(self._ref(np.array(flops, float), np.array(nbytes, float)))
+        order = np.argsort(d, kind="stable")[:K_NEAREST]
+        if d[order[0]] > FAR:
+            return ref * math.exp(self._fitted[key]), ("fitted" if src == "table" else src)
+        w = 1.0 / (d[order] + 0.05) ** 2
+        return ref * math.exp(float((w * lr[order]).sum() / w.sum())), src
+
+    def copy_model(self):
+        """Host<->device copy rates fitted to the table's ``copy_*`` rows, in the hardware
+        preset's terms (SPEC §9): per ``h2d_pinned`` / ``d2h_pinned`` / ``h2d_pageable`` /
+        ``d2h_pageable``, the peak ``bytes_per_s`` and ``efficiency_by_bytes``
+        (``[[bytes, efficiency], ...]``, the preset's ``copy_efficiency_by_bytes``)."""
+        out = {}
+        for (fam, _), (feats, lr, _, _) in self._groups.items():
+            if not fam.startswith(("copy_h2d", "copy_d2h")):
+                continue
+            nbytes = np.expm1(feats[:, 1])
+            t = np.exp(lr) * self._ref(np.zeros_like(nbytes), nbytes)
+            order = np.argsort(nbytes)
+            rate = nbytes[order] / t[order]
+            peak = float(rate.max())
+            out[fam[len("copy_"):]] = {
+                "bytes_per_s": peak,
+                "efficiency_by_bytes": [[int(b), round(float(r / peak), 4)]
+                                        for b, r in zip(nbytes[order], rate)]}
+        return out
+
+    def host_s(self, phase, family="", ntensors=0):
+        """Host seconds to issue one kernel-launching op of ``phase`` (F, B, U) in eager
+        PyTorch; foreach ops by their tensor count where the table timed them."""
+        if family.startswith("_foreach") and ntensors:
+            key = (family, "float32") if (family, "float32") in self._groups else None
+            if key is not None:
+                feats, _, _, host = self._groups[key]
+                d = np.abs(feats[:, 2] - math.log1p(ntensors)) + 0.1 * np.abs(
+                    feats[:, 1] - feats[:, 1].mean())
+                order = np.argsort(d, kind="stable")[:K_NEAREST]
+                w = 1.0 / (d[order] + 0.05) ** 2
+                return float((w * host[order]).sum() / w.sum())
+        if phase in self.host_overhead:
+            return self.host_overhead[phase] + self._aten_host(family)
+        if phase in self.host:
+            return self.host[phase]
+        return self.host.get("F", 0.0)
+
+
+def table_paths(name):
+    here = Path(__file__).resolve().parent
+    return [here / "presets" / "kernels" / f"{name}.csv.gz",
+            here.parent / "configs" / "kernels" / f"{name}.csv.gz"]
+
+
+@functools.lru_cache(maxsize=16)
+def load_kernel_table(name):
+    """The kernel table of hardware preset ``name``, or None if it has none (or a path)."""
+    p = Path(name)
+    if p.suffix in (".gz", ".csv") and p.exists():
+        return KernelTable.read(p)
+    for path in table_paths(name):
+        if path.exists():
+            return KernelTable.read(path)
+    return None
+
+
+def host_stream(gpu_s, host_s, iterations=None):
+    """Each op's share of a schedule where the host issues ops in order and the GPU runs them.
+
+    Op ``i`` is issued at ``H_i = H_{i-1} + host_s[i]`` and runs from
+    ``max(G_{i-1}, H_i)`` to ``G_i``; its share is ``G_i - G_{i-1}``, so the shares of an
+    iteration sum to its makespan. Both clocks restart at every new ``iterations`` value (a
+    measured iteration starts from an idle GPU: the timing loop synchronises).
+
+    Examples
+    --------
+    >>> host_stream([1.0, 1.0, 1.0], [0.5, 0.5, 0.5])      # GPU-bound: the GPU never waits
+    [1.5, 1.0, 1.0]
+    >>> host_stream([0.1, 0.1], [1.0, 1.0])                 # CPU-bound: the host's pace
+    [1.1, 1.0]
+    """
+    out = []
+    h = g = 0.0
+    prev_it = None
+    for i, (t, c) in enumerate(zip(gpu_s, host_s)):
+        it = iterations[i] if iterations is not None else None
+        if it != prev_it:
+            h = g = 0.0
+            prev_it = it
+        h += c
+        end = max(g, h) + t if (t or c) else g
+        out.append(end - g)
+        g = end
+    return out

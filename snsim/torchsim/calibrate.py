@@ -1,0 +1,784 @@
+"""Measure the kernel table of a GPU (``snsim calibrate``): the ops a training step runs, timed.
+
+One row per (op family, shape): the GPU time of one call (CUDA events around ``n`` calls that
+are queued behind a ``torch.cuda._sleep`` kernel, so the host's launch gaps are not timed;
+median of 3 groups after warm-up) and the host's issue cost of one call (wall time of issuing
+the same ``n`` calls while the GPU is still asleep). Smoothly varying dimensions are sampled
+sparsely (log-uniform, fixed seed) so one run fits in a few minutes; :mod:`snsim.costs`
+interpolates between the rows (``KernelTable``).
+
+Families are named as the CPU recording of ``snsim predict`` names its ops (aten op names;
+:data:`snsim.costs.OP_FAMILY` maps CPU-only and CUDA-only spellings onto them). Features:
+``flops`` (torch's flop counter formulas), ``bytes`` (every input and output tensor, as the
+recorder counts them), ``ntensors`` (foreach lists), ``cls`` (conv kernel/stride/groups class,
+SDPA backend, host phase).
+
+``host_step`` rows are the eager-PyTorch host cost per kernel-launching op of a training step,
+per phase (F: module calls from Python; B: the autograd engine; U: the optimizer), from small
+models whose kernels are short: this is what makes small-batch steps CPU-bound.
+
+On a machine without CUDA the same code runs on the CPU (wall-clock timing), for tests only.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import math
+import statistics
+import time
+
+from ..kernel_table import NO_KERNEL_OPS
+
+COLUMNS = ("family", "dtype", "math", "cls", "flops", "bytes", "ntensors", "time_s", "host_s",
+           "shape", "ops")
+HOST_SKIP = NO_KERNEL_OPS   # the host cost per op counts the other ops
+
+
+class _Bench:
+    """Time callables on ``device``: GPU time and host issue time per call."""
+
+    def __init__(self, torch, device, *, target_s=2e-3, groups=3):
+        self.torch = torch
+        self.cuda = device == "cuda"
+        self.target_s = target_s
+        self.groups = groups
+
+    def _sync(self):
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def __call__(self, f):
+        torch = self.torch
+        f()
+        f()
+        self._sync()
+        t0 = time.perf_counter()
+        f()
+        self._sync()
+        one = max(time.perf_counter() - t0, 1e-7)
+        n = int(min(max(self.target_s / one, 3), 100))
+        gpu, host = [], []
+        for _ in range(self.groups):
+            if self.cuda:
+                h0 = time.perf_counter()
+                f()
+                h1 = time.perf_counter() - h0     # issue cost of one call (GPU idle)
+                sleep_s = min(max(h1, 2e-5) * n * 2 + 1e-4, 0.05)
+                e0 = torch.cuda.Event(enable_timing=True)
+                e1 = torch.cuda.Event(enable_timing=True)
+                torch.cuda._sleep(int(sleep_s * 2.0e9))
+                e0.record()
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    f()
+                h = time.perf_counter() - t0
+                e1.record()
+                torch.cuda.synchronize()
+                gpu.append(e0.elapsed_time(e1) * 1e-3 / n)
+                host.append(h / n)
+            else:
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    f()
+                dt = (time.perf_counter() - t0) / n
+                gpu.append(dt)
+                host.append(dt)
+        return statistics.median(gpu), statistics.median(host)
+
+
+def _flops(torch, func, args, kwargs, out):
+    from torch.utils.flop_counter import flop_registry
+    rule = flop_registry.get(func._overloadpacket)
+    if rule is None:
+        return 0
+    try:
+        return int(rule(*args, **(kwargs or {}), out_val=out))
+    except Exception:
+        return 0
+
+
+def _nbytes(torch, *trees):
+    from torch.utils._pytree import tree_leaves
+    return sum(t.numel() * t.element_size() for t in tree_leaves(trees)
+               if isinstance(t, torch.Tensor))
+
+
+def _loguniform(rng, lo, hi):
+    return math.exp(rng.uniform(math.log(lo), math.log(hi)))
+
+
+class Calibrator:
+    """Collect rows; each family method appends to :attr:`rows` until the deadline."""
+
+    def __init__(self, *, device="cuda", scale=1.0, max_seconds=420.0, seed=0, log=None):
+        import random
+
+        import torch
+        self.torch = torch
+        self.device = device
+        self.scale = scale
+        self.max_seconds = max_seconds
+        self.deadline = time.perf_counter() + max_seconds
+        self.family_deadline = self.deadline
+        self.rng = random.Random(seed)
+        self.rows = []
+        self.skipped = {}
+        self.bench = _Bench(torch, device)
+        self.log = log or (lambda msg: None)
+
+    def n(self, k):
+        return max(1, int(round(k * self.scale)))
+
+    def late(self):
+        return time.perf_counter() > min(self.deadline, self.family_deadline)
+
+    def guarded(self, family, fn, *args):
+        """Run one shape's measurements; a shape the GPU rejects (or OOM) is counted, skipped."""
+        try:
+            fn(*args)
+            return True
+        except Exception as e:
+            key = f"{family}: {type(e).__name__}"
+            self.skipped[key] = self.skipped.get(key, 0) + 1
+            if self.device == "cuda":
+                self.torch.cuda.empty_cache()
+            return False
+
+    def add(self, family, dtype, math_, cls, f, *, flops=0, nbytes=0, ntensors=0, shape=""):
+        try:
+            t, h = self.bench(f)
+        except Exception as e:  # an unsupported shape/backend on this GPU: skip, count it
+            key = f"{family}: {type(e).__name__}"
+            self.skipped[key] = self.skipped.get(key, 0) + 1
+            return
+        finally:
+            f = None
+        self.rows.append({"family": family, "dtype": str(dtype).replace("torch.", ""),
+                          "math": math_, "cls": cls, "flops": int(flops), "bytes": int(nbytes),
+                          "ntensors": int(ntensors), "time_s": t, "host_s": h, "shape": shape,
+                          "ops": ""})
+
+    def t(self, *shape, dtype=None, grad=False):
+        torch = self.torch
+        x = torch.randn(*shape, device=self.device, dtype=dtype or torch.float32)
+        return x.requires_grad_(grad)
+
+    # -- convolutions ------------------------------------------------------------------------
+    def convs(self, count, dtype, math_, max_flops):
+        torch = self.torch
+        aten = torch.ops.aten
+        rng = self.rng
+        made = 0
+        tries = 0
+        while made < count and tries < count * 20 and not self.late():
+            tries += 1
+            n = rng.choice([1, 2, 4, 8, 16, 32, 64, 128, 256])
+            c = rng.choice([3, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048])
+            k = rng.choice([1, 1, 1, 3, 3, 3, 3, 5, 7, 11, (1, 7), (7, 1), (1, 3), (3, 1)])
+            kh, kw = (k, k) if isinstance(k, int) else k
+            s = rng.choice([1, 1, 1, 2]) if max(kh, kw) < 11 else 4
+            r = rng.random()
+            if r < 0.15 and c >= 16:
+                g, co, cls_g = c, c, "dw"
+            elif r < 0.2 and c >= 64:
+                g, co, cls_g = 32, c * rng.choice([1, 2]), "g"
+            else:
+                g, cls_g = 1, ""
+                co = int(min(max(c * rng.choice([0.25, 0.5, 1, 1, 2, 4]), 16), 4096))
+            h = rng.choice([7, 8, 14, 17, 28, 35, 56, 73, 112, 149, 224])
+            w = h
+            ho, wo = (h + 2 * (kh // 2) - kh) // s + 1, (w + 2 * (kw // 2) - kw) // s + 1
+            if ho < 1 or wo < 1:
+                continue
+            el = torch.tensor([], dtype=dtype).element_size()
+            in_b, out_b = n * c * h * w * el, n * co * ho * wo * el
+            macs = n * co * ho * wo * (c // g) * kh * kw
+            big = max(in_b, out_b) > 1.5e9 * min(max_flops / 1e11, 1)
+            if big or 2 * macs > max_flops or 2 * macs < 1e5:
+                continue
+            bias = rng.random() < 0.3
+            self.guarded("convolution", self._conv, n, c, h, w, co, kh, kw, s, g, cls_g, bias,
+                         dtype, math_)
+            made += 1
+
+    def _conv(self, n, c, h, w, co, kh, kw, s, g, cls_g, bias, dtype, math_):
+        torch = self.torch
+        aten = torch.ops.aten
+        x = self.t(n, c, h, w, dtype=dtype)
+        wt = self.t(co, c // g, kh, kw, dtype=dtype)
+        b = self.t(co, dtype=dtype) if bias else None
+        args = (x, wt, b, [s, s], [kh // 2, kw // 2], [1, 1], False, [0, 0], g)
+        y = aten.convolution.default(*args)
+        cls = f"{cls_g}k{kh}x{kw}s{s}"
+        shape = f"x{list(x.shape)} w{list(wt.shape)} s{s} g{g} bias{int(bias)}"
+        self.add("convolution", dtype, math_, cls, lambda: aten.convolution.default(*args),
+                 flops=_flops(torch, aten.convolution.default, args, {}, y),
+                 nbytes=_nbytes(torch, args, y), shape=shape)
+        dy = torch.randn_like(y)
+        mask = [c != 3, True, bias]
+        bargs = (dy, x, wt, [co] if bias else None, [s, s], [kh // 2, kw // 2], [1, 1],
+                 False, [0, 0], g, mask)
+        bo = aten.convolution_backward.default(*bargs)
+        self.add("convolution_backward", dtype, math_, cls,
+                 lambda: aten.convolution_backward.default(*bargs),
+                 flops=_flops(torch, aten.convolution_backward.default, bargs, {}, bo),
+                 nbytes=_nbytes(torch, bargs, bo), shape=shape + f" mask{mask}")
+
+    # -- matmuls -----------------------------------------------------------------------------
+    def matmuls(self, count, dtype, math_, max_flops):
+        torch = self.torch
+        aten = torch.ops.aten
+        rng = self.rng
+        made = 0
+        while made < count and not self.late():
+            m, k, n = (int(_loguniform(rng, 1, 32768)) for _ in range(3))
+            op = rng.choice(["mm", "mm", "addmm", "bmm"])
+            bt = int(_loguniform(rng, 1, 512)) if op == "bmm" else 1
+            if 2 * bt * m * k * n > max_flops or bt * (m * k + k * n + m * n) * 4 > 3e9:
+                continue
+            if op == "bmm":
+                a, b = self.t(bt, m, k, dtype=dtype), self.t(bt, k, n, dtype=dtype)
+                fn, args = aten.bmm.default, (a, b)
+            elif op == "addmm":
+                a, b = self.t(m, k, dtype=dtype), self.t(n, k, dtype=dtype).t()
+                fn, args = aten.addmm.default, (self.t(n, dtype=dtype), a, b)
+            else:
+                a, b = self.t(m, k, dtype=dtype), self.t(k, n, dtype=dtype)
+                if rng.random() < 0.5:   # backward's transposed operands
+                    b = self.t(n, k, dtype=dtype).t()
+                fn, args = aten.mm.default, (a, b)
+
+            def one():
+                out = fn(*args)
+                self.add(op, dtype, math_, "", lambda: fn(*args),
+                         flops=_flops(torch, fn, args, {}, out),
+                         nbytes=_nbytes(torch, args, out), shape=f"b{bt} m{m} k{k} n{n}")
+            self.guarded(op, one)
+            made += 1
+
+    # -- attention ---------------------------------------------------------------------------
+    def sdpa(self, count):
+        torch = self.torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        rng = self.rng
+        backends = [("flash", SDPBackend.FLASH_ATTENTION, torch.bfloat16),
+                    ("efficient", SDPBackend.EFFICIENT_ATTENTION, torch.float32),
+                    ("efficient", SDPBackend.EFFICIENT_ATTENTION, torch.bfloat16),
+                    ("math", SDPBackend.MATH, torch.float32)]
+        for i in range(count):
+            if self.late():
+                return
+            name, be, dtype = backends[i % len(backends)]
+            b = rng.choice([1, 2, 4, 8, 16, 32, 64])
+            hds = rng.choice([1, 4, 8, 12, 16])
+            s = rng.choice([64, 128, 197, 256, 512, 1024, 2048])
+            d = rng.choice([32, 64, 128])
+            if b * hds * s * s * 4 > (2e9 if name == "math" else 2e11):
+                continue
+            q, k, v = (self.t(b, hds, s, d, dtype=dtype, grad=True) for _ in range(3))
+            causal = rng.random() < 0.3
+            flops = 4 * b * hds * s * s * d // (2 if causal else 1)
+            nb = 4 * q.numel() * q.element_size()
+            shape = f"b{b} h{hds} s{s} d{d} causal{int(causal)}"
+            try:
+                with sdpa_kernel([be]):
+                    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    dout = torch.randn_like(out)
+
+                    def fwd():
+                        with torch.no_grad():
+                            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+                    def bwd():
+                        torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+                    mth = "bf16" if dtype == torch.bfloat16 else "fp32"
+                    self.add(f"sdpa_{name}", dtype, mth, "fwd", fwd, flops=flops,
+                             nbytes=nb, shape=shape)
+                    self.add(f"sdpa_{name}_backward", dtype, mth, "bwd", bwd,
+                             flops=int(2.5 * flops), nbytes=2 * nb, shape=shape)
+            except RuntimeError as e:
+                key = f"sdpa_{name}: {type(e).__name__}"
+                self.skipped[key] = self.skipped.get(key, 0) + 1
+
+    # -- memory-bound ops, by bytes ------------------------------------------------------------
+    def bandwidth_ops(self, sizes, dtype=None):
+        torch = self.torch
+        dtype = dtype or torch.float32
+        el = torch.tensor([], dtype=dtype).element_size()
+        dn = str(dtype)[6:]
+        for nb in sizes:
+            if self.late():
+                return
+            self.guarded("bandwidth", self._bandwidth_one, nb, el, dtype, dn)
+
+    def _bandwidth_one(self, nb, el, dtype, dn):
+        torch = self.torch
+        import torch.nn.functional as F
+        aten = torch.ops.aten
+        numel = max(int(nb // el), 64)
+        c = 64
+        hw = max(int(math.sqrt(numel / (32 * c))), 4)
+        n4 = max(numel // (c * hw * hw), 1)
+        x = self.t(numel, dtype=dtype)
+        y = self.t(numel, dtype=dtype)
+        x4 = self.t(n4, c, hw, hw, dtype=dtype)
+        dy4 = torch.randn_like(x4)
+        w, b = self.t(c), self.t(c)
+        rm, rv = torch.zeros(c, device=self.device), torch.ones(c, device=self.device)
+        mask = x > 0
+        sz = f"numel{numel}"
+        ops = [
+            ("relu_", lambda: aten.relu_.default(x), (x,), x),
+            ("relu", lambda: aten.relu.default(x), (x,), y),
+            ("threshold_backward", lambda: aten.threshold_backward.default(y, x, 0.0),
+             (x, y), y),
+            ("add", lambda: aten.add.Tensor(x, y), (x, y), y),
+            ("add_", lambda: aten.add_.Tensor(x, y), (x, y), None),
+            ("mul", lambda: aten.mul.Tensor(x, y), (x, y), y),
+            ("mul_", lambda: aten.mul_.Tensor(x, 0.5), (x,), None),
+            ("div", lambda: aten.div.Scalar(x, 3.0), (x,), y),
+            ("clone", lambda: aten.clone.default(x), (x,), y),
+            ("copy_", lambda: aten.copy_.default(y, x), (x, y), None),
+            ("fill_", lambda: aten.fill_.Scalar(y, 0.0), (y,), None),
+            ("ones_like", lambda: aten.ones_like.default(x), (x,), y),
+            ("gelu", lambda: aten.gelu.default(x), (x,), y),
+            ("gelu_backward", lambda: aten.gelu_backward.default(y, x), (x, y), y),
+            ("native_dropout", lambda: aten.native_dropout.default(x, 0.5, True), (x,),
+             (y, mask)),
+            ("native_dropout_backward",
+             lambda: aten.native_dropout_backward.default(y, mask, 2.0), (y, mask), y),
+            ("sum", lambda: aten.sum.default(x), (x,), None),
+            ("sum_dim", lambda: aten.sum.dim_IntList(x4, [0, 2, 3]), (x4,), None),
+            ("mean", lambda: aten.mean.dim(x4, [-1, -2], True), (x4,), None),
+            ("native_batch_norm",
+             lambda: F.batch_norm(x4, rm, rv, w, b, training=True), (x4,), x4),
+            ("max_pool2d_with_indices",
+             lambda: aten.max_pool2d_with_indices.default(x4, [3, 3], [2, 2], [1, 1]),
+             (x4,), None),
+            ("avg_pool2d", lambda: aten.avg_pool2d.default(x4, [2, 2], [2, 2]), (x4,),
+             None),
+            ("cat", lambda: aten.cat.default([x4, x4], 1), (x4, x4), (x4, x4)),
+            ("_softmax", lambda: aten._softmax.default(x4.view(-1, hw * hw), -1, False),
+             (x4,), x4),
+            ("_log_softmax",
+             lambda: aten._log_softmax.default(x4.view(-1, hw * hw), -1, False), (x4,), x4),
+        ]
+        for name, f, ins, outs in ops:
+            if name in ("mean", "max_pool2d_with_indices", "avg_pool2d", "sum_dim"):
+                try:
+                    outs = f()
+                except RuntimeError:
+                    self.skipped[name] = self.skipped.get(name, 0) + 1
+                    continue
+            fam = "sum" if name == "sum_dim" else name
+            self.add(fam, dtype, dn, "", f, nbytes=_nbytes(torch, ins, outs), shape=sz)
+        # backward ops of BN / pooling / softmax / layer norm, via their aten calls
+        self.guarded("bandwidth backward", self._bandwidth_backward, x4, dy4, w, b, rm, rv,
+                     hw, dtype, dn, sz)
+
+    def _bandwidth_backward(self, x4, dy4, w, b, rm, rv, hw, dtype, dn, sz):
+        torch = self.torch
+        import torch.nn.functional as F
+        aten = torch.ops.aten
+        xg = x4.detach().requires_grad_()
+        wg, bg = w.detach().requires_grad_(), b.detach().requires_grad_()
+        out = F.batch_norm(xg, rm, rv, wg, bg, training=True)
+        self.add("native_batch_norm_backward", dtype, dn, "",
+                 lambda: torch.autograd.grad(out, (xg, wg, bg), dy4, retain_graph=True),
+                 nbytes=3 * _nbytes(torch, x4), shape=sz)
+        d = 1024 if x4.numel() >= 4096 else hw     # a transformer's hidden size
+        xl = x4.detach().reshape(-1, d) if x4.numel() % d == 0 else x4[..., :d]
+        xl = xl.contiguous().reshape(-1, d)
+        ln_w, ln_b = self.t(d, dtype=dtype), self.t(d, dtype=dtype)
+        self.add("native_layer_norm", dtype, dn, "",
+                 lambda: F.layer_norm(xl, (d,), ln_w, ln_b),
+                 nbytes=2 * _nbytes(torch, xl), shape=sz + f" d{d}")
+        xlg = xl.detach().requires_grad_()
+        lw, lb = ln_w.detach().requires_grad_(), ln_b.detach().requires_grad_()
+        lo = F.layer_norm(xlg, (d,), lw, lb)
+        dlo = torch.randn_like(lo)
+        self.add("native_layer_norm_backward", dtype, dn, "",
+                 lambda: torch.autograd.grad(lo, (xlg, lw, lb), dlo, retain_graph=True),
+                 nbytes=3 * _nbytes(torch, xl), shape=sz + f" d{d}")
+        po, idx = aten.max_pool2d_with_indices.default(x4, [3, 3], [2, 2], [1, 1])
+        dpo = torch.randn_like(po)
+        pargs = (dpo, x4, [3, 3], [2, 2], [1, 1], [1, 1], False, idx)
+        self.add("max_pool2d_with_indices_backward", dtype, dn, "",
+                 lambda: aten.max_pool2d_with_indices_backward.default(*pargs),
+                 nbytes=_nbytes(torch, pargs) + _nbytes(torch, x4), shape=sz)
+        sm = aten._softmax.default(x4.view(-1, hw * hw), -1, False)
+        self.add("_softmax_backward_data", dtype, dn, "",
+                 lambda: aten._softmax_backward_data.default(sm, sm, -1, dtype),
+                 nbytes=3 * _nbytes(torch, sm), shape=sz)
+        self.add("_log_softmax_backward_data", dtype, dn, "",
+                 lambda: aten._log_softmax_backward_data.default(sm, sm, -1, dtype),
+                 nbytes=3 * _nbytes(torch, sm), shape=sz)
+
+    def embedding_and_loss(self, count):
+        torch = self.torch
+        aten = torch.ops.aten
+        rng = self.rng
+        for _ in range(count):
+            if self.late():
+                return
+            v = int(_loguniform(rng, 1000, 250000))
+            d = rng.choice([128, 256, 512, 768, 1024, 4096])
+            n = int(_loguniform(rng, 64, 65536))
+            if v * d * 4 > 2e9 or n * d * 4 > 1e9 or n * v * 4 > 4e9:
+                continue
+            self.guarded("embedding", self._embedding_one, v, d, n)
+
+    def _embedding_one(self, v, d, n):
+        torch = self.torch
+        aten = torch.ops.aten
+        wt = self.t(v, d)
+        idx = torch.randint(0, v, (n,), device=self.device)
+        e = aten.embedding.default(wt, idx)
+        self.add("embedding", "float32", "fp32", "", lambda: aten.embedding.default(wt, idx),
+                 nbytes=_nbytes(torch, idx, e), shape=f"v{v} d{d} n{n}")
+        de = torch.randn_like(e)
+        self.add("embedding_dense_backward", "float32", "fp32", "",
+                 lambda: aten.embedding_dense_backward.default(de, idx, v, -1, False),
+                 nbytes=_nbytes(torch, de, idx, wt), shape=f"v{v} d{d} n{n}")
+        logits = self.t(n, min(v, 50000))
+        lp = aten._log_softmax.default(logits, -1, False)
+        tgt = torch.randint(0, lp.shape[1], (n,), device=self.device)
+        lo = aten.nll_loss_forward.default(lp, tgt, None, 1, -100)
+        self.add("nll_loss_forward", "float32", "fp32", "",
+                 lambda: aten.nll_loss_forward.default(lp, tgt, None, 1, -100),
+                 nbytes=_nbytes(torch, lp, tgt), shape=f"n{n} c{lp.shape[1]}")
+        g = torch.ones((), device=self.device)
+        self.add("nll_loss_backward", "float32", "fp32", "",
+                 lambda: aten.nll_loss_backward.default(g, lp, tgt, None, 1, -100, lo[1]),
+                 nbytes=2 * _nbytes(torch, lp), shape=f"n{n} c{lp.shape[1]}")
+        del wt, idx, e, de, logits, lp, tgt, lo
+
+    def foreach(self):
+        torch = self.torch
+        aten = torch.ops.aten
+        totals = (2**20, 2**24, 2**27, 2**29) if self.device == "cuda" else (2**16, 2**20)
+        for nt in (1, 4, 16, 64, 161, 400):
+            for total in totals:
+                if self.late():
+                    return
+                per = max(total // 4 // nt, 1)
+                a = [self.t(per) for _ in range(nt)]
+                b = [self.t(per) for _ in range(nt)]
+                c = [self.t(per) for _ in range(nt)]
+                nb = sum(t.numel() * 4 for t in a)
+                sh = f"n{nt} x {per}"
+                ops = [("_foreach_add_", lambda: aten._foreach_add_.List(a, b, alpha=1e-4), 2),
+                       ("_foreach_add", lambda: aten._foreach_add.List(a, b, alpha=1e-4), 3),
+                       ("_foreach_mul_", lambda: aten._foreach_mul_.Scalar(a, 0.9), 1),
+                       ("_foreach_lerp_", lambda: aten._foreach_lerp_.Scalar(a, b, 0.1), 2),
+                       ("_foreach_addcmul_",
+                        lambda: aten._foreach_addcmul_.Scalar(a, b, c, 0.1), 3),
+                       ("_foreach_addcdiv_",
+                        lambda: aten._foreach_addcdiv_.Scalar(a, b, c, 0.1), 3),
+                       ("_foreach_sqrt", lambda: aten._foreach_sqrt.default(a), 2),
+                       ("_foreach_div_", lambda: aten._foreach_div_.List(a, b), 2)]
+                for name, f, k in ops:
+                    self.add(name, "float32", "fp32", "", f, nbytes=k * nb, ntensors=k * nt,
+                             shape=sh)
+                del a, b, c
+
+    def copies(self, sizes):
+        torch = self.torch
+        if self.device != "cuda":
+            return
+        for nb in sizes:
+            if self.late():
+                return
+            numel = max(nb // 4, 1)
+            d = torch.empty(numel, device="cuda")
+            for pinned in (True, False):
+                h = torch.empty(numel, pin_memory=pinned)
+                kind = "pinned" if pinned else "pageable"
+                self.add(f"copy_h2d_{kind}", "float32", "", "",
+                         lambda: d.copy_(h, non_blocking=pinned), nbytes=numel * 4,
+                         shape=f"{numel * 4}")
+                self.add(f"copy_d2h_{kind}", "float32", "", "",
+                         lambda: h.copy_(d, non_blocking=pinned), nbytes=numel * 4,
+                         shape=f"{numel * 4}")
+                del h
+            del d
+
+    # -- the host's cost per op in a training step -------------------------------------------
+    def host_steps(self):
+        torch = self.torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Count(TorchDispatchMode):
+            def __init__(self):
+                super().__init__()
+                self.n = 0
+                self.names = {}
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                name = func._overloadpacket.__name__
+                if name not in HOST_SKIP:
+                    self.n += 1
+                    self.names[name] = self.names.get(name, 0) + 1
+                return func(*args, **(kwargs or {}))
+
+        def resnet_like():
+            import torchvision
+            return torchvision.models.resnet18(num_classes=10), (3, 32, 32)
+
+        def mobilenet():
+            import torchvision
+            return torchvision.models.mobilenet_v2(num_classes=10), (3, 32, 32)
+
+        def vgg_like():
+            layers, c = [], 3
+            for co in (16, 16, 32, 32, 64, 64):
+                layers += [nn.Conv2d(c, co, 3, padding=1), nn.BatchNorm2d(co), nn.ReLU(True)]
+                c = co
+            return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                 nn.Linear(c, 10)), (3, 16, 16)
+
+        def transformer():
+            layer = nn.TransformerEncoderLayer(64, 4, 128, batch_first=True, dropout=0.1)
+
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.emb = nn.Linear(16, 64)
+                    self.enc = nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)
+                    self.head = nn.Linear(64, 10)
+
+                def forward(self, x):
+                    return self.head(self.enc(self.emb(x)).mean(1))
+            return M(), (8, 16)
+
+        makers = (("resnet18", resnet_like), ("mobilenet_v2", mobilenet),
+                  ("convstack", vgg_like), ("transformer", transformer))
+        if self.device != "cuda":
+            makers = makers[2:]
+        for name, make in makers:
+            if self.late():
+                return
+            try:
+                model, shape = make()
+            except ImportError:
+                continue
+            model = model.to(self.device).train()
+            x = torch.randn((2,) + shape, device=self.device)
+            y = torch.randint(0, 10, (2,), device=self.device)
+            for opt_name in ("sgd-momentum", "adamw"):
+                from .record import make_optimizer
+                opt = make_optimizer(opt_name, model.parameters())
+                counts = {}
+                names = {}
+                times = {"F": [], "B": [], "U": []}
+
+                def step(timed):
+                    self._sleep(0.02)
+                    t0 = time.perf_counter()
+                    loss = F.cross_entropy(model(x), y)
+                    t1 = time.perf_counter()
+                    self._sync()
+                    self._sleep(0.02)
+                    t2 = time.perf_counter()
+                    loss.backward()
+                    t3 = time.perf_counter()
+                    self._sync()
+                    self._sleep(0.02)
+                    t4 = time.perf_counter()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                    t5 = time.perf_counter()
+                    self._sync()
+                    if timed:
+                        times["F"].append(t1 - t0)
+                        times["B"].append(t3 - t2)
+                        times["U"].append(t5 - t4)
+
+                reps = 7 if self.device == "cuda" else 1
+                for _ in range(3 if reps > 1 else 1):
+                    step(False)
+                for _ in range(reps):
+                    step(True)
+                with Count() as c:
+                    loss = F.cross_entropy(model(x), y)
+                counts["F"], names["F"] = c.n, c.names
+                with Count() as c:
+                    loss.backward()
+                counts["B"], names["B"] = c.n, c.names
+                with Count() as c:
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                counts["U"], names["U"] = c.n, c.names
+                for phase in "FBU":
+                    med = statistics.median(times[phase])
+                    self.rows.append({
+                        "family": "host_step", "dtype": "float32", "math": "", "cls": phase,
+                        "flops": 0, "bytes": 0, "ntensors": counts[phase],
+                        "time_s": med / max(counts[phase], 1), "host_s": med,
+                        "shape": f"{name} {opt_name} batch 2 {list(shape)}",
+                        "ops": " ".join(f"{k}:{v}" for k, v in sorted(names[phase].items()))})
+            del model, opt
+
+    def _sleep(self, s):
+        if self.device == "cuda":
+            self.torch.cuda._sleep(int(s * 2.0e9))
+
+    def _sync(self):
+        if self.device == "cuda":
+            self.torch.cuda.synchronize()
+
+
+def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoint=None):
+    """Measure every family; returns ``(rows, provenance)``.
+
+    ``scale`` multiplies the number of sampled shapes (``0.02`` for a CPU smoke test).
+    ``checkpoint(rows, provenance)`` is called after each family (a partial table survives a
+    killed run).
+    """
+    import torch
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.backends.cudnn.benchmark = False
+    cal = Calibrator(device=device, scale=scale, max_seconds=max_seconds, seed=seed, log=log)
+    log = cal.log
+    t0 = time.perf_counter()
+    sizes = [int(4096 * 3.2 ** i) for i in range(12)]          # 4 KiB .. ~1.5 GB
+    cap = 1.0
+    if device != "cuda":   # a smoke test: small shapes only
+        sizes = sizes[:2]
+        cap = 1e-3
+    steps = [
+        ("host", 0.05, lambda: cal.host_steps()),
+        ("conv tf32", 0.28, lambda: _with_tf32(torch, True, lambda: cal.convs(
+            cal.n(360), torch.float32, "tf32", 3e12 * cap))),
+        ("bandwidth fp32", 0.07, lambda: cal.bandwidth_ops(sizes)),
+        ("matmul fp32", 0.07, lambda: _with_tf32(torch, False, lambda: cal.matmuls(
+            cal.n(160), torch.float32, "fp32", 1e12 * cap))),
+        ("foreach", 0.05, lambda: cal.foreach()),
+        ("embedding/loss", 0.03, lambda: cal.embedding_and_loss(cal.n(24))),
+        ("copies", 0.03, lambda: cal.copies([2**p for p in range(12, 31, 2)])),
+        ("conv bf16", 0.14, lambda: cal.convs(cal.n(140), torch.bfloat16, "bf16", 6e12 * cap)),
+        ("matmul bf16", 0.05, lambda: cal.matmuls(cal.n(100), torch.bfloat16, "bf16", 4e12 * cap)),
+        ("sdpa", 0.06, lambda: cal.sdpa(cal.n(60))),
+        ("bandwidth bf16", 0.04, lambda: cal.bandwidth_ops(sizes[::2], torch.bfloat16)),
+        ("conv fp32", 0.08, lambda: _with_tf32(torch, False, lambda: cal.convs(
+            cal.n(80), torch.float32, "fp32", 4e11 * cap))),
+        ("matmul tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.matmuls(
+            cal.n(40), torch.float32, "tf32", 3e12 * cap))),
+    ]
+    done = []
+    for name, share, fn in steps:
+        # each family gets its share of the time and whatever earlier ones left unused
+        left = sum(sh for _, sh, _ in steps[len(done):])
+        cal.family_deadline = time.perf_counter() + (cal.deadline - time.perf_counter()) * (
+            share / left if left else 1.0)
+        if time.perf_counter() > cal.deadline:
+            log(f"calibrate: out of time before {name}")
+            break
+        n0 = len(cal.rows)
+        s0 = time.perf_counter()
+        fn()
+        done.append(name)
+        log(f"calibrate: {name}: {len(cal.rows) - n0} rows in {time.perf_counter() - s0:.1f} s")
+        if device == "cuda":
+            torch.cuda.empty_cache()
+        if checkpoint is not None:
+            checkpoint(cal.rows, _prov(torch, device, scale, seed, done, cal, t0))
+    return cal.rows, _prov(torch, device, scale, seed, done, cal, t0)
+
+
+def _prov(torch, device, scale, seed, done, cal, t0):
+    from .capture import provenance
+    prov = provenance(torch, tool="snsim calibrate", device=device, scale=scale, seed=seed,
+                      host_models="resnet18,mobilenet_v2,convstack,transformer",
+                      families_done=",".join(done), skipped=repr(cal.skipped),
+                      wall_s=round(time.perf_counter() - t0, 1))
+    if device != "cuda":
+        prov["kind"] = "cpu-smoke-test"
+    return prov
+
+
+def _with_tf32(torch, on, fn):
+    c, m = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = on
+    torch.backends.cuda.matmul.allow_tf32 = on
+    try:
+        return fn()
+    finally:
+        torch.backends.cudnn.allow_tf32 = c
+        torch.backends.cuda.matmul.allow_tf32 = m
+
+
+def write_table(rows, prov, path):
+    """Write rows as a CSV (gzip if ``path`` ends in .gz) with ``# key=value`` header lines."""
+    buf = io.StringIO()
+    for k, v in sorted(prov.items()):
+        buf.write(f"# {k}={v}\n")
+    buf.write(",".join(COLUMNS) + "\n")
+    for r in rows:
+        vals = []
+        for c in COLUMNS:
+            v = r.get(c, "")
+            if isinstance(v, float):
+                v = f"{v:.4g}"
+            v = str(v)
+            if "," in v or '"' in v:
+                v = '"' + v.replace('"', "'") + '"'
+            vals.append(v)
+        buf.write(",".join(vals) + "\n")
+    data = buf.getvalue().encode()
+    if str(path).endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+# -- the command line (registered by snsim.torchsim.cli) ---------------------------------------
+def cmd_calibrate(args):
+    from ..errors import ConfigError
+    try:
+        import torch
+    except ImportError:
+        raise ConfigError("snsim calibrate needs torch (pip install 'snsim[torch]')") from None
+    device = args.device or ("cuda" if torch.cuda.is_available() else "")
+    if not device:
+        raise ConfigError("snsim calibrate times kernels on a CUDA GPU and none is visible; "
+                          "--device cpu runs a smoke test of the code only")
+    import sys
+
+    def save(rows, prov):
+        prov["gpu_preset"] = args.gpu
+        write_table(rows, prov, args.out)
+
+    rows, prov = run(device=device, scale=args.scale, max_seconds=args.max_seconds,
+                     seed=args.seed, log=lambda m: print(m, file=sys.stderr, flush=True),
+                     checkpoint=save)
+    save(rows, prov)
+    print(f"{args.out}: {len(rows)} rows ({prov.get('gpu') or device}, torch {prov['torch']}, "
+          f"CUDA {prov['cuda']}, cuDNN {prov['cudnn']}, driver {prov['driver']}; "
+          f"{prov['wall_s']} s)")
+    return 0
+
+
+def _add_calibrate(sub):
+    p = sub.add_parser("calibrate", help="time the kernels of a training step on this GPU and "
+                       "write the kernel table the cost model interpolates (snsim.costs)")
+    p.add_argument("--out", default="configs/kernels/h200.csv.gz",
+                   help="table path (default configs/kernels/h200.csv.gz)")
+    p.add_argument("--gpu", default="h200", help="the preset this table belongs to")
+    p.add_argument("--max-seconds", type=float, default=420.0,
+                   help="stop sampling new shapes after this long (default 420)")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="multiply the number of sampled shapes (default 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default=None, help="cuda (default when present) or cpu (a "
+                   "smoke test of the code; its times mean nothing)")
+    p.set_defaults(func=cmd_calibrate)
+
+
+def register():
+    from ..cli import command
+    command("calibrate")(_add_calibrate)

@@ -1,0 +1,158 @@
+"""Kernel-table interpolation and the host as a stream (issue 10), on synthetic tables."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from snsim.kernel_table import KernelTable, conv_class, family_of, host_stream
+from snsim.torchsim.opcost import op_times_s
+
+
+def _truth(flops, nbytes):
+    # a smooth "GPU": 300 TFLOP/s, 3 TB/s, 4 µs floor
+    return max(flops / 300e12, nbytes / 3e12) + 4e-6
+
+
+def _table(host=None, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(300):
+        flops = float(np.exp(rng.uniform(np.log(1e6), np.log(1e13))))
+        nbytes = float(np.exp(rng.uniform(np.log(1e4), np.log(1e9))))
+        rows.append({"family": "convolution", "dtype": "float32", "math": "tf32",
+                     "cls": "k3x3s1", "flops": flops, "bytes": nbytes, "ntensors": 0,
+                     "time_s": _truth(flops, nbytes), "host_s": 5e-6, "shape": ""})
+    for nb in np.geomspace(4096, 2e9, 12):
+        rows.append({"family": "relu_", "dtype": "float32", "math": "float32", "cls": "",
+                     "flops": 0, "bytes": nb, "ntensors": 0, "time_s": _truth(0, nb),
+                     "host_s": 4e-6, "shape": ""})
+    for phase, h in (host or {}).items():
+        rows.append({"family": "host_step", "dtype": "float32", "math": "", "cls": phase,
+                     "flops": 0, "bytes": 0, "ntensors": 10, "time_s": h, "host_s": 10 * h,
+                     "shape": "synthetic"})
+    return KernelTable(pd.DataFrame(rows), {"kind": "synthetic"})
+
+
+def test_interpolation_recovers_unseen_shapes():
+    tab = _table()
+    rng = np.random.default_rng(1)
+    errs = []
+    for _ in range(200):
+        flops = float(np.exp(rng.uniform(np.log(1e7), np.log(5e12))))
+        nbytes = float(np.exp(rng.uniform(np.log(1e5), np.log(5e8))))
+        t, src = tab.time_s("convolution", flops=flops, nbytes=nbytes, cls="k3x3s1")
+        assert src == "table"
+        errs.append(abs(t / _truth(flops, nbytes) - 1))
+    assert np.median(errs) < 0.05 and max(errs) < 0.35
+
+
+def test_bandwidth_family_by_bytes_and_fallbacks():
+    tab = _table()
+    t, src = tab.time_s("relu_", nbytes=3e7)
+    assert src == "table" and t == pytest.approx(_truth(0, 3e7), rel=0.05)
+    t, src = tab.time_s("threshold_backward", nbytes=3e7)   # not timed: a proxy family?
+    assert src == "roofline" and t is None                   # no proxy family in this table
+    t, src = tab.time_s("convolution", flops=1e16, nbytes=1e9, cls="k3x3s1")
+    assert src == "fitted" and t == pytest.approx(1e16 / 300e12, rel=0.2)
+    assert tab.time_s("mm", flops=1e9, nbytes=1e6, math_="fp32") == (None, "roofline")
+
+
+def test_names_and_conv_class():
+    assert family_of("cudnn_batch_norm") == "native_batch_norm"
+    assert conv_class("convolution float32[8, 32, 56, 56] float32[32, 1, 3, 3] None 2 2 1 1 "
+                      "1 1 False 0 0 32") == "dwk3x3s2"
+    assert conv_class("convolution_backward float32[8, 64, 56, 56] float32[8, 64, 56, 56] "
+                      "float32[64, 64, 1, 1] None 1 1 0 0 1 1 False 0 0 1 True True False"
+                      ) == "k1x1s1"
+
+
+def test_host_stream_is_the_makespan_of_two_resources():
+    gpu = [1.0, 0.1, 0.1, 2.0, 0.1]
+    host = [0.5] * 5
+    shares = host_stream(gpu, host)
+    # issue at 0.5,1,1.5,2,2.5; run 0.5-1.5, 1.5-1.6, 1.6-1.7, 2.0-4.0, 4.0-4.1
+    assert sum(shares) == pytest.approx(4.1)
+    assert sum(host_stream(gpu, [0.0] * 5)) == pytest.approx(sum(gpu))
+    assert sum(host_stream([1e-3] * 100, [1e-2] * 100)) == pytest.approx(1.0 + 1e-3)
+    # a new iteration starts from idle clocks
+    assert host_stream([1.0, 1.0], [2.0, 2.0], iterations=[0, 1]) == [3.0, 3.0]
+
+
+def test_op_times_cpu_bound_and_report():
+    from snsim.hardware import load_hardware
+    hw = load_hardware("h200")
+    tab = _table(host={"F": 20e-6, "B": 10e-6, "U": 30e-6})
+    marks = [("a", "F", "", 0), ("a.b", "B", "", 0)]
+    small = [(0, "relu_", (0,), (), 0, 4096 * 2), (1, "relu_", (0,), (), 0, 4096 * 2)] * 50
+    big = [(0, "relu_", (0,), (), 0, 2e9), (1, "relu_", (0,), (), 0, 2e9)] * 50
+    rep = {}
+    t_small = sum(op_times_s(small, hw, marks, table=tab, report=rep))
+    assert t_small == pytest.approx(50 * 30e-6 + _truth(0, 8192), rel=0.02)
+    assert rep["host_s"] == pytest.approx(50 * 30e-6) and rep["wait_s"] > 0
+    assert rep["table_s"] == pytest.approx(rep["gpu_s"])
+    t_big = sum(op_times_s(big, hw, marks, table=tab))
+    assert t_big == pytest.approx(100 * _truth(0, 2e9) + 20e-6, rel=0.02)
+    # without a table: the roofline, no host
+    rep = {}
+    op_times_s(small, hw, marks, table=None, report=rep)
+    assert rep["roofline_s"] == pytest.approx(rep["gpu_s"]) and rep["host_s"] == 0
+
+
+def test_zoo_pytorch_program_takes_table_times_and_the_host():
+    from snsim.hardware import load_hardware
+    from snsim.program_torch import build_torch_program
+    from snsim.zoo import build_network
+    rows = []
+    for fam in ("convolution", "convolution_backward", "native_batch_norm",
+                "native_batch_norm_backward", "relu_", "threshold_backward",
+                "max_pool2d_with_indices", "max_pool2d_with_indices_backward", "add_", "mean",
+                "div", "addmm", "mm", "sum", "_log_softmax", "nll_loss_forward",
+                "nll_loss_backward", "_log_softmax_backward_data", "_foreach_add_"):
+        for nb in np.geomspace(1e3, 1e10, 15):
+            rows.append({"family": fam, "dtype": "float32",
+                         "math": {"mm": "fp32", "addmm": "fp32"}.get(fam, "tf32"), "cls": "",
+                         "flops": nb * 100 if "conv" in fam or "mm" in fam else 0,
+                         "bytes": nb, "ntensors": 100 if "foreach" in fam else 0,
+                         "time_s": 1e-6 + nb / 1e12, "host_s": 5e-6, "shape": ""})
+    hw = load_hardware("h200")
+    G = build_network("resnet18", batch=2, twin=True)
+    fast = KernelTable(pd.DataFrame(rows))
+    p = build_torch_program(G, hardware=hw, kernel_table="none")
+    q = build_torch_program(G, hardware=hw, kernel_table=fast)
+    assert [s.name for s in p.steps] == [s.name for s in q.steps]
+    t_q = sum(s.time_s for s in q.steps)
+    assert t_q != pytest.approx(sum(s.time_s for s in p.steps))
+    slow_host = pd.DataFrame(rows + [{"family": "host_step", "dtype": "float32", "math": "",
+                                      "cls": ph, "flops": 0, "bytes": 0, "ntensors": 1,
+                                      "time_s": 1e-3, "host_s": 1e-3, "shape": ""}
+                                     for ph in "FBU"])
+    r = build_torch_program(G, hardware=hw, kernel_table=KernelTable(slow_host))
+    n_f = sum(1 for s in r.steps if s.phase == "F" and s.time_s > 0)
+    assert sum(s.time_s for s in r.steps) > n_f * 1e-3 > t_q     # CPU-bound: the host's pace
+
+
+def test_host_cost_per_op_is_the_aten_call_plus_a_fitted_overhead():
+    rows = [{"family": fam, "dtype": "float32", "math": "float32", "cls": "", "flops": 0,
+             "bytes": nb, "ntensors": 0, "time_s": 1e-5, "host_s": h, "shape": "", "ops": ""}
+            for fam, h in (("convolution_x", 30e-6), ("relu_", 5e-6)) for nb in (1e3, 1e6)]
+    # a step phase of 10 convs + 10 relus that took 10·(30+5) + 20·7 µs: overhead 7 µs per op
+    rows.append({"family": "host_step", "dtype": "float32", "math": "", "cls": "F",
+                 "flops": 0, "bytes": 0, "ntensors": 20, "time_s": 24.5e-6,
+                 "host_s": 10 * 35e-6 + 20 * 7e-6, "shape": "m",
+                 "ops": "convolution_x:10 relu_:10"})
+    tab = KernelTable(pd.DataFrame(rows))
+    assert tab.host_overhead["F"] == pytest.approx(7e-6)
+    assert tab.host_s("F", "convolution_x") == pytest.approx(37e-6)
+    assert tab.host_s("F", "relu_") == pytest.approx(12e-6)
+    assert tab.host_s("F", "never_timed") == pytest.approx(7e-6 + 17.5e-6)
+
+
+def test_copy_model_fits_rates_by_size():
+    rows = [{"family": "copy_h2d_pinned", "dtype": "float32", "math": "", "cls": "",
+             "flops": 0, "bytes": nb, "ntensors": 0, "time_s": 10e-6 + nb / 50e9,
+             "host_s": 5e-6, "shape": ""} for nb in (4096, 2**20, 2**28)]
+    m = KernelTable(pd.DataFrame(rows)).copy_model()["h2d_pinned"]
+    assert m["bytes_per_s"] == pytest.approx(2**28 / (10e-6 + 2**28 / 50e9))
+    effs = [e for _, e in m["efficiency_by_bytes"]]
+    assert effs == sorted(effs) and effs[-1] == 1.0 and effs[0] < 0.01

@@ -1,0 +1,40 @@
+"""Step time against the real H200 (issue 10): ``snsim predict`` with the measured kernel table.
+
+Skipped until ``configs/kernels/h200.csv.gz`` (written by ``snsim calibrate`` on an H200) is
+committed. The CPU-bound captures are in the gate: their step time is the host's pace.
+"""
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = ROOT / "configs" / "kernels" / "h200.csv.gz"
+CAPTURES = ["cpu_bound/resnet50_b64.json.gz", "cpu_bound/densenet121_b64.json.gz",
+            "cpu_bound/resnet_3-16-62-3_b32.json.gz", "resnet50_b128.json.gz",
+            "vgg16_b64.json.gz", "inception_v3_b128.json.gz"]
+MAX_ERR_PCT = 15.0
+
+pytestmark = pytest.mark.skipif(not TABLE.exists(), reason="no H200 kernel table yet "
+                                "(run scripts/device_calibrate.sh on an H200)")
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_predicted_step_time_within_gate(name):
+    from snsim.hardware import load_hardware
+    from snsim.kernel_table import load_kernel_table
+    from snsim.torchsim.models import resolve_model
+    from snsim.torchsim.opcost import op_times_s
+    from snsim.torchsim.predict import record_fake
+    doc = json.load(gzip.open(ROOT / "traces" / "h200" / name))
+    prov, meas = doc["provenance"], doc["measured"]["step_time_s"]
+    spec = resolve_model(prov["model"], input_shape=tuple(prov["input_shape"]))
+    rec = record_fake(spec, prov["batch"], prov["optimizer"])["rec"]
+    rep = {}
+    op_times_s(rec.ops, load_hardware("h200"), rec.marks, table=load_kernel_table(str(TABLE)),
+               report=rep)
+    err = 100 * (rep["step_s"] - meas) / meas
+    assert abs(err) <= MAX_ERR_PCT, (name, rep, meas)
