@@ -317,9 +317,29 @@ NETWORKS = {
 _CUSTOM_RESNET = re.compile(r"^resnet[:(]?(\d+),(\d+),(\d+),(\d+)\)?$")
 
 
+# one name per network in every output: the name its graph carries (aliases stay accepted)
+_CANONICAL = {"inceptionv4": "inception_v4", "cifarresnet32": "cifar_resnet32",
+              "resnet32cifar": "cifar_resnet32"}
+
+
+def canonical_name(name):
+    """The one name a zoo network goes by in outputs; other spellings are accepted as input.
+
+    >>> canonical_name("Inception-v4"), canonical_name("resnet32cifar"), canonical_name("ResNet50")
+    ('inception_v4', 'cifar_resnet32', 'resnet50')
+    """
+    key = _canonical(name)
+    if key in NETWORKS:
+        return _CANONICAL.get(key, key)
+    m = _CUSTOM_RESNET.match(key)
+    return f"resnet:{','.join(m.groups())}" if m else str(name)
+
+
 def list_networks():
-    """Names accepted by :func:`build_network` (plus ``resnet:a,b,c,d`` for any block tuple)."""
-    return sorted(NETWORKS)
+    """The zoo's networks, one canonical name each (plus ``resnet:a,b,c,d`` for any block
+    tuple); :func:`build_network` also accepts other spellings (case, ``-`` and ``_`` are
+    ignored; ``resnet32cifar`` is ``cifar_resnet32``)."""
+    return sorted({_CANONICAL.get(k, k) for k in NETWORKS})
 
 
 def build_network(name, *, batch, input_size=None, variant="torchvision", num_classes=None,
