@@ -39,7 +39,7 @@ from ..errors import ConfigError, PlanError, UnknownNameError
 from ..policies import applicable_policies, get_policy, list_policies
 from ..program import build_program
 from ..units import parse_bytes
-from ..zoo import build_network, densenet, module_tree, resnet, vgg
+from ..zoo import build_network, canonical_name, densenet, module_tree, resnet, vgg
 
 DEFAULT_MAX_DEPTH = 10_000
 DEFAULT_MAX_BATCH = 1 << 20
@@ -176,7 +176,7 @@ class _BatchSpace:
         return None
 
     def label(self, n):
-        return self.network
+        return canonical_name(self.network)
 
 
 class _Prober:
