@@ -416,6 +416,12 @@ def module_tree(G):
     """
     names = [d["name"] for _, d in G.nodes(data=True)]
     prefixes = dict.fromkeys(n.rsplit(".", k)[0] for n in names for k in range(1, n.count(".") + 1))
+    bottleneck = set()   # paths p with a layer named p + ".c.*" (one pass, not one per path)
+    for n in names:
+        i = n.find(".c.")
+        while i >= 0:
+            bottleneck.add(n[:i])
+            i = n.find(".c.", i + 1)
     tree = {}
     for p in prefixes:
         for pattern, cls in _BLOCK_CLASSES:
@@ -423,8 +429,7 @@ def module_tree(G):
             if not m:
                 continue
             if cls is None:
-                cls = ("Bottleneck" if any(n.startswith(p + ".c.") for n in names)
-                       else "BasicBlock")
+                cls = "Bottleneck" if p in bottleneck else "BasicBlock"
             elif m.groups():
                 cls += m.group(1).upper() if cls != "Mixed" else m.group(1)
             tree[p] = cls
