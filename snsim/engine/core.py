@@ -13,6 +13,7 @@ import time
 from collections import OrderedDict
 
 from ..errors import InfeasibleError, PlanError
+from ..gcpause import without_gc
 from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
 from ..result import Failure, Result
 from .allocators import make_allocator
@@ -497,6 +498,7 @@ class Engine:
         self.mem.reset_peaks()
         self.peak_tensor = self.mem.requested_bytes
 
+    @without_gc   # the collector's full passes over the program cost more than the run
     def run(self):
         wall = time.perf_counter()
         failure = None
