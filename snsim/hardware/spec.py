@@ -469,7 +469,8 @@ def _merge_base(data, shown, lines):
         sources.update(data["sources"])
     merged.update(data)
     merged["sources"] = sources
-    merged.setdefault("name", Path(shown).stem)
+    if "name" not in data:   # not the preset's name: this is another GPU
+        merged["name"] = Path(shown).stem
     if "description" not in data:
         merged["description"] = f"{merged['name']}: preset {key} with overrides from {shown}"
     return merged
