@@ -316,6 +316,9 @@ def print_run(r, program, args, out=None):
         w(f"  {k:<{width}}{v / 2**30:>8.2f} GiB{note}\n")
     if not r.feasible:
         w(f"  {r.failure}\n")
+    elif r.evictions:
+        w("  (the tensor cache keeps offloaded tensors until memory is needed, so this peak "
+          "follows the budget;\n   a smaller --budget asks how little it needs)\n")
     if args.verbose:
         row = result_row(r, program)
         row.pop("verdict")
@@ -342,6 +345,7 @@ def cmd_run(args):
     if getattr(args, "trace_out", None):
         from .perfetto import write_chrome_trace
         write_chrome_trace(r, args.trace_out, program=program)
+        print(f"trace: {args.trace_out} (open in https://ui.perfetto.dev)", file=sys.stderr)
     if args.format == "table":
         print_run(r, program, args)
     else:

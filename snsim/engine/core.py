@@ -108,7 +108,7 @@ class Engine:
         for layer, passes in self.p.conv_algos.items():
             rows = {}
             for pass_name, algos in passes.items():
-                ok = sorted(((a.time_s, a.ws_bytes, a.name) for a in algos if a.supported))
+                ok = sorted([(a.time_s, a.ws_bytes, a.name) for a in algos if a.supported])
                 if ok:
                     rows[pass_name] = ok
             self.ws_table[layer] = rows
