@@ -298,13 +298,13 @@ def _show(k, v):
 
 def print_run(r, program, args, out=None):
     """The table output of ``snsim run``: verdict, what it ran, the breakdown at the peak."""
-    from .verdict import peak_breakdown, verdict
+    from .verdict import LABELS, peak_breakdown, verdict
     out = out or sys.stdout
     w = out.write
     w(verdict(r, program) + "\n")
     w(f"{program.name} batch {program.batch}, policy {r.policy}, {_allocator_label(args)}, "
       f"{program.framework or program.source} semantics\n")
-    rows = peak_breakdown(r)
+    rows = {LABELS.get(k, k): v for k, v in peak_breakdown(r).items()}
     w(("memory at the peak" if r.feasible else "memory at the largest point before it stopped")
       + " (simulated):\n")
     width = max(map(len, rows)) + 2

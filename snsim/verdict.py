@@ -9,16 +9,23 @@ from itertools import accumulate
 
 PHASE_WORDS = {"F": "forward", "B": "backward", "U": "update", "R": "recompute", "-": "setup"}
 
-# Result.memory_events categories -> breakdown rows, in the order a reader expects
+# Result.memory_events categories -> breakdown keys, in the order a reader expects
 _CATEGORIES = (
-    ("parameters", ("parameter",)),
-    ("gradients", ("parameter_grad",)),
-    ("optimizer state", ("optimizer_state",)),
-    ("input and buffers", ("input", "buffer")),
-    ("activations", ("activation",)),
-    ("activation gradients", ("activation_grad",)),
-    ("workspaces", ("workspace",)),
+    ("parameter_bytes", ("parameter",)),
+    ("gradient_bytes", ("parameter_grad",)),
+    ("optimizer_state_bytes", ("optimizer_state",)),
+    ("input_and_buffer_bytes", ("input", "buffer")),
+    ("activation_bytes", ("activation",)),
+    ("activation_grad_bytes", ("activation_grad",)),
+    ("workspace_bytes", ("workspace",)),
 )
+#: how people read the breakdown's keys
+LABELS = {"parameter_bytes": "parameters", "gradient_bytes": "gradients",
+          "optimizer_state_bytes": "optimizer state", "input_and_buffer_bytes": "input and buffers",
+          "activation_bytes": "activations", "activation_grad_bytes": "activation gradients",
+          "workspace_bytes": "workspaces", "activation_and_workspace_bytes":
+          "activations and workspaces", "allocator_slack_bytes": "allocator slack",
+          "context_bytes": "CUDA context", "device_total_bytes": "device total"}
 
 
 def time_source(program):
@@ -49,17 +56,20 @@ def time_source(program):
 def peak_breakdown(result):
     """What is allocated at the run's ideal peak, by category, then what the device holds.
 
-    Returns a dict of byte counts: the tensor categories at the moment of the peak (they sum to
-    ``peak_ideal_bytes``), ``allocator slack`` (reserved peak minus ideal peak: rounding,
-    cached and fragmented segments), ``CUDA context``, and ``device total`` (reserved peak +
-    context: what ``nvidia-smi`` would show). Without memory records (``record=False``) the
-    static categories come from ``static_breakdown`` and the rest is one ``activations and
-    workspaces`` row.
+    Returns a dict of byte counts: the tensor categories at the moment of the peak
+    (``parameter_bytes`` ... ``workspace_bytes``, those that are not zero; they sum to
+    ``peak_ideal_bytes``), ``allocator_slack_bytes`` (reserved peak minus ideal peak:
+    rounding, cached and fragmented segments), ``context_bytes`` (the CUDA context, an
+    estimate from the preset) and ``device_total_bytes`` (reserved peak + context: what
+    ``nvidia-smi`` would show). Without memory records (``record=False``) the static
+    categories come from ``static_breakdown`` and the rest is one
+    ``activation_and_workspace_bytes`` entry. :data:`LABELS` names the keys for people.
 
     >>> from snsim.api import simulate
-    >>> b = peak_breakdown(simulate("lenet", batch=2, policy="liveness"))
-    >>> sum(v for k, v in b.items() if k not in ("allocator slack", "CUDA context",
-    ...     "device total")) == simulate("lenet", batch=2, policy="liveness").peak_ideal_bytes
+    >>> r = simulate("lenet", batch=2, policy="liveness")
+    >>> b = peak_breakdown(r)
+    >>> sum(v for k, v in b.items() if k not in ("allocator_slack_bytes", "context_bytes",
+    ...     "device_total_bytes")) == r.peak_ideal_bytes
     True
     """
     events = result.memory_events
@@ -73,17 +83,17 @@ def peak_breakdown(result):
         for label, cats in _CATEGORIES:
             rows[label] = sum(by_cat.pop(c, 0) for c in cats)
         for cat, v in sorted(by_cat.items()):   # a category this table does not name
-            rows[cat] = v
+            rows[f"{cat}_bytes"] = v
     else:
         sb = dict(result.static_breakdown)
         for label, cats in _CATEGORIES[:4]:
             rows[label] = sum(sb.get(c, 0) for c in cats)
-        rows["activations and workspaces"] = max(0, result.peak_ideal_bytes
-                                                 - result.static_bytes)
+        rows["activation_and_workspace_bytes"] = max(0, result.peak_ideal_bytes
+                                                     - result.static_bytes)
     rows = {k: v for k, v in rows.items() if v}
-    rows["allocator slack"] = max(0, result.peak_reserved_bytes - result.peak_ideal_bytes)
-    rows["CUDA context"] = result.context_bytes
-    rows["device total"] = result.peak_reserved_bytes + result.context_bytes
+    rows["allocator_slack_bytes"] = max(0, result.peak_reserved_bytes - result.peak_ideal_bytes)
+    rows["context_bytes"] = result.context_bytes
+    rows["device_total_bytes"] = result.peak_reserved_bytes + result.context_bytes
     return rows
 
 
