@@ -104,9 +104,11 @@ def cmd_maxdepth(args):
                         variant=args.variant, on_probe=on_probe, framework=args.framework)
     finally:
         bar.close()
-    title = (f"deepest {fam.name} ({fam.description}) per policy at batch {args.batch} on "
-             f"{rep.hardware}, budget {format_bytes(rep.budget_bytes)}, {_allocator_label(args)}, "
-             f"{rep.framework} semantics")
+    import textwrap
+    title = (textwrap.fill(f"{fam.name}: {fam.description}", 100) + "\n"
+             f"deepest per policy at batch {args.batch} on {rep.hardware}, budget "
+             f"{format_bytes(rep.budget_bytes)}, {_allocator_label(args)}, {rep.framework} "
+             f"semantics")
     b = _best(rep)
     headline = ("no policy trains even the smallest depth" if b is None else
                 f"deepest: depth {b.max_depth} (k={b.max_size}) with {b.policy}, step "
