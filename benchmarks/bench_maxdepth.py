@@ -31,12 +31,16 @@ def main(argv=None):
     ap.add_argument("--family", default="resnet")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--gpu", default="k40c")
+    ap.add_argument("--allocator", default=None,
+                    help="default: the CLI's own (pool, the framework's allocator)")
     args = ap.parse_args(argv)
+    allocator = args.allocator or "pool"
 
     # not `python -m snsim.cli`: run as __main__, the CLI module would not see plugin commands
     cmd = [sys.executable, "-c", "import sys; from snsim.cli import main; sys.exit(main())",
            "maxdepth", "--family", args.family, "--gpu",
-           args.gpu, "--batch", str(args.batch), "--policy", "all", "--format", "csv"]
+           args.gpu, "--batch", str(args.batch), "--policy", "all", "--format", "csv"] + \
+        (["--allocator", args.allocator] if args.allocator else [])
     cli_s = []
     for _ in range(args.repeat):
         t = time.perf_counter()
@@ -47,7 +51,8 @@ def main(argv=None):
     search_s, rep = [], None
     for _ in range(args.repeat):
         t = time.perf_counter()
-        rep = max_depth(args.family, batch=args.batch, hardware=args.gpu, policies="all")
+        rep = max_depth(args.family, batch=args.batch, hardware=args.gpu, policies="all",
+                        allocator=allocator)
         search_s.append(time.perf_counter() - t)
 
     sims = sum(r.simulations for r in rep.rows)
@@ -57,8 +62,9 @@ def main(argv=None):
     print(f"- machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")
     print(f"- `snsim maxdepth --family {args.family} --gpu {args.gpu} --batch {args.batch} "
-          f"--policy all` (fresh process): median {statistics.median(cli_s):.2f} s over "
-          f"{args.repeat} runs, min {min(cli_s):.2f} s (target: median ≤ {TARGET_S:.0f} s: "
+          f"--policy all{' --allocator ' + args.allocator if args.allocator else ''}` "
+          f"(allocator {allocator}; fresh process): median {statistics.median(cli_s):.2f} s, "
+          f"min {min(cli_s):.2f} s over {args.repeat} runs (target: median ≤ {TARGET_S:.0f} s: "
           f"{'met' if met else 'NOT met'})")
     print(f"- in-process search: median {statistics.median(search_s):.2f} s, min "
           f"{min(search_s):.2f} s; {sims} simulations; static bound caps k at "

@@ -9,6 +9,7 @@ from .checks import show
 from .engine.core import run_plan
 from .errors import ConfigError
 from .graph import check_graph
+from .gcpause import without_gc
 from .hardware import load_hardware
 from .policies import get_policy
 from .program import FRAMEWORKS, Program, build_program
@@ -54,6 +55,7 @@ def check_framework(framework):
         raise ConfigError(f"framework {framework!r} is unknown; known: {', '.join(FRAMEWORKS)}")
 
 
+@without_gc   # building, planning and replaying allocate ~10^5 objects (snsim/gcpause.py)
 def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_bytes=None,
              allocator="ideal", allocator_options=None, policy_options=None, input_size=None,
              variant="torchvision", optimizer="sgd-momentum", record=True,

@@ -1,7 +1,9 @@
 """Command line: ``snsim describe | run | compare | ...``.
 
 Every user error (an :class:`~snsim.errors.SnsimError`) prints one line ``snsim: error: ...``
-and exits with status 2; tracebacks are for bugs only.
+and exits with status 2; tracebacks are for bugs only. ``snsim run`` exits with status 3
+(:data:`EXIT_DOES_NOT_FIT`) when the run does not fit the budget, so scripts and CI can act on
+the verdict.
 """
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ from .units import format_bytes, parse_bytes
 DEFAULT_NETWORK = "resnet50"
 DEFAULT_BATCH = 32
 DEFAULT_GPU = "k40c"
+EXIT_DOES_NOT_FIT = 3
+# the allocator a framework's programs run under when --allocator is not given
+DEFAULT_ALLOCATORS = {"superneurons": "pool", "pytorch": "pytorch"}
 COMMANDS = []   # (name, module) pairs; each module has add_parser(sub) and run(args)
 
 
@@ -77,7 +82,8 @@ def _framework_arg(p):
 
 
 def _fmt_arg(p):
-    p.add_argument("--format", default="table", choices=("table", "json", "csv"))
+    p.add_argument("--format", default="table", choices=("table", "json", "csv"),
+                   help="table for people (default), json or csv for programs (every field)")
 
 
 def load_program(args):
@@ -154,9 +160,11 @@ def cmd_describe(args):
     if args.format != "table":
         emit([row], args.format)
         return 0
+    from .verdict import time_source
+    src = time_source(program)
     pretty = [(k, f"{v:,}" if isinstance(v, int) and not k.endswith("_bytes") else
                (f"{v:,} B ({format_bytes(v)})" if k.endswith("_bytes") else
-                (f"{v * 1e3:.3f} ms" if k.endswith("_time_s") else v)))
+                (f"{v:.6g} s ({src})" if k.endswith("_time_s") else v)))
               for k, v in row.items()]
     width = max(len(k) for k, _ in pretty)
     for k, v in pretty:
@@ -165,14 +173,50 @@ def cmd_describe(args):
 
 
 # -- run / compare ----------------------------------------------------------------------------
+ALLOCATOR_HELP = ("allocator model: ideal (exact bytes), pool (SuperNeurons' 1 KiB-block pool) "
+                  "or pytorch (the CUDA caching allocator); default: the framework's own (pool "
+                  "for --framework superneurons, pytorch for --framework pytorch and captures)")
+
+
+def allocator_arg(p):
+    p.add_argument("--allocator", default=None, choices=("ideal", "pool", "pytorch"),
+                   help=ALLOCATOR_HELP)
+
+
+def default_allocator(program=None, framework="superneurons"):
+    """The allocator that matches a program's semantics: the paper's pool for SuperNeurons'
+    framework, PyTorch's caching allocator for PyTorch semantics and captured programs."""
+    if program is not None:
+        if program.source == "capture":
+            return "pytorch"
+        framework = program.framework or framework
+    return DEFAULT_ALLOCATORS.get(framework, "pool")
+
+
+def _allocator(args, program=None):
+    """``--allocator``, or the framework's own when it is not given (sets ``args.allocator``)."""
+    if getattr(args, "allocator", None) is None:
+        args.allocator = default_allocator(program, getattr(args, "framework", "superneurons"))
+        args.allocator_defaulted = True
+    return args.allocator
+
+
+def _allocator_label(args):
+    if getattr(args, "allocator_defaulted", False):
+        return f"allocator {args.allocator} (default)"
+    return f"allocator {args.allocator}"
+
+
 def _run_args(p):
     p.add_argument("--budget", default=None, help="GPU memory budget, e.g. 12GiB (default: the "
-                   "preset's DRAM minus context)")
-    p.add_argument("--allocator", default="ideal", choices=("ideal", "pool", "pytorch"))
+                   "preset's DRAM minus its CUDA context)")
+    allocator_arg(p)
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="policy option, e.g. --option mode=memory (repeatable)")
     p.add_argument("--check-invariants", action="store_true",
                    help="let the engine check its own rules as it runs (slower)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="every figure of the run, not only the verdict and the breakdown")
 
 
 def _parse_options(items):
@@ -221,7 +265,15 @@ def _budget(args, hw, program):
     return budget
 
 
-def result_row(r):
+# figures that only mean something when the run fits: null in JSON/CSV, "—" in tables
+_ONLY_IF_FITS = ("peak_ideal_bytes", "peak_allocated_bytes", "peak_reserved_bytes",
+                 "peak_tensor_bytes", "step_time_s", "images_per_s", "compute_time_s",
+                 "recompute_time_s", "stall_time_s")
+
+
+def result_row(r, program=None):
+    """The run's figures, flat; those of a run that does not fit are None (it never finished)."""
+    from .verdict import time_source, verdict
     row = r.summary()
     keep = ["network", "batch", "framework", "policy", "hardware", "allocator", "feasible",
             "peak_ideal_bytes", "peak_allocated_bytes", "peak_reserved_bytes", "peak_tensor_bytes",
@@ -230,7 +282,79 @@ def result_row(r):
             "recompute_time_s", "stall_time_s", "h2d_bytes", "d2h_bytes", "evictions",
             "cache_hits", "cache_misses", "prefetch_late", "recomputed_layers", "budget_bytes",
             "failure"]
-    return {k: row[k] for k in keep}
+    out = {"verdict": verdict(r, program)}
+    out.update((k, row[k]) for k in keep)
+    out["time_source"] = time_source(program) if program is not None else "modelled"
+    out["context_bytes"] = r.context_bytes
+    if not r.feasible:
+        out.update(dict.fromkeys(_ONLY_IF_FITS))
+        out["short_bytes"] = r.failure.short_bytes
+    return out
+
+
+# what the verbose table's less obvious keys mean
+_EXPLAIN = {
+    "peak_ideal_bytes": "exact live bytes",
+    "peak_allocated_bytes": "after the allocator's rounding",
+    "peak_reserved_bytes": "the allocator's segments",
+    "peak_tensor_bytes": "ideal, without conv workspaces",
+    "static_bytes": "parameters, gradients, optimizer state, buffers, input",
+    "lower_bound_bytes": "static + the largest step's working set: no policy needs less",
+    "step_time_s": "one iteration",
+    "compute_time_s": "compute stream busy",
+    "stall_time_s": "compute waiting for memory or copies",
+    "cache_hits": "tensor-cache reads found on the GPU",
+    "cache_misses": "reads fetched back from the host",
+    "prefetch_late": "prefetches that arrived after the step wanted them",
+    "context_bytes": "CUDA context (an estimate)",
+}
+
+
+def _show(k, v):
+    if v is None:
+        return "—"
+    if k.endswith("_bytes") and isinstance(v, int):
+        return f"{v:,} B ({format_bytes(v)})"
+    if k.endswith("_s") and isinstance(v, float):
+        return f"{v:.6g} s"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return v
+
+
+def print_run(r, program, args, out=None):
+    """The table output of ``snsim run``: verdict, what it ran, the breakdown at the peak."""
+    from .verdict import LABELS, peak_breakdown, verdict
+    out = out or sys.stdout
+    w = out.write
+    w(verdict(r, program) + "\n")
+    w(f"{program.name} batch {program.batch}, policy {r.policy}, {_allocator_label(args)}, "
+      f"{program.framework or program.source} semantics\n")
+    rows = {LABELS.get(k, k): v for k, v in peak_breakdown(r).items()}
+    w(("memory at the peak" if r.feasible else "memory at the largest point before it stopped")
+      + " (simulated):\n")
+    width = max(map(len, rows)) + 2
+    for k, v in rows.items():
+        note = {"CUDA context": "  (estimate from the preset)",
+                "device total": "  (what nvidia-smi would show)"}.get(k, "")
+        if k == "device total" and not r.feasible:
+            note = "  (before it stopped)"
+        w(f"  {k:<{width}}{v / 2**30:>8.2f} GiB{note}\n")
+    if not r.feasible:
+        w(f"  {r.failure}\n")
+    elif r.evictions:
+        w("  (the tensor cache keeps offloaded tensors until memory is needed, so this peak "
+          "follows the budget;\n   a smaller --budget asks how little it needs)\n")
+    if args.verbose:
+        row = result_row(r, program)
+        row.pop("verdict")
+        kw = max(map(len, row))
+        w("\n")
+        for k, v in row.items():
+            why = f"   ({_EXPLAIN[k]})" if k in _EXPLAIN and v is not None else ""
+            w(f"{k:<{kw}}  {_show(k, v)}{why}\n")
+    else:
+        w("(--verbose: every figure)\n")
 
 
 def _simulate(args, hw, program, policy, options=None):
@@ -238,7 +362,7 @@ def _simulate(args, hw, program, policy, options=None):
     from .policies import get_policy
     budget = _budget(args, hw, program)
     plan = get_policy(policy, **(options or {})).plan(program, hw, budget)
-    return run_plan(program, plan, hw, budget_bytes=budget, allocator=args.allocator,
+    return run_plan(program, plan, hw, budget_bytes=budget, allocator=_allocator(args, program),
                     check_invariants=getattr(args, "check_invariants", False))
 
 
@@ -250,22 +374,25 @@ def cmd_run(args):
     if getattr(args, "trace_out", None):
         from .perfetto import write_chrome_trace
         write_chrome_trace(r, args.trace_out, program=program)
-    row = result_row(r)
+        print(f"trace: {args.trace_out} (open in https://ui.perfetto.dev)", file=sys.stderr)
     if args.format == "table":
-        width = max(map(len, row))
-        for k, v in row.items():
-            if k.endswith("_bytes") and isinstance(v, int):
-                v = f"{v:,} B ({format_bytes(v)})"
-            elif isinstance(v, float):
-                v = f"{v:.6g}"
-            print(f"{k:<{width}}  {v}")
+        print_run(r, program, args)
     else:
+        row = result_row(r, program)
+        if args.format == "json":
+            from .verdict import peak_breakdown
+            row["peak_breakdown"] = peak_breakdown(r)
         emit([row], args.format)
-    return 0
+    return 0 if r.feasible else EXIT_DOES_NOT_FIT
+
+
+def _short(text, n=48):
+    return text if len(text) <= n else text[:n - 1] + "…"
 
 
 def cmd_compare(args):
     from .policies import list_policies
+    from .verdict import time_source, where
     hw, program = load_program(args)
     from .policies import get_policy
     rows = []
@@ -277,26 +404,71 @@ def cmd_compare(args):
             skipped.append(f"{name} ({why})")
             continue
         r = _simulate(args, hw, program, name)
+        ok = r.feasible
+
+        def fit(v, ok=ok):
+            return v if ok else None
         rows.append({"policy": r.policy, "feasible": r.feasible, "framework": r.framework,
-                     "peak_ideal_GiB": round(r.peak_ideal_bytes / 2**30, 3),
-                     "peak_allocated_GiB": round(r.peak_allocated_bytes / 2**30, 3),
-                     "peak_reserved_GiB": round(r.peak_reserved_bytes / 2**30, 3),
-                     "tensor_peak_GiB": round(r.peak_tensor_bytes / 2**30, 3),
-                     "step_time_ms": round(r.step_time_s * 1e3, 3),
-                     "images_per_s": round(r.images_per_s, 1),
-                     "recompute_ms": round(r.recompute_time_s * 1e3, 3),
-                     "stall_ms": round(r.stall_time_s * 1e3, 3),
+                     "step_time_ms": fit(round(r.step_time_s * 1e3, 3)),
+                     "images_per_s": fit(round(r.images_per_s, 1)),
+                     "peak_ideal_GiB": fit(round(r.peak_ideal_bytes / 2**30, 3)),
+                     "peak_allocated_GiB": fit(round(r.peak_allocated_bytes / 2**30, 3)),
+                     "peak_reserved_GiB": fit(round(r.peak_reserved_bytes / 2**30, 3)),
+                     "tensor_peak_GiB": fit(round(r.peak_tensor_bytes / 2**30, 3)),
+                     "recompute_ms": fit(round(r.recompute_time_s * 1e3, 3)),
+                     "stall_ms": fit(round(r.stall_time_s * 1e3, 3)),
                      "h2d_MiB": round(r.h2d_bytes / 2**20, 1),
-                     "evictions": r.evictions, "failure": str(r.failure or "")})
+                     "evictions": r.evictions, "failure": str(r.failure or ""),
+                     "failed_at": where(r.failure) if r.failure else ""})
+    # fits first, then the fastest
+    rows.sort(key=lambda d: (not d["feasible"], d["step_time_ms"] or 0.0))
+    budget = _budget(args, hw, program)
+    src = time_source(program)
     if args.format == "json":
         emit(rows, "json", title="list")
+    elif args.format == "csv":
+        emit(rows, "csv")
     else:
-        emit(rows, args.format, title=f"{program.name} batch {program.batch} on {hw.name}, "
-             f"budget {format_bytes(_budget(args, hw, program))}, allocator {args.allocator}, "
-             f"{program.framework or program.source} semantics")
+        fits = [d for d in rows if d["feasible"]]
+        if fits:
+            b = fits[0]
+            print(f"fastest that fits: {b['policy']}, {b['step_time_ms']:,.1f} ms ({src}), peak "
+                  f"{b['peak_reserved_GiB']:.2f} of {budget / 2**30:.2f} GiB; {len(fits)} of "
+                  f"{len(rows)} policies fit")
+        else:
+            print(f"does not fit: no policy fits {program.name} batch {program.batch} in "
+                  f"{budget / 2**30:.2f} GiB")
+        print(f"{program.name} batch {program.batch}, {hw.name}, budget {format_bytes(budget)}, "
+              f"{program.framework or program.source} semantics, {_allocator_label(args)}")
+        if args.verbose:
+            table = [{k: v for k, v in d.items() if k not in ("framework", "failed_at")}
+                     for d in rows]
+        else:
+            def r1(v):
+                return None if v is None else round(v, 1)
+            table = [{"policy": d["policy"], "fits": "yes" if d["feasible"] else "no",
+                      "step_ms": r1(d["step_time_ms"]), "img/s": d["images_per_s"],
+                      "peak_GiB": d["peak_reserved_GiB"], "recompute_ms": r1(d["recompute_ms"]),
+                      "stall_ms": r1(d["stall_ms"]), "h2d_MiB": d["h2d_MiB"],
+                      "out of memory at": _short(d["failed_at"], 27)} for d in rows]
+        emit_table(table)
+        if not args.verbose:
+            print(f"(times {src}; peak: reserved by the allocator; --verbose: every figure and "
+                  "the whole failure)")
     if skipped:
         print(f"not run: {'; '.join(skipped)}", file=sys.stderr)
     return 0
+
+
+def emit_table(rows, out=None):
+    """An aligned table with "—" for missing figures."""
+    import pandas as pd
+    out = out or sys.stdout
+    df = pd.DataFrame(rows).astype(object)
+    df = df.where(df.notna(), "—")
+    with pd.option_context("display.max_rows", None, "display.max_columns", None,
+                           "display.width", 400, "display.max_colwidth", 400):
+        out.write(df.to_string(index=False) + "\n")
 
 
 def cmd_export(args):
@@ -315,6 +487,15 @@ def cmd_list(args):
     from .hardware import list_hardware
     from .policies import POLICIES
     from .zoo import list_networks
+    if args.format == "json":
+        doc = {"networks": list_networks() + ["resnet:a,b,c,d"],
+               "hardware": list_hardware(),
+               "policies": {n: cls.description for n, cls in sorted(POLICIES.items())},
+               "frameworks": sorted(DEFAULT_ALLOCATORS),
+               "allocators": {"ideal": "exact bytes", "pool": "SuperNeurons' 1 KiB-block pool",
+                              "pytorch": "the PyTorch CUDA caching allocator"}}
+        print(json.dumps(doc, indent=2))
+        return 0
     print("networks:  " + ", ".join(list_networks()) + ", resnet:a,b,c,d")
     print("hardware:  " + ", ".join(list_hardware()))
     for name, cls in sorted(POLICIES.items()):
@@ -325,6 +506,8 @@ def cmd_list(args):
 def build_parser():
     p = argparse.ArgumentParser(prog="snsim", description="Simulate GPU memory scheduling "
                                 "for DNN training (SuperNeurons, PPoPP 2018).")
+    from . import __version__
+    p.add_argument("--version", action="version", version=f"snsim {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("describe", help="network size, memory bounds and modelled times")
@@ -333,9 +516,15 @@ def build_parser():
     d.add_argument("--layers", action="store_true", help="per-layer table")
     d.set_defaults(func=cmd_describe)
 
-    r = sub.add_parser("run", help="simulate one training iteration under a policy")
+    from .policies import list_policies
+    policies = ", ".join(list_policies())
+    r = sub.add_parser("run", help="simulate one training iteration under a policy",
+                       description="Simulate one training iteration. The first line is the "
+                       "verdict (fits: / does not fit:); the exit status is 0 when the run "
+                       f"fits and {EXIT_DOES_NOT_FIT} when it does not (2: an error).")
     _add_network_args(r)
-    r.add_argument("--policy", default="superneurons")
+    r.add_argument("--policy", default="superneurons",
+                   help=f"memory policy (default superneurons): {policies}")
     _run_args(r)
     _fmt_arg(r)
     r.add_argument("--trace-out", default=None,
@@ -344,21 +533,27 @@ def build_parser():
 
     c = sub.add_parser("compare", help="every policy side by side")
     _add_network_args(c)
-    c.add_argument("--policies", default=None, help="comma-separated subset (default: all)")
+    c.add_argument("--policies", default=None,
+                   help=f"comma-separated subset of {policies} (default: all)")
     _run_args(c)
     _fmt_arg(c)
     c.set_defaults(func=cmd_compare)
 
     e = sub.add_parser("export", help="write modelled traces of zoo networks")
     e.add_argument("network", nargs="+", help="zoo network names")
-    e.add_argument("--batch", type=int, default=DEFAULT_BATCH)
-    e.add_argument("--input-size", type=int, default=None)
-    e.add_argument("--variant", default="torchvision", choices=("torchvision", "release"))
-    e.add_argument("--gpu", default=DEFAULT_GPU)
+    e.add_argument("--batch", type=int, default=DEFAULT_BATCH,
+                   help=f"mini-batch size (default {DEFAULT_BATCH})")
+    e.add_argument("--input-size", type=int, default=None, help="image side in pixels (224)")
+    e.add_argument("--variant", default="torchvision", choices=("torchvision", "release"),
+                   help="torchvision topology (224 px) or the SuperNeurons release's (227 px)")
+    e.add_argument("--gpu", default=DEFAULT_GPU,
+                   help="hardware preset or YAML path whose model times the traces (k40c)")
     e.add_argument("--out", default="traces", help="output folder (default traces/)")
     e.set_defaults(func=cmd_export)
 
     ls = sub.add_parser("list", help="networks, hardware presets and policies")
+    ls.add_argument("--format", default="table", choices=("table", "json"),
+                    help="table (default) or json")
     ls.set_defaults(func=cmd_list)
 
     for name, add in COMMANDS:

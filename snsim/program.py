@@ -105,8 +105,9 @@ class Program:
 
     def lower_bound_bytes(self):
         """``static + max_s l_s`` — no policy that keeps a step's deps resident can go lower."""
-        return self.static_total_bytes + max((self.working_set_bytes(s) for s in self.steps),
-                                             default=0)
+        size = [t.nbytes for t in self.tensors]   # one lookup per dep: Results ask per run
+        return self.static_total_bytes + max((sum([size[t] for t in s.deps])
+                                              for s in self.steps), default=0)
 
     def keep_all_bytes(self):
         """Every managed tensor at once: the keep-everything (no reuse) peak."""

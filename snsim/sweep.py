@@ -390,6 +390,19 @@ def _format(out):
     raise ConfigError(f"--out {out} must end in .parquet or .csv")
 
 
+def parquet_available():
+    """Whether pandas can write Parquet here (pyarrow or fastparquet installed)."""
+    import importlib.util
+    return any(importlib.util.find_spec(m) is not None for m in ("pyarrow", "fastparquet"))
+
+
+def _check_writer(out):
+    """Fail before computing anything when ``out``'s format cannot be written."""
+    if _format(out) == "parquet" and not parquet_available():
+        raise ConfigError(f"--out {out}: writing Parquet needs pyarrow (pip install "
+                          f"'snsim[dask]'); or write .csv")
+
+
 def _read_output(out):
     import pandas as pd
     out = Path(out)
@@ -532,7 +545,7 @@ def run_sweep(sweep, *, out=None, workers=None, scheduler=None, client=None, fre
                                 or workers < 1):
         raise ConfigError(f"workers (={workers!r}) must be a positive integer")
     if out is not None:
-        _format(out)
+        _check_writer(out)
     wanted = {r.run_key: r for r in sweep.runs}
     done = {}
     journal = None

@@ -34,7 +34,8 @@ def add_sweep(sub):
                        "where it stopped.")
     p.add_argument("file", help="sweep YAML, e.g. configs/sweeps/example.yaml")
     p.add_argument("--out", default=None,
-                   help="results file, .parquet or .csv (default: <file stem>.parquet)")
+                   help="results file, .parquet or .csv (default: <file stem>.parquet, or .csv "
+                   "without pyarrow)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                        help="run on a local Dask cluster of N worker processes")
@@ -47,9 +48,10 @@ def add_sweep(sub):
 
 
 def cmd_sweep(args):
-    from .sweep import load_sweep, run_sweep
+    from .sweep import load_sweep, parquet_available, run_sweep
     sweep = load_sweep(args.file)
-    out = Path(args.out) if args.out else Path(Path(args.file).stem + ".parquet")
+    default_ext = ".parquet" if parquet_available() else ".csv"
+    out = Path(args.out) if args.out else Path(Path(args.file).stem + default_ext)
     if out.suffix.lower() not in (".parquet", ".csv"):
         raise ConfigError(f"--out {out} must end in .parquet or .csv")
     output_path(out, "--out")

@@ -318,9 +318,29 @@ NETWORKS = {
 _CUSTOM_RESNET = re.compile(r"^resnet[:(]?(\d+),(\d+),(\d+),(\d+)\)?$")
 
 
+# one name per network in every output: the name its graph carries (aliases stay accepted)
+_CANONICAL = {"inceptionv4": "inception_v4", "cifarresnet32": "cifar_resnet32",
+              "resnet32cifar": "cifar_resnet32"}
+
+
+def canonical_name(name):
+    """The one name a zoo network goes by in outputs; other spellings are accepted as input.
+
+    >>> canonical_name("Inception-v4"), canonical_name("resnet32cifar"), canonical_name("ResNet50")
+    ('inception_v4', 'cifar_resnet32', 'resnet50')
+    """
+    key = _canonical(name)
+    if key in NETWORKS:
+        return _CANONICAL.get(key, key)
+    m = _CUSTOM_RESNET.match(key)
+    return f"resnet:{','.join(m.groups())}" if m else str(name)
+
+
 def list_networks():
-    """Names accepted by :func:`build_network` (plus ``resnet:a,b,c,d`` for any block tuple)."""
-    return sorted(NETWORKS)
+    """The zoo's networks, one canonical name each (plus ``resnet:a,b,c,d`` for any block
+    tuple); :func:`build_network` also accepts other spellings (case, ``-`` and ``_`` are
+    ignored; ``resnet32cifar`` is ``cifar_resnet32``)."""
+    return sorted({_CANONICAL.get(k, k) for k in NETWORKS})
 
 
 def check_sizes(*, batch, input_size=None, num_classes=None):
@@ -408,6 +428,12 @@ def module_tree(G):
     """
     names = [d["name"] for _, d in G.nodes(data=True)]
     prefixes = dict.fromkeys(n.rsplit(".", k)[0] for n in names for k in range(1, n.count(".") + 1))
+    bottleneck = set()   # paths p with a layer named p + ".c.*" (one pass, not one per path)
+    for n in names:
+        i = n.find(".c.")
+        while i >= 0:
+            bottleneck.add(n[:i])
+            i = n.find(".c.", i + 1)
     tree = {}
     for p in prefixes:
         for pattern, cls in _BLOCK_CLASSES:
@@ -415,8 +441,7 @@ def module_tree(G):
             if not m:
                 continue
             if cls is None:
-                cls = ("Bottleneck" if any(n.startswith(p + ".c.") for n in names)
-                       else "BasicBlock")
+                cls = "Bottleneck" if p in bottleneck else "BasicBlock"
             elif m.groups():
                 cls += m.group(1).upper() if cls != "Mixed" else m.group(1)
             tree[p] = cls

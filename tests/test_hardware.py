@@ -233,13 +233,40 @@ def test_zero_bandwidth(tmp_path):
 
 
 def test_string_with_units(tmp_path):
-    text = _k40c_text().replace("dram_bytes: 12_079_136_768", "dram_bytes: 12GB")
+    # a user's file may write sizes, rates and times with units (issue 11: your own GPU)
+    text = (_k40c_text().replace("dram_bytes: 12_079_136_768", "dram_bytes: 12GB")
+            .replace("mem_bytes_per_s: 288e9", "mem_bytes_per_s: 288 GB/s")
+            .replace("copy_latency_s: 10e-6", "copy_latency_s: 10us")
+            .replace("peak_flops_fp32: 4.29e12", "peak_flops_fp32: 4.29 TFLOPS"))
+    hw = load_hardware(_write(tmp_path, text, "units.yaml"))
+    assert hw.dram_bytes == 12 * 10**9 and hw.mem_bytes_per_s == 288e9
+    assert math.isclose(hw.copy_latency_s, 10e-6) and hw.peak_flops_fp32 == 4.29e12
+    text = _k40c_text().replace("dram_bytes: 12_079_136_768", "dram_bytes: 12 parsecs")
     p = _write(tmp_path, text)
     line = _line_of(text, "dram_bytes")
-    assert _error(p) == (f"hardware.dram_bytes (='12GB') must be a plain number of bytes; "
-                         f"put the unit in the key name ({p}:{line})")
-    text = _k40c_text().replace("mem_bytes_per_s: 288e9", "mem_bytes_per_s: 288 GB/s")
-    assert "put the unit in the key name" in _error(_write(tmp_path, text, "b2.yaml"))
+    assert _error(p) == (f"hardware.dram_bytes (='12 parsecs') must be a byte size such as "
+                         f"12GiB, 11.5GB or 4096 ({p}:{line})")
+    text = _k40c_text().replace("mem_bytes_per_s: 288e9", "mem_bytes_per_s: 288 GB")
+    assert "must be a rate such as 11 GB/s" in _error(_write(tmp_path, text, "b2.yaml"))
+
+
+def test_base_preset_plus_overrides(tmp_path):
+    p = _write(tmp_path, "base: k40c\nname: my-k40\ndram_bytes: 12GiB\n"
+               "h2d_pinned_bytes_per_s: 12 GB/s\nefficiency: {conv: 0.8}\n", "mine.yaml")
+    hw, k40c = load_hardware(p), load_hardware("k40c")
+    assert hw.name == "my-k40" and hw.dram_bytes == 12 * 2**30
+    assert hw.h2d_pinned_bytes_per_s == 12e9 and hw.eff("conv") == 0.8
+    assert hw.eff("fc") == k40c.eff("fc") and hw.mem_bytes_per_s == k40c.mem_bytes_per_s
+    assert str(p) in hw.source_of("dram_bytes")      # the override's source is the user file
+    assert hw.source_of("mem_bytes_per_s") == k40c.source_of("mem_bytes_per_s")
+    assert "is not a preset" in _error(_write(tmp_path, "base: k80\n", "b3.yaml"))
+
+
+def test_sources_optional_in_user_files(tmp_path):
+    text = _k40c_text()
+    text = text[:text.index("sources:")]
+    hw = load_hardware(_write(tmp_path, text, "nosources.yaml"))
+    assert hw.sources == () and hw.dram_bytes == load_hardware("k40c").dram_bytes
 
 
 def test_bool_where_number_needed(tmp_path):

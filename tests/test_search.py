@@ -284,7 +284,10 @@ def test_cli_maxdepth_json(capsys):
 def test_cli_maxdepth_table_and_maxbatch_csv(capsys):
     assert main(["maxdepth", "--batch", "1", "--budget", BUDGET, "--policy", "recompute"]) == 0
     out = capsys.readouterr().out
-    assert "deepest resnet" in out and "recompute" in out and "simulations" in out
+    lines = out.splitlines()
+    assert lines[0].startswith("deepest: depth ") and "with recompute" in lines[0]
+    assert "deepest per policy at batch 1" in out and "simulations" in out
+    assert all(len(line) <= 110 for line in lines)   # fits a terminal
     assert main(["maxbatch", "--network", "lenet", "--budget", "64MiB", "--policy",
                  "keep_all", "--format", "csv"]) == 0
     out = capsys.readouterr().out

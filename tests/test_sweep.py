@@ -370,3 +370,13 @@ def test_doctests(monkeypatch):
     import snsim.sweep as module
     monkeypatch.chdir(REPO)  # the examples name configs/sweeps/example.yaml
     assert doctest.testmod(module).failed == 0
+
+
+def test_parquet_without_pyarrow_fails_before_computing(tmp_path, monkeypatch):
+    import snsim.sweep as sweep_module
+    monkeypatch.setattr(sweep_module, "parquet_available", lambda: False)
+    computed = []
+    with pytest.raises(ConfigError, match="writing Parquet needs pyarrow"):
+        run_sweep(write(tmp_path, SMALL), out=tmp_path / "r.parquet",
+                  on_result=computed.append)
+    assert computed == [] and not (tmp_path / "r.parquet.journal.jsonl").exists()

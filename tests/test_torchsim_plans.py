@@ -169,10 +169,10 @@ def test_checkpoint_and_cpu_offload_predictions(tiny):
     assert {"d2h_pinned", "h2d_pinned"} <= names
     assert pin["peak_allocated_bytes"] < plain["peak_allocated_bytes"]
     assert pin["host_copied_bytes"] > 0 and pin["host_copy_time_s"] > 0
-    # copies on the compute stream: the step grows by their time; pageable is slower
-    assert pin["step_time_s"] == pytest.approx(plain["step_time_s"] + pin["host_copy_time_s"],
-                                               rel=0.05)
-    assert page["step_time_s"] > pin["step_time_s"]
+    # copies on the compute stream: the step grows by at least their time (the host's issue
+    # cost per copy comes on top); pageable is slower
+    assert pin["step_time_s"] >= 0.95 * (plain["step_time_s"] + pin["host_copy_time_s"])
+    assert page["host_copy_time_s"] > pin["host_copy_time_s"]   # at the preset's bandwidths
     for r in (plain, ck, pin):
         assert r["feasible"] is True and r["torch_version"] and r["cuda_modelled"]
     assert _pred(m, "plain", budget_bytes=1)[0]["feasible"] is False

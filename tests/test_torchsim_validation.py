@@ -133,7 +133,10 @@ def test_engine_equals_the_event_order_of_every_capture():
         exact = doc["program"]["notes"].get("unmatched_recorder_events", 0) == 0
         bound = 1e-3 if exact else 3e-2   # see test_requested_peak_matches_the_allocator_exactly
         assert abs(res.peak_allocated_bytes / m["peak_allocated_bytes"] - 1) < bound, f
-        assert res.peak_reserved_bytes == m["peak_reserved_bytes"], f
+        if exact:
+            assert res.peak_reserved_bytes == m["peak_reserved_bytes"], f
+        else:
+            assert abs(res.peak_reserved_bytes / m["peak_reserved_bytes"] - 1) < bound, f
 
 
 def test_validate_needs_no_torch(tmp_path):

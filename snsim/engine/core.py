@@ -17,6 +17,7 @@ import time
 from collections import OrderedDict
 
 from ..errors import InfeasibleError, InvariantError, PlanError
+from ..gcpause import without_gc
 from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
 from ..result import Failure, Result
 from .allocators import make_allocator
@@ -141,7 +142,7 @@ class Engine:
         for layer, passes in self.p.conv_algos.items():
             rows = {}
             for pass_name, algos in passes.items():
-                ok = sorted(((a.time_s, a.ws_bytes, a.name) for a in algos if a.supported))
+                ok = sorted([(a.time_s, a.ws_bytes, a.name) for a in algos if a.supported])
                 if ok:
                     rows[pass_name] = ok
             self.ws_table[layer] = rows
@@ -656,6 +657,7 @@ class Engine:
         self.mem.device_mallocs = self.mem.device_frees = 0
         self.peak_tensor = self.mem.requested_bytes
 
+    @without_gc   # the collector's full passes over the program cost more than the run
     def run(self):
         wall = time.perf_counter()
         failure = None

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import sys
 
-from ..cli import DEFAULT_GPU, _framework_arg, command, emit, output_path
+from ..cli import (DEFAULT_GPU, _allocator, _allocator_label, _framework_arg, allocator_arg,
+                   command, emit, emit_table, output_path)
 from ..units import format_bytes
+from ..verdict import format_ms
 
 
 def _progress(desc):
@@ -28,34 +30,60 @@ def _common(p):
                    help="a policy, a comma-separated list, or 'all' (default)")
     p.add_argument("--budget", default=None,
                    help="GPU memory budget, e.g. 6GiB (default: the preset's DRAM minus context)")
-    p.add_argument("--allocator", default="ideal", choices=("ideal", "pool", "pytorch"))
+    allocator_arg(p)
     p.add_argument("--optimizer", default="sgd-momentum",
                    help="sgd | sgd-momentum | nesterov | adam (sets optimizer-state bytes)")
-    p.add_argument("--input-size", type=int, default=None, help="image side in pixels")
-    p.add_argument("--variant", default="torchvision", choices=("torchvision", "release"))
+    p.add_argument("--input-size", type=int, default=None, help="image side in pixels (224)")
+    p.add_argument("--variant", default="torchvision", choices=("torchvision", "release"),
+                   help="torchvision topology (224 px) or the SuperNeurons release's (227 px)")
     _framework_arg(p)
-    p.add_argument("--format", default="table", choices=("table", "json", "csv"))
+    p.add_argument("--format", default="table", choices=("table", "json", "csv"),
+                   help="table for people (default), json or csv for programs (every field)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="the whole reason the next size fails, not a shortened one")
 
 
-def _table(rep, size_cols):
+def _table(rep, size_cols, verbose=False):
     rows = []
     for r in rep.rows:
+        why = r.next_failure
+        if not verbose and len(why) > 44:
+            why = why[:43] + "…"
         row = {"policy": r.policy, **size_cols(r),
-               "step_time_ms": None if r.step_time_s is None else round(r.step_time_s * 1e3, 1),
-               "images_per_s": None if r.result is None else round(r.result.images_per_s, 2),
+               "step_ms": None if r.step_time_s is None else round(r.step_time_s * 1e3, 1),
+               "img/s": None if r.result is None else round(r.result.images_per_s, 2),
                "peak_GiB": None if r.peak_ideal_bytes is None
                else round(r.peak_ideal_bytes / 2**30, 3),
-               "next_failure": r.next_failure}
+               "why the next size fails": why}
         rows.append(row)
     return rows
 
 
-def _print(rep, args, title, size_cols):
+def _best(rep):
+    """The row with the largest size (then the fastest there), or None."""
+    ok = [r for r in rep.rows if r.max_size is not None]
+    if not ok:
+        return None
+    return max(ok, key=lambda r: (r.max_size, -(r.step_time_s or 0.0)))
+
+
+def _next(row, what, size):
+    if row.next_failure.startswith("not tested"):
+        return f"{what} {size} not tried (above the search's limit)"
+    return f"{what} {size} does not fit"
+
+
+def _print(rep, args, title, size_cols, headline):
     if args.format == "table":
-        emit(_table(rep, size_cols), "table", title=title)
+        print(headline)
+        print(title)
+        rows = sorted(rep.rows, key=lambda r: (-(r.max_size or 0), r.step_time_s or 0.0))
+        rep_sorted = type("R", (), {"rows": rows})
+        emit_table(_table(rep_sorted, size_cols, args.verbose))
         print(f"({sum(r.simulations for r in rep.rows)} simulations, {rep.wall_s:.1f} s; static "
               f"bound caps the search at {rep.bound_cap} "
-              f"{'(k)' if rep.axis == 'depth' else '(batch)'})")
+              f"{'(k)' if rep.axis == 'depth' else '(batch)'}; step times modelled; peak: ideal "
+              f"bytes)")
     else:
         df = rep.frame()
         emit(df.astype(object).where(df.notna(), None).to_dict("records"), args.format,
@@ -66,6 +94,7 @@ def _print(rep, args, title, size_cols):
 def cmd_maxdepth(args):
     from ..experiments.search import get_family, max_depth
     fam = get_family(args.family)
+    _allocator(args)
     bar, on_probe = _progress(f"maxdepth {fam.name}")
     try:
         rep = max_depth(fam, batch=args.batch, hardware=args.gpu, policies=args.policy,
@@ -75,11 +104,17 @@ def cmd_maxdepth(args):
                         variant=args.variant, on_probe=on_probe, framework=args.framework)
     finally:
         bar.close()
-    title = (f"deepest {fam.name} ({fam.description}) per policy at batch {args.batch} on "
-             f"{rep.hardware}, budget {format_bytes(rep.budget_bytes)}, allocator {args.allocator}, "
-             f"{rep.framework} semantics")
+    import textwrap
+    title = (textwrap.fill(f"{fam.name}: {fam.description}", 100) + "\n"
+             f"deepest per policy at batch {args.batch} on {rep.hardware}, budget "
+             f"{format_bytes(rep.budget_bytes)}, {_allocator_label(args)}, {rep.framework} "
+             f"semantics")
+    b = _best(rep)
+    headline = ("no policy trains even the smallest depth" if b is None else
+                f"deepest: depth {b.max_depth} (k={b.max_size}) with {b.policy}, step "
+                f"{format_ms(b.step_time_s)} (modelled); {_next(b, 'depth', b.next_depth)}")
     _print(rep, args, title, lambda r: {"max_depth": r.max_depth, "k": r.max_size,
-                                        "next_depth": r.next_depth})
+                                        "next_depth": r.next_depth}, headline)
     return 0
 
 
@@ -102,6 +137,8 @@ def add_maxdepth(sub):
 # -- maxbatch -----------------------------------------------------------------------------------
 def cmd_maxbatch(args):
     from ..experiments.search import max_batch
+    from ..zoo import canonical_name
+    _allocator(args)
     bar, on_probe = _progress(f"maxbatch {args.network}")
     try:
         rep = max_batch(args.network, hardware=args.gpu, policies=args.policy,
@@ -111,10 +148,15 @@ def cmd_maxbatch(args):
                         variant=args.variant, on_probe=on_probe, framework=args.framework)
     finally:
         bar.close()
-    title = (f"largest batch of {args.network} per policy on {rep.hardware}, budget "
-             f"{format_bytes(rep.budget_bytes)}, allocator {args.allocator}, "
+    title = (f"largest batch of {canonical_name(args.network)} per policy on {rep.hardware}, "
+             f"budget {format_bytes(rep.budget_bytes)}, {_allocator_label(args)}, "
              f"{rep.framework} semantics")
-    _print(rep, args, title, lambda r: {"max_batch": r.max_size, "next_batch": r.next_size})
+    b = _best(rep)
+    headline = ("no policy trains even the smallest batch" if b is None else
+                f"largest batch: {b.max_size} with {b.policy}, step "
+                f"{format_ms(b.step_time_s)} (modelled); {_next(b, 'batch', b.next_size)}")
+    _print(rep, args, title, lambda r: {"max_batch": r.max_size, "next_batch": r.next_size},
+           headline)
     return 0
 
 

@@ -215,8 +215,8 @@ def claim_speed(df, hw):
                 + " against `workspace` (liveness + dynamic workspace, no memory savings)")
     return Claim(number=4, claim="dynamic convolution workspaces give leading performance",
                  configuration=f"same runs as claim 3 at the full budget ({hw.budget_bytes:,} B); "
-                 f"baselines {', '.join(BASELINES)} use zero-workspace conv algorithms (SPEC §11: "
-                 f"framework algorithm choice is not modelled); K40c times are estimates [E]",
+                 f"baselines {', '.join(BASELINES)} use zero-workspace conv algorithms (the "
+                 f"frameworks' algorithm choice is not modelled); K40c times are estimates [E]",
                  measured=measured, verdict=HOLDS if bool(wins.all()) else FAILS)
 
 
@@ -380,7 +380,7 @@ def reproduce(out="report", *, hardware="k40c", plots=True, on_stage=None):
         "",
         _md(df2500),
         "",
-        f"**{c1.verdict}.** SPEC §14 #19: the static footprint alone leaves "
+        f"**{c1.verdict}.** The static footprint alone leaves "
         f"{format_bytes(hw.budget_bytes - p2500.static_total_bytes)} for activations, so only "
         f"policies with the LRU tensor cache (offload, superneurons) fit, by swapping.",
         "",
@@ -396,8 +396,8 @@ def reproduce(out="report", *, hardware="k40c", plots=True, on_stage=None):
         "",
         f"**{c2.verdict}.** {c2.measured}. Ratio against the best baseline: {ratio:.2f} "
         f"(threshold {DEPTH_RATIO}). The depths behind the paper's 3.2432 are unknown "
-        f"(SPEC §14 #18), so only the ratio is compared; `keep_all` and `liveness` stand in for "
-        f"the frameworks (SPEC §14 #21).",
+        f"(the paper does not give them), so only the ratio is compared; `keep_all` and "
+        f"`liveness` stand in for the frameworks the paper compares with (Caffe, Torch, MXNet, TensorFlow).",
         "",
         "![maximum depth and depth sweep](resnet_depth.png)" if plots else "",
         "",
@@ -437,10 +437,10 @@ def reproduce(out="report", *, hardware="k40c", plots=True, on_stage=None):
         "## Caveats",
         "",
         "- K40c layer times, conv-algorithm tables and PCIe rates are analytic estimates [E].",
-        "- `keep_all`/`liveness` model the frameworks' memory behaviour only (SPEC §14 #21); they "
+        "- `keep_all`/`liveness` model the frameworks' memory behaviour only; they "
         "run zero-workspace conv algorithms, which favours superneurons in claim 4.",
         "- With the LRU cache, superneurons' peak fills the budget it is given; claim 3 "
-        "therefore uses the smallest feasible budget (SPEC §4).",
+        "therefore uses the smallest feasible budget (docs/DESIGN.md).",
         "",
     ]
     path = out / "REPORT.md"

@@ -415,6 +415,84 @@ def _read_yaml(path, shown):
     return data, lines
 
 
+_SI = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
+_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+_UNIT_RE = re.compile(r"^\s*([0-9][0-9_]*\.?[0-9_]*(?:[eE][-+]?[0-9]+)?)\s*([^\s0-9].*?)?\s*$")
+
+
+def _with_units(name, value, where):
+    """A YAML value with a unit ("12GiB", "11 GB/s", "4.29 TFLOPS", "10us") as the plain
+    number in the key's own unit; plain numbers pass through. Only user files go through this:
+    the shipped presets keep plain numbers, so that each figure reads as its key says."""
+    from ..units import parse_bytes
+    if not isinstance(value, str):
+        return value
+    m = _UNIT_RE.match(value)
+    num, unit = (float(m.group(1).replace("_", "")), (m.group(2) or "").strip()) if m else \
+        (None, None)
+    rule = None
+    if name in _BYTES_FIELDS:
+        rule = "a byte size such as 12GiB, 11.5GB or 4096"
+        if m is not None:
+            try:
+                return parse_bytes(value, field=f"hardware.{name}")
+            except ConfigError:
+                pass
+    elif name == "peak_flops_fp32":
+        rule = "a rate such as 4.29 TFLOPS or 4.29e12"
+        u = (unit or "").lower().replace("/s", "s")
+        if m is not None and u.endswith("flops") and u[:-5] in _SI:
+            return num * _SI[u[:-5]]
+    elif name in _RATE_FIELDS:
+        rule = "a rate such as 11 GB/s, 900 GiB/s or 11e9"
+        u = (unit or "").replace(" ", "")
+        if m is not None and u.lower().endswith(("/s", "ps")) and u[:-2]:
+            try:
+                return float(parse_bytes(f"{num}{u[:-2]}", field=name))
+            except ConfigError:
+                pass
+    elif name in _TIME_FIELDS:
+        rule = "a time such as 10us, 0.1 ms or 1e-4"
+        if m is not None and (unit or "").lower() in _TIME_UNITS:
+            return num * _TIME_UNITS[unit.lower()]
+    if rule is None:
+        return value   # not a number field: spec_from_mapping checks it
+    raise ConfigError(f"hardware.{name} (={value!r}) must be {rule}{where}")
+
+
+def _merge_base(data, shown, lines):
+    """``base: <preset>`` plus overrides: the preset's values, with this file's on top
+    (``efficiency`` entry by entry). The preset's source notes stay for the keys the file
+    does not change; a changed key's note says where the figure now comes from."""
+    base = data.pop("base")
+    if not isinstance(base, str) or _looks_like_path(base):
+        raise ConfigError(f"hardware.base (={base!r}) must name a preset: "
+                          f"{', '.join(list_hardware())}{_where(shown, lines.get('base'))}")
+    key = _ALIASES.get(base.strip().lower().replace("_", "-"), base.strip().lower())
+    path = _preset_dir() / f"{key}.yaml"
+    if not path.is_file():
+        raise UnknownNameError(f"hardware.base (={base!r}) is not a preset; known: "
+                               f"{', '.join(list_hardware())}{_where(shown, lines.get('base'))}")
+    merged, _ = _read_yaml(path, _display(path))
+    if isinstance(merged.get("efficiency"), Mapping) and isinstance(data.get("efficiency"),
+                                                                    Mapping):
+        data = {**data, "efficiency": {**merged["efficiency"], **data["efficiency"]}}
+    sources = dict(merged.get("sources") or {})
+    for k in data:
+        sources.pop(k, None)
+        if k not in ("name", "description", "sources"):
+            sources[k] = f"{shown}, over preset {key}"
+    if isinstance(data.get("sources"), Mapping):
+        sources.update(data["sources"])
+    merged.update(data)
+    merged["sources"] = sources
+    if "name" not in data:   # not the preset's name: this is another GPU
+        merged["name"] = Path(shown).stem
+    if "description" not in data:
+        merged["description"] = f"{merged['name']}: preset {key} with overrides from {shown}"
+    return merged
+
+
 def spec_from_mapping(data, *, source_path=None, lines=None):
     """Build a :class:`HardwareSpec` from a mapping with the YAML keys, checking every key.
 
@@ -514,6 +592,7 @@ def load_hardware(name_or_path=DEFAULT_HARDWARE):
     if _looks_like_path(name_or_path):
         path = Path(name_or_path)
         shown = str(name_or_path)
+        user = True
         if not path.is_file():
             raise ConfigError(f"hardware file {shown} does not exist")
     else:
@@ -524,5 +603,11 @@ def load_hardware(name_or_path=DEFAULT_HARDWARE):
             raise UnknownNameError(f"hardware preset {name_or_path!r} is unknown; known: "
                                    f"{', '.join(list_hardware())} (or a path to a YAML file)")
         shown = _display(path)
+        user = False
     data, lines = _read_yaml(path, shown)
+    if user:   # a user's own GPU: base + overrides, unit strings, sources optional
+        if "base" in data:
+            data = _merge_base(dict(data), shown, lines)
+        data = {k: _with_units(k, v, _where(shown, lines.get(k))) for k, v in data.items()}
+        data.setdefault("sources", {})
     return spec_from_mapping(data, source_path=shown, lines=lines)

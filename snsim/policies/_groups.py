@@ -107,9 +107,21 @@ def internal_tensors(program, paths, *, keep_types=()):
     it reads (what ``torch.utils.checkpoint`` does not keep), except outputs of ``keep_types``
     steps (selective checkpointing keeps conv/matmul outputs)."""
     steps = program.steps
+    wanted = set(paths)
+    inside = {p: [] for p in wanted}   # steps_in(program, p) for every p, in one pass
+    for s in steps:
+        if s.phase == "F":
+            name = s.name
+            if name in wanted:
+                inside[name].append(s.index)
+            i = name.find(".")
+            while i >= 0:
+                if name[:i] in wanted:
+                    inside[name[:i]].append(s.index)
+                i = name.find(".", i + 1)
     owner = {}
     for path in paths:
-        for k in steps_in(program, path):
+        for k in inside[path]:
             owner[k] = path
     made = {}
     for k, path in owner.items():

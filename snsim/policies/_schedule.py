@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..errors import ConfigError
 from ..graph import CHECKPOINT_TYPES, RECOMPUTABLE_TYPES, adjacency
 from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
+from ..gcpause import without_gc
 
 RECOMPUTE_MODES = ("speed", "memory", "cost-aware")
 
@@ -97,6 +98,7 @@ def managed_peak(program, instructions):
     return peak, {producer[t] for t in at_peak}
 
 
+@without_gc
 def build_instructions(program, *, recompute=None, offload=False, offload_types=("CONV",),
                        prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES,
                        checkpoint_layers=None, offload_inputs_of=None, drop_groups=None,

@@ -773,7 +773,8 @@ def _add_calibrate(sub):
                    help="stop sampling new shapes after this long (default 420)")
     p.add_argument("--scale", type=float, default=1.0,
                    help="multiply the number of sampled shapes (default 1)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the shape sampling (default 0): the same seed, the same grid")
     p.add_argument("--device", default=None, help="cuda (default when present) or cpu (a "
                    "smoke test of the code; its times mean nothing)")
     p.set_defaults(func=cmd_calibrate)
