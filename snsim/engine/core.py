@@ -55,15 +55,14 @@ class Engine:
         starts = program.extra.get("warmup_iteration_starts") or ()
         warm_runs = 1
         if self.warmup is not None and plan.policy != "liveness":
-            # another plan than the captured one: keep the model setup and the first iteration
-            # (which creates the optimizer state), then let the plan's own iterations fill the
-            # allocator's cache as they would have from the start. A capture without iteration
-            # boundaries keeps only its static allocations, in their order.
-            if len(starts) > 1:
-                warm_runs = len(starts) - 1
-                self.warmup = self.warmup[:starts[1]]
-            else:
-                self.warmup = [ev for ev in self.warmup if ev[0] == "alloc" and int(ev[1]) >= 0]
+            # another plan than the captured one: its history is not the capture's. Keep the
+            # static allocations in their order (parameters, then the optimizer state the
+            # first step made) and let the plan's own iterations fill the allocator's cache,
+            # as many as the capture ran before the measured one. (Keeping the captured first
+            # iteration instead leaves its segments cached: reserved up to +390% above the
+            # executed plans of the H200 suite; docs/VALIDATION.md section 3.)
+            warm_runs = max(1, len(starts) - 1)
+            self.warmup = [ev for ev in self.warmup if ev[0] == "alloc" and int(ev[1]) >= 0]
         if allocator == "pytorch":
             # place segments as the CUDA driver does (SPEC §10; where a capture recorded them)
             options.setdefault("segment_placement", "driver")
@@ -598,7 +597,15 @@ class Engine:
                 key, nbytes = int(ev[1]), int(ev[2])
                 stream = int(ev[3]) if len(ev) > 3 else 0
                 if not self.mem.can_alloc(nbytes, stream):
-                    self._make_room(nbytes, 0.0, -1, wait=False, stream=stream)
+                    if key < 0:
+                        # a temporary of the recorded history that this budget cannot hold
+                        # (a cuDNN workspace that would fall back, say): the history under
+                        # this budget goes without it
+                        temps[key] = None
+                        continue
+                    self._make_room(nbytes, 0.0, -1, wait=False, stream=stream,
+                                    label=f"static tensor {static[key].name} ({static[key].kind})"
+                                    if 0 <= key < len(static) else None)
                 h = self.mem.alloc(nbytes, stream)
                 self.mem_ops += 1
                 if key >= 0:
@@ -613,11 +620,13 @@ class Engine:
                 else:
                     temps[key] = h
             else:
-                h = temps.pop(int(ev[1]), None)
-                if h is None:
+                key = int(ev[1])
+                if key not in temps:
                     raise PlanError(f"warmup_events[{i}] frees {ev[1]}, which is not allocated")
-                self.mem.free(h)
-                self.mem_ops += 1
+                h = temps.pop(key)
+                if h is not None:
+                    self.mem.free(h)
+                    self.mem_ops += 1
         missing = [i for i, h in enumerate(handles) if h is None]
         if temps or missing:
             raise PlanError(f"warmup_events leave {len(temps)} temporaries allocated and never "

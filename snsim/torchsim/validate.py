@@ -9,6 +9,8 @@ model, not a prediction; predictions (``snsim predict``, made before a run) are 
 from __future__ import annotations
 
 import glob
+import gzip
+import json
 import os
 
 from ..errors import TraceError
@@ -114,3 +116,50 @@ def summarize(rows):
         out[q] = {"mean_abs_pct": mean, "max_abs_pct": mx, "mean_gate_pct": mean_gate,
                   "max_gate_pct": max_gate, "ok": ok}
     return out
+
+
+def plain_captures(root="traces/h200"):
+    """``{(model, batch): path}`` of the captures of runs without a plan."""
+    from ..trace import load_trace_doc
+    out = {}
+    for f in sorted(glob.glob(f"{root}/*.json.gz") + glob.glob(f"{root}/cpu_bound/*.json.gz")):
+        prov = load_trace_doc(f)["provenance"]
+        if not prov.get("policy"):
+            out[(prov["model"], int(prov["batch"]))] = f
+    return out
+
+
+def whatif_rows(root="traces/h200"):
+    """The engine's plans on plain captures against the same plans executed (a DataFrame):
+    every executed ``checkpoint``/``cpu_offload`` run of the plan suite whose network and batch
+    have a plain capture, that capture's program under the same policy and options."""
+    import pandas as pd
+    from ..captured import replay_capture
+    from ..errors import ConfigError
+    from ..trace import load_trace_doc, read_trace
+    plain = plain_captures(root)
+    out = []
+    for bundle in ("checkpoint", "cpu_offload"):
+        with gzip.open(os.path.join(root, "plans", f"{bundle}.json.gz"), "rt") as f:
+            runs = json.load(f)["runs"]
+        for run in runs:
+            src = plain.get((run["model"], int(run["batch"])))
+            if run["status"] != "ok" or src is None:
+                continue
+            opts = dict(o.split("=", 1) for o in run["options"])
+            try:
+                r = replay_capture(read_trace(src), "h200", policy=run["policy"],
+                                   policy_options=opts)
+            except ConfigError as e:   # e.g. VGG: no block class (the suite wrapped conv runs)
+                out.append({"run": run["name"], "not_simulated": str(e)})
+                continue
+            m = run["measured"]
+            row = {"run": run["name"], "plain_capture": os.path.relpath(src, root),
+                   "policy": run["policy"], "options": ",".join(run["options"])}
+            for q, pred, meas in (("allocated", r.peak_allocated_bytes, m["peak_allocated_bytes"]),
+                                  ("reserved", r.peak_reserved_bytes, m["peak_reserved_bytes"]),
+                                  ("step_time", r.step_time_s, m["step_time_s"])):
+                row[f"pred_{q}"], row[f"meas_{q}"] = pred, meas
+                row[f"err_{q}_pct"] = round(100 * (pred / meas - 1), 3)
+            out.append(row)
+    return pd.DataFrame(out)
