@@ -324,7 +324,10 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                     if offloaded[t]:
                         out.append(Offload(t))
             for t in s.deps:
-                if droppable[t] and last_f_use.get(t) == s.index and t not in s.outputs \
+                # checkpoint also drops what a step makes and uses itself (a captured step's
+                # op-level temporaries that backward reads): torch keeps none of them
+                if droppable[t] and last_f_use.get(t) == s.index \
+                        and (t not in s.outputs or drop_groups is not None) \
                         and need_until[t] > s.index:
                     out.append(Drop(t))       # replayed in backward where needed
                     dropped.add(t)
