@@ -352,3 +352,14 @@ def test_plan_spec_parses_without_importing_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_predict_leads_with_the_verdict_and_exits_3_when_it_does_not_fit(capsys):
+    pytest.importorskip("torchvision")
+    from snsim.cli import main
+    args = ["predict", "--model", "torchvision:resnet18", "--batch", "2", "--gpu", "h200"]
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith("fits: peak ")
+    assert main(args + ["--budget", "64MiB"]) == 3   # less than the parameters need
+    out = capsys.readouterr().out
+    assert out.startswith("does not fit: needs ") and "budget 0.06 GiB" in out

@@ -125,8 +125,20 @@ def _add_capture(sub):
 # -- predict ---------------------------------------------------------------------------------
 PREDICT_KEYS = ("network", "batch", "optimizer", "hardware", "plan", "peak_allocated_bytes",
                 "peak_reserved_bytes", "peak_requested_bytes", "static_bytes", "step_time_s",
-                "feasible", "budget_bytes", "step_time_source", "host_copy_time_s",
+                "feasible", "failure", "budget_bytes", "step_time_source", "host_copy_time_s",
                 "torch_version", "cuda_modelled")
+
+
+def predict_verdict(r):
+    """One line beginning ``fits:`` or ``does not fit:`` for a :func:`predict_plan` result."""
+    from ..verdict import _gib, format_ms
+    budget, peak = r["budget_bytes"], r["peak_reserved_bytes"]
+    if r["feasible"]:
+        return (f"fits: peak {_gib(peak)} of {_gib(budget)} ({100 * peak / budget:.0f}%), "
+                f"step {format_ms(r['step_time_s'])} (predicted: {r['step_time_source']}) on "
+                f"{r['hardware']}")
+    return (f"does not fit: needs {_gib(peak)} reserved, budget {_gib(budget)} — "
+            f"{r['failure'] or 'the peak is above the budget'}")
 
 
 def _plan(args):
@@ -156,6 +168,7 @@ def cmd_predict(args):
               f"that depend on it are taken at their upper bound", file=sys.stderr)
     row = {k: r[k] for k in PREDICT_KEYS}
     if args.format == "table":
+        print(predict_verdict(r))
         row["cuda_modelled"] = "; ".join(f"{k}: {v}" for k, v in row["cuda_modelled"].items())
         _print_kv(row)
         ts = r.get("time_sources") or {}
@@ -169,7 +182,7 @@ def cmd_predict(args):
         emit([row], "csv")
     else:
         emit([row], "json")
-    return 0
+    return 0 if r["feasible"] else 3   # as `snsim run`: 3 = it does not fit
 
 
 @command("predict")

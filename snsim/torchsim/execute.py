@@ -113,7 +113,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
         models.append(m)
         return m
     r = predict(spec, batch, optimizer=optimizer, gpu=gpu, transform=transform, hidden=hidden,
-                hidden_exclude=hidden_exclude)
+                hidden_exclude=hidden_exclude, budget_bytes=budget_bytes)
     prog = r["program"]
     m0 = models[0] if models else None
     off = getattr(m0, "_snsim_offloader", None)
@@ -132,7 +132,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
            "hardware": hw.name, "policy": plan.policy, "plan": plan.label}
     out.update({k: r[k] for k in ("peak_allocated_bytes", "peak_reserved_bytes",
                                   "peak_requested_bytes", "static_bytes")})
-    out.update(step_time_s=step, feasible=bool(r["peak_reserved_bytes"] <= budget),
+    out.update(step_time_s=step, feasible=bool(r["feasible"]), failure=r["failure"],
                budget_bytes=budget, step_time_source=source, host_copy_time_s=copy_s,
                offloaded_bytes=int(offloaded),
                host_copied_bytes=copied,

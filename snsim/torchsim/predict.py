@@ -374,7 +374,7 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
 
 
 def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=None,
-            transform=None, hidden=True, hidden_exclude=()):
+            transform=None, hidden=True, hidden_exclude=(), budget_bytes=None):
     """Predict peak allocated/reserved bytes and step time of one training iteration.
 
     Parameters
@@ -389,12 +389,17 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
         Model workspaces from the captures' tables (:mod:`~snsim.torchsim.hidden`).
     hidden_exclude : iterable of str
         Capture file names whose tables are not used (leave-one-out comparisons).
+    budget_bytes : int, optional
+        What the caching allocator may reserve (``set_per_process_memory_fraction``); default
+        the preset's memory less the CUDA context. ``feasible`` is the engine's run under it
+        (the allocator's release-and-retry and cuDNN's workspace fallback included); the
+        peaks are those of an unconstrained run.
 
     Returns
     -------
     dict
         ``peak_allocated_bytes``, ``peak_reserved_bytes``, ``peak_requested_bytes``,
-        ``step_time_s`` and ``program`` (the trace program).
+        ``step_time_s``, ``feasible``, ``failure`` and ``program`` (the trace program).
     """
     from ..captured import replay_capture
     from ..hardware import load_hardware
@@ -402,9 +407,15 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
                                  input_shape=input_shape, transform=transform, hidden=hidden,
                                  hidden_exclude=hidden_exclude)
     hw = load_hardware(gpu)
-    res = replay_capture(prog, hw)
+    res = replay_capture(prog, hw, budget_bytes=hw.dram_bytes)
+    fit = res if budget_bytes is None and res.budget_bytes <= hw.budget_bytes else \
+        replay_capture(prog, hw, budget_bytes=hw.budget_bytes if budget_bytes is None
+                       else int(budget_bytes))
+    if fit.feasible:   # the peaks under the budget (the allocator releases cache to fit)
+        res = fit
     return {"network": prog["name"], "batch": batch, "optimizer": optimizer, "hardware": hw.name,
-            "feasible": res.feasible, "budget_bytes": res.budget_bytes,
+            "feasible": fit.feasible, "budget_bytes": fit.budget_bytes,
+            "failure": str(fit.failure) if fit.failure else "",
             "peak_requested_bytes": res.peak_ideal_bytes,
             "peak_allocated_bytes": res.peak_allocated_bytes,
             "peak_reserved_bytes": res.peak_reserved_bytes, "static_bytes": res.static_bytes,
