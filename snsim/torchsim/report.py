@@ -234,7 +234,11 @@ def build_report(traces_dir="traces/h200"):
                  f"{wf['err_step_time_pct'].abs().mean():.2f}%. Not modelled by the engine: "
                  "`save_on_cpu` also packs the weights ops save (a GPU copy per unpack in "
                  "backward: VGG16's FC weights, -14%) and copies a tensor once per op that "
-                 "saves it; MobileNetV2's checkpoint is +19% (open).\n")
+                 "saves it. The engine's `checkpoint` keeps the buffers no tensor owns that a "
+                 "block's attention kernels hold for backward (ViT, `nn.TransformerEncoder`: "
+                 "+23-27%) and is 8-13% high on MobileNetV2/EfficientNet (open); predictions "
+                 "of these plans should come from `snsim predict --policy` (section 1), which "
+                 "runs the real `torch.utils.checkpoint`.\n")
 
     # -- 4. fit verdicts at the out-of-memory edge ----------------------------------------------
     L.append("## 4. Fit verdicts at the out-of-memory edge\n")
