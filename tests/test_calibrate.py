@@ -49,19 +49,26 @@ def test_calibrate_only_bn_merges_into_a_table(tmp_path):
             "bytes": 1000 * (i + 1), "ntensors": 0, "time_s": 1e-5, "host_s": 1e-6,
             "shape": "old", "ops": ""}
            for i, f in enumerate(["relu_", "native_batch_norm", "native_batch_norm_backward",
-                                  "add"])]
+                                  "add", "convolution"])]
+    old.append(dict(old[-1], shape="net resnet50 an earlier conv run"))
     write_table(old, {"tool": "snsim calibrate", "gpu": "base-gpu"}, base)
     out = tmp_path / "merged.csv.gz"
-    assert main(["calibrate", "--device", "cpu", "--only", "bn", "--merge", str(base),
+    assert main(["calibrate", "--device", "cpu", "--only", "bn,conv", "--merge", str(base),
                  "--out", str(out), "--max-seconds", "60"]) == 0
     rows, meta = read_table(out)
     assert meta["gpu"] == "base-gpu" and meta["remeasured_kind"] == "cpu-smoke-test"
-    assert {r["family"] for r in rows if r["shape"] == "old"} == {"relu_", "add"}
+    # bn replaces every BN row; conv adds its network layers, replacing an earlier conv run's
+    assert {r["family"] for r in rows if r["shape"] == "old"} == {"relu_", "add",
+                                                                   "convolution"}
+    net = [r for r in rows if r["shape"].startswith("net ")]
+    assert {r["family"] for r in net} == {"convolution", "convolution_backward"}
+    assert all("earlier" not in r["shape"] for r in net) and all(r["cls"] for r in net)
     bn = [r for r in rows if r["family"].startswith("native_batch_norm")]
     assert bn and all(r["cls"] for r in bn)
     assert "native_batch_norm" in KernelTable.read(out).families()
     assert main(["calibrate", "--device", "cpu", "--merge", str(base), "--out",
                  str(out)]) == 2     # --merge needs --only
+    assert main(["calibrate", "--device", "cpu", "--only", "bn,xyz", "--out", str(out)]) == 2
 
 
 def test_calibrate_command_needs_a_gpu_or_cpu_flag(capsys):

@@ -201,23 +201,83 @@ class Calibrator:
                          dtype, math_)
             made += 1
 
-    def _conv(self, n, c, h, w, co, kh, kw, s, g, cls_g, bias, dtype, math_):
+    # the CNN layers of torchvision models (conv shapes by network, not sampled at random)
+    NET_MODELS = (("resnet50", 224), ("densenet121", 224), ("inception_v3", 299),
+                  ("vgg16", 224), ("mobilenet_v2", 224))
+    NET_BATCHES = (128, 64, 256, 32)
+
+    def net_conv_shapes(self):
+        """The distinct ``nn.Conv2d`` layers of :attr:`NET_MODELS` at batch 1, traced on the
+        meta device: ``(c, h, w, co, kh, kw, s, ph, pw, g, bias, model)``."""
+        torch = self.torch
+        import torchvision
+        seen, out = set(), []
+        for name, side in self.NET_MODELS:
+            kw = {"init_weights": False, "aux_logits": False} if name == "inception_v3" else {}
+            with torch.device("meta"):
+                m = getattr(torchvision.models, name)(**kw)
+            found = []
+
+            def hook(mod, inp, _out):
+                x = inp[0]
+                found.append((x.shape[1], x.shape[2], x.shape[3], mod.out_channels,
+                              *mod.kernel_size, mod.stride[0], *mod.padding, mod.groups,
+                              mod.bias is not None))
+            hs = [mod.register_forward_hook(hook) for mod in m.modules()
+                  if isinstance(mod, torch.nn.Conv2d) and mod.dilation == (1, 1)
+                  and mod.stride[0] == mod.stride[1]]
+            with torch.no_grad():
+                m.eval()(torch.empty(1, 3, side, side, device="meta"))
+            for hd in hs:
+                hd.remove()
+            for f in found:
+                if f not in seen:
+                    seen.add(f)
+                    out.append(f + (name,))
+        return out
+
+    def net_convs(self, dtype, math_, *, max_bytes=1.5 * 2**31):
+        """Forward and backward of every layer of :meth:`net_conv_shapes` at
+        :attr:`NET_BATCHES` (rows' shape starts with ``net``)."""
+        torch = self.torch
+        try:
+            shapes, batches = self.net_conv_shapes(), self.NET_BATCHES
+        except ImportError:      # no torchvision: nothing to trace
+            self.skipped["conv net: ImportError"] = 1
+            return
+        if self.device != "cuda":    # a smoke test: a few layers at batch 1
+            shapes, batches = shapes[:3], (1,)
+        el = torch.tensor([], dtype=dtype).element_size()
+        for n in batches:
+            for c, h, w, co, kh, kw, s, ph, pw, g, bias, model in shapes:
+                if self.late():
+                    return
+                ho, wo = (h + 2 * ph - kh) // s + 1, (w + 2 * pw - kw) // s + 1
+                if max(n * c * h * w, n * co * ho * wo) * el > max_bytes:
+                    continue
+                cls_g = "dw" if g > 1 and g == c else ("g" if g > 1 else "")
+                self.guarded("convolution", self._conv, n, c, h, w, co, kh, kw, s, g, cls_g,
+                             bias, dtype, math_, (ph, pw), f"net {model} ")
+
+    def _conv(self, n, c, h, w, co, kh, kw, s, g, cls_g, bias, dtype, math_, pad=None,
+              tag=""):
         torch = self.torch
         aten = torch.ops.aten
         x = self.t(n, c, h, w, dtype=dtype)
         wt = self.t(co, c // g, kh, kw, dtype=dtype)
         b = self.t(co, dtype=dtype) if bias else None
-        args = (x, wt, b, [s, s], [kh // 2, kw // 2], [1, 1], False, [0, 0], g)
+        pad = list(pad) if pad is not None else [kh // 2, kw // 2]
+        args = (x, wt, b, [s, s], pad, [1, 1], False, [0, 0], g)
         y = aten.convolution.default(*args)
         cls = f"{cls_g}k{kh}x{kw}s{s}"
-        shape = f"x{list(x.shape)} w{list(wt.shape)} s{s} g{g} bias{int(bias)}"
+        shape = f"{tag}x{list(x.shape)} w{list(wt.shape)} s{s} p{pad} g{g} bias{int(bias)}"
         self.add("convolution", dtype, math_, cls, lambda: aten.convolution.default(*args),
                  flops=_flops(torch, aten.convolution.default, args, {}, y),
                  nbytes=_nbytes(torch, args, y), shape=shape)
         dy = torch.randn_like(y)
         mask = [c != 3, True, bias]
-        bargs = (dy, x, wt, [co] if bias else None, [s, s], [kh // 2, kw // 2], [1, 1],
-                 False, [0, 0], g, mask)
+        bargs = (dy, x, wt, [co] if bias else None, [s, s], pad, [1, 1], False, [0, 0], g,
+                 mask)
         bo = aten.convolution_backward.default(*bargs)
         self.add("convolution_backward", dtype, math_, cls,
                  lambda: aten.convolution_backward.default(*bargs),
@@ -687,8 +747,18 @@ class Calibrator:
             self.torch.cuda.synchronize()
 
 
-# ``--only`` groups: the families they re-measure (``--merge`` replaces exactly these rows)
-ONLY = {"bn": ("native_batch_norm", "native_batch_norm_backward")}
+# ``--only`` groups: (steps of run() they keep, families, rows of the base table a --merge
+# replaces: all of the families' rows, or only those an earlier run of the group wrote)
+ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward"), "all"),
+        "conv": ("conv net", ("convolution", "convolution_backward"), "net ")}
+
+
+def _only_groups(only):
+    groups = [g for g in str(only).split(",") if g]
+    bad = [g for g in groups if g not in ONLY]
+    if bad or not groups:
+        raise ValueError(f"only={only!r}: a comma list of {sorted(ONLY)}")
+    return groups
 
 
 def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoint=None,
@@ -714,8 +784,10 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         cap = 1e-3
     steps = [
         ("host", 0.05, lambda: cal.host_steps()),
-        ("conv tf32", 0.28, lambda: _with_tf32(torch, True, lambda: cal.convs(
+        ("conv tf32", 0.24, lambda: _with_tf32(torch, True, lambda: cal.convs(
             cal.n(360), torch.float32, "tf32", 3e12 * cap))),
+        ("conv net tf32", 0.10, lambda: _with_tf32(torch, True, lambda: cal.net_convs(
+            torch.float32, "tf32"))),
         ("bandwidth fp32", 0.06, lambda: cal.bandwidth_ops(sizes)),
         ("batch norm fp32", 0.03, lambda: cal.batch_norms(torch.float32)),
         ("matmul fp32", 0.07, lambda: _with_tf32(torch, False, lambda: cal.matmuls(
@@ -734,9 +806,8 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
             cal.n(40), torch.float32, "tf32", 3e12 * cap))),
     ]
     if only is not None:
-        if only not in ONLY:
-            raise ValueError(f"only={only!r}: one of {sorted(ONLY)}")
-        steps = [st for st in steps if st[0].startswith({"bn": "batch norm"}[only])]
+        keep = tuple(ONLY[g][0] for g in _only_groups(only))
+        steps = [st for st in steps if st[0].startswith(keep)]
     done = []
     for name, share, fn in steps:
         # each family gets its share of the time and whatever earlier ones left unused
@@ -773,12 +844,17 @@ def read_table(path):
     return list(csv.DictReader(lines)), meta
 
 
-def merge_rows(base_rows, base_meta, new_rows, new_prov, families):
-    """``base_rows`` with every row of ``families`` replaced by ``new_rows``'s; the header is
-    the base's, plus ``remeasured_*`` keys saying what was re-measured, when and with what."""
-    fams = set(families)
-    rows = [r for r in base_rows if r.get("family") not in fams]
-    rows += [r for r in new_rows if r["family"] in fams]
+def merge_rows(base_rows, base_meta, new_rows, new_prov, only):
+    """``base_rows`` with the rows the groups ``only`` (:data:`ONLY`) replace dropped and
+    ``new_rows``'s of their families added; the header is the base's, plus ``remeasured_*``
+    keys saying what was re-measured, when and with what."""
+    fams = set()
+    for g in _only_groups(only):
+        _, gf, which = ONLY[g]
+        fams |= set(gf)
+        base_rows = [r for r in base_rows if r.get("family") not in gf or (
+            which != "all" and not str(r.get("shape", "")).startswith(which))]
+    rows = list(base_rows) + [r for r in new_rows if r["family"] in fams]
     meta = dict(base_meta)
     meta["remeasured_families"] = ",".join(sorted(fams))
     for k in ("date", "torch", "cuda", "cudnn", "driver", "gpu", "wall_s", "skipped",
@@ -847,6 +923,11 @@ def cmd_calibrate(args):
                           "--device cpu runs a smoke test of the code only")
     import sys
 
+    if args.only:
+        try:
+            _only_groups(args.only)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     if args.merge and not args.only:
         raise ConfigError("--merge replaces the rows of the families --only re-measures; "
                           "give --only too")
@@ -860,7 +941,7 @@ def cmd_calibrate(args):
     def save(rows, prov):
         prov["gpu_preset"] = args.gpu
         if base is not None:
-            rows, prov = merge_rows(base[0], base[1], rows, prov, ONLY[args.only])
+            rows, prov = merge_rows(base[0], base[1], rows, prov, args.only)
         write_table(rows, prov, args.out)
         return rows, prov
 
@@ -870,7 +951,7 @@ def cmd_calibrate(args):
     n_new = len(rows)
     rows, prov = save(rows, prov)
     if base is not None:
-        print(f"{args.out}: {n_new} new rows of {','.join(ONLY[args.only])} merged into "
+        print(f"{args.out}: {n_new} new rows ({args.only}) merged into "
               f"{args.merge} ({len(base[0])} rows -> {len(rows)})")
         prov = {**prov, **{k[len('remeasured_'):]: v for k, v in prov.items()
                            if k.startswith("remeasured_")}}
@@ -892,12 +973,14 @@ def _add_calibrate(sub):
                    help="multiply the number of sampled shapes (default 1)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the shape sampling (default 0): the same seed, the same grid")
-    p.add_argument("--only", choices=sorted(ONLY), default=None,
-                   help="re-measure only this group of families (bn: batch norm forward and "
-                   "backward)")
+    p.add_argument("--only", default=None, metavar="GROUPS",
+                   help="re-measure only these groups (comma list): bn (batch norm forward "
+                   "and backward over channels x H*W x batch), conv (the conv layers of "
+                   "torchvision CNNs at batches 32-256)")
     p.add_argument("--merge", default=None, metavar="TABLE",
-                   help="with --only: write TABLE with the group's rows replaced by the new "
-                   "ones (the other rows and the header kept)")
+                   help="with --only: write TABLE with the new rows merged in (bn replaces "
+                   "all BN rows; conv adds its rows, replacing an earlier conv run's; the "
+                   "other rows and the header kept)")
     p.add_argument("--device", default=None, help="cuda (default when present) or cpu (a "
                    "smoke test of the code; its times mean nothing)")
     p.set_defaults(func=cmd_calibrate)
