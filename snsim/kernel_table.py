@@ -125,6 +125,41 @@ def conv_class(sig):
     return f"{g}k{w[2]}x{w[3]}s{stride}"
 
 
+BN_FAMILIES = frozenset({"native_batch_norm", "native_batch_norm_backward"})
+_BN_CLS = re.compile(r"^c(\d+)hw(\d+)$")
+BN_SHAPE_WEIGHT = 1.0    # squared distance per (e-fold in channels)^2 and (e-fold in H*W)^2
+
+
+def bn_class(sig):
+    """Shape class of a recorded batch-norm signature: ``c<channels>hw<H*W>`` (its first
+    tensor, the input or grad_output, is ``[N, C, *spatial]``), as ``snsim calibrate`` names
+    its BN rows; ``""`` when the signature has no such tensor.
+
+    Examples
+    --------
+    >>> bn_class("native_batch_norm float32[8, 64, 112, 112] float32[64] float32[64] "
+    ...          "float32[64] float32[64] True 0.1 1e-05")
+    'c64hw12544'
+    """
+    m = _TENSOR.search(sig or "")
+    if not m:
+        return ""
+    dims = [int(v) for v in m.group(2).split(",") if v.strip()]
+    if len(dims) < 2:
+        return ""
+    return f"c{dims[1]}hw{math.prod(dims[2:])}"
+
+
+def _bn_feats(classes):
+    """(ln C, ln H*W) of each ``c<C>hw<HW>`` class; NaN where a row has none (an old table)."""
+    out = np.full((len(classes), 2), np.nan)
+    for i, c in enumerate(classes):
+        m = _BN_CLS.match(str(c))
+        if m:
+            out[i] = math.log(int(m.group(1))), math.log(max(int(m.group(2)), 1))
+    return out
+
+
 def sig_dtype(sig):
     """The dtype of a signature's first tensor (``float32`` when there is none)."""
     m = _TENSOR.search(sig or "")
@@ -177,6 +212,9 @@ class KernelTable:
             self._groups[key] = grp
         self._prefix = {key: np.array([_group_prefix(c) for c in grp[2]], dtype=object)
                         for key, grp in self._groups.items()}
+        # batch norm: channels and spatial size are distances, not a class to match exactly
+        self._bn = {key: _bn_feats(grp[2]) for key, grp in self._groups.items()
+                    if key[0] in BN_FAMILIES}
         for (fam, _), (feats, _, _, host) in self._groups.items():
             small = host[np.argsort(feats[:, 1], kind="stable")[:3]]
             if len(small) and np.all(small > 0):
@@ -274,7 +312,13 @@ class KernelTable:
         feats, lr, classes, _ = self._groups[key]
         q = np.array([math.log1p(flops), math.log1p(nbytes), math.log1p(ntensors)])
         d2 = ((feats - q) ** 2).sum(axis=1)
-        if cls or classes.any():
+        bn = self._bn.get(key)
+        qbn = _bn_feats([cls])[0] if bn is not None else None
+        if bn is not None and np.isfinite(bn).all() and np.isfinite(qbn).all():
+            d2 = d2 + BN_SHAPE_WEIGHT * ((bn - qbn) ** 2).sum(axis=1)
+        elif bn is not None:
+            pass    # a table (or query) without BN shape classes: bytes alone, as before
+        elif cls or classes.any():
             same = classes == cls
             d2 = d2 + np.where(same, 0.0, np.where(self._prefix[key] == _group_prefix(cls),
                                                    1.0, 9.0))

@@ -21,6 +21,54 @@ def test_calibrate_cpu_smoke_roundtrip(tmp_path):
     t, src = tab.time_s("convolution", flops=conv["flops"], nbytes=conv["bytes"],
                         cls=conv["cls"], math_="tf32")
     assert src == "table" and t == pytest.approx(conv["time_s"], rel=0.05)
+    bn = [r for r in rows if r["family"].startswith("native_batch_norm")]
+    assert {r["family"] for r in bn} == {"native_batch_norm", "native_batch_norm_backward"}
+    assert all(r["cls"].startswith("c") and "hw" in r["cls"] for r in bn)
+
+
+def test_batch_norm_rows_count_bytes_as_the_recorder_does():
+    """BN rows time the aten op CUDA/CPU dispatches to, called directly, with the recorder's
+    byte definition (every input and output tensor of native_batch_norm(_backward))."""
+    from snsim.torchsim.calibrate import Calibrator
+    cal = Calibrator(device="cpu", max_seconds=30)
+    cal._batch_norm_one(2, 32, 7, torch.float32)
+    fwd, bwd = cal.rows
+    x, c = 2 * 32 * 7 * 7 * 4, 32 * 4
+    assert (fwd["family"], fwd["cls"], fwd["bytes"]) == ("native_batch_norm", "c32hw49",
+                                                           2 * x + 6 * c)
+    assert (bwd["family"], bwd["bytes"]) == ("native_batch_norm_backward", 3 * x + 7 * c)
+    assert "native" in fwd["shape"]      # no cuDNN on the CPU
+
+
+def test_calibrate_only_bn_merges_into_a_table(tmp_path):
+    from snsim.cli import main
+    from snsim.kernel_table import KernelTable
+    from snsim.torchsim.calibrate import read_table, write_table
+    base = tmp_path / "base.csv.gz"
+    old = [{"family": f, "dtype": "float32", "math": "float32", "cls": "", "flops": 0,
+            "bytes": 1000 * (i + 1), "ntensors": 0, "time_s": 1e-5, "host_s": 1e-6,
+            "shape": "old", "ops": ""}
+           for i, f in enumerate(["relu_", "native_batch_norm", "native_batch_norm_backward",
+                                  "add", "convolution"])]
+    old.append(dict(old[-1], shape="net resnet50 an earlier conv run"))
+    write_table(old, {"tool": "snsim calibrate", "gpu": "base-gpu"}, base)
+    out = tmp_path / "merged.csv.gz"
+    assert main(["calibrate", "--device", "cpu", "--only", "bn,conv", "--merge", str(base),
+                 "--out", str(out), "--max-seconds", "60"]) == 0
+    rows, meta = read_table(out)
+    assert meta["gpu"] == "base-gpu" and meta["remeasured_kind"] == "cpu-smoke-test"
+    # bn replaces every BN row; conv adds its network layers, replacing an earlier conv run's
+    assert {r["family"] for r in rows if r["shape"] == "old"} == {"relu_", "add",
+                                                                   "convolution"}
+    net = [r for r in rows if r["shape"].startswith("net ")]
+    assert {r["family"] for r in net} == {"convolution", "convolution_backward"}
+    assert all("earlier" not in r["shape"] for r in net) and all(r["cls"] for r in net)
+    bn = [r for r in rows if r["family"].startswith("native_batch_norm")]
+    assert bn and all(r["cls"] for r in bn)
+    assert "native_batch_norm" in KernelTable.read(out).families()
+    assert main(["calibrate", "--device", "cpu", "--merge", str(base), "--out",
+                 str(out)]) == 2     # --merge needs --only
+    assert main(["calibrate", "--device", "cpu", "--only", "bn,xyz", "--out", str(out)]) == 2
 
 
 def test_calibrate_command_needs_a_gpu_or_cpu_flag(capsys):

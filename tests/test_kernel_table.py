@@ -156,3 +156,51 @@ def test_copy_model_fits_rates_by_size():
     assert m["bytes_per_s"] == pytest.approx(2**28 / (10e-6 + 2**28 / 50e9))
     effs = [e for _, e in m["efficiency_by_bytes"]]
     assert effs == sorted(effs) and effs[-1] == 1.0 and effs[0] < 0.01
+
+
+def _bn_time(c, hw, nbytes):
+    # a synthetic GPU whose BN rate depends on the channel count and spatial size, not bytes
+    # alone: few channels over a large image reduce slowly (the 64-channel calibration trap)
+    return nbytes / 3e12 * (1 + 4 * 64 / c * (hw / 12544) ** 0.5) + 5e-6
+
+
+def test_batch_norm_lookup_uses_channels_and_spatial_size():
+    from snsim.kernel_table import bn_class
+    rows = []
+    for fam, k in (("native_batch_norm", 2), ("native_batch_norm_backward", 3)):
+        for c in (32, 64, 128, 256, 512, 1024, 2048):
+            for side in (7, 14, 28, 56, 112):
+                for n in (16, 64, 256):
+                    nb = k * n * c * side * side * 4
+                    rows.append({"family": fam, "dtype": "float32", "math": "float32",
+                                 "cls": f"c{c}hw{side * side}", "flops": 0, "bytes": nb,
+                                 "ntensors": 0, "time_s": _bn_time(c, side * side, nb),
+                                 "host_s": 5e-6, "shape": ""})
+    tab = KernelTable(pd.DataFrame(rows), {})
+    # ResNet-50 b128 layers: same bytes, different shapes, different times
+    for c, side in ((64, 112), (256, 56), (512, 28), (2048, 7), (96, 56), (1000, 14)):
+        sig = f"native_batch_norm float32[128, {c}, {side}, {side}] float32[{c}]"
+        assert bn_class(sig) == f"c{c}hw{side * side}"
+        nb = 2 * 128 * c * side * side * 4
+        t, src = tab.time_s("native_batch_norm", nbytes=nb, cls=bn_class(sig),
+                            dtype="float32")
+        assert src == "table"
+        assert t == pytest.approx(_bn_time(c, side * side, nb), rel=0.15), (c, side)
+    # an old table's BN rows (no class) still answer a classed query by bytes
+    old = KernelTable(pd.DataFrame([dict(r, cls="") for r in rows]), {})
+    t, src = old.time_s("native_batch_norm", nbytes=2e8, cls="c64hw3136", dtype="float32")
+    assert src == "table" and t > 0
+
+
+def test_opcost_passes_the_bn_class():
+    from snsim.torchsim.opcost import _table_time
+
+    class Spy:
+        def time_s(self, fam, **kw):
+            self.seen = (fam, kw["cls"])
+            return 1.0, "table"
+    spy = Spy()
+    op = (0, "cudnn_batch_norm_backward", (), (), 0, 1000,
+          "cudnn_batch_norm_backward float32[8, 256, 14, 14] float32[8, 256, 14, 14]")
+    _table_time(spy, op)
+    assert spy.seen == ("native_batch_norm_backward", "c256hw196")

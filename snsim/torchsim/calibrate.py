@@ -201,23 +201,83 @@ class Calibrator:
                          dtype, math_)
             made += 1
 
-    def _conv(self, n, c, h, w, co, kh, kw, s, g, cls_g, bias, dtype, math_):
+    # the CNN layers of torchvision models (conv shapes by network, not sampled at random)
+    NET_MODELS = (("resnet50", 224), ("densenet121", 224), ("inception_v3", 299),
+                  ("vgg16", 224), ("mobilenet_v2", 224))
+    NET_BATCHES = (128, 64, 256, 32)
+
+    def net_conv_shapes(self):
+        """The distinct ``nn.Conv2d`` layers of :attr:`NET_MODELS` at batch 1, traced on the
+        meta device: ``(c, h, w, co, kh, kw, s, ph, pw, g, bias, model)``."""
+        torch = self.torch
+        import torchvision
+        seen, out = set(), []
+        for name, side in self.NET_MODELS:
+            kw = {"init_weights": False, "aux_logits": False} if name == "inception_v3" else {}
+            with torch.device("meta"):
+                m = getattr(torchvision.models, name)(**kw)
+            found = []
+
+            def hook(mod, inp, _out):
+                x = inp[0]
+                found.append((x.shape[1], x.shape[2], x.shape[3], mod.out_channels,
+                              *mod.kernel_size, mod.stride[0], *mod.padding, mod.groups,
+                              mod.bias is not None))
+            hs = [mod.register_forward_hook(hook) for mod in m.modules()
+                  if isinstance(mod, torch.nn.Conv2d) and mod.dilation == (1, 1)
+                  and mod.stride[0] == mod.stride[1]]
+            with torch.no_grad():
+                m.eval()(torch.empty(1, 3, side, side, device="meta"))
+            for hd in hs:
+                hd.remove()
+            for f in found:
+                if f not in seen:
+                    seen.add(f)
+                    out.append(f + (name,))
+        return out
+
+    def net_convs(self, dtype, math_, *, max_bytes=1.5 * 2**31):
+        """Forward and backward of every layer of :meth:`net_conv_shapes` at
+        :attr:`NET_BATCHES` (rows' shape starts with ``net``)."""
+        torch = self.torch
+        try:
+            shapes, batches = self.net_conv_shapes(), self.NET_BATCHES
+        except ImportError:      # no torchvision: nothing to trace
+            self.skipped["conv net: ImportError"] = 1
+            return
+        if self.device != "cuda":    # a smoke test: a few layers at batch 1
+            shapes, batches = shapes[:3], (1,)
+        el = torch.tensor([], dtype=dtype).element_size()
+        for n in batches:
+            for c, h, w, co, kh, kw, s, ph, pw, g, bias, model in shapes:
+                if self.late():
+                    return
+                ho, wo = (h + 2 * ph - kh) // s + 1, (w + 2 * pw - kw) // s + 1
+                if max(n * c * h * w, n * co * ho * wo) * el > max_bytes:
+                    continue
+                cls_g = "dw" if g > 1 and g == c else ("g" if g > 1 else "")
+                self.guarded("convolution", self._conv, n, c, h, w, co, kh, kw, s, g, cls_g,
+                             bias, dtype, math_, (ph, pw), f"net {model} ")
+
+    def _conv(self, n, c, h, w, co, kh, kw, s, g, cls_g, bias, dtype, math_, pad=None,
+              tag=""):
         torch = self.torch
         aten = torch.ops.aten
         x = self.t(n, c, h, w, dtype=dtype)
         wt = self.t(co, c // g, kh, kw, dtype=dtype)
         b = self.t(co, dtype=dtype) if bias else None
-        args = (x, wt, b, [s, s], [kh // 2, kw // 2], [1, 1], False, [0, 0], g)
+        pad = list(pad) if pad is not None else [kh // 2, kw // 2]
+        args = (x, wt, b, [s, s], pad, [1, 1], False, [0, 0], g)
         y = aten.convolution.default(*args)
         cls = f"{cls_g}k{kh}x{kw}s{s}"
-        shape = f"x{list(x.shape)} w{list(wt.shape)} s{s} g{g} bias{int(bias)}"
+        shape = f"{tag}x{list(x.shape)} w{list(wt.shape)} s{s} p{pad} g{g} bias{int(bias)}"
         self.add("convolution", dtype, math_, cls, lambda: aten.convolution.default(*args),
                  flops=_flops(torch, aten.convolution.default, args, {}, y),
                  nbytes=_nbytes(torch, args, y), shape=shape)
         dy = torch.randn_like(y)
         mask = [c != 3, True, bias]
-        bargs = (dy, x, wt, [co] if bias else None, [s, s], [kh // 2, kw // 2], [1, 1],
-                 False, [0, 0], g, mask)
+        bargs = (dy, x, wt, [co] if bias else None, [s, s], pad, [1, 1], False, [0, 0], g,
+                 mask)
         bo = aten.convolution_backward.default(*bargs)
         self.add("convolution_backward", dtype, math_, cls,
                  lambda: aten.convolution_backward.default(*bargs),
@@ -301,6 +361,69 @@ class Calibrator:
                 key = f"sdpa_{name}: {type(e).__name__}"
                 self.skipped[key] = self.skipped.get(key, 0) + 1
 
+    # -- batch norm, over channels x spatial size x batch ----------------------------------------
+    BN_CHANNELS = (32, 64, 128, 256, 512, 1024, 2048)
+    BN_SIDES = (7, 14, 28, 56, 112, 149)
+    BN_BATCHES = (16, 64, 256)
+
+    def batch_norms(self, dtype=None, *, max_bytes=2**31):
+        """Training-mode batch norm forward and backward on a grid of ``[N, C, H, H]`` inputs,
+        timing the aten ops CUDA dispatches ``F.batch_norm`` to (``cudnn_batch_norm`` /
+        ``cudnn_batch_norm_backward`` with cuDNN, else ``native_batch_norm(_backward)``; the
+        choice is ``torch._batch_norm_impl_index``'s, as in a training step), the backward
+        called directly with the forward's saved statistics (no autograd). Rows are
+        ``native_batch_norm(_backward)`` (the recorder's family) with class ``c<C>hw<H*W>``
+        (:func:`snsim.kernel_table.bn_class`) and bytes of every input and output tensor, as
+        the recorder counts them."""
+        torch = self.torch
+        dtype = dtype or torch.float32
+        el = torch.tensor([], dtype=dtype).element_size()
+        chans, sides, batches = self.BN_CHANNELS, self.BN_SIDES, self.BN_BATCHES
+        if self.device != "cuda":    # a smoke test: a few small shapes
+            chans, sides, batches = (32, 64), (7, 14), (2,)
+        for c in chans:
+            for h in sides:
+                for n in batches:
+                    if self.late():
+                        return
+                    if n * c * h * h * el > max_bytes or (h > 112 and c > 256):
+                        continue
+                    self.guarded("batch_norm", self._batch_norm_one, n, c, h, dtype)
+
+    def _batch_norm_one(self, n, c, h, dtype):
+        torch = self.torch
+        aten = torch.ops.aten
+        dn = str(dtype)[6:]
+        x = self.t(n, c, h, h, dtype=dtype)
+        dy = torch.randn_like(x)
+        w, b = self.t(c), self.t(c)                      # parameters stay float32
+        rm, rv = torch.zeros(c, device=self.device), torch.ones(c, device=self.device)
+        eps, mom = 1e-5, 0.1
+        impl = int(torch._batch_norm_impl_index(x, w, b, rm, rv, True, mom, eps,
+                                                torch.backends.cudnn.enabled)[-1])
+        cls = f"c{c}hw{h * h}"
+        if impl == 1:
+            fargs = (x, w, b, rm, rv, True, mom, eps)
+            out = aten.cudnn_batch_norm.default(*fargs)
+            bargs = (x, dy, w, rm, rv, out[1], out[2], eps, out[3])
+            fwd = lambda: aten.cudnn_batch_norm.default(*fargs)            # noqa: E731
+            bwd = lambda: aten.cudnn_batch_norm_backward.default(*bargs)   # noqa: E731
+            bop, name = aten.cudnn_batch_norm_backward.default, "cudnn"
+        else:
+            fargs = (x, w, b, rm, rv, True, mom, eps)
+            out = aten.native_batch_norm.default(*fargs)
+            bargs = (dy, x, w, rm, rv, out[1], out[2], True, eps, [True, True, True])
+            fwd = lambda: aten.native_batch_norm.default(*fargs)             # noqa: E731
+            bwd = lambda: aten.native_batch_norm_backward.default(*bargs)    # noqa: E731
+            bop, name = aten.native_batch_norm_backward.default, "native"
+        shape = f"x[{n}, {c}, {h}, {h}] {name}"
+        self.add("native_batch_norm", dtype, dn, cls, fwd,
+                 nbytes=_nbytes(torch, fargs, out), shape=shape)
+        bout = bop(*bargs)
+        self.add("native_batch_norm_backward", dtype, dn, cls, bwd,
+                 nbytes=_nbytes(torch, bargs, bout), shape=shape)
+        del x, dy, out, bout, fargs, bargs
+
     # -- memory-bound ops, by bytes ------------------------------------------------------------
     def bandwidth_ops(self, sizes, dtype=None):
         torch = self.torch
@@ -351,8 +474,6 @@ class Calibrator:
             ("sum", lambda: aten.sum.default(x), (x,), None),
             ("sum_dim", lambda: aten.sum.dim_IntList(x4, [0, 2, 3]), (x4,), None),
             ("mean", lambda: aten.mean.dim(x4, [-1, -2], True), (x4,), None),
-            ("native_batch_norm",
-             lambda: F.batch_norm(x4, rm, rv, w, b, training=True), (x4,), x4),
             ("max_pool2d_with_indices",
              lambda: aten.max_pool2d_with_indices.default(x4, [3, 3], [2, 2], [1, 1]),
              (x4,), None),
@@ -373,7 +494,8 @@ class Calibrator:
                     continue
             fam = "sum" if name == "sum_dim" else name
             self.add(fam, dtype, dn, "", f, nbytes=_nbytes(torch, ins, outs), shape=sz)
-        # backward ops of BN / pooling / softmax / layer norm, via their aten calls
+        # backward ops of pooling / softmax / layer norm, via their aten calls (batch norm has
+        # its own grid: batch_norms)
         self.guarded("bandwidth backward", self._bandwidth_backward, x4, dy4, w, b, rm, rv,
                      hw, dtype, dn, sz)
 
@@ -381,12 +503,6 @@ class Calibrator:
         torch = self.torch
         import torch.nn.functional as F
         aten = torch.ops.aten
-        xg = x4.detach().requires_grad_()
-        wg, bg = w.detach().requires_grad_(), b.detach().requires_grad_()
-        out = F.batch_norm(xg, rm, rv, wg, bg, training=True)
-        self.add("native_batch_norm_backward", dtype, dn, "",
-                 lambda: torch.autograd.grad(out, (xg, wg, bg), dy4, retain_graph=True),
-                 nbytes=3 * _nbytes(torch, x4), shape=sz)
         d = 1024 if x4.numel() >= 4096 else hw     # a transformer's hidden size
         xl = x4.detach().reshape(-1, d) if x4.numel() % d == 0 else x4[..., :d]
         xl = xl.contiguous().reshape(-1, d)
@@ -631,8 +747,24 @@ class Calibrator:
             self.torch.cuda.synchronize()
 
 
-def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoint=None):
-    """Measure every family; returns ``(rows, provenance)``.
+# ``--only`` groups: (steps of run() they keep, families, rows of the base table a --merge
+# replaces: all of the families' rows, or only those an earlier run of the group wrote)
+ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward"), "all"),
+        "conv": ("conv net", ("convolution", "convolution_backward"), "net ")}
+
+
+def _only_groups(only):
+    groups = [g for g in str(only).split(",") if g]
+    bad = [g for g in groups if g not in ONLY]
+    if bad or not groups:
+        raise ValueError(f"only={only!r}: a comma list of {sorted(ONLY)}")
+    return groups
+
+
+def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoint=None,
+        only=None):
+    """Measure every family (or only the group ``only`` of :data:`ONLY`); returns
+    ``(rows, provenance)``.
 
     ``scale`` multiplies the number of sampled shapes (``0.02`` for a CPU smoke test).
     ``checkpoint(rows, provenance)`` is called after each family (a partial table survives a
@@ -652,9 +784,12 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         cap = 1e-3
     steps = [
         ("host", 0.05, lambda: cal.host_steps()),
-        ("conv tf32", 0.28, lambda: _with_tf32(torch, True, lambda: cal.convs(
+        ("conv tf32", 0.24, lambda: _with_tf32(torch, True, lambda: cal.convs(
             cal.n(360), torch.float32, "tf32", 3e12 * cap))),
-        ("bandwidth fp32", 0.07, lambda: cal.bandwidth_ops(sizes)),
+        ("conv net tf32", 0.10, lambda: _with_tf32(torch, True, lambda: cal.net_convs(
+            torch.float32, "tf32"))),
+        ("bandwidth fp32", 0.06, lambda: cal.bandwidth_ops(sizes)),
+        ("batch norm fp32", 0.03, lambda: cal.batch_norms(torch.float32)),
         ("matmul fp32", 0.07, lambda: _with_tf32(torch, False, lambda: cal.matmuls(
             cal.n(160), torch.float32, "fp32", 1e12 * cap))),
         ("foreach", 0.05, lambda: cal.foreach()),
@@ -663,12 +798,16 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("conv bf16", 0.14, lambda: cal.convs(cal.n(140), torch.bfloat16, "bf16", 6e12 * cap)),
         ("matmul bf16", 0.05, lambda: cal.matmuls(cal.n(100), torch.bfloat16, "bf16", 4e12 * cap)),
         ("sdpa", 0.06, lambda: cal.sdpa(cal.n(60))),
-        ("bandwidth bf16", 0.04, lambda: cal.bandwidth_ops(sizes[::2], torch.bfloat16)),
+        ("bandwidth bf16", 0.03, lambda: cal.bandwidth_ops(sizes[::2], torch.bfloat16)),
+        ("batch norm bf16", 0.01, lambda: cal.batch_norms(torch.bfloat16)),
         ("conv fp32", 0.08, lambda: _with_tf32(torch, False, lambda: cal.convs(
             cal.n(80), torch.float32, "fp32", 4e11 * cap))),
         ("matmul tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.matmuls(
             cal.n(40), torch.float32, "tf32", 3e12 * cap))),
     ]
+    if only is not None:
+        keep = tuple(ONLY[g][0] for g in _only_groups(only))
+        steps = [st for st in steps if st[0].startswith(keep)]
     done = []
     for name, share, fn in steps:
         # each family gets its share of the time and whatever earlier ones left unused
@@ -688,6 +827,41 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         if checkpoint is not None:
             checkpoint(cal.rows, _prov(torch, device, scale, seed, done, cal, t0))
     return cal.rows, _prov(torch, device, scale, seed, done, cal, t0)
+
+
+def read_table(path):
+    """The rows (dicts of strings) and ``# key=value`` header of a table :func:`write_table`
+    wrote."""
+    import csv
+    raw = open(path, "rb").read()
+    if str(path).endswith(".gz"):
+        raw = gzip.decompress(raw)
+    lines = raw.decode().splitlines()
+    meta = {}
+    while lines and lines[0].startswith("#"):
+        k, _, v = lines.pop(0)[1:].strip().partition("=")
+        meta[k] = v
+    return list(csv.DictReader(lines)), meta
+
+
+def merge_rows(base_rows, base_meta, new_rows, new_prov, only):
+    """``base_rows`` with the rows the groups ``only`` (:data:`ONLY`) replace dropped and
+    ``new_rows``'s of their families added; the header is the base's, plus ``remeasured_*``
+    keys saying what was re-measured, when and with what."""
+    fams = set()
+    for g in _only_groups(only):
+        _, gf, which = ONLY[g]
+        fams |= set(gf)
+        base_rows = [r for r in base_rows if r.get("family") not in gf or (
+            which != "all" and not str(r.get("shape", "")).startswith(which))]
+    rows = list(base_rows) + [r for r in new_rows if r["family"] in fams]
+    meta = dict(base_meta)
+    meta["remeasured_families"] = ",".join(sorted(fams))
+    for k in ("date", "torch", "cuda", "cudnn", "driver", "gpu", "wall_s", "skipped",
+              "families_done", "kind"):
+        if k in new_prov:
+            meta[f"remeasured_{k}"] = new_prov[k]
+    return rows, meta
 
 
 def _prov(torch, device, scale, seed, done, cal, t0):
@@ -749,14 +923,38 @@ def cmd_calibrate(args):
                           "--device cpu runs a smoke test of the code only")
     import sys
 
+    if args.only:
+        try:
+            _only_groups(args.only)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+    if args.merge and not args.only:
+        raise ConfigError("--merge replaces the rows of the families --only re-measures; "
+                          "give --only too")
+    base = None
+    if args.merge:
+        try:
+            base = read_table(args.merge)
+        except OSError as e:
+            raise ConfigError(f"--merge {args.merge}: {e}") from None
+
     def save(rows, prov):
         prov["gpu_preset"] = args.gpu
+        if base is not None:
+            rows, prov = merge_rows(base[0], base[1], rows, prov, args.only)
         write_table(rows, prov, args.out)
+        return rows, prov
 
     rows, prov = run(device=device, scale=args.scale, max_seconds=args.max_seconds,
                      seed=args.seed, log=lambda m: print(m, file=sys.stderr, flush=True),
-                     checkpoint=save)
-    save(rows, prov)
+                     checkpoint=save, only=args.only)
+    n_new = len(rows)
+    rows, prov = save(rows, prov)
+    if base is not None:
+        print(f"{args.out}: {n_new} new rows ({args.only}) merged into "
+              f"{args.merge} ({len(base[0])} rows -> {len(rows)})")
+        prov = {**prov, **{k[len('remeasured_'):]: v for k, v in prov.items()
+                           if k.startswith("remeasured_")}}
     print(f"{args.out}: {len(rows)} rows ({prov.get('gpu') or device}, torch {prov['torch']}, "
           f"CUDA {prov['cuda']}, cuDNN {prov['cudnn']}, driver {prov['driver']}; "
           f"{prov['wall_s']} s)")
@@ -775,6 +973,14 @@ def _add_calibrate(sub):
                    help="multiply the number of sampled shapes (default 1)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the shape sampling (default 0): the same seed, the same grid")
+    p.add_argument("--only", default=None, metavar="GROUPS",
+                   help="re-measure only these groups (comma list): bn (batch norm forward "
+                   "and backward over channels x H*W x batch), conv (the conv layers of "
+                   "torchvision CNNs at batches 32-256)")
+    p.add_argument("--merge", default=None, metavar="TABLE",
+                   help="with --only: write TABLE with the new rows merged in (bn replaces "
+                   "all BN rows; conv adds its rows, replacing an earlier conv run's; the "
+                   "other rows and the header kept)")
     p.add_argument("--device", default=None, help="cuda (default when present) or cpu (a "
                    "smoke test of the code; its times mean nothing)")
     p.set_defaults(func=cmd_calibrate)

@@ -19,8 +19,8 @@ PCIe time for their bytes, on the compute stream as ``save_on_cpu``'s copies do.
 """
 from __future__ import annotations
 
-from ..kernel_table import (NO_KERNEL_OPS, conv_class, family_of, host_stream,  # noqa: F401
-                            load_kernel_table, sig_dtype)
+from ..kernel_table import (BN_FAMILIES, NO_KERNEL_OPS, bn_class, conv_class,  # noqa: F401
+                            family_of, host_stream, load_kernel_table, sig_dtype)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -74,6 +74,8 @@ def _table_time(table, op):
         mth, cls = ("bf16" if half else "fp32"), ""
         if half and fam.startswith("sdpa_efficient"):   # CUDA picks flash for half inputs
             fam = fam.replace("sdpa_efficient", "sdpa_flash")
+    elif fam in BN_FAMILIES:
+        mth, cls = ("bf16" if half else "float32"), bn_class(sig)
     else:
         mth, cls = ("bf16" if half else "float32"), ""
     ntensors = len(op[2]) + len(op[3]) if fam.startswith("_foreach") else 0
