@@ -13,16 +13,15 @@ pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "configs" / "kernels" / "h200.csv.gz"
-# Batch norm in the 2026-11-30 table was timed at 64 channels only (and its backward through
-# autograd): it is about twice the time of ResNet's and DenseNet's BN layers (ResNet-50 b128:
-# BN 44.7 ms predicted, 22.1 ms in the capture's per-step times), so those networks are over
-# by 48-94% until BN is calibrated over channel counts. Strict: passing again is news.
-_BN = pytest.mark.xfail(strict=True, reason="issue 10: BN calibrated at one channel count")
-CAPTURES = [pytest.param("cpu_bound/resnet50_b64.json.gz", marks=_BN),
-            pytest.param("cpu_bound/densenet121_b64.json.gz", marks=_BN),
-            pytest.param("cpu_bound/resnet_3-16-62-3_b32.json.gz", marks=_BN),
-            pytest.param("resnet50_b128.json.gz", marks=_BN),
-            "vgg16_b64.json.gz", "inception_v3_b128.json.gz"]
+# With batch norm calibrated over channels x H*W (2026-11-30, second calibration) the GPU-bound
+# ResNets are within 5%. Two CPU-bound captures are still over: the host model charges more
+# per op than these steps' launch thread costs (DenseNet-121 b64 +76%, the 254-layer ResNet b32
+# +26%). Strict: passing again is news.
+_HOST = pytest.mark.xfail(strict=True, reason="issue 10: host cost per op too high when CPU-bound")
+CAPTURES = ["cpu_bound/resnet50_b64.json.gz",
+            pytest.param("cpu_bound/densenet121_b64.json.gz", marks=_HOST),
+            pytest.param("cpu_bound/resnet_3-16-62-3_b32.json.gz", marks=_HOST),
+            "resnet50_b128.json.gz", "vgg16_b64.json.gz", "inception_v3_b128.json.gz"]
 MAX_ERR_PCT = 15.0
 
 pytestmark = pytest.mark.skipif(not TABLE.exists(), reason="no H200 kernel table yet "

@@ -297,13 +297,19 @@ def build_report(traces_dir="traces/h200"):
 
     # -- 6. step time ------------------------------------------------------------------------
     L.append("## 6. Step time\n")
-    L.append("Step times in section 1 are the roofline of the day the suite ran; its "
-             "errors (mean above) are the weak point. `snsim calibrate` (issue 10) has since "
-             "measured a kernel table on the H200 (`configs/kernels/h200.csv.gz`); with it "
-             "`snsim predict` is within 15% on VGG16 b64 and Inception-v3 b128, but batch "
-             "norm was timed at one channel count and ResNet/DenseNet steps are 48-94% over "
-             "(tests/test_step_time.py marks them as known failures). Replayed step times "
-             "(section 5) are not predictions.\n")
+    L.append("Step times in section 1 are the roofline of the day the suite ran, and their "
+             "errors (above) are the weak point. `snsim calibrate` has since measured a kernel "
+             "table on the H200 (`configs/kernels/h200.csv.gz`: op families over a shape grid, "
+             "batch norm over channels x H*W, the conv layers of resnet50, densenet121, "
+             "inception_v3, vgg16 and mobilenet_v2, and the host's issue cost per op). "
+             "`python scripts/compare_step_time.py traces/h200 traces/h200/cpu_bound` (2026-11-30, "
+             "32 captures; `snsim predict` with the table and the host model): median |err| 6.3% "
+             "on the 23 GPU-bound captures (ResNet-34/50/101/152 within 4%, VGG16 5%, "
+             "DenseNet-121 6-7%; on networks whose conv shapes the table never saw: AlexNet -8% "
+             "and -24%, ConvNeXt-T -31%, ViT-B/16 -12%, the GPT decoder -10%, the transformer "
+             "encoder -20%), 14.4% on the 9 CPU-bound ones (DenseNet-121 b64 +76%: the host "
+             "model charges too much per op). The roofline alone is 47% off (median). "
+             "Replayed step times (section 5) are not predictions.\n")
     L.append("## Reproduce\n")
     L.append("```\n# on an H200 (device tool): the plan suite, the edge, captures\n"
              "bash scripts/device_suite.sh plans            # -> traces/h200/plans/\n"
