@@ -64,6 +64,11 @@ def op_time_s(name, flops, nbytes, hw):
 
 def _table_time(table, op):
     name, flops, nbytes = op[1], op[4], op[5]
+    if name in HOST_COPY_OPS:   # a save_on_cpu copy: the table's measured PCIe rows
+        fam = "copy_" + name
+        if fam not in table.families():
+            return None, "roofline"
+        return table.time_s(fam, nbytes=nbytes, dtype="float32", math_="")
     sig = op[6] if len(op) > 6 else ""
     fam = family_of(name)
     dtype = sig_dtype(sig)
