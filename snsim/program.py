@@ -344,25 +344,30 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
                    framework="superneurons")
 
 
+def parameter_pieces(a):
+    """``[(piece, elements)]`` of a layer's parameters as a framework allocates them: a conv or
+    linear layer's weight and bias, a batch norm's weight and bias, else one weight."""
+    typ, params = a["type"], a.get("params", 0)
+    if not params:
+        return []
+    if typ in ("CONV", "FC") and a.get("bias"):
+        bias = a.get("out_channels", a.get("out_features"))
+        return [("weight", params - bias), ("bias", bias)]
+    if typ == "BN":
+        return [("weight", params // 2), ("bias", params - params // 2)]
+    return [("weight", params)]
+
+
 def _static_tensors(G, order, dtype, factor, batch):
     """Per-layer static allocations, split as a framework allocates them (weight, bias, ...)."""
     out = []
     for n in order:
         a = G.nodes[n]
-        name, typ, params = a["name"], a["type"], a.get("params", 0)
+        name, typ = a["name"], a["type"]
         if typ == "DATA":
             out.append(StaticTensor(f"{name}.batch", "input", _numel(a["out_shape"]) * dtype, n))
             continue
-        pieces = []
-        if params:
-            if typ in ("CONV", "FC") and a.get("bias"):
-                bias = a.get("out_channels", a.get("out_features"))
-                pieces = [("weight", params - bias), ("bias", bias)]
-            elif typ == "BN":
-                pieces = [("weight", params // 2), ("bias", params - params // 2)]
-            else:
-                pieces = [("weight", params)]
-        for piece, count in pieces:
+        for piece, count in parameter_pieces(a):
             nbytes = count * dtype
             out.append(StaticTensor(f"{name}.{piece}", "parameter", nbytes, n))
             out.append(StaticTensor(f"{name}.{piece}.grad", "parameter_grad", nbytes, n))

@@ -43,7 +43,8 @@ import math
 
 from .errors import ConfigError, GraphError
 from .graph import adjacency, forward_order
-from .program import OPTIMIZER_STATE_FACTOR, Program, StaticTensor, Step, Tensor
+from .program import (OPTIMIZER_STATE_FACTOR, Program, StaticTensor, Step, Tensor,
+                      parameter_pieces)
 
 #: Temporaries of one foreach optimizer step, in gradient-sized buffers per parameter, with
 #: weight decay as in the validation runs: SGD (plain, momentum, Nesterov) ``_foreach_add`` of
@@ -422,20 +423,12 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     static_tensors = []
     for n in order:
         a = nodes[n]
-        name, typ, params = a["name"], a["type"], a.get("params", 0)
+        name, typ = a["name"], a["type"]
         if typ == "DATA":
             static_tensors.append(StaticTensor(f"{name}.batch", "input",
                                                _numel(a["out_shape"]) * dtype, n))
             continue
-        pieces = []
-        if params:
-            if typ in ("CONV", "FC") and a.get("bias"):
-                bias = a.get("out_channels", a.get("out_features"))
-                pieces = [("weight", params - bias), ("bias", bias)]
-            elif typ == "BN":
-                pieces = [("weight", params // 2), ("bias", params - params // 2)]
-            else:
-                pieces = [("weight", params)]
+        pieces = parameter_pieces(a)
         for piece, count in pieces:
             static_tensors.append(StaticTensor(f"{name}.{piece}", "parameter", count * dtype, n))
         if typ == "BN":
