@@ -80,6 +80,10 @@ class Plan:
         stream and the host waits), instead of overlapping on a copy stream.
     pinned_host : bool
         Host buffers are pinned (page-locked); False copies at the pageable bandwidth.
+    as_captured : bool
+        The plan is what the framework itself does (free at last use), so a captured
+        program's recorded history — setup and earlier iterations — is this plan's own and the
+        engine replays all of it; any other plan starts from the capture's static allocations.
     """
 
     policy: str
@@ -90,6 +94,7 @@ class Plan:
     preallocate: bool = False
     sync_copies: bool = False
     pinned_host: bool = True
+    as_captured: bool = False
     notes: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -114,7 +119,9 @@ class Plan:
     def to_dict(self):
         return {"plan_version": PLAN_VERSION, "policy": self.policy, "workspace": self.workspace,
                 "lru": self.lru, "free_after_offload": self.free_after_offload,
-                "preallocate": self.preallocate, "notes": self.notes,
+                "preallocate": self.preallocate, "sync_copies": self.sync_copies,
+                "pinned_host": self.pinned_host, "as_captured": self.as_captured,
+                "notes": self.notes,
                 "instructions": [[type(i).__name__, i[0]] for i in self.instructions]}
 
     @classmethod
@@ -132,7 +139,10 @@ class Plan:
         return cls(policy=d.get("policy", "loaded"), instructions=ins,
                    workspace=d.get("workspace", "none"), lru=bool(d.get("lru", False)),
                    free_after_offload=bool(d.get("free_after_offload", False)),
-                   preallocate=bool(d.get("preallocate", False)), notes=d.get("notes", {}))
+                   preallocate=bool(d.get("preallocate", False)),
+                   sync_copies=bool(d.get("sync_copies", False)),
+                   pinned_host=bool(d.get("pinned_host", True)),
+                   as_captured=bool(d.get("as_captured", False)), notes=d.get("notes", {}))
 
     def save(self, path):
         with open(path, "w") as f:

@@ -403,3 +403,16 @@ def test_replays_rebuild_every_dropped_input_first_in_port_order():
     # replays peak above it, issue 9 D11)
     out = _instructions(p, recompute="speed", checkpoint_layers={1, 6})
     assert [i.step for i in out if isinstance(i, Recompute)] == [1, 2, 3, 4]
+
+
+def test_a_saved_cpu_offload_plan_keeps_its_switches(tmp_path, tiny_block):
+    # sync_copies and pinned_host change the step time; as_captured the warm-up of a capture
+    p = make_program(tiny_block, hardware=K40C)
+    plan = get_policy("cpu_offload", pin_memory=False).plan(p, K40C, K40C.budget_bytes)
+    plan.save(tmp_path / "plan.json")
+    loaded = Plan.load(tmp_path / "plan.json")
+    assert (loaded.sync_copies, loaded.pinned_host) == (True, False)
+    assert run_plan(p, loaded, K40C).step_time_s == run_plan(p, plan, K40C).step_time_s
+    live = get_policy("liveness").plan(p, K40C, K40C.budget_bytes)
+    live.save(tmp_path / "live.json")
+    assert Plan.load(tmp_path / "live.json").as_captured is True

@@ -54,7 +54,7 @@ class Engine:
         self.warmup = program.extra.get("warmup_events")
         starts = program.extra.get("warmup_iteration_starts") or ()
         warm_runs = 1
-        if self.warmup is not None and plan.policy != "liveness":
+        if self.warmup is not None and not plan.as_captured:
             # another plan than the captured one: its history is not the capture's. Keep the
             # static allocations in their order (parameters, then the optimizer state the
             # first step made) and let the plan's own iterations fill the allocator's cache,
@@ -82,39 +82,12 @@ class Engine:
         # a convolution's workspace: cuDNN runs without it when it does not fit
         self.optional = [t.kind == "workspace" and t.producer_type == "CONV"
                          for t in program.tensors]
-        self.fallback = [False] * len(program.tensors)   # allocated with 0 B instead
-        self.state = [VOID] * n
+        self.fallback = [False] * n   # allocated with 0 B instead
         self.handle = [None] * n
-        self.ready_at = [0.0] * n      # H2D arrival time
-        self.busy_until = [0.0] * n    # end of a D2H copy reading the tensor
-        # end of the last compute step that read it; inf while a step is placing or reading it
-        self.in_use_until = [0.0] * n
-        self.idle_release = [False] * n   # offloaded: free the GPU copy once no step reads it
-        self.release_seq = [0] * n        # seq of the live _EV_RELEASE event (0: none)
-        self.release_pending = [False] * n
-        self.on_host = [False] * n
-        self.lru = OrderedDict() if plan.lru else None
-        self.heap = []
         self.seq = 0
-        self.t_compute = 0.0
-        self.t_h2d = 0.0
-        self.t_d2h = 0.0
-        self.host_bytes = 0
-        self.peak_host_bytes = 0
         self.peak_tensor = 0     # peak without conv workspaces
         self.mem_ops = 0         # allocator calls (alloc + free), for the events/s figure
-        self.counters = dict(cache_hits=0, cache_misses=0, first_touch=0, prefetch_hits=0,
-                             prefetch_late=0, prefetch_skipped=0, evictions=0, evicted_bytes=0, pageable_copies=0,
-                             workspace_fallbacks=0)
-        self.compute_time = 0.0
-        self.recompute_time = 0.0
-        self.stall_time = 0.0
-        self.h2d_bytes = 0
-        self.d2h_bytes = 0
-        self.recomputed = []
-        self.algos_chosen = {}
-        self.steps_rec = []
-        self.transfers = []
+        self._iteration_state()
         self.mem_events = []
         self.alloc_trace = []     # (t_s, allocated_bytes, reserved_bytes) after each change
         self.pinned = ()
@@ -130,8 +103,6 @@ class Engine:
                       else bool(check_invariants))
         self.n_static_allocs = 0
         self.static_alloc_bytes = 0
-        self._last_copy_end = {}
-        self._last_step_end = 0.0
         self._conv_tables()
 
     # -- conv algorithm tables -------------------------------------------------------------
@@ -635,31 +606,37 @@ class Engine:
             self.alloc_trace.append((0.0, self.mem.allocated_bytes, self.mem.reserved_bytes))
         self.peak_tensor = self.mem.requested_bytes
 
-    def _next_iteration(self):
-        """Forget an unmeasured iteration: clocks, counters and records start again; the
-        allocator keeps its cached segments, as a real allocator does between iterations."""
+    def _iteration_state(self):
+        """Per-iteration state: tensor states, stream clocks, counters and records."""
         n = len(self.p.tensors)
         self.state = [VOID] * n
-        self.ready_at = [0.0] * n
-        self.busy_until = [0.0] * n
+        self.ready_at = [0.0] * n      # H2D arrival time
+        self.busy_until = [0.0] * n    # end of a D2H copy reading the tensor
+        # end of the last compute step that read it; inf while a step is placing or reading it
         self.in_use_until = [0.0] * n
-        self.idle_release = [False] * n
-        self.release_seq = [0] * n
+        self.idle_release = [False] * n   # offloaded: free the GPU copy once no step reads it
+        self.release_seq = [0] * n        # seq of the live _EV_RELEASE event (0: none)
         self.release_pending = [False] * n
         self.on_host = [False] * n
-        if self.lru is not None:
-            self.lru.clear()
+        self.lru = OrderedDict() if self.plan.lru else None
         self.heap = []
         self._last_copy_end = {}
         self._last_step_end = 0.0
         self.t_compute = self.t_h2d = self.t_d2h = 0.0
         self.host_bytes = self.peak_host_bytes = 0
-        self.counters = dict.fromkeys(self.counters, 0)
+        self.counters = dict(cache_hits=0, cache_misses=0, first_touch=0, prefetch_hits=0,
+                             prefetch_late=0, prefetch_skipped=0, evictions=0, evicted_bytes=0,
+                             pageable_copies=0, workspace_fallbacks=0)
         self.compute_time = self.recompute_time = self.stall_time = 0.0
         self.h2d_bytes = self.d2h_bytes = 0
         self.recomputed = []
         self.algos_chosen = {}
         self.steps_rec, self.transfers = [], []
+
+    def _next_iteration(self):
+        """Forget an unmeasured iteration: clocks, counters and records start again; the
+        allocator keeps its cached segments, as a real allocator does between iterations."""
+        self._iteration_state()
         del self.mem_events[self._setup_events:]
         del self.alloc_trace[self._setup_trace:]
         self.mem.reset_peaks()

@@ -10,4 +10,4 @@ class Liveness(Policy):
     description = "free every tensor right after its last use"
 
     def plan(self, program, hardware, budget_bytes):
-        return Plan(policy=self.name, instructions=build_instructions(program))
+        return Plan(policy=self.name, instructions=build_instructions(program), as_captured=True)
