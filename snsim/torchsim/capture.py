@@ -267,6 +267,21 @@ def hidden_table(rec, hidden_ops, info):
     return rows
 
 
+def measured_peaks(torch, base_allocated_bytes):
+    """The allocator's ground truth since the last ``reset_peak_memory_stats()``: peaks,
+    retries and OOMs, and what the device shows (the CUDA context = used - reserved)."""
+    stats = torch.cuda.memory_stats()
+    free_b, total_b = torch.cuda.mem_get_info()
+    return {"peak_allocated_bytes": int(torch.cuda.max_memory_allocated()),
+            "peak_reserved_bytes": int(torch.cuda.max_memory_reserved()),
+            "peak_requested_bytes": int(stats.get("requested_bytes.all.peak", 0)),
+            "num_alloc_retries": int(stats.get("num_alloc_retries", 0)),
+            "num_ooms": int(stats.get("num_ooms", 0)),
+            "device_used_bytes": int(total_b - free_b),
+            "context_bytes": int(total_b - free_b - torch.cuda.memory_reserved()),
+            "base_allocated_bytes": int(base_allocated_bytes)}
+
+
 def _median(xs):
     return float(statistics.median(xs)) if xs else 0.0
 
@@ -330,6 +345,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     else:
         import torch
     from .build import build_program, iteration_marks, step_marks
+    from .plans import container_paths
     from .predict import _streams, infer_num_classes_of
     from .record import (EventTimer, Instrument, Recorder, make_optimizer, register_static,
                          optimizer_state, train_step)
@@ -471,20 +487,8 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
         torch.cuda.reset_peak_memory_stats()
         train_step(net, opt, x, y, aux_loss_weight=aux)
         sync()
-        stats = torch.cuda.memory_stats()
-        free_b, total_b = torch.cuda.mem_get_info()
-        measured = {
-            "peak_allocated_bytes": int(torch.cuda.max_memory_allocated()),
-            "peak_reserved_bytes": int(torch.cuda.max_memory_reserved()),
-            "peak_requested_bytes": int(stats.get("requested_bytes.all.peak", 0)),
-            "num_alloc_retries": int(stats.get("num_alloc_retries", 0)),
-            "num_ooms": int(stats.get("num_ooms", 0)),
-            "device_used_bytes": int(total_b - free_b),
-            "context_bytes": int(total_b - free_b - torch.cuda.memory_reserved()),
-            "base_allocated_bytes": int(base_allocated),
-            "snapshot_counts": counts,
-            "recorded_iteration": recorded_peaks,
-        }
+        measured = {**measured_peaks(torch, base_allocated), "snapshot_counts": counts,
+                    "recorded_iteration": recorded_peaks}
         for _ in range(plain_iters):
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             e0.record()
@@ -502,7 +506,8 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
                          iteration=rec.iteration, static_names=static_names,
                          step_times_s=step_times,
                          name=spec.name, batch=batch, optimizer=optimizer, hardware="h200",
-                         source="capture", saved=rec.saved)
+                         source="capture", saved=rec.saved,
+                         containers=container_paths(net))
     prog["notes"].update(align_stats)
     prog["notes"]["timing_runs"] = len(runs)
     prog["notes"]["timing_runs_discarded"] = bad

@@ -218,7 +218,7 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     import time
     cuda = device == "cuda"
     if cuda:
-        from .capture import require_cuda
+        from .capture import measured_peaks, require_cuda
         torch = require_cuda()
     else:
         import torch
@@ -259,16 +259,7 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
                 e1.record()
                 torch.cuda.synchronize()
                 times.append(e0.elapsed_time(e1) * 1e-3)
-            stats = torch.cuda.memory_stats()
-            free_b, total_b = torch.cuda.mem_get_info()
-            out = {"peak_allocated_bytes": int(torch.cuda.max_memory_allocated()),
-                   "peak_reserved_bytes": int(torch.cuda.max_memory_reserved()),
-                   "peak_requested_bytes": int(stats.get("requested_bytes.all.peak", 0)),
-                   "num_alloc_retries": int(stats.get("num_alloc_retries", 0)),
-                   "num_ooms": int(stats.get("num_ooms", 0)),
-                   "device_used_bytes": int(total_b - free_b),
-                   "context_bytes": int(total_b - free_b - torch.cuda.memory_reserved()),
-                   "base_allocated_bytes": int(base)}
+            out = measured_peaks(torch, base)
         else:
             for _ in range(iters):
                 t0 = time.perf_counter()
