@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import networkx as nx
 
-from .errors import TraceError
 from .program import Step
 
 _LAYER_KEYS = ("CONV", "FC", "BN", "ACT", "POOL", "LRN", "DROPOUT", "SOFTMAX", "JOIN", "CONCAT")
@@ -36,7 +35,7 @@ def _groups(events):
     return groups
 
 
-def op_granular(rows, events, n_tensors, *, source="trace"):
+def op_granular(rows, events, n_tensors):
     """Steps of a captured program, split at every free-then-alloc boundary of ``events``.
 
     Parameters
@@ -44,7 +43,8 @@ def op_granular(rows, events, n_tensors, *, source="trace"):
     rows : list of (layer, name, type, phase, time_s, deps)
         The captured steps; ``deps`` holds every tensor the step allocates, frees or reads.
     events : list of (step, "alloc" | "free", tensor_id[, stream])
-        The exact allocation order of the steady iteration.
+        The exact allocation order of the steady iteration (checked by
+        :func:`snsim.trace.program_from_dict`).
     n_tensors : int
         Number of managed tensors.
 
@@ -65,14 +65,11 @@ def op_granular(rows, events, n_tensors, *, source="trace"):
     """
     per_step = [[] for _ in rows]
     streams = [0] * n_tensors
-    for i, ev in enumerate(events):
-        s, kind, tid = int(ev[0]), ev[1], int(ev[2])
-        if not 0 <= s < len(rows) or kind not in ("alloc", "free") or not 0 <= tid < n_tensors:
-            raise TraceError(f"{source}: program.events[{i}] (={ev!r}) must be [step, "
-                             f"'alloc'|'free', tensor_id] with a valid step and tensor")
+    for ev in events:
+        s, kind, tid = ev[0], ev[1], ev[2]
         per_step[s].append((kind, tid))
         if kind == "alloc" and len(ev) > 3:
-            streams[tid] = int(ev[3])
+            streams[tid] = ev[3]
     # where each tensor is born and dies, as (captured step, part)
     born, dies = {}, {}
     parts = []

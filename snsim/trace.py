@@ -160,11 +160,13 @@ def program_from_dict(d, *, graph=None, source="trace"):
         static_tensors.append(StaticTensor(row[0], row[1], row[2], 0))
     for i, row in enumerate(d.get("events") or ()):
         _need(isinstance(row, list) and len(row) in (3, 4) and checks.is_int(row[0])
-              and row[1] in ("alloc", "free") and checks.is_int(row[2])
+              and 0 <= row[0] < len(raw_steps) and row[1] in ("alloc", "free")
+              and checks.is_int(row[2]) and 0 <= row[2] < len(tensors)
               and (len(row) == 3 or checks.is_int(row[3])), source,
-              f"program.events[{i}]", row, "[step, 'alloc' or 'free', tensor index[, stream]]")
+              f"program.events[{i}]", row,
+              "[step, 'alloc' or 'free', tensor index[, stream]] naming a step and a tensor")
     if "events" in d:   # a capture: op-granular steps, streams, static allocations, its DAG
-        steps, streams = op_granular(raw_steps, d["events"], len(tensors), source=source)
+        steps, streams = op_granular(raw_steps, d["events"], len(tensors))
         tensors = [dataclasses.replace(t, stream=k) if k else t
                    for t, k in zip(tensors, streams)]
     p = Program(name=d.get("name", "captured"), batch=d.get("batch", 1), steps=steps,
@@ -173,7 +175,7 @@ def program_from_dict(d, *, graph=None, source="trace"):
                 optimizer=d.get("optimizer", "sgd-momentum"),
                 static_tensors=static_tensors if "events" in d else [])
     p.extra = {k: d[k] for k in ("warmup_events", "warmup_iteration_starts",
-                                 "segment_addresses", "modules") if k in d}
+                                 "segment_addresses", "modules", "containers") if k in d}
     if "events" in d and graph is None:
         p.graph = layer_graph(p)
         p.adjacency = None
