@@ -17,11 +17,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv")
     args = ap.parse_args(argv)
-    df = whatif_rows()
-    skipped = df[df.get("not_simulated").notna()] if "not_simulated" in df else df.iloc[:0]
-    for _, r in skipped.iterrows():
-        print(f"{r['run']}: not simulated: {r['not_simulated']}")
-    df = df[df["not_simulated"].isna()] if "not_simulated" in df else df
+    df, skipped = whatif_rows()
+    for run, why in skipped:
+        print(f"{run}: not simulated: {why}")
     if args.csv:
         df.to_csv(args.csv, index=False)
     cols = ["run", "err_allocated_pct", "err_reserved_pct", "err_step_time_pct"]

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import glob
-import gzip
 import json
 import math
 import os
 import sys
 
 from ..trace import load_trace_doc
-from .validate import expand, summarize, validate
+from .validate import expand, plan_runs, summarize, validate
 
 # issue 8's gates on predictions made before the run (executed plans)
 PLAN_GATES = {"allocated": (1.0, 3.0), "reserved": (3.0, 8.0), "step_time": (10.0, None)}
@@ -75,16 +73,6 @@ def _stats(errs, gates=None):
         verdict = ("pass" if ok else "**FAIL**") + f" (mean ≤ {g_mean}%" + (
             f", max ≤ {g_max}%)" if g_max else ")")
     return f"{mean:.2f}", f"{mx:.2f}", verdict
-
-
-def plan_runs(traces_dir, folder="plans"):
-    """Every run of the plan suite with its stored before-run prediction."""
-    runs = []
-    for path in sorted(glob.glob(os.path.join(traces_dir, folder, "*.json.gz"))):
-        with gzip.open(path, "rt") as f:
-            doc = json.load(f)
-        runs += [r for r in doc["runs"] if r.get("status") == "ok"]
-    return runs
 
 
 def _captured_configs(traces_dir):
@@ -213,7 +201,7 @@ def build_report(traces_dir="traces/h200"):
              "pytorch --policy liveness`: the zoo's layer DAG with what autograd saves "
              "(docs/DESIGN.md), modelled workspaces, one steady iteration.\n")
     zrow, za, zr = [], [], []
-    for r, z in zoo_rows(rows + [x for x in rows_cb]):
+    for r, z in zoo_rows(rows + rows_cb):
         ea = _err(z.peak_allocated_bytes, r["meas_allocated_bytes"])
         er = _err(z.peak_reserved_bytes, r["meas_reserved_bytes"])
         za.append(ea)
@@ -237,9 +225,7 @@ def build_report(traces_dir="traces/h200"):
              "warm-up iteration boundaries; for them the engine keeps only the static "
              "warm-up.\n")
     from .validate import whatif_rows
-    wf = whatif_rows(traces_dir)
-    if "not_simulated" in wf:
-        wf = wf[wf["not_simulated"].isna()]
+    wf, _ = whatif_rows(traces_dir)
     if wf is not None and len(wf):
         L.append(_table(["run", "plain capture", "alloc err %", "reserved err %",
                          "step err %"],

@@ -129,37 +129,52 @@ def plain_captures(root="traces/h200"):
     return out
 
 
+def plan_runs(root="traces/h200", folder="plans"):
+    """Every completed run of a plan-suite folder, with its stored before-run prediction."""
+    runs = []
+    for path in sorted(glob.glob(os.path.join(root, folder, "*.json.gz"))):
+        with gzip.open(path, "rt") as f:
+            runs += [r for r in json.load(f)["runs"] if r.get("status") == "ok"]
+    return runs
+
+
 def whatif_rows(root="traces/h200"):
-    """The engine's plans on plain captures against the same plans executed (a DataFrame):
-    every executed ``checkpoint``/``cpu_offload`` run of the plan suite whose network and batch
-    have a plain capture, that capture's program under the same policy and options."""
+    """The engine's plans on plain captures against the same plans executed.
+
+    Every executed ``checkpoint``/``cpu_offload`` run of the plan suite whose network and batch
+    have a plain capture: that capture's program under the same policy and options.
+
+    Returns
+    -------
+    (DataFrame, list of (str, str))
+        One row per simulated run (predicted, measured and % error of the allocated and
+        reserved peaks and the step time), and the runs the engine's policy cannot plan, with
+        the reason.
+    """
     import pandas as pd
     from ..captured import replay_capture
     from ..errors import ConfigError
-    from ..trace import load_trace_doc, read_trace
+    from ..trace import read_trace
     plain = plain_captures(root)
-    out = []
-    for bundle in ("checkpoint", "cpu_offload"):
-        with gzip.open(os.path.join(root, "plans", f"{bundle}.json.gz"), "rt") as f:
-            runs = json.load(f)["runs"]
-        for run in runs:
-            src = plain.get((run["model"], int(run["batch"])))
-            if run["status"] != "ok" or src is None:
-                continue
-            opts = dict(o.split("=", 1) for o in run["options"])
-            try:
-                r = replay_capture(read_trace(src), "h200", policy=run["policy"],
-                                   policy_options=opts)
-            except ConfigError as e:   # e.g. VGG: no block class (the suite wrapped conv runs)
-                out.append({"run": run["name"], "not_simulated": str(e)})
-                continue
-            m = run["measured"]
-            row = {"run": run["name"], "plain_capture": os.path.relpath(src, root),
-                   "policy": run["policy"], "options": ",".join(run["options"])}
-            for q, pred, meas in (("allocated", r.peak_allocated_bytes, m["peak_allocated_bytes"]),
-                                  ("reserved", r.peak_reserved_bytes, m["peak_reserved_bytes"]),
-                                  ("step_time", r.step_time_s, m["step_time_s"])):
-                row[f"pred_{q}"], row[f"meas_{q}"] = pred, meas
-                row[f"err_{q}_pct"] = round(100 * (pred / meas - 1), 3)
-            out.append(row)
-    return pd.DataFrame(out)
+    out, skipped = [], []
+    for run in plan_runs(root):
+        src = plain.get((run["model"], int(run["batch"])))
+        if run["policy"] not in ("checkpoint", "cpu_offload") or src is None:
+            continue
+        opts = dict(o.split("=", 1) for o in run["options"])
+        try:
+            r = replay_capture(read_trace(src), "h200", policy=run["policy"],
+                               policy_options=opts)
+        except ConfigError as e:   # e.g. VGG: no block class (the suite wrapped conv runs)
+            skipped.append((run["name"], str(e)))
+            continue
+        m = run["measured"]
+        row = {"run": run["name"], "plain_capture": os.path.relpath(src, root),
+               "policy": run["policy"], "options": ",".join(run["options"])}
+        for q, pred, meas in (("allocated", r.peak_allocated_bytes, m["peak_allocated_bytes"]),
+                              ("reserved", r.peak_reserved_bytes, m["peak_reserved_bytes"]),
+                              ("step_time", r.step_time_s, m["step_time_s"])):
+            row[f"pred_{q}"], row[f"meas_{q}"] = pred, meas
+            row[f"err_{q}_pct"] = round(100 * (pred / meas - 1), 3)
+        out.append(row)
+    return pd.DataFrame(out), skipped
