@@ -401,7 +401,18 @@ def build_network(name, *, batch, input_size=None, variant="torchvision", num_cl
                                f", or resnet:a,b,c,d for any blocks per stage")
     else:
         G = NETWORKS[key](**kwargs)
-    G.graph["modules"] = module_tree(G)
+    return with_module_tree(G)
+
+
+#: block classes of the twins that are containers (torchvision's _DenseBlock is a ModuleDict)
+_CONTAINER_CLASSES = frozenset({"_DenseBlock"})
+
+
+def with_module_tree(G):
+    """``G`` with ``graph["modules"]`` (:func:`module_tree`) and ``graph["containers"]``."""
+    tree = module_tree(G)
+    G.graph["modules"] = tree
+    G.graph["containers"] = [p for p, c in tree.items() if c in _CONTAINER_CLASSES]
     return G
 
 

@@ -49,7 +49,8 @@ from ..gcpause import without_gc
 from ..policies import applicable_policies, get_policy, list_policies
 from ..program import build_program
 from ..units import parse_bytes
-from ..zoo import build_network, canonical_name, check_sizes, densenet, module_tree, resnet, vgg
+from ..zoo import (build_network, canonical_name, check_sizes, densenet, resnet, vgg,
+                   with_module_tree)
 
 DEFAULT_MAX_DEPTH = 10_000
 DEFAULT_MAX_BATCH = 1 << 20
@@ -163,8 +164,7 @@ class _DepthSpace:
     def graph(self, k):
         G = self.family.build(k, batch=self.batch, input_size=self.input_size,
                               variant=self.variant, twin=self.framework == "pytorch")
-        G.graph["modules"] = module_tree(G)
-        return G
+        return with_module_tree(G)
 
     def depth(self, k):
         return self.family.depth(k)

@@ -62,7 +62,13 @@ def select_modules(program, policy, modules=None, every=None):
                               f"which {program.name!r} does not have; its block classes: "
                               f"{', '.join(have) or 'none'}")
     else:
-        classes = (_block_class(program, policy, mods, parents),)
+        blk = block_class(mods, parents, program.extra.get("containers") or
+                          (program.graph.graph.get("containers", ()) if program.graph is not None
+                           else ()))
+        if blk is None:
+            raise ConfigError(f"policy {policy}: {program.name!r} has no repeated block class "
+                              f"to wrap; name one with --option modules=CLASS")
+        classes = (blk,)
     chosen = []
     for p in paths:
         if mods[p] in classes and not any(p.startswith(q + ".") for q in chosen):
@@ -75,24 +81,37 @@ def select_modules(program, policy, modules=None, every=None):
     return chosen
 
 
-def _block_class(program, policy, mods, parents):
-    """The repeated block class: among non-container classes with children and at least two
-    instances, those not mostly nested inside another such class's instances (ResNet's
-    Bottleneck, not the Conv2dNormActivation inside MobileNet's InvertedResidual), the one with
-    the most instances."""
-    counts = Counter(c for p, c in mods.items() if p in parents and c not in _CONTAINERS)
-    repeated = {c for c, n in counts.items() if n >= 2}
-    if not repeated:
-        raise ConfigError(f"policy {policy}: {program.name!r} has no repeated block class to "
-                          f"wrap; name one with --option modules=CLASS")
-    paths = {c: [p for p, k in mods.items() if k == c and p in parents] for c in repeated}
+def block_class(mods, parents, containers=()):
+    """The repeated building block a user would checkpoint, or None.
 
-    def nested(a):   # mostly inside instances of the other repeated classes
-        others = [q + "." for b in repeated if b != a for q in paths[b]]
-        inside = sum(any(p.startswith(q) for q in others) for p in paths[a])
-        return 2 * inside > len(paths[a])
-    outer = [c for c in repeated if not nested(c)]
-    return max((counts[c], c) for c in (outer or repeated))[1]
+    Among modules that have children (``parents``), are not containers (``Sequential``,
+    ``ModuleList``, ``ModuleDict`` or a subclass: ``containers`` paths, or those class names)
+    and whose class has at least two instances, take the instances not nested in another
+    such instance; the block class is the most common class among them (first seen wins a
+    tie). ResNet: ``Bottleneck``; DenseNet: ``_DenseLayer``; MobileNetV2: ``InvertedResidual``.
+    The torch side (:func:`snsim.torchsim.plans.block_class`) uses this rule too.
+
+    Parameters
+    ----------
+    mods : dict
+        ``{path: class name}`` in registration order.
+    """
+    containers = set(containers)
+    cand = [p for p, c in mods.items()
+            if p in parents and p not in containers and c not in _CONTAINERS]
+    counts = Counter(mods[p] for p in cand)
+    repeated = {c for c, n in counts.items() if n >= 2}
+    outer = []
+    for p in cand:
+        if mods[p] in repeated and not any(p.startswith(q + ".") for q in outer):
+            outer.append(p)
+    if not outer:
+        return None
+    first = {}
+    for p in outer:
+        first.setdefault(mods[p], len(first))
+    n = Counter(mods[p] for p in outer)
+    return max(n, key=lambda c: (n[c], -first[c]))
 
 
 def steps_in(program, path):

@@ -85,7 +85,7 @@ def iteration_marks(marks, iteration):
 
 def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=None,
                   op_times_s=None, name="model", batch=1, optimizer="sgd-momentum",
-                  hardware="", source="capture", saved=(), step_times_s=None):
+                  hardware="", source="capture", saved=(), step_times_s=None, containers=()):
     """Build the trace ``program`` dict of iteration ``iteration``.
 
     Parameters
@@ -113,6 +113,9 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
         Modelled time of each op (used where ``times_s`` is None).
     saved : iterable
         Keys autograd saved for backward (the recorder's pack hook); listed as ``saved``.
+    containers : iterable of str
+        Module paths that are containers (``Sequential`` and the like), kept with the module
+        tree so the engine's ``checkpoint`` picks the block class as the torch side does.
 
     Returns
     -------
@@ -287,4 +290,5 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
         # plan can name, e.g. every Bottleneck)
         "modules": {label: kind for label, phase, kind, it in marks[m0:m1]
                     if phase == "F" and kind and not label.startswith("<")},
+        "containers": sorted(containers),
     }

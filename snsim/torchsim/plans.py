@@ -544,15 +544,17 @@ def outermost_instances(model, classes):
     return out
 
 
-def block_class(model):
-    """The model's *block class*: the repeated building block a user would checkpoint.
+def container_paths(model):
+    """Paths of the containers in ``model`` (``Sequential``, ``ModuleList``, ``ModuleDict`` and
+    their subclasses, e.g. DenseNet's ``_DenseBlock``): recorded with captured and predicted
+    programs so the engine's ``checkpoint`` picks the same block class as this module."""
+    return [path for path, m in model.named_modules() if m is not model and _is_container(m)]
 
-    Among module classes that have children, are not containers (``Sequential``,
-    ``ModuleList``, ``ModuleDict`` or subclasses) and have at least two instances, take the
-    instances not nested in another such instance; the block class is the most common class
-    among them (first seen wins a tie). ResNet: ``Bottleneck``/``BasicBlock``; DenseNet:
-    ``_DenseLayer``; ViT: ``EncoderBlock``; MobileNetV2: ``InvertedResidual``; GPT: ``Block``.
-    None for plain conv stacks (VGG, AlexNet).
+
+def block_class(model):
+    """The model's *block class*: the repeated building block a user would checkpoint
+    (:func:`snsim.policies._groups.block_class`, the engine's rule too). None for plain conv
+    stacks (VGG, AlexNet).
 
     Examples
     --------
@@ -560,15 +562,10 @@ def block_class(model):
     >>> block_class(torchvision.models.resnet18()), block_class(torchvision.models.vgg11())
     ('BasicBlock', None)
     """
-    counts = collections.Counter()
-    for m in model.modules():
-        if m is not model and next(m.children(), None) is not None and not _is_container(m):
-            counts[type(m).__name__] += 1
-    repeated = {c for c, n in counts.items() if n >= 2}
-    if not repeated:
-        return None
-    outer = collections.Counter(type(m).__name__ for _, m in outermost_instances(model, repeated))
-    return max(outer, key=lambda c: (outer[c], -list(outer).index(c)))
+    from ..policies._groups import block_class as rule
+    mods = {path: type(m).__name__ for path, m in model.named_modules() if m is not model}
+    parents = {path for path, m in model.named_modules() if not _is_leaf(m)}
+    return rule(mods, parents, container_paths(model))
 
 
 def _save_ops():

@@ -337,6 +337,7 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     """
     from ..hardware import load_hardware
     from .build import build_program
+    from .plans import container_paths
     from .opcost import op_times_s
     spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
     if batch <= 0:
@@ -356,7 +357,8 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     prog = build_program(marks=rec.marks, ops=rec.ops, stream=stream, info=info,
                          iteration=rec.iteration, static_names=r["static_names"],
                          op_times_s=times, name=spec.name, batch=batch, optimizer=optimizer,
-                         hardware=hw.name, source="predict", saved=rec.saved)
+                         hardware=hw.name, source="predict", saved=rec.saved,
+                         containers=container_paths(r["model"]))
     prog["notes"].update(notes)
     prov = {"kind": "modeled", "hardware": hw.name, "tool": "snsim predict", "model": spec.text,
             "batch": batch, "optimizer": optimizer, "input_shape": list(spec.input_shape),
@@ -407,12 +409,11 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
                                  input_shape=input_shape, transform=transform, hidden=hidden,
                                  hidden_exclude=hidden_exclude)
     hw = load_hardware(gpu)
-    res = replay_capture(prog, hw, budget_bytes=hw.dram_bytes)
-    fit = res if budget_bytes is None and res.budget_bytes <= hw.budget_bytes else \
-        replay_capture(prog, hw, budget_bytes=hw.budget_bytes if budget_bytes is None
-                       else int(budget_bytes))
-    if fit.feasible:   # the peaks under the budget (the allocator releases cache to fit)
-        res = fit
+    fit = replay_capture(prog, hw, budget_bytes=hw.budget_bytes if budget_bytes is None
+                         else int(budget_bytes))
+    # fits: the peaks under the budget (the allocator releases cache to fit); does not fit:
+    # the peaks of the whole step, what it would need
+    res = fit if fit.feasible else replay_capture(prog, hw, budget_bytes=hw.dram_bytes)
     return {"network": prog["name"], "batch": batch, "optimizer": optimizer, "hardware": hw.name,
             "feasible": fit.feasible, "budget_bytes": fit.budget_bytes,
             "failure": str(fit.failure) if fit.failure else "",
