@@ -100,9 +100,6 @@ def stream_parameters(program, hardware):
                               steps[owned[0]].type))
         info["params"].append(t)
         param_bytes += st.nbytes
-        for i in owned:
-            if steps[i].phase in "FB":
-                extra_deps.setdefault(i, []).append(t)
         if st.name in grad_step:          # a capture: the gradient is a managed tensor
             k = grad_step[st.name]
             grads = list(steps[k].deps)
@@ -113,6 +110,11 @@ def stream_parameters(program, hardware):
                                   steps[k].layer, steps[k].type))
             extra_deps.setdefault(k, []).append(g)
             grads = [g]
+        # the module's forward steps, and its backward steps until the gradient is done
+        # (a capture's later op-granular steps of the module compute other gradients)
+        for i in owned:
+            if steps[i].phase == "F" or (steps[i].phase == "B" and i <= k):
+                extra_deps.setdefault(i, []).append(t)
         info["grad_release"].setdefault(k, []).extend(grads)
         info["param_release"].setdefault(k, []).append(t)
     grad_ids = {g for gs in info["grad_release"].values() for g in gs}
