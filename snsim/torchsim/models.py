@@ -313,19 +313,23 @@ def hf_classes():
             super().__init__()
             config = copy.deepcopy(config)
             config.use_cache = False
-            self.model = tf.AutoModelForCausalLM.from_config(config,
-                                                             attn_implementation="snsim_sdpa")
+            self.model = tf.AutoModelForCausalLM.from_config(
+                config, attn_implementation=hf_classes().attn_implementation)
 
         def forward(self, tokens):
             return self.model(input_ids=tokens, labels=tokens, use_cache=False).loss
 
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    impl = "sdpa"
+    if hasattr(tf, "AttentionMaskInterface"):     # transformers >= 4.53
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    def no_mask(*args, **kwargs):
-        return None
-    tf.AttentionInterface.register("snsim_sdpa", sdpa_attention_forward)
-    tf.AttentionMaskInterface.register("snsim_sdpa", no_mask)
-    return types.SimpleNamespace(HFCausalLM=HFCausalLM)
+        def no_mask(*args, **kwargs):
+            return None
+        tf.AttentionInterface.register("snsim_sdpa", sdpa_attention_forward)
+        tf.AttentionMaskInterface.register("snsim_sdpa", no_mask)
+        impl = "snsim_sdpa"
+    # older releases return no mask for unpadded inputs themselves (fake tensors included)
+    return types.SimpleNamespace(HFCausalLM=HFCausalLM, attn_implementation=impl)
 
 
 # -- transformers written with plain torch.nn (snsim:NAME) ----------------------------------------
