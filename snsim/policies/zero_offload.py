@@ -200,6 +200,18 @@ class ZeroOffload(Policy):
                    "backward (base=POLICY plans the activations; A+zero_offload = base=A)")
     OPTIONS = {"base": choice("liveness", BASE_POLICIES)}
 
+    def unsupported(self, program):
+        params = [st for st in program.static_tensors if st.kind == "parameter"]
+        if not params:
+            return "the program has no per-tensor parameters (static_tensors) to stream"
+        names = {s.name for s in program.steps}
+        lost = [st.name for st in params if _module_of(st.name) not in names]
+        if lost:
+            return f"parameter {lost[0]!r} belongs to no step named {_module_of(lost[0])!r}"
+        if not any(s.phase == "U" for s in program.steps):
+            return "the program has no update step"
+        return None
+
     def plan(self, program, hardware, budget_bytes):
         from .base import get_policy
         new, info = stream_parameters(program, hardware)
