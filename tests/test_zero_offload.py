@@ -160,3 +160,20 @@ def test_callable_may_return_model_and_input_factory():
 def _pair():
     import torch
     return torch.nn.Linear(5, 2), lambda batch, device=None: torch.randn(batch, 5, device=device)
+
+
+def test_tied_parameter_is_fetched_by_every_module_that_uses_it(tiny_chain):
+    # a capture records tied weights as param_aliases (GPT-2: lm_head.weight is wte.weight);
+    # here fc is made to share conv's weight: fc's steps need it too
+    hw = load_hardware("k40c")
+    p = make_program(tiny_chain, hardware=hw)
+    p.extra["param_aliases"] = {"fc.weight_tied": "conv.weight"}
+    plan = get_policy("zero_offload").plan(p, hw, hw.budget_bytes)
+    prog = plan.program
+    w = next(t.tensor_id for t in prog.tensors if t.name == "conv.weight")
+    users = sorted((s.name, s.phase) for s in prog.steps if w in s.deps)
+    assert users == [("conv", "B"), ("conv", "F"), ("fc", "B"), ("fc", "F")]
+    r = run_plan(p, plan, hw, allocator="ideal", check_invariants=True)
+    # conv.weight (72 B) comes in for conv's forward, again for fc's forward, once for fc's
+    # backward, and stays until its gradient is done in conv's backward: 3 fetches, not 2
+    assert r.h2d_bytes == 2 * 1400 + 72

@@ -89,6 +89,10 @@ def stream_parameters(program, hardware):
     extra_deps = {}           # step index -> added tensor ids
     info = {"params": [], "grad_release": {}, "param_release": {}}
     param_bytes = 0
+    # a tied parameter is fetched by every module that uses it (a capture's param_aliases)
+    users = {}
+    for alias, name in (program.extra.get("param_aliases") or {}).items():
+        users.setdefault(name, []).append(_module_of(alias))
     for st in params:
         owner = _module_of(st.name)
         owned = by_name.get(owner, [])
@@ -112,7 +116,8 @@ def stream_parameters(program, hardware):
             grads = [g]
         # the module's forward steps, and its backward steps until the gradient is done
         # (a capture's later op-granular steps of the module compute other gradients)
-        for i in owned:
+        tied = [j for m in users.get(st.name, ()) for j in by_name.get(m, ())]
+        for i in sorted({*owned, *tied}):
             if steps[i].phase == "F" or (steps[i].phase == "B" and i <= k):
                 extra_deps.setdefault(i, []).append(t)
         info["grad_release"].setdefault(k, []).extend(grads)
