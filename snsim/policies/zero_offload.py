@@ -122,15 +122,15 @@ def stream_parameters(program, hardware):
                 extra_deps.setdefault(i, []).append(t)
         info["grad_release"].setdefault(k, []).extend(grads)
         info["param_release"].setdefault(k, []).append(t)
-    grad_ids = {g for gs in info["grad_release"].values() for g in gs}
     update = [s.index for s in steps if s.phase == "U"]
     cpu_s = host_update_time_s(param_bytes, program.optimizer, hardware)
     new_steps = []
     for s in steps:
         deps = s.deps + tuple(extra_deps.get(s.index, ()))
         if s.phase == "U":
-            # the update runs on the host: its reads of the gradients are the D2H copies
-            deps = tuple(t for t in deps if t not in grad_ids)
+            # the update runs on the host: its reads of the gradients are the D2H copies,
+            # and it makes no GPU temporaries (a capture's foreach kernels did)
+            deps = ()
         new_steps.append(dataclasses.replace(s, deps=deps))
     if update:   # one host step carries the CPU optimizer; the others do no GPU work
         first = update[0]
