@@ -54,7 +54,15 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
         d = json.load(f)
     runs.append({"file": os.path.basename(path), **d["measured"],
                  "provenance": d["provenance"]})
+def write(out):
+    with open(sys.argv[2], "w") as f:
+        json.dump(out, f, indent=1, default=str)
 host = {"cpu_threads": torch.get_num_threads()}
+write({"runs": runs, "host": host})      # the runs, even if a host figure fails below
+for r in runs:
+    print(r["file"], "peak_alloc", r.get("peak_allocated_bytes"), "step_s",
+          round(r["step_time_s"], 4), "gpu_s", round(r["gpu_s"], 4), "cpu_s",
+          round(r["cpu_step_s"], 4))
 n = 256 << 20                     # 1 GiB of fp32
 h = torch.empty(n, pin_memory=True)
 g = torch.empty(n, device="cuda")
@@ -76,13 +84,7 @@ for opt in ("adam", "sgd-momentum"):
     for _ in range(3):
         o.step()
     host[f"cpu_{opt}_params_per_s"] = 3 * p.numel() / (time.perf_counter() - t0)
-out = {"runs": runs, "host": host}
-with open(sys.argv[2], "w") as f:
-    json.dump(out, f, indent=1, default=str)
-for r in runs:
-    print(r["file"], "peak_alloc", r.get("peak_allocated_bytes"), "step_s",
-          round(r["step_time_s"], 4), "gpu_s", round(r["gpu_s"], 4), "cpu_s",
-          round(r["cpu_step_s"], 4))
+write({"runs": runs, "host": host})
 print(host)
 PY
 ls -l "$OUT" | tee -a "$LOG"
