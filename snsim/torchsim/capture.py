@@ -313,6 +313,16 @@ class WallTimer:
         return [b - a for a, b in zip(self._t, self._t[1:])]
 
 
+def param_aliases(model):
+    """``{name: static name}`` of a parameter registered under a second name (a tied weight:
+    GPT-2's ``lm_head.weight`` is ``wte.weight``), so a plan that streams parameters per module
+    (``zero_offload``) fetches it for every module that uses it."""
+    from .record import apply_order
+    canonical = {id(t): n for n, kind, t in apply_order(model) if kind == "parameter"}
+    return {n: canonical[id(p)] for n, p in model.named_parameters(remove_duplicate=False)
+            if canonical.get(id(p), n) != n}
+
+
 def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_iters=5,
             plain_iters=10, warmup_iters=2, transform=None, extra_provenance=None,
             device="cuda"):
@@ -508,6 +518,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
                          name=spec.name, batch=batch, optimizer=optimizer, hardware="h200",
                          source="capture", saved=rec.saved,
                          containers=container_paths(net))
+    prog["param_aliases"] = param_aliases(net)
     prog["notes"].update(align_stats)
     prog["notes"]["timing_runs"] = len(runs)
     prog["notes"]["timing_runs_discarded"] = bad

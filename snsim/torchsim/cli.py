@@ -42,11 +42,11 @@ def _input_shape(args):
     return shape
 
 
-def _plan_args(p, *, required=False):
+def _plan_args(p, *, required=False, extra=()):
     from .plans import POLICIES
     p.add_argument("--policy", default=None if required else "plain", required=required,
-                   choices=POLICIES, help="memory plan run in PyTorch (default plain): "
-                   + ", ".join(POLICIES))
+                   choices=POLICIES + tuple(extra), help="memory plan run in PyTorch (default "
+                   "plain): " + ", ".join(POLICIES + tuple(extra)))
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="plan option, repeatable: checkpoint modules=CLASS[,CLASS] every=N "
                         "selective=true; cpu_offload pin_memory=true modules=CLASS")
@@ -257,7 +257,10 @@ def cmd_execute(args):
     from .capture import require_cuda, write_capture
     from .execute import execute, measure, predict_plan
     from .models import resolve_model
+    from .zero import ZERO_POLICIES
     require_cuda()
+    if args.policy in ZERO_POLICIES:
+        return _execute_zero(args)
     plan = _plan(args)
     budget = _budget(args)
     shape = _input_shape(args)
@@ -298,6 +301,36 @@ def cmd_execute(args):
     return 0
 
 
+def _execute_zero(args):
+    """``--policy zero_offload`` / ``superneurons+zero_offload``: the ZeRO-style step of
+    :mod:`snsim.torchsim.zero`, measured (no capture); compare with ``snsim run --policy``."""
+    import torch
+    from .capture import provenance
+    from .models import resolve_model
+    from .zero import measure_zero
+    if args.option or args.budget or args.plain_trace:
+        raise ConfigError(f"--policy {args.policy} takes no --option, --budget or --plain-trace")
+    spec = resolve_model(args.model, input_shape=_input_shape(args))
+    meas = measure_zero(spec, args.batch, args.policy, optimizer=args.optimizer,
+                        warmup_iters=args.warmup_iters, iters=args.plain_iters)
+    doc = {"provenance": provenance(torch, tool="snsim execute", model=spec.text,
+                                    batch=args.batch, optimizer=args.optimizer,
+                                    input_shape=list(spec.input_shape), policy=args.policy),
+           "measured": meas}
+    slug = args.policy.replace("+", "-")
+    out = args.out or _default_out(spec.name, args.batch, args.optimizer, slug)
+    _write_json(doc, out)
+    rows = [{"quantity": q, "measured": meas[q]} for q in
+            ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "gpu_s",
+             "cpu_step_s", "h2d_bytes", "d2h_bytes", "host_pinned_bytes")]
+    if args.format == "json":
+        emit([{"trace": str(out), "plan": args.policy, "rows": rows}], "json")
+    else:
+        print(f"{spec.name} batch {args.batch} under {args.policy}: {out}")
+        emit(rows, "table")
+    return 0
+
+
 def _write_json(doc, path):
     import gzip
     from pathlib import Path
@@ -314,7 +347,8 @@ def _add_execute(sub):
     p = sub.add_parser("execute", help="run a memory plan in PyTorch on the GPU and compare "
                        "with the prediction made before the run")
     _model_args(p, gpu=True)
-    _plan_args(p, required=True)
+    from .zero import ZERO_POLICIES
+    _plan_args(p, required=True, extra=ZERO_POLICIES)
     p.add_argument("--fast", action="store_true",
                    help="measure only (no capture hooks, no program): peaks and the median "
                         "step time of --plain-iters iterations after --warmup-iters")
