@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 10 items 3-4 on a CUDA machine (about 4 minutes on one H200); everything to $OUT (flat,
-# 6 files):
+# 7 files):
 #   host_costs.csv     per-op host issue cost (aten dispatch with/without autograd, view ops,
 #                      module calls, backward per autograd node)  -- scripts/steptime_probe.py host
 #   host_steps.csv     host seconds per phase of whole steps at tiny kernels, with op / view /
@@ -9,6 +9,8 @@
 #   copy_bandwidth.csv copy bandwidth by size (1 KiB..1 GiB), pinned and pageable
 #   cpu_bound_new.tar.gz  captures at CPU-bound batches of networks not in traces/h200/cpu_bound/
 #                      (held out: they informed nothing); unpack into traces/h200/cpu_bound/
+#   h200_copy_slowdown.csv  the grid's summary the engine reads (snsim.engine.contention):
+#                      commit as configs/kernels/h200_copy_slowdown.csv
 #   steptime.log       everything printed
 # Usage: OUT=dir bash scripts/device_steptime.sh
 set -o pipefail
@@ -24,6 +26,13 @@ t0=$SECONDS
 timeout 40 python3 scripts/steptime_probe.py host --out "$OUT" 2>&1 | grep -v USDT
 timeout 45 python3 scripts/steptime_probe.py bw --out "$OUT" 2>&1 | grep -v USDT
 timeout 50 python3 scripts/steptime_probe.py copy --out "$OUT" 2>&1 | grep -v USDT
+python3 -c "
+import csv
+from snsim.engine.contention import summarize
+rows = summarize(list(csv.DictReader(open('$OUT/copy_slowdown.csv'))))
+w = csv.DictWriter(open('$OUT/h200_copy_slowdown.csv', 'w', newline=''), fieldnames=list(rows[0]))
+w.writeheader(); w.writerows(rows); print(rows)
+" || echo "copy summary failed"
 timeout 70 python3 scripts/steptime_probe.py steps --out "$OUT" 2>&1 | grep -v USDT
 echo "probes: $((SECONDS - t0)) s"
 # held-out CPU-bound captures (small batches; none of these networks/batches is in
