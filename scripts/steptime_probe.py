@@ -478,7 +478,7 @@ def copy_slowdown(quick):
                     load.copies = {d: 0 for d in load.dirs}
                     c0 = time.perf_counter()
                     if pinned:
-                        load.enqueue(t_alone * reps * 1.5, 50e9)
+                        load.enqueue(t_alone * reps * 2.0, 50e9)   # outlast the kernels
                     else:
                         load.start_threads()
                         time.sleep(0.005)
