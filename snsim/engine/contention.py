@@ -27,8 +27,11 @@ DIRECTIONS = ("h2d", "d2h")
 
 
 def table_path(preset):
-    return Path(__file__).resolve().parents[2] / "configs" / "kernels" / \
-        f"{preset}_copy_slowdown.csv"
+    """Where the preset's summary lives: next to its kernel table (package, then repository)."""
+    here = Path(__file__).resolve().parents[1]
+    paths = [here / "presets" / "kernels" / f"{preset}_copy_slowdown.csv",
+             here.parent / "configs" / "kernels" / f"{preset}_copy_slowdown.csv"]
+    return next((p for p in paths if p.exists()), paths[-1])
 
 
 @functools.lru_cache(maxsize=16)
