@@ -33,7 +33,7 @@ rows = summarize(list(csv.DictReader(open('$OUT/copy_slowdown.csv'))))
 w = csv.DictWriter(open('$OUT/h200_copy_slowdown.csv', 'w', newline=''), fieldnames=list(rows[0]))
 w.writeheader(); w.writerows(rows); print(rows)
 " || echo "copy summary failed"
-timeout 70 python3 scripts/steptime_probe.py steps --out "$OUT" 2>&1 | grep -v USDT
+timeout 80 python3 scripts/steptime_probe.py steps --out "$OUT" 2>&1 | grep -v USDT
 echo "probes: $((SECONDS - t0)) s"
 # held-out CPU-bound captures (small batches; none of these networks/batches is in
 # traces/h200/cpu_bound/ or informed the host model)

@@ -333,7 +333,9 @@ STEP_MODELS = (("torchvision:resnet18", 2, 64), ("torchvision:resnet50", 2, 64),
                ("torchvision:vit_b_16", 1, 224), ("torchvision:densenet121", 64, 224))
 
 
-def host_steps(reps, models):
+def host_steps(reps, models, out_path):
+    """Rows per model, optimizer and phase; the CSV is rewritten after every model, so a run
+    cut short keeps what it finished."""
     from snsim.torchsim.models import resolve_model
     from snsim.torchsim.record import make_optimizer
     rows = []
@@ -359,6 +361,7 @@ def host_steps(reps, models):
                   f"{c['F']['kernel_launches']}/{c['B']['kernel_launches']}/"
                   f"{c['U']['kernel_launches']}", flush=True)
             del opt
+        write_rows(out_path, rows)
         del net, x, y
         gc.collect()
         if CUDA:
@@ -559,8 +562,7 @@ def main(argv=None):
         models = STEP_MODELS[:2] if a.quick else STEP_MODELS
         if a.quick:
             models = tuple((m, b, 32) for m, b, _ in models)
-        write_rows(os.path.join(a.out, "host_steps.csv"),
-                   host_steps(2 if a.quick else 7, models))
+        host_steps(2 if a.quick else 7, models, os.path.join(a.out, "host_steps.csv"))
     elif a.part == "copy":
         write_rows(os.path.join(a.out, "copy_slowdown.csv"), copy_slowdown(a.quick))
     else:
