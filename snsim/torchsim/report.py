@@ -334,8 +334,9 @@ def build_report(traces_dir="traces/h200"):
              "on the 23 GPU-bound captures (ResNet-34/50/101/152 within 4%, VGG16 5%, "
              "DenseNet-121 6-7%; on networks whose conv shapes the table never saw: AlexNet -8% "
              "and -24%, ConvNeXt-T -31%, ViT-B/16 -12%, the GPT decoder -10%, the transformer "
-             "encoder -20%), 14.4% on the 9 CPU-bound ones (DenseNet-121 b64 +76%: the host "
-             "model charges too much per op). The roofline alone is 47% off (median). "
+             "encoder -20%), 9.7% on the 9 CPU-bound ones, max 37% (DenseNet-121 b64; it was +76% "
+             "before the autograd engine's gradient sums were charged their aten call only, "
+             "14.4% median). The roofline alone is 47% off (median). "
              "Replayed step times (section 5) are not predictions.\n")
     L.append(k40c_section())
     L.append("## Reproduce\n")
