@@ -21,6 +21,7 @@ from ..gcpause import without_gc
 from ..plan import Compute, Drop, Evict, Free, Offload, Prefetch, Recompute
 from ..result import Failure, Result
 from .allocators import make_allocator
+from .contention import copy_slowdown, slowed_duration_s
 
 # tensor states (SPEC §4)
 VOID, GPU, CLEAN, D2H, H2D, HOST, DROPPED, FREED = range(8)
@@ -104,6 +105,9 @@ class Engine:
         self.n_static_allocs = 0
         self.static_alloc_bytes = 0
         self._host_resident = frozenset(plan.host_resident)
+        # kernels slow down while copies are in flight (measured: engine/contention.py)
+        self.copy_k = {d: k for (d, pinned), k in copy_slowdown(hardware.name).items()
+                       if pinned == bool(plan.pinned_host)}
         self._conv_tables()
 
     # -- conv algorithm tables -------------------------------------------------------------
@@ -402,6 +406,9 @@ class Engine:
                 self.mem_events.append((now + duration, "workspace", -ws))
                 self.alloc_trace.append((now + duration, self.mem.allocated_bytes,
                                          self.mem.reserved_bytes))
+        if self.copy_k:
+            duration = slowed_duration_s(duration, now, {"h2d": self.t_h2d, "d2h": self.t_d2h},
+                                         self.copy_k)
         end = now + duration
         idle_release = self.idle_release
         for t in step.deps:
