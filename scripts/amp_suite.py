@@ -49,9 +49,13 @@ def cmd_capture(args):
     t0 = time.perf_counter()
     rows = []
     durations = []
-    for model, batch, shape, opt, impl, amp in CONFIGS:
+    configs = CONFIGS
+    if args.models:   # a dry run on the CPU: the same setups on the given models, batch 2
+        configs = [(m, 2, None, opt, impl, amp) for _, opt, impl, amp in SETUPS
+                   for m in args.models.split(",")]
+    for model, batch, shape, opt, impl, amp in configs:
         setup = TrainSetup(opt, impl, amp)
-        name = model.split(":")[1]
+        name = model.split(":")[1].split(".")[-1]
         path = traces / f"{name}_b{batch}{setup.slug}.json.gz"
         left = args.deadline_s - (time.perf_counter() - t0)
         guess = max(durations) if durations else 0.0
@@ -63,7 +67,8 @@ def cmd_capture(args):
         row = {"model": model, "batch": batch, **setup.to_dict(), "trace": path.name}
         try:
             doc = capture(model, batch, optimizer=setup, input_shape=shape,
-                          timing_iters=args.timing_iters, plain_iters=args.plain_iters)
+                          timing_iters=args.timing_iters, plain_iters=args.plain_iters,
+                          device=args.device)
             write_capture(doc, path)
             m = doc["measured"]
             row.update({k: m.get(k) for k in ("peak_allocated_bytes", "peak_reserved_bytes",
@@ -85,7 +90,7 @@ def cmd_capture(args):
         w.writeheader()
         for r in rows:
             w.writerow({k: r.get(k, "") for k in keys})
-    print(f"{len(rows)} of {len(CONFIGS)} configurations in {time.perf_counter() - t0:.0f} s")
+    print(f"{len(rows)} of {len(configs)} configurations in {time.perf_counter() - t0:.0f} s")
     return 0
 
 
@@ -140,6 +145,9 @@ def main(argv=None):
                    help="start no capture that would end after this (default 270)")
     c.add_argument("--timing-iters", type=int, default=3)
     c.add_argument("--plain-iters", type=int, default=8)
+    c.add_argument("--device", default="cuda", help="cpu: a dry run of the script")
+    c.add_argument("--models", default=None,
+                   help="comma list of models instead of NETWORKS (a CPU dry run)")
     c.set_defaults(func=cmd_capture)
     q = sub.add_parser("compare", help="snsim predict against the captures (CPU)")
     q.add_argument("folder")
