@@ -177,3 +177,75 @@ def test_half_precision_costs():
     assert op_time_s("mm", flops, 0, hw, "bfloat16") < op_time_s("mm", flops, 0, hw)
     assert op_time_s("convolution", flops, 0, hw, "float16") < \
         op_time_s("convolution", flops, 0, hw)
+
+
+class _Ops(torch.utils._python_dispatch.TorchDispatchMode):
+    """``["op (out dtypes)"]`` of every aten op below autograd."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = func._overloadpacket.__name__
+        if name not in ("device", "detach"):     # fake CUDA's device queries; views
+            outs = out if isinstance(out, (tuple, list)) else [out]
+            self.ops.append(f"{name} {[str(o.dtype) for o in outs if isinstance(o, torch.Tensor)]}")
+        return out
+
+
+class _Mixed(torch.nn.Module):
+    """conv, BN, GroupNorm, linear, LayerNorm, matmul, softmax, cat, exp, pow, sum."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.conv, self.bn, self.gn = nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.GroupNorm(2, 8)
+        self.fc, self.ln, self.fc2 = nn.Linear(8 * 6 * 6, 16), nn.LayerNorm(16), nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = self.gn(self.bn(self.conv(x)).relu()).flatten(1)
+        h = self.ln(self.fc(h))
+        a = (h @ h.t()).softmax(-1) @ h
+        return self.fc2(torch.cat([a, h.exp()], 0)[:x.shape[0]]
+                        + h.pow(2).sum(-1, keepdim=True))
+
+
+def _forward_ops(device, region):
+    with FakeTensorMode():
+        with torch.device(device):
+            net = _Mixed()
+        x = torch.empty(4, 3, 8, 8, device=device)
+        y = torch.zeros(4, dtype=torch.long, device=device)
+        log = _Ops()
+        with log, region():
+            torch.nn.functional.cross_entropy(net(x), y)
+    return log.ops
+
+
+def test_emulation_matches_real_cuda_autocast_forward():
+    """The forward ops and dtypes under the emulation equal those of torch's own CUDA
+    autocast on fake CUDA tensors (which runs a forward on a CPU-only torch, not a backward)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def real_cuda():
+        torch.set_autocast_dtype("cuda", torch.bfloat16)
+        torch.set_autocast_enabled("cuda", True)
+        try:
+            yield
+        finally:
+            torch.set_autocast_enabled("cuda", False)
+            torch.clear_autocast_cache()
+
+    real = _forward_ops("cuda", real_cuda)
+    emu = _forward_ops("cpu", lambda: cuda_autocast_on_cpu(torch.bfloat16))
+    # the one difference is not autocast's: CUDA's batch norm keeps its saved mean/invstd in
+    # fp32 for bf16 input, the CPU fake kernel in the input dtype (C elements each)
+    bn = "native_batch_norm ['torch.bfloat16', 'torch.float32', 'torch.float32']"
+    assert bn in real
+    real = [o if o != bn else bn.replace("float32", "bfloat16") for o in real]
+    assert emu == real
+    assert any(o.startswith("addmm ['torch.bfloat16']") for o in emu)
+    assert any(o.startswith("native_layer_norm ['torch.float32'") for o in emu)

@@ -235,7 +235,7 @@ def _kernel(op, policy, cache, low_dtype):
             return op(*args, **kwargs)
 
     if policy is None:       # CPU autocast handles it, CUDA's does not: fall through, so
-        return _fallthrough(op)  # the ops it calls still see autocast (as on CUDA)
+        return _fallthrough(op, below)   # the ops it calls see autocast, as on CUDA
 
     def cast_to(dtype):
         def run(*args, **kwargs):
@@ -289,21 +289,17 @@ def _kernel(op, policy, cache, low_dtype):
     return append_dtype
 
 
-def _fallthrough(op):
-    """A kernel that redispatches ``op`` to the keys below ``AutocastCPU`` without excluding
-    the key for the ops it calls (CUDA's autocast fallthrough, for ops only CPU autocast
-    lists: ``cross_entropy_loss``, ``cat``, ``stack``, ...)."""
+def _fallthrough(op, below):
+    """CUDA's autocast fallthrough for an op only CPU autocast lists (``cross_entropy_loss``,
+    ``cat``, ``stack``, ...): a composite op (``CompositeImplicitAutograd``) runs its
+    decomposition with autocast still on, so the ops it calls get CUDA's policy as on CUDA;
+    an op with its own kernels runs below the Autocast key."""
     import torch
-    from torch._C import DispatchKey, DispatchKeySet
+    if not torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"):
+        return below
 
     def run(*args, **kwargs):
-        raw = torch._C._dispatch_tls_local_include_set().raw_repr()
-        for a in list(args) + list(kwargs.values()):
-            for t in (a if isinstance(a, (list, tuple)) else [a]):
-                if isinstance(t, torch.Tensor):
-                    raw |= torch._C._dispatch_keys(t).raw_repr()
-        keys = DispatchKeySet.from_raw_repr(raw).remove(DispatchKey.AutocastCPU)
-        return op.redispatch(keys, *args, **kwargs)
+        return op.decompose(*args, **kwargs)
     return run
 
 
