@@ -792,13 +792,18 @@ class Calibrator:
 
 # ``--only`` groups: (steps of run() they keep, families, rows of the base table a --merge
 # replaces: all of the families' rows, or only those an earlier run of the group wrote)
+_AMP_KERNELS = ("_fused_adamw_", "_fused_adam_", "_fused_sgd_",
+                "_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_")
+_AMP_FAMILIES = _AMP_KERNELS + ("convolution", "convolution_backward", "mm", "addmm", "bmm")
 ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward"), "all"),
-        "conv": ("conv net", ("convolution", "convolution_backward"), "net "),
-        # mixed precision and the fused optimizers (--amp fp16 and --optimizer-impl fused):
-        # the step names below start with "amp "
-        "amp": ("amp ", ("_fused_adamw_", "_fused_adam_", "_fused_sgd_",
-                         "_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_",
-                         "_foreach_mul_"), "all")}
+        "conv": ("conv net", ("convolution", "convolution_backward"), lambda r: (
+            str(r.get("shape", "")).startswith("net ") and r.get("math") == "tf32")),
+        # mixed precision and the fused optimizers (--amp, --optimizer-impl fused): the steps
+        # whose names start with "amp "; their rows are the fp16 ones, the bf16 convolutions
+        # of real networks' shapes and the fused/scaler kernels
+        "amp": ("amp ", _AMP_FAMILIES, lambda r: (
+            r.get("math") == "fp16" or r.get("family") in _AMP_KERNELS
+            or (r.get("math") == "bf16" and str(r.get("shape", "")).startswith("net "))))}
 
 
 def _only_groups(only):
@@ -853,6 +858,7 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("amp matmul fp16", 0.03, lambda: cal.matmuls(cal.n(60), torch.float16, "fp16",
                                                       4e12 * cap)),
         ("amp optimizer kernels", 0.03, lambda: cal.fused_optimizers()),
+        ("amp conv net bf16", 0.08, lambda: cal.net_convs(torch.bfloat16, "bf16")),
         ("conv fp32", 0.08, lambda: _with_tf32(torch, False, lambda: cal.convs(
             cal.n(80), torch.float32, "fp32", 4e11 * cap))),
         ("matmul tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.matmuls(
@@ -902,12 +908,20 @@ def merge_rows(base_rows, base_meta, new_rows, new_prov, only):
     ``new_rows``'s of their families added; the header is the base's, plus ``remeasured_*``
     keys saying what was re-measured, when and with what."""
     fams = set()
+    groups = []
     for g in _only_groups(only):
         _, gf, which = ONLY[g]
         fams |= set(gf)
-        base_rows = [r for r in base_rows if r.get("family") not in gf or (
-            which != "all" and not str(r.get("shape", "")).startswith(which))]
-    rows = list(base_rows) + [r for r in new_rows if r["family"] in fams]
+        groups.append((gf, which))
+
+    def replaced(r):
+        """A row of a re-measured group: its family, and ``which`` (all rows, a shape prefix
+        or a predicate of the row)."""
+        return any(r.get("family") in gf and (
+            which == "all" or (which(r) if callable(which)
+                               else str(r.get("shape", "")).startswith(which)))
+            for gf, which in groups)
+    rows = [r for r in base_rows if not replaced(r)] + [r for r in new_rows if replaced(r)]
     meta = dict(base_meta)
     meta["remeasured_families"] = ",".join(sorted(fams))
     for k in ("date", "torch", "cuda", "cudnn", "driver", "gpu", "wall_s", "skipped",
