@@ -72,7 +72,8 @@ def cmd_capture(args):
             write_capture(doc, path)
             m = doc["measured"]
             row.update({k: m.get(k) for k in ("peak_allocated_bytes", "peak_reserved_bytes",
-                                               "step_time_s", "hooked_step_time_s")},
+                                               "step_time_s", "hooked_step_time_s",
+                                               "grad_scale")},
                        error="")
         except Exception as e:   # one configuration's failure is a row, not the end of the run
             row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
@@ -83,7 +84,8 @@ def cmd_capture(args):
         rows.append(row)
         print(json.dumps(row), flush=True)
     keys = ["model", "batch", "optimizer", "optimizer_impl", "amp", "peak_allocated_bytes",
-            "peak_reserved_bytes", "step_time_s", "hooked_step_time_s", "wall_s", "error",
+            "peak_reserved_bytes", "step_time_s", "hooked_step_time_s", "grad_scale", "wall_s",
+            "error",
             "trace"]
     with open(out / "amp_summary.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
@@ -109,7 +111,8 @@ def cmd_compare(args):
                                  prov.get("optimizer_impl", "foreach"), prov.get("amp"))
         t = time.perf_counter()
         r = predict(prov["model"], prov["batch"], optimizer=setup,
-                    input_shape=tuple(prov["input_shape"]))
+                    input_shape=tuple(prov["input_shape"]),
+                    hidden_exclude=(path.name,))   # leave-one-out if it is in traces/h200
         row = {"trace": path.name, "amp": setup.amp or "none", "optimizer": setup.optimizer,
                "impl": setup.optimizer_impl, "predict_wall_s": round(time.perf_counter() - t, 1)}
         for q in ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s"):

@@ -529,6 +529,9 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     measured["step_time_s"] = _median(st)
     measured["step_times_s"] = [round(v, 6) for v in st]
     measured["hooked_step_time_s"] = _median(hooked)
+    if amp_kw["scaler"] is not None:
+        # below the initial 2**16: some step overflowed and was skipped (predict models none)
+        measured["grad_scale"] = float(amp_kw["scaler"].get_scale())
     prov = provenance(torch, tool="snsim capture", model=spec.text, batch=batch,
                       **setup.to_dict(), input_shape=list(spec.input_shape),
                       parameters=sum(p.numel() for p in net.parameters()),
