@@ -321,8 +321,12 @@ def cuda_autocast_on_cpu(dtype):
     import torch
     policy = cuda_autocast_policy()
     names = set(policy)
+    # aten ops only: torchvision's own autocast kernels (nms, roi_align) are the same code for
+    # CPU and CUDA and stay; its CUDA-only ones (deform_conv2d, ps_roi_*, roi_pool) are not
+    # emulated
     names.update(n for n in torch._C._dispatch_get_all_op_names()
-                 if torch._C._dispatch_has_kernel_for_dispatch_key(n, "AutocastCPU"))
+                 if n.startswith("aten::")
+                 and torch._C._dispatch_has_kernel_for_dispatch_key(n, "AutocastCPU"))
     cache = _CastCache()
     lib = torch.library.Library("aten", "IMPL")
     try:
