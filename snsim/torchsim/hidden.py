@@ -10,19 +10,28 @@ them into a CPU recording:
 
 * per op call, the transient workspaces of the same signature (exact shapes and arguments);
   failing that, of the same signature at another batch size, scaled by the batch ratio [E];
-  failing that, none;
+  failing that, of the same shapes in another floating-point dtype (an fp32 capture's table
+  for a bf16/fp16 autocast run), scaled by the ratio of element sizes and batches [E]: a
+  convolution's workspace holds operands transformed in the compute dtype (the H200 captures
+  show a 3x3 ResNet-50 convolution's workspace at exactly half in bf16: 51454099 vs
+  102908051 bytes; algorithms that differ by dtype make it approximate); failing that, none;
 * the persistent cuBLAS workspaces at the first matmul of the forward and of the backward of
   the first iteration, with the sizes the captures saw.
 """
 from __future__ import annotations
 
+import functools
 import glob
+import gzip
+import hashlib
 import json
 import os
 import re
 from pathlib import Path
 
 _SHAPE = re.compile(r"\[(\d+)((?:, \d+)*)\]")
+_DTYPE = re.compile(r"\b(float32|bfloat16|float16)\[")
+_ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 _MATMUL = ("addmm", "mm")
 # what the H200 captures show (torch 2.11, CUDA 13): 32 MiB + 1 MiB at the first forward
 # matmul, 32 MiB at the first backward matmul; used when no capture holds them
@@ -48,8 +57,88 @@ def normalize(sig, batch):
     return _SHAPE.sub(sub, sig)
 
 
+def normalizations(sig, batch):
+    """Every way to write ``sig`` with some of its leading dimensions equal to ``batch`` as
+    ``B``, the most ``B`` first: a weight whose output channels equal the batch (a 64-channel
+    convolution at batch 64) is not a batch dimension, and the table's capture may have run at
+    another batch.
+
+    >>> normalizations("f[8, 3] f[8, 3]", 8)
+    ['f[B, 3] f[B, 3]', 'f[B, 3] f[8, 3]', 'f[8, 3] f[B, 3]', 'f[8, 3] f[8, 3]']
+    """
+    spots = [m for m in _SHAPE.finditer(sig) if int(m.group(1)) == batch][:4]
+    out = []
+    for mask in sorted(range(1 << len(spots)), key=lambda k: (-bin(k).count("1"), -k)):
+        text, last = [], 0
+        for i, m in enumerate(spots):
+            text.append(sig[last:m.start()])
+            text.append(f"[B{m.group(2)}]" if mask >> (len(spots) - 1 - i) & 1 else m.group(0))
+            last = m.end()
+        out.append("".join(text) + sig[last:])
+    return out
+
+
+def undtyped(sig):
+    """``(signature with every floating dtype written D, element bytes)`` of a signature whose
+    tensors share one floating dtype, else ``(None, 0)``.
+
+    >>> undtyped("convolution bfloat16[B, 3] bfloat16[8, 3] None 1")
+    ('convolution D[B, 3] D[8, 3] None 1', 2)
+    """
+    dtypes = set(_DTYPE.findall(sig))
+    if len(dtypes) != 1:
+        return None, 0
+    return _DTYPE.sub("D[", sig), _ELEMENT_BYTES[dtypes.pop()]
+
+
+def _cache_dir():
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "snsim" / "hidden"
+
+
+@functools.lru_cache(maxsize=512)
+def _capture_table(path, mtime_ns, size):
+    """``(batch, [(signature, sizes) per transient call], persistent sizes)`` of one measured
+    capture, or None. Parsing a capture's JSON costs far more than the table it holds, so
+    the table is kept in a cache file per capture version (path, mtime, size); a cache that
+    cannot be read or written is skipped."""
+    key = hashlib.sha1(f"{path}\0{mtime_ns}\0{size}".encode()).hexdigest()
+    cached = _cache_dir() / f"{key}.json"
+    try:
+        with open(cached) as f:
+            out = json.load(f)
+        return None if out is None else (out[0], [tuple(c) for c in out[1]], out[2])
+    except (OSError, ValueError):
+        pass
+    try:
+        with gzip.open(path, "rt") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    prog = doc.get("program") or {}
+    rows = prog.get("hidden")
+    out = None
+    if doc.get("provenance", {}).get("kind") == "measured" and rows is not None:
+        calls = {}
+        for row in rows:
+            op, sig, nbytes, transient = row[0], row[1], int(row[2]), bool(row[3])
+            if sig and transient and len(row) > 4:
+                calls.setdefault(row[4], (sig, []))[1].append(nbytes)
+        hid = [s[2] for s in prog.get("static_tensors", []) if s[0] == "hidden:persistent"]
+        out = (int(prog.get("batch", 0)), [calls[k] for k in sorted(calls)], hid)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(out))
+        os.replace(tmp, cached)
+    except OSError:
+        pass
+    return out
+
+
 def load_tables(hardware, *, exclude=()):
-    """Hidden-allocation tables from the captures of ``hardware``.
+    """Hidden-allocation tables from the captures of ``hardware`` (``traces/<hardware>/``,
+    not its subfolders: those hold the validation runs).
 
     Parameters
     ----------
@@ -61,40 +150,33 @@ def load_tables(hardware, *, exclude=()):
     -------
     dict
         ``exact``: signature -> workspace sizes of one call; ``scaled``: normalised signature
-        -> list of (batch, sizes); ``persistent``: phase -> sizes; ``sources``: file names.
+        -> list of (batch, sizes); ``dtyped``: normalised signature without dtypes -> list of
+        (batch, element bytes, sizes); ``persistent``: phase -> sizes; ``sources``: file
+        names.
     """
-    exact, scaled, sources = {}, {}, []
+    exact, scaled, dtyped, sources = {}, {}, {}, []
     persistent = None
     skip = set(exclude)
     for path in sorted(glob.glob(str(traces_dir(hardware) / "*.json.gz"))):
         name = os.path.basename(path)
         if name in skip:
             continue
-        import gzip
-        try:
-            with gzip.open(path, "rt") as f:
-                doc = json.load(f)
-        except (OSError, ValueError):
+        st = os.stat(path)
+        table = _capture_table(path, st.st_mtime_ns, st.st_size)
+        if table is None:
             continue
-        prog = doc.get("program") or {}
-        rows = prog.get("hidden")
-        if doc.get("provenance", {}).get("kind") != "measured" or rows is None:
-            continue
+        batch, calls, hid = table
         sources.append(name)
-        batch = int(prog.get("batch", 0))
-        calls = {}
-        for row in rows:
-            op, sig, nbytes, transient = row[0], row[1], int(row[2]), bool(row[3])
-            if sig and transient and len(row) > 4:
-                calls.setdefault(row[4], (sig, []))[1].append(nbytes)
-        for _, (sig, sizes) in sorted(calls.items()):
+        for sig, sizes in calls:
             exact.setdefault(sig, sizes)
-            scaled.setdefault(normalize(sig, batch), []).append((batch, sizes))
-        if persistent is None:
-            hid = [s[2] for s in prog.get("static_tensors", []) if s[0] == "hidden:persistent"]
-            if hid:
-                persistent = {"F": hid[:2], "B": hid[2:]}
-    return {"exact": exact, "scaled": scaled, "sources": sources,
+            for norm in normalizations(sig, batch):
+                scaled.setdefault(norm, []).append((batch, sizes))
+                bare, elsize = undtyped(norm)
+                if bare is not None:
+                    dtyped.setdefault(bare, []).append((batch, elsize, sizes))
+        if persistent is None and hid:
+            persistent = {"F": hid[:2], "B": hid[2:]}
+    return {"exact": exact, "scaled": scaled, "dtyped": dtyped, "sources": sources,
             "persistent": persistent or _DEFAULT_PERSISTENT}
 
 
@@ -103,11 +185,19 @@ def lookup(tables, sig, batch):
     sizes = tables["exact"].get(sig)
     if sizes is not None:
         return list(sizes), "exact"
-    cands = tables["scaled"].get(normalize(sig, batch))
-    if not cands:
-        return [], "none"
-    b_ref, sizes = min(cands, key=lambda c: abs(c[0] - batch))
-    return [int(round(s * batch / b_ref)) for s in sizes], "scaled"
+    norms = normalizations(sig, batch)
+    for norm in norms:
+        cands = tables["scaled"].get(norm)
+        if cands:
+            b_ref, sizes = min(cands, key=lambda c: abs(c[0] - batch))
+            return [int(round(s * batch / b_ref)) for s in sizes], "scaled"
+    for norm in norms:
+        bare, elsize = undtyped(norm)
+        cands = tables.get("dtyped", {}).get(bare) if bare is not None else None
+        if cands:
+            b_ref, el_ref, sizes = min(cands, key=lambda c: (abs(c[0] - batch), c[1] != elsize))
+            return [int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype"
+    return [], "none"
 
 
 def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
@@ -132,7 +222,7 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
         pos.append(((op, 1, 0) if kind == "a" else (op, 0, 0), (m, kind, sid)))
     extra = []
     n = 0
-    counts = {"exact": 0, "scaled": 0, "none": 0}
+    counts = {"exact": 0, "scaled": 0, "dtype": 0, "none": 0}
     first_matmul = {}
     for k, op in enumerate(rec.ops):
         mark = op[0]
