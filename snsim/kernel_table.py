@@ -394,11 +394,42 @@ def load_kernel_table(name):
     """The kernel table of hardware preset ``name``, or None if it has none (or a path)."""
     p = Path(name)
     if p.suffix in (".gz", ".csv") and p.exists():
-        return KernelTable.read(p)
+        return _read_cached(p)
     for path in table_paths(name):
         if path.exists():
-            return KernelTable.read(path)
+            return _read_cached(path)
     return None
+
+
+def _read_cached(path):
+    """:meth:`KernelTable.read`, kept in a user cache file per table version (path, mtime,
+    size, this module's source): reading the CSV with pandas and grouping it cost seconds of
+    every ``snsim predict``. A cache that cannot be read or written is skipped."""
+    import hashlib
+    import os
+    import pickle
+    st = os.stat(path)
+    me = Path(__file__).stat()
+    key = hashlib.sha1(f"{Path(path).resolve()}\0{st.st_mtime_ns}\0{st.st_size}\0"
+                       f"{me.st_mtime_ns}\0{me.st_size}".encode()).hexdigest()
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    cached = Path(root) / "snsim" / "kernels" / f"{key}.pickle"
+    try:
+        with open(cached, "rb") as f:
+            table = pickle.load(f)
+        if isinstance(table, KernelTable):
+            return table
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        pass
+    table = KernelTable.read(path)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps(table))
+        os.replace(tmp, cached)
+    except OSError:
+        pass
+    return table
 
 
 def host_stream(gpu_s, host_s, iterations=None):
