@@ -3,7 +3,7 @@
     # on the GPU (scripts/device_amp.sh runs this): one capture per configuration
     PYTHONPATH=. python3 scripts/amp_suite.py capture --out DIR [--deadline-s 270]
     # here, after the captures are unpacked: snsim predict of the same configurations
-    PYTHONPATH=. python scripts/amp_suite.py compare traces/h200/amp [--csv amp_errors.csv]
+    PYTHONPATH=. python scripts/amp_suite.py compare traces/h200/amp [--csv amp_errors.csv] [--only REGEX]
 
 The configurations (:data:`CONFIGS`) cover CNNs and transformers at two batch sizes, bf16 and
 fp16 autocast, SGD with momentum and AdamW in foreach and fused kernels, and fp32 AdamW. They
@@ -17,6 +17,7 @@ import argparse
 import csv
 import gzip
 import json
+import re
 import statistics
 import sys
 import time
@@ -105,6 +106,8 @@ def cmd_compare(args):
     from snsim.torchsim.predict import predict
     rows = []
     for path in sorted(Path(args.folder).glob("*.json.gz")):
+        if args.only and not re.search(args.only, path.name):
+            continue
         doc = json.load(gzip.open(path))
         prov, meas = doc["provenance"], doc["measured"]
         setup = TrainSetup.parse(prov.get("optimizer", "sgd-momentum"),
@@ -155,6 +158,7 @@ def main(argv=None):
     q = sub.add_parser("compare", help="snsim predict against the captures (CPU)")
     q.add_argument("folder")
     q.add_argument("--csv", default=None)
+    q.add_argument("--only", default=None, help="a regular expression: the captures to compare")
     q.set_defaults(func=cmd_compare)
     args = p.parse_args(argv)
     return args.func(args)

@@ -46,6 +46,13 @@ COMPUTE_FAMILIES = frozenset({"convolution", "convolution_backward", "mm", "addm
 # fitted over the other ops only. DenseNet's backward is 40% such adds (every concatenated
 # feature map feeds every later layer), ResNet's one per block.
 GRAD_ACCUMULATE_OPS = frozenset({"add"})
+# dtype casts (aten ``_to_copy``) in forward and backward. Under autocast they are a fifth of a
+# step's kernels (ResNet-50 bf16: 113 of 525): the Autocast dispatch key issues the forward
+# casts inside the call of the op it casts for (C++, no module, no Python), and their
+# backward (ToCopyBackward0) is one cast back issued by the engine. Like the gradient sums, a
+# cast costs the aten call alone and the fitted per-op overhead is fitted over the other ops.
+# An explicit ``.to()`` in a forward belongs to a module whose other ops carry its overhead.
+CAST_OPS = frozenset({"_to_copy"})
 # aten ops that launch no kernel (views, metadata, profiler ranges): no GPU time, and the host
 # cost per op that calibrate measures is per op outside this set (it absorbs their dispatch)
 NO_KERNEL_OPS = frozenset({
@@ -252,6 +259,7 @@ class KernelTable:
             aten = sum(int(c) * self._aten_host(family_of(k)) for k, _, c in ops)
             if r["cls"] == "B":   # the engine's gradient sums carry no overhead (see above)
                 n -= sum(int(c) for k, _, c in ops if family_of(k) in GRAD_ACCUMULATE_OPS)
+            n -= sum(int(c) for k, _, c in ops if k in CAST_OPS)   # nor do casts
             if n <= 0:
                 continue
             per.setdefault(r["cls"], []).append(max(float(r["host_s"]) - aten, 0.0) / n)
@@ -361,10 +369,11 @@ class KernelTable:
                                         for b, r in zip(nbytes[order], rate)]}
         return out
 
-    def host_s(self, phase, family="", ntensors=0):
+    def host_s(self, phase, family="", ntensors=0, name=""):
         """Host seconds to issue one kernel-launching op of ``phase`` (F, B, U) in eager
         PyTorch; foreach ops by their tensor count where the table timed them; the autograd
-        engine's gradient sums (:data:`GRAD_ACCUMULATE_OPS` in backward) by the aten call alone."""
+        engine's gradient sums (:data:`GRAD_ACCUMULATE_OPS` in backward) and dtype casts (aten
+        op ``name`` in :data:`CAST_OPS`) by the aten call alone."""
         if family.startswith("_foreach") and ntensors:
             key = (family, "float32") if (family, "float32") in self._groups else None
             if key is not None:
@@ -374,7 +383,8 @@ class KernelTable:
                 order = np.argsort(d, kind="stable")[:K_NEAREST]
                 w = 1.0 / (d[order] + 0.05) ** 2
                 return float((w * host[order]).sum() / w.sum())
-        if phase == "B" and family in GRAD_ACCUMULATE_OPS and self.aten_host:
+        if (phase == "B" and family in GRAD_ACCUMULATE_OPS or name in CAST_OPS) \
+                and self.aten_host:
             return self._aten_host(family)
         if phase in self.host_overhead:
             return self.host_overhead[phase] + self._aten_host(family)

@@ -146,7 +146,7 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None):
             if op[1] not in NO_KERNEL_OPS:
                 phase = marks[op[0]][1] if op[0] >= 0 else "F"
                 ntensors = len(op[2]) + len(op[3])
-                host_s[i] = table.host_s(phase, family_of(op[1]), ntensors)
+                host_s[i] = table.host_s(phase, family_of(op[1]), ntensors, name=op[1])
         iters = [marks[op[0]][3] if op[0] >= 0 else -1 for op in ops]
         times = host_stream(gpu, host_s, iters)
     if report is not None:
