@@ -102,6 +102,7 @@ def _pct(pred, meas):
 
 
 def cmd_compare(args):
+    import torch
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.predict import predict
     rows = []
@@ -116,8 +117,12 @@ def cmd_compare(args):
         r = predict(prov["model"], prov["batch"], optimizer=setup,
                     input_shape=tuple(prov["input_shape"]),
                     hidden_exclude=(path.name,))   # leave-one-out if it is in traces/h200
-        row = {"trace": path.name, "amp": setup.amp or "none", "optimizer": setup.optimizer,
-               "impl": setup.optimizer_impl, "predict_wall_s": round(time.perf_counter() - t, 1)}
+        row = {"trace": path.name, "model": prov["model"], "batch": prov["batch"],
+               "amp": setup.amp or "none", "optimizer": setup.optimizer,
+               "impl": setup.optimizer_impl, "predict_wall_s": round(time.perf_counter() - t, 1),
+               "predict_torch": torch.__version__,
+               "predict_cuda": torch.version.cuda or "none (CPU build)",
+               "capture_torch": prov.get("torch", ""), "capture_cuda": prov.get("cuda", "")}
         for q in ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s"):
             row[f"{q}_pred"] = r[q]
             row[f"{q}_meas"] = meas[q]
