@@ -9,7 +9,10 @@ Needs neither torch nor a GPU. Everything comes from ``traces/h200``:
   order and per-step times): **replayed** through the engine, and used as the programs of the
   engine's what-if plans;
 * ``edge/`` — the out-of-memory edge of real runs under a capped allocator, and snsim's
-  verdicts there.
+  verdicts there;
+* ``amp/`` — captures of bf16/fp16 autocast and AdamW (foreach and fused) runs
+  (``scripts/amp_suite.py capture``) and ``amp/predictions.csv``, ``snsim predict`` of each
+  (``scripts/amp_suite.py compare traces/h200/amp --csv traces/h200/amp/predictions.csv``).
 
 Predictions and replays are reported apart: a replay reuses the run's own events and times.
 """
@@ -162,6 +165,90 @@ def k40c_section():
             "faster, so the preset models the 2014 library.\n\n"
             + _table(["network", "batch", "library", "passes", "SM clock MHz", "published ms",
                       "modelled ms", "err %", "use", "source"], body) + "\n")
+
+
+AMP_QUANTITIES = (("peak_allocated_bytes", "allocated"), ("peak_reserved_bytes", "reserved"),
+                  ("step_time_s", "step time"))
+
+
+def amp_groups(rows):
+    """``[(label, rows)]``: all rows, then by precision, then by optimizer and implementation
+    (rows of ``scripts/amp_suite.py compare``'s CSV, as dicts)."""
+    out = [("all", rows)]
+    for amp in ("none", "bf16", "fp16"):
+        out.append((f"amp {'fp32' if amp == 'none' else amp}",
+                    [r for r in rows if r["amp"] == amp]))
+    for opt, impl in sorted({(r["optimizer"], r["impl"]) for r in rows}):
+        out.append((f"{opt} {impl}", [r for r in rows
+                                      if (r["optimizer"], r["impl"]) == (opt, impl)]))
+    return [(label, rs) for label, rs in out if rs]
+
+
+def amp_error_stats(rows):
+    """``{quantity: (median |err| %, max |err| %)}`` over prediction rows."""
+    import statistics
+    out = {}
+    for q, _ in AMP_QUANTITIES:
+        errs = [abs(float(r[f"{q}_err_pct"])) for r in rows if r.get(f"{q}_err_pct") not in
+                (None, "")]
+        out[q] = (statistics.median(errs), max(errs)) if errs else (float("nan"),) * 2
+    return out
+
+
+def amp_section(traces_dir):
+    """Section 8: ``snsim predict`` against real H200 runs in bf16/fp16 autocast and AdamW."""
+    import csv
+    import gzip
+    path = os.path.join(traces_dir, "amp", "predictions.csv")
+    if not os.path.exists(path):
+        return ""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return ""
+    with gzip.open(os.path.join(traces_dir, "amp", rows[0]["trace"]), "rt") as f:
+        cap = json.load(f)["provenance"]
+    pred_env = sorted({(r.get("predict_torch", "?"), r.get("predict_cuda", "?")) for r in rows})
+    stats_rows = []
+    for label, rs in amp_groups(rows):
+        st = amp_error_stats(rs)
+        stats_rows.append([label, len(rs)] + [f"{st[q][0]:.2f} / {st[q][1]:.2f}"
+                                              for q, _ in AMP_QUANTITIES])
+    body = []
+    for r in rows:
+        body.append([r["trace"], r["amp"] if r["amp"] != "none" else "fp32",
+                     f"{r['optimizer']} {r['impl']}",
+                     _gib(float(r["peak_allocated_bytes_pred"])),
+                     _gib(float(r["peak_allocated_bytes_meas"])),
+                     _pct(float(r["peak_allocated_bytes_err_pct"])),
+                     _gib(float(r["peak_reserved_bytes_pred"])),
+                     _gib(float(r["peak_reserved_bytes_meas"])),
+                     _pct(float(r["peak_reserved_bytes_err_pct"])),
+                     f"{float(r['step_time_s_pred']) * 1e3:.2f}",
+                     f"{float(r['step_time_s_meas']) * 1e3:.2f}",
+                     _pct(float(r["step_time_s_err_pct"]))])
+    return ("## 8. Mixed precision and optimizers: predictions against real H200 runs\n\n"
+            f"{len(rows)} captures in `{traces_dir}/amp/` (`scripts/amp_suite.py capture` on "
+            f"the H200: {cap.get('gpu', 'NVIDIA H200')}, torch {cap.get('torch')}, CUDA "
+            f"{cap.get('cuda')}, cuDNN {cap.get('cudnn')}, driver {cap.get('driver')}): seven "
+            "networks at two batches each, `torch.autocast` bf16 and fp16 (with GradScaler), "
+            "SGD momentum (foreach), AdamW foreach and fused, and fp32 AdamW. Each is compared "
+            "with `snsim predict` of the same configuration on a CPU ("
+            + "; ".join(f"torch {t}, CUDA {c}" for t, c in pred_env)
+            + "): CUDA's autocast policy emulated on fake tensors, the workspace tables of the "
+            "fp32 captures in `traces/h200/*.json.gz` only (a bf16/fp16 convolution takes the "
+            "fp32 workspace of its shape scaled by element size: no amp capture informs the "
+            "memory predictions), step times from the kernel table and the host model. The "
+            "kernel table's bf16/fp16 rows (`snsim calibrate --only amp`) include the conv "
+            "layers of ResNet-50, DenseNet-121, VGG16 and MobileNetV2 by shape, not these "
+            "runs' times; GPT, ViT-B/16 and the transformer encoder are networks it never "
+            "saw.\n\n"
+            "Median / max |err| in percent:\n\n"
+            + _table(["configurations", "n", "allocated", "reserved", "step time"],
+                     stats_rows) + "\n\n"
+            + _table(["trace", "amp", "optimizer", "alloc pred GiB", "alloc meas GiB", "err %",
+                      "reserved pred GiB", "reserved meas GiB", "err %", "step pred ms",
+                      "step meas ms", "err %"], body) + "\n")
 
 
 def build_report(traces_dir="traces/h200"):
@@ -339,14 +426,20 @@ def build_report(traces_dir="traces/h200"):
              "14.4% median). The roofline alone is 47% off (median). "
              "Replayed step times (section 5) are not predictions.\n")
     L.append(k40c_section())
+    amp = amp_section(traces_dir)
+    if amp:
+        L.append(amp)
     L.append("## Reproduce\n")
     L.append("```\n# on an H200 (device tool): the plan suite, the edge, captures\n"
              "bash scripts/device_suite.sh plans            # -> traces/h200/plans/\n"
              "python scripts/oom_edge.py --out traces/h200/edge/oom_edge.json\n"
+             "OUT=out bash scripts/device_amp.sh  # tar xzf out/amp_traces.tar.gz -C traces/h200\n"
              "snsim capture --model torchvision:resnet50 --batch 128 --out traces/h200/...\n"
              "# anywhere, no torch: replays and this page\n"
              "snsim validate traces/h200/\n"
              "python scripts/whatif_vs_executed.py\n"
+             "PYTHONPATH=. python scripts/amp_suite.py compare traces/h200/amp \\\n"
+             "    --csv traces/h200/amp/predictions.csv     # section 8 (torch, CPU)\n"
              "python -m snsim.torchsim.report\n```\n")
     return "\n".join(L)
 
