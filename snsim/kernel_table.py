@@ -53,6 +53,9 @@ GRAD_ACCUMULATE_OPS = frozenset({"add"})
 # cast costs the aten call alone and the fitted per-op overhead is fitted over the other ops.
 # An explicit ``.to()`` in a forward belongs to a module whose other ops carry its overhead.
 CAST_OPS = frozenset({"_to_copy"})
+# ``Tensor.item()``: a synchronous copy of a scalar to pageable host memory; the host waits for
+# the GPU there (:func:`host_stream`), then pays the copy's issue cost (copy_d2h_pageable)
+HOST_READ_OPS = frozenset({"_local_scalar_dense"})
 # aten ops that launch no kernel (views, metadata, profiler ranges): no GPU time, and the host
 # cost per op that calibrate measures is per op outside this set (it absorbs their dispatch)
 NO_KERNEL_OPS = frozenset({
@@ -386,6 +389,8 @@ class KernelTable:
         if (phase == "B" and family in GRAD_ACCUMULATE_OPS or name in CAST_OPS) \
                 and self.aten_host:
             return self._aten_host(family)
+        if name in HOST_READ_OPS:
+            return self.aten_host.get("copy_d2h_pageable", 0.0)
         if phase in self.host_overhead:
             return self.host_overhead[phase] + self._aten_host(family)
         if phase in self.host:
@@ -442,13 +447,16 @@ def _read_cached(path):
     return table
 
 
-def host_stream(gpu_s, host_s, iterations=None):
+def host_stream(gpu_s, host_s, iterations=None, syncs=()):
     """Each op's share of a schedule where the host issues ops in order and the GPU runs them.
 
     Op ``i`` is issued at ``H_i = H_{i-1} + host_s[i]`` and runs from
     ``max(G_{i-1}, H_i)`` to ``G_i``; its share is ``G_i - G_{i-1}``, so the shares of an
     iteration sum to its makespan. Both clocks restart at every new ``iterations`` value (a
-    measured iteration starts from an idle GPU: the timing loop synchronises).
+    measured iteration starts from an idle GPU: the timing loop synchronises). An op in
+    ``syncs`` (indices: a ``.item()`` read) waits for the GPU to finish before it is issued,
+    ``H_i = max(H_{i-1}, G_{i-1}) + host_s[i]``: the host then issues the next kernels to an
+    idle GPU.
 
     Examples
     --------
@@ -456,8 +464,11 @@ def host_stream(gpu_s, host_s, iterations=None):
     [1.5, 1.0, 1.0]
     >>> host_stream([0.1, 0.1], [1.0, 1.0])                 # CPU-bound: the host's pace
     [1.1, 1.0]
+    >>> host_stream([1.0, 0.0, 1.0], [0.5, 0.25, 0.5], syncs={1})   # the host waits at op 1
+    [1.5, 0.25, 1.5]
     """
     out = []
+    syncs = set(syncs)
     h = g = 0.0
     prev_it = None
     for i, (t, c) in enumerate(zip(gpu_s, host_s)):
@@ -465,6 +476,8 @@ def host_stream(gpu_s, host_s, iterations=None):
         if it != prev_it:
             h = g = 0.0
             prev_it = it
+        if i in syncs:
+            h = max(h, g)
         h += c
         end = max(g, h) + t if (t or c) else g
         out.append(end - g)

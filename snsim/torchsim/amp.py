@@ -132,11 +132,18 @@ class TrainSetup:
 def _no_overflow_scaler(device_type):
     import torch
 
+    from .record import record_host_read
+
     class _NoOverflowScaler(torch.amp.GradScaler):
         """GradScaler whose step does not read ``found_inf`` back (``.item()`` has no value
-        on a fake tensor): the optimizer always steps, as in a step without overflow."""
+        on a fake tensor): the optimizer always steps, as in a step without overflow. The
+        read is recorded: on a GPU the host waits there for the backward to finish, before
+        it issues the optimizer's kernels (a fused optimizer takes ``found_inf`` on the
+        device and never comes here)."""
 
         def _maybe_opt_step(self, optimizer, optimizer_state, *args, **kwargs):
+            for found_inf in optimizer_state["found_inf_per_device"].values():
+                record_host_read(found_inf)
             return optimizer.step(*args, **kwargs)
 
     return _NoOverflowScaler(device_type)

@@ -19,8 +19,9 @@ PCIe time for their bytes, on the compute stream as ``save_on_cpu``'s copies do.
 """
 from __future__ import annotations
 
-from ..kernel_table import (BN_FAMILIES, NO_KERNEL_OPS, bn_class, conv_class,  # noqa: F401
-                            family_of, host_stream, load_kernel_table, sig_dtype)
+from ..kernel_table import (BN_FAMILIES, HOST_READ_OPS, NO_KERNEL_OPS,  # noqa: F401
+                            bn_class, conv_class, family_of, host_stream, load_kernel_table,
+                            sig_dtype)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -142,13 +143,16 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None):
     times = list(gpu)
     host_s = [0.0] * len(ops)
     if host and marks is not None and table is not None and table.host:
+        syncs = []
         for i, op in enumerate(ops):
-            if op[1] not in NO_KERNEL_OPS:
+            if op[1] not in NO_KERNEL_OPS or op[1] in HOST_READ_OPS:
                 phase = marks[op[0]][1] if op[0] >= 0 else "F"
                 ntensors = len(op[2]) + len(op[3])
                 host_s[i] = table.host_s(phase, family_of(op[1]), ntensors, name=op[1])
+            if op[1] in HOST_READ_OPS:
+                syncs.append(i)
         iters = [marks[op[0]][3] if op[0] >= 0 else -1 for op in ops]
-        times = host_stream(gpu, host_s, iters)
+        times = host_stream(gpu, host_s, iters, syncs)
     if report is not None:
         last = max((marks[op[0]][3] for op in ops if op[0] >= 0), default=-1) \
             if marks is not None else None

@@ -228,6 +228,13 @@ class Recorder:
         sig = signature(name, args, kwargs) if name in SIGNATURE_OPS else ""
         self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig))
 
+    def host_read(self, t):
+        """Record a device-to-host read of ``t`` (``Tensor.item()``, aten
+        ``_local_scalar_dense``) that a fake run cannot make: a fake tensor has no value."""
+        sid = self.sid_of(t)
+        self.ops.append((self.cur, HOST_READ_OP, (sid,) if sid is not None else (), (), 0,
+                         concrete_int(t.numel()) * t.element_size(), ""))
+
     def pack(self, t):
         sid = self.sid_of(t)
         if sid is not None:
@@ -243,6 +250,18 @@ class Recorder:
     def active(self):
         """Context manager: record every aten op while inside."""
         return _RecordMode(self)
+
+
+HOST_READ_OP = "_local_scalar_dense"
+
+
+def record_host_read(t):
+    """:meth:`Recorder.host_read` on the recorder active here (none: nothing): where a fake run
+    skips a ``.item()`` a real step makes (GradScaler's found-inf check)."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+    for mode in _get_current_dispatch_mode_stack():
+        if isinstance(mode, _RecordMode):
+            mode.rec.host_read(t)
 
 
 class _RecordMode(TorchDispatchMode):
