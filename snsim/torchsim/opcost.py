@@ -105,7 +105,8 @@ def _table_time(table, op):
     return t, src
 
 
-def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None):
+def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
+               host_sids=frozenset()):
     """Modelled time of every recorded op ``(mark, name, reads, news, flops, bytes[, sig])``.
 
     Parameters
@@ -121,6 +122,9 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None):
         ``"auto"``: the preset's table if it has one (:func:`snsim.kernel_table.load_kernel_table`).
     host : bool
         Model the host (needs ``marks`` and a table with host costs); False: GPU time only.
+    host_sids : set of int
+        Storages that live in host memory on the GPU (excluded from the recording): a
+        ``.item()`` of one does not wait for the GPU.
     report : dict, optional
         Filled with the seconds of the last iteration by source (``table``, ``fitted``,
         ``proxy``, ``roofline``), ``gpu_s``, ``host_s`` and ``wait_s`` (the GPU idle for the
@@ -145,11 +149,14 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None):
     if host and marks is not None and table is not None and table.host:
         syncs = []
         for i, op in enumerate(ops):
-            if op[1] not in NO_KERNEL_OPS or op[1] in HOST_READ_OPS:
+            # a .item() of a device tensor; host tensors (a foreach optimizer's step
+            # counters) are read without the GPU
+            sync = op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])
+            if op[1] not in NO_KERNEL_OPS or sync:
                 phase = marks[op[0]][1] if op[0] >= 0 else "F"
                 ntensors = len(op[2]) + len(op[3])
                 host_s[i] = table.host_s(phase, family_of(op[1]), ntensors, name=op[1])
-            if op[1] in HOST_READ_OPS:
+            if sync:
                 syncs.append(i)
         iters = [marks[op[0]][3] if op[0] >= 0 else -1 for op in ops]
         times = host_stream(gpu, host_s, iters, syncs)
