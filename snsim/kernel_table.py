@@ -53,6 +53,17 @@ GRAD_ACCUMULATE_OPS = frozenset({"add"})
 # cast costs the aten call alone and the fitted per-op overhead is fitted over the other ops.
 # An explicit ``.to()`` in a forward belongs to a module whose other ops carry its overhead.
 CAST_OPS = frozenset({"_to_copy"})
+# fp16 and bf16 rows are one group per family: the same kernels, templated on a 2-byte type
+# (cuDNN's and cuBLAS's half-precision engines, ATen's elementwise and norm kernels), and the
+# same tensor-core rate on sm80+ (H100/H200: 989 TFLOPS dense for both). A table measured in
+# one of them (calibrate's network conv layers are bf16) times the other; a table with both
+# interpolates over both.
+_HALF_POOL = {"float16": "bfloat16", "fp16": "bf16"}
+
+
+def _pooled(dtype_or_math):
+    return _HALF_POOL.get(dtype_or_math, dtype_or_math)
+
 # ``Tensor.item()``: a synchronous copy of a scalar to pageable host memory; the host waits for
 # the GPU there (:func:`host_stream`), then pays the copy's issue cost (copy_d2h_pageable)
 HOST_READ_OPS = frozenset({"_local_scalar_dense"})
@@ -213,7 +224,7 @@ class KernelTable:
             self.host[phase] = float(np.median(g["time_s"]))
         ops = rows[rows["family"] != "host_step"].fillna({"cls": "", "math": ""})
         for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
-            key = (fam, mth if fam in COMPUTE_FAMILIES else dt)
+            key = (fam, _pooled(mth) if fam in COMPUTE_FAMILIES else _pooled(dt))
             flops = g["flops"].to_numpy(float)
             nbytes = g["bytes"].to_numpy(float)
             ref = self._ref(flops, nbytes)
@@ -306,8 +317,8 @@ class KernelTable:
 
     def _key(self, family, dtype, math_):
         if family in COMPUTE_FAMILIES:
-            return (family, math_)
-        return (family, dtype)
+            return (family, _pooled(math_))
+        return (family, _pooled(dtype))
 
     def time_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",
                math_="tf32"):
@@ -324,7 +335,8 @@ class KernelTable:
         if key not in self._groups:
             key = None
             if family not in COMPUTE_FAMILIES and not family.startswith("sdpa"):
-                for p in ((family, "float32"),) + tuple((f, dtype) for f in PROXY) + tuple(
+                half = _pooled(dtype)
+                for p in ((family, "float32"),) + tuple((f, half) for f in PROXY) + tuple(
                         (f, "float32") for f in PROXY):
                     if p in self._groups:
                         key, src = p, ("proxy" if p[0] != family else "table")

@@ -94,15 +94,9 @@ def _table_time(table, op):
         mth, cls = ("bf16" if half else "float32"), ""
     ntensors = (len(op[2]) + len(op[3])
                 if fam.startswith(("_foreach", "_fused_", "_amp_foreach")) else 0)
-    t, src = table.time_s(fam, flops=flops, nbytes=nbytes, ntensors=ntensors, cls=cls,
-                          dtype=dtype, math_=mth)
-    if t is None and mth == "fp16":
-        # a table without fp16 rows: the bf16 rows (the same tensor-core rate on sm80+), as
-        # a proxy the time report names
-        t, src = table.time_s(fam, flops=flops, nbytes=nbytes, ntensors=ntensors, cls=cls,
-                              dtype="bfloat16", math_="bf16")
-        src = "proxy" if t is not None else src
-    return t, src
+    # fp16 and bf16 rows are one group (snsim.kernel_table._HALF_POOL)
+    return table.time_s(fam, flops=flops, nbytes=nbytes, ntensors=ntensors, cls=cls,
+                        dtype=dtype, math_=mth)
 
 
 def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
