@@ -153,6 +153,28 @@ def conv_class(sig):
     return f"{g}k{w[2]}x{w[3]}s{stride}"
 
 
+MATMUL_FAMILIES = frozenset({"mm", "addmm", "bmm"})
+
+
+def matmul_class(sig):
+    """Shape class of a recorded matmul signature: ``"a8"`` when every operand's last two
+    dimensions are multiples of 8 (16-byte rows in a 2-byte dtype: what cuBLAS's fastest
+    tensor-core kernels need, and what model widths are), else ``""``.
+
+    Tables calibrated before 2026-11-30 sampled random dimensions (all ``""``; half-precision
+    rows at 60-180 TFLOPS where aligned GEMMs of the same size run several times faster):
+    a class the table has no row of is looked up without classes.
+
+    >>> matmul_class("addmm bfloat16[3072] bfloat16[12608, 768] bfloat16[768, 3072]")
+    'a8'
+    >>> matmul_class("mm bfloat16[775, 255] bfloat16[255, 6365]")
+    ''
+    """
+    dims = [int(v) for _, shape in _TENSOR.findall(sig) for v in shape.split(",")[-2:]
+            if v.strip()]
+    return "a8" if dims and all(v % 8 == 0 for v in dims) else ""
+
+
 BN_FAMILIES = frozenset({"native_batch_norm", "native_batch_norm_backward"})
 _BN_CLS = re.compile(r"^c(\d+)hw(\d+)$")
 BN_SHAPE_WEIGHT = 1.0    # squared distance per (e-fold in channels)^2 and (e-fold in H*W)^2
@@ -344,6 +366,8 @@ class KernelTable:
             if key is None:
                 return None, "roofline"
         feats, lr, classes, _ = self._groups[key]
+        if cls and family in MATMUL_FAMILIES and not (classes == cls).any():
+            cls = ""    # a table without rows of this class (see matmul_class)
         q = np.array([math.log1p(flops), math.log1p(nbytes), math.log1p(ntensors)])
         d2 = ((feats - q) ** 2).sum(axis=1)
         bn = self._bn.get(key)

@@ -204,3 +204,25 @@ def test_opcost_passes_the_bn_class():
           "cudnn_batch_norm_backward float32[8, 256, 14, 14] float32[8, 256, 14, 14]")
     _table_time(spy, op)
     assert spy.seen == ("native_batch_norm_backward", "c256hw196")
+
+
+def _mm_rows(cls, tflops, dtype="bfloat16", math_="bf16"):
+    return [{"family": "mm", "dtype": dtype, "math": math_, "cls": cls, "flops": f,
+             "bytes": 1e7, "ntensors": 0, "time_s": f / (tflops * 1e12), "host_s": 5e-6,
+             "shape": ""} for f in np.geomspace(1e9, 1e12, 8)]
+
+
+def test_aligned_matmuls_use_aligned_rows_and_fp16_pools_with_bf16():
+    """An aligned half-precision GEMM takes the aligned rows (here 600 TFLOP/s, unaligned
+    100); a table without aligned rows is looked up without classes; fp16 queries read the
+    bf16 rows (one group: the same kernels and tensor-core rate)."""
+    both = KernelTable(pd.DataFrame(_mm_rows("a8", 600) + _mm_rows("", 100)))
+    only = KernelTable(pd.DataFrame(_mm_rows("", 100)))
+    f = 3e10
+    for dtype, math_ in (("bfloat16", "bf16"), ("float16", "fp16")):
+        t, src = both.time_s("mm", flops=f, nbytes=1e7, cls="a8", dtype=dtype, math_=math_)
+        assert src == "table" and f / t / 1e12 == pytest.approx(600, rel=0.02)
+        t, _ = both.time_s("mm", flops=f, nbytes=1e7, cls="", dtype=dtype, math_=math_)
+        assert f / t / 1e12 == pytest.approx(100, rel=0.02)
+        t, src = only.time_s("mm", flops=f, nbytes=1e7, cls="a8", dtype=dtype, math_=math_)
+        assert src == "table" and f / t / 1e12 == pytest.approx(100, rel=0.02)

@@ -292,6 +292,10 @@ class Calibrator:
         made = 0
         while made < count and not self.late():
             m, k, n = (int(_loguniform(rng, 1, 32768)) for _ in range(3))
+            if rng.random() < 0.5:   # model widths: multiples of 64 (of 8 below 64)
+                m, k, n = (max(8, (v + 32) // 64 * 64 if v >= 64 else (v + 4) // 8 * 8)
+                           for v in (m, k, n))
+            cls = "a8" if all(v % 8 == 0 for v in (m, k, n)) else ""   # kernel_table.matmul_class
             op = rng.choice(["mm", "mm", "addmm", "bmm"])
             bt = int(_loguniform(rng, 1, 512)) if op == "bmm" else 1
             if 2 * bt * m * k * n > max_flops or bt * (m * k + k * n + m * n) * 4 > 3e9:
@@ -310,7 +314,7 @@ class Calibrator:
 
             def one():
                 out = fn(*args)
-                self.add(op, dtype, math_, "", lambda: fn(*args),
+                self.add(op, dtype, math_, cls, lambda: fn(*args),
                          flops=_flops(torch, fn, args, {}, out),
                          nbytes=_nbytes(torch, args, out), shape=f"b{bt} m{m} k{k} n{n}")
             self.guarded(op, one)

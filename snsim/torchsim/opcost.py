@@ -19,9 +19,9 @@ PCIe time for their bytes, on the compute stream as ``save_on_cpu``'s copies do.
 """
 from __future__ import annotations
 
-from ..kernel_table import (BN_FAMILIES, HOST_READ_OPS, NO_KERNEL_OPS,  # noqa: F401
-                            bn_class, conv_class, family_of, host_stream, load_kernel_table,
-                            sig_dtype)
+from ..kernel_table import (BN_FAMILIES, HOST_READ_OPS, MATMUL_FAMILIES,  # noqa: F401
+                            NO_KERNEL_OPS, bn_class, conv_class, family_of, host_stream,
+                            load_kernel_table, matmul_class, sig_dtype)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -84,8 +84,8 @@ def _table_time(table, op):
     half = {"bfloat16": "bf16", "float16": "fp16"}.get(dtype)
     if fam.startswith("convolution"):
         mth, cls = (half or "tf32"), conv_class(sig)
-    elif fam in ("mm", "addmm", "bmm") or fam.startswith("sdpa"):
-        mth, cls = (half or "fp32"), ""
+    elif fam in MATMUL_FAMILIES or fam.startswith("sdpa"):
+        mth, cls = (half or "fp32"), (matmul_class(sig) if fam in MATMUL_FAMILIES else "")
         if half and fam.startswith("sdpa_efficient"):   # CUDA picks flash for half inputs
             fam = fam.replace("sdpa_efficient", "sdpa_flash")
     elif fam in BN_FAMILIES:
