@@ -807,7 +807,10 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # of real networks' shapes and the fused/scaler kernels
         "amp": ("amp ", _AMP_FAMILIES, lambda r: (
             r.get("math") == "fp16" or r.get("family") in _AMP_KERNELS
-            or (r.get("math") == "bf16" and str(r.get("shape", "")).startswith("net "))))}
+            or (r.get("math") == "bf16" and str(r.get("shape", "")).startswith("net ")))),
+        # every matmul row again (fp32, tf32, bf16, fp16), half of them at model widths
+        # (class a8: kernel_table.matmul_class); tables before 2026-11-30 had none
+        "matmul": (("matmul ", "amp matmul "), ("mm", "addmm", "bmm"), "all")}
 
 
 def _only_groups(only):
@@ -869,7 +872,8 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
             cal.n(40), torch.float32, "tf32", 3e12 * cap))),
     ]
     if only is not None:
-        keep = tuple(ONLY[g][0] for g in _only_groups(only))
+        keep = tuple(p for g in _only_groups(only)
+                     for p in ((ONLY[g][0],) if isinstance(ONLY[g][0], str) else ONLY[g][0]))
         steps = [st for st in steps if st[0].startswith(keep)]
     done = []
     for name, share, fn in steps:
@@ -1047,7 +1051,9 @@ def _add_calibrate(sub):
     p.add_argument("--only", default=None, metavar="GROUPS",
                    help="re-measure only these groups (comma list): bn (batch norm forward "
                    "and backward over channels x H*W x batch), conv (the conv layers of "
-                   "torchvision CNNs at batches 32-256)")
+                   "torchvision CNNs at batches 32-256), amp (fp16, the bf16 network convs, "
+                   "fused optimizers and GradScaler kernels), matmul (every matmul row, half "
+                   "of them at model widths)")
     p.add_argument("--merge", default=None, metavar="TABLE",
                    help="with --only: write TABLE with the new rows merged in (bn replaces "
                    "all BN rows; conv adds its rows, replacing an earlier conv run's; the "
