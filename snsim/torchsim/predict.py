@@ -32,17 +32,27 @@ from ..errors import ConfigError
 from .models import resolve_model
 
 
-def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_gqa=False):
-    """The fused kernel CUDA's ``scaled_dot_product_attention`` picks on sm80+: ``"flash"``,
-    ``"efficient"`` or ``"math"`` (torch's ``sdp_utils`` checks, the ones our models meet)."""
+# presets of sm90 GPUs (Hopper): torch's sdp_utils puts cuDNN attention first there for fp16/
+# bf16 (check_prefer_cudnn_attention); every half-precision call of the H200 captures in
+# traces/h200/amp (torch 2.11, cuDNN 9.19) ran _scaled_dot_product_cudnn_attention
+CUDNN_ATTENTION_FIRST = frozenset({"h100", "h200"})
+
+
+def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_gqa=False,
+                      cudnn_first=False):
+    """The fused kernel CUDA's ``scaled_dot_product_attention`` picks on sm80+: ``"cudnn"``
+    (sm90 with ``cudnn_first``), ``"flash"``, ``"efficient"`` or ``"math"`` (torch's
+    ``sdp_utils`` checks, the ones our models meet)."""
     import torch
     if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or enable_gqa:
         return "math"
     d = query.shape[-1]
     if any(t.stride(-1) != 1 for t in (query, key, value)) or value.shape[-1] != d:
         return "math"
-    if query.dtype in (torch.float16, torch.bfloat16) and attn_mask is None and d % 8 == 0 \
-            and d <= 256:
+    half = query.dtype in (torch.float16, torch.bfloat16)
+    if cudnn_first and half and attn_mask is None and d % 8 == 0 and d <= 128:
+        return "cudnn"
+    if half and attn_mask is None and d % 8 == 0 and d <= 256:
         return "flash"
     if query.dtype in (torch.float32, torch.float16, torch.bfloat16) and attn_mask is None \
             and d % (16 // query.element_size()) == 0:
@@ -51,8 +61,9 @@ def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_g
 
 
 @contextlib.contextmanager
-def cuda_like_dispatch():
-    """Make CPU fake tensors take the ops CUDA tensors take (fused dropout, fused attention)."""
+def cuda_like_dispatch(gpu="h200"):
+    """Make CPU fake tensors take the ops CUDA tensors of GPU preset ``gpu`` take (fused
+    dropout, fused attention)."""
     import torch
     import torch.nn.functional as F
     orig = F.dropout
@@ -71,7 +82,12 @@ def cuda_like_dispatch():
             low = torch.get_autocast_dtype("cpu")
             query, key, value = (t.to(low) if t.is_floating_point() else t
                                  for t in (query, key, value))
-        kind = cuda_sdpa_backend(query, key, value, attn_mask, dropout_p, enable_gqa)
+        kind = cuda_sdpa_backend(query, key, value, attn_mask, dropout_p, enable_gqa,
+                                 cudnn_first=gpu in CUDNN_ATTENTION_FIRST)
+        if kind == "cudnn":
+            grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
+            return torch.ops.aten._scaled_dot_product_cudnn_attention(
+                query, key, value, None, grad, dropout_p, is_causal, False, scale=scale)[0]
         if kind == "flash":
             return torch.ops.aten._scaled_dot_product_flash_attention(
                 query, key, value, dropout_p, is_causal, False, scale=scale)[0]
@@ -196,7 +212,8 @@ def infer_num_classes_of(net, x):
     return infer_num_classes(net, x)
 
 
-def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transform=None):
+def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transform=None,
+                gpu="h200"):
     """Record ``iterations`` training iterations of ``spec`` under ``FakeTensorMode``.
 
     A model that calls a data-dependent op (``.item()``, ``nonzero``, boolean masking) is
@@ -213,6 +230,8 @@ def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transfor
         The last one is the steady iteration; the ones before are warm-up.
     transform : callable, optional
         ``transform(model) -> model`` applied before training (an execution plan).
+    gpu : str
+        The hardware preset whose CUDA dispatch the fake run follows (attention kernels).
 
     Returns
     -------
@@ -227,17 +246,17 @@ def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transfor
     """
     try:
         return _record_fake(spec, batch, optimizer, iterations=iterations, transform=transform,
-                            symbolic=False)
+                            symbolic=False, gpu=gpu)
     except _Retry:
         return _record_fake(spec, batch, optimizer, iterations=iterations, transform=transform,
-                            symbolic=True)
+                            symbolic=True, gpu=gpu)
 
 
 class _Retry(Exception):
     pass
 
 
-def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic):
+def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu):
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from .amp import as_setup
@@ -248,7 +267,7 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic):
     if symbolic:
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
         shape_env = ShapeEnv()
-    with FakeTensorMode(shape_env=shape_env), torch.device("cpu"), cuda_like_dispatch():
+    with FakeTensorMode(shape_env=shape_env), torch.device("cpu"), cuda_like_dispatch(gpu):
         try:
             with no_init():
                 model = spec.build()
@@ -354,7 +373,7 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     wall = time.perf_counter()
     from .amp import as_setup
     setup = as_setup(optimizer)
-    r = record_fake(spec, batch, setup, transform=transform)
+    r = record_fake(spec, batch, setup, transform=transform, gpu=hw.name)
     rec = r["rec"]
     stream, info = r["stream"], r["info"]
     notes = {}

@@ -61,6 +61,8 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
                            "_scaled_dot_product_efficient_attention_backward",
                            "_scaled_dot_product_flash_attention",
                            "_scaled_dot_product_flash_attention_backward",
+                           "_scaled_dot_product_cudnn_attention",
+                           "_scaled_dot_product_cudnn_attention_backward",
                            "_efficient_attention_forward", "_efficient_attention_backward",
                            "_flash_attention_forward", "_flash_attention_backward"})
 
