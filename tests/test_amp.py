@@ -291,3 +291,29 @@ def test_amp_prediction_matches_the_h200_capture():
         input_shape=tuple(prov["input_shape"]), hidden_exclude=(name,))
     meas = doc["measured"]["peak_allocated_bytes"]
     assert abs(r["peak_allocated_bytes"] - meas) / meas <= 0.02
+
+
+@pytest.mark.parametrize("impl, reads", [("foreach", 1), ("fused", 0)])
+def test_grad_scaler_found_inf_read_is_recorded(mlp, impl, reads):
+    """fp16 with a foreach optimizer: GradScaler reads found_inf back (``.item()``) before
+    the step, so the host waits for the GPU there; the fake run records that read. A fused
+    optimizer takes found_inf on the device: no read."""
+    from snsim.torchsim.models import resolve_model
+    from snsim.torchsim.predict import record_fake
+    r = record_fake(resolve_model(mlp), 4, TrainSetup("adamw", impl, "fp16"), iterations=1)
+    rec = r["rec"]
+    device_reads = [op for op in rec.ops if op[1] == "_local_scalar_dense"
+                    and any(s not in rec.excluded for s in op[2])]
+    assert len(device_reads) == reads
+
+
+def test_half_precision_attention_is_cudnn_on_sm90():
+    """torch's sdp_utils prefers cuDNN attention on sm90 for fp16/bf16 (the H200 captures
+    ran it for every half-precision call); flash elsewhere; fp32 takes efficient."""
+    from snsim.torchsim.predict import cuda_sdpa_backend
+    with FakeTensorMode():
+        q = torch.empty(2, 4, 16, 64, dtype=torch.bfloat16)
+        q32 = torch.empty(2, 4, 16, 64)
+        assert cuda_sdpa_backend(q, q, q, cudnn_first=True) == "cudnn"
+        assert cuda_sdpa_backend(q, q, q) == "flash"
+        assert cuda_sdpa_backend(q32, q32, q32, cudnn_first=True) == "efficient"
