@@ -3,7 +3,7 @@
     # on the GPU (scripts/device_amp.sh runs this): one capture per configuration
     PYTHONPATH=. python3 scripts/amp_suite.py capture --out DIR [--deadline-s 270]
     # here, after the captures are unpacked: snsim predict of the same configurations
-    PYTHONPATH=. python scripts/amp_suite.py compare traces/h200/amp [--csv amp_errors.csv] [--only REGEX]
+    PYTHONPATH=. python scripts/amp_suite.py compare traces/h200/amp [--csv CSV] [--only REGEX]
 
 The configurations (:data:`CONFIGS`) cover CNNs and transformers at two batch sizes, bf16 and
 fp16 autocast, SGD with momentum and AdamW in foreach and fused kernels, and fp32 AdamW. They

@@ -121,7 +121,7 @@ def _capture_table(path, mtime_ns, size):
     if doc.get("provenance", {}).get("kind") == "measured" and rows is not None:
         calls = {}
         for row in rows:
-            op, sig, nbytes, transient = row[0], row[1], int(row[2]), bool(row[3])
+            sig, nbytes, transient = row[1], int(row[2]), bool(row[3])
             if sig and transient and len(row) > 4:
                 calls.setdefault(row[4], (sig, []))[1].append(nbytes)
         hid = [s[2] for s in prog.get("static_tensors", []) if s[0] == "hidden:persistent"]
