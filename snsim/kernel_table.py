@@ -162,8 +162,9 @@ def matmul_class(sig):
     tensor-core kernels need, and what model widths are), else ``""``.
 
     Tables calibrated before 2026-11-30 sampled random dimensions (all ``""``; half-precision
-    rows at 60-180 TFLOPS where aligned GEMMs of the same size run several times faster):
-    a class the table has no row of is looked up without classes.
+    rows at 60-180 TFLOPS where aligned GEMMs of the same size run several times faster): an
+    aligned half-precision call such a table has no row of takes the roofline (tensor cores'
+    half peak); fp32/TF32 ones are looked up without classes.
 
     >>> matmul_class("addmm bfloat16[3072] bfloat16[12608, 768] bfloat16[768, 3072]")
     'a8'
@@ -367,7 +368,13 @@ class KernelTable:
                 return None, "roofline"
         feats, lr, classes, _ = self._groups[key]
         if cls and family in MATMUL_FAMILIES and not (classes == cls).any():
-            cls = ""    # a table without rows of this class (see matmul_class)
+            # a table without rows of this class (see matmul_class): in half precision the
+            # unaligned rows timed another kernel path than the tensor cores' fast one, so
+            # the table cannot place the call (the caller's roofline); fp32 and TF32 rows
+            # are read without classes
+            if key[1] == "bf16":
+                return None, "roofline"
+            cls = ""
         q = np.array([math.log1p(flops), math.log1p(nbytes), math.log1p(ntensors)])
         d2 = ((feats - q) ** 2).sum(axis=1)
         bn = self._bn.get(key)

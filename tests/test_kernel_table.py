@@ -214,8 +214,9 @@ def _mm_rows(cls, tflops, dtype="bfloat16", math_="bf16"):
 
 def test_aligned_matmuls_use_aligned_rows_and_fp16_pools_with_bf16():
     """An aligned half-precision GEMM takes the aligned rows (here 600 TFLOP/s, unaligned
-    100); a table without aligned rows is looked up without classes; fp16 queries read the
-    bf16 rows (one group: the same kernels and tensor-core rate)."""
+    100); a table without aligned rows cannot place it (the roofline), while fp32 ones read
+    such a table without classes; fp16 queries read the bf16 rows (one group: the same
+    kernels and tensor-core rate)."""
     both = KernelTable(pd.DataFrame(_mm_rows("a8", 600) + _mm_rows("", 100)))
     only = KernelTable(pd.DataFrame(_mm_rows("", 100)))
     f = 3e10
@@ -224,5 +225,8 @@ def test_aligned_matmuls_use_aligned_rows_and_fp16_pools_with_bf16():
         assert src == "table" and f / t / 1e12 == pytest.approx(600, rel=0.02)
         t, _ = both.time_s("mm", flops=f, nbytes=1e7, cls="", dtype=dtype, math_=math_)
         assert f / t / 1e12 == pytest.approx(100, rel=0.02)
-        t, src = only.time_s("mm", flops=f, nbytes=1e7, cls="a8", dtype=dtype, math_=math_)
-        assert src == "table" and f / t / 1e12 == pytest.approx(100, rel=0.02)
+        assert only.time_s("mm", flops=f, nbytes=1e7, cls="a8", dtype=dtype,
+                           math_=math_) == (None, "roofline")
+    fp32 = KernelTable(pd.DataFrame(_mm_rows("", 40, "float32", "fp32")))
+    t, src = fp32.time_s("mm", flops=f, nbytes=1e7, cls="a8", dtype="float32", math_="fp32")
+    assert src == "table" and f / t / 1e12 == pytest.approx(40, rel=0.02)
