@@ -128,6 +128,11 @@ def cmd_compare(args):
             row[f"{q}_meas"] = meas[q]
             row[f"{q}_err_pct"] = _pct(r[q], meas[q])
         rows.append(row)
+        if args.csv:   # after every row: a run cut short keeps what it predicted
+            with open(args.csv, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(rows[0]))
+                w.writeheader()
+                w.writerows(rows)
         print(f"{path.name:<48} alloc {row['peak_allocated_bytes_err_pct']:+7.2f}%  reserved "
               f"{row['peak_reserved_bytes_err_pct']:+7.2f}%  step "
               f"{row['step_time_s_err_pct']:+7.2f}% ({r['step_time_s'] * 1e3:.1f} vs "
@@ -139,11 +144,6 @@ def cmd_compare(args):
         errs = [abs(r[f"{q}_err_pct"]) for r in rows if r[f"{q}_err_pct"] is not None]
         print(f"{q}: median |err| {statistics.median(errs):.2f}%, max {max(errs):.2f}% "
               f"over {len(errs)} captures")
-    if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
     return 0
 
 
