@@ -89,6 +89,109 @@ def conv_workspace_bytes(a, pass_name, dtype_bytes=4):
     return x + y + filt
 
 
+def _embed_forward(a, n, new, dtype):
+    """An EMBED layer's forward storages: ``(outputs, temporaries, saved)`` in allocation order.
+
+    Token ids (``snsim:gpt``'s ``wte(tokens) + wpe(arange(s))``): the position ids (int64,
+    kept by the position table's backward), one lookup per table, then their sum. Patches
+    (torchvision's ViT): ``cat([class token, patches])``, then ``+ pos_embedding``.
+    """
+    name = a["name"]
+    nb, s, d = a["out_shape"]
+    y_bytes = nb * s * d * dtype
+    saved, temps = [], []
+    if a.get("vocab"):
+        if a.get("positions"):
+            saved.append(new(f"{name}.position_ids", "activation", s * 8, n))
+        temps.append(new(f"{name}.word", "activation", y_bytes, n))
+        if a.get("positions"):
+            temps.append(new(f"{name}.position", "activation", s * d * dtype, n))
+        if a.get("token_types"):
+            temps.append(new(f"{name}.token_type", "activation", y_bytes, n))
+    else:
+        temps.append(new(f"{name}.cat", "activation", y_bytes, n))
+    return [new(f"{name}.y", "activation", y_bytes, n)], saved + temps, saved
+
+
+def _embed_backward(a, n, dy, new, params_of, add_step, tied_parts, saved, dtype, t_b):
+    """An EMBED layer's backward: one gradient table per lookup (``embedding_dense_backward``;
+    the position table's after a sum over the batch), a tied table's parts summed out of place
+    (autograd's input buffer); patches get ``dy`` itself (``cat`` hands out views). Returns the
+    input's gradient (None for token ids)."""
+    name = a["name"]
+    nb, s, d = a["out_shape"]
+    rows = dict(a.get("pieces", []))
+    if not a.get("vocab"):
+        pg = params_of(n, ("class_token", rows.get("class_token", 0)),
+                       ("pos_weight", rows.get("pos_weight", 0)))
+        add_step(n, "B", t_b, [dy] + pg)
+        return dy
+    if a.get("positions"):
+        red = new(f"{name}.position.grad", "activation_grad", s * d * dtype, n)
+        add_step(n, "B", t_b / 4, [dy, red], name=f"{name}.position_sum")
+        add_step(n, "B", t_b / 4, saved + [red] + params_of(n, ("pos_weight", rows["pos_weight"])),
+                 name=f"{name}.position_backward")
+    if a.get("token_types"):
+        add_step(n, "B", t_b / 4, [dy] + params_of(n, ("type_weight", rows["type_weight"])),
+                 name=f"{name}.token_type_backward")
+    if tied_parts:
+        own = new(f"{name}.weight.grad_own", "activation_grad", rows["weight"] * dtype, n)
+        add_step(n, "B", t_b / 4, [dy, own])
+        add_step(n, "B", 0.0, tied_parts + [own] + params_of(n, ("weight", rows["weight"])),
+                 name=f"{name}.weight.grad_sum")
+    else:
+        add_step(n, "B", t_b / 4, [dy] + params_of(n, ("weight", rows["weight"])))
+    return None
+
+
+def _attention_forward(a, n, x, new, dtype):
+    """An ATTN layer's forward storages: ``(outputs, saved inputs, other saved tensors)``.
+
+    Fused SDPA (``"flash"``): the output, a logsumexp per row and head (fp32; the fp32
+    memory-efficient kernel pads the rows to 32, flash in fp16/bf16 does not) and the RNG
+    seed and offset; it keeps q, k, v — views of the packed projection ``x``. Rotary
+    positions make new q and k (kept instead). Eager: see :func:`_eager_attention`.
+    """
+    name = a["name"]
+    nb, s, _ = a["out_shape"]
+    h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
+    outs = [new(f"{name}.y", "activation", nb * s * h * d * dtype, n)]
+    if a.get("attn_kernel", "flash") == "eager":
+        return outs + _eager_attention(a, n, new, dtype), [x], []
+    rows = -(-s // 32) * 32 if dtype == 4 else s
+    outs += [new(f"{name}.logsumexp", "activation", nb * h * rows * 4, n),
+             new(f"{name}.philox_seed", "activation", 8, n),
+             new(f"{name}.philox_offset", "activation", 8, n)]
+    if a.get("rotary"):
+        outs += [new(f"{name}.q_rot", "activation", nb * s * h * d * dtype, n),
+                 new(f"{name}.k_rot", "activation", nb * s * kv * d * dtype, n)]
+    return outs, [x], outs[1:]
+
+
+def _eager_attention(a, n, new, dtype):
+    raise GraphError(f"layer {n} ({a['name']}): eager attention has no PyTorch semantics yet")
+
+
+def _attention_backward(a, n, dy, sv, new, add_step, x_bytes, dtype, t_b):
+    """An ATTN layer's backward: the q, k and v gradients (rotary: rotated back into new
+    buffers), then ``cat`` into the packed projection's gradient. Returns it."""
+    name = a["name"]
+    nb, s, _ = a["out_shape"]
+    h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
+    q_b, kv_b = nb * s * h * d * dtype, nb * s * kv * d * dtype
+    g = [new(f"{name}.dq", "activation_grad", q_b, n), new(f"{name}.dk", "activation_grad", kv_b, n),
+         new(f"{name}.dv", "activation_grad", kv_b, n)]
+    add_step(n, "B", t_b, sv + [dy] + g)
+    if a.get("rotary"):
+        r = [new(f"{name}.dq_unrot", "activation_grad", q_b, n),
+             new(f"{name}.dk_unrot", "activation_grad", kv_b, n)]
+        add_step(n, "B", 0.0, g[:2] + r, name=f"{name}.rotary_backward")
+        g = r + g[2:]
+    dx = new(f"{name}.dx", "activation_grad", x_bytes, n)
+    add_step(n, "B", 0.0, g + [dx], name=f"{name}.cat")
+    return dx
+
+
 def _with_host(steps, nodes, measured, table, n_params, optimizer):
     """Steps re-timed with the host issuing their kernels: each step's share of the iteration's
     two-resource schedule (:func:`snsim.kernel_table.host_stream`)."""
@@ -238,8 +341,14 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                     new(f"{name}.save_invstd", "activation", c * 4, n)]
             saved[n] = [x]
             extra[n] = outs[1:]
-        elif typ == "ACT" or (typ == "JOIN" and len(users[ins[n][-1]]) == 1
-                              and nodes[ins[n][-1]]["type"] != "ACT"):
+        elif typ == "SLICE":
+            # ``x[:, i]`` is a view: no storage; its backward writes a zero-padded dx
+            store[n] = x
+            add_step(n, "F", t_f, xs, (), tuple(t for t in xs if t is not None))
+            continue
+        elif (typ == "ACT" and a.get("activation", "relu") == "relu") or (
+                typ == "JOIN" and a.get("inplace", True) and len(users[ins[n][-1]]) == 1
+                and nodes[ins[n][-1]]["type"] != "ACT"):
             # in place (ReLU(inplace=True), ``out += identity``) when nothing else reads the
             # input and its producer does not keep it for backward
             target = xs[0] if typ == "ACT" else xs[-1]
@@ -273,11 +382,19 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                     new(f"{name}.mask", "activation", _numel(a["out_shape"]), n)]
             extra[n] = outs[1:]
         elif typ == "SOFTMAX":
-            outs = [new(f"{name}.log_probs", "activation", y_bytes, n),
+            # a language model's loss over (N, S, vocab) logits builds its shifted targets in
+            # the forward (int64 per token), kept by nll_loss for backward
+            targets = ([new(f"{name}.targets", "activation", _numel(a["out_shape"][:-1]) * 8,
+                            n)] if len(a["out_shape"]) == 3 else [])
+            outs = targets + [new(f"{name}.log_probs", "activation", y_bytes, n),
                     new(f"{name}.loss", "activation", 4, n),
                     new(f"{name}.total_weight", "activation", 4, n)]
-            extra[n] = [outs[0], outs[2]]
-            loss_scalar = outs[1]
+            extra[n] = [outs[-3], outs[-1]] + targets
+            loss_scalar = outs[-2]
+            store[n] = outs[-3]
+            xin = tuple(t for t in xs if t is not None)
+            add_step(n, "F", t_f, list(xin) + outs, outs, xin)
+            continue
         elif typ == "LRN":
             # torch's LocalResponseNorm is a chain of elementwise ops and a 3-d average pool;
             # its saved intermediates are modelled as the input, the output and the divisor
@@ -287,6 +404,27 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             extra[n] = list(outs)
         elif typ in ("CONCAT", "JOIN", "PADDING"):
             outs = [new(f"{name}.y", "activation", y_bytes, n)]
+        elif typ == "ACT":      # gelu, silu (keep their input), tanh (keeps its output)
+            outs = [new(f"{name}.y", "activation", y_bytes, n)]
+            saved[n] = [outs[0]] if a["activation"] == "tanh" else [x]
+        elif typ == "MUL":
+            outs = [new(f"{name}.y", "activation", y_bytes, n)]
+            saved[n] = list(xs)
+        elif typ == "NORM":
+            # native_layer_norm: y, mean, rstd (fp32 per row); fused rms_norm: y, rstd
+            rows = _numel(a["out_shape"][:-1])
+            stats = ("mean", "rstd") if a.get("norm") == "layer" else ("rstd",)
+            outs = [new(f"{name}.y", "activation", y_bytes, n)]
+            outs += [new(f"{name}.{st}", "activation", rows * 4, n) for st in stats]
+            saved[n] = [x]
+            extra[n] = outs[1:]
+        elif typ == "EMBED":
+            outs, temps, extra[n] = _embed_forward(a, n, new, dtype)
+            store[n] = outs[0]
+            add_step(n, "F", t_f, temps + outs, outs + extra[n], ())
+            continue
+        elif typ == "ATTN":
+            outs, saved[n], extra[n] = _attention_forward(a, n, x, new, dtype)
         else:
             raise GraphError(f"layer {n} ({name}): type {typ!r} has no PyTorch semantics")
         store[n] = outs[0]
@@ -298,6 +436,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     grad = {}       # value -> storage holding its gradient (possibly a buffer it is a view of)
     pending = {n: len(users[n]) for n in ops}
     param_grads = []
+    tied_parts = []     # gradient parts of a tied weight (GPT-2's LM head), summed at its owner
     ready = []
 
     def deliver(p, g, via):
@@ -356,6 +495,15 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             pg += params_of(n, ("bias", bias))
             add_step(n, "B", t_b - t_data, sv + [dy] + pg[:1] + ws + pg[1:])
             out_grads = [dx]
+        elif typ == "FC" and a.get("tied"):
+            # the weight is the token embedding's: its gradient part waits there to be summed;
+            # mm's backward writes the weight's part before dx
+            part = new(f"{name}.weight.grad_part", "activation_grad",
+                       a["in_features"] * a["out_features"] * dtype, n)
+            tied_parts.append(part)
+            dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
+            add_step(n, "B", t_b, sv + [dy, part, dx])
+            out_grads = [dx]
         elif typ == "FC":
             params = a.get("params", 0)
             bias = a["out_features"] if a.get("bias") else 0
@@ -363,6 +511,23 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             pg = params_of(n, ("weight", params - bias), ("bias", bias))
             add_step(n, "B", t_b, sv + [dy, dx] + pg)
             out_grads = [dx]
+        elif typ == "NORM":
+            dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
+            pg = params_of(n, *parameter_pieces(a))
+            add_step(n, "B", t_b, sv + [dy, dx] + pg)
+            out_grads = [dx]
+        elif typ == "EMBED":
+            dx = _embed_backward(a, n, dy, new, params_of, add_step, tied_parts, extra[n],
+                                 dtype, t_b)
+            out_grads = [dx]
+        elif typ == "ATTN":
+            dx = _attention_backward(a, n, dy, sv, new, add_step, x_bytes[0], dtype, t_b)
+            out_grads = [dx]
+        elif typ == "MUL":
+            dxs = [new(f"{name}.dx{i}", "activation_grad", x_bytes[i], n) if need else None
+                   for i, need in enumerate(needs_dx)]
+            add_step(n, "B", t_b, sv + [dy] + dxs)
+            out_grads = dxs
         elif typ == "BN":
             c = a["out_shape"][1]
             dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
@@ -370,11 +535,11 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             add_step(n, "B", t_b, sv + [dy, dx] + pg)
             out_grads = [dx]
         elif typ == "SOFTMAX":
-            logp, tw = extra[n]
+            logp, tw, *targets = extra[n]
             nb = _numel(a["out_shape"]) * dtype
             seed = new(f"{name}.grad_seed", "activation_grad", 4, n)
             g1 = new(f"{name}.nll_grad", "activation_grad", nb, n)
-            add_step(n, "B", t_b / 2, [tw, seed, g1], name=f"{name}.nll")
+            add_step(n, "B", t_b / 2, [tw, seed, g1] + targets, name=f"{name}.nll")
             dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
             add_step(n, "B", t_b / 2, [logp, g1, dx])
             out_grads = [dx]
@@ -426,7 +591,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         name, typ = a["name"], a["type"]
         if typ == "DATA":
             static_tensors.append(StaticTensor(f"{name}.batch", "input",
-                                               _numel(a["out_shape"]) * dtype, n))
+                                               _numel(a["out_shape"]) * a.get("elem_bytes",
+                                                                              dtype), n))
             continue
         pieces = parameter_pieces(a)
         for piece, count in pieces:
