@@ -156,8 +156,6 @@ def _attention_forward(a, n, x, new, dtype):
     nb, s, _ = a["out_shape"]
     h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
     outs = [new(f"{name}.y", "activation", nb * s * h * d * dtype, n)]
-    if a.get("attn_kernel", "flash") == "eager":
-        return outs + _eager_attention(a, n, new, dtype), [x], []
     rows = -(-s // 32) * 32 if dtype == 4 else s
     outs += [new(f"{name}.logsumexp", "activation", nb * h * rows * 4, n),
              new(f"{name}.philox_seed", "activation", 8, n),
@@ -168,8 +166,69 @@ def _attention_forward(a, n, x, new, dtype):
     return outs, [x], outs[1:]
 
 
-def _eager_attention(a, n, new, dtype):
-    raise GraphError(f"layer {n} ({a['name']}): eager attention has no PyTorch semantics yet")
+def _eager_attention_forward(a, n, x, new, add_step, dtype, t_f):
+    """Eager attention (nanoGPT's math path) as its ops run, one step each, so that the
+    ``S x S`` temporaries die where they do: ``q @ k^T`` on contiguous copies of q and k
+    (kept), the scaled scores; the causal mask (``ones(s, s).triu(1)``, bool, kept by
+    ``masked_fill``); the masked scores and their softmax (kept); ``probs @ v`` on a copy of v
+    (kept) and the ``(N, S, H*D)`` copy of its output. Returns ``(y, saved)``."""
+    name = a["name"]
+    nb, s, _ = a["out_shape"]
+    h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
+    q_b, kv_b, ss_b = nb * s * h * d * dtype, nb * s * kv * d * dtype, nb * h * s * s * dtype
+    q, k = new(f"{name}.q", "activation", q_b, n), new(f"{name}.k", "activation", kv_b, n)
+    scores = new(f"{name}.scores", "activation", ss_b, n)
+    scaled = new(f"{name}.scaled", "activation", ss_b, n)
+    add_step(n, "F", t_f / 2, [x, q, k, scores, scaled], [q, k, scores, scaled], (x,),
+             name=f"{name}.qk")
+    mask, masked = [], []
+    if a.get("causal"):
+        ones = new(f"{name}.ones", "activation", s * s, n)
+        mask = [new(f"{name}.mask", "activation", s * s, n)]
+        add_step(n, "F", 0.0, [ones] + mask, [ones] + mask, (), name=f"{name}.mask")
+        masked = [new(f"{name}.masked", "activation", ss_b, n)]
+    probs = new(f"{name}.probs", "activation", ss_b, n)
+    add_step(n, "F", 0.0, mask + masked + [probs, scaled], masked + [probs], (scaled,),
+             name=f"{name}.softmax")
+    v = new(f"{name}.v", "activation", kv_b, n)
+    pv = new(f"{name}.pv", "activation", q_b, n)
+    y = new(f"{name}.y", "activation", q_b, n)
+    add_step(n, "F", t_f / 2, [x, probs, v, pv, y], [y, v, pv], (x, probs))
+    return y, [q, k, v, probs] + mask
+
+
+def _eager_attention_backward(a, n, dy, saved, new, add_step, x_bytes, dtype, t_b):
+    """Eager attention's backward, op by op: a contiguous copy of dy; ``probs @ v``'s dv and
+    dprobs; the softmax's, the mask's and the scale's gradients (``S x S`` each); ``q @ k^T``'s
+    dq and dk; contiguous copies of dk and dv; ``cat`` into the packed gradient. Returns it."""
+    name = a["name"]
+    nb, s, _ = a["out_shape"]
+    h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
+    q_b, kv_b, ss_b = nb * s * h * d * dtype, nb * s * kv * d * dtype, nb * h * s * s * dtype
+    q, k, v, probs, *mask = saved
+
+    def grad(tag, nbytes):
+        return new(f"{name}.{tag}", "activation_grad", nbytes, n)
+    dyc = grad("dy_contiguous", q_b)
+    add_step(n, "B", 0.0, [dy, dyc], name=f"{name}.dy_clone")
+    dv, dprobs = grad("dv", kv_b), grad("dprobs", ss_b)
+    add_step(n, "B", t_b / 2, [dyc, probs, v, dv, dprobs], name=f"{name}.pv_backward")
+    g = grad("dscores_softmax", ss_b)
+    add_step(n, "B", 0.0, [dprobs, probs, g], name=f"{name}.softmax_backward")
+    if mask:
+        g2 = grad("dscores_masked", ss_b)
+        add_step(n, "B", 0.0, [g] + mask + [g2], name=f"{name}.masked_fill_backward")
+        g = g2
+    dscores = grad("dscores", ss_b)
+    add_step(n, "B", 0.0, [g, dscores], name=f"{name}.scale_backward")
+    dq, dk = grad("dq", q_b), grad("dk", kv_b)
+    add_step(n, "B", t_b / 2, [dscores, q, k, dq, dk], name=f"{name}.qk_backward")
+    dvc, dkc = grad("dv_contiguous", kv_b), grad("dk_contiguous", kv_b)
+    add_step(n, "B", 0.0, [dv, dvc], name=f"{name}.dv_clone")
+    add_step(n, "B", 0.0, [dk, dkc], name=f"{name}.dk_clone")
+    dx = grad("dx", x_bytes)
+    add_step(n, "B", 0.0, [dq, dkc, dvc, dx], name=f"{name}.cat")
+    return dx
 
 
 def _attention_backward(a, n, dy, sv, new, add_step, x_bytes, dtype, t_b):
@@ -319,6 +378,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         if is_data[n]:
             store[n] = None
     loss_scalar = None
+    linger = {}     # node -> storages a Python local keeps alive through its forward step
     for n in ops:
         a = nodes[n]
         typ = a["type"]
@@ -423,6 +483,11 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             store[n] = outs[0]
             add_step(n, "F", t_f, temps + outs, outs + extra[n], ())
             continue
+        elif typ == "ATTN" and a.get("attn_kernel", "flash") == "eager":
+            store[n], extra[n] = _eager_attention_forward(a, n, x, new, add_step, dtype, t_f)
+            for u in users[n]:   # q, k, v (views of x) live until the attention module
+                linger[u] = [x]  # returns, after its output projection
+            continue
         elif typ == "ATTN":
             outs, saved[n], extra[n] = _attention_forward(a, n, x, new, dtype)
         else:
@@ -430,7 +495,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         store[n] = outs[0]
         xin = tuple(t for t in xs if t is not None)
         # the workspace is an output too, so that a replay of the step allocates it again
-        add_step(n, "F", t_f, list(xin) + outs + ws, outs + ws, xin)
+        add_step(n, "F", t_f, list(xin) + outs + ws + linger.get(n, []), outs + ws, xin)
 
     # -- backward: autograd's ready queue, latest node first ------------------------------------
     grad = {}       # value -> storage holding its gradient (possibly a buffer it is a view of)
@@ -519,6 +584,10 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         elif typ == "EMBED":
             dx = _embed_backward(a, n, dy, new, params_of, add_step, tied_parts, extra[n],
                                  dtype, t_b)
+            out_grads = [dx]
+        elif typ == "ATTN" and a.get("attn_kernel", "flash") == "eager":
+            dx = _eager_attention_backward(a, n, dy, extra[n], new, add_step, x_bytes[0], dtype,
+                                           t_b)
             out_grads = [dx]
         elif typ == "ATTN":
             dx = _attention_backward(a, n, dy, sv, new, add_step, x_bytes[0], dtype, t_b)

@@ -222,6 +222,7 @@ def transformer_classes():
         LayerNorm, LM head tied to the token embedding. ``forward(tokens)`` returns the mean
         next-token cross entropy (a 0-d loss; the last position has no target).
     """
+    import math
     import types
 
     import torch
@@ -248,10 +249,11 @@ def transformer_classes():
             return self.head(h.mean(dim=1))
 
     class CausalSelfAttention(nn.Module):
-        def __init__(self, d_model, n_head, dropout):
+        def __init__(self, d_model, n_head, dropout, attention="sdpa"):
             super().__init__()
             self.n_head = n_head
             self.dropout = dropout
+            self.attention = attention
             self.c_attn = nn.Linear(d_model, 3 * d_model)
             self.c_proj = nn.Linear(d_model, d_model)
             self.resid_drop = nn.Dropout(dropout)
@@ -261,29 +263,36 @@ def transformer_classes():
             q, k, v = self.c_attn(x).split(c, dim=2)
             q, k, v = (t.view(b, s, self.n_head, c // self.n_head).transpose(1, 2)
                        for t in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                               dropout_p=self.dropout if self.training else 0.0)
+            if self.attention == "eager":   # nanoGPT's math path: the s x s scores exist
+                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+                mask = torch.ones(s, s, dtype=torch.bool, device=x.device).triu(1)
+                att = F.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
+                y = att @ v
+            else:
+                y = F.scaled_dot_product_attention(
+                    q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
             y = y.transpose(1, 2).contiguous().view(b, s, c)
             return self.resid_drop(self.c_proj(y))
 
     class MLP(nn.Module):
-        def __init__(self, d_model, dropout):
+        def __init__(self, d_model, dropout, hidden=None):
             super().__init__()
-            self.c_fc = nn.Linear(d_model, 4 * d_model)
+            hidden = hidden or 4 * d_model
+            self.c_fc = nn.Linear(d_model, hidden)
             self.gelu = nn.GELU()
-            self.c_proj = nn.Linear(4 * d_model, d_model)
+            self.c_proj = nn.Linear(hidden, d_model)
             self.drop = nn.Dropout(dropout)
 
         def forward(self, x):
             return self.drop(self.c_proj(self.gelu(self.c_fc(x))))
 
     class Block(nn.Module):
-        def __init__(self, d_model, n_head, dropout):
+        def __init__(self, d_model, n_head, dropout, hidden=None, attention="sdpa"):
             super().__init__()
             self.ln_1 = nn.LayerNorm(d_model)
-            self.attn = CausalSelfAttention(d_model, n_head, dropout)
+            self.attn = CausalSelfAttention(d_model, n_head, dropout, attention)
             self.ln_2 = nn.LayerNorm(d_model)
-            self.mlp = MLP(d_model, dropout)
+            self.mlp = MLP(d_model, dropout, hidden)
 
         def forward(self, x):
             x = x + self.attn(self.ln_1(x))
@@ -291,12 +300,13 @@ def transformer_classes():
 
     class GPT(nn.Module):
         def __init__(self, vocab_size=50304, d_model=768, n_layer=12, n_head=12, max_seq=1024,
-                     dropout=0.0):
+                     dropout=0.0, hidden=None, attention="sdpa"):
             super().__init__()
             self.wte = nn.Embedding(vocab_size, d_model)
             self.wpe = nn.Embedding(max_seq, d_model)
             self.drop = nn.Dropout(dropout)
-            self.blocks = nn.ModuleList(Block(d_model, n_head, dropout) for _ in range(n_layer))
+            self.blocks = nn.ModuleList(Block(d_model, n_head, dropout, hidden, attention)
+                                        for _ in range(n_layer))
             self.ln_f = nn.LayerNorm(d_model)
             self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
             self.lm_head.weight = self.wte.weight
