@@ -64,6 +64,7 @@ def _add_network_args(p, *, batch=True):
         p.add_argument("--batch", type=int, default=DEFAULT_BATCH,
                        help=f"mini-batch size (default {DEFAULT_BATCH})")
     p.add_argument("--input-size", type=int, default=None, help="image side in pixels (224)")
+    seq_arg(p)
     p.add_argument("--variant", default="torchvision", choices=("torchvision", "release"),
                    help="torchvision topology (224 px) or the SuperNeurons release's (227 px)")
     p.add_argument("--gpu", default=DEFAULT_GPU, help="hardware preset or YAML path (k40c)")
@@ -72,6 +73,11 @@ def _add_network_args(p, *, batch=True):
     p.add_argument("--trace", default=None,
                    help="a snsim trace JSON to simulate instead of a zoo network")
     _framework_arg(p)
+
+
+def seq_arg(p):
+    p.add_argument("--seq", type=int, default=None,
+                   help="sequence length of a token model (gpt2, llama3-8b, bert-base, ...)")
 
 
 def _framework_arg(p):
@@ -96,8 +102,10 @@ def load_program(args):
         return hw, make_program(net, hardware=hw, optimizer=args.optimizer)
     if args.batch is not None and args.batch <= 0:
         raise ConfigError(f"--batch (={args.batch}) must be a positive integer")
-    return hw, make_program(args.network, batch=args.batch, hardware=hw,
-                            input_size=args.input_size, variant=args.variant,
+    from .zoo import seq_input_size
+    size = seq_input_size(args.network, seq=args.seq, input_size=args.input_size)
+    return hw, make_program(args.network, batch=args.batch, hardware=hw, input_size=size,
+                            variant=args.variant,
                             optimizer=args.optimizer, framework=args.framework)
 
 

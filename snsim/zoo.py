@@ -582,6 +582,29 @@ def list_networks():
     return sorted({_CANONICAL.get(k, k) for k in NETWORKS} | set(TRANSFORMERS))
 
 
+def seq_input_size(name, *, seq=None, input_size=None):
+    """The input size a command's ``--seq`` sets: the sequence length of a token model
+    (``gpt2``, ``gpt:...``, the ``gpt`` and ``llama`` families); ``input_size`` without it.
+
+    >>> seq_input_size("gpt2", seq=256)
+    256
+    >>> seq_input_size("resnet50", seq=256)
+    Traceback (most recent call last):
+    ...
+    snsim.errors.ConfigError: --seq (=256) applies to token models (gpt, llama, bert), not to 'resnet50'
+    """
+    if seq is None:
+        return input_size
+    cfg = parse_transformer(name) if str(name).lower() not in ("gpt", "llama") else True
+    if cfg is None or getattr(cfg, "kind", "") == "vit":
+        raise ConfigError(f"--seq (={seq}) applies to token models (gpt, llama, bert), not to "
+                          f"{name!r}")
+    if input_size is not None and input_size != seq:
+        raise ConfigError(f"--seq (={seq}) and --input-size (={input_size}) disagree")
+    check_sizes(batch=1, input_size=seq)
+    return seq
+
+
 def check_sizes(*, batch, input_size=None, num_classes=None):
     """Raise :class:`ConfigError` unless the sizes a zoo builder takes are integers >= 1."""
     for field, value in (("batch", batch), ("input_size", input_size),
