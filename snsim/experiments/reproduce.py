@@ -293,15 +293,10 @@ def _transformer_figure(depth, by_seq):
     axes = fig.subplots(1, len(depth) + 1)
     for ax, (fam, rep) in zip(axes, depth.items()):
         plots.max_size_bars(rep, ax=ax, title=False)
+        ax.set_xlabel("max layers")
         ax.set_title(f"max layers per policy: {fam}, batch {rep.batch}", fontsize=9)
-    ax = axes[-1]
-    for policy, part in by_seq.groupby("policy", sort=False):
-        ax.plot(part["seq"], part["max_batch"].fillna(0), marker="o", label=policy)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("sequence length")
-    ax.set_ylabel("largest batch")
+    ax = plots.batch_by_seq(by_seq, ax=axes[-1])
     ax.set_title(f"{BEYOND_NETWORK}: largest batch by sequence", fontsize=9)
-    ax.legend(fontsize=7)
     return fig
 
 
