@@ -176,13 +176,14 @@ class GraphBuilder:
                          params=(2 if kind == "layer" else 1) * d, norm=kind)
 
     def attention(self, x, *, heads, kv_heads=None, causal=True, kernel="flash", rotary=False,
-                  name=None):
+                  mha=False, name=None):
         """The attention core on packed ``[q | k | v]`` projections ``(N, S, (H + 2 Hkv) * D)``:
         softmax(q k^T / sqrt(D)) v per head, grouped-query when ``kv_heads < heads``.
 
         ``kernel``: ``"eager"`` materialises the ``S x S`` scores and probabilities per head (both
         kept for backward); ``"flash"`` (fused SDPA) keeps only the output and a logsumexp row
-        per head. ``rotary``: q and k are rotated first (RoPE, no parameters).
+        per head. ``rotary``: q and k are rotated first (RoPE, no parameters). ``mha``: run as
+        PyTorch's ``nn.MultiheadAttention`` (layout copies; :mod:`snsim.program_torch`).
         """
         n, s, width = self.shape(x)
         kv_heads = heads if kv_heads is None else kv_heads
@@ -196,7 +197,7 @@ class GraphBuilder:
         return self._add("ATTN", [x], (n, s, heads * d), name=name,
                          macs=2 * n * heads * s * s * d, heads=heads, kv_heads=kv_heads,
                          head_dim=d, causal=bool(causal), attn_kernel=kernel,
-                         rotary=bool(rotary))
+                         rotary=bool(rotary), **({"mha": True} if mha else {}))
 
     def mul(self, a, c, *, name=None):
         """Elementwise product of two same-shaped tensors (SwiGLU's ``silu(gate) * up``)."""
@@ -317,7 +318,7 @@ NODE_RULES = {
     "head_dim": checks.POSITIVE, "causal": checks.FLAG, "rotary": checks.FLAG,
     "attn_kernel": checks.TEXT, "tied": checks.FLAG, "inplace": checks.FLAG,
     "vocab": checks.COUNT, "positions": checks.COUNT, "token_types": checks.COUNT,
-    "cls_token": checks.FLAG, "norm": checks.TEXT, "index": checks.COUNT,
+    "cls_token": checks.FLAG, "norm": checks.TEXT, "index": checks.COUNT, "mha": checks.FLAG,
     "elem_bytes": checks.int_in(1, 16),
 }
 REQUIRED_ATTRS = ("name", "out_shape")

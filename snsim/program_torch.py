@@ -145,25 +145,34 @@ def _embed_backward(a, n, dy, new, params_of, add_step, tied_parts, saved, dtype
 
 
 def _attention_forward(a, n, x, new, dtype):
-    """An ATTN layer's forward storages: ``(outputs, saved inputs, other saved tensors)``.
+    """An ATTN layer's forward storages: ``(output, allocations, saved inputs, other saved)``.
 
     Fused SDPA (``"flash"``): the output, a logsumexp per row and head (fp32; the fp32
     memory-efficient kernel pads the rows to 32, flash in fp16/bf16 does not) and the RNG
     seed and offset; it keeps q, k, v — views of the packed projection ``x``. Rotary
-    positions make new q and k (kept instead). Eager: see :func:`_eager_attention`.
+    positions make new q and k (kept instead). ``nn.MultiheadAttention`` (``mha``, torchvision's
+    ViT) first copies the packed projection into q/k/v order (kept instead of ``x``) and hands
+    the output projection a ``(S, N, C)`` copy of the output. Eager: see
+    :func:`_eager_attention_forward`.
     """
     name = a["name"]
     nb, s, _ = a["out_shape"]
     h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
-    outs = [new(f"{name}.y", "activation", nb * s * h * d * dtype, n)]
+    y_b = nb * s * h * d * dtype
+    packed = [new(f"{name}.qkv_contiguous", "activation", y_b + 2 * nb * s * kv * d * dtype, n)] \
+        if a.get("mha") else []
+    y = new(f"{name}.y", "activation", y_b, n)
     rows = -(-s // 32) * 32 if dtype == 4 else s
-    outs += [new(f"{name}.logsumexp", "activation", nb * h * rows * 4, n),
-             new(f"{name}.philox_seed", "activation", 8, n),
-             new(f"{name}.philox_offset", "activation", 8, n)]
+    kept = [new(f"{name}.logsumexp", "activation", nb * h * rows * 4, n),
+            new(f"{name}.philox_seed", "activation", 8, n),
+            new(f"{name}.philox_offset", "activation", 8, n)]
     if a.get("rotary"):
-        outs += [new(f"{name}.q_rot", "activation", nb * s * h * d * dtype, n),
+        kept += [new(f"{name}.q_rot", "activation", y_b, n),
                  new(f"{name}.k_rot", "activation", nb * s * kv * d * dtype, n)]
-    return outs, [x], outs[1:]
+    if a.get("mha"):
+        out = new(f"{name}.y_contiguous", "activation", y_b, n)
+        return out, packed + [y] + kept + [out], packed, [y] + kept
+    return y, [y] + kept, [x], kept
 
 
 def _eager_attention_forward(a, n, x, new, add_step, dtype, t_f):
@@ -489,7 +498,9 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                 linger[u] = [x]  # returns, after its output projection
             continue
         elif typ == "ATTN":
-            outs, saved[n], extra[n] = _attention_forward(a, n, x, new, dtype)
+            store[n], outs, saved[n], extra[n] = _attention_forward(a, n, x, new, dtype)
+            add_step(n, "F", t_f, [x] + outs, outs, (x,))
+            continue
         else:
             raise GraphError(f"layer {n} ({name}): type {typ!r} has no PyTorch semantics")
         store[n] = outs[0]

@@ -485,7 +485,8 @@ def transformer(cfg, *, batch, input_size=None, num_classes=None, variant="torch
     def attn(h, proj, out):
         h = b.linear(h, qkv, bias=bias, name=proj)
         h = b.attention(h, heads=cfg.heads, kv_heads=cfg.n_kv_heads, causal=causal,
-                        kernel=cfg.attention, rotary=cfg.kind == "llama", name="attn")
+                        kernel=cfg.attention, rotary=cfg.kind == "llama",
+                        mha=cfg.kind == "vit", name="attn")
         return b.linear(h, cfg.width, bias=bias, name=out)
 
     def mlp(h, up, down, act="gelu"):

@@ -221,3 +221,36 @@ def test_twin_has_the_zoo_parameters():
     assert sum(p.numel() for p in m.parameters()) == _params(build_network("gpt2", batch=1,
                                                                             seq=8))
     assert parse_transformer("gpt2").hidden == 3072
+
+
+@pytest.mark.parametrize("batch,optimizer", [(8, "adamw"), (3, "sgd-momentum")])
+def test_vit_matches_predict_on_torchvision(batch, optimizer):
+    """The zoo ViT in PyTorch semantics against predict's recording of torchvision's
+    VisionTransformer (nn.MultiheadAttention's layout copies included) at small sizes."""
+    torchvision = pytest.importorskip("torchvision")
+    from snsim.captured import replay_capture
+    from snsim.torchsim.build import build_program as trace_program
+    from snsim.torchsim.models import ModelSpec
+    from snsim.torchsim.predict import record_fake
+    from snsim.trace import program_from_dict
+
+    class Spec(ModelSpec):
+        def build(self):
+            return torchvision.models.VisionTransformer(
+                image_size=64, patch_size=8, num_layers=2, num_heads=4, hidden_dim=128,
+                mlp_dim=512, num_classes=10)
+    rec = record_fake(Spec(text="vit-tiny", name="vit", input_shape=(3, 64, 64)), batch,
+                      optimizer)
+    r = rec["rec"]
+    prog = trace_program(marks=r.marks, ops=r.ops, stream=rec["stream"], info=rec["info"],
+                         iteration=r.iteration, static_names=rec["static_names"], name="vit",
+                         batch=batch, hardware="h200", source="predict", saved=r.saved,
+                         optimizer=optimizer)
+    want = replay_capture(program_from_dict(prog, source="program"), H200,
+                          budget_bytes=10**15).peak_allocated_bytes
+    G = build_network("vit:layers=2,width=128,heads=4,image=64,patch=8", batch=batch,
+                      twin=True, num_classes=10)
+    p = build_torch_program(G, hardware=H200, workspaces=False, optimizer=optimizer)
+    got = simulate(p, hardware=H200, policy="liveness", allocator="pytorch",
+                   record=False).peak_allocated_bytes
+    assert abs(got / want - 1) <= 0.01, f"zoo {got:,} B, predict {want:,} B"
