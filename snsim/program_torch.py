@@ -24,6 +24,16 @@ dropout        y, bool mask (1 B per element, CUDA)       mask
 add (+=)       nothing: in place into the main branch     nothing
 cat            y (also for one input)                     nothing
 loss           log-probs, loss, total_weight              log-probs, total_weight
+LM loss        + int64 shifted targets first              + the targets
+embedding      int64 position ids, one lookup per table,  the position ids
+               their sum (the lookups die at the sum)
+layer norm     y, mean, rstd (fp32 per row; RMS: rstd)    x, mean, rstd
+GELU, SiLU     y                                          x (tanh: y)
+residual add   y (``x + f(x)`` is out of place)           nothing
+SwiGLU ``*``   y                                          both inputs
+fused SDPA     y, logsumexp (fp32), RNG seed and offset   q, k, v (views of the projection)
+eager attn     q, k, v copies, scores, mask, softmax      q, k, v copies, mask, softmax
+token ``[:,0]`` nothing: a view                            nothing
 =============  =========================================  ==================================
 
 Backward follows autograd's engine: a node runs when every gradient of its output has arrived,
@@ -33,6 +43,9 @@ what it saved and its incoming gradient once nothing else holds them; ``add`` pa
 gradient through, ``cat`` hands out views of it (the whole buffer lives while a view does). A
 value used more than once gets its gradients summed into a new buffer, the parts released.
 Parameter gradients are created in backward and live until the end of the step.
+A tied weight (GPT-2's LM head) gets its gradient in two parts, summed out of place where the
+token embedding's backward runs. Transformer rows were checked against ``snsim predict`` on the
+twins (``snsim:gpt``'s classes, torchvision's ViT; tests/test_zoo_transformers.py).
 The optimizer step is one foreach step: every momentum buffer exists (a steady iteration), and
 weight decay makes a temporary copy of every gradient, freed at the end of the step.
 """
