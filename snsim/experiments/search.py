@@ -126,13 +126,14 @@ FAMILIES = {
         description="DenseNet-BC (growth 32, naive concatenation) with blocks (6, 12, k, 16), "
                     "depth 2k+73 (k=24: DenseNet-121)",
         build=_densenet_graph, label_format="densenet(6,12,{k},16)"),
+    # two blocks at least: the checkpoint plan's default block class is a repeated one
     "gpt": Family(
-        name="gpt", parameter="transformer blocks", min_size=1, depth_offset=0, depth_step=1,
+        name="gpt", parameter="transformer blocks", min_size=2, depth_offset=0, depth_step=1,
         description="GPT-2 small's decoder (width 768, 12 heads, vocab 50257, tied LM head) "
                     "with k blocks (k=12: GPT-2 small); --seq sets the sequence (1024)",
         build=_transformer_family("gpt2"), label_format="gpt:layers={k}"),
     "llama": Family(
-        name="llama", parameter="decoder layers", min_size=1, depth_offset=0, depth_step=1,
+        name="llama", parameter="decoder layers", min_size=2, depth_offset=0, depth_step=1,
         description="TinyLlama-1.1B's decoder (width 2048, 32 heads, 4 kv heads, SwiGLU 5632, "
                     "vocab 32000) with k layers (k=22: TinyLlama); --seq sets the sequence "
                     "(2048)",
