@@ -254,3 +254,25 @@ def test_vit_matches_predict_on_torchvision(batch, optimizer):
     got = simulate(p, hardware=H200, policy="liveness", allocator="pytorch",
                    record=False).peak_allocated_bytes
     assert abs(got / want - 1) <= 0.01, f"zoo {got:,} B, predict {want:,} B"
+
+
+# real H200 captures (torch 2.11, SGD-momentum, fp32; traces/h200/): snsim:gpt is GPT-2 small
+# with nanoGPT's vocabulary 50304 (124,475,904 parameters, the capture's own count); vit_b_16 is
+# torchvision's. Measured max_memory_allocated() is the capture's "measured" section.
+@pytest.mark.parametrize("network,batch,seq,path", [
+    ("gpt:vocab=50304", 8, 512, "gpt_b8.json.gz"),
+    ("vit-b16", 64, None, "vit_b_16_b64.json.gz")])
+def test_peak_allocated_within_2pct_of_the_h200(network, batch, seq, path):
+    import gzip
+    import json
+    import os
+    full = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
+                        "h200", path)
+    with gzip.open(full, "rt") as f:
+        doc = json.load(f)
+    G = build_network(network, batch=batch, seq=seq, twin=True)
+    assert _params(G) == doc["provenance"]["parameters"]
+    r = simulate(build_torch_program(G, hardware=H200), hardware=H200, policy="liveness",
+                 allocator="pytorch", record=False)
+    err = r.peak_allocated_bytes / doc["measured"]["peak_allocated_bytes"] - 1
+    assert abs(err) <= 0.02, f"{network} b{batch}: {100 * err:+.2f}%"
