@@ -484,9 +484,12 @@ def cmd_export(args):
     from .trace import export_zoo
     hw = resolve_hardware(args.gpu)
     output_path(args.out, "--out", folder=True)
+    from .zoo import seq_input_size
     for name in args.network:
         path = export_zoo(name, batch=args.batch, hardware=hw, out_dir=args.out,
-                          input_size=args.input_size, variant=args.variant)
+                          input_size=seq_input_size(name, seq=args.seq,
+                                                    input_size=args.input_size),
+                          variant=args.variant)
         print(path)
     return 0
 
@@ -552,6 +555,7 @@ def build_parser():
     e.add_argument("--batch", type=int, default=DEFAULT_BATCH,
                    help=f"mini-batch size (default {DEFAULT_BATCH})")
     e.add_argument("--input-size", type=int, default=None, help="image side in pixels (224)")
+    seq_arg(e)
     e.add_argument("--variant", default="torchvision", choices=("torchvision", "release"),
                    help="torchvision topology (224 px) or the SuperNeurons release's (227 px)")
     e.add_argument("--gpu", default=DEFAULT_GPU,
