@@ -173,7 +173,7 @@ def test_maxdepth_transformer_families():
 
 
 # -- the GPT-2-style decoder against snsim predict on its torch twin ---------------------------
-def _predicted_peak(batch, seq, optimizer, attention):
+def _predicted_peak(batch, seq, optimizer, attention, dropout=0.0):
     from snsim.captured import replay_capture
     from snsim.torchsim.build import build_program as trace_program
     from snsim.torchsim.models import ModelSpec, transformer_classes
@@ -183,7 +183,8 @@ def _predicted_peak(batch, seq, optimizer, attention):
     class Spec(ModelSpec):   # snsim:gpt's classes at TINY_GPT's sizes
         def build(self):
             return transformer_classes().GPT(vocab_size=1000, d_model=128, n_layer=2, n_head=4,
-                                             max_seq=1024, attention=attention)
+                                             max_seq=1024, attention=attention,
+                                             dropout=dropout)
     spec = Spec(text="gpt-tiny", name="gpt", input_shape=(seq,), input_dtype="int64",
                 vocab_size=1000)
     rec = record_fake(spec, batch, optimizer)
@@ -207,6 +208,18 @@ def test_gpt_matches_predict_on_its_torch_twin(batch, seq, optimizer, attention)
     want = _predicted_peak(batch, seq, optimizer, attention)
     G = build_network(f"{TINY_GPT},attention={attention}", batch=batch, seq=seq, twin=True)
     p = build_torch_program(G, hardware=H200, workspaces=False, optimizer=optimizer)
+    got = simulate(p, hardware=H200, policy="liveness", allocator="pytorch",
+                   record=False).peak_allocated_bytes
+    assert abs(got / want - 1) <= 0.01, f"zoo {got:,} B, predict {want:,} B"
+
+
+def test_gpt_with_dropout_matches_predict():
+    """Residual and embedding dropout (CUDA's native_dropout: a 1-byte mask each); the fused
+    kernel's attention dropout keeps no mask."""
+    pytest.importorskip("torch")
+    want = _predicted_peak(3, 200, "adamw", "flash", dropout=0.1)
+    G = build_network(f"{TINY_GPT},dropout=0.1", batch=3, seq=200, twin=True)
+    p = build_torch_program(G, hardware=H200, workspaces=False, optimizer="adamw")
     got = simulate(p, hardware=H200, policy="liveness", allocator="pytorch",
                    record=False).peak_allocated_bytes
     assert abs(got / want - 1) <= 0.01, f"zoo {got:,} B, predict {want:,} B"
