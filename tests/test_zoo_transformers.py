@@ -173,43 +173,43 @@ def test_maxdepth_transformer_families():
 
 
 # -- the GPT-2-style decoder against snsim predict on its torch twin ---------------------------
-def _predicted_peak(batch, seq, optimizer, attention, dropout=0.0):
+def _predicted_peak(spec, batch, optimizer, **kw):
+    """Peak allocated bytes of ``snsim predict``'s FakeTensor recording of a model spec,
+    replayed without cuDNN/cuBLAS workspaces (the mechanisms alone)."""
     from snsim.captured import replay_capture
     from snsim.torchsim.build import build_program as trace_program
-    from snsim.torchsim.models import ModelSpec, transformer_classes
+    from snsim.torchsim.models import resolve_model
     from snsim.torchsim.predict import record_fake
     from snsim.trace import program_from_dict
-
-    class Spec(ModelSpec):   # snsim:gpt's classes at TINY_GPT's sizes
-        def build(self):
-            return transformer_classes().GPT(vocab_size=1000, d_model=128, n_layer=2, n_head=4,
-                                             max_seq=1024, attention=attention,
-                                             dropout=dropout)
-    spec = Spec(text="gpt-tiny", name="gpt", input_shape=(seq,), input_dtype="int64",
-                vocab_size=1000)
-    rec = record_fake(spec, batch, optimizer)
+    rec = record_fake(resolve_model(spec, **kw), batch, optimizer)
     r = rec["rec"]
     prog = trace_program(marks=r.marks, ops=r.ops, stream=rec["stream"], info=rec["info"],
-                         iteration=r.iteration, static_names=rec["static_names"], name="gpt",
+                         iteration=r.iteration, static_names=rec["static_names"], name="twin",
                          batch=batch, hardware="h200", source="predict", saved=r.saved,
                          optimizer=optimizer)
     return replay_capture(program_from_dict(prog, source="program"), H200,
                           budget_bytes=10**15).peak_allocated_bytes
 
 
+def _zoo_peak(network, batch, optimizer, **kw):
+    G = build_network(network, batch=batch, twin=True, **kw)
+    p = build_torch_program(G, hardware=H200, workspaces=False, optimizer=optimizer)
+    return simulate(p, hardware=H200, policy="liveness", allocator="pytorch",
+                    record=False).peak_allocated_bytes
+
+
 @pytest.mark.parametrize("batch,seq", [(2, 64), (3, 200)])
 @pytest.mark.parametrize("optimizer", ["adamw", "sgd-momentum"])
 @pytest.mark.parametrize("attention", ["flash", "eager"])
 def test_gpt_matches_predict_on_its_torch_twin(batch, seq, optimizer, attention):
-    """Same parameters, ops, saved tensors and order as the twin: the zoo's PyTorch-semantics
-    peak equals predict's FakeTensor recording within 1% (both without cuDNN/cuBLAS
-    workspaces, which predict takes from capture tables)."""
+    """Same parameters, ops, saved tensors and order as the twin (``zoo:NAME``: snsim:gpt's
+    classes at the zoo configuration): the zoo's PyTorch-semantics peak equals predict's
+    FakeTensor recording within 1% (both without cuDNN/cuBLAS workspaces, which predict takes
+    from capture tables)."""
     pytest.importorskip("torch")
-    want = _predicted_peak(batch, seq, optimizer, attention)
-    G = build_network(f"{TINY_GPT},attention={attention}", batch=batch, seq=seq, twin=True)
-    p = build_torch_program(G, hardware=H200, workspaces=False, optimizer=optimizer)
-    got = simulate(p, hardware=H200, policy="liveness", allocator="pytorch",
-                   record=False).peak_allocated_bytes
+    net = f"{TINY_GPT},attention={attention}"
+    want = _predicted_peak(f"zoo:{net}", batch, optimizer, input_shape=(seq,))
+    got = _zoo_peak(net, batch, optimizer, seq=seq)
     assert abs(got / want - 1) <= 0.01, f"zoo {got:,} B, predict {want:,} B"
 
 
@@ -217,11 +217,9 @@ def test_gpt_with_dropout_matches_predict():
     """Residual and embedding dropout (CUDA's native_dropout: a 1-byte mask each); the fused
     kernel's attention dropout keeps no mask."""
     pytest.importorskip("torch")
-    want = _predicted_peak(3, 200, "adamw", "flash", dropout=0.1)
-    G = build_network(f"{TINY_GPT},dropout=0.1", batch=3, seq=200, twin=True)
-    p = build_torch_program(G, hardware=H200, workspaces=False, optimizer="adamw")
-    got = simulate(p, hardware=H200, policy="liveness", allocator="pytorch",
-                   record=False).peak_allocated_bytes
+    net = f"{TINY_GPT},dropout=0.1"
+    want = _predicted_peak(f"zoo:{net}", 3, "adamw", input_shape=(200,))
+    got = _zoo_peak(net, 3, "adamw", seq=200)
     assert abs(got / want - 1) <= 0.01, f"zoo {got:,} B, predict {want:,} B"
 
 
@@ -238,35 +236,24 @@ def test_twin_has_the_zoo_parameters():
 
 @pytest.mark.parametrize("batch,optimizer", [(8, "adamw"), (3, "sgd-momentum")])
 def test_vit_matches_predict_on_torchvision(batch, optimizer):
-    """The zoo ViT in PyTorch semantics against predict's recording of torchvision's
-    VisionTransformer (nn.MultiheadAttention's layout copies included) at small sizes."""
-    torchvision = pytest.importorskip("torchvision")
-    from snsim.captured import replay_capture
-    from snsim.torchsim.build import build_program as trace_program
-    from snsim.torchsim.models import ModelSpec
-    from snsim.torchsim.predict import record_fake
-    from snsim.trace import program_from_dict
-
-    class Spec(ModelSpec):
-        def build(self):
-            return torchvision.models.VisionTransformer(
-                image_size=64, patch_size=8, num_layers=2, num_heads=4, hidden_dim=128,
-                mlp_dim=512, num_classes=10)
-    rec = record_fake(Spec(text="vit-tiny", name="vit", input_shape=(3, 64, 64)), batch,
-                      optimizer)
-    r = rec["rec"]
-    prog = trace_program(marks=r.marks, ops=r.ops, stream=rec["stream"], info=rec["info"],
-                         iteration=r.iteration, static_names=rec["static_names"], name="vit",
-                         batch=batch, hardware="h200", source="predict", saved=r.saved,
-                         optimizer=optimizer)
-    want = replay_capture(program_from_dict(prog, source="program"), H200,
-                          budget_bytes=10**15).peak_allocated_bytes
-    G = build_network("vit:layers=2,width=128,heads=4,image=64,patch=8", batch=batch,
-                      twin=True, num_classes=10)
-    p = build_torch_program(G, hardware=H200, workspaces=False, optimizer=optimizer)
-    got = simulate(p, hardware=H200, policy="liveness", allocator="pytorch",
-                   record=False).peak_allocated_bytes
+    """The zoo ViT in PyTorch semantics against predict's recording of its twin, torchvision's
+    VisionTransformer (nn.MultiheadAttention's layout copies included), at small sizes."""
+    pytest.importorskip("torchvision")
+    net = "vit:layers=2,width=128,heads=4,image=64,patch=8"
+    want = _predicted_peak(f"zoo:{net}", batch, optimizer)
+    got = _zoo_peak(net, batch, optimizer)
     assert abs(got / want - 1) <= 0.01, f"zoo {got:,} B, predict {want:,} B"
+
+
+def test_zoo_twin_specs():
+    from snsim.torchsim.models import resolve_model
+    s = resolve_model("zoo:gpt2", input_shape=(256,))
+    assert s.tokens and s.vocab_size == 50257 and s.input_shape == (256,)
+    assert resolve_model("zoo:vit-b16").input_shape == (3, 224, 224)
+    with pytest.raises(ConfigError, match="exceeds its 1024 learned positions"):
+        resolve_model("zoo:gpt2", input_shape=(2048,))
+    with pytest.raises(ConfigError, match="zoo twins exist for GPT-2-style"):
+        resolve_model("zoo:bert-base")
 
 
 # real H200 captures (torch 2.11, SGD-momentum, fp32; traces/h200/): snsim:gpt is GPT-2 small

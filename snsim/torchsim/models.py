@@ -1,5 +1,6 @@
-"""Model specs: ``torchvision:NAME``, ``torchvision:resnet:3,4,36,3``, ``snsim:NAME`` or
-``module:callable``.
+"""Model specs: ``torchvision:NAME``, ``torchvision:resnet:3,4,36,3``, ``snsim:NAME``,
+``zoo:NAME`` (the torch twin of a zoo transformer: ``zoo:gpt2``, ``zoo:gpt:layers=4,width=256``,
+``zoo:vit-b16``) or ``module:callable``.
 
 A spec names how to build an ``nn.Module`` for classification training. The same spec builds
 the model for a real capture on a GPU and for a CPU-only prediction, so both see the same
@@ -130,6 +131,8 @@ def resolve_model(spec, *, input_shape=None):
                           f"torchvision:resnet:3,4,36,3 or package.module:callable")
     head, _, rest = spec.partition(":")
     shape = tuple(int(v) for v in input_shape) if input_shape else None
+    if head == "zoo":
+        return _zoo_twin(spec, rest, shape)
     if head == "snsim":
         if rest not in SNSIM_MODELS:
             raise UnknownNameError(f"snsim model {rest!r} is unknown; known: "
@@ -159,6 +162,49 @@ def resolve_model(spec, *, input_shape=None):
                      input_shape=shape or (tuple(attr) if attr else DEFAULT_INPUT_SHAPE))
 
 
+def _zoo_twin(spec, name, shape):
+    """The torch twin of a zoo transformer: ``snsim:gpt``'s classes at a ``gpt`` configuration,
+    torchvision's ``VisionTransformer`` at a ``vit`` one (same parameters, same ops)."""
+    from ..zoo import parse_transformer
+    cfg = parse_transformer(name)
+    if cfg is None or cfg.kind not in ("gpt", "vit"):
+        raise ConfigError(f"model spec {spec!r}: zoo twins exist for GPT-2-style (gpt2, "
+                          f"gpt:...) and ViT (vit-b16, vit:...) networks, not {name!r}")
+    if cfg.kind == "vit":
+        size = cfg.image
+        if shape is not None and (len(shape) != 3 or shape[0] != 3 or shape[1] != shape[2]):
+            raise ConfigError(f"model spec {spec!r}: input shape {shape} must be (3, S, S)")
+        size = shape[1] if shape is not None else size
+        if size % cfg.patch:
+            raise ConfigError(f"model spec {spec!r}: input size {size} must be a multiple of "
+                              f"the patch size {cfg.patch}")
+        return ModelSpec(text=spec, name=name, input_shape=(3, size, size))
+    if shape is not None and len(shape) != 1:
+        raise ConfigError(f"model spec {spec!r} takes token ids: its input shape is (seq,), "
+                          f"not {shape}")
+    seq = shape[0] if shape is not None else cfg.seq
+    if cfg.positions and seq > cfg.positions:
+        raise ConfigError(f"model spec {spec!r}: sequence {seq} exceeds its {cfg.positions} "
+                          f"learned positions")
+    return ModelSpec(text=spec, name=name, input_shape=(seq,), input_dtype="int64",
+                     vocab_size=cfg.vocab)
+
+
+def _build_zoo_twin(name):
+    from ..zoo import parse_transformer
+    cfg = parse_transformer(name)
+    if cfg.kind == "vit":
+        from torchvision.models import VisionTransformer
+        return VisionTransformer(image_size=cfg.image, patch_size=cfg.patch,
+                                 num_layers=cfg.layers, num_heads=cfg.heads,
+                                 hidden_dim=cfg.width, mlp_dim=cfg.hidden, dropout=cfg.dropout)
+    return transformer_classes().GPT(vocab_size=cfg.vocab, d_model=cfg.width,
+                                     n_layer=cfg.layers, n_head=cfg.heads,
+                                     max_seq=cfg.positions, dropout=cfg.dropout,
+                                     hidden=cfg.hidden,
+                                     attention="eager" if cfg.attention == "eager" else "sdpa")
+
+
 def _import_callable(module, attr, spec):
     if not module or not attr:
         raise ConfigError(f"model spec {spec!r} must look like package.module:callable")
@@ -181,6 +227,8 @@ def _import_callable(module, attr, spec):
 def _build(spec, input_shape=None):
     torch = _torch()
     head, _, rest = spec.partition(":")
+    if head == "zoo":
+        return _build_zoo_twin(rest)
     if head == "snsim":
         return SNSIM_MODELS[rest]["build"](seq=int(input_shape[0]) if input_shape else None)
     if head == "torchvision":
