@@ -276,3 +276,35 @@ def test_peak_allocated_within_2pct_of_the_h200(network, batch, seq, path):
                  allocator="pytorch", record=False)
     err = r.peak_allocated_bytes / doc["measured"]["peak_allocated_bytes"] - 1
     assert abs(err) <= 0.02, f"{network} b{batch}: {100 * err:+.2f}%"
+
+
+def _twin_capture_error(path):
+    """Relative error of the zoo's PyTorch-semantics allocated peak against a capture of its
+    twin (``zoo:NAME``, written by scripts/device_transformer_zoo.sh)."""
+    import gzip
+    import json
+    with gzip.open(path, "rt") as f:
+        doc = json.load(f)
+    prov = doc["provenance"]
+    name = prov["model"].split(":", 1)[1]
+    shape = prov["input_shape"]
+    kw = {"seq": shape[0]} if len(shape) == 1 else {"input_size": shape[-1]}
+    G = build_network(name, batch=prov["batch"], twin=True, **kw)
+    assert _params(G) == prov["parameters"]
+    r = simulate(build_torch_program(G, hardware=H200, optimizer=prov["optimizer"]),
+                 hardware=H200, policy="liveness", allocator="pytorch", record=False)
+    return r.peak_allocated_bytes / doc["measured"]["peak_allocated_bytes"] - 1
+
+
+def _zoo_captures():
+    import glob
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return sorted(glob.glob(os.path.join(root, "traces", "h200", "zoo_*.json.gz")))
+
+
+@pytest.mark.parametrize("path", _zoo_captures(), ids=lambda p: p.rsplit("/", 1)[-1])
+def test_zoo_twin_captures(path):
+    """H200 captures of the twins (none committed yet: scripts/device_transformer_zoo.sh)."""
+    err = _twin_capture_error(path)
+    assert abs(err) <= 0.02, f"{path}: {100 * err:+.2f}%"
