@@ -494,12 +494,15 @@ def cmd_export(args):
     return 0
 
 
+_CUSTOM_NETWORKS = ("resnet:a,b,c,d", "gpt|llama|bert|vit:key=value,...")
+
+
 def cmd_list(args):
     from .hardware import list_hardware
     from .policies import POLICIES
     from .zoo import list_networks
     if args.format == "json":
-        doc = {"networks": list_networks() + ["resnet:a,b,c,d"],
+        doc = {"networks": list_networks() + list(_CUSTOM_NETWORKS),
                "hardware": list_hardware(),
                "policies": {n: cls.description for n, cls in sorted(POLICIES.items())},
                "frameworks": sorted(DEFAULT_ALLOCATORS),
@@ -507,7 +510,7 @@ def cmd_list(args):
                               "pytorch": "the PyTorch CUDA caching allocator"}}
         print(json.dumps(doc, indent=2))
         return 0
-    print("networks:  " + ", ".join(list_networks()) + ", resnet:a,b,c,d")
+    print("networks:  " + ", ".join(list_networks() + list(_CUSTOM_NETWORKS)))
     print("hardware:  " + ", ".join(list_hardware()))
     for name, cls in sorted(POLICIES.items()):
         print(f"policy {name:<14} {cls.description}")
