@@ -157,8 +157,8 @@ class GraphBuilder:
                 raise GraphError(f"embed {name}: patches must be (N, {dim}, H, W), got {shp}")
             n, seq = shp[0], shp[2] * shp[3] + int(cls_token)
         if positions and seq > positions:
-            raise GraphError(f"embed {name}: sequence length {seq} exceeds the {positions} "
-                             f"learned positions")
+            raise GraphError(f"{self.G.graph['name']}: embed {name}: sequence length {seq} "
+                             f"exceeds the {positions} learned positions")
         pieces = [(p, k * dim) for p, k in (("weight", vocab), ("class_token", int(cls_token)),
                                              ("pos_weight", positions),
                                              ("type_weight", token_types)) if k]

@@ -600,9 +600,10 @@ def seq_input_size(name, *, seq=None, input_size=None):
     if cfg is None or getattr(cfg, "kind", "") == "vit":
         raise ConfigError(f"--seq (={seq}) applies to token models (gpt, llama, bert), not to "
                           f"{name!r}")
+    if not (checks.is_int(seq) and 1 <= seq <= 2**31):
+        raise ConfigError(f"--seq (={checks.show(seq)}) must be an integer in [1, 2**31]")
     if input_size is not None and input_size != seq:
         raise ConfigError(f"--seq (={seq}) and --input-size (={input_size}) disagree")
-    check_sizes(batch=1, input_size=seq)
     return seq
 
 
