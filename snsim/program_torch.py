@@ -193,12 +193,14 @@ def _eager_attention_forward(a, n, x, new, add_step, dtype, t_f):
     ``S x S`` temporaries die where they do: ``q @ k^T`` on contiguous copies of q and k
     (kept), the scaled scores; the causal mask (``ones(s, s).triu(1)``, bool, kept by
     ``masked_fill``); the masked scores and their softmax (kept); ``probs @ v`` on a copy of v
-    (kept) and the ``(N, S, H*D)`` copy of its output. Returns ``(y, saved)``."""
+    (kept) and the ``(N, S, H*D)`` copy of its output; grouped-query k and v copied once per
+    head (Hugging Face's ``repeat_kv``). Returns ``(y, saved)``."""
     name = a["name"]
     nb, s, _ = a["out_shape"]
     h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
     q_b, kv_b, ss_b = nb * s * h * d * dtype, nb * s * kv * d * dtype, nb * h * s * s * dtype
-    q, k = new(f"{name}.q", "activation", q_b, n), new(f"{name}.k", "activation", kv_b, n)
+    # grouped-query k and v are expanded to every head (repeat_kv) in these copies
+    q, k = new(f"{name}.q", "activation", q_b, n), new(f"{name}.k", "activation", q_b, n)
     scores = new(f"{name}.scores", "activation", ss_b, n)
     scaled = new(f"{name}.scaled", "activation", ss_b, n)
     add_step(n, "F", t_f / 2, [x, q, k, scores, scaled], [q, k, scores, scaled], (x,),
@@ -212,7 +214,7 @@ def _eager_attention_forward(a, n, x, new, add_step, dtype, t_f):
     probs = new(f"{name}.probs", "activation", ss_b, n)
     add_step(n, "F", 0.0, mask + masked + [probs, scaled], masked + [probs], (scaled,),
              name=f"{name}.softmax")
-    v = new(f"{name}.v", "activation", kv_b, n)
+    v = new(f"{name}.v", "activation", q_b, n)
     pv = new(f"{name}.pv", "activation", q_b, n)
     y = new(f"{name}.y", "activation", q_b, n)
     add_step(n, "F", t_f / 2, [x, probs, v, pv, y], [y, v, pv], (x, probs))
@@ -222,7 +224,8 @@ def _eager_attention_forward(a, n, x, new, add_step, dtype, t_f):
 def _eager_attention_backward(a, n, dy, saved, new, add_step, x_bytes, dtype, t_b):
     """Eager attention's backward, op by op: a contiguous copy of dy; ``probs @ v``'s dv and
     dprobs; the softmax's, the mask's and the scale's gradients (``S x S`` each); ``q @ k^T``'s
-    dq and dk; contiguous copies of dk and dv; ``cat`` into the packed gradient. Returns it."""
+    dq and dk; contiguous copies of dk and dv (grouped-query: the sums over each group of
+    heads); ``cat`` into the packed gradient. Returns it."""
     name = a["name"]
     nb, s, _ = a["out_shape"]
     h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
@@ -233,7 +236,7 @@ def _eager_attention_backward(a, n, dy, saved, new, add_step, x_bytes, dtype, t_
         return new(f"{name}.{tag}", "activation_grad", nbytes, n)
     dyc = grad("dy_contiguous", q_b)
     add_step(n, "B", 0.0, [dy, dyc], name=f"{name}.dy_clone")
-    dv, dprobs = grad("dv", kv_b), grad("dprobs", ss_b)
+    dv, dprobs = grad("dv", q_b), grad("dprobs", ss_b)
     add_step(n, "B", t_b / 2, [dyc, probs, v, dv, dprobs], name=f"{name}.pv_backward")
     g = grad("dscores_softmax", ss_b)
     add_step(n, "B", 0.0, [dprobs, probs, g], name=f"{name}.softmax_backward")
@@ -243,7 +246,7 @@ def _eager_attention_backward(a, n, dy, saved, new, add_step, x_bytes, dtype, t_
         g = g2
     dscores = grad("dscores", ss_b)
     add_step(n, "B", 0.0, [g, dscores], name=f"{name}.scale_backward")
-    dq, dk = grad("dq", q_b), grad("dk", kv_b)
+    dq, dk = grad("dq", q_b), grad("dk", q_b)
     add_step(n, "B", t_b / 2, [dscores, q, k, dq, dk], name=f"{name}.qk_backward")
     dvc, dkc = grad("dv_contiguous", kv_b), grad("dk_contiguous", kv_b)
     add_step(n, "B", 0.0, [dv, dvc], name=f"{name}.dv_clone")
