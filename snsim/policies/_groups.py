@@ -123,7 +123,8 @@ def steps_in(program, path):
 
 def internal_tensors(program, paths, *, keep_types=()):
     """``{tensor_id: path}``: activations made inside each module that no forward step outside
-    it reads (what ``torch.utils.checkpoint`` does not keep), except outputs of ``keep_types``
+    it reads (what ``torch.utils.checkpoint`` does not keep), and the buffers no tensor owns
+    that the module's forward makes and backward frees, except outputs of ``keep_types``
     steps (selective checkpointing keeps conv/matmul outputs)."""
     steps = program.steps
     wanted = set(paths)
@@ -142,12 +143,18 @@ def internal_tensors(program, paths, *, keep_types=()):
     for path in paths:
         for k in inside[path]:
             owner[k] = path
+    _, last = program.uses()
     made = {}
     for k, path in owner.items():
         if steps[k].type in keep_types:
             continue
         for t in steps[k].outputs:
-            if program.tensors[t].kind == "activation":
+            kind = program.tensors[t].kind
+            # a buffer no tensor owns that the block's forward makes and backward frees
+            # (a capture's hidden allocation held by the block's autograd nodes) is state the
+            # block keeps for backward, as a saved activation is: checkpoint keeps neither
+            if kind == "activation" or (kind == "workspace" and last[t] >= 0
+                                        and steps[last[t]].phase == "B"):
                 made[t] = path
     for s in steps:
         if s.phase == "F":

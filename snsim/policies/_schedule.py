@@ -187,7 +187,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                               f"or a modelled trace, or `snsim execute` on a GPU")
         if drop_groups is not None:
             for t in drop_groups:
-                droppable[t] = tensors[t].kind == "activation"
+                droppable[t] = tensors[t].kind in ("activation", "workspace")
         elif checkpoint_layers is not None:
             for t in tensors:
                 droppable[t.tensor_id] = (t.kind == "activation" and t.producer_type != "DATA"
@@ -204,12 +204,21 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
     # need_until[x] = max(last[x], need_until[y]) for every droppable output y of x's consumers
     need_until = list(last)
     if recompute is not None:
+        # torch.utils.checkpoint replays a group from the group's inputs: a tensor made inside
+        # the group is made again by the replay, so only what comes from outside it must be
+        # kept; carry[x] is how long a replay may need the producer of group-internal x
+        carry = [-1] * len(tensors)
         for s in reversed(steps):
             if s.phase == "F":
                 for y in s.outputs:
                     if droppable[y]:
+                        req = max(need_until[y], carry[y])
                         for x in s.inputs:
-                            need_until[x] = max(need_until[x], need_until[y])
+                            if drop_groups is not None and droppable[x] \
+                                    and drop_groups[x] == drop_groups[y]:
+                                carry[x] = max(carry[x], req)
+                            else:
+                                need_until[x] = max(need_until[x], req)
     free_after = [[] for _ in steps]
     for t, k in enumerate(need_until):
         if k >= 0:
@@ -291,6 +300,13 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                     out.append(Drop(x))
                     replayed.discard(x)
                     dropped.add(x)
+        if drop_groups is not None:   # a group temporary past its last forward reader
+            for x in s.deps:
+                if x in replayed and last_f_use.get(x) == k and need_until[x] < now[0] \
+                        and x not in keep:
+                    out.append(Drop(x))
+                    replayed.discard(x)
+                    dropped.add(x)
 
     for s in steps:
         if s.phase == "B" and not b_started:
@@ -305,9 +321,13 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 prefetch_window(s.index + 1, nxt)
             now[0] = s.index
             need = [t for t in s.deps if t in dropped]
-            if drop_groups is not None and need:   # the whole group comes back at once
+            if drop_groups is not None and need:
+                # the whole group comes back at once: every tensor of it that backward still
+                # reads, with the group's temporaries made again on the way and released
+                # after their last reader, as the replayed forward releases them
                 groups = {drop_groups[t] for t in need}
-                need = sorted((t for t in dropped if drop_groups.get(t) in groups),
+                need = sorted((t for t in dropped if drop_groups.get(t) in groups
+                               and need_until[t] >= s.index),
                               key=lambda t: (producer_step[t], t))
             keep = set(s.deps)
             for t in need:
@@ -328,10 +348,12 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 # op-level temporaries that backward reads): torch keeps none of them
                 if droppable[t] and last_f_use.get(t) == s.index \
                         and (t not in s.outputs or drop_groups is not None) \
-                        and need_until[t] > s.index:
+                        and (need_until[t] > s.index or drop_groups is not None):
                     out.append(Drop(t))       # replayed in backward where needed
                     dropped.add(t)
             for t in free_after[s.index]:     # need_until may point at a step not reading t
+                if t in dropped and drop_groups is not None:
+                    continue   # a group temporary: a replay makes it again
                 out.append(Free(t))
                 dropped.discard(t)
         elif s.phase == "B":
