@@ -84,6 +84,12 @@ class Plan:
         The plan is what the framework itself does (free at last use), so a captured
         program's recorded history — setup and earlier iterations — is this plan's own and the
         engine replays all of it; any other plan starts from the capture's static allocations.
+    unpacked : tuple of (first_step, last_step, nbytes, label)
+        Device copies of tensors the program does not manage that a saved-tensor hook brings
+        back in backward (``save_on_cpu`` packs the parameters an op saves, and its unpack
+        makes a fresh device copy for the autograd node): each is allocated when backward
+        step ``first_step`` starts, copied in from the host on the compute stream's critical
+        path, and released when step ``last_step`` ends.
     """
 
     policy: str
@@ -96,6 +102,7 @@ class Plan:
     pinned_host: bool = True
     as_captured: bool = False
     notes: dict = field(default_factory=dict)
+    unpacked: tuple = ()
 
     def __post_init__(self):
         if self.workspace not in WORKSPACE_MODES:
@@ -115,13 +122,18 @@ class Plan:
             elif not 0 <= ins.tensor < n_tensors:
                 raise PlanError(f"plan instruction {i} ({type(ins).__name__}) references missing "
                                 f"tensor {ins.tensor}; the program has tensors 0..{n_tensors - 1}")
+        for first, last, nbytes, label in self.unpacked:
+            if not (0 <= first <= last < n_steps and program.steps[first].phase == "B"
+                    and program.steps[last].phase == "B" and nbytes >= 0):
+                raise PlanError(f"plan.unpacked entry ({first}, {last}, {nbytes}, {label!r}) "
+                                f"must name backward steps first <= last and bytes >= 0")
 
     def to_dict(self):
         return {"plan_version": PLAN_VERSION, "policy": self.policy, "workspace": self.workspace,
                 "lru": self.lru, "free_after_offload": self.free_after_offload,
                 "preallocate": self.preallocate, "sync_copies": self.sync_copies,
                 "pinned_host": self.pinned_host, "as_captured": self.as_captured,
-                "notes": self.notes,
+                "notes": self.notes, "unpacked": [list(u) for u in self.unpacked],
                 "instructions": [[type(i).__name__, i[0]] for i in self.instructions]}
 
     @classmethod
@@ -142,7 +154,9 @@ class Plan:
                    preallocate=bool(d.get("preallocate", False)),
                    sync_copies=bool(d.get("sync_copies", False)),
                    pinned_host=bool(d.get("pinned_host", True)),
-                   as_captured=bool(d.get("as_captured", False)), notes=d.get("notes", {}))
+                   as_captured=bool(d.get("as_captured", False)), notes=d.get("notes", {}),
+                   unpacked=tuple((int(a), int(b), int(n), str(lab))
+                                  for a, b, n, lab in d.get("unpacked", ())))
 
     def save(self, path):
         with open(path, "w") as f:

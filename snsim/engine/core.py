@@ -103,6 +103,10 @@ class Engine:
                       else bool(check_invariants))
         self.n_static_allocs = 0
         self.static_alloc_bytes = 0
+        self.unpack_at = {}       # backward step -> [(last step, bytes, label)]: plan.unpacked
+        for first, last, nbytes, label in plan.unpacked:
+            self.unpack_at.setdefault(first, []).append((last, nbytes, label))
+        self.unpacked_held = {}   # last step -> handles of its unpacked copies
         self._conv_tables()
 
     # -- conv algorithm tables -------------------------------------------------------------
@@ -367,6 +371,8 @@ class Engine:
             in_use[t] = _INF
         now, fresh = self._stash(step, t0)
         self._advance(now)
+        if phase == "B" and step.index in self.unpack_at:
+            now = self._unpack(step.index, now)
         for t in fresh:
             self.counters["first_touch"] += 1
             now, _ = self._alloc(t, now)
@@ -402,6 +408,11 @@ class Engine:
                 self.alloc_trace.append((now + duration, self.mem.allocated_bytes,
                                          self.mem.reserved_bytes))
         end = now + duration
+        for h, nbytes in self.unpacked_held.pop(step.index, ()):
+            self.mem.free(h)
+            if self.record:
+                self.mem_events.append((end, "activation", -nbytes))
+                self.alloc_trace.append((end, self.mem.allocated_bytes, self.mem.reserved_bytes))
         idle_release = self.idle_release
         for t in step.deps:
             in_use[t] = end
@@ -422,6 +433,18 @@ class Engine:
             self.steps_rec.append((step.index, step.name, phase, now, end, highwater, ws_bytes,
                                    algo, now - t0))
         return end
+
+    def _unpack(self, k, now):
+        """The plan's unpacked copies that start at backward step k: allocated, then copied in
+        on the compute stream (the step waits); returns when the step can run."""
+        for last, nbytes, label in self.unpack_at[k]:
+            now, h = self._alloc(-1, now, nbytes, category="activation", label=label)
+            self.unpacked_held.setdefault(last, []).append((h, nbytes))
+            start = max(now, self.t_h2d, self.t_d2h if self.shared_link else 0.0)
+            now = self.t_h2d = start + self.hw.transfer_time_s(nbytes, "h2d",
+                                                               self.plan.pinned_host)
+            self.h2d_bytes += nbytes
+        return now
 
     def _recompute(self, step):
         # a replay re-allocates the outputs that were dropped; an output already freed (a
