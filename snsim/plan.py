@@ -84,12 +84,13 @@ class Plan:
         The plan is what the framework itself does (free at last use), so a captured
         program's recorded history — setup and earlier iterations — is this plan's own and the
         engine replays all of it; any other plan starts from the capture's static allocations.
-    unpacked : tuple of (first_step, last_step, nbytes, label)
-        Device copies of tensors the program does not manage that a saved-tensor hook brings
-        back in backward (``save_on_cpu`` packs the parameters an op saves, and its unpack
-        makes a fresh device copy for the autograd node): each is allocated when backward
-        step ``first_step`` starts, copied in from the host on the compute stream's critical
-        path, and released when step ``last_step`` ends.
+    unpacked : tuple of (pack_step, first_step, last_step, nbytes, label)
+        Tensors the program does not manage that a saved-tensor hook moves to the host and
+        back (``save_on_cpu`` packs the parameters an op saves, and its unpack makes a fresh
+        device copy for the autograd node): each is copied out after forward step
+        ``pack_step``, and in backward allocated when step ``first_step`` starts, copied in,
+        and released when step ``last_step`` ends; both copies on the compute stream's
+        critical path.
     """
 
     policy: str
@@ -122,11 +123,13 @@ class Plan:
             elif not 0 <= ins.tensor < n_tensors:
                 raise PlanError(f"plan instruction {i} ({type(ins).__name__}) references missing "
                                 f"tensor {ins.tensor}; the program has tensors 0..{n_tensors - 1}")
-        for first, last, nbytes, label in self.unpacked:
-            if not (0 <= first <= last < n_steps and program.steps[first].phase == "B"
+        for pack, first, last, nbytes, label in self.unpacked:
+            if not (0 <= pack < n_steps and program.steps[pack].phase == "F"
+                    and 0 <= first <= last < n_steps and program.steps[first].phase == "B"
                     and program.steps[last].phase == "B" and nbytes >= 0):
-                raise PlanError(f"plan.unpacked entry ({first}, {last}, {nbytes}, {label!r}) "
-                                f"must name backward steps first <= last and bytes >= 0")
+                raise PlanError(f"plan.unpacked entry ({pack}, {first}, {last}, {nbytes}, "
+                                f"{label!r}) must name a forward step, backward steps "
+                                f"first <= last and bytes >= 0")
 
     def to_dict(self):
         return {"plan_version": PLAN_VERSION, "policy": self.policy, "workspace": self.workspace,
@@ -155,8 +158,8 @@ class Plan:
                    sync_copies=bool(d.get("sync_copies", False)),
                    pinned_host=bool(d.get("pinned_host", True)),
                    as_captured=bool(d.get("as_captured", False)), notes=d.get("notes", {}),
-                   unpacked=tuple((int(a), int(b), int(n), str(lab))
-                                  for a, b, n, lab in d.get("unpacked", ())))
+                   unpacked=tuple((int(f), int(a), int(b), int(n), str(lab))
+                                  for f, a, b, n, lab in d.get("unpacked", ())))
 
     def save(self, path):
         with open(path, "w") as f:

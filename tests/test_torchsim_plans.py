@@ -229,19 +229,21 @@ def test_cpu_offload_unpacks_a_device_copy_of_each_saved_weight(tiny):
     prog = program_from_dict(predict(f"{tiny}:Wide", 4, hidden=False)["program"], source="wide")
     plan = get_policy("cpu_offload").plan(prog, hw, hw.budget_bytes)
     # hand sizes: fp32 weights 256x4096, 4096x4096, 4096x5 (biases are not saved by addmm)
-    assert sorted((label, n) for _, _, n, label in plan.unpacked) == [
+    assert sorted((label, n) for _, _, _, n, label in plan.unpacked) == [
         ("unpacked fc1.weight", 4096 * 256 * 4), ("unpacked fc2.weight", 4096 * 4096 * 4),
         ("unpacked fc3.weight", 5 * 4096 * 4)]
-    for first, last, _, label in plan.unpacked:
+    for pack, first, last, _, label in plan.unpacked:
         name = label.split()[1].rsplit(".", 1)[0]
         own = [s.index for s in prog.steps if s.phase == "B" and s.name == name]
         assert (first, last) == (own[0], own[-1])
+        assert pack == min(s.index for s in prog.steps if s.phase == "F" and s.name == name)
     from snsim.engine.core import run_plan
     r = run_plan(prog, plan, hw, allocator="ideal", warmup_iterations=0)
     copies = sorted(d for _, cat, d in r.memory_events if cat == "activation" and abs(d) ==
                     4096 * 4096 * 4)
     assert copies == [-4096 * 4096 * 4, 4096 * 4096 * 4]   # allocated once, released once
-    assert r.h2d_bytes >= sum(n for _, _, n, _ in plan.unpacked)
+    weights = sum(n for _, _, _, n, _ in plan.unpacked)
+    assert r.h2d_bytes == r.d2h_bytes >= weights   # out in forward, back in backward
 
 
 def test_shadow_save_on_cpu_releases_the_device_tensor():

@@ -103,8 +103,10 @@ class Engine:
                       else bool(check_invariants))
         self.n_static_allocs = 0
         self.static_alloc_bytes = 0
-        self.unpack_at = {}       # backward step -> [(last step, bytes, label)]: plan.unpacked
-        for first, last, nbytes, label in plan.unpacked:
+        self.pack_at = {}         # forward step -> bytes copied out after it: plan.unpacked
+        self.unpack_at = {}       # backward step -> [(last step, bytes, label)]
+        for pack, first, last, nbytes, label in plan.unpacked:
+            self.pack_at[pack] = self.pack_at.get(pack, 0) + nbytes
             self.unpack_at.setdefault(first, []).append((last, nbytes, label))
         self.unpacked_held = {}   # last step -> handles of its unpacked copies
         self._conv_tables()
@@ -408,6 +410,8 @@ class Engine:
                 self.alloc_trace.append((now + duration, self.mem.allocated_bytes,
                                          self.mem.reserved_bytes))
         end = now + duration
+        if phase == "F" and step.index in self.pack_at:   # the hook's copy out, waited for
+            end = self._host_copy(self.pack_at[step.index], "d2h", end)
         for h, nbytes in self.unpacked_held.pop(step.index, ()):
             self.mem.free(h)
             if self.record:
@@ -440,11 +444,23 @@ class Engine:
         for last, nbytes, label in self.unpack_at[k]:
             now, h = self._alloc(-1, now, nbytes, category="activation", label=label)
             self.unpacked_held.setdefault(last, []).append((h, nbytes))
+            now = self._host_copy(nbytes, "h2d", now)
+        return now
+
+    def _host_copy(self, nbytes, direction, now):
+        """A copy of ``nbytes`` no managed tensor owns, queued on its direction's stream no
+        earlier than ``now``; returns its end."""
+        if direction == "d2h":
+            start = max(now, self.t_d2h, self.t_h2d if self.shared_link else 0.0)
+            end = self.t_d2h = start + self.hw.transfer_time_s(nbytes, "d2h",
+                                                               self.plan.pinned_host)
+            self.d2h_bytes += nbytes
+        else:
             start = max(now, self.t_h2d, self.t_d2h if self.shared_link else 0.0)
-            now = self.t_h2d = start + self.hw.transfer_time_s(nbytes, "h2d",
+            end = self.t_h2d = start + self.hw.transfer_time_s(nbytes, "h2d",
                                                                self.plan.pinned_host)
             self.h2d_bytes += nbytes
-        return now
+        return end
 
     def _recompute(self, step):
         # a replay re-allocates the outputs that were dropped; an output already freed (a

@@ -96,8 +96,9 @@ SAVED_PARAMETERS = {
 
 
 def saved_parameter_copies(program, within=None):
-    """``(first B step, last B step, bytes, label)`` per parameter that a module's op saves,
-    for every module called in backward (only those under the ``within`` paths, if given).
+    """``(first F step, first B step, last B step, bytes, label)`` per parameter that a
+    module's op saves, for every module called in forward and backward (only those under the
+    ``within`` paths, if given).
 
     Modules and parameters are matched by path (``layer1.0.conv1`` saves
     ``layer1.0.conv1.weight``); a program without a module tree has none.
@@ -109,18 +110,22 @@ def saved_parameter_copies(program, within=None):
     for st in program.static_tensors:
         if st.kind in ("parameter", "buffer"):
             size[st.name] = size.get(st.name, 0) + st.nbytes
-    span = {}
+    span, packed = {}, {}
     for s in program.steps:
-        if s.phase == "B" and s.name in mods:
+        if s.phase == "F" and s.name in mods:
+            packed.setdefault(s.name, s.index)
+        elif s.phase == "B" and s.name in mods:
             first, _ = span.get(s.name, (s.index, s.index))
             span[s.name] = (first, s.index)
     out = []
     for path, (first, last) in span.items():
+        if path not in packed:
+            continue
         if within is not None and not any(path == w or path.startswith(w + ".")
                                           for w in within):
             continue
         for leaf in SAVED_PARAMETERS.get(mods[path], ()):
             name = f"{path}.{leaf}"
             if size.get(name):
-                out.append((first, last, size[name], f"unpacked {name}"))
+                out.append((packed[path], first, last, size[name], f"unpacked {name}"))
     return tuple(sorted(out))
