@@ -74,6 +74,19 @@ class Engine:
         steady = self.warmup is not None or allocator == "pytorch"
         self.warmup_iterations = ((warm_runs if steady else 0)
                                   if warmup_iterations is None else int(warmup_iterations))
+        # the optimizer state a real run makes at its first optimizer step, into the cache the
+        # first iteration's activations left (set_to_none grads, lazily made momentum): under
+        # another plan than the captured one, made there too, not with the parameters
+        self.deferred = []
+        if self.warmup is not None and not plan.as_captured and starts \
+                and self.warmup_iterations > 0:
+            static = program.static_tensors
+            first_iter = [i for i, ev in enumerate(program.extra["warmup_events"])
+                          if i >= starts[0] and ev[0] == "alloc" and 0 <= int(ev[1]) < len(static)
+                          and static[int(ev[1])].kind == "optimizer_state"]
+            keys = {int(program.extra["warmup_events"][i][1]) for i in first_iter}
+            self.deferred = [ev for ev in self.warmup if int(ev[1]) in keys]
+            self.warmup = [ev for ev in self.warmup if int(ev[1]) not in keys]
         self.record = record
         n = len(program.tensors)
         self.size = [t.nbytes for t in program.tensors]
@@ -637,13 +650,25 @@ class Engine:
                 if h is not None:
                     self.mem.free(h)
                     self.mem_ops += 1
-        missing = [i for i, h in enumerate(handles) if h is None]
+        later = {int(ev[1]) for ev in self.deferred}
+        missing = [i for i, h in enumerate(handles) if h is None and i not in later]
         if temps or missing:
             raise PlanError(f"warmup_events leave {len(temps)} temporaries allocated and never "
                             f"allocate {len(missing)} static tensors")
         if self.record:
             self.alloc_trace.append((0.0, self.mem.allocated_bytes, self.mem.reserved_bytes))
         self.peak_tensor = self.mem.requested_bytes
+
+    def _first_optimizer_step(self):
+        """Allocate the optimizer state the first optimizer step makes (``self.deferred``)."""
+        static = self.p.static_tensors
+        for ev in self.deferred:
+            st = static[int(ev[1])]
+            self._alloc(-1, self.t_compute, int(ev[2]), category=st.kind,
+                        label=f"static tensor {st.name} ({st.kind})")
+            self.n_static_allocs += 1
+            self.static_alloc_bytes += int(ev[2])
+        self.deferred = []
 
     def _iteration_state(self):
         """Per-iteration state: tensor states, stream clocks, counters and records."""
@@ -718,6 +743,8 @@ class Engine:
             kind = type(ins)
             if kind is Compute:
                 s = steps[ins.step]
+                if self.deferred and s.phase == "U":
+                    self._first_optimizer_step()
                 self._run_step(s, s.phase, s.time_s)
             elif kind is Free:
                 self._free(ins.tensor)
