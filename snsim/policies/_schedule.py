@@ -102,7 +102,7 @@ def managed_peak(program, instructions):
 def build_instructions(program, *, recompute=None, offload=False, offload_types=("CONV",),
                        prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES,
                        checkpoint_layers=None, offload_inputs_of=None, drop_groups=None,
-                       offload_tensors=None, offload_at_last_forward_use=False):
+                       offload_tensors=None, offload_at_last_forward_use=False, cached=None):
     """Instructions for liveness, optionally with offload/prefetch and recomputation.
 
     Recomputation never needs more memory than liveness (issue 9, D11): when the plan's
@@ -134,6 +134,10 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
         ``torch.utils.checkpoint`` does, replay the whole group's forward (every step of it
         that made a dropped tensor, in order) when backward first needs one of them; replays
         are speed-centric (``recompute`` must be ``"speed"``).
+    cached : dict, optional
+        ``{tensor_id: group}``: kept tensors of a ``drop_groups`` group (selective
+        checkpointing's saved op outputs) that stay until the group's replay, the first
+        backward step that reads a dropped tensor of the group, even when nothing reads them.
     """
     if recompute is not None and recompute not in RECOMPUTE_MODES:
         raise ConfigError(f"recompute mode {recompute!r} must be one of {RECOMPUTE_MODES}")
@@ -143,7 +147,7 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
               checkpoint_types=checkpoint_types, checkpoint_layers=checkpoint_layers,
               offload_inputs_of=offload_inputs_of, drop_groups=drop_groups,
               offload_tensors=offload_tensors,
-              offload_at_last_forward_use=offload_at_last_forward_use)
+              offload_at_last_forward_use=offload_at_last_forward_use, cached=cached)
     out = _instructions(program, recompute=recompute, **kw)
     if recompute is None or drop_groups is not None:
         return out   # a user's plan (torch.utils.checkpoint) is simulated as written
@@ -166,7 +170,7 @@ _KEEP_ROUNDS = 8   # rounds of keeping the layers replayed at the peak before gi
 def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                   prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES, checkpoint_layers=None,
                   offload_inputs_of=None, kept_layers=(), drop_groups=None, offload_tensors=None,
-                  offload_at_last_forward_use=False):
+                  offload_at_last_forward_use=False, cached=None):
     steps = program.steps
     tensors = program.tensors
     _, last = program.uses()
@@ -214,11 +218,22 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                     if droppable[y]:
                         req = max(need_until[y], carry[y])
                         for x in s.inputs:
-                            if drop_groups is not None and droppable[x] \
-                                    and drop_groups[x] == drop_groups[y]:
+                            if drop_groups is not None and drop_groups[y] == (
+                                    drop_groups.get(x) if droppable[x]
+                                    else (cached or {}).get(x)):
                                 carry[x] = max(carry[x], req)
                             else:
                                 need_until[x] = max(need_until[x], req)
+    if cached:
+        replay_at = {}    # group -> the first backward step that reads a dropped tensor of it
+        for s in steps:
+            if s.phase == "B":
+                for t in s.deps:
+                    if droppable[t]:
+                        replay_at.setdefault(drop_groups[t], s.index)
+        for t, g in cached.items():
+            if g in replay_at:
+                need_until[t] = max(need_until[t], replay_at[g])
     free_after = [[] for _ in steps]
     for t, k in enumerate(need_until):
         if k >= 0:
