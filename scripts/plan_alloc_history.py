@@ -11,7 +11,10 @@ on, and writes one file per run:
 
     $OUT/<name>.json.gz   {"config", "measured" (the suite's keys), "events": [[action, addr,
                           size, stream], ...] in order: alloc, free_requested, free_completed,
-                          segment_alloc, segment_free, ...}
+                          segment_alloc, segment_free, ...}, "iterations": [[allocations,
+                          frees], ...] the allocator's cumulative counts
+                          (memory_stats allocation.all.allocated / .freed) when each
+                          training step began, to cut the events into iterations}
 
 Usage (one H200, from the repository root, about 2 minutes for the default set):
 
@@ -64,13 +67,24 @@ def main(argv=None):
         sys.exit(f"plan_alloc_history: --only names {', '.join(sorted(unknown))}, not in "
                  f"{', '.join(r[0] for r in RUNS)}")
     import torch
+    import snsim.torchsim.record as record
     from snsim.torchsim.execute import measure
     from snsim.torchsim.plans import as_plan
+    marks = []
+    step = record.train_step
+
+    def marked_step(*a, **kw):   # counters only: no allocation that would change the cache
+        st = torch.cuda.memory_stats()
+        marks.append([int(st.get("allocation.all.allocated", 0)),
+                      int(st.get("allocation.all.freed", 0))])
+        return step(*a, **kw)
+    record.train_step = marked_step
     os.makedirs(args.out, exist_ok=True)
     for name, model, batch, opts in RUNS:
         if only and name not in only:
             continue
         opts = dict(opts)
+        marks.clear()
         policy = opts.pop("policy")
         plan = as_plan(None if policy == "plain" else policy, opts)
         torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
@@ -82,7 +96,7 @@ def main(argv=None):
             torch.cuda.memory._record_memory_history(enabled=None)
         doc = {"config": {"name": name, "model": model, "batch": batch, "policy": policy,
                           "options": opts, "torch": torch.__version__},
-               "measured": measured, "events": _events(snap)}
+               "measured": measured, "events": _events(snap), "iterations": list(marks)}
         with gzip.open(os.path.join(args.out, f"{name}.json.gz"), "wt") as f:
             json.dump(doc, f)
         print(f"{name}: {len(doc['events'])} events, allocated "
