@@ -14,7 +14,8 @@ Semantics, in plan order (the host issues them; devices run them on their stream
 ``Free(tensor)``     release the tensor (GPU and host copy) when its last reader ends.
 ``Drop(tensor)``     release the GPU copy; the tensor must be recomputed before its next use.
 ``Offload(tensor)``  copy the tensor device→host after the last compute; afterwards it is a clean
-                     cache entry (or freed, with ``free_after_offload``).
+                     cache entry (or freed, with ``free_after_offload``; then a clean tensor's
+                     device copy is released at once, its host copy being current).
 ``Prefetch(tensor)`` copy a host-resident tensor back host→device, allocated at issue.
 """
 from __future__ import annotations
@@ -91,6 +92,10 @@ class Plan:
         ``pack_step``, and in backward allocated when step ``first_step`` starts, copied in,
         and released when step ``last_step`` ends; both copies on the compute stream's
         critical path.
+    extra_packs : tuple of (step, nbytes)
+        Further copies out that a saved-tensor hook makes after forward step ``step`` beyond
+        the ``Offload`` instructions (``save_on_cpu`` packs a tensor once per op that saves
+        it, and each pack is unpacked by its own node), on the compute stream's critical path.
     """
 
     policy: str
@@ -104,6 +109,7 @@ class Plan:
     as_captured: bool = False
     notes: dict = field(default_factory=dict)
     unpacked: tuple = ()
+    extra_packs: tuple = ()
 
     def __post_init__(self):
         if self.workspace not in WORKSPACE_MODES:
@@ -130,6 +136,10 @@ class Plan:
                 raise PlanError(f"plan.unpacked entry ({pack}, {first}, {last}, {nbytes}, "
                                 f"{label!r}) must name a forward step, backward steps "
                                 f"first <= last and bytes >= 0")
+        for step, nbytes in self.extra_packs:
+            if not (0 <= step < n_steps and program.steps[step].phase == "F" and nbytes >= 0):
+                raise PlanError(f"plan.extra_packs entry ({step}, {nbytes}) must name a "
+                                f"forward step and bytes >= 0")
 
     def to_dict(self):
         return {"plan_version": PLAN_VERSION, "policy": self.policy, "workspace": self.workspace,
@@ -137,6 +147,7 @@ class Plan:
                 "preallocate": self.preallocate, "sync_copies": self.sync_copies,
                 "pinned_host": self.pinned_host, "as_captured": self.as_captured,
                 "notes": self.notes, "unpacked": [list(u) for u in self.unpacked],
+                "extra_packs": [list(e) for e in self.extra_packs],
                 "instructions": [[type(i).__name__, i[0]] for i in self.instructions]}
 
     @classmethod
@@ -159,7 +170,8 @@ class Plan:
                    pinned_host=bool(d.get("pinned_host", True)),
                    as_captured=bool(d.get("as_captured", False)), notes=d.get("notes", {}),
                    unpacked=tuple((int(f), int(a), int(b), int(n), str(lab))
-                                  for f, a, b, n, lab in d.get("unpacked", ())))
+                                  for f, a, b, n, lab in d.get("unpacked", ())),
+                   extra_packs=tuple((int(k), int(n)) for k, n in d.get("extra_packs", ())))
 
     def save(self, path):
         with open(path, "w") as f:

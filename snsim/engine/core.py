@@ -121,6 +121,8 @@ class Engine:
         for pack, first, last, nbytes, label in plan.unpacked:
             self.pack_at[pack] = self.pack_at.get(pack, 0) + nbytes
             self.unpack_at.setdefault(first, []).append((last, nbytes, label))
+        for step, nbytes in plan.extra_packs:
+            self.pack_at[step] = self.pack_at.get(step, 0) + nbytes
         self.unpacked_held = {}   # last step -> handles of its unpacked copies
         self._conv_tables()
 
@@ -516,6 +518,12 @@ class Engine:
         self.state[t] = DROPPED
 
     def _offload(self, t):
+        if self.state[t] == CLEAN and self.plan.free_after_offload:
+            # the host copy is current: only the device copy goes (save_on_cpu's unpacked copy
+            # dies with its autograd node; the next node unpacks a new one)
+            self._release_gpu(t, self.t_compute)
+            self.state[t] = HOST
+            return
         if self.state[t] != GPU:
             return  # already clean, on the host or gone: nothing to copy
         end = self._copy(t, "d2h", self.t_compute)

@@ -40,41 +40,73 @@ class CpuOffload(Policy):
         within = (select_modules(program, self.name, o["modules"]) if o["modules"] else None)
         return Plan(policy=self.name, instructions=ins, free_after_offload=True,
                     sync_copies=True, pinned_host=o["pin_memory"], notes=dict(o),
-                    unpacked=saved_parameter_copies(program, within))
+                    unpacked=saved_parameter_copies(program, within),
+                    extra_packs=packs_per_node(program, ins))
 
 
-def unpack_at_node_start(program, instructions):
-    """Copy each offloaded tensor back when the first backward step that reads it begins its
-    autograd node, not at the op inside the node that reads it.
+def _nodes_reading(program, offloaded):
+    """``({tensor: [first step of each backward node reading it]}, {first step: last step})``.
 
-    An autograd node unpacks all its saved tensors when its ``apply`` begins, so the device copy
-    ``save_on_cpu``'s unpack makes is there for the whole node; a captured node is split into
-    op-granular steps (the same layer, in a row), and the read is recorded at one of them.
-    """
+    A captured autograd node is split into op-granular steps (the same layer, in a row)."""
     steps = program.steps
-    start = {}
+    start, end = {}, {}
     for s in steps:
         if s.phase == "B":
             prev = steps[s.index - 1] if s.index else None
             same = prev is not None and prev.phase == "B" and prev.layer == s.layer
             start[s.index] = start[prev.index] if same else s.index
-    offloaded = {i.tensor for i in instructions if type(i) is Offload}
-    fetch = {}
-    seen = set()
+            end[start[s.index]] = s.index
+    nodes = {}
     for s in steps:
         if s.phase == "B":
             for t in s.deps:
-                if t in offloaded and t not in seen:
-                    seen.add(t)
-                    if start[s.index] != s.index:
-                        fetch.setdefault(start[s.index], []).append(t)
-    if not fetch:
-        return instructions
+                if t in offloaded:
+                    lst = nodes.setdefault(t, [])
+                    if not lst or lst[-1] != start[s.index]:
+                        lst.append(start[s.index])
+    return nodes, end
+
+
+def packs_per_node(program, instructions):
+    """``(step, bytes)`` of the packs beyond the first of every tensor that several backward
+    nodes read (``save_on_cpu`` packs it once per op that saves it), placed after its last
+    forward use, where its ``Offload`` is."""
+    offloaded = {i.tensor for i in instructions if type(i) is Offload}
+    last_f = {}
+    for s in program.steps:
+        if s.phase == "F":
+            for t in s.deps:
+                last_f[t] = s.index
+    nodes, _ = _nodes_reading(program, offloaded)
+    size = [t.nbytes for t in program.tensors]
+    return tuple((last_f[t], size[t] * (len(lst) - 1))
+                 for t, lst in sorted(nodes.items()) if len(lst) > 1 and t in last_f)
+
+
+def unpack_at_node_start(program, instructions):
+    """Copy an offloaded tensor back for each autograd node that reads it, when the node
+    begins, and release that device copy when the node ends.
+
+    An autograd node unpacks all its saved tensors when its ``apply`` begins, and
+    ``save_on_cpu``'s unpack makes a fresh device copy that dies when the node returns; a tensor
+    saved by two nodes (a ReLU's output, saved by the ReLU and by the next convolution) comes
+    back twice.
+    """
+    offloaded = {i.tensor for i in instructions if type(i) is Offload}
+    nodes, end = _nodes_reading(program, offloaded)
+    fetch, drop = {}, {}
+    for t, lst in nodes.items():
+        for k in lst:
+            fetch.setdefault(k, []).append(t)
+        for k in lst[:-1]:   # the last node's copy is freed where the tensor dies
+            drop.setdefault(end[k], []).append(t)
     out = []
     for i in instructions:
         if type(i) is Compute and i.step in fetch:
             out.extend(Prefetch(t) for t in fetch[i.step])
         out.append(i)
+        if type(i) is Compute and i.step in drop:
+            out.extend(Offload(t) for t in drop[i.step])
     return out
 
 
