@@ -227,10 +227,10 @@ def build_report(traces_dir="traces/h200"):
              "2026-11-30), at setup before that. `checkpoint` replays a block from its inputs: "
              "the block's temporaries are made again and released after their last forward "
              "reader, and the buffers no tensor owns that its forward holds for backward are "
-             "dropped with it. `cpu_offload` brings a saved tensor back when its autograd node "
-             "begins, and, as `save_on_cpu` packs the weights ops save, makes a device copy of "
-             "each saved weight (norm parameters, batch-norm running statistics) per backward "
-             "node.\n")
+             "dropped with it. `cpu_offload` packs a saved tensor once per op that saves it and "
+             "brings it back for each autograd node that reads it, from the node's start to its "
+             "end, and, as `save_on_cpu` packs the weights ops save, does the same with each "
+             "saved weight (norm parameters, batch-norm running statistics).\n")
     from .validate import whatif_rows
     wf, _ = whatif_rows(traces_dir)
     if wf is not None and len(wf):
@@ -249,8 +249,8 @@ def build_report(traces_dir="traces/h200"):
                  "when its node returns, before the autograd engine sums broadcast gradients "
                  "(a bias's), where the plain capture's order keeps them together "
                  "(`nn.TransformerEncoder` +5%); ViT's capture is itself 2% high (section 5, "
-                 "buffers no tensor owns that outlive their block); `save_on_cpu` copies a "
-                 "tensor once per op that saves it; reserved peaks follow the allocation order "
+                 "buffers no tensor owns that outlive their block); reserved peaks follow the "
+                 "allocation order "
                  "of the first iteration, which a plain capture does not hold for another "
                  "plan. Predictions of these plans should come from `snsim predict --policy` "
                  "(section 1), which runs the real `torch.utils.checkpoint` and "
