@@ -260,6 +260,15 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                                       and steps[last[t.tensor_id]].phase == "B")
 
     conv_b = [s.index for s in steps if s.phase == "B" and s.type == "CONV"]
+    node_steps = {}   # first step of a backward node (a captured step's parts) -> its steps
+    if drop_groups is not None:
+        first = None
+        for s in steps:
+            if s.phase == "B":
+                prev = steps[s.index - 1] if s.index else None
+                if prev is None or prev.phase != "B" or prev.layer != s.layer:
+                    first = s.index
+                node_steps.setdefault(first, []).append(s.index)
 
     out = []
     dropped = set()
@@ -336,6 +345,11 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 prefetch_window(s.index + 1, nxt)
             now[0] = s.index
             need = [t for t in s.deps if t in dropped]
+            if drop_groups is not None:
+                # an autograd node unpacks its saved tensors when it begins: the replay comes
+                # before the first op-granular step of the node that reads a dropped tensor
+                need = [t for k in node_steps.get(s.index, ()) for t in steps[k].deps
+                        if t in dropped]
             if drop_groups is not None and need:
                 # the whole group comes back at once: every tensor of it that backward still
                 # reads, with the group's temporaries made again on the way and released
