@@ -119,13 +119,20 @@ class TrainSetup:
         return _no_overflow_scaler(device_type)
 
     def autocast(self, device_type):
-        """A context factory for forward and loss: ``torch.autocast`` on CUDA, CUDA's policy
-        emulated on a CPU (:func:`cuda_autocast_on_cpu`); None for fp32."""
+        """A context factory for forward and loss: ``torch.autocast`` on the device (on a CPU,
+        inside :meth:`step_scope`, it applies CUDA's policy); None for fp32."""
         if self.amp is None:
             return None
         import torch
-        if device_type == "cuda":
-            return functools.partial(torch.autocast, "cuda", dtype=self.dtype)
+        return functools.partial(torch.autocast, device_type, dtype=self.dtype)
+
+    def step_scope(self, device_type):
+        """A context factory for the whole training step, backward included: on a CPU with
+        amp, CUDA's autocast policy (:func:`cuda_autocast_on_cpu`), so that every autocast
+        region in it — forward and loss, and the regions ``torch.utils.checkpoint`` re-enters
+        to recompute a block in backward — casts as CUDA would. None otherwise."""
+        if self.amp is None or device_type == "cuda":
+            return None
         return functools.partial(cuda_autocast_on_cpu, self.dtype)
 
 
@@ -312,10 +319,14 @@ def _op(qualname):
 
 @contextlib.contextmanager
 def cuda_autocast_on_cpu(dtype):
-    """Autocast with CUDA's policy for CPU tensors (fake or real): see the module docstring.
+    """CUDA's autocast policy for CPU tensors (fake or real): see the module docstring.
 
     Every op with a CPU or a CUDA autocast kernel gets a Python kernel on ``AutocastCPU`` for
-    the region: CUDA's policy where CUDA has one, a pass-through otherwise.
+    the scope: CUDA's policy where CUDA has one, a pass-through otherwise. The kernels act only
+    inside ``torch.autocast("cpu")`` regions (the key is set only there); the weight-cast cache
+    is cleared where torch clears its own, when the outermost region exits
+    (``torch.clear_autocast_cache``), so a region that ``torch.utils.checkpoint`` re-enters in
+    backward casts the weights anew, as on CUDA.
     """
     import warnings
     import torch
@@ -338,8 +349,16 @@ def cuda_autocast_on_cpu(dtype):
                 except (AttributeError, RuntimeError):
                     continue      # listed in the header, not an op of this build
                 lib.impl(op, _kernel(op, policy.get(qualname), cache, dtype), "AutocastCPU")
-        with torch.autocast("cpu", dtype=dtype, cache_enabled=False):
+        clear = torch.clear_autocast_cache
+
+        def clear_both():
+            cache.casts.clear()
+            clear()
+        torch.clear_autocast_cache = clear_both
+        try:
             yield
+        finally:
+            torch.clear_autocast_cache = clear
     finally:
         cache.casts.clear()
         lib._destroy()

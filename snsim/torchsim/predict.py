@@ -274,7 +274,8 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic):
         if transform is not None:
             model = transform(model)
         opt = setup.make_optimizer(model.parameters())
-        amp_kw = {"autocast": setup.autocast("cpu"), "scaler": setup.grad_scaler("cpu")}
+        amp_kw = {"autocast": setup.autocast("cpu"), "scaler": setup.grad_scaler("cpu"),
+              "step_scope": setup.step_scope("cpu")}
         rec = Recorder(device_type="cpu")
         static_names = register_static(rec, model, x, y)
         param_names = {id(p): n for n, p in model.named_parameters()}

@@ -463,13 +463,20 @@ def compute_loss(out, y, aux_loss_weight=0.4):
 
 
 def train_step(model, optimizer, x, y, *, inst=None, aux_loss_weight=0.4, autocast=None,
-               scaler=None):
+               scaler=None, step_scope=None):
     """One training iteration; ``inst`` (an :class:`Instrument`) marks its steps.
 
     ``autocast`` (a context factory, :meth:`snsim.torchsim.amp.TrainSetup.autocast`) wraps
     forward and loss, as PyTorch's AMP recipe does; ``scaler`` (a ``GradScaler``) scales the
-    loss, unscales and checks the gradients in ``step`` and updates its scale.
+    loss, unscales and checks the gradients in ``step`` and updates its scale; ``step_scope``
+    (:meth:`~snsim.torchsim.amp.TrainSetup.step_scope`) wraps the whole step.
     """
+    import contextlib
+    with step_scope() if step_scope is not None else contextlib.nullcontext():
+        _train_step(model, optimizer, x, y, inst, aux_loss_weight, autocast, scaler)
+
+
+def _train_step(model, optimizer, x, y, inst, aux_loss_weight, autocast, scaler):
     import contextlib
     mark = inst.mark if inst is not None else _NullMarker().mark
     with autocast() if autocast is not None else contextlib.nullcontext():
