@@ -293,3 +293,16 @@ def test_emulation_matches_real_cuda_autocast_forward():
     assert emu == real
     assert any(o.startswith("addmm ['torch.bfloat16']") for o in emu)
     assert any(o.startswith("native_layer_norm ['torch.float32'") for o in emu)
+
+
+def test_norm_overloads_of_other_torch_releases_get_a_kernel():
+    """torch 2.11's autocast_mode.h lists ``norm.names_ScalarOpt_dim`` for fp32_append_dtype
+    (every H200 prediction under amp failed on it with a KeyError): any norm overload gets
+    the kernel of its ``_dtype`` twin, or an fp32 cast where the running torch has none."""
+    from types import SimpleNamespace
+
+    from snsim.torchsim.amp import _CastCache, _kernel
+    for name in ("Scalar", "ScalarOpt_dim", "names_ScalarOpt_dim"):
+        op = getattr(torch.ops.aten.norm, name, None) or SimpleNamespace(
+            _overloadname=name, _schema=SimpleNamespace(arguments=[]))
+        assert callable(_kernel(op, "fp32_append_dtype", _CastCache(), torch.bfloat16))

@@ -284,9 +284,14 @@ def _kernel(op, policy, cache, low_dtype):
                 kwargs["dtype"] = torch.float32
             return below(*args, **kwargs)
         return set_dtype
-    # norm.Scalar / norm.ScalarOpt_dim -> the overload with a dtype
-    target = {"Scalar": torch.ops.aten.norm.ScalarOpt_dtype,
-              "ScalarOpt_dim": torch.ops.aten.norm.ScalarOpt_dim_dtype}[op._overloadname]
+    # norm.Scalar -> norm.ScalarOpt_dtype; norm.X (ScalarOpt_dim, names_ScalarOpt_dim, ...)
+    # -> norm.X_dtype: the overload with a dtype, as autocast_mode.h's redispatch picks it
+    # (torch releases list different overloads: any that has no dtype twin is cast to fp32)
+    name = op._overloadname
+    target = getattr(torch.ops.aten.norm, "ScalarOpt_dtype" if name == "Scalar"
+                     else f"{name}_dtype", None)
+    if target is None:
+        return cast_to(torch.float32)
 
     def append_dtype(*args, **kwargs):
         if not (args and _eligible(args[0])):
