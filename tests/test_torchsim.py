@@ -216,3 +216,16 @@ def test_execute_on_cuda():
     from snsim.torchsim.execute import execute
     doc = execute("torchvision:resnet18", 8, "offload", timing_iters=2, plain_iters=2)
     assert doc["predictions"]["snsim_predict_plan"]["offloaded_bytes"] > 0
+
+
+def test_predict_model_whose_constructor_reads_tensor_values():
+    """RegNet computes its block widths with tensor ops (``.tolist()``) in ``__init__``: under
+    FakeTensorMode that is data-dependent. The model is built with real CPU tensors, then given
+    fake parameters and buffers (the held-out H200 suite's regnet_y_1_6gf had no prediction)."""
+    from snsim.torchsim.predict import predict
+    r = predict("torchvision:regnet_y_400mf", 2, gpu="h200")
+    # regnet_y_400mf: 4,344,144 parameters (torchvision's model card); fp32 weights, gradients
+    # and momentum alone are 3 * 4 * 4,344,144 = 52,129,728 B
+    assert r["static_bytes"] >= 4 * 4_344_144
+    assert r["peak_allocated_bytes"] > 52_129_728
+    assert r["feasible"]

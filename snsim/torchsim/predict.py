@@ -237,6 +237,39 @@ class _Retry(Exception):
     pass
 
 
+def _build_real_then_fake(spec, mode):
+    """Build the model with real CPU tensors (its constructor computes with tensor values,
+    which fake tensors do not have); :func:`_fake_parameters` then gives it fake parameters
+    and buffers of the same shapes, dtypes and sharing: the recording sees the same module
+    tree and storages."""
+    try:
+        with no_init():
+            model = spec.build()
+    except ConfigError:
+        raise
+    except Exception as e:
+        raise ConfigError(f"model {spec.text!r} cannot be built: {_first_line(e)}") from None
+    return model
+
+
+def _fake_parameters(model, mode):
+    """Swap a real model's parameters and buffers for fake ones (``from_tensor`` keeps a
+    parameter a parameter, with its ``requires_grad``; a tensor shared by two modules stays
+    shared)."""
+    fakes = {}
+
+    def fake(t):
+        if id(t) not in fakes:
+            fakes[id(t)] = mode.from_tensor(t)
+        return fakes[id(t)]
+    for m in model.modules():
+        for d in (m._parameters, m._buffers):
+            for name, t in list(d.items()):
+                if t is not None:
+                    d[name] = fake(t)
+    return model
+
+
 def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic):
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -248,15 +281,22 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic):
     if symbolic:
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
         shape_env = ShapeEnv()
-    with FakeTensorMode(shape_env=shape_env), torch.device("cpu"), cuda_like_dispatch():
+    mode = FakeTensorMode(shape_env=shape_env)
+    with mode, torch.device("cpu"), cuda_like_dispatch():
         try:
             with no_init():
                 model = spec.build()
         except ConfigError:
             raise
         except Exception as e:
-            raise ConfigError(f"model {spec.text!r} cannot be built: "
-                              f"{_first_line(e)}") from None
+            if not _is_data_dependent(e):
+                raise ConfigError(f"model {spec.text!r} cannot be built: "
+                                  f"{_first_line(e)}") from None
+            model = None     # its constructor reads tensor values (RegNet's widths): below
+    if model is None:
+        model = _build_real_then_fake(spec, mode)
+        model = _fake_parameters(model, mode)
+    with mode, torch.device("cpu"), cuda_like_dispatch():
         model.train()
         x = spec.make_input(batch)
         where = _ModuleStack(model)
