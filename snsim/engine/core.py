@@ -541,12 +541,22 @@ class Engine:
     def _setup(self):
         p = self.p
         if p.static_tensors:   # one allocation per parameter, gradient, state, buffer
+            mem = self.mem
+            # tens of thousands of them: straight to the allocator while they fit and nothing
+            # is recorded or checked (only the peak of requested bytes is kept, and setup
+            # never frees)
+            quick = not (self.record or self.check)
             for st in p.static_tensors:
                 if st.nbytes > 0:
-                    self._alloc(-1, 0.0, st.nbytes, category=st.kind,
-                                label=f"static tensor {st.name} ({st.kind})")
+                    if quick and mem.can_alloc(st.nbytes):
+                        mem.alloc(st.nbytes)
+                        self.mem_ops += 1
+                    else:
+                        self._alloc(-1, 0.0, st.nbytes, category=st.kind,
+                                    label=f"static tensor {st.name} ({st.kind})")
                     self.n_static_allocs += 1
                     self.static_alloc_bytes += st.nbytes
+            self.peak_tensor = max(self.peak_tensor, mem.requested_bytes)
         else:
             for category, nbytes in p.static_bytes.items():
                 if nbytes > 0:

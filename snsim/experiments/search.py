@@ -602,7 +602,10 @@ def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0
             best[n] = (None, lo)
             continue
         if prober.lru.get(n):
-            start = cap
+            # the cap, or the answer of the LRU policy searched before: LRU caches end close
+            # together, on programs already built
+            start = max((best[m][0] for m in best if prober.lru.get(m) and best[m][0]),
+                        default=cap)
         else:
             for s in (lo + 1, lo + 3):   # three cheap points: a line, or a parabola
                 if s > cap or not prober.feasible(n, s):

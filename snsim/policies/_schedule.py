@@ -98,6 +98,14 @@ def managed_peak(program, instructions):
     return peak, {producer[t] for t in at_peak}
 
 
+def liveness_peak(program):
+    """:func:`managed_peak` of plain liveness (no recomputation): the same for every offload
+    option, since offload copies do not count; computed once per program."""
+    if program._liveness_peak is None:
+        program._liveness_peak = managed_peak(program, _instructions(program, recompute=None))[0]
+    return program._liveness_peak
+
+
 @without_gc
 def build_instructions(program, *, recompute=None, offload=False, offload_types=("CONV",),
                        prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES,
@@ -147,7 +155,7 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
     out = _instructions(program, recompute=recompute, **kw)
     if recompute is None or drop_groups is not None:
         return out   # a user's plan (torch.utils.checkpoint) is simulated as written
-    live_peak, _ = managed_peak(program, _instructions(program, recompute=None))
+    live_peak = liveness_peak(program)
     kept = set()
     for _ in range(_KEEP_ROUNDS):
         peak, at_peak = managed_peak(program, out)
