@@ -195,12 +195,12 @@ class Engine:
                 nbytes = 0
                 self.fallback[t] = True
                 self.counters["workspace_fallbacks"] += 1
-        calls = mem.device_mallocs, mem.device_frees
+        mallocs, frees = mem.device_mallocs, mem.device_frees
         h = mem.alloc(nbytes, stream)
         self.mem_ops += 1
-        if mem.device_mallocs != calls[0] or mem.device_frees != calls[1]:
-            now += ((mem.device_mallocs - calls[0]) * self.malloc_latency_s
-                    + (mem.device_frees - calls[1]) * self.free_latency_s)
+        if mem.device_mallocs != mallocs or mem.device_frees != frees:
+            now += ((mem.device_mallocs - mallocs) * self.malloc_latency_s
+                    + (mem.device_frees - frees) * self.free_latency_s)
         if self.check:
             self._check_counters(f"allocating {self._label(t, label)}", now)
         if category is not None or t >= 0:   # not a workspace
@@ -360,13 +360,16 @@ class Engine:
     def _run_step(self, step, phase, duration_default):
         self.cur = step.index
         t0 = self.t_compute
-        self._advance(t0)     # what happened before the step starts
-        self.pinned = step.deps
+        heap = self.heap
+        if heap and heap[0][0] <= t0:
+            self._advance(t0)     # what happened before the step starts
+        deps = self.pinned = step.deps
         in_use = self.in_use_until
-        for t in step.deps:   # from now until the step ends, nothing may release its deps
+        for t in deps:   # from now until the step ends, nothing may release its deps
             in_use[t] = _INF
         now, fresh = self._stash(step, t0)
-        self._advance(now)
+        if heap and heap[0][0] <= now:
+            self._advance(now)
         for t in fresh:
             self.counters["first_touch"] += 1
             now, _ = self._alloc(t, now)
@@ -403,7 +406,7 @@ class Engine:
                                          self.mem.reserved_bytes))
         end = now + duration
         idle_release = self.idle_release
-        for t in step.deps:
+        for t in deps:
             in_use[t] = end
             if idle_release[t] and self.release_seq[t] == 0:
                 self._event(end, _EV_RELEASE, t)

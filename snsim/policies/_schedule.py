@@ -317,10 +317,11 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 groups = {drop_groups[t] for t in need}
                 need = sorted((t for t in dropped if drop_groups.get(t) in groups),
                               key=lambda t: (producer_step[t], t))
-            keep = set(s.deps)
-            for t in need:
-                if t in dropped:
-                    ensure(t, keep)
+            if need:
+                keep = set(s.deps)
+                for t in need:
+                    if t in dropped:
+                        ensure(t, keep)
         out.append(Compute(s.index))
         if s.phase == "F":
             if offload_at_last_forward_use:
@@ -354,7 +355,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
             transient.clear()
             # speed-centric replays stay until liveness frees them (at need_until, above);
             # memory-centric ones are dropped again right after the step that needed them
-            if any_memory:
+            if any_memory and replayed:
                 for t in sorted(replayed):
                     if seg_mode.get(seg.get(tensors[t].producer)) == "memory":
                         out.append(Drop(t))
