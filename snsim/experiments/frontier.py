@@ -74,9 +74,14 @@ def parse_budgets(items, *, field="budgets"):
 
 
 def liveness_peak(program, hardware, *, allocator="ideal"):
-    """The ``liveness`` plan's run with no memory limit: ``(peak_reserved_bytes, Result)``."""
+    """The ``liveness`` plan's run with no memory limit: ``(peak_reserved_bytes, Result)``.
+
+    ``hardware``: a preset name, a YAML path or a :class:`~snsim.hardware.HardwareSpec`.
+    """
+    from ..api import resolve_hardware
     from ..engine.core import run_plan
     from ..policies import get_policy
+    hardware = resolve_hardware(hardware)
     plan = get_policy("liveness").plan(program, hardware, _UNLIMITED_BYTES)
     r = run_plan(program, plan, hardware, budget_bytes=_UNLIMITED_BYTES, allocator=allocator,
                  record=False)
@@ -148,7 +153,7 @@ def frontier(network, *, batch=None, hardware="k40c", policies="all", budgets=No
     Examples
     --------
     >>> df = frontier("lenet", batch=8, policies=["liveness", "recompute"], budgets="0.5x,1x")
-    >>> sorted(set(df["policy"])), list(df["budget_fraction"].unique())
+    >>> sorted(set(df["policy"])), sorted(set(df["budget_fraction"].tolist()))
     (['liveness', 'recompute'], [0.5, 1.0])
     """
     import pandas as pd
