@@ -244,12 +244,12 @@ def cmd_frontier(args):
         peak = df.attrs["liveness_peak_bytes"]
         fits = df[df["feasible"]]
         least = fits.loc[fits["peak_reserved_bytes"].idxmin()] if len(fits) else None
+        smallest = ("" if least is None else f"; the least memory that trains: "
+                    f"{format_bytes(least['peak_reserved_bytes'])} with {least['policy']}")
         print(f"{program.name} batch {program.batch} on {hw.name}, {_allocator_label(args)}, "
               f"{program.framework or program.source} semantics: liveness needs "
               f"{format_bytes(peak)} ({format_ms(df.attrs['liveness_step_time_s'])} a step, "
-              f"modelled)" + ("" if least is None else
-                              f"; the least memory that trains: {format_bytes(least['peak_reserved_bytes'])}"
-                              f" with {least['policy']}"))
+              f"modelled){smallest}")
         print("step time (ms, modelled) per budget and policy; — does not fit"
               + ("; (gap to checkmate's plan)" if df.attrs.get("optimum") else ""))
         emit_table(frontier_table(df))

@@ -120,6 +120,10 @@ class Policy:
     name = "base"
     description = ""
     OPTIONS = {}
+    #: where it comes from (a paper, a framework feature), for docs/POLICIES.md
+    reference = ""
+    #: what planning costs, in words (docs/POLICIES.md adds measured times)
+    planning_cost = ""
     #: part of ``--policy all``; a policy whose planning is slow (a solver) sets it False and
     #: runs only when named
     in_all = True
