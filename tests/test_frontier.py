@@ -148,3 +148,18 @@ def test_doctests():
 
     import snsim.experiments.frontier as module
     assert doctest.testmod(module).failed == 0
+
+
+def test_all_leaves_out_solvers_and_says_so(fake_optimum, capsys):
+    from snsim.experiments.search import max_batch
+    rep = max_batch("lenet", budget_bytes="48MiB", policies="all", max_batch=4)
+    assert fake_optimum not in {r.policy for r in rep.rows}
+    assert main(["compare", "--network", "lenet", "--batch", "8"]) == 0
+    captured = capsys.readouterr()
+    assert f"'all' leaves out {fake_optimum} (slow to plan: a solver); name it to run it" \
+        in captured.err and fake_optimum not in captured.out
+    assert main(["maxbatch", "--network", "lenet", "--budget", "48MiB", "--max-batch", "4"]) == 0
+    assert f"('all' leaves out {fake_optimum}" in capsys.readouterr().out
+    assert main(["compare", "--network", "lenet", "--batch", "8", "--policies",
+                 f"liveness,{fake_optimum}"]) == 0     # named, it runs
+    assert fake_optimum in capsys.readouterr().out

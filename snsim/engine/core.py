@@ -480,7 +480,9 @@ class Engine:
 
     def _prefetch(self, t):
         now = self.t_compute
-        self._advance(now)    # an offload that ended before the issue has left the GPU
+        heap = self.heap
+        if heap and heap[0][0] <= now:
+            self._advance(now)    # an offload that ended before the issue has left the GPU
         if self.state[t] != HOST:
             return  # resident (a cache hit) or in flight
         if not self.mem.can_alloc(self.size[t]):
@@ -688,17 +690,18 @@ class Engine:
         return self._result(failure, time.perf_counter() - wall)
 
     def _iteration(self, steps, serves):
+        run_step, free, prefetch = self._run_step, self._free, self._prefetch
         for i, ins in enumerate(self.plan.instructions):
             kind = type(ins)
             if kind is Compute:
-                s = steps[ins.step]
-                self._run_step(s, s.phase, s.time_s)
+                s = steps[ins[0]]
+                run_step(s, s.phase, s.time_s)
             elif kind is Free:
-                self._free(ins.tensor)
+                free(ins[0])
+            elif kind is Prefetch:
+                prefetch(ins[0])
             elif kind is Offload:
                 self._offload(ins.tensor)
-            elif kind is Prefetch:
-                self._prefetch(ins.tensor)
             elif kind is Drop:
                 self._drop(ins.tensor)
             elif kind is Recompute:
