@@ -501,7 +501,8 @@ def cmd_list(args):
     print("networks:  " + ", ".join(list_networks()) + ", resnet:a,b,c,d")
     print("hardware:  " + ", ".join(list_hardware()))
     for name, cls in sorted(POLICIES.items()):
-        print(f"policy {name:<14} {cls.description}")
+        print(f"policy {name:<14} {cls.description}"
+              + ("" if cls.in_all else " [not in 'all': name it]"))
     return 0
 
 

@@ -163,3 +163,6 @@ def test_all_leaves_out_solvers_and_says_so(fake_optimum, capsys):
     assert main(["compare", "--network", "lenet", "--batch", "8", "--policies",
                  f"liveness,{fake_optimum}"]) == 0     # named, it runs
     assert fake_optimum in capsys.readouterr().out
+    assert main(["list"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if fake_optimum in x)
+    assert line.endswith("[not in 'all': name it]")

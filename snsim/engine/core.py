@@ -557,6 +557,7 @@ class Engine:
                         mem.alloc(st.nbytes)
                         self.mem_ops += 1
                     else:
+                        self.peak_tensor = max(self.peak_tensor, mem.requested_bytes)
                         self._alloc(-1, 0.0, st.nbytes, category=st.kind,
                                     label=f"static tensor {st.name} ({st.kind})")
                     self.n_static_allocs += 1

@@ -29,7 +29,7 @@ HARDWARE = "k40c"
 FRAMEWORK = "superneurons"
 ALLOCATOR = "pool"          # the allocator of SuperNeurons' framework (the CLI's default)
 #: a policy with a ``time_limit_s`` option (a solver) gets this limit, to keep the run short
-SOLVER_TIME_LIMIT_S = 20
+SOLVER_TIME_LIMIT_S = 10
 
 
 def _markdown(text):
@@ -166,6 +166,10 @@ def render(frames, plan_s, missing, *, names=None):
                if any(df.attrs.get("optimum") for df in frames.values()) else
                f"No policy named `{OPTIMUM}` is registered in this build, so no optimality "
                f"gaps are shown."), ""]
+    solvers = [f["name"] for f in facts if any(k == "time_limit_s" for k, _, _ in f["options"])]
+    if solvers:
+        out += [f"Solvers ({', '.join(solvers)}) ran with `time_limit_s={SOLVER_TIME_LIMIT_S}` "
+                "to keep this document a few minutes' work.", ""]
     for (net, batch), df in frames.items():
         out += [f"### {net}, batch {batch}", "",
                 f"Liveness' peak {format_bytes(df.attrs['liveness_peak_bytes'])}, its step "
