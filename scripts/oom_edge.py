@@ -21,7 +21,8 @@ import torch
 
 from snsim.torchsim.capture import provenance, require_cuda
 from snsim.torchsim.models import resolve_model
-from snsim.torchsim.record import make_optimizer, train_step
+from snsim.torchsim.amp import TrainSetup
+from snsim.torchsim.record import train_step
 from snsim.units import parse_bytes
 
 
@@ -32,7 +33,7 @@ def runs(spec, batch, optimizer, iterations=3):
         net = spec.build().cuda().train()
         x = torch.randn((batch,) + tuple(spec.input_shape), device="cuda")
         y = torch.randint(0, 1000, (batch,), device="cuda")
-        opt = make_optimizer(optimizer, net.parameters())
+        opt = TrainSetup(optimizer).make_optimizer(net.parameters())
         for _ in range(iterations):
             train_step(net, opt, x, y, aux_loss_weight=spec.aux_loss_weight)
         torch.cuda.synchronize()

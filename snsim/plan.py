@@ -16,6 +16,8 @@ Semantics, in plan order (the host issues them; devices run them on their stream
 ``Offload(tensor)``  copy the tensor device→host after the last compute; afterwards it is a clean
                      cache entry (or freed, with ``free_after_offload``).
 ``Prefetch(tensor)`` copy a host-resident tensor back host→device, allocated at issue.
+``Evict(tensor)``    release the GPU copy of a tensor whose host copy is current (a fetched
+                     parameter of ``zero_offload``); it is on the host again.
 """
 from __future__ import annotations
 
@@ -52,7 +54,12 @@ class Prefetch(NamedTuple):
     tensor: int
 
 
-INSTRUCTIONS = {cls.__name__: cls for cls in (Compute, Recompute, Free, Drop, Offload, Prefetch)}
+class Evict(NamedTuple):
+    tensor: int
+
+
+INSTRUCTIONS = {cls.__name__: cls for cls in (Compute, Recompute, Free, Drop, Offload, Prefetch,
+                                              Evict)}
 WORKSPACE_MODES = ("none", "dynamic", "fastest")
 
 
@@ -84,6 +91,12 @@ class Plan:
         The plan is what the framework itself does (free at last use), so a captured
         program's recorded history — setup and earlier iterations — is this plan's own and the
         engine replays all of it; any other plan starts from the capture's static allocations.
+    host_resident : tuple of int
+        Tensors that start every iteration on the host (and may end it there): the streamed
+        parameters of ``zero_offload``.
+    program : Program, optional
+        The program the plan is for, when the policy rewrote the one it was given
+        (``zero_offload`` moves parameters to the host); the engine replays this one.
     """
 
     policy: str
@@ -96,6 +109,8 @@ class Plan:
     pinned_host: bool = True
     as_captured: bool = False
     notes: dict = field(default_factory=dict)
+    host_resident: tuple = ()
+    program: object = None
 
     def __post_init__(self):
         if self.workspace not in WORKSPACE_MODES:
@@ -117,17 +132,25 @@ class Plan:
                                 f"tensor {ins.tensor}; the program has tensors 0..{n_tensors - 1}")
 
     def to_dict(self):
-        return {"plan_version": PLAN_VERSION, "policy": self.policy, "workspace": self.workspace,
+        d = {"plan_version": PLAN_VERSION, "policy": self.policy, "workspace": self.workspace,
                 "lru": self.lru, "free_after_offload": self.free_after_offload,
                 "preallocate": self.preallocate, "sync_copies": self.sync_copies,
                 "pinned_host": self.pinned_host, "as_captured": self.as_captured,
-                "notes": self.notes,
+                "notes": self.notes, "host_resident": list(self.host_resident),
                 "instructions": [[type(i).__name__, i[0]] for i in self.instructions]}
+        if self.program is not None:
+            from .trace import program_to_dict
+            d["program"] = program_to_dict(self.program)
+        return d
 
     @classmethod
     def from_dict(cls, d, *, source="plan"):
         if not isinstance(d, dict) or d.get("plan_version") != PLAN_VERSION:
             raise TraceError(f"{source}: plan_version must be {PLAN_VERSION}")
+        program = None
+        if d.get("program") is not None:
+            from .trace import program_from_dict
+            program = program_from_dict(d["program"], source=source)
         ins = []
         for k, item in enumerate(d.get("instructions", [])):
             try:
@@ -142,7 +165,9 @@ class Plan:
                    preallocate=bool(d.get("preallocate", False)),
                    sync_copies=bool(d.get("sync_copies", False)),
                    pinned_host=bool(d.get("pinned_host", True)),
-                   as_captured=bool(d.get("as_captured", False)), notes=d.get("notes", {}))
+                   as_captured=bool(d.get("as_captured", False)), notes=d.get("notes", {}),
+                   host_resident=tuple(int(t) for t in d.get("host_resident", ())),
+                   program=program)
 
     def save(self, path):
         with open(path, "w") as f:

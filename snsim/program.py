@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from .errors import ConfigError, GraphError
 from .graph import adjacency, backward_order, forward_order
 
-MANAGED_KINDS = ("activation", "activation_grad", "workspace")
+# parameter, parameter_grad: streamed per layer by zero_offload (static otherwise)
+MANAGED_KINDS = ("activation", "activation_grad", "workspace", "parameter", "parameter_grad")
 STATIC_KINDS = ("input", "parameter", "parameter_grad", "optimizer_state", "buffer")
 OPTIMIZER_STATE_FACTOR = {"sgd": 0, "sgd-momentum": 1, "nesterov": 1, "adam": 2, "adamw": 2}
 FRAMEWORKS = ("superneurons", "pytorch")

@@ -50,7 +50,7 @@ def test_calibrate_only_bn_merges_into_a_table(tmp_path):
             "shape": "old", "ops": ""}
            for i, f in enumerate(["relu_", "native_batch_norm", "native_batch_norm_backward",
                                   "add", "convolution"])]
-    old.append(dict(old[-1], shape="net resnet50 an earlier conv run"))
+    old.append(dict(old[-1], shape="net resnet50 an earlier conv run", math="tf32"))
     write_table(old, {"tool": "snsim calibrate", "gpu": "base-gpu"}, base)
     out = tmp_path / "merged.csv.gz"
     assert main(["calibrate", "--device", "cpu", "--only", "bn,conv", "--merge", str(base),
@@ -69,6 +69,27 @@ def test_calibrate_only_bn_merges_into_a_table(tmp_path):
     assert main(["calibrate", "--device", "cpu", "--merge", str(base), "--out",
                  str(out)]) == 2     # --merge needs --only
     assert main(["calibrate", "--device", "cpu", "--only", "bn,xyz", "--out", str(out)]) == 2
+
+
+def test_calibrate_only_amp_adds_fp16_and_fused_rows(tmp_path):
+    """--only amp keeps the base's fp32/tf32/bf16 rows and adds fp16 convolutions and
+    matmuls, bf16 network convolutions and the fused-optimizer/GradScaler kernels."""
+    from snsim.cli import main
+    from snsim.torchsim.calibrate import read_table, write_table
+    base = tmp_path / "base.csv.gz"
+    old = [{"family": "convolution", "dtype": d, "math": m, "cls": "", "flops": 10,
+            "bytes": 1000, "ntensors": 0, "time_s": 1e-5, "host_s": 1e-6, "shape": "old",
+            "ops": ""} for d, m in (("float32", "tf32"), ("bfloat16", "bf16"))]
+    write_table(old, {"tool": "snsim calibrate", "gpu": "base-gpu"}, base)
+    out = tmp_path / "merged.csv.gz"
+    assert main(["calibrate", "--device", "cpu", "--only", "amp", "--merge", str(base),
+                 "--out", str(out), "--max-seconds", "60", "--scale", "0.05"]) == 0
+    rows, _ = read_table(out)
+    assert sum(r["shape"] == "old" for r in rows) == 2
+    fams = {(r["family"], r["math"]) for r in rows if r["shape"] != "old"}
+    assert ("convolution", "fp16") in fams and ("_fused_adamw_", "fp32") in fams
+    assert ("_amp_foreach_non_finite_check_and_unscale_", "fp32") in fams
+    assert all(r["math"] != "tf32" for r in rows if r["shape"] != "old")
 
 
 def test_calibrate_command_needs_a_gpu_or_cpu_flag(capsys):

@@ -21,7 +21,8 @@ def check_invariants(r, program):
     """What must hold after every run (the engine itself raises on a missing dep or a leak)."""
     tl = r.timeline_frame()
     assert (tl["bytes"] >= 0).all(), "memory went negative"
-    assert tl["delta_bytes"].sum() == program.static_total_bytes, "managed bytes left allocated"
+    # the static bytes of the program the engine ran (zero_offload moves parameters off the GPU)
+    assert tl["delta_bytes"].sum() == r.static_bytes, "managed bytes left allocated"
     assert r.peak_ideal_bytes <= r.peak_allocated_bytes <= r.peak_reserved_bytes or \
         r.allocator == "pool"
     assert r.peak_tensor_bytes <= r.peak_ideal_bytes
@@ -84,7 +85,9 @@ def test_offload_overhead_small_on_fast_link_and_grows_on_slow():
     slw = simulate("resnet50", batch=32, hardware=slow, policy="offload", policy_options=opts)
     assert fast.d2h_bytes > 0 and fast.h2d_bytes > 0
     assert fast.step_time_s / base - 1 < 0.05          # transfers hide behind compute (≈2%)
-    assert slw.step_time_s / base - 1 > 0.5            # a 1 GB/s link cannot hide them (≈100%)
+    # a 1 GB/s link cannot hide them (≈39% with the conv efficiency fitted to published K40
+    # timings, snsim/presets/published/k40c.yaml; ≈100% with the former estimate)
+    assert slw.step_time_s / base - 1 > 0.25
     assert slw.stall_time_s > fast.stall_time_s
 
 

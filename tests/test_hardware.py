@@ -290,7 +290,7 @@ def test_fractional_bytes_and_bad_engine_count(tmp_path):
 
 
 def test_efficiency_rules(tmp_path):
-    text = _k40c_text().replace("  conv: 0.70", "  conv: 1.5")
+    text = _k40c_text().replace("  conv: 0.264", "  conv: 1.5")
     p = _write(tmp_path, text)
     line = _line_of(text, "  conv:")
     assert _error(p) == f"hardware.efficiency.conv (=1.5) must be in [0.01, 1] ({p}:{line})"
@@ -313,7 +313,8 @@ def test_duplicate_key(tmp_path):
 
 
 def test_sources_must_name_keys(tmp_path):
-    text = _k40c_text().replace("  efficiency: estimate", "  efficiency: estimate\n  speed: fast")
+    text = _k40c_text().replace("  launch_overhead_s: estimate",
+                                "  launch_overhead_s: estimate\n  speed: fast")
     assert "hardware.sources.speed is not a known key" in _error(_write(tmp_path, text))
 
 

@@ -18,9 +18,10 @@ from collections import OrderedDict
 
 from ..errors import InfeasibleError, InvariantError, PlanError
 from ..gcpause import without_gc
-from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
+from ..plan import Compute, Drop, Evict, Free, Offload, Prefetch, Recompute
 from ..result import Failure, Result
 from .allocators import make_allocator
+from .contention import copy_slowdown, slowed_duration_s
 
 # tensor states (SPEC §4)
 VOID, GPU, CLEAN, D2H, H2D, HOST, DROPPED, FREED = range(8)
@@ -103,6 +104,10 @@ class Engine:
                       else bool(check_invariants))
         self.n_static_allocs = 0
         self.static_alloc_bytes = 0
+        self._host_resident = frozenset(plan.host_resident)
+        # kernels slow down while copies are in flight (measured: engine/contention.py)
+        self.copy_k = {d: k for (d, pinned), k in copy_slowdown(hardware.name).items()
+                       if pinned == bool(plan.pinned_host)}
         self._conv_tables()
 
     # -- conv algorithm tables -------------------------------------------------------------
@@ -404,6 +409,9 @@ class Engine:
                 self.mem_events.append((now + duration, "workspace", -ws))
                 self.alloc_trace.append((now + duration, self.mem.allocated_bytes,
                                          self.mem.reserved_bytes))
+        if self.copy_k:
+            duration = slowed_duration_s(duration, now, {"h2d": self.t_h2d, "d2h": self.t_d2h},
+                                         self.copy_k)
         end = now + duration
         idle_release = self.idle_release
         for t in deps:
@@ -465,6 +473,16 @@ class Engine:
                             f"{STATE_NAMES[self.state[t]]}")
         self._release_gpu(t, self.t_compute)
         self.state[t] = DROPPED
+
+    def _evict(self, t):
+        st = self.state[t]
+        if st == HOST:
+            return   # the LRU cache released it already
+        if st != CLEAN:
+            raise PlanError(f"Evict({t}) of tensor {self.p.tensors[t].name}, which is "
+                            f"{STATE_NAMES[st]}: only a GPU copy of a current host tensor can go")
+        self._release_gpu(t, self.t_compute)
+        self.state[t] = HOST
 
     def _offload(self, t):
         if self.state[t] != GPU:
@@ -634,6 +652,9 @@ class Engine:
         self.release_seq = [0] * n        # seq of the live _EV_RELEASE event (0: none)
         self.release_pending = [False] * n
         self.on_host = [False] * n
+        for t in self.plan.host_resident:   # streamed parameters: on the host between steps
+            self.state[t] = HOST
+            self.on_host[t] = True
         self.lru = OrderedDict() if self.plan.lru else None
         self.heap = []
         self._last_copy_end = {}
@@ -705,13 +726,16 @@ class Engine:
                 self._offload(ins.tensor)
             elif kind is Drop:
                 self._drop(ins.tensor)
+            elif kind is Evict:
+                self._evict(ins.tensor)
             elif kind is Recompute:
                 self.serving = serves[i]
                 self._recompute(steps[ins.step])
             else:
                 raise PlanError(f"unknown plan instruction {ins!r}")
         self._advance(float("inf"))
-        leaked = [t for t, st in enumerate(self.state) if st not in (FREED, VOID)]
+        leaked = [t for t, st in enumerate(self.state) if st not in (FREED, VOID)
+                  and not (st == HOST and t in self._host_resident)]
         if leaked:
             names = ", ".join(p.name for p in (self.p.tensors[t] for t in leaked[:3]))
             raise PlanError(f"plan {self.plan.policy!r} leaves {len(leaked)} tensors "
@@ -764,6 +788,8 @@ def run_plan(program, plan, hardware, *, budget_bytes=None, allocator="ideal",
     :class:`~snsim.errors.InvariantError`. ``None`` means ``Engine.check_invariants_default``
     (off, on in the test suite).
     """
+    if plan.program is not None:   # the policy rewrote the program (zero_offload)
+        program = plan.program
     plan.check(program)
     return Engine(program, plan, hardware, budget_bytes=budget_bytes, allocator=allocator,
                   allocator_options=allocator_options, record=record,

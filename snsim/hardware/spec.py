@@ -43,7 +43,8 @@ _PKG_PRESETS = _HERE.parents[1] / "presets" / "hardware"
 # Field kinds, for validation and for the YAML boundary's coercion.
 _BYTES_FIELDS = ("dram_bytes", "context_bytes", "reserve_bytes", "host_pinned_bytes")
 _RATE_FIELDS = ("peak_flops_fp32", "mem_bytes_per_s", "h2d_pinned_bytes_per_s",
-                "d2h_pinned_bytes_per_s", "h2d_pageable_bytes_per_s", "d2h_pageable_bytes_per_s")
+                "d2h_pinned_bytes_per_s", "h2d_pageable_bytes_per_s", "d2h_pageable_bytes_per_s",
+                "host_mem_bytes_per_s")
 _TIME_FIELDS = ("copy_latency_s", "launch_overhead_s", "malloc_latency_s", "free_latency_s")
 
 # Ranges that keep every modelled time finite and every division defined. Finite is not
@@ -273,6 +274,7 @@ class HardwareSpec:
     copy_engines: int
     link_shared: bool = False
     host_pinned_bytes: int
+    host_mem_bytes_per_s: float
     efficiency: tuple
     copy_efficiency_by_bytes: tuple = ()
     sources: tuple = ()

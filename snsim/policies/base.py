@@ -181,11 +181,26 @@ def applicable_policies(program):
 def get_policy(name, **options):
     """Instantiate a registered policy by name.
 
+    ``A+B`` composes: policy ``B`` with option ``base=A``, for a policy ``B`` that plans on
+    top of another (it declares a ``base`` option, e.g. ``superneurons+zero_offload``).
+
     >>> get_policy("liveness").name
     'liveness'
+    >>> get_policy("superneurons+zero_offload").options["base"]
+    'superneurons'
     """
     if isinstance(name, Policy):
         return name
+    if "+" in str(name):
+        base, _, outer = str(name).rpartition("+")
+        key = outer.lower().replace("-", "_")
+        if key not in POLICIES or "base" not in POLICIES[key].OPTIONS:
+            takes = [n for n in list_policies() if "base" in POLICIES[n].OPTIONS]
+            raise UnknownNameError(f"policy {name!r}: {outer!r} does not compose with a base "
+                                   f"policy; A+B needs B in {', '.join(takes) or 'none'}")
+        if "base" in options:
+            raise ConfigError(f"policy {name!r} names its base; do not give option base too")
+        return POLICIES[key](base=base.lower().replace("-", "_"), **options)
     key = str(name).lower().replace("-", "_")
     if key not in POLICIES:
         raise UnknownNameError(f"policy {name!r} is unknown; known: {', '.join(list_policies())}")

@@ -599,6 +599,49 @@ class Calibrator:
                              shape=sh)
                 del a, b, c
 
+    def fused_optimizers(self):
+        """The fused optimizers' kernels (``fused=True``) and GradScaler's unscale/inf-check
+        and scale update, by tensor count and bytes (fp32 parameters, as AMP keeps them)."""
+        torch = self.torch
+        aten = torch.ops.aten
+        totals = (2**20, 2**24, 2**27, 2**29) if self.device == "cuda" else (2**16, 2**20)
+        for nt in (1, 16, 161, 400):
+            for total in totals:
+                if self.late():
+                    return
+                per = max(total // 4 // nt, 1)
+                p, g, m, v = ([self.t(per) for _ in range(nt)] for _ in range(4))
+                steps = [torch.zeros((), device=self.device) for _ in range(nt)]
+                scale = torch.ones((), device=self.device)
+                found = torch.zeros((), device=self.device)
+                growth = torch.zeros((), dtype=torch.int32, device=self.device)
+                nb = sum(t.numel() * 4 for t in p)
+                sh = f"n{nt} x {per}"
+                adam = dict(lr=1e-3, beta1=0.9, beta2=0.999, weight_decay=1e-2, eps=1e-8,
+                            amsgrad=False, maximize=False)
+                ops = [("_fused_adamw_", lambda: aten._fused_adamw_.default(
+                            p, g, m, v, [], steps, **adam), 4, 5),
+                       ("_fused_adam_", lambda: aten._fused_adam_.default(
+                            p, g, m, v, [], steps, **adam), 4, 5),
+                       ("_fused_sgd_", lambda: aten._fused_sgd_.default(
+                            p, g, m, weight_decay=1e-4, momentum=0.9, lr=0.01, dampening=0.0,
+                            nesterov=False, maximize=False, is_first_step=False), 3, 3),
+                       ("_amp_foreach_non_finite_check_and_unscale_",
+                        lambda: aten._amp_foreach_non_finite_check_and_unscale_.default(
+                            g, found, scale), 1, 1)]
+                # bytes and tensors as the recorder counts an op: its tensor arguments (these
+                # kernels update in place and return nothing), one storage per tensor
+                for name, f, k, kt in ops:
+                    self.add(name, "float32", "fp32", "", f, nbytes=k * nb,
+                             ntensors=kt * nt + (2 if name.startswith("_amp") else 0),
+                             shape=sh)
+                if nt == 1 and total == totals[0]:
+                    self.add("_amp_update_scale_", "float32", "fp32", "",
+                             lambda: aten._amp_update_scale_.default(scale, growth, found,
+                                                                    2.0, 0.5, 2000),
+                             nbytes=12, ntensors=3, shape="scalar")
+                del p, g, m, v, steps
+
     def copies(self, sizes):
         torch = self.torch
         if self.device != "cuda":
@@ -685,8 +728,8 @@ class Calibrator:
             x = torch.randn((2,) + shape, device=self.device)
             y = torch.randint(0, 10, (2,), device=self.device)
             for opt_name in ("sgd-momentum", "adamw"):
-                from .record import make_optimizer
-                opt = make_optimizer(opt_name, model.parameters())
+                from .amp import TrainSetup
+                opt = TrainSetup(opt_name).make_optimizer(model.parameters())
                 counts = {}
                 names = {}
                 times = {"F": [], "B": [], "U": []}
@@ -749,8 +792,18 @@ class Calibrator:
 
 # ``--only`` groups: (steps of run() they keep, families, rows of the base table a --merge
 # replaces: all of the families' rows, or only those an earlier run of the group wrote)
+_AMP_KERNELS = ("_fused_adamw_", "_fused_adam_", "_fused_sgd_",
+                "_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_")
+_AMP_FAMILIES = _AMP_KERNELS + ("convolution", "convolution_backward", "mm", "addmm", "bmm")
 ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward"), "all"),
-        "conv": ("conv net", ("convolution", "convolution_backward"), "net ")}
+        "conv": ("conv net", ("convolution", "convolution_backward"), lambda r: (
+            str(r.get("shape", "")).startswith("net ") and r.get("math") == "tf32")),
+        # mixed precision and the fused optimizers (--amp, --optimizer-impl fused): the steps
+        # whose names start with "amp "; their rows are the fp16 ones, the bf16 convolutions
+        # of real networks' shapes and the fused/scaler kernels
+        "amp": ("amp ", _AMP_FAMILIES, lambda r: (
+            r.get("math") == "fp16" or r.get("family") in _AMP_KERNELS
+            or (r.get("math") == "bf16" and str(r.get("shape", "")).startswith("net "))))}
 
 
 def _only_groups(only):
@@ -800,6 +853,12 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("sdpa", 0.06, lambda: cal.sdpa(cal.n(60))),
         ("bandwidth bf16", 0.03, lambda: cal.bandwidth_ops(sizes[::2], torch.bfloat16)),
         ("batch norm bf16", 0.01, lambda: cal.batch_norms(torch.bfloat16)),
+        ("amp conv fp16", 0.06, lambda: cal.convs(cal.n(80), torch.float16, "fp16",
+                                                  6e12 * cap)),
+        ("amp matmul fp16", 0.03, lambda: cal.matmuls(cal.n(60), torch.float16, "fp16",
+                                                      4e12 * cap)),
+        ("amp optimizer kernels", 0.03, lambda: cal.fused_optimizers()),
+        ("amp conv net bf16", 0.08, lambda: cal.net_convs(torch.bfloat16, "bf16")),
         ("conv fp32", 0.08, lambda: _with_tf32(torch, False, lambda: cal.convs(
             cal.n(80), torch.float32, "fp32", 4e11 * cap))),
         ("matmul tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.matmuls(
@@ -849,12 +908,20 @@ def merge_rows(base_rows, base_meta, new_rows, new_prov, only):
     ``new_rows``'s of their families added; the header is the base's, plus ``remeasured_*``
     keys saying what was re-measured, when and with what."""
     fams = set()
+    groups = []
     for g in _only_groups(only):
         _, gf, which = ONLY[g]
         fams |= set(gf)
-        base_rows = [r for r in base_rows if r.get("family") not in gf or (
-            which != "all" and not str(r.get("shape", "")).startswith(which))]
-    rows = list(base_rows) + [r for r in new_rows if r["family"] in fams]
+        groups.append((gf, which))
+
+    def replaced(r):
+        """A row of a re-measured group: its family, and ``which`` (all rows, a shape prefix
+        or a predicate of the row)."""
+        return any(r.get("family") in gf and (
+            which == "all" or (which(r) if callable(which)
+                               else str(r.get("shape", "")).startswith(which)))
+            for gf, which in groups)
+    rows = [r for r in base_rows if not replaced(r)] + [r for r in new_rows if replaced(r)]
     meta = dict(base_meta)
     meta["remeasured_families"] = ",".join(sorted(fams))
     for k in ("date", "torch", "cuda", "cudnn", "driver", "gpu", "wall_s", "skipped",

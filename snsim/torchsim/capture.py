@@ -313,6 +313,16 @@ class WallTimer:
         return [b - a for a, b in zip(self._t, self._t[1:])]
 
 
+def param_aliases(model):
+    """``{name: static name}`` of a parameter registered under a second name (a tied weight:
+    GPT-2's ``lm_head.weight`` is ``wte.weight``), so a plan that streams parameters per module
+    (``zero_offload``) fetches it for every module that uses it."""
+    from .record import apply_order
+    canonical = {id(t): n for n, kind, t in apply_order(model) if kind == "parameter"}
+    return {n: canonical[id(p)] for n, p in model.named_parameters(remove_duplicate=False)
+            if canonical.get(id(p), n) != n}
+
+
 def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_iters=5,
             plain_iters=10, warmup_iters=2, transform=None, extra_provenance=None,
             device="cuda"):
@@ -347,8 +357,11 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     from .build import build_program, iteration_marks, step_marks
     from .plans import container_paths
     from .predict import _streams, infer_num_classes_of
-    from .record import (EventTimer, Instrument, Recorder, make_optimizer, register_static,
-                         optimizer_state, train_step)
+    from .amp import as_setup
+    from .record import (EventTimer, Instrument, Recorder, register_static, optimizer_state,
+                         train_step)
+    setup = as_setup(optimizer)
+    amp_kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device)}
     spec = resolve_model(model, input_shape=input_shape)
     if batch <= 0:
         raise ConfigError(f"--batch (={batch}) must be a positive integer")
@@ -384,7 +397,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     y = torch.randint(0, n_classes, (batch,), device=dev)
     if transform is not None:
         net = transform(net)
-    opt = make_optimizer(optimizer, net.parameters())
+    opt = setup.make_optimizer(net.parameters())
     aux = spec.aux_loss_weight
 
     rec = Recorder(device_type=device, track_pointers=cuda)
@@ -400,12 +413,12 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
         if cuda:
             sync()
             warm_starts.append(len(_trace_entries(torch)[1]))
-            train_step(net, opt, x, y, aux_loss_weight=aux)
+            train_step(net, opt, x, y, aux_loss_weight=aux, **amp_kw)
         else:
             rec.begin_iteration()
             winst = Instrument(net, rec)
             with rec.active(), winst:
-                train_step(net, opt, x, y, inst=winst, aux_loss_weight=aux)
+                train_step(net, opt, x, y, inst=winst, aux_loss_weight=aux, **amp_kw)
     param_names = {id(p): n for n, p in net.named_parameters()}
     for name, key, t in optimizer_state(opt, param_names):
         sid = rec.sid_of(t) if not cuda else None
@@ -426,7 +439,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     rec.begin_iteration()
     m_first = len(rec.marks)
     with rec.active(), inst:
-        train_step(net, opt, x, y, inst=inst, aux_loss_weight=aux)
+        train_step(net, opt, x, y, inst=inst, aux_loss_weight=aux, **amp_kw)
     sync()
     counts = {}
     recorded_peaks = {}
@@ -463,7 +476,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     for _ in range(timing_iters + 3):
         timer.reset()
         with tinst:
-            train_step(net, opt, x, y, inst=tinst, aux_loss_weight=aux)
+            train_step(net, opt, x, y, inst=tinst, aux_loss_weight=aux, **amp_kw)
         timer.close()
         iv = timer.intervals_s()
         if timer.num_marks == m1 - m0 and len(iv) == len(kept):
@@ -485,29 +498,31 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     if cuda:
         sync()
         torch.cuda.reset_peak_memory_stats()
-        train_step(net, opt, x, y, aux_loss_weight=aux)
+        train_step(net, opt, x, y, aux_loss_weight=aux, **amp_kw)
         sync()
         measured = {**measured_peaks(torch, base_allocated), "snapshot_counts": counts,
                     "recorded_iteration": recorded_peaks}
         for _ in range(plain_iters):
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             e0.record()
-            train_step(net, opt, x, y, aux_loss_weight=aux)
+            train_step(net, opt, x, y, aux_loss_weight=aux, **amp_kw)
             e1.record()
             torch.cuda.synchronize()
             st.append(e0.elapsed_time(e1) * 1e-3)
     else:
         for _ in range(plain_iters):
             t0 = time.perf_counter()
-            train_step(net, opt, x, y, aux_loss_weight=aux)
+            train_step(net, opt, x, y, aux_loss_weight=aux, **amp_kw)
             st.append(time.perf_counter() - t0)
 
     prog = build_program(marks=rec.marks, ops=rec.ops, stream=stream, info=info,
                          iteration=rec.iteration, static_names=static_names,
                          step_times_s=step_times,
-                         name=spec.name, batch=batch, optimizer=optimizer, hardware="h200",
+                         name=spec.name, batch=batch, optimizer=setup.optimizer,
+                         hardware="h200",
                          source="capture", saved=rec.saved,
                          containers=container_paths(net))
+    prog["param_aliases"] = param_aliases(net)
     prog["notes"].update(align_stats)
     prog["notes"]["timing_runs"] = len(runs)
     prog["notes"]["timing_runs_discarded"] = bad
@@ -525,8 +540,11 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     measured["step_time_s"] = _median(st)
     measured["step_times_s"] = [round(v, 6) for v in st]
     measured["hooked_step_time_s"] = _median(hooked)
+    if amp_kw["scaler"] is not None:
+        # below the initial 2**16: some step overflowed and was skipped (predict models none)
+        measured["grad_scale"] = float(amp_kw["scaler"].get_scale())
     prov = provenance(torch, tool="snsim capture", model=spec.text, batch=batch,
-                      optimizer=optimizer, input_shape=list(spec.input_shape),
+                      **setup.to_dict(), input_shape=list(spec.input_shape),
                       parameters=sum(p.numel() for p in net.parameters()),
                       timing_iters=timing_iters, plain_iters=plain_iters,
                       warmup_iters=warmup_iters, capture_wall_s=0.0, device=device,

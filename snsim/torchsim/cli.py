@@ -42,11 +42,11 @@ def _input_shape(args):
     return shape
 
 
-def _plan_args(p, *, required=False):
+def _plan_args(p, *, required=False, extra=()):
     from .plans import POLICIES
     p.add_argument("--policy", default=None if required else "plain", required=required,
-                   choices=POLICIES, help="memory plan run in PyTorch (default plain): "
-                   + ", ".join(POLICIES))
+                   choices=POLICIES + tuple(extra), help="memory plan run in PyTorch (default "
+                   "plain): " + ", ".join(POLICIES + tuple(extra)))
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="plan option, repeatable: checkpoint modules=CLASS[,CLASS] every=N "
                         "selective=true; cpu_offload pin_memory=true modules=CLASS")
@@ -64,6 +64,11 @@ def _model_args(p, *, gpu=False):
     p.add_argument("--batch", type=int, required=True, help="mini-batch size")
     p.add_argument("--optimizer", default="sgd-momentum",
                    help="sgd | sgd-momentum | nesterov | adam | adamw (default sgd-momentum)")
+    p.add_argument("--optimizer-impl", default="foreach",
+                   help="foreach | fused: the optimizer's kernels (default foreach)")
+    p.add_argument("--amp", default="none",
+                   help="none | bf16 | fp16: autocast around forward and loss, fp32 master "
+                        "weights, GradScaler for fp16 (default none: fp32)")
     p.add_argument("--input-shape", default=None,
                    help="one sample's shape, e.g. 3,224,224 (default per model)")
     p.add_argument("--seq", type=int, default=None,
@@ -75,8 +80,15 @@ def _model_args(p, *, gpu=False):
                        help="iterations without hooks: the ground truth (default 10)")
 
 
+def _setup(args):
+    """The training setup of ``--optimizer``, ``--optimizer-impl`` and ``--amp``."""
+    from .amp import TrainSetup
+    return TrainSetup.parse(args.optimizer, args.optimizer_impl, args.amp)
+
+
 def _default_out(name, batch, optimizer, policy=None):
-    suffix = "" if optimizer == "sgd-momentum" else f"_{optimizer}"
+    from .amp import as_setup
+    suffix = as_setup(optimizer).slug
     pol = f"_{policy}" if policy else ""
     return f"{DEFAULT_OUT_DIR}/{name}_b{batch}{suffix}{pol}.json.gz"
 
@@ -98,10 +110,10 @@ def cmd_capture(args):
     from .capture import capture, write_capture
     from .models import resolve_model
     spec = resolve_model(args.model, input_shape=_input_shape(args))
-    doc = capture(args.model, args.batch, optimizer=args.optimizer,
+    doc = capture(args.model, args.batch, optimizer=_setup(args),
                   input_shape=_input_shape(args), timing_iters=args.timing_iters,
                   plain_iters=args.plain_iters)
-    out = args.out or _default_out(spec.name, args.batch, args.optimizer)
+    out = args.out or _default_out(spec.name, args.batch, _setup(args))
     write_capture(doc, out)
     m = doc["measured"]
     _print_kv({"trace": str(out), "peak_allocated_bytes": m["peak_allocated_bytes"],
@@ -123,7 +135,7 @@ def _add_capture(sub):
 
 
 # -- predict ---------------------------------------------------------------------------------
-PREDICT_KEYS = ("network", "batch", "optimizer", "hardware", "plan", "peak_allocated_bytes",
+PREDICT_KEYS = ("network", "batch", "optimizer", "optimizer_impl", "amp", "hardware", "plan", "peak_allocated_bytes",
                 "peak_reserved_bytes", "peak_requested_bytes", "static_bytes", "step_time_s",
                 "feasible", "failure", "budget_bytes", "step_time_source", "host_copy_time_s",
                 "torch_version", "cuda_modelled")
@@ -153,7 +165,7 @@ def _budget(args):
 def cmd_predict(args):
     from .execute import predict_plan
     plan = _plan(args)
-    r, prog = predict_plan(args.model, args.batch, plan, optimizer=args.optimizer, gpu=args.gpu,
+    r, prog = predict_plan(args.model, args.batch, plan, optimizer=_setup(args), gpu=args.gpu,
                            input_shape=_input_shape(args), budget_bytes=_budget(args),
                            plain_trace=args.plain_trace)
     if args.out:
@@ -161,7 +173,7 @@ def cmd_predict(args):
         output_path(args.out, "--out")
         write_trace(args.out, program=prog, provenance={
             "kind": "modeled", "tool": "snsim predict", "hardware": r["hardware"],
-            "model": r["model"], "batch": args.batch, "optimizer": args.optimizer,
+            "model": r["model"], "batch": args.batch, **_setup(args).to_dict(),
             "plan": plan.to_dict(), "torch": r["torch_version"]})
     for op in r["data_dependent_ops"]:
         print(f"snsim: warning: data-dependent op {op}: its value is unknown on a CPU; sizes "
@@ -257,28 +269,31 @@ def cmd_execute(args):
     from .capture import require_cuda, write_capture
     from .execute import execute, measure, predict_plan
     from .models import resolve_model
+    from .zero import ZERO_POLICIES
     require_cuda()
+    if args.policy in ZERO_POLICIES:
+        return _execute_zero(args)
     plan = _plan(args)
     budget = _budget(args)
     shape = _input_shape(args)
     spec = resolve_model(args.model, input_shape=shape)
-    pred, _ = predict_plan(spec, args.batch, plan, optimizer=args.optimizer,
+    pred, _ = predict_plan(spec, args.batch, plan, optimizer=_setup(args),
                            budget_bytes=budget, plain_trace=args.plain_trace)
-    out = args.out or _default_out(spec.name, args.batch, args.optimizer, plan.slug)
+    out = args.out or _default_out(spec.name, args.batch, _setup(args), plan.slug)
     if args.fast:
-        meas = measure(spec, args.batch, plan, optimizer=args.optimizer,
+        meas = measure(spec, args.batch, plan, optimizer=_setup(args),
                        warmup_iters=args.warmup_iters, iters=args.plain_iters,
                        budget_bytes=budget)
         from .capture import provenance
         import torch
         doc = {"provenance": provenance(torch, tool="snsim execute --fast", model=spec.text,
-                                        batch=args.batch, optimizer=args.optimizer,
+                                        batch=args.batch, **_setup(args).to_dict(),
                                         input_shape=list(spec.input_shape),
                                         plan=plan.to_dict()),
                "measured": meas, "predictions": {"snsim_predict_plan": pred}}
         _write_json(doc, out)
     else:
-        doc = execute(spec.text, args.batch, plan, optimizer=args.optimizer,
+        doc = execute(spec.text, args.batch, plan, optimizer=_setup(args),
                       budget_bytes=budget, input_shape=shape, timing_iters=args.timing_iters,
                       plain_iters=args.plain_iters, prediction=pred)
         write_capture(doc, out)
@@ -294,6 +309,36 @@ def cmd_execute(args):
         emit([{"trace": str(out), "plan": plan.label, "rows": rows}], "json")
     else:
         print(f"{spec.name} batch {args.batch} under {plan.label}: trace {out}")
+        emit(rows, "table")
+    return 0
+
+
+def _execute_zero(args):
+    """``--policy zero_offload`` / ``superneurons+zero_offload``: the ZeRO-style step of
+    :mod:`snsim.torchsim.zero`, measured (no capture); compare with ``snsim run --policy``."""
+    import torch
+    from .capture import provenance
+    from .models import resolve_model
+    from .zero import measure_zero
+    if args.option or args.budget or args.plain_trace:
+        raise ConfigError(f"--policy {args.policy} takes no --option, --budget or --plain-trace")
+    spec = resolve_model(args.model, input_shape=_input_shape(args))
+    meas = measure_zero(spec, args.batch, args.policy, optimizer=args.optimizer,
+                        warmup_iters=args.warmup_iters, iters=args.plain_iters)
+    doc = {"provenance": provenance(torch, tool="snsim execute", model=spec.text,
+                                    batch=args.batch, optimizer=args.optimizer,
+                                    input_shape=list(spec.input_shape), policy=args.policy),
+           "measured": meas}
+    slug = args.policy.replace("+", "-")
+    out = args.out or _default_out(spec.name, args.batch, args.optimizer, slug)
+    _write_json(doc, out)
+    rows = [{"quantity": q, "measured": meas[q]} for q in
+            ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "gpu_s",
+             "cpu_step_s", "h2d_bytes", "d2h_bytes", "host_pinned_bytes")]
+    if args.format == "json":
+        emit([{"trace": str(out), "plan": args.policy, "rows": rows}], "json")
+    else:
+        print(f"{spec.name} batch {args.batch} under {args.policy}: {out}")
         emit(rows, "table")
     return 0
 
@@ -314,7 +359,8 @@ def _add_execute(sub):
     p = sub.add_parser("execute", help="run a memory plan in PyTorch on the GPU and compare "
                        "with the prediction made before the run")
     _model_args(p, gpu=True)
-    _plan_args(p, required=True)
+    from .zero import ZERO_POLICIES
+    _plan_args(p, required=True, extra=ZERO_POLICIES)
     p.add_argument("--fast", action="store_true",
                    help="measure only (no capture hooks, no program): peaks and the median "
                         "step time of --plain-iters iterations after --warmup-iters")

@@ -52,7 +52,8 @@ def plan_step_time_s(pred_prog, plain_prog, hw, offloaded_bytes=0):
 
 
 def default_plain_trace(name, batch, optimizer, root="traces/h200"):
-    suffix = "" if optimizer == "sgd-momentum" else f"_{optimizer}"
+    from .amp import as_setup
+    suffix = as_setup(optimizer).slug
     path = os.path.join(root, f"{name}_b{batch}{suffix}.json.gz")
     return path if os.path.exists(path) else None
 
@@ -67,7 +68,11 @@ def cuda_modelled(notes=None):
                      "memory-efficient (fp32) kernel: output + logsumexp saved",
         "workspaces": f"{notes.get('hidden_model', 'none')} "
                       f"({notes.get('hidden_sources', 0)} captures)",
-        "optimizer": "foreach kernels, as on CUDA",
+        "optimizer": "foreach or fused kernels (--optimizer-impl), state made at the first "
+                     "step as on CUDA (fused: step counters on the GPU)",
+        "autocast": "--amp: CUDA's autocast policy (the installed torch's autocast_mode.h "
+                    "lists) on the Autocast key of CPU fake tensors, weight casts cached per "
+                    "forward; fp16: GradScaler, steps without overflow",
         "host_copies": "save_on_cpu copies on the compute stream at the preset's "
                        "pinned/pageable PCIe bandwidth",
     }
@@ -128,8 +133,10 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
         step = r["step_time_s"]
         source = "modelled op times"
     budget = hw.budget_bytes if budget_bytes is None else int(budget_bytes)
-    out = {"network": spec.name, "model": spec.text, "batch": batch, "optimizer": optimizer,
-           "hardware": hw.name, "policy": plan.policy, "plan": plan.label}
+    from .predict import prov_setup
+    out = {"network": spec.name, "model": spec.text, "batch": batch,
+           **prov_setup(r["provenance"]), "hardware": hw.name, "policy": plan.policy,
+           "plan": plan.label}
     out.update({k: r[k] for k in ("peak_allocated_bytes", "peak_reserved_bytes",
                                   "peak_requested_bytes", "static_bytes")})
     out.update(step_time_s=step, feasible=bool(r["feasible"]), failure=r["failure"],
@@ -224,7 +231,10 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
         import torch
     from .plans import as_plan, make_transform
     from .predict import infer_num_classes_of
-    from .record import make_optimizer, train_step
+    from .amp import as_setup
+    from .record import train_step
+    setup = as_setup(optimizer)
+    amp_kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device)}
     spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
     plan = as_plan(plan, options)
     if batch <= 0:
@@ -243,10 +253,10 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
         n_classes = infer_num_classes_of(net, x)
         y = torch.randint(0, n_classes, (batch,), device=device)
         net = make_transform(plan)(net)
-        opt = make_optimizer(optimizer, net.parameters())
+        opt = setup.make_optimizer(net.parameters())
         aux = spec.aux_loss_weight
         for _ in range(warmup_iters):
-            train_step(net, opt, x, y, aux_loss_weight=aux)
+            train_step(net, opt, x, y, aux_loss_weight=aux, **amp_kw)
         times = []
         if cuda:
             torch.cuda.synchronize()
@@ -255,7 +265,7 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
                 e0 = torch.cuda.Event(enable_timing=True)
                 e1 = torch.cuda.Event(enable_timing=True)
                 e0.record()
-                train_step(net, opt, x, y, aux_loss_weight=aux)
+                train_step(net, opt, x, y, aux_loss_weight=aux, **amp_kw)
                 e1.record()
                 torch.cuda.synchronize()
                 times.append(e0.elapsed_time(e1) * 1e-3)
@@ -263,10 +273,10 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
         else:
             for _ in range(iters):
                 t0 = time.perf_counter()
-                train_step(net, opt, x, y, aux_loss_weight=aux)
+                train_step(net, opt, x, y, aux_loss_weight=aux, **amp_kw)
                 times.append(time.perf_counter() - t0)
             out = {"device": "cpu"}
-        out.update(step_time_s=float(statistics.median(times)),
+        out.update(**setup.to_dict(), step_time_s=float(statistics.median(times)),
                    step_times_s=[round(t, 6) for t in times], warmup_iters=warmup_iters,
                    iters=iters, segments=list(getattr(net, "_snsim_segments", [])))
     finally:

@@ -1,5 +1,5 @@
-"""Model specs: ``torchvision:NAME``, ``torchvision:resnet:3,4,36,3``, ``snsim:NAME`` or
-``module:callable``.
+"""Model specs: ``torchvision:NAME``, ``torchvision:resnet:3,4,36,3``, ``snsim:NAME``,
+``hf:NAME`` or ``module:callable``.
 
 A spec names how to build an ``nn.Module`` for classification training. The same spec builds
 the model for a real capture on a GPU and for a CPU-only prediction, so both see the same
@@ -8,12 +8,23 @@ module tree, parameter order and forward code.
 ``snsim:transformer_encoder`` and ``snsim:gpt`` are transformers written here with plain
 ``torch.nn`` (:func:`transformer_classes`); their input is a batch of int64 token ids of
 length ``seq`` (``input_shape == (seq,)``), not an image.
+
+``hf:NAME`` is a Hugging Face causal language model built from its config with no weights
+(:func:`hf_config`: the local Hugging Face cache, then the configs shipped in
+``snsim/presets/hf``; never the network). Its input is token ids too, passed as both
+``input_ids`` and ``labels`` so the model computes its own loss (:class:`HFCausalLM`).
+Attention is ``attn_implementation="sdpa"`` on every device — what Hugging Face picks on CUDA —
+so a CPU prediction takes CUDA's fused kernel like the ``snsim:`` models.
+
+``module:callable`` returns an ``nn.Module``, or ``(module, make_input)`` where
+``make_input(batch, device)`` returns the input batch of a model that does not take images.
 """
 from __future__ import annotations
 
 import functools
 import importlib
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 from ..errors import ConfigError, UnknownNameError
 
@@ -46,10 +57,16 @@ class ModelSpec:
     aux_loss_weight: float = 0.4
     input_dtype: str = "float32"
     vocab_size: int = 0
+    # make_input(batch, device) of a module:callable that returned (model, make_input)
+    input_factory: object = field(default=None, compare=False)
 
     def build(self):
         """Construct the ``nn.Module`` (on the current default device)."""
-        return _build(self.text, self.input_shape)
+        model = _build(self.text, self.input_shape)
+        if isinstance(model, tuple):
+            model, factory = model
+            object.__setattr__(self, "input_factory", factory)
+        return model
 
     @property
     def tokens(self):
@@ -59,6 +76,8 @@ class ModelSpec:
     def make_input(self, batch, device=None):
         """A random input batch: ``randn`` images or ``randint`` token ids."""
         import torch
+        if self.input_factory is not None:
+            return self.input_factory(batch, device)
         shape = (batch,) + tuple(self.input_shape)
         if self.tokens:
             return torch.randint(0, self.vocab_size, shape, device=device)
@@ -103,11 +122,14 @@ def resolve_model(spec, *, input_shape=None):
     spec : str
         ``torchvision:NAME`` (any classification model in ``torchvision.models``),
         ``torchvision:resnet:B1,B2,B3,B4`` (``ResNet(Bottleneck, [B1, B2, B3, B4])``) or
-        ``snsim:transformer_encoder`` / ``snsim:gpt`` (token-id inputs) or
-        ``package.module:callable`` (a function or class returning an ``nn.Module``).
+        ``snsim:transformer_encoder`` / ``snsim:gpt`` (token-id inputs),
+        ``hf:NAME`` (a Hugging Face causal LM from its config, token-id inputs) or
+        ``package.module:callable`` (a function or class returning an ``nn.Module``, or
+        ``(module, make_input)``).
     input_shape : tuple of int, optional
         One sample's shape; default 3×224×224 (3×299×299 for inception_v3), ``(seq,)`` for the
-        ``snsim:`` transformers (default 512), or the callable's ``input_shape`` attribute.
+        ``snsim:`` transformers (default 512) and ``hf:`` models (default 512, at most the
+        config's positions), or the callable's ``input_shape`` attribute.
 
     Returns
     -------
@@ -140,6 +162,18 @@ def resolve_model(spec, *, input_shape=None):
                               f"not {shape}")
         return ModelSpec(text=spec, name=rest, input_shape=shape or (entry["seq"],),
                          input_dtype="int64", vocab_size=entry["vocab_size"])
+    if head == "hf":
+        config = hf_config(rest)
+        if shape is not None and len(shape) != 1:
+            raise ConfigError(f"model spec {spec!r} takes token ids: its input shape is (seq,), "
+                              f"not {shape}")
+        seq = shape[0] if shape else min(512, _hf_positions(config) or 512)
+        limit = _hf_positions(config)
+        if limit and seq > limit:
+            raise ConfigError(f"model spec {spec!r}: --seq (={seq}) exceeds the config's "
+                              f"{limit} positions")
+        return ModelSpec(text=spec, name=rest.split("/")[-1], input_shape=(seq,),
+                         input_dtype="int64", vocab_size=int(config.vocab_size))
     if head == "torchvision":
         if rest.startswith("resnet:"):
             blocks = _parse_blocks(rest.split(":", 1)[1], spec)
@@ -192,11 +226,110 @@ def _build(spec, input_shape=None):
         if rest in _AUX_WEIGHT:
             kwargs["init_weights"] = True
         return tv.models.get_model(rest, **kwargs)
+    if head == "hf":
+        return hf_classes().HFCausalLM(hf_config(rest))
     model = _import_callable(head, rest, spec)()
+    if isinstance(model, tuple):
+        if len(model) != 2 or not isinstance(model[0], torch.nn.Module) \
+                or not callable(model[1]):
+            raise ConfigError(f"model spec {spec!r} returned a tuple; it must be "
+                              f"(torch.nn.Module, make_input(batch, device))")
+        return model
     if not isinstance(model, torch.nn.Module):
         raise ConfigError(f"model spec {spec!r} returned {type(model).__name__}, not a "
                           f"torch.nn.Module")
     return model
+
+
+# -- Hugging Face models (hf:NAME) ----------------------------------------------------------------
+HF_CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "presets", "hf")
+
+
+def _transformers():
+    _torch()
+    try:
+        import transformers
+    except ModuleNotFoundError:
+        raise ConfigError("transformers is not installed; install snsim[hf] (pip install "
+                          "transformers) to use hf: model specs") from None
+    return transformers
+
+
+def _hf_positions(config):
+    return int(getattr(config, "max_position_embeddings", None) or
+               getattr(config, "n_positions", 0) or 0)
+
+
+@functools.cache
+def hf_config(name):
+    """The ``transformers`` config of ``hf:NAME``, without the network: the local Hugging Face
+    cache (or a local directory NAME), else ``snsim/presets/hf/<last part of NAME>.json``.
+
+    Raises
+    ------
+    ConfigError
+        No local config for NAME (one line naming both places looked in).
+    """
+    tf = _transformers()
+    if not name:
+        raise ConfigError("model spec 'hf:' needs a model name, e.g. hf:gpt2")
+    try:
+        return tf.AutoConfig.from_pretrained(name, local_files_only=True)
+    except (OSError, ValueError):
+        pass
+    path = os.path.join(HF_CONFIG_DIR, name.split("/")[-1] + ".json")
+    if not os.path.exists(path):
+        shipped = sorted(f[:-5] for f in os.listdir(HF_CONFIG_DIR) if f.endswith(".json"))
+        raise ConfigError(f"hf:{name}: no config in the local Hugging Face cache nor in "
+                          f"{os.path.relpath(path)} (snsim does not download; shipped: "
+                          f"{', '.join(shipped)})")
+    import json
+    with open(path) as f:
+        d = json.load(f)
+    if "model_type" not in d:
+        raise ConfigError(f"{path}: field model_type is missing")
+    return tf.AutoConfig.for_model(**d)
+
+
+@functools.cache
+def hf_classes():
+    """``HFCausalLM``: an ``AutoModelForCausalLM`` built from a config with no weights, whose
+    ``forward(tokens)`` returns the model's own loss (``labels=tokens``: next-token cross
+    entropy, Hugging Face shifts the labels). ``use_cache=False`` (training keeps no KV cache).
+
+    Attention is Hugging Face's ``sdpa`` kernel under the name ``snsim_sdpa``, whose mask
+    function returns no mask: our inputs have no padding and no packing, where Hugging Face's
+    own ``sdpa`` mask also returns None on CUDA and SDPA runs ``is_causal=True`` (a fused
+    kernel). Under ``FakeTensorMode`` Hugging Face cannot read the position ids, so its own mask
+    would materialise the s×s mask and take the math path instead."""
+    import copy
+    import types
+
+    import torch
+    tf = _transformers()
+
+    class HFCausalLM(torch.nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            config = copy.deepcopy(config)
+            config.use_cache = False
+            self.model = tf.AutoModelForCausalLM.from_config(
+                config, attn_implementation=hf_classes().attn_implementation)
+
+        def forward(self, tokens):
+            return self.model(input_ids=tokens, labels=tokens, use_cache=False).loss
+
+    impl = "sdpa"
+    if hasattr(tf, "AttentionMaskInterface"):     # transformers >= 4.53
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        def no_mask(*args, **kwargs):
+            return None
+        tf.AttentionInterface.register("snsim_sdpa", sdpa_attention_forward)
+        tf.AttentionMaskInterface.register("snsim_sdpa", no_mask)
+        impl = "snsim_sdpa"
+    # older releases return no mask for unpadded inputs themselves (fake tensors included)
+    return types.SimpleNamespace(HFCausalLM=HFCausalLM, attn_implementation=impl)
 
 
 # -- transformers written with plain torch.nn (snsim:NAME) ----------------------------------------

@@ -24,6 +24,10 @@ from ..kernel_table import (BN_FAMILIES, NO_KERNEL_OPS, bn_class, conv_class,  #
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
+# dense FP16/BF16 tensor-core peaks (the same for both), vendor datasheets [E] (H100/H200 SXM
+# 989.4 TFLOPS, A100 312 TFLOPS); other GPUs: peak_flops_fp32
+HALF_PEAK_FLOPS = {"h200": 989e12, "h100": 989e12, "a100-40gb": 312e12}
+_HALF = ("bfloat16", "float16")
 _CONV = ("convolution", "convolution_backward", "cudnn_convolution")
 _MATMUL = ("mm", "addmm", "bmm", "matmul", "baddbmm")
 # shadow host copies: name -> (direction, pinned)
@@ -31,8 +35,9 @@ HOST_COPY_OPS = {"d2h_pinned": ("d2h", True), "d2h_pageable": ("d2h", False),
                  "h2d_pinned": ("h2d", True), "h2d_pageable": ("h2d", False)}
 
 
-def op_time_s(name, flops, nbytes, hw):
-    """Modelled seconds of op ``name`` with ``flops`` and ``nbytes`` of traffic on ``hw``.
+def op_time_s(name, flops, nbytes, hw, dtype="float32"):
+    """Modelled seconds of op ``name`` with ``flops`` and ``nbytes`` of traffic on ``hw``;
+    convolutions and matmuls in ``bfloat16``/``float16`` use the tensor cores' half peak.
 
     Examples
     --------
@@ -52,7 +57,10 @@ def op_time_s(name, flops, nbytes, hw):
         return hw.transfer_time_s(nbytes, direction, pinned)
     mem = nbytes / (hw.eff("mem") * hw.mem_bytes_per_s)
     if flops:
-        if name in _CONV:
+        if name in _CONV + _MATMUL and dtype in _HALF:
+            peak = HALF_PEAK_FLOPS.get(hw.name, hw.peak_flops_fp32)
+            eff = hw.eff("conv" if name in _CONV else "fc")
+        elif name in _CONV:
             peak, eff = TF32_PEAK_FLOPS.get(hw.name, hw.peak_flops_fp32), hw.eff("conv")
         elif name in _MATMUL:
             peak, eff = hw.peak_flops_fp32, hw.eff("fc")
@@ -72,20 +80,28 @@ def _table_time(table, op):
     sig = op[6] if len(op) > 6 else ""
     fam = family_of(name)
     dtype = sig_dtype(sig)
-    half = dtype in ("bfloat16", "float16")
+    half = {"bfloat16": "bf16", "float16": "fp16"}.get(dtype)
     if fam.startswith("convolution"):
-        mth, cls = ("bf16" if half else "tf32"), conv_class(sig)
+        mth, cls = (half or "tf32"), conv_class(sig)
     elif fam in ("mm", "addmm", "bmm") or fam.startswith("sdpa"):
-        mth, cls = ("bf16" if half else "fp32"), ""
+        mth, cls = (half or "fp32"), ""
         if half and fam.startswith("sdpa_efficient"):   # CUDA picks flash for half inputs
             fam = fam.replace("sdpa_efficient", "sdpa_flash")
     elif fam in BN_FAMILIES:
         mth, cls = ("bf16" if half else "float32"), bn_class(sig)
     else:
         mth, cls = ("bf16" if half else "float32"), ""
-    ntensors = len(op[2]) + len(op[3]) if fam.startswith("_foreach") else 0
-    return table.time_s(fam, flops=flops, nbytes=nbytes, ntensors=ntensors, cls=cls,
-                        dtype=dtype, math_=mth)
+    ntensors = (len(op[2]) + len(op[3])
+                if fam.startswith(("_foreach", "_fused_", "_amp_foreach")) else 0)
+    t, src = table.time_s(fam, flops=flops, nbytes=nbytes, ntensors=ntensors, cls=cls,
+                          dtype=dtype, math_=mth)
+    if t is None and mth == "fp16":
+        # a table without fp16 rows: the bf16 rows (the same tensor-core rate on sm80+), as
+        # a proxy the time report names
+        t, src = table.time_s(fam, flops=flops, nbytes=nbytes, ntensors=ntensors, cls=cls,
+                              dtype="bfloat16", math_="bf16")
+        src = "proxy" if t is not None else src
+    return t, src
 
 
 def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None):
@@ -119,7 +135,8 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None):
             continue
         t, src = (_table_time(table, op) if table is not None else (None, "roofline"))
         if t is None:
-            t, src = op_time_s(op[1], op[4], op[5], hw), "roofline"
+            t, src = op_time_s(op[1], op[4], op[5], hw,
+                               sig_dtype(op[6] if len(op) > 6 else "")), "roofline"
         gpu.append(t)
         source.append(src)
     times = list(gpu)

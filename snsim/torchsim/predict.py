@@ -65,6 +65,12 @@ def cuda_like_dispatch():
 
     def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
              enable_gqa=False):
+        if torch.is_autocast_enabled("cpu"):
+            # CUDA autocast casts scaled_dot_product_attention's inputs to the low dtype
+            # before the kernel is picked (autocast_mode.h: AT_FORALL_LOWER_PRECISION_FP)
+            low = torch.get_autocast_dtype("cpu")
+            query, key, value = (t.to(low) if t.is_floating_point() else t
+                                 for t in (query, key, value))
         kind = cuda_sdpa_backend(query, key, value, attn_mask, dropout_p, enable_gqa)
         if kind == "flash":
             return torch.ops.aten._scaled_dot_product_flash_attention(
@@ -234,8 +240,9 @@ class _Retry(Exception):
 def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic):
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from .record import (Instrument, Recorder, make_optimizer, optimizer_state, register_static,
-                         train_step)
+    from .amp import as_setup
+    from .record import Instrument, Recorder, optimizer_state, register_static, train_step
+    setup = as_setup(optimizer)
 
     shape_env = None
     if symbolic:
@@ -266,7 +273,8 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic):
         y = torch.randint(0, n_classes, (batch,))
         if transform is not None:
             model = transform(model)
-        opt = make_optimizer(optimizer, model.parameters())
+        opt = setup.make_optimizer(model.parameters())
+        amp_kw = {"autocast": setup.autocast("cpu"), "scaler": setup.grad_scaler("cpu")}
         rec = Recorder(device_type="cpu")
         static_names = register_static(rec, model, x, y)
         param_names = {id(p): n for n, p in model.named_parameters()}
@@ -279,7 +287,7 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic):
                     try:
                         with where:
                             train_step(model, opt, x, y, inst=inst,
-                                       aux_loss_weight=spec.aux_loss_weight)
+                                       aux_loss_weight=spec.aux_loss_weight, **amp_kw)
                     except ConfigError:
                         raise
                     except Exception as e:
@@ -291,8 +299,8 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic):
                                           f"FakeTensorMode: {_first_line(e)}") from None
                 if it == 0:
                     for name, key, t in optimizer_state(opt, param_names):
-                        if key == "step" and t.dim() == 0:
-                            rec.exclude(t)   # a CPU scalar on CUDA too
+                        if key == "step" and t.dim() == 0 and setup.optimizer_impl != "fused":
+                            rec.exclude(t)   # a CPU scalar on CUDA too (fused: on the GPU)
                         else:
                             sid = rec.sid_of(t)
                             if sid is not None:
@@ -344,7 +352,9 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
         raise ConfigError(f"--batch (={batch}) must be a positive integer")
     hw = load_hardware(gpu)
     wall = time.perf_counter()
-    r = record_fake(spec, batch, optimizer, transform=transform)
+    from .amp import as_setup
+    setup = as_setup(optimizer)
+    r = record_fake(spec, batch, setup, transform=transform)
     rec = r["rec"]
     stream, info = r["stream"], r["info"]
     notes = {}
@@ -356,12 +366,12 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     times = op_times_s(rec.ops, hw, rec.marks, report=time_report)
     prog = build_program(marks=rec.marks, ops=rec.ops, stream=stream, info=info,
                          iteration=rec.iteration, static_names=r["static_names"],
-                         op_times_s=times, name=spec.name, batch=batch, optimizer=optimizer,
-                         hardware=hw.name, source="predict", saved=rec.saved,
+                         op_times_s=times, name=spec.name, batch=batch,
+                         optimizer=setup.optimizer, hardware=hw.name, source="predict", saved=rec.saved,
                          containers=container_paths(r["model"]))
     prog["notes"].update(notes)
     prov = {"kind": "modeled", "hardware": hw.name, "tool": "snsim predict", "model": spec.text,
-            "batch": batch, "optimizer": optimizer, "input_shape": list(spec.input_shape),
+            "batch": batch, **setup.to_dict(), "input_shape": list(spec.input_shape),
             "parameters": r["n_params"], "record_wall_s": round(time.perf_counter() - wall, 3),
             "input_dtype": spec.input_dtype, "time_sources": time_report}
     if rec.data_dependent:
@@ -370,9 +380,15 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     try:
         import torch
         prov["torch"] = torch.__version__
+        prov["cuda"] = torch.version.cuda or ""    # "": a CPU build (the fake run's torch)
     except ImportError:  # pragma: no cover
         pass
     return prog, prov
+
+
+def prov_setup(prov):
+    """The training setup fields of a provenance (optimizer, optimizer_impl, amp)."""
+    return {k: prov[k] for k in ("optimizer", "optimizer_impl", "amp")}
 
 
 def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=None,
@@ -414,7 +430,7 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
     # fits: the peaks under the budget (the allocator releases cache to fit); does not fit:
     # the peaks of the whole step, what it would need
     res = fit if fit.feasible else replay_capture(prog, hw, budget_bytes=hw.dram_bytes)
-    return {"network": prog["name"], "batch": batch, "optimizer": optimizer, "hardware": hw.name,
+    return {"network": prog["name"], "batch": batch, **prov_setup(prov), "hardware": hw.name,
             "feasible": fit.feasible, "budget_bytes": fit.budget_bytes,
             "failure": str(fit.failure) if fit.failure else "",
             "peak_requested_bytes": res.peak_ideal_bytes,

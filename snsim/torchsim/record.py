@@ -462,42 +462,37 @@ def compute_loss(out, y, aux_loss_weight=0.4):
     return loss
 
 
-def train_step(model, optimizer, x, y, *, inst=None, aux_loss_weight=0.4):
-    """One training iteration; ``inst`` (an :class:`Instrument`) marks its steps."""
+def train_step(model, optimizer, x, y, *, inst=None, aux_loss_weight=0.4, autocast=None,
+               scaler=None):
+    """One training iteration; ``inst`` (an :class:`Instrument`) marks its steps.
+
+    ``autocast`` (a context factory, :meth:`snsim.torchsim.amp.TrainSetup.autocast`) wraps
+    forward and loss, as PyTorch's AMP recipe does; ``scaler`` (a ``GradScaler``) scales the
+    loss, unscales and checks the gradients in ``step`` and updates its scale.
+    """
+    import contextlib
     mark = inst.mark if inst is not None else _NullMarker().mark
-    mark("<input>", "F", "")
-    out = model(x)
-    mark("loss", "F", "")
-    loss = compute_loss(out, y, aux_loss_weight)
-    del out
+    with autocast() if autocast is not None else contextlib.nullcontext():
+        mark("<input>", "F", "")
+        out = model(x)
+        mark("loss", "F", "")
+        loss = compute_loss(out, y, aux_loss_weight)
+        del out
+    if scaler is not None:
+        loss = scaler.scale(loss)
     if inst is not None:
         inst.before_backward(loss)
     loss.backward()
     mark("optimizer.step", "U", "")
-    optimizer.step()
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
     mark("optimizer.zero_grad", "U", "")
     optimizer.zero_grad(set_to_none=True)
     del loss
     mark("<end>", "U", "")
-
-
-def make_optimizer(name, params):
-    """The optimizer for a snsim optimizer name (foreach kernels, as PyTorch picks on CUDA)."""
-    from ..errors import ConfigError
-    params = list(params)
-    if name == "sgd":
-        return torch.optim.SGD(params, lr=0.01, weight_decay=1e-4, foreach=True)
-    if name == "sgd-momentum":
-        return torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=1e-4, foreach=True)
-    if name == "nesterov":
-        return torch.optim.SGD(params, lr=0.01, momentum=0.9, nesterov=True, weight_decay=1e-4,
-                               foreach=True)
-    if name == "adam":
-        return torch.optim.Adam(params, lr=1e-3, foreach=True)
-    if name == "adamw":
-        return torch.optim.AdamW(params, lr=1e-3, foreach=True)
-    raise ConfigError(f"optimizer {name!r} is unknown; known: sgd, sgd-momentum, nesterov, "
-                      f"adam, adamw")
 
 
 def apply_order(model):

@@ -141,6 +141,29 @@ def _plan_section(runs, captured):
     return L
 
 
+def k40c_section():
+    """Section 7: published K40/K40m training times against the k40c preset's cost model."""
+    from ..hardware import load_hardware
+    from ..published import published_rows
+    hw = load_hardware("k40c")
+    rows = published_rows("k40c", hw)
+    body = [[r["network"], str(r["batch"]), r["library"], "+".join(r["passes"]),
+             f"{r['clock_mhz']:g}", f"{r['time_s'] * 1e3:.1f}", f"{r['modelled_s'] * 1e3:.1f}",
+             _pct(100 * r["error"]), "fitted" if r["fit"] else "check",
+             " ".join(r["source"].split())] for r in rows]
+    return ("## 7. The K40c preset against published K40 timings\n\n"
+            "Measured training times on the K40 / K40m (the K40c's chip and clocks) published "
+            "by others (`snsim/presets/published/k40c.yaml`), each network built as the "
+            "benchmark defined it (`snsim.published.NETWORKS`), modelled by the k40c preset's "
+            "per-layer cost model (default cuDNN algorithms, SPEC §6) at the row's SM clock. "
+            f"The preset's efficiency.conv ({hw.eff('conv'):g}) is fitted to the rows marked "
+            "fitted (`snsim.published.fit_conv_efficiency`); rows marked check informed "
+            "nothing. These are cuDNN R1 (2014) figures: later cuDNN (Winograd, FFT) is "
+            "faster, so the preset models the 2014 library.\n\n"
+            + _table(["network", "batch", "library", "passes", "SM clock MHz", "published ms",
+                      "modelled ms", "err %", "use", "source"], body) + "\n")
+
+
 def build_report(traces_dir="traces/h200"):
     """The Markdown text of ``docs/VALIDATION.md``."""
     from .. import __version__
@@ -311,9 +334,11 @@ def build_report(traces_dir="traces/h200"):
              "on the 23 GPU-bound captures (ResNet-34/50/101/152 within 4%, VGG16 5%, "
              "DenseNet-121 6-7%; on networks whose conv shapes the table never saw: AlexNet -8% "
              "and -24%, ConvNeXt-T -31%, ViT-B/16 -12%, the GPT decoder -10%, the transformer "
-             "encoder -20%), 14.4% on the 9 CPU-bound ones (DenseNet-121 b64 +76%: the host "
-             "model charges too much per op). The roofline alone is 47% off (median). "
+             "encoder -20%), 9.7% on the 9 CPU-bound ones, max 37% (DenseNet-121 b64; it was +76% "
+             "before the autograd engine's gradient sums were charged their aten call only, "
+             "14.4% median). The roofline alone is 47% off (median). "
              "Replayed step times (section 5) are not predictions.\n")
+    L.append(k40c_section())
     L.append("## Reproduce\n")
     L.append("```\n# on an H200 (device tool): the plan suite, the edge, captures\n"
              "bash scripts/device_suite.sh plans            # -> traces/h200/plans/\n"

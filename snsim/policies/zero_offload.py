@@ -1,0 +1,233 @@
+"""ZeRO-Offload / ZeRO-Infinity: parameters, gradients and optimizer state on the host (SPEC §16).
+
+The policy rewrites the program, then lets a base policy plan the activations on it:
+
+- fp32 master parameters, their gradient buffers (both pinned) and the optimizer state
+  (pageable) live in host memory: the ``parameter``, ``parameter_grad`` and ``optimizer_state``
+  static allocations leave the GPU (buffers and the input stay).
+- Each parameter becomes a managed tensor that starts every iteration on the host
+  (``Plan.host_resident``). A step of the module that owns it needs it, so the engine copies it
+  in (H2D) before the module's forward, and again before its backward; ``Evict`` releases the
+  GPU copy after the module's forward (a forward replayed in backward keeps it for the
+  backward) and after its gradient is produced (ZeRO-Infinity's per-layer fetch; no prefetch
+  ahead, as the executor of :mod:`snsim.torchsim.zero`).
+- Each gradient is copied D2H (``Offload``) as soon as it is produced and then freed.
+- The update steps become one host step, the CPU optimizer: it streams, per fp32 parameter,
+  the bytes of PyTorch's single-tensor CPU kernels (:data:`HOST_UPDATE_BYTES_PER_PARAM`) at the
+  preset's ``host_mem_bytes_per_s``. The GPU waits for it (no delayed update).
+- If the pinned host buffers (masters + gradients) exceed the preset's ``host_pinned_bytes``,
+  they are pageable: every copy runs at the pageable bandwidth.
+
+``base=`` names the policy that plans the activations on the rewritten program (default
+``liveness``). ``superneurons+zero_offload`` is ``zero_offload`` with ``base=superneurons``: a
+name ``A+B`` means policy ``B`` with ``base=A`` for every policy that takes a ``base`` option
+(:func:`~snsim.policies.base.get_policy`).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import ConfigError
+from ..plan import Compute, Drop, Evict, Free, Offload, Plan, Prefetch, Recompute
+from ..program import Tensor
+from .base import Policy, choice, register
+
+#: Host bytes read + written per fp32 parameter by one step of PyTorch's single-tensor CPU
+#: optimizer (torch/optim/{sgd,adam}.py, ``foreach`` is off for CPU tensors), one pass over
+#: memory per elementwise op, 4 B per element read or written:
+#: sgd: ``d_p = grad.add(param, alpha=wd)`` (r2 w1) + ``param.add_(d_p)`` (r2 w1) = 24 B;
+#: sgd-momentum: + ``buf.mul_(m).add_(d_p)`` (r1 w1 + r2 w1) = 44 B; nesterov: + ``d_p =
+#: d_p.add(buf, alpha=m)`` (r2 w1) = 56 B; adam: ``exp_avg.lerp_(grad)`` (r2 w1),
+#: ``exp_avg_sq.mul_().addcmul_(grad, grad)`` (r1 w1 + r2 w1), ``denom =
+#: (exp_avg_sq.sqrt() / bc2).add_(eps)`` (3 × r1 w1), ``param.addcdiv_(exp_avg, denom)``
+#: (r3 w1) = 72 B; adamw: + ``param.mul_(1 - lr*wd)`` (r1 w1) = 80 B.
+HOST_UPDATE_BYTES_PER_PARAM = {"sgd": 24, "sgd-momentum": 44, "nesterov": 56, "adam": 72,
+                               "adamw": 80}
+_OFF_GPU = ("parameter", "parameter_grad", "optimizer_state")
+BASE_POLICIES = ("liveness", "superneurons", "offload", "recompute", "vdnn")
+
+
+def host_update_time_s(param_bytes, optimizer, hardware):
+    """Seconds of the CPU optimizer step over ``param_bytes`` of fp32 parameters."""
+    per = HOST_UPDATE_BYTES_PER_PARAM.get(optimizer)
+    if per is None:
+        raise ConfigError(f"policy 'zero_offload': optimizer {optimizer!r} has no host update "
+                          f"model; known: {', '.join(HOST_UPDATE_BYTES_PER_PARAM)}")
+    return (param_bytes // 4) * per / hardware.host_mem_bytes_per_s
+
+
+def _module_of(param_name):
+    return param_name.rsplit(".", 1)[0] if "." in param_name else param_name
+
+
+def stream_parameters(program, hardware):
+    """The program rewritten for parameter streaming (see the module docstring).
+
+    Returns
+    -------
+    (Program, dict)
+        The new program, and ``info``: ``params`` (tensor ids of the streamed parameters),
+        ``grad_release`` (step index -> gradient tensor ids to copy D2H and free after it),
+        ``param_release`` (step index -> parameter ids whose GPU copy goes after it, in B),
+        host byte counts and the CPU step time.
+
+    Raises
+    ------
+    ConfigError
+        The program has no parameters, or a parameter owned by no step.
+    """
+    steps = list(program.steps)
+    tensors = list(program.tensors)
+    by_name = {}
+    for s in steps:
+        by_name.setdefault(s.name, []).append(s.index)
+    grad_step = {s.name[len("grad:"):]: s.index for s in steps if s.name.startswith("grad:")}
+    params = [st for st in program.static_tensors if st.kind == "parameter"]
+    if not params:
+        raise ConfigError(f"policy 'zero_offload': program {program.name!r} has no per-tensor "
+                          f"parameters (static_tensors) to stream")
+    extra_deps = {}           # step index -> added tensor ids
+    info = {"params": [], "grad_release": {}, "param_release": {}}
+    param_bytes = 0
+    # a tied parameter is fetched by every module that uses it (a capture's param_aliases)
+    users = {}
+    for alias, name in (program.extra.get("param_aliases") or {}).items():
+        users.setdefault(name, []).append(_module_of(alias))
+    for st in params:
+        owner = _module_of(st.name)
+        owned = by_name.get(owner, [])
+        if not owned:
+            raise ConfigError(f"policy 'zero_offload': parameter {st.name!r} of program "
+                              f"{program.name!r} belongs to no step named {owner!r}")
+        t = len(tensors)
+        tensors.append(Tensor(t, st.name, "parameter", st.nbytes, steps[owned[0]].layer,
+                              steps[owned[0]].type))
+        info["params"].append(t)
+        param_bytes += st.nbytes
+        if st.name in grad_step:          # a capture: the gradient is a managed tensor
+            k = grad_step[st.name]
+            grads = list(steps[k].deps)
+        else:                             # a zoo program: the gradient was static
+            k = max(i for i in owned if steps[i].phase == "B")
+            g = len(tensors)
+            tensors.append(Tensor(g, st.name + ".grad", "parameter_grad", st.nbytes,
+                                  steps[k].layer, steps[k].type))
+            extra_deps.setdefault(k, []).append(g)
+            grads = [g]
+        # the module's forward steps, and its backward steps until the gradient is done
+        # (a capture's later op-granular steps of the module compute other gradients)
+        tied = [j for m in users.get(st.name, ()) for j in by_name.get(m, ())]
+        for i in sorted({*owned, *tied}):
+            if steps[i].phase == "F" or (steps[i].phase == "B" and i <= k):
+                extra_deps.setdefault(i, []).append(t)
+        info["grad_release"].setdefault(k, []).extend(grads)
+        info["param_release"].setdefault(k, []).append(t)
+    update = [s.index for s in steps if s.phase == "U"]
+    cpu_s = host_update_time_s(param_bytes, program.optimizer, hardware)
+    new_steps = []
+    for s in steps:
+        deps = s.deps + tuple(extra_deps.get(s.index, ()))
+        if s.phase == "U":
+            # the update runs on the host: its reads of the gradients are the D2H copies,
+            # and it makes no GPU temporaries (a capture's foreach kernels did)
+            deps = ()
+        new_steps.append(dataclasses.replace(s, deps=deps))
+    if update:   # one host step carries the CPU optimizer; the others do no GPU work
+        first = update[0]
+        for i in update:
+            new_steps[i] = dataclasses.replace(new_steps[i], type="HOST",
+                                               time_s=cpu_s if i == first else 0.0)
+    else:
+        raise ConfigError(f"policy 'zero_offload': program {program.name!r} has no update step")
+    keep = [st for st in program.static_tensors if st.kind not in _OFF_GPU]
+    static_bytes = {k: v for k, v in program.static_bytes.items() if k not in _OFF_GPU}
+    extra = dict(program.extra)
+    if extra.get("warmup_events") is not None:
+        # the capture's static allocations, without the ones that moved to the host
+        index = {}
+        for i, st in enumerate(program.static_tensors):
+            if st.kind not in _OFF_GPU:
+                index[i] = len(index)
+        extra["warmup_events"] = [[ev[0], index[int(ev[1])], *ev[2:]]
+                                  for ev in extra["warmup_events"]
+                                  if ev[0] == "alloc" and int(ev[1]) in index]
+    factor_bytes = sum(st.nbytes for st in program.static_tensors
+                       if st.kind == "optimizer_state")
+    if not factor_bytes:
+        from ..program import OPTIMIZER_STATE_FACTOR
+        factor_bytes = OPTIMIZER_STATE_FACTOR.get(program.optimizer, 0) * param_bytes
+    info.update(parameter_bytes=param_bytes, host_pinned_bytes=2 * param_bytes,
+                host_optimizer_state_bytes=factor_bytes,
+                host_total_bytes=2 * param_bytes + factor_bytes, cpu_step_s=cpu_s)
+    new = dataclasses.replace(program, steps=new_steps, tensors=tensors, static_tensors=keep,
+                              static_bytes=static_bytes, extra=extra, _uses=None)
+    return new, info
+
+
+def weave(base_plan, program, info, *, name, notes):
+    """The base plan's instructions plus the parameter evictions and gradient copies."""
+    params = set(info["params"])
+    grads = {g for gs in info["grad_release"].values() for g in gs}
+    steps = program.steps
+    body = [ins for ins in base_plan.instructions
+            if not (type(ins) in (Free, Drop, Offload, Prefetch) and ins.tensor in params)]
+    runs = [k for k, ins in enumerate(body) if type(ins) in (Compute, Recompute)]
+    nxt = {runs[j]: runs[j + 1] for j in range(len(runs) - 1)}
+    out = []
+    for k, ins in enumerate(body):
+        if type(ins) is Free and ins.tensor in grads:
+            continue                        # freed after its D2H copy, below
+        out.append(ins)
+        if type(ins) is not Compute:
+            continue
+        s = steps[ins.step]
+        for g in info["grad_release"].get(s.index, ()):
+            out += [Offload(g), Free(g)]
+        if s.phase == "F":
+            # kept only while the module's forward goes on (its next op-granular step)
+            after = body[nxt[k]] if k in nxt else None
+            later = set(steps[after.step].deps) if type(after) is Compute and \
+                steps[after.step].phase == "F" else set()
+            out += [Evict(t) for t in s.deps if t in params and t not in later]
+        elif s.phase == "B":
+            out += [Evict(t) for t in info["param_release"].get(s.index, ())]
+    return dataclasses.replace(base_plan, policy=name, instructions=out,
+                               host_resident=tuple(sorted(params)),
+                               sync_copies=base_plan.sync_copies or name == "zero_offload",
+                               program=program, notes=notes)
+
+
+@register
+class ZeroOffload(Policy):
+    name = "zero_offload"
+    description = ("ZeRO-Offload/Infinity: fp32 masters, gradients and optimizer state on the "
+                   "host, CPU optimizer step, parameters fetched per layer before forward and "
+                   "backward (base=POLICY plans the activations; A+zero_offload = base=A)")
+    OPTIONS = {"base": choice("liveness", BASE_POLICIES)}
+
+    def unsupported(self, program):
+        params = [st for st in program.static_tensors if st.kind == "parameter"]
+        if not params:
+            return "the program has no per-tensor parameters (static_tensors) to stream"
+        names = {s.name for s in program.steps}
+        lost = [st.name for st in params if _module_of(st.name) not in names]
+        if lost:
+            return f"parameter {lost[0]!r} belongs to no step named {_module_of(lost[0])!r}"
+        if not any(s.phase == "U" for s in program.steps):
+            return "the program has no update step"
+        return None
+
+    def plan(self, program, hardware, budget_bytes):
+        from .base import get_policy
+        new, info = stream_parameters(program, hardware)
+        base = self.options["base"]
+        base_plan = get_policy(base).plan(new, hardware, budget_bytes)
+        label = self.name if base == "liveness" else f"{base}+{self.name}"
+        pinned = info["host_pinned_bytes"] <= hardware.host_pinned_bytes
+        notes = {"base": base, **{k: v for k, v in info.items()
+                                  if k not in ("params", "grad_release", "param_release")},
+                 "host_pinned": pinned, "base_notes": dict(base_plan.notes)}
+        plan = weave(base_plan, new, info, name=label, notes=notes)
+        if not pinned:
+            plan = dataclasses.replace(plan, pinned_host=False)
+        return plan

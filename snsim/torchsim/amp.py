@@ -1,0 +1,350 @@
+"""Mixed precision (``--amp bf16|fp16``) and the optimizer choice of a training step.
+
+:class:`TrainSetup` names what a capture, a prediction or an execution trains with: the
+optimizer, its implementation (``foreach`` or ``fused`` kernels) and the autocast dtype. It is
+checked once, where the command line is read, with one line per rule broken.
+
+On a GPU the step runs as PyTorch's AMP recipe does: ``torch.autocast("cuda", dtype)`` around
+forward and loss, fp32 master weights (the parameters stay fp32; autocast casts them), and a
+``torch.amp.GradScaler`` for fp16 (its scale, found-inf and growth-tracker buffers and its
+unscale/inf-check kernels are part of the step).
+
+On a CPU (``snsim predict`` under ``FakeTensorMode``) CUDA's autocast cannot run: the autograd
+engine needs a CUDA device for CUDA tensors' backward. :func:`cuda_autocast_on_cpu` reproduces
+it at the same place in the dispatcher — the Autocast dispatch key, above autograd — so the
+casts are autograd ops, saved and freed exactly as CUDA's are: it registers, for the duration
+of the region, Python kernels on the ``AutocastCPU`` key that apply **CUDA's** policy, read
+from the installed torch's own lists (``ATen/autocast_mode.h``: ``AT_FORALL_LOWER_PRECISION_FP``,
+``AT_FORALL_FP32``, ``AT_FORALL_FP32_SET_OPT_DTYPE``, ``AT_FORALL_PROMOTE`` and the ``norm``
+redispatch), and CPU autocast's own kernels become pass-throughs. The weight-cast cache follows
+``at::autocast::cached_cast``: a cast to the low dtype of an fp32 leaf that requires grad (not a
+view) is made once per region and kept until the region ends; afterwards only the autograd
+nodes that saved it keep it alive.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import os
+import re
+
+from ..errors import ConfigError
+
+OPTIMIZERS = ("sgd", "sgd-momentum", "nesterov", "adam", "adamw")
+OPTIMIZER_IMPLS = ("foreach", "fused")
+AMP_DTYPES = ("bf16", "fp16")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSetup:
+    """What one training step trains with.
+
+    Attributes
+    ----------
+    optimizer : str
+        One of :data:`OPTIMIZERS`.
+    optimizer_impl : str
+        ``foreach`` (multi-tensor kernels, PyTorch's default on CUDA) or ``fused`` (one fused
+        kernel per parameter group, device and dtype; ``fused=True`` of torch.optim).
+    amp : str or None
+        ``bf16`` or ``fp16`` autocast; None: fp32.
+    """
+
+    optimizer: str = "sgd-momentum"
+    optimizer_impl: str = "foreach"
+    amp: str | None = None
+
+    def __post_init__(self):
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"--optimizer {self.optimizer!r} is unknown; known: "
+                              f"{', '.join(OPTIMIZERS)}")
+        if self.optimizer_impl not in OPTIMIZER_IMPLS:
+            raise ConfigError(f"--optimizer-impl {self.optimizer_impl!r} is unknown; known: "
+                              f"{', '.join(OPTIMIZER_IMPLS)}")
+        if self.amp not in (None,) + AMP_DTYPES:
+            raise ConfigError(f"--amp {self.amp!r} is unknown; known: none, "
+                              f"{', '.join(AMP_DTYPES)}")
+
+    @classmethod
+    def parse(cls, optimizer="sgd-momentum", optimizer_impl="foreach", amp=None):
+        """From command-line strings (``--amp none`` is fp32)."""
+        amp = None if amp in (None, "", "none", "fp32") else amp
+        return cls(optimizer, optimizer_impl, amp)
+
+    @property
+    def dtype(self):
+        """The autocast ``torch.dtype`` (None: fp32)."""
+        import torch
+        return {"bf16": torch.bfloat16, "fp16": torch.float16, None: None}[self.amp]
+
+    @property
+    def slug(self):
+        """File-name suffix: empty for the default (sgd-momentum, foreach, fp32)."""
+        parts = [] if self.optimizer == "sgd-momentum" else [self.optimizer]
+        if self.optimizer_impl != "foreach":
+            parts.append(self.optimizer_impl)
+        if self.amp:
+            parts.append(self.amp)
+        return "".join("_" + p for p in parts)
+
+    def to_dict(self):
+        return {"optimizer": self.optimizer, "optimizer_impl": self.optimizer_impl,
+                "amp": self.amp or "none"}
+
+    def make_optimizer(self, params):
+        """The torch optimizer (lr and decay as every snsim run uses them)."""
+        import torch
+        params = list(params)
+        impl = {"foreach": True} if self.optimizer_impl == "foreach" else {"fused": True}
+        if self.optimizer == "sgd":
+            return torch.optim.SGD(params, lr=0.01, weight_decay=1e-4, **impl)
+        if self.optimizer == "sgd-momentum":
+            return torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=1e-4, **impl)
+        if self.optimizer == "nesterov":
+            return torch.optim.SGD(params, lr=0.01, momentum=0.9, nesterov=True,
+                                   weight_decay=1e-4, **impl)
+        if self.optimizer == "adam":
+            return torch.optim.Adam(params, lr=1e-3, **impl)
+        return torch.optim.AdamW(params, lr=1e-3, **impl)
+
+    def grad_scaler(self, device_type):
+        """A ``GradScaler`` for fp16 (None otherwise). On a CPU fake run it never skips a step
+        (:class:`_NoOverflowScaler`): a prediction is of the steady step without overflow."""
+        if self.amp != "fp16":
+            return None
+        import torch
+        if device_type == "cuda":
+            return torch.amp.GradScaler("cuda")
+        return _no_overflow_scaler(device_type)
+
+    def autocast(self, device_type):
+        """A context factory for forward and loss: ``torch.autocast`` on CUDA, CUDA's policy
+        emulated on a CPU (:func:`cuda_autocast_on_cpu`); None for fp32."""
+        if self.amp is None:
+            return None
+        import torch
+        if device_type == "cuda":
+            return functools.partial(torch.autocast, "cuda", dtype=self.dtype)
+        return functools.partial(cuda_autocast_on_cpu, self.dtype)
+
+
+def _no_overflow_scaler(device_type):
+    import torch
+
+    class _NoOverflowScaler(torch.amp.GradScaler):
+        """GradScaler whose step does not read ``found_inf`` back (``.item()`` has no value
+        on a fake tensor): the optimizer always steps, as in a step without overflow."""
+
+        def _maybe_opt_step(self, optimizer, optimizer_state, *args, **kwargs):
+            return optimizer.step(*args, **kwargs)
+
+    return _NoOverflowScaler(device_type)
+
+
+# -- CUDA's autocast policy, from the installed torch ---------------------------------------------
+_LISTS = {"AT_FORALL_LOWER_PRECISION_FP": "lower", "AT_FORALL_FP32": "fp32",
+          "AT_FORALL_FP32_SET_OPT_DTYPE": "fp32_set_opt_dtype", "AT_FORALL_PROMOTE": "promote"}
+
+
+def autocast_header_path():
+    import torch
+    return os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "autocast_mode.h")
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_autocast_policy():
+    """``{"aten::op.overload": policy}`` of CUDA autocast, parsed from the installed torch's
+    ``ATen/autocast_mode.h``; policies ``lower``, ``fp32``, ``fp32_set_opt_dtype``,
+    ``promote``, ``fp32_append_dtype`` (``norm``)."""
+    path = autocast_header_path()
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        raise ConfigError(f"{path}: not found; --amp on a CPU reads CUDA's autocast lists "
+                          f"from the torch headers (install a torch wheel with include/)") \
+            from None
+    out = {}
+    for macro, policy in _LISTS.items():
+        m = re.search(r"#define " + macro + r"\(_\)(.*?)\n\s*\n", text, re.S)
+        if m is None:
+            raise ConfigError(f"{path}: macro {macro} not found; this torch's autocast lists "
+                              f"cannot be read")
+        for name, overload in re.findall(r"_\(\s*(\w+)\s*(?:,\s*(\w+))?\s*\)", m.group(1)):
+            out[f"aten::{name}" + (f".{overload}" if overload else "")] = policy
+    m = re.search(r"#define AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE\(_\)(.*?)\n\s*\n", text,
+                  re.S)
+    for overload in re.findall(r'"(norm\.\w+)"', m.group(1) if m else ""):
+        out["aten::" + overload] = "fp32_append_dtype"
+    out.update(_OUTSIDE_HEADER)
+    return out
+
+
+# CUDA autocast kernels registered in aten/src/ATen/autocast_mode.cpp (and cudnn/AutocastRNN.cpp)
+# outside the header's lists: cuDNN's direct entry points run in the low dtype;
+# binary_cross_entropy is banned ("unsafe to autocast": torch raises)
+_OUTSIDE_HEADER = {"aten::cudnn_convolution": "lower",
+                   "aten::cudnn_convolution_transpose": "lower",
+                   "aten::_cudnn_rnn": "lower", "aten::binary_cross_entropy": "banned"}
+
+
+def _eligible(t):
+    """``at::autocast::is_eligible`` for a CUDA tensor: floating point, not fp64."""
+    import torch
+    return isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype != torch.float64
+
+
+class _CastCache:
+    """``at::autocast``'s cast cache: low-precision casts of fp32 leaves that require grad."""
+
+    def __init__(self):
+        self.casts = {}
+
+    def cast(self, t, dtype):
+        import torch
+        if not _eligible(t) or t.dtype == dtype:
+            return t
+        if (dtype != torch.float32 and t.dtype == torch.float32 and t.requires_grad
+                and t.is_leaf and not t._is_view()):
+            hit = self.casts.get(id(t))
+            if hit is None or hit[0] is not t:
+                hit = (t, t.to(dtype))
+                self.casts[id(t)] = hit
+            return hit[1]
+        return t.to(dtype)
+
+
+def _cast_all(value, fn):
+    import torch
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
+        return type(value)(fn(v) if isinstance(v, torch.Tensor) else v for v in value)
+    return value
+
+
+def _kernel(op, policy, cache, low_dtype):
+    import torch
+    from torch._C import DispatchKey, DispatchKeySet
+    keys = DispatchKeySet(DispatchKey.AutocastCPU)
+    schema_args = [a.name for a in op._schema.arguments]
+
+    def below(*args, **kwargs):
+        with torch._C._ExcludeDispatchKeyGuard(keys):
+            return op(*args, **kwargs)
+
+    if policy is None:       # CPU autocast handles it, CUDA's does not: fall through, so
+        return _fallthrough(op, below)   # the ops it calls see autocast, as on CUDA
+
+    def cast_to(dtype):
+        def run(*args, **kwargs):
+            f = functools.partial(cache.cast, dtype=dtype)
+            return below(*[_cast_all(a, f) for a in args],
+                         **{k: _cast_all(v, f) for k, v in kwargs.items()})
+        return run
+
+    if policy == "lower":
+        return cast_to(low_dtype)
+    if policy == "banned":
+        def banned(*args, **kwargs):
+            raise ConfigError("torch.nn.functional.binary_cross_entropy is unsafe to autocast "
+                              "(CUDA autocast raises); use binary_cross_entropy_with_logits")
+        return banned
+    if policy == "fp32":
+        return cast_to(torch.float32)
+    if policy == "promote":
+        def promote(*args, **kwargs):
+            widest = low_dtype
+            for a in list(args) + list(kwargs.values()):
+                for t in (a if isinstance(a, (list, tuple)) else [a]):
+                    if _eligible(t):
+                        widest = torch.promote_types(widest, t.dtype)
+            return cast_to(widest)(*args, **kwargs)
+        return promote
+    # fp32_set_opt_dtype / fp32_append_dtype: the kernel computes in fp32 and returns fp32;
+    # the input is not copied (set_opt_dtype: only when the first argument is eligible)
+    if policy == "fp32_set_opt_dtype":
+        i = schema_args.index("dtype")
+
+        def set_dtype(*args, **kwargs):
+            if not (args and _eligible(args[0])):
+                return below(*args, **kwargs)
+            if i < len(args):
+                if args[i] is None:
+                    args = args[:i] + (torch.float32,) + args[i + 1:]
+            elif kwargs.get("dtype") is None:
+                kwargs["dtype"] = torch.float32
+            return below(*args, **kwargs)
+        return set_dtype
+    # norm.Scalar / norm.ScalarOpt_dim -> the overload with a dtype
+    target = {"Scalar": torch.ops.aten.norm.ScalarOpt_dtype,
+              "ScalarOpt_dim": torch.ops.aten.norm.ScalarOpt_dim_dtype}[op._overloadname]
+
+    def append_dtype(*args, **kwargs):
+        if not (args and _eligible(args[0])):
+            return below(*args, **kwargs)
+        with torch._C._ExcludeDispatchKeyGuard(keys):
+            return target(*args, **kwargs, dtype=torch.float32)
+    return append_dtype
+
+
+def _fallthrough(op, below):
+    """CUDA's autocast fallthrough for an op only CPU autocast lists (``cross_entropy_loss``,
+    ``cat``, ``stack``, ...): a composite op (``CompositeImplicitAutograd``) runs its
+    decomposition with autocast still on, so the ops it calls get CUDA's policy as on CUDA;
+    an op with its own kernels runs below the Autocast key."""
+    import torch
+    if not torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"):
+        return below
+
+    def run(*args, **kwargs):
+        return op.decompose(*args, **kwargs)
+    return run
+
+
+def _op(qualname):
+    import torch
+    name, _, overload = qualname[len("aten::"):].partition(".")
+    packet = getattr(torch.ops.aten, name)
+    return getattr(packet, overload or "default")
+
+
+@contextlib.contextmanager
+def cuda_autocast_on_cpu(dtype):
+    """Autocast with CUDA's policy for CPU tensors (fake or real): see the module docstring.
+
+    Every op with a CPU or a CUDA autocast kernel gets a Python kernel on ``AutocastCPU`` for
+    the region: CUDA's policy where CUDA has one, a pass-through otherwise.
+    """
+    import warnings
+    import torch
+    policy = cuda_autocast_policy()
+    names = set(policy)
+    # aten ops only: torchvision's own autocast kernels (nms, roi_align) are the same code for
+    # CPU and CUDA and stay; its CUDA-only ones (deform_conv2d, ps_roi_*, roi_pool) are not
+    # emulated
+    names.update(n for n in torch._C._dispatch_get_all_op_names()
+                 if n.startswith("aten::")
+                 and torch._C._dispatch_has_kernel_for_dispatch_key(n, "AutocastCPU"))
+    cache = _CastCache()
+    lib = torch.library.Library("aten", "IMPL")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # "overriding a previously registered kernel"
+            for qualname in sorted(names):
+                try:
+                    op = _op(qualname)
+                except (AttributeError, RuntimeError):
+                    continue      # listed in the header, not an op of this build
+                lib.impl(op, _kernel(op, policy.get(qualname), cache, dtype), "AutocastCPU")
+        with torch.autocast("cpu", dtype=dtype, cache_enabled=False):
+            yield
+    finally:
+        cache.casts.clear()
+        lib._destroy()
+
+
+def as_setup(optimizer):
+    """A :class:`TrainSetup` from a setup or an optimizer name (foreach kernels, fp32)."""
+    return optimizer if isinstance(optimizer, TrainSetup) else TrainSetup(str(optimizer))

@@ -1,0 +1,269 @@
+"""A small ZeRO-Offload / ZeRO-Infinity-style training step, run for real (``snsim execute
+--policy zero_offload``; SPEC §16).
+
+The scheme, as the engine's ``zero_offload`` policy models it:
+
+- fp32 master parameters live in pinned host memory, with their pinned fp32 gradient buffers;
+  the optimizer (``torch.optim`` Adam/SGD, on the CPU) keeps its state on the host too.
+- On the GPU a parameter is a tensor whose storage is empty (``resize_(0)``) except while a
+  module that owns it runs: a forward pre-hook copies it in (H2D), a forward hook frees it;
+  before the module's backward (a pre-hook on its output's autograd node) it is copied in
+  again, and when its gradient is accumulated (``register_post_accumulate_grad_hook``) the
+  gradient is copied to its host buffer (D2H) and both GPU tensors are freed. Saved views of
+  a parameter (``mm`` saves ``weight.t()``) share its storage, so they see the refetched data.
+- After backward the host waits for the copies and runs the optimizer step on the host master
+  parameters; the next forward fetches the updated values (no separate H2D of the whole model).
+
+All copies run on the compute stream, in order (no prefetch ahead: ``prefetch_depth=0``), so
+step time is compute + H2D (twice the parameter bytes) + D2H (the gradient bytes) + the CPU
+step. Buffers (batch-norm statistics) and the input stay on the GPU.
+
+``superneurons+zero_offload`` first applies the ``superneurons`` plan (recompute + activation
+offload, :func:`~snsim.torchsim.plans.make_transform`), then this scheme: a forward replayed
+inside backward (recomputation) fetches what it needs and leaves it for the backward.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+from ..errors import ConfigError
+
+ZERO_POLICIES = ("zero_offload", "superneurons+zero_offload")
+
+
+def _host_optimizer(torch, name, params):
+    """The optimizer over the host master parameters (as record.make_optimizer, on the CPU)."""
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=0.01, weight_decay=1e-4)
+    if name == "sgd-momentum":
+        return torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=1e-4)
+    if name == "nesterov":
+        return torch.optim.SGD(params, lr=0.01, momentum=0.9, nesterov=True, weight_decay=1e-4)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-3)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-3)
+    raise ConfigError(f"optimizer {name!r} is unknown; known: sgd, sgd-momentum, nesterov, "
+                      f"adam, adamw")
+
+
+class ZeroOffload:
+    """Parameters and optimizer on the host, streamed per module (see the module docstring).
+
+    Parameters
+    ----------
+    model : nn.Module
+        Built on the CPU (fp32); its buffers go to ``device``, its parameters stay on the host.
+    optimizer : str
+        A snsim optimizer name; the step runs on the CPU.
+    device : str
+        ``"cuda"``, or ``"cpu"`` (tests: the same hooks, host and "device" both in RAM).
+    """
+
+    def __init__(self, model, optimizer="sgd-momentum", *, device="cuda"):
+        import torch
+        self.torch = torch
+        self.device = torch.device(device)
+        pin = self.device.type == "cuda"
+        self.model = model
+        self.params = []                     # unique parameters, in registration order
+        self.master = {}                     # id(p) -> pinned fp32 host tensor
+        self.host_grad = {}                  # id(p) -> pinned fp32 host gradient buffer
+        self.h2d_bytes = 0                   # per iteration, counted as they are issued
+        self.d2h_bytes = 0
+        seen = set()
+        for p in model.parameters():
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            self.params.append(p)
+            host = p.detach().to("cpu", torch.float32).contiguous()
+            self.master[id(p)] = host.pin_memory() if pin else host.clone()
+            g = torch.zeros_like(host)
+            self.host_grad[id(p)] = g.pin_memory() if pin else g
+        for name, b in list(model.named_buffers()):
+            mod, _, leaf = name.rpartition(".")
+            owner = model.get_submodule(mod) if mod else model
+            owner._buffers[leaf] = b.to(self.device)
+        # the GPU parameter: same dtype and shape, storage empty until fetched
+        with torch.no_grad():
+            for p in self.params:
+                p.data = torch.empty(p.shape, dtype=p.dtype, device=self.device)
+                p.data.untyped_storage().resize_(0)
+        self.masters = [self.master[id(p)] for p in self.params]
+        for m, h in zip(self.masters, (self.host_grad[id(p)] for p in self.params)):
+            m.grad = h
+        self.opt = _host_optimizer(torch, optimizer, self.masters)
+        self.host_state_bytes = 0
+        self._handles = []
+        for m in model.modules():
+            own = [p for p in m._parameters.values() if p is not None]
+            if own:
+                self._handles.append(m.register_forward_pre_hook(self._pre_forward))
+                self._handles.append(m.register_forward_hook(self._post_forward))
+        for p in self.params:
+            self._handles.append(p.register_post_accumulate_grad_hook(self._grad_ready))
+
+    # -- residency ---------------------------------------------------------------------------
+    def _resident(self, p):
+        return p.untyped_storage().size() > 0
+
+    def _fetch(self, p):
+        if self._resident(p):
+            return
+        nbytes = p.numel() * p.element_size()
+        p.untyped_storage().resize_(nbytes)
+        with self.torch.no_grad():
+            # .data: a copy that autograd does not see (no version bump of the saved views)
+            p.data.copy_(self.master[id(p)], non_blocking=True)
+        self.h2d_bytes += nbytes
+
+    def _release(self, p):
+        p.untyped_storage().resize_(0)
+
+    @staticmethod
+    def _own(module):
+        return [p for p in module._parameters.values() if p is not None]
+
+    # -- hooks -------------------------------------------------------------------------------
+    def _pre_forward(self, module, args):
+        for p in self._own(module):
+            self._fetch(p)
+
+    def _post_forward(self, module, args, out):
+        own = self._own(module)
+        if self.torch._C._current_graph_task_id() != -1:
+            return      # a forward replayed in backward: the backward about to run needs them
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        nodes = {id(o.grad_fn): o.grad_fn for o in outs
+                 if isinstance(o, self.torch.Tensor) and o.grad_fn is not None}
+        for node in nodes.values():
+            node.register_prehook(lambda grad_outputs, own=own: self._before_backward(own))
+        for p in own:
+            self._release(p)
+
+    def _before_backward(self, own):
+        for p in own:
+            self._fetch(p)
+
+    def _grad_ready(self, p):
+        g = p.grad
+        self.host_grad[id(p)].copy_(g, non_blocking=True)
+        self.d2h_bytes += g.numel() * g.element_size()
+        p.grad = None
+        self._release(p)
+
+    # -- the iteration -----------------------------------------------------------------------
+    def step(self, x, y, *, aux_loss_weight=0.4):
+        """One training iteration: forward and backward on the device, optimizer on the host.
+
+        Returns
+        -------
+        dict
+            ``gpu_s`` (forward + backward + copies, to the last copy), ``cpu_step_s``.
+        """
+        from .record import compute_loss
+        torch = self.torch
+        self.h2d_bytes = self.d2h_bytes = 0
+        t0 = time.perf_counter()
+        out = self.model(x)
+        loss = compute_loss(out, y, aux_loss_weight)
+        del out
+        loss.backward()
+        del loss
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()     # the D2H gradient copies have landed
+        t1 = time.perf_counter()
+        self.opt.step()
+        t2 = time.perf_counter()
+        if not self.host_state_bytes:
+            self.host_state_bytes = sum(v.numel() * v.element_size()
+                                        for s in self.opt.state.values() for v in s.values()
+                                        if isinstance(v, torch.Tensor))
+        return {"gpu_s": t1 - t0, "cpu_step_s": t2 - t1}
+
+    def host_bytes(self):
+        """Host memory the scheme holds: pinned master parameters and gradients, and the
+        optimizer state (pageable)."""
+        master = sum(m.numel() * m.element_size() for m in self.masters)
+        return {"host_pinned_bytes": 2 * master, "host_master_bytes": master,
+                "host_grad_bytes": master, "host_optimizer_state_bytes": self.host_state_bytes}
+
+    def remove(self):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+
+def measure_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum",
+                 input_shape=None, warmup_iters=2, iters=5, device="cuda"):
+    """Run ``policy`` (one of :data:`ZERO_POLICIES`) for real: peaks and step time.
+
+    ``warmup_iters`` iterations, ``reset_peak_memory_stats()``, then ``iters`` iterations
+    (wall time with the device synchronised at the end of each: the CPU step is part of it).
+
+    Returns
+    -------
+    dict
+        ``peak_allocated_bytes``, ``peak_reserved_bytes`` (cuda), ``step_time_s`` (median),
+        ``gpu_s`` and ``cpu_step_s`` (medians), ``h2d_bytes``/``d2h_bytes`` per iteration,
+        the host byte counts of :meth:`ZeroOffload.host_bytes`, ``base_allocated_bytes``.
+    """
+    from .models import resolve_model
+    from .plans import make_transform
+    from .predict import infer_num_classes_of
+    if policy not in ZERO_POLICIES:
+        raise ConfigError(f"policy {policy!r} is not a ZeRO policy; known: "
+                          f"{', '.join(ZERO_POLICIES)}")
+    if batch <= 0:
+        raise ConfigError(f"--batch (={batch}) must be a positive integer")
+    cuda = device == "cuda"
+    if cuda:
+        from .capture import measured_peaks, require_cuda
+        from .execute import _clean_cuda
+        torch = require_cuda()
+        _clean_cuda(torch)
+    else:
+        import torch
+    spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
+    wall0 = time.perf_counter()
+    base = torch.cuda.memory_allocated() if cuda else 0
+    net = zero = x = y = None
+    try:
+        net = spec.build()          # on the CPU: its parameters become the host masters
+        net.train()
+        x = spec.make_input(batch, device)
+        y = torch.randint(0, infer_num_classes_of(net, x.cpu()), (batch,), device=device)
+        if policy == "superneurons+zero_offload":
+            net = make_transform("superneurons")(net)
+        zero = ZeroOffload(net, optimizer, device=device)
+        for _ in range(warmup_iters):
+            zero.step(x, y, aux_loss_weight=spec.aux_loss_weight)
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        rows = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            r = zero.step(x, y, aux_loss_weight=spec.aux_loss_weight)
+            if cuda:
+                torch.cuda.synchronize()
+            r["step_s"] = time.perf_counter() - t0
+            rows.append(r)
+        out = measured_peaks(torch, base) if cuda else {"device": "cpu"}
+        med = {k: float(statistics.median(r[k] for r in rows)) for k in rows[0]}
+        out.update(policy=policy, model=spec.text, batch=batch, optimizer=optimizer,
+                   step_time_s=med["step_s"], gpu_s=med["gpu_s"], cpu_step_s=med["cpu_step_s"],
+                   step_times_s=[round(r["step_s"], 6) for r in rows],
+                   h2d_bytes=zero.h2d_bytes, d2h_bytes=zero.d2h_bytes,
+                   parameter_bytes=sum(p.numel() * p.element_size() for p in zero.params),
+                   warmup_iters=warmup_iters, iters=iters, **zero.host_bytes())
+    finally:
+        if zero is not None:
+            zero.remove()
+        del net, zero, x, y
+        if cuda:
+            _clean_cuda(torch)
+    out["wall_s"] = round(time.perf_counter() - wall0, 3)
+    return out

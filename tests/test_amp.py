@@ -1,0 +1,254 @@
+"""Mixed precision (CUDA's autocast emulated on CPU fake tensors), GradScaler and optimizers."""
+import textwrap
+
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from snsim.errors import ConfigError
+from snsim.torchsim.amp import TrainSetup, cuda_autocast_on_cpu, cuda_autocast_policy
+
+
+@pytest.fixture
+def mlp(tmp_path, monkeypatch):
+    """A user package with a two-layer MLP (16 -> 32 -> 5), importable as snsim_amp_models."""
+    (tmp_path / "snsim_amp_models.py").write_text(textwrap.dedent("""
+        from torch import nn
+
+        def mlp():
+            return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 5))
+        mlp.input_shape = (16,)
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "snsim_amp_models:mlp"
+
+
+def _saved(fn):
+    """``[(dtype, nbytes)]`` of every tensor autograd saves while ``fn`` runs."""
+    out = []
+
+    def pack(t):
+        out.append((t.dtype, t.numel() * t.element_size()))
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        res = fn()
+    return out, res
+
+
+def test_policy_lists_are_cuda_autocast_kernels():
+    """The lists parsed from autocast_mode.h are CUDA autocast's registered kernels."""
+    policy = cuda_autocast_policy()
+    # aten only: torchvision registers its own autocast kernels (nms, roi_align: the same code
+    # for CPU and CUDA; deform_conv2d, ps_roi_*, roi_pool: CUDA only, not emulated)
+    cuda = {n for n in torch._C._dispatch_get_all_op_names()
+            if n.startswith("aten::")
+            and torch._C._dispatch_has_kernel_for_dispatch_key(n, "AutocastCUDA")}
+    assert policy["aten::linear"] == "lower" and policy["aten::mm"] == "lower"
+    assert policy["aten::native_layer_norm"] == "fp32"
+    assert policy["aten::softmax.int"] == "fp32_set_opt_dtype"
+    assert policy["aten::addcmul"] == "promote"
+    assert set(policy) <= cuda
+    # one registered CUDA kernel outside the header and our table (torch 2.14):
+    # linalg_matrix_sqrth, not met by training models; a new one in a later torch fails here
+    assert cuda - set(policy) <= {"aten::linalg_matrix_sqrth"}
+
+
+def test_linear_bf16_saves_low_precision_input_and_weight_copy():
+    n, k, m = 8, 16, 4
+    with FakeTensorMode():
+        lin = torch.nn.Linear(k, m)
+        x = torch.empty(n, k, requires_grad=True)
+        with cuda_autocast_on_cpu(torch.bfloat16):
+            saved, y = _saved(lambda: lin(x))
+    assert y.dtype == torch.bfloat16
+    # addmm(bias, x, w.t()) saves its bf16 input and the bf16 weight copy (hand calculation):
+    # n*k*2 = 256 B and k*m*2 = 128 B
+    assert sorted(saved) == sorted([(torch.bfloat16, n * k * 2), (torch.bfloat16, k * m * 2)])
+
+
+def test_fp32_ops_and_loss_under_bf16():
+    with FakeTensorMode():
+        net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16))
+        x = torch.empty(4, 8)
+        y = torch.zeros(4, dtype=torch.long)
+        with cuda_autocast_on_cpu(torch.bfloat16):
+            h = net[0](x)
+            saved, z = _saved(lambda: net[1](h))
+            s = h.softmax(-1)
+            loss = torch.nn.functional.cross_entropy(h, y)
+    assert h.dtype == torch.bfloat16
+    assert z.dtype == torch.float32          # layer_norm: fp32 policy (an fp32 copy of h)
+    # layer_norm saves the fp32 copy of its input (4*16*4 = 256 B), weight, bias (16*4 B) and
+    # the fp32 mean and rstd (4*1*4 B each)
+    assert (torch.float32, 4 * 16 * 4) in saved
+    assert s.dtype == torch.float32          # softmax: dtype=float32 set, input not copied
+    assert loss.dtype == torch.float32       # log_softmax keeps bf16 (cross_entropy passes the
+    #                                          dtype); nll_loss casts to fp32
+
+
+def test_weight_cast_is_cached_per_region():
+    """Two calls of one Linear in one region: the weight and bias are cast once."""
+    casts = []
+
+    class Count(torch.utils._python_dispatch.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten._to_copy.default:
+                casts.append(tuple(args[0].shape))
+            return func(*args, **(kwargs or {}))
+
+    with FakeTensorMode():
+        lin = torch.nn.Linear(8, 8)
+        x = torch.empty(2, 8)
+        with Count(), cuda_autocast_on_cpu(torch.float16):
+            lin(lin(x))
+        n_in_region = len(casts)
+        with Count(), cuda_autocast_on_cpu(torch.float16):
+            lin(x)
+    # region 1: x (not a leaf that requires grad: not cached), weight, bias; the second call
+    # casts nothing (its input is already fp16, weight and bias hit the cache) = 3
+    assert n_in_region == 3
+    # region 2: the cache was cleared when region 1 ended: x, weight, bias again = 3 more
+    assert len(casts) == 6
+
+
+def test_fp16_grad_scaler_buffers_and_kernels(mlp):
+    from snsim.torchsim.predict import record_fake, resolve_model
+    spec = resolve_model(mlp)
+    r = record_fake(spec, 4, TrainSetup("sgd-momentum", "foreach", "fp16"))
+    names = [op[1] for op in r["rec"].ops]
+    assert "_amp_foreach_non_finite_check_and_unscale_" in names
+    assert "_amp_update_scale_" in names
+    # the scale (fp32) and growth tracker (int32): 1 element each, 4 B, alive between steps
+    fours = [s for s in r["rec"].storages if s[0] == 4]
+    assert len(fours) >= 2
+
+
+@pytest.mark.parametrize("impl", ["foreach", "fused"])
+def test_adamw_state_sizes(mlp, impl):
+    from snsim.torchsim.predict import record_fake, resolve_model
+    spec = resolve_model(mlp)
+    r = record_fake(spec, 4, TrainSetup("adamw", impl))
+    rec, static = r["rec"], r["static_names"]
+    state = sum(rec.storages[sid][0] for sid, (_, kind) in static.items()
+                if kind == "optimizer_state")
+    n_params = 16 * 32 + 32 + 32 * 5 + 5          # 709 parameters in 4 tensors
+    # exp_avg and exp_avg_sq: 2 fp32 per parameter; fused keeps the 4 step counters on the
+    # device (fp32 scalars, 4 B each), foreach on the host (not device memory)
+    assert state == 2 * 4 * n_params + (4 * 4 if impl == "fused" else 0)
+    fused_ops = [op[1] for op in rec.ops if op[1] == "_fused_adamw_"]
+    assert bool(fused_ops) == (impl == "fused")
+
+
+def test_capture_on_cpu_matches_fake_prediction_under_bf16(mlp):
+    """The emulation on real CPU tensors (capture) and on fake ones (predict): same events."""
+    from snsim.torchsim.capture import capture
+    from snsim.torchsim.predict import predict
+    # sgd-momentum: adam's foreach step counters live on the host on CUDA (predict leaves
+    # them out) but are CPU tensors in a CPU capture
+    setup = TrainSetup("sgd-momentum", "foreach", "bf16")
+    doc = capture(mlp, 4, optimizer=setup, device="cpu", timing_iters=1, plain_iters=1)
+    r = predict(mlp, 4, optimizer=setup, hidden=False)   # no cuBLAS workspaces on a CPU
+    assert r["amp"] == "bf16" and doc["provenance"]["amp"] == "bf16"
+    assert r["peak_allocated_bytes"] == doc["measured"]["peak_allocated_bytes"]
+    assert len(r["program"]["events"]) == len(doc["program"]["events"])
+
+
+def test_bf16_saves_less_than_fp32(mlp):
+    from snsim.torchsim.predict import predict
+    fp32 = predict(mlp, 64)
+    bf16 = predict(mlp, 64, optimizer=TrainSetup(amp="bf16"))
+    assert bf16["static_bytes"] == fp32["static_bytes"]     # fp32 master weights
+    assert bf16["peak_requested_bytes"] != fp32["peak_requested_bytes"]
+
+
+@pytest.mark.parametrize("args, rule", [
+    (("adamw", "fast", None), "--optimizer-impl 'fast' is unknown"),
+    (("lamb", "foreach", None), "--optimizer 'lamb' is unknown"),
+    (("sgd", "foreach", "fp8"), "--amp 'fp8' is unknown"),
+])
+def test_bad_setup_is_one_line(args, rule):
+    with pytest.raises(ConfigError, match=rule):
+        TrainSetup.parse(*args)
+
+
+def test_half_precision_costs():
+    from snsim.hardware import load_hardware
+    from snsim.torchsim.opcost import op_time_s
+    hw = load_hardware("h200")
+    flops = 1e12
+    # the tensor cores' half peak (989 TFLOPS) is twice TF32's (494): bf16 GEMMs are faster
+    assert op_time_s("mm", flops, 0, hw, "bfloat16") < op_time_s("mm", flops, 0, hw)
+    assert op_time_s("convolution", flops, 0, hw, "float16") < \
+        op_time_s("convolution", flops, 0, hw)
+
+
+class _Ops(torch.utils._python_dispatch.TorchDispatchMode):
+    """``["op (out dtypes)"]`` of every aten op below autograd."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = func._overloadpacket.__name__
+        if name not in ("device", "detach"):     # fake CUDA's device queries; views
+            outs = out if isinstance(out, (tuple, list)) else [out]
+            self.ops.append(f"{name} {[str(o.dtype) for o in outs if isinstance(o, torch.Tensor)]}")
+        return out
+
+
+class _Mixed(torch.nn.Module):
+    """conv, BN, GroupNorm, linear, LayerNorm, matmul, softmax, cat, exp, pow, sum."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.conv, self.bn, self.gn = nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.GroupNorm(2, 8)
+        self.fc, self.ln, self.fc2 = nn.Linear(8 * 6 * 6, 16), nn.LayerNorm(16), nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = self.gn(self.bn(self.conv(x)).relu()).flatten(1)
+        h = self.ln(self.fc(h))
+        a = (h @ h.t()).softmax(-1) @ h
+        return self.fc2(torch.cat([a, h.exp()], 0)[:x.shape[0]]
+                        + h.pow(2).sum(-1, keepdim=True))
+
+
+def _forward_ops(device, region):
+    with FakeTensorMode():
+        with torch.device(device):
+            net = _Mixed()
+        x = torch.empty(4, 3, 8, 8, device=device)
+        y = torch.zeros(4, dtype=torch.long, device=device)
+        log = _Ops()
+        with log, region():
+            torch.nn.functional.cross_entropy(net(x), y)
+    return log.ops
+
+
+def test_emulation_matches_real_cuda_autocast_forward():
+    """The forward ops and dtypes under the emulation equal those of torch's own CUDA
+    autocast on fake CUDA tensors (which runs a forward on a CPU-only torch, not a backward)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def real_cuda():
+        torch.set_autocast_dtype("cuda", torch.bfloat16)
+        torch.set_autocast_enabled("cuda", True)
+        try:
+            yield
+        finally:
+            torch.set_autocast_enabled("cuda", False)
+            torch.clear_autocast_cache()
+
+    real = _forward_ops("cuda", real_cuda)
+    emu = _forward_ops("cpu", lambda: cuda_autocast_on_cpu(torch.bfloat16))
+    # the one difference is not autocast's: CUDA's batch norm keeps its saved mean/invstd in
+    # fp32 for bf16 input, the CPU fake kernel in the input dtype (C elements each)
+    bn = "native_batch_norm ['torch.bfloat16', 'torch.float32', 'torch.float32']"
+    assert bn in real
+    real = [o if o != bn else bn.replace("float32", "bfloat16") for o in real]
+    assert emu == real
+    assert any(o.startswith("addmm ['torch.bfloat16']") for o in emu)
+    assert any(o.startswith("native_layer_norm ['torch.float32'") for o in emu)

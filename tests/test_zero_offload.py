@@ -1,0 +1,179 @@
+"""zero_offload (SPEC §16): the policy on a hand-checked chain, its composition, its executor on
+the CPU, and hf: model specs."""
+import pytest
+
+from snsim.api import make_program
+from snsim.engine.core import run_plan
+from snsim.errors import ConfigError, UnknownNameError
+from snsim.hardware import load_hardware
+from snsim.plan import Evict, Plan
+from snsim.policies import get_policy
+from snsim.policies.zero_offload import host_update_time_s
+
+
+def _run(program, hw, policy):
+    plan = get_policy(policy).plan(program, hw, hw.budget_bytes)
+    return plan, run_plan(program, plan, hw, allocator="ideal", check_invariants=True)
+
+
+def test_zero_offload_golden_on_tiny_chain(tiny_chain):
+    hw = load_hardware("k40c")
+    p = make_program(tiny_chain, hardware=hw)
+    _, live = _run(p, hw, "liveness")
+    plan, zero = _run(p, hw, "zero_offload")
+    # hand: parameters conv 2x1x3x3 + 2 bias, fc 32x10 + 10 bias = 350 fp32 = 1,400 B; the
+    # fc layer's own 320 + 10 = 330 elements = 1,320 B. Static on the GPU: only the input
+    # batch (1x4x4 fp32 = 64 B) and the int32 label (4 B)
+    assert zero.static_bytes == 68
+    # liveness holds params + grads + momentum (3 x 1,400 B) for the whole iteration;
+    # zero_offload holds at its peak (fc backward, the same activations live) only fc's
+    # parameters and fc's gradients: 4,692 - 4,200 + 2 x 1,320 = 3,132 B
+    assert live.static_bytes == 68 + 3 * 1400
+    assert zero.peak_ideal_bytes == live.peak_ideal_bytes - 3 * 1400 + 2 * 1320 == 3132
+    # every parameter in twice (before forward, before backward), every gradient out once
+    assert zero.h2d_bytes == 2 * 1400 and zero.d2h_bytes == 1400
+    # host: pinned fp32 masters + gradient buffers, momentum pageable
+    assert plan.notes["host_pinned_bytes"] == 2800
+    assert plan.notes["host_optimizer_state_bytes"] == 1400
+    # time: the two GPU update steps (1e-4 s each) leave; the CPU step (350 params x 44 B
+    # for sgd-momentum at host_mem_bytes_per_s) and every copy, serialised, come in
+    pieces = [72, 8, 1280, 40]
+    copies = sum(2 * hw.transfer_time_s(b, "h2d", True) + hw.transfer_time_s(b, "d2h", True)
+                 for b in pieces)
+    cpu_s = 350 * 44 / hw.host_mem_bytes_per_s
+    assert plan.notes["cpu_step_s"] == pytest.approx(cpu_s, rel=1e-12)
+    assert zero.step_time_s == pytest.approx(live.step_time_s - 2e-4 + cpu_s + copies,
+                                             rel=1e-9)
+
+
+def test_evict_follows_forward_and_the_gradient(tiny_chain):
+    hw = load_hardware("k40c")
+    p = make_program(tiny_chain, hardware=hw)
+    plan = get_policy("zero_offload").plan(p, hw, hw.budget_bytes)
+    evicted = [plan.program.tensors[i.tensor].name for i in plan.instructions
+               if isinstance(i, Evict)]
+    # each parameter leaves the GPU after its forward and after its backward
+    assert sorted(evicted) == sorted(2 * ["conv.weight", "conv.bias", "fc.weight", "fc.bias"])
+
+
+def test_superneurons_plus_zero_offload_composes(tiny_block):
+    hw = load_hardware("k40c")
+    p = make_program(tiny_block, hardware=hw)
+    pol = get_policy("superneurons+zero_offload")
+    assert pol.options["base"] == "superneurons"
+    plan, r = _run(p, hw, "superneurons+zero_offload")
+    _, sn = _run(p, hw, "superneurons")
+    assert plan.policy == "superneurons+zero_offload" and plan.lru
+    assert r.feasible and r.peak_ideal_bytes < sn.peak_ideal_bytes
+
+
+def test_plan_with_its_program_saves_and_replays(tmp_path, tiny_chain):
+    hw = load_hardware("k40c")
+    p = make_program(tiny_chain, hardware=hw)
+    plan, r = _run(p, hw, "zero_offload")
+    plan.save(tmp_path / "plan.json")
+    again = Plan.load(tmp_path / "plan.json")
+    r2 = run_plan(p, again, hw, allocator="ideal")
+    assert (r2.peak_ideal_bytes, r2.step_time_s) == (r.peak_ideal_bytes, r.step_time_s)
+
+
+def test_bad_options_are_one_line():
+    with pytest.raises(ConfigError, match=r"option base \(='chen'\) must be one of"):
+        get_policy("zero_offload", base="chen")
+    with pytest.raises(UnknownNameError, match="does not compose with a base policy"):
+        get_policy("superneurons+liveness")
+    with pytest.raises(ConfigError, match="names its base"):
+        get_policy("superneurons+zero_offload", base="liveness")
+    hw = load_hardware("k40c")
+    with pytest.raises(ConfigError, match="optimizer 'lamb' has no host update model"):
+        host_update_time_s(4, "lamb", hw)
+
+
+# -- the executor, on the CPU ---------------------------------------------------------------------
+def test_executor_updates_as_a_plain_step():
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    from snsim.torchsim.plans import make_transform
+    from snsim.torchsim.record import compute_loss
+    from snsim.torchsim.zero import ZeroOffload
+
+    def net():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(inplace=True),
+                             nn.Flatten(), nn.Linear(4 * 6 * 6, 10))
+    x, y = torch.randn(2, 3, 8, 8), torch.randint(0, 10, (2,))
+    for transform in (None, "recompute"):
+        a, b = net(), net()
+        if transform:
+            b = make_transform(transform)(b)
+        opt = torch.optim.SGD(a.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+        for _ in range(2):
+            compute_loss(a(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+        z = ZeroOffload(b, "sgd-momentum", device="cpu")
+        for _ in range(2):
+            z.step(x, y)
+        for pa, pb in zip(a.parameters(), z.params):
+            assert torch.equal(pa.detach(), z.master[id(pb)])
+        # between iterations no parameter has GPU ("device") storage; each was fetched
+        # twice (forward, backward) and its gradient copied out once
+        assert all(pb.untyped_storage().size() == 0 for pb in z.params)
+        n_bytes = sum(pb.numel() * 4 for pb in z.params)
+        assert (z.h2d_bytes, z.d2h_bytes) == (2 * n_bytes, n_bytes)
+
+
+# -- hf: model specs ------------------------------------------------------------------------------
+def test_hf_gpt2_from_the_shipped_config():
+    pytest.importorskip("transformers")
+    from snsim.torchsim.models import resolve_model
+    spec = resolve_model("hf:gpt2", input_shape=(16,))
+    assert (spec.name, spec.tokens, spec.vocab_size) == ("gpt2", True, 50257)
+    import torch
+    with torch.device("meta"):
+        model = spec.build()
+    # GPT-2 small with tied embeddings: 124,439,808 parameters (the published count)
+    assert sum(p.numel() for p in model.parameters()) == 124_439_808
+
+
+def test_hf_config_missing_or_seq_too_long_is_one_line():
+    pytest.importorskip("transformers")
+    from snsim.torchsim.models import resolve_model
+    with pytest.raises(ConfigError, match=r"hf:no-such-model: no config in the local Hugging "
+                                          r"Face cache nor in .*no-such-model.json"):
+        resolve_model("hf:no-such-model")
+    with pytest.raises(ConfigError, match=r"--seq \(=2048\) exceeds the config's 1024"):
+        resolve_model("hf:gpt2", input_shape=(2048,))
+
+
+def test_callable_may_return_model_and_input_factory():
+    torch = pytest.importorskip("torch")
+    from snsim.torchsim.models import resolve_model
+    spec = resolve_model("tests.test_zero_offload:_pair")
+    model = spec.build()
+    x = spec.make_input(3)
+    assert x.shape == (3, 5) and model(x).shape == (3, 2)
+    del torch
+
+
+def _pair():
+    import torch
+    return torch.nn.Linear(5, 2), lambda batch, device=None: torch.randn(batch, 5, device=device)
+
+
+def test_tied_parameter_is_fetched_by_every_module_that_uses_it(tiny_chain):
+    # a capture records tied weights as param_aliases (GPT-2: lm_head.weight is wte.weight);
+    # here fc is made to share conv's weight: fc's steps need it too
+    hw = load_hardware("k40c")
+    p = make_program(tiny_chain, hardware=hw)
+    p.extra["param_aliases"] = {"fc.weight_tied": "conv.weight"}
+    plan = get_policy("zero_offload").plan(p, hw, hw.budget_bytes)
+    prog = plan.program
+    w = next(t.tensor_id for t in prog.tensors if t.name == "conv.weight")
+    users = sorted((s.name, s.phase) for s in prog.steps if w in s.deps)
+    assert users == [("conv", "B"), ("conv", "F"), ("fc", "B"), ("fc", "F")]
+    r = run_plan(p, plan, hw, allocator="ideal", check_invariants=True)
+    # conv.weight (72 B) comes in for conv's forward, again for fc's forward, once for fc's
+    # backward, and stays until its gradient is done in conv's backward: 3 fetches, not 2
+    assert r.h2d_bytes == 2 * 1400 + 72
