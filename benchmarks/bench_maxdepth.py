@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 #: the CLI's median wall time before issue 11, on this 2-core machine: 11.95 s (BENCHMARKS.md of
 #: main, 2026-11-30); re-measured 12.10 s (one run, load 0.1) on main f22dc9d the same day
@@ -40,6 +41,10 @@ def main(argv=None):
     ap.add_argument("--gpu", default="k40c")
     ap.add_argument("--allocator", default=None,
                     help="default: the CLI's own (pool, the framework's allocator)")
+    ap.add_argument("--baseline", default=os.environ.get("SNSIM_BENCH_BASELINE"),
+                    help="a source tree of snsim to compare with (e.g. `git archive main | tar "
+                    "-x -C DIR`): its CLI runs interleaved with this one, so that both see the "
+                    "same machine load (default: $SNSIM_BENCH_BASELINE)")
     args = ap.parse_args(argv)
     allocator = args.allocator or "pool"
 
@@ -48,14 +53,20 @@ def main(argv=None):
            "maxdepth", "--family", args.family, "--gpu",
            args.gpu, "--batch", str(args.batch), "--policy", "all", "--format", "csv"] + \
         (["--allocator", args.allocator] if args.allocator else [])
-    cli_s, cli_cpu_s = [], []
+    here = str(Path(__file__).resolve().parents[1])
+    trees = [("this tree", here)] + ([("baseline", args.baseline)] if args.baseline else [])
+    wall = {name: [] for name, _ in trees}
+    cpu = {name: [] for name, _ in trees}
     for _ in range(args.repeat):
-        t = time.perf_counter()
-        c = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
-        cli_s.append(time.perf_counter() - t)
-        d = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cli_cpu_s.append(d.ru_utime + d.ru_stime - c.ru_utime - c.ru_stime)
+        for name, tree in trees:          # interleaved: both see the same load
+            env = {**os.environ, "PYTHONPATH": tree}
+            t = time.perf_counter()
+            c = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=tree)
+            wall[name].append(time.perf_counter() - t)
+            d = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append(d.ru_utime + d.ru_stime - c.ru_utime - c.ru_stime)
+    cli_s, cli_cpu_s = wall["this tree"], cpu["this tree"]
 
     from snsim.experiments.search import max_depth
     search_s, rep = [], None
@@ -82,6 +93,14 @@ def main(argv=None):
           f"(a third): {'met' if met else 'NOT met'} ({median / BEFORE_S:.2f}× before); "
           f"issue 12 limit with the new policies ≤ {ALL_POLICIES_LIMIT_S:.2f} s (1.5×): "
           f"{'met' if median <= ALL_POLICIES_LIMIT_S else 'NOT met'}")
+    if args.baseline:
+        b_wall, b_cpu = statistics.median(wall["baseline"]), statistics.median(cpu["baseline"])
+        label = os.environ.get("SNSIM_BENCH_BASELINE_LABEL", args.baseline)
+        print(f"- baseline {label}, run interleaved: median {b_wall:.2f} s, CPU "
+              f"{b_cpu:.2f} s; this tree / baseline: {median / b_wall:.2f} (wall), "
+              f"{statistics.median(cli_cpu_s) / b_cpu:.2f} (CPU)")
+    print(f"- load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
+          f"(above the CPU count, wall times stretch: compare CPU times or the ratio)")
     print(f"- 'all' ran {len(all_policies())} policies"
           + (f"; left out (solvers, named to run): {', '.join(left_out_of_all())}"
              if left_out_of_all() else ""))
