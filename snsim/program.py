@@ -78,8 +78,10 @@ class Program:
     adjacency: tuple = None    # (next, prev) layer lists of the graph, in port order
     framework: str = ""        # whose semantics: "superneurons" or "pytorch" (zoo programs)
     _uses: tuple = None
-    _lower_bound: int = None
-    _liveness_peak: int = None   # memo of policies._schedule.liveness_peak
+    # memos of derived figures; init=False, so that dataclasses.replace() (a policy deriving a
+    # program, as zero_offload does) starts the copy without them
+    _lower_bound: int = field(default=None, init=False, repr=False, compare=False)
+    _liveness_peak: int = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def static_total_bytes(self):
