@@ -397,3 +397,28 @@ def frontier_curves(frame, *, ax=None, title=True):
     if ax.get_lines():
         ax.legend(fontsize=7, ncol=2)
     return ax
+
+
+def batch_by_seq(frame, *, ax=None):
+    """Lines: the largest batch per policy against the sequence length (log 2 axis).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Columns ``policy``, ``seq`` and ``max_batch`` (None where nothing fits), as
+        :func:`snsim.experiments.reproduce.measure_transformers` returns.
+    """
+    for col in ("policy", "seq", "max_batch"):
+        if col not in frame.columns:
+            raise ConfigError(f"batch_by_seq needs a {col} column")
+    ax = _axes(ax, figsize=(6, 4))
+    for i, (policy, part) in enumerate(frame.groupby("policy", sort=False)):
+        # equal curves (liveness and workspace, say) stay visible: dashes and markers differ
+        ax.plot(part["seq"], pd.to_numeric(part["max_batch"], errors="coerce").fillna(0),
+                label=policy, color=_policy_color(policy, i), marker="os^vD<>"[i % 7],
+                linestyle=("-", "--", ":", "-.")[i % 4])
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length")
+    ax.set_ylabel("largest batch")
+    ax.legend(fontsize=7)
+    return ax

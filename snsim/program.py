@@ -236,6 +236,9 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
             outs = (t,)
             for v in succ:
                 out_of[(n, v)] = t
+            # what attention keeps for backward besides its output (written in F, read in B)
+            outs += tuple(new_tensor(f"{a['name']}.{piece}", "activation", nbytes, n)
+                          for piece, nbytes in attention_saved_bytes(a, dtype))
         outputs[n] = outs
 
     steps = []
@@ -302,9 +305,9 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
             if fork_copies and xs[0] is not None:
                 deps.append(grad_alias(xs[0], dys[0] if dys else None))
         else:
-            if typ in ("CONV", "FC", "BN", "POOL"):
+            if typ in ("CONV", "FC", "BN", "POOL", "NORM", "ATTN", "MUL"):
                 deps.extend(x for x in xs)
-            if typ in ("POOL",):
+            if typ in ("POOL", "ATTN"):
                 deps.extend(ys)
             deps.append(dy)
             for i, x in enumerate(xs):
@@ -322,7 +325,8 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
     buffers += sum(_numel(a["out_shape"]) for _, a in G.nodes(data=True) if a["type"] == "DROPOUT")
     data_nodes = [a for a in (nodes[n] for n in fwd_order) if a["type"] == "DATA"]
     batch = G.graph.get("batch", data_nodes[0]["out_shape"][0] if data_nodes else 1)
-    input_bytes = sum(_numel(a["out_shape"]) * dtype for a in data_nodes) + batch * 4  # + int32 labels
+    input_bytes = sum(_numel(a["out_shape"]) * a.get("elem_bytes", dtype)
+                      for a in data_nodes) + batch * 4  # + int32 labels
     factor = OPTIMIZER_STATE_FACTOR[optimizer]
     static = {"parameter": param_bytes, "parameter_grad": param_bytes,
               "optimizer_state": factor * param_bytes, "buffer": buffers, "input": input_bytes}
@@ -360,9 +364,34 @@ def parameter_pieces(a):
     if typ in ("CONV", "FC") and a.get("bias"):
         bias = a.get("out_channels", a.get("out_features"))
         return [("weight", params - bias), ("bias", bias)]
-    if typ == "BN":
+    if typ == "BN" or (typ == "NORM" and a.get("norm") == "layer"):
         return [("weight", params // 2), ("bias", params - params // 2)]
+    if typ == "EMBED" and a.get("pieces"):
+        return [(piece, int(count)) for piece, count in a["pieces"]]
     return [("weight", params)]
+
+
+def attention_saved_bytes(a, dtype_bytes=4):
+    """``[(piece, bytes)]`` an attention layer keeps for backward besides its output and input.
+
+    Eager attention materialises, per head, the ``S x S`` scores and their softmax (both read
+    by backward: the softmax's derivative needs its output, the scores feed the causal mask's
+    and scale's backward in the release's layer-by-layer semantics); a fused (flash) kernel
+    keeps one fp32 logsumexp per row and head and recomputes the scores in backward.
+
+    >>> a = dict(type="ATTN", out_shape=(2, 8, 64), heads=4, attn_kernel="eager")
+    >>> attention_saved_bytes(a)      # 2 x (2 * 4 * 8 * 8) elements of 4 B
+    [('scores', 2048), ('probs', 2048)]
+    >>> attention_saved_bytes({**a, "attn_kernel": "flash"})   # 2 * 4 * 8 rows of 4 B
+    [('logsumexp', 256)]
+    """
+    if a.get("type") != "ATTN":
+        return []
+    n, s, _ = a["out_shape"]
+    h = a["heads"]
+    if a.get("attn_kernel", "flash") == "eager":
+        return [("scores", n * h * s * s * dtype_bytes), ("probs", n * h * s * s * dtype_bytes)]
+    return [("logsumexp", n * h * s * 4)]
 
 
 def _static_tensors(G, order, dtype, factor, batch):
@@ -372,7 +401,8 @@ def _static_tensors(G, order, dtype, factor, batch):
         a = G.nodes[n]
         name, typ = a["name"], a["type"]
         if typ == "DATA":
-            out.append(StaticTensor(f"{name}.batch", "input", _numel(a["out_shape"]) * dtype, n))
+            out.append(StaticTensor(f"{name}.batch", "input",
+                                    _numel(a["out_shape"]) * a.get("elem_bytes", dtype), n))
             continue
         for piece, count in parameter_pieces(a):
             nbytes = count * dtype

@@ -37,13 +37,14 @@ def test_family_members_match_the_zoo(family, k, zoo_name, depth):
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_depth_grows_with_k_and_inverts(name):
     fam = FAMILIES[name]
-    for k in range(1, 30):
+    for k in range(fam.min_size, 30):
         d = fam.depth(k)
         assert fam.size_for_depth(d) == k
-        assert fam.size_for_depth(d + 1) == k               # floor: not deeper than d+1
+        # floor: not deeper than the next member's depth minus one
+        assert fam.size_for_depth(d + fam.depth_step - 1) == k
         assert fam.size_for_depth(d + 1, round_up=True) == k + 1
-    a = params(family_network(name, 1, batch=1))
-    b = params(family_network(name, 3, batch=1))
+    a = params(family_network(name, fam.min_size, batch=1))
+    b = params(family_network(name, fam.min_size + 2, batch=1))
     assert b > a
 
 

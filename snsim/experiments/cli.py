@@ -8,8 +8,10 @@ from __future__ import annotations
 import sys
 
 from ..cli import (DEFAULT_GPU, _allocator, _allocator_label, _framework_arg, allocator_arg,
+                   seq_arg,
                    command, emit, emit_table, output_path)
 from ..units import format_bytes
+from ..zoo import seq_input_size
 from ..verdict import format_ms
 
 
@@ -36,6 +38,7 @@ def _common(p):
     p.add_argument("--optimizer", default="sgd-momentum",
                    help="sgd | sgd-momentum | nesterov | adam (sets optimizer-state bytes)")
     p.add_argument("--input-size", type=int, default=None, help="image side in pixels (224)")
+    seq_arg(p)
     p.add_argument("--variant", default="torchvision", choices=("torchvision", "release"),
                    help="torchvision topology (224 px) or the SuperNeurons release's (227 px)")
     _framework_arg(p)
@@ -105,7 +108,9 @@ def cmd_maxdepth(args):
         rep = max_depth(fam, batch=args.batch, hardware=args.gpu, policies=args.policy,
                         min_depth=args.min_depth, max_depth=args.max_depth,
                         budget_bytes=args.budget, allocator=args.allocator,
-                        optimizer=args.optimizer, input_size=args.input_size,
+                        optimizer=args.optimizer,
+                        input_size=seq_input_size(fam.name, seq=args.seq,
+                                                  input_size=args.input_size),
                         variant=args.variant, on_probe=on_probe, framework=args.framework)
     finally:
         bar.close()
@@ -149,11 +154,15 @@ def cmd_maxbatch(args):
         rep = max_batch(args.network, hardware=args.gpu, policies=args.policy,
                         min_batch=args.min_batch, max_batch=args.max_batch,
                         budget_bytes=args.budget, allocator=args.allocator,
-                        optimizer=args.optimizer, input_size=args.input_size,
+                        optimizer=args.optimizer,
+                        input_size=seq_input_size(args.network, seq=args.seq,
+                                                  input_size=args.input_size),
                         variant=args.variant, on_probe=on_probe, framework=args.framework)
     finally:
         bar.close()
-    title = (f"largest batch of {canonical_name(args.network)} per policy on {rep.hardware}, "
+    title = (f"largest batch of {canonical_name(args.network)}"
+             f"{'' if args.seq is None else f' at sequence {args.seq}'} per policy on "
+             f"{rep.hardware}, "
              f"budget {format_bytes(rep.budget_bytes)}, {_allocator_label(args)}, "
              f"{rep.framework} semantics")
     b = _best(rep)

@@ -49,8 +49,8 @@ from ..gcpause import without_gc
 from ..policies import all_policies, applicable_policies, get_policy
 from ..program import build_program
 from ..units import parse_bytes
-from ..zoo import (build_network, canonical_name, check_sizes, densenet, resnet, vgg,
-                   with_module_tree)
+from ..zoo import (TRANSFORMERS, build_network, canonical_name, check_sizes, densenet, resnet,
+                   transformer, vgg, with_module_tree)
 
 DEFAULT_MAX_DEPTH = 10_000
 DEFAULT_MAX_BATCH = 1 << 20
@@ -71,6 +71,16 @@ def _densenet_graph(k, *, batch, input_size=None, variant="torchvision", twin=Fa
 
 def _resnet_graph(k, *, batch, input_size=None, variant="torchvision", twin=False):
     return resnet((3, 4, k, 3), batch=batch, input_size=input_size, variant=variant, twin=twin)
+
+
+def _transformer_family(base):
+    """Members of a zoo transformer grown in layers at the base's width; ``input_size`` is the
+    sequence length (default: the base's)."""
+    def build(k, *, batch, input_size=None, variant="torchvision", twin=False):
+        cfg = TRANSFORMERS[base].with_options(layers=k)
+        return transformer(cfg, batch=batch, input_size=input_size, variant=variant, twin=twin,
+                           name=f"{base}[{k} layers]")
+    return build
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +126,18 @@ FAMILIES = {
         description="DenseNet-BC (growth 32, naive concatenation) with blocks (6, 12, k, 16), "
                     "depth 2k+73 (k=24: DenseNet-121)",
         build=_densenet_graph, label_format="densenet(6,12,{k},16)"),
+    # two blocks at least: the checkpoint plan's default block class is a repeated one
+    "gpt": Family(
+        name="gpt", parameter="transformer blocks", min_size=2, depth_offset=0, depth_step=1,
+        description="GPT-2 small's decoder (width 768, 12 heads, vocab 50257, tied LM head) "
+                    "with k blocks (k=12: GPT-2 small); --seq sets the sequence (1024)",
+        build=_transformer_family("gpt2"), label_format="gpt:layers={k}"),
+    "llama": Family(
+        name="llama", parameter="decoder layers", min_size=2, depth_offset=0, depth_step=1,
+        description="TinyLlama-1.1B's decoder (width 2048, 32 heads, 4 kv heads, SwiGLU 5632, "
+                    "vocab 32000) with k layers (k=22: TinyLlama); --seq sets the sequence "
+                    "(2048)",
+        build=_transformer_family("tinyllama-1.1b"), label_format="llama:layers={k}"),
 }
 
 
@@ -669,9 +691,10 @@ def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_
 
     Parameters
     ----------
-    family : {"resnet", "vgg", "densenet"} or Family
+    family : {"resnet", "vgg", "densenet", "gpt", "llama"} or Family
         ``resnet``: blocks (3, 4, k, 3), depth 3(10+k)+2; ``vgg``: conv stages (2, 2, k, k, k),
-        depth 3k+7; ``densenet``: blocks (6, 12, k, 16), depth 2k+73.
+        depth 3k+7; ``densenet``: blocks (6, 12, k, 16), depth 2k+73; ``gpt``, ``llama``: k
+        transformer blocks at GPT-2 small's / TinyLlama's width (``input_size``: the sequence).
     batch : int
     hardware : str or HardwareSpec
     policies : None, "all", str or list of str

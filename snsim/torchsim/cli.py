@@ -60,7 +60,8 @@ def _plan_args(p, *, required=False, extra=()):
 def _model_args(p, *, gpu=False):
     p.add_argument("--model", required=True,
                    help="torchvision:NAME, torchvision:resnet:3,4,36,3, snsim:gpt, "
-                        "snsim:transformer_encoder or package.module:callable")
+                        "snsim:transformer_encoder, zoo:NAME (a zoo GPT/ViT's twin) or "
+                        "package.module:callable")
     p.add_argument("--batch", type=int, required=True, help="mini-batch size")
     p.add_argument("--optimizer", default="sgd-momentum",
                    help="sgd | sgd-momentum | nesterov | adam | adamw (default sgd-momentum)")

@@ -244,9 +244,16 @@ def build_report(traces_dir="traces/h200"):
     L.append("`snsim run --trace <plain capture> --policy checkpoint|cpu_offload`: the plain "
              "run's program (its op-granular steps and measured per-step times) under the "
              "engine's own `checkpoint` and `cpu_offload` policies, against the suite's "
-             "executed run of the same plan (section 1). Captures before 2026-11-30 carry no "
-             "warm-up iteration boundaries; for them the engine keeps only the static "
-             "warm-up.\n")
+             "executed run of the same plan (section 1). The engine keeps the capture's static "
+             "allocations in their order, the optimizer state at the plan's first optimizer "
+             "step where the capture recorded its warm-up iterations (captures from "
+             "2026-11-30), at setup before that. `checkpoint` replays a block from its inputs: "
+             "the block's temporaries are made again and released after their last forward "
+             "reader, and the buffers no tensor owns that its forward holds for backward are "
+             "dropped with it. `cpu_offload` packs a saved tensor once per op that saves it and "
+             "brings it back for each autograd node that reads it, from the node's start to its "
+             "end, and, as `save_on_cpu` packs the weights ops save, does the same with each "
+             "saved weight (norm parameters, batch-norm running statistics).\n")
     from .validate import whatif_rows
     wf, _ = whatif_rows(traces_dir)
     if wf is not None and len(wf):
@@ -258,14 +265,19 @@ def build_report(traces_dir="traces/h200"):
         L.append("Mean |err|: allocated "
                  f"{wf['err_allocated_pct'].abs().mean():.2f}%, reserved "
                  f"{wf['err_reserved_pct'].abs().mean():.2f}%, step time "
-                 f"{wf['err_step_time_pct'].abs().mean():.2f}%. Not modelled by the engine: "
-                 "`save_on_cpu` also packs the weights ops save (a GPU copy per unpack in "
-                 "backward: VGG16's FC weights, -14%) and copies a tensor once per op that "
-                 "saves it. The engine's `checkpoint` keeps the buffers no tensor owns that a "
-                 "block's attention kernels hold for backward (ViT, `nn.TransformerEncoder`: "
-                 "+23-27%) and is 8-13% high on MobileNetV2/EfficientNet (open); predictions "
-                 "of these plans should come from `snsim predict --policy` (section 1), which "
-                 "runs the real `torch.utils.checkpoint`.\n")
+                 f"{wf['err_step_time_pct'].abs().mean():.2f}%. Not modelled by the engine "
+                 "(open): the plain captures' attention backward allocates one buffer for the "
+                 "gradients of q, k and v (views of one projection), which `save_on_cpu`'s "
+                 "separate copies split into three, and a tensor a hook's unpack returns dies "
+                 "when its node returns, before the autograd engine sums broadcast gradients "
+                 "(a bias's), where the plain capture's order keeps them together "
+                 "(`nn.TransformerEncoder` +5%); ViT's capture is itself 2% high (section 5, "
+                 "buffers no tensor owns that outlive their block); reserved peaks follow the "
+                 "allocation order "
+                 "of the first iteration, which a plain capture does not hold for another "
+                 "plan. Predictions of these plans should come from `snsim predict --policy` "
+                 "(section 1), which runs the real `torch.utils.checkpoint` and "
+                 "`save_on_cpu`.\n")
 
     # -- 4. fit verdicts at the out-of-memory edge ----------------------------------------------
     L.append("## 4. Fit verdicts at the out-of-memory edge\n")
