@@ -399,13 +399,13 @@ def _short(text, n=48):
 
 
 def cmd_compare(args):
-    from .policies import list_policies
+    from .policies import all_note, all_policies
     from .verdict import time_source, where
     hw, program = load_program(args)
     from .policies import get_policy
     rows = []
     skipped = []
-    names = [n.strip() for n in args.policies.split(",")] if args.policies else list_policies()
+    names = [n.strip() for n in args.policies.split(",")] if args.policies else all_policies()
     for name in names:
         why = None if args.policies else get_policy(name).unsupported(program)
         if why:   # every policy was asked for: leave out those that cannot plan this program
@@ -465,6 +465,8 @@ def cmd_compare(args):
                   "the whole failure)")
     if skipped:
         print(f"not run: {'; '.join(skipped)}", file=sys.stderr)
+    if not args.policies and all_note():
+        print(all_note(), file=sys.stderr)
     return 0
 
 
@@ -513,7 +515,8 @@ def cmd_list(args):
     print("networks:  " + ", ".join(list_networks() + list(_CUSTOM_NETWORKS)))
     print("hardware:  " + ", ".join(list_hardware()))
     for name, cls in sorted(POLICIES.items()):
-        print(f"policy {name:<14} {cls.description}")
+        print(f"policy {name:<14} {cls.description}"
+              + ("" if cls.in_all else " [not in 'all': name it]"))
     return 0
 
 
@@ -530,7 +533,7 @@ def build_parser():
     d.add_argument("--layers", action="store_true", help="per-layer table")
     d.set_defaults(func=cmd_describe)
 
-    from .policies import list_policies
+    from .policies import all_note, list_policies
     policies = ", ".join(list_policies())
     r = sub.add_parser("run", help="simulate one training iteration under a policy",
                        description="Simulate one training iteration. The first line is the "
@@ -548,7 +551,8 @@ def build_parser():
     c = sub.add_parser("compare", help="every policy side by side")
     _add_network_args(c)
     c.add_argument("--policies", default=None,
-                   help=f"comma-separated subset of {policies} (default: all)")
+                   help=f"comma-separated subset of {policies} (default: all"
+                   + (f"; {all_note()}" if all_note() else "") + ")")
     _run_args(c)
     _fmt_arg(c)
     c.set_defaults(func=cmd_compare)

@@ -78,6 +78,10 @@ class Program:
     adjacency: tuple = None    # (next, prev) layer lists of the graph, in port order
     framework: str = ""        # whose semantics: "superneurons" or "pytorch" (zoo programs)
     _uses: tuple = None
+    # memos of derived figures; init=False, so that dataclasses.replace() (a policy deriving a
+    # program, as zero_offload does) starts the copy without them
+    _lower_bound: int = field(default=None, init=False, repr=False, compare=False)
+    _liveness_peak: int = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def static_total_bytes(self):
@@ -106,9 +110,11 @@ class Program:
 
     def lower_bound_bytes(self):
         """``static + max_s l_s`` — no policy that keeps a step's deps resident can go lower."""
-        size = [t.nbytes for t in self.tensors]   # one lookup per dep: Results ask per run
-        return self.static_total_bytes + max((sum([size[t] for t in s.deps])
-                                              for s in self.steps), default=0)
+        if self._lower_bound is None:   # every Result asks: once per program
+            size = [t.nbytes for t in self.tensors]
+            self._lower_bound = self.static_total_bytes + max(
+                (sum([size[t] for t in s.deps]) for s in self.steps), default=0)
+        return self._lower_bound
 
     def keep_all_bytes(self):
         """Every managed tensor at once: the keep-everything (no reuse) peak."""

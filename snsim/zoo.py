@@ -224,6 +224,49 @@ def densenet(depth=None, *, batch, input_size=None, num_classes=1000, growth=32,
     return b.finish(b.softmax(b.fc(x, num_classes, name="classifier")))
 
 
+#: MobileNetV2's inverted residual stages: (expansion t, channels c, blocks n, first stride s)
+MOBILENET_V2_STAGES = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                       (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+
+
+def mobilenet_v2(*, batch, input_size=None, num_classes=1000, variant="torchvision", twin=False):
+    """MobileNetV2 (Sandler et al., CVPR 2018) as torchvision builds it (width 1.0, 224 px).
+
+    Inverted residual blocks ``features.1`` .. ``features.17``: a 1x1 expansion (none when
+    t = 1), a 3x3 depthwise conv (``groups`` = channels) and a linear 1x1 projection, each
+    conv followed by BN (and ReLU6, modelled as ReLU: same shapes, same saved tensors); a
+    block with stride 1 and as many channels out as in adds its input (FORK/JOIN, no
+    activation after the sum). Then a 1x1 conv to 1280, global average pool, dropout 0.2 and
+    the classifier.
+    """
+    size = input_size or 224
+    b = GraphBuilder("mobilenet_v2", batch=batch, input_shape=(3, size, size))
+    b.scope("features.0.")
+    x = _conv_bn_relu(b, b.data(), 32, 3, 2, 1)
+    cin, block = 32, 1
+    for t, c, n, s in MOBILENET_V2_STAGES:
+        for i in range(n):
+            b.scope(f"features.{block}.")
+            stride = s if i == 0 else 1
+            residual = stride == 1 and cin == c
+            f = b.fork(x, name="fork") if residual else x
+            hidden = cin * t
+            y = _conv_bn_relu(b, f, hidden, 1, name="expand.") if t != 1 else f
+            y = b.relu(b.bn(b.conv(y, hidden, 3, stride, 1, bias=False, groups=hidden,
+                                   name="dw.conv"), name="dw.bn"), name="dw.relu")
+            y = _conv_bn_relu(b, y, c, 1, relu=False, name="project.")
+            if residual:
+                j = b.join([f, y], name="join")
+                b.order_consumers(f, [j, next(v for v in b.G.successors(f) if v != j)])
+                y = j
+            x, cin, block = y, c, block + 1
+    b.scope(f"features.{block}.")
+    x = _conv_bn_relu(b, x, 1280, 1)
+    b.scope("")
+    x = b.dropout(b.global_pool(x, name="avgpool"), 0.2, name="classifier.0")
+    return b.finish(b.softmax(b.fc(x, num_classes, name="classifier.1")))
+
+
 def inception_v4(*, batch, input_size=299, num_classes=1000, variant="torchvision",
                  twin=False):
     """Inception-v4 as in timm's ``inception_v4`` (BasicConv2d = conv without bias + BN + ReLU).
@@ -550,6 +593,7 @@ NETWORKS = {
        for d in RESNET_BLOCKS},
     **{f"densenet{d}": (lambda d: lambda **kw: densenet(d, **kw))(d) for d in DENSENET_BLOCKS},
     "inceptionv4": inception_v4,
+    "mobilenetv2": mobilenet_v2,
     "cifarresnet32": lambda **kw: cifar_resnet(5, **kw),
     "resnet32cifar": lambda **kw: cifar_resnet(5, **kw),
 }
@@ -557,8 +601,8 @@ _CUSTOM_RESNET = re.compile(r"^resnet[:(]?(\d+),(\d+),(\d+),(\d+)\)?$")
 
 
 # one name per network in every output: the name its graph carries (aliases stay accepted)
-_CANONICAL = {"inceptionv4": "inception_v4", "cifarresnet32": "cifar_resnet32",
-              "resnet32cifar": "cifar_resnet32"}
+_CANONICAL = {"inceptionv4": "inception_v4", "mobilenetv2": "mobilenet_v2",
+              "cifarresnet32": "cifar_resnet32", "resnet32cifar": "cifar_resnet32"}
 
 
 def canonical_name(name):
@@ -709,7 +753,8 @@ _BLOCK_CLASSES = ((re.compile(r"layer\d+\.\d+$"), None),   # Bottleneck or Basic
                   (re.compile(r"blocks\.\d+$"), "Block"),
                   (re.compile(r"layers\.\d+$"), "LlamaDecoderLayer"),
                   (re.compile(r"encoder\.layer\.\d+$"), "BertLayer"),
-                  (re.compile(r"encoder\.layers\.encoder_layer_\d+$"), "EncoderBlock"))
+                  (re.compile(r"encoder\.layers\.encoder_layer_\d+$"), "EncoderBlock"),
+                  (re.compile(r"features\.(?:[1-9]|1[0-7])$"), "InvertedResidual"))
 
 
 def module_tree(G):

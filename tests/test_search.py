@@ -12,7 +12,7 @@ from snsim.experiments.search import (FAMILIES, _largest_true, _predict, family_
                                       get_family, max_batch, max_depth, min_budget, sweep_depth)
 from snsim.policies import applicable_policies
 from snsim.api import make_program as _mp
-from snsim.zoo import build_network
+from snsim.zoo import build_network, with_module_tree
 
 BUDGET = "700MiB"   # small enough that every search below stays at shallow depths
 
@@ -310,3 +310,47 @@ def test_cli_errors_are_one_line(capsys, argv, message):
 def test_family_dataclass_is_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         FAMILIES["resnet"].min_size = 3
+
+
+# -- the certified search equals a plain search -------------------------------------------------
+def _plain_largest(feasible, lo):
+    """``(largest n >= lo with feasible(n), the next n)`` by doubling then bisection: no peak
+    model, no extrapolation, only feasibility (assumed monotone, as the search assumes)."""
+    hi = lo + 1
+    while feasible(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if feasible(mid) else (lo, mid)
+    return lo, hi
+
+
+@pytest.mark.parametrize("family,batch,budget,policies", [
+    ("resnet", 1, BUDGET, ["liveness", "recompute", "superneurons", "chen_sqrt"]),
+    ("vgg", 1, "1.9GiB", ["liveness", "offload", "vdnn"]),
+    ("densenet", 1, "600MiB", ["liveness", "recompute", "checkpoint"]),
+])
+def test_max_depth_equals_a_plain_search(family, batch, budget, policies):
+    rep = max_depth(family, batch=batch, budget_bytes=budget, policies=policies)
+    fam = get_family(family)
+    for row in rep.rows:
+        def fits(k, policy=row.policy):
+            return simulate(with_module_tree(family_network(family, k, batch=batch)),
+                            policy=policy, budget_bytes=budget, record=False).feasible
+        # the bracket: the maximum fits and the next size does not (simulated here again)
+        assert fits(row.max_size) and not fits(row.max_size + 1)
+        assert _plain_largest(fits, fam.min_size) == (row.max_size, row.next_size), row.policy
+
+
+@pytest.mark.parametrize("network,budget,policies", [
+    ("lenet", "48MiB", ["keep_all", "liveness", "recompute"]),
+    ("cifar_resnet32", "300MiB", ["liveness", "superneurons"]),
+])
+def test_max_batch_equals_a_plain_search(network, budget, policies):
+    rep = max_batch(network, budget_bytes=budget, policies=policies)
+    for row in rep.rows:
+        def fits(n, policy=row.policy):
+            return simulate(network, batch=n, policy=policy, budget_bytes=budget,
+                            record=False).feasible
+        assert fits(row.max_size) and not fits(row.max_size + 1)
+        assert _plain_largest(fits, 1) == (row.max_size, row.next_size), row.policy

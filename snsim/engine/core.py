@@ -221,12 +221,12 @@ class Engine:
                 nbytes = 0
                 self.fallback[t] = True
                 self.counters["workspace_fallbacks"] += 1
-        calls = mem.device_mallocs, mem.device_frees
+        mallocs, frees = mem.device_mallocs, mem.device_frees
         h = mem.alloc(nbytes, stream)
         self.mem_ops += 1
-        if mem.device_mallocs != calls[0] or mem.device_frees != calls[1]:
-            now += ((mem.device_mallocs - calls[0]) * self.malloc_latency_s
-                    + (mem.device_frees - calls[1]) * self.free_latency_s)
+        if mem.device_mallocs != mallocs or mem.device_frees != frees:
+            now += ((mem.device_mallocs - mallocs) * self.malloc_latency_s
+                    + (mem.device_frees - frees) * self.free_latency_s)
         if self.check:
             self._check_counters(f"allocating {self._label(t, label)}", now)
         if category is not None or t >= 0:   # not a workspace
@@ -386,13 +386,16 @@ class Engine:
     def _run_step(self, step, phase, duration_default):
         self.cur = step.index
         t0 = self.t_compute
-        self._advance(t0)     # what happened before the step starts
-        self.pinned = step.deps
+        heap = self.heap
+        if heap and heap[0][0] <= t0:
+            self._advance(t0)     # what happened before the step starts
+        deps = self.pinned = step.deps
         in_use = self.in_use_until
-        for t in step.deps:   # from now until the step ends, nothing may release its deps
+        for t in deps:   # from now until the step ends, nothing may release its deps
             in_use[t] = _INF
         now, fresh = self._stash(step, t0)
-        self._advance(now)
+        if heap and heap[0][0] <= now:
+            self._advance(now)
         if phase == "B" and step.index in self.unpack_at:
             now = self._unpack(step.index, now)
         for t in fresh:
@@ -441,7 +444,7 @@ class Engine:
                 self.mem_events.append((end, "activation", -nbytes))
                 self.alloc_trace.append((end, self.mem.allocated_bytes, self.mem.reserved_bytes))
         idle_release = self.idle_release
-        for t in step.deps:
+        for t in deps:
             in_use[t] = end
             if idle_release[t] and self.release_seq[t] == 0:
                 self._event(end, _EV_RELEASE, t)
@@ -555,7 +558,9 @@ class Engine:
 
     def _prefetch(self, t):
         now = self.t_compute
-        self._advance(now)    # an offload that ended before the issue has left the GPU
+        heap = self.heap
+        if heap and heap[0][0] <= now:
+            self._advance(now)    # an offload that ended before the issue has left the GPU
         if self.state[t] != HOST:
             return  # resident (a cache hit) or in flight
         if not self.mem.can_alloc(self.size[t]):
@@ -619,12 +624,23 @@ class Engine:
     def _setup(self):
         p = self.p
         if p.static_tensors:   # one allocation per parameter, gradient, state, buffer
+            mem = self.mem
+            # tens of thousands of them: straight to the allocator while they fit and nothing
+            # is recorded or checked (only the peak of requested bytes is kept, and setup
+            # never frees)
+            quick = not (self.record or self.check)
             for st in p.static_tensors:
                 if st.nbytes > 0:
-                    self._alloc(-1, 0.0, st.nbytes, category=st.kind,
-                                label=f"static tensor {st.name} ({st.kind})")
+                    if quick and mem.can_alloc(st.nbytes):
+                        mem.alloc(st.nbytes)
+                        self.mem_ops += 1
+                    else:
+                        self.peak_tensor = max(self.peak_tensor, mem.requested_bytes)
+                        self._alloc(-1, 0.0, st.nbytes, category=st.kind,
+                                    label=f"static tensor {st.name} ({st.kind})")
                     self.n_static_allocs += 1
                     self.static_alloc_bytes += st.nbytes
+            self.peak_tensor = max(self.peak_tensor, mem.requested_bytes)
         else:
             for category, nbytes in p.static_bytes.items():
                 if nbytes > 0:
@@ -768,19 +784,20 @@ class Engine:
         return self._result(failure, time.perf_counter() - wall)
 
     def _iteration(self, steps, serves):
+        run_step, free, prefetch = self._run_step, self._free, self._prefetch
         for i, ins in enumerate(self.plan.instructions):
             kind = type(ins)
             if kind is Compute:
-                s = steps[ins.step]
+                s = steps[ins[0]]
                 if self.deferred and s.phase == "U":
                     self._first_optimizer_step()
-                self._run_step(s, s.phase, s.time_s)
+                run_step(s, s.phase, s.time_s)
             elif kind is Free:
-                self._free(ins.tensor)
+                free(ins[0])
+            elif kind is Prefetch:
+                prefetch(ins[0])
             elif kind is Offload:
                 self._offload(ins.tensor)
-            elif kind is Prefetch:
-                self._prefetch(ins.tensor)
             elif kind is Drop:
                 self._drop(ins.tensor)
             elif kind is Evict:

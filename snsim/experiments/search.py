@@ -46,7 +46,7 @@ from ..api import resolve_hardware
 from ..engine.core import run_plan
 from ..errors import ConfigError, PlanError, UnknownNameError
 from ..gcpause import without_gc
-from ..policies import applicable_policies, get_policy, list_policies
+from ..policies import all_policies, applicable_policies, get_policy
 from ..program import build_program
 from ..units import parse_bytes
 from ..zoo import (TRANSFORMERS, build_network, canonical_name, check_sizes, densenet, resnet,
@@ -569,7 +569,8 @@ class SearchReport:
 
 # -- the searches -------------------------------------------------------------------------------
 class _AllPolicies(list):
-    """Every registered policy: those that cannot plan the searched programs are left out."""
+    """The policies ``all`` means (:func:`snsim.policies.all_policies`): those that cannot plan
+    the searched programs are left out."""
 
     def applicable(self, program):
         return [n for n in applicable_policies(program) if n in self]
@@ -581,7 +582,7 @@ def _resolve(hardware, budget_bytes, policies):
     if budget <= 0:
         raise ConfigError(f"budget (={budget} B) must be > 0")
     if policies is None or policies == "all":
-        names = _AllPolicies(list_policies())
+        names = _AllPolicies(all_policies())
     else:
         names = [policies] if isinstance(policies, str) else list(policies)
         names = [n.strip() for item in names for n in str(item).split(",") if n.strip()]
@@ -624,7 +625,10 @@ def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0
             best[n] = (None, lo)
             continue
         if prober.lru.get(n):
-            start = cap
+            # the cap, or the answer of the LRU policy searched before: LRU caches end close
+            # together, on programs already built
+            start = max((best[m][0] for m in best if prober.lru.get(m) and best[m][0]),
+                        default=cap)
         else:
             for s in (lo + 1, lo + 3):   # three cheap points: a line, or a parabola
                 if s > cap or not prober.feasible(n, s):
@@ -694,7 +698,8 @@ def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_
     batch : int
     hardware : str or HardwareSpec
     policies : None, "all", str or list of str
-        Policy names (default: all registered policies).
+        Policy names (default ``all``: every registered policy but those that set
+        ``in_all = False``, solvers that run only when named).
     min_depth, max_depth : int, optional
         Depth range to search (default: the family's smallest member, and 10,000).
     budget_bytes : int or str, optional

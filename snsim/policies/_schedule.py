@@ -98,6 +98,14 @@ def managed_peak(program, instructions):
     return peak, {producer[t] for t in at_peak}
 
 
+def liveness_peak(program):
+    """:func:`managed_peak` of plain liveness (no recomputation): the same for every offload
+    option, since offload copies do not count; computed once per program."""
+    if program._liveness_peak is None:
+        program._liveness_peak = managed_peak(program, _instructions(program, recompute=None))[0]
+    return program._liveness_peak
+
+
 @without_gc
 def build_instructions(program, *, recompute=None, offload=False, offload_types=("CONV",),
                        prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES,
@@ -151,7 +159,7 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
     out = _instructions(program, recompute=recompute, **kw)
     if recompute is None or drop_groups is not None:
         return out   # a user's plan (torch.utils.checkpoint) is simulated as written
-    live_peak, _ = managed_peak(program, _instructions(program, recompute=None))
+    live_peak = liveness_peak(program)
     kept = set()
     for _ in range(_KEEP_ROUNDS):
         peak, at_peak = managed_peak(program, out)
@@ -358,10 +366,11 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 need = sorted((t for t in dropped if drop_groups.get(t) in groups
                                and need_until[t] >= s.index),
                               key=lambda t: (producer_step[t], t))
-            keep = set(s.deps)
-            for t in need:
-                if t in dropped:
-                    ensure(t, keep)
+            if need:
+                keep = set(s.deps)
+                for t in need:
+                    if t in dropped:
+                        ensure(t, keep)
         out.append(Compute(s.index))
         if s.phase == "F":
             if offload_at_last_forward_use:
@@ -397,7 +406,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
             transient.clear()
             # speed-centric replays stay until liveness frees them (at need_until, above);
             # memory-centric ones are dropped again right after the step that needed them
-            if any_memory:
+            if any_memory and replayed:
                 for t in sorted(replayed):
                     if seg_mode.get(seg.get(tensors[t].producer)) == "memory":
                         out.append(Drop(t))

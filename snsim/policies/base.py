@@ -120,6 +120,13 @@ class Policy:
     name = "base"
     description = ""
     OPTIONS = {}
+    #: where it comes from (a paper, a framework feature), for docs/POLICIES.md
+    reference = ""
+    #: what planning costs, in words (docs/POLICIES.md adds measured times)
+    planning_cost = ""
+    #: part of ``--policy all``; a policy whose planning is slow (a solver) sets it False and
+    #: runs only when named
+    in_all = True
 
     def __init__(self, **options):
         unknown = sorted(set(options) - set(self.OPTIONS))
@@ -145,6 +152,25 @@ class Policy:
 
 def list_policies():
     return sorted(POLICIES)
+
+
+def all_policies():
+    """What ``all`` means: the registered policies that keep ``in_all`` (sorted)."""
+    return [n for n in list_policies() if POLICIES[n].in_all]
+
+
+def left_out_of_all():
+    """The registered policies that ``all`` leaves out (they run when named)."""
+    return [n for n in list_policies() if not POLICIES[n].in_all]
+
+
+def all_note():
+    """One line saying which policies ``all`` leaves out, or None when it leaves out none."""
+    out = left_out_of_all()
+    if not out:
+        return None
+    return (f"'all' leaves out {', '.join(out)} (slow to plan: a solver); name "
+            f"{'it' if len(out) == 1 else 'them'} to run {'it' if len(out) == 1 else 'them'}")
 
 
 def applicable_policies(program):

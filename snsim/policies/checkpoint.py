@@ -28,6 +28,8 @@ class Checkpoint(Policy):
     name = "checkpoint"
     description = ("torch.utils.checkpoint around every block of a class (modules=CLASS[,…], "
                    "every=N, selective=true): block internals replayed in backward")
+    reference = "PyTorch's torch.utils.checkpoint (non-reentrant), as users wrap blocks"
+    planning_cost = "one pass over the blocks' steps"
     OPTIONS = {"modules": names(), "every": integer(None, minimum=1, optional=True),
                "selective": flag(False)}
 

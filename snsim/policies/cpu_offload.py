@@ -24,6 +24,8 @@ class CpuOffload(Policy):
     name = "cpu_offload"
     description = ("torch save_on_cpu: every saved activation to host in forward, back in "
                    "backward, copies serialised with compute (pin_memory=true|false, modules=)")
+    reference = "PyTorch's torch.autograd.graph.save_on_cpu"
+    planning_cost = "one pass over the steps"
     OPTIONS = {"pin_memory": flag(True), "modules": names()}
 
     def plan(self, program, hardware, budget_bytes):
