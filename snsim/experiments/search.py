@@ -211,6 +211,7 @@ class _Prober:
         self.results = {}       # (policy, size) -> Result
         self.lru = {}           # policy -> does its plan use the LRU tensor cache
         self.simulations = {}   # policy -> number of simulations run
+        self.policies = ()      # the searched policies: the bound is the lowest of their programs'
 
     def program(self, size):
         p = self._programs.get(size)
@@ -220,11 +221,22 @@ class _Prober:
         p = build_program(self.space.graph(size), hardware=self.hw, optimizer=self.optimizer,
                           framework=self.space.framework)
         self._programs[size] = p
-        self.bounds[size] = (p.lower_bound_bytes(), p.static_total_bytes)
+        self.bounds[size] = self._plan_bound(p)
         while len(self._programs) > 1 and \
                 sum(len(q.steps) for q in self._programs.values()) > self.keep_steps:
             self._programs.popitem(last=False)
         return p
+
+    def _plan_bound(self, program):
+        """``(lower_bound_bytes, static_bytes)`` of the lowest-bounded program the searched
+        policies' plans run (:meth:`~snsim.policies.base.Policy.bound_program`): a size above
+        it is infeasible for every one of them."""
+        progs = [program]
+        for n in self.policies:
+            pol = get_policy(n, **self.policy_options.get(n, {}))
+            if pol.unsupported(program) is None:
+                progs.append(pol.bound_program(program, self.hw))
+        return min((q.lower_bound_bytes(), q.static_total_bytes) for q in progs)
 
     def bound(self, size, *, extrapolate=False):
         """``lower_bound_bytes`` at ``size``. With ``extrapolate``, a size not built yet takes
@@ -581,6 +593,7 @@ def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0
     if limit < lo:
         raise ConfigError(f"the largest {what} to try ({_show(space, limit)}) is below the "
                           f"smallest ({_show(space, lo)})")
+    prober.policies = tuple(names)
     if not prober.within_bound(lo):
         raise ConfigError(f"even the smallest {what} ({_show(space, lo)}, {space.label(lo)}) "
                           f"is infeasible on {prober.hw.name}: "

@@ -217,6 +217,9 @@ class ZeroOffload(Policy):
             return "the program has no update step"
         return None
 
+    def bound_program(self, program, hardware):
+        return stream_parameters(program, hardware)[0]
+
     def plan(self, program, hardware, budget_bytes):
         from .base import get_policy
         new, info = stream_parameters(program, hardware)
