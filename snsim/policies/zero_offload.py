@@ -53,6 +53,8 @@ from .base import Policy, choice, register
 #: beyond any last-level cache, so it runs at the host's DRAM rate, ``host_mem_bytes_per_s``.
 HOST_UPDATE_BYTES_PER_PARAM = {"sgd": 32, "sgd-momentum": 60, "nesterov": 76, "adam": 100,
                                "adamw": 112}
+#: How a capture names the steps of a forward replayed in backward (torchsim.record).
+RECOMPUTE_PREFIX = "recompute:"
 _OFF_GPU = ("parameter", "parameter_grad", "optimizer_state")
 BASE_POLICIES = ("liveness", "superneurons", "offload", "recompute", "vdnn")
 
@@ -90,7 +92,9 @@ def stream_parameters(program, hardware):
     tensors = list(program.tensors)
     by_name = {}
     for s in steps:
-        by_name.setdefault(s.name, []).append(s.index)
+        # a capture's forward replayed in backward (torch.utils.checkpoint) is marked
+        # ``recompute:NAME``: it needs NAME's parameters like NAME's forward
+        by_name.setdefault(s.name.removeprefix(RECOMPUTE_PREFIX), []).append(s.index)
     grad_step = {s.name[len("grad:"):]: s.index for s in steps if s.name.startswith("grad:")}
     params = [st for st in program.static_tensors if st.kind == "parameter"]
     if not params:
