@@ -1,0 +1,81 @@
+"""zero_offload against the ZeRO runs executed on the H200 (traces/h200/zero/zero_runs.json,
+scripts/device_zero.sh: NVIDIA H200, torch 2.11.0+cu130): the engine's simulation of each run,
+replayed from the committed programs (fast, CPU, no torch); the CPU step's first-principles
+model; the capacity search's static bound from the plan's program."""
+import json
+
+import pytest
+
+from snsim.experiments.search import max_depth
+from snsim.hardware import load_hardware
+from snsim.policies.zero_offload import HOST_UPDATE_BYTES_PER_PARAM, host_update_time_s
+from snsim.torchsim.zero import ZERO_RUNS, zero_rows
+
+
+@pytest.fixture(scope="module")
+def zero_frame():
+    df, skipped = zero_rows()
+    return df, skipped
+
+
+def test_every_executed_run_is_simulated(zero_frame):
+    df, skipped = zero_frame
+    with open(ZERO_RUNS) as f:
+        runs = json.load(f)["runs"]
+    assert skipped == []
+    assert sorted(df["run"]) == sorted(r["file"].removesuffix(".json") for r in runs)
+    assert len(df) == 6    # resnet50 b128, hf:gpt2 b4 s512 adam, snsim:gpt b8 adam, x 2 policies
+
+
+def test_allocated_within_3pct_of_the_real_runs(zero_frame):
+    # issue 13's target; measured: max_memory_allocated() of each executed run
+    df, _ = zero_frame
+    bad = df[df["err_allocated_pct"].abs() > 3.0]
+    assert bad.empty, bad[["run", "err_allocated_pct"]].to_string()
+
+
+def test_step_time_error_bounded(zero_frame):
+    # issue 13's target is 15%; the resnet50 runs and the GPT-2 zero_offload run meet it, the
+    # Adam runs with the snsim GPT decoder and with superneurons miss it (-14% .. -22%: the
+    # CPU Adam step over 148 pinned tensors ran 13-40% slower per parameter than the flat
+    # tensor the host figure comes from; scripts/zero_host_probe.py separates the causes).
+    # This bound holds the state as it is, so that a regression shows.
+    df, _ = zero_frame
+    assert df["err_step_time_pct"].abs().max() < 25.0, df[["run", "err_step_time_pct"]]
+    ok = df[df["err_step_time_pct"].abs() <= 15.0]["run"]
+    assert {"resnet50_b128_zero_offload", "resnet50_b128_superneurons-zero_offload",
+            "gpt2_b4_s512_adam_zero_offload"} <= set(ok)
+
+
+def test_h2d_is_every_parameter_twice_as_executed(zero_frame):
+    # the executor copies each parameter in before its forward and again before its backward
+    # (a replayed forward keeps it for the backward): the measured h2d_bytes
+    df, _ = zero_frame
+    for _, r in df.iterrows():
+        assert r["pred_h2d_bytes"] == pytest.approx(r["meas_h2d_bytes"], rel=0.02), r["run"]
+
+
+def test_cpu_step_from_bytes_per_parameter():
+    hw = load_hardware("h200")
+    # hand: Adam reads 11 and writes 7 fp32 per parameter (HOST_UPDATE_BYTES_PER_PARAM's
+    # comment), each write also read for ownership: 4 x (11 + 2 x 7) = 100 B; GPT-2 small's
+    # 124,439,808 parameters x 100 B / 107e9 B/s (the h200 preset) = 116.30 ms
+    assert HOST_UPDATE_BYTES_PER_PARAM["adam"] == 100
+    assert host_update_time_s(124_439_808 * 4, "adam", hw) == pytest.approx(0.11630, rel=1e-4)
+    # the preset's figure reproduces the H200 host's measured throughputs within 5% each
+    # (zero_runs.json 'host': Adam 1.021e9, SGD-momentum 1.878e9 params/s on 16 threads)
+    with open(ZERO_RUNS) as f:
+        host = json.load(f)["host"]
+    for opt in ("adam", "sgd-momentum"):
+        rate = hw.host_mem_bytes_per_s / HOST_UPDATE_BYTES_PER_PARAM[opt]
+        assert rate == pytest.approx(host[f"cpu_{opt}_params_per_s"], rel=0.06), opt
+
+
+def test_maxdepth_bound_comes_from_the_plans_program():
+    # superneurons stops at the static wall (parameters, gradients, momentum on the GPU); the
+    # static bound of zero_offload's program leaves them out, so the search goes on to its limit
+    rep = max_depth("resnet", batch=1, hardware="k40c", budget_bytes="400MiB",
+                    policies=["superneurons", "superneurons+zero_offload"], max_depth=500)
+    sn, zero = rep.best("superneurons"), rep.best("superneurons+zero_offload")
+    assert sn.max_depth < 500 and "above the depth limit" not in sn.next_failure
+    assert zero.max_depth > sn.max_depth
