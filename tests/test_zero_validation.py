@@ -79,3 +79,18 @@ def test_maxdepth_bound_comes_from_the_plans_program():
     sn, zero = rep.best("superneurons"), rep.best("superneurons+zero_offload")
     assert sn.max_depth < 500 and "above the depth limit" not in sn.next_failure
     assert zero.max_depth > sn.max_depth
+
+
+def test_beyond_zero_lines_say_what_limits_depth():
+    from snsim.experiments.beyond_zero import measure_zero_depth, zero_depth_lines
+    rep, growth = measure_zero_depth("k40c", batch=1, limit_depth=500, budget_bytes="400MiB")
+    # hand: a bottleneck block of the k-stage (1024 -> 256 -> 256 -> 1024 channels) holds
+    # 1024x256 + 256x256x9 + 256x1024 conv weights + 3 batch norms (2 x (256 + 256 + 1024)
+    # affine) = 1,117,184 fp32 = 4,468,736 B of parameters; its BN running statistics
+    # (mean, var: 2 x 1,536 fp32) = 12,288 B stay on the GPU
+    assert growth["param_per_k_bytes"] == 4_468_736
+    assert growth["bound_per_k_bytes"] == 12_288
+    text = "\n".join(zero_depth_lines(rep, growth, "k40c"))
+    zero = rep.best("superneurons+zero_offload")
+    assert f"| superneurons+zero_offload | {zero.max_depth} |" in text
+    assert "pinned host memory is exceeded from depth" in text

@@ -24,7 +24,7 @@ ZERO_POLICIES = ("superneurons", "superneurons+zero_offload")
 
 
 def measure_zero_depth(hw="k40c", *, family=ZERO_FAMILY, batch=ZERO_BATCH, limit_depth=None,
-                       on_probe=None):
+                       budget_bytes=None, on_probe=None):
     """``max_depth`` of ``family`` under :data:`ZERO_POLICIES`, and the per-block growth of
     what limits ``superneurons+zero_offload`` (from two small members: every family grows
     exactly linearly per block, as the search's bound extrapolation checks).
@@ -38,7 +38,7 @@ def measure_zero_depth(hw="k40c", *, family=ZERO_FAMILY, batch=ZERO_BATCH, limit
     """
     hw = resolve_hardware(hw)
     rep = max_depth(family, batch=batch, hardware=hw, policies=list(ZERO_POLICIES),
-                    max_depth=limit_depth, on_probe=on_probe)
+                    max_depth=limit_depth, budget_bytes=budget_bytes, on_probe=on_probe)
     fam = get_family(family)
     space = _DepthSpace(fam, batch=batch, input_size=None, variant="torchvision")
     pol = get_policy("superneurons+zero_offload")
