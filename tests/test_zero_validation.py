@@ -94,3 +94,31 @@ def test_beyond_zero_lines_say_what_limits_depth():
     zero = rep.best("superneurons+zero_offload")
     assert f"| superneurons+zero_offload | {zero.max_depth} |" in text
     assert "pinned host memory is exceeded from depth" in text
+
+
+@pytest.mark.slow
+def test_hf_gpt2_predicted_peak_within_2pct_of_the_h200_capture():
+    pytest.importorskip("transformers")
+    from snsim.torchsim.predict import predict
+    from snsim.trace import load_trace_doc
+    # the real run: traces/h200/gpt2_b4_s1024.json.gz (snsim capture --model hf:gpt2 --batch 4
+    # --seq 1024 on the H200, torch 2.11.0+cu130): max_memory_allocated 7,877,660,160 B
+    meas = load_trace_doc("traces/h200/gpt2_b4_s1024.json.gz")["measured"]
+    r = predict("hf:gpt2", 4, gpu="h200", input_shape=(1024,))
+    err = (r["peak_allocated_bytes"] - meas["peak_allocated_bytes"]) / meas["peak_allocated_bytes"]
+    assert abs(err) < 0.02
+
+
+@pytest.mark.slow
+def test_predict_zero_offload_matches_the_executed_run():
+    pytest.importorskip("transformers")
+    from snsim.torchsim.zero import predict_zero
+    with open(ZERO_RUNS) as f:
+        run = next(r for r in json.load(f)["runs"]
+                   if r["file"] == "gpt2_b4_s512_adam_zero_offload.json")
+    r, _ = predict_zero("hf:gpt2", 4, "zero_offload", optimizer="adam", gpu="h200",
+                        input_shape=(512,))
+    assert r["plan"] == "zero_offload" and r["feasible"]
+    assert r["peak_allocated_bytes"] == pytest.approx(run["peak_allocated_bytes"], rel=0.03)
+    assert r["step_time_s"] == pytest.approx(run["step_time_s"], rel=0.15)
+    assert r["h2d_bytes"] == run["h2d_bytes"]     # every parameter twice, the tied wte thrice
