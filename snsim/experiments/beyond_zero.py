@@ -24,7 +24,7 @@ ZERO_POLICIES = ("superneurons", "superneurons+zero_offload")
 
 
 def measure_zero_depth(hw="k40c", *, family=ZERO_FAMILY, batch=ZERO_BATCH, limit_depth=None,
-                       budget_bytes=None, on_probe=None):
+                       budget_bytes=None, allocator="pool", on_probe=None):
     """``max_depth`` of ``family`` under :data:`ZERO_POLICIES`, and the per-block growth of
     what limits ``superneurons+zero_offload`` (from two small members: every family grows
     exactly linearly per block, as the search's bound extrapolation checks).
@@ -38,7 +38,8 @@ def measure_zero_depth(hw="k40c", *, family=ZERO_FAMILY, batch=ZERO_BATCH, limit
     """
     hw = resolve_hardware(hw)
     rep = max_depth(family, batch=batch, hardware=hw, policies=list(ZERO_POLICIES),
-                    max_depth=limit_depth, budget_bytes=budget_bytes, on_probe=on_probe)
+                    max_depth=limit_depth, budget_bytes=budget_bytes, allocator=allocator,
+                    on_probe=on_probe)
     fam = get_family(family)
     space = _DepthSpace(fam, batch=batch, input_size=None, variant="torchvision")
     pol = get_policy("superneurons+zero_offload")
@@ -62,7 +63,8 @@ def zero_depth_lines(rep, growth, hw="k40c"):
     g = growth
     lines = ["### ZeRO-Offload: past the static wall", "",
              f"`snsim maxdepth --family {rep.subject} --gpu {hw.name} --batch {rep.batch} "
-             f"--policy superneurons,superneurons+zero_offload` (budget {rep.budget_bytes:,} B):",
+             f"--policy superneurons,superneurons+zero_offload` (budget {rep.budget_bytes:,} B, "
+             f"allocator {rep.rows[0].result.allocator if rep.rows[0].result else '?'}):",
              "", "| policy | max depth | step time at max (s) | why the next depth fails |",
              "|---|---|---|---|"]
     for r in (base, zero):
@@ -89,6 +91,7 @@ def zero_depth_lines(rep, growth, hw="k40c"):
               f"{fam.depth(int(pinned_k) + 1):,}, after which every copy runs at the pageable "
               f"bandwidth), plus the optimizer state, and one step takes "
               f"{zero.step_time_s:,.1f} s (PCIe copies of every parameter twice and its "
-              f"gradient once, and the CPU optimizer). The engine models no host-memory "
-              f"capacity, so the search ends at its depth limit, not at a failure.", ""]
+              f"gradient once, and the CPU optimizer)."
+              + (" The engine models no host-memory capacity, so the search ends at its depth "
+                 "limit, not at a failure." if zero.next_size > rep.limit else ""), ""]
     return lines
