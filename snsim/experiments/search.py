@@ -36,6 +36,7 @@ How the search stays fast (``snsim maxdepth --policy all`` in a few seconds):
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import OrderedDict
@@ -233,6 +234,7 @@ class _Prober:
         self.results = {}       # (policy, size) -> Result
         self.lru = {}           # policy -> does its plan use the LRU tensor cache
         self.simulations = {}   # policy -> number of simulations run
+        self.policies = ()      # the searched policies: the bound is the lowest of their programs'
 
     def program(self, size):
         p = self._programs.get(size)
@@ -242,11 +244,28 @@ class _Prober:
         p = build_program(self.space.graph(size), hardware=self.hw, optimizer=self.optimizer,
                           framework=self.space.framework)
         self._programs[size] = p
-        self.bounds[size] = (p.lower_bound_bytes(), p.static_total_bytes)
+        self.bounds[size] = self._plan_bound(p)
         while len(self._programs) > 1 and \
                 sum(len(q.steps) for q in self._programs.values()) > self.keep_steps:
             self._programs.popitem(last=False)
         return p
+
+    def fresh(self):
+        """A new prober of the same space, hardware, budget and options (nothing cached)."""
+        return _Prober(self.space, self.hw, self.budget, allocator=self.allocator,
+                       optimizer=self.optimizer, policy_options=self.policy_options,
+                       on_probe=self.on_probe, keep_steps=self.keep_steps)
+
+    def _plan_bound(self, program):
+        """``(lower_bound_bytes, static_bytes)`` of the lowest-bounded program the searched
+        policies' plans run (:meth:`~snsim.policies.base.Policy.bound_program`): a size above
+        it is infeasible for every one of them."""
+        progs = [program]
+        for n in self.policies:
+            pol = get_policy(n, **self.policy_options.get(n, {}))
+            if pol.unsupported(program) is None:
+                progs.append(pol.bound_program(program, self.hw))
+        return min((q.lower_bound_bytes(), q.static_total_bytes) for q in progs)
 
     def bound(self, size, *, extrapolate=False):
         """``lower_bound_bytes`` at ``size``. With ``extrapolate``, a size not built yet takes
@@ -599,17 +618,39 @@ def _framework(framework):
     return framework
 
 
+def _rewrites_program(name, policy_options):
+    """Whether policy ``name``'s plans run a program of their own (a static bound of their own)."""
+    from ..policies.base import Policy
+    pol = get_policy(name, **(policy_options or {}).get(name, {}))
+    return type(pol).bound_program is not Policy.bound_program
+
+
 def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0):
     what = "depth" if space.axis == "depth" else "batch"
     if limit < lo:
         raise ConfigError(f"the largest {what} to try ({_show(space, limit)}) is below the "
                           f"smallest ({_show(space, lo)})")
+    if isinstance(names, _AllPolicies):
+        names = names.applicable(prober.program(lo))
+    # a policy that rewrites the program (zero_offload) has its own static bound: searched
+    # on its own prober, so that its bound neither caps nor uncaps the others
+    own = [n for n in names if _rewrites_program(n, prober.policy_options)]
+    if own and len(own) < len(names):
+        rest = [n for n in names if n not in own]
+        main = _search(space, prober, rest, lo, limit, subject=subject, parameter=parameter,
+                       batch=batch, wall0=wall0)
+        subs = [_search(space, prober.fresh(), [n], lo, limit, subject=subject,
+                        parameter=parameter, batch=batch, wall0=wall0) for n in own]
+        rows = {r.policy: r for rep in (main, *subs) for r in rep.rows}
+        return dataclasses.replace(
+            main, rows=[rows[n] for n in names],
+            probes=main.probes + [p for rep in subs for p in rep.probes],
+            wall_s=time.perf_counter() - wall0)
+    prober.policies = tuple(names)
     if not prober.within_bound(lo):
         raise ConfigError(f"even the smallest {what} ({_show(space, lo)}, {space.label(lo)}) "
                           f"is infeasible on {prober.hw.name}: "
                           + prober.bound_reason(lo).replace("; not simulated", ""))
-    if isinstance(names, _AllPolicies):
-        names = names.applicable(prober.program(lo))
     first = {n: prober.run(n, lo) for n in names}
     if not any(r.feasible for r in first.values()):
         n, r = next(iter(first.items()))

@@ -149,6 +149,12 @@ class Policy:
         """Why this policy cannot plan ``program`` (one line), or None when it can."""
         return None
 
+    def bound_program(self, program, hardware):
+        """The program this policy's plans run: ``program`` itself, unless the policy rewrites
+        it (``zero_offload`` moves parameters off the GPU). Its ``lower_bound_bytes`` bounds
+        every plan of the policy from below (the capacity searches' static bound)."""
+        return program
+
 
 def list_policies():
     return sorted(POLICIES)

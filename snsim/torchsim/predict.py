@@ -411,6 +411,8 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
                          optimizer=setup.optimizer, hardware=hw.name, source="predict", saved=rec.saved,
                          containers=container_paths(r["model"]))
     prog["notes"].update(notes)
+    from .capture import param_aliases
+    prog["param_aliases"] = param_aliases(r["model"])     # tied weights, as a capture records
     prov = {"kind": "modeled", "hardware": hw.name, "tool": "snsim predict", "model": spec.text,
             "batch": batch, **setup.to_dict(), "input_shape": list(spec.input_shape),
             "parameters": r["n_params"], "record_wall_s": round(time.perf_counter() - wall, 3),
