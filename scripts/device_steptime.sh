@@ -26,13 +26,7 @@ t0=$SECONDS
 timeout 40 python3 scripts/steptime_probe.py host --out "$OUT" 2>&1 | grep -v USDT
 timeout 45 python3 scripts/steptime_probe.py bw --out "$OUT" 2>&1 | grep -v USDT
 timeout 50 python3 scripts/steptime_probe.py copy --out "$OUT" 2>&1 | grep -v USDT
-python3 -c "
-import csv
-from snsim.engine.contention import summarize
-rows = summarize(list(csv.DictReader(open('$OUT/copy_slowdown.csv'))))
-w = csv.DictWriter(open('$OUT/h200_copy_slowdown.csv', 'w', newline=''), fieldnames=list(rows[0]))
-w.writeheader(); w.writerows(rows); print(rows)
-" || echo "copy summary failed"
+python3 scripts/summarize_copy_slowdown.py "$OUT/copy_slowdown.csv" "$OUT/h200_copy_slowdown.csv" || echo "copy summary failed"
 timeout 80 python3 scripts/steptime_probe.py steps --out "$OUT" 2>&1 | grep -v USDT
 echo "probes: $((SECONDS - t0)) s"
 # held-out CPU-bound captures (small batches; none of these networks/batches is in
