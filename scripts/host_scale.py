@@ -7,7 +7,8 @@ one op's code and data stay hot in the CPU's caches. A real step runs hundreds o
 ops, and each pays for fetching its own code path again; ``scripts/steptime_probe.py steps``
 times whole steps of small networks at a batch and size where the GPU never leads
 (``configs/kernels/<preset>_host_steps.csv``: forward issue, ``backward()`` return, optimizer
-step). This script records each of those steps with FakeTensorMode on the CPU, sums the
+step), all but those whose modelled GPU time is half the step or more. This script records
+each of those steps with FakeTensorMode on the CPU, sums the
 per-call costs of each phase, and writes the median ratio per phase with its spread
 (``configs/kernels/<preset>_host_scale.csv``), which the host model multiplies in.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import pickle
 import statistics
 import sys
 from pathlib import Path
@@ -31,11 +33,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--exclude", default="vgg11,vit_b_16")
+    ap.add_argument("--cache", default=None, help="folder for the recordings (pickled)")
     args = ap.parse_args(argv)
     from snsim.hardware import load_hardware
     from snsim.kernel_table import load_host_costs, load_kernel_table
     from snsim.torchsim.models import resolve_model
-    from snsim.torchsim.opcost import host_issue_s
+    from snsim.torchsim.opcost import host_issue_s, op_times_s
     from snsim.torchsim.predict import record_fake
     hw = load_hardware(args.gpu)
     table = load_kernel_table(args.gpu)
@@ -43,26 +46,50 @@ def main(argv=None):
     steps_path = ROOT / "configs" / "kernels" / f"{args.gpu}_host_steps.csv"
     rows = list(csv.DictReader(open(steps_path, newline="")))
     skip = set(args.exclude.split(","))
-    runs = sorted({(r["name"], int(r["batch"]), int(r["input_side"]), r["optimizer"])
+    # one recording per network and batch (sgd-momentum): the forward and backward are the
+    # same ops under every optimizer, so both optimizers' F and B rows are compared with it;
+    # U only with the rows of the optimizer recorded
+    runs = sorted({(r["name"], int(r["batch"]), int(r["input_side"]), "sgd-momentum")
                    for r in rows if r["name"] not in skip})
     ratios = {}
     for name, batch, side, optim in runs:
         spec = resolve_model(f"torchvision:{name}",
                              input_shape=None if name.startswith("vit") else (3, side, side))
-        rec = record_fake(spec, batch, optim)["rec"]
-        host = host_issue_s(rec.ops, rec.marks, table, costs)
-        last = max(m[3] for m in rec.marks)
+        cached = Path(args.cache) / f"{name}_b{batch}_s{side}_{optim}.pkl" if args.cache \
+            else None
+        if cached is not None and cached.exists():
+            with open(cached, "rb") as f:
+                ops, marks = pickle.load(f)
+        else:
+            rec = record_fake(spec, batch, optim)["rec"]
+            ops, marks = rec.ops, rec.marks
+            if cached is not None:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                with open(cached, "wb") as f:
+                    pickle.dump((ops, marks), f)
+        host = host_issue_s(ops, marks, table, costs)
+        last = max(m[3] for m in marks)
         per = {}
-        for op, h in zip(rec.ops, host):
-            if op[0] >= 0 and rec.marks[op[0]][3] == last:
-                ph = rec.marks[op[0]][1]
+        for op, h in zip(ops, host):
+            if op[0] >= 0 and marks[op[0]][3] == last:
+                ph = marks[op[0]][1]
                 per[ph] = per.get(ph, 0.0) + h
+        # the GPU must never lead: a step whose kernels alone take half its time or more
+        # also measures the host blocked on a full launch queue
+        rep = {}
+        op_times_s(ops, hw, marks, table=table, host=False, report=rep)
+        step = [float(r["step_s"]) for r in rows if (r["name"], int(r["batch"])) ==
+                (name, batch)]
+        if rep["gpu_s"] >= 0.5 * min(step):
+            print(f"{name} b{batch}: left out, GPU {rep['gpu_s'] * 1e3:.1f} ms of a "
+                  f"{min(step) * 1e3:.1f} ms step", flush=True)
+            continue
         for r in rows:
-            if (r["name"], int(r["batch"]), int(r["input_side"]), r["optimizer"]) == \
-                    (name, batch, side, optim) and per.get(r["phase"]):
+            if (r["name"], int(r["batch"]), int(r["input_side"])) == (name, batch, side) \
+                    and (r["phase"] != "U" or r["optimizer"] == optim) and per.get(r["phase"]):
                 ratio = float(r["host_s"]) / per[r["phase"]]
-                ratios.setdefault(r["phase"], []).append((ratio, f"{name}_b{batch}_{optim}"))
-                print(f"{name} b{batch} {optim} {r['phase']}: measured "
+                ratios.setdefault(r["phase"], []).append((ratio, f"{name}_b{batch}"))
+                print(f"{name} b{batch} {r['optimizer']} {r['phase']}: measured "
                       f"{float(r['host_s']) * 1e3:.2f} ms, per-call sum "
                       f"{per[r['phase']] * 1e3:.2f} ms, ratio {ratio:.2f}", flush=True)
     out = ROOT / "configs" / "kernels" / f"{args.gpu}_host_scale.csv"
