@@ -444,13 +444,16 @@ def load_host_costs(name):
             "accumulate_grad_s": max(0.0, 2 * cost[("backward", "leaf")] - node)}
 
 
-def host_stream(gpu_s, host_s, iterations=None):
+def host_stream(gpu_s, host_s, iterations=None, blocking=None):
     """Each op's share of a schedule where the host issues ops in order and the GPU runs them.
 
     Op ``i`` is issued at ``H_i = H_{i-1} + host_s[i]`` and runs from
     ``max(G_{i-1}, H_i)`` to ``G_i``; its share is ``G_i - G_{i-1}``, so the shares of an
     iteration sum to its makespan. Both clocks restart at every new ``iterations`` value (a
-    measured iteration starts from an idle GPU: the timing loop synchronises).
+    measured iteration starts from an idle GPU: the timing loop synchronises). An op marked in
+    ``blocking`` (a pageable copy: the host stages the data itself and returns when it has
+    moved) starts when both the host and the stream are free and holds both until it ends:
+    ``max(gpu_s, host_s)`` later.
 
     Examples
     --------
@@ -458,6 +461,8 @@ def host_stream(gpu_s, host_s, iterations=None):
     [1.5, 1.0, 1.0]
     >>> host_stream([0.1, 0.1], [1.0, 1.0])                 # CPU-bound: the host's pace
     [1.1, 1.0]
+    >>> host_stream([1.0, 2.0, 0.25], [0.5, 3.0, 0.5], blocking=[False, True, False])
+    [1.5, 3.0, 0.75]
     """
     out = []
     h = g = 0.0
@@ -467,8 +472,12 @@ def host_stream(gpu_s, host_s, iterations=None):
         if it != prev_it:
             h = g = 0.0
             prev_it = it
-        h += c
-        end = max(g, h) + t if (t or c) else g
+        if blocking is not None and blocking[i]:
+            end = max(g, h) + max(t, c)
+            h = end
+        else:
+            h += c
+            end = max(g, h) + t if (t or c) else g
         out.append(end - g)
         g = end
     return out

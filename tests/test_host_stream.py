@@ -86,3 +86,23 @@ def test_h200_host_costs_are_the_probe_figures():
     assert c["module_call_s"] == pytest.approx(1.3266e-6)
     assert c["autograd_node_s"] == pytest.approx(4.4124e-6)
     assert c["accumulate_grad_s"] == pytest.approx(11.4206e-6)
+
+
+def test_pageable_copy_holds_the_host_and_the_stream_once():
+    # save_on_cpu(pin_memory=False): the copy stages through the host thread, which returns
+    # when the data has moved. relu_ (2 µs GPU, 12 µs issue) ends at 14 µs; the 1000 µs copy
+    # whose host side takes 2000 µs starts at 14 and holds both until 2014; the next relu_ is
+    # issued 12 µs later and ends at 2028 µs. (As an ordinary op the host and GPU parts would
+    # add up: 12 + 2000 + 1000 + ... = 3026 µs.)
+    rows = [{"family": "copy_d2h_pageable", "dtype": "float32", "math": "", "cls": "",
+             "flops": 0, "bytes": nb, "ntensors": 0, "time_s": 1000 * US, "host_s": 2000 * US,
+             "shape": "", "ops": ""} for nb in (1e3, 1e6, 1e9)]
+    rows += [{"family": "relu_", "dtype": "float32", "math": "float32", "cls": "", "flops": 0,
+              "bytes": nb, "ntensors": 0, "time_s": 2 * US, "host_s": 12 * US, "shape": "",
+              "ops": ""} for nb in (1e3, 1e6, 1e9)]
+    tab = KernelTable(pd.DataFrame(rows))
+    marks = [("m", "F", "", 0)]
+    ops = [(0, "relu_", (0,), (), 0, 1000), (0, "d2h_pageable", (0,), (), 0, 1e6),
+           (0, "relu_", (0,), (), 0, 1000)]
+    got = op_times_s(ops, load_hardware("h200"), marks, table=tab, host_costs=NO_EXTRA)
+    assert sum(got) == pytest.approx(2028 * US, rel=1e-3)

@@ -189,7 +189,9 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
     if host and marks is not None and table is not None and costs:
         host_s = host_issue_s(ops, marks, table, costs)
         iters = [marks[op[0]][3] if op[0] >= 0 else -1 for op in ops]
-        times = host_stream(gpu, host_s, iters)
+        # a pageable copy holds the launching thread until its data has moved
+        blocking = [op[1] in HOST_COPY_OPS and not HOST_COPY_OPS[op[1]][1] for op in ops]
+        times = host_stream(gpu, host_s, iters, blocking)
     if report is not None:
         last = max((marks[op[0]][3] for op in ops if op[0] >= 0), default=-1) \
             if marks is not None else None
