@@ -109,11 +109,14 @@ def _table_time(table, op):
     return t, src
 
 
-def _issue_s(table, op):
+def _issue_s(table, op, memo):
     fam, kw = _table_args(op)
     if kw["math_"] == "fp16" and (fam, "fp16") not in table._groups:
         kw = dict(kw, dtype="bfloat16", math_="bf16")
-    return table.issue_s(fam, **kw)
+    key = (fam, *kw.values())
+    if key not in memo:      # a step repeats its shapes (every iteration, every block)
+        memo[key] = table.issue_s(fam, **kw)
+    return memo[key]
 
 
 def host_issue_s(ops, marks, table, costs):
@@ -128,6 +131,7 @@ def host_issue_s(ops, marks, table, costs):
     out = [0.0] * len(ops)
     seen = -1
     scale = costs.get("scale", {})
+    memo = {}
     for i, op in enumerate(ops):
         h = 0.0
         if op[0] > seen:
@@ -139,7 +143,7 @@ def host_issue_s(ops, marks, table, costs):
                                    else "autograd_node_s", 0.0)
             seen = op[0]
         if op[1] not in NO_KERNEL_OPS:
-            h += _issue_s(table, op)
+            h += _issue_s(table, op, memo)
         out[i] = h * scale.get(marks[op[0]][1] if op[0] >= 0 else "F", 1.0)
     return out
 
