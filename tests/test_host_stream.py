@@ -64,6 +64,11 @@ def test_module_calls_and_autograd_nodes_are_charged_once_each_then_scaled():
            (4, "add", (0, 1), (2,), 0, 1000)]
     got = host_issue_s(ops, marks, tab, costs)
     assert got == pytest.approx([26 * US, 0.0, 24 * US, 93 * US, 66 * US])
+    # a checkpoint's recomputation in backward: the module call (1 µs) and its relu_ (12 µs)
+    # are forward work again, at the forward's factor: (1 + 12)·2
+    marks.append(("recompute:relu", "B", "ReLU", 0))
+    got = host_issue_s(ops + [(5, "relu_", (0,), (), 0, 1000)], marks, tab, costs)
+    assert got[-1] == pytest.approx(26 * US)
 
 
 def test_issue_cost_follows_the_shape_it_was_measured_at():

@@ -122,12 +122,13 @@ def _issue_s(table, op, memo):
 def host_issue_s(ops, marks, table, costs):
     """Host seconds the launching thread spends before each op can start, from first
     principles: the op's own aten call at its shape (:meth:`KernelTable.issue_s`), plus, charged
-    when the recording enters it, every module call of the forward (``module_call_s``) and
-    every autograd node the engine runs in backward (``autograd_node_s``, ``AccumulateGrad``:
-    ``accumulate_grad_s``) -- measured by ``scripts/steptime_probe.py host``
-    (:func:`snsim.kernel_table.load_host_costs`) -- times the phase's in-network factor
+    when the recording enters it, every module call (``module_call_s``; a mark whose kind is a
+    class name) and every autograd node backward runs (``autograd_node_s``, ``AccumulateGrad``:
+    ``accumulate_grad_s``; kinds ``Name@seq``) -- measured by ``scripts/steptime_probe.py
+    host`` (:func:`snsim.kernel_table.load_host_costs`) -- times the phase's in-network factor
     ``costs["scale"]`` (``scripts/host_scale.py``: tight loops keep one op's code hot, a real
-    step does not)."""
+    step does not). A checkpoint's recomputation (marks ``recompute:...``, in backward) runs
+    module forwards again: forward costs, the forward's factor."""
     out = [0.0] * len(ops)
     seen = -1
     scale = costs.get("scale", {})
@@ -136,7 +137,7 @@ def host_issue_s(ops, marks, table, costs):
         h = 0.0
         if op[0] > seen:
             for m in marks[seen + 1:op[0] + 1]:
-                if m[1] == "F" and m[2]:
+                if m[2] and "@" not in m[2]:
                     h += costs.get("module_call_s", 0.0)
                 elif m[1] == "B" and m[2]:
                     h += costs.get("accumulate_grad_s" if m[2].startswith("AccumulateGrad")
@@ -144,7 +145,12 @@ def host_issue_s(ops, marks, table, costs):
             seen = op[0]
         if op[1] not in NO_KERNEL_OPS:
             h += _issue_s(table, op, memo)
-        out[i] = h * scale.get(marks[op[0]][1] if op[0] >= 0 else "F", 1.0)
+        if op[0] >= 0:
+            m = marks[op[0]]
+            phase = "F" if m[1] == "B" and str(m[0]).startswith("recompute:") else m[1]
+        else:
+            phase = "F"
+        out[i] = h * scale.get(phase, 1.0)
     return out
 
 
