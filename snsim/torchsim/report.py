@@ -20,6 +20,7 @@ import datetime
 import json
 import math
 import os
+import statistics
 import sys
 
 from ..trace import load_trace_doc
@@ -138,6 +139,99 @@ def _plan_section(runs, captured):
     else:
         L.append("(no plan suite in this folder)\n")
 
+    return L
+
+
+STEP_TIME_CSV = os.path.join("docs", "data", "step_time_h200.csv")
+REPRED_CSV = os.path.join("docs", "data", "plans_repredicted_h200.csv")
+_GROUPS = (("gpu", "GPU-bound (traces/h200/)"), ("cpu", "CPU-bound (traces/h200/cpu_bound/)"),
+           ("heldout", "CPU-bound, held out (traces/h200/cpu_bound_heldout/: captured after "
+                       "the host model's inputs, informed nothing)"))
+
+
+def _read_csv(path):
+    import csv
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def step_time_section():
+    """Section 6 from the committed result files (``scripts/compare_step_time.py`` and
+    ``scripts/repredict_plans.py`` write them; running the predictions here would take many
+    minutes)."""
+    L = []
+    rows = _read_csv(STEP_TIME_CSV)
+    if rows:
+        L.append("`snsim predict` step time with the H200 kernel table and the host model "
+                 "(`PYTHONPATH=. python scripts/compare_step_time.py traces/h200 "
+                 "traces/h200/cpu_bound traces/h200/cpu_bound_heldout --no-zoo --csv "
+                 f"{STEP_TIME_CSV}`): each capture's model recorded under FakeTensorMode on "
+                 "the CPU, its ops timed from the table, the host issuing them as a second "
+                 "stream (each aten call's issue cost at its shape, each module call and "
+                 "autograd node, times the phase's in-network factor of "
+                 "`configs/kernels/h200_host_scale.csv`). *before* is the same captures "
+                 f"under the code of commit {rows[0].get('before_commit', '?')} (a per-op "
+                 "overhead fitted to calibrate's host steps), kept for comparison.\n")
+        body, summ = [], []
+        for key, label in _GROUPS:
+            sel = [r for r in rows if r["group"] == key]
+            for r in sel:
+                body.append([r["capture"], key, f"{float(r['meas_ms']):.2f}",
+                             f"{float(r['table_host_ms']):.2f}",
+                             _pct(float(r["table_host_err_pct"])),
+                             _pct(float(r["before_err_pct"])) if r.get("before_err_pct")
+                             else "", f"{float(r['table_gpu_ms']):.2f}",
+                             f"{float(r['src_host_ms']):.2f}"])
+            for col, name in (("table_host_err_pct", "now"), ("before_err_pct", "before")):
+                e = [abs(float(r[col])) for r in sel if r.get(col)]
+                if e:
+                    summ.append([label, name, len(e), f"{statistics.median(e):.1f}",
+                                 f"{max(e):.1f}"])
+        e = [abs(float(r["table_host_err_pct"])) for r in rows]
+        summ.append(["all captures", "now", len(e), f"{statistics.median(e):.1f}",
+                     f"{max(e):.1f}"])
+        L.append(_table(["capture", "group", "measured ms", "predicted ms", "err %",
+                         "before err %", "GPU ms", "host ms"], body) + "\n")
+        L.append(_table(["captures", "model", "n", "median |err| %", "max |err| %"], summ)
+                 + "\n")
+    slow = _read_csv(os.path.join("configs", "kernels", "h200_copy_slowdown.csv"))
+    if slow:
+        L.append("### Copies and compute\n")
+        L.append("`scripts/steptime_probe.py copy` on the H200 timed conv, GEMM (fp32, bf16), "
+                 "elementwise and batch-norm kernels alone and beside 1 / 16 / 256 MiB H2D and "
+                 "D2H copies (`configs/kernels/probe/copy_slowdown.csv`); "
+                 "`scripts/summarize_copy_slowdown.py` reduces it to what the engine uses "
+                 "(`configs/kernels/h200_copy_slowdown.csv`). Pinned copies slow the kernels "
+                 "by a few percent (memory traffic); pageable copies stop them: the kernels' "
+                 "extra time is 0.76-0.96 of each whole copy's time, so the engine runs no "
+                 "kernel while a pageable copy is in flight (inf).\n")
+        L.append(_table(["direction", "pinned", "slowdown fraction k", "kernels"],
+                        [[r["direction"], r["pinned"], r["slowdown_fraction"], r["kernels"]]
+                         for r in slow]) + "\n")
+    rep = _read_csv(REPRED_CSV)
+    if rep:
+        L.append("### Executed plans re-predicted with later code\n")
+        L.append("The plan suite of section 1b re-predicted with the current code "
+                 f"(`PYTHONPATH=. python scripts/repredict_plans.py --csv {REPRED_CSV}`): "
+                 "a re-prediction after the fact, next to the stored before-run figures, "
+                 "which section 1b keeps as they were.\n")
+        L.append(_table(["run", "measured ms", "stored before-run err %", "re-predicted err %"],
+                        [[r["run"], f"{float(r['meas_step_s']) * 1e3:.1f}",
+                          _pct(float(r["stored_err_pct"])), _pct(float(r["repred_err_pct"]))]
+                         for r in rep]) + "\n")
+        srow = []
+        for pol in sorted({r["policy"] for r in rep}) + ["all"]:
+            sel = [r for r in rep if pol == "all" or r["policy"] == pol]
+            for col, name in (("stored_err_pct", "stored before-run"),
+                              ("repred_err_pct", "re-predicted")):
+                e = [abs(float(r[col])) for r in sel]
+                srow.append([pol, name, len(e), f"{statistics.mean(e):.1f}",
+                             f"{statistics.median(e):.1f}", f"{max(e):.1f}"])
+        L.append(_table(["policy", "prediction", "runs", "mean |err| %", "median |err| %",
+                         "max |err| %"], srow) + "\n")
+    L.append("Replayed step times (section 5) are not predictions.\n")
     return L
 
 
@@ -391,20 +485,7 @@ def build_report(traces_dir="traces/h200"):
 
     # -- 6. step time ------------------------------------------------------------------------
     L.append("## 6. Step time\n")
-    L.append("Step times in section 1 are the roofline of the day the suite ran, and their "
-             "errors (above) are the weak point. `snsim calibrate` has since measured a kernel "
-             "table on the H200 (`configs/kernels/h200.csv.gz`: op families over a shape grid, "
-             "batch norm over channels x H*W, the conv layers of resnet50, densenet121, "
-             "inception_v3, vgg16 and mobilenet_v2, and the host's issue cost per op). "
-             "`python scripts/compare_step_time.py traces/h200 traces/h200/cpu_bound` (2026-11-30, "
-             "32 captures; `snsim predict` with the table and the host model): median |err| 6.3% "
-             "on the 23 GPU-bound captures (ResNet-34/50/101/152 within 4%, VGG16 5%, "
-             "DenseNet-121 6-7%; on networks whose conv shapes the table never saw: AlexNet -8% "
-             "and -24%, ConvNeXt-T -31%, ViT-B/16 -12%, the GPT decoder -10%, the transformer "
-             "encoder -20%), 9.7% on the 9 CPU-bound ones, max 37% (DenseNet-121 b64; it was +76% "
-             "before the autograd engine's gradient sums were charged their aten call only, "
-             "14.4% median). The roofline alone is 47% off (median). "
-             "Replayed step times (section 5) are not predictions.\n")
+    L.extend(step_time_section())
     L.append(k40c_section())
     L.append(zero_section(traces_dir))
     L.append("## Reproduce\n")
