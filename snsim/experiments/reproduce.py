@@ -278,11 +278,7 @@ def _beyond_lines(depth, by_seq, hw, plots):
     lines += [f"### Largest {BEYOND_NETWORK} batch by sequence length", "",
               _md(table.reset_index()), "",
               "![transformer depth and batch](transformers.png)" if plots else "", "",
-              "### ZeRO-Offload: past the static wall", "",
-              "Pending (issue 13 item 3): the `zero_offload` policy (optimizer state and master "
-              "weights on the host) is not part of this build, so the rows "
-              "`superneurons+zero_offload` for the ResNet family at batch 16 and for the "
-              "decoders above are not measured yet.", ""]
+              ]
     return lines
 
 
@@ -409,6 +405,8 @@ def reproduce(out="report", *, hardware="k40c", plots=True, on_stage=None):
     claims = [c1, c2, c3, c4]
 
     depth_tf, seq_tf = measure_transformers(hw)
+    from .beyond_zero import measure_zero_depth, zero_depth_lines
+    zero_lines = zero_depth_lines(*measure_zero_depth(hw), hw)
     stage("transformers")
 
     figures = _figures(out, r2500, rep, sweep, nets, hw) if plots else []
@@ -523,6 +521,7 @@ def reproduce(out="report", *, hardware="k40c", plots=True, on_stage=None):
         "![step time per network](step_time_per_network.png)" if plots else "",
         "",
         *_beyond_lines(depth_tf, seq_tf, hw, plots),
+        *zero_lines, "",
         "## Caveats",
         "",
         "- K40c layer times, conv-algorithm tables and PCIe rates are analytic estimates [E].",
