@@ -219,12 +219,10 @@ def test_execute_on_cuda():
 
 
 def test_fake_recording_allocates_as_cuda_does():
-    """Three places where torch takes another path for fake tensors than for CUDA tensors, each
+    """Two places where torch takes another path for fake tensors than for CUDA tensors, each
     from the torch source: (1) Linear.cpp adds the bias of a non-contiguous 3-D input in place
-    after matmul (``output.add_(bias)``), out of place only for tensor-subclass-like biases;
-    (2) Dropout.cu's dropout_cuda makes the mask before the output; (3) the autograd engine
-    sums two gradients for one input in place (input_buffer.cpp) unless one is
-    tensor-subclass-like. A FakeTensor is always tensor-subclass-like."""
+    after matmul (``output.add_(bias)``), out of place only for tensor-subclass-like biases (a
+    FakeTensor is one); (2) Dropout.cu's dropout_cuda makes the mask before the output."""
     import torch.nn.functional as F
     from torch._subclasses.fake_tensor import FakeTensorMode
     from snsim.torchsim.predict import cuda_like_dispatch
@@ -241,14 +239,7 @@ def test_fake_recording_allocates_as_cuda_does():
             n_linear = sum(1 for e in rec.events if e[1] == "a") - 3
             y, mask = torch.native_dropout(h, 0.5, True)
             first_new = rec.storages[-2][0]
-            out = (y.sin() + y.cos()).sum()              # y's gradient arrives twice
-            rec.mark("bwd", "B")
-            b0 = len(rec.ops)
-            out.backward()
+    del y, mask
     # matmul's copy of the non-contiguous input and its (4, 5, 24) output: no second output
     assert n_linear == 2
     assert first_new == 4 * 5 * 24                       # the 1-byte mask came first
-    # y's two gradients (from sin and cos) are summed into the first one: an add that makes
-    # no storage and reads both
-    sums = [op for op in rec.ops[b0:] if op[1] == "add"]
-    assert len(sums) == 1 and sums[0][3] == () and len(sums[0][2]) == 2

@@ -134,7 +134,6 @@ class Recorder:
         self.device_type = device_type
         self.track_pointers = track_pointers
         self._sid = WeakIdKeyDictionary()
-        self._holders = {}         # storage id -> live storages carrying it (see _take_over)
         self.storages = []
         self.events = []
         self.marks = []
@@ -169,51 +168,9 @@ class Recorder:
         ptr = st.data_ptr() if self.track_pointers else 0
         self.storages.append([concrete_int(st.nbytes()), ptr, name])
         self._sid[st] = sid
-        self._holders[sid] = 1
-        weakref.finalize(st, self._release, sid).atexit = False
+        f = weakref.finalize(st, self._free, sid)
+        f.atexit = False
         self.events.append((self.cur, "a", sid, op))
-        return sid
-
-    def _release(self, sid):
-        # one storage carrying ``sid`` died; the last one frees it (see _take_over)
-        n = self._holders.pop(sid) - 1
-        if n:
-            self._holders[sid] = n
-        else:
-            self._free(sid)
-
-    def _accumulates_in_place(self, func, args, kwargs, out):
-        """Whether ``out = a + b`` is autograd's gradient accumulation that a CUDA run does in
-        place.
-
-        The autograd engine sums two gradients for one input (``InputBuffer::accumulate``,
-        torch/csrc/autograd/input_buffer.cpp) with ``old.add_(new)`` when grad mode is off,
-        the old gradient is a dense, contiguous tensor it holds alone, and the new one is no
-        tensor subclass; else with ``old + new``. A FakeTensor (and any tensor while a dispatch
-        mode is on) is "tensor-subclass-like", so a fake recording always sees the out-of-place
-        add: one gradient-sized allocation a CUDA run does not make. Recognised here: an
-        out-of-place ``add.Tensor`` of two same-shape, same-dtype tensors without ``alpha``,
-        with grad mode off inside the backward pass, the first contiguous.
-        """
-        if (self.device_type == "cuda" or func is not torch.ops.aten.add.Tensor or kwargs
-                or len(args) != 2 or torch.is_grad_enabled()
-                or not (0 <= self.cur < len(self.marks)) or self.marks[self.cur][1] != "B"):
-            return False
-        a, b = args
-        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
-                and isinstance(out, torch.Tensor) and a.shape == b.shape == out.shape
-                and a.dtype == b.dtype == out.dtype and a.is_contiguous()
-                and self.sid_of(a) in self._holders
-                and concrete_int(a.untyped_storage().nbytes())
-                == concrete_int(out.untyped_storage().nbytes()))
-
-    def _take_over(self, old, new):
-        """Let storage ``new`` carry ``old``'s storage id, as if the op had written into
-        ``old`` in place: no allocation for ``new``; one free, when the last of them dies."""
-        sid = self._sid[old]
-        self._sid[new] = sid
-        self._holders[sid] += 1
-        weakref.finalize(new, self._release, sid).atexit = False
         return sid
 
     def _free(self, sid):
@@ -248,13 +205,6 @@ class Recorder:
                     if sid is not None and sid not in reads:
                         reads.append(sid)
         new = []
-        if self._accumulates_in_place(func, args, kwargs, out):
-            sid = self._take_over(args[0].untyped_storage(), out.untyped_storage())
-            if sid not in reads:
-                reads.append(sid)
-            self.ops.append((self.cur, "add", tuple(reads), (), 0,
-                             3 * concrete_int(out.numel()) * out.element_size(), ""))
-            return
         outs = tree_leaves(out)
         name = func._overloadpacket.__name__
         order = CUDA_ALLOC_ORDER.get(name) if self.device_type != "cuda" else None
