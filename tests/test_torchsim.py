@@ -229,3 +229,30 @@ def test_predict_model_whose_constructor_reads_tensor_values():
     assert r["static_bytes"] >= 4 * 4_344_144
     assert r["peak_allocated_bytes"] > 52_129_728
     assert r["feasible"]
+
+
+def test_fake_recording_allocates_as_cuda_does():
+    """Two places where torch takes another path for fake tensors than for CUDA tensors, each
+    from the torch source: (1) Linear.cpp adds the bias of a non-contiguous 3-D input in place
+    after matmul (``output.add_(bias)``), out of place only for tensor-subclass-like biases (a
+    FakeTensor is one); (2) Dropout.cu's dropout_cuda makes the mask before the output."""
+    import torch.nn.functional as F
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from snsim.torchsim.predict import cuda_like_dispatch
+    from snsim.torchsim.record import Recorder
+    rec = Recorder(device_type="cpu")
+    with FakeTensorMode(), cuda_like_dispatch():
+        w = torch.randn(24, 8, requires_grad=True)
+        b = torch.randn(24, requires_grad=True)
+        x = torch.randn(5, 4, 8).transpose(0, 1)       # (4, 5, 8), not contiguous
+        rec.register(w, "w"), rec.register(b, "b"), rec.register(x, "x")
+        with rec.active():
+            rec.mark("fwd", "F")
+            h = F.linear(x, w, b)                        # matmul, then bias in place
+            n_linear = sum(1 for e in rec.events if e[1] == "a") - 3
+            y, mask = torch.native_dropout(h, 0.5, True)
+            first_new = rec.storages[-2][0]
+    del y, mask
+    # matmul's copy of the non-contiguous input and its (4, 5, 24) output: no second output
+    assert n_linear == 2
+    assert first_new == 4 * 5 * 24                       # the 1-byte mask came first

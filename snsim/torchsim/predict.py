@@ -11,7 +11,11 @@ iteration and of the warm-up before it. Two things a CPU cannot see are modelled
   ``F.scaled_dot_product_attention`` runs the math path on a CPU (it saves the s×s attention
   probabilities); here it calls the kernel CUDA would pick — flash attention (fp16/bf16) or
   memory-efficient attention (fp32) — whose fake implementation allocates and saves what the
-  CUDA kernel does: the output and a logsumexp, never the probabilities.
+  CUDA kernel does: the output and a logsumexp, never the probabilities. ``F.linear`` adds
+  its bias in place after a matmul, as on CUDA (a fake bias makes torch add out of place).
+  Where a CUDA kernel allocates its outputs in another order than it returns them
+  (``native_dropout``: the mask first), the recorder allocates them in the kernel's order
+  (:data:`~snsim.torchsim.record.CUDA_ALLOC_ORDER`).
 * data-dependent ops (``.item()``, ``nonzero``, boolean masks): a first run without symbolic
   shapes; if it meets one, a second run with a ``ShapeEnv`` treats the value as unknown
   (an unbacked symbol) and sizes that depend on it at their upper bound. A forward that
@@ -52,11 +56,23 @@ def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_g
 
 @contextlib.contextmanager
 def cuda_like_dispatch():
-    """Make CPU fake tensors take the ops CUDA tensors take (fused dropout, fused attention)."""
+    """Make CPU fake tensors take the ops CUDA tensors take (fused dropout, fused attention,
+    linear's in-place bias add)."""
     import torch
     import torch.nn.functional as F
     orig = F.dropout
     orig_sdpa = F.scaled_dot_product_attention
+    orig_linear = F.linear
+
+    def linear(input, weight, bias=None):
+        # torch's composite linear (aten/src/ATen/native/Linear.cpp) sends a bias-carrying input
+        # that is neither 2-D nor contiguous through matmul and then adds the bias in place
+        # (output.add_(bias)), unless the bias is "tensor-subclass-like" -- which a FakeTensor,
+        # or any tensor while a dispatch mode is on, is: the add then goes out of place, one
+        # output-sized allocation (and free) a CUDA run never makes
+        if bias is not None and input.dim() != 2 and not input.is_contiguous():
+            return torch.matmul(input, weight.t()).add_(bias)
+        return orig_linear(input, weight, bias)
 
     def dropout(input, p=0.5, training=True, inplace=False):
         if training and 0.0 < p < 1.0 and not inplace and input.numel() > 0:
@@ -84,11 +100,13 @@ def cuda_like_dispatch():
 
     F.dropout = dropout
     F.scaled_dot_product_attention = sdpa
+    F.linear = linear
     try:
         yield
     finally:
         F.dropout = orig
         F.scaled_dot_product_attention = orig_sdpa
+        F.linear = orig_linear
 
 
 @contextlib.contextmanager

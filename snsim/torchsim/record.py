@@ -65,6 +65,14 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
                            "_flash_attention_forward", "_flash_attention_backward"})
 
 
+# ops whose CUDA kernel allocates its outputs in another order than it returns them: the
+# output indices in allocation order. A recording of CPU (fake) tensors standing in for a CUDA
+# run allocates them in this order; a CUDA recording is matched to the allocator's own trace.
+# native_dropout: dropout_cuda (aten/src/ATen/native/cuda/Dropout.cu) makes the mask before
+# the output
+CUDA_ALLOC_ORDER = {"native_dropout": (1, 0)}
+
+
 _DATA_DEPENDENT_OPS = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "unique",
                                  "_unique2", "unique_consecutive", "repeat_interleave"})
 
@@ -198,7 +206,9 @@ class Recorder:
                         reads.append(sid)
         new = []
         outs = tree_leaves(out)
-        for t in outs:
+        name = func._overloadpacket.__name__
+        order = CUDA_ALLOC_ORDER.get(name) if self.device_type != "cuda" else None
+        for t in ([outs[i] for i in order] if order and len(outs) == len(order) else outs):
             if isinstance(t, torch.Tensor):
                 nbytes += concrete_int(t.numel()) * t.element_size()
                 if t.device.type != self.device_type:
@@ -219,7 +229,6 @@ class Recorder:
                 flops = int(rule(*args, **kwargs, out_val=out))
             except Exception:  # a formula that does not cover this overload
                 flops = 0
-        name = func._overloadpacket.__name__
         if name in _DATA_DEPENDENT_OPS or any(
                 isinstance(t, torch.Tensor) and any(type(d) is not int for d in t.shape)
                 for t in outs):

@@ -141,8 +141,9 @@ def plan_runs(root="traces/h200", folder="plans"):
 def whatif_rows(root="traces/h200"):
     """The engine's plans on plain captures against the same plans executed.
 
-    Every executed ``checkpoint``/``cpu_offload`` run of the plan suite whose network and batch
-    have a plain capture: that capture's program under the same policy and options.
+    Every executed ``checkpoint``/``cpu_offload`` run of the plan suite whose network, batch
+    and optimizer have a plain capture: that capture's program under the same policy and
+    options.
 
     Returns
     -------
