@@ -222,8 +222,8 @@ def build_model(pb, budget_bytes, *, count_frees=True, link=None):
     ``count_frees=False`` is the mutant of SPEC §11's trap (no frees inside a stage: every
     activation a stage touches counts to its end). ``link`` = ``(h2d_s, d2h_s)`` per tensor
     adds paging (joint): each decision tensor may be copied to the host once, right after it
-    is made (``P[x]``), and back once (``In[t, x]``, before stage ``t``'s replays); the copies
-    of a stage share the link (one FIFO per direction, modelled as one budget of seconds) and
+    is made (``P[x]``), and back once for stage ``t`` (``In[t, x]``, issued at the start of
+    the stage before, resident from then on); the copies of a stage share the link (one FIFO per direction, modelled as one budget of seconds) and
     what exceeds the stage's compute is a stall charged to the objective.
     """
     m = _Model()
@@ -248,8 +248,9 @@ def build_model(pb, budget_bytes, *, count_frees=True, link=None):
                 continue     # only what backward reads is worth a copy
             P[x] = m.var()
             ins = []
-            for t in stages:
-                if prod[x] < t <= last[x] and steps[t].phase == "B":
+            for k, t in enumerate(stages):
+                # issued at the start of the stage before (to land in time), after x's stage
+                if k and prod[x] < stages[k - 1] and t <= last[x] and steps[t].phase == "B":
                     IN[t, x] = m.var()
                     ins.append((IN[t, x], 1.0))
             m.row(ins + [(P[x], -1.0)], -np.inf, 0.0)   # one copy back, only if copied out
@@ -290,7 +291,9 @@ def build_model(pb, budget_bytes, *, count_frees=True, link=None):
         prev_u = None
         prev_release = []
         stored_terms = [(S[t, x], size[x] * scale) for x in pb.decision if (t, x) in S]
-        in_terms = [(IN[t, x], size[x] * scale) for x in pb.decision if (t, x) in IN]
+        # copies back for this stage and for the next one (issued now) are resident
+        in_terms = [(IN[u, x], size[x] * scale) for x in pb.decision for u in (t, nt)
+                    if (u, x) in IN]
         for k in ops + [t]:
             is_step = k == t
             alive = [y for y in pb.outdec.get(k, ()) if last[y] >= t]
@@ -393,8 +396,9 @@ def _add_link_rows(m, pb, R, IN, P, link):
     """Per stage: copies on the link minus the stage's compute is a stall, charged in time."""
     h2d_s, d2h_s = link
     steps = pb.program.steps
-    for t in pb.stages:
-        terms = [(IN[t, x], h2d_s[x]) for x in pb.decision if (t, x) in IN]
+    for k, t in enumerate(pb.stages):
+        nt = pb.stages[k + 1] if k + 1 < len(pb.stages) else None
+        terms = [(IN[nt, x], h2d_s[x]) for x in pb.decision if (nt, x) in IN]
         terms += [(P[x], d2h_s[x]) for x in pb.outdec.get(t, ()) if x in P]
         if not terms:
             continue
@@ -418,8 +422,7 @@ def _extract(pb, x, R, S, IN, P):
     for (t, y), v in IN.items():
         if x[v] > 0.5:
             prefetch.setdefault(t, set()).add(y)
-    offloaded = {y for y, v in P.items() if x[v] > 0.5 and
-                 any(y in s for s in prefetch.values())}
+    offloaded = {y for s in prefetch.values() for y in s}   # a copy out is only worth one back
     sol = Solution(replays, stored, "", offloaded=offloaded, prefetch_at=prefetch)
     prune(pb, sol)
     return sol
@@ -522,7 +525,7 @@ def to_instructions(pb, sol):
     stage_set = set(pb.stages)
     order = pb.stages
     nxt = {t: (order[k + 1] if k + 1 < len(order) else None) for k, t in enumerate(order)}
-    state = {}     # decision tensor -> "live", "dropped", "freed", "host"
+    state = {}     # decision tensor -> "live", "dropped", "freed", "host", "host_live"
     out = []
     _, lastuse = pb.program.uses()
     fixed_free_after = {}
@@ -533,16 +536,16 @@ def to_instructions(pb, sol):
     def release(x, t, keep_next):
         if x in keep_next:
             return
+        st = state.get(x)
         if last[x] > t:
-            if state.get(x) == "live":
-                out.append(Drop(x))
-                state[x] = "dropped"
-            elif state.get(x) == "host_live":
-                # a prefetched copy read for the last time for now; nothing brings it back
-                out.append(Drop(x))
+            if st == "live" and x in sol.offloaded:
+                out.append(Offload(x))       # the GPU copy goes when the copy ends
+                state[x] = "host"
+            elif st in ("live", "host_live"):
+                out.append(Drop(x))          # replayed if read again
                 state[x] = "dropped"
         else:
-            if state.get(x) in ("live", "host_live", "dropped", "offloading"):
+            if st in ("live", "host_live", "dropped", "host"):
                 out.append(Free(x))
             state[x] = "freed"
 
@@ -554,10 +557,12 @@ def to_instructions(pb, sol):
                 out.append(Free(x))
             continue
         nt = nxt[t]
-        keep_next = sol.stored.get(nt, set()) if nt is not None else set()
-        for x in sorted(sol.prefetch_at.get(t, ())):
-            out.append(Prefetch(x))
-            state[x] = "host_live"
+        incoming = sol.prefetch_at.get(nt, set()) if nt is not None else set()
+        keep_next = (sol.stored.get(nt, set()) | incoming) if nt is not None else set()
+        for x in sorted(incoming):   # copied back during this stage for the next one
+            if state.get(x) == "host":
+                out.append(Prefetch(x))
+                state[x] = "host_live"
         ops = sol.replays.get(t, [])
         later_reads = []
         acc = set(pb.needdec[t])
@@ -577,19 +582,11 @@ def to_instructions(pb, sol):
         if s.phase == "F":
             for y in pb.outdec.get(t, ()):
                 state[y] = "live"
-                if y in sol.offloaded:
-                    out.append(Offload(y))
-                    state[y] = "offloading"
         for x in fixed_free_after.get(t, ()):
             out.append(Free(x))
         for x in sorted(state):
-            st = state[x]
-            if st in ("live", "host_live") and x not in keep_next:
+            if state[x] in ("live", "host_live") and x not in keep_next:
                 release(x, t, keep_next)
-            elif st == "offloading" and x not in keep_next:
-                state[x] = "host" if last[x] > t else "freed"
-                if last[x] <= t:
-                    out.append(Free(x))
     for x in sorted(state):
         if state[x] in ("dropped", "host"):
             out.append(Free(x))

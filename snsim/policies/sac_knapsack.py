@@ -20,10 +20,13 @@ which of them are alive together nor the replays' transients. Plan notes report 
 ``knapsack_budget_bytes`` (what the knapsack targeted), ``saved_bytes`` (what it kept) and
 ``physical_peak_bytes`` (static + the plan's managed peak replayed without a clock, the
 engine's ideal peak), next to ``liveness_peak_bytes``. ``activation_memory_budget=auto``
-(default) picks the fraction a user trusting the proxy would: the one whose unsaved bytes equal
-liveness' excess over the device budget.
+(default) starts from the fraction a user trusting the proxy would set (unsaved bytes =
+liveness' excess over the device budget; ``proxy_fraction`` and its
+``proxy_physical_peak_bytes`` in the notes) and, when that does not fit, takes the largest
+fraction on a 1/20 grid whose physical peak fits, as a user tuning it would.
 
-Planning cost: O(n) candidates; dp O(n × 10^4), greedy O(n log n), ilp a small MILP.
+Planning cost: O(n) candidates; dp O(n × 10^4), greedy O(n log n), ilp a small MILP; auto
+rebuilds the plan up to 22 times.
 """
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -35,6 +38,7 @@ from .base import Policy, choice, number, register
 
 SOLVERS = ("dp", "greedy", "ilp")
 _QUANT = 10000   # torch's dp_knapsack scaling factor
+_GRID = 20       # auto: fractions tried, k / _GRID
 
 
 def knapsack(memory, runtime, capacity, solver):
@@ -100,22 +104,39 @@ class SacKnapsack(Policy):
         cands = [x for x in pb.decision if steps[lastuse[x]].phase == "B"]
         total = sum(pb.size[x] for x in cands)
         live = liveness_peak_bytes(pb)
-        frac = o["activation_memory_budget"]
-        if frac is None:
-            excess = live - (budget_bytes - program.static_total_bytes)
-            frac = min(1.0, max(0.0, 1.0 - excess / total)) if total else 1.0
+        managed = budget_bytes - program.static_total_bytes
         memory = [pb.size[x] / total for x in cands] if total else []
         runtime = [pb.cost_s[pb.prod[x]] for x in cands]
-        saved = {cands[i] for i in knapsack(memory, runtime, frac, o["solver"])}
-        dropped = {x: x for x in cands if x not in saved}
-        ins = build_instructions(program, recompute="speed", drop_groups=dropped) \
-            if dropped else build_instructions(program)
-        peak, _ = managed_peak(program, ins)
-        notes = {**o, "activation_memory_budget": round(frac, 6),
-                 "candidates": len(cands), "candidates_bytes": total,
-                 "knapsack_budget_bytes": int(frac * total),
-                 "saved_bytes": sum(pb.size[x] for x in saved),
-                 "dropped_tensors": len(dropped),
-                 "physical_peak_bytes": program.static_total_bytes + int(peak),
-                 "liveness_peak_bytes": program.static_total_bytes + live}
+
+        def at(frac):
+            saved = {cands[i] for i in knapsack(memory, runtime, frac, o["solver"])}
+            dropped = {x: x for x in cands if x not in saved}
+            ins = build_instructions(program, recompute="speed", drop_groups=dropped) \
+                if dropped else build_instructions(program)
+            return ins, saved, dropped, managed_peak(program, ins)[0]
+
+        # what a user trusting the proxy would set: unsaved bytes = liveness' excess
+        proxy = min(1.0, max(0.0, 1.0 - (live - managed) / total)) if total else 1.0
+        notes = {**o}
+        if o["activation_memory_budget"] is not None:
+            frac = o["activation_memory_budget"]
+            ins, saved, dropped, peak = at(frac)
+        else:
+            # the largest fraction on a 1/20 grid whose physical peak fits (the peak is not
+            # monotone in the fraction: pytorch#197838), as a user tuning it would find
+            ins, saved, dropped, peak = at(proxy)
+            notes.update(proxy_fraction=round(proxy, 6),
+                         proxy_physical_peak_bytes=program.static_total_bytes + int(peak))
+            frac = proxy
+            if peak > managed:
+                for k in range(_GRID, -1, -1):
+                    trial = at(k / _GRID)
+                    if trial[3] <= managed:
+                        frac, (ins, saved, dropped, peak) = k / _GRID, trial
+                        break
+        notes.update(activation_memory_budget=round(frac, 6), candidates=len(cands),
+                     candidates_bytes=total, knapsack_budget_bytes=int(frac * total),
+                     saved_bytes=sum(pb.size[x] for x in saved), dropped_tensors=len(dropped),
+                     physical_peak_bytes=program.static_total_bytes + int(peak),
+                     liveness_peak_bytes=program.static_total_bytes + live)
         return Plan(policy=self.name, instructions=ins, workspace=o["ws_policy"], notes=notes)
