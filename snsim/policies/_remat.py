@@ -30,7 +30,7 @@ from scipy.sparse import coo_array
 
 from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
 
-_TOL = 1e-6   # the memory rows lose this share of the budget: HiGHS' feasibility tolerance
+_TOL = 1e-6   # share of a large budget kept free against HiGHS' feasibility tolerance
 
 
 @dataclass
@@ -230,7 +230,9 @@ def build_model(pb, budget_bytes, *, count_frees=True, link=None):
     steps = pb.program.steps
     size, prod, last = pb.size, pb.prod, pb.last
     scale = 1.0 / max(budget_bytes, 1)
-    cap = 1.0 - _TOL
+    # integer byte sums: below 1e7 B HiGHS' 1e-7 tolerance is under a byte, so the budget is
+    # exact; above, the rows lose _TOL of it (more than the tolerance, at most 0.5 B less)
+    cap = 1.0 - max(0.0, _TOL - 0.5 * scale)
     stages = pb.stages
     nxt = {t: (stages[k + 1] if k + 1 < len(stages) else None) for k, t in enumerate(stages)}
     R, S, IN, P = {}, {}, {}, {}

@@ -16,8 +16,8 @@ Planning cost: O(n^2) binaries for n steps (VGG-16: 96 steps, ~3,000 binaries); 
 exponential in the worst case, the LP polynomial. Where liveness already fits, nothing is
 replayed (provably optimal: the objective is zero) and no solver runs; where one step's own
 working set exceeds the budget the plan is infeasible without a solver; otherwise infeasible
-only where HiGHS proves it. Plan notes: ``status``, ``replay_time_s`` (the objective),
-``bound_s``, ``gap``, ``solve_s``, ``model_peak_bytes`` (the MILP's managed peak) and
+only where HiGHS proves it. Plan notes: ``status``, ``objective_s`` and ``replay_time_s``
+(equal here; ``joint`` adds stalls), ``bound_s`` (the solver's lower bound), ``gap``, ``solve_s``, ``model_peak_bytes`` (the MILP's managed peak) and
 ``plan_peak_bytes`` (the same plan replayed without a clock), ``reason`` when infeasible.
 With a real allocator's rounding and fragmentation the engine's tensor cache (``lru``) swaps
 what the ideal count did not foresee; under the ideal allocator it never does. Convolutions
@@ -25,7 +25,8 @@ take the fastest algorithm whose workspace fits the free memory (``ws_policy=dyn
 ``superneurons``); the objective charges replays the zero-workspace algorithm's time.
 """
 from ..plan import WORKSPACE_MODES, Plan
-from ._remat import (floor_bytes, liveness_peak_bytes, remat_problem, solve, to_instructions)
+from ._remat import (floor_bytes, liveness_peak_bytes, remat_problem, replay_time_s, solve,
+                     to_instructions)
 from ._schedule import build_instructions, managed_peak
 from .base import Policy, choice, integer, register
 
@@ -70,7 +71,8 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
         return None, notes
     ins = to_instructions(pb, sol)
     peak, _ = managed_peak(program, ins)
-    notes.update(replay_time_s=sol.objective_s, bound_s=sol.bound_s, gap=sol.gap,
+    notes.update(replay_time_s=replay_time_s(pb, sol), objective_s=sol.objective_s,
+                 bound_s=sol.bound_s, gap=sol.gap,
                  model_peak_bytes=sol.model_peak_bytes, plan_peak_bytes=int(peak),
                  replays=sum(len(v) for v in sol.replays.values()))
     if sol.offloaded:
