@@ -158,12 +158,14 @@ def test_checkmate_bad_options_are_one_line(opt, value, rule):
 RECOMPUTE_ONLY = ["liveness", "recompute", "chen_sqrt", "sac_knapsack", "checkpoint"]
 
 
-@pytest.mark.parametrize("network, batch", [("lenet", 64), ("alexnet", 4)])
+@pytest.mark.parametrize("network, batch", [("alexnet", 4), ("vgg11", 2)])
 def test_checkmate_is_never_slower_than_another_recompute_planner(network, batch):
+    # (LeNet's liveness peak is its lower bound: no smaller budget fits anything)
     p = build_program(build_network(network, batch=batch), hardware=K40C)
     live = run_plan(p, get_policy("liveness").plan(p, K40C, 10**13), K40C,
                     budget_bytes=10**13)
     managed = live.peak_ideal_bytes - p.static_total_bytes
+    compared = 0
     for frac in (0.6, 0.75, 0.9, 1.0):
         budget = p.static_total_bytes + int(managed * frac)
         plan, cm = plan_and_run(p, "checkmate", budget, ws_policy="none")
@@ -180,6 +182,8 @@ def test_checkmate_is_never_slower_than_another_recompute_planner(network, batch
                     assert cm.feasible, (network, frac, name, opts, plan.notes)
                     assert cm.step_time_s <= other.step_time_s * (1 + 1e-12), \
                         (network, frac, name, opts, cm.step_time_s, other.step_time_s)
+                    compared += plan.notes.get("replays", 0) > 0
+    assert compared >= 3     # budgets where checkmate replays and another planner fits
 
 
 def test_checkmate_vgg16_batch32_solves_to_optimality_and_the_engine_agrees():

@@ -139,6 +139,9 @@ class Policy:
     name = "base"
     description = ""
     OPTIONS = {}
+    #: part of ``--policy all`` in the depth and batch searches; solver-based planners are
+    #: not (each probe would run a solver), and are searched when named
+    in_searches = True
 
     def __init__(self, **options):
         unknown = sorted(set(options) - set(self.OPTIONS))

@@ -83,6 +83,7 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
 @register
 class Checkmate(Policy):
     name = "checkmate"
+    in_searches = False   # a solver run per probe: searched only when named
     description = ("Checkmate MILP (R, S, U, Free over stages; HiGHS): least replay time under "
                    "the budget (solver=auto|milp|lp, time_limit_s=)")
     OPTIONS = {"solver": choice("auto", ("auto", "milp", "lp")),

@@ -169,6 +169,7 @@ def heuristic_plan(program, hardware, budget_bytes, *, mode, offload_types):
 @register
 class Joint(Policy):
     name = "joint"
+    in_searches = False   # a solver run per probe: searched only when named
     description = ("recompute + offload: POET-style MILP charged in link time (small graphs) "
                    "or a resident-tail heuristic that scales (solver=auto|milp|heuristic)")
     OPTIONS = {"solver": choice("auto", ("auto", "milp", "heuristic")),

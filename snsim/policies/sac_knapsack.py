@@ -89,6 +89,7 @@ def knapsack(memory, runtime, capacity, solver):
 @register
 class SacKnapsack(Policy):
     name = "sac_knapsack"
+    in_searches = False   # a solver run per probe: searched only when named
     description = ("PyTorch activation_memory_budget: knapsack of saved activations "
                    "(solver=dp|greedy|ilp, activation_memory_budget=0..1|auto), rest replayed")
     OPTIONS = {"activation_memory_budget": number(None, minimum=0.0, maximum=1.0,
