@@ -65,7 +65,10 @@ def remat_problem(program):
     steps, tensors = program.steps, program.tensors
     n = len(tensors)
     first, last = program.uses()
-    size = [t.nbytes for t in tensors]
+    # a convolution's workspace takes only what is free: cuDNN falls back to an algorithm
+    # without it (the engine's workspace_fallbacks), so it never decides feasibility
+    size = [0 if t.kind == "workspace" and t.producer_type == "CONV" else t.nbytes
+            for t in tensors]
     prod = [-1] * n
     for s in steps:
         if s.phase == "F":
@@ -467,14 +470,14 @@ def _round(pb, xv, R, S, IN, P, budget_bytes):
             if xv[v] >= thr:
                 stored[t].add(y)
         sol = complete(pb, stored)
-        peak, _ = managed_peak(pb.program, to_instructions(pb, sol))
+        peak, _ = managed_peak(pb.program, to_instructions(pb, sol), pb.size)
         cost = replay_time_s(pb, sol)
         if peak <= budget_bytes and (best is None or cost < best[0]):
             best = (cost, peak, sol)
     if best is None:
         sol = complete(pb, {t: {x for x in pb.decision if pb.prod[x] < t <= pb.last[x]}
                             for t in pb.stages})
-        peak, _ = managed_peak(pb.program, to_instructions(pb, sol))
+        peak, _ = managed_peak(pb.program, to_instructions(pb, sol), pb.size)
         if peak <= budget_bytes:
             best = (0.0, peak, sol)
     if best is None:

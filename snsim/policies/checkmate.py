@@ -19,8 +19,9 @@ working set exceeds the budget the plan is infeasible without a solver; otherwis
 only where HiGHS proves it. Plan notes: ``status``, ``objective_s`` and ``replay_time_s``
 (equal here; ``joint`` adds stalls), ``bound_s`` (the solver's lower bound), ``gap``, ``solve_s``, ``model_peak_bytes`` (the MILP's managed peak) and
 ``plan_peak_bytes`` (the same plan replayed without a clock), ``reason`` when infeasible.
-With a real allocator's rounding and fragmentation the engine's tensor cache (``lru``) swaps
-what the ideal count did not foresee; under the ideal allocator it never does. Convolutions
+The count is the ideal allocator's: a real allocator's rounding and fragmentation may not fit
+a plan that fills the budget (the model has no allocator, as Checkmate's). A convolution's
+workspace counts as 0 B: it takes only free memory, or cuDNN falls back without it. Convolutions
 take the fastest algorithm whose workspace fits the free memory (``ws_policy=dynamic``, as
 ``superneurons``); the objective charges replays the zero-workspace algorithm's time.
 """
@@ -70,7 +71,7 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
         notes["reason"] = why[sol.status]
         return None, notes
     ins = to_instructions(pb, sol)
-    peak, _ = managed_peak(program, ins)
+    peak, _ = managed_peak(program, ins, pb.size)
     notes.update(replay_time_s=replay_time_s(pb, sol), objective_s=sol.objective_s,
                  bound_s=sol.bound_s, gap=sol.gap,
                  model_peak_bytes=sol.model_peak_bytes, plan_peak_bytes=int(peak),
@@ -100,5 +101,4 @@ class Checkmate(Policy):
         if ins is None:   # nothing fits: liveness' plan, which the engine finds out of memory
             return Plan(policy=self.name, instructions=build_instructions(program),
                         workspace=o["ws_policy"], notes=notes)
-        return Plan(policy=self.name, instructions=ins, lru=True, workspace=o["ws_policy"],
-                    notes=notes)
+        return Plan(policy=self.name, instructions=ins, workspace=o["ws_policy"], notes=notes)

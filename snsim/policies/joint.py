@@ -192,7 +192,7 @@ class Joint(Policy):
             if ins is None:
                 return Plan(policy=self.name, instructions=build_instructions(program),
                             workspace="dynamic", notes=notes)
-            return Plan(policy=self.name, instructions=ins, lru=True, free_after_offload=True,
+            return Plan(policy=self.name, instructions=ins, free_after_offload=True,
                         workspace="dynamic", notes=notes)
         ins, notes = heuristic_plan(program, hardware, budget_bytes, mode=o["mode"],
                                     offload_types=o["offload_types"])

@@ -19,7 +19,7 @@ The budget is a proxy, not a peak (pytorch#197838): the knapsack counts bytes sa
 which of them are alive together nor the replays' transients. Plan notes report both:
 ``knapsack_budget_bytes`` (what the knapsack targeted), ``saved_bytes`` (what it kept) and
 ``physical_peak_bytes`` (static + the plan's managed peak replayed without a clock, the
-engine's ideal peak), next to ``liveness_peak_bytes``. ``activation_memory_budget=auto``
+engine's ideal peak, a convolution's optional workspace counted as 0 B), next to ``liveness_peak_bytes``. ``activation_memory_budget=auto``
 (default) starts from the fraction a user trusting the proxy would set (unsaved bytes =
 liveness' excess over the device budget; ``proxy_fraction`` and its
 ``proxy_physical_peak_bytes`` in the notes) and, when that does not fit, takes the largest
@@ -114,7 +114,7 @@ class SacKnapsack(Policy):
             dropped = {x: x for x in cands if x not in saved}
             ins = build_instructions(program, recompute="speed", drop_groups=dropped) \
                 if dropped else build_instructions(program)
-            return ins, saved, dropped, managed_peak(program, ins)[0]
+            return ins, saved, dropped, managed_peak(program, ins, pb.size)[0]
 
         # what a user trusting the proxy would set: unsaved bytes = liveness' excess
         proxy = min(1.0, max(0.0, 1.0 - (live - managed) / total)) if total else 1.0
