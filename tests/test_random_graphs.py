@@ -61,7 +61,8 @@ OPTION_SPACE = {
                      "ws_policy": st.sampled_from(WORKSPACE_MODES)},
     "joint": {"solver": st.sampled_from(["auto", "heuristic"]),
               "milp_max_steps": st.sampled_from([0, 16]), "time_limit_s": st.just(600),
-              "mode": st.sampled_from(RECOMPUTE_MODES), "offload_types": _types},
+              "mode": st.sampled_from(RECOMPUTE_MODES), "offload_types": _types,
+              "ws_policy": st.sampled_from(WORKSPACE_MODES)},
 }
 
 
