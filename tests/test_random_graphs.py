@@ -135,11 +135,17 @@ def hardwares(draw):
         host_pinned_bytes=draw(st.sampled_from([0, 4096, base.host_pinned_bytes])))
 
 
+# options always drawn: a solver left at its default size limit would run a MILP against a
+# wall-clock limit on a random graph (slow, and not bit-for-bit deterministic once it stops)
+ALWAYS = {"checkmate": ("milp_max_binaries",), "joint": ("milp_max_steps",)}
+
+
 @st.composite
 def policies(draw, names=None):
     name = draw(st.sampled_from(names or list_policies()))
     space = OPTION_SPACE[name]
-    opts = {k: draw(space[k]) for k in sorted(space) if draw(st.booleans())}
+    opts = {k: draw(space[k]) for k in sorted(space)
+            if k in ALWAYS.get(name, ()) or draw(st.booleans())}
     return name, opts
 
 
@@ -201,7 +207,7 @@ def check_random_run(G, hw, pol, alloc, data):
     budget = data.draw(budgets(p), label="budget")
     (name, opts), (allocator, aopts) = pol, alloc
     assume(get_policy(name, **opts).unsupported(p) is None)   # checkpoint needs 2+ blocks
-    _, r = run(p, hw, name, opts, budget, allocator, aopts)   # self-checks as it runs
+    plan, r = run(p, hw, name, opts, budget, allocator, aopts)   # self-checks as it runs
     note(f"{name} {opts} {allocator} {aopts} budget={budget} -> {r.summary()}")
     lb = p.lower_bound_bytes()
     if r.feasible:
@@ -213,8 +219,15 @@ def check_random_run(G, hw, pol, alloc, data):
         assert budget < BIG and r.failure.short_bytes > 0
     # same input, same result, bit for bit (plan included)
     assert fingerprint(run(p, hw, name, opts, budget, allocator, aopts)[1]) == fingerprint(r)
-    # more memory never makes a feasible run infeasible
-    if r.feasible and budget < BIG:
+    # more memory never makes a feasible run infeasible. The solver planners fit their plan
+    # to the budget under the ideal allocator's count, so that is where they are held to it
+    # (a real allocator's rounding may not fit the fuller plan of a larger budget), except
+    # Checkmate's LP rounding, a heuristic that may find no rounding at a larger budget (SPEC
+    # §11: fcn_8_vgg); sac_knapsack at a fraction the user set ignores the budget
+    monotone = (name not in SOLVER_POLICIES
+                or (allocator == "ideal" and plan.notes.get("solver") != "lp")
+                or (name == "sac_knapsack" and opts.get("activation_memory_budget") is not None))
+    if r.feasible and budget < BIG and monotone:
         more = budget + data.draw(st.integers(1, budget), label="extra budget")
         assert run(p, hw, name, opts, more, allocator, aopts)[1].feasible
 

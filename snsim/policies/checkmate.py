@@ -17,7 +17,7 @@ exponential in the worst case, the LP polynomial. Where liveness already fits, n
 replayed (provably optimal: the objective is zero) and no solver runs; where one step's own
 working set exceeds the budget the plan is infeasible without a solver; otherwise infeasible
 only where HiGHS proves it. Plan notes: ``status``, ``objective_s`` and ``replay_time_s``
-(equal here; ``joint`` adds stalls), ``bound_s`` (the solver's lower bound), ``gap``, ``solve_s``, ``model_peak_bytes`` (the MILP's managed peak) and
+(equal here; ``joint`` adds stalls), ``bound_s`` (the solver's lower bound), ``gap``, ``model_peak_bytes`` (the MILP's managed peak) and
 ``plan_peak_bytes`` (the same plan replayed without a clock), ``reason`` when infeasible.
 The count is the ideal allocator's: a real allocator's rounding and fragmentation may not fit
 a plan that fills the budget (the model has no allocator, as Checkmate's). A convolution's
@@ -57,7 +57,7 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
     floor, at = floor_bytes(pb)
     if live <= managed:
         notes.update(status="optimal", reason="liveness fits: nothing to replay",
-                     replay_time_s=0.0, gap=0.0, solve_s=0.0, model_peak_bytes=live)
+                     replay_time_s=0.0, gap=0.0, model_peak_bytes=live)
         return build_instructions(program), notes
     if floor > managed:
         s = program.steps[at]
@@ -70,7 +70,8 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
         max(0, min(pb.last[x], pb.stages[-1]) - pb.prod[x]) for x in pb.decision)
     relax = solver == "lp" or (solver == "auto" and n_bin > milp_max_binaries)
     sol = solve(pb, managed, relax=relax, time_limit_s=time_limit_s, link=link)
-    notes.update(solver="lp" if relax else "milp", status=sol.status, solve_s=round(sol.solve_s, 3),
+    # no wall-clock figure in the notes: they make the run's id (benchmarks time the plan)
+    notes.update(solver="lp" if relax else "milp", status=sol.status,
                  variables=sol.variables, binaries=sol.binaries)
     if sol.status in ("infeasible", "no_solution", "no_feasible_rounding"):
         why = {"infeasible": "HiGHS proves that no schedule of replays fits the budget",
