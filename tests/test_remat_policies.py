@@ -239,14 +239,22 @@ def test_sac_knapsack_physical_peak_next_to_its_budget(fraction, saved, physical
     assert n["physical_peak_bytes"] == physical == r.peak_ideal_bytes
 
 
-def test_sac_knapsack_auto_fits_where_the_proxy_does_not():
-    # a 300 B device budget: the proxy says save 300 of 400 B (drop x1, 100 B unsaved);
-    # dropping x1 alone peaks at F_4 with x2..x4 = 300 B: it fits. At 250 B the proxy says
-    # 0.25 → save x4 (4 s, 100 B) only: x1..x3 dropped, and B_4's... peak 200 B (x3 replayed
-    # with x1, x2 kept for their own B): the engine confirms the physical figure
-    for budget in (300, 250, 200):
-        plan, r = plan_and_run(chain(**CHAIN4), "sac_knapsack", budget)
-        assert r.feasible and r.peak_ideal_bytes == plan.notes["physical_peak_bytes"] <= budget
+@pytest.mark.parametrize("budget, fraction, saved, physical", [
+    # auto sets the fraction a user trusting the proxy would: unsaved bytes = liveness' excess
+    # (400 B - budget) over the 400 B of candidates. 300 B: 0.75, the knapsack keeps x2..x4
+    # (300 B, the most runtime), x1 is replayed for B_1; F_4 holds x2 + x3 + x4 = 300 B
+    (300, 0.75, 300, 300),
+    # 250 B: 0.625 (250 B); x4 and x3 fit (200 B), x2 would not: B_2 replays F_1, F_2 and
+    # holds x1 + x2 = 200 B, as F_4 holds x3 + x4
+    (250, 0.625, 200, 200),
+    (200, 0.5, 200, 200),
+])
+def test_sac_knapsack_auto_fraction(budget, fraction, saved, physical):
+    plan, r = plan_and_run(chain(**CHAIN4), "sac_knapsack", budget)
+    n = plan.notes
+    assert n["proxy_fraction"] == n["activation_memory_budget"] == fraction
+    assert n["saved_bytes"] == saved
+    assert r.feasible and r.peak_ideal_bytes == n["physical_peak_bytes"] == physical
 
 
 def test_sac_knapsack_bad_fraction_is_one_line():
