@@ -224,10 +224,11 @@ def build_model(pb, budget_bytes, *, count_frees=True, link=None):
 
     ``count_frees=False`` is the mutant of SPEC §11's trap (no frees inside a stage: every
     activation a stage touches counts to its end). ``link`` = ``(h2d_s, d2h_s)`` per tensor
-    adds paging (joint): each decision tensor may be copied to the host once, right after it
-    is made (``P[x]``), and back once for stage ``t`` (``In[t, x]``, issued at the start of
-    the stage before, resident from then on); the copies of a stage share the link (one FIFO per direction, modelled as one budget of seconds) and
-    what exceeds the stage's compute is a stall charged to the objective.
+    adds paging (joint): each decision tensor may be copied to the host once, when the model
+    lets it go (``P[x]``, charged to its producer's stage), and back once for stage ``t``
+    (``In[t, x]``, issued at the start of the stage before, resident from then on); a stage's
+    copies share the link (one budget of seconds) and what exceeds the stage's compute is a
+    stall charged to the objective.
     """
     m = _Model()
     steps = pb.program.steps
@@ -400,7 +401,6 @@ def solve(pb, budget_bytes, *, relax=False, time_limit_s=60.0, count_frees=True,
 def _add_link_rows(m, pb, R, IN, P, link):
     """Per stage: copies on the link minus the stage's compute is a stall, charged in time."""
     h2d_s, d2h_s = link
-    steps = pb.program.steps
     for k, t in enumerate(pb.stages):
         nt = pb.stages[k + 1] if k + 1 < len(pb.stages) else None
         terms = [(IN[nt, x], h2d_s[x]) for x in pb.decision if (nt, x) in IN]

@@ -17,7 +17,8 @@ exponential in the worst case, the LP polynomial. Where liveness already fits, n
 replayed (provably optimal: the objective is zero) and no solver runs; where one step's own
 working set exceeds the budget the plan is infeasible without a solver; otherwise infeasible
 only where HiGHS proves it. Plan notes: ``status``, ``objective_s`` and ``replay_time_s``
-(equal here; ``joint`` adds stalls), ``bound_s`` (the solver's lower bound), ``gap``, ``model_peak_bytes`` (the MILP's managed peak) and
+(equal here; ``joint`` adds stalls), ``bound_s`` (the solver's lower bound), ``gap``,
+``model_peak_bytes`` (the MILP's managed peak) and
 ``plan_peak_bytes`` (the same plan replayed without a clock), ``reason`` when infeasible.
 The count is the ideal allocator's: a real allocator's rounding and fragmentation may not fit
 a plan that fills the budget (the model has no allocator, as Checkmate's). A convolution's
@@ -63,8 +64,8 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
         s = program.steps[at]
         notes.update(status="infeasible",
                      reason=f"step {at} ({s.name} {s.phase}) alone needs {floor} B of managed "
-                     f"memory; the budget leaves {int(managed)} B after {program.static_total_bytes}"
-                     f" B of static tensors")
+                     f"memory; the budget leaves {int(managed)} B after "
+                     f"{program.static_total_bytes} B of static tensors")
         return None, notes
     n_bin = sum(len(v) for v in pb.ops.values()) + sum(
         max(0, min(pb.last[x], pb.stages[-1]) - pb.prod[x]) for x in pb.decision)

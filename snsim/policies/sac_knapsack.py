@@ -19,7 +19,8 @@ The budget is a proxy, not a peak (pytorch#197838): the knapsack counts bytes sa
 which of them are alive together nor the replays' transients. Plan notes report both:
 ``knapsack_budget_bytes`` (what the knapsack targeted), ``saved_bytes`` (what it kept) and
 ``physical_peak_bytes`` (static + the plan's managed peak replayed without a clock, the
-engine's ideal peak, a convolution's optional workspace counted as 0 B), next to ``liveness_peak_bytes``. ``activation_memory_budget=auto``
+engine's ideal peak, a convolution's optional workspace counted as 0 B), next to
+``liveness_peak_bytes``. ``activation_memory_budget=auto``
 (default) starts from the fraction a user trusting the proxy would set (unsaved bytes =
 liveness' excess over the device budget; ``proxy_fraction`` and its
 ``proxy_physical_peak_bytes`` in the notes) and, when that does not fit, takes the largest
