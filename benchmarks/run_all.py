@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-SCRIPTS = ["bench_core.py", "bench_maxdepth.py"]
+SCRIPTS = ["bench_core.py", "bench_maxdepth.py", "bench_planners.py"]
 
 
 def run_script(name):

@@ -51,16 +51,17 @@ def _cost_aware_modes(program, seg, mode):
             for key, d in deps.items()}
 
 
-def managed_peak(program, instructions):
+def managed_peak(program, instructions, size=None):
     """Peak of the managed bytes the instructions keep on the GPU, with no budget and no cache.
 
     A replay of the plan as the engine does it with the ideal allocator and an unlimited budget
     (offload copies are ignored: the engine keeps them resident as clean cache entries), with
     no clock. Returns ``(peak_bytes, layers)``: ``layers`` are the producers of the replayed
-    tensors resident at the first moment of the peak.
+    tensors resident at the first moment of the peak. ``size`` overrides the tensors' bytes
+    (the solver planners count a convolution's optional workspace as 0).
     """
     steps = program.steps
-    size = [t.nbytes for t in program.tensors]
+    size = [t.nbytes for t in program.tensors] if size is None else size
     producer = [t.producer for t in program.tensors]
     resident = [False] * len(size)
     freed = [False] * len(size)

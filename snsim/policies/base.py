@@ -59,6 +59,25 @@ def integer(default, *, minimum, optional=False):
     return Option(default=default, rule=rule, parse=parse)
 
 
+def number(default, *, minimum, maximum, optional=False):
+    """A real number in ``[minimum, maximum]``; ``optional`` also accepts ``none``/``auto``."""
+    def parse(v):
+        if optional and (v is None or (isinstance(v, str) and v.strip().lower() in
+                                       ("none", "null", "auto", ""))):
+            return None
+        if isinstance(v, bool):
+            raise ValueError
+        try:
+            v = float(v)    # ValueError on text that is not a number
+        except TypeError:
+            raise ValueError from None
+        if not minimum <= v <= maximum:
+            raise ValueError
+        return v
+    rule = f"a number in [{minimum}, {maximum}]" + (" or auto" if optional else "")
+    return Option(default=default, rule=rule, parse=parse)
+
+
 def choice(default, values):
     """One of ``values`` (strings, matched exactly)."""
     def parse(v):
