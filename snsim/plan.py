@@ -80,6 +80,11 @@ class Plan:
         stream and the host waits), instead of overlapping on a copy stream.
     pinned_host : bool
         Host buffers are pinned (page-locked); False copies at the pageable bandwidth.
+    dtr : dict or None
+        Dynamic Tensor Rematerialization at run time (``snsim/engine/dtr.py``):
+        ``{"heuristic": name, "remat_limit": multiple of compute time or None}``. On an
+        allocation failure the engine evicts the resident forward activation with the lowest
+        score and rebuilds evicted tensors when a step needs them.
     as_captured : bool
         The plan is what the framework itself does (free at last use), so a captured
         program's recorded history — setup and earlier iterations — is this plan's own and the
@@ -95,6 +100,7 @@ class Plan:
     sync_copies: bool = False
     pinned_host: bool = True
     as_captured: bool = False
+    dtr: dict | None = None
     notes: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -121,7 +127,7 @@ class Plan:
                 "lru": self.lru, "free_after_offload": self.free_after_offload,
                 "preallocate": self.preallocate, "sync_copies": self.sync_copies,
                 "pinned_host": self.pinned_host, "as_captured": self.as_captured,
-                "notes": self.notes,
+                "dtr": self.dtr, "notes": self.notes,
                 "instructions": [[type(i).__name__, i[0]] for i in self.instructions]}
 
     @classmethod
@@ -142,7 +148,8 @@ class Plan:
                    preallocate=bool(d.get("preallocate", False)),
                    sync_copies=bool(d.get("sync_copies", False)),
                    pinned_host=bool(d.get("pinned_host", True)),
-                   as_captured=bool(d.get("as_captured", False)), notes=d.get("notes", {}))
+                   as_captured=bool(d.get("as_captured", False)), dtr=d.get("dtr"),
+                   notes=d.get("notes", {}))
 
     def save(self, path):
         with open(path, "w") as f:

@@ -252,6 +252,11 @@ class Engine:
                     if cand not in self.pinned and self.state[cand] in evictable:
                         victim = cand
                         break
+            if victim is None and self.dtr is not None:
+                victim = self.dtr.victim(now)
+                if victim is not None:
+                    self.dtr.evict(victim, now)
+                    continue
             if victim is not None:
                 st = self.state[victim]
                 self.counters["evictions"] += 1
@@ -443,6 +448,8 @@ class Engine:
 
     def _free(self, t):
         st = self.state[t]
+        if self.dtr is not None and st not in (FREED, VOID) and self.dtr.free(t):
+            return
         if st in (FREED, VOID):
             raise PlanError(f"Free({t}) of tensor {self.p.tensors[t].name}, which is "
                             f"{STATE_NAMES[st]}")
@@ -619,6 +626,10 @@ class Engine:
         self.release_pending = [False] * n
         self.on_host = [False] * n
         self.lru = OrderedDict() if self.plan.lru else None
+        self.dtr = None
+        if self.plan.dtr is not None:   # run-time rematerialisation (snsim/engine/dtr.py)
+            from .dtr import make_rematerializer
+            self.dtr = make_rematerializer(self)
         self.heap = []
         self._last_copy_end = {}
         self._last_step_end = 0.0
@@ -679,7 +690,12 @@ class Engine:
             kind = type(ins)
             if kind is Compute:
                 s = steps[ins.step]
-                self._run_step(s, s.phase, s.time_s)
+                if self.dtr is None:
+                    self._run_step(s, s.phase, s.time_s)
+                else:
+                    self.dtr.before_step(s)
+                    self._run_step(s, s.phase, s.time_s)
+                    self.dtr.after_step(s)
             elif kind is Free:
                 self._free(ins.tensor)
             elif kind is Offload:
@@ -694,6 +710,8 @@ class Engine:
             else:
                 raise PlanError(f"unknown plan instruction {ins!r}")
         self._advance(float("inf"))
+        if self.dtr is not None:
+            self.dtr.finish()
         leaked = [t for t, st in enumerate(self.state) if st not in (FREED, VOID)]
         if leaked:
             names = ", ".join(p.name for p in (self.p.tensors[t] for t in leaked[:3]))
