@@ -19,8 +19,8 @@ Which tensors: forward activations written by a forward step whose other operand
 recomputable too (static tensors are always resident). Outputs of the ``DATA`` layer are
 recomputable but never evicted (DTR's constants). Gradients are never evicted. A storage that a
 later forward step updates in place (a PyTorch program's ``relu_`` or ``+=``: a forward step
-with no outputs) is rebuilt by replaying its producer and the in-place steps that had run on
-it when it was evicted.
+with no outputs, taken to write its most recently made operand) is rebuilt by replaying its
+producer and the in-place steps that had run on it when it was evicted.
 
 Heuristics (lowest score evicted; ties to the lower tensor id), with ``c`` the forward time of
 the steps that write the tensor, ``m`` its bytes and ``s`` its staleness (time since its last
@@ -71,9 +71,12 @@ class RematGraph:
             if s.outputs:
                 written = s.outputs
             else:
-                # no outputs: the step updates a storage in place (``relu_``, ``+=``); which
-                # operand it writes is not recorded, so any already written one may be
-                written = tuple(t for t in s.deps if self.writers[t])
+                # no outputs: the step updates a storage in place (``relu_``, ``out +=
+                # identity``). Which operand it writes is not recorded; PyTorch's in-place ops
+                # write the value just computed, so take the most recently made one. Its other
+                # operands are older, so rebuilding never goes round in a cycle.
+                made = [t for t in s.deps if self.writers[t]]
+                written = (max(made, key=lambda t: (self.writers[t][0], t)),) if made else ()
             self.writes[s.index] = written
             for t in written:
                 self.writers[t].append(s.index)
