@@ -1,0 +1,247 @@
+"""Capuchin: swap where the copy hides, recompute where it does not (Peng et al., ASPLOS 2020).
+
+From one iteration's per-step times (measured in a capture, modelled for a zoo network or a
+prediction: ``Step.time_s``) the planner lays out the compute timeline and, while liveness'
+peak is above the budget, frees memory at the peak step with one more tensor, chosen from the
+forward activations live across it between their last forward use and their first backward use:
+
+* **swap**: copy out after the last forward use (on the D2H stream), copy back in before the
+  backward use (H2D), each placed on its stream's timeline around the copies already chosen, so
+  the link is counted as occupied by earlier swaps (one shared timeline when the GPU has one copy
+  engine or a shared link). The copy-in starts at the latest moment that still lands it before
+  the backward step (Capuchin's in-trigger); the prefetch is issued at the start of the step
+  running then. ``FreeTime`` is the slack left; a swap whose copies cannot fit costs the
+  backward step the wait.
+* **recompute**: drop after the last forward use and replay the producing forward step right
+  before the backward use; possible when the producer's inputs are resident then (Capuchin
+  recomputes from resident sources; snsim does not chain replays).
+
+Ranking (the paper's hybrid policy): swaps that hide completely first, largest ``FreeTime``
+first; when none covers the peak, the option with the most memory saved per second of overhead
+(MSPS: bytes / recompute seconds, bytes / swap wait) — recomputation usually, for cheap layers.
+``mode=swap`` or ``mode=recompute`` restricts the choice. Offloaded tensors are freed when their
+copy ends (``free_after_offload``). The plan may still not fit (no tensor covers the peak);
+the engine then reports where memory runs out.
+
+Planning cost: one pass for the timeline and liveness (O(steps + deps)), then per chosen tensor
+one scan of the candidates live at the peak and a slot search on the copy timelines:
+O(chosen x (candidates + chosen)) — milliseconds on ResNet-50.
+"""
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+from ..plan import Compute, Drop, Offload, Plan, Prefetch, Recompute
+from ._schedule import build_instructions
+from .base import Policy, choice, register
+
+MODES = ("hybrid", "swap", "recompute")
+
+
+class _Link:
+    """Busy intervals of one copy stream, kept sorted, for first-fit slot searches."""
+
+    def __init__(self):
+        self.starts, self.ends = [], []
+
+    def earliest(self, t0_s, dur_s):
+        """The earliest start >= t0_s of a free slot of length dur_s."""
+        start = t0_s
+        for s, e in zip(self.starts, self.ends):
+            if e <= start:
+                continue
+            if s >= start + dur_s:
+                break
+            start = e
+        return start
+
+    def latest(self, lo_s, hi_s, dur_s):
+        """The latest start in [lo_s, hi_s - dur_s] of a free slot of length dur_s, or None."""
+        end = hi_s
+        for s, e in zip(reversed(self.starts), reversed(self.ends)):
+            if s >= end:
+                continue
+            if e <= end - dur_s:
+                break
+            end = s
+        start = end - dur_s
+        return start if start >= lo_s else None
+
+    def reserve(self, start_s, end_s):
+        i = bisect.bisect(self.starts, start_s)
+        self.starts.insert(i, start_s)
+        self.ends.insert(i, end_s)
+        return i
+
+    def release(self, i):
+        del self.starts[i], self.ends[i]
+
+
+def capuchin_choices(program, hardware, budget_bytes, mode="hybrid"):
+    """Choose tensors to swap and to recompute until the estimated peak fits the budget.
+
+    Returns ``(swaps, recomputes, est_peak_bytes)``: ``swaps`` maps a tensor to
+    ``(offload after step, prefetch before step)``; ``recomputes`` maps a tensor to
+    ``(drop after step, replay before step)``; the peak is liveness' with those tensors away,
+    on the ideal allocator (static bytes included).
+    """
+    steps, tensors = program.steps, program.tensors
+    n_steps = len(steps)
+    first, last = program.uses()
+    size = np.array([t.nbytes for t in tensors], dtype=np.int64)
+    dur = np.array([s.time_s for s in steps])
+    end_s = np.cumsum(dur)
+    start_s = end_s - dur
+    mem = np.zeros(n_steps + 1, dtype=np.int64)   # liveness: resident from first to last use
+    for t in range(len(tensors)):
+        if first[t] >= 0:
+            mem[first[t]] += size[t]
+            mem[last[t] + 1] -= size[t]
+    mem = np.cumsum(mem)[:n_steps]
+    target = budget_bytes - program.static_total_bytes
+
+    producer = [-1] * len(tensors)
+    in_place = [False] * len(tensors)     # also written by a later forward step without outputs
+    last_f = [-1] * len(tensors)
+    first_b = [-1] * len(tensors)
+    for s in steps:
+        if s.phase == "F":
+            for t in s.outputs:
+                if producer[t] < 0:
+                    producer[t] = s.index
+            if not s.outputs:
+                for t in s.deps:
+                    in_place[t] = True
+            for t in s.deps:
+                last_f[t] = s.index
+        elif s.phase == "B":
+            for t in s.deps:
+                if first_b[t] < 0:
+                    first_b[t] = s.index
+    cands = [t for t in range(len(tensors))
+             if tensors[t].kind == "activation" and last_f[t] >= 0 and first_b[t] > last_f[t] + 1]
+
+    shared = hardware.copy_engines < 2 or hardware.link_shared
+    d2h = _Link()
+    h2d = d2h if shared else _Link()
+    swaps, recomputes = {}, {}
+    needed_at = {}        # tensor -> steps where a chosen replay reads it
+    replayed_producers = set()
+
+    def removable(t, lo, hi):
+        return all(not lo <= k <= hi for k in needed_at.get(t, ()))
+
+    def swap_option(t, peak):
+        lf, fb = last_f[t], first_b[t]
+        out_dur = hardware.transfer_time_s(int(size[t]), "d2h", True)
+        in_dur = hardware.transfer_time_s(int(size[t]), "h2d", True)
+        out0 = d2h.earliest(end_s[lf], out_dur)
+        out1 = out0 + out_dur
+        held = d2h.reserve(out0, out1) if shared else None   # one link: in after out
+        in0 = h2d.latest(out1, start_s[fb], in_dur)
+        if in0 is None:   # cannot hide: as early as the link allows, the step waits
+            in0 = h2d.earliest(out1, in_dur)
+        if held is not None:
+            d2h.release(held)
+        wait_s = max(0.0, in0 + in_dur - start_s[fb])
+        free_s = start_s[fb] - (in0 + in_dur)
+        lo = int(np.searchsorted(start_s, out1, side="left"))   # first step after the copy-out
+        j = int(np.searchsorted(start_s, in0, side="right")) - 1  # the step running at copy-in
+        j = min(max(j, lf + 1), fb)
+        if not (lo <= peak < j) or not removable(t, lo, j - 1):
+            return None
+        return dict(kind="swap", lo=lo, hi=j - 1, at=(lf, j), wait_s=wait_s, free_s=free_s,
+                    copies=((out0, out1), (in0, in0 + in_dur)))
+
+    def recompute_option(t, peak):
+        k = producer[t]
+        lf, fb = last_f[t], first_b[t]
+        if k < 0 or in_place[t] or k in replayed_producers or not lf < peak < fb:
+            return None
+        s = steps[k]
+        for x in s.inputs:   # the replay reads them at fb: resident then
+            if not first[x] <= fb <= last[x] or x in recomputes or \
+                    (x in swaps and swaps[x][1] > fb):
+                return None
+        if not removable(t, lf + 1, fb - 1):
+            return None
+        transient = sum(int(size[y]) for y in s.outputs if y != t and not first[y] <= fb <= last[y])
+        return dict(kind="recompute", lo=lf + 1, hi=fb - 1, at=(lf, fb), cost_s=s.time_s,
+                    transient=transient, step=k)
+
+    while len(mem) and mem.max() > target:
+        peak = int(mem.argmax())
+        live = [t for t in cands if t not in swaps and t not in recomputes
+                and last_f[t] < peak < first_b[t]]
+        opts = []
+        for t in live:
+            if mode != "recompute":
+                o = swap_option(t, peak)
+                if o is not None:
+                    opts.append((t, o))
+            if mode != "swap":
+                o = recompute_option(t, peak)
+                if o is not None:
+                    opts.append((t, o))
+        if not opts:
+            break
+        hidden = [(t, o) for t, o in opts if o["kind"] == "swap" and o["wait_s"] == 0.0]
+        if hidden:
+            t, o = max(hidden, key=lambda to: (to[1]["free_s"], int(size[to[0]]), -to[0]))
+        else:
+            def msps(to):
+                t, o = to
+                overhead = o["cost_s"] if o["kind"] == "recompute" else o["wait_s"]
+                return (int(size[t]) / overhead if overhead > 0 else float("inf"), -t)
+            t, o = max(opts, key=msps)
+        mem[o["lo"]:o["hi"] + 1] -= size[t]
+        if o["kind"] == "swap":
+            swaps[t] = o["at"]
+            (a, b), (c, d) = o["copies"]
+            d2h.reserve(a, b)
+            h2d.reserve(c, d)
+        else:
+            recomputes[t] = o["at"]
+            replayed_producers.add(o["step"])
+            fb = o["at"][1]
+            mem[fb] += o["transient"]
+            for x in steps[o["step"]].inputs:
+                needed_at.setdefault(x, []).append(fb)
+    peak_bytes = int(mem.max()) if len(mem) else 0
+    return swaps, recomputes, program.static_total_bytes + peak_bytes
+
+
+@register
+class Capuchin(Policy):
+    name = "capuchin"
+    description = "Capuchin: swap where the link hides the copy, recompute by MSPS where not"
+    OPTIONS = {"mode": choice("hybrid", MODES)}
+
+    def plan(self, program, hardware, budget_bytes):
+        swaps, recomputes, est = capuchin_choices(program, hardware, budget_bytes,
+                                                  self.options["mode"])
+        before, after = {}, {}
+        for t, (lf, j) in sorted(swaps.items()):
+            after.setdefault(lf, []).append(Offload(t))
+            before.setdefault(j, []).append(Prefetch(t))
+        producer = {}
+        for s in program.steps:
+            if s.phase == "F":
+                for t in s.outputs:
+                    producer.setdefault(t, s.index)
+        for t, (lf, fb) in sorted(recomputes.items(), key=lambda kv: (producer[kv[0]], kv[0])):
+            after.setdefault(lf, []).append(Drop(t))
+            before.setdefault(fb, []).append(Recompute(producer[t]))
+        out = []
+        for ins in build_instructions(program):
+            if type(ins) is Compute:
+                out.extend(before.get(ins.step, ()))
+                out.append(ins)
+                out.extend(after.get(ins.step, ()))
+            else:
+                out.append(ins)
+        return Plan(policy=self.name, instructions=out, free_after_offload=True,
+                    notes={"mode": self.options["mode"], "swapped": len(swaps),
+                           "recomputed": len(recomputes), "estimated_peak_bytes": est})
