@@ -146,7 +146,7 @@ def capuchin_choices(program, hardware, budget_bytes, mode="hybrid"):
         if held is not None:
             d2h.release(held)
         wait_s = max(0.0, in0 + in_dur - start_s[fb])
-        free_s = start_s[fb] - (in0 + in_dur)
+        free_s = in0 - out1          # Capuchin's FreeTime: SwapInStart - SwapOutEnd
         lo = int(np.searchsorted(start_s, out1, side="left"))   # first step after the copy-out
         j = int(np.searchsorted(start_s, in0, side="right")) - 1  # the step running at copy-in
         j = min(max(j, lf + 1), fb)
