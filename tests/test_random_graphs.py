@@ -15,11 +15,13 @@ import dataclasses
 import pytest
 
 from snsim.engine.core import run_plan
+from snsim.engine.dtr import HEURISTICS
 from snsim.graph import LAYER_TYPES, GraphBuilder
 from snsim.hardware import load_hardware
 from snsim.plan import WORKSPACE_MODES
 from snsim.policies import POLICIES, get_policy, list_policies
 from snsim.policies._schedule import RECOMPUTE_MODES
+from snsim.policies.capuchin import MODES as CAPUCHIN_MODES
 from snsim.program import build_program
 
 pytest.importorskip("hypothesis")
@@ -50,6 +52,9 @@ OPTION_SPACE = {
     "checkpoint": {"every": st.none() | st.integers(1, 3), "selective": st.booleans(),
                    "modules": st.none()},
     "cpu_offload": {"pin_memory": st.booleans(), "modules": st.none()},
+    "dtr": {"heuristic": st.sampled_from(HEURISTICS),
+            "remat_limit": st.none() | st.integers(0, 4)},
+    "capuchin": {"mode": st.sampled_from(CAPUCHIN_MODES)},
 }
 
 
