@@ -53,8 +53,10 @@ OPTION_SPACE = {
                    "modules": st.none()},
     "cpu_offload": {"pin_memory": st.booleans(), "modules": st.none()},
     "dtr": {"heuristic": st.sampled_from(HEURISTICS),
-            "remat_limit": st.none() | st.integers(0, 4)},
-    "capuchin": {"mode": st.sampled_from(CAPUCHIN_MODES)},
+            "remat_limit": st.none() | st.integers(0, 4),
+            "ws_policy": st.sampled_from(WORKSPACE_MODES)},
+    "capuchin": {"mode": st.sampled_from(CAPUCHIN_MODES),
+                 "ws_policy": st.sampled_from(WORKSPACE_MODES)},
 }
 
 

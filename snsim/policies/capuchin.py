@@ -19,7 +19,9 @@ forward activations live across it between their last forward use and their firs
 Ranking (the paper's hybrid policy): swaps that hide completely first, largest ``FreeTime``
 first; when none covers the peak, the option with the most memory saved per second of overhead
 (MSPS: bytes / recompute seconds, bytes / swap wait) — recomputation usually, for cheap layers.
-``mode=swap`` or ``mode=recompute`` restricts the choice. Offloaded tensors are freed when their
+``mode=swap`` or ``mode=recompute`` restricts the choice; ``ws_policy`` picks the conv
+algorithms' workspace (SPEC §6: ``none`` by default, as liveness; ``dynamic`` uses only the
+memory the plan leaves free). Offloaded tensors are freed when their
 copy ends (``free_after_offload``). The plan may still not fit (no tensor covers the peak);
 the engine then reports where memory runs out.
 
@@ -33,7 +35,7 @@ import bisect
 
 import numpy as np
 
-from ..plan import Compute, Drop, Offload, Plan, Prefetch, Recompute
+from ..plan import WORKSPACE_MODES, Compute, Drop, Offload, Plan, Prefetch, Recompute
 from ._schedule import build_instructions
 from .base import Policy, choice, register
 
@@ -217,7 +219,7 @@ def capuchin_choices(program, hardware, budget_bytes, mode="hybrid"):
 class Capuchin(Policy):
     name = "capuchin"
     description = "Capuchin: swap where the link hides the copy, recompute by MSPS where not"
-    OPTIONS = {"mode": choice("hybrid", MODES)}
+    OPTIONS = {"mode": choice("hybrid", MODES), "ws_policy": choice("none", WORKSPACE_MODES)}
 
     def plan(self, program, hardware, budget_bytes):
         swaps, recomputes, est = capuchin_choices(program, hardware, budget_bytes,
@@ -243,5 +245,6 @@ class Capuchin(Policy):
             else:
                 out.append(ins)
         return Plan(policy=self.name, instructions=out, free_after_offload=True,
-                    notes={"mode": self.options["mode"], "swapped": len(swaps),
+                    workspace=self.options["ws_policy"],
+                    notes={**self.options, "swapped": len(swaps),
                            "recomputed": len(recomputes), "estimated_peak_bytes": est})

@@ -10,13 +10,14 @@ Options: ``heuristic`` (``h_dtr``: the paper's ``(c + c(e*)) / (m * staleness)``
 evicted neighbourhood ``e*``; ``h_dtr_eq``: ``e*`` by union-find classes; ``h_dtr_local``:
 ``c / (m * staleness)``; ``lru``; ``largest``; ``msps``: Capuchin's memory saved per second);
 ``remat_limit``: fail once the replays pass this multiple of the iteration's compute time
-(``none``: never).
+(``none``: never); ``ws_policy``: the conv algorithms' workspace (SPEC §6; ``none`` by default,
+as liveness, ``dynamic`` as SuperNeurons).
 
 Planning cost: liveness' O(steps + deps); the work is at run time, one score per resident
 candidate per eviction (see :mod:`snsim.engine.dtr`).
 """
 from ..engine.dtr import HEURISTICS
-from ..plan import Plan
+from ..plan import WORKSPACE_MODES, Plan
 from ._schedule import build_instructions
 from .base import Policy, choice, integer, register
 
@@ -26,10 +27,11 @@ class DTR(Policy):
     name = "dtr"
     description = "Dynamic Tensor Rematerialization: evict by h_DTR at run time, rebuild on access"
     OPTIONS = {"heuristic": choice("h_dtr", HEURISTICS),
-               "remat_limit": integer(3, minimum=0, optional=True)}
+               "remat_limit": integer(3, minimum=0, optional=True),
+               "ws_policy": choice("none", WORKSPACE_MODES)}
 
     def plan(self, program, hardware, budget_bytes):
         o = self.options
         return Plan(policy=self.name, instructions=build_instructions(program),
                     dtr={"heuristic": o["heuristic"], "remat_limit": o["remat_limit"]},
-                    notes=dict(o))
+                    workspace=o["ws_policy"], notes=dict(o))
