@@ -48,6 +48,10 @@ the classes of the direct neighbours.
 """
 from __future__ import annotations
 
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
 from ..errors import PlanError
 from ..result import Failure
 from .core import CLEAN, DROPPED, FREED, GPU, _Stop
@@ -100,9 +104,19 @@ class RematGraph:
             if ok[t]:
                 for x in self.parents[t]:
                     self.children[x].append(t)
+        self.neighbours = [self.parents[t] + self.children[t] for t in range(n)]
+        rows = [t for t in range(n) for _ in self.neighbours[t]]
+        cols = [y for t in range(n) for y in self.neighbours[t]]
+        self.adjacency = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
         self.cost_s = [sum(steps[k].time_s for k in self.writers[t]) if ok[t] else 0.0
                        for t in range(n)]
+        self.cost_arr = np.array(self.cost_s)
         self.evictable = [t for t in range(n) if ok[t] and tensors[t].producer_type != "DATA"]
+        # the candidates as arrays, for scoring them all at once
+        self.ev = np.array(self.evictable, dtype=np.int64)
+        self.ev_pos = {t: i for i, t in enumerate(self.evictable)}
+        self.ev_cost_s = np.array([self.cost_s[t] for t in self.evictable], dtype=float)
+        self.ev_bytes = np.array([max(1, tensors[t].nbytes) for t in self.evictable], dtype=float)
         self.planned_compute_s = sum(s.time_s for s in steps)
 
 
@@ -132,14 +146,16 @@ class Rematerializer:
                             f"or null")
         self.eng = engine
         self.g = graph
-        self.score = getattr(self, "_score_" + heuristic)
+        self.heuristic = heuristic
         self.limit_s = (None if remat_limit is None
                         else remat_limit * graph.planned_compute_s)
         n = len(graph.writers)
         self.evicted = [False] * n
         self.dead = [False] * n       # freed by the plan, kept for rebuilding its children
         self.lock = [0] * n
-        self.last_s = [0.0] * n
+        self.last_s = np.zeros(n)     # time of the last access
+        self.evicted_next = np.zeros(n, dtype=np.int64)   # evicted neighbours, per tensor
+        self.evicted_arr = np.zeros(n, dtype=bool)
         self.done = [0] * n           # writer steps run so far this iteration
         self.busy = [False] * n       # being rematerialised (cycle guard)
         # h_dtr_eq: union-find over evicted tensors, with each class's summed cost
@@ -171,9 +187,10 @@ class Rematerializer:
         eng = self.eng
         if eng.handle[t] is not None:
             eng._release_gpu(t, eng.t_compute)
+            self._set_evicted(t, True)
             self._joined(t)
         eng.state[t] = DROPPED
-        self.evicted[t] = self.dead[t] = True
+        self.dead[t] = True
         return True
 
     def finish(self):
@@ -184,17 +201,39 @@ class Rematerializer:
                 state[t] = FREED
 
     def victim(self, now):
-        """The resident evictable tensor with the lowest score, or None."""
-        eng = self.eng
-        handle, state, lock, pinned = eng.handle, eng.state, self.lock, eng.pinned
-        best = None
-        for t in self.g.evictable:
-            if handle[t] is None or lock[t] or state[t] not in (GPU, CLEAN) or t in pinned:
-                continue
-            key = (self.score(t, now), t)
-            if best is None or key < best:
-                best = key
-        return None if best is None else best[1]
+        """The resident evictable tensor with the lowest score (ties: the lowest id), or None.
+
+        The plain terms are scored for every candidate at once (numpy); the evicted
+        neighbourhood is walked only for the candidates that have an evicted neighbour.
+        """
+        eng, g = self.eng, self.g
+        state = np.array(eng.state, dtype=np.int8)[g.ev]   # GPU or CLEAN: allocated
+        ok = ((state == GPU) | (state == CLEAN)) & (np.array(self.lock)[g.ev] == 0)
+        for t in eng.pinned:
+            i = g.ev_pos.get(t)
+            if i is not None:
+                ok[i] = False
+        if not ok.any():
+            return None
+        h = self.heuristic
+        stale = np.maximum(now - self.last_s[g.ev], _MIN_STALENESS_S)
+        if h == "lru":
+            score = -stale
+        elif h == "largest":
+            score = -g.ev_bytes
+        elif h == "h_dtr_local":
+            score = g.ev_cost_s / (g.ev_bytes * stale)
+        else:
+            extra = np.zeros(len(g.evictable))
+            near = np.flatnonzero(ok & (self.evicted_next[g.ev] > 0))
+            if h == "msps":
+                for i in near:
+                    extra[i] = self._ancestors_s(g.evictable[i])
+            elif len(near):
+                extra[near] = self._neighbourhoods_s(g.ev[near], h == "h_dtr_eq")
+            score = (g.ev_cost_s + extra) / (g.ev_bytes if h == "msps" else g.ev_bytes * stale)
+        score = np.where(ok, score, np.inf)
+        return g.evictable[int(np.flatnonzero(ok & (score == score.min()))[0])]
 
     def evict(self, t, now):
         eng = self.eng
@@ -202,7 +241,7 @@ class Rematerializer:
         eng.counters["evicted_bytes"] += eng.size[t]
         eng._release_gpu(t, now)
         eng.state[t] = DROPPED
-        self.evicted[t] = True
+        self._set_evicted(t, True)
         self._joined(t)
 
     # -- rematerialisation -------------------------------------------------------------------
@@ -266,7 +305,7 @@ class Rematerializer:
             self.last_s[t] = end
         for t in self.g.writes[step.index]:
             if self.evicted[t] and eng.handle[t] is not None:
-                self.evicted[t] = False
+                self._set_evicted(t, False)
                 self._left(t)
                 if self.dead[t] and not self.lock[t]:
                     self._drop_dead(t)
@@ -281,8 +320,16 @@ class Rematerializer:
         eng = self.eng
         eng._release_gpu(t, eng.t_compute)
         eng.state[t] = DROPPED
-        self.evicted[t] = True
+        self._set_evicted(t, True)
         self._joined(t)
+
+    def _set_evicted(self, t, flag):
+        self.evicted[t] = flag
+        self.evicted_arr[t] = flag
+        step = 1 if flag else -1
+        nxt = self.evicted_next
+        for y in self.g.neighbours[t]:
+            nxt[y] += step
 
     # -- equivalence classes (h_dtr_eq) --------------------------------------------------------
     def _find(self, t):
@@ -296,7 +343,7 @@ class Rematerializer:
         """t was evicted: its cost joins its class, merged with its evicted neighbours'."""
         g, evicted = self.g, self.evicted
         self.class_cost_s[self._find(t)] += g.cost_s[t]
-        for y in g.parents[t] + g.children[t]:
+        for y in g.neighbours[t]:
             if evicted[y]:
                 a, b = self._find(t), self._find(y)
                 if a != b:
@@ -309,46 +356,39 @@ class Rematerializer:
         """t was rebuilt: its cost leaves its class (classes are never split)."""
         self.class_cost_s[self._find(t)] -= self.g.cost_s[t]
 
-    # -- scores (lowest is evicted) -------------------------------------------------------------
-    def _staleness_s(self, t, now):
-        return max(now - self.last_s[t], _MIN_STALENESS_S)
+    # -- evicted neighbourhoods (the scores themselves are in victim) -------------------------
+    def _neighbourhoods_s(self, cands, classes):
+        """For each candidate t, the summed cost of e*(t), the evicted tensors reachable from t
+        through evicted tensors: the union of the connected components of the evicted subgraph
+        next to t (sparse matrices: one labelling per victim search). ``classes``: h_dtr_eq's
+        union-find classes of evicted tensors stand for the components."""
+        g = self.g
+        gone = np.flatnonzero(self.evicted_arr)
+        if classes:
+            roots, label = np.unique([self._find(int(t)) for t in gone], return_inverse=True)
+            n_comp = len(roots)
+            comp_cost_s = np.array(self.class_cost_s)[roots]
+        else:
+            sub = g.adjacency[gone][:, gone]
+            n_comp, label = connected_components(sub, directed=False)
+            comp_cost_s = np.bincount(label, weights=g.cost_arr[gone], minlength=n_comp)
+        member = csr_matrix((np.ones(len(gone)), (np.arange(len(gone)), label)),
+                            shape=(len(gone), n_comp))
+        touches = g.adjacency[cands][:, gone] @ member    # candidate x component: edges
+        touches.data[:] = 1.0
+        return touches @ comp_cost_s
 
-    def _neighbourhood_s(self, t, links):
-        """Summed cost of the evicted tensors reachable from t through evicted tensors."""
+    def _ancestors_s(self, t):
+        """msps: summed cost of the evicted ancestors reachable from t through evicted ones."""
         g, evicted = self.g, self.evicted
         seen = {t}
         todo = [t]
         total = 0.0
         while todo:
             x = todo.pop()
-            for y in links(x):
+            for y in g.parents[x]:
                 if evicted[y] and y not in seen:
                     seen.add(y)
                     total += g.cost_s[y]
                     todo.append(y)
         return total
-
-    def _score_h_dtr(self, t, now):
-        g = self.g
-        e = self._neighbourhood_s(t, lambda x: g.parents[x] + g.children[x])
-        return (g.cost_s[t] + e) / (max(1, self.eng.size[t]) * self._staleness_s(t, now))
-
-    def _score_h_dtr_eq(self, t, now):
-        g, evicted = self.g, self.evicted
-        roots = {self._find(y) for y in g.parents[t] + g.children[t] if evicted[y]}
-        e = sum(self.class_cost_s[r] for r in roots)
-        return (g.cost_s[t] + e) / (max(1, self.eng.size[t]) * self._staleness_s(t, now))
-
-    def _score_h_dtr_local(self, t, now):
-        return self.g.cost_s[t] / (max(1, self.eng.size[t]) * self._staleness_s(t, now))
-
-    def _score_lru(self, t, now):
-        return -self._staleness_s(t, now)
-
-    def _score_largest(self, t, now):
-        return -self.eng.size[t]
-
-    def _score_msps(self, t, now):
-        g = self.g
-        e = self._neighbourhood_s(t, lambda x: g.parents[x])
-        return (g.cost_s[t] + e) / max(1, self.eng.size[t])
