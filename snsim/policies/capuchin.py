@@ -43,10 +43,12 @@ from ._schedule import build_instructions
 from .base import Policy, choice, register
 
 MODES = ("hybrid", "swap", "recompute")
+_INF = float("inf")
 
 
 class _Link:
-    """Busy intervals of one copy stream, kept sorted, for first-fit slot searches."""
+    """Busy intervals of one copy stream, disjoint and sorted (so their ends are sorted too),
+    for first-fit slot searches by bisection."""
 
     def __init__(self):
         self.starts, self.ends = [], []
@@ -54,23 +56,19 @@ class _Link:
     def earliest(self, t0_s, dur_s):
         """The earliest start >= t0_s of a free slot of length dur_s."""
         start = t0_s
-        for s, e in zip(self.starts, self.ends):
-            if e <= start:
-                continue
-            if s >= start + dur_s:
-                break
-            start = e
+        i = bisect.bisect_right(self.ends, start)   # the first interval ending after start
+        while i < len(self.starts) and self.starts[i] < start + dur_s:
+            start = max(start, self.ends[i])
+            i += 1
         return start
 
     def latest(self, lo_s, hi_s, dur_s):
         """The latest start in [lo_s, hi_s - dur_s] of a free slot of length dur_s, or None."""
         end = hi_s
-        for s, e in zip(reversed(self.starts), reversed(self.ends)):
-            if s >= end:
-                continue
-            if e <= end - dur_s:
-                break
-            end = s
+        i = bisect.bisect_left(self.starts, end) - 1  # the last interval starting before end
+        while i >= 0 and self.ends[i] > end - dur_s:
+            end = min(end, self.starts[i])
+            i -= 1
         start = end - dur_s
         return start if start >= lo_s else None
 
@@ -155,10 +153,9 @@ def capuchin_choices(program, hardware, budget_bytes, mode="hybrid"):
         lo = int(np.searchsorted(start_s, out1, side="left"))   # first step after the copy-out
         j = int(np.searchsorted(start_s, in0, side="right")) - 1  # the step running at copy-in
         j = min(max(j, lf + 1), fb)
-        if not (lo <= peak < j) or not removable(t, lo, j - 1):
-            return None
+        covers = lo <= peak < j and removable(t, lo, j - 1)
         return dict(kind="swap", lo=lo, hi=j - 1, at=(lf, j), wait_s=wait_s, free_s=free_s,
-                    copies=((out0, out1), (in0, in0 + in_dur)))
+                    copies=((out0, out1), (in0, in0 + in_dur)), covers=covers)
 
     def recompute_option(t, peak):
         k = producer[t]
@@ -176,31 +173,50 @@ def capuchin_choices(program, hardware, budget_bytes, mode="hybrid"):
         return dict(kind="recompute", lo=lf + 1, hi=fb - 1, at=(lf, fb), cost_s=s.time_s,
                     transient=transient, step=k)
 
+    def msps(t, o):
+        overhead = o["cost_s"] if o["kind"] == "recompute" else o["wait_s"]
+        return int(size[t]) / overhead if overhead > 0 else _INF
+
+    # Lazy greedy: the link only fills up, so a swap's FreeTime only shrinks and its wait only
+    # grows, and a recomputation's MSPS is fixed; the last value seen bounds each candidate,
+    # and candidates are evaluated best bound first until no bound can beat the best found.
+    free_bound, msps_bound = {}, {}
     while len(mem) and mem.max() > target:
         peak = int(mem.argmax())
         live = [t for t in cands if t not in swaps and t not in recomputes
                 and last_f[t] < peak < first_b[t]]
-        opts = []
-        for t in live:
-            if mode != "recompute":
+        best, best_key = None, None
+        if mode != "recompute":   # a swap the copies hide, the largest FreeTime first
+            for t in sorted(live, key=lambda t: (-free_bound.get(t, _INF), t)):
+                if best is not None and free_bound.get(t, _INF) < best_key[0]:
+                    break
                 o = swap_option(t, peak)
-                if o is not None:
-                    opts.append((t, o))
-            if mode != "swap":
-                o = recompute_option(t, peak)
-                if o is not None:
-                    opts.append((t, o))
-        if not opts:
+                hidden = o["wait_s"] == 0.0
+                free_bound[t] = o["free_s"] if hidden else -_INF
+                if hidden and o["covers"]:
+                    key = (o["free_s"], int(size[t]), -t)
+                    if best is None or key > best_key:
+                        best, best_key = (t, o), key
+        if best is None:          # the most memory saved per second of overhead
+            for t in sorted(live, key=lambda t: (-msps_bound.get(t, _INF), t)):
+                if best is not None and msps_bound.get(t, _INF) < best_key[0]:
+                    break
+                bound = 0.0
+                for o in ((swap_option(t, peak) if mode != "recompute" else None),
+                          (recompute_option(t, peak) if mode != "swap" else None)):
+                    if o is None:
+                        continue
+                    m = msps(t, o)
+                    bound = max(bound, m)
+                    if o.get("covers", True) and (best is None or (m, -t) > best_key):
+                        best, best_key = (t, o), (m, -t)
+                if mode != "swap" and producer[t] >= 0:   # valid later, at this MSPS
+                    c = steps[producer[t]].time_s
+                    bound = max(bound, int(size[t]) / c if c > 0 else _INF)
+                msps_bound[t] = bound
+        if best is None:
             break
-        hidden = [(t, o) for t, o in opts if o["kind"] == "swap" and o["wait_s"] == 0.0]
-        if hidden:
-            t, o = max(hidden, key=lambda to: (to[1]["free_s"], int(size[to[0]]), -to[0]))
-        else:
-            def msps(to):
-                t, o = to
-                overhead = o["cost_s"] if o["kind"] == "recompute" else o["wait_s"]
-                return (int(size[t]) / overhead if overhead > 0 else float("inf"), -t)
-            t, o = max(opts, key=msps)
+        t, o = best
         mem[o["lo"]:o["hi"] + 1] -= size[t]
         if o["kind"] == "swap":
             swaps[t] = o["at"]
