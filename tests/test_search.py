@@ -164,7 +164,9 @@ def test_static_bound_caps_the_search(small_depth):
 def test_frames(small_depth):
     df = small_depth.frame()
     # every policy that can plan the family's networks (ResNets have blocks to checkpoint)
-    assert list(df["policy"]) == applicable_policies(_mp("resnet:3,4,2,3", batch=1))
+    # (dtr and capuchin are left out of the searches' `all`: Policy.in_search_all)
+    assert list(df["policy"]) == [n for n in applicable_policies(_mp("resnet:3,4,2,3", batch=1))
+                                  if n not in ("dtr", "capuchin")]
     assert "checkpoint" in list(df["policy"])
     assert {"max_depth", "k", "step_time_s", "next_depth", "next_failure"} <= set(df.columns)
     probes = small_depth.probes_frame()

@@ -46,7 +46,7 @@ from ..api import resolve_hardware
 from ..engine.core import run_plan
 from ..errors import ConfigError, PlanError, UnknownNameError
 from ..gcpause import without_gc
-from ..policies import applicable_policies, get_policy, list_policies
+from ..policies import POLICIES, applicable_policies, get_policy, list_policies
 from ..program import build_program
 from ..units import parse_bytes
 from ..zoo import (build_network, canonical_name, check_sizes, densenet, resnet, vgg,
@@ -559,7 +559,7 @@ def _resolve(hardware, budget_bytes, policies):
     if budget <= 0:
         raise ConfigError(f"budget (={budget} B) must be > 0")
     if policies is None or policies == "all":
-        names = _AllPolicies(list_policies())
+        names = _AllPolicies(n for n in list_policies() if POLICIES[n].in_search_all)
     else:
         names = [policies] if isinstance(policies, str) else list(policies)
         names = [n.strip() for item in names for n in str(item).split(",") if n.strip()]

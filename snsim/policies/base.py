@@ -120,6 +120,9 @@ class Policy:
     name = "base"
     description = ""
     OPTIONS = {}
+    #: part of the searches' ``all`` (maxdepth, maxbatch); False where one run costs seconds
+    #: on deep networks (dtr, capuchin), so that ``all`` keeps its time target
+    in_search_all = True
 
     def __init__(self, **options):
         unknown = sorted(set(options) - set(self.OPTIONS))

@@ -238,6 +238,7 @@ def capuchin_choices(program, hardware, budget_bytes, mode="hybrid"):
 class Capuchin(Policy):
     name = "capuchin"
     description = "Capuchin: swap where the link hides the copy, recompute by MSPS where not"
+    in_search_all = False   # ResNet k=150 at the K40c limit: ~2.4 s to plan
     OPTIONS = {"mode": choice("hybrid", MODES), "ws_policy": choice("none", WORKSPACE_MODES)}
 
     def plan(self, program, hardware, budget_bytes):

@@ -26,6 +26,7 @@ from .base import Policy, choice, integer, register
 class DTR(Policy):
     name = "dtr"
     description = "Dynamic Tensor Rematerialization: evict by h_DTR at run time, rebuild on access"
+    in_search_all = False   # ResNet k=512 at the K40c limit: ~7 s CPU per run
     OPTIONS = {"heuristic": choice("h_dtr", HEURISTICS),
                "remat_limit": integer(3, minimum=0, optional=True),
                "ws_policy": choice("none", WORKSPACE_MODES)}
