@@ -88,6 +88,11 @@ class Plan:
         stream and the host waits), instead of overlapping on a copy stream.
     pinned_host : bool
         Host buffers are pinned (page-locked); False copies at the pageable bandwidth.
+    dtr : dict or None
+        Dynamic Tensor Rematerialization at run time (``snsim/engine/dtr.py``):
+        ``{"heuristic": name, "remat_limit": multiple of compute time or None}``. On an
+        allocation failure the engine evicts the resident forward activation with the lowest
+        score and rebuilds evicted tensors when a step needs them.
     as_captured : bool
         The plan is what the framework itself does (free at last use), so a captured
         program's recorded history — setup and earlier iterations — is this plan's own and the
@@ -120,6 +125,7 @@ class Plan:
     sync_copies: bool = False
     pinned_host: bool = True
     as_captured: bool = False
+    dtr: dict | None = None
     notes: dict = field(default_factory=dict)
     host_resident: tuple = ()
     program: object = None
@@ -161,7 +167,7 @@ class Plan:
                 "lru": self.lru, "free_after_offload": self.free_after_offload,
                 "preallocate": self.preallocate, "sync_copies": self.sync_copies,
                 "pinned_host": self.pinned_host, "as_captured": self.as_captured,
-                "notes": self.notes, "host_resident": list(self.host_resident),
+                "dtr": self.dtr, "notes": self.notes, "host_resident": list(self.host_resident),
                 "unpacked": [list(u) for u in self.unpacked],
                 "extra_packs": [list(e) for e in self.extra_packs],
                 "instructions": [[type(i).__name__, i[0]] for i in self.instructions]}
@@ -192,7 +198,7 @@ class Plan:
                    preallocate=bool(d.get("preallocate", False)),
                    sync_copies=bool(d.get("sync_copies", False)),
                    pinned_host=bool(d.get("pinned_host", True)),
-                   as_captured=bool(d.get("as_captured", False)), notes=d.get("notes", {}),
+                   as_captured=bool(d.get("as_captured", False)), dtr=d.get("dtr"), notes=d.get("notes", {}),
                    host_resident=tuple(int(t) for t in d.get("host_resident", ())),
                    program=program,
                    unpacked=tuple((int(f), int(a), int(b), int(n), str(lab))

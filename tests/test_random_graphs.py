@@ -15,11 +15,13 @@ import dataclasses
 import pytest
 
 from snsim.engine.core import run_plan
+from snsim.engine.dtr import HEURISTICS
 from snsim.graph import LAYER_TYPES, GraphBuilder
 from snsim.hardware import load_hardware
 from snsim.plan import WORKSPACE_MODES
 from snsim.policies import POLICIES, get_policy, list_policies
 from snsim.policies._schedule import RECOMPUTE_MODES
+from snsim.policies.capuchin import MODES as CAPUCHIN_MODES
 from snsim.program import build_program
 
 pytest.importorskip("hypothesis")
@@ -65,6 +67,11 @@ OPTION_SPACE = {
               "milp_max_steps": st.sampled_from([0, 16]), "time_limit_s": st.just(600),
               "mode": st.sampled_from(RECOMPUTE_MODES), "offload_types": _types,
               "ws_policy": st.sampled_from(WORKSPACE_MODES)},
+    "dtr": {"heuristic": st.sampled_from(HEURISTICS),
+            "remat_limit": st.none() | st.integers(0, 4),
+            "ws_policy": st.sampled_from(WORKSPACE_MODES)},
+    "capuchin": {"mode": st.sampled_from(CAPUCHIN_MODES),
+                 "ws_policy": st.sampled_from(WORKSPACE_MODES)},
 }
 
 

@@ -278,6 +278,11 @@ class Engine:
                     if cand not in self.pinned and self.state[cand] in evictable:
                         victim = cand
                         break
+            if victim is None and self.dtr is not None:
+                victim = self.dtr.victim(now)
+                if victim is not None:
+                    self.dtr.evict(victim, now)
+                    continue
             if victim is not None:
                 st = self.state[victim]
                 self.counters["evictions"] += 1
@@ -508,6 +513,8 @@ class Engine:
 
     def _free(self, t):
         st = self.state[t]
+        if self.dtr is not None and st not in (FREED, VOID) and self.dtr.free(t):
+            return
         if st in (FREED, VOID):
             raise PlanError(f"Free({t}) of tensor {self.p.tensors[t].name}, which is "
                             f"{STATE_NAMES[st]}")
@@ -728,6 +735,10 @@ class Engine:
             self.state[t] = HOST
             self.on_host[t] = True
         self.lru = OrderedDict() if self.plan.lru else None
+        self.dtr = None
+        if self.plan.dtr is not None:   # run-time rematerialisation (snsim/engine/dtr.py)
+            from .dtr import make_rematerializer
+            self.dtr = make_rematerializer(self)
         self.heap = []
         self._last_copy_end = {}
         self._last_step_end = 0.0
@@ -791,7 +802,12 @@ class Engine:
                 s = steps[ins[0]]
                 if self.deferred and s.phase == "U":
                     self._first_optimizer_step()
-                run_step(s, s.phase, s.time_s)
+                if self.dtr is None:
+                    run_step(s, s.phase, s.time_s)
+                else:
+                    self.dtr.before_step(s)
+                    run_step(s, s.phase, s.time_s)
+                    self.dtr.after_step(s)
             elif kind is Free:
                 free(ins[0])
             elif kind is Prefetch:
@@ -808,6 +824,8 @@ class Engine:
             else:
                 raise PlanError(f"unknown plan instruction {ins!r}")
         self._advance(float("inf"))
+        if self.dtr is not None:
+            self.dtr.finish()
         leaked = [t for t, st in enumerate(self.state) if st not in (FREED, VOID)
                   and not (st == HOST and t in self._host_resident)]
         if leaked:
