@@ -17,6 +17,10 @@ from snsim.zoo import build_network
 
 REPEATS = 5
 TARGET_S = 2.0    # graph + program of ResNet2500 (issue 5)
+#: superneurons plan + replay of ResNet2500 before issue 11: 0.334 s (BENCHMARKS.md of main,
+#: 2026-11-30, this 2-core machine); issue 11 asks for 0.2 s
+STEP_BEFORE_S = 0.334
+STEP_TARGET_S = 0.2
 
 
 def timed(fn):
@@ -61,8 +65,11 @@ def main():
         lines.append(f"| {name}: replay | {t_run:.3f} s | {verdict}; {events:,} events, "
                      f"{events / t_run:,.0f} events/s |")
         if name == "superneurons":
+            step_met = t_plan + t_run <= STEP_TARGET_S
+            met = met and step_met
             lines.append(f"| **superneurons: plan + replay** | **{t_plan + t_run:.3f} s** | "
-                         f"goal ≤ 0.2 s (issue 11) |")
+                         f"before issue 11: {STEP_BEFORE_S:.3f} s; target ≤ {STEP_TARGET_S:g} s "
+                         f"(issue 11): {'met' if step_met else 'NOT met'} |")
     return "\n".join(lines) + "\n", met
 
 

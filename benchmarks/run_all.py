@@ -5,6 +5,10 @@ each prints, under a header that says when and where the figures were taken. The
 assembled first and printed in one piece, so a missed target (a script exiting 1) or a script
 that crashes still gives a complete file: the section says what happened. The exit status is 1
 if any target was missed or any script failed.
+
+To compare with an earlier tree under the same machine load, point ``SNSIM_BENCH_BASELINE`` at
+a copy of it (``git archive COMMIT | tar -x -C DIR``) and name it in
+``SNSIM_BENCH_BASELINE_LABEL``: bench_maxdepth.py then runs both CLIs interleaved.
 """
 import datetime
 import os
@@ -14,7 +18,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-SCRIPTS = ["bench_core.py", "bench_maxdepth.py", "bench_predict.py"]
+SCRIPTS = ["bench_core.py", "bench_maxdepth.py", "bench_planners.py", "bench_predict.py"]
 
 
 def run_script(name):
@@ -32,6 +36,7 @@ def run_script(name):
 
 
 def main():
+    load = os.getloadavg()[0]
     sections, ok = [], True
     for name in SCRIPTS:
         text, good = run_script(name)
@@ -40,7 +45,9 @@ def main():
     header = (f"# snsim benchmarks\n\nGenerated {datetime.date.today().isoformat()} by `python "
               f"benchmarks/run_all.py > BENCHMARKS.md` on {platform.machine()} "
               f"({os.cpu_count()} cores), Python {platform.python_version()}. Wall-clock figures "
-              f"are medians: rerun to compare on your machine.\n")
+              f"are medians: rerun to compare on your machine. Load average at the start: "
+              f"{load:.1f} (above {os.cpu_count()}, other work shares the CPUs and wall "
+              f"times stretch).\n")
     sys.stdout.write("\n".join([header, *sections]))
     sys.stdout.flush()
     return 0 if ok else 1

@@ -9,13 +9,20 @@ median / max |err| of each, split into captures the table's host calibration use
 folders.
 
     PYTHONPATH=. python scripts/compare_step_time.py traces/h200 traces/h200/cpu_bound \\
-        --table configs/kernels/h200.csv.gz --csv step_time.csv
+        traces/h200/cpu_bound_heldout --table configs/kernels/h200.csv.gz \\
+        --csv docs/data/step_time_h200.csv --cache /tmp/records --before old.csv
+
+``--cache DIR`` keeps each capture's recording (pickled ops and marks) so a second run only
+re-times them; ``--before CSV`` (an earlier run's ``--csv``, of older code) adds its
+``table_host_err_pct`` as ``before_err_pct``. ``group`` is ``heldout`` for
+``cpu_bound_heldout/``, ``cpu`` for ``cpu_bound/``, else ``gpu``.
 """
 from __future__ import annotations
 
 import argparse
 import gzip
 import json
+import pickle
 import statistics
 import sys
 from pathlib import Path
@@ -56,6 +63,10 @@ def main(argv=None):
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--csv", default=None)
     ap.add_argument("--limit", type=int, default=0, help="only the first N captures")
+    ap.add_argument("--cache", default=None, help="folder for the captures' recordings")
+    ap.add_argument("--before", default=None, help="an earlier --csv: its errors as before")
+    ap.add_argument("--before-commit", default="", help="the commit --before was made with")
+    ap.add_argument("--no-zoo", action="store_true", help="skip the zoo twins")
     args = ap.parse_args(argv)
 
     from snsim.hardware import load_hardware
@@ -69,28 +80,49 @@ def main(argv=None):
     if table is None:
         print(f"no kernel table for {args.table or args.gpu}: roofline only", file=sys.stderr)
     seen = set((table.meta.get("host_models", "") if table else "").split(","))
+    before = {}
+    if args.before:
+        import csv
+        with open(args.before, newline="") as f:
+            before = {r["capture"]: float(r["table_host_err_pct"]) for r in csv.DictReader(f)}
     rows = []
     for i, (path, prov, meas) in enumerate(_captures(args.folders)):
         if args.limit and i >= args.limit:
             break
         spec = resolve_model(prov["model"], input_shape=tuple(prov["input_shape"]))
-        r = record_fake(spec, prov["batch"], prov.get("optimizer", "sgd-momentum"))
-        rec = r["rec"]
+        cached = Path(args.cache) / f"{path.parent.name}__{path.name}.pkl" if args.cache \
+            else None
+        if cached is not None and cached.exists():
+            with open(cached, "rb") as f:
+                ops, marks = pickle.load(f)
+        else:
+            rec = record_fake(spec, prov["batch"], prov.get("optimizer", "sgd-momentum"))["rec"]
+            ops, marks = rec.ops, rec.marks
+            if cached is not None:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                with open(cached, "wb") as f:
+                    pickle.dump((ops, marks), f)
+        group = ("heldout" if path.parent.name == "cpu_bound_heldout" else
+                 "cpu" if path.parent.name == "cpu_bound" else "gpu")
         row = {"capture": f"{path.parent.name}/{path.name}", "network": spec.name,
                "batch": prov["batch"], "bound": "cpu" if "cpu_bound" in str(path) else "gpu",
-               "in_table": spec.name in seen, "meas_ms": meas * 1e3}
+               "group": group, "in_table": spec.name in seen, "meas_ms": meas * 1e3}
         for label, tab, host in (("table_host", table, True), ("table_gpu", table, False),
                                  ("roofline", None, False)):
             if tab is None and label != "roofline":
                 continue
             rep = {}
-            op_times_s(rec.ops, hw, rec.marks, table=tab, host=host, report=rep)
+            op_times_s(ops, hw, marks, table=tab, host=host, report=rep)
             row[f"{label}_ms"] = rep["step_s"] * 1e3
             row[f"{label}_err_pct"] = 100 * (rep["step_s"] - meas) / meas
             if label == "table_host":
                 for k in ("table_s", "fitted_s", "proxy_s", "roofline_s", "host_s", "wait_s"):
                     row["src_" + k[:-2] + "_ms"] = rep[k] * 1e3
-        row.update(_zoo(spec.name, prov["batch"], hw, table, meas))
+        if row["capture"] in before:
+            row["before_err_pct"] = before[row["capture"]]
+            row["before_commit"] = args.before_commit
+        if not args.no_zoo:
+            row.update(_zoo(spec.name, prov["batch"], hw, table, meas))
         rows.append(row)
         print(" ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}"
                        for k, v in row.items()), file=sys.stderr, flush=True)
@@ -109,7 +141,8 @@ def main(argv=None):
         if not any(key in r for r in rows):
             continue
         for name, sel in (("all", rows), ("gpu-bound", [r for r in rows if r["bound"] == "gpu"]),
-                          ("cpu-bound", [r for r in rows if r["bound"] == "cpu"]),
+                          ("cpu-bound", [r for r in rows if r["group"] == "cpu"]),
+                          ("cpu-bound held out", [r for r in rows if r["group"] == "heldout"]),
                           ("network in table", [r for r in rows if r["in_table"]]),
                           ("network not in table", [r for r in rows if not r["in_table"]])):
             errs = [abs(r[key]) for r in sel if key in r]
@@ -118,6 +151,7 @@ def main(argv=None):
                       f"{statistics.median(errs):6.2f}%  max |err| {max(errs):6.2f}%")
     if args.csv:
         import pandas as pd
+        Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
         pd.DataFrame(rows).to_csv(args.csv, index=False)
     return 0
 

@@ -16,7 +16,7 @@ python3 -c "
 from snsim.kernel_table import KernelTable
 t = KernelTable.read('$OUT/h200.csv.gz')
 print('families:', ' '.join(t.families()))
-print('host per op (phase average):', t.host, 'overhead beyond the aten call:', t.host_overhead)
+print('host per op (phase average):', t.host)
 print('copies:', {k: round(v['bytes_per_s'] / 1e9, 1) for k, v in t.copy_model().items()}, 'GB/s')
 " 2>&1 | tee -a "$OUT/calibrate.log"
 ls -l "$OUT" | tee -a "$OUT/calibrate.log"

@@ -28,6 +28,11 @@ on a CPU they run with tiny counts as a dry run, and the copy grid is skipped):
 ``bw``    (copy_bandwidth.csv) -- copy bandwidth by size, pinned and pageable, both directions,
   and the host time a pageable copy holds the issuing thread.
 
+``ckpt``  (checkpoint_costs.csv) -- host seconds per block of ``torch.utils.checkpoint`` and of
+  bare ``saved_tensors_hooks`` against a plain chain of tiny conv-BN-ReLU blocks, forward and
+  backward (the host cost the executed checkpoint / superneurons plans show and the op-level
+  host model does not charge).
+
 Usage: ``PYTHONPATH=. python3 scripts/steptime_probe.py PART --out DIR [--quick]``.
 """
 from __future__ import annotations
@@ -233,6 +238,66 @@ def count_nodes(root):
         seen.add(fn)
         stack.extend(f for f, _ in fn.next_functions)
     return len(seen)
+
+
+# -- host: checkpointing ---------------------------------------------------------------------
+def host_checkpoint(n_blocks, reps):
+    """Host seconds per block of a chain of tiny conv-BN-ReLU blocks (kernels of microseconds,
+    so the host is the bottleneck), forward issue and ``backward()`` return, for: ``plain``;
+    ``hooks`` (identity ``saved_tensors_hooks`` around the forward: the Python pack/unpack
+    calls alone, as ``save_on_cpu`` and the superneurons offloader install them);
+    ``checkpoint`` (``torch.utils.checkpoint(use_reentrant=False)`` around every block: its
+    hooks, its bookkeeping and the recomputation). ``saved_tensors`` is the pack calls per block
+    of the plain forward, so a model can charge hooks per saved tensor and checkpoint per
+    call."""
+    from torch.utils.checkpoint import checkpoint
+    blocks = torch.nn.ModuleList(torch.nn.Sequential(
+        torch.nn.Conv2d(8, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(inplace=True)) for _ in range(n_blocks)).to(DEV)
+    x0 = torch.randn(2, 8, 8, 8, device=DEV, requires_grad=True)
+    packs = [0]
+
+    def pack(t):
+        packs[0] += 1
+        return t
+
+    def run(variant):
+        h = x0
+        if variant == "hooks":
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                for b in blocks:
+                    h = b(h)
+        else:
+            for b in blocks:
+                h = checkpoint(b, h, use_reentrant=False) if variant == "checkpoint" else b(h)
+        return h.sum()
+
+    rows = []
+    for variant in ("plain", "hooks", "checkpoint"):
+        f_s, b_s = [], []
+        for i in range(reps + 2):
+            sync()
+            t0 = time.perf_counter()
+            loss = run(variant)
+            t1 = time.perf_counter()
+            loss.backward()
+            t2 = time.perf_counter()
+            sync()
+            if i >= 2:                       # two warm-up runs
+                f_s.append(t1 - t0)
+                b_s.append(t2 - t1)
+            del loss
+        packs[0] = 0
+        run("hooks")
+        per_block = packs[0] / n_blocks
+        for phase, v in (("F", f_s), ("B", b_s)):
+            rows.append({"part": "checkpoint", "name": variant, "phase": phase, "n": n_blocks,
+                         "host_s": f"{sorted(v)[len(v) // 2] / n_blocks:.4e}",
+                         "saved_tensors": f"{per_block:g}"})
+    for r in rows:
+        print(f"  {r['name']:<10} {r['phase']}: {float(r['host_s']) * 1e6:7.2f} us per block "
+              f"({r['saved_tensors']} saved tensors per block)", flush=True)
+    return rows
 
 
 # -- host: whole steps ----------------------------------------------------------------------
@@ -545,7 +610,7 @@ def copy_bandwidth(quick):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("part", choices=("host", "steps", "copy", "bw"))
+    p.add_argument("part", choices=("host", "steps", "copy", "bw", "ckpt"))
     p.add_argument("--out", required=True)
     p.add_argument("--quick", action="store_true", help="tiny counts (a CPU dry run)")
     a = p.parse_args(argv)
@@ -565,6 +630,9 @@ def main(argv=None):
         host_steps(2 if a.quick else 7, models, os.path.join(a.out, "host_steps.csv"))
     elif a.part == "copy":
         write_rows(os.path.join(a.out, "copy_slowdown.csv"), copy_slowdown(a.quick))
+    elif a.part == "ckpt":
+        write_rows(os.path.join(a.out, "checkpoint_costs.csv"),
+                   host_checkpoint(10 if a.quick else 200, 1 if a.quick else 7))
     else:
         write_rows(os.path.join(a.out, "copy_bandwidth.csv"), copy_bandwidth(a.quick))
     print(f"{a.part}: {time.perf_counter() - t0:.1f} s", flush=True)

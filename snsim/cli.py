@@ -64,6 +64,7 @@ def _add_network_args(p, *, batch=True):
         p.add_argument("--batch", type=int, default=DEFAULT_BATCH,
                        help=f"mini-batch size (default {DEFAULT_BATCH})")
     p.add_argument("--input-size", type=int, default=None, help="image side in pixels (224)")
+    seq_arg(p)
     p.add_argument("--variant", default="torchvision", choices=("torchvision", "release"),
                    help="torchvision topology (224 px) or the SuperNeurons release's (227 px)")
     p.add_argument("--gpu", default=DEFAULT_GPU, help="hardware preset or YAML path (k40c)")
@@ -72,6 +73,11 @@ def _add_network_args(p, *, batch=True):
     p.add_argument("--trace", default=None,
                    help="a snsim trace JSON to simulate instead of a zoo network")
     _framework_arg(p)
+
+
+def seq_arg(p):
+    p.add_argument("--seq", type=int, default=None,
+                   help="sequence length of a token model (gpt2, llama3-8b, bert-base, ...)")
 
 
 def _framework_arg(p):
@@ -96,8 +102,10 @@ def load_program(args):
         return hw, make_program(net, hardware=hw, optimizer=args.optimizer)
     if args.batch is not None and args.batch <= 0:
         raise ConfigError(f"--batch (={args.batch}) must be a positive integer")
-    return hw, make_program(args.network, batch=args.batch, hardware=hw,
-                            input_size=args.input_size, variant=args.variant,
+    from .zoo import seq_input_size
+    size = seq_input_size(args.network, seq=args.seq, input_size=args.input_size)
+    return hw, make_program(args.network, batch=args.batch, hardware=hw, input_size=size,
+                            variant=args.variant,
                             optimizer=args.optimizer, framework=args.framework)
 
 
@@ -391,13 +399,13 @@ def _short(text, n=48):
 
 
 def cmd_compare(args):
-    from .policies import list_policies
+    from .policies import all_note, all_policies
     from .verdict import time_source, where
     hw, program = load_program(args)
     from .policies import get_policy
     rows = []
     skipped = []
-    names = [n.strip() for n in args.policies.split(",")] if args.policies else list_policies()
+    names = [n.strip() for n in args.policies.split(",")] if args.policies else all_policies()
     for name in names:
         why = None if args.policies else get_policy(name).unsupported(program)
         if why:   # every policy was asked for: leave out those that cannot plan this program
@@ -457,6 +465,8 @@ def cmd_compare(args):
                   "the whole failure)")
     if skipped:
         print(f"not run: {'; '.join(skipped)}", file=sys.stderr)
+    if not args.policies and all_note():
+        print(all_note(), file=sys.stderr)
     return 0
 
 
@@ -476,11 +486,17 @@ def cmd_export(args):
     from .trace import export_zoo
     hw = resolve_hardware(args.gpu)
     output_path(args.out, "--out", folder=True)
+    from .zoo import seq_input_size
     for name in args.network:
         path = export_zoo(name, batch=args.batch, hardware=hw, out_dir=args.out,
-                          input_size=args.input_size, variant=args.variant)
+                          input_size=seq_input_size(name, seq=args.seq,
+                                                    input_size=args.input_size),
+                          variant=args.variant)
         print(path)
     return 0
+
+
+_CUSTOM_NETWORKS = ("resnet:a,b,c,d", "gpt|llama|bert|vit:key=value,...")
 
 
 def cmd_list(args):
@@ -488,7 +504,7 @@ def cmd_list(args):
     from .policies import POLICIES
     from .zoo import list_networks
     if args.format == "json":
-        doc = {"networks": list_networks() + ["resnet:a,b,c,d"],
+        doc = {"networks": list_networks() + list(_CUSTOM_NETWORKS),
                "hardware": list_hardware(),
                "policies": {n: cls.description for n, cls in sorted(POLICIES.items())},
                "frameworks": sorted(DEFAULT_ALLOCATORS),
@@ -496,10 +512,11 @@ def cmd_list(args):
                               "pytorch": "the PyTorch CUDA caching allocator"}}
         print(json.dumps(doc, indent=2))
         return 0
-    print("networks:  " + ", ".join(list_networks()) + ", resnet:a,b,c,d")
+    print("networks:  " + ", ".join(list_networks() + list(_CUSTOM_NETWORKS)))
     print("hardware:  " + ", ".join(list_hardware()))
     for name, cls in sorted(POLICIES.items()):
-        print(f"policy {name:<14} {cls.description}")
+        print(f"policy {name:<14} {cls.description}"
+              + ("" if cls.in_all else " [not in 'all': name it]"))
     return 0
 
 
@@ -516,7 +533,7 @@ def build_parser():
     d.add_argument("--layers", action="store_true", help="per-layer table")
     d.set_defaults(func=cmd_describe)
 
-    from .policies import list_policies
+    from .policies import all_note, list_policies
     policies = ", ".join(list_policies())
     r = sub.add_parser("run", help="simulate one training iteration under a policy",
                        description="Simulate one training iteration. The first line is the "
@@ -534,7 +551,8 @@ def build_parser():
     c = sub.add_parser("compare", help="every policy side by side")
     _add_network_args(c)
     c.add_argument("--policies", default=None,
-                   help=f"comma-separated subset of {policies} (default: all)")
+                   help=f"comma-separated subset of {policies} (default: all"
+                   + (f"; {all_note()}" if all_note() else "") + ")")
     _run_args(c)
     _fmt_arg(c)
     c.set_defaults(func=cmd_compare)
@@ -544,6 +562,7 @@ def build_parser():
     e.add_argument("--batch", type=int, default=DEFAULT_BATCH,
                    help=f"mini-batch size (default {DEFAULT_BATCH})")
     e.add_argument("--input-size", type=int, default=None, help="image side in pixels (224)")
+    seq_arg(e)
     e.add_argument("--variant", default="torchvision", choices=("torchvision", "release"),
                    help="torchvision topology (224 px) or the SuperNeurons release's (227 px)")
     e.add_argument("--gpu", default=DEFAULT_GPU,

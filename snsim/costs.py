@@ -109,7 +109,14 @@ _ELEMENTWISE = {
     "CONCAT": (0, (1, 1), (1, 1)),
 }
 _LAYER_TYPES = ("DATA", "CONV", "FC", "BN", "ACT", "POOL", "LRN", "DROPOUT", "SOFTMAX",
-                "FORK", "JOIN", "CONCAT", "PADDING")
+                "FORK", "JOIN", "CONCAT", "PADDING", "EMBED", "NORM", "ATTN", "MUL", "SLICE")
+# the transformer types' elementwise rows (as _ELEMENTWISE) and the preset efficiency they use
+_ELEMENTWISE.update({
+    "NORM": (8, (2, 1), (3, 2)),      # a LayerNorm/RMSNorm costs as a batch norm
+    "MUL": (1, (1, 1), (2, 2)),       # reads both inputs; backward writes both gradients
+    "SLICE": (0, (0, 1), (0, 1)),     # copies one token forward; writes a zero-padded dx
+})
+_EFF_KIND = {"NORM": "bn", "MUL": "act", "SLICE": "mem", "EMBED": "mem"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -445,7 +452,14 @@ def layer_time_s(node_attrs, hw, phase="F", dtype_bytes=4, *, n_outputs=None):
         flops = (4.0 if bwd else 2.0) * macs
         nbytes = (2 * in_b + out_b + 2 * w_b) if bwd else (in_b + out_b + w_b)
         return _roofline(flops, nbytes, hw.eff("fc"), hw.eff("mem"), hw)
-    eff = hw.eff(t)
+    if t == "ATTN":
+        return _attention_time_s(node_attrs, hw, bwd, in_b, out_b)
+    eff = hw.eff(_EFF_KIND.get(t, t))
+    if t == "EMBED":
+        # gather the rows (one table per lookup); backward scatters into a zeroed gradient table
+        lookups = 1 + bool(node_attrs.get("positions")) + bool(node_attrs.get("token_types"))
+        w_b = node_attrs.get("param_bytes") or 0
+        return _roofline(0.0, (lookups + 1) * out_b + (w_b if bwd else 0), eff, eff, hw)
     if t == "FORK":
         k = n_outputs or node_attrs.get("n_outputs") or 2
         return _roofline(0.0, in_b + k * out_b, eff, eff, hw)
@@ -463,6 +477,23 @@ def layer_time_s(node_attrs, hw, phase="F", dtype_bytes=4, *, n_outputs=None):
     flops = per_elem * out_elems * (2.0 if bwd else 1.0)
     nbytes = (ba * in_b + bb * out_b) if bwd else (fa * in_b + fb * out_b)
     return _roofline(flops, nbytes, eff, eff, hw)
+
+
+def _attention_time_s(a, hw, bwd, in_b, out_b):
+    """Attention core: ``2 * macs`` flops for q k^T and p v (half with a causal fused kernel,
+    which skips the masked blocks); backward does twice the matmuls, a fused kernel also
+    recomputes the scores (2.5x). Eager attention moves the ``S x S`` scores and probabilities
+    through memory several times (write, mask, softmax, read in p v); a fused kernel only reads
+    q, k, v and writes the output."""
+    flash = a.get("attn_kernel", "flash") == "flash"
+    flops = 2.0 * (a.get("macs") or 0)
+    if flash and a.get("causal"):
+        flops /= 2
+    flops *= (2.5 if flash else 2.0) if bwd else 1.0
+    n, s, _ = a["out_shape"]
+    ss_b = n * a.get("heads", 1) * s * s * 4
+    nbytes = (in_b + out_b) * (2 if bwd else 1) + (0 if flash else (6 if bwd else 5) * ss_b)
+    return _roofline(flops, nbytes, hw.eff("fc"), hw.eff("mem"), hw)
 
 
 def update_time_s(param_bytes, state_bytes, hw):
@@ -491,7 +522,8 @@ def update_time_s(param_bytes, state_bytes, hw):
 
 # -- whole graphs -----------------------------------------------------------------------------
 _SIGNATURE_KEYS = ("type", "out_shape", "kernel", "stride", "pad", "groups", "macs",
-                   "param_bytes", "bias", "size")
+                   "param_bytes", "bias", "size", "attn_kernel", "causal", "heads", "positions",
+                   "token_types")
 
 
 def _freeze(v):
@@ -602,7 +634,7 @@ def _layer_ops(a, dtype_bytes=4):
                 y + x + w + w + (0 if first else x), cls, "tf32")]
         return fwd, bwd
     if typ == "FC":
-        n = a["out_shape"][0]
+        n = _numel(a["out_shape"][:-1])    # rows: the batch, times the sequence
         i, o = a["in_features"], a["out_features"]
         w = a["params"] * b
         mm = 2 * n * i * o

@@ -16,9 +16,20 @@ from .errors import GraphError, UnknownNameError
 SCHEMA_VERSION = 1
 
 LAYER_TYPES = ("DATA", "CONV", "FC", "BN", "ACT", "POOL", "LRN", "DROPOUT", "SOFTMAX",
-               "FORK", "JOIN", "CONCAT", "PADDING")
-CHECKPOINT_TYPES = frozenset({"CONV", "FC", "JOIN", "FORK", "CONCAT", "DATA", "SOFTMAX"})
-RECOMPUTABLE_TYPES = frozenset({"ACT", "BN", "POOL", "LRN", "DROPOUT", "PADDING"})
+               "FORK", "JOIN", "CONCAT", "PADDING",
+               # transformers: embedding lookup, Layer/RMS norm, attention core, elementwise
+               # product (SwiGLU), one token of a sequence (BERT's pooler, ViT's class token)
+               "EMBED", "NORM", "ATTN", "MUL", "SLICE")
+# attention and embeddings are compute or parameter layers, kept like CONV/FC; norms, the
+# SwiGLU product and a token slice are cheap to redo, like BN and activations
+CHECKPOINT_TYPES = frozenset({"CONV", "FC", "JOIN", "FORK", "CONCAT", "DATA", "SOFTMAX",
+                              "EMBED", "ATTN"})
+RECOMPUTABLE_TYPES = frozenset({"ACT", "BN", "POOL", "LRN", "DROPOUT", "PADDING", "NORM", "MUL",
+                                "SLICE"})
+
+
+ATTENTION_KERNELS = ("eager", "flash")
+ACTIVATIONS = ("relu", "gelu", "silu", "tanh")
 
 
 def _pair(v):
@@ -94,9 +105,11 @@ class GraphBuilder:
         return self.G.nodes[lid]["out_shape"]
 
     # -- layers -------------------------------------------------------------------------
-    def data(self, name="data"):
+    def data(self, name="data", *, elem_bytes=None):
+        """The input batch; ``elem_bytes=8`` for int64 token ids (else the graph's dtype)."""
+        extra = {} if elem_bytes is None else {"elem_bytes": int(elem_bytes)}
         return self._add("DATA", [], (self.G.graph["batch"], *self.G.graph["input_shape"]),
-                         name=name)
+                         name=name, **extra)
 
     def conv(self, x, out_channels, kernel, stride=1, pad=0, *, bias=True, groups=1, name=None):
         n, c, h, w = self.shape(x)
@@ -113,6 +126,90 @@ class GraphBuilder:
                          macs=macs, out_channels=out_channels, kernel=(kh, kw), stride=(sh, sw),
                          pad=(ph, pw), groups=groups, bias=bias)
 
+    def linear(self, x, out_features, *, bias=True, tied=False, name=None):
+        """A linear layer on the last axis (``nn.Linear`` on a ``(N, ..., C)`` sequence).
+
+        ``tied``: the weight is another layer's (GPT-2's LM head reuses the token embedding):
+        no parameters of its own, the matmul's MACs all the same.
+        """
+        shp = self.shape(x)
+        rows, in_features = math.prod(shp[:-1]), shp[-1]
+        params = 0 if tied else in_features * out_features + (out_features if bias else 0)
+        return self._add("FC", [x], (*shp[:-1], out_features), name=name, params=params,
+                         macs=rows * in_features * out_features, out_features=out_features,
+                         in_features=in_features, bias=bias and not tied, tied=tied)
+
+    def embed(self, x, dim, *, vocab=0, positions=0, token_types=0, cls_token=False, name=None):
+        """Embeddings of a sequence, summed: token ids ``(N, S)`` looked up in ``vocab`` rows, or
+        patches ``(N, C, H, W)`` read as ``H*W`` tokens after an optional class token; plus
+        learned positions (``positions`` rows) and BERT's token types.
+
+        Parameters in the order a framework allocates them: the word table (``weight``), the
+        class token, the position table, the token-type table.
+        """
+        shp = self.shape(x)
+        if vocab:
+            if len(shp) != 2:
+                raise GraphError(f"embed {name}: token ids must be (N, S), got {shp}")
+            n, seq = shp
+        else:
+            if len(shp) != 4 or shp[1] != dim:
+                raise GraphError(f"embed {name}: patches must be (N, {dim}, H, W), got {shp}")
+            n, seq = shp[0], shp[2] * shp[3] + int(cls_token)
+        if positions and seq > positions:
+            raise GraphError(f"{self.G.graph['name']}: embed {name}: sequence length {seq} "
+                             f"exceeds the {positions} learned positions")
+        pieces = [(p, k * dim) for p, k in (("weight", vocab), ("class_token", int(cls_token)),
+                                             ("pos_weight", positions),
+                                             ("type_weight", token_types)) if k]
+        return self._add("EMBED", [x], (n, seq, dim), name=name,
+                         params=sum(c for _, c in pieces), vocab=vocab, positions=positions,
+                         token_types=token_types, cls_token=bool(cls_token),
+                         pieces=[[p, c] for p, c in pieces])
+
+    def norm(self, x, *, kind="layer", name=None):
+        """LayerNorm (weight and bias) or RMSNorm (weight) over the last axis."""
+        if kind not in ("layer", "rms"):
+            raise UnknownNameError(f"norm {name}: kind {kind!r} is unknown; known: layer, rms")
+        d = self.shape(x)[-1]
+        return self._add("NORM", [x], self.shape(x), name=name,
+                         params=(2 if kind == "layer" else 1) * d, norm=kind)
+
+    def attention(self, x, *, heads, kv_heads=None, causal=True, kernel="flash", rotary=False,
+                  mha=False, name=None):
+        """The attention core on packed ``[q | k | v]`` projections ``(N, S, (H + 2 Hkv) * D)``:
+        softmax(q k^T / sqrt(D)) v per head, grouped-query when ``kv_heads < heads``.
+
+        ``kernel``: ``"eager"`` materialises the ``S x S`` scores and probabilities per head (both
+        kept for backward); ``"flash"`` (fused SDPA) keeps only the output and a logsumexp row
+        per head. ``rotary``: q and k are rotated first (RoPE, no parameters). ``mha``: run as
+        PyTorch's ``nn.MultiheadAttention`` (layout copies; :mod:`snsim.program_torch`).
+        """
+        n, s, width = self.shape(x)
+        kv_heads = heads if kv_heads is None else kv_heads
+        if kernel not in ATTENTION_KERNELS:
+            raise UnknownNameError(f"attention {name}: kernel {kernel!r} is unknown; known: "
+                                   f"{', '.join(ATTENTION_KERNELS)}")
+        if width % (heads + 2 * kv_heads):
+            raise GraphError(f"attention {name}: packed width {width} is not (heads + 2 kv "
+                             f"heads) x head dim for {heads} heads, {kv_heads} kv heads")
+        d = width // (heads + 2 * kv_heads)
+        return self._add("ATTN", [x], (n, s, heads * d), name=name,
+                         macs=2 * n * heads * s * s * d, heads=heads, kv_heads=kv_heads,
+                         head_dim=d, causal=bool(causal), attn_kernel=kernel,
+                         rotary=bool(rotary), **({"mha": True} if mha else {}))
+
+    def mul(self, a, c, *, name=None):
+        """Elementwise product of two same-shaped tensors (SwiGLU's ``silu(gate) * up``)."""
+        if self.shape(a) != self.shape(c):
+            raise GraphError(f"mul {name}: input shapes differ: {self.shape(a)} {self.shape(c)}")
+        return self._add("MUL", [a, c], self.shape(a), name=name)
+
+    def token(self, x, index=0, *, name=None):
+        """Token ``index`` of a sequence ``(N, S, C) -> (N, C)`` (a view in PyTorch)."""
+        n, s, c = self.shape(x)
+        return self._add("SLICE", [x], (n, c), name=name, index=index)
+
     def fc(self, x, out_features, *, bias=True, name=None):
         shp = self.shape(x)
         n, in_features = shp[0], math.prod(shp[1:])
@@ -128,6 +225,13 @@ class GraphBuilder:
 
     def relu(self, x, *, name=None):
         return self._add("ACT", [x], self.shape(x), name=name, activation="relu")
+
+    def act(self, x, activation, *, name=None):
+        """An elementwise activation: ``relu``, ``gelu``, ``silu`` or ``tanh``."""
+        if activation not in ACTIVATIONS:
+            raise UnknownNameError(f"activation {activation!r} is unknown; known: "
+                                   f"{', '.join(ACTIVATIONS)}")
+        return self._add("ACT", [x], self.shape(x), name=name, activation=activation)
 
     def pool(self, x, kernel, stride=None, pad=0, *, mode="max", ceil_mode=False, name=None):
         n, c, h, w = self.shape(x)
@@ -173,11 +277,14 @@ class GraphBuilder:
         """A FORK: each consumer added later gets its own copy of ``x`` (SPEC §2.3)."""
         return self._add("FORK", [x], self.shape(x), name=name)
 
-    def join(self, inputs, *, name=None):
+    def join(self, inputs, *, inplace=True, name=None):
+        """JOIN(sum). ``inplace=False``: PyTorch writes a new tensor (``x = x + f(x)``, the
+        transformers' residual), not into the main branch (torchvision's ``out += identity``)."""
         shapes = {self.shape(i) for i in inputs}
         if len(shapes) != 1:
             raise GraphError(f"join {name}: input shapes differ: {sorted(shapes)}")
-        return self._add("JOIN", list(inputs), self.shape(inputs[0]), name=name)
+        extra = {} if inplace else {"inplace": False}
+        return self._add("JOIN", list(inputs), self.shape(inputs[0]), name=name, **extra)
 
     def concat(self, inputs, *, name=None):
         shapes = [self.shape(i) for i in inputs]
@@ -207,7 +314,12 @@ NODE_RULES = {
     "pad_channels": checks.COUNT, "n_outputs": checks.POSITIVE, "ceil_mode": checks.FLAG,
     "adaptive": checks.FLAG, "activation": checks.TEXT, "mode": checks.TEXT,
     "time_source": checks.TEXT, "fwd_time_s": checks.TIME_S, "bwd_time_s": checks.TIME_S,
-    "update_time_s": checks.TIME_S,
+    "update_time_s": checks.TIME_S, "heads": checks.POSITIVE, "kv_heads": checks.POSITIVE,
+    "head_dim": checks.POSITIVE, "causal": checks.FLAG, "rotary": checks.FLAG,
+    "attn_kernel": checks.TEXT, "tied": checks.FLAG, "inplace": checks.FLAG,
+    "vocab": checks.COUNT, "positions": checks.COUNT, "token_types": checks.COUNT,
+    "cls_token": checks.FLAG, "norm": checks.TEXT, "index": checks.COUNT, "mha": checks.FLAG,
+    "elem_bytes": checks.int_in(1, 16),
 }
 REQUIRED_ATTRS = ("name", "out_shape")
 GRAPH_RULES = {"name": checks.TEXT, "source": checks.TEXT, "batch": checks.POSITIVE,
@@ -216,7 +328,7 @@ GRAPH_RULES = {"name": checks.TEXT, "source": checks.TEXT, "batch": checks.POSIT
 _BIAS_WIDTH = {"CONV": "out_channels", "FC": "out_features"}   # one bias per output
 #: (fewest, most) inputs of each layer type; None: any number
 ARITY = {t: (1, 1) for t in LAYER_TYPES}
-ARITY.update(DATA=(0, 0), JOIN=(1, None), CONCAT=(1, None))
+ARITY.update(DATA=(0, 0), JOIN=(1, None), CONCAT=(1, None), MUL=(2, 2))
 
 
 def check_graph(G, *, source="graph"):

@@ -39,20 +39,6 @@ COMPUTE_FAMILIES = frozenset({"convolution", "convolution_backward", "mm", "addm
                               "sdpa_flash", "sdpa_efficient", "sdpa_math",
                               "sdpa_flash_backward", "sdpa_efficient_backward",
                               "sdpa_math_backward"})
-# Backward ops issued by the autograd engine itself, not by a node: when a tensor feeds several
-# ops, the engine sums their gradients (InputBuffer::accumulate, C++) with an aten add. No
-# Python, no autograd node, no module runs around it, so its host cost is the aten call alone;
-# the per-op overhead that calibrate fits (what a node's apply adds) is not charged to it, and is
-# fitted over the other ops only. DenseNet's backward is 40% such adds (every concatenated
-# feature map feeds every later layer), ResNet's one per block.
-GRAD_ACCUMULATE_OPS = frozenset({"add"})
-# dtype casts (aten ``_to_copy``) in forward and backward. Under autocast they are a fifth of a
-# step's kernels (ResNet-50 bf16: 113 of 525): the Autocast dispatch key issues the forward
-# casts inside the call of the op it casts for (C++, no module, no Python), and their
-# backward (ToCopyBackward0) is one cast back issued by the engine. Like the gradient sums, a
-# cast costs the aten call alone and the fitted per-op overhead is fitted over the other ops.
-# An explicit ``.to()`` in a forward belongs to a module whose other ops carry its overhead.
-CAST_OPS = frozenset({"_to_copy"})
 # fp16 and bf16 rows are one group per family: the same kernels, templated on a 2-byte type
 # (cuDNN's and cuBLAS's half-precision engines, ATen's elementwise and norm kernels), and the
 # same tensor-core rate on sm80+ (H100/H200: 989 TFLOPS dense for both). A table measured in
@@ -63,6 +49,7 @@ _HALF_POOL = {"float16": "bfloat16", "fp16": "bf16"}
 
 def _pooled(dtype_or_math):
     return _HALF_POOL.get(dtype_or_math, dtype_or_math)
+
 
 # ``Tensor.item()``: a synchronous copy of a scalar to pageable host memory; the host waits for
 # the GPU there (:func:`host_stream`), then pays the copy's issue cost (copy_d2h_pageable)
@@ -237,7 +224,6 @@ class KernelTable:
         self.meta = dict(meta or {})
         self.source = source
         self.host = {}            # phase -> host seconds per op (phase average)
-        self.host_overhead = {}   # phase -> host seconds per op beyond the aten call itself
         self.aten_host = {}       # family -> host seconds to issue one small call
         self._groups = {}
         self._fitted = {}
@@ -271,8 +257,6 @@ class KernelTable:
             if len(small) and np.all(small > 0):
                 h = float(np.median(small))
                 self.aten_host[fam] = min(h, self.aten_host.get(fam, h))
-        if "ops" in hs and self.aten_host:
-            self._fit_overhead(hs)
         for key, (feats, lr, _, _) in self._groups.items():
             big = lr[np.exp(feats[:, 0]) / REF_FLOPS_PER_S + np.exp(feats[:, 1]) /
                      REF_BYTES_PER_S > 20 * REF_FLOOR_S]
@@ -283,24 +267,6 @@ class KernelTable:
             return self.aten_host[family]
         plain = [v for k, v in self.aten_host.items() if not k.startswith("_foreach")]
         return float(np.median(plain)) if plain else 0.0
-
-    def _fit_overhead(self, hs):
-        # a training step's host time per op = the aten call's own issue cost (by family, timed
-        # directly) + what module calls / autograd add per op (fitted on the small models)
-        per = {}
-        for _, r in hs.iterrows():
-            ops = [t.rpartition(":") for t in str(r["ops"]).split() if ":" in t]
-            n = sum(int(c) for _, _, c in ops)
-            if not n or r["cls"] not in ("F", "B"):
-                continue
-            aten = sum(int(c) * self._aten_host(family_of(k)) for k, _, c in ops)
-            if r["cls"] == "B":   # the engine's gradient sums carry no overhead (see above)
-                n -= sum(int(c) for k, _, c in ops if family_of(k) in GRAD_ACCUMULATE_OPS)
-            n -= sum(int(c) for k, _, c in ops if k in CAST_OPS)   # nor do casts
-            if n <= 0:
-                continue
-            per.setdefault(r["cls"], []).append(max(float(r["host_s"]) - aten, 0.0) / n)
-        self.host_overhead = {ph: float(np.median(v)) for ph, v in per.items()}
 
     @staticmethod
     def _ref(flops, nbytes):
@@ -343,16 +309,9 @@ class KernelTable:
             return (family, _pooled(math_))
         return (family, _pooled(dtype))
 
-    def time_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",
-               math_="tf32"):
-        """GPU seconds of one call and where they came from.
-
-        Returns
-        -------
-        (float, str) or (None, "roofline")
-            The time and its source: ``"table"``, ``"fitted"`` or ``"proxy"``; None when the
-            table cannot say (the caller's roofline applies).
-        """
+    def _neighbours(self, family, flops, nbytes, ntensors, cls, dtype, math_):
+        """(key, nearest rows, their weights or None when farther than FAR, source) of a
+        lookup, or None when the table has no rows for ``family`` nor a proxy."""
         key = self._key(family, dtype, math_)
         src = "table"
         if key not in self._groups:
@@ -365,7 +324,7 @@ class KernelTable:
                         key, src = p, ("proxy" if p[0] != family else "table")
                         break
             if key is None:
-                return None, "roofline"
+                return None
         feats, lr, classes, _ = self._groups[key]
         if cls and family in MATMUL_FAMILIES and not (classes == cls).any():
             # a table without rows of this class (see matmul_class): in half precision the
@@ -373,7 +332,7 @@ class KernelTable:
             # the table cannot place the call (the caller's roofline); fp32 and TF32 rows
             # are read without classes
             if key[1] == "bf16":
-                return None, "roofline"
+                return None
             cls = ""
         q = np.array([math.log1p(flops), math.log1p(nbytes), math.log1p(ntensors)])
         d2 = ((feats - q) ** 2).sum(axis=1)
@@ -388,12 +347,46 @@ class KernelTable:
             d2 = d2 + np.where(same, 0.0, np.where(self._prefix[key] == _group_prefix(cls),
                                                    1.0, 9.0))
         d = np.sqrt(d2)
-        ref = float(self._ref(np.array(flops, float), np.array(nbytes, float)))
         order = np.argsort(d, kind="stable")[:K_NEAREST]
         if d[order[0]] > FAR:
+            return key, order, None, src
+        return key, order, 1.0 / (d[order] + 0.05) ** 2, src
+
+    def time_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",
+               math_="tf32"):
+        """GPU seconds of one call and where they came from.
+
+        Returns
+        -------
+        (float, str) or (None, "roofline")
+            The time and its source: ``"table"``, ``"fitted"`` or ``"proxy"``; None when the
+            table cannot say (the caller's roofline applies).
+        """
+        near = self._neighbours(family, flops, nbytes, ntensors, cls, dtype, math_)
+        if near is None:
+            return None, "roofline"
+        key, order, w, src = near
+        ref = float(self._ref(np.array(flops, float), np.array(nbytes, float)))
+        if w is None:
             return ref * math.exp(self._fitted[key]), ("fitted" if src == "table" else src)
-        w = 1.0 / (d[order] + 0.05) ** 2
+        lr = self._groups[key][1]
         return ref * math.exp(float((w * lr[order]).sum() / w.sum())), src
+
+    def issue_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",
+                math_="tf32"):
+        """Host seconds to issue one call, from the same nearest rows as :meth:`time_s`: what
+        calibrate measured the launching thread spend per call of that shape (a cuDNN
+        convolution's host cost grows with its algorithm's kernel count: 15-130 us on the
+        H200). Beyond every row, the family's median; an untimed family, the median aten call."""
+        near = self._neighbours(family, flops, nbytes, ntensors, cls, dtype, math_)
+        if near is None:
+            return self._aten_host(family)
+        key, order, w, _ = near
+        host = self._groups[key][3]
+        if w is None or not np.all(host[order] > 0):
+            pos = host[host > 0]
+            return float(np.median(pos)) if len(pos) else self._aten_host(family)
+        return float(np.exp((w * np.log(host[order])).sum() / w.sum()))
 
     def copy_model(self):
         """Host<->device copy rates fitted to the table's ``copy_*`` rows, in the hardware
@@ -415,11 +408,11 @@ class KernelTable:
                                         for b, r in zip(nbytes[order], rate)]}
         return out
 
-    def host_s(self, phase, family="", ntensors=0, name=""):
-        """Host seconds to issue one kernel-launching op of ``phase`` (F, B, U) in eager
-        PyTorch; foreach ops by their tensor count where the table timed them; the autograd
-        engine's gradient sums (:data:`GRAD_ACCUMULATE_OPS` in backward) and dtype casts (aten
-        op ``name`` in :data:`CAST_OPS`) by the aten call alone."""
+    def host_s(self, phase, family="", ntensors=0):
+        """Host seconds per kernel-launching op of ``phase`` (F, B, U) for a program without
+        op shapes (the zoo): foreach ops by their tensor count where the table timed them, else
+        the phase's measured average per op (calibrate's ``host_step`` rows). Recorded ops
+        have shapes: :func:`snsim.torchsim.opcost.host_issue_s`."""
         if family.startswith("_foreach") and ntensors:
             key = (family, "float32") if (family, "float32") in self._groups else None
             if key is not None:
@@ -429,13 +422,6 @@ class KernelTable:
                 order = np.argsort(d, kind="stable")[:K_NEAREST]
                 w = 1.0 / (d[order] + 0.05) ** 2
                 return float((w * host[order]).sum() / w.sum())
-        if (phase == "B" and family in GRAD_ACCUMULATE_OPS or name in CAST_OPS) \
-                and self.aten_host:
-            return self._aten_host(family)
-        if name in HOST_READ_OPS:
-            return self.aten_host.get("copy_d2h_pageable", 0.0)
-        if phase in self.host_overhead:
-            return self.host_overhead[phase] + self._aten_host(family)
         if phase in self.host:
             return self.host[phase]
         return self.host.get("F", 0.0)
@@ -490,16 +476,65 @@ def _read_cached(path):
     return table
 
 
-def host_stream(gpu_s, host_s, iterations=None, syncs=()):
+@functools.lru_cache(maxsize=16)
+def load_host_costs(name):
+    """The launching thread's costs beyond the aten calls, for hardware preset ``name``, from
+    ``configs/kernels/<name>_host_costs.csv`` (``scripts/steptime_probe.py host``), or ``{}``:
+
+    * ``module_call_s``: one ``nn.Module.__call__`` (``nn.ReLU`` minus ``F.relu`` in a tight
+      loop);
+    * ``autograd_node_s``: one node of ``loss.backward()`` that launches nothing (a chain of
+      ``AddBackward0``): the engine's own cost per node, on top of its ops' aten calls;
+    * ``accumulate_grad_s``: one ``AccumulateGrad`` (a chain of ``h + p`` over leaves: the two
+      nodes per leaf, less one ``AddBackward0``);
+    * ``scale``: ``{phase: factor}`` from ``<name>_host_scale.csv`` (``scripts/host_scale.py``):
+      real steps' host time over the sum of these tight-loop costs.
+    """
+    import csv
+    path = next((p.parent / f"{name}_host_costs.csv" for p in table_paths(name)
+                 if (p.parent / f"{name}_host_costs.csv").exists()), None)
+    if path is None:
+        return {}
+    cost = {}
+    with open(path, newline="") as f:
+        for i, r in enumerate(csv.DictReader(f), 2):
+            try:
+                cost[(r["part"], r["name"])] = float(r["host_s"])
+            except (KeyError, ValueError):
+                raise ConfigError(f"{path}:{i}: needs part, name and host_s") from None
+    need = [("module", "nn.ReLU"), ("module", "F.relu"), ("backward", "add"),
+            ("backward", "leaf")]
+    missing = [f"{p}/{n}" for p, n in need if (p, n) not in cost]
+    if missing:
+        raise ConfigError(f"{path}: lacks the rows {', '.join(missing)}")
+    node = cost[("backward", "add")]
+    scale = {}
+    spath = path.parent / f"{name}_host_scale.csv"
+    if spath.exists():
+        with open(spath, newline="") as f:
+            for i, r in enumerate(csv.DictReader(f), 2):
+                try:
+                    scale[r["phase"]] = float(r["scale"])
+                except (KeyError, ValueError):
+                    raise ConfigError(f"{spath}:{i}: needs phase and scale") from None
+    return {"scale": scale,
+            "module_call_s": max(0.0, cost[("module", "nn.ReLU")] - cost[("module", "F.relu")]),
+            "autograd_node_s": node,
+            "accumulate_grad_s": max(0.0, 2 * cost[("backward", "leaf")] - node)}
+
+
+def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=()):
     """Each op's share of a schedule where the host issues ops in order and the GPU runs them.
 
     Op ``i`` is issued at ``H_i = H_{i-1} + host_s[i]`` and runs from
     ``max(G_{i-1}, H_i)`` to ``G_i``; its share is ``G_i - G_{i-1}``, so the shares of an
     iteration sum to its makespan. Both clocks restart at every new ``iterations`` value (a
-    measured iteration starts from an idle GPU: the timing loop synchronises). An op in
-    ``syncs`` (indices: a ``.item()`` read) waits for the GPU to finish before it is issued,
-    ``H_i = max(H_{i-1}, G_{i-1}) + host_s[i]``: the host then issues the next kernels to an
-    idle GPU.
+    measured iteration starts from an idle GPU: the timing loop synchronises). An op marked in
+    ``blocking`` (a pageable copy: the host stages the data itself and returns when it has
+    moved) starts when both the host and the stream are free and holds both until it ends:
+    ``max(gpu_s, host_s)`` later. An op in ``syncs`` (indices: a ``.item()`` read) waits for
+    the GPU to finish before it is issued, ``H_i = max(H_{i-1}, G_{i-1}) + host_s[i]``: the
+    host then issues the next kernels to an idle GPU.
 
     Examples
     --------
@@ -509,6 +544,8 @@ def host_stream(gpu_s, host_s, iterations=None, syncs=()):
     [1.1, 1.0]
     >>> host_stream([1.0, 0.0, 1.0], [0.5, 0.25, 0.5], syncs={1})   # the host waits at op 1
     [1.5, 0.25, 1.5]
+    >>> host_stream([1.0, 2.0, 0.25], [0.5, 3.0, 0.5], blocking=[False, True, False])
+    [1.5, 3.0, 0.75]
     """
     out = []
     syncs = set(syncs)
@@ -521,8 +558,12 @@ def host_stream(gpu_s, host_s, iterations=None, syncs=()):
             prev_it = it
         if i in syncs:
             h = max(h, g)
-        h += c
-        end = max(g, h) + t if (t or c) else g
+        if blocking is not None and blocking[i]:
+            end = max(g, h) + max(t, c)
+            h = end
+        else:
+            h += c
+            end = max(g, h) + t if (t or c) else g
         out.append(end - g)
         g = end
     return out

@@ -14,7 +14,8 @@ Semantics, in plan order (the host issues them; devices run them on their stream
 ``Free(tensor)``     release the tensor (GPU and host copy) when its last reader ends.
 ``Drop(tensor)``     release the GPU copy; the tensor must be recomputed before its next use.
 ``Offload(tensor)``  copy the tensor device→host after the last compute; afterwards it is a clean
-                     cache entry (or freed, with ``free_after_offload``).
+                     cache entry (or freed, with ``free_after_offload``; then a clean tensor's
+                     device copy is released at once, its host copy being current).
 ``Prefetch(tensor)`` copy a host-resident tensor back host→device, allocated at issue.
 ``Evict(tensor)``    release the GPU copy of a tensor whose host copy is current (a fetched
                      parameter of ``zero_offload``); it is on the host again.
@@ -87,6 +88,11 @@ class Plan:
         stream and the host waits), instead of overlapping on a copy stream.
     pinned_host : bool
         Host buffers are pinned (page-locked); False copies at the pageable bandwidth.
+    dtr : dict or None
+        Dynamic Tensor Rematerialization at run time (``snsim/engine/dtr.py``):
+        ``{"heuristic": name, "remat_limit": multiple of compute time or None}``. On an
+        allocation failure the engine evicts the resident forward activation with the lowest
+        score and rebuilds evicted tensors when a step needs them.
     as_captured : bool
         The plan is what the framework itself does (free at last use), so a captured
         program's recorded history — setup and earlier iterations — is this plan's own and the
@@ -97,6 +103,17 @@ class Plan:
     program : Program, optional
         The program the plan is for, when the policy rewrote the one it was given
         (``zero_offload`` moves parameters to the host); the engine replays this one.
+    unpacked : tuple of (pack_step, first_step, last_step, nbytes, label)
+        Tensors the program does not manage that a saved-tensor hook moves to the host and
+        back (``save_on_cpu`` packs the parameters an op saves, and its unpack makes a fresh
+        device copy for the autograd node): each is copied out after forward step
+        ``pack_step``, and in backward allocated when step ``first_step`` starts, copied in,
+        and released when step ``last_step`` ends; both copies on the compute stream's
+        critical path.
+    extra_packs : tuple of (step, nbytes)
+        Further copies out that a saved-tensor hook makes after forward step ``step`` beyond
+        the ``Offload`` instructions (``save_on_cpu`` packs a tensor once per op that saves
+        it, and each pack is unpacked by its own node), on the compute stream's critical path.
     """
 
     policy: str
@@ -108,9 +125,12 @@ class Plan:
     sync_copies: bool = False
     pinned_host: bool = True
     as_captured: bool = False
+    dtr: dict | None = None
     notes: dict = field(default_factory=dict)
     host_resident: tuple = ()
     program: object = None
+    unpacked: tuple = ()
+    extra_packs: tuple = ()
 
     def __post_init__(self):
         if self.workspace not in WORKSPACE_MODES:
@@ -130,13 +150,26 @@ class Plan:
             elif not 0 <= ins.tensor < n_tensors:
                 raise PlanError(f"plan instruction {i} ({type(ins).__name__}) references missing "
                                 f"tensor {ins.tensor}; the program has tensors 0..{n_tensors - 1}")
+        for pack, first, last, nbytes, label in self.unpacked:
+            if not (0 <= pack < n_steps and program.steps[pack].phase == "F"
+                    and 0 <= first <= last < n_steps and program.steps[first].phase == "B"
+                    and program.steps[last].phase == "B" and nbytes >= 0):
+                raise PlanError(f"plan.unpacked entry ({pack}, {first}, {last}, {nbytes}, "
+                                f"{label!r}) must name a forward step, backward steps "
+                                f"first <= last and bytes >= 0")
+        for step, nbytes in self.extra_packs:
+            if not (0 <= step < n_steps and program.steps[step].phase == "F" and nbytes >= 0):
+                raise PlanError(f"plan.extra_packs entry ({step}, {nbytes}) must name a "
+                                f"forward step and bytes >= 0")
 
     def to_dict(self):
         d = {"plan_version": PLAN_VERSION, "policy": self.policy, "workspace": self.workspace,
                 "lru": self.lru, "free_after_offload": self.free_after_offload,
                 "preallocate": self.preallocate, "sync_copies": self.sync_copies,
                 "pinned_host": self.pinned_host, "as_captured": self.as_captured,
-                "notes": self.notes, "host_resident": list(self.host_resident),
+                "dtr": self.dtr, "notes": self.notes, "host_resident": list(self.host_resident),
+                "unpacked": [list(u) for u in self.unpacked],
+                "extra_packs": [list(e) for e in self.extra_packs],
                 "instructions": [[type(i).__name__, i[0]] for i in self.instructions]}
         if self.program is not None:
             from .trace import program_to_dict
@@ -165,9 +198,12 @@ class Plan:
                    preallocate=bool(d.get("preallocate", False)),
                    sync_copies=bool(d.get("sync_copies", False)),
                    pinned_host=bool(d.get("pinned_host", True)),
-                   as_captured=bool(d.get("as_captured", False)), notes=d.get("notes", {}),
+                   as_captured=bool(d.get("as_captured", False)), dtr=d.get("dtr"), notes=d.get("notes", {}),
                    host_resident=tuple(int(t) for t in d.get("host_resident", ())),
-                   program=program)
+                   program=program,
+                   unpacked=tuple((int(f), int(a), int(b), int(n), str(lab))
+                                  for f, a, b, n, lab in d.get("unpacked", ())),
+                   extra_packs=tuple((int(k), int(n)) for k, n in d.get("extra_packs", ())))
 
     def save(self, path):
         with open(path, "w") as f:

@@ -12,7 +12,9 @@ well as in notebooks.
 - :func:`policy_bars` — one metric per policy, infeasible runs hatched;
 - :func:`sweep_curve` — a metric against depth (or batch) per policy, with each policy's
   largest feasible size marked;
-- :func:`max_size_bars` — the largest feasible depth or batch per policy (``snsim maxdepth``).
+- :func:`max_size_bars` — the largest feasible depth or batch per policy (``snsim maxdepth``);
+- :func:`frontier_curves` — step time against peak memory per policy over budgets, each
+  policy's Pareto front joined (``snsim frontier``).
 """
 from __future__ import annotations
 
@@ -346,4 +348,77 @@ def max_size_bars(report, *, ax=None, title=True):
         what = (f"{report.subject} family, batch {report.batch}" if report.axis == "depth"
                 else report.subject)
         ax.set_title(f"{col.replace('_', ' ')} per policy: {what} on {report.hardware}")
+    return ax
+
+
+def frontier_curves(frame, *, ax=None, title=True):
+    """Step time against reserved peak per policy (:func:`snsim.experiments.frontier.frontier`).
+
+    Each policy's Pareto front is a line; its dominated runs are faint markers; runs that do
+    not fit are not drawn. Liveness' unconstrained peak is a dotted vertical line when the
+    frame knows it (``frame.attrs["liveness_peak_bytes"]``).
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> df = pd.DataFrame({"policy": ["a", "a", "b"], "feasible": [True, True, False],
+    ...                    "peak_reserved_bytes": [1e9, 2e9, None],
+    ...                    "step_time_s": [0.3, 0.2, None], "pareto": [True, True, False]})
+    >>> [line.get_label() for line in frontier_curves(df).get_lines()]
+    ['a']
+    """
+    for c in ("policy", "feasible", "peak_reserved_bytes", "step_time_s", "pareto"):
+        if c not in frame.columns:
+            raise ConfigError(f"frontier_curves: column {c!r} is missing; have "
+                              f"{', '.join(frame.columns)}")
+    ax = _axes(ax, figsize=(8, 5))
+    ok = frame[frame["feasible"].astype(bool)]
+    for i, (name, part) in enumerate(frame.groupby("policy", sort=True)):
+        color = _policy_color(name, i)
+        part = ok[ok["policy"] == name]
+        if not len(part):
+            continue
+        front = part[part["pareto"].astype(bool)].sort_values("peak_reserved_bytes")
+        ax.plot(front["peak_reserved_bytes"] / 2**30, front["step_time_s"] * 1e3, marker="o",
+                markersize=4, color=color, label=str(name))
+        rest = part[~part["pareto"].astype(bool)]
+        if len(rest):
+            ax.scatter(rest["peak_reserved_bytes"] / 2**30, rest["step_time_s"] * 1e3,
+                       s=10, color=color, alpha=0.3)
+    peak = frame.attrs.get("liveness_peak_bytes")
+    if peak:
+        ax.axvline(peak / 2**30, color="black", linestyle=":", linewidth=1)
+    ax.set_xlabel("peak reserved (GiB)")
+    ax.set_ylabel("step time (ms)")
+    if title and "network" in frame and len(frame):
+        r = frame.iloc[0]
+        ax.set_title(f"{r['network']} batch {r['batch']} on {r.get('hardware', '')}: "
+                     f"memory–time frontier")
+    if ax.get_lines():
+        ax.legend(fontsize=7, ncol=2)
+    return ax
+
+
+def batch_by_seq(frame, *, ax=None):
+    """Lines: the largest batch per policy against the sequence length (log 2 axis).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Columns ``policy``, ``seq`` and ``max_batch`` (None where nothing fits), as
+        :func:`snsim.experiments.reproduce.measure_transformers` returns.
+    """
+    for col in ("policy", "seq", "max_batch"):
+        if col not in frame.columns:
+            raise ConfigError(f"batch_by_seq needs a {col} column")
+    ax = _axes(ax, figsize=(6, 4))
+    for i, (policy, part) in enumerate(frame.groupby("policy", sort=False)):
+        # equal curves (liveness and workspace, say) stay visible: dashes and markers differ
+        ax.plot(part["seq"], pd.to_numeric(part["max_batch"], errors="coerce").fillna(0),
+                label=policy, color=_policy_color(policy, i), marker="os^vD<>"[i % 7],
+                linestyle=("-", "--", ":", "-.")[i % 4])
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length")
+    ax.set_ylabel("largest batch")
+    ax.legend(fontsize=7)
     return ax

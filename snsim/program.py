@@ -78,6 +78,10 @@ class Program:
     adjacency: tuple = None    # (next, prev) layer lists of the graph, in port order
     framework: str = ""        # whose semantics: "superneurons" or "pytorch" (zoo programs)
     _uses: tuple = None
+    # memos of derived figures; init=False, so that dataclasses.replace() (a policy deriving a
+    # program, as zero_offload does) starts the copy without them
+    _lower_bound: int = field(default=None, init=False, repr=False, compare=False)
+    _liveness_peak: int = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def static_total_bytes(self):
@@ -106,9 +110,11 @@ class Program:
 
     def lower_bound_bytes(self):
         """``static + max_s l_s`` — no policy that keeps a step's deps resident can go lower."""
-        size = [t.nbytes for t in self.tensors]   # one lookup per dep: Results ask per run
-        return self.static_total_bytes + max((sum([size[t] for t in s.deps])
-                                              for s in self.steps), default=0)
+        if self._lower_bound is None:   # every Result asks: once per program
+            size = [t.nbytes for t in self.tensors]
+            self._lower_bound = self.static_total_bytes + max(
+                (sum([size[t] for t in s.deps]) for s in self.steps), default=0)
+        return self._lower_bound
 
     def keep_all_bytes(self):
         """Every managed tensor at once: the keep-everything (no reuse) peak."""
@@ -230,6 +236,9 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
             outs = (t,)
             for v in succ:
                 out_of[(n, v)] = t
+            # what attention keeps for backward besides its output (written in F, read in B)
+            outs += tuple(new_tensor(f"{a['name']}.{piece}", "activation", nbytes, n)
+                          for piece, nbytes in attention_saved_bytes(a, dtype))
         outputs[n] = outs
 
     steps = []
@@ -296,9 +305,9 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
             if fork_copies and xs[0] is not None:
                 deps.append(grad_alias(xs[0], dys[0] if dys else None))
         else:
-            if typ in ("CONV", "FC", "BN", "POOL"):
+            if typ in ("CONV", "FC", "BN", "POOL", "NORM", "ATTN", "MUL"):
                 deps.extend(x for x in xs)
-            if typ in ("POOL",):
+            if typ in ("POOL", "ATTN"):
                 deps.extend(ys)
             deps.append(dy)
             for i, x in enumerate(xs):
@@ -316,7 +325,8 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
     buffers += sum(_numel(a["out_shape"]) for _, a in G.nodes(data=True) if a["type"] == "DROPOUT")
     data_nodes = [a for a in (nodes[n] for n in fwd_order) if a["type"] == "DATA"]
     batch = G.graph.get("batch", data_nodes[0]["out_shape"][0] if data_nodes else 1)
-    input_bytes = sum(_numel(a["out_shape"]) * dtype for a in data_nodes) + batch * 4  # + int32 labels
+    input_bytes = sum(_numel(a["out_shape"]) * a.get("elem_bytes", dtype)
+                      for a in data_nodes) + batch * 4  # + int32 labels
     factor = OPTIMIZER_STATE_FACTOR[optimizer]
     static = {"parameter": param_bytes, "parameter_grad": param_bytes,
               "optimizer_state": factor * param_bytes, "buffer": buffers, "input": input_bytes}
@@ -354,9 +364,34 @@ def parameter_pieces(a):
     if typ in ("CONV", "FC") and a.get("bias"):
         bias = a.get("out_channels", a.get("out_features"))
         return [("weight", params - bias), ("bias", bias)]
-    if typ == "BN":
+    if typ == "BN" or (typ == "NORM" and a.get("norm") == "layer"):
         return [("weight", params // 2), ("bias", params - params // 2)]
+    if typ == "EMBED" and a.get("pieces"):
+        return [(piece, int(count)) for piece, count in a["pieces"]]
     return [("weight", params)]
+
+
+def attention_saved_bytes(a, dtype_bytes=4):
+    """``[(piece, bytes)]`` an attention layer keeps for backward besides its output and input.
+
+    Eager attention materialises, per head, the ``S x S`` scores and their softmax (both read
+    by backward: the softmax's derivative needs its output, the scores feed the causal mask's
+    and scale's backward in the release's layer-by-layer semantics); a fused (flash) kernel
+    keeps one fp32 logsumexp per row and head and recomputes the scores in backward.
+
+    >>> a = dict(type="ATTN", out_shape=(2, 8, 64), heads=4, attn_kernel="eager")
+    >>> attention_saved_bytes(a)      # 2 x (2 * 4 * 8 * 8) elements of 4 B
+    [('scores', 2048), ('probs', 2048)]
+    >>> attention_saved_bytes({**a, "attn_kernel": "flash"})   # 2 * 4 * 8 rows of 4 B
+    [('logsumexp', 256)]
+    """
+    if a.get("type") != "ATTN":
+        return []
+    n, s, _ = a["out_shape"]
+    h = a["heads"]
+    if a.get("attn_kernel", "flash") == "eager":
+        return [("scores", n * h * s * s * dtype_bytes), ("probs", n * h * s * s * dtype_bytes)]
+    return [("logsumexp", n * h * s * 4)]
 
 
 def _static_tensors(G, order, dtype, factor, batch):
@@ -366,7 +401,8 @@ def _static_tensors(G, order, dtype, factor, batch):
         a = G.nodes[n]
         name, typ = a["name"], a["type"]
         if typ == "DATA":
-            out.append(StaticTensor(f"{name}.batch", "input", _numel(a["out_shape"]) * dtype, n))
+            out.append(StaticTensor(f"{name}.batch", "input",
+                                    _numel(a["out_shape"]) * a.get("elem_bytes", dtype), n))
             continue
         for piece, count in parameter_pieces(a):
             nbytes = count * dtype

@@ -24,6 +24,16 @@ dropout        y, bool mask (1 B per element, CUDA)       mask
 add (+=)       nothing: in place into the main branch     nothing
 cat            y (also for one input)                     nothing
 loss           log-probs, loss, total_weight              log-probs, total_weight
+LM loss        + int64 shifted targets first              + the targets
+embedding      int64 position ids, one lookup per table,  the position ids
+               their sum (the lookups die at the sum)
+layer norm     y, mean, rstd (fp32 per row; RMS: rstd)    x, mean, rstd
+GELU, SiLU     y                                          x (tanh: y)
+residual add   y (``x + f(x)`` is out of place)           nothing
+SwiGLU ``*``   y                                          both inputs
+fused SDPA     y, logsumexp (fp32), RNG seed and offset   q, k, v (views of the projection)
+eager attn     q, k, v copies, scores, mask, softmax      q, k, v copies, mask, softmax
+token ``[:,0]`` nothing: a view                            nothing
 =============  =========================================  ==================================
 
 Backward follows autograd's engine: a node runs when every gradient of its output has arrived,
@@ -33,6 +43,9 @@ what it saved and its incoming gradient once nothing else holds them; ``add`` pa
 gradient through, ``cat`` hands out views of it (the whole buffer lives while a view does). A
 value used more than once gets its gradients summed into a new buffer, the parts released.
 Parameter gradients are created in backward and live until the end of the step.
+A tied weight (GPT-2's LM head) gets its gradient in two parts, summed out of place where the
+token embedding's backward runs. Transformer rows were checked against ``snsim predict`` on the
+twins (``snsim:gpt``'s classes, torchvision's ViT; tests/test_zoo_transformers.py).
 The optimizer step is one foreach step: every momentum buffer exists (a steady iteration), and
 weight decay makes a temporary copy of every gradient, freed at the end of the step.
 """
@@ -87,6 +100,180 @@ def conv_workspace_bytes(a, pass_name, dtype_bytes=4):
     if pass_name == "bwd_filter":
         return x + y + 2 * wt
     return x + y + filt
+
+
+def _embed_forward(a, n, new, dtype):
+    """An EMBED layer's forward storages: ``(outputs, temporaries, saved)`` in allocation order.
+
+    Token ids (``snsim:gpt``'s ``wte(tokens) + wpe(arange(s))``): the position ids (int64,
+    kept by the position table's backward), one lookup per table, then their sum. Patches
+    (torchvision's ViT): ``cat([class token, patches])``, then ``+ pos_embedding``.
+    """
+    name = a["name"]
+    nb, s, d = a["out_shape"]
+    y_bytes = nb * s * d * dtype
+    saved, temps = [], []
+    if a.get("vocab"):
+        if a.get("positions"):
+            saved.append(new(f"{name}.position_ids", "activation", s * 8, n))
+        temps.append(new(f"{name}.word", "activation", y_bytes, n))
+        if a.get("positions"):
+            temps.append(new(f"{name}.position", "activation", s * d * dtype, n))
+        if a.get("token_types"):
+            temps.append(new(f"{name}.token_type", "activation", y_bytes, n))
+    else:
+        temps.append(new(f"{name}.cat", "activation", y_bytes, n))
+    return [new(f"{name}.y", "activation", y_bytes, n)], saved + temps, saved
+
+
+def _embed_backward(a, n, dy, new, params_of, add_step, tied_parts, saved, dtype, t_b):
+    """An EMBED layer's backward: one gradient table per lookup (``embedding_dense_backward``;
+    the position table's after a sum over the batch), a tied table's parts summed out of place
+    (autograd's input buffer); patches get ``dy`` itself (``cat`` hands out views). Returns the
+    input's gradient (None for token ids)."""
+    name = a["name"]
+    nb, s, d = a["out_shape"]
+    rows = dict(a.get("pieces", []))
+    if not a.get("vocab"):
+        pg = params_of(n, ("class_token", rows.get("class_token", 0)),
+                       ("pos_weight", rows.get("pos_weight", 0)))
+        add_step(n, "B", t_b, [dy] + pg)
+        return dy
+    if a.get("positions"):
+        red = new(f"{name}.position.grad", "activation_grad", s * d * dtype, n)
+        add_step(n, "B", t_b / 4, [dy, red], name=f"{name}.position_sum")
+        add_step(n, "B", t_b / 4, saved + [red] + params_of(n, ("pos_weight", rows["pos_weight"])),
+                 name=f"{name}.position_backward")
+    if a.get("token_types"):
+        add_step(n, "B", t_b / 4, [dy] + params_of(n, ("type_weight", rows["type_weight"])),
+                 name=f"{name}.token_type_backward")
+    if tied_parts:
+        own = new(f"{name}.weight.grad_own", "activation_grad", rows["weight"] * dtype, n)
+        add_step(n, "B", t_b / 4, [dy, own])
+        add_step(n, "B", 0.0, tied_parts + [own] + params_of(n, ("weight", rows["weight"])),
+                 name=f"{name}.weight.grad_sum")
+    else:
+        add_step(n, "B", t_b / 4, [dy] + params_of(n, ("weight", rows["weight"])))
+    return None
+
+
+def _attention_forward(a, n, x, new, dtype):
+    """An ATTN layer's forward storages: ``(output, allocations, saved inputs, other saved)``.
+
+    Fused SDPA (``"flash"``): the output, a logsumexp per row and head (fp32; the fp32
+    memory-efficient kernel pads the rows to 32, flash in fp16/bf16 does not) and the RNG
+    seed and offset; it keeps q, k, v — views of the packed projection ``x``. Rotary
+    positions make new q and k (kept instead). ``nn.MultiheadAttention`` (``mha``, torchvision's
+    ViT) first copies the packed projection into q/k/v order (kept instead of ``x``) and hands
+    the output projection a ``(S, N, C)`` copy of the output. Eager: see
+    :func:`_eager_attention_forward`.
+    """
+    name = a["name"]
+    nb, s, _ = a["out_shape"]
+    h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
+    y_b = nb * s * h * d * dtype
+    packed = [new(f"{name}.qkv_contiguous", "activation", y_b + 2 * nb * s * kv * d * dtype, n)] \
+        if a.get("mha") else []
+    y = new(f"{name}.y", "activation", y_b, n)
+    rows = -(-s // 32) * 32 if dtype == 4 else s
+    kept = [new(f"{name}.logsumexp", "activation", nb * h * rows * 4, n),
+            new(f"{name}.philox_seed", "activation", 8, n),
+            new(f"{name}.philox_offset", "activation", 8, n)]
+    if a.get("rotary"):
+        kept += [new(f"{name}.q_rot", "activation", y_b, n),
+                 new(f"{name}.k_rot", "activation", nb * s * kv * d * dtype, n)]
+    if a.get("mha"):
+        out = new(f"{name}.y_contiguous", "activation", y_b, n)
+        return out, packed + [y] + kept + [out], packed, [y] + kept
+    return y, [y] + kept, [x], kept
+
+
+def _eager_attention_forward(a, n, x, new, add_step, dtype, t_f):
+    """Eager attention (nanoGPT's math path) as its ops run, one step each, so that the
+    ``S x S`` temporaries die where they do: ``q @ k^T`` on contiguous copies of q and k
+    (kept), the scaled scores; the causal mask (``ones(s, s).triu(1)``, bool, kept by
+    ``masked_fill``); the masked scores and their softmax (kept); ``probs @ v`` on a copy of v
+    (kept) and the ``(N, S, H*D)`` copy of its output; grouped-query k and v copied once per
+    head (Hugging Face's ``repeat_kv``). Returns ``(y, saved)``."""
+    name = a["name"]
+    nb, s, _ = a["out_shape"]
+    h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
+    q_b, kv_b, ss_b = nb * s * h * d * dtype, nb * s * kv * d * dtype, nb * h * s * s * dtype
+    # grouped-query k and v are expanded to every head (repeat_kv) in these copies
+    q, k = new(f"{name}.q", "activation", q_b, n), new(f"{name}.k", "activation", q_b, n)
+    scores = new(f"{name}.scores", "activation", ss_b, n)
+    scaled = new(f"{name}.scaled", "activation", ss_b, n)
+    add_step(n, "F", t_f / 2, [x, q, k, scores, scaled], [q, k, scores, scaled], (x,),
+             name=f"{name}.qk")
+    mask, masked = [], []
+    if a.get("causal"):
+        ones = new(f"{name}.ones", "activation", s * s, n)
+        mask = [new(f"{name}.mask", "activation", s * s, n)]
+        add_step(n, "F", 0.0, [ones] + mask, [ones] + mask, (), name=f"{name}.mask")
+        masked = [new(f"{name}.masked", "activation", ss_b, n)]
+    probs = new(f"{name}.probs", "activation", ss_b, n)
+    add_step(n, "F", 0.0, mask + masked + [probs, scaled], masked + [probs], (scaled,),
+             name=f"{name}.softmax")
+    v = new(f"{name}.v", "activation", q_b, n)
+    pv = new(f"{name}.pv", "activation", q_b, n)
+    y = new(f"{name}.y", "activation", q_b, n)
+    add_step(n, "F", t_f / 2, [x, probs, v, pv, y], [y, v, pv], (x, probs))
+    return y, [q, k, v, probs] + mask
+
+
+def _eager_attention_backward(a, n, dy, saved, new, add_step, x_bytes, dtype, t_b):
+    """Eager attention's backward, op by op: a contiguous copy of dy; ``probs @ v``'s dv and
+    dprobs; the softmax's, the mask's and the scale's gradients (``S x S`` each); ``q @ k^T``'s
+    dq and dk; contiguous copies of dk and dv (grouped-query: the sums over each group of
+    heads); ``cat`` into the packed gradient. Returns it."""
+    name = a["name"]
+    nb, s, _ = a["out_shape"]
+    h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
+    q_b, kv_b, ss_b = nb * s * h * d * dtype, nb * s * kv * d * dtype, nb * h * s * s * dtype
+    q, k, v, probs, *mask = saved
+
+    def grad(tag, nbytes):
+        return new(f"{name}.{tag}", "activation_grad", nbytes, n)
+    dyc = grad("dy_contiguous", q_b)
+    add_step(n, "B", 0.0, [dy, dyc], name=f"{name}.dy_clone")
+    dv, dprobs = grad("dv", q_b), grad("dprobs", ss_b)
+    add_step(n, "B", t_b / 2, [dyc, probs, v, dv, dprobs], name=f"{name}.pv_backward")
+    g = grad("dscores_softmax", ss_b)
+    add_step(n, "B", 0.0, [dprobs, probs, g], name=f"{name}.softmax_backward")
+    if mask:
+        g2 = grad("dscores_masked", ss_b)
+        add_step(n, "B", 0.0, [g] + mask + [g2], name=f"{name}.masked_fill_backward")
+        g = g2
+    dscores = grad("dscores", ss_b)
+    add_step(n, "B", 0.0, [g, dscores], name=f"{name}.scale_backward")
+    dq, dk = grad("dq", q_b), grad("dk", q_b)
+    add_step(n, "B", t_b / 2, [dscores, q, k, dq, dk], name=f"{name}.qk_backward")
+    dvc, dkc = grad("dv_contiguous", kv_b), grad("dk_contiguous", kv_b)
+    add_step(n, "B", 0.0, [dv, dvc], name=f"{name}.dv_clone")
+    add_step(n, "B", 0.0, [dk, dkc], name=f"{name}.dk_clone")
+    dx = grad("dx", x_bytes)
+    add_step(n, "B", 0.0, [dq, dkc, dvc, dx], name=f"{name}.cat")
+    return dx
+
+
+def _attention_backward(a, n, dy, sv, new, add_step, x_bytes, dtype, t_b):
+    """An ATTN layer's backward: the q, k and v gradients (rotary: rotated back into new
+    buffers), then ``cat`` into the packed projection's gradient. Returns it."""
+    name = a["name"]
+    nb, s, _ = a["out_shape"]
+    h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
+    q_b, kv_b = nb * s * h * d * dtype, nb * s * kv * d * dtype
+    g = [new(f"{name}.dq", "activation_grad", q_b, n), new(f"{name}.dk", "activation_grad", kv_b, n),
+         new(f"{name}.dv", "activation_grad", kv_b, n)]
+    add_step(n, "B", t_b, sv + [dy] + g)
+    if a.get("rotary"):
+        r = [new(f"{name}.dq_unrot", "activation_grad", q_b, n),
+             new(f"{name}.dk_unrot", "activation_grad", kv_b, n)]
+        add_step(n, "B", 0.0, g[:2] + r, name=f"{name}.rotary_backward")
+        g = r + g[2:]
+    dx = new(f"{name}.dx", "activation_grad", x_bytes, n)
+    add_step(n, "B", 0.0, g + [dx], name=f"{name}.cat")
+    return dx
 
 
 def _with_host(steps, nodes, measured, table, n_params, optimizer):
@@ -216,6 +403,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         if is_data[n]:
             store[n] = None
     loss_scalar = None
+    linger = {}     # node -> storages a Python local keeps alive through its forward step
     for n in ops:
         a = nodes[n]
         typ = a["type"]
@@ -238,8 +426,14 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                     new(f"{name}.save_invstd", "activation", c * 4, n)]
             saved[n] = [x]
             extra[n] = outs[1:]
-        elif typ == "ACT" or (typ == "JOIN" and len(users[ins[n][-1]]) == 1
-                              and nodes[ins[n][-1]]["type"] != "ACT"):
+        elif typ == "SLICE":
+            # ``x[:, i]`` is a view: no storage; its backward writes a zero-padded dx
+            store[n] = x
+            add_step(n, "F", t_f, xs, (), tuple(t for t in xs if t is not None))
+            continue
+        elif (typ == "ACT" and a.get("activation", "relu") == "relu") or (
+                typ == "JOIN" and a.get("inplace", True) and len(users[ins[n][-1]]) == 1
+                and nodes[ins[n][-1]]["type"] != "ACT"):
             # in place (ReLU(inplace=True), ``out += identity``) when nothing else reads the
             # input and its producer does not keep it for backward
             target = xs[0] if typ == "ACT" else xs[-1]
@@ -273,11 +467,19 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                     new(f"{name}.mask", "activation", _numel(a["out_shape"]), n)]
             extra[n] = outs[1:]
         elif typ == "SOFTMAX":
-            outs = [new(f"{name}.log_probs", "activation", y_bytes, n),
+            # a language model's loss over (N, S, vocab) logits builds its shifted targets in
+            # the forward (int64 per token), kept by nll_loss for backward
+            targets = ([new(f"{name}.targets", "activation", _numel(a["out_shape"][:-1]) * 8,
+                            n)] if len(a["out_shape"]) == 3 else [])
+            outs = targets + [new(f"{name}.log_probs", "activation", y_bytes, n),
                     new(f"{name}.loss", "activation", 4, n),
                     new(f"{name}.total_weight", "activation", 4, n)]
-            extra[n] = [outs[0], outs[2]]
-            loss_scalar = outs[1]
+            extra[n] = [outs[-3], outs[-1]] + targets
+            loss_scalar = outs[-2]
+            store[n] = outs[-3]
+            xin = tuple(t for t in xs if t is not None)
+            add_step(n, "F", t_f, list(xin) + outs, outs, xin)
+            continue
         elif typ == "LRN":
             # torch's LocalResponseNorm is a chain of elementwise ops and a 3-d average pool;
             # its saved intermediates are modelled as the input, the output and the divisor
@@ -287,17 +489,46 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             extra[n] = list(outs)
         elif typ in ("CONCAT", "JOIN", "PADDING"):
             outs = [new(f"{name}.y", "activation", y_bytes, n)]
+        elif typ == "ACT":      # gelu, silu (keep their input), tanh (keeps its output)
+            outs = [new(f"{name}.y", "activation", y_bytes, n)]
+            saved[n] = [outs[0]] if a["activation"] == "tanh" else [x]
+        elif typ == "MUL":
+            outs = [new(f"{name}.y", "activation", y_bytes, n)]
+            saved[n] = list(xs)
+        elif typ == "NORM":
+            # native_layer_norm: y, mean, rstd (fp32 per row); fused rms_norm: y, rstd
+            rows = _numel(a["out_shape"][:-1])
+            stats = ("mean", "rstd") if a.get("norm") == "layer" else ("rstd",)
+            outs = [new(f"{name}.y", "activation", y_bytes, n)]
+            outs += [new(f"{name}.{st}", "activation", rows * 4, n) for st in stats]
+            saved[n] = [x]
+            extra[n] = outs[1:]
+        elif typ == "EMBED":
+            outs, temps, extra[n] = _embed_forward(a, n, new, dtype)
+            store[n] = outs[0]
+            add_step(n, "F", t_f, temps + outs, outs + extra[n], ())
+            continue
+        elif typ == "ATTN" and a.get("attn_kernel", "flash") == "eager":
+            store[n], extra[n] = _eager_attention_forward(a, n, x, new, add_step, dtype, t_f)
+            for u in users[n]:   # q, k, v (views of x) live until the attention module
+                linger[u] = [x]  # returns, after its output projection
+            continue
+        elif typ == "ATTN":
+            store[n], outs, saved[n], extra[n] = _attention_forward(a, n, x, new, dtype)
+            add_step(n, "F", t_f, [x] + outs, outs, (x,))
+            continue
         else:
             raise GraphError(f"layer {n} ({name}): type {typ!r} has no PyTorch semantics")
         store[n] = outs[0]
         xin = tuple(t for t in xs if t is not None)
         # the workspace is an output too, so that a replay of the step allocates it again
-        add_step(n, "F", t_f, list(xin) + outs + ws, outs + ws, xin)
+        add_step(n, "F", t_f, list(xin) + outs + ws + linger.get(n, []), outs + ws, xin)
 
     # -- backward: autograd's ready queue, latest node first ------------------------------------
     grad = {}       # value -> storage holding its gradient (possibly a buffer it is a view of)
     pending = {n: len(users[n]) for n in ops}
     param_grads = []
+    tied_parts = []     # gradient parts of a tied weight (GPT-2's LM head), summed at its owner
     ready = []
 
     def deliver(p, g, via):
@@ -356,6 +587,15 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             pg += params_of(n, ("bias", bias))
             add_step(n, "B", t_b - t_data, sv + [dy] + pg[:1] + ws + pg[1:])
             out_grads = [dx]
+        elif typ == "FC" and a.get("tied"):
+            # the weight is the token embedding's: its gradient part waits there to be summed;
+            # mm's backward writes the weight's part before dx
+            part = new(f"{name}.weight.grad_part", "activation_grad",
+                       a["in_features"] * a["out_features"] * dtype, n)
+            tied_parts.append(part)
+            dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
+            add_step(n, "B", t_b, sv + [dy, part, dx])
+            out_grads = [dx]
         elif typ == "FC":
             params = a.get("params", 0)
             bias = a["out_features"] if a.get("bias") else 0
@@ -363,6 +603,27 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             pg = params_of(n, ("weight", params - bias), ("bias", bias))
             add_step(n, "B", t_b, sv + [dy, dx] + pg)
             out_grads = [dx]
+        elif typ == "NORM":
+            dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
+            pg = params_of(n, *parameter_pieces(a))
+            add_step(n, "B", t_b, sv + [dy, dx] + pg)
+            out_grads = [dx]
+        elif typ == "EMBED":
+            dx = _embed_backward(a, n, dy, new, params_of, add_step, tied_parts, extra[n],
+                                 dtype, t_b)
+            out_grads = [dx]
+        elif typ == "ATTN" and a.get("attn_kernel", "flash") == "eager":
+            dx = _eager_attention_backward(a, n, dy, extra[n], new, add_step, x_bytes[0], dtype,
+                                           t_b)
+            out_grads = [dx]
+        elif typ == "ATTN":
+            dx = _attention_backward(a, n, dy, sv, new, add_step, x_bytes[0], dtype, t_b)
+            out_grads = [dx]
+        elif typ == "MUL":
+            dxs = [new(f"{name}.dx{i}", "activation_grad", x_bytes[i], n) if need else None
+                   for i, need in enumerate(needs_dx)]
+            add_step(n, "B", t_b, sv + [dy] + dxs)
+            out_grads = dxs
         elif typ == "BN":
             c = a["out_shape"][1]
             dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
@@ -370,11 +631,11 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             add_step(n, "B", t_b, sv + [dy, dx] + pg)
             out_grads = [dx]
         elif typ == "SOFTMAX":
-            logp, tw = extra[n]
+            logp, tw, *targets = extra[n]
             nb = _numel(a["out_shape"]) * dtype
             seed = new(f"{name}.grad_seed", "activation_grad", 4, n)
             g1 = new(f"{name}.nll_grad", "activation_grad", nb, n)
-            add_step(n, "B", t_b / 2, [tw, seed, g1], name=f"{name}.nll")
+            add_step(n, "B", t_b / 2, [tw, seed, g1] + targets, name=f"{name}.nll")
             dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
             add_step(n, "B", t_b / 2, [logp, g1, dx])
             out_grads = [dx]
@@ -426,7 +687,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         name, typ = a["name"], a["type"]
         if typ == "DATA":
             static_tensors.append(StaticTensor(f"{name}.batch", "input",
-                                               _numel(a["out_shape"]) * dtype, n))
+                                               _numel(a["out_shape"]) * a.get("elem_bytes",
+                                                                              dtype), n))
             continue
         pieces = parameter_pieces(a)
         for piece, count in pieces:

@@ -30,8 +30,12 @@ class Failure:
     requested_bytes: int
     short_bytes: int
     replaying: str = ""
+    reason: str = ""       # why, when not memory alone (DTR's remat_limit)
 
     def __str__(self):
+        if self.reason:
+            return (f"{self.reason} at step {self.step} ({self.layer} {self.phase}) "
+                    f"replaying {self.replaying} F")
         if self.step < 0:
             return (f"out of memory during setup (static tensors and preallocated buffers) "
                     f"allocating {self.tensor} ({self.requested_bytes} B, {self.short_bytes} B short)")

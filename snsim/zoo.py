@@ -7,10 +7,11 @@ ResNet v1 with the stride on the first 1x1 and an unpadded stem pool).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 
 from . import checks
 from .errors import ConfigError, UnknownNameError
-from .graph import GraphBuilder
+from .graph import ATTENTION_KERNELS, GraphBuilder
 
 RESNET_BLOCKS = {
     18: ("basic", (2, 2, 2, 2)),
@@ -223,6 +224,49 @@ def densenet(depth=None, *, batch, input_size=None, num_classes=1000, growth=32,
     return b.finish(b.softmax(b.fc(x, num_classes, name="classifier")))
 
 
+#: MobileNetV2's inverted residual stages: (expansion t, channels c, blocks n, first stride s)
+MOBILENET_V2_STAGES = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                       (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+
+
+def mobilenet_v2(*, batch, input_size=None, num_classes=1000, variant="torchvision", twin=False):
+    """MobileNetV2 (Sandler et al., CVPR 2018) as torchvision builds it (width 1.0, 224 px).
+
+    Inverted residual blocks ``features.1`` .. ``features.17``: a 1x1 expansion (none when
+    t = 1), a 3x3 depthwise conv (``groups`` = channels) and a linear 1x1 projection, each
+    conv followed by BN (and ReLU6, modelled as ReLU: same shapes, same saved tensors); a
+    block with stride 1 and as many channels out as in adds its input (FORK/JOIN, no
+    activation after the sum). Then a 1x1 conv to 1280, global average pool, dropout 0.2 and
+    the classifier.
+    """
+    size = input_size or 224
+    b = GraphBuilder("mobilenet_v2", batch=batch, input_shape=(3, size, size))
+    b.scope("features.0.")
+    x = _conv_bn_relu(b, b.data(), 32, 3, 2, 1)
+    cin, block = 32, 1
+    for t, c, n, s in MOBILENET_V2_STAGES:
+        for i in range(n):
+            b.scope(f"features.{block}.")
+            stride = s if i == 0 else 1
+            residual = stride == 1 and cin == c
+            f = b.fork(x, name="fork") if residual else x
+            hidden = cin * t
+            y = _conv_bn_relu(b, f, hidden, 1, name="expand.") if t != 1 else f
+            y = b.relu(b.bn(b.conv(y, hidden, 3, stride, 1, bias=False, groups=hidden,
+                                   name="dw.conv"), name="dw.bn"), name="dw.relu")
+            y = _conv_bn_relu(b, y, c, 1, relu=False, name="project.")
+            if residual:
+                j = b.join([f, y], name="join")
+                b.order_consumers(f, [j, next(v for v in b.G.successors(f) if v != j)])
+                y = j
+            x, cin, block = y, c, block + 1
+    b.scope(f"features.{block}.")
+    x = _conv_bn_relu(b, x, 1280, 1)
+    b.scope("")
+    x = b.dropout(b.global_pool(x, name="avgpool"), 0.2, name="classifier.0")
+    return b.finish(b.softmax(b.fc(x, num_classes, name="classifier.1")))
+
+
 def inception_v4(*, batch, input_size=299, num_classes=1000, variant="torchvision",
                  twin=False):
     """Inception-v4 as in timm's ``inception_v4`` (BasicConv2d = conv without bias + BN + ReLU).
@@ -298,6 +342,243 @@ def inception_v4(*, batch, input_size=299, num_classes=1000, variant="torchvisio
     return b.finish(b.softmax(b.fc(x, num_classes, name="fc")))
 
 
+# -- transformers ----------------------------------------------------------------------------
+TRANSFORMER_KINDS = ("gpt", "llama", "bert", "vit")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransformerConfig:
+    """Sizes of a zoo transformer (one of :data:`TRANSFORMER_KINDS`).
+
+    ``gpt``: GPT-2 (pre-LayerNorm, GELU MLP, learned positions, LM head tied to the token
+    embedding). ``llama``: Llama (RMSNorm, SwiGLU MLP, rotary positions, grouped-query attention,
+    untied LM head, no biases). ``bert``: BERT (post-LayerNorm encoder, token types, pooler and a
+    sequence classifier). ``vit``: ViT (16x16 patch conv, class token, pre-LayerNorm encoder).
+    ``ffn`` is the MLP's hidden width (``mlp_ratio * width`` unless given).
+    """
+
+    kind: str
+    layers: int
+    width: int
+    heads: int
+    kv_heads: int = 0          # 0: as many as heads (no grouping)
+    ffn: int = 0               # 0: mlp_ratio * width
+    mlp_ratio: float = 4.0
+    vocab: int = 0             # token models
+    positions: int = 0         # learned positions (gpt, bert, vit: set from the patch grid)
+    token_types: int = 0       # bert
+    seq: int = 1024            # default sequence length of a token model
+    patch: int = 16            # vit
+    image: int = 224           # vit
+    dropout: float = 0.0       # on embeddings and residual branches (not on attention scores)
+    attention: str = "flash"   # "eager" (S x S scores kept) or "flash" (fused SDPA)
+
+    def __post_init__(self):
+        def bad(field, rule):
+            raise ConfigError(f"{self.kind} transformer: {field} "
+                              f"(={checks.show(getattr(self, field))}) must be {rule}")
+        if self.kind not in TRANSFORMER_KINDS:
+            raise UnknownNameError(f"transformer kind {self.kind!r} is unknown; known: "
+                                   f"{', '.join(TRANSFORMER_KINDS)}")
+        for field in ("layers", "width", "heads", "seq", "patch", "image"):
+            v = getattr(self, field)
+            if not (checks.is_int(v) and 1 <= v <= 2**31):
+                bad(field, "an integer in [1, 2**31]")
+        for field in ("kv_heads", "ffn", "vocab", "positions", "token_types"):
+            v = getattr(self, field)
+            if not (checks.is_int(v) and 0 <= v <= 2**31):
+                bad(field, "an integer in [0, 2**31]")
+        if not (checks.is_real(self.mlp_ratio) and self.mlp_ratio > 0):
+            bad("mlp_ratio", "a number > 0")
+        if not (checks.is_real(self.dropout) and 0 <= self.dropout < 1):
+            bad("dropout", "in [0, 1)")
+        if self.attention not in ATTENTION_KERNELS:
+            bad("attention", f"one of {', '.join(ATTENTION_KERNELS)}")
+        if self.width % self.heads:
+            bad("heads", f"a divisor of width (={self.width})")
+        if self.heads % self.n_kv_heads:
+            bad("kv_heads", f"a divisor of heads (={self.heads})")
+        if self.kind in ("gpt", "llama", "bert") and not self.vocab:
+            bad("vocab", "> 0 for a token model")
+        if self.kind == "vit" and self.image % self.patch:
+            bad("patch", f"a divisor of image (={self.image})")
+
+    @property
+    def n_kv_heads(self):
+        return self.kv_heads or self.heads
+
+    @property
+    def hidden(self):
+        """The MLP's hidden width."""
+        return self.ffn or int(round(self.mlp_ratio * self.width))
+
+    def with_options(self, **options):
+        """A copy with some fields changed (each checked again)."""
+        return replace(self, **options)
+
+
+#: named configurations; each count is pinned in tests/test_zoo_transformers.py with its source
+TRANSFORMERS = {
+    # GPT-2 (Radford et al. 2019; HF GPT2LMHeadModel configs): vocab 50257, 1024 positions
+    "gpt2": TransformerConfig(kind="gpt", layers=12, width=768, heads=12, vocab=50257,
+                              positions=1024),
+    "gpt2-medium": TransformerConfig(kind="gpt", layers=24, width=1024, heads=16, vocab=50257,
+                                     positions=1024),
+    "gpt2-large": TransformerConfig(kind="gpt", layers=36, width=1280, heads=20, vocab=50257,
+                                    positions=1024),
+    "gpt2-xl": TransformerConfig(kind="gpt", layers=48, width=1600, heads=25, vocab=50257,
+                                 positions=1024),
+    # TinyLlama-1.1B (Zhang et al. 2024): Llama-2 architecture, 4 kv heads (GQA)
+    "tinyllama-1.1b": TransformerConfig(kind="llama", layers=22, width=2048, heads=32,
+                                        kv_heads=4, ffn=5632, vocab=32000, seq=2048),
+    # Llama-2-7B (Touvron et al. 2023) and Llama-3-8B (Meta 2024; 8 kv heads)
+    "llama2-7b": TransformerConfig(kind="llama", layers=32, width=4096, heads=32, ffn=11008,
+                                   vocab=32000, seq=4096),
+    "llama3-8b": TransformerConfig(kind="llama", layers=32, width=4096, heads=32, kv_heads=8,
+                                   ffn=14336, vocab=128256, seq=8192),
+    # BERT (Devlin et al. 2019; HF bert-base-uncased / bert-large-uncased configs)
+    "bert-base": TransformerConfig(kind="bert", layers=12, width=768, heads=12, vocab=30522,
+                                   positions=512, token_types=2, seq=512, dropout=0.1),
+    "bert-large": TransformerConfig(kind="bert", layers=24, width=1024, heads=16, vocab=30522,
+                                    positions=512, token_types=2, seq=512, dropout=0.1),
+    # ViT (Dosovitskiy et al. 2021; torchvision vit_b_16 / vit_l_16)
+    "vit-b16": TransformerConfig(kind="vit", layers=12, width=768, heads=12),
+    "vit-l16": TransformerConfig(kind="vit", layers=24, width=1024, heads=16),
+}
+#: the configuration ``gpt:...``, ``llama:...`` ... start from
+_KIND_BASE = {"gpt": "gpt2", "llama": "tinyllama-1.1b", "bert": "bert-base", "vit": "vit-b16"}
+_OPTION_KEYS = {"layers": int, "width": int, "heads": int, "kv_heads": int, "ffn": int,
+                "mlp_ratio": float, "vocab": int, "positions": int, "token_types": int,
+                "patch": int, "image": int, "dropout": float, "attention": str}
+_CUSTOM_TRANSFORMER = re.compile(r"^(gpt|llama|bert|vit)[:(](.*?)\)?$")
+
+
+def parse_transformer(name):
+    """The :class:`TransformerConfig` of a name: ``gpt2``, ``llama3-8b``, ... or a kind with
+    options, ``gpt:layers=4,width=256,heads=4,attention=eager`` (keys: the config's fields),
+    starting from the kind's base (gpt2, tinyllama-1.1b, bert-base, vit-b16); None for a name
+    that is no transformer.
+
+    >>> parse_transformer("gpt:layers=2,width=128,heads=4").hidden
+    512
+    """
+    key = str(name).strip().lower()
+    if key in TRANSFORMERS:
+        return TRANSFORMERS[key]
+    m = _CUSTOM_TRANSFORMER.match(key.replace(" ", ""))
+    if not m:
+        return None
+    kind, text = m.groups()
+    options = {}
+    for item in filter(None, text.split(",")):
+        k, eq, v = item.partition("=")
+        if not eq or k not in _OPTION_KEYS:
+            raise ConfigError(f"network {name!r}: {item!r} must be key=value with a key of "
+                              f"{', '.join(_OPTION_KEYS)}")
+        try:
+            options[k] = _OPTION_KEYS[k](v)
+        except ValueError:
+            raise ConfigError(f"network {name!r}: {k} (={v!r}) must be "
+                              f"{_OPTION_KEYS[k].__name__}") from None
+    base = TRANSFORMERS[_KIND_BASE[kind]]
+    if "width" in options and "ffn" not in options:
+        options["ffn"] = 0   # the hidden width follows the width (mlp_ratio)
+    if kind == "llama" and ("width" in options or "heads" in options) and "kv_heads" not in options:
+        options["kv_heads"] = 0
+    return base.with_options(**options)
+
+
+def transformer(cfg, *, batch, input_size=None, num_classes=None, variant="torchvision",
+                twin=False, name="transformer"):
+    """Build a zoo transformer; ``input_size`` is the sequence length of a token model (the
+    image side of a ViT).
+
+    Layers are named as in the reference implementation (GPT: nanoGPT / ``snsim:gpt``'s
+    ``blocks.{i}.attn.c_attn``; Llama: Hugging Face's ``layers.{i}.self_attn``; BERT: HF's
+    ``encoder.layer.{i}``; ViT: torchvision's ``encoder.layers.encoder_layer_{i}``). The
+    q, k and v projections are one packed linear layer (same parameters as three).
+    """
+    if cfg.kind == "vit":
+        size = input_size or cfg.image
+        if size % cfg.patch:
+            raise ConfigError(f"{name}: input_size (={size}) must be a multiple of the patch "
+                              f"size {cfg.patch}")
+        b = GraphBuilder(name, batch=batch, input_shape=(3, size, size))
+        x = b.conv(b.data(), cfg.width, cfg.patch, cfg.patch, name="conv_proj")
+        x = b.embed(x, cfg.width, positions=(size // cfg.patch) ** 2 + 1, cls_token=True,
+                    name="encoder.pos_embedding")
+    else:
+        seq = input_size or cfg.seq
+        b = GraphBuilder(name, batch=batch, input_shape=(seq,))
+        x = b.embed(b.data(elem_bytes=8), cfg.width, vocab=cfg.vocab, positions=cfg.positions,
+                    token_types=cfg.token_types,
+                    name={"gpt": "wte", "llama": "embed_tokens", "bert": "embeddings"}[cfg.kind])
+    drop = (lambda v, nm: b.dropout(v, cfg.dropout, name=nm)) if cfg.dropout else \
+        (lambda v, nm: v)
+    hd = cfg.width // cfg.heads
+    qkv = (cfg.heads + 2 * cfg.n_kv_heads) * hd
+    causal = cfg.kind in ("gpt", "llama")
+    norm = "rms" if cfg.kind == "llama" else "layer"
+    bias = cfg.kind != "llama"
+    if cfg.kind == "bert":
+        x = drop(b.norm(x, name="embeddings.LayerNorm"), "embeddings.dropout")
+    else:
+        x = drop(x, "drop")
+
+    def attn(h, proj, out):
+        h = b.linear(h, qkv, bias=bias, name=proj)
+        h = b.attention(h, heads=cfg.heads, kv_heads=cfg.n_kv_heads, causal=causal,
+                        kernel=cfg.attention, rotary=cfg.kind == "llama",
+                        mha=cfg.kind == "vit", name="attn")
+        return b.linear(h, cfg.width, bias=bias, name=out)
+
+    def mlp(h, up, down, act="gelu"):
+        if cfg.kind == "llama":   # SwiGLU: down(silu(gate(h)) * up(h))
+            g = b.act(b.linear(h, cfg.hidden, bias=False, name="mlp.gate_proj"), "silu",
+                      name="mlp.act_fn")
+            h = b.mul(g, b.linear(h, cfg.hidden, bias=False, name="mlp.up_proj"), name="mlp.mul")
+        else:
+            h = b.act(b.linear(h, cfg.hidden, name=up), act, name=up.rsplit(".", 1)[0] + ".gelu")
+        return b.linear(h, cfg.width, bias=bias, name=down)
+
+    names = {   # (norm1, qkv, out, norm2, mlp up, mlp down) per kind
+        "gpt": ("ln_1", "attn.c_attn", "attn.c_proj", "ln_2", "mlp.c_fc", "mlp.c_proj"),
+        "llama": ("input_layernorm", "self_attn.qkv_proj", "self_attn.o_proj",
+                  "post_attention_layernorm", "mlp.up_proj", "mlp.down_proj"),
+        "bert": ("attention.output.LayerNorm", "attention.self.qkv", "attention.output.dense",
+                 "output.LayerNorm", "intermediate.dense", "output.dense"),
+        "vit": ("ln_1", "self_attention.in_proj", "self_attention.out_proj", "ln_2",
+                "mlp.0", "mlp.3"),
+    }[cfg.kind]
+    prefix = {"gpt": "blocks.{}.", "llama": "layers.{}.", "bert": "encoder.layer.{}.",
+              "vit": "encoder.layers.encoder_layer_{}."}[cfg.kind]
+    for i in range(cfg.layers):
+        b.scope(prefix.format(i))
+        n1, q, o, n2, up, down = names
+        if cfg.kind == "bert":   # post-LN: x = LN(x + f(x))
+            h = drop(attn(x, q, o), "attention.output.dropout")
+            x = b.norm(b.join([x, h], inplace=False, name="add1"), name=n1)
+            h = drop(mlp(x, up, down), "output.dropout")
+            x = b.norm(b.join([x, h], inplace=False, name="add2"), name=n2)
+        else:                    # pre-LN: x = x + f(LN(x))
+            h = drop(attn(b.norm(x, kind=norm, name=n1), q, o), "dropout_1")
+            x = b.join([x, h], inplace=False, name="add1")
+            h = drop(mlp(b.norm(x, kind=norm, name=n2), up, down), "dropout_2")
+            x = b.join([x, h], inplace=False, name="add2")
+    b.scope("")
+    if cfg.kind in ("gpt", "llama"):
+        x = b.norm(x, kind=norm, name="ln_f" if cfg.kind == "gpt" else "norm")
+        x = b.linear(x, cfg.vocab, bias=False, tied=cfg.kind == "gpt", name="lm_head")
+        return b.finish(b.softmax(x, name="loss"))
+    if cfg.kind == "bert":
+        x = b.act(b.linear(b.token(x, name="pooler.first_token"), cfg.width,
+                           name="pooler.dense"), "tanh", name="pooler.activation")
+        x = drop(x, "dropout")
+        return b.finish(b.softmax(b.linear(x, num_classes or 2, name="classifier")))
+    x = b.token(b.norm(x, name="encoder.ln"), name="class_token")
+    return b.finish(b.softmax(b.linear(x, num_classes or 1000, name="heads.head")))
+
+
 # -- registry ----------------------------------------------------------------------------
 def _canonical(name):
     return re.sub(r"[-_\s]", "", str(name).lower())
@@ -312,6 +593,7 @@ NETWORKS = {
        for d in RESNET_BLOCKS},
     **{f"densenet{d}": (lambda d: lambda **kw: densenet(d, **kw))(d) for d in DENSENET_BLOCKS},
     "inceptionv4": inception_v4,
+    "mobilenetv2": mobilenet_v2,
     "cifarresnet32": lambda **kw: cifar_resnet(5, **kw),
     "resnet32cifar": lambda **kw: cifar_resnet(5, **kw),
 }
@@ -319,8 +601,8 @@ _CUSTOM_RESNET = re.compile(r"^resnet[:(]?(\d+),(\d+),(\d+),(\d+)\)?$")
 
 
 # one name per network in every output: the name its graph carries (aliases stay accepted)
-_CANONICAL = {"inceptionv4": "inception_v4", "cifarresnet32": "cifar_resnet32",
-              "resnet32cifar": "cifar_resnet32"}
+_CANONICAL = {"inceptionv4": "inception_v4", "mobilenetv2": "mobilenet_v2",
+              "cifarresnet32": "cifar_resnet32", "resnet32cifar": "cifar_resnet32"}
 
 
 def canonical_name(name):
@@ -332,6 +614,8 @@ def canonical_name(name):
     key = _canonical(name)
     if key in NETWORKS:
         return _CANONICAL.get(key, key)
+    if parse_transformer(name) is not None:
+        return str(name).strip().lower().replace(" ", "")
     m = _CUSTOM_RESNET.match(key)
     return f"resnet:{','.join(m.groups())}" if m else str(name)
 
@@ -340,7 +624,31 @@ def list_networks():
     """The zoo's networks, one canonical name each (plus ``resnet:a,b,c,d`` for any block
     tuple); :func:`build_network` also accepts other spellings (case, ``-`` and ``_`` are
     ignored; ``resnet32cifar`` is ``cifar_resnet32``)."""
-    return sorted({_CANONICAL.get(k, k) for k in NETWORKS})
+    return sorted({_CANONICAL.get(k, k) for k in NETWORKS} | set(TRANSFORMERS))
+
+
+def seq_input_size(name, *, seq=None, input_size=None):
+    """The input size a command's ``--seq`` sets: the sequence length of a token model
+    (``gpt2``, ``gpt:...``, the ``gpt`` and ``llama`` families); ``input_size`` without it.
+
+    >>> seq_input_size("gpt2", seq=256)
+    256
+    >>> seq_input_size("resnet50", seq=256)
+    Traceback (most recent call last):
+    ...
+    snsim.errors.ConfigError: --seq (=256) applies to token models (gpt, llama, bert), not to 'resnet50'
+    """
+    if seq is None:
+        return input_size
+    cfg = parse_transformer(name) if str(name).lower() not in ("gpt", "llama") else True
+    if cfg is None or getattr(cfg, "kind", "") == "vit":
+        raise ConfigError(f"--seq (={seq}) applies to token models (gpt, llama, bert), not to "
+                          f"{name!r}")
+    if not (checks.is_int(seq) and 1 <= seq <= 2**31):
+        raise ConfigError(f"--seq (={checks.show(seq)}) must be an integer in [1, 2**31]")
+    if input_size is not None and input_size != seq:
+        raise ConfigError(f"--seq (={seq}) and --input-size (={input_size}) disagree")
+    return seq
 
 
 def check_sizes(*, batch, input_size=None, num_classes=None):
@@ -354,7 +662,7 @@ def check_sizes(*, batch, input_size=None, num_classes=None):
 
 
 def build_network(name, *, batch, input_size=None, variant="torchvision", num_classes=None,
-                  twin=False):
+                  twin=False, seq=None):
     """Build a zoo network by name.
 
     Parameters
@@ -366,7 +674,11 @@ def build_network(name, *, batch, input_size=None, variant="torchvision", num_cl
     batch : int
         Mini-batch size.
     input_size : int, optional
-        Image side in pixels (224 default; 227 in the release variant).
+        Image side in pixels (224 default; 227 in the release variant); a token model's
+        sequence length.
+    seq : int, optional
+        Sequence length of a token model (``gpt2``, ``llama3-8b``, ``bert-base``,
+        ``gpt:layers=4,...``); an error for other networks.
     variant : {"torchvision", "release"}
     twin : bool
         Include every op the torchvision model runs even where it changes no shape
@@ -393,12 +705,24 @@ def build_network(name, *, batch, input_size=None, variant="torchvision", num_cl
         kwargs["input_size"] = input_size
     if num_classes is not None:
         kwargs["num_classes"] = num_classes
+    cfg = parse_transformer(name)
+    if seq is not None:
+        if cfg is None or cfg.kind == "vit":
+            raise ConfigError(f"seq (={seq}) applies to token models (gpt, llama, bert), not "
+                              f"to network {name!r}")
+        if input_size is not None and input_size != seq:
+            raise ConfigError(f"seq (={seq}) and input_size (={input_size}) disagree")
+        check_sizes(batch=batch, input_size=seq)
+        kwargs["input_size"] = seq
     m = _CUSTOM_RESNET.match(key.replace(" ", ""))
-    if m:
+    if cfg is not None:
+        G = transformer(cfg, name=canonical_name(name), **kwargs)
+    elif m:
         G = resnet(tuple(int(g) for g in m.groups()), **kwargs)
     elif key not in NETWORKS:
         raise UnknownNameError(f"network {name!r} is unknown; known: {', '.join(list_networks())}"
-                               f", or resnet:a,b,c,d for any blocks per stage")
+                               f", or resnet:a,b,c,d for any blocks per stage, or "
+                               f"gpt:/llama:/bert:/vit:key=value,... for any transformer")
     else:
         G = NETWORKS[key](**kwargs)
     return with_module_tree(G)
@@ -423,7 +747,14 @@ _BLOCK_CLASSES = ((re.compile(r"layer\d+\.\d+$"), None),   # Bottleneck or Basic
                   (re.compile(r"transition\d+$"), "_Transition"),
                   (re.compile(r"inception_([abc])\d+$"), "Inception"),
                   (re.compile(r"reduction_([ab])$"), "Reduction"),
-                  (re.compile(r"mixed(\d[a-z])$"), "Mixed"))
+                  (re.compile(r"mixed(\d[a-z])$"), "Mixed"),
+                  # transformer blocks: snsim:gpt's Block, Hugging Face's Llama and BERT layers,
+                  # torchvision's ViT EncoderBlock
+                  (re.compile(r"blocks\.\d+$"), "Block"),
+                  (re.compile(r"layers\.\d+$"), "LlamaDecoderLayer"),
+                  (re.compile(r"encoder\.layer\.\d+$"), "BertLayer"),
+                  (re.compile(r"encoder\.layers\.encoder_layer_\d+$"), "EncoderBlock"),
+                  (re.compile(r"features\.(?:[1-9]|1[0-7])$"), "InvertedResidual"))
 
 
 def module_tree(G):

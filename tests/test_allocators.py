@@ -1,4 +1,7 @@
 """Tests for snsim.engine.allocators (SPEC §10)."""
+import gzip
+import json
+import os
 import random
 
 import pytest
@@ -657,3 +660,38 @@ def test_pytorch_boundaries_exactly():
     a.free(a.alloc(70 * MiB))
     a.alloc(40 * MiB)                # a request of exactly max_split is a large one: same rule
     assert a.reserved_bytes == 110 * MiB
+
+
+# -- the real caching allocator's event history (traces/h200/plans_history) --------------------
+
+_HISTORIES = os.path.join(os.path.dirname(__file__), "..", "traces", "h200", "plans_history")
+
+
+@pytest.mark.parametrize("name", sorted(
+    f[:-len(".json.gz")] for f in (os.listdir(_HISTORIES) if os.path.isdir(_HISTORIES) else ())))
+def test_pytorch_replays_the_real_allocators_history(name):
+    # scripts/plan_alloc_history.py recorded torch 2.11's CUDACachingAllocator on an H200
+    # (torch.cuda.memory._record_memory_history) over a whole executed plan: every request,
+    # every free and every cudaMalloc'd segment. Fed the same requests and frees, with each new
+    # segment at the address the driver gave it (ties between equal free blocks break by
+    # address), the model must open the same segments in the same order and reach the
+    # measured max_memory_reserved exactly.
+    with gzip.open(os.path.join(_HISTORIES, f"{name}.json.gz"), "rt") as f:
+        doc = json.load(f)
+    events = doc["events"]
+    real_segments = [size for action, _, size, _ in events if action == "segment_alloc"]
+    a = PytorchAllocator(segment_addresses=[addr for action, addr, _, _ in events
+                                            if action == "segment_alloc"])
+    made = []
+    live = {}
+    for action, addr, size, stream in events:
+        if action == "alloc":
+            before = a.reserved_bytes
+            live[addr] = a.alloc(size, stream)
+            if a.reserved_bytes > before:
+                made.append(a.reserved_bytes - before)
+        elif action == "free_completed":
+            a.free(live.pop(addr))
+    assert made == real_segments
+    assert a.peak_reserved_bytes == doc["measured"]["peak_reserved_bytes"]
+    a.check_invariants()

@@ -1,4 +1,5 @@
 """Mixed precision (CUDA's autocast emulated on CPU fake tensors), GradScaler and optimizers."""
+import contextlib
 import textwrap
 
 import pytest
@@ -53,12 +54,52 @@ def test_policy_lists_are_cuda_autocast_kernels():
     assert cuda - set(policy) <= {"aten::linalg_matrix_sqrth"}
 
 
+@contextlib.contextmanager
+def _region(dtype):
+    """One autocast region with CUDA's policy on the CPU (the scope and the region at once)."""
+    with cuda_autocast_on_cpu(dtype), torch.autocast("cpu", dtype=dtype):
+        yield
+
+
+def test_checkpoint_recompute_casts_as_in_forward():
+    """torch.utils.checkpoint re-enters autocast for its recompute in backward: inside the step
+    scope it gets CUDA's policy again (LayerNorm's output fp32, Linear's bf16), so the
+    recomputed tensors have the metadata of the forward's (else checkpoint raises), and the
+    weight is cast anew (the forward region's cache was cleared when it ended)."""
+    casts = []
+
+    class Count(torch.utils._python_dispatch.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten._to_copy.default:
+                casts.append((tuple(args[0].shape), args[0].dtype, (kwargs or {}).get("dtype")))
+            return func(*args, **(kwargs or {}))
+
+    with FakeTensorMode():
+        block = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16),
+                                    torch.nn.Linear(16, 4))
+        x = torch.empty(2, 8, requires_grad=True)
+        with Count(), cuda_autocast_on_cpu(torch.bfloat16):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                y = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+            n_forward = len(casts)
+            y.float().sum().backward()
+    assert y.dtype == torch.bfloat16
+    # forward: x, w1, b1 (bf16), h1 -> fp32 for layer_norm, its output, w2, b2 (bf16) = 7
+    assert n_forward == 7
+    # the first weight (16x8) is cast fp32 -> bf16 once in forward and once more in the
+    # recompute (a cache kept from forward would serve the recompute with no cast)
+    w1 = ((16, 8), torch.float32, torch.bfloat16)
+    assert casts[:n_forward].count(w1) == 1
+    assert casts.count(w1) == 2
+    assert block[0].weight.grad.dtype == torch.float32
+
+
 def test_linear_bf16_saves_low_precision_input_and_weight_copy():
     n, k, m = 8, 16, 4
     with FakeTensorMode():
         lin = torch.nn.Linear(k, m)
         x = torch.empty(n, k, requires_grad=True)
-        with cuda_autocast_on_cpu(torch.bfloat16):
+        with _region(torch.bfloat16):
             saved, y = _saved(lambda: lin(x))
     assert y.dtype == torch.bfloat16
     # addmm(bias, x, w.t()) saves its bf16 input and the bf16 weight copy (hand calculation):
@@ -71,7 +112,7 @@ def test_fp32_ops_and_loss_under_bf16():
         net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16))
         x = torch.empty(4, 8)
         y = torch.zeros(4, dtype=torch.long)
-        with cuda_autocast_on_cpu(torch.bfloat16):
+        with _region(torch.bfloat16):
             h = net[0](x)
             saved, z = _saved(lambda: net[1](h))
             s = h.softmax(-1)
@@ -99,10 +140,10 @@ def test_weight_cast_is_cached_per_region():
     with FakeTensorMode():
         lin = torch.nn.Linear(8, 8)
         x = torch.empty(2, 8)
-        with Count(), cuda_autocast_on_cpu(torch.float16):
+        with Count(), _region(torch.float16):
             lin(lin(x))
         n_in_region = len(casts)
-        with Count(), cuda_autocast_on_cpu(torch.float16):
+        with Count(), _region(torch.float16):
             lin(x)
     # region 1: x (not a leaf that requires grad: not cached), weight, bias; the second call
     # casts nothing (its input is already fp16, weight and bias hit the cache) = 3
@@ -243,7 +284,7 @@ def test_emulation_matches_real_cuda_autocast_forward():
             torch.clear_autocast_cache()
 
     real = _forward_ops("cuda", real_cuda)
-    emu = _forward_ops("cpu", lambda: cuda_autocast_on_cpu(torch.bfloat16))
+    emu = _forward_ops("cpu", lambda: _region(torch.bfloat16))
     # the one difference is not autocast's: CUDA's batch norm keeps its saved mean/invstd in
     # fp32 for bf16 input, the CPU fake kernel in the input dtype (C elements each)
     bn = "native_batch_norm ['torch.bfloat16', 'torch.float32', 'torch.float32']"
@@ -318,3 +359,16 @@ def test_half_precision_attention_is_cudnn_on_sm90():
         assert cuda_sdpa_backend(q, q, q, cudnn_first=True) == "cudnn"
         assert cuda_sdpa_backend(q, q, q) == "flash"
         assert cuda_sdpa_backend(q32, q32, q32, cudnn_first=True) == "efficient"
+
+
+def test_norm_overloads_of_other_torch_releases_get_a_kernel():
+    """torch 2.11's autocast_mode.h lists ``norm.names_ScalarOpt_dim`` for fp32_append_dtype
+    (every H200 prediction under amp failed on it with a KeyError): any norm overload gets
+    the kernel of its ``_dtype`` twin, or an fp32 cast where the running torch has none."""
+    from types import SimpleNamespace
+
+    from snsim.torchsim.amp import _CastCache, _kernel
+    for name in ("Scalar", "ScalarOpt_dim", "names_ScalarOpt_dim"):
+        op = getattr(torch.ops.aten.norm, name, None) or SimpleNamespace(
+            _overloadname=name, _schema=SimpleNamespace(arguments=[]))
+        assert callable(_kernel(op, "fp32_append_dtype", _CastCache(), torch.bfloat16))

@@ -1,6 +1,7 @@
 """Copies slow compute (issue 10 item 4): the engine stretches a step that runs while a copy
 stream is busy, by the measured fraction (snsim.engine.contention)."""
 import dataclasses
+import math
 
 import pytest
 
@@ -60,3 +61,23 @@ def test_summary_of_the_probe_grid_and_bad_table(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match=r"x_copy_slowdown.csv:2: direction must be"):
         copy_slowdown("x")
     copy_slowdown.cache_clear()
+
+
+def test_pageable_copies_serialise_kernels():
+    # A kernel of 1 ms alone, 3 reps, beside 256 MiB copies at 13.4 GB/s (20 ms each, as the
+    # H200's pageable D2H): pinned, the 3 kernels take 0.1 ms more in all (memory contention,
+    # k = 0.0333); pageable, 19 ms more -- they waited a whole copy out: serialised (inf).
+    big = 2**28
+    bw = big / 0.020
+    grid = [{"kernel": "conv", "copy": "none", "pinned": "", "copy_bytes": 0,
+             "kernel_s": "1e-3", "slowdown": "1.0", "reps": 3}]
+    for p, extra_s in ((1, 0.1e-3), (0, 19e-3)):
+        t = 1e-3 + extra_s / 3
+        grid.append({"kernel": "conv", "copy": "d2h", "pinned": p, "copy_bytes": big,
+                     "kernel_s": t, "slowdown": t / 1e-3, "reps": 3,
+                     "copy_bytes_per_s_wall": bw})
+    k = {(r["direction"], r["pinned"]): r["slowdown_fraction"] for r in summarize(grid)}
+    assert k == {("d2h", 1): pytest.approx(0.0333, abs=1e-4), ("d2h", 0): math.inf}
+    # a serialised copy: the kernel makes no progress until it ends, then runs its 1 ms
+    assert slowed_duration_s(1e-3, 0.0, {"d2h": 20e-3}, {"d2h": math.inf}) == pytest.approx(21e-3)
+    assert slowed_duration_s(0.0, 0.0, {"d2h": 20e-3}, {"d2h": math.inf}) == 0.0

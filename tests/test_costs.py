@@ -2,7 +2,6 @@
 import dataclasses
 import doctest
 import math
-import time
 
 import networkx as nx
 import pytest
@@ -266,15 +265,14 @@ def test_missing_attribute_names_the_layer():
         modeled_costs(G, load_hardware("k40c"))
 
 
-def test_resnet2500_is_fast():
+def test_resnet2500_gets_modeled_times():
+    # speed is a benchmark (benchmarks/run_all.py), not a timed assert
     G = build_network("resnet2500", batch=1, variant="release")
     assert G.number_of_nodes() == 9168
-    hw = load_hardware("k40c")
-    t0 = time.perf_counter()
-    H = with_modeled_times(G, hw)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 1.0, elapsed  # ~0.1 s measured; generous for slow CI machines
+    H = with_modeled_times(G, load_hardware("k40c"))
     assert H.number_of_nodes() == 9168
+    assert all(d["fwd_time_s"] >= 0 for _, d in H.nodes(data=True))
+    assert sum(d["fwd_time_s"] > 0 for _, d in H.nodes(data=True)) > 9000
 
 
 def test_doctests():

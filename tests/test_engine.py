@@ -141,7 +141,7 @@ def test_infeasible_run_is_a_result_not_a_crash():
 
 
 def test_unknown_policy_and_option():
-    with pytest.raises(UnknownNameError, match="policy 'magic' is unknown; known: checkpoint, chen_sqrt, cpu_offload, keep_all"):
+    with pytest.raises(UnknownNameError, match="policy 'magic' is unknown; known: capuchin, checkmate, checkpoint, chen_sqrt, cpu_offload, dtr, joint, keep_all"):
         get_policy("magic")
     with pytest.raises(ConfigError, match="unknown option"):
         get_policy("recompute", depth=3)

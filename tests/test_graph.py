@@ -11,10 +11,11 @@ TORCHVISION_PARAMS = {
     "alexnet": 61_100_840, "vgg16": 138_357_544, "vgg19": 143_667_240,
     "resnet18": 11_689_512, "resnet34": 21_797_672, "resnet50": 25_557_032,
     "resnet101": 44_549_160, "resnet152": 60_192_808, "densenet121": 7_978_856,
+    "mobilenet_v2": 3_504_872,
 }
 # torchvision's published GFLOPS (multiply-accumulates, in G) at 224 px
 TORCHVISION_GMACS = {"alexnet": 0.71, "vgg16": 15.47, "resnet50": 4.09, "resnet152": 11.51,
-                     "densenet121": 2.83}
+                     "densenet121": 2.83, "mobilenet_v2": 0.30}
 
 
 def params(G):

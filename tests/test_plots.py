@@ -155,3 +155,15 @@ def test_png_renders(tmp_path, pressured):
     plots.stream_gantt(pressured, ax=b)
     fig.savefig(tmp_path / "x.png")
     assert (tmp_path / "x.png").stat().st_size > 10_000
+
+
+def test_batch_by_seq_lines_and_bad_frame():
+    import pandas as pd
+    from snsim.errors import ConfigError
+    from snsim.plots import batch_by_seq
+    df = pd.DataFrame({"policy": ["liveness"] * 2 + ["recompute"] * 2, "seq": [128, 256] * 2,
+                       "max_batch": [8, 4, 16, None]})
+    ax = batch_by_seq(df)
+    assert [list(line.get_ydata()) for line in ax.get_lines()] == [[8, 4], [16, 0]]
+    with pytest.raises(ConfigError, match="needs a seq column"):
+        batch_by_seq(df.drop(columns="seq"))

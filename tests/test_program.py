@@ -89,3 +89,18 @@ def test_every_zoo_program_is_consistent():
         for t in p.tensors:     # every tensor is first touched by its producer's step
             assert p.steps[first[t.tensor_id]].layer == t.producer
         assert all(s.time_s >= 0 for s in p.steps)
+
+
+def test_derived_programs_do_not_inherit_memos():
+    # lower_bound_bytes and the liveness peak are computed once per program; a program derived
+    # with dataclasses.replace (as zero_offload derives one) must compute its own
+    import dataclasses
+
+    from snsim.api import make_program
+    from snsim.policies._schedule import liveness_peak
+    p = make_program("lenet", batch=2)
+    lb, live = p.lower_bound_bytes(), liveness_peak(p)
+    q = dataclasses.replace(p, static_bytes={}, steps=p.steps[:0], _uses=None)
+    assert q.lower_bound_bytes() == 0 and lb > 0     # no statics, no steps: nothing needed
+    assert liveness_peak(q) == 0 and live > 0
+    assert p.lower_bound_bytes() == lb and liveness_peak(p) == live

@@ -15,11 +15,13 @@ import dataclasses
 import pytest
 
 from snsim.engine.core import run_plan
+from snsim.engine.dtr import HEURISTICS
 from snsim.graph import LAYER_TYPES, GraphBuilder
 from snsim.hardware import load_hardware
 from snsim.plan import WORKSPACE_MODES
 from snsim.policies import POLICIES, get_policy, list_policies
 from snsim.policies._schedule import RECOMPUTE_MODES
+from snsim.policies.capuchin import MODES as CAPUCHIN_MODES
 from snsim.program import build_program
 
 pytest.importorskip("hypothesis")
@@ -52,6 +54,24 @@ OPTION_SPACE = {
     "cpu_offload": {"pin_memory": st.booleans(), "modules": st.none()},
     "zero_offload": {"base": st.sampled_from(["liveness", "superneurons", "offload", "recompute",
                                               "vdnn"])},
+    # solver policies: the MILP only on tiny models (HiGHS takes seconds on a few hundred
+    # binaries, and no time limit may be reached: runs must stay deterministic), the LP
+    # relaxation or the heuristic beyond
+    "checkmate": {"solver": st.sampled_from(["auto", "lp"]),
+                  "milp_max_binaries": st.sampled_from([0, 60]), "time_limit_s": st.just(600),
+                  "ws_policy": st.sampled_from(WORKSPACE_MODES)},
+    "sac_knapsack": {"activation_memory_budget": st.none() | st.floats(0, 1),
+                     "solver": st.sampled_from(["dp", "greedy", "ilp"]),
+                     "ws_policy": st.sampled_from(WORKSPACE_MODES)},
+    "joint": {"solver": st.sampled_from(["auto", "heuristic"]),
+              "milp_max_steps": st.sampled_from([0, 16]), "time_limit_s": st.just(600),
+              "mode": st.sampled_from(RECOMPUTE_MODES), "offload_types": _types,
+              "ws_policy": st.sampled_from(WORKSPACE_MODES)},
+    "dtr": {"heuristic": st.sampled_from(HEURISTICS),
+            "remat_limit": st.none() | st.integers(0, 4),
+            "ws_policy": st.sampled_from(WORKSPACE_MODES)},
+    "capuchin": {"mode": st.sampled_from(CAPUCHIN_MODES),
+                 "ws_policy": st.sampled_from(WORKSPACE_MODES)},
 }
 
 
@@ -124,11 +144,17 @@ def hardwares(draw):
         host_pinned_bytes=draw(st.sampled_from([0, 4096, base.host_pinned_bytes])))
 
 
+# options always drawn: a solver left at its default size limit would run a MILP against a
+# wall-clock limit on a random graph (slow, and not bit-for-bit deterministic once it stops)
+ALWAYS = {"checkmate": ("milp_max_binaries",), "joint": ("milp_max_steps",)}
+
+
 @st.composite
 def policies(draw, names=None):
     name = draw(st.sampled_from(names or list_policies()))
     space = OPTION_SPACE[name]
-    opts = {k: draw(space[k]) for k in sorted(space) if draw(st.booleans())}
+    opts = {k: draw(space[k]) for k in sorted(space)
+            if k in ALWAYS.get(name, ()) or draw(st.booleans())}
     return name, opts
 
 
@@ -170,6 +196,22 @@ _SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
 @given(G=layer_graphs(), hw=hardwares(), pol=policies(), alloc=st.sampled_from(ALLOCATORS),
        data=st.data())
 def test_engine_invariants_on_random_inputs(G, hw, pol, alloc, data):
+    check_random_run(G, hw, pol, alloc, data)
+
+
+SOLVER_POLICIES = ["checkmate", "sac_knapsack", "joint"]
+
+
+@pytest.mark.fuzz
+@settings(**_SETTINGS, max_examples=30)
+@given(G=layer_graphs(), hw=hardwares(), pol=policies(SOLVER_POLICIES),
+       alloc=st.sampled_from(ALLOCATORS), data=st.data())
+def test_solver_policies_on_random_inputs(G, hw, pol, alloc, data):
+    # the planners of issue 12 drawn on every example (they are a few of many above)
+    check_random_run(G, hw, pol, alloc, data)
+
+
+def check_random_run(G, hw, pol, alloc, data):
     p = build_program(G, hardware=hw)
     budget = data.draw(budgets(p), label="budget")
     (name, opts), (allocator, aopts) = pol, alloc
@@ -187,8 +229,15 @@ def test_engine_invariants_on_random_inputs(G, hw, pol, alloc, data):
         assert budget < BIG and r.failure.short_bytes > 0
     # same input, same result, bit for bit (plan included)
     assert fingerprint(run(p, hw, name, opts, budget, allocator, aopts)[1]) == fingerprint(r)
-    # more memory never makes a feasible run infeasible
-    if r.feasible and budget < BIG:
+    # more memory never makes a feasible run infeasible. The solver planners fit their plan
+    # to the budget under the ideal allocator's count, so that is where they are held to it
+    # (a real allocator's rounding may not fit the fuller plan of a larger budget), except
+    # Checkmate's LP rounding, a heuristic that may find no rounding at a larger budget (SPEC
+    # §11: fcn_8_vgg); sac_knapsack at a fraction the user set ignores the budget
+    monotone = (name not in SOLVER_POLICIES
+                or (allocator == "ideal" and plan.notes.get("solver") != "lp")
+                or (name == "sac_knapsack" and opts.get("activation_memory_budget") is not None))
+    if r.feasible and budget < BIG and monotone:
         more = budget + data.draw(st.integers(1, budget), label="extra budget")
         assert run(p, hw, name, opts, more, allocator, aopts)[1].feasible
 
@@ -200,11 +249,15 @@ def test_engine_invariants_on_random_inputs(G, hw, pol, alloc, data):
 def test_no_memory_policy_needs_more_than_liveness(G, hw, pol):
     # liveness' own peak as the budget: every memory policy fits in it (ideal allocator;
     # the fastest-workspace choice is a time-for-memory trade and exempt; `checkpoint` is a
-    # user's plan simulated as torch runs it, not a planner, and is not held to this)
+    # user's plan simulated as torch runs it, not a planner, and is not held to this; nor is
+    # `sac_knapsack` at a fraction the user set, whose replays may peak above liveness —
+    # pytorch#197838 — while its default, auto, is held to it)
     p = build_program(G, hardware=hw)
     _, live = run(p, hw, "liveness", {}, BIG)
     name, opts = pol
     assume(get_policy(name, **opts).unsupported(p) is None)
+    if name == "sac_knapsack":
+        opts = {**opts, "activation_memory_budget": None}
     plan, r = run(p, hw, name, opts, live.peak_ideal_bytes)
     note(f"{name} {opts}: {r.failure}")
     if plan.workspace != "fastest":

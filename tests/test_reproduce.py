@@ -32,6 +32,11 @@ def small():
         mp.setattr(R, "PEAK_NETWORKS", ("lenet", "resnet:1,1,1,1"))
         mp.setattr(R, "PEAK_BATCH", 4)
         mp.setattr(R, "resolve_hardware", lambda name: hw)
+        # GPT-2 blocks at width 768 with SGD: 8 B per parameter, a few blocks in 700 MiB
+        mp.setattr(R, "BEYOND_DEPTH", (("gpt", 1, 64),))
+        mp.setattr(R, "BEYOND_NETWORK", "gpt:layers=2")
+        mp.setattr(R, "BEYOND_SEQS", (64, 128))
+        mp.setattr(R, "BEYOND_OPTIMIZER", "sgd")
         yield hw
 
 
@@ -53,10 +58,11 @@ def test_report_files_and_claims(report, small):
         R.HOLDS if _depth_ratio(report.tables["maxdepth"]) >= R.DEPTH_RATIO else R.FAILS,
         R.HOLDS if _peak_within(nets) else R.FAILS,
         R.HOLDS if _sn_fastest(nets) else R.FAILS]
-    assert stages == ["resnet2500", "maxdepth", "depth sweep", "networks", "plots"]
+    assert stages == ["resnet2500", "maxdepth", "depth sweep", "networks", "transformers",
+                      "plots"]
     names = sorted(p.name for p in report.figures)
     assert names == ["peak_per_network.png", "resnet2500_superneurons.png", "resnet_depth.png",
-                     "step_time_per_network.png"]
+                     "step_time_per_network.png", "transformers.png"]
     assert all(p.stat().st_size > 10_000 for p in report.figures)
     out = report.path.parent
     assert (out / "networks.csv").exists() and (out / "maxdepth.csv").exists()
@@ -66,6 +72,23 @@ def test_report_files_and_claims(report, small):
     for p in report.figures:
         assert f"]({p.name})" in text
     assert f"budget {small.budget_bytes:,} B" in text
+
+
+def test_beyond_the_paper_transformers(report):
+    report, _ = report
+    text = report.path.read_text()
+    assert "## Beyond the paper: transformers" in text
+    assert "### Deepest gpt decoder, batch 1, sequence 64" in text
+    assert "### ZeRO-Offload: past the static wall" in text
+    depth = report.tables["transformer_depth"].set_index("policy")
+    # the shrunken K40c trains a few GPT-2 blocks, recompute at least as many as liveness
+    assert depth.loc["liveness", "max_depth"] >= 1
+    assert depth.loc["recompute", "max_depth"] >= depth.loc["liveness", "max_depth"]
+    batch = report.tables["transformer_batch"].pivot(index="policy", columns="seq",
+                                                     values="max_batch")
+    # twice the sequence, never a larger batch; the table in the text is this frame
+    assert (batch[64] >= batch[128]).all() and (batch[64] > batch[128]).any()
+    assert f"| liveness | {batch.loc['liveness', 64]} | {batch.loc['liveness', 128]} |" in text
 
 
 def test_claim_numbers_are_measured_not_copied(report):

@@ -14,14 +14,20 @@ pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "configs" / "kernels" / "h200.csv.gz"
 # With batch norm calibrated over channels x H*W (2026-11-30, second calibration) the GPU-bound
-# ResNets are within 5%. Two CPU-bound captures are still over: the host model charges more
-# per op than these steps' launch thread costs (DenseNet-121 b64 +76%, +37% since the autograd
-# engine's gradient sums are charged their aten call only; the 254-layer ResNet b32 +26%).
-# Strict: passing again is news.
-_HOST = pytest.mark.xfail(strict=True, reason="issue 10: host cost per op too high when CPU-bound")
+# ResNets are within 5%. The host model (each aten call at its shape, module calls, autograd
+# nodes, times the probe's in-network factor per phase) brought the 254-layer ResNet b32 from
+# +26% to -0.3%; DenseNet-121 b64 is still over (+20%; it was +37%): its host on the day of
+# the capture (2026-11-29) was faster than the probe's (the probe's DenseNet-121 b64 step took
+# 62.3 ms on 2026-11-30, the capture 49.5 ms). Strict: passing again is news.
+_HOST = pytest.mark.xfail(strict=True, reason="issue 10: host pace of another day")
+# held out (captured with the probe, informed nothing): ResNet-34 b32 +19% (the in-network
+# factor of its forward is below the probe networks' median)
+_HELDOUT = pytest.mark.xfail(strict=True, reason="issue 10: held-out CPU-bound, host +19%")
 CAPTURES = ["cpu_bound/resnet50_b64.json.gz",
             pytest.param("cpu_bound/densenet121_b64.json.gz", marks=_HOST),
-            pytest.param("cpu_bound/resnet_3-16-62-3_b32.json.gz", marks=_HOST),
+            "cpu_bound/resnet_3-16-62-3_b32.json.gz",
+            pytest.param("cpu_bound_heldout/resnet34_b32.json.gz", marks=_HELDOUT),
+            "cpu_bound_heldout/vgg11_b16.json.gz",
             "resnet50_b128.json.gz", "vgg16_b64.json.gz", "inception_v3_b128.json.gz"]
 MAX_ERR_PCT = 15.0
 

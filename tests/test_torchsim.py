@@ -134,12 +134,10 @@ def test_predict_errors(user_models):
         predict(f"{user_models}:make_net", 0)
 
 
-def test_predict_resnet50_runs_fast_on_the_cpu():
-    import time
+def test_predict_resnet50_on_the_cpu():
+    # its speed is a benchmark (benchmarks/run_all.py), not a timed assert
     from snsim.torchsim.predict import predict
-    t0 = time.perf_counter()
     r = predict("torchvision:resnet50", 64, gpu="h200")
-    assert time.perf_counter() - t0 < 60
     # ResNet-50 at batch 64 on the H200 peaked at 11.40 GB allocated at batch 128; 64 is about half
     assert 4e9 < r["peak_allocated_bytes"] < 8e9
     assert r["peak_reserved_bytes"] >= r["peak_allocated_bytes"]
@@ -218,3 +216,43 @@ def test_execute_on_cuda():
     from snsim.torchsim.execute import execute
     doc = execute("torchvision:resnet18", 8, "offload", timing_iters=2, plain_iters=2)
     assert doc["predictions"]["snsim_predict_plan"]["offloaded_bytes"] > 0
+
+
+def test_predict_model_whose_constructor_reads_tensor_values():
+    """RegNet computes its block widths with tensor ops (``.tolist()``) in ``__init__``: under
+    FakeTensorMode that is data-dependent. The model is built with real CPU tensors, then given
+    fake parameters and buffers (the held-out H200 suite's regnet_y_1_6gf had no prediction)."""
+    from snsim.torchsim.predict import predict
+    r = predict("torchvision:regnet_y_400mf", 2, gpu="h200")
+    # regnet_y_400mf: 4,344,144 parameters (torchvision's model card); fp32 weights, gradients
+    # and momentum alone are 3 * 4 * 4,344,144 = 52,129,728 B
+    assert r["static_bytes"] >= 4 * 4_344_144
+    assert r["peak_allocated_bytes"] > 52_129_728
+    assert r["feasible"]
+
+
+def test_fake_recording_allocates_as_cuda_does():
+    """Two places where torch takes another path for fake tensors than for CUDA tensors, each
+    from the torch source: (1) Linear.cpp adds the bias of a non-contiguous 3-D input in place
+    after matmul (``output.add_(bias)``), out of place only for tensor-subclass-like biases (a
+    FakeTensor is one); (2) Dropout.cu's dropout_cuda makes the mask before the output."""
+    import torch.nn.functional as F
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from snsim.torchsim.predict import cuda_like_dispatch
+    from snsim.torchsim.record import Recorder
+    rec = Recorder(device_type="cpu")
+    with FakeTensorMode(), cuda_like_dispatch():
+        w = torch.randn(24, 8, requires_grad=True)
+        b = torch.randn(24, requires_grad=True)
+        x = torch.randn(5, 4, 8).transpose(0, 1)       # (4, 5, 8), not contiguous
+        rec.register(w, "w"), rec.register(b, "b"), rec.register(x, "x")
+        with rec.active():
+            rec.mark("fwd", "F")
+            h = F.linear(x, w, b)                        # matmul, then bias in place
+            n_linear = sum(1 for e in rec.events if e[1] == "a") - 3
+            y, mask = torch.native_dropout(h, 0.5, True)
+            first_new = rec.storages[-2][0]
+    del y, mask
+    # matmul's copy of the non-contiguous input and its (4, 5, 24) output: no second output
+    assert n_linear == 2
+    assert first_new == 4 * 5 * 24                       # the 1-byte mask came first

@@ -220,3 +220,55 @@ def test_cpu_offload_moves_every_saved_activation_and_serialises_the_copies():
     floor = pinned.d2h_bytes / hw.bandwidth_bytes_per_s("d2h", True)
     assert pinned.step_time_s >= base.step_time_s + floor
     assert pageable.step_time_s > pinned.step_time_s
+
+
+def test_another_plan_makes_the_optimizer_state_at_its_first_optimizer_step():
+    # gpt_b8's capture recorded its warm-up: parameters and input before the first iteration,
+    # one momentum buffer per parameter (148, SGD momentum) at the first optimizer step. Under
+    # another plan the engine makes them there too (into the cache the first iteration's
+    # activations left), not at setup; the captured plan replays the recorded history as is.
+    from snsim.engine.core import Engine
+    from snsim.hardware import load_hardware
+    from snsim.policies import get_policy
+    hw = load_hardware("h200")
+    p = read_trace(os.path.join(TRACES, "gpt_b8.json.gz"))
+    n_state = sum(st.kind == "optimizer_state" for st in p.static_tensors)
+    assert n_state == 148
+    plan = get_policy("checkpoint").plan(p, hw, hw.budget_bytes)
+    e = Engine(p, plan, hw, allocator="pytorch")
+    assert len(e.deferred) == n_state
+    seen = []
+    first = e._first_optimizer_step
+
+    def spy():
+        seen.append((e.cur, len(e.deferred)))
+        first()
+    e._first_optimizer_step = spy
+    r = e.run()
+    assert r.feasible and len(seen) == 1 and seen[0][1] == n_state
+    # it ran just before the first optimizer step: the last step run was not an update
+    assert p.steps[seen[0][0]].phase != "U"
+    assert e.n_static_allocs == len([s for s in p.static_tensors if s.nbytes > 0])
+    live = get_policy("liveness").plan(p, hw, hw.budget_bytes)
+    assert Engine(p, live, hw, allocator="pytorch").deferred == []
+
+
+def test_cpu_offload_unpacks_once_per_node_and_packs_once_per_saving_op():
+    # VGG16 b64: features.0's output, ReLU'd in place (64 x 64 x 224 x 224 fp32 = 822083584 B,
+    # tensor 0 of the capture), is saved by the ReLU (its result) and by conv features.2 (its
+    # input): save_on_cpu packs it twice in forward and each backward node unpacks its own
+    # device copy, freed when the node ends
+    from snsim.hardware import load_hardware
+    from snsim.plan import Offload, Prefetch
+    from snsim.policies import get_policy
+    hw = load_hardware("h200")
+    p = read_trace(os.path.join(TRACES, "vgg16_b64.json.gz"))
+    assert p.tensors[0].nbytes == 64 * 64 * 224 * 224 * 4
+    plan = get_policy("cpu_offload").plan(p, hw, hw.budget_bytes)
+    mine = [type(i).__name__ for i in plan.instructions
+            if type(i) in (Offload, Prefetch) and i.tensor == 0]
+    # out after forward, back for conv features.2's node, dropped after it, back for the ReLU's
+    assert mine == ["Offload", "Prefetch", "Offload", "Prefetch"]
+    assert sum(n for k, n in plan.extra_packs) >= 822083584
+    r = replay_capture(p, "h200", policy="cpu_offload")
+    assert r.d2h_bytes == r.h2d_bytes

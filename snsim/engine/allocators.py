@@ -215,7 +215,8 @@ class IdealAllocator(Allocator):
         self.allocated_bytes = self.reserved_bytes = self.requested_bytes = total
 
     def can_alloc(self, nbytes, stream=0):
-        nbytes = _check_nbytes(nbytes)
+        if nbytes.__class__ is not int or nbytes < 0:   # the check, off the hot path
+            nbytes = _check_nbytes(nbytes)
         return self.capacity_bytes is None or self.requested_bytes + nbytes <= self.capacity_bytes
 
 
@@ -434,7 +435,8 @@ class PoolAllocator(Allocator):
             gap_end[end] = start
 
     def can_alloc(self, nbytes, stream=0):
-        nbytes = _check_nbytes(nbytes)
+        if nbytes.__class__ is not int or nbytes < 0:   # the check, off the hot path
+            nbytes = _check_nbytes(nbytes)
         return nbytes == 0 or self._gaps.largest() >= -(-nbytes // KiB)
 
     def reset_peaks(self):
@@ -714,7 +716,8 @@ class PytorchAllocator(Allocator):
             self.cached_segment_bytes += block.size
 
     def can_alloc(self, nbytes, stream=0):
-        nbytes = _check_nbytes(nbytes)
+        if nbytes.__class__ is not int or nbytes < 0:   # the check, off the hot path
+            nbytes = _check_nbytes(nbytes)
         if nbytes == 0:
             return True
         rounded = _MIN_BLOCK if nbytes <= _MIN_BLOCK else (nbytes + _MIN_BLOCK - 1) & -_MIN_BLOCK

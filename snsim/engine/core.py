@@ -75,6 +75,19 @@ class Engine:
         steady = self.warmup is not None or allocator == "pytorch"
         self.warmup_iterations = ((warm_runs if steady else 0)
                                   if warmup_iterations is None else int(warmup_iterations))
+        # the optimizer state a real run makes at its first optimizer step, into the cache the
+        # first iteration's activations left (set_to_none grads, lazily made momentum): under
+        # another plan than the captured one, made there too, not with the parameters
+        self.deferred = []
+        if self.warmup is not None and not plan.as_captured and starts \
+                and self.warmup_iterations > 0:
+            static = program.static_tensors
+            first_iter = [i for i, ev in enumerate(program.extra["warmup_events"])
+                          if i >= starts[0] and ev[0] == "alloc" and 0 <= int(ev[1]) < len(static)
+                          and static[int(ev[1])].kind == "optimizer_state"]
+            keys = {int(program.extra["warmup_events"][i][1]) for i in first_iter}
+            self.deferred = [ev for ev in self.warmup if int(ev[1]) in keys]
+            self.warmup = [ev for ev in self.warmup if int(ev[1]) not in keys]
         self.record = record
         n = len(program.tensors)
         self.size = [t.nbytes for t in program.tensors]
@@ -108,6 +121,14 @@ class Engine:
         # kernels slow down while copies are in flight (measured: engine/contention.py)
         self.copy_k = {d: k for (d, pinned), k in copy_slowdown(hardware.name).items()
                        if pinned == bool(plan.pinned_host)}
+        self.pack_at = {}         # forward step -> bytes copied out after it: plan.unpacked
+        self.unpack_at = {}       # backward step -> [(last step, bytes, label)]
+        for pack, first, last, nbytes, label in plan.unpacked:
+            self.pack_at[pack] = self.pack_at.get(pack, 0) + nbytes
+            self.unpack_at.setdefault(first, []).append((last, nbytes, label))
+        for step, nbytes in plan.extra_packs:
+            self.pack_at[step] = self.pack_at.get(step, 0) + nbytes
+        self.unpacked_held = {}   # last step -> handles of its unpacked copies
         self._conv_tables()
 
     # -- conv algorithm tables -------------------------------------------------------------
@@ -200,12 +221,12 @@ class Engine:
                 nbytes = 0
                 self.fallback[t] = True
                 self.counters["workspace_fallbacks"] += 1
-        calls = mem.device_mallocs, mem.device_frees
+        mallocs, frees = mem.device_mallocs, mem.device_frees
         h = mem.alloc(nbytes, stream)
         self.mem_ops += 1
-        if mem.device_mallocs != calls[0] or mem.device_frees != calls[1]:
-            now += ((mem.device_mallocs - calls[0]) * self.malloc_latency_s
-                    + (mem.device_frees - calls[1]) * self.free_latency_s)
+        if mem.device_mallocs != mallocs or mem.device_frees != frees:
+            now += ((mem.device_mallocs - mallocs) * self.malloc_latency_s
+                    + (mem.device_frees - frees) * self.free_latency_s)
         if self.check:
             self._check_counters(f"allocating {self._label(t, label)}", now)
         if category is not None or t >= 0:   # not a workspace
@@ -257,6 +278,11 @@ class Engine:
                     if cand not in self.pinned and self.state[cand] in evictable:
                         victim = cand
                         break
+            if victim is None and self.dtr is not None:
+                victim = self.dtr.victim(now)
+                if victim is not None:
+                    self.dtr.evict(victim, now)
+                    continue
             if victim is not None:
                 st = self.state[victim]
                 self.counters["evictions"] += 1
@@ -365,13 +391,18 @@ class Engine:
     def _run_step(self, step, phase, duration_default):
         self.cur = step.index
         t0 = self.t_compute
-        self._advance(t0)     # what happened before the step starts
-        self.pinned = step.deps
+        heap = self.heap
+        if heap and heap[0][0] <= t0:
+            self._advance(t0)     # what happened before the step starts
+        deps = self.pinned = step.deps
         in_use = self.in_use_until
-        for t in step.deps:   # from now until the step ends, nothing may release its deps
+        for t in deps:   # from now until the step ends, nothing may release its deps
             in_use[t] = _INF
         now, fresh = self._stash(step, t0)
-        self._advance(now)
+        if heap and heap[0][0] <= now:
+            self._advance(now)
+        if phase == "B" and step.index in self.unpack_at:
+            now = self._unpack(step.index, now)
         for t in fresh:
             self.counters["first_touch"] += 1
             now, _ = self._alloc(t, now)
@@ -410,8 +441,15 @@ class Engine:
             duration = slowed_duration_s(duration, now, {"h2d": self.t_h2d, "d2h": self.t_d2h},
                                          self.copy_k)
         end = now + duration
+        if phase == "F" and step.index in self.pack_at:   # the hook's copy out, waited for
+            end = self._host_copy(self.pack_at[step.index], "d2h", end)
+        for h, nbytes in self.unpacked_held.pop(step.index, ()):
+            self.mem.free(h)
+            if self.record:
+                self.mem_events.append((end, "activation", -nbytes))
+                self.alloc_trace.append((end, self.mem.allocated_bytes, self.mem.reserved_bytes))
         idle_release = self.idle_release
-        for t in step.deps:
+        for t in deps:
             in_use[t] = end
             if idle_release[t] and self.release_seq[t] == 0:
                 self._event(end, _EV_RELEASE, t)
@@ -429,6 +467,30 @@ class Engine:
         if self.record:
             self.steps_rec.append((step.index, step.name, phase, now, end, highwater, ws_bytes,
                                    algo, now - t0))
+        return end
+
+    def _unpack(self, k, now):
+        """The plan's unpacked copies that start at backward step k: allocated, then copied in
+        on the compute stream (the step waits); returns when the step can run."""
+        for last, nbytes, label in self.unpack_at[k]:
+            now, h = self._alloc(-1, now, nbytes, category="activation", label=label)
+            self.unpacked_held.setdefault(last, []).append((h, nbytes))
+            now = self._host_copy(nbytes, "h2d", now)
+        return now
+
+    def _host_copy(self, nbytes, direction, now):
+        """A copy of ``nbytes`` no managed tensor owns, queued on its direction's stream no
+        earlier than ``now``; returns its end."""
+        if direction == "d2h":
+            start = max(now, self.t_d2h, self.t_h2d if self.shared_link else 0.0)
+            end = self.t_d2h = start + self.hw.transfer_time_s(nbytes, "d2h",
+                                                               self.plan.pinned_host)
+            self.d2h_bytes += nbytes
+        else:
+            start = max(now, self.t_h2d, self.t_d2h if self.shared_link else 0.0)
+            end = self.t_h2d = start + self.hw.transfer_time_s(nbytes, "h2d",
+                                                               self.plan.pinned_host)
+            self.h2d_bytes += nbytes
         return end
 
     def _recompute(self, step):
@@ -451,6 +513,8 @@ class Engine:
 
     def _free(self, t):
         st = self.state[t]
+        if self.dtr is not None and st not in (FREED, VOID) and self.dtr.free(t):
+            return
         if st in (FREED, VOID):
             raise PlanError(f"Free({t}) of tensor {self.p.tensors[t].name}, which is "
                             f"{STATE_NAMES[st]}")
@@ -482,6 +546,12 @@ class Engine:
         self.state[t] = HOST
 
     def _offload(self, t):
+        if self.state[t] == CLEAN and self.plan.free_after_offload:
+            # the host copy is current: only the device copy goes (save_on_cpu's unpacked copy
+            # dies with its autograd node; the next node unpacks a new one)
+            self._release_gpu(t, self.t_compute)
+            self.state[t] = HOST
+            return
         if self.state[t] != GPU:
             return  # already clean, on the host or gone: nothing to copy
         end = self._copy(t, "d2h", self.t_compute)
@@ -495,7 +565,9 @@ class Engine:
 
     def _prefetch(self, t):
         now = self.t_compute
-        self._advance(now)    # an offload that ended before the issue has left the GPU
+        heap = self.heap
+        if heap and heap[0][0] <= now:
+            self._advance(now)    # an offload that ended before the issue has left the GPU
         if self.state[t] != HOST:
             return  # resident (a cache hit) or in flight
         if not self.mem.can_alloc(self.size[t]):
@@ -559,12 +631,23 @@ class Engine:
     def _setup(self):
         p = self.p
         if p.static_tensors:   # one allocation per parameter, gradient, state, buffer
+            mem = self.mem
+            # tens of thousands of them: straight to the allocator while they fit and nothing
+            # is recorded or checked (only the peak of requested bytes is kept, and setup
+            # never frees)
+            quick = not (self.record or self.check)
             for st in p.static_tensors:
                 if st.nbytes > 0:
-                    self._alloc(-1, 0.0, st.nbytes, category=st.kind,
-                                label=f"static tensor {st.name} ({st.kind})")
+                    if quick and mem.can_alloc(st.nbytes):
+                        mem.alloc(st.nbytes)
+                        self.mem_ops += 1
+                    else:
+                        self.peak_tensor = max(self.peak_tensor, mem.requested_bytes)
+                        self._alloc(-1, 0.0, st.nbytes, category=st.kind,
+                                    label=f"static tensor {st.name} ({st.kind})")
                     self.n_static_allocs += 1
                     self.static_alloc_bytes += st.nbytes
+            self.peak_tensor = max(self.peak_tensor, mem.requested_bytes)
         else:
             for category, nbytes in p.static_bytes.items():
                 if nbytes > 0:
@@ -616,13 +699,25 @@ class Engine:
                 if h is not None:
                     self.mem.free(h)
                     self.mem_ops += 1
-        missing = [i for i, h in enumerate(handles) if h is None]
+        later = {int(ev[1]) for ev in self.deferred}
+        missing = [i for i, h in enumerate(handles) if h is None and i not in later]
         if temps or missing:
             raise PlanError(f"warmup_events leave {len(temps)} temporaries allocated and never "
                             f"allocate {len(missing)} static tensors")
         if self.record:
             self.alloc_trace.append((0.0, self.mem.allocated_bytes, self.mem.reserved_bytes))
         self.peak_tensor = self.mem.requested_bytes
+
+    def _first_optimizer_step(self):
+        """Allocate the optimizer state the first optimizer step makes (``self.deferred``)."""
+        static = self.p.static_tensors
+        for ev in self.deferred:
+            st = static[int(ev[1])]
+            self._alloc(-1, self.t_compute, int(ev[2]), category=st.kind,
+                        label=f"static tensor {st.name} ({st.kind})")
+            self.n_static_allocs += 1
+            self.static_alloc_bytes += int(ev[2])
+        self.deferred = []
 
     def _iteration_state(self):
         """Per-iteration state: tensor states, stream clocks, counters and records."""
@@ -640,6 +735,10 @@ class Engine:
             self.state[t] = HOST
             self.on_host[t] = True
         self.lru = OrderedDict() if self.plan.lru else None
+        self.dtr = None
+        if self.plan.dtr is not None:   # run-time rematerialisation (snsim/engine/dtr.py)
+            from .dtr import make_rematerializer
+            self.dtr = make_rematerializer(self)
         self.heap = []
         self._last_copy_end = {}
         self._last_step_end = 0.0
@@ -696,17 +795,25 @@ class Engine:
         return self._result(failure, time.perf_counter() - wall)
 
     def _iteration(self, steps, serves):
+        run_step, free, prefetch = self._run_step, self._free, self._prefetch
         for i, ins in enumerate(self.plan.instructions):
             kind = type(ins)
             if kind is Compute:
-                s = steps[ins.step]
-                self._run_step(s, s.phase, s.time_s)
+                s = steps[ins[0]]
+                if self.deferred and s.phase == "U":
+                    self._first_optimizer_step()
+                if self.dtr is None:
+                    run_step(s, s.phase, s.time_s)
+                else:
+                    self.dtr.before_step(s)
+                    run_step(s, s.phase, s.time_s)
+                    self.dtr.after_step(s)
             elif kind is Free:
-                self._free(ins.tensor)
+                free(ins[0])
+            elif kind is Prefetch:
+                prefetch(ins[0])
             elif kind is Offload:
                 self._offload(ins.tensor)
-            elif kind is Prefetch:
-                self._prefetch(ins.tensor)
             elif kind is Drop:
                 self._drop(ins.tensor)
             elif kind is Evict:
@@ -717,6 +824,8 @@ class Engine:
             else:
                 raise PlanError(f"unknown plan instruction {ins!r}")
         self._advance(float("inf"))
+        if self.dtr is not None:
+            self.dtr.finish()
         leaked = [t for t, st in enumerate(self.state) if st not in (FREED, VOID)
                   and not (st == HOST and t in self._host_resident)]
         if leaked:

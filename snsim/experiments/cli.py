@@ -8,8 +8,10 @@ from __future__ import annotations
 import sys
 
 from ..cli import (DEFAULT_GPU, _allocator, _allocator_label, _framework_arg, allocator_arg,
+                   seq_arg,
                    command, emit, emit_table, output_path)
 from ..units import format_bytes
+from ..zoo import seq_input_size
 from ..verdict import format_ms
 
 
@@ -26,14 +28,17 @@ def _progress(desc):
 
 def _common(p):
     p.add_argument("--gpu", default=DEFAULT_GPU, help="hardware preset or YAML path (k40c)")
+    from ..policies import all_note
     p.add_argument("--policy", default="all",
-                   help="a policy, a comma-separated list, or 'all' (default)")
+                   help="a policy, a comma-separated list, or 'all' (default)"
+                   + (f"; {all_note()}" if all_note() else ""))
     p.add_argument("--budget", default=None,
                    help="GPU memory budget, e.g. 6GiB (default: the preset's DRAM minus context)")
     allocator_arg(p)
     p.add_argument("--optimizer", default="sgd-momentum",
                    help="sgd | sgd-momentum | nesterov | adam (sets optimizer-state bytes)")
     p.add_argument("--input-size", type=int, default=None, help="image side in pixels (224)")
+    seq_arg(p)
     p.add_argument("--variant", default="torchvision", choices=("torchvision", "release"),
                    help="torchvision topology (224 px) or the SuperNeurons release's (227 px)")
     _framework_arg(p)
@@ -84,6 +89,9 @@ def _print(rep, args, title, size_cols, headline):
               f"bound caps the search at {rep.bound_cap} "
               f"{'(k)' if rep.axis == 'depth' else '(batch)'}; step times modelled; peak: ideal "
               f"bytes)")
+        from ..policies import all_note
+        if args.policy.strip().lower() == "all" and all_note():
+            print(f"({all_note()})")
     else:
         df = rep.frame()
         emit(df.astype(object).where(df.notna(), None).to_dict("records"), args.format,
@@ -100,7 +108,9 @@ def cmd_maxdepth(args):
         rep = max_depth(fam, batch=args.batch, hardware=args.gpu, policies=args.policy,
                         min_depth=args.min_depth, max_depth=args.max_depth,
                         budget_bytes=args.budget, allocator=args.allocator,
-                        optimizer=args.optimizer, input_size=args.input_size,
+                        optimizer=args.optimizer,
+                        input_size=seq_input_size(fam.name, seq=args.seq,
+                                                  input_size=args.input_size),
                         variant=args.variant, on_probe=on_probe, framework=args.framework)
     finally:
         bar.close()
@@ -144,11 +154,15 @@ def cmd_maxbatch(args):
         rep = max_batch(args.network, hardware=args.gpu, policies=args.policy,
                         min_batch=args.min_batch, max_batch=args.max_batch,
                         budget_bytes=args.budget, allocator=args.allocator,
-                        optimizer=args.optimizer, input_size=args.input_size,
+                        optimizer=args.optimizer,
+                        input_size=seq_input_size(args.network, seq=args.seq,
+                                                  input_size=args.input_size),
                         variant=args.variant, on_probe=on_probe, framework=args.framework)
     finally:
         bar.close()
-    title = (f"largest batch of {canonical_name(args.network)} per policy on {rep.hardware}, "
+    title = (f"largest batch of {canonical_name(args.network)}"
+             f"{'' if args.seq is None else f' at sequence {args.seq}'} per policy on "
+             f"{rep.hardware}, "
              f"budget {format_bytes(rep.budget_bytes)}, {_allocator_label(args)}, "
              f"{rep.framework} semantics")
     b = _best(rep)
@@ -200,3 +214,90 @@ def add_reproduce(sub):
     p.add_argument("--gpu", default="k40c", help="hardware preset (default k40c, the paper's GPU)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.set_defaults(func=cmd_reproduce)
+
+
+# -- frontier -----------------------------------------------------------------------------------
+def cmd_frontier(args):
+    from ..cli import load_program
+    from ..policies import all_note
+    from .frontier import frontier, frontier_table, parse_budgets
+    if args.budgets is not None:
+        parse_budgets(args.budgets, field="--budgets")   # bad input fails before any work
+    if args.out:
+        output_path(args.out, "--out")
+    if args.plot:
+        output_path(args.plot, "--plot")
+    hw, program = load_program(args)
+    _allocator(args, program)
+    bar, _ = _progress("frontier")
+
+    def on_run(policy, budget, plan_s, result):
+        bar.set_postfix_str(f"{policy} {format_bytes(budget)}", refresh=False)
+        bar.update(1)
+    try:
+        df = frontier(program, hardware=hw, policies=args.policy,
+                      budgets=args.budgets,
+                      allocator=args.allocator, optimum=None if args.no_optimum else "checkmate",
+                      on_run=on_run)
+    finally:
+        bar.close()
+    if args.out:
+        df.to_csv(args.out, index=False)
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        from ..plots import frontier_curves
+        ax = frontier_curves(df)
+        ax.figure.savefig(args.plot, dpi=120, bbox_inches="tight")
+    if args.format == "table":
+        peak = df.attrs["liveness_peak_bytes"]
+        fits = df[df["feasible"]]
+        least = fits.loc[fits["peak_reserved_bytes"].idxmin()] if len(fits) else None
+        smallest = ("" if least is None else f"; the least memory that trains: "
+                    f"{format_bytes(least['peak_reserved_bytes'])} with {least['policy']}")
+        print(f"{program.name} batch {program.batch} on {hw.name}, {_allocator_label(args)}, "
+              f"{program.framework or program.source} semantics: liveness needs "
+              f"{format_bytes(peak)} ({format_ms(df.attrs['liveness_step_time_s'])} a step, "
+              f"modelled){smallest}")
+        print("step time (ms, modelled) per budget and policy; — does not fit"
+              + ("; (gap to checkmate's plan)" if df.attrs.get("optimum") else ""))
+        emit_table(frontier_table(df))
+        if args.policy.strip().lower() == "all" and all_note():
+            print(f"({all_note()})")
+        if not df.attrs.get("optimum") and not args.no_optimum:
+            print("(no optimality gaps: no policy named checkmate is registered or it fit "
+                  "nowhere)")
+    else:
+        emit(df.astype(object).where(df.notna(), None).to_dict("records"), args.format,
+             title="list")
+    for what, path in (("csv", args.out), ("plot", args.plot)):
+        if path:
+            print(f"{what}: {path}", file=sys.stderr)
+    return 0
+
+
+@command("frontier")
+def add_frontier(sub):
+    from ..cli import _add_network_args
+    from ..policies import all_note
+    p = sub.add_parser("frontier", help="memory-time Pareto curves: every policy over budgets",
+                       description="Plan and replay every policy at every budget on one network "
+                       "and print the step time per budget and policy. Budgets default to "
+                       "0.3x..1x of liveness' peak (its reserved peak with no memory limit). "
+                       "Where a policy named checkmate is registered, it runs at every budget "
+                       "and each time's gap to it is shown.")
+    _add_network_args(p)
+    p.add_argument("--policy", default="all",
+                   help="a policy, a comma-separated list, or 'all' (default)"
+                   + (f"; {all_note()}" if all_note() else ""))
+    p.add_argument("--budgets", default=None,
+                   help="comma-separated budgets: sizes (4GiB) or fractions of liveness' peak "
+                   "(0.5x); default 0.3x,0.4x,...,1x")
+    allocator_arg(p)
+    p.add_argument("--no-optimum", action="store_true",
+                   help="do not run checkmate for the optimality gaps")
+    p.add_argument("--out", default=None, help="write every row as CSV here")
+    p.add_argument("--plot", default=None, help="write the curves as a PNG here")
+    p.add_argument("--format", default="table", choices=("table", "json", "csv"),
+                   help="table for people (default), json or csv for programs (every field)")
+    p.set_defaults(func=cmd_frontier)

@@ -15,7 +15,8 @@ The four claims of the paper's abstract (SPEC, top) are checked on the K40c pres
 
 Every figure in the report is measured here and states its configuration; the paper's numbers
 appear only as the thresholds a claim is checked against. :func:`reproduce` writes the files;
-the ``measure_*`` functions are pure and return frames.
+the ``measure_*`` functions are pure and return frames. A last section goes beyond the paper:
+transformer decoders (issue 13) grown in depth and batch under the same policies.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from ..engine.core import run_plan
 from ..errors import ConfigError
 from ..policies import get_policy
 from ..units import format_bytes
-from .search import max_depth, min_budget, sweep_depth
+from .search import max_batch, max_depth, min_budget, sweep_depth
 
 HOLDS, FAILS = "HOLDS", "DOES NOT HOLD"
 VARIANT = "release"          # SPEC §14 #20: the paper's 227 px inputs and release topologies
@@ -47,6 +48,11 @@ POLICIES = ("keep_all", "liveness", "offload", "recompute", "workspace", "supern
 CAPACITY = ("superneurons", {"free_after_offload": True, "ws_policy": "none"})
 SWEEP_KS = (1, 25, 50, 100, 200, 400, 600)
 RESNET2500 = "resnet2500"    # blocks (6, 32, 788, 6), 2,498 layers deep (SPEC §8)
+# beyond the paper (issue 13): transformers trained with AdamW, fp32, fused (flash) attention
+BEYOND_DEPTH = (("gpt", 8, 1024), ("llama", 4, 1024))   # (family, batch, sequence length)
+BEYOND_NETWORK = "gpt2"
+BEYOND_SEQS = (128, 256, 512, 1024)
+BEYOND_OPTIMIZER = "adamw"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,6 +226,76 @@ def claim_speed(df, hw):
                  measured=measured, verdict=HOLDS if bool(wins.all()) else FAILS)
 
 
+# -- beyond the paper: transformers (issue 13) ------------------------------------------------
+def measure_transformers(hw, *, on_probe=None):
+    """The deepest GPT-2- and Llama-style decoders (layers at a fixed width) and the largest
+    GPT-2 batch per sequence length, per policy, with AdamW.
+
+    Returns
+    -------
+    (dict, pandas.DataFrame)
+        ``{family: SearchReport}`` and one row per (sequence, policy): ``max_batch``,
+        ``tokens`` (batch x sequence), ``next_failure``.
+    """
+    depth = {fam: max_depth(fam, batch=batch, hardware=hw, input_size=seq,
+                            optimizer=BEYOND_OPTIMIZER, policies=list(POLICIES),
+                            on_probe=on_probe)
+             for fam, batch, seq in BEYOND_DEPTH}
+    rows = []
+    for seq in BEYOND_SEQS:
+        rep = max_batch(BEYOND_NETWORK, hardware=hw, input_size=seq, optimizer=BEYOND_OPTIMIZER,
+                        policies=list(POLICIES), on_probe=on_probe)
+        for r in rep.rows:
+            rows.append({"network": BEYOND_NETWORK, "seq": seq, "policy": r.policy,
+                         "max_batch": r.max_size,
+                         "tokens": None if r.max_size is None else r.max_size * seq,
+                         "next_failure": r.next_failure})
+    return depth, pd.DataFrame(rows)
+
+
+def _beyond_lines(depth, by_seq, hw, plots):
+    """The report's "beyond the paper" section."""
+    lines = [
+        "## Beyond the paper: transformers",
+        "",
+        f"Not claims of the paper: what the same policies do for decoders trained with "
+        f"{BEYOND_OPTIMIZER} (fp32 weights, gradients and two moment buffers: 16 B per "
+        f"parameter), fused (flash) attention, SuperNeurons semantics, on `{hw.name}`, budget "
+        f"{hw.budget_bytes:,} B. Depth is the number of transformer blocks at a fixed width.",
+        "",
+    ]
+    for fam, batch, seq in BEYOND_DEPTH:
+        rep = depth[fam]
+        f = rep.frame()
+        lines += [f"### Deepest {fam} decoder, batch {batch}, sequence {seq}", "",
+                  _md(pd.DataFrame({
+                      "policy": f["policy"], "max layers": f["max_depth"],
+                      "step time at max (s)": f["step_time_s"].round(3),
+                      "peak at max (GiB)": (f["peak_ideal_bytes"] / 2**30).round(3),
+                      "why the next depth fails": f["next_failure"]})), ""]
+    table = by_seq.pivot(index="policy", columns="seq", values="max_batch")
+    table.columns = [f"seq {c}" for c in table.columns]
+    lines += [f"### Largest {BEYOND_NETWORK} batch by sequence length", "",
+              _md(table.reset_index()), "",
+              "![transformer depth and batch](transformers.png)" if plots else "", "",
+              ]
+    return lines
+
+
+def _transformer_figure(depth, by_seq):
+    from matplotlib.figure import Figure
+    from .. import plots
+    fig = Figure(figsize=(6 * (len(depth) + 1), 4))
+    axes = fig.subplots(1, len(depth) + 1)
+    for ax, (fam, rep) in zip(axes, depth.items()):
+        plots.max_size_bars(rep, ax=ax, title=False)
+        ax.set_xlabel("max layers")
+        ax.set_title(f"max layers per policy: {fam}, batch {rep.batch}", fontsize=9)
+    ax = plots.batch_by_seq(by_seq, ax=axes[-1])
+    ax.set_title(f"{BEYOND_NETWORK}: largest batch by sequence", fontsize=9)
+    return fig
+
+
 # -- the report ---------------------------------------------------------------------------------
 def _md(df, floatfmt=None):
     """A pipe table without the optional ``tabulate`` dependency."""
@@ -328,7 +404,17 @@ def reproduce(out="report", *, hardware="k40c", plots=True, on_stage=None):
     stage("networks")
     claims = [c1, c2, c3, c4]
 
+    depth_tf, seq_tf = measure_transformers(hw)
+    from .beyond_zero import measure_zero_depth, zero_depth_lines
+    zero_lines = zero_depth_lines(*measure_zero_depth(hw), hw)
+    stage("transformers")
+
     figures = _figures(out, r2500, rep, sweep, nets, hw) if plots else []
+    if plots:
+        fig = _transformer_figure(depth_tf, seq_tf)
+        fig.tight_layout()
+        fig.savefig(out / "transformers.png", dpi=110)
+        figures.append(out / "transformers.png")
     stage("plots")
 
     depth_tbl = rep.frame()
@@ -434,6 +520,8 @@ def reproduce(out="report", *, hardware="k40c", plots=True, on_stage=None):
         "",
         "![step time per network](step_time_per_network.png)" if plots else "",
         "",
+        *_beyond_lines(depth_tf, seq_tf, hw, plots),
+        *zero_lines, "",
         "## Caveats",
         "",
         "- K40c layer times, conv-algorithm tables and PCIe rates are analytic estimates [E].",
@@ -445,8 +533,12 @@ def reproduce(out="report", *, hardware="k40c", plots=True, on_stage=None):
     ]
     path = out / "REPORT.md"
     path.write_text("\n".join(lines))
-    tables = {"resnet2500": df2500, "maxdepth": rep.frame(), "sweep": sweep, "networks": nets}
+    depth_frame = pd.concat([r.frame() for r in depth_tf.values()], ignore_index=True)
+    tables = {"resnet2500": df2500, "maxdepth": rep.frame(), "sweep": sweep, "networks": nets,
+              "transformer_depth": depth_frame, "transformer_batch": seq_tf}
     nets.to_csv(out / "networks.csv", index=False)
+    depth_frame.to_csv(out / "transformer_maxdepth.csv", index=False)
+    seq_tf.to_csv(out / "transformer_maxbatch.csv", index=False)
     rep.frame().to_csv(out / "maxdepth.csv", index=False)
     return Report(path=path, claims=claims, tables=tables, figures=figures,
                   wall_s=time.perf_counter() - wall0)

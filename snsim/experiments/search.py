@@ -36,6 +36,7 @@ How the search stays fast (``snsim maxdepth --policy all`` in a few seconds):
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import OrderedDict
@@ -46,11 +47,11 @@ from ..api import resolve_hardware
 from ..engine.core import run_plan
 from ..errors import ConfigError, PlanError, UnknownNameError
 from ..gcpause import without_gc
-from ..policies import applicable_policies, get_policy, list_policies
+from ..policies import all_policies, applicable_policies, get_policy
 from ..program import build_program
 from ..units import parse_bytes
-from ..zoo import (build_network, canonical_name, check_sizes, densenet, resnet, vgg,
-                   with_module_tree)
+from ..zoo import (TRANSFORMERS, build_network, canonical_name, check_sizes, densenet, resnet,
+                   transformer, vgg, with_module_tree)
 
 DEFAULT_MAX_DEPTH = 10_000
 DEFAULT_MAX_BATCH = 1 << 20
@@ -71,6 +72,16 @@ def _densenet_graph(k, *, batch, input_size=None, variant="torchvision", twin=Fa
 
 def _resnet_graph(k, *, batch, input_size=None, variant="torchvision", twin=False):
     return resnet((3, 4, k, 3), batch=batch, input_size=input_size, variant=variant, twin=twin)
+
+
+def _transformer_family(base):
+    """Members of a zoo transformer grown in layers at the base's width; ``input_size`` is the
+    sequence length (default: the base's)."""
+    def build(k, *, batch, input_size=None, variant="torchvision", twin=False):
+        cfg = TRANSFORMERS[base].with_options(layers=k)
+        return transformer(cfg, batch=batch, input_size=input_size, variant=variant, twin=twin,
+                           name=f"{base}[{k} layers]")
+    return build
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +127,18 @@ FAMILIES = {
         description="DenseNet-BC (growth 32, naive concatenation) with blocks (6, 12, k, 16), "
                     "depth 2k+73 (k=24: DenseNet-121)",
         build=_densenet_graph, label_format="densenet(6,12,{k},16)"),
+    # two blocks at least: the checkpoint plan's default block class is a repeated one
+    "gpt": Family(
+        name="gpt", parameter="transformer blocks", min_size=2, depth_offset=0, depth_step=1,
+        description="GPT-2 small's decoder (width 768, 12 heads, vocab 50257, tied LM head) "
+                    "with k blocks (k=12: GPT-2 small); --seq sets the sequence (1024)",
+        build=_transformer_family("gpt2"), label_format="gpt:layers={k}"),
+    "llama": Family(
+        name="llama", parameter="decoder layers", min_size=2, depth_offset=0, depth_step=1,
+        description="TinyLlama-1.1B's decoder (width 2048, 32 heads, 4 kv heads, SwiGLU 5632, "
+                    "vocab 32000) with k layers (k=22: TinyLlama); --seq sets the sequence "
+                    "(2048)",
+        build=_transformer_family("tinyllama-1.1b"), label_format="llama:layers={k}"),
 }
 
 
@@ -211,6 +234,7 @@ class _Prober:
         self.results = {}       # (policy, size) -> Result
         self.lru = {}           # policy -> does its plan use the LRU tensor cache
         self.simulations = {}   # policy -> number of simulations run
+        self.policies = ()      # the searched policies: the bound is the lowest of their programs'
 
     def program(self, size):
         p = self._programs.get(size)
@@ -220,11 +244,28 @@ class _Prober:
         p = build_program(self.space.graph(size), hardware=self.hw, optimizer=self.optimizer,
                           framework=self.space.framework)
         self._programs[size] = p
-        self.bounds[size] = (p.lower_bound_bytes(), p.static_total_bytes)
+        self.bounds[size] = self._plan_bound(p)
         while len(self._programs) > 1 and \
                 sum(len(q.steps) for q in self._programs.values()) > self.keep_steps:
             self._programs.popitem(last=False)
         return p
+
+    def fresh(self):
+        """A new prober of the same space, hardware, budget and options (nothing cached)."""
+        return _Prober(self.space, self.hw, self.budget, allocator=self.allocator,
+                       optimizer=self.optimizer, policy_options=self.policy_options,
+                       on_probe=self.on_probe, keep_steps=self.keep_steps)
+
+    def _plan_bound(self, program):
+        """``(lower_bound_bytes, static_bytes)`` of the lowest-bounded program the searched
+        policies' plans run (:meth:`~snsim.policies.base.Policy.bound_program`): a size above
+        it is infeasible for every one of them."""
+        progs = [program]
+        for n in self.policies:
+            pol = get_policy(n, **self.policy_options.get(n, {}))
+            if pol.unsupported(program) is None:
+                progs.append(pol.bound_program(program, self.hw))
+        return min((q.lower_bound_bytes(), q.static_total_bytes) for q in progs)
 
     def bound(self, size, *, extrapolate=False):
         """``lower_bound_bytes`` at ``size``. With ``extrapolate``, a size not built yet takes
@@ -547,7 +588,8 @@ class SearchReport:
 
 # -- the searches -------------------------------------------------------------------------------
 class _AllPolicies(list):
-    """Every registered policy: those that cannot plan the searched programs are left out."""
+    """The policies ``all`` means (:func:`snsim.policies.all_policies`): those that cannot plan
+    the searched programs are left out."""
 
     def applicable(self, program):
         return [n for n in applicable_policies(program) if n in self]
@@ -559,7 +601,7 @@ def _resolve(hardware, budget_bytes, policies):
     if budget <= 0:
         raise ConfigError(f"budget (={budget} B) must be > 0")
     if policies is None or policies == "all":
-        names = _AllPolicies(list_policies())
+        names = _AllPolicies(all_policies())
     else:
         names = [policies] if isinstance(policies, str) else list(policies)
         names = [n.strip() for item in names for n in str(item).split(",") if n.strip()]
@@ -576,17 +618,39 @@ def _framework(framework):
     return framework
 
 
+def _rewrites_program(name, policy_options):
+    """Whether policy ``name``'s plans run a program of their own (a static bound of their own)."""
+    from ..policies.base import Policy
+    pol = get_policy(name, **(policy_options or {}).get(name, {}))
+    return type(pol).bound_program is not Policy.bound_program
+
+
 def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0):
     what = "depth" if space.axis == "depth" else "batch"
     if limit < lo:
         raise ConfigError(f"the largest {what} to try ({_show(space, limit)}) is below the "
                           f"smallest ({_show(space, lo)})")
+    if isinstance(names, _AllPolicies):
+        names = names.applicable(prober.program(lo))
+    # a policy that rewrites the program (zero_offload) has its own static bound: searched
+    # on its own prober, so that its bound neither caps nor uncaps the others
+    own = [n for n in names if _rewrites_program(n, prober.policy_options)]
+    if own and len(own) < len(names):
+        rest = [n for n in names if n not in own]
+        main = _search(space, prober, rest, lo, limit, subject=subject, parameter=parameter,
+                       batch=batch, wall0=wall0)
+        subs = [_search(space, prober.fresh(), [n], lo, limit, subject=subject,
+                        parameter=parameter, batch=batch, wall0=wall0) for n in own]
+        rows = {r.policy: r for rep in (main, *subs) for r in rep.rows}
+        return dataclasses.replace(
+            main, rows=[rows[n] for n in names],
+            probes=main.probes + [p for rep in subs for p in rep.probes],
+            wall_s=time.perf_counter() - wall0)
+    prober.policies = tuple(names)
     if not prober.within_bound(lo):
         raise ConfigError(f"even the smallest {what} ({_show(space, lo)}, {space.label(lo)}) "
                           f"is infeasible on {prober.hw.name}: "
                           + prober.bound_reason(lo).replace("; not simulated", ""))
-    if isinstance(names, _AllPolicies):
-        names = names.applicable(prober.program(lo))
     first = {n: prober.run(n, lo) for n in names}
     if not any(r.feasible for r in first.values()):
         n, r = next(iter(first.items()))
@@ -602,7 +666,10 @@ def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0
             best[n] = (None, lo)
             continue
         if prober.lru.get(n):
-            start = cap
+            # the cap, or the answer of the LRU policy searched before: LRU caches end close
+            # together, on programs already built
+            start = max((best[m][0] for m in best if prober.lru.get(m) and best[m][0]),
+                        default=cap)
         else:
             for s in (lo + 1, lo + 3):   # three cheap points: a line, or a parabola
                 if s > cap or not prober.feasible(n, s):
@@ -665,13 +732,15 @@ def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_
 
     Parameters
     ----------
-    family : {"resnet", "vgg", "densenet"} or Family
+    family : {"resnet", "vgg", "densenet", "gpt", "llama"} or Family
         ``resnet``: blocks (3, 4, k, 3), depth 3(10+k)+2; ``vgg``: conv stages (2, 2, k, k, k),
-        depth 3k+7; ``densenet``: blocks (6, 12, k, 16), depth 2k+73.
+        depth 3k+7; ``densenet``: blocks (6, 12, k, 16), depth 2k+73; ``gpt``, ``llama``: k
+        transformer blocks at GPT-2 small's / TinyLlama's width (``input_size``: the sequence).
     batch : int
     hardware : str or HardwareSpec
     policies : None, "all", str or list of str
-        Policy names (default: all registered policies).
+        Policy names (default ``all``: every registered policy but those that set
+        ``in_all = False``, solvers that run only when named).
     min_depth, max_depth : int, optional
         Depth range to search (default: the family's smallest member, and 10,000).
     budget_bytes : int or str, optional

@@ -121,10 +121,15 @@ def steps_in(program, path):
             if s.phase == "F" and (s.name == path or s.name.startswith(pre))]
 
 
-def internal_tensors(program, paths, *, keep_types=()):
+def internal_tensors(program, paths, *, keep_types=(), keep_ops=()):
     """``{tensor_id: path}``: activations made inside each module that no forward step outside
-    it reads (what ``torch.utils.checkpoint`` does not keep), except outputs of ``keep_types``
-    steps (selective checkpointing keeps conv/matmul outputs)."""
+    it reads (what ``torch.utils.checkpoint`` does not keep), and the buffers no tensor owns
+    that the module's forward makes and backward frees, except outputs of ``keep_types``
+    steps (selective checkpointing keeps conv/matmul outputs).
+
+    ``keep_ops`` names the aten ops whose outputs are kept where the program names its tensors
+    by the op that made them (captures and predictions); a program that does not (the zoo:
+    ``layer.y``) keeps the outputs of its ``keep_types`` steps instead."""
     steps = program.steps
     wanted = set(paths)
     inside = {p: [] for p in wanted}   # steps_in(program, p) for every p, in one pass
@@ -142,12 +147,22 @@ def internal_tensors(program, paths, *, keep_types=()):
     for path in paths:
         for k in inside[path]:
             owner[k] = path
+    _, last = program.uses()
+    keep_ops = frozenset(keep_ops)
+    by_op = bool(keep_ops) and any(t.name in keep_ops for t in program.tensors)
     made = {}
     for k, path in owner.items():
-        if steps[k].type in keep_types:
+        if not by_op and steps[k].type in keep_types:
             continue
         for t in steps[k].outputs:
-            if program.tensors[t].kind == "activation":
+            kind = program.tensors[t].kind
+            if by_op and program.tensors[t].name in keep_ops:
+                continue
+            # a buffer no tensor owns that the block's forward makes and backward frees
+            # (a capture's hidden allocation held by the block's autograd nodes) is state the
+            # block keeps for backward, as a saved activation is: checkpoint keeps neither
+            if kind == "activation" or (kind == "workspace" and last[t] >= 0
+                                        and steps[last[t]].phase == "B"):
                 made[t] = path
     for s in steps:
         if s.phase == "F":

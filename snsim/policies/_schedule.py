@@ -51,16 +51,17 @@ def _cost_aware_modes(program, seg, mode):
             for key, d in deps.items()}
 
 
-def managed_peak(program, instructions):
+def managed_peak(program, instructions, size=None):
     """Peak of the managed bytes the instructions keep on the GPU, with no budget and no cache.
 
     A replay of the plan as the engine does it with the ideal allocator and an unlimited budget
     (offload copies are ignored: the engine keeps them resident as clean cache entries), with
     no clock. Returns ``(peak_bytes, layers)``: ``layers`` are the producers of the replayed
-    tensors resident at the first moment of the peak.
+    tensors resident at the first moment of the peak. ``size`` overrides the tensors' bytes
+    (the solver planners count a convolution's optional workspace as 0).
     """
     steps = program.steps
-    size = [t.nbytes for t in program.tensors]
+    size = [t.nbytes for t in program.tensors] if size is None else size
     producer = [t.producer for t in program.tensors]
     resident = [False] * len(size)
     freed = [False] * len(size)
@@ -98,11 +99,19 @@ def managed_peak(program, instructions):
     return peak, {producer[t] for t in at_peak}
 
 
+def liveness_peak(program):
+    """:func:`managed_peak` of plain liveness (no recomputation): the same for every offload
+    option, since offload copies do not count; computed once per program."""
+    if program._liveness_peak is None:
+        program._liveness_peak = managed_peak(program, _instructions(program, recompute=None))[0]
+    return program._liveness_peak
+
+
 @without_gc
 def build_instructions(program, *, recompute=None, offload=False, offload_types=("CONV",),
                        prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES,
                        checkpoint_layers=None, offload_inputs_of=None, drop_groups=None,
-                       offload_tensors=None, offload_at_last_forward_use=False):
+                       offload_tensors=None, offload_at_last_forward_use=False, cached=None):
     """Instructions for liveness, optionally with offload/prefetch and recomputation.
 
     Recomputation never needs more memory than liveness (issue 9, D11): when the plan's
@@ -134,6 +143,10 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
         ``torch.utils.checkpoint`` does, replay the whole group's forward (every step of it
         that made a dropped tensor, in order) when backward first needs one of them; replays
         are speed-centric (``recompute`` must be ``"speed"``).
+    cached : dict, optional
+        ``{tensor_id: group}``: kept tensors of a ``drop_groups`` group (selective
+        checkpointing's saved op outputs) that stay until the group's replay, the first
+        backward step that reads a dropped tensor of the group, even when nothing reads them.
     """
     if recompute is not None and recompute not in RECOMPUTE_MODES:
         raise ConfigError(f"recompute mode {recompute!r} must be one of {RECOMPUTE_MODES}")
@@ -143,11 +156,11 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
               checkpoint_types=checkpoint_types, checkpoint_layers=checkpoint_layers,
               offload_inputs_of=offload_inputs_of, drop_groups=drop_groups,
               offload_tensors=offload_tensors,
-              offload_at_last_forward_use=offload_at_last_forward_use)
+              offload_at_last_forward_use=offload_at_last_forward_use, cached=cached)
     out = _instructions(program, recompute=recompute, **kw)
     if recompute is None or drop_groups is not None:
         return out   # a user's plan (torch.utils.checkpoint) is simulated as written
-    live_peak, _ = managed_peak(program, _instructions(program, recompute=None))
+    live_peak = liveness_peak(program)
     kept = set()
     for _ in range(_KEEP_ROUNDS):
         peak, at_peak = managed_peak(program, out)
@@ -166,7 +179,7 @@ _KEEP_ROUNDS = 8   # rounds of keeping the layers replayed at the peak before gi
 def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                   prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES, checkpoint_layers=None,
                   offload_inputs_of=None, kept_layers=(), drop_groups=None, offload_tensors=None,
-                  offload_at_last_forward_use=False):
+                  offload_at_last_forward_use=False, cached=None):
     steps = program.steps
     tensors = program.tensors
     _, last = program.uses()
@@ -187,7 +200,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                               f"or a modelled trace, or `snsim execute` on a GPU")
         if drop_groups is not None:
             for t in drop_groups:
-                droppable[t] = tensors[t].kind == "activation"
+                droppable[t] = tensors[t].kind in ("activation", "workspace")
         elif checkpoint_layers is not None:
             for t in tensors:
                 droppable[t.tensor_id] = (t.kind == "activation" and t.producer_type != "DATA"
@@ -204,12 +217,32 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
     # need_until[x] = max(last[x], need_until[y]) for every droppable output y of x's consumers
     need_until = list(last)
     if recompute is not None:
+        # torch.utils.checkpoint replays a group from the group's inputs: a tensor made inside
+        # the group is made again by the replay, so only what comes from outside it must be
+        # kept; carry[x] is how long a replay may need the producer of group-internal x
+        carry = [-1] * len(tensors)
         for s in reversed(steps):
             if s.phase == "F":
                 for y in s.outputs:
                     if droppable[y]:
+                        req = max(need_until[y], carry[y])
                         for x in s.inputs:
-                            need_until[x] = max(need_until[x], need_until[y])
+                            if drop_groups is not None and drop_groups[y] == (
+                                    drop_groups.get(x) if droppable[x]
+                                    else (cached or {}).get(x)):
+                                carry[x] = max(carry[x], req)
+                            else:
+                                need_until[x] = max(need_until[x], req)
+    if cached:
+        replay_at = {}    # group -> the first backward step that reads a dropped tensor of it
+        for s in steps:
+            if s.phase == "B":
+                for t in s.deps:
+                    if droppable[t]:
+                        replay_at.setdefault(drop_groups[t], s.index)
+        for t, g in cached.items():
+            if g in replay_at:
+                need_until[t] = max(need_until[t], replay_at[g])
     free_after = [[] for _ in steps]
     for t, k in enumerate(need_until):
         if k >= 0:
@@ -236,6 +269,15 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                                       and steps[last[t.tensor_id]].phase == "B")
 
     conv_b = [s.index for s in steps if s.phase == "B" and s.type == "CONV"]
+    node_steps = {}   # first step of a backward node (a captured step's parts) -> its steps
+    if drop_groups is not None:
+        first = None
+        for s in steps:
+            if s.phase == "B":
+                prev = steps[s.index - 1] if s.index else None
+                if prev is None or prev.phase != "B" or prev.layer != s.layer:
+                    first = s.index
+                node_steps.setdefault(first, []).append(s.index)
 
     out = []
     dropped = set()
@@ -291,6 +333,13 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                     out.append(Drop(x))
                     replayed.discard(x)
                     dropped.add(x)
+        if drop_groups is not None:   # a group temporary past its last forward reader
+            for x in s.deps:
+                if x in replayed and last_f_use.get(x) == k and need_until[x] < now[0] \
+                        and x not in keep:
+                    out.append(Drop(x))
+                    replayed.discard(x)
+                    dropped.add(x)
 
     for s in steps:
         if s.phase == "B" and not b_started:
@@ -305,14 +354,24 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 prefetch_window(s.index + 1, nxt)
             now[0] = s.index
             need = [t for t in s.deps if t in dropped]
-            if drop_groups is not None and need:   # the whole group comes back at once
+            if drop_groups is not None:
+                # an autograd node unpacks its saved tensors when it begins: the replay comes
+                # before the first op-granular step of the node that reads a dropped tensor
+                need = [t for k in node_steps.get(s.index, ()) for t in steps[k].deps
+                        if t in dropped]
+            if drop_groups is not None and need:
+                # the whole group comes back at once: every tensor of it that backward still
+                # reads, with the group's temporaries made again on the way and released
+                # after their last reader, as the replayed forward releases them
                 groups = {drop_groups[t] for t in need}
-                need = sorted((t for t in dropped if drop_groups.get(t) in groups),
+                need = sorted((t for t in dropped if drop_groups.get(t) in groups
+                               and need_until[t] >= s.index),
                               key=lambda t: (producer_step[t], t))
-            keep = set(s.deps)
-            for t in need:
-                if t in dropped:
-                    ensure(t, keep)
+            if need:
+                keep = set(s.deps)
+                for t in need:
+                    if t in dropped:
+                        ensure(t, keep)
         out.append(Compute(s.index))
         if s.phase == "F":
             if offload_at_last_forward_use:
@@ -328,10 +387,12 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 # op-level temporaries that backward reads): torch keeps none of them
                 if droppable[t] and last_f_use.get(t) == s.index \
                         and (t not in s.outputs or drop_groups is not None) \
-                        and need_until[t] > s.index:
+                        and (need_until[t] > s.index or drop_groups is not None):
                     out.append(Drop(t))       # replayed in backward where needed
                     dropped.add(t)
             for t in free_after[s.index]:     # need_until may point at a step not reading t
+                if t in dropped and drop_groups is not None:
+                    continue   # a group temporary: a replay makes it again
                 out.append(Free(t))
                 dropped.discard(t)
         elif s.phase == "B":
@@ -346,7 +407,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
             transient.clear()
             # speed-centric replays stay until liveness frees them (at need_until, above);
             # memory-centric ones are dropped again right after the step that needed them
-            if any_memory:
+            if any_memory and replayed:
                 for t in sorted(replayed):
                     if seg_mode.get(seg.get(tensors[t].producer)) == "memory":
                         out.append(Drop(t))

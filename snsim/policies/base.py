@@ -59,6 +59,25 @@ def integer(default, *, minimum, optional=False):
     return Option(default=default, rule=rule, parse=parse)
 
 
+def number(default, *, minimum, maximum, optional=False):
+    """A real number in ``[minimum, maximum]``; ``optional`` also accepts ``none``/``auto``."""
+    def parse(v):
+        if optional and (v is None or (isinstance(v, str) and v.strip().lower() in
+                                       ("none", "null", "auto", ""))):
+            return None
+        if isinstance(v, bool):
+            raise ValueError
+        try:
+            v = float(v)    # ValueError on text that is not a number
+        except TypeError:
+            raise ValueError from None
+        if not minimum <= v <= maximum:
+            raise ValueError
+        return v
+    rule = f"a number in [{minimum}, {maximum}]" + (" or auto" if optional else "")
+    return Option(default=default, rule=rule, parse=parse)
+
+
 def choice(default, values):
     """One of ``values`` (strings, matched exactly)."""
     def parse(v):
@@ -120,6 +139,13 @@ class Policy:
     name = "base"
     description = ""
     OPTIONS = {}
+    #: where it comes from (a paper, a framework feature), for docs/POLICIES.md
+    reference = ""
+    #: what planning costs, in words (docs/POLICIES.md adds measured times)
+    planning_cost = ""
+    #: part of ``--policy all``; a policy whose planning is slow (a solver) sets it False and
+    #: runs only when named
+    in_all = True
 
     def __init__(self, **options):
         unknown = sorted(set(options) - set(self.OPTIONS))
@@ -142,9 +168,34 @@ class Policy:
         """Why this policy cannot plan ``program`` (one line), or None when it can."""
         return None
 
+    def bound_program(self, program, hardware):
+        """The program this policy's plans run: ``program`` itself, unless the policy rewrites
+        it (``zero_offload`` moves parameters off the GPU). Its ``lower_bound_bytes`` bounds
+        every plan of the policy from below (the capacity searches' static bound)."""
+        return program
+
 
 def list_policies():
     return sorted(POLICIES)
+
+
+def all_policies():
+    """What ``all`` means: the registered policies that keep ``in_all`` (sorted)."""
+    return [n for n in list_policies() if POLICIES[n].in_all]
+
+
+def left_out_of_all():
+    """The registered policies that ``all`` leaves out (they run when named)."""
+    return [n for n in list_policies() if not POLICIES[n].in_all]
+
+
+def all_note():
+    """One line saying which policies ``all`` leaves out, or None when it leaves out none."""
+    out = left_out_of_all()
+    if not out:
+        return None
+    return (f"'all' leaves out {', '.join(out)} (slow to plan: a solver); name "
+            f"{'it' if len(out) == 1 else 'them'} to run {'it' if len(out) == 1 else 'them'}")
 
 
 def applicable_policies(program):

@@ -5,7 +5,9 @@ block class) — or every N-th of them (``every=N``) — is run as
 ``checkpoint(block, x, use_reentrant=False)``: the activations made inside it that nothing
 outside it reads are dropped after forward, and when backward first needs one, the block's
 forward is replayed once and all of them come back together. ``selective=true`` keeps the
-outputs of convolutions and matmuls (SPEC §12.3's selective checkpointing).
+outputs of convolutions, matmuls and fused attention (SPEC §12.3's selective checkpointing:
+the ops :data:`SELECTIVE_SAVE_OPS`, which ``snsim execute`` saves with
+``create_selective_checkpoint_contexts``).
 """
 from ..errors import ConfigError
 from ..plan import Plan
@@ -14,11 +16,20 @@ from ._schedule import build_instructions
 from .base import Policy, flag, integer, names, register
 
 
+# aten ops whose outputs selective checkpointing saves (the torch side's policy_fn saves these)
+SELECTIVE_SAVE_OPS = ("convolution", "mm", "addmm", "bmm", "baddbmm",
+                      "_scaled_dot_product_efficient_attention",
+                      "_scaled_dot_product_flash_attention",
+                      "_scaled_dot_product_cudnn_attention")
+
+
 @register
 class Checkpoint(Policy):
     name = "checkpoint"
     description = ("torch.utils.checkpoint around every block of a class (modules=CLASS[,…], "
                    "every=N, selective=true): block internals replayed in backward")
+    reference = "PyTorch's torch.utils.checkpoint (non-reentrant), as users wrap blocks"
+    planning_cost = "one pass over the blocks' steps"
     OPTIONS = {"modules": names(), "every": integer(None, minimum=1, optional=True),
                "selective": flag(False)}
 
@@ -33,7 +44,12 @@ class Checkpoint(Policy):
         o = self.options
         paths = select_modules(program, self.name, o["modules"], o["every"])
         keep = ("CONV", "FC") if o["selective"] else ()
-        groups = internal_tensors(program, paths, keep_types=keep)
-        ins = build_instructions(program, recompute="speed", drop_groups=groups)
+        ops = SELECTIVE_SAVE_OPS if o["selective"] else ()
+        groups = internal_tensors(program, paths, keep_types=keep, keep_ops=ops)
+        # selective checkpointing caches the kept outputs from forward until the block's replay
+        # takes them back, whether backward reads them or not
+        cached = {t: g for t, g in internal_tensors(program, paths).items() if t not in groups}
+        ins = build_instructions(program, recompute="speed", drop_groups=groups,
+                                 cached=cached)
         return Plan(policy=self.name, instructions=ins,
                     notes={**o, "wrapped": len(paths), "dropped_tensors": len(groups)})

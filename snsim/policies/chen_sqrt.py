@@ -37,6 +37,8 @@ def sqrt_checkpoints(program, every=None):
 class ChenSqrt(Policy):
     name = "chen_sqrt"
     description = "baseline: Chen et al. sqrt(n) checkpoints at articulation points, segments replayed once"
+    reference = "Chen et al., Training Deep Nets with Sublinear Memory Cost (arXiv 1604.06174)"
+    planning_cost = "articulation points of the layer DAG (linear, networkx) and one pass"
     OPTIONS = {"every": integer(None, minimum=1, optional=True)}
 
     def plan(self, program, hardware, budget_bytes):

@@ -5,9 +5,16 @@ its GPU copy released; in backward each one is copied back when the step that ne
 There is no side stream and no prefetch: the copies run on the compute stream's critical path,
 pinned (``pin_memory=true``) or pageable. ``modules=CLASS[,…]`` limits the context to those
 blocks (as wrapping only their forward in ``save_on_cpu``).
+
+The pack hook sees every tensor autograd saves, parameters included: a convolution or a linear
+layer saves its weight, a norm layer its affine parameters (and batch norm its running
+statistics). ``save_on_cpu`` copies each to the host like an activation, and in backward its
+unpack makes a fresh device copy of it for the autograd node, freed when the node returns —
+while the parameter itself stays where it is. The plan carries these copies as
+:attr:`~snsim.plan.Plan.unpacked`, from the first to the last backward step of the module.
 """
-from ..plan import Plan
-from ._groups import select_modules, steps_in
+from ..plan import Compute, Offload, Plan, Prefetch
+from ._groups import module_map, select_modules, steps_in
 from ._schedule import build_instructions
 from .base import Policy, flag, names, register
 
@@ -17,6 +24,8 @@ class CpuOffload(Policy):
     name = "cpu_offload"
     description = ("torch save_on_cpu: every saved activation to host in forward, back in "
                    "backward, copies serialised with compute (pin_memory=true|false, modules=)")
+    reference = "PyTorch's torch.autograd.graph.save_on_cpu"
+    planning_cost = "one pass over the steps"
     OPTIONS = {"pin_memory": flag(True), "modules": names()}
 
     def plan(self, program, hardware, budget_bytes):
@@ -27,7 +36,130 @@ class CpuOffload(Policy):
             chosen = {t for k in inside for t in program.steps[k].outputs}
         else:
             chosen = {t.tensor_id for t in program.tensors if t.kind == "activation"}
-        ins = build_instructions(program, offload=True, offload_tensors=chosen, prefetch_depth=0,
-                                 offload_at_last_forward_use=True)
+        ins = unpack_at_node_start(program, build_instructions(
+            program, offload=True, offload_tensors=chosen, prefetch_depth=0,
+            offload_at_last_forward_use=True))
+        within = (select_modules(program, self.name, o["modules"]) if o["modules"] else None)
         return Plan(policy=self.name, instructions=ins, free_after_offload=True,
-                    sync_copies=True, pinned_host=o["pin_memory"], notes=dict(o))
+                    sync_copies=True, pinned_host=o["pin_memory"], notes=dict(o),
+                    unpacked=saved_parameter_copies(program, within),
+                    extra_packs=packs_per_node(program, ins))
+
+
+def _nodes_reading(program, offloaded):
+    """``({tensor: [first step of each backward node reading it]}, {first step: last step})``.
+
+    A captured autograd node is split into op-granular steps (the same layer, in a row)."""
+    steps = program.steps
+    start, end = {}, {}
+    for s in steps:
+        if s.phase == "B":
+            prev = steps[s.index - 1] if s.index else None
+            same = prev is not None and prev.phase == "B" and prev.layer == s.layer
+            start[s.index] = start[prev.index] if same else s.index
+            end[start[s.index]] = s.index
+    nodes = {}
+    for s in steps:
+        if s.phase == "B":
+            for t in s.deps:
+                if t in offloaded:
+                    lst = nodes.setdefault(t, [])
+                    if not lst or lst[-1] != start[s.index]:
+                        lst.append(start[s.index])
+    return nodes, end
+
+
+def packs_per_node(program, instructions):
+    """``(step, bytes)`` of the packs beyond the first of every tensor that several backward
+    nodes read (``save_on_cpu`` packs it once per op that saves it), placed after its last
+    forward use, where its ``Offload`` is."""
+    offloaded = {i.tensor for i in instructions if type(i) is Offload}
+    last_f = {}
+    for s in program.steps:
+        if s.phase == "F":
+            for t in s.deps:
+                last_f[t] = s.index
+    nodes, _ = _nodes_reading(program, offloaded)
+    size = [t.nbytes for t in program.tensors]
+    return tuple((last_f[t], size[t] * (len(lst) - 1))
+                 for t, lst in sorted(nodes.items()) if len(lst) > 1 and t in last_f)
+
+
+def unpack_at_node_start(program, instructions):
+    """Copy an offloaded tensor back for each autograd node that reads it, when the node
+    begins, and release that device copy when the node ends.
+
+    An autograd node unpacks all its saved tensors when its ``apply`` begins, and
+    ``save_on_cpu``'s unpack makes a fresh device copy that dies when the node returns; a tensor
+    saved by two nodes (a ReLU's output, saved by the ReLU and by the next convolution) comes
+    back twice.
+    """
+    offloaded = {i.tensor for i in instructions if type(i) is Offload}
+    nodes, end = _nodes_reading(program, offloaded)
+    fetch, drop = {}, {}
+    for t, lst in nodes.items():
+        for k in lst:
+            fetch.setdefault(k, []).append(t)
+        for k in lst[:-1]:   # the last node's copy is freed where the tensor dies
+            drop.setdefault(end[k], []).append(t)
+    out = []
+    for i in instructions:
+        if type(i) is Compute and i.step in fetch:
+            out.extend(Prefetch(t) for t in fetch[i.step])
+        out.append(i)
+        if type(i) is Compute and i.step in drop:
+            out.extend(Offload(t) for t in drop[i.step])
+    return out
+
+
+# the parameters (and buffers) a module's forward op saves for backward, by module class, from
+# torch's derivatives.yaml: convolution saves (input, weight), addmm/matmul the weight (as
+# mat2), cudnn/native batch norm (input, weight, running_mean, running_var, ...), layer norm
+# (input, weight, bias, mean, rstd), group norm (input, weight, mean, rstd); embedding saves
+# only its indices. MultiheadAttention runs its projections as linear ops.
+SAVED_PARAMETERS = {
+    **{c: ("weight",) for c in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+                                 "ConvTranspose2d", "ConvTranspose3d", "Linear",
+                                 "NonDynamicallyQuantizableLinear", "GroupNorm")},
+    **{c: ("weight", "running_mean", "running_var")
+       for c in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm")},
+    "LayerNorm": ("weight", "bias"),
+    "MultiheadAttention": ("in_proj_weight", "q_proj_weight", "k_proj_weight",
+                           "v_proj_weight", "out_proj.weight"),
+}
+
+
+def saved_parameter_copies(program, within=None):
+    """``(first F step, first B step, last B step, bytes, label)`` per parameter that a
+    module's op saves, for every module called in forward and backward (only those under the
+    ``within`` paths, if given).
+
+    Modules and parameters are matched by path (``layer1.0.conv1`` saves
+    ``layer1.0.conv1.weight``); a program without a module tree has none.
+    """
+    mods = module_map(program)
+    if not mods:
+        return ()
+    size = {}
+    for st in program.static_tensors:
+        if st.kind in ("parameter", "buffer"):
+            size[st.name] = size.get(st.name, 0) + st.nbytes
+    span, packed = {}, {}
+    for s in program.steps:
+        if s.phase == "F" and s.name in mods:
+            packed.setdefault(s.name, s.index)
+        elif s.phase == "B" and s.name in mods:
+            first, _ = span.get(s.name, (s.index, s.index))
+            span[s.name] = (first, s.index)
+    out = []
+    for path, (first, last) in span.items():
+        if path not in packed:
+            continue
+        if within is not None and not any(path == w or path.startswith(w + ".")
+                                          for w in within):
+            continue
+        for leaf in SAVED_PARAMETERS.get(mods[path], ()):
+            name = f"{path}.{leaf}"
+            if size.get(name):
+                out.append((packed[path], first, last, size[name], f"unpacked {name}"))
+    return tuple(sorted(out))

@@ -7,6 +7,8 @@ from .base import Policy, register
 class KeepAll(Policy):
     name = "keep_all"
     description = "framework baseline: all tensors allocated up front, nothing freed in the step"
+    reference = "Caffe's and early frameworks' allocation: every buffer for the whole step"
+    planning_cost = "one pass over the tensors"
 
     def plan(self, program, hardware, budget_bytes):
         ins = [Compute(s.index) for s in program.steps]

@@ -8,6 +8,8 @@ from .base import Policy, flag, integer, layer_types, register
 class Offload(Policy):
     name = "offload"
     description = "liveness + CONV outputs offloaded to pinned host memory, prefetched in backward, LRU tensor cache"
+    reference = "SuperNeurons (Wang et al., PPoPP 2018): the unified tensor pool"
+    planning_cost = "one pass over the steps; the LRU cache acts at run time, in the engine"
     OPTIONS = {"offload_types": layer_types(("CONV",)),
                "prefetch_depth": integer(1, minimum=0),
                "free_after_offload": flag(False), "lru": flag(True)}

@@ -15,6 +15,8 @@ from .base import Policy, choice, flag, integer, layer_types, register
 class SuperNeurons(Policy):
     name = "superneurons"
     description = "liveness + offload/prefetch + LRU cache + cost-aware recompute + dynamic workspace"
+    reference = "SuperNeurons (Wang et al., PPoPP 2018): all of its mechanisms together"
+    planning_cost = "as recompute, plus the offload and prefetch marks"
     OPTIONS = {"mode": choice("cost-aware", RECOMPUTE_MODES),
                "offload_types": layer_types(("CONV",)),
                "prefetch_depth": integer(1, minimum=0), "free_after_offload": flag(False),

@@ -15,6 +15,8 @@ from .base import Policy, choice, integer, register
 class VDNN(Policy):
     name = "vdnn"
     description = "baseline vDNN: inputs of CONV (or all) layers offloaded and freed, prefetched in backward"
+    reference = "vDNN (Rhu et al., MICRO 2016)"
+    planning_cost = "one pass over the steps"
     OPTIONS = {"layers": choice("conv", ("conv", "all")),
                "algos": choice("memory", ("memory", "performance")),
                "prefetch_depth": integer(1, minimum=0)}

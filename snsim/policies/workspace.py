@@ -8,6 +8,8 @@ from .base import Policy, choice, register
 class Workspace(Policy):
     name = "workspace"
     description = "liveness + the fastest conv algorithm whose workspace fits the free memory"
+    reference = "SuperNeurons (Wang et al., PPoPP 2018): dynamic convolution workspaces"
+    planning_cost = "one pass over the steps; algorithms are picked at run time, in the engine"
     OPTIONS = {"ws_policy": choice("dynamic", WORKSPACE_MODES)}
 
     def plan(self, program, hardware, budget_bytes):

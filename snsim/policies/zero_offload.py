@@ -13,8 +13,13 @@ The policy rewrites the program, then lets a base policy plan the activations on
   ahead, as the executor of :mod:`snsim.torchsim.zero`).
 - Each gradient is copied D2H (``Offload``) as soon as it is produced and then freed.
 - The update steps become one host step, the CPU optimizer: it streams, per fp32 parameter,
-  the bytes of PyTorch's single-tensor CPU kernels (:data:`HOST_UPDATE_BYTES_PER_PARAM`) at the
-  preset's ``host_mem_bytes_per_s``. The GPU waits for it (no delayed update).
+  the DRAM bytes of PyTorch's single-tensor CPU kernels (:data:`HOST_UPDATE_BYTES_PER_PARAM`)
+  at the preset's ``host_mem_bytes_per_s`` — the host's DRAM streaming rate with torch's
+  default threads (one per core). A preset derives it from a measured optimizer throughput
+  (params/s x these bytes); another host transfers as its memory system does: about
+  channels x transfer rate x 8 B x ~0.7 achieved, or cores x ~10 GB/s (one core's streaming
+  rate) when it has too few cores to saturate its channels. The GPU waits for the step (no
+  delayed update); per-tensor dispatch (~5 µs per op, a few ops per tensor) is not counted.
 - If the pinned host buffers (masters + gradients) exceed the preset's ``host_pinned_bytes``,
   they are pageable: every copy runs at the pageable bandwidth.
 
@@ -32,17 +37,24 @@ from ..plan import Compute, Drop, Evict, Free, Offload, Plan, Prefetch, Recomput
 from ..program import Tensor
 from .base import Policy, choice, register
 
-#: Host bytes read + written per fp32 parameter by one step of PyTorch's single-tensor CPU
-#: optimizer (torch/optim/{sgd,adam}.py, ``foreach`` is off for CPU tensors), one pass over
-#: memory per elementwise op, 4 B per element read or written:
-#: sgd: ``d_p = grad.add(param, alpha=wd)`` (r2 w1) + ``param.add_(d_p)`` (r2 w1) = 24 B;
-#: sgd-momentum: + ``buf.mul_(m).add_(d_p)`` (r1 w1 + r2 w1) = 44 B; nesterov: + ``d_p =
-#: d_p.add(buf, alpha=m)`` (r2 w1) = 56 B; adam: ``exp_avg.lerp_(grad)`` (r2 w1),
-#: ``exp_avg_sq.mul_().addcmul_(grad, grad)`` (r1 w1 + r2 w1), ``denom =
-#: (exp_avg_sq.sqrt() / bc2).add_(eps)`` (3 × r1 w1), ``param.addcdiv_(exp_avg, denom)``
-#: (r3 w1) = 72 B; adamw: + ``param.mul_(1 - lr*wd)`` (r1 w1) = 80 B.
-HOST_UPDATE_BYTES_PER_PARAM = {"sgd": 24, "sgd-momentum": 44, "nesterov": 56, "adam": 72,
-                               "adamw": 80}
+#: Host DRAM bytes moved per fp32 parameter by one step of PyTorch's single-tensor CPU optimizer
+#: (torch/optim/{sgd,adam}.py; ``foreach`` is off for CPU tensors), from first principles: each
+#: elementwise op streams its operands once (4 B per element read); each element written
+#: costs 8 B, since x86 stores to a line not in cache first read it (read-for-ownership: the
+#: kernels use ordinary stores), so bytes = 4 x (reads + 2 x writes):
+#: sgd: ``d_p = grad.add(param, alpha=wd)`` (r2 w1) + ``param.add_(d_p)`` (r2 w1): 4 x 8 = 32 B;
+#: sgd-momentum: + ``buf.mul_(m)`` (r1 w1) + ``buf.add_(d_p)`` (r2 w1): 4 x 15 = 60 B;
+#: nesterov: + ``d_p = d_p.add(buf, alpha=m)`` (r2 w1): 4 x 19 = 76 B;
+#: adam: ``exp_avg.lerp_(grad)`` (r2 w1), ``exp_avg_sq.mul_()`` (r1 w1), ``.addcmul_(grad,
+#: grad)`` (r2 w1), ``denom = (exp_avg_sq.sqrt() / bc2).add_(eps)`` (3 x r1 w1),
+#: ``param.addcdiv_(exp_avg, denom)`` (r3 w1): 4 x 25 = 100 B; adamw: + ``param.mul_(1 -
+#: lr*wd)`` (r1 w1): 4 x 28 = 112 B.
+#: The step streams gigabytes (every parameter, gradient and state tensor once or more), far
+#: beyond any last-level cache, so it runs at the host's DRAM rate, ``host_mem_bytes_per_s``.
+HOST_UPDATE_BYTES_PER_PARAM = {"sgd": 32, "sgd-momentum": 60, "nesterov": 76, "adam": 100,
+                               "adamw": 112}
+#: How a capture names the steps of a forward replayed in backward (torchsim.record).
+RECOMPUTE_PREFIX = "recompute:"
 _OFF_GPU = ("parameter", "parameter_grad", "optimizer_state")
 BASE_POLICIES = ("liveness", "superneurons", "offload", "recompute", "vdnn")
 
@@ -80,12 +92,21 @@ def stream_parameters(program, hardware):
     tensors = list(program.tensors)
     by_name = {}
     for s in steps:
-        by_name.setdefault(s.name, []).append(s.index)
+        # a capture's forward replayed in backward (torch.utils.checkpoint) is marked
+        # ``recompute:NAME``: it needs NAME's parameters like NAME's forward
+        by_name.setdefault(s.name.removeprefix(RECOMPUTE_PREFIX), []).append(s.index)
     grad_step = {s.name[len("grad:"):]: s.index for s in steps if s.name.startswith("grad:")}
     params = [st for st in program.static_tensors if st.kind == "parameter"]
     if not params:
         raise ConfigError(f"policy 'zero_offload': program {program.name!r} has no per-tensor "
                           f"parameters (static_tensors) to stream")
+    last_use, update_reads = {}, set()   # tensor -> last step before the update; read by it
+    for s in steps:
+        if s.phase == "U":
+            update_reads.update(s.deps)
+        else:
+            for t in s.deps:
+                last_use[t] = s.index
     extra_deps = {}           # step index -> added tensor ids
     info = {"params": [], "grad_release": {}, "param_release": {}}
     param_bytes = 0
@@ -106,7 +127,10 @@ def stream_parameters(program, hardware):
         param_bytes += st.nbytes
         if st.name in grad_step:          # a capture: the gradient is a managed tensor
             k = grad_step[st.name]
-            grads = list(steps[k].deps)
+            # the tensors the accumulation leaves for the optimizer: read by an update step,
+            # and by no step before it after this one (the op window of ``grad:NAME`` may
+            # also read another parameter's gradient, still needed later)
+            grads = [t for t in steps[k].deps if last_use.get(t) == k and t in update_reads]
         else:                             # a zoo program: the gradient was static
             k = max(i for i in owned if steps[i].phase == "B")
             g = len(tensors)
@@ -216,6 +240,9 @@ class ZeroOffload(Policy):
         if not any(s.phase == "U" for s in program.steps):
             return "the program has no update step"
         return None
+
+    def bound_program(self, program, hardware):
+        return stream_parameters(program, hardware)[0]
 
     def plan(self, program, hardware, budget_bytes):
         from .base import get_policy

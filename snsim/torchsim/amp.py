@@ -119,13 +119,20 @@ class TrainSetup:
         return _no_overflow_scaler(device_type)
 
     def autocast(self, device_type):
-        """A context factory for forward and loss: ``torch.autocast`` on CUDA, CUDA's policy
-        emulated on a CPU (:func:`cuda_autocast_on_cpu`); None for fp32."""
+        """A context factory for forward and loss: ``torch.autocast`` on the device (on a CPU,
+        inside :meth:`step_scope`, it applies CUDA's policy); None for fp32."""
         if self.amp is None:
             return None
         import torch
-        if device_type == "cuda":
-            return functools.partial(torch.autocast, "cuda", dtype=self.dtype)
+        return functools.partial(torch.autocast, device_type, dtype=self.dtype)
+
+    def step_scope(self, device_type):
+        """A context factory for the whole training step, backward included: on a CPU with
+        amp, CUDA's autocast policy (:func:`cuda_autocast_on_cpu`), so that every autocast
+        region in it — forward and loss, and the regions ``torch.utils.checkpoint`` re-enters
+        to recompute a block in backward — casts as CUDA would. None otherwise."""
+        if self.amp is None or device_type == "cuda":
+            return None
         return functools.partial(cuda_autocast_on_cpu, self.dtype)
 
 
@@ -284,9 +291,14 @@ def _kernel(op, policy, cache, low_dtype):
                 kwargs["dtype"] = torch.float32
             return below(*args, **kwargs)
         return set_dtype
-    # norm.Scalar / norm.ScalarOpt_dim -> the overload with a dtype
-    target = {"Scalar": torch.ops.aten.norm.ScalarOpt_dtype,
-              "ScalarOpt_dim": torch.ops.aten.norm.ScalarOpt_dim_dtype}[op._overloadname]
+    # norm.Scalar -> norm.ScalarOpt_dtype; norm.X (ScalarOpt_dim, names_ScalarOpt_dim, ...)
+    # -> norm.X_dtype: the overload with a dtype, as autocast_mode.h's redispatch picks it
+    # (torch releases list different overloads: any that has no dtype twin is cast to fp32)
+    name = op._overloadname
+    target = getattr(torch.ops.aten.norm, "ScalarOpt_dtype" if name == "Scalar"
+                     else f"{name}_dtype", None)
+    if target is None:
+        return cast_to(torch.float32)
 
     def append_dtype(*args, **kwargs):
         if not (args and _eligible(args[0])):
@@ -319,10 +331,14 @@ def _op(qualname):
 
 @contextlib.contextmanager
 def cuda_autocast_on_cpu(dtype):
-    """Autocast with CUDA's policy for CPU tensors (fake or real): see the module docstring.
+    """CUDA's autocast policy for CPU tensors (fake or real): see the module docstring.
 
     Every op with a CPU or a CUDA autocast kernel gets a Python kernel on ``AutocastCPU`` for
-    the region: CUDA's policy where CUDA has one, a pass-through otherwise.
+    the scope: CUDA's policy where CUDA has one, a pass-through otherwise. The kernels act only
+    inside ``torch.autocast("cpu")`` regions (the key is set only there); the weight-cast cache
+    is cleared where torch clears its own, when the outermost region exits
+    (``torch.clear_autocast_cache``), so a region that ``torch.utils.checkpoint`` re-enters in
+    backward casts the weights anew, as on CUDA.
     """
     import warnings
     import torch
@@ -345,8 +361,16 @@ def cuda_autocast_on_cpu(dtype):
                 except (AttributeError, RuntimeError):
                     continue      # listed in the header, not an op of this build
                 lib.impl(op, _kernel(op, policy.get(qualname), cache, dtype), "AutocastCPU")
-        with torch.autocast("cpu", dtype=dtype, cache_enabled=False):
+        clear = torch.clear_autocast_cache
+
+        def clear_both():
+            cache.casts.clear()
+            clear()
+        torch.clear_autocast_cache = clear_both
+        try:
             yield
+        finally:
+            torch.clear_autocast_cache = clear
     finally:
         cache.casts.clear()
         lib._destroy()

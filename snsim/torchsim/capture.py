@@ -361,7 +361,8 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     from .record import (EventTimer, Instrument, Recorder, register_static, optimizer_state,
                          train_step)
     setup = as_setup(optimizer)
-    amp_kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device)}
+    amp_kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device),
+              "step_scope": setup.step_scope(device)}
     spec = resolve_model(model, input_shape=input_shape)
     if batch <= 0:
         raise ConfigError(f"--batch (={batch}) must be a positive integer")

@@ -60,7 +60,8 @@ def _plan_args(p, *, required=False, extra=()):
 def _model_args(p, *, gpu=False):
     p.add_argument("--model", required=True,
                    help="torchvision:NAME, torchvision:resnet:3,4,36,3, snsim:gpt, "
-                        "snsim:transformer_encoder or package.module:callable")
+                        "snsim:transformer_encoder, zoo:NAME (a zoo GPT/ViT's twin) or "
+                        "package.module:callable")
     p.add_argument("--batch", type=int, required=True, help="mini-batch size")
     p.add_argument("--optimizer", default="sgd-momentum",
                    help="sgd | sgd-momentum | nesterov | adam | adamw (default sgd-momentum)")
@@ -164,10 +165,20 @@ def _budget(args):
 
 def cmd_predict(args):
     from .execute import predict_plan
-    plan = _plan(args)
-    r, prog = predict_plan(args.model, args.batch, plan, optimizer=_setup(args), gpu=args.gpu,
-                           input_shape=_input_shape(args), budget_bytes=_budget(args),
-                           plain_trace=args.plain_trace)
+    from .plans import PlanSpec
+    from .zero import ZERO_POLICIES, predict_zero, torch_base_plan
+    if args.policy in ZERO_POLICIES:
+        if args.option or args.plain_trace:
+            raise ConfigError(f"--policy {args.policy} takes no --option or --plain-trace")
+        r, prog = predict_zero(args.model, args.batch, args.policy, optimizer=_setup(args),
+                               gpu=args.gpu, input_shape=_input_shape(args),
+                               budget_bytes=_budget(args))
+        plan = PlanSpec.parse(torch_base_plan(args.policy))
+    else:
+        plan = _plan(args)
+        r, prog = predict_plan(args.model, args.batch, plan, optimizer=_setup(args),
+                               gpu=args.gpu, input_shape=_input_shape(args),
+                               budget_bytes=_budget(args), plain_trace=args.plain_trace)
     if args.out:
         from ..trace import write_trace
         output_path(args.out, "--out")
@@ -202,9 +213,11 @@ def _add_predict(sub):
     p = sub.add_parser("predict", help="predict a PyTorch training step's peaks and time on a "
                        "CPU (FakeTensorMode, no GPU), optionally under a memory plan")
     _model_args(p)
-    _plan_args(p)
+    from .zero import ZERO_POLICIES
+    _plan_args(p, extra=ZERO_POLICIES)
     p.add_argument("--gpu", default="h200", help="hardware preset (default h200)")
-    p.add_argument("--out", default=None, help="also write the predicted program as a trace")
+    p.add_argument("--out", default=None, help="also write the predicted program as a trace "
+                   "(under a ZeRO policy: the program of the torch plan beneath it)")
     p.add_argument("--format", default="table", choices=("table", "json", "csv"))
     p.set_defaults(func=cmd_predict)
 

@@ -234,7 +234,8 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     from .amp import as_setup
     from .record import train_step
     setup = as_setup(optimizer)
-    amp_kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device)}
+    amp_kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device),
+              "step_scope": setup.step_scope(device)}
     spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
     plan = as_plan(plan, options)
     if batch <= 0:

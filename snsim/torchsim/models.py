@@ -1,5 +1,6 @@
 """Model specs: ``torchvision:NAME``, ``torchvision:resnet:3,4,36,3``, ``snsim:NAME``,
-``hf:NAME`` or ``module:callable``.
+``hf:NAME``, ``zoo:NAME`` (the torch twin of a zoo transformer: ``zoo:gpt2``,
+``zoo:gpt:layers=4,width=256``, ``zoo:vit-b16``) or ``module:callable``.
 
 A spec names how to build an ``nn.Module`` for classification training. The same spec builds
 the model for a real capture on a GPU and for a CPU-only prediction, so both see the same
@@ -152,6 +153,8 @@ def resolve_model(spec, *, input_shape=None):
                           f"torchvision:resnet:3,4,36,3 or package.module:callable")
     head, _, rest = spec.partition(":")
     shape = tuple(int(v) for v in input_shape) if input_shape else None
+    if head == "zoo":
+        return _zoo_twin(spec, rest, shape)
     if head == "snsim":
         if rest not in SNSIM_MODELS:
             raise UnknownNameError(f"snsim model {rest!r} is unknown; known: "
@@ -193,6 +196,49 @@ def resolve_model(spec, *, input_shape=None):
                      input_shape=shape or (tuple(attr) if attr else DEFAULT_INPUT_SHAPE))
 
 
+def _zoo_twin(spec, name, shape):
+    """The torch twin of a zoo transformer: ``snsim:gpt``'s classes at a ``gpt`` configuration,
+    torchvision's ``VisionTransformer`` at a ``vit`` one (same parameters, same ops)."""
+    from ..zoo import parse_transformer
+    cfg = parse_transformer(name)
+    if cfg is None or cfg.kind not in ("gpt", "vit"):
+        raise ConfigError(f"model spec {spec!r}: zoo twins exist for GPT-2-style (gpt2, "
+                          f"gpt:...) and ViT (vit-b16, vit:...) networks, not {name!r}")
+    if cfg.kind == "vit":
+        size = cfg.image
+        if shape is not None and (len(shape) != 3 or shape[0] != 3 or shape[1] != shape[2]):
+            raise ConfigError(f"model spec {spec!r}: input shape {shape} must be (3, S, S)")
+        size = shape[1] if shape is not None else size
+        if size % cfg.patch:
+            raise ConfigError(f"model spec {spec!r}: input size {size} must be a multiple of "
+                              f"the patch size {cfg.patch}")
+        return ModelSpec(text=spec, name=name, input_shape=(3, size, size))
+    if shape is not None and len(shape) != 1:
+        raise ConfigError(f"model spec {spec!r} takes token ids: its input shape is (seq,), "
+                          f"not {shape}")
+    seq = shape[0] if shape is not None else cfg.seq
+    if cfg.positions and seq > cfg.positions:
+        raise ConfigError(f"model spec {spec!r}: sequence {seq} exceeds its {cfg.positions} "
+                          f"learned positions")
+    return ModelSpec(text=spec, name=name, input_shape=(seq,), input_dtype="int64",
+                     vocab_size=cfg.vocab)
+
+
+def _build_zoo_twin(name):
+    from ..zoo import parse_transformer
+    cfg = parse_transformer(name)
+    if cfg.kind == "vit":
+        from torchvision.models import VisionTransformer
+        return VisionTransformer(image_size=cfg.image, patch_size=cfg.patch,
+                                 num_layers=cfg.layers, num_heads=cfg.heads,
+                                 hidden_dim=cfg.width, mlp_dim=cfg.hidden, dropout=cfg.dropout)
+    return transformer_classes().GPT(vocab_size=cfg.vocab, d_model=cfg.width,
+                                     n_layer=cfg.layers, n_head=cfg.heads,
+                                     max_seq=cfg.positions, dropout=cfg.dropout,
+                                     hidden=cfg.hidden,
+                                     attention="eager" if cfg.attention == "eager" else "sdpa")
+
+
 def _import_callable(module, attr, spec):
     if not module or not attr:
         raise ConfigError(f"model spec {spec!r} must look like package.module:callable")
@@ -215,6 +261,8 @@ def _import_callable(module, attr, spec):
 def _build(spec, input_shape=None):
     torch = _torch()
     head, _, rest = spec.partition(":")
+    if head == "zoo":
+        return _build_zoo_twin(rest)
     if head == "snsim":
         return SNSIM_MODELS[rest]["build"](seq=int(input_shape[0]) if input_shape else None)
     if head == "torchvision":
@@ -355,6 +403,7 @@ def transformer_classes():
         LayerNorm, LM head tied to the token embedding. ``forward(tokens)`` returns the mean
         next-token cross entropy (a 0-d loss; the last position has no target).
     """
+    import math
     import types
 
     import torch
@@ -381,10 +430,11 @@ def transformer_classes():
             return self.head(h.mean(dim=1))
 
     class CausalSelfAttention(nn.Module):
-        def __init__(self, d_model, n_head, dropout):
+        def __init__(self, d_model, n_head, dropout, attention="sdpa"):
             super().__init__()
             self.n_head = n_head
             self.dropout = dropout
+            self.attention = attention
             self.c_attn = nn.Linear(d_model, 3 * d_model)
             self.c_proj = nn.Linear(d_model, d_model)
             self.resid_drop = nn.Dropout(dropout)
@@ -394,29 +444,36 @@ def transformer_classes():
             q, k, v = self.c_attn(x).split(c, dim=2)
             q, k, v = (t.view(b, s, self.n_head, c // self.n_head).transpose(1, 2)
                        for t in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                               dropout_p=self.dropout if self.training else 0.0)
+            if self.attention == "eager":   # nanoGPT's math path: the s x s scores exist
+                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+                mask = torch.ones(s, s, dtype=torch.bool, device=x.device).triu(1)
+                att = F.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
+                y = att @ v
+            else:
+                y = F.scaled_dot_product_attention(
+                    q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
             y = y.transpose(1, 2).contiguous().view(b, s, c)
             return self.resid_drop(self.c_proj(y))
 
     class MLP(nn.Module):
-        def __init__(self, d_model, dropout):
+        def __init__(self, d_model, dropout, hidden=None):
             super().__init__()
-            self.c_fc = nn.Linear(d_model, 4 * d_model)
+            hidden = hidden or 4 * d_model
+            self.c_fc = nn.Linear(d_model, hidden)
             self.gelu = nn.GELU()
-            self.c_proj = nn.Linear(4 * d_model, d_model)
+            self.c_proj = nn.Linear(hidden, d_model)
             self.drop = nn.Dropout(dropout)
 
         def forward(self, x):
             return self.drop(self.c_proj(self.gelu(self.c_fc(x))))
 
     class Block(nn.Module):
-        def __init__(self, d_model, n_head, dropout):
+        def __init__(self, d_model, n_head, dropout, hidden=None, attention="sdpa"):
             super().__init__()
             self.ln_1 = nn.LayerNorm(d_model)
-            self.attn = CausalSelfAttention(d_model, n_head, dropout)
+            self.attn = CausalSelfAttention(d_model, n_head, dropout, attention)
             self.ln_2 = nn.LayerNorm(d_model)
-            self.mlp = MLP(d_model, dropout)
+            self.mlp = MLP(d_model, dropout, hidden)
 
         def forward(self, x):
             x = x + self.attn(self.ln_1(x))
@@ -424,12 +481,13 @@ def transformer_classes():
 
     class GPT(nn.Module):
         def __init__(self, vocab_size=50304, d_model=768, n_layer=12, n_head=12, max_seq=1024,
-                     dropout=0.0):
+                     dropout=0.0, hidden=None, attention="sdpa"):
             super().__init__()
             self.wte = nn.Embedding(vocab_size, d_model)
             self.wpe = nn.Embedding(max_seq, d_model)
             self.drop = nn.Dropout(dropout)
-            self.blocks = nn.ModuleList(Block(d_model, n_head, dropout) for _ in range(n_layer))
+            self.blocks = nn.ModuleList(Block(d_model, n_head, dropout, hidden, attention)
+                                        for _ in range(n_layer))
             self.ln_f = nn.LayerNorm(d_model)
             self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
             self.lm_head.weight = self.wte.weight

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ..kernel_table import (BN_FAMILIES, HOST_READ_OPS, MATMUL_FAMILIES,  # noqa: F401
                             NO_KERNEL_OPS, bn_class, conv_class, family_of, host_stream,
-                            load_kernel_table, matmul_class, sig_dtype)
+                            load_host_costs, load_kernel_table, matmul_class, sig_dtype)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -71,13 +71,11 @@ def op_time_s(name, flops, nbytes, hw, dtype="float32"):
     return mem + hw.launch_overhead_s
 
 
-def _table_time(table, op):
+def _table_args(op):
+    """The family and lookup arguments of recorded op ``op`` in a kernel table."""
     name, flops, nbytes = op[1], op[4], op[5]
     if name in HOST_COPY_OPS:   # a save_on_cpu copy: the table's measured PCIe rows
-        fam = "copy_" + name
-        if fam not in table.families():
-            return None, "roofline"
-        return table.time_s(fam, nbytes=nbytes, dtype="float32", math_="")
+        return "copy_" + name, {"nbytes": nbytes, "dtype": "float32", "math_": ""}
     sig = op[6] if len(op) > 6 else ""
     fam = family_of(name)
     dtype = sig_dtype(sig)
@@ -94,13 +92,72 @@ def _table_time(table, op):
         mth, cls = ("bf16" if half else "float32"), ""
     ntensors = (len(op[2]) + len(op[3])
                 if fam.startswith(("_foreach", "_fused_", "_amp_foreach")) else 0)
+    return fam, {"flops": flops, "nbytes": nbytes, "ntensors": ntensors, "cls": cls,
+                 "dtype": dtype, "math_": mth}
+
+
+def _table_time(table, op):
+    fam, kw = _table_args(op)
+    if op[1] in HOST_COPY_OPS and fam not in table.families():
+        return None, "roofline"
     # fp16 and bf16 rows are one group (snsim.kernel_table._HALF_POOL)
-    return table.time_s(fam, flops=flops, nbytes=nbytes, ntensors=ntensors, cls=cls,
-                        dtype=dtype, math_=mth)
+    return table.time_s(fam, **kw)
+
+
+def _issue_s(table, op, memo):
+    fam, kw = _table_args(op)
+    key = (fam, *kw.values())
+    if key not in memo:      # a step repeats its shapes (every iteration, every block)
+        memo[key] = table.issue_s(fam, **kw)
+    return memo[key]
+
+
+def host_issue_s(ops, marks, table, costs, syncs=()):
+    """Host seconds the launching thread spends before each op can start, from first
+    principles: the op's own aten call at its shape (:meth:`KernelTable.issue_s`), plus, charged
+    when the recording enters it, every module call (``module_call_s``; a mark whose kind is a
+    class name) and every autograd node backward runs (``autograd_node_s``, ``AccumulateGrad``:
+    ``accumulate_grad_s``; kinds ``Name@seq``) -- measured by ``scripts/steptime_probe.py
+    host`` (:func:`snsim.kernel_table.load_host_costs`) -- times the phase's in-network factor
+    ``costs["scale"]`` (``scripts/host_scale.py``: tight loops keep one op's code hot, a real
+    step does not). A checkpoint's recomputation (marks ``recompute:...``, in backward) runs
+    module forwards again: forward costs, the forward's factor.
+
+    Ops that open no mark of their own cost their aten call alone: the autograd engine's
+    gradient sums (``InputBuffer::accumulate``, C++) and autocast's forward casts (issued by the
+    Autocast dispatch key inside the call of the op they cast for; a fifth of an amp step's
+    kernels). A ``.item()`` read (op index in ``syncs``) costs a scalar pageable copy's issue
+    (``copy_d2h_pageable``); :func:`snsim.kernel_table.host_stream` makes it wait for the GPU."""
+    out = [0.0] * len(ops)
+    syncs = set(syncs)
+    seen = -1
+    scale = costs.get("scale", {})
+    memo = {}
+    for i, op in enumerate(ops):
+        h = 0.0
+        if op[0] > seen:
+            for m in marks[seen + 1:op[0] + 1]:
+                if m[2] and "@" not in m[2]:
+                    h += costs.get("module_call_s", 0.0)
+                elif m[1] == "B" and m[2]:
+                    h += costs.get("accumulate_grad_s" if m[2].startswith("AccumulateGrad")
+                                   else "autograd_node_s", 0.0)
+            seen = op[0]
+        if op[1] not in NO_KERNEL_OPS:
+            h += _issue_s(table, op, memo)
+        elif i in syncs:
+            h += table.aten_host.get("copy_d2h_pageable", 0.0)
+        if op[0] >= 0:
+            m = marks[op[0]]
+            phase = "F" if m[1] == "B" and str(m[0]).startswith("recompute:") else m[1]
+        else:
+            phase = "F"
+        out[i] = h * scale.get(phase, 1.0)
+    return out
 
 
 def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
-               host_sids=frozenset()):
+               host_costs=None, host_sids=frozenset()):
     """Modelled time of every recorded op ``(mark, name, reads, news, flops, bytes[, sig])``.
 
     Parameters
@@ -115,7 +172,9 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
     table : KernelTable, "auto" or None
         ``"auto"``: the preset's table if it has one (:func:`snsim.kernel_table.load_kernel_table`).
     host : bool
-        Model the host (needs ``marks`` and a table with host costs); False: GPU time only.
+        Model the host (needs ``marks``, a table and host costs); False: GPU time only.
+    host_costs : dict, optional
+        :func:`snsim.kernel_table.load_host_costs` of the preset (the default).
     host_sids : set of int
         Storages that live in host memory on the GPU (excluded from the recording): a
         ``.item()`` of one does not wait for the GPU.
@@ -140,20 +199,18 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         source.append(src)
     times = list(gpu)
     host_s = [0.0] * len(ops)
-    if host and marks is not None and table is not None and table.host:
-        syncs = []
-        for i, op in enumerate(ops):
-            # a .item() of a device tensor; host tensors (a foreach optimizer's step
-            # counters) are read without the GPU
-            sync = op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])
-            if op[1] not in NO_KERNEL_OPS or sync:
-                phase = marks[op[0]][1] if op[0] >= 0 else "F"
-                ntensors = len(op[2]) + len(op[3])
-                host_s[i] = table.host_s(phase, family_of(op[1]), ntensors, name=op[1])
-            if sync:
-                syncs.append(i)
+    costs = host_costs if host_costs is not None else (
+        load_host_costs(hw.name) if table is not None else {})
+    if host and marks is not None and table is not None and costs:
+        # a .item() of a device tensor; host tensors (a foreach optimizer's step counters) are
+        # read without the GPU
+        syncs = [i for i, op in enumerate(ops)
+                 if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
+        host_s = host_issue_s(ops, marks, table, costs, syncs)
         iters = [marks[op[0]][3] if op[0] >= 0 else -1 for op in ops]
-        times = host_stream(gpu, host_s, iters, syncs)
+        # a pageable copy holds the launching thread until its data has moved
+        blocking = [op[1] in HOST_COPY_OPS and not HOST_COPY_OPS[op[1]][1] for op in ops]
+        times = host_stream(gpu, host_s, iters, blocking, syncs)
     if report is not None:
         last = max((marks[op[0]][3] for op in ops if op[0] >= 0), default=-1) \
             if marks is not None else None

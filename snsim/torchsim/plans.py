@@ -570,11 +570,9 @@ def block_class(model):
 
 def _save_ops():
     import torch
+    from ..policies.checkpoint import SELECTIVE_SAVE_OPS
     aten = torch.ops.aten
-    names = ("convolution", "mm", "addmm", "bmm", "baddbmm",
-             "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
-             "_scaled_dot_product_cudnn_attention")
-    return {getattr(aten, n).default for n in names if hasattr(aten, n)}
+    return {getattr(aten, n).default for n in SELECTIVE_SAVE_OPS if hasattr(aten, n)}
 
 
 def selective_context_fn():

@@ -11,7 +11,11 @@ iteration and of the warm-up before it. Two things a CPU cannot see are modelled
   ``F.scaled_dot_product_attention`` runs the math path on a CPU (it saves the s×s attention
   probabilities); here it calls the kernel CUDA would pick — flash attention (fp16/bf16) or
   memory-efficient attention (fp32) — whose fake implementation allocates and saves what the
-  CUDA kernel does: the output and a logsumexp, never the probabilities.
+  CUDA kernel does: the output and a logsumexp, never the probabilities. ``F.linear`` adds
+  its bias in place after a matmul, as on CUDA (a fake bias makes torch add out of place).
+  Where a CUDA kernel allocates its outputs in another order than it returns them
+  (``native_dropout``: the mask first), the recorder allocates them in the kernel's order
+  (:data:`~snsim.torchsim.record.CUDA_ALLOC_ORDER`).
 * data-dependent ops (``.item()``, ``nonzero``, boolean masks): a first run without symbolic
   shapes; if it meets one, a second run with a ``ShapeEnv`` treats the value as unknown
   (an unbacked symbol) and sizes that depend on it at their upper bound. A forward that
@@ -63,11 +67,22 @@ def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_g
 @contextlib.contextmanager
 def cuda_like_dispatch(gpu="h200"):
     """Make CPU fake tensors take the ops CUDA tensors of GPU preset ``gpu`` take (fused
-    dropout, fused attention)."""
+    dropout, fused attention, linear's in-place bias add)."""
     import torch
     import torch.nn.functional as F
     orig = F.dropout
     orig_sdpa = F.scaled_dot_product_attention
+    orig_linear = F.linear
+
+    def linear(input, weight, bias=None):
+        # torch's composite linear (aten/src/ATen/native/Linear.cpp) sends a bias-carrying input
+        # that is neither 2-D nor contiguous through matmul and then adds the bias in place
+        # (output.add_(bias)), unless the bias is "tensor-subclass-like" -- which a FakeTensor,
+        # or any tensor while a dispatch mode is on, is: the add then goes out of place, one
+        # output-sized allocation (and free) a CUDA run never makes
+        if bias is not None and input.dim() != 2 and not input.is_contiguous():
+            return torch.matmul(input, weight.t()).add_(bias)
+        return orig_linear(input, weight, bias)
 
     def dropout(input, p=0.5, training=True, inplace=False):
         if training and 0.0 < p < 1.0 and not inplace and input.numel() > 0:
@@ -100,11 +115,13 @@ def cuda_like_dispatch(gpu="h200"):
 
     F.dropout = dropout
     F.scaled_dot_product_attention = sdpa
+    F.linear = linear
     try:
         yield
     finally:
         F.dropout = orig
         F.scaled_dot_product_attention = orig_sdpa
+        F.linear = orig_linear
 
 
 @contextlib.contextmanager
@@ -256,6 +273,39 @@ class _Retry(Exception):
     pass
 
 
+def _build_real_then_fake(spec, mode):
+    """Build the model with real CPU tensors (its constructor computes with tensor values,
+    which fake tensors do not have); :func:`_fake_parameters` then gives it fake parameters
+    and buffers of the same shapes, dtypes and sharing: the recording sees the same module
+    tree and storages."""
+    try:
+        with no_init():
+            model = spec.build()
+    except ConfigError:
+        raise
+    except Exception as e:
+        raise ConfigError(f"model {spec.text!r} cannot be built: {_first_line(e)}") from None
+    return model
+
+
+def _fake_parameters(model, mode):
+    """Swap a real model's parameters and buffers for fake ones (``from_tensor`` keeps a
+    parameter a parameter, with its ``requires_grad``; a tensor shared by two modules stays
+    shared)."""
+    fakes = {}
+
+    def fake(t):
+        if id(t) not in fakes:
+            fakes[id(t)] = mode.from_tensor(t)
+        return fakes[id(t)]
+    for m in model.modules():
+        for d in (m._parameters, m._buffers):
+            for name, t in list(d.items()):
+                if t is not None:
+                    d[name] = fake(t)
+    return model
+
+
 def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu):
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -267,15 +317,22 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
     if symbolic:
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
         shape_env = ShapeEnv()
-    with FakeTensorMode(shape_env=shape_env), torch.device("cpu"), cuda_like_dispatch(gpu):
+    mode = FakeTensorMode(shape_env=shape_env)
+    with mode, torch.device("cpu"), cuda_like_dispatch(gpu):
         try:
             with no_init():
                 model = spec.build()
         except ConfigError:
             raise
         except Exception as e:
-            raise ConfigError(f"model {spec.text!r} cannot be built: "
-                              f"{_first_line(e)}") from None
+            if not _is_data_dependent(e):
+                raise ConfigError(f"model {spec.text!r} cannot be built: "
+                                  f"{_first_line(e)}") from None
+            model = None     # its constructor reads tensor values (RegNet's widths): below
+    if model is None:
+        model = _build_real_then_fake(spec, mode)
+        model = _fake_parameters(model, mode)
+    with mode, torch.device("cpu"), cuda_like_dispatch(gpu):
         model.train()
         x = spec.make_input(batch)
         where = _ModuleStack(model)
@@ -293,7 +350,8 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
         if transform is not None:
             model = transform(model)
         opt = setup.make_optimizer(model.parameters())
-        amp_kw = {"autocast": setup.autocast("cpu"), "scaler": setup.grad_scaler("cpu")}
+        amp_kw = {"autocast": setup.autocast("cpu"), "scaler": setup.grad_scaler("cpu"),
+              "step_scope": setup.step_scope("cpu")}
         rec = Recorder(device_type="cpu")
         static_names = register_static(rec, model, x, y)
         param_names = {id(p): n for n, p in model.named_parameters()}
@@ -389,6 +447,8 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
                          optimizer=setup.optimizer, hardware=hw.name, source="predict", saved=rec.saved,
                          containers=container_paths(r["model"]))
     prog["notes"].update(notes)
+    from .capture import param_aliases
+    prog["param_aliases"] = param_aliases(r["model"])     # tied weights, as a capture records
     prov = {"kind": "modeled", "hardware": hw.name, "tool": "snsim predict", "model": spec.text,
             "batch": batch, **setup.to_dict(), "input_shape": list(spec.input_shape),
             "parameters": r["n_params"], "record_wall_s": round(time.perf_counter() - wall, 3),

@@ -67,6 +67,14 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
                            "_flash_attention_forward", "_flash_attention_backward"})
 
 
+# ops whose CUDA kernel allocates its outputs in another order than it returns them: the
+# output indices in allocation order. A recording of CPU (fake) tensors standing in for a CUDA
+# run allocates them in this order; a CUDA recording is matched to the allocator's own trace.
+# native_dropout: dropout_cuda (aten/src/ATen/native/cuda/Dropout.cu) makes the mask before
+# the output
+CUDA_ALLOC_ORDER = {"native_dropout": (1, 0)}
+
+
 _DATA_DEPENDENT_OPS = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "unique",
                                  "_unique2", "unique_consecutive", "repeat_interleave"})
 
@@ -200,7 +208,9 @@ class Recorder:
                         reads.append(sid)
         new = []
         outs = tree_leaves(out)
-        for t in outs:
+        name = func._overloadpacket.__name__
+        order = CUDA_ALLOC_ORDER.get(name) if self.device_type != "cuda" else None
+        for t in ([outs[i] for i in order] if order and len(outs) == len(order) else outs):
             if isinstance(t, torch.Tensor):
                 nbytes += concrete_int(t.numel()) * t.element_size()
                 if t.device.type != self.device_type:
@@ -221,7 +231,6 @@ class Recorder:
                 flops = int(rule(*args, **kwargs, out_val=out))
             except Exception:  # a formula that does not cover this overload
                 flops = 0
-        name = func._overloadpacket.__name__
         if name in _DATA_DEPENDENT_OPS or any(
                 isinstance(t, torch.Tensor) and any(type(d) is not int for d in t.shape)
                 for t in outs):
@@ -484,13 +493,20 @@ def compute_loss(out, y, aux_loss_weight=0.4):
 
 
 def train_step(model, optimizer, x, y, *, inst=None, aux_loss_weight=0.4, autocast=None,
-               scaler=None):
+               scaler=None, step_scope=None):
     """One training iteration; ``inst`` (an :class:`Instrument`) marks its steps.
 
     ``autocast`` (a context factory, :meth:`snsim.torchsim.amp.TrainSetup.autocast`) wraps
     forward and loss, as PyTorch's AMP recipe does; ``scaler`` (a ``GradScaler``) scales the
-    loss, unscales and checks the gradients in ``step`` and updates its scale.
+    loss, unscales and checks the gradients in ``step`` and updates its scale; ``step_scope``
+    (:meth:`~snsim.torchsim.amp.TrainSetup.step_scope`) wraps the whole step.
     """
+    import contextlib
+    with step_scope() if step_scope is not None else contextlib.nullcontext():
+        _train_step(model, optimizer, x, y, inst, aux_loss_weight, autocast, scaler)
+
+
+def _train_step(model, optimizer, x, y, inst, aux_loss_weight, autocast, scaler):
     import contextlib
     mark = inst.mark if inst is not None else _NullMarker().mark
     with autocast() if autocast is not None else contextlib.nullcontext():

@@ -23,6 +23,7 @@ import datetime
 import json
 import math
 import os
+import statistics
 import sys
 
 from ..trace import load_trace_doc
@@ -144,6 +145,99 @@ def _plan_section(runs, captured):
     return L
 
 
+STEP_TIME_CSV = os.path.join("docs", "data", "step_time_h200.csv")
+REPRED_CSV = os.path.join("docs", "data", "plans_repredicted_h200.csv")
+_GROUPS = (("gpu", "GPU-bound (traces/h200/)"), ("cpu", "CPU-bound (traces/h200/cpu_bound/)"),
+           ("heldout", "CPU-bound, held out (traces/h200/cpu_bound_heldout/: captured after "
+                       "the host model's inputs, informed nothing)"))
+
+
+def _read_csv(path):
+    import csv
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def step_time_section():
+    """Section 6 from the committed result files (``scripts/compare_step_time.py`` and
+    ``scripts/repredict_plans.py`` write them; running the predictions here would take many
+    minutes)."""
+    L = []
+    rows = _read_csv(STEP_TIME_CSV)
+    if rows:
+        L.append("`snsim predict` step time with the H200 kernel table and the host model "
+                 "(`PYTHONPATH=. python scripts/compare_step_time.py traces/h200 "
+                 "traces/h200/cpu_bound traces/h200/cpu_bound_heldout --no-zoo --csv "
+                 f"{STEP_TIME_CSV}`): each capture's model recorded under FakeTensorMode on "
+                 "the CPU, its ops timed from the table, the host issuing them as a second "
+                 "stream (each aten call's issue cost at its shape, each module call and "
+                 "autograd node, times the phase's in-network factor of "
+                 "`configs/kernels/h200_host_scale.csv`). *before* is the same captures "
+                 f"under the code of commit {rows[0].get('before_commit', '?')} (a per-op "
+                 "overhead fitted to calibrate's host steps), kept for comparison.\n")
+        body, summ = [], []
+        for key, label in _GROUPS:
+            sel = [r for r in rows if r["group"] == key]
+            for r in sel:
+                body.append([r["capture"], key, f"{float(r['meas_ms']):.2f}",
+                             f"{float(r['table_host_ms']):.2f}",
+                             _pct(float(r["table_host_err_pct"])),
+                             _pct(float(r["before_err_pct"])) if r.get("before_err_pct")
+                             else "", f"{float(r['table_gpu_ms']):.2f}",
+                             f"{float(r['src_host_ms']):.2f}"])
+            for col, name in (("table_host_err_pct", "now"), ("before_err_pct", "before")):
+                e = [abs(float(r[col])) for r in sel if r.get(col)]
+                if e:
+                    summ.append([label, name, len(e), f"{statistics.median(e):.1f}",
+                                 f"{max(e):.1f}"])
+        e = [abs(float(r["table_host_err_pct"])) for r in rows]
+        summ.append(["all captures", "now", len(e), f"{statistics.median(e):.1f}",
+                     f"{max(e):.1f}"])
+        L.append(_table(["capture", "group", "measured ms", "predicted ms", "err %",
+                         "before err %", "GPU ms", "host ms"], body) + "\n")
+        L.append(_table(["captures", "model", "n", "median |err| %", "max |err| %"], summ)
+                 + "\n")
+    slow = _read_csv(os.path.join("configs", "kernels", "h200_copy_slowdown.csv"))
+    if slow:
+        L.append("### Copies and compute\n")
+        L.append("`scripts/steptime_probe.py copy` on the H200 timed conv, GEMM (fp32, bf16), "
+                 "elementwise and batch-norm kernels alone and beside 1 / 16 / 256 MiB H2D and "
+                 "D2H copies (`configs/kernels/probe/copy_slowdown.csv`); "
+                 "`scripts/summarize_copy_slowdown.py` reduces it to what the engine uses "
+                 "(`configs/kernels/h200_copy_slowdown.csv`). Pinned copies slow the kernels "
+                 "by a few percent (memory traffic); pageable copies stop them: the kernels' "
+                 "extra time is 0.76-0.96 of each whole copy's time, so the engine runs no "
+                 "kernel while a pageable copy is in flight (inf).\n")
+        L.append(_table(["direction", "pinned", "slowdown fraction k", "kernels"],
+                        [[r["direction"], r["pinned"], r["slowdown_fraction"], r["kernels"]]
+                         for r in slow]) + "\n")
+    rep = _read_csv(REPRED_CSV)
+    if rep:
+        L.append("### Executed plans re-predicted with later code\n")
+        L.append("The plan suite of section 1b re-predicted with the current code "
+                 f"(`PYTHONPATH=. python scripts/repredict_plans.py --csv {REPRED_CSV}`): "
+                 "a re-prediction after the fact, next to the stored before-run figures, "
+                 "which section 1b keeps as they were.\n")
+        L.append(_table(["run", "measured ms", "stored before-run err %", "re-predicted err %"],
+                        [[r["run"], f"{float(r['meas_step_s']) * 1e3:.1f}",
+                          _pct(float(r["stored_err_pct"])), _pct(float(r["repred_err_pct"]))]
+                         for r in rep]) + "\n")
+        srow = []
+        for pol in sorted({r["policy"] for r in rep}) + ["all"]:
+            sel = [r for r in rep if pol == "all" or r["policy"] == pol]
+            for col, name in (("stored_err_pct", "stored before-run"),
+                              ("repred_err_pct", "re-predicted")):
+                e = [abs(float(r[col])) for r in sel]
+                srow.append([pol, name, len(e), f"{statistics.mean(e):.1f}",
+                             f"{statistics.median(e):.1f}", f"{max(e):.1f}"])
+        L.append(_table(["policy", "prediction", "runs", "mean |err| %", "median |err| %",
+                         "max |err| %"], srow) + "\n")
+    L.append("Replayed step times (section 5) are not predictions.\n")
+    return L
+
+
 def k40c_section():
     """Section 7: published K40/K40m training times against the k40c preset's cost model."""
     from ..hardware import load_hardware
@@ -196,7 +290,7 @@ def amp_error_stats(rows):
 
 
 def amp_section(traces_dir):
-    """Section 8: ``snsim predict`` against real H200 runs in bf16/fp16 autocast and AdamW."""
+    """Section 9: ``snsim predict`` against real H200 runs in bf16/fp16 autocast and AdamW."""
     import csv
     import gzip
     path = os.path.join(traces_dir, "amp", "predictions.csv")
@@ -227,7 +321,7 @@ def amp_section(traces_dir):
                      f"{float(r['step_time_s_pred']) * 1e3:.2f}",
                      f"{float(r['step_time_s_meas']) * 1e3:.2f}",
                      _pct(float(r["step_time_s_err_pct"]))])
-    return ("## 8. Mixed precision and optimizers: predictions against real H200 runs\n\n"
+    return ("## 9. Mixed precision and optimizers: predictions against real H200 runs\n\n"
             f"{len(rows)} captures in `{traces_dir}/amp/` (`scripts/amp_suite.py capture` on "
             f"the H200: {cap.get('gpu', 'NVIDIA H200')}, torch {cap.get('torch')}, CUDA "
             f"{cap.get('cuda')}, cuDNN {cap.get('cudnn')}, driver {cap.get('driver')}): seven "
@@ -249,6 +343,61 @@ def amp_section(traces_dir):
             + _table(["trace", "amp", "optimizer", "alloc pred GiB", "alloc meas GiB", "err %",
                       "reserved pred GiB", "reserved meas GiB", "err %", "step pred ms",
                       "step meas ms", "err %"], body) + "\n")
+
+
+def zero_section(traces_dir="traces/h200"):
+    """Section 8: ZeRO-Offload runs executed on the H200 against the engine's simulation."""
+    from ..hardware import load_hardware
+    from .zero import zero_rows
+    path = os.path.join(traces_dir, "zero", "zero_runs.json")
+    if not os.path.exists(path):
+        return ""
+    df, skipped = zero_rows(path, traces_dir)
+    if df.empty:
+        return ""
+    with open(path) as f:
+        host = json.load(f).get("host", {})
+    hw = load_hardware("h200")
+    body = [[r["run"], r["program"], _gib(r["pred_allocated_bytes"]),
+             _gib(r["meas_allocated_bytes"]), _pct(r["err_allocated_pct"]),
+             f"{r['pred_step_time_s'] * 1e3:.1f}", f"{r['meas_step_time_s'] * 1e3:.1f}",
+             _pct(r["err_step_time_pct"]), f"{r['pred_cpu_step_s'] * 1e3:.1f}",
+             f"{r['meas_cpu_step_s'] * 1e3:.1f}"] for _, r in df.iterrows()]
+    versions = ", ".join(sorted({f"{r['gpu']}, torch {r['torch']}" for _, r in df.iterrows()}))
+    ea, es = df["err_allocated_pct"].abs(), df["err_step_time_pct"].abs()
+    text = ("## 8. ZeRO-Offload executed on the H200 against the engine\n\n"
+            f"`snsim execute --policy zero_offload|superneurons+zero_offload` ({versions}; "
+            "`scripts/device_zero.sh`, `traces/h200/zero/zero_runs.json`): fp32 masters, "
+            "gradients (pinned) and optimizer state on the host, parameters fetched per module "
+            "before its forward and its backward, gradients copied D2H as produced, the "
+            "optimizer step on the CPU (`snsim.torchsim.zero`). Simulated by "
+            "`snsim.torchsim.zero.simulate_zero`: the engine's `zero_offload` policy "
+            "(`pytorch` allocator, h200 preset) on the program of the torch plan the executor "
+            "ran beneath its hooks — the plain capture (its measured per-step times), or for "
+            "`superneurons+zero_offload` the `snsim predict --policy superneurons` program "
+            "(modelled op times). CPU step: parameters x DRAM bytes per parameter of the "
+            "optimizer's single-tensor kernels "
+            "(`snsim.policies.zero_offload.HOST_UPDATE_BYTES_PER_PARAM`) / the preset's "
+            f"host_mem_bytes_per_s ({hw.host_mem_bytes_per_s / 1e9:.0f} GB/s, derived from the "
+            "host's measured CPU optimizer throughput: "
+            + ", ".join(f"{k[4:-13]} {v / 1e9:.3f}e9 params/s" for k, v in sorted(host.items())
+                        if k.startswith("cpu_") and k.endswith("_params_per_s"))
+            + f" on {host.get('cpu_threads', '?')} threads). Targets: allocated within 3%, "
+            "step time within 15%.\n\n"
+            + _table(["run", "program", "alloc sim GiB", "alloc meas GiB", "err %",
+                      "step sim ms", "step meas ms", "err %", "CPU step sim ms",
+                      "CPU step meas ms"], body) + "\n\n"
+            f"Allocated: mean |err| {ea.mean():.2f}%, max {ea.max():.2f}%. Step time: mean "
+            f"|err| {es.mean():.2f}%, max {es.max():.2f}% over {len(df)} runs.")
+    cpu = 100 * (df["meas_cpu_step_s"] / df["pred_cpu_step_s"] - 1)
+    text += (f" The measured CPU optimizer step is {cpu.min():+.0f}% to {cpu.max():+.0f}% off "
+             "the model (the Adam runs over 148 tensors, masters and gradients pinned, are "
+             "slower per parameter than the one flat pageable tensor the host figure comes "
+             "from); `scripts/zero_host_probe.py` separates per-tensor dispatch, pinned-page "
+             "and thread effects for the next device run.")
+    if skipped:
+        text += " Not simulated: " + "; ".join(f"{r} ({why})" for r, why in skipped) + "."
+    return text + "\n"
 
 
 def build_report(traces_dir="traces/h200"):
@@ -331,9 +480,16 @@ def build_report(traces_dir="traces/h200"):
     L.append("`snsim run --trace <plain capture> --policy checkpoint|cpu_offload`: the plain "
              "run's program (its op-granular steps and measured per-step times) under the "
              "engine's own `checkpoint` and `cpu_offload` policies, against the suite's "
-             "executed run of the same plan (section 1). Captures before 2026-11-30 carry no "
-             "warm-up iteration boundaries; for them the engine keeps only the static "
-             "warm-up.\n")
+             "executed run of the same plan (section 1). The engine keeps the capture's static "
+             "allocations in their order, the optimizer state at the plan's first optimizer "
+             "step where the capture recorded its warm-up iterations (captures from "
+             "2026-11-30), at setup before that. `checkpoint` replays a block from its inputs: "
+             "the block's temporaries are made again and released after their last forward "
+             "reader, and the buffers no tensor owns that its forward holds for backward are "
+             "dropped with it. `cpu_offload` packs a saved tensor once per op that saves it and "
+             "brings it back for each autograd node that reads it, from the node's start to its "
+             "end, and, as `save_on_cpu` packs the weights ops save, does the same with each "
+             "saved weight (norm parameters, batch-norm running statistics).\n")
     from .validate import whatif_rows
     wf, _ = whatif_rows(traces_dir)
     if wf is not None and len(wf):
@@ -345,14 +501,19 @@ def build_report(traces_dir="traces/h200"):
         L.append("Mean |err|: allocated "
                  f"{wf['err_allocated_pct'].abs().mean():.2f}%, reserved "
                  f"{wf['err_reserved_pct'].abs().mean():.2f}%, step time "
-                 f"{wf['err_step_time_pct'].abs().mean():.2f}%. Not modelled by the engine: "
-                 "`save_on_cpu` also packs the weights ops save (a GPU copy per unpack in "
-                 "backward: VGG16's FC weights, -14%) and copies a tensor once per op that "
-                 "saves it. The engine's `checkpoint` keeps the buffers no tensor owns that a "
-                 "block's attention kernels hold for backward (ViT, `nn.TransformerEncoder`: "
-                 "+23-27%) and is 8-13% high on MobileNetV2/EfficientNet (open); predictions "
-                 "of these plans should come from `snsim predict --policy` (section 1), which "
-                 "runs the real `torch.utils.checkpoint`.\n")
+                 f"{wf['err_step_time_pct'].abs().mean():.2f}%. Not modelled by the engine "
+                 "(open): the plain captures' attention backward allocates one buffer for the "
+                 "gradients of q, k and v (views of one projection), which `save_on_cpu`'s "
+                 "separate copies split into three, and a tensor a hook's unpack returns dies "
+                 "when its node returns, before the autograd engine sums broadcast gradients "
+                 "(a bias's), where the plain capture's order keeps them together "
+                 "(`nn.TransformerEncoder` +5%); ViT's capture is itself 2% high (section 5, "
+                 "buffers no tensor owns that outlive their block); reserved peaks follow the "
+                 "allocation order "
+                 "of the first iteration, which a plain capture does not hold for another "
+                 "plan. Predictions of these plans should come from `snsim predict --policy` "
+                 "(section 1), which runs the real `torch.utils.checkpoint` and "
+                 "`save_on_cpu`.\n")
 
     # -- 4. fit verdicts at the out-of-memory edge ----------------------------------------------
     L.append("## 4. Fit verdicts at the out-of-memory edge\n")
@@ -411,35 +572,25 @@ def build_report(traces_dir="traces/h200"):
 
     # -- 6. step time ------------------------------------------------------------------------
     L.append("## 6. Step time\n")
-    L.append("Step times in section 1 are the roofline of the day the suite ran, and their "
-             "errors (above) are the weak point. `snsim calibrate` has since measured a kernel "
-             "table on the H200 (`configs/kernels/h200.csv.gz`: op families over a shape grid, "
-             "batch norm over channels x H*W, the conv layers of resnet50, densenet121, "
-             "inception_v3, vgg16 and mobilenet_v2, and the host's issue cost per op). "
-             "`python scripts/compare_step_time.py traces/h200 traces/h200/cpu_bound` (2026-11-30, "
-             "32 captures; `snsim predict` with the table and the host model): median |err| 6.3% "
-             "on the 23 GPU-bound captures (ResNet-34/50/101/152 within 4%, VGG16 5%, "
-             "DenseNet-121 6-7%; on networks whose conv shapes the table never saw: AlexNet -8% "
-             "and -24%, ConvNeXt-T -31%, ViT-B/16 -12%, the GPT decoder -10%, the transformer "
-             "encoder -20%), 9.7% on the 9 CPU-bound ones, max 37% (DenseNet-121 b64; it was +76% "
-             "before the autograd engine's gradient sums were charged their aten call only, "
-             "14.4% median). The roofline alone is 47% off (median). "
-             "Replayed step times (section 5) are not predictions.\n")
+    L.extend(step_time_section())
     L.append(k40c_section())
+    L.append(zero_section(traces_dir))
     amp = amp_section(traces_dir)
     if amp:
         L.append(amp)
     L.append("## Reproduce\n")
     L.append("```\n# on an H200 (device tool): the plan suite, the edge, captures\n"
              "bash scripts/device_suite.sh plans            # -> traces/h200/plans/\n"
+             "OUT=dir bash scripts/device_zero.sh            # -> traces/h200/zero/ (section 8)\n"
              "python scripts/oom_edge.py --out traces/h200/edge/oom_edge.json\n"
              "OUT=out bash scripts/device_amp.sh  # tar xzf out/amp_traces.tar.gz -C traces/h200\n"
              "snsim capture --model torchvision:resnet50 --batch 128 --out traces/h200/...\n"
              "# anywhere, no torch: replays and this page\n"
              "snsim validate traces/h200/\n"
              "python scripts/whatif_vs_executed.py\n"
+             "python scripts/compare_zero.py                 # section 8\n"
              "PYTHONPATH=. python scripts/amp_suite.py compare traces/h200/amp \\\n"
-             "    --csv traces/h200/amp/predictions.csv     # section 8 (torch, CPU)\n"
+             "    --csv traces/h200/amp/predictions.csv     # section 9 (torch, CPU)\n"
              "python -m snsim.torchsim.report\n```\n")
     return "\n".join(L)
 

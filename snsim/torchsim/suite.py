@@ -78,10 +78,13 @@ def main(argv=None):
     g.add_argument("--overlap", action="store_true",
                    help="start running while predictions are still being made (faster; the "
                         "workers' CPU load may slow CPU-bound runs)")
+    g.add_argument("--set", choices=tuple(PLAN_SETS), default="standard",
+                   help="standard: the 10 networks of docs/VALIDATION.md §1; heldout: networks, "
+                        "batches, precisions and optimizers never run before")
     g.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.only == "plans":
-        return run_plans(PLAN_RUNS, args.out, match=args.match, warmup=args.warmup,
+        return run_plans(PLAN_SETS[args.set], args.out, match=args.match, warmup=args.warmup,
                          iters=args.iters, deadline_s=args.deadline_s, workers=args.workers,
                          mode=args.mode, dry_run=args.dry_run, device=args.device,
                          predict_first=not args.overlap)
@@ -180,6 +183,41 @@ def _plan_runs():
 
 
 PLAN_RUNS = _plan_runs()
+
+# held out: networks, batches, precisions and optimizers that no earlier plan suite, capture or
+# kernel-table row was made of (a test of the model, not of what it was tuned on)
+_HELDOUT = (
+    # (model, batch, policies with their options, training setup)
+    ("torchvision:resnet101", 96, {"plain": [], "checkpoint": ["modules=Bottleneck"],
+                                   "cpu_offload": ["pin_memory=true"]}, {}),
+    ("torchvision:wide_resnet50_2", 64, {"plain": [], "checkpoint": ["modules=Bottleneck"],
+                                         "superneurons": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:densenet169", 64, {"plain": [], "checkpoint": ["modules=_DenseLayer"]}, {}),
+    ("torchvision:convnext_tiny", 64, {"plain": [], "checkpoint": ["modules=CNBlock"]},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("torchvision:regnet_y_1_6gf", 96, {"plain": [], "superneurons": [],
+                                        "cpu_offload": ["pin_memory=true"]}, {}),
+    ("torchvision:shufflenet_v2_x1_0", 256, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {}),
+    ("torchvision:vit_b_32", 128, {"plain": [], "checkpoint": ["modules=EncoderBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:mnasnet1_0", 128, {"plain": [], "checkpoint": ["every=2"]},
+     {"amp": "fp16"}),
+    ("torchvision:vgg19", 48, {"plain": [], "cpu_offload": ["pin_memory=true"]}, {}),
+    ("torchvision:resnet50", 96, {"plain": [], "superneurons": []},
+     {"optimizer": "adamw", "amp": "fp16"}),
+)
+PLAN_HELDOUT = tuple({"model": m, "batch": b, "policy": pol, "options": list(opts), **setup}
+                     for m, b, plans, setup in _HELDOUT for pol, opts in plans.items())
+PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT}
+
+
+def run_setup(run):
+    """The run's :class:`~snsim.torchsim.amp.TrainSetup` (optimizer, implementation, amp)."""
+    from .amp import TrainSetup
+    return TrainSetup.parse(run.get("optimizer", "sgd-momentum"),
+                            run.get("optimizer_impl", "foreach"), run.get("amp"))
 SETUP_S = 3.0      # build, move to the GPU, first kernels [E]
 PINNED_BYTES_PER_S = 4e9   # cudaHostAlloc of the first save_on_cpu iteration [E]
 
@@ -190,7 +228,7 @@ def run_name(run):
     from .plans import PlanSpec
     spec = resolve_model(run["model"], input_shape=run.get("input_shape"))
     plan = PlanSpec.parse(run["policy"], run.get("options", []))
-    return f"{spec.name}_b{run['batch']}_{plan.slug}"
+    return f"{spec.name}_b{run['batch']}{run_setup(run).slug}_{plan.slug}"
 
 
 def estimate_s(pred, warmup, iters):
@@ -215,7 +253,7 @@ def predict_run(run):
         plan = PlanSpec.parse(run["policy"], run.get("options", []))
         pred, _ = predict_plan(run["model"], run["batch"], plan,
                                input_shape=run.get("input_shape"),
-                               optimizer=run.get("optimizer", "sgd-momentum"))
+                               optimizer=run_setup(run))
         pred["predict_wall_s"] = round(time.perf_counter() - t0, 2)
         return pred, None
     except Exception as e:   # recorded with the run
@@ -457,7 +495,7 @@ def _gib(v):
 def _execute(spec, run, plan, pred, mode, warmup, iters, device, doc):
     from .execute import measure
     from .plans import make_transform
-    optimizer = run.get("optimizer", "sgd-momentum")
+    optimizer = run_setup(run)
     if mode == "capture":
         from .capture import capture
         cap = capture(spec.text, run["batch"], optimizer=optimizer,

@@ -119,13 +119,13 @@ def summarize(rows):
 
 
 def plain_captures(root="traces/h200"):
-    """``{(model, batch): path}`` of the captures of runs without a plan."""
+    """``{(model, batch, optimizer): path}`` of the captures of runs without a plan."""
     from ..trace import load_trace_doc
     out = {}
     for f in sorted(glob.glob(f"{root}/*.json.gz") + glob.glob(f"{root}/cpu_bound/*.json.gz")):
         prov = load_trace_doc(f)["provenance"]
         if not prov.get("policy"):
-            out[(prov["model"], int(prov["batch"]))] = f
+            out[(prov["model"], int(prov["batch"]), prov.get("optimizer", "sgd-momentum"))] = f
     return out
 
 
@@ -141,8 +141,9 @@ def plan_runs(root="traces/h200", folder="plans"):
 def whatif_rows(root="traces/h200"):
     """The engine's plans on plain captures against the same plans executed.
 
-    Every executed ``checkpoint``/``cpu_offload`` run of the plan suite whose network and batch
-    have a plain capture: that capture's program under the same policy and options.
+    Every executed ``checkpoint``/``cpu_offload`` run of the plan suite whose network, batch
+    and optimizer have a plain capture: that capture's program under the same policy and
+    options.
 
     Returns
     -------
@@ -158,7 +159,9 @@ def whatif_rows(root="traces/h200"):
     plain = plain_captures(root)
     out, skipped = [], []
     for run in plan_runs(root):
-        src = plain.get((run["model"], int(run["batch"])))
+        # the plan suite's runs record no optimizer: they ran the default, SGD with momentum
+        opt = run.get("optimizer") or run["provenance"].get("optimizer") or "sgd-momentum"
+        src = plain.get((run["model"], int(run["batch"]), opt))
         if run["policy"] not in ("checkpoint", "cpu_offload") or src is None:
             continue
         opts = dict(o.split("=", 1) for o in run["options"])

@@ -267,3 +267,134 @@ def measure_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum
             _clean_cuda(torch)
     out["wall_s"] = round(time.perf_counter() - wall0, 3)
     return out
+
+
+def simulate_zero(program, hardware, policy="zero_offload", *, budget_bytes=None):
+    """The engine's ZeRO policy on a captured or predicted program (PyTorch allocator).
+
+    ``program`` is the program of the torch plan the executor runs *under* the ZeRO scheme: the
+    plain step for ``zero_offload``, the ``superneurons`` plan's (a capture or ``snsim predict
+    --policy superneurons``) for ``superneurons+zero_offload`` — :func:`measure_zero` applies
+    that torch plan before its hooks, so the engine plans no activations again (``base=
+    liveness``: PyTorch's own frees on that program).
+
+    Returns
+    -------
+    (Result, Plan)
+    """
+    from ..engine.core import run_plan
+    from ..hardware import load_hardware
+    from ..policies import get_policy
+    from ..trace import program_from_dict
+    if policy not in ZERO_POLICIES:
+        raise ConfigError(f"policy {policy!r} is not a ZeRO policy; known: "
+                          f"{', '.join(ZERO_POLICIES)}")
+    hw = load_hardware(hardware) if isinstance(hardware, str) else hardware
+    if isinstance(program, dict):
+        program = program_from_dict(program, source="program")
+    budget = hw.budget_bytes if budget_bytes is None else int(budget_bytes)
+    plan = get_policy("zero_offload").plan(program, hw, budget)
+    return run_plan(program, plan, hw, budget_bytes=budget, allocator="pytorch"), plan
+
+
+def torch_base_plan(policy):
+    """The torch plan the executor applies under ``policy``'s ZeRO hooks (:func:`measure_zero`)."""
+    return "superneurons" if policy == "superneurons+zero_offload" else "plain"
+
+
+def predict_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum", gpu="h200",
+                 input_shape=None, budget_bytes=None):
+    """CPU-only prediction of a ZeRO run (``snsim predict --policy zero_offload``): the program
+    ``snsim predict`` records for :func:`torch_base_plan` (FakeTensorMode, modelled op times),
+    then :func:`simulate_zero` on it.
+
+    Returns
+    -------
+    (dict, dict)
+        The summary (:func:`~snsim.torchsim.execute.predict_plan`'s keys, the peaks, step time
+        and feasibility of the ZeRO run; ``cpu_step_s``, ``h2d_bytes``, ``d2h_bytes``,
+        ``host_pinned_bytes``, ``host_total_bytes``) and the predicted program of the base plan.
+    """
+    from ..hardware import load_hardware
+    from .execute import predict_plan
+    if policy not in ZERO_POLICIES:
+        raise ConfigError(f"policy {policy!r} is not a ZeRO policy; known: "
+                          f"{', '.join(ZERO_POLICIES)}")
+    hw = load_hardware(gpu)
+    r, prog = predict_plan(model, batch, torch_base_plan(policy), optimizer=optimizer, gpu=gpu,
+                           input_shape=input_shape, budget_bytes=budget_bytes)
+    res, plan = simulate_zero(prog, hw, policy, budget_bytes=budget_bytes)
+    n = plan.notes
+    out = dict(r)
+    out.update(policy=policy, plan=policy, feasible=bool(res.feasible),
+               failure=str(res.failure) if res.failure else "",
+               peak_allocated_bytes=res.peak_allocated_bytes,
+               peak_reserved_bytes=res.peak_reserved_bytes,
+               peak_requested_bytes=res.peak_ideal_bytes, static_bytes=res.static_bytes,
+               step_time_s=res.step_time_s,
+               step_time_source=f"{r['step_time_source']}; engine zero_offload (copies on the "
+                                f"PCIe streams, CPU optimizer at host_mem_bytes_per_s)",
+               cpu_step_s=n["cpu_step_s"], h2d_bytes=res.h2d_bytes, d2h_bytes=res.d2h_bytes,
+               host_pinned_bytes=n["host_pinned_bytes"], host_total_bytes=n["host_total_bytes"])
+    return out, prog
+
+
+#: The executed ZeRO runs (scripts/device_zero.sh) and where their programs are.
+ZERO_RUNS = "traces/h200/zero/zero_runs.json"
+
+
+def run_program_path(run, traces_root="traces/h200"):
+    """The program the engine simulates an executed ZeRO run on (:func:`simulate_zero`): the
+    plain capture ``<root>/<name>_b<batch>[_s<seq>][_<optimizer>].json.gz`` for
+    ``zero_offload``; for ``superneurons+zero_offload`` the same stem with
+    ``_superneurons_predicted`` under ``<root>/zero/`` (``snsim predict --policy superneurons
+    --out``: no capture of that torch plan was taken)."""
+    import os
+    prov = run["provenance"]
+    model, batch, opt = prov["model"], prov["batch"], prov["optimizer"]
+    name = model.split(":", 1)[1].split("/")[-1]
+    seq = f"_s{prov['input_shape'][0]}" if model.startswith("hf:") else ""
+    suffix = "" if opt == "sgd-momentum" else f"_{opt}"
+    stem = f"{name}_b{batch}{seq}{suffix}"
+    if run["policy"] == "superneurons+zero_offload":
+        return os.path.join(traces_root, "zero", f"{stem}_superneurons_predicted.json.gz")
+    return os.path.join(traces_root, f"{stem}.json.gz")
+
+
+def zero_rows(runs_path=ZERO_RUNS, traces_root="traces/h200", hardware="h200"):
+    """Every executed ZeRO run against :func:`simulate_zero` on its program.
+
+    Returns
+    -------
+    (DataFrame, list)
+        One row per simulated run (predicted and measured peak allocated bytes, step time,
+        CPU step time, H2D bytes, errors in percent) and ``(run file, why)`` for runs skipped.
+    """
+    import json
+    import os
+    import pandas as pd
+    from ..hardware import load_hardware
+    from ..trace import read_trace
+    with open(runs_path) as f:
+        doc = json.load(f)
+    hw = load_hardware(hardware)
+    rows, skipped = [], []
+    for run in doc["runs"]:
+        path = run_program_path(run, traces_root)
+        if not os.path.exists(path):
+            skipped.append((run["file"], f"no program {path}"))
+            continue
+        res, plan = simulate_zero(read_trace(path), hw, run["policy"])
+        pa, ma = res.peak_allocated_bytes, run["peak_allocated_bytes"]
+        ps, ms = res.step_time_s, run["step_time_s"]
+        rows.append({
+            "run": run["file"].removesuffix(".json"), "policy": run["policy"],
+            "program": os.path.basename(path),
+            "pred_allocated_bytes": pa, "meas_allocated_bytes": ma,
+            "err_allocated_pct": 100 * (pa - ma) / ma,
+            "pred_step_time_s": ps, "meas_step_time_s": ms,
+            "err_step_time_pct": 100 * (ps - ms) / ms,
+            "pred_cpu_step_s": plan.notes["cpu_step_s"], "meas_cpu_step_s": run["cpu_step_s"],
+            "pred_h2d_bytes": res.h2d_bytes, "meas_h2d_bytes": run["h2d_bytes"],
+            "torch": run["provenance"].get("torch", ""), "gpu": run["provenance"].get("gpu", "")})
+    return pd.DataFrame(rows), skipped

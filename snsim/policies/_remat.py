@@ -1,0 +1,598 @@
+"""Rematerialisation (and paging) as a mixed-integer program over stages, after Checkmate.
+
+The solver behind ``checkmate`` and ``joint``: Jain et al., *Checkmate: Breaking the Memory
+Wall with Optimal Tensor Rematerialization* (MLSys 2020), on a :class:`~snsim.program.Program`,
+with POET's paging (Patil et al., ICML 2022) as an option, charged in link time.
+
+Stage ``t`` is program step ``t`` (every step with deps). Within a stage, the replays
+``R[t, i]`` of earlier forward steps run in program order, then the step itself.
+``S[t, x]`` says activation ``x`` is resident when stage ``t`` starts. ``Free[t, x, k]``
+(continuous, bounded above by each of its binary factors, so it is exact at an integral point)
+releases ``x`` right after op ``k`` of stage ``t`` once nothing later in the stage reads it and
+the next stage does not keep it. ``U[t, k]`` is the managed memory while op ``k`` runs: the
+fixed tensors (gradients, workspaces, activations that cannot be replayed: their liveness
+lifetimes) plus the resident activations, minus the frees so far — the frees are what make the
+peak right (SPEC §11's trap: Checkmate without ``DEBUG_SCHEDULER_RAM`` counts every tensor).
+
+:func:`to_instructions` turns a solution into the engine's plan (``Recompute``/``Drop``/
+``Free``, and ``Offload``/``Prefetch`` when paging); the engine replays exactly the memory the
+model counts (the ideal allocator's peak equals ``U``'s maximum at the solver's solution, less
+what the translation frees earlier than the model must).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import coo_array
+
+from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
+
+_TOL = 1e-6   # share of a large budget kept free against HiGHS' feasibility tolerance
+
+
+@dataclass
+class RematProblem:
+    """The structure of one program that the MILP needs (built once per plan)."""
+
+    program: object
+    size: list
+    decision: list            # tensor ids the model may drop and replay (activations)
+    is_decision: list
+    prod: list                # forward step that writes each tensor (-1: none)
+    last: list
+    needdec: dict             # step -> decision tensors it reads (deps minus own outputs)
+    outdec: dict              # F step -> its decision outputs
+    rec: list                 # forward steps that can be replayed
+    stages: list              # step indices that have deps
+    fixed_before: dict        # stage -> fixed bytes resident before its step
+    fixed_during: dict        # stage -> fixed bytes while its step runs
+    cost_s: list = field(default_factory=list)   # seconds the engine charges a replay
+    ops: dict = field(default_factory=dict)   # stage -> replayable steps (program order)
+    consumers: dict = field(default_factory=dict)
+
+
+def remat_problem(program):
+    """Classify the program's tensors and steps for the MILP.
+
+    An activation is a *decision* tensor when a forward step writes it first, something later
+    reads it, and its producer can be replayed: a forward step can be replayed when everything
+    it reads (its deps that are not its outputs) is a decision tensor or static.
+    Everything else has its liveness lifetime (first to last use).
+    """
+    steps, tensors = program.steps, program.tensors
+    n = len(tensors)
+    first, last = program.uses()
+    # a convolution's workspace takes only what is free: cuDNN falls back to an algorithm
+    # without it (the engine's workspace_fallbacks), so it never decides feasibility
+    size = [0 if t.kind == "workspace" and t.producer_type == "CONV" else t.nbytes
+            for t in tensors]
+    prod = [-1] * n
+    for s in steps:
+        if s.phase == "F":
+            for y in s.outputs:
+                if prod[y] < 0:
+                    prod[y] = s.index
+    cand = {x for x in range(n) if tensors[x].kind == "activation" and prod[x] >= 0
+            and first[x] == prod[x] and last[x] > prod[x]}
+    fsteps = [s for s in steps if s.phase == "F"]
+    while True:
+        rec = {s.index for s in fsteps
+               if any(y in cand for y in s.outputs)
+               and all(x in cand for x in s.deps if x not in s.outputs)}
+        keep = {x for x in cand if prod[x] in rec}
+        if keep == cand:
+            break
+        cand = keep
+    is_dec = [x in cand for x in range(n)]
+    needdec, outdec, consumers = {}, {}, {}
+    last = list(last)
+    for s in steps:
+        outs = set(s.outputs) if s.phase == "F" else set()
+        needdec[s.index] = tuple(x for x in s.deps if is_dec[x] and x not in outs)
+        if s.phase == "F":
+            outdec[s.index] = tuple(y for y in s.outputs if is_dec[y])
+    for i in rec:
+        for x in needdec[i]:
+            consumers.setdefault(prod[x], set()).add(i)
+    # a decision tensor stays "alive" (dropped, not freed) while a replay may still read it:
+    # the engine releases a freed tensor that a replay makes at once, as a by-product
+    for i in sorted(rec, reverse=True):
+        until = max(last[y] for y in outdec[i])
+        for x in needdec[i]:
+            last[x] = max(last[x], until)
+    stages = [s.index for s in steps if s.deps]
+    # fixed bytes: tensors that are not decision ones, live from first to last use
+    delta = np.zeros(len(steps) + 1, dtype=np.int64)
+    _, lastuse = program.uses()
+    for x in range(n):
+        if not is_dec[x] and first[x] >= 0:
+            delta[first[x]] += size[x]
+            delta[lastuse[x] + 1] -= size[x]
+    during = np.cumsum(delta)
+    fresh = np.zeros(len(steps), dtype=np.int64)
+    for x in range(n):
+        if not is_dec[x] and first[x] >= 0:
+            fresh[first[x]] += size[x]
+    fixed_during = {t: int(during[t]) for t in stages}
+    fixed_before = {t: int(during[t] - fresh[t]) for t in stages}
+    pb = RematProblem(program=program, size=size, decision=sorted(cand), is_decision=is_dec,
+                      prod=prod, last=last, needdec=needdec, outdec=outdec,
+                      rec=sorted(rec), stages=stages, fixed_before=fixed_before,
+                      fixed_during=fixed_during, consumers=consumers)
+    pb.ops = {t: _useful_replays(pb, t) for t in stages}
+    pb.cost_s = replay_costs_s(program)
+    return pb
+
+
+def replay_costs_s(program):
+    """Seconds the engine charges to replay each step: its time, or for a convolution with
+    an algorithm table the zero-workspace algorithm's (what ``workspace="none"`` runs, and
+    the most ``"dynamic"`` can take; the engine's ``_choose``)."""
+    cost = [s.time_s for s in program.steps]
+    for s in program.steps:
+        rows = program.conv_algos.get(s.layer, {}).get("fwd") if s.phase == "F" else None
+        ok = sorted((a.time_s, a.ws_bytes, a.name) for a in rows or () if a.supported)
+        if ok:
+            cost[s.index] = min((r for r in ok if r[1] == 0), default=ok[-1])[0]
+    return cost
+
+
+def _useful_replays(pb, t):
+    """Forward steps before ``t`` whose replay in stage ``t`` can serve something: an output
+    still read at ``t`` or later, or a replay in the same stage that needs it."""
+    useful = set()
+    for i in reversed(pb.rec):
+        if i >= t:
+            continue
+        if any(pb.last[y] >= t for y in pb.outdec[i]) or \
+                any(j in useful for j in pb.consumers.get(i, ())):
+            useful.add(i)
+    return sorted(useful)
+
+
+def liveness_peak_bytes(pb):
+    """Managed peak with nothing replayed (every decision tensor kept to its last use)."""
+    live = np.zeros(len(pb.program.steps) + 1, dtype=np.int64)
+    first, lastuse = pb.program.uses()
+    for x in pb.decision:
+        live[first[x]] += pb.size[x]
+        live[lastuse[x] + 1] -= pb.size[x]
+    during = np.cumsum(live)
+    return max((pb.fixed_during[t] + int(during[t]) for t in pb.stages), default=0)
+
+
+def floor_bytes(pb):
+    """No schedule that runs each step with its deps resident can need less: per stage, the
+    fixed bytes plus what the step itself reads and writes. Returns ``(bytes, stage)``."""
+    best, at = 0, -1
+    for t in pb.stages:
+        need = pb.fixed_during[t] + sum(pb.size[x] for x in pb.needdec[t]) + \
+            sum(pb.size[y] for y in pb.outdec.get(t, ()))
+        if need > best:
+            best, at = need, t
+    return best, at
+
+
+@dataclass
+class Solution:
+    """Replays per stage, residency per stage, and how the solver got there."""
+
+    replays: dict           # stage -> [forward steps replayed in it, program order]
+    stored: dict            # stage -> set of decision tensors resident at its start
+    status: str             # "optimal", "time_limit", "infeasible", "rounded", "trivial", ...
+    objective_s: float = 0.0
+    bound_s: float = 0.0
+    gap: float = 0.0
+    solve_s: float = 0.0
+    model_peak_bytes: int = 0
+    variables: int = 0
+    binaries: int = 0
+    message: str = ""
+    offloaded: set = field(default_factory=set)   # tensors copied to the host (joint)
+    prefetch_at: dict = field(default_factory=dict)   # stage -> tensors copied back before it
+
+
+class _Model:
+    """Variables and sparse rows for scipy.optimize.milp."""
+
+    def __init__(self):
+        self.lb, self.ub, self.cost, self.integer = [], [], [], []
+        self.rows, self.cols, self.vals, self.rlo, self.rhi = [], [], [], [], []
+
+    def var(self, lo=0.0, hi=1.0, cost=0.0, integer=True):
+        self.lb.append(lo)
+        self.ub.append(hi)
+        self.cost.append(cost)
+        self.integer.append(1 if integer else 0)
+        return len(self.lb) - 1
+
+    def row(self, terms, lo, hi):
+        r = len(self.rlo)
+        for v, c in terms:
+            self.rows.append(r)
+            self.cols.append(v)
+            self.vals.append(c)
+        self.rlo.append(lo)
+        self.rhi.append(hi)
+
+
+def build_model(pb, budget_bytes, *, count_frees=True, link=None):
+    """The MILP for managed budget ``budget_bytes``; memory is scaled by the budget.
+
+    ``count_frees=False`` is the mutant of SPEC §11's trap (no frees inside a stage: every
+    activation a stage touches counts to its end). ``link`` = ``(h2d_s, d2h_s)`` per tensor
+    adds paging (joint): each decision tensor may be copied to the host once, when the model
+    lets it go (``P[x]``, charged to its producer's stage), and back once for stage ``t``
+    (``In[t, x]``, issued at the start of the stage before, resident from then on); a stage's
+    copies share the link (one budget of seconds) and what exceeds the stage's compute is a
+    stall charged to the objective.
+    """
+    m = _Model()
+    steps = pb.program.steps
+    size, prod, last = pb.size, pb.prod, pb.last
+    scale = 1.0 / max(budget_bytes, 1)
+    # integer byte sums: below 1e7 B HiGHS' 1e-7 tolerance is under a byte, so the budget is
+    # exact; above, the rows lose _TOL of it (more than the tolerance, at most 0.5 B less)
+    cap = 1.0 - max(0.0, _TOL - 0.5 * scale)
+    stages = pb.stages
+    nxt = {t: (stages[k + 1] if k + 1 < len(stages) else None) for k, t in enumerate(stages)}
+    R, S, IN, P = {}, {}, {}, {}
+    for t in stages:
+        for i in pb.ops[t]:
+            R[t, i] = m.var(cost=pb.cost_s[i])
+    for x in pb.decision:
+        for t in stages:
+            if prod[x] < t <= last[x]:
+                S[t, x] = m.var()
+    if link is not None:
+        h2d_s, d2h_s = link
+        for x in pb.decision:
+            if steps[last[x]].phase != "B":
+                continue     # only what backward reads is worth a copy
+            P[x] = m.var()
+            ins = []
+            for k, t in enumerate(stages):
+                # issued at the start of the stage before (to land in time), after x's stage
+                if k and prod[x] < stages[k - 1] and t <= last[x] and steps[t].phase == "B":
+                    IN[t, x] = m.var()
+                    ins.append((IN[t, x], 1.0))
+            m.row(ins + [(P[x], -1.0)], -np.inf, 0.0)   # one copy back, only if copied out
+
+    def present(t, x):
+        """Terms that make x resident for an op of stage t."""
+        terms = []
+        if (t, x) in S:
+            terms.append((S[t, x], 1.0))
+        if (t, prod[x]) in R:
+            terms.append((R[t, prod[x]], 1.0))
+        if (t, x) in IN:
+            terms.append((IN[t, x], 1.0))
+        return terms
+
+    U_all = []
+    for t in stages:
+        ops = pb.ops[t]
+        step_needs = set(pb.needdec[t])
+        # dependencies
+        for i in ops:
+            for x in pb.needdec[i]:
+                m.row(present(t, x) + [(R[t, i], -1.0)], 0.0, np.inf)
+        for x in step_needs:
+            m.row(present(t, x), 1.0, np.inf)
+        # residency carried to the next stage
+        nt = nxt[t]
+        if nt is not None:
+            for x in pb.decision:
+                if (nt, x) in S and prod[x] != t:
+                    m.row(present(t, x) + [(S[nt, x], -1.0)], 0.0, np.inf)
+        # memory, op by op: U[k] = U[k-1] - (frees and by-products after k-1) + allocs of k
+        readers = {}   # decision tensor -> ops of this stage (in order) that read it
+        for k in ops + [t]:
+            for x in pb.needdec[k]:
+                readers.setdefault(x, []).append(k)
+        base = pb.fixed_before[t]
+        prev_u = None
+        prev_release = []
+        stored_terms = [(S[t, x], size[x] * scale) for x in pb.decision if (t, x) in S]
+        # copies back for this stage and for the next one (issued now) are resident
+        in_terms = [(IN[u, x], size[x] * scale) for x in pb.decision for u in (t, nt)
+                    if (u, x) in IN]
+        for k in ops + [t]:
+            is_step = k == t
+            alive = [y for y in pb.outdec.get(k, ()) if last[y] >= t]
+            dead = sum(size[y] for y in steps[k].outputs if not (pb.is_decision[y]
+                                                                 and last[y] >= t)
+                       and (pb.is_decision[y] or last[y] < t)) if not is_step else 0
+            u = m.var(0.0, cap, integer=False)
+            U_all.append(u)
+            terms = [(u, 1.0)]
+            if is_step:
+                const = pb.fixed_during[t] * scale + sum(size[y] for y in alive) * scale
+            else:
+                const = 0.0
+                terms.append((R[t, k], -(sum(size[y] for y in alive) + dead) * scale))
+            if prev_u is None:
+                const += base * scale
+                terms += [(v, -c) for v, c in stored_terms + in_terms]
+                if is_step:
+                    const -= base * scale   # fixed_during already holds the base
+            else:
+                terms.append((prev_u, -1.0))
+                terms += prev_release
+                if is_step:
+                    const -= base * scale
+            m.row(terms, const, const)
+            # what this op releases before the next one
+            prev_release = []
+            if not is_step and dead:
+                prev_release.append((R[t, k], dead * scale))
+            candidates = list(dict.fromkeys(list(pb.needdec[k]) + alive))
+            for x in candidates:
+                if not is_step and x in step_needs:
+                    continue            # the stage's step still reads it
+                if not count_frees:
+                    continue     # the mutant: nothing is released inside a stage
+                f = m.var(0.0, 1.0, integer=False)
+                if not is_step:
+                    m.row([(f, 1.0), (R[t, k], -1.0)], -np.inf, 0.0)
+                if nt is not None and (nt, x) in S:
+                    m.row([(f, 1.0), (S[nt, x], 1.0)], -np.inf, 1.0)
+                for j in readers.get(x, ()):
+                    if j > k and j != t:
+                        m.row([(f, 1.0), (R[t, j], 1.0)], -np.inf, 1.0)
+                prev_release.append((f, size[x] * scale))
+            prev_u = u
+    return m, R, S, IN, P, U_all
+
+
+def solve(pb, budget_bytes, *, relax=False, time_limit_s=60.0, count_frees=True, link=None,
+          mip_rel_gap=1e-4):
+    """Solve the MILP (or its LP relaxation, rounded) for managed budget ``budget_bytes``."""
+    t0 = time.perf_counter()
+    m, R, S, IN, P, U = build_model(pb, budget_bytes, count_frees=count_frees, link=link)
+    if link is not None:
+        _add_link_rows(m, pb, R, IN, P, link)
+    n = len(m.lb)
+    A = coo_array((m.vals, (m.rows, m.cols)), shape=(len(m.rlo), n)).tocsr()
+    cons = LinearConstraint(A, np.array(m.rlo), np.array(m.rhi))
+    bounds = Bounds(np.array(m.lb), np.array(m.ub))
+    c = np.array(m.cost)
+    unit_s = max(float(c.max(initial=0.0)), 1e-30)
+    c = c / unit_s          # O(1) objective coefficients: HiGHS' absolute gap is 1e-6
+    nbin = int(sum(m.integer))
+    if relax:
+        res = milp(c, constraints=cons, bounds=bounds, integrality=np.zeros(n),
+                   options={"time_limit": time_limit_s})
+        solve_s = time.perf_counter() - t0
+        if res.x is None:
+            status = "infeasible" if res.status == 2 else "no_solution"
+            return Solution({}, {}, status, solve_s=solve_s, variables=n, binaries=nbin,
+                            message=res.message)
+        sol = _round(pb, res.x, R, S, IN, P, budget_bytes)
+        sol.bound_s = float(res.fun) * unit_s
+        sol.solve_s = time.perf_counter() - t0
+        sol.variables, sol.binaries = n, nbin
+        if sol.status == "rounded":
+            sol.gap = (sol.objective_s - sol.bound_s) / max(sol.objective_s, 1e-30)
+        return sol
+    res = milp(c, constraints=cons, bounds=bounds, integrality=np.array(m.integer),
+               options={"time_limit": time_limit_s, "mip_rel_gap": mip_rel_gap})
+    solve_s = time.perf_counter() - t0
+    if res.x is None:
+        status = "infeasible" if res.status == 2 else "no_solution"
+        return Solution({}, {}, status, solve_s=solve_s, variables=n, binaries=nbin,
+                        message=res.message)
+    x = np.round(res.x)
+    sol = _extract(pb, x, R, S, IN, P)
+    sol.status = "optimal" if res.status == 0 else "time_limit"
+    sol.objective_s = float(res.fun) * unit_s
+    sol.bound_s = float(getattr(res, "mip_dual_bound", res.fun) or res.fun) * unit_s
+    sol.gap = float(getattr(res, "mip_gap", 0.0) or 0.0)
+    sol.solve_s = solve_s
+    sol.model_peak_bytes = int(round(max((res.x[u] for u in U), default=0.0) * budget_bytes))
+    sol.variables, sol.binaries = n, nbin
+    sol.message = res.message
+    return sol
+
+
+def _add_link_rows(m, pb, R, IN, P, link):
+    """Per stage: copies on the link minus the stage's compute is a stall, charged in time."""
+    h2d_s, d2h_s = link
+    for k, t in enumerate(pb.stages):
+        nt = pb.stages[k + 1] if k + 1 < len(pb.stages) else None
+        terms = [(IN[nt, x], h2d_s[x]) for x in pb.decision if (nt, x) in IN]
+        terms += [(P[x], d2h_s[x]) for x in pb.outdec.get(t, ()) if x in P]
+        if not terms:
+            continue
+        stall = m.var(0.0, np.inf, cost=1.0, integer=False)
+        terms += [(R[t, i], -pb.cost_s[i]) for i in pb.ops[t]]
+        m.row(terms + [(stall, -1.0)], -np.inf, pb.cost_s[t])
+
+
+def _extract(pb, x, R, S, IN, P):
+    replays = {t: [] for t in pb.stages}
+    stored = {t: set() for t in pb.stages}
+    for (t, i), v in R.items():
+        if x[v] > 0.5:
+            replays[t].append(i)
+    for (t, y), v in S.items():
+        if x[v] > 0.5:
+            stored[t].add(y)
+    for t in replays:
+        replays[t].sort()
+    prefetch = {}
+    for (t, y), v in IN.items():
+        if x[v] > 0.5:
+            prefetch.setdefault(t, set()).add(y)
+    offloaded = {y for s in prefetch.values() for y in s}   # a copy out is only worth one back
+    sol = Solution(replays, stored, "", offloaded=offloaded, prefetch_at=prefetch)
+    prune(pb, sol)
+    return sol
+
+
+def prune(pb, sol):
+    """Drop what a solution keeps or replays for nothing (a zero-cost replay, a tensor kept
+    through a stage that neither reads it nor hands it on): it only costs memory or time."""
+    stages = pb.stages
+    keep = set()                       # what the next stage keeps (already pruned)
+    for k in range(len(stages) - 1, -1, -1):
+        t = stages[k]
+        replays, reads = [], set(pb.needdec[t])
+        for i in reversed(sol.replays[t]):
+            if any(y in keep or y in reads for y in pb.outdec[i]):
+                replays.append(i)
+                reads |= set(pb.needdec[i])
+        replays.reverse()
+        sol.replays[t] = replays
+        made = {y for i in replays for y in pb.outdec[i]}
+        incoming = sol.prefetch_at.get(t, set())
+        sol.stored[t] = {y for y in sol.stored[t]
+                         if (y in reads or (y in keep and pb.prod[y] != t))
+                         and y not in made and y not in incoming}
+        keep = sol.stored[t]
+
+
+def _reads_of(pb, ops):
+    return {x for i in ops for x in pb.needdec[i]}
+
+
+def _round(pb, xv, R, S, IN, P, budget_bytes):
+    """Checkmate's deterministic rounding: keep ``S >= threshold``, then replay exactly what
+    each stage needs; the cheapest rounding that fits (several thresholds, and liveness)."""
+    from ._schedule import managed_peak
+    best = None
+    for thr in (0.5, 0.25, 0.75, 0.1, 0.9, 0.01, 0.99):
+        stored = {t: set() for t in pb.stages}
+        for (t, y), v in S.items():
+            if xv[v] >= thr:
+                stored[t].add(y)
+        sol = complete(pb, stored)
+        peak, _ = managed_peak(pb.program, to_instructions(pb, sol), pb.size)
+        cost = replay_time_s(pb, sol)
+        if peak <= budget_bytes and (best is None or cost < best[0]):
+            best = (cost, peak, sol)
+    if best is None:
+        sol = complete(pb, {t: {x for x in pb.decision if pb.prod[x] < t <= pb.last[x]}
+                            for t in pb.stages})
+        peak, _ = managed_peak(pb.program, to_instructions(pb, sol), pb.size)
+        if peak <= budget_bytes:
+            best = (0.0, peak, sol)
+    if best is None:
+        return Solution({}, {}, "no_feasible_rounding")
+    cost, peak, sol = best
+    sol.status, sol.objective_s, sol.model_peak_bytes = "rounded", cost, peak
+    return sol
+
+
+def complete(pb, stored):
+    """Given what each stage keeps, the replays that make it consistent (fewest, per stage):
+    everything a stage's step reads or the next stage keeps and is not resident is replayed,
+    with what those replays read, recursively."""
+    stages = pb.stages
+    replays = {}
+    stored = {t: set(v) for t, v in stored.items()}
+    for k, t in enumerate(stages):
+        have = set(stored[t])
+        want = list(pb.needdec[t])
+        if k + 1 < len(stages):
+            nt = stages[k + 1]
+            want += [x for x in stored[nt] if pb.prod[x] != t]
+        ops = set()
+        stack = [x for x in want if x not in have]
+        while stack:
+            x = stack.pop()
+            i = pb.prod[x]
+            if i in ops:
+                continue
+            ops.add(i)
+            stack += [y for y in pb.needdec[i] if y not in have]
+        replays[t] = sorted(ops)
+        # a tensor stored into the next stage is then produced here: fine for the model
+    sol = Solution(replays, stored, "")
+    prune(pb, sol)
+    return sol
+
+
+def replay_time_s(pb, sol):
+    return sum(pb.cost_s[i] for ops in sol.replays.values() for i in ops)
+
+
+def to_instructions(pb, sol):
+    """The engine's plan for a solution: replays, then the step; after each op, drop what
+    the rest of the stage does not read and the next stage does not keep (free it when no
+    later step reads it at all); copies to the host right after the producing step, back
+    before the stage that needs them."""
+    steps = pb.program.steps
+    last, is_dec = pb.last, pb.is_decision
+    stage_set = set(pb.stages)
+    order = pb.stages
+    nxt = {t: (order[k + 1] if k + 1 < len(order) else None) for k, t in enumerate(order)}
+    state = {}     # decision tensor -> "live", "dropped", "freed", "host", "host_live"
+    out = []
+    _, lastuse = pb.program.uses()
+    fixed_free_after = {}
+    for x in range(len(pb.size)):
+        if not is_dec[x] and lastuse[x] >= 0:
+            fixed_free_after.setdefault(lastuse[x], []).append(x)
+
+    def release(x, t, keep_next):
+        if x in keep_next:
+            return
+        st = state.get(x)
+        if last[x] > t:
+            if st == "live" and x in sol.offloaded:
+                out.append(Offload(x))       # the GPU copy goes when the copy ends
+                state[x] = "host"
+            elif st in ("live", "host_live"):
+                out.append(Drop(x))          # replayed if read again
+                state[x] = "dropped"
+        else:
+            if st in ("live", "host_live", "dropped", "host"):
+                out.append(Free(x))
+            state[x] = "freed"
+
+    for s in steps:
+        t = s.index
+        if t not in stage_set:
+            out.append(Compute(t))
+            for x in fixed_free_after.get(t, ()):
+                out.append(Free(x))
+            continue
+        nt = nxt[t]
+        incoming = sol.prefetch_at.get(nt, set()) if nt is not None else set()
+        keep_next = (sol.stored.get(nt, set()) | incoming) if nt is not None else set()
+        for x in sorted(incoming):   # copied back during this stage for the next one
+            if state.get(x) == "host":
+                out.append(Prefetch(x))
+                state[x] = "host_live"
+        ops = sol.replays.get(t, [])
+        later_reads = []
+        acc = set(pb.needdec[t])
+        for i in reversed(ops):
+            later_reads.append(set(acc))
+            acc |= set(pb.needdec[i])
+        later_reads.reverse()
+        for i, later in zip(ops, later_reads):
+            out.append(Recompute(i))
+            for y in pb.outdec[i]:
+                if state.get(y) == "dropped":
+                    state[y] = "live"
+            for x in [x for x in list(pb.needdec[i]) + list(pb.outdec[i])]:
+                if x not in later and state.get(x) in ("live", "host_live"):
+                    release(x, t, keep_next)
+        out.append(Compute(t))
+        if s.phase == "F":
+            for y in pb.outdec.get(t, ()):
+                state[y] = "live"
+        for x in fixed_free_after.get(t, ()):
+            out.append(Free(x))
+        for x in sorted(state):
+            if state[x] in ("live", "host_live") and x not in keep_next:
+                release(x, t, keep_next)
+    for x in sorted(state):
+        if state[x] in ("dropped", "host"):
+            out.append(Free(x))
+    return out
