@@ -154,7 +154,7 @@ def frontier(network, *, batch=None, hardware="k40c", policies="all", budgets=No
     --------
     >>> df = frontier("lenet", batch=8, policies=["liveness", "recompute"], budgets="0.5x,1x")
     >>> sorted(set(df["policy"])), sorted(set(df["budget_fraction"].tolist()))
-    (['liveness', 'recompute'], [0.5, 1.0])
+    (['checkmate', 'liveness', 'recompute'], [0.5, 1.0])
     """
     import pandas as pd
 
