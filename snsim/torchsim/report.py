@@ -467,7 +467,12 @@ def build_report(traces_dir="traces/h200"):
                  "commit that ran it. A first try of the same suite "
                  "(`traces/h200/plans_heldout_try1/`) had no prediction for 15 of the 23 runs: "
                  "the amp emulation failed on an autocast overload torch 2.11 lists "
-                 f"(fixed); {len(held) - len(done)} runs here have no prediction.\n")
+                 "(fixed); a second (`traces/h200/plans_heldout_try2/`, 11:53 UTC) predicted "
+                 "all 23 with the code before the amp validation's fixes were merged; this "
+                 "third (12:04 UTC) is with the code of the final merge. The measured step "
+                 "times of the same runs differ by up to 50% between the two tries (DenseNet-169 "
+                 f"checkpoint 180 vs 246 ms): the host's pace varies between leases. "
+                 f"{len(held) - len(done)} runs here have no prediction.\n")
         L.extend(_plan_section(done, captured))
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
