@@ -337,6 +337,11 @@ def amp_section(traces_dir):
             "layers of ResNet-50, DenseNet-121, VGG16 and MobileNetV2 by shape, not these "
             "runs' times; GPT, ViT-B/16 and the transformer encoder are networks it never "
             "saw.\n\n"
+            "The predictions (`traces/h200/amp/predictions.csv`) were made on 2026-11-30 by "
+            "the amp branch before it was merged with the probe-based host model of section 6; "
+            "memory is unaffected by that merge, step times will shift (rerun "
+            "`scripts/amp_suite.py compare traces/h200/amp --csv "
+            "traces/h200/amp/predictions.csv`, about an hour on two cores).\n\n"
             "Median / max |err| in percent:\n\n"
             + _table(["configurations", "n", "allocated", "reserved", "step time"],
                      stats_rows) + "\n\n"
