@@ -49,7 +49,7 @@ def test_compare_lists_every_policy(capsys):
     assert lines[0].startswith("policy,feasible")
     assert {l.split(",")[0] for l in lines[1:]} == {
         "keep_all", "liveness", "offload", "recompute", "superneurons", "workspace", "vdnn",
-        "chen_sqrt", "cpu_offload", "zero_offload"}
+        "chen_sqrt", "cpu_offload"}
     # checkpoint wraps block classes; LeNet has none: said, not run
     assert "not run: checkpoint ('lenet' has no repeated block class" in err
 

@@ -194,7 +194,8 @@ def all_note():
     out = left_out_of_all()
     if not out:
         return None
-    return (f"'all' leaves out {', '.join(out)} (slow: a solver or a run-time planner); name "
+    return (f"'all' leaves out {', '.join(out)} (slow: a solver, a run-time planner or a "
+            f"search past the static wall); name "
             f"{'it' if len(out) == 1 else 'them'} to run {'it' if len(out) == 1 else 'them'}")
 
 
