@@ -449,15 +449,13 @@ def _read_cached(path):
     """:meth:`KernelTable.read`, kept in a user cache file per table version (path, mtime,
     size, this module's source): reading the CSV with pandas and grouping it cost seconds of
     every ``snsim predict``. A cache that cannot be read or written is skipped."""
-    import hashlib
     import os
     import pickle
+    from .usercache import cache_file, write_atomic
     st = os.stat(path)
     me = Path(__file__).stat()
-    key = hashlib.sha1(f"{Path(path).resolve()}\0{st.st_mtime_ns}\0{st.st_size}\0"
-                       f"{me.st_mtime_ns}\0{me.st_size}".encode()).hexdigest()
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    cached = Path(root) / "snsim" / "kernels" / f"{key}.pickle"
+    cached = cache_file("kernels", Path(path).resolve(), st.st_mtime_ns, st.st_size,
+                        me.st_mtime_ns, me.st_size, suffix=".pickle")
     try:
         with open(cached, "rb") as f:
             table = pickle.load(f)
@@ -466,13 +464,7 @@ def _read_cached(path):
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
         pass
     table = KernelTable.read(path)
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(pickle.dumps(table))
-        os.replace(tmp, cached)
-    except OSError:
-        pass
+    write_atomic(cached, pickle.dumps(table))
     return table
 
 

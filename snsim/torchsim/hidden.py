@@ -23,11 +23,12 @@ from __future__ import annotations
 import functools
 import glob
 import gzip
-import hashlib
 import json
 import os
 import re
 from pathlib import Path
+
+from ..usercache import cache_file, write_atomic
 
 _SHAPE = re.compile(r"\[(\d+)((?:, \d+)*)\]")
 _DTYPE = re.compile(r"\b(float32|bfloat16|float16)\[")
@@ -91,19 +92,13 @@ def undtyped(sig):
     return _DTYPE.sub("D[", sig), _ELEMENT_BYTES[dtypes.pop()]
 
 
-def _cache_dir():
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "snsim" / "hidden"
-
-
 @functools.lru_cache(maxsize=512)
 def _capture_table(path, mtime_ns, size):
     """``(batch, [(signature, sizes) per transient call], persistent sizes)`` of one measured
     capture, or None. Parsing a capture's JSON costs far more than the table it holds, so
     the table is kept in a cache file per capture version (path, mtime, size); a cache that
     cannot be read or written is skipped."""
-    key = hashlib.sha1(f"{path}\0{mtime_ns}\0{size}".encode()).hexdigest()
-    cached = _cache_dir() / f"{key}.json"
+    cached = cache_file("hidden", path, mtime_ns, size, suffix=".json")
     try:
         with open(cached) as f:
             out = json.load(f)
@@ -126,13 +121,7 @@ def _capture_table(path, mtime_ns, size):
                 calls.setdefault(row[4], (sig, []))[1].append(nbytes)
         hid = [s[2] for s in prog.get("static_tensors", []) if s[0] == "hidden:persistent"]
         out = (int(prog.get("batch", 0)), [calls[k] for k in sorted(calls)], hid)
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(out))
-        os.replace(tmp, cached)
-    except OSError:
-        pass
+    write_atomic(cached, json.dumps(out).encode())
     return out
 
 
