@@ -273,19 +273,19 @@ class _Retry(Exception):
     pass
 
 
-def _build_real_then_fake(spec, mode):
-    """Build the model with real CPU tensors (its constructor computes with tensor values,
-    which fake tensors do not have); :func:`_fake_parameters` then gives it fake parameters
-    and buffers of the same shapes, dtypes and sharing: the recording sees the same module
-    tree and storages."""
+def _build(spec):
+    """``spec.build()`` without parameter init. A failure is one line (ConfigError), except a
+    data-dependent one under fake tensors, which is raised as it is: the caller builds such a
+    model (its constructor reads tensor values) with real tensors and then fakes them."""
     try:
         with no_init():
-            model = spec.build()
+            return spec.build()
     except ConfigError:
         raise
     except Exception as e:
+        if _is_data_dependent(e):
+            raise
         raise ConfigError(f"model {spec.text!r} cannot be built: {_first_line(e)}") from None
-    return model
 
 
 def _fake_parameters(model, mode):
@@ -320,18 +320,13 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
     mode = FakeTensorMode(shape_env=shape_env)
     with mode, torch.device("cpu"), cuda_like_dispatch(gpu):
         try:
-            with no_init():
-                model = spec.build()
-        except ConfigError:
-            raise
+            model = _build(spec)
         except Exception as e:
             if not _is_data_dependent(e):
-                raise ConfigError(f"model {spec.text!r} cannot be built: "
-                                  f"{_first_line(e)}") from None
-            model = None     # its constructor reads tensor values (RegNet's widths): below
-    if model is None:
-        model = _build_real_then_fake(spec, mode)
-        model = _fake_parameters(model, mode)
+                raise
+            model = None
+    if model is None:          # its constructor reads tensor values (RegNet's widths)
+        model = _fake_parameters(_build(spec), mode)
     with mode, torch.device("cpu"), cuda_like_dispatch(gpu):
         model.train()
         x = spec.make_input(batch)
