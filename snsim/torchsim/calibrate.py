@@ -810,7 +810,11 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
             or (r.get("math") == "bf16" and str(r.get("shape", "")).startswith("net ")))),
         # every matmul row again (fp32, tf32, bf16, fp16), half of them at model widths
         # (class a8: kernel_table.matmul_class); tables before 2026-11-30 had none
-        "matmul": (("matmul ", "amp matmul "), ("mm", "addmm", "bmm"), "all")}
+        "matmul": (("matmul ", "amp matmul "), ("mm", "addmm", "bmm"), "all"),
+        # fp16 convolutions of real networks' shapes: cuDNN's fp16 and bf16 engines differ
+        # (fp16 CNN steps ran 10-20% faster than bf16 ones on the H200, traces/h200/amp)
+        "netfp16": ("amp conv net fp16", ("convolution", "convolution_backward"), lambda r: (
+            r.get("math") == "fp16" and str(r.get("shape", "")).startswith("net ")))}
 
 
 def _only_groups(only):
@@ -866,6 +870,7 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
                                                       4e12 * cap)),
         ("amp optimizer kernels", 0.03, lambda: cal.fused_optimizers()),
         ("amp conv net bf16", 0.08, lambda: cal.net_convs(torch.bfloat16, "bf16")),
+        ("amp conv net fp16", 0.08, lambda: cal.net_convs(torch.float16, "fp16")),
         ("conv fp32", 0.08, lambda: _with_tf32(torch, False, lambda: cal.convs(
             cal.n(80), torch.float32, "fp32", 4e11 * cap))),
         ("matmul tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.matmuls(
@@ -1053,7 +1058,7 @@ def _add_calibrate(sub):
                    "and backward over channels x H*W x batch), conv (the conv layers of "
                    "torchvision CNNs at batches 32-256), amp (fp16, the bf16 network convs, "
                    "fused optimizers and GradScaler kernels), matmul (every matmul row, half "
-                   "of them at model widths)")
+                   "of them at model widths), netfp16 (the fp16 convs of torchvision CNNs)")
     p.add_argument("--merge", default=None, metavar="TABLE",
                    help="with --only: write TABLE with the new rows merged in (bn replaces "
                    "all BN rows; conv adds its rows, replacing an earlier conv run's; the "
