@@ -241,19 +241,20 @@ def count_nodes(root):
 
 
 # -- host: checkpointing ---------------------------------------------------------------------
-def host_checkpoint(n_blocks, reps):
-    """Host seconds per block of a chain of tiny conv-BN-ReLU blocks (kernels of microseconds,
-    so the host is the bottleneck), forward issue and ``backward()`` return, for: ``plain``;
+def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
+    """Host seconds per block of a chain of ``n_layers`` tiny conv-BN-ReLU layers (kernels of
+    microseconds, so the host is the bottleneck), grouped ``k`` layers to a block for each
+    ``k`` of ``layers_per_block``, forward issue and ``backward()`` return, for: ``plain``;
     ``hooks`` (identity ``saved_tensors_hooks`` around the forward: the Python pack/unpack
     calls alone, as ``save_on_cpu`` and the superneurons offloader install them);
     ``checkpoint`` (``torch.utils.checkpoint(use_reentrant=False)`` around every block: its
     hooks, its bookkeeping and the recomputation). ``saved_tensors`` is the pack calls per block
-    of the plain forward, so a model can charge hooks per saved tensor and checkpoint per
-    call."""
+    of the plain forward; the rows at several block sizes separate checkpoint's cost per call
+    from its cost per saved tensor."""
     from torch.utils.checkpoint import checkpoint
-    blocks = torch.nn.ModuleList(torch.nn.Sequential(
+    layers = [torch.nn.Sequential(
         torch.nn.Conv2d(8, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
-        torch.nn.ReLU(inplace=True)) for _ in range(n_blocks)).to(DEV)
+        torch.nn.ReLU(inplace=True)).to(DEV) for _ in range(n_layers)]
     x0 = torch.randn(2, 8, 8, 8, device=DEV, requires_grad=True)
     packs = [0]
 
@@ -261,41 +262,47 @@ def host_checkpoint(n_blocks, reps):
         packs[0] += 1
         return t
 
-    def run(variant):
-        h = x0
-        if variant == "hooks":
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-                for b in blocks:
-                    h = b(h)
-        else:
-            for b in blocks:
-                h = checkpoint(b, h, use_reentrant=False) if variant == "checkpoint" else b(h)
-        return h.sum()
-
     rows = []
-    for variant in ("plain", "hooks", "checkpoint"):
-        f_s, b_s = [], []
-        for i in range(reps + 2):
-            sync()
-            t0 = time.perf_counter()
-            loss = run(variant)
-            t1 = time.perf_counter()
-            loss.backward()
-            t2 = time.perf_counter()
-            sync()
-            if i >= 2:                       # two warm-up runs
-                f_s.append(t1 - t0)
-                b_s.append(t2 - t1)
-            del loss
-        packs[0] = 0
-        run("hooks")
-        per_block = packs[0] / n_blocks
-        for phase, v in (("F", f_s), ("B", b_s)):
-            rows.append({"part": "checkpoint", "name": variant, "phase": phase, "n": n_blocks,
-                         "host_s": f"{sorted(v)[len(v) // 2] / n_blocks:.4e}",
-                         "saved_tensors": f"{per_block:g}"})
+    for k in layers_per_block:
+        blocks = [torch.nn.Sequential(*layers[i:i + k]) for i in range(0, n_layers, k)]
+
+        def run(variant):
+            h = x0
+            if variant == "hooks":
+                with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                    for b in blocks:
+                        h = b(h)
+            else:
+                for b in blocks:
+                    h = (checkpoint(b, h, use_reentrant=False) if variant == "checkpoint"
+                         else b(h))
+            return h.sum()
+
+        for variant in ("plain", "hooks", "checkpoint"):
+            f_s, b_s = [], []
+            for i in range(reps + 2):
+                sync()
+                t0 = time.perf_counter()
+                loss = run(variant)
+                t1 = time.perf_counter()
+                loss.backward()
+                t2 = time.perf_counter()
+                sync()
+                if i >= 2:                       # two warm-up runs
+                    f_s.append(t1 - t0)
+                    b_s.append(t2 - t1)
+                del loss
+            packs[0] = 0
+            run("hooks")
+            per_block = packs[0] / len(blocks)
+            for phase, v in (("F", f_s), ("B", b_s)):
+                rows.append({"part": "checkpoint", "name": variant, "phase": phase,
+                             "n": len(blocks), "layers_per_block": k,
+                             "host_s": f"{sorted(v)[len(v) // 2] / len(blocks):.4e}",
+                             "saved_tensors": f"{per_block:g}"})
     for r in rows:
-        print(f"  {r['name']:<10} {r['phase']}: {float(r['host_s']) * 1e6:7.2f} us per block "
+        print(f"  k={r['layers_per_block']} {r['name']:<10} {r['phase']}: "
+              f"{float(r['host_s']) * 1e6:7.2f} us per block "
               f"({r['saved_tensors']} saved tensors per block)", flush=True)
     return rows
 
@@ -632,7 +639,7 @@ def main(argv=None):
         write_rows(os.path.join(a.out, "copy_slowdown.csv"), copy_slowdown(a.quick))
     elif a.part == "ckpt":
         write_rows(os.path.join(a.out, "checkpoint_costs.csv"),
-                   host_checkpoint(10 if a.quick else 200, 1 if a.quick else 7))
+                   host_checkpoint(8 if a.quick else 200, 1 if a.quick else 7))
     else:
         write_rows(os.path.join(a.out, "copy_bandwidth.csv"), copy_bandwidth(a.quick))
     print(f"{a.part}: {time.perf_counter() - t0:.1f} s", flush=True)
