@@ -303,10 +303,17 @@ def _register_count_check():
         fns[_COUNT_CHECK] = count
 
 
+# batch norms a CPU run records that CUDA runs as cudnn_batch_norm / _batch_norm_with_update,
+# whose backward also saves the reserve-space output (derivatives.yaml): one saved tensor more
+_CPU_BATCH_NORMS = frozenset({"native_batch_norm", "_native_batch_norm_legit"})
+
+
 def _host_counted(fn):
     """``fn`` as a shadow checkpoint runs it: its first call (the forward) records a
-    ``checkpoint`` host event of the tensors the checkpoint packed; later calls (the
-    recomputation in backward) record one with the same count, on the active recorder."""
+    ``checkpoint`` host event of the tensors the checkpoint packed (counted by the determinism
+    check, plus the reserve space each batch norm saves on CUDA and not on the CPU); later
+    calls (the recomputation in backward) record one with the same count, on the active
+    recorder."""
     import torch
     from .record import active_recorder
     saved = []
@@ -321,7 +328,8 @@ def _host_counted(fn):
             return fn(*args, **kwargs)
         before = _SAVED_PACKS[0]
         out = fn(*args, **kwargs)
-        saved.append(_SAVED_PACKS[0] - before)
+        bns = sum(op[1] in _CPU_BATCH_NORMS for op in rec.ops[at:])
+        saved.append(_SAVED_PACKS[0] - before + bns)
         rec.host_event("checkpoint", "F", saved[0], at=at)
         return out
     return run
