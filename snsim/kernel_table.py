@@ -484,8 +484,10 @@ def load_host_costs(name):
     * ``checkpoint_call_s``, ``checkpoint_saved_s``, ``hook_saved_s``: ``{phase: seconds}``
       per checkpoint call, per tensor a checkpoint saves, per saved-tensor hook call, fitted
       (:func:`fit_plan_host_costs`) to ``<name>_checkpoint_costs.csv``
-      (``scripts/steptime_probe.py ckpt``), when the preset has it. They are measured in a
-      chain of real blocks, so the tight-loop ``scale`` does not apply to them.
+      (``scripts/steptime_probe.py ckpt``), when the preset has it; also ``conv_hook_call_s``
+      and ``offloader_saved_s`` where that probe timed the SuperNeurons executor's hooks.
+      They are measured in a chain of real blocks, so the tight-loop ``scale`` does not apply
+      to them.
     """
     import csv
     path = next((p.parent / f"{name}_host_costs.csv" for p in table_paths(name)
@@ -524,6 +526,10 @@ def load_host_costs(name):
     return out
 
 
+# the ways scripts/steptime_probe.py ckpt times its chain of blocks
+PLAN_PROBE_VARIANTS = ("plain", "hooks", "checkpoint", "conv_hook", "offloader")
+
+
 def read_plan_host_rows(path):
     """The rows of a ``<preset>_checkpoint_costs.csv`` (``scripts/steptime_probe.py ckpt``:
     host seconds per block, ``name`` plain / hooks / checkpoint, ``phase`` F / B, per
@@ -540,9 +546,9 @@ def read_plan_host_rows(path):
             except (KeyError, ValueError, TypeError):
                 raise ConfigError(f"{path}:{i}: needs name, phase, layers_per_block, "
                                   f"saved_tensors and host_s") from None
-            if r["name"] not in ("plain", "hooks", "checkpoint") or r["phase"] not in "FB":
-                raise ConfigError(f"{path}:{i}: name must be plain, hooks or checkpoint and "
-                                  f"phase F or B")
+            if r["name"] not in PLAN_PROBE_VARIANTS or r["phase"] not in ("F", "B"):
+                raise ConfigError(f"{path}:{i}: name must be one of "
+                                  f"{', '.join(PLAN_PROBE_VARIANTS)} and phase F or B")
     return rows
 
 
@@ -562,6 +568,11 @@ def fit_plan_host_costs(rows):
       SuperNeurons offloader install them once around the forward): ``hooks_P - plain_P =
       c_P n`` per phase P, no per-call term.
 
+    * where the probe timed the SuperNeurons executor's hooks (``snsim.torchsim.plans.
+      Offloader``): ``conv_hook_P - plain_P = d_P k`` per convolution's forward hook call
+      (``k`` convolutions per block) and ``offloader_P - plain_P = e_P n`` per call of its
+      pack/unpack.
+
     Ordinary least squares over all groups (``numpy.linalg.lstsq``); a negative coefficient
     (noise: the hooks' backward) is 0.
 
@@ -569,7 +580,8 @@ def fit_plan_host_costs(rows):
     -------
     dict
         ``checkpoint_call_s`` ``{F, B}`` (a), ``checkpoint_saved_s`` ``{F, B}`` (b),
-        ``hook_saved_s`` ``{F, B}`` (c).
+        ``hook_saved_s`` ``{F, B}`` (c), and where timed ``conv_hook_call_s`` (d) and
+        ``offloader_saved_s`` (e).
 
     Examples
     --------
@@ -611,6 +623,15 @@ def fit_plan_host_costs(rows):
         out["checkpoint_call_s"][phase] = max(0.0, float(a))
         out["checkpoint_saved_s"][phase] = max(0.0, float(b))
         out["hook_saved_s"][phase] = max(0.0, float(c))
+        for name, key, per in (("conv_hook", "conv_hook_call_s", "layers"),
+                               ("offloader", "offloader_saved_s", "saved")):
+            sel = [(k, g) for k, g in groups.items()
+                   if (name, phase) in g and ("plain", phase) in g]
+            if sel:
+                x = np.array([float(k[1]) if per == "layers" else g["saved"] for k, g in sel])
+                y = np.array([g[(name, phase)] - g[("plain", phase)] for _, g in sel])
+                (d,), *_ = np.linalg.lstsq(x[:, None], y, rcond=None)
+                out.setdefault(key, {})[phase] = max(0.0, float(d))
     return out
 
 

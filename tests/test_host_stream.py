@@ -225,3 +225,30 @@ def test_side_stream_copies_overlap_compute_until_someone_waits_for_them():
     ops[3] = (0, "copy_wait", (5,), (), 0, 1e6)
     got = op_times_s(ops, hw, marks, table=tab, host_costs=NO_EXTRA)
     assert sum(got) == pytest.approx(24 * US + t_copy, rel=1e-6)
+
+
+def test_superneurons_hook_costs_fit_per_conv_and_per_saved_tensor():
+    # probe rows where the executor's conv forward hook costs 3 µs per convolution (k per
+    # block) and its pack 2 µs / unpack 1 µs per saved tensor (10 k per block), on top of plain
+    from snsim.kernel_table import fit_plan_host_costs
+    from snsim.torchsim.opcost import plan_host_s
+    rows = []
+    for k in (1, 2, 4):
+        base = {"F": 90 * k * US, "B": 120 * k * US}
+        for ph in "FB":
+            for name, extra in (("plain", 0.0), ("hooks", 0.0), ("checkpoint", 400 * US),
+                                ("conv_hook", (3 * k if ph == "F" else 0) * US),
+                                ("offloader", (2 if ph == "F" else 1) * 10 * k * US)):
+                v = base[ph] + extra + (base["F"] if name == "checkpoint" and ph == "B" else 0)
+                rows.append(dict(source="r", layers=k, saved=10.0 * k, name=name, phase=ph,
+                                 host_s=v))
+    c = fit_plan_host_costs(rows)
+    assert c["conv_hook_call_s"]["F"] == pytest.approx(3 * US)
+    assert c["conv_hook_call_s"]["B"] == pytest.approx(0.0, abs=1e-12)
+    assert c["offloader_saved_s"] == pytest.approx({"F": 2 * US, "B": 1 * US})
+    # a recomputation's conv hook costs what the forward's does; 5 unpacks 5 µs
+    assert plan_host_s("conv_hook", "B", 2, c) == pytest.approx(6 * US)
+    assert plan_host_s("offloader_hook", "B", 5, c) == pytest.approx(5 * US)
+    # a preset whose probe lacks the offloader rows: the bare hook's cost, a lower bound
+    assert plan_host_s("offloader_hook", "F", 5, {"hook_saved_s": {"F": 3 * US}}) == \
+        pytest.approx(15 * US)

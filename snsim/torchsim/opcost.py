@@ -120,15 +120,19 @@ def _issue_s(table, op, memo):
 
 
 # host work of memory plans outside aten ops (:meth:`snsim.torchsim.record.Recorder.host_event`)
-PLAN_HOST_MECHANISMS = ("checkpoint", "saved_tensors_hook")
+PLAN_HOST_MECHANISMS = ("checkpoint", "saved_tensors_hook", "offloader_hook", "conv_hook")
 
 
 def plan_host_s(mechanism, phase, count, costs):
     """Host seconds of one recorded plan event: a ``checkpoint`` call (forward, phase F) or its
     recomputation (B) with ``count`` saved tensors, ``checkpoint_call_s + count *
     checkpoint_saved_s`` of the phase; ``count`` calls of a ``saved_tensors_hook`` (pack in F,
-    unpack in B), ``count * hook_saved_s``. Costs from :func:`snsim.kernel_table.load_host_costs`
-    (0 for a preset without the checkpoint probe).
+    unpack in B), ``count * hook_saved_s``; ``count`` calls of the SuperNeurons offloader's
+    pack/unpack (``offloader_hook``), ``count * offloader_saved_s`` where the probe timed it,
+    else the bare hook's ``hook_saved_s`` (a lower bound: it is a saved-tensor hook too);
+    ``count`` calls of its forward hook on a convolution (``conv_hook``, forward and
+    recomputation alike), ``count * conv_hook_call_s["F"]`` (0 where not timed). Costs from
+    :func:`snsim.kernel_table.load_host_costs` (0 for a preset without the checkpoint probe).
 
     Examples
     --------
@@ -144,6 +148,11 @@ def plan_host_s(mechanism, phase, count, costs):
                 + count * costs.get("checkpoint_saved_s", {}).get(phase, 0.0))
     if mechanism == "saved_tensors_hook":
         return count * costs.get("hook_saved_s", {}).get(phase, 0.0)
+    if mechanism == "offloader_hook":
+        per = costs.get("offloader_saved_s", costs.get("hook_saved_s", {}))
+        return count * per.get(phase, 0.0)
+    if mechanism == "conv_hook":
+        return count * costs.get("conv_hook_call_s", {}).get("F", 0.0)
     raise ValueError(f"unknown plan host mechanism {mechanism!r} "
                      f"(known: {', '.join(PLAN_HOST_MECHANISMS)})")
 

@@ -469,6 +469,8 @@ class Offloader:
     # -- forward -----------------------------------------------------------------------------
     def on_conv(self, module, args, out):
         import torch
+        if self.shadow:       # in forward, and again in a recomputation (phase: B)
+            _hook_event("B" if self._ctx is None else "F", "conv_hook")
         if isinstance(out, torch.Tensor):
             self.conv_out[out.untyped_storage()] = True
 
@@ -500,7 +502,7 @@ class Offloader:
     def pack(self, t):
         import torch
         if self.shadow:
-            _hook_event("F")
+            _hook_event("F", "offloader_hook")
         st = t.untyped_storage()
         e = self.by_storage.get(st)
         if e is None:
@@ -558,7 +560,7 @@ class Offloader:
     def unpack(self, h):
         import torch
         if self.shadow:
-            _hook_event("B")
+            _hook_event("B", "offloader_hook")
         if not isinstance(h, _Handle):
             return h
         e = h.entry
@@ -740,12 +742,13 @@ def side_copy_ops():
     return ops
 
 
-def _hook_event(phase):
-    """A saved-tensor hook call (pack: F, unpack: B) on the active recorder, if any."""
+def _hook_event(phase, mechanism="saved_tensors_hook"):
+    """A hook call (a saved-tensor hook's pack: F, unpack: B; or another ``mechanism`` of
+    :data:`snsim.torchsim.opcost.PLAN_HOST_MECHANISMS`) on the active recorder, if any."""
     from .record import active_recorder
     rec = active_recorder()
     if rec is not None:
-        rec.host_event("saved_tensors_hook", phase, 1)
+        rec.host_event(mechanism, phase, 1)
 
 
 def _dense(t):
