@@ -252,11 +252,15 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
     (``snsim.torchsim.plans.Offloader``, its copies left out -- they are ops the model times):
     ``conv_hook`` (its forward hook on every convolution) and ``offloader`` (its
     ``saved_tensors_hooks`` pack/unpack around the forward, nothing large enough to copy).
-    ``saved_tensors`` is the pack calls per block of the plain forward; the rows at several
-    block sizes separate checkpoint's cost per call from its cost per saved tensor."""
+    ``selective`` is ``checkpoint`` with selective checkpointing's ``context_fn``
+    (``snsim.torchsim.plans.selective_context_fn``: a Python dispatch mode and policy call per
+    aten op, in forward and recomputation). ``saved_tensors`` is the pack calls per block of
+    the plain forward and ``ops`` its aten ops; the rows at several block sizes separate
+    checkpoint's cost per call from its cost per saved tensor."""
     from torch.utils.checkpoint import checkpoint
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from snsim.torchsim.plans import Offloader
+    from snsim.torchsim.plans import Offloader, selective_context_fn
+    selective = selective_context_fn()
     layers = [torch.nn.Sequential(
         torch.nn.Conv2d(8, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
         torch.nn.ReLU(inplace=True)).to(DEV) for _ in range(n_layers)]
@@ -285,11 +289,18 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
                 off.end(None, None, None)
             else:
                 for b in blocks:
-                    h = (checkpoint(b, h, use_reentrant=False) if variant == "checkpoint"
-                         else b(h))
+                    if variant in ("checkpoint", "selective"):
+                        kw = {"context_fn": selective} if variant == "selective" else {}
+                        h = checkpoint(b, h, use_reentrant=False, **kw)
+                    else:
+                        h = b(h)
             return h.sum()
 
-        for variant in ("plain", "hooks", "checkpoint", "conv_hook", "offloader"):
+        counter = OpCounter()
+        with counter:
+            blocks[0](x0)
+        ops_per_block = sum(counter.ops.values())
+        for variant in ("plain", "hooks", "checkpoint", "conv_hook", "offloader", "selective"):
             off = Offloader(shadow=not CUDA, min_bytes=1 << 62)   # copies nothing
             handles = [m.register_forward_hook(off.on_conv) for m in layers_conv] \
                 if variant == "conv_hook" else []
@@ -315,7 +326,7 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
                 rows.append({"part": "checkpoint", "name": variant, "phase": phase,
                              "n": len(blocks), "layers_per_block": k,
                              "host_s": f"{sorted(v)[len(v) // 2] / len(blocks):.4e}",
-                             "saved_tensors": f"{per_block:g}"})
+                             "saved_tensors": f"{per_block:g}", "ops": ops_per_block})
     for r in rows:
         print(f"  k={r['layers_per_block']} {r['name']:<10} {r['phase']}: "
               f"{float(r['host_s']) * 1e6:7.2f} us per block "

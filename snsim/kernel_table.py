@@ -527,7 +527,7 @@ def load_host_costs(name):
 
 
 # the ways scripts/steptime_probe.py ckpt times its chain of blocks
-PLAN_PROBE_VARIANTS = ("plain", "hooks", "checkpoint", "conv_hook", "offloader")
+PLAN_PROBE_VARIANTS = ("plain", "hooks", "checkpoint", "conv_hook", "offloader", "selective")
 
 
 def read_plan_host_rows(path):
@@ -542,6 +542,7 @@ def read_plan_host_rows(path):
                 rows.append({"source": r.get("source", ""), "name": r["name"],
                              "phase": r["phase"], "layers": int(r["layers_per_block"]),
                              "saved": float(r["saved_tensors"]),
+                             "ops": float(r["ops"]) if r.get("ops") else None,
                              "host_s": float(r["host_s"])})
             except (KeyError, ValueError, TypeError):
                 raise ConfigError(f"{path}:{i}: needs name, phase, layers_per_block, "
@@ -571,7 +572,9 @@ def fit_plan_host_costs(rows):
     * where the probe timed the SuperNeurons executor's hooks (``snsim.torchsim.plans.
       Offloader``): ``conv_hook_P - plain_P = d_P k`` per convolution's forward hook call
       (``k`` convolutions per block) and ``offloader_P - plain_P = e_P n`` per call of its
-      pack/unpack.
+      pack/unpack;
+    * where it timed selective checkpointing and counted the block's aten ops ``m``:
+      ``selective_P - checkpoint_P = s_P m`` (its dispatch mode and policy call per op).
 
     Ordinary least squares over all groups (``numpy.linalg.lstsq``); a negative coefficient
     (noise: the hooks' backward) is 0.
@@ -580,8 +583,8 @@ def fit_plan_host_costs(rows):
     -------
     dict
         ``checkpoint_call_s`` ``{F, B}`` (a), ``checkpoint_saved_s`` ``{F, B}`` (b),
-        ``hook_saved_s`` ``{F, B}`` (c), and where timed ``conv_hook_call_s`` (d) and
-        ``offloader_saved_s`` (e).
+        ``hook_saved_s`` ``{F, B}`` (c), and where timed ``conv_hook_call_s`` (d),
+        ``offloader_saved_s`` (e) and ``selective_op_s`` (s).
 
     Examples
     --------
@@ -602,7 +605,9 @@ def fit_plan_host_costs(rows):
     """
     groups = {}
     for r in rows:
-        g = groups.setdefault((r["source"], r["layers"]), {"saved": r["saved"]})
+        g = groups.setdefault((r["source"], r["layers"]),
+                              {"saved": r["saved"], "layers": float(r["layers"]),
+                               "ops": r.get("ops")})
         g[(r["name"], r["phase"])] = r["host_s"]
     need = [(n, p) for n in ("plain", "hooks", "checkpoint") for p in "FB"]
     full = [g for g in groups.values() if all(k in g for k in need)]
@@ -623,13 +628,14 @@ def fit_plan_host_costs(rows):
         out["checkpoint_call_s"][phase] = max(0.0, float(a))
         out["checkpoint_saved_s"][phase] = max(0.0, float(b))
         out["hook_saved_s"][phase] = max(0.0, float(c))
-        for name, key, per in (("conv_hook", "conv_hook_call_s", "layers"),
-                               ("offloader", "offloader_saved_s", "saved")):
+        for name, key, per, base in (("conv_hook", "conv_hook_call_s", "layers", "plain"),
+                                     ("offloader", "offloader_saved_s", "saved", "plain"),
+                                     ("selective", "selective_op_s", "ops", "checkpoint")):
             sel = [(k, g) for k, g in groups.items()
-                   if (name, phase) in g and ("plain", phase) in g]
+                   if (name, phase) in g and (base, phase) in g and g.get(per) is not None]
             if sel:
-                x = np.array([float(k[1]) if per == "layers" else g["saved"] for k, g in sel])
-                y = np.array([g[(name, phase)] - g[("plain", phase)] for _, g in sel])
+                x = np.array([g[per] for _, g in sel])
+                y = np.array([g[(name, phase)] - g[(base, phase)] for _, g in sel])
                 (d,), *_ = np.linalg.lstsq(x[:, None], y, rcond=None)
                 out.setdefault(key, {})[phase] = max(0.0, float(d))
     return out

@@ -120,7 +120,8 @@ def _issue_s(table, op, memo):
 
 
 # host work of memory plans outside aten ops (:meth:`snsim.torchsim.record.Recorder.host_event`)
-PLAN_HOST_MECHANISMS = ("checkpoint", "saved_tensors_hook", "offloader_hook", "conv_hook")
+PLAN_HOST_MECHANISMS = ("checkpoint", "saved_tensors_hook", "offloader_hook", "conv_hook",
+                        "selective")
 
 
 def plan_host_s(mechanism, phase, count, costs):
@@ -131,7 +132,9 @@ def plan_host_s(mechanism, phase, count, costs):
     pack/unpack (``offloader_hook``), ``count * offloader_saved_s`` where the probe timed it,
     else the bare hook's ``hook_saved_s`` (a lower bound: it is a saved-tensor hook too);
     ``count`` calls of its forward hook on a convolution (``conv_hook``, forward and
-    recomputation alike), ``count * conv_hook_call_s["F"]`` (0 where not timed). Costs from
+    recomputation alike), ``count * conv_hook_call_s["F"]`` (0 where not timed); selective
+    checkpointing's dispatch mode over ``count`` aten ops of a checkpointed call (forward: F,
+    recomputation: B), ``count * selective_op_s`` (0 where not timed). Costs from
     :func:`snsim.kernel_table.load_host_costs` (0 for a preset without the checkpoint probe).
 
     Examples
@@ -153,6 +156,8 @@ def plan_host_s(mechanism, phase, count, costs):
         return count * per.get(phase, 0.0)
     if mechanism == "conv_hook":
         return count * costs.get("conv_hook_call_s", {}).get("F", 0.0)
+    if mechanism == "selective":
+        return count * costs.get("selective_op_s", {}).get(phase, 0.0)
     raise ValueError(f"unknown plan host mechanism {mechanism!r} "
                      f"(known: {', '.join(PLAN_HOST_MECHANISMS)})")
 

@@ -308,12 +308,14 @@ def _register_count_check():
 _CPU_BATCH_NORMS = frozenset({"native_batch_norm", "_native_batch_norm_legit"})
 
 
-def _host_counted(fn):
+def _host_counted(fn, selective=False):
     """``fn`` as a shadow checkpoint runs it: its first call (the forward) records a
     ``checkpoint`` host event of the tensors the checkpoint packed (counted by the determinism
     check, plus the reserve space each batch norm saves on CUDA and not on the CPU); later
     calls (the recomputation in backward) record one with the same count, on the active
-    recorder."""
+    recorder. ``selective``: the call also runs selective checkpointing's dispatch mode over
+    each of its aten ops, in forward and recomputation alike (a ``selective`` event with the
+    forward's op count)."""
     import torch
     from .record import active_recorder
     saved = []
@@ -325,12 +327,16 @@ def _host_counted(fn):
         at = len(rec.ops)
         if saved:                       # the recomputation (backward)
             rec.host_event("checkpoint", "B", saved[0], at=at)
+            if selective:
+                rec.host_event("selective", "B", saved[1], at=at)
             return fn(*args, **kwargs)
         before = _SAVED_PACKS[0]
         out = fn(*args, **kwargs)
         bns = sum(op[1] in _CPU_BATCH_NORMS for op in rec.ops[at:])
-        saved.append(_SAVED_PACKS[0] - before + bns)
+        saved[:] = [_SAVED_PACKS[0] - before + bns, len(rec.ops) - at]
         rec.host_event("checkpoint", "F", saved[0], at=at)
+        if selective:
+            rec.host_event("selective", "F", saved[1], at=at)
         return out
     return run
 
@@ -363,7 +369,7 @@ def apply_recompute(model, *, shadow=False, segments=None, context_fn=None):
     if shadow:
         _register_count_check()
         kw["determinism_check"] = _COUNT_CHECK
-        wrap = _host_counted
+        wrap = functools.partial(_host_counted, selective=context_fn is not None)
     runs = collections.defaultdict(list)
     for path, seg in segs:
         if isinstance(seg, nn.Module):
