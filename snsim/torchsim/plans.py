@@ -443,7 +443,9 @@ class Offloader:
     ----------
     shadow : bool
         Make no copies (CPU fake tensors): allocate and free device memory where the real
-        offloader does, so a recording predicts the real run's memory.
+        offloader does, so a recording predicts the real run's memory; record its copies and
+        waits as ops (:func:`side_copy_ops`) and its hook calls as host events, so it predicts
+        the real run's time.
     keep_inflight : int
         Offloads whose GPU source may still be held; packing one more waits for the oldest
         copy and releases its source.
