@@ -171,7 +171,17 @@ def _plan_host_model_text():
     if "checkpoint_call_s" not in c:
         return []
     us = {k: {p: f"{v * 1e6:.1f}" for p, v in c[k].items()}
-          for k in ("checkpoint_call_s", "checkpoint_saved_s", "hook_saved_s")}
+          for k in ("checkpoint_call_s", "checkpoint_saved_s", "hook_saved_s",
+                    "conv_hook_call_s", "offloader_saved_s", "selective_op_s") if k in c}
+    extra = []
+    for key, what in (("offloader_saved_s", "the SuperNeurons offloader's pack/unpack per call"),
+                      ("conv_hook_call_s", "its forward hook per convolution call"),
+                      ("selective_op_s", "selective checkpointing's dispatch mode per aten op")):
+        if key in us:
+            extra.append(f"{what} {us[key]['F']} / {us[key]['B']} µs (F / B)")
+        else:
+            extra.append(f"{what} not yet timed by the probe (charged "
+                         + ("as a bare hook)" if key == "offloader_saved_s" else "0)"))
     return ["A plan's step time is its recorded ops on the two resources of the host model "
             "(the shadow run records the recomputed ops in backward like any other), plus the "
             "host work of the plan's mechanisms that no aten op shows, recorded by the shadow "
@@ -181,9 +191,9 @@ def _plan_host_model_text():
             "shape/dtype/device record per saved tensor) and "
             f"{us['checkpoint_call_s']['B']} µs + {us['checkpoint_saved_s']['B']} µs per "
             "saved tensor when backward recomputes it (RNG fork, hooks, unpack, the "
-            "determinism check); each saved-tensor hook call (`save_on_cpu`, the SuperNeurons "
-            f"offloader) {us['hook_saved_s']['F']} µs to pack and "
-            f"{us['hook_saved_s']['B']} µs to unpack. These are least-squares fits "
+            "determinism check); each saved-tensor hook call (`save_on_cpu`) "
+            f"{us['hook_saved_s']['F']} µs to pack and {us['hook_saved_s']['B']} µs to "
+            f"unpack; {'; '.join(extra)}. These are least-squares fits "
             "(`snsim.kernel_table.fit_plan_host_costs`) to `scripts/steptime_probe.py ckpt` "
             "on the H200 (`configs/kernels/h200_checkpoint_costs.csv`: chains of "
             "conv-BN-ReLU blocks of 1, 2 and 4 layers, plain / hooks / checkpoint). The "
@@ -191,7 +201,10 @@ def _plan_host_model_text():
             "compute stream's queued work, the host waits for it when it retires the copy, "
             "each H2D prefetch is waited for by the compute stream, and kernels run slower "
             "by the measured pinned-copy fraction while one is in flight "
-            "(`configs/kernels/h200_copy_slowdown.csv`).\n"]
+            "(`configs/kernels/h200_copy_slowdown.csv`). Host-bound plans measure differently "
+            "from lease to lease (DenseNet-169 b64 checkpoint: 246, 184 and 180 ms in "
+            "`plans_heldout`, `_try1`, `_try2`); the tables compare with the run of the "
+            "folder named.\n"]
 
 
 def step_time_section():
