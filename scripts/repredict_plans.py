@@ -3,11 +3,14 @@ before-run figures, which stay as they were in the suite files).
 
 For every completed run of ``traces/h200/plans_table/`` (or ``--folder``), ``predict_plan``
 (what ``snsim predict --policy`` does, CPU only) with the run's model, batch, plan options and
-optimizer; prints and writes one CSV row per run with the stored before-run step time, the
-re-predicted one and the measured one, and the mean / median |err| per policy. Rows already in
-``--csv`` are kept (a cut-short run resumes).
+training setup (optimizer, its kernels, autocast); prints and writes one CSV row per run with
+the stored before-run step time, the re-predicted one and the measured one, the re-predicted
+peaks (to check that a step-time change left memory alone), and the mean / median |err| per
+policy. Rows already in ``--csv`` are kept (a cut-short run resumes).
 
-    PYTHONPATH=. python scripts/repredict_plans.py --csv plans_repredicted.csv \\
+    PYTHONPATH=. python scripts/repredict_plans.py --csv docs/data/plans_repredicted_h200.csv
+    PYTHONPATH=. python scripts/repredict_plans.py --folder plans_heldout \\
+        --csv docs/data/plans_heldout_repredicted_h200.csv \\
         [--policies cpu_offload,superneurons,checkpoint]
 """
 from __future__ import annotations
