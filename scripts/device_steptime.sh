@@ -7,8 +7,10 @@
 #                      module / autograd-node / kernel-launch counts  -- steptime_probe.py steps
 #   copy_slowdown.csv  compute kernels alone and under H2D/D2H copies, pinned and pageable, by size
 #   copy_bandwidth.csv copy bandwidth by size (1 KiB..1 GiB), pinned and pageable
-#   checkpoint_costs.csv  host cost per block of torch.utils.checkpoint / saved_tensors_hooks
-#                      (commit as configs/kernels/probe/checkpoint_costs.csv)
+#   checkpoint_costs.csv  host cost per block of torch.utils.checkpoint / saved_tensors_hooks /
+#                      selective checkpointing / the SuperNeurons offloader's hooks (commit under
+#                      configs/kernels/probe/ with a new name, then
+#                      scripts/merge_checkpoint_costs.py adds it to h200_checkpoint_costs.csv)
 #   cpu_bound_new.tar.gz  captures at CPU-bound batches of networks not in traces/h200/cpu_bound/
 #                      (held out: they informed nothing); unpack into traces/h200/cpu_bound/
 #   h200_copy_slowdown.csv  the grid's summary the engine reads (snsim.engine.contention):
@@ -28,7 +30,7 @@ t0=$SECONDS
 timeout 40 python3 scripts/steptime_probe.py host --out "$OUT" 2>&1 | grep -v USDT
 timeout 45 python3 scripts/steptime_probe.py bw --out "$OUT" 2>&1 | grep -v USDT
 timeout 50 python3 scripts/steptime_probe.py copy --out "$OUT" 2>&1 | grep -v USDT
-timeout 40 python3 scripts/steptime_probe.py ckpt --out "$OUT" 2>&1 | grep -v USDT
+timeout 100 python3 scripts/steptime_probe.py ckpt --out "$OUT" 2>&1 | grep -v USDT
 python3 scripts/summarize_copy_slowdown.py "$OUT/copy_slowdown.csv" "$OUT/h200_copy_slowdown.csv" || echo "copy summary failed"
 timeout 80 python3 scripts/steptime_probe.py steps --out "$OUT" 2>&1 | grep -v USDT
 echo "probes: $((SECONDS - t0)) s"

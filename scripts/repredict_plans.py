@@ -3,11 +3,14 @@ before-run figures, which stay as they were in the suite files).
 
 For every completed run of ``traces/h200/plans_table/`` (or ``--folder``), ``predict_plan``
 (what ``snsim predict --policy`` does, CPU only) with the run's model, batch, plan options and
-optimizer; prints and writes one CSV row per run with the stored before-run step time, the
-re-predicted one and the measured one, and the mean / median |err| per policy. Rows already in
-``--csv`` are kept (a cut-short run resumes).
+training setup (optimizer, its kernels, autocast); prints and writes one CSV row per run with
+the stored before-run step time, the re-predicted one and the measured one, the re-predicted
+peaks (to check that a step-time change left memory alone), and the mean / median |err| per
+policy. Rows already in ``--csv`` are kept (a cut-short run resumes).
 
-    PYTHONPATH=. python scripts/repredict_plans.py --csv plans_repredicted.csv \\
+    PYTHONPATH=. python scripts/repredict_plans.py --csv docs/data/plans_repredicted_h200.csv
+    PYTHONPATH=. python scripts/repredict_plans.py --folder plans_heldout \\
+        --csv docs/data/plans_heldout_repredicted_h200.csv \\
         [--policies cpu_offload,superneurons,checkpoint]
 """
 from __future__ import annotations
@@ -19,8 +22,10 @@ import statistics
 import sys
 import time
 
-FIELDS = ["run", "policy", "model", "batch", "options", "meas_step_s", "stored_pred_step_s",
-          "stored_err_pct", "repred_step_s", "repred_err_pct", "repred_wall_s"]
+FIELDS = ["run", "policy", "model", "batch", "setup", "options", "meas_step_s",
+          "stored_pred_step_s", "stored_err_pct", "repred_step_s", "repred_err_pct",
+          "repred_allocated_bytes", "repred_reserved_bytes", "meas_allocated_bytes",
+          "repred_wall_s"]
 
 
 def summary(rows):
@@ -42,6 +47,7 @@ def main(argv=None):
     ap.add_argument("--policies", default="cpu_offload,superneurons,checkpoint")
     ap.add_argument("--csv", required=True)
     args = ap.parse_args(argv)
+    from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.execute import predict_plan
     from snsim.torchsim.validate import plan_runs
     done = {}
@@ -58,16 +64,22 @@ def main(argv=None):
         opts = dict(o.split("=", 1) for o in run["options"])
         p, m = run["prediction"], run["measured"]
         t0 = time.time()
+        # the run's whole training setup (optimizer, its kernels, autocast), as the suite ran it
+        setup = TrainSetup.parse(p.get("optimizer", "sgd-momentum"),
+                                 p.get("optimizer_impl", "foreach"), p.get("amp"))
         out, _ = predict_plan(run["model"], int(run["batch"]), run["policy"], options=opts,
-                              optimizer=p.get("optimizer", "sgd-momentum"),
-                              input_shape=tuple(run["input_shape"]))
+                              optimizer=setup, input_shape=tuple(run["input_shape"]))
         meas = m["step_time_s"]
         row = {"run": run["name"], "policy": run["policy"], "model": run["model"],
-               "batch": run["batch"], "options": " ".join(run["options"]),
+               "batch": run["batch"], "setup": setup.slug or "-",
+               "options": " ".join(run["options"]),
                "meas_step_s": f"{meas:.6g}", "stored_pred_step_s": f"{p['step_time_s']:.6g}",
                "stored_err_pct": f"{100 * (p['step_time_s'] / meas - 1):.2f}",
                "repred_step_s": f"{out['step_time_s']:.6g}",
                "repred_err_pct": f"{100 * (out['step_time_s'] / meas - 1):.2f}",
+               "repred_allocated_bytes": out["peak_allocated_bytes"],
+               "repred_reserved_bytes": out["peak_reserved_bytes"],
+               "meas_allocated_bytes": m["peak_allocated_bytes"],
                "repred_wall_s": f"{time.time() - t0:.0f}"}
         rows.append(row)
         print(" ".join(f"{k}={row[k]}" for k in ("run", "meas_step_s", "stored_err_pct",

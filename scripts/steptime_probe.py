@@ -248,13 +248,23 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
     ``hooks`` (identity ``saved_tensors_hooks`` around the forward: the Python pack/unpack
     calls alone, as ``save_on_cpu`` and the superneurons offloader install them);
     ``checkpoint`` (``torch.utils.checkpoint(use_reentrant=False)`` around every block: its
-    hooks, its bookkeeping and the recomputation). ``saved_tensors`` is the pack calls per block
-    of the plain forward; the rows at several block sizes separate checkpoint's cost per call
-    from its cost per saved tensor."""
+    hooks, its bookkeeping and the recomputation); and the SuperNeurons executor's Python hooks
+    (``snsim.torchsim.plans.Offloader``, its copies left out -- they are ops the model times):
+    ``conv_hook`` (its forward hook on every convolution) and ``offloader`` (its
+    ``saved_tensors_hooks`` pack/unpack around the forward, nothing large enough to copy).
+    ``selective`` is ``checkpoint`` with selective checkpointing's ``context_fn``
+    (``snsim.torchsim.plans.selective_context_fn``: a Python dispatch mode and policy call per
+    aten op, in forward and recomputation). ``saved_tensors`` is the pack calls per block of
+    the plain forward and ``ops`` its aten ops; the rows at several block sizes separate
+    checkpoint's cost per call from its cost per saved tensor."""
     from torch.utils.checkpoint import checkpoint
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from snsim.torchsim.plans import Offloader, selective_context_fn
+    selective = selective_context_fn()
     layers = [torch.nn.Sequential(
         torch.nn.Conv2d(8, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
         torch.nn.ReLU(inplace=True)).to(DEV) for _ in range(n_layers)]
+    layers_conv = [m for layer in layers for m in layer if isinstance(m, torch.nn.Conv2d)]
     x0 = torch.randn(2, 8, 8, 8, device=DEV, requires_grad=True)
     packs = [0]
 
@@ -272,13 +282,28 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
                 with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                     for b in blocks:
                         h = b(h)
+            elif variant == "offloader":
+                off.begin(None, None)
+                for b in blocks:
+                    h = b(h)
+                off.end(None, None, None)
             else:
                 for b in blocks:
-                    h = (checkpoint(b, h, use_reentrant=False) if variant == "checkpoint"
-                         else b(h))
+                    if variant in ("checkpoint", "selective"):
+                        kw = {"context_fn": selective} if variant == "selective" else {}
+                        h = checkpoint(b, h, use_reentrant=False, **kw)
+                    else:
+                        h = b(h)
             return h.sum()
 
-        for variant in ("plain", "hooks", "checkpoint"):
+        counter = OpCounter()
+        with counter:
+            blocks[0](x0)
+        ops_per_block = sum(counter.ops.values())
+        for variant in ("plain", "hooks", "checkpoint", "conv_hook", "offloader", "selective"):
+            off = Offloader(shadow=not CUDA, min_bytes=1 << 62)   # copies nothing
+            handles = [m.register_forward_hook(off.on_conv) for m in layers_conv] \
+                if variant == "conv_hook" else []
             f_s, b_s = [], []
             for i in range(reps + 2):
                 sync()
@@ -292,6 +317,8 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
                     f_s.append(t1 - t0)
                     b_s.append(t2 - t1)
                 del loss
+            for hd in handles:
+                hd.remove()
             packs[0] = 0
             run("hooks")
             per_block = packs[0] / len(blocks)
@@ -299,7 +326,7 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
                 rows.append({"part": "checkpoint", "name": variant, "phase": phase,
                              "n": len(blocks), "layers_per_block": k,
                              "host_s": f"{sorted(v)[len(v) // 2] / len(blocks):.4e}",
-                             "saved_tensors": f"{per_block:g}"})
+                             "saved_tensors": f"{per_block:g}", "ops": ops_per_block})
     for r in rows:
         print(f"  k={r['layers_per_block']} {r['name']:<10} {r['phase']}: "
               f"{float(r['host_s']) * 1e6:7.2f} us per block "

@@ -480,7 +480,14 @@ def load_host_costs(name):
     * ``accumulate_grad_s``: one ``AccumulateGrad`` (a chain of ``h + p`` over leaves: the two
       nodes per leaf, less one ``AddBackward0``);
     * ``scale``: ``{phase: factor}`` from ``<name>_host_scale.csv`` (``scripts/host_scale.py``):
-      real steps' host time over the sum of these tight-loop costs.
+      real steps' host time over the sum of these tight-loop costs;
+    * ``checkpoint_call_s``, ``checkpoint_saved_s``, ``hook_saved_s``: ``{phase: seconds}``
+      per checkpoint call, per tensor a checkpoint saves, per saved-tensor hook call, fitted
+      (:func:`fit_plan_host_costs`) to ``<name>_checkpoint_costs.csv``
+      (``scripts/steptime_probe.py ckpt``), when the preset has it; also ``conv_hook_call_s``
+      and ``offloader_saved_s`` where that probe timed the SuperNeurons executor's hooks.
+      They are measured in a chain of real blocks, so the tight-loop ``scale`` does not apply
+      to them.
     """
     import csv
     path = next((p.parent / f"{name}_host_costs.csv" for p in table_paths(name)
@@ -509,13 +516,133 @@ def load_host_costs(name):
                     scale[r["phase"]] = float(r["scale"])
                 except (KeyError, ValueError):
                     raise ConfigError(f"{spath}:{i}: needs phase and scale") from None
-    return {"scale": scale,
-            "module_call_s": max(0.0, cost[("module", "nn.ReLU")] - cost[("module", "F.relu")]),
-            "autograd_node_s": node,
-            "accumulate_grad_s": max(0.0, 2 * cost[("backward", "leaf")] - node)}
+    out = {"scale": scale,
+           "module_call_s": max(0.0, cost[("module", "nn.ReLU")] - cost[("module", "F.relu")]),
+           "autograd_node_s": node,
+           "accumulate_grad_s": max(0.0, 2 * cost[("backward", "leaf")] - node)}
+    cpath = path.parent / f"{name}_checkpoint_costs.csv"
+    if cpath.exists():
+        out.update(fit_plan_host_costs(read_plan_host_rows(cpath)))
+    return out
 
 
-def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=()):
+# the ways scripts/steptime_probe.py ckpt times its chain of blocks
+PLAN_PROBE_VARIANTS = ("plain", "hooks", "checkpoint", "conv_hook", "offloader", "selective")
+
+
+def read_plan_host_rows(path):
+    """The rows of a ``<preset>_checkpoint_costs.csv`` (``scripts/steptime_probe.py ckpt``:
+    host seconds per block, ``name`` plain / hooks / checkpoint, ``phase`` F / B, per
+    ``source`` run and ``layers_per_block``, with the block's ``saved_tensors``)."""
+    import csv
+    rows = []
+    with open(path, newline="") as f:
+        for i, r in enumerate(csv.DictReader(f), 2):
+            try:
+                rows.append({"source": r.get("source", ""), "name": r["name"],
+                             "phase": r["phase"], "layers": int(r["layers_per_block"]),
+                             "saved": float(r["saved_tensors"]),
+                             "ops": float(r["ops"]) if r.get("ops") else None,
+                             "host_s": float(r["host_s"])})
+            except (KeyError, ValueError, TypeError):
+                raise ConfigError(f"{path}:{i}: needs name, phase, layers_per_block, "
+                                  f"saved_tensors and host_s") from None
+            if r["name"] not in PLAN_PROBE_VARIANTS or r["phase"] not in ("F", "B"):
+                raise ConfigError(f"{path}:{i}: name must be one of "
+                                  f"{', '.join(PLAN_PROBE_VARIANTS)} and phase F or B")
+    return rows
+
+
+def fit_plan_host_costs(rows):
+    """Host costs of the mechanisms memory plans add, fitted to the checkpoint probe's rows.
+
+    Each (``source``, ``layers_per_block``) group is one chain of blocks timed three ways; per
+    block of ``n`` saved tensors (what the plain forward's ops save):
+
+    * ``torch.utils.checkpoint`` (non-reentrant), forward: ``checkpoint_F - plain_F =
+      a_F + b_F n`` -- per call (RNG and autocast state, the frame, the hook context) and per
+      saved tensor (the pack hook's holder and its shape/dtype/device record);
+    * backward: ``checkpoint_B - plain_B - plain_F = a_B + b_B n`` -- the recomputation's own
+      ops (``plain_F``) are charged as ops, the rest is the recompute's set-up (RNG fork,
+      autocast, hooks) per call and the unpack and the determinism check per saved tensor;
+    * ``saved_tensors_hooks`` (a Python pack/unpack pair, as ``save_on_cpu`` and the
+      SuperNeurons offloader install them once around the forward): ``hooks_P - plain_P =
+      c_P n`` per phase P, no per-call term.
+
+    * where the probe timed the SuperNeurons executor's hooks (``snsim.torchsim.plans.
+      Offloader``): ``conv_hook_P - plain_P = d_P k`` per convolution's forward hook call
+      (``k`` convolutions per block) and ``offloader_P - plain_P = e_P n`` per call of its
+      pack/unpack;
+    * where it timed selective checkpointing and counted the block's aten ops ``m``:
+      ``selective_P - checkpoint_P = s_P m`` (its dispatch mode and policy call per op).
+
+    Ordinary least squares over all groups (``numpy.linalg.lstsq``); a negative coefficient
+    (noise: the hooks' backward) is 0.
+
+    Returns
+    -------
+    dict
+        ``checkpoint_call_s`` ``{F, B}`` (a), ``checkpoint_saved_s`` ``{F, B}`` (b),
+        ``hook_saved_s`` ``{F, B}`` (c), and where timed ``conv_hook_call_s`` (d),
+        ``offloader_saved_s`` (e) and ``selective_op_s`` (s).
+
+    Examples
+    --------
+    >>> rows = [dict(source="r", layers=k, saved=10.0 * k, name=nm, phase=ph, host_s=v)
+    ...         for k, base in ((1, 1e-4), (2, 2e-4))
+    ...         for nm, ph, v in (("plain", "F", base), ("plain", "B", base),
+    ...                           ("hooks", "F", base + 10 * k * 1e-6),
+    ...                           ("hooks", "B", base),
+    ...                           ("checkpoint", "F", base + 1e-4 + 10 * k * 2e-5),
+    ...                           ("checkpoint", "B", 2 * base + 3e-4 + 10 * k * 1e-5))]
+    >>> c = fit_plan_host_costs(rows)
+    >>> [round(c["checkpoint_call_s"][p] * 1e6, 3) for p in "FB"]
+    [100.0, 300.0]
+    >>> [round(c["checkpoint_saved_s"][p] * 1e6, 3) for p in "FB"]
+    [20.0, 10.0]
+    >>> [round(c["hook_saved_s"][p] * 1e6, 3) for p in "FB"]
+    [1.0, 0.0]
+    """
+    groups = {}
+    for r in rows:
+        g = groups.setdefault((r["source"], r["layers"]),
+                              {"saved": r["saved"], "layers": float(r["layers"]),
+                               "ops": r.get("ops")})
+        g[(r["name"], r["phase"])] = r["host_s"]
+    need = [(n, p) for n in ("plain", "hooks", "checkpoint") for p in "FB"]
+    full = [g for g in groups.values() if all(k in g for k in need)]
+    if not full:
+        raise ConfigError("the checkpoint cost table has no block timed plain, hooks and "
+                          "checkpoint in both phases")
+    n = np.array([g["saved"] for g in full])
+    out = {"checkpoint_call_s": {}, "checkpoint_saved_s": {}, "hook_saved_s": {}}
+    for phase in "FB":
+        extra = np.array([g[("checkpoint", phase)] - g[("plain", phase)]
+                          - (g[("plain", "F")] if phase == "B" else 0.0) for g in full])
+        if len(set(n.tolist())) > 1:
+            (a, b), *_ = np.linalg.lstsq(np.stack([np.ones_like(n), n], 1), extra, rcond=None)
+        else:                      # one block size: no way to split; all of it per call
+            a, b = float(extra.mean()), 0.0
+        hooks = np.array([g[("hooks", phase)] - g[("plain", phase)] for g in full])
+        (c,), *_ = np.linalg.lstsq(n[:, None], hooks, rcond=None)
+        out["checkpoint_call_s"][phase] = max(0.0, float(a))
+        out["checkpoint_saved_s"][phase] = max(0.0, float(b))
+        out["hook_saved_s"][phase] = max(0.0, float(c))
+        for name, key, per, base in (("conv_hook", "conv_hook_call_s", "layers", "plain"),
+                                     ("offloader", "offloader_saved_s", "saved", "plain"),
+                                     ("selective", "selective_op_s", "ops", "checkpoint")):
+            sel = [(k, g) for k, g in groups.items()
+                   if (name, phase) in g and (base, phase) in g and g.get(per) is not None]
+            if sel:
+                x = np.array([g[per] for _, g in sel])
+                y = np.array([g[(name, phase)] - g[(base, phase)] for _, g in sel])
+                (d,), *_ = np.linalg.lstsq(x[:, None], y, rcond=None)
+                out.setdefault(key, {})[phase] = max(0.0, float(d))
+    return out
+
+
+def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=(), side=None,
+                waits=None, host_waits=None, slowdown=None):
     """Each op's share of a schedule where the host issues ops in order and the GPU runs them.
 
     Op ``i`` is issued at ``H_i = H_{i-1} + host_s[i]`` and runs from
@@ -528,6 +655,16 @@ def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=()):
     the GPU to finish before it is issued, ``H_i = max(H_{i-1}, G_{i-1}) + host_s[i]``: the
     host then issues the next kernels to an idle GPU.
 
+    Copies on side streams (the SuperNeurons offloader's): ``side`` ``{i: direction}`` marks
+    op ``i`` as a copy on that direction's stream, issued after the compute stream's queued
+    work (``wait_stream``): it runs from ``max(H_i, G_{i-1}, end of the stream's previous
+    copy)`` for ``gpu_s[i]`` and takes no share of the compute stream. ``waits`` ``{i: j}``:
+    op ``i`` starts on the compute stream only after copy ``j`` ends (``wait_event``; the
+    wait is op ``i``'s share); ``host_waits`` ``{i: j}``: the host issues op ``i`` only after
+    copy ``j`` ends (``Event.synchronize``). While a side copy runs, compute kernels progress
+    at ``1 / (1 + k)`` of their speed, ``k`` from ``slowdown`` ``{direction: k}``
+    (:func:`snsim.engine.contention.slowed_duration_s`).
+
     Examples
     --------
     >>> host_stream([1.0, 1.0, 1.0], [0.5, 0.5, 0.5])      # GPU-bound: the GPU never waits
@@ -538,24 +675,53 @@ def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=()):
     [1.5, 0.25, 1.5]
     >>> host_stream([1.0, 2.0, 0.25], [0.5, 3.0, 0.5], blocking=[False, True, False])
     [1.5, 3.0, 0.75]
+
+    A D2H copy of 2 s after a 1 s kernel (it runs 1.0-3.0); the next kernel overlaps it, the
+    host then waits for the copy (op 3, issued at 3.0), issues an H2D copy (3.0-4.0) and a
+    kernel that waits for it on the compute stream (idle 2.0-4.0, runs 4.0-5.0):
+
+    >>> host_stream([1.0, 2.0, 1.0, 0.0, 1.0, 1.0], [0.0] * 6, side={1: "d2h", 4: "h2d"},
+    ...             host_waits={3: 1}, waits={5: 4})
+    [1.0, 0.0, 1.0, 0.0, 0.0, 3.0]
+    >>> host_stream([1.0, 2.0, 1.0], [0.0] * 3, side={1: "d2h"}, slowdown={"d2h": 0.25})
+    [1.0, 0.0, 1.25]
     """
+    from .engine.contention import slowed_duration_s
     out = []
     syncs = set(syncs)
+    side, waits, host_waits = side or {}, waits or {}, host_waits or {}
+    slowdown = slowdown or {}
     h = g = 0.0
+    busy, copy_end = {}, {}
     prev_it = None
     for i, (t, c) in enumerate(zip(gpu_s, host_s)):
         it = iterations[i] if iterations is not None else None
         if it != prev_it:
             h = g = 0.0
+            busy, copy_end = {}, {}
             prev_it = it
         if i in syncs:
             h = max(h, g)
+        if i in host_waits:
+            h = max(h, copy_end.get(host_waits[i], 0.0))
+        if i in side:
+            h += c
+            start = max(h, g, busy.get(side[i], 0.0))
+            busy[side[i]] = copy_end[i] = start + t
+            out.append(0.0)
+            continue
+        g0 = g
+        if i in waits:
+            g = max(g, copy_end.get(waits[i], 0.0))
         if blocking is not None and blocking[i]:
             end = max(g, h) + max(t, c)
             h = end
         else:
             h += c
-            end = max(g, h) + t if (t or c) else g
-        out.append(end - g)
+            start = max(g, h)
+            if t and slowdown and busy:
+                t = slowed_duration_s(t, start, busy, slowdown)
+            end = start + t if (t or c) else g
+        out.append(end - g0)
         g = end
     return out

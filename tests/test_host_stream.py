@@ -142,3 +142,113 @@ def test_autocast_casts_cost_their_aten_call_and_item_reads_wait_for_the_gpu():
         pytest.approx(161 * US, rel=1e-3)
     assert sum(op_times_s(ops, hw, marks, table=tab, host_costs=NO_EXTRA, host_sids={5})) == \
         pytest.approx(129 * US, rel=1e-3)
+
+
+def test_h200_plan_host_costs_are_the_least_squares_fit_of_the_checkpoint_probe():
+    # configs/kernels/h200_checkpoint_costs.csv: scripts/steptime_probe.py ckpt on the H200,
+    # two runs (k = 1, 2, 4 conv-BN-ReLU layers per block: 10, 20, 40 saved tensors; and an
+    # earlier k = 1 run). Per block, in µs, checkpoint - plain in forward:
+    #   k1 348.56-89.84 = 258.72, k2 823.66-175.63 = 648.03, k4 1308.7-354.47 = 954.23,
+    #   k1' 521.72-123.60 = 398.12 at n = 10, 20, 40, 10 saved tensors:
+    #   mean n 20, mean y 564.775, Sxy = -10(-306.055) + 20(389.455) - 10(-166.655) = 12516.2,
+    #   Sxx = 600: b_F = 20.860 µs per saved tensor, a_F = 564.775 - 20 b_F = 147.57 µs per call.
+    # backward, checkpoint - plain_B - plain_F (the recomputed ops are charged as ops):
+    #   383.42, 692.73, 626.36, 528.53: mean 557.76, Sxy = 3407.7: b_B = 5.680, a_B = 444.17.
+    # identity saved_tensors_hooks, hooks - plain, through the origin (sum n d / sum n^2):
+    #   F (84.01 + 2722.6 + 4338.8 + 169.6) / 2200 = 3.325 µs; B 1550 / 2200 = 0.705 µs.
+    c = load_host_costs("h200")
+    assert c["checkpoint_call_s"]["F"] == pytest.approx(147.57 * US, rel=1e-3)
+    assert c["checkpoint_saved_s"]["F"] == pytest.approx(20.860 * US, rel=1e-3)
+    assert c["checkpoint_call_s"]["B"] == pytest.approx(444.17 * US, rel=1e-3)
+    assert c["checkpoint_saved_s"]["B"] == pytest.approx(5.680 * US, rel=1e-3)
+    assert c["hook_saved_s"]["F"] == pytest.approx(3.325 * US, rel=2e-3)
+    assert c["hook_saved_s"]["B"] == pytest.approx(0.705 * US, rel=2e-3)
+
+
+def test_checkpoint_host_charge_of_a_recorded_block_by_hand():
+    # One checkpointed block of two relu_ (2 µs GPU, 12 µs issue each) that saves 10 tensors:
+    # forward relu_ relu_, backward recomputes them, then two threshold_backward (100 µs GPU,
+    # 27 µs issue). Events: the checkpoint call before op 0 (F, 10 saved), its recomputation
+    # before op 2 (B, 10). With the H200 fit (test above): F charge 147.57 + 10·20.860 =
+    # 356.17 µs, B charge 444.17 + 10·5.680 = 500.97 µs; nothing scaled (NO_EXTRA).
+    tab = _table()
+    hw = load_hardware("h200")
+    costs = {**NO_EXTRA, **{k: v for k, v in load_host_costs("h200").items()
+                            if k.startswith(("checkpoint", "hook"))}}
+    marks = [("blk", "F", "", 0), ("recompute:blk", "B", "", 0), ("blk", "B", "X@0", 0)]
+    ops = [(0, "relu_", (0,), (), 0, 1000), (0, "relu_", (0,), (), 0, 1000),
+           (1, "relu_", (0,), (), 0, 1000), (1, "relu_", (0,), (), 0, 1000),
+           (2, "threshold_backward", (0,), (), 0, 1000),
+           (2, "threshold_backward", (0,), (), 0, 1000)]
+    events = [(0, "checkpoint", "F", 10), (2, "checkpoint", "B", 10)]
+    host = host_issue_s(ops, marks, tab, costs, events=events)
+    assert host == pytest.approx([368.17 * US, 12 * US, 512.97 * US, 12 * US, 27 * US,
+                                  27 * US], rel=1e-3)
+    # the schedule: host issues at 368.17, 380.17, 893.14, 905.14, 932.14, 959.14 µs; the GPU
+    # runs the relu_s right after issue, then threshold_backward 932.14-1032.14 and
+    # 1032.14-1132.14: the step is 1132.14 µs, of which 857.14 µs is checkpoint host work
+    step = sum(op_times_s(ops, hw, marks, table=tab, host_costs=costs, host_events=events))
+    assert step == pytest.approx(1132.14 * US, rel=1e-3)
+    plain = sum(op_times_s(ops, hw, marks, table=tab, host_costs=costs))
+    assert step - plain == pytest.approx(857.14 * US, rel=1e-3)
+
+
+def test_side_stream_copies_overlap_compute_until_someone_waits_for_them():
+    # The SuperNeurons offloader (plans.Offloader): a pinned D2H copy on its own stream (20000
+    # µs GPU, 10 µs to issue) after a relu_ (2 µs GPU, 12 µs issue), a relu_ that overlaps it,
+    # then the host waits for the copy (copy_sync) and issues a last relu_.
+    # relu_ 0: issued 12, runs 12-14 µs. The copy: issued at 22, waits for the compute stream
+    # (14), runs 22-20022 µs, no share of the compute stream. relu_ 1: issued 34, runs from 34,
+    # slowed by the copy in flight (pinned D2H k = 0.0429, configs/kernels/h200_copy_slowdown
+    # .csv): 2 · 1.0429 = 2.0858 µs, ends 36.0858 (share 22.0858). The host resumes at 20022,
+    # issues relu_ 2 at 20034, it runs 20034-20036: the step is 20036 µs.
+    rows = [{"family": "copy_d2h_pinned", "dtype": "float32", "math": "", "cls": "",
+             "flops": 0, "bytes": nb, "ntensors": 0, "time_s": 20000 * US, "host_s": 10 * US,
+             "shape": "", "ops": ""} for nb in (1e3, 1e6, 1e9)]
+    rows += [{"family": "relu_", "dtype": "float32", "math": "float32", "cls": "", "flops": 0,
+              "bytes": nb, "ntensors": 0, "time_s": 2 * US, "host_s": 12 * US, "shape": "",
+              "ops": ""} for nb in (1e3, 1e6, 1e9)]
+    tab = KernelTable(pd.DataFrame(rows))
+    hw = load_hardware("h200")
+    marks = [("m", "F", "", 0)]
+    ops = [(0, "relu_", (0,), (), 0, 1000), (0, "d2h_pinned_async", (5,), (), 0, 1e6),
+           (0, "relu_", (0,), (), 0, 1000), (0, "copy_sync", (5,), (), 0, 1e6),
+           (0, "relu_", (0,), (), 0, 1000)]
+    # (the table's copy model, a bandwidth fitted to the rows, gives T ~ 20000 µs: use it)
+    t_copy = op_times_s(ops[1:2], hw, marks, table=tab, host=False)[0]
+    assert t_copy == pytest.approx(20000 * US, rel=1e-2)
+    got = op_times_s(ops, hw, marks, table=tab, host_costs=NO_EXTRA)
+    assert got[:4] == pytest.approx([14 * US, 0.0, 22.0858 * US, 0.0], rel=1e-3)
+    assert sum(got) == pytest.approx(36 * US + t_copy, rel=1e-6)
+    # the compute stream waits instead (copy_wait): relu_ 2 is issued at 46 µs but starts when
+    # the copy ends (22 µs + T) and runs 2 µs: the step is 24 µs + T
+    ops[3] = (0, "copy_wait", (5,), (), 0, 1e6)
+    got = op_times_s(ops, hw, marks, table=tab, host_costs=NO_EXTRA)
+    assert sum(got) == pytest.approx(24 * US + t_copy, rel=1e-6)
+
+
+def test_superneurons_hook_costs_fit_per_conv_and_per_saved_tensor():
+    # probe rows where the executor's conv forward hook costs 3 µs per convolution (k per
+    # block) and its pack 2 µs / unpack 1 µs per saved tensor (10 k per block), on top of plain
+    from snsim.kernel_table import fit_plan_host_costs
+    from snsim.torchsim.opcost import plan_host_s
+    rows = []
+    for k in (1, 2, 4):
+        base = {"F": 90 * k * US, "B": 120 * k * US}
+        for ph in "FB":
+            for name, extra in (("plain", 0.0), ("hooks", 0.0), ("checkpoint", 400 * US),
+                                ("conv_hook", (3 * k if ph == "F" else 0) * US),
+                                ("offloader", (2 if ph == "F" else 1) * 10 * k * US)):
+                v = base[ph] + extra + (base["F"] if name == "checkpoint" and ph == "B" else 0)
+                rows.append(dict(source="r", layers=k, saved=10.0 * k, name=name, phase=ph,
+                                 host_s=v))
+    c = fit_plan_host_costs(rows)
+    assert c["conv_hook_call_s"]["F"] == pytest.approx(3 * US)
+    assert c["conv_hook_call_s"]["B"] == pytest.approx(0.0, abs=1e-12)
+    assert c["offloader_saved_s"] == pytest.approx({"F": 2 * US, "B": 1 * US})
+    # a recomputation's conv hook costs what the forward's does; 5 unpacks 5 µs
+    assert plan_host_s("conv_hook", "B", 2, c) == pytest.approx(6 * US)
+    assert plan_host_s("offloader_hook", "B", 5, c) == pytest.approx(5 * US)
+    # a preset whose probe lacks the offloader rows: the bare hook's cost, a lower bound
+    assert plan_host_s("offloader_hook", "F", 5, {"hook_saved_s": {"F": 3 * US}}) == \
+        pytest.approx(15 * US)

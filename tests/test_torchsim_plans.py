@@ -434,3 +434,96 @@ def test_predict_leads_with_the_verdict_and_exits_3_when_it_does_not_fit(capsys)
     assert main(args + ["--budget", "64MiB"]) == 3   # less than the parameters need
     out = capsys.readouterr().out
     assert out.startswith("does not fit: needs ") and "budget 0.06 GiB" in out
+
+
+def _blocks():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(*[torch.nn.Sequential(
+        torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU())
+        for _ in range(3)])
+
+
+def test_shadow_checkpoint_records_one_host_event_per_call_with_what_autograd_saves():
+    # what each block saves without a plan: autograd's own pack-hook calls, counted per block
+    from snsim.torchsim.plans import apply_recompute
+    from snsim.torchsim.record import Recorder
+    x = torch.randn(2, 4, 8, 8, requires_grad=True)
+    plain, per_block = _blocks(), []
+    h = x
+    for blk in plain:
+        n = [0]
+
+        def pack(t, n=n):
+            n[0] += 1
+            return t
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            h = blk(h)
+        per_block.append(n[0])
+    assert min(per_block) >= 4          # conv input + weight, BN input + stats, ReLU output
+
+    model = _blocks()
+    apply_recompute(model, shadow=True, segments=list(model.named_children()))
+    rec = Recorder(device_type="cpu")
+    with rec.active():
+        model(x).sum().backward()
+    fwd = [e for e in rec.host_events if e[2] == "F"]
+    bwd = [e for e in rec.host_events if e[2] == "B"]
+    assert [e[1] for e in rec.host_events] == ["checkpoint"] * 6
+    # the CPU run saves what autograd saves on the CPU; CUDA's batch norm also saves its
+    # reserve space: one more per block here (one BatchNorm2d each)
+    assert [e[3] - 1 for e in fwd] == per_block
+    # backward recomputes the blocks last first, each with its forward's count, before the
+    # recomputed ops (after the event: checkpoint's detaches of the inputs, then the block's
+    # convolution)
+    assert [e[3] - 1 for e in bwd] == per_block[::-1]
+    assert all(next(op[1] for op in rec.ops[e[0]:] if op[1] != "detach") == "convolution"
+               for e in fwd + bwd)
+    # the real transform records nothing and keeps checkpoint's default determinism check
+    real = _blocks()
+    apply_recompute(real, shadow=False, segments=list(real.named_children()))
+    rec2 = Recorder(device_type="cpu")
+    with rec2.active():
+        real(x).sum().backward()
+    assert rec2.host_events == []
+
+
+def test_shadow_offload_plans_record_hook_calls_and_side_copies(tiny):
+    # cpu_offload: one pack (F) and one unpack (B) hook event per saved tensor; superneurons:
+    # its offloader's hook calls, and per offloaded tensor a D2H side copy, the host's wait
+    # for it, an H2D side copy and the compute stream's wait (plans.side_copy_ops)
+    from snsim.torchsim.plans import make_transform
+    from snsim.torchsim.predict import predict_program
+    prog, _ = predict_program("snsim_plan_models:Net", 64,
+                              transform=make_transform("cpu_offload", shadow=True))
+    names = [row[1] for row in prog["ops"]]
+    assert names.count("d2h_pinned") + names.count("d2h_pageable") > 0
+    import snsim.torchsim.opcost as opcost
+    seen = {}
+    orig = opcost.op_times_s
+
+    def spy(ops, hw, marks=None, **kw):
+        seen["events"] = list(kw.get("host_events", ()))
+        seen["ops"] = ops
+        return orig(ops, hw, marks, **kw)
+    try:
+        opcost.op_times_s = spy
+        predict_program("snsim_plan_models:Net", 64,
+                        transform=make_transform("cpu_offload", shadow=True))
+        ev = seen["events"]
+        copies = [op for op in seen["ops"] if op[1].startswith("d2h_")]
+        assert {e[1] for e in ev} == {"saved_tensors_hook"}
+        assert sum(e[3] for e in ev if e[2] == "F") == len(copies)
+        assert sum(e[3] for e in ev if e[2] == "B") == len(copies)
+        predict_program("snsim_plan_models:Net", 64,
+                        transform=make_transform("superneurons", shadow=True,
+                                                 min_offload_bytes=1))
+        ops = [op[1] for op in seen["ops"]]
+        n = ops.count("d2h_pinned_async")
+        assert n > 0 and ops.count("h2d_pinned_async") == n
+        assert ops.count("copy_sync") == n and ops.count("copy_wait") == n
+        # checkpointed segments, the offloader's pack/unpack outside them, its conv hooks
+        assert {e[1] for e in seen["events"]} == {"checkpoint", "offloader_hook", "conv_hook"}
+        convs = [e for e in seen["events"] if e[1] == "conv_hook"]
+        assert {e[2] for e in convs} == {"F", "B"}       # forward and recomputation
+    finally:
+        opcost.op_times_s = orig

@@ -19,6 +19,7 @@ PCIe time for their bytes, on the compute stream as ``save_on_cpu``'s copies do.
 """
 from __future__ import annotations
 
+from ..engine.contention import copy_slowdown
 from ..kernel_table import (BN_FAMILIES, HOST_READ_OPS, MATMUL_FAMILIES,  # noqa: F401
                             NO_KERNEL_OPS, bn_class, conv_class, family_of, host_stream,
                             load_host_costs, load_kernel_table, matmul_class, sig_dtype)
@@ -34,6 +35,11 @@ _MATMUL = ("mm", "addmm", "bmm", "matmul", "baddbmm")
 # shadow host copies: name -> (direction, pinned)
 HOST_COPY_OPS = {"d2h_pinned": ("d2h", True), "d2h_pageable": ("d2h", False),
                  "h2d_pinned": ("h2d", True), "h2d_pageable": ("h2d", False)}
+# the SuperNeurons offloader's pinned copies on side streams (plans.side_copy_ops): name ->
+# the compute-stream copy whose time they take
+SIDE_COPY_OPS = {"d2h_pinned_async": "d2h_pinned", "h2d_pinned_async": "h2d_pinned"}
+# waits for a side copy: the host (Event.synchronize), the compute stream (wait_event)
+COPY_WAIT_OPS = frozenset({"copy_sync", "copy_wait"})
 
 
 def op_time_s(name, flops, nbytes, hw, dtype="float32"):
@@ -51,8 +57,9 @@ def op_time_s(name, flops, nbytes, hw, dtype="float32"):
     >>> round(op_time_s("d2h_pinned", 0, 55e6, hw) * 1e3, 3)    # 1 ms at 55 GB/s + latency
     1.01
     """
-    if name in NO_KERNEL_OPS:
+    if name in NO_KERNEL_OPS or name in COPY_WAIT_OPS:
         return 0.0
+    name = SIDE_COPY_OPS.get(name, name)
     if name in HOST_COPY_OPS:
         direction, pinned = HOST_COPY_OPS[name]
         return hw.transfer_time_s(nbytes, direction, pinned)
@@ -73,8 +80,8 @@ def op_time_s(name, flops, nbytes, hw, dtype="float32"):
 
 def _table_args(op):
     """The family and lookup arguments of recorded op ``op`` in a kernel table."""
-    name, flops, nbytes = op[1], op[4], op[5]
-    if name in HOST_COPY_OPS:   # a save_on_cpu copy: the table's measured PCIe rows
+    name, flops, nbytes = SIDE_COPY_OPS.get(op[1], op[1]), op[4], op[5]
+    if name in HOST_COPY_OPS:   # a plan's host copy: the table's measured PCIe rows
         return "copy_" + name, {"nbytes": nbytes, "dtype": "float32", "math_": ""}
     sig = op[6] if len(op) > 6 else ""
     fam = family_of(name)
@@ -98,7 +105,7 @@ def _table_args(op):
 
 def _table_time(table, op):
     fam, kw = _table_args(op)
-    if op[1] in HOST_COPY_OPS and fam not in table.families():
+    if fam.startswith("copy_") and fam not in table.families():
         return None, "roofline"
     # fp16 and bf16 rows are one group (snsim.kernel_table._HALF_POOL)
     return table.time_s(fam, **kw)
@@ -112,7 +119,50 @@ def _issue_s(table, op, memo):
     return memo[key]
 
 
-def host_issue_s(ops, marks, table, costs, syncs=()):
+# host work of memory plans outside aten ops (:meth:`snsim.torchsim.record.Recorder.host_event`)
+PLAN_HOST_MECHANISMS = ("checkpoint", "saved_tensors_hook", "offloader_hook", "conv_hook",
+                        "selective")
+
+
+def plan_host_s(mechanism, phase, count, costs):
+    """Host seconds of one recorded plan event: a ``checkpoint`` call (forward, phase F) or its
+    recomputation (B) with ``count`` saved tensors, ``checkpoint_call_s + count *
+    checkpoint_saved_s`` of the phase; ``count`` calls of a ``saved_tensors_hook`` (pack in F,
+    unpack in B), ``count * hook_saved_s``; ``count`` calls of the SuperNeurons offloader's
+    pack/unpack (``offloader_hook``), ``count * offloader_saved_s`` where the probe timed it,
+    else the bare hook's ``hook_saved_s`` (a lower bound: it is a saved-tensor hook too);
+    ``count`` calls of its forward hook on a convolution (``conv_hook``, forward and
+    recomputation alike), ``count * conv_hook_call_s["F"]`` (0 where not timed); selective
+    checkpointing's dispatch mode over ``count`` aten ops of a checkpointed call (forward: F,
+    recomputation: B), ``count * selective_op_s`` (0 where not timed). Costs from
+    :func:`snsim.kernel_table.load_host_costs` (0 for a preset without the checkpoint probe).
+
+    Examples
+    --------
+    >>> c = {"checkpoint_call_s": {"F": 1e-4, "B": 4e-4},
+    ...      "checkpoint_saved_s": {"F": 2e-5, "B": 5e-6}, "hook_saved_s": {"F": 3e-6}}
+    >>> round(plan_host_s("checkpoint", "F", 10, c) * 1e6, 6)   # 100 + 10 * 20 us
+    300.0
+    >>> round(plan_host_s("saved_tensors_hook", "B", 4, c) * 1e6, 6)  # no B figure: 0
+    0.0
+    """
+    if mechanism == "checkpoint":
+        return (costs.get("checkpoint_call_s", {}).get(phase, 0.0)
+                + count * costs.get("checkpoint_saved_s", {}).get(phase, 0.0))
+    if mechanism == "saved_tensors_hook":
+        return count * costs.get("hook_saved_s", {}).get(phase, 0.0)
+    if mechanism == "offloader_hook":
+        per = costs.get("offloader_saved_s", costs.get("hook_saved_s", {}))
+        return count * per.get(phase, 0.0)
+    if mechanism == "conv_hook":
+        return count * costs.get("conv_hook_call_s", {}).get("F", 0.0)
+    if mechanism == "selective":
+        return count * costs.get("selective_op_s", {}).get(phase, 0.0)
+    raise ValueError(f"unknown plan host mechanism {mechanism!r} "
+                     f"(known: {', '.join(PLAN_HOST_MECHANISMS)})")
+
+
+def host_issue_s(ops, marks, table, costs, syncs=(), events=()):
     """Host seconds the launching thread spends before each op can start, from first
     principles: the op's own aten call at its shape (:meth:`KernelTable.issue_s`), plus, charged
     when the recording enters it, every module call (``module_call_s``; a mark whose kind is a
@@ -127,7 +177,12 @@ def host_issue_s(ops, marks, table, costs, syncs=()):
     gradient sums (``InputBuffer::accumulate``, C++) and autocast's forward casts (issued by the
     Autocast dispatch key inside the call of the op they cast for; a fifth of an amp step's
     kernels). A ``.item()`` read (op index in ``syncs``) costs a scalar pageable copy's issue
-    (``copy_d2h_pageable``); :func:`snsim.kernel_table.host_stream` makes it wait for the GPU."""
+    (``copy_d2h_pageable``); :func:`snsim.kernel_table.host_stream` makes it wait for the GPU.
+
+    ``events`` (:attr:`snsim.torchsim.record.Recorder.host_events`) is the host work of memory
+    plans that no aten op shows -- checkpoint calls and recomputations, saved-tensor hooks --
+    charged (:func:`plan_host_s`, unscaled: measured in a chain of real blocks) to the op issued
+    after it."""
     out = [0.0] * len(ops)
     syncs = set(syncs)
     seen = -1
@@ -143,7 +198,7 @@ def host_issue_s(ops, marks, table, costs, syncs=()):
                     h += costs.get("accumulate_grad_s" if m[2].startswith("AccumulateGrad")
                                    else "autograd_node_s", 0.0)
             seen = op[0]
-        if op[1] not in NO_KERNEL_OPS:
+        if op[1] not in NO_KERNEL_OPS and op[1] not in COPY_WAIT_OPS:
             h += _issue_s(table, op, memo)
         elif i in syncs:
             h += table.aten_host.get("copy_d2h_pageable", 0.0)
@@ -153,11 +208,14 @@ def host_issue_s(ops, marks, table, costs, syncs=()):
         else:
             phase = "F"
         out[i] = h * scale.get(phase, 1.0)
+    for at, mechanism, phase, count in events:
+        if ops:
+            out[min(at, len(ops) - 1)] += plan_host_s(mechanism, phase, count, costs)
     return out
 
 
 def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
-               host_costs=None, host_sids=frozenset()):
+               host_costs=None, host_sids=frozenset(), host_events=()):
     """Modelled time of every recorded op ``(mark, name, reads, news, flops, bytes[, sig])``.
 
     Parameters
@@ -178,6 +236,8 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
     host_sids : set of int
         Storages that live in host memory on the GPU (excluded from the recording): a
         ``.item()`` of one does not wait for the GPU.
+    host_events : list of (int, str, str, int)
+        The recording's plan host work (:func:`host_issue_s`).
     report : dict, optional
         Filled with the seconds of the last iteration by source (``table``, ``fitted``,
         ``proxy``, ``roofline``), ``gpu_s``, ``host_s`` and ``wait_s`` (the GPU idle for the
@@ -187,7 +247,7 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         table = load_kernel_table(hw.name)
     gpu, source = [], []
     for op in ops:
-        if op[1] in NO_KERNEL_OPS:
+        if op[1] in NO_KERNEL_OPS or op[1] in COPY_WAIT_OPS:
             gpu.append(0.0)
             source.append("none")
             continue
@@ -206,11 +266,14 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         # read without the GPU
         syncs = [i for i, op in enumerate(ops)
                  if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
-        host_s = host_issue_s(ops, marks, table, costs, syncs)
+        host_s = host_issue_s(ops, marks, table, costs, syncs, host_events)
         iters = [marks[op[0]][3] if op[0] >= 0 else -1 for op in ops]
         # a pageable copy holds the launching thread until its data has moved
         blocking = [op[1] in HOST_COPY_OPS and not HOST_COPY_OPS[op[1]][1] for op in ops]
-        times = host_stream(gpu, host_s, iters, blocking, syncs)
+        side, waits, host_waits = side_copies(ops)
+        slow = {d: k for (d, pinned), k in copy_slowdown(hw.name).items() if pinned}
+        times = host_stream(gpu, host_s, iters, blocking, syncs, side=side, waits=waits,
+                            host_waits=host_waits, slowdown=slow)
     if report is not None:
         last = max((marks[op[0]][3] for op in ops if op[0] >= 0), default=-1) \
             if marks is not None else None
@@ -218,12 +281,35 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
                if last is None or (op[0] >= 0 and marks[op[0]][3] == last)]
         for key in ("table", "fitted", "proxy", "roofline"):
             report[f"{key}_s"] = sum(gpu[i] for i in sel if source[i] == key)
-        report["gpu_s"] = sum(gpu[i] for i in sel)
+        report["gpu_s"] = sum(gpu[i] for i in sel if ops[i][1] not in SIDE_COPY_OPS)
         report["host_s"] = sum(host_s[i] for i in sel)
         report["step_s"] = sum(times[i] for i in sel)
         report["wait_s"] = report["step_s"] - report["gpu_s"]
         report["kernel_table"] = table.source if table is not None else ""
     return times
+
+
+def side_copies(ops):
+    """``(side, waits, host_waits)`` of :func:`snsim.kernel_table.host_stream` for recorded
+    ops: each side copy's direction, and each wait paired with the last side copy before it
+    that read the same storage.
+
+    >>> ops = [(0, "d2h_pinned_async", (7,), (), 0, 8), (0, "relu", (3,), (4,), 0, 8),
+    ...        (0, "copy_sync", (7,), (), 0, 8)]
+    >>> side_copies(ops)
+    ({0: 'd2h'}, {}, {2: 0})
+    """
+    side, waits, host_waits, last = {}, {}, {}, {}
+    for i, op in enumerate(ops):
+        if op[1] in SIDE_COPY_OPS:
+            side[i] = HOST_COPY_OPS[SIDE_COPY_OPS[op[1]]][0]
+            for sid in op[2]:
+                last[sid] = i
+        elif op[1] in COPY_WAIT_OPS:
+            j = next((last[sid] for sid in op[2] if sid in last), None)
+            if j is not None:
+                (host_waits if op[1] == "copy_sync" else waits)[i] = j
+    return side, waits, host_waits
 
 
 def host_copy_time_s(op_rows, hw):

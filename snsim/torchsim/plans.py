@@ -281,11 +281,76 @@ def find_segments(model):
     return out
 
 
-def apply_recompute(model, *, preserve_rng_state=True, segments=None, context_fn=None):
+# checkpoint's determinism check of a shadow run: the default one (shape, dtype, device of each
+# saved tensor), also counting its calls -- one per tensor the checkpoint packs in forward
+_COUNT_CHECK = "snsim_count_saved"
+_SAVED_PACKS = [0]
+
+
+def _register_count_check():
+    from torch.utils import checkpoint as ck
+    fns = getattr(ck, "_allowed_determinism_checks_to_fns", None)
+    if fns is None or "default" not in fns:
+        raise ConfigError("this torch's torch.utils.checkpoint has no determinism-check table "
+                          "(_allowed_determinism_checks_to_fns): a shadow checkpoint cannot "
+                          "count the tensors it saves")
+    if _COUNT_CHECK not in fns:
+        default = fns["default"]
+
+        def count(x):
+            _SAVED_PACKS[0] += 1
+            return default(x)
+        fns[_COUNT_CHECK] = count
+
+
+# batch norms a CPU run records that CUDA runs as cudnn_batch_norm / _batch_norm_with_update,
+# whose backward also saves the reserve-space output (derivatives.yaml): one saved tensor more
+_CPU_BATCH_NORMS = frozenset({"native_batch_norm", "_native_batch_norm_legit"})
+
+
+def _host_counted(fn, selective=False):
+    """``fn`` as a shadow checkpoint runs it: its first call (the forward) records a
+    ``checkpoint`` host event of the tensors the checkpoint packed (counted by the determinism
+    check, plus the reserve space each batch norm saves on CUDA and not on the CPU); later
+    calls (the recomputation in backward) record one with the same count, on the active
+    recorder. ``selective``: the call also runs selective checkpointing's dispatch mode over
+    each of its aten ops, in forward and recomputation alike (a ``selective`` event with the
+    forward's op count)."""
+    import torch
+    from .record import active_recorder
+    saved = []
+
+    def run(*args, **kwargs):
+        rec = active_recorder()
+        if rec is None or not torch.is_grad_enabled():
+            return fn(*args, **kwargs)
+        at = len(rec.ops)
+        if saved:                       # the recomputation (backward)
+            rec.host_event("checkpoint", "B", saved[0], at=at)
+            if selective:
+                rec.host_event("selective", "B", saved[1], at=at)
+            return fn(*args, **kwargs)
+        before = _SAVED_PACKS[0]
+        out = fn(*args, **kwargs)
+        bns = sum(op[1] in _CPU_BATCH_NORMS for op in rec.ops[at:])
+        saved[:] = [_SAVED_PACKS[0] - before + bns, len(rec.ops) - at]
+        rec.host_event("checkpoint", "F", saved[0], at=at)
+        if selective:
+            rec.host_event("selective", "F", saved[1], at=at)
+        return out
+    return run
+
+
+def apply_recompute(model, *, shadow=False, segments=None, context_fn=None):
     """Wrap every segment (default: :func:`find_segments`) in a non-reentrant checkpoint.
 
     Parameters
     ----------
+    shadow : bool
+        For a ``FakeTensorMode`` prediction: no RNG state (fake tensors have none), and every
+        checkpoint call records its host work on the active recorder (:func:`_host_counted`:
+        one ``checkpoint`` event per call in forward and per recomputation, with the number of
+        tensors it saves).
     segments : list of (str, object), optional
         ``(path, module)`` or ``(path, (container, [child names]))`` as :func:`find_segments`
         returns them.
@@ -297,9 +362,14 @@ def apply_recompute(model, *, preserve_rng_state=True, segments=None, context_fn
     segs = find_segments(model) if segments is None else segments
     if not segs:
         raise ConfigError(f"{type(model).__name__} has no block or conv stack to recompute")
-    kw = {"use_reentrant": False, "preserve_rng_state": preserve_rng_state}
+    kw = {"use_reentrant": False, "preserve_rng_state": not shadow}
     if context_fn is not None:
         kw["context_fn"] = context_fn
+    wrap = (lambda f: f)
+    if shadow:
+        _register_count_check()
+        kw["determinism_check"] = _COUNT_CHECK
+        wrap = functools.partial(_host_counted, selective=context_fn is not None)
     runs = collections.defaultdict(list)
     for path, seg in segs:
         if isinstance(seg, nn.Module):
@@ -309,7 +379,7 @@ def apply_recompute(model, *, preserve_rng_state=True, segments=None, context_fn
                 # a list argument is copied: the recomputation must see it as it was at the
                 # call (DenseNet's layers take the block's feature list, which grows after)
                 args = tuple(list(a) if isinstance(a, list) else a for a in args)
-                return checkpoint(_orig, *args, **kw, **kwargs)
+                return checkpoint(wrap(_orig), *args, **kw, **kwargs)
             seg.forward = fwd
         else:
             cont, names = seg
@@ -325,7 +395,7 @@ def apply_recompute(model, *, preserve_rng_state=True, segments=None, context_fn
                 names = _starts.get(_order[i])
                 if names:
                     mods = [getattr(_cont, n) for n in names]
-                    x = checkpoint(_run_all, mods, x, **kw)
+                    x = checkpoint(wrap(_run_all), mods, x, **kw)
                     i += len(names)
                 else:
                     x = getattr(_cont, _order[i])(x)
@@ -373,7 +443,9 @@ class Offloader:
     ----------
     shadow : bool
         Make no copies (CPU fake tensors): allocate and free device memory where the real
-        offloader does, so a recording predicts the real run's memory.
+        offloader does, so a recording predicts the real run's memory; record its copies and
+        waits as ops (:func:`side_copy_ops`) and its hook calls as host events, so it predicts
+        the real run's time.
     keep_inflight : int
         Offloads whose GPU source may still be held; packing one more waits for the oldest
         copy and releases its source.
@@ -405,6 +477,8 @@ class Offloader:
     # -- forward -----------------------------------------------------------------------------
     def on_conv(self, module, args, out):
         import torch
+        if self.shadow:       # in forward, and again in a recomputation (phase: B)
+            _hook_event("B" if self._ctx is None else "F", "conv_hook")
         if isinstance(out, torch.Tensor):
             self.conv_out[out.untyped_storage()] = True
 
@@ -429,10 +503,14 @@ class Offloader:
         ev, src = self.pending.popleft()
         if ev is not None:
             ev.synchronize()
+        elif self.shadow:
+            side_copy_ops()["copy_sync"](src)
         del src
 
     def pack(self, t):
         import torch
+        if self.shadow:
+            _hook_event("F", "offloader_hook")
         st = t.untyped_storage()
         e = self.by_storage.get(st)
         if e is None:
@@ -446,7 +524,9 @@ class Offloader:
             self.by_storage[st] = e
             self.offloaded_bytes += nbytes
             if self.shadow:
-                self.pending.append((None, t.detach()))
+                src = t.detach()
+                side_copy_ops()["d2h_pinned_async"](src)
+                self.pending.append((None, src))
             else:
                 host = self.hosts.get(e.index)
                 if host is None or host.numel() != e.numel or host.dtype != e.dtype:
@@ -472,6 +552,8 @@ class Offloader:
             return
         if self.shadow:
             e.gpu = torch.empty(e.numel, dtype=e.dtype)
+            side_copy_ops()["h2d_pinned_async"](e.gpu)
+            e.event = True
             return
         dst = torch.empty(e.numel, dtype=e.dtype, device="cuda")
         # dst comes from the compute stream's pool: its block may still be read by kernels
@@ -485,6 +567,8 @@ class Offloader:
 
     def unpack(self, h):
         import torch
+        if self.shadow:
+            _hook_event("B", "offloader_hook")
         if not isinstance(h, _Handle):
             return h
         e = h.entry
@@ -498,7 +582,10 @@ class Offloader:
                 issued += 1
             k -= 1
         if e.event is not None:
-            torch.cuda.current_stream().wait_event(e.event)
+            if self.shadow:
+                side_copy_ops()["copy_wait"](e.gpu)
+            else:
+                torch.cuda.current_stream().wait_event(e.event)
             e.event = None
         t = e.gpu.as_strided(h.size, h.stride, h.offset)
         e.unpacked += 1
@@ -620,8 +707,8 @@ def apply_checkpoint(model, plan, *, shadow=False):
         # that SAC-saved tensors bypass them
         warnings.filterwarnings("ignore", message="A saved_tensors_hooks context")
         ctx = selective_context_fn()
-    return apply_recompute(model, preserve_rng_state=not shadow,
-                           segments=checkpoint_segments(model, plan), context_fn=ctx)
+    return apply_recompute(model, shadow=shadow, segments=checkpoint_segments(model, plan),
+                           context_fn=ctx)
 
 
 # -- cpu_offload: torch.autograd.graph.save_on_cpu ---------------------------------------------
@@ -643,6 +730,33 @@ def copy_ops():
 
 def _no_copy(x):
     return None
+
+
+@functools.cache
+def side_copy_ops():
+    """Custom ops of a shadow run for the SuperNeurons offloader's copies, which run on side
+    streams (:class:`Offloader`): ``snsim::d2h_pinned_async`` / ``h2d_pinned_async`` (a
+    pinned copy on the D2H / H2D stream, issued after the compute stream's queued work:
+    ``wait_stream``), ``snsim::copy_sync`` (the host waits for the last side copy of that
+    tensor: ``Event.synchronize``) and ``snsim::copy_wait`` (the compute stream waits for it:
+    ``wait_event``). Each reads the device tensor, which pairs a wait with its copy."""
+    import torch
+    ops = {}
+    for name in ("d2h_pinned_async", "h2d_pinned_async", "copy_sync", "copy_wait"):
+        op = torch.library.custom_op(f"snsim::{name}", _no_copy, mutates_args=(),
+                                     schema="(Tensor x) -> ()")
+        op.register_fake(_no_copy)
+        ops[name] = op
+    return ops
+
+
+def _hook_event(phase, mechanism="saved_tensors_hook"):
+    """A hook call (a saved-tensor hook's pack: F, unpack: B; or another ``mechanism`` of
+    :data:`snsim.torchsim.opcost.PLAN_HOST_MECHANISMS`) on the active recorder, if any."""
+    from .record import active_recorder
+    rec = active_recorder()
+    if rec is not None:
+        rec.host_event(mechanism, phase, 1)
 
 
 def _dense(t):
@@ -671,6 +785,7 @@ class ShadowSaveOnCpu:
         self.packs = 0
 
     def pack(self, t):
+        _hook_event("F")
         ops = copy_ops()
         src = t
         # pinned: copy_ into a contiguous host tensor; pageable: .cpu() keeps dense strides
@@ -684,6 +799,7 @@ class ShadowSaveOnCpu:
 
     def unpack(self, packed):
         import torch
+        _hook_event("B")
         shape, dtype = packed
         out = torch.empty(shape, dtype=dtype)
         copy_ops()[("h2d", self.pin_memory)](out)
@@ -770,7 +886,7 @@ def make_transform(plan, *, shadow=False, options=None, keep_inflight=2, prefetc
         elif p == "cpu_offload":
             apply_cpu_offload(model, plan, shadow=shadow)
         if p in ("recompute", "superneurons"):
-            apply_recompute(model, preserve_rng_state=not shadow)
+            apply_recompute(model, shadow=shadow)
         if p in ("offload", "superneurons"):
             apply_offload(model, shadow=shadow, **opts)
         model._snsim_plan = plan

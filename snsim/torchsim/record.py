@@ -130,6 +130,9 @@ class Recorder:
     marks : list of (label, phase, kind, iteration)
     ops : list of (mark, op name, read storage ids, new storage ids, flops, bytes, signature)
     saved : set of storage ids that autograd saved for backward (pack hook)
+    host_events : list of (op index, mechanism, phase, count)
+        Host work a memory plan adds that is no aten op (:meth:`host_event`): before op
+        ``op index`` is issued, ``count`` units of ``mechanism`` in phase ``phase``.
     """
 
     def __init__(self, *, device_type, track_pointers=False):
@@ -141,6 +144,7 @@ class Recorder:
         self.marks = []
         self.ops = []
         self.saved = set()
+        self.host_events = []
         self.excluded = set()
         self.data_dependent = []      # (op name, mark label) of data-dependent ops met
         self.cur = SETUP_MARK
@@ -246,6 +250,13 @@ class Recorder:
         self.ops.append((self.cur, HOST_READ_OP, (sid,) if sid is not None else (), (), 0,
                          concrete_int(t.numel()) * t.element_size(), ""))
 
+    def host_event(self, mechanism, phase, count, at=None):
+        """Record host work of a plan's ``mechanism`` (``checkpoint``: one call saving
+        ``count`` tensors; ``saved_tensors_hook``: ``count`` pack or unpack calls), done in
+        ``phase`` (F or B) before the op recorded next (or before op ``at``)."""
+        self.host_events.append((len(self.ops) if at is None else at, mechanism, phase,
+                                 count))
+
     def pack(self, t):
         sid = self.sid_of(t)
         if sid is not None:
@@ -266,13 +277,21 @@ class Recorder:
 HOST_READ_OP = "_local_scalar_dense"
 
 
-def record_host_read(t):
-    """:meth:`Recorder.host_read` on the recorder active here (none: nothing): where a fake run
-    skips a ``.item()`` a real step makes (GradScaler's found-inf check)."""
+def active_recorder():
+    """The :class:`Recorder` recording here (its dispatch mode is on the stack), or None."""
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
     for mode in _get_current_dispatch_mode_stack():
         if isinstance(mode, _RecordMode):
-            mode.rec.host_read(t)
+            return mode.rec
+    return None
+
+
+def record_host_read(t):
+    """:meth:`Recorder.host_read` on the recorder active here (none: nothing): where a fake run
+    skips a ``.item()`` a real step makes (GradScaler's found-inf check)."""
+    rec = active_recorder()
+    if rec is not None:
+        rec.host_read(t)
 
 
 class _RecordMode(TorchDispatchMode):
