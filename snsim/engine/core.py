@@ -135,15 +135,23 @@ class Engine:
     def _conv_tables(self):
         self.ws_table = {}
         G = self.p.graph
+        prv = self.p.adjacency[1] if self.p.adjacency is not None else None
+        ranked = {}   # id(algorithm tuple) -> its sorted rows: layers of one shape share a tuple
         for layer, passes in self.p.conv_algos.items():
             rows = {}
             for pass_name, algos in passes.items():
-                ok = sorted([(a.time_s, a.ws_bytes, a.name) for a in algos if a.supported])
+                ok = ranked.get(id(algos))
+                if ok is None:
+                    ok = ranked[id(algos)] = (
+                        sorted([(a.time_s, a.ws_bytes, a.name) for a in algos if a.supported]),
+                        algos)   # kept alive, so that its id is not reused meanwhile
+                ok = ok[0]
                 if ok:
                     rows[pass_name] = ok
             self.ws_table[layer] = rows
             if G is not None:
-                fed_by_data = all(G.nodes[u]["type"] == "DATA" for u in G.predecessors(layer))
+                fed_by_data = all(G.nodes[u]["type"] == "DATA" for u in
+                                  (prv[layer] if prv is not None else G.predecessors(layer)))
                 if fed_by_data and not any(t.producer == layer and t.name.endswith("dx_data")
                                            for t in self.p.tensors):
                     rows.pop("bwd_data", None)
