@@ -343,6 +343,17 @@ class _Prober:
                      and r.peak_reserved_bytes < self.budget)
         return _predict(pts, self.budget, lo, hi)
 
+    def exactly_linear(self, policy, span=64):
+        """Whether the policy's unsaturated peaks (those :meth:`predict` uses), three at least,
+        lie exactly (to the byte) on one line over sizes spanning a factor ``span`` or more."""
+        pts = sorted((s, r.peak_reserved_bytes) for (p, s), r in self.results.items()
+                     if p == policy and r.feasible and r.evictions == 0
+                     and r.peak_reserved_bytes < self.budget)
+        if len(pts) < 3 or pts[-1][0] < span * max(pts[0][0], 1):
+            return False
+        (s0, v0), (s1, v1) = pts[0], pts[-1]
+        return all((v - v0) * (s1 - s0) == (v1 - v0) * (s - s0) for s, v in pts[1:-1])
+
     def predict_bound(self):
         pts = sorted((s, lb) for s, (lb, _) in self.bounds.items() if lb <= self.budget)
         return _secant(pts, self.budget)
@@ -677,8 +688,10 @@ def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0
             start = prober.predict(n)
             probed = lo + 3
             # a prediction far beyond the points is checked first on a cheap size 4x larger
-            # (a peak linear over k = 1..8 may grow faster from k = 16, as checkpoint's does)
-            while start is not None and start > 4 * probed and 4 * probed <= cap:
+            # (a peak linear over k = 1..8 may grow faster from k = 16, as checkpoint's does),
+            # until the peaks are exactly linear over a 64-fold span (cpu_offload's 1..64)
+            while start is not None and start > 4 * probed and 4 * probed <= cap \
+                    and not prober.exactly_linear(n):
                 probed *= 4
                 if not prober.feasible(n, probed):
                     break

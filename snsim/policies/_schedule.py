@@ -270,7 +270,10 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
 
     conv_b = [s.index for s in steps if s.phase == "B" and s.type == "CONV"]
     node_steps = {}   # first step of a backward node (a captured step's parts) -> its steps
+    members = {}      # group -> its tensors (a scan of every dropped tensor per step is O(n^2))
     if drop_groups is not None:
+        for t, g in drop_groups.items():
+            members.setdefault(g, []).append(t)
         first = None
         for s in steps:
             if s.phase == "B":
@@ -364,8 +367,8 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 # reads, with the group's temporaries made again on the way and released
                 # after their last reader, as the replayed forward releases them
                 groups = {drop_groups[t] for t in need}
-                need = sorted((t for t in dropped if drop_groups.get(t) in groups
-                               and need_until[t] >= s.index),
+                need = sorted((t for g in groups for t in members[g]
+                               if t in dropped and need_until[t] >= s.index),
                               key=lambda t: (producer_step[t], t))
             if need:
                 keep = set(s.deps)
