@@ -160,13 +160,12 @@ class Engine:
         """Pick (time_s, ws_bytes, name) from a sorted table under the workspace mode."""
         if mode == "fastest":
             return rows[0]
-        zero = min((r for r in rows if r[1] == 0), default=rows[-1])
-        if mode == "none":
-            return zero
-        for r in rows:   # sorted by time: the first that fits is the fastest that fits
-            if r[1] == 0 or self.mem.can_alloc(r[1]):
-                return r
-        return zero
+        if mode != "none":
+            can_alloc = self.mem.can_alloc
+            for r in rows:   # sorted by time: the first that fits is the fastest that fits
+                if r[1] == 0 or can_alloc(r[1]):
+                    return r
+        return min((r for r in rows if r[1] == 0), default=rows[-1])
 
     # -- memory --------------------------------------------------------------------------
     def _event(self, when, kind, tensor):
@@ -451,15 +450,15 @@ class Engine:
         end = now + duration
         if phase == "F" and step.index in self.pack_at:   # the hook's copy out, waited for
             end = self._host_copy(self.pack_at[step.index], "d2h", end)
-        for h, nbytes in self.unpacked_held.pop(step.index, ()):
+        for h, nbytes in (self.unpacked_held.pop(step.index, ()) if self.unpacked_held else ()):
             self.mem.free(h)
             if self.record:
                 self.mem_events.append((end, "activation", -nbytes))
                 self.alloc_trace.append((end, self.mem.allocated_bytes, self.mem.reserved_bytes))
-        idle_release = self.idle_release
+        idle_release, release_seq = self.idle_release, self.release_seq
         for t in deps:
             in_use[t] = end
-            if idle_release[t] and self.release_seq[t] == 0:
+            if idle_release[t] and release_seq[t] == 0:
                 self._event(end, _EV_RELEASE, t)
                 self.release_seq[t] = self.seq
         if self.check:
