@@ -27,7 +27,9 @@ How the search stays fast (``snsim maxdepth --policy all`` in a few seconds):
 - certified extrapolation: the peaks (the reserved ones, which the budget limits) grow exactly
   linearly in depth and batch for most policies, so the prediction usually lands on the answer.
   A prediction far beyond the points run so far is first checked on a cheap size four times
-  larger (checkpoint's peak is linear over k = 1..8 and steeper from k = 16); when the model
+  larger (checkpoint's peak is linear over k = 1..8 and steeper from k = 16), until the
+  policy's peaks are exactly linear, to the byte, over a 64-fold span (cpu_offload's over
+  k = 1..64 on ResNet: then it goes straight to the predicted size); when the model
   says the largest feasible size is one already run, a single run at the next size certifies
   it. Every answer is bracketed by simulations — feasible at n, infeasible at n + 1 (or beyond
   the static bound) — so extrapolation only chooses what to simulate, never the answer;
