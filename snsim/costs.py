@@ -562,7 +562,8 @@ def modeled_costs(G, hw):
     for n, a in G.nodes(data=True):
         t = a.get("type")
         k = G.out_degree(n) if t == "FORK" else None
-        key = (tuple(_freeze(a.get(s)) for s in _SIGNATURE_KEYS),
+        key = (tuple([v if v.__class__ is not list else _freeze(v)
+                      for v in map(a.get, _SIGNATURE_KEYS)]),
                _freeze(a.get("in_shapes")), k)
         hit = memo.get(key)
         if hit is None:

@@ -359,3 +359,34 @@ def test_max_batch_equals_a_plain_search(network, budget, policies):
                             record=False).feasible
         assert fits(row.max_size) and not fits(row.max_size + 1)
         assert _plain_largest(fits, 1) == (row.max_size, row.next_size), row.policy
+
+
+def test_exactly_linear_needs_a_wide_span_and_every_byte():
+    def result(peak, feasible=True, evictions=0):
+        return type("R", (), {"feasible": feasible, "evictions": evictions,
+                              "peak_reserved_bytes": peak})()
+    prober = search._Prober(None, None, 10_000, allocator="ideal", optimizer="sgd",
+                            policy_options=None, on_probe=None)
+    line = {k: 100 + 7 * k for k in (1, 2, 4, 16, 64)}      # hand-made: 100 B + 7 B per k
+    prober.results = {("p", k): result(v) for k, v in line.items() if k < 64}
+    assert not prober.exactly_linear("p")                    # 1..16: not 64-fold yet
+    prober.results[("p", 64)] = result(line[64])
+    assert prober.exactly_linear("p")
+    prober.results[("p", 16)] = result(line[16] + 1)         # one byte off the line
+    assert not prober.exactly_linear("p")
+    prober.results[("p", 16)] = result(line[16], evictions=1)   # saturated runs do not count
+    assert prober.exactly_linear("p")
+
+
+def test_skipping_the_4x_check_keeps_the_answer(monkeypatch):
+    # batch 8, 4 GiB: cpu_offload's peaks are exactly linear over k = 1..64 and the answer
+    # (k = 295) lies beyond 4 x 64, where the search used to probe k = 256 first
+    fast = max_depth("resnet", batch=8, budget_bytes="4GiB", policies=["cpu_offload"])
+    monkeypatch.setattr(search._Prober, "exactly_linear", lambda self, policy, span=64: False)
+    plain = max_depth("resnet", batch=8, budget_bytes="4GiB", policies=["cpu_offload"])
+    (f,), (p,) = fast.rows, plain.rows
+    assert (f.max_size, f.next_size, f.peak_ideal_bytes, f.next_failure) == \
+        (p.max_size, p.next_size, p.peak_ideal_bytes, p.next_failure)
+    ks = {q["k"] for q in fast.probes}
+    assert 256 not in ks and 256 in {q["k"] for q in plain.probes}
+    assert {f.max_size, f.max_size + 1} <= ks and f.simulations < p.simulations

@@ -135,15 +135,23 @@ class Engine:
     def _conv_tables(self):
         self.ws_table = {}
         G = self.p.graph
+        prv = self.p.adjacency[1] if self.p.adjacency is not None else None
+        ranked = {}   # id(algorithm tuple) -> its sorted rows: layers of one shape share a tuple
         for layer, passes in self.p.conv_algos.items():
             rows = {}
             for pass_name, algos in passes.items():
-                ok = sorted([(a.time_s, a.ws_bytes, a.name) for a in algos if a.supported])
+                ok = ranked.get(id(algos))
+                if ok is None:
+                    ok = ranked[id(algos)] = (
+                        sorted([(a.time_s, a.ws_bytes, a.name) for a in algos if a.supported]),
+                        algos)   # kept alive, so that its id is not reused meanwhile
+                ok = ok[0]
                 if ok:
                     rows[pass_name] = ok
             self.ws_table[layer] = rows
             if G is not None:
-                fed_by_data = all(G.nodes[u]["type"] == "DATA" for u in G.predecessors(layer))
+                fed_by_data = all(G.nodes[u]["type"] == "DATA" for u in
+                                  (prv[layer] if prv is not None else G.predecessors(layer)))
                 if fed_by_data and not any(t.producer == layer and t.name.endswith("dx_data")
                                            for t in self.p.tensors):
                     rows.pop("bwd_data", None)
@@ -152,13 +160,12 @@ class Engine:
         """Pick (time_s, ws_bytes, name) from a sorted table under the workspace mode."""
         if mode == "fastest":
             return rows[0]
-        zero = min((r for r in rows if r[1] == 0), default=rows[-1])
-        if mode == "none":
-            return zero
-        for r in rows:   # sorted by time: the first that fits is the fastest that fits
-            if r[1] == 0 or self.mem.can_alloc(r[1]):
-                return r
-        return zero
+        if mode != "none":
+            can_alloc = self.mem.can_alloc
+            for r in rows:   # sorted by time: the first that fits is the fastest that fits
+                if r[1] == 0 or can_alloc(r[1]):
+                    return r
+        return min((r for r in rows if r[1] == 0), default=rows[-1])
 
     # -- memory --------------------------------------------------------------------------
     def _event(self, when, kind, tensor):
@@ -443,15 +450,15 @@ class Engine:
         end = now + duration
         if phase == "F" and step.index in self.pack_at:   # the hook's copy out, waited for
             end = self._host_copy(self.pack_at[step.index], "d2h", end)
-        for h, nbytes in self.unpacked_held.pop(step.index, ()):
+        for h, nbytes in (self.unpacked_held.pop(step.index, ()) if self.unpacked_held else ()):
             self.mem.free(h)
             if self.record:
                 self.mem_events.append((end, "activation", -nbytes))
                 self.alloc_trace.append((end, self.mem.allocated_bytes, self.mem.reserved_bytes))
-        idle_release = self.idle_release
+        idle_release, release_seq = self.idle_release, self.release_seq
         for t in deps:
             in_use[t] = end
-            if idle_release[t] and self.release_seq[t] == 0:
+            if idle_release[t] and release_seq[t] == 0:
                 self._event(end, _EV_RELEASE, t)
                 self.release_seq[t] = self.seq
         if self.check:

@@ -49,8 +49,6 @@ the classes of the direct neighbours.
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from ..errors import PlanError
 from ..result import Failure
@@ -105,6 +103,7 @@ class RematGraph:
                 for x in self.parents[t]:
                     self.children[x].append(t)
         self.neighbours = [self.parents[t] + self.children[t] for t in range(n)]
+        from scipy.sparse import csr_matrix   # here: a slow import most commands never need
         rows = [t for t in range(n) for _ in self.neighbours[t]]
         cols = [y for t in range(n) for y in self.neighbours[t]]
         self.adjacency = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
@@ -362,6 +361,8 @@ class Rematerializer:
         through evicted tensors: the union of the connected components of the evicted subgraph
         next to t (sparse matrices: one labelling per victim search). ``classes``: h_dtr_eq's
         union-find classes of evicted tensors stand for the components."""
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import connected_components
         g = self.g
         gone = np.flatnonzero(self.evicted_arr)
         if classes:

@@ -27,7 +27,9 @@ How the search stays fast (``snsim maxdepth --policy all`` in a few seconds):
 - certified extrapolation: the peaks (the reserved ones, which the budget limits) grow exactly
   linearly in depth and batch for most policies, so the prediction usually lands on the answer.
   A prediction far beyond the points run so far is first checked on a cheap size four times
-  larger (checkpoint's peak is linear over k = 1..8 and steeper from k = 16); when the model
+  larger (checkpoint's peak is linear over k = 1..8 and steeper from k = 16), until the
+  policy's peaks are exactly linear, to the byte, over a 64-fold span (cpu_offload's over
+  k = 1..64 on ResNet: then it goes straight to the predicted size); when the model
   says the largest feasible size is one already run, a single run at the next size certifies
   it. Every answer is bracketed by simulations — feasible at n, infeasible at n + 1 (or beyond
   the static bound) — so extrapolation only chooses what to simulate, never the answer;
@@ -342,6 +344,17 @@ class _Prober:
                      if p == policy and r.feasible and r.evictions == 0
                      and r.peak_reserved_bytes < self.budget)
         return _predict(pts, self.budget, lo, hi)
+
+    def exactly_linear(self, policy, span=64):
+        """Whether the policy's unsaturated peaks (those :meth:`predict` uses), three at least,
+        lie exactly (to the byte) on one line over sizes spanning a factor ``span`` or more."""
+        pts = sorted((s, r.peak_reserved_bytes) for (p, s), r in self.results.items()
+                     if p == policy and r.feasible and r.evictions == 0
+                     and r.peak_reserved_bytes < self.budget)
+        if len(pts) < 3 or pts[-1][0] < span * max(pts[0][0], 1):
+            return False
+        (s0, v0), (s1, v1) = pts[0], pts[-1]
+        return all((v - v0) * (s1 - s0) == (v1 - v0) * (s - s0) for s, v in pts[1:-1])
 
     def predict_bound(self):
         pts = sorted((s, lb) for s, (lb, _) in self.bounds.items() if lb <= self.budget)
@@ -677,8 +690,10 @@ def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0
             start = prober.predict(n)
             probed = lo + 3
             # a prediction far beyond the points is checked first on a cheap size 4x larger
-            # (a peak linear over k = 1..8 may grow faster from k = 16, as checkpoint's does)
-            while start is not None and start > 4 * probed and 4 * probed <= cap:
+            # (a peak linear over k = 1..8 may grow faster from k = 16, as checkpoint's does),
+            # until the peaks are exactly linear over a 64-fold span (cpu_offload's 1..64)
+            while start is not None and start > 4 * probed and 4 * probed <= cap \
+                    and not prober.exactly_linear(n):
                 probed *= 4
                 if not prober.feasible(n, probed):
                     break

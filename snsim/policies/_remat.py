@@ -25,8 +25,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_array
 
 from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
 
@@ -351,6 +349,10 @@ def build_model(pb, budget_bytes, *, count_frees=True, link=None):
 def solve(pb, budget_bytes, *, relax=False, time_limit_s=60.0, count_frees=True, link=None,
           mip_rel_gap=1e-4):
     """Solve the MILP (or its LP relaxation, rounded) for managed budget ``budget_bytes``."""
+    # imported here: scipy.optimize takes ~0.5 s to import, and every CLI command imports
+    # this module (the policy registry) while only the solver policies need it
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_array
     t0 = time.perf_counter()
     m, R, S, IN, P, U = build_model(pb, budget_bytes, count_frees=count_frees, link=link)
     if link is not None:

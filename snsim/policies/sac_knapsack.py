@@ -30,7 +30,6 @@ Planning cost: O(n) candidates; dp O(n × 10^4), greedy O(n log n), ilp a small 
 rebuilds the plan up to 22 times.
 """
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from ..plan import WORKSPACE_MODES, Plan
 from ._remat import liveness_peak_bytes, remat_problem
@@ -64,6 +63,7 @@ def knapsack(memory, runtime, capacity, solver):
     if solver == "ilp":
         if n == 0:
             return []
+        from scipy.optimize import Bounds, LinearConstraint, milp   # slow import: solver only
         res = milp(-np.asarray(runtime, dtype=float),
                    constraints=LinearConstraint(np.asarray([memory], dtype=float), -np.inf,
                                                 capacity),
