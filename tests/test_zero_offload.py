@@ -8,7 +8,7 @@ from snsim.errors import ConfigError, UnknownNameError
 from snsim.hardware import load_hardware
 from snsim.plan import Evict, Plan
 from snsim.policies import get_policy
-from snsim.policies.zero_offload import host_update_time_s
+from snsim.policies.host_step import host_update_time_s
 
 
 def _run(program, hw, policy):
@@ -37,11 +37,12 @@ def test_zero_offload_golden_on_tiny_chain(tiny_chain):
     assert plan.notes["host_optimizer_state_bytes"] == 1400
     # time: the two GPU update steps (1e-4 s each) leave; the CPU step (350 params x 60 B
     # for sgd-momentum: 7 fp32 reads + 4 writes, each write also read for ownership,
-    # 4 x (7 + 2 x 4), at host_mem_bytes_per_s) and every copy, serialised, come in
+    # 4 x (7 + 2 x 4), at host_mem_bytes_per_s; 4 tensors x 4 ops at host_op_overhead_s; no
+    # fresh page: 1,280 B temporaries come from the heap) and every copy, serialised, come in
     pieces = [72, 8, 1280, 40]
     copies = sum(2 * hw.transfer_time_s(b, "h2d", True) + hw.transfer_time_s(b, "d2h", True)
                  for b in pieces)
-    cpu_s = 350 * 60 / hw.host_mem_bytes_per_s
+    cpu_s = 350 * 60 / hw.host_mem_bytes_per_s + 16 * hw.host_op_overhead_s
     assert plan.notes["cpu_step_s"] == pytest.approx(cpu_s, rel=1e-12)
     assert zero.step_time_s == pytest.approx(live.step_time_s - 2e-4 + cpu_s + copies,
                                              rel=1e-9)
