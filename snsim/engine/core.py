@@ -323,6 +323,23 @@ class Engine:
                                 replaying=replaying))
         return now
 
+    def _check_host_memory(self, now, t=None):
+        """Host DRAM: the plan's static host bytes plus the offloaded tensors."""
+        held = self.plan.host_static_bytes + self.host_bytes
+        if held <= self.hw.host_dram_bytes:
+            return
+        s = self.cur
+        st = self.p.steps[s] if s is not None else None
+        raise _Stop(Failure(
+            step=s if s is not None else -1, layer=st.name if st else "setup",
+            phase=st.phase if st else "-",
+            tensor=self._label(t, None) if t is not None else "host-resident state",
+            time_s=now, requested_bytes=held, short_bytes=held - self.hw.host_dram_bytes,
+            reason=f"out of host memory: {held:,} B held on the host ("
+                   f"{self.plan.host_static_bytes:,} B the plan keeps there + {self.host_bytes:,} "
+                   f"B offloaded) exceed host_dram_bytes {self.hw.host_dram_bytes:,} B of "
+                   f"{self.hw.name}"))
+
     def _copy(self, t, direction, now):
         """Queue a copy of tensor t on its stream no earlier than ``now``; return its end."""
         nbytes = self.size[t]
@@ -336,6 +353,7 @@ class Engine:
                     self.counters["pageable_copies"] += 1
                 self.host_bytes += nbytes
                 self.peak_host_bytes = max(self.peak_host_bytes, self.host_bytes)
+                self._check_host_memory(now, t)
             free_at = max(self.t_d2h, self.t_h2d) if self.shared_link else self.t_d2h
             start = max(now, free_at)
             end = start + self.hw.transfer_time_s(nbytes, "d2h", pinned)
@@ -778,6 +796,7 @@ class Engine:
             elif type(ins) is Recompute:
                 serves[i] = nxt
         try:
+            self._check_host_memory(0.0)
             if self.warmup is not None:
                 self._replay_warmup()
             else:

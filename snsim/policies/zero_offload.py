@@ -235,6 +235,7 @@ class ZeroOffload(Policy):
                                   if k not in ("params", "grad_release", "param_release")},
                  "host_pinned": pinned, "base_notes": dict(base_plan.notes)}
         plan = weave(base_plan, new, info, name=label, notes=notes)
+        plan = dataclasses.replace(plan, host_static_bytes=info["host_total_bytes"])
         if not pinned:
             plan = dataclasses.replace(plan, pinned_host=False)
         return plan
