@@ -179,3 +179,27 @@ def test_tied_parameter_is_fetched_by_every_module_that_uses_it(tiny_chain):
     # conv.weight (72 B) comes in for conv's forward, again for fc's forward, once for fc's
     # backward, and stays until its gradient is done in conv's backward: 3 fetches, not 2
     assert r.h2d_bytes == 2 * 1400 + 72
+
+
+def test_host_dram_capacity_fails_the_run_with_a_reason(tiny_chain):
+    import dataclasses
+    base = load_hardware("k40c")
+    p = make_program(tiny_chain, hardware=base)
+
+    def run(host_dram_bytes):
+        hw = dataclasses.replace(base, host_dram_bytes=host_dram_bytes, host_pinned_bytes=0)
+        return _run(p, hw, "zero_offload")[1]
+    # hand: the plan keeps 2 x 1,400 B (pinned masters + gradient buffers) + 1,400 B (momentum)
+    # = 4,200 B on the host; each gradient copied out is counted on the host until its Free
+    # (the engine's offload accounting): the first, fc.weight's 32 x 10 fp32 = 1,280 B,
+    # brings the most, 5,480 B
+    assert run(5_480).feasible
+    r = run(5_479)
+    assert not r.feasible
+    assert str(r.failure).startswith("out of host memory: 5,480 B held on the host (4,200 B "
+                                     "the plan keeps there + 1,280 B offloaded) exceed "
+                                     "host_dram_bytes 5,479 B of k40c at step")
+    r = run(4_199)
+    assert str(r.failure) == ("out of host memory: 4,200 B held on the host (4,200 B the plan "
+                              "keeps there + 0 B offloaded) exceed host_dram_bytes 4,199 B of "
+                              "k40c during setup")
