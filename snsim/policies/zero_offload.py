@@ -19,6 +19,9 @@ The policy rewrites the program, then lets a base policy plan the activations on
   (no delayed update).
 - If the pinned host buffers (masters + gradients) exceed the preset's ``host_pinned_bytes``,
   they are pageable: every copy runs at the pageable bandwidth.
+- Host memory: the masters, gradient buffers and optimizer state are the plan's
+  ``host_static_bytes``; with the tensors the base policy offloads they must fit the preset's
+  ``host_dram_bytes``, else the engine fails the run with a reason naming host memory.
 
 ``base=`` names the policy that plans the activations on the rewritten program (default
 ``liveness``). ``superneurons+zero_offload`` is ``zero_offload`` with ``base=superneurons``: a
