@@ -190,16 +190,27 @@ def test_host_dram_capacity_fails_the_run_with_a_reason(tiny_chain):
         hw = dataclasses.replace(base, host_dram_bytes=host_dram_bytes, host_pinned_bytes=0)
         return _run(p, hw, "zero_offload")[1]
     # hand: the plan keeps 2 x 1,400 B (pinned masters + gradient buffers) + 1,400 B (momentum)
-    # = 4,200 B on the host; each gradient copied out is counted on the host until its Free
-    # (the engine's offload accounting): the first, fc.weight's 32 x 10 fp32 = 1,280 B,
-    # brings the most, 5,480 B
-    assert run(5_480).feasible
-    r = run(5_479)
-    assert not r.feasible
-    assert str(r.failure).startswith("out of host memory: 5,480 B held on the host (4,200 B "
-                                     "the plan keeps there + 1,280 B offloaded) exceed "
-                                     "host_dram_bytes 5,479 B of k40c at step")
+    # = 4,200 B on the host; the gradients copied out land in their buffers (not counted again)
+    assert run(4_200).feasible
     r = run(4_199)
+    assert not r.feasible
     assert str(r.failure) == ("out of host memory: 4,200 B held on the host (4,200 B the plan "
                               "keeps there + 0 B offloaded) exceed host_dram_bytes 4,199 B of "
                               "k40c during setup")
+
+
+def test_host_dram_counts_offloaded_activations(tiny_chain):
+    import dataclasses
+    base = load_hardware("k40c")
+    p = make_program(tiny_chain, hardware=base)
+    hw = dataclasses.replace(base, host_pinned_bytes=0, host_dram_bytes=2**40)
+    plan, r = _run(p, hw, "offload")
+    # the offload policy keeps nothing on the host for the whole run; the tensors it copies
+    # out are all it holds there (hand: the conv output, 1x2x4x4 fp32 = 128 B, is its only offload)
+    assert plan.host_static_bytes == 0
+    assert r.feasible and r.counters["peak_host_bytes"] == 128
+    assert _run(p, dataclasses.replace(hw, host_dram_bytes=128), "offload")[1].feasible
+    r2 = _run(p, dataclasses.replace(hw, host_dram_bytes=127), "offload")[1]
+    assert str(r2.failure).startswith("out of host memory: 128 B held on the host (0 B the "
+                                      "plan keeps there + 128 B offloaded) exceed "
+                                      "host_dram_bytes 127 B of k40c at step")

@@ -347,7 +347,7 @@ class Engine:
         if not pinned:
             self.counters["pageable_copies"] += 1
         if direction == "d2h":
-            if not self.on_host[t]:
+            if not self.on_host[t] and t not in self.host_buffered:
                 if pinned and self.host_bytes + nbytes > self.hw.host_pinned_bytes:
                     pinned = False
                     self.counters["pageable_copies"] += 1
@@ -537,7 +537,8 @@ class Engine:
             raise PlanError(f"Free({t}) of tensor {self.p.tensors[t].name}, which is "
                             f"{STATE_NAMES[st]}")
         if self.on_host[t]:
-            self.host_bytes -= self.size[t]
+            if t not in self.host_buffered:
+                self.host_bytes -= self.size[t]
             self.on_host[t] = False
         if self.handle[t] is not None:
             if self.busy_until[t] > self.t_compute:
@@ -749,6 +750,7 @@ class Engine:
         self.release_seq = [0] * n        # seq of the live _EV_RELEASE event (0: none)
         self.release_pending = [False] * n
         self.on_host = [False] * n
+        self.host_buffered = frozenset(self.plan.host_buffered)
         for t in self.plan.host_resident:   # streamed parameters: on the host between steps
             self.state[t] = HOST
             self.on_host[t] = True

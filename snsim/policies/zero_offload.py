@@ -238,7 +238,9 @@ class ZeroOffload(Policy):
                                   if k not in ("params", "grad_release", "param_release")},
                  "host_pinned": pinned, "base_notes": dict(base_plan.notes)}
         plan = weave(base_plan, new, info, name=label, notes=notes)
-        plan = dataclasses.replace(plan, host_static_bytes=info["host_total_bytes"])
+        grads = tuple(sorted({g for gs in info["grad_release"].values() for g in gs}))
+        plan = dataclasses.replace(plan, host_static_bytes=info["host_total_bytes"],
+                                   host_buffered=grads)
         if not pinned:
             plan = dataclasses.replace(plan, pinned_host=False)
         return plan
