@@ -112,8 +112,11 @@ def _check(optimizer):
                           f"model; known: {', '.join(HOST_UPDATE_BYTES_PER_PARAM)}")
 
 
-def fresh_pages(tensor_bytes, optimizer, *, warmup_steps=3):
+def fresh_pages(tensor_bytes, optimizer, *, max_steps=8):
     """Pages faulted in by one steady-state step's temporaries (glibc's rules, in order).
+
+    Steps are replayed until the heap's state repeats from one step to the next (usually the
+    second), so the last step's faults are every later step's.
 
     Examples
     --------
@@ -125,10 +128,9 @@ def fresh_pages(tensor_bytes, optimizer, *, warmup_steps=3):
     _check(optimizer)
     heap = _GlibcHeap()
     two = HOST_TEMPORARIES_PER_TENSOR[optimizer] == 2
-    before = 0
-    for k in range(warmup_steps + 1):
-        if k == warmup_steps:
-            before = heap.faults
+    state, faults = None, 0
+    for _ in range(max_steps):
+        before = heap.faults
         for n in tensor_bytes:
             a = heap.alloc(n)
             if two:
@@ -137,7 +139,13 @@ def fresh_pages(tensor_bytes, optimizer, *, warmup_steps=3):
                 heap.free(b)
             else:
                 heap.free(a)
-    return heap.faults - before
+        faults = heap.faults - before
+        now = (heap.mmap_threshold, heap.brk - heap.used, heap.touched - heap.used,
+               tuple(map(tuple, heap.chunks)))
+        if now == state:
+            break
+        state = now
+    return faults
 
 
 def host_step_parts_s(tensor_bytes, optimizer, hardware):
