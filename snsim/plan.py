@@ -100,6 +100,13 @@ class Plan:
     host_resident : tuple of int
         Tensors that start every iteration on the host (and may end it there): the streamed
         parameters of ``zero_offload``.
+    host_static_bytes : int
+        Host memory the plan holds for the whole run besides offloaded tensors (``zero_offload``:
+        master parameters, gradient buffers, optimizer state); with the offloaded tensors it
+        must fit the preset's ``host_dram_bytes``.
+    host_buffered : tuple of int
+        Tensors whose copy out lands in host buffers ``host_static_bytes`` already counts
+        (``zero_offload``'s gradients, in their pinned buffers): not counted again.
     program : Program, optional
         The program the plan is for, when the policy rewrote the one it was given
         (``zero_offload`` moves parameters to the host); the engine replays this one.
@@ -128,6 +135,8 @@ class Plan:
     dtr: dict | None = None
     notes: dict = field(default_factory=dict)
     host_resident: tuple = ()
+    host_static_bytes: int = 0
+    host_buffered: tuple = ()
     program: object = None
     unpacked: tuple = ()
     extra_packs: tuple = ()
@@ -168,6 +177,8 @@ class Plan:
                 "preallocate": self.preallocate, "sync_copies": self.sync_copies,
                 "pinned_host": self.pinned_host, "as_captured": self.as_captured,
                 "dtr": self.dtr, "notes": self.notes, "host_resident": list(self.host_resident),
+                "host_static_bytes": self.host_static_bytes,
+                "host_buffered": list(self.host_buffered),
                 "unpacked": [list(u) for u in self.unpacked],
                 "extra_packs": [list(e) for e in self.extra_packs],
                 "instructions": [[type(i).__name__, i[0]] for i in self.instructions]}
@@ -200,6 +211,8 @@ class Plan:
                    pinned_host=bool(d.get("pinned_host", True)),
                    as_captured=bool(d.get("as_captured", False)), dtr=d.get("dtr"), notes=d.get("notes", {}),
                    host_resident=tuple(int(t) for t in d.get("host_resident", ())),
+                   host_static_bytes=int(d.get("host_static_bytes", 0)),
+                   host_buffered=tuple(int(t) for t in d.get("host_buffered", ())),
                    program=program,
                    unpacked=tuple((int(f), int(a), int(b), int(n), str(lab))
                                   for f, a, b, n, lab in d.get("unpacked", ())),

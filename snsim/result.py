@@ -30,9 +30,13 @@ class Failure:
     requested_bytes: int
     short_bytes: int
     replaying: str = ""
-    reason: str = ""       # why, when not memory alone (DTR's remat_limit)
+    reason: str = ""       # why, when not GPU memory alone (DTR's remat_limit, host memory)
 
     def __str__(self):
+        if self.reason and not self.replaying:
+            where = "during setup" if self.step < 0 else \
+                f"at step {self.step} ({self.layer} {self.phase})"
+            return f"{self.reason} {where}"
         if self.reason:
             return (f"{self.reason} at step {self.step} ({self.layer} {self.phase}) "
                     f"replaying {self.replaying} F")

@@ -359,3 +359,24 @@ def test_package_presets_are_used_without_a_repo_checkout(monkeypatch, tmp_path)
     assert hw.source_path == "snsim/presets/hardware/k40c.yaml"
     assert dataclasses.replace(hw, source_path=None) == \
         dataclasses.replace(load_hardware(CONFIG_DIR / "k40c.yaml"), source_path=None)
+
+
+def test_host_dram_bytes_units_inheritance_and_rule(tmp_path):
+    # a user file over a preset: a unit string is read once at the boundary; the rest inherits
+    f = tmp_path / "big_host.yaml"
+    f.write_text("base: k40c\nhost_dram_bytes: 256GiB\n")
+    hw = load_hardware(f)
+    assert hw.host_dram_bytes == 256 * 2**30
+    assert hw.host_pinned_bytes == load_hardware("k40c").host_pinned_bytes
+    g = tmp_path / "same.yaml"
+    g.write_text("base: h200\nname: h200b\n")
+    assert load_hardware(g).host_dram_bytes == load_hardware("h200").host_dram_bytes == 125 * 2**30
+    h = tmp_path / "small_host.yaml"
+    h.write_text("base: k40c\nhost_dram_bytes: 32GiB\n")
+    with pytest.raises(ConfigError, match=r"host_pinned_bytes \(=68719476736\) must be <= "
+                                          r"host_dram_bytes \(=34359738368\)"):
+        load_hardware(h)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("base: k40c\nhost_dram_bytes: lots\n")
+    with pytest.raises(ConfigError, match="hardware.host_dram_bytes"):
+        load_hardware(bad)

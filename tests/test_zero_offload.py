@@ -8,7 +8,7 @@ from snsim.errors import ConfigError, UnknownNameError
 from snsim.hardware import load_hardware
 from snsim.plan import Evict, Plan
 from snsim.policies import get_policy
-from snsim.policies.zero_offload import host_update_time_s
+from snsim.policies.host_step import host_update_time_s
 
 
 def _run(program, hw, policy):
@@ -37,11 +37,12 @@ def test_zero_offload_golden_on_tiny_chain(tiny_chain):
     assert plan.notes["host_optimizer_state_bytes"] == 1400
     # time: the two GPU update steps (1e-4 s each) leave; the CPU step (350 params x 60 B
     # for sgd-momentum: 7 fp32 reads + 4 writes, each write also read for ownership,
-    # 4 x (7 + 2 x 4), at host_mem_bytes_per_s) and every copy, serialised, come in
+    # 4 x (7 + 2 x 4), at host_mem_bytes_per_s; 4 tensors x 4 ops at host_op_overhead_s; no
+    # fresh page: 1,280 B temporaries come from the heap) and every copy, serialised, come in
     pieces = [72, 8, 1280, 40]
     copies = sum(2 * hw.transfer_time_s(b, "h2d", True) + hw.transfer_time_s(b, "d2h", True)
                  for b in pieces)
-    cpu_s = 350 * 60 / hw.host_mem_bytes_per_s
+    cpu_s = 350 * 60 / hw.host_mem_bytes_per_s + 16 * hw.host_op_overhead_s
     assert plan.notes["cpu_step_s"] == pytest.approx(cpu_s, rel=1e-12)
     assert zero.step_time_s == pytest.approx(live.step_time_s - 2e-4 + cpu_s + copies,
                                              rel=1e-9)
@@ -178,3 +179,38 @@ def test_tied_parameter_is_fetched_by_every_module_that_uses_it(tiny_chain):
     # conv.weight (72 B) comes in for conv's forward, again for fc's forward, once for fc's
     # backward, and stays until its gradient is done in conv's backward: 3 fetches, not 2
     assert r.h2d_bytes == 2 * 1400 + 72
+
+
+def test_host_dram_capacity_fails_the_run_with_a_reason(tiny_chain):
+    import dataclasses
+    base = load_hardware("k40c")
+    p = make_program(tiny_chain, hardware=base)
+
+    def run(host_dram_bytes):
+        hw = dataclasses.replace(base, host_dram_bytes=host_dram_bytes, host_pinned_bytes=0)
+        return _run(p, hw, "zero_offload")[1]
+    # hand: the plan keeps 2 x 1,400 B (pinned masters + gradient buffers) + 1,400 B (momentum)
+    # = 4,200 B on the host; the gradients copied out land in their buffers (not counted again)
+    assert run(4_200).feasible
+    r = run(4_199)
+    assert not r.feasible
+    assert str(r.failure) == ("out of host memory: 4,200 B held on the host (4,200 B the plan "
+                              "keeps there + 0 B offloaded) exceed host_dram_bytes 4,199 B of "
+                              "k40c during setup")
+
+
+def test_host_dram_counts_offloaded_activations(tiny_chain):
+    import dataclasses
+    base = load_hardware("k40c")
+    p = make_program(tiny_chain, hardware=base)
+    hw = dataclasses.replace(base, host_pinned_bytes=0, host_dram_bytes=2**40)
+    plan, r = _run(p, hw, "offload")
+    # the offload policy keeps nothing on the host for the whole run; the tensors it copies
+    # out are all it holds there (hand: the conv output, 1x2x4x4 fp32 = 128 B, is its only offload)
+    assert plan.host_static_bytes == 0
+    assert r.feasible and r.counters["peak_host_bytes"] == 128
+    assert _run(p, dataclasses.replace(hw, host_dram_bytes=128), "offload")[1].feasible
+    r2 = _run(p, dataclasses.replace(hw, host_dram_bytes=127), "offload")[1]
+    assert str(r2.failure).startswith("out of host memory: 128 B held on the host (0 B the "
+                                      "plan keeps there + 128 B offloaded) exceed "
+                                      "host_dram_bytes 127 B of k40c at step")

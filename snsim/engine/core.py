@@ -330,6 +330,23 @@ class Engine:
                                 replaying=replaying))
         return now
 
+    def _check_host_memory(self, now, t=None):
+        """Host DRAM: the plan's static host bytes plus the offloaded tensors."""
+        held = self.plan.host_static_bytes + self.host_bytes
+        if held <= self.hw.host_dram_bytes:
+            return
+        s = self.cur
+        st = self.p.steps[s] if s is not None else None
+        raise _Stop(Failure(
+            step=s if s is not None else -1, layer=st.name if st else "setup",
+            phase=st.phase if st else "-",
+            tensor=self._label(t, None) if t is not None else "host-resident state",
+            time_s=now, requested_bytes=held, short_bytes=held - self.hw.host_dram_bytes,
+            reason=f"out of host memory: {held:,} B held on the host ("
+                   f"{self.plan.host_static_bytes:,} B the plan keeps there + {self.host_bytes:,} "
+                   f"B offloaded) exceed host_dram_bytes {self.hw.host_dram_bytes:,} B of "
+                   f"{self.hw.name}"))
+
     def _copy(self, t, direction, now):
         """Queue a copy of tensor t on its stream no earlier than ``now``; return its end."""
         nbytes = self.size[t]
@@ -337,12 +354,13 @@ class Engine:
         if not pinned:
             self.counters["pageable_copies"] += 1
         if direction == "d2h":
-            if not self.on_host[t]:
+            if not self.on_host[t] and t not in self.host_buffered:
                 if pinned and self.host_bytes + nbytes > self.hw.host_pinned_bytes:
                     pinned = False
                     self.counters["pageable_copies"] += 1
                 self.host_bytes += nbytes
                 self.peak_host_bytes = max(self.peak_host_bytes, self.host_bytes)
+                self._check_host_memory(now, t)
             free_at = max(self.t_d2h, self.t_h2d) if self.shared_link else self.t_d2h
             start = max(now, free_at)
             end = start + self.hw.transfer_time_s(nbytes, "d2h", pinned)
@@ -526,7 +544,8 @@ class Engine:
             raise PlanError(f"Free({t}) of tensor {self.p.tensors[t].name}, which is "
                             f"{STATE_NAMES[st]}")
         if self.on_host[t]:
-            self.host_bytes -= self.size[t]
+            if t not in self.host_buffered:
+                self.host_bytes -= self.size[t]
             self.on_host[t] = False
         if self.handle[t] is not None:
             if self.busy_until[t] > self.t_compute:
@@ -738,6 +757,7 @@ class Engine:
         self.release_seq = [0] * n        # seq of the live _EV_RELEASE event (0: none)
         self.release_pending = [False] * n
         self.on_host = [False] * n
+        self.host_buffered = frozenset(self.plan.host_buffered)
         for t in self.plan.host_resident:   # streamed parameters: on the host between steps
             self.state[t] = HOST
             self.on_host[t] = True
@@ -785,6 +805,7 @@ class Engine:
             elif type(ins) is Recompute:
                 serves[i] = nxt
         try:
+            self._check_host_memory(0.0)
             if self.warmup is not None:
                 self._replay_warmup()
             else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..api import resolve_hardware
 from ..policies import get_policy
-from ..program import build_program
+from ..program import OPTIMIZER_STATE_FACTOR, build_program
 from .search import _DepthSpace, get_family, max_depth
 
 ZERO_FAMILY = "resnet"
@@ -51,7 +51,9 @@ def measure_zero_depth(hw="k40c", *, family=ZERO_FAMILY, batch=ZERO_BATCH, limit
         pts.append((k, q.lower_bound_bytes(), p.static_bytes.get("parameter", 0)))
     (k0, b0, p0), (k1, b1, p1) = pts
     growth = {"k0": k0, "bound0_bytes": b0, "bound_per_k_bytes": (b1 - b0) / (k1 - k0),
-              "param0_bytes": p0, "param_per_k_bytes": (p1 - p0) / (k1 - k0)}
+              "param0_bytes": p0, "param_per_k_bytes": (p1 - p0) / (k1 - k0),
+              # host bytes per parameter byte: masters, gradient buffers, optimizer state
+              "host_per_param": 2 + OPTIMIZER_STATE_FACTOR["sgd-momentum"]}
     return rep, growth
 
 
@@ -83,15 +85,21 @@ def zero_depth_lines(rep, growth, hw="k40c"):
     k_max = zero.max_size if zero.max_size is not None else g["k0"]
     params = g["param0_bytes"] + per_k * (k_max - g["k0"])
     pinned_k = g["k0"] + (hw.host_pinned_bytes / 2 - g["param0_bytes"]) / per_k
+    host_per_param = g["host_per_param"]   # zero_offload's host_total_bytes per parameter byte
+    dram_k = g["k0"] + (hw.host_dram_bytes / host_per_param - g["param0_bytes"]) / per_k
     lines += [f"With parameters, gradients and optimizer state on the host, {gpu}. What "
               f"limits depth instead is the host: at depth {zero.max_depth:,} the fp32 masters "
               f"are {params / 2**30:,.1f} GiB, pinned with their gradients "
               f"({2 * params / 2**30:,.1f} GiB; the preset's {hw.host_pinned_bytes / 2**30:,.0f} "
               f"GiB of pinned host memory is exceeded from depth "
               f"{fam.depth(int(pinned_k) + 1):,}, after which every copy runs at the pageable "
-              f"bandwidth), plus the optimizer state, and one step takes "
+              f"bandwidth), plus the optimizer state ({host_per_param:g} x the parameters on "
+              f"the host in all, which alone the preset's {hw.host_dram_bytes / 2**30:,.0f} GiB "
+              f"of host memory, host_dram_bytes, would hold up to about depth "
+              f"{fam.depth(int(dram_k)):,}; the activations superneurons offloads share that "
+              f"memory, so it runs out sooner: see why the next depth fails), and one step takes "
               f"{zero.step_time_s:,.1f} s (PCIe copies of every parameter twice and its "
               f"gradient once, and the CPU optimizer)."
-              + (" The engine models no host-memory capacity, so the search ends at its depth "
-                 "limit, not at a failure." if zero.next_size > rep.limit else ""), ""]
+              + (" The search ends at its depth limit, before host memory runs out."
+                 if zero.next_size > rep.limit else ""), ""]
     return lines

@@ -41,11 +41,13 @@ _REPO_PRESETS = _REPO_ROOT / "configs" / "hardware"
 _PKG_PRESETS = _HERE.parents[1] / "presets" / "hardware"
 
 # Field kinds, for validation and for the YAML boundary's coercion.
-_BYTES_FIELDS = ("dram_bytes", "context_bytes", "reserve_bytes", "host_pinned_bytes")
+_BYTES_FIELDS = ("dram_bytes", "context_bytes", "reserve_bytes", "host_pinned_bytes",
+                 "host_dram_bytes")
 _RATE_FIELDS = ("peak_flops_fp32", "mem_bytes_per_s", "h2d_pinned_bytes_per_s",
                 "d2h_pinned_bytes_per_s", "h2d_pageable_bytes_per_s", "d2h_pageable_bytes_per_s",
                 "host_mem_bytes_per_s")
-_TIME_FIELDS = ("copy_latency_s", "launch_overhead_s", "malloc_latency_s", "free_latency_s")
+_TIME_FIELDS = ("copy_latency_s", "launch_overhead_s", "malloc_latency_s", "free_latency_s",
+                "host_page_fault_s", "host_op_overhead_s")
 
 # Ranges that keep every modelled time finite and every division defined. Finite is not
 # enough: peak_flops_fp32=5e-324 divides by zero, and an efficiency of 1e-300 or a latency of
@@ -234,6 +236,13 @@ class HardwareSpec:
         True if both directions share one bandwidth.
     host_pinned_bytes : int
         Pinned host memory available for offloaded tensors.
+    host_dram_bytes : int
+        Host memory (pinned and pageable) the run may hold: offloaded tensors, and
+        zero_offload's master parameters, gradient buffers and optimizer state.
+    host_mem_bytes_per_s, host_page_fault_s, host_op_overhead_s : float
+        The CPU optimizer step (zero_offload, :mod:`snsim.policies.host_step`): the rate its
+        elementwise ops stream bytes, the cost of one fresh 4 KiB page of a temporary, the
+        dispatch of one op.
     efficiency : tuple of (str, float)
         Roofline efficiency per kind in ``EFFICIENCY_KEYS``; read it with :meth:`eff`.
     copy_efficiency_by_bytes : tuple of (float, float)
@@ -274,7 +283,10 @@ class HardwareSpec:
     copy_engines: int
     link_shared: bool = False
     host_pinned_bytes: int
+    host_dram_bytes: int
     host_mem_bytes_per_s: float
+    host_page_fault_s: float
+    host_op_overhead_s: float
     efficiency: tuple
     copy_efficiency_by_bytes: tuple = ()
     sources: tuple = ()
@@ -289,6 +301,10 @@ class HardwareSpec:
         if used >= self.dram_bytes:
             raise ConfigError(f"hardware.context_bytes + reserve_bytes (={used}) must be < "
                               f"dram_bytes (={self.dram_bytes}){where}")
+        if self.host_pinned_bytes > self.host_dram_bytes:
+            raise ConfigError(f"hardware.host_pinned_bytes (={self.host_pinned_bytes}) must be "
+                              f"<= host_dram_bytes (={self.host_dram_bytes}): pinned memory is "
+                              f"host memory{where}")
 
     # -- derived quantities --------------------------------------------------------------
     @property

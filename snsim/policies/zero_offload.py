@@ -12,16 +12,16 @@ The policy rewrites the program, then lets a base policy plan the activations on
   backward) and after its gradient is produced (ZeRO-Infinity's per-layer fetch; no prefetch
   ahead, as the executor of :mod:`snsim.torchsim.zero`).
 - Each gradient is copied D2H (``Offload``) as soon as it is produced and then freed.
-- The update steps become one host step, the CPU optimizer: it streams, per fp32 parameter,
-  the DRAM bytes of PyTorch's single-tensor CPU kernels (:data:`HOST_UPDATE_BYTES_PER_PARAM`)
-  at the preset's ``host_mem_bytes_per_s`` — the host's DRAM streaming rate with torch's
-  default threads (one per core). A preset derives it from a measured optimizer throughput
-  (params/s x these bytes); another host transfers as its memory system does: about
-  channels x transfer rate x 8 B x ~0.7 achieved, or cores x ~10 GB/s (one core's streaming
-  rate) when it has too few cores to saturate its channels. The GPU waits for the step (no
-  delayed update); per-tensor dispatch (~5 µs per op, a few ops per tensor) is not counted.
+- The update steps become one host step, the CPU optimizer (:mod:`.host_step`): the bytes
+  PyTorch's single-tensor CPU kernels stream at ``host_mem_bytes_per_s``, the fresh pages of
+  their temporaries (glibc's mmap and trim rules over the parameter sizes) at
+  ``host_page_fault_s``, and one ``host_op_overhead_s`` per op. The GPU waits for the step
+  (no delayed update).
 - If the pinned host buffers (masters + gradients) exceed the preset's ``host_pinned_bytes``,
   they are pageable: every copy runs at the pageable bandwidth.
+- Host memory: the masters, gradient buffers and optimizer state are the plan's
+  ``host_static_bytes``; with the tensors the base policy offloads they must fit the preset's
+  ``host_dram_bytes``, else the engine fails the run with a reason naming host memory.
 
 ``base=`` names the policy that plans the activations on the rewritten program (default
 ``liveness``). ``superneurons+zero_offload`` is ``zero_offload`` with ``base=superneurons``: a
@@ -36,36 +36,12 @@ from ..errors import ConfigError
 from ..plan import Compute, Drop, Evict, Free, Offload, Plan, Prefetch, Recompute
 from ..program import Tensor
 from .base import Policy, choice, register
+from .host_step import host_step_parts_s
 
-#: Host DRAM bytes moved per fp32 parameter by one step of PyTorch's single-tensor CPU optimizer
-#: (torch/optim/{sgd,adam}.py; ``foreach`` is off for CPU tensors), from first principles: each
-#: elementwise op streams its operands once (4 B per element read); each element written
-#: costs 8 B, since x86 stores to a line not in cache first read it (read-for-ownership: the
-#: kernels use ordinary stores), so bytes = 4 x (reads + 2 x writes):
-#: sgd: ``d_p = grad.add(param, alpha=wd)`` (r2 w1) + ``param.add_(d_p)`` (r2 w1): 4 x 8 = 32 B;
-#: sgd-momentum: + ``buf.mul_(m)`` (r1 w1) + ``buf.add_(d_p)`` (r2 w1): 4 x 15 = 60 B;
-#: nesterov: + ``d_p = d_p.add(buf, alpha=m)`` (r2 w1): 4 x 19 = 76 B;
-#: adam: ``exp_avg.lerp_(grad)`` (r2 w1), ``exp_avg_sq.mul_()`` (r1 w1), ``.addcmul_(grad,
-#: grad)`` (r2 w1), ``denom = (exp_avg_sq.sqrt() / bc2).add_(eps)`` (3 x r1 w1),
-#: ``param.addcdiv_(exp_avg, denom)`` (r3 w1): 4 x 25 = 100 B; adamw: + ``param.mul_(1 -
-#: lr*wd)`` (r1 w1): 4 x 28 = 112 B.
-#: The step streams gigabytes (every parameter, gradient and state tensor once or more), far
-#: beyond any last-level cache, so it runs at the host's DRAM rate, ``host_mem_bytes_per_s``.
-HOST_UPDATE_BYTES_PER_PARAM = {"sgd": 32, "sgd-momentum": 60, "nesterov": 76, "adam": 100,
-                               "adamw": 112}
 #: How a capture names the steps of a forward replayed in backward (torchsim.record).
 RECOMPUTE_PREFIX = "recompute:"
 _OFF_GPU = ("parameter", "parameter_grad", "optimizer_state")
 BASE_POLICIES = ("liveness", "superneurons", "offload", "recompute", "vdnn")
-
-
-def host_update_time_s(param_bytes, optimizer, hardware):
-    """Seconds of the CPU optimizer step over ``param_bytes`` of fp32 parameters."""
-    per = HOST_UPDATE_BYTES_PER_PARAM.get(optimizer)
-    if per is None:
-        raise ConfigError(f"policy 'zero_offload': optimizer {optimizer!r} has no host update "
-                          f"model; known: {', '.join(HOST_UPDATE_BYTES_PER_PARAM)}")
-    return (param_bytes // 4) * per / hardware.host_mem_bytes_per_s
 
 
 def _module_of(param_name):
@@ -110,6 +86,7 @@ def stream_parameters(program, hardware):
     extra_deps = {}           # step index -> added tensor ids
     info = {"params": [], "grad_release": {}, "param_release": {}}
     param_bytes = 0
+    param_sizes = []          # in registration order: the CPU step's loop
     # a tied parameter is fetched by every module that uses it (a capture's param_aliases)
     users = {}
     for alias, name in (program.extra.get("param_aliases") or {}).items():
@@ -125,6 +102,7 @@ def stream_parameters(program, hardware):
                               steps[owned[0]].type))
         info["params"].append(t)
         param_bytes += st.nbytes
+        param_sizes.append(st.nbytes)
         if st.name in grad_step:          # a capture: the gradient is a managed tensor
             k = grad_step[st.name]
             # the tensors the accumulation leaves for the optimizer: read by an update step,
@@ -147,7 +125,8 @@ def stream_parameters(program, hardware):
         info["grad_release"].setdefault(k, []).extend(grads)
         info["param_release"].setdefault(k, []).append(t)
     update = [s.index for s in steps if s.phase == "U"]
-    cpu_s = host_update_time_s(param_bytes, program.optimizer, hardware)
+    cpu_parts = host_step_parts_s(param_sizes, program.optimizer, hardware)
+    cpu_s = sum(cpu_parts.values())
     new_steps = []
     for s in steps:
         deps = s.deps + tuple(extra_deps.get(s.index, ()))
@@ -182,7 +161,8 @@ def stream_parameters(program, hardware):
         factor_bytes = OPTIMIZER_STATE_FACTOR.get(program.optimizer, 0) * param_bytes
     info.update(parameter_bytes=param_bytes, host_pinned_bytes=2 * param_bytes,
                 host_optimizer_state_bytes=factor_bytes,
-                host_total_bytes=2 * param_bytes + factor_bytes, cpu_step_s=cpu_s)
+                host_total_bytes=2 * param_bytes + factor_bytes, cpu_step_s=cpu_s,
+                cpu_step_parts_s=cpu_parts)
     new = dataclasses.replace(program, steps=new_steps, tensors=tensors, static_tensors=keep,
                               static_bytes=static_bytes, extra=extra, _uses=None)
     return new, info
@@ -258,6 +238,9 @@ class ZeroOffload(Policy):
                                   if k not in ("params", "grad_release", "param_release")},
                  "host_pinned": pinned, "base_notes": dict(base_plan.notes)}
         plan = weave(base_plan, new, info, name=label, notes=notes)
+        grads = tuple(sorted({g for gs in info["grad_release"].values() for g in gs}))
+        plan = dataclasses.replace(plan, host_static_bytes=info["host_total_bytes"],
+                                   host_buffered=grads)
         if not pinned:
             plan = dataclasses.replace(plan, pinned_host=False)
         return plan

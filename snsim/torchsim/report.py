@@ -432,13 +432,14 @@ def zero_section(traces_dir="traces/h200"):
             "(`pytorch` allocator, h200 preset) on the program of the torch plan the executor "
             "ran beneath its hooks — the plain capture (its measured per-step times), or for "
             "`superneurons+zero_offload` the `snsim predict --policy superneurons` program "
-            "(modelled op times). CPU step: parameters x DRAM bytes per parameter of the "
-            "optimizer's single-tensor kernels "
-            "(`snsim.policies.zero_offload.HOST_UPDATE_BYTES_PER_PARAM`) / the preset's "
-            f"host_mem_bytes_per_s ({hw.host_mem_bytes_per_s / 1e9:.0f} GB/s, derived from the "
-            "host's measured CPU optimizer throughput: "
-            + ", ".join(f"{k[4:-13]} {v / 1e9:.3f}e9 params/s" for k, v in sorted(host.items())
-                        if k.startswith("cpu_") and k.endswith("_params_per_s"))
+            "(modelled op times). CPU step (`snsim.policies.host_step`): the bytes the "
+            "optimizer's single-tensor kernels stream (`HOST_UPDATE_BYTES_PER_PARAM`) at "
+            f"host_mem_bytes_per_s ({hw.host_mem_bytes_per_s / 1e9:.0f} GB/s), the fresh pages "
+            "of their temporaries (glibc's mmap and trim rules replayed on the parameter sizes) "
+            f"at host_page_fault_s ({hw.host_page_fault_s * 1e6:.3f} µs) and one "
+            f"host_op_overhead_s ({hw.host_op_overhead_s * 1e6:.0f} µs) per op; the first two "
+            "derived from the host probe `traces/h200/zero/zero_host_probe.json` (Adam and "
+            "SGD-momentum on GPT-2 small's parameters as one tensor and in its 148 shapes"
             + f" on {host.get('cpu_threads', '?')} threads). Targets: allocated within 3%, "
             "step time within 15%.\n\n"
             + _table(["run", "program", "alloc sim GiB", "alloc meas GiB", "err %",
@@ -448,10 +449,8 @@ def zero_section(traces_dir="traces/h200"):
             f"|err| {es.mean():.2f}%, max {es.max():.2f}% over {len(df)} runs.")
     cpu = 100 * (df["meas_cpu_step_s"] / df["pred_cpu_step_s"] - 1)
     text += (f" The measured CPU optimizer step is {cpu.min():+.0f}% to {cpu.max():+.0f}% off "
-             "the model (the Adam runs over 148 tensors, masters and gradients pinned, are "
-             "slower per parameter than the one flat pageable tensor the host figure comes "
-             "from); `scripts/zero_host_probe.py` separates per-tensor dispatch, pinned-page "
-             "and thread effects for the next device run.")
+             "the model (the same optimizer over the same shapes ran 133-166 ms in different "
+             "runs).")
     if skipped:
         text += " Not simulated: " + "; ".join(f"{r} ({why})" for r, why in skipped) + "."
     return text + "\n"

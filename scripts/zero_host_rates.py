@@ -1,0 +1,125 @@
+"""Each part of the CPU optimizer step's model (snsim/policies/host_step.py), measured alone.
+
+The h200 preset's ``host_mem_bytes_per_s`` and ``host_page_fault_s`` were fitted together from
+traces/h200/zero/zero_host_probe.json, and ``host_op_overhead_s`` is an estimate. This script
+separates them on the host it runs on (torch's default threads):
+
+- streaming: the optimizer on one flat tensor in a process where glibc never maps and never
+  trims (``MALLOC_MMAP_MAX_=0``, ``MALLOC_TRIM_THRESHOLD_`` huge), so its temporaries reuse
+  resident heap pages: ``ru_minflt`` per step ~0, time = bytes / host_mem_bytes_per_s (+ a few
+  ops' dispatch);
+- pages: the same step with glibc's defaults; (time - streaming time) / (extra faults) =
+  host_page_fault_s;
+- dispatch: the optimizer over 4,096 tensors of 16 parameters (bytes and faults ~0):
+  time / (tensors x ops per tensor) = host_op_overhead_s;
+- layouts: GPT-2 small's 148 shapes, ResNet-50's 161 (torchvision), with the faults per step
+  that ``ru_minflt`` counts next to :func:`snsim.policies.host_step.fresh_pages`'s replay.
+
+Usage (repo root, the H200 machine; about 1 minute, CPU only):
+    PYTHONPATH=. python3 scripts/zero_host_rates.py --out $OUT/zero_host_rates.json
+Commit the JSON to traces/h200/zero/. Dry run anywhere: add ``--small`` (1/16 of the sizes).
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+
+GPT2_PARAMS = 124_439_808
+NO_MMAP_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 50)}
+
+
+def gpt2_shapes():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from zero_host_probe import gpt2_shapes as shapes
+    return shapes()
+
+
+def resnet50_shapes():
+    import torchvision
+    return [tuple(p.shape) for p in torchvision.models.resnet50().parameters()]
+
+
+def layout(name, small):
+    if name == "flat":
+        return [(GPT2_PARAMS // (16 if small else 1),)]
+    if name == "tiny":
+        return [(16,)] * 4096
+    return {"gpt2": gpt2_shapes, "resnet50": resnet50_shapes}[name]()
+
+
+def worker(opt, name, small, iters):
+    """One measurement in this process: median step time and faults per step."""
+    import torch
+    ps = []
+    for s in layout(name, small):
+        p = torch.zeros(s)
+        p.grad = torch.full(s, 1e-3)
+        ps.append(p)
+    o = (torch.optim.Adam(ps, lr=1e-3) if opt == "adam"
+         else torch.optim.SGD(ps, lr=0.01, momentum=0.9, weight_decay=1e-4))
+    o.step()
+    o.step()                      # state made, glibc thresholds settled
+    times, faults = [], []
+    for _ in range(iters):
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        t0 = time.perf_counter()
+        o.step()
+        times.append(time.perf_counter() - t0)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
+    times.sort()
+    faults.sort()
+    return {"optimizer": opt, "layout": name, "tensors": len(ps),
+            "params": sum(p.numel() for p in ps), "threads": torch.get_num_threads(),
+            "step_s": times[len(times) // 2], "faults": faults[len(faults) // 2],
+            "step_times_s": times}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out")
+    ap.add_argument("--small", action="store_true")
+    ap.add_argument("--worker", nargs=2)
+    ap.add_argument("--iters", type=int, default=5)
+    a = ap.parse_args()
+    if a.worker:
+        print(json.dumps(worker(*a.worker, a.small, a.iters)))
+        return
+    from snsim.policies.host_step import fresh_pages
+    rows = []
+    for opt in ("adam", "sgd-momentum"):
+        for name, env in (("flat", NO_MMAP_ENV), ("flat", {}), ("tiny", {}), ("gpt2", {}),
+                          ("resnet50", {})):
+            cmd = [sys.executable, __file__, "--worker", opt, name, "--iters", str(a.iters)]
+            if a.small:
+                cmd.append("--small")
+            out = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True,
+                                 text=True, timeout=120)
+            if out.returncode:
+                print(opt, name, env, "failed:", out.stderr.strip()[-300:], flush=True)
+                continue
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            row["glibc_env"] = env
+            sizes = [4 * math.prod(s) for s in layout(name, a.small)]
+            row["fresh_pages_model"] = 0 if env else fresh_pages(sizes, opt)
+            rows.append(row)
+            print({k: v for k, v in row.items() if k != "step_times_s"}, flush=True)
+    doc = {"machine": platform.processor() or platform.machine(), "python": sys.version,
+           "libc": platform.libc_ver(), "rows": rows}
+    try:
+        import torch
+        doc["torch"] = torch.__version__
+    except ImportError:
+        pass
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(doc, f, indent=1)
+        print("wrote", a.out)
+
+
+if __name__ == "__main__":
+    main()
