@@ -37,18 +37,20 @@ binaries) proven optimal (gap 0) in 5-17 s at 0.7x of liveness' peak; AlexNet ba
 the 60 s limit with a 5.4% gap.
 """
 from ..plan import WORKSPACE_MODES, Plan
-from ._remat import (floor_bytes, liveness_peak_bytes, remat_problem, replay_time_s, solve,
-                     to_instructions)
+from ._remat import (compute_time_s, count_binaries, floor_bytes, instruction_algos,
+                     liveness_peak_bytes, remat_problem, replay_time_s, solve, to_instructions)
 from ._schedule import build_instructions, managed_peak
 from .base import Policy, choice, integer, register
 
 
 def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
-                milp_max_binaries=20000, link=None):
-    """Plan ``program`` under ``budget_bytes`` (whole device budget, static included).
+                milp_max_binaries=20000, link=None, algos=False):
+    """Plan ``program`` under ``budget_bytes`` (whole device budget, static included);
+    ``algos``: choose each convolution's algorithms too.
 
-    Returns ``(instructions or None, notes)``; ``None`` when no schedule fits, with the
-    reason in ``notes["reason"]``.
+    Returns ``(instructions or None, notes, plan algos)``; ``None`` when no schedule fits,
+    with the reason in ``notes["reason"]``. The plan algos (``Plan.algos``) are empty unless
+    ``algos``.
     """
     pb = remat_problem(program)
     managed = budget_bytes - program.static_total_bytes
@@ -56,21 +58,20 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
              "replayable_steps": len(pb.rec)}
     live = liveness_peak_bytes(pb)
     floor, at = floor_bytes(pb)
-    if live <= managed:
+    if live <= managed and not (algos and pb.passes):
         notes.update(status="optimal", reason="liveness fits: nothing to replay",
                      replay_time_s=0.0, gap=0.0, model_peak_bytes=live)
-        return build_instructions(program), notes
+        return build_instructions(program), notes, {}
     if floor > managed:
         s = program.steps[at]
         notes.update(status="infeasible",
                      reason=f"step {at} ({s.name} {s.phase}) alone needs {floor} B of managed "
                      f"memory; the budget leaves {int(managed)} B after "
                      f"{program.static_total_bytes} B of static tensors")
-        return None, notes
-    n_bin = sum(len(v) for v in pb.ops.values()) + sum(
-        max(0, min(pb.last[x], pb.stages[-1]) - pb.prod[x]) for x in pb.decision)
+        return None, notes, {}
+    n_bin = count_binaries(pb, managed, algos)
     relax = solver == "lp" or (solver == "auto" and n_bin > milp_max_binaries)
-    sol = solve(pb, managed, relax=relax, time_limit_s=time_limit_s, link=link)
+    sol = solve(pb, managed, relax=relax, time_limit_s=time_limit_s, link=link, algos=algos)
     # no wall-clock figure in the notes: they make the run's id (benchmarks time the plan)
     notes.update(solver="lp" if relax else "milp", status=sol.status,
                  variables=sol.variables, binaries=sol.binaries)
@@ -81,16 +82,16 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
                "no_feasible_rounding": "the LP relaxation's roundings do not fit the budget "
                                        "(not proven infeasible; try solver=milp)"}
         notes["reason"] = why[sol.status]
-        return None, notes
+        return None, notes, {}
     ins = to_instructions(pb, sol)
     peak, _ = managed_peak(program, ins, pb.size)
     notes.update(replay_time_s=replay_time_s(pb, sol), objective_s=sol.objective_s,
-                 bound_s=sol.bound_s, gap=sol.gap,
+                 compute_time_s=compute_time_s(pb, sol), bound_s=sol.bound_s, gap=sol.gap,
                  model_peak_bytes=sol.model_peak_bytes, plan_peak_bytes=int(peak),
                  replays=sum(len(v) for v in sol.replays.values()))
     if sol.offloaded:
         notes["offloaded"] = len(sol.offloaded)
-    return ins, notes
+    return ins, notes, instruction_algos(pb, sol, ins)
 
 
 @register
@@ -102,15 +103,18 @@ class Checkmate(Policy):
     OPTIONS = {"solver": choice("auto", ("auto", "milp", "lp")),
                "time_limit_s": integer(60, minimum=1),
                "milp_max_binaries": integer(20000, minimum=0),
-               "ws_policy": choice("dynamic", WORKSPACE_MODES)}
+               "ws_policy": choice("planned", ("planned",) + WORKSPACE_MODES)}
 
     def plan(self, program, hardware, budget_bytes):
         o = self.options
-        ins, notes = solve_remat(program, budget_bytes, solver=o["solver"],
-                                 time_limit_s=o["time_limit_s"],
-                                 milp_max_binaries=o["milp_max_binaries"])
+        planned = o["ws_policy"] == "planned"
+        ins, notes, algos = solve_remat(program, budget_bytes, solver=o["solver"],
+                                        time_limit_s=o["time_limit_s"],
+                                        milp_max_binaries=o["milp_max_binaries"],
+                                        algos=planned)
         notes = {**o, **notes}
         if ins is None:   # nothing fits: liveness' plan, which the engine finds out of memory
             return Plan(policy=self.name, instructions=build_instructions(program),
-                        workspace=o["ws_policy"], notes=notes)
-        return Plan(policy=self.name, instructions=ins, workspace=o["ws_policy"], notes=notes)
+                        workspace="none" if planned else o["ws_policy"], notes=notes)
+        return Plan(policy=self.name, instructions=ins, workspace=o["ws_policy"],
+                    algos=algos, notes=notes)

@@ -198,8 +198,8 @@ class Joint(Policy):
             size = [t.nbytes for t in program.tensors]
             link = ([hardware.transfer_time_s(b, "h2d") for b in size],
                     [hardware.transfer_time_s(b, "d2h") for b in size])
-            ins, notes = solve_remat(program, budget_bytes, solver="milp",
-                                     time_limit_s=o["time_limit_s"], link=link)
+            ins, notes, _ = solve_remat(program, budget_bytes, solver="milp",
+                                        time_limit_s=o["time_limit_s"], link=link)
             notes = {**o, **notes, "method": "milp"}
             if ins is None:
                 return Plan(policy=self.name, instructions=build_instructions(program),
