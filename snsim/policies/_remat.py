@@ -32,6 +32,7 @@ from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
 from ..program import CONV_PASSES
 
 _TOL = 1e-6   # share of a large budget kept free against HiGHS' feasibility tolerance
+_DISP = False
 
 
 @dataclass
@@ -149,7 +150,8 @@ class ConvPass:
 
 def conv_passes(program):
     """``{step index: [ConvPass, ...]}`` for the forward and backward steps of convolutions
-    with an algorithm table, passes in the engine's order (SPEC §6)."""
+    with an algorithm table, passes in the engine's order (SPEC §6; a step whose passes the
+    table lacks gets ``[]``: the engine runs it in no time, as it charges the passes only)."""
     table = program.conv_rows()
     out = {}
     for s in program.steps:
@@ -169,8 +171,7 @@ def conv_passes(program):
                 if not tiers or x[1] < tiers[-1][1]:
                     tiers.append(x)
             passes.append(ConvPass(name, base, tuple(tiers)))
-        if passes:
-            out[s.index] = passes
+        out[s.index] = passes
     return out
 
 
@@ -502,7 +503,7 @@ def solve(pb, budget_bytes, *, relax=False, time_limit_s=60.0, count_frees=True,
             sol.gap = (sol.objective_s - sol.bound_s) / max(sol.objective_s, 1e-30)
         return sol
     res = milp(c, constraints=cons, bounds=bounds, integrality=np.array(m.integer),
-               options={"time_limit": time_limit_s, "mip_rel_gap": mip_rel_gap})
+               options={"time_limit": time_limit_s, "mip_rel_gap": mip_rel_gap, "disp": _DISP})
     solve_s = time.perf_counter() - t0
     if res.x is None:
         status = "infeasible" if res.status == 2 else "no_solution"
