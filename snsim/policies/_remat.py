@@ -32,7 +32,7 @@ from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
 from ..program import CONV_PASSES
 
 _TOL = 1e-6   # share of a large budget kept free against HiGHS' feasibility tolerance
-_DISP = False
+_DISP = False   # HiGHS log (debugging)
 
 
 @dataclass
