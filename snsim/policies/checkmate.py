@@ -12,29 +12,54 @@ Options: ``solver=milp`` (HiGHS branch and bound through ``scipy.optimize.milp``
 replays each rounding needs, the cheapest that fits; for larger graphs), ``solver=auto``
 (the MILP up to ``milp_max_binaries`` binaries, else the LP).
 
-Planning cost: O(n^2) binaries for n steps (VGG-16: 96 steps, ~3,000 binaries); the MILP is
-exponential in the worst case, the LP polynomial. Where liveness already fits, nothing is
-replayed (provably optimal: the objective is zero) and no solver runs; where one step's own
-working set exceeds the budget the plan is infeasible without a solver; otherwise infeasible
-only where HiGHS proves it. Plan notes: ``status``, ``objective_s`` and ``replay_time_s``
-(equal here; ``joint`` adds stalls), ``bound_s`` (the solver's lower bound), ``gap``,
-``model_peak_bytes`` (the MILP's managed peak) and
-``plan_peak_bytes`` (the same plan replayed without a clock), ``reason`` when infeasible.
-The count is the ideal allocator's: a real allocator's rounding and fragmentation may not fit
-a plan that fills the budget (the model has no allocator, as Checkmate's). A convolution's
-workspace counts as 0 B: it takes only free memory, or cuDNN falls back without it. Convolutions
-take the fastest algorithm whose workspace fits the free memory (``ws_policy=dynamic``, as
-``superneurons``); the objective charges replays the zero-workspace algorithm's time. So
-the optimum is the least replay time, and under ``ws_policy=none`` the least step time of
-every drop-and-replay plan (tests/test_remat_policies.py); under ``dynamic`` a plan that
-leaves more memory free for workspaces can run faster (VGG-16 batch 32 at 0.7x of liveness'
-peak: ``sac_knapsack`` 0.755 s, checkmate 0.791 s), and offloading planners are outside the
-model.
+Convolution algorithms (``ws_policy``). As in Checkmate's paper, an op's workspace counts in
+the memory while it runs. With ``ws_policy=planned`` (the default) the MILP also picks each
+convolution op's algorithm per cuDNN pass — for every stage's step and every replay — among
+the zero-workspace one (the base) and the *tiers*: the faster algorithms that no other is both
+faster than and smaller than in workspace, the only ones the engine's ``dynamic`` policy can
+ever pick (the fastest that fits), less those that cannot fit beside what the op itself holds.
+A binary per (op, pass, tier); the tier's workspace (both backward passes' at once, as the
+engine holds them) is added to the op's memory row; its time replaces the base's in the
+objective. The plan names the picks (``Plan.algos``, ``workspace="planned"``) and the engine
+runs them, so its compute time is the model's (``compute_time_s``; tests/test_remat_policies.py
+asserts the equality on hand-checked and zoo graphs); the LP path picks, for its rounded
+schedule, the fastest algorithms that fit each op (exact for a fixed schedule). The optimum
+is then over recomputation and algorithm choice together: no plan that only drops, replays and
+frees (liveness, ``workspace``, ``keep_all``, ``recompute``, ``chen_sqrt``, ``checkpoint``,
+``sac_knapsack``, ``dtr``) is faster under ``ws_policy=none`` or ``dynamic`` (tested on AlexNet
+and VGG-11) — a dynamic pick is one of the tiers and fits beside at least the memory the model
+frees. Outside the model, able to beat it: the planners that copy tensors to the host
+(``superneurons``, ``vdnn``, ``offload``, ``capuchin``'s swaps, ``cpu_offload``,
+``zero_offload``, ``joint``). ``ws_policy=none`` is the zero-workspace model (replay time only,
+as before tiers); ``dynamic``/``fastest`` plan as ``none`` and let the engine choose at run
+time.
 
-Measured (K40c costs, this 2-core machine, shared): VGG-16 batch 32 (96 steps, 3,010
-binaries) proven optimal (gap 0) in 5-17 s at 0.7x of liveness' peak; AlexNet batch 8 in
-9-17 s (866 binaries: a weaker LP bound); the captured VGG-16 batch 32 (147 steps) stops at
-the 60 s limit with a 5.4% gap.
+Planning cost: O(n^2) binaries for n steps, plus up to a few per conv op with ``planned``
+(VGG-16 batch 32 at 0.7x of liveness' peak: 3,010 binaries without tiers, 4,818 with); the
+MILP is exponential in the worst case, the LP polynomial. Where liveness already fits and no
+convolution has a choice, nothing is replayed (provably optimal) and no solver runs; where
+one step's own working set exceeds the budget the plan is infeasible without a solver;
+otherwise infeasible only where HiGHS proves it. Plan notes: ``status``, ``objective_s`` (what
+the MILP minimises: replay seconds, plus with ``planned`` the seconds the steps' algorithms
+take above the fastest that fit beside each step's floor), ``bound_s`` (its lower bound) and
+``gap`` (relative to it), ``compute_time_s`` (every step and replay with the picked
+algorithms: the engine's compute time), ``replay_time_s``, ``model_peak_bytes`` (the MILP's
+managed peak, workspaces not counted) and ``plan_peak_bytes`` (the same plan replayed without
+a clock), ``reason`` when infeasible. The count is the ideal allocator's: a real allocator's
+rounding and fragmentation may not fit a plan that fills the budget (the model has no
+allocator, as Checkmate's); where a planned workspace does not fit, the engine falls back to
+the fastest algorithm that does, as cuDNN does (``workspace_fallbacks``). A captured program
+has no algorithm tables: its convolutions' workspaces count as 0 B (cuDNN runs without them
+when they do not fit).
+
+Measured (K40c costs, this 2-core machine, shared; a CONV layer's update step charged no
+convolution): VGG-16 batch 32 (96 steps) at 0.7x of liveness' peak, ``ws_policy=none``: 3,010
+binaries, proven optimal (gap 0) in 5-10 s; ``planned``: 4,818 binaries, stopped at the
+60 s limit with a 23-29% gap on the objective (0.091 s found, bound 0.064-0.070 s: within
+2% of the step's compute time), still the fastest recompute-only plan (1.171 s step, against
+1.635 s for ``dtr``, 1.662 s for ``recompute``, 1.790 s for ``sac_knapsack``, all with
+``ws_policy=dynamic``). AlexNet batch 4 proven optimal in 8-38 s, VGG-11 batch 2 in 13-14 s
+at 0.9-1.0x and time-limited at 0.6-0.75x.
 """
 from ..plan import WORKSPACE_MODES, Plan
 from ._remat import (compute_time_s, count_binaries, floor_bytes, instruction_algos,
@@ -98,8 +123,9 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
 class Checkmate(Policy):
     name = "checkmate"
     in_all = False   # a solver run per probe or row: runs only when named
-    description = ("Checkmate MILP (R, S, U, Free over stages; HiGHS): least replay time under "
-                   "the budget (solver=auto|milp|lp, time_limit_s=)")
+    description = ("Checkmate MILP (R, S, U, Free over stages; HiGHS): least compute time "
+                   "under the budget, replays and conv algorithms chosen together "
+                   "(solver=auto|milp|lp, time_limit_s=, ws_policy=planned|none|...)")
     OPTIONS = {"solver": choice("auto", ("auto", "milp", "lp")),
                "time_limit_s": integer(60, minimum=1),
                "milp_max_binaries": integer(20000, minimum=0),
