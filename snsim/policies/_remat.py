@@ -13,6 +13,9 @@ the next stage does not keep it. ``U[t, k]`` is the managed memory while op ``k`
 fixed tensors (gradients, workspaces, activations that cannot be replayed: their liveness
 lifetimes) plus the resident activations, minus the frees so far — the frees are what make the
 peak right (SPEC §11's trap: Checkmate without ``DEBUG_SCHEDULER_RAM`` counts every tensor).
+With ``algos``, each convolution op also picks its algorithms per cuDNN pass among the tiers
+of :func:`conv_passes`, its workspace counted on top of ``U`` while it runs
+(:func:`build_model`).
 
 :func:`to_instructions` turns a solution into the engine's plan (``Recompute``/``Drop``/
 ``Free``, and ``Offload``/``Prefetch`` when paging); the engine replays exactly the memory the
