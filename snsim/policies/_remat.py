@@ -35,7 +35,6 @@ from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
 from ..program import CONV_PASSES
 
 _TOL = 1e-6   # share of a large budget kept free against HiGHS' feasibility tolerance
-_DISP = False   # HiGHS log (debugging)
 
 
 @dataclass
@@ -506,7 +505,7 @@ def solve(pb, budget_bytes, *, relax=False, time_limit_s=60.0, count_frees=True,
             sol.gap = (sol.objective_s - sol.bound_s) / max(sol.objective_s, 1e-30)
         return sol
     res = milp(c, constraints=cons, bounds=bounds, integrality=np.array(m.integer),
-               options={"time_limit": time_limit_s, "mip_rel_gap": mip_rel_gap, "disp": _DISP})
+               options={"time_limit": time_limit_s, "mip_rel_gap": mip_rel_gap})
     solve_s = time.perf_counter() - t0
     if res.x is None:
         status = "infeasible" if res.status == 2 else "no_solution"
