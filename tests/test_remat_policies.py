@@ -123,6 +123,12 @@ def test_checkmate_chooses_the_algorithm_with_the_replays(budget, replay_s, step
     assert r.compute_time_s + r.recompute_time_s == pytest.approx(n["compute_time_s"],
                                                                   rel=1e-12)
     assert r.peak_ideal_bytes <= budget
+    # the LP relaxation's rounding picks the fastest algorithms its schedule leaves room for:
+    # what the engine runs, and never faster than the optimum
+    lp, rl = plan_and_run(p, "checkmate", budget, solver="lp")
+    assert rl.feasible and rl.counters["workspace_fallbacks"] == 0
+    assert rl.step_time_s == pytest.approx(lp.notes["compute_time_s"], rel=1e-12)
+    assert lp.notes["bound_s"] <= n["objective_s"] + 1e-9 and rl.step_time_s >= step_s - 1e-9
 
 
 def test_a_planned_algorithm_that_does_not_fit_falls_back_as_cudnn_does():

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from itertools import product
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -207,7 +208,6 @@ def best_combination(passes, free_bytes):
     best = (sum(c.base[0] for c in passes), {})
     if free_bytes < sum(c.base[1] for c in passes):
         return best
-    from itertools import product
     for combo in product(*[(c.base,) + c.tiers for c in passes]):
         ws = sum(r[1] for r in combo)
         time_s = sum(r[0] for r in combo)
@@ -673,41 +673,21 @@ def compute_time_s(pb, sol):
 
 def _conv_ops(pb, instructions):
     """``(instruction index, stage, step, live managed bytes)`` of each conv Compute and
-    Recompute of a remat plan, as :func:`~snsim.policies._schedule.managed_peak` counts them."""
-    steps = pb.program.steps
-    size = pb.size
-    resident = [False] * len(size)
-    freed = [False] * len(size)
-    live = 0
-    stage, out = None, []
-    serves = {}     # a replay serves the next Compute
+    Recompute of a remat plan, as :func:`~snsim.policies._schedule.managed_peak` counts them
+    (a replay serves the next Compute's stage)."""
+    from ._schedule import managed_peak
+    stage, serves = None, {}
     for j in range(len(instructions) - 1, -1, -1):
-        ins = instructions[j]
-        if type(ins) is Compute:
-            stage = ins.step
-        elif type(ins) is Recompute:
-            serves[j] = stage
-    for j, ins in enumerate(instructions):
-        kind = type(ins)
-        if kind is Compute or kind is Recompute:
-            s = steps[ins.step]
-            for x in s.deps:
-                if not resident[x]:
-                    resident[x], freed[x] = True, False
-                    live += size[x]
-            if s.index in pb.passes:
-                out.append((j, ins.step if kind is Compute else serves[j], s.index, live))
-            if kind is Recompute:
-                for y in s.outputs:
-                    if freed[y]:     # a by-product, released at once
-                        resident[y] = False
-                        live -= size[y]
-        elif kind is Free or kind is Drop:
-            x = ins.tensor
-            if resident[x]:
-                resident[x] = False
-                live -= size[x]
-            freed[x] = kind is Free
+        if type(instructions[j]) is Compute:
+            stage = instructions[j].step
+        serves[j] = stage
+    out = []
+
+    def on_op(j, live):
+        k = instructions[j].step
+        if k in pb.passes:
+            out.append((j, serves[j], k, live))
+    managed_peak(pb.program, instructions, pb.size, on_op=on_op)
     return out
 
 
