@@ -238,8 +238,10 @@ def test_checkmate_bad_options_are_one_line(opt, value, rule):
 # convolution's algorithm. The policies below only drop, replay and free (or keep), so none of
 # them may beat its optimum, under either run-time workspace policy: a dynamic pick is one of
 # the model's tiers (conv_passes) and fits beside the memory the other plan holds, which is no
-# less than the model's for the same schedule. Outside the model, and able to beat it: the
-# policies that copy tensors to the host (superneurons, vdnn, offload, capuchin's swaps,
+# less than the model's for the same schedule. (dtr decides at run time; its evictions are
+# schedules of the model where its recoverable tensors are the model's decision tensors: held
+# to the optimum here by test, not by construction.) Outside the model, and able to beat it:
+# the policies that copy tensors to the host (superneurons, vdnn, offload, capuchin's swaps,
 # cpu_offload, zero_offload, joint).
 RECOMPUTE_ONLY = ["liveness", "workspace", "keep_all", "recompute", "chen_sqrt", "sac_knapsack",
                   "checkpoint", "dtr"]

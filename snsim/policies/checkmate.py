@@ -28,7 +28,7 @@ is then over recomputation and algorithm choice together: no plan that only drop
 frees (liveness, ``workspace``, ``keep_all``, ``recompute``, ``chen_sqrt``, ``checkpoint``,
 ``sac_knapsack``, ``dtr``) is faster under ``ws_policy=none`` or ``dynamic`` (tested on AlexNet
 and VGG-11) — a dynamic pick is one of the tiers and fits beside at least the memory the model
-frees. Outside the model, able to beat it: the planners that copy tensors to the host
+frees (``dtr`` decides at run time: held to it by those tests, not by construction). Outside the model, able to beat it: the planners that copy tensors to the host
 (``superneurons``, ``vdnn``, ``offload``, ``capuchin``'s swaps, ``cpu_offload``,
 ``zero_offload``, ``joint``). ``ws_policy=none`` is the zero-workspace model (replay time only,
 as before tiers); ``dynamic``/``fastest`` plan as ``none`` and let the engine choose at run
