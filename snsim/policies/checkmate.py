@@ -28,9 +28,9 @@ is then over recomputation and algorithm choice together: no plan that only drop
 frees (liveness, ``workspace``, ``keep_all``, ``recompute``, ``chen_sqrt``, ``checkpoint``,
 ``sac_knapsack``, ``dtr``) is faster under ``ws_policy=none`` or ``dynamic`` (tested on AlexNet
 and VGG-11) — a dynamic pick is one of the tiers and fits beside at least the memory the model
-frees (``dtr`` decides at run time: held to it by those tests, not by construction). Outside the model, able to beat it: the planners that copy tensors to the host
-(``superneurons``, ``vdnn``, ``offload``, ``capuchin``'s swaps, ``cpu_offload``,
-``zero_offload``, ``joint``). ``ws_policy=none`` is the zero-workspace model (replay time only,
+frees (``dtr`` decides at run time: held to it by those tests, not by construction). Outside
+the model, able to beat it: the planners that copy tensors to the host (``superneurons``,
+``vdnn``, ``offload``, ``capuchin``'s swaps, ``cpu_offload``, ``zero_offload``, ``joint``). ``ws_policy=none`` is the zero-workspace model (replay time only,
 as before tiers); ``dynamic``/``fastest`` plan as ``none`` and let the engine choose at run
 time.
 
@@ -54,11 +54,13 @@ when they do not fit).
 
 Measured (K40c costs, this 2-core machine, shared; a CONV layer's update step charged no
 convolution): VGG-16 batch 32 (96 steps) at 0.7x of liveness' peak, ``ws_policy=none``: 3,010
-binaries, proven optimal (gap 0) in 5-10 s; ``planned``: 4,818 binaries, stopped at the
-60 s limit with a 23-29% gap on the objective (0.091 s found, bound 0.064-0.070 s: within
-2% of the step's compute time), still the fastest recompute-only plan (1.171 s step, against
-1.635 s for ``dtr``, 1.662 s for ``recompute``, 1.790 s for ``sac_knapsack``, all with
-``ws_policy=dynamic``). AlexNet batch 4 proven optimal in 8-38 s, VGG-11 batch 2 in 13-14 s
+binaries, proven optimal (gap 0) in 5-10 s; ``planned``: 4,818 binaries, not proven optimal:
+at the 60 s limit a 23-34% gap on the objective (0.091-0.098 s found, bound 0.064-0.070 s),
+still 24% after 540 s (the LP bound is weak: a fraction of a tier's workspace buys that
+fraction of its time), yet the bound puts the plan within 2-3% of the best step compute time,
+and it is the fastest recompute-only plan (1.171-1.172 s step, against 1.635 s for ``dtr``,
+1.646-1.662 s for ``recompute``, 1.790 s for ``sac_knapsack``, all with ``ws_policy=dynamic``;
+``capuchin``, which swaps, 1.554 s). AlexNet batch 4 proven optimal in 8-38 s, VGG-11 batch 2 in 13-14 s
 at 0.9-1.0x and time-limited at 0.6-0.75x.
 """
 from ..plan import WORKSPACE_MODES, Plan
