@@ -30,9 +30,9 @@ frees (liveness, ``workspace``, ``keep_all``, ``recompute``, ``chen_sqrt``, ``ch
 and VGG-11) — a dynamic pick is one of the tiers and fits beside at least the memory the model
 frees (``dtr`` decides at run time: held to it by those tests, not by construction). Outside
 the model, able to beat it: the planners that copy tensors to the host (``superneurons``,
-``vdnn``, ``offload``, ``capuchin``'s swaps, ``cpu_offload``, ``zero_offload``, ``joint``). ``ws_policy=none`` is the zero-workspace model (replay time only,
-as before tiers); ``dynamic``/``fastest`` plan as ``none`` and let the engine choose at run
-time.
+``vdnn``, ``offload``, ``capuchin``'s swaps, ``cpu_offload``, ``zero_offload``, ``joint``).
+``ws_policy=none`` is the zero-workspace model (replay time only, as before tiers);
+``dynamic``/``fastest`` plan as ``none`` and let the engine choose at run time.
 
 Planning cost: O(n^2) binaries for n steps, plus up to a few per conv op with ``planned``
 (VGG-16 batch 32 at 0.7x of liveness' peak: 3,010 binaries without tiers, 4,818 with); the
@@ -60,8 +60,8 @@ still 24% after 540 s (the LP bound is weak: a fraction of a tier's workspace bu
 fraction of its time), yet the bound puts the plan within 2-3% of the best step compute time,
 and it is the fastest recompute-only plan (1.171-1.172 s step, against 1.635 s for ``dtr``,
 1.646-1.662 s for ``recompute``, 1.790 s for ``sac_knapsack``, all with ``ws_policy=dynamic``;
-``capuchin``, which swaps, 1.554 s). AlexNet batch 4 proven optimal in 8-38 s, VGG-11 batch 2 in 13-14 s
-at 0.9-1.0x and time-limited at 0.6-0.75x.
+``capuchin``, which swaps, 1.554 s). AlexNet batch 4 proven optimal in 8-38 s at 0.6-1.0x,
+VGG-11 batch 2 in 13-14 s at 0.9-1.0x and time-limited (60 s) at 0.6-0.75x.
 """
 from ..plan import WORKSPACE_MODES, Plan
 from ._remat import (compute_time_s, count_binaries, floor_bytes, instruction_algos,
