@@ -702,6 +702,20 @@ def choose_algos(pb, sol, budget_bytes):
             sol.algos[t, k] = picks
 
 
+def fastest_that_fit(pb, instructions, budget_bytes):
+    """``(Plan.algos, all fastest, compute seconds)`` for a plan's instructions (no replays):
+    each conv op's fastest algorithms that fit beside what the instructions hold then; ``all
+    fastest`` says whether every op got its fastest algorithms regardless of memory."""
+    algos, fastest, saved_s = {}, True, 0.0
+    for j, _, k, live in _conv_ops(pb, instructions):
+        time_s, picks = best_combination(pb.passes[k], budget_bytes - live)
+        fastest &= time_s <= best_combination(pb.passes[k], float("inf"))[0]
+        saved_s += _picked_s(pb, k, picks)
+        if picks:
+            algos[j] = picks
+    return algos, fastest, sum(pb.step_s) + saved_s
+
+
 def instruction_algos(pb, sol, instructions):
     """``Plan.algos`` for ``sol``'s instructions: ``{instruction index: {pass: name}}``."""
     return {j: dict(sol.algos[t, k]) for j, t, k, _ in _conv_ops(pb, instructions)

@@ -37,9 +37,10 @@ the model, able to beat it: the planners that copy tensors to the host (``supern
 Planning cost: O(n^2) binaries for n steps, plus up to a few per conv op with ``planned``
 (VGG-16 batch 32 at 0.7x of liveness' peak: 3,010 binaries without tiers, 4,818 with); the
 MILP is exponential in the worst case, the LP polynomial. Where liveness already fits and no
-convolution has a choice, nothing is replayed (provably optimal) and no solver runs; where
-one step's own working set exceeds the budget the plan is infeasible without a solver;
-otherwise infeasible only where HiGHS proves it. Plan notes: ``status``, ``objective_s`` (what
+convolution needs more room for its fastest algorithms, nothing is replayed (provably
+optimal: no step can run faster) and no solver runs; where one step's own working set exceeds
+the budget the plan is infeasible without a solver; otherwise infeasible only where HiGHS
+proves it. Plan notes: ``status``, ``objective_s`` (what
 the MILP minimises: replay seconds, plus with ``planned`` the seconds the steps' algorithms
 take above the fastest that fit beside each step's floor), ``bound_s`` (its lower bound) and
 ``gap`` (relative to it), ``compute_time_s`` (every step and replay with the picked
@@ -64,8 +65,9 @@ and it is the fastest recompute-only plan (1.171-1.172 s step, against 1.635 s f
 VGG-11 batch 2 in 13-14 s at 0.9-1.0x and time-limited (60 s) at 0.6-0.75x.
 """
 from ..plan import WORKSPACE_MODES, Plan
-from ._remat import (compute_time_s, count_binaries, floor_bytes, instruction_algos,
-                     liveness_peak_bytes, remat_problem, replay_time_s, solve, to_instructions)
+from ._remat import (compute_time_s, count_binaries, fastest_that_fit, floor_bytes,
+                     instruction_algos, liveness_peak_bytes, remat_problem, replay_time_s, solve,
+                     to_instructions)
 from ._schedule import build_instructions, managed_peak
 from .base import Policy, choice, integer, register
 
@@ -85,10 +87,15 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
              "replayable_steps": len(pb.rec)}
     live = liveness_peak_bytes(pb)
     floor, at = floor_bytes(pb)
-    if live <= managed and not (algos and pb.passes):
-        notes.update(status="optimal", reason="liveness fits: nothing to replay",
-                     replay_time_s=0.0, gap=0.0, model_peak_bytes=live)
-        return build_instructions(program), notes, {}
+    if live <= managed:
+        ins = build_instructions(program)
+        picks, fastest, time_s = fastest_that_fit(pb, ins, managed if algos else 0)
+        if fastest or not algos:   # nothing to replay, every convolution at its fastest
+            notes.update(status="optimal", reason="liveness fits: nothing to replay",
+                         replay_time_s=0.0, objective_s=0.0, bound_s=0.0, gap=0.0,
+                         model_peak_bytes=live,
+                         compute_time_s=time_s if algos else sum(pb.step_s))
+            return ins, notes, picks if algos else {}
     if floor > managed:
         s = program.steps[at]
         notes.update(status="infeasible",
