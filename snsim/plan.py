@@ -61,7 +61,9 @@ class Evict(NamedTuple):
 
 INSTRUCTIONS = {cls.__name__: cls for cls in (Compute, Recompute, Free, Drop, Offload, Prefetch,
                                               Evict)}
+#: run-time choices of a convolution's algorithm; a plan may also name them ("planned")
 WORKSPACE_MODES = ("none", "dynamic", "fastest")
+PLAN_WORKSPACE_MODES = WORKSPACE_MODES + ("planned",)
 
 
 @dataclass(slots=True)
@@ -72,9 +74,15 @@ class Plan:
     ----------
     instructions : list
         The IR, in issue order.
-    workspace : {"none", "dynamic", "fastest"}
+    workspace : {"none", "dynamic", "fastest", "planned"}
         Conv algorithm choice: zero-workspace only, fastest that fits the free memory at that
-        moment (SPEC §6), or fastest regardless of memory.
+        moment (SPEC §6), fastest regardless of memory, or the ones ``algos`` names.
+    algos : dict
+        ``{instruction index: {pass: algorithm name}}`` for ``workspace="planned"``: the
+        algorithm each convolution pass of that ``Compute``/``Recompute`` runs (a pass not
+        named runs the zero-workspace one). Where its workspace does not fit when the pass
+        starts, the engine falls back as cuDNN does, to the fastest that fits
+        (``workspace_fallbacks``).
     lru : bool
         Treat GPU memory as an LRU tensor cache: on an allocation failure, evict the least
         recently used resident tensors (clean ones for free, dirty ones by a D2H copy).
@@ -140,10 +148,12 @@ class Plan:
     program: object = None
     unpacked: tuple = ()
     extra_packs: tuple = ()
+    algos: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if self.workspace not in WORKSPACE_MODES:
-            raise PlanError(f"plan.workspace (={self.workspace!r}) must be one of {WORKSPACE_MODES}")
+        if self.workspace not in PLAN_WORKSPACE_MODES:
+            raise PlanError(f"plan.workspace (={self.workspace!r}) must be one of "
+                            f"{PLAN_WORKSPACE_MODES}")
 
     def check(self, program):
         """Raise :class:`PlanError` if an instruction names a step or tensor the program lacks."""
@@ -166,6 +176,12 @@ class Plan:
                 raise PlanError(f"plan.unpacked entry ({pack}, {first}, {last}, {nbytes}, "
                                 f"{label!r}) must name a forward step, backward steps "
                                 f"first <= last and bytes >= 0")
+        for i, passes in self.algos.items():
+            ins = self.instructions[i] if 0 <= i < len(self.instructions) else None
+            if not (isinstance(ins, (Compute, Recompute)) and isinstance(passes, dict)
+                    and program.steps[ins.step].type == "CONV"):
+                raise PlanError(f"plan.algos[{i}] must belong to a Compute or Recompute of a "
+                                f"CONV step, as {{pass: algorithm name}}")
         for step, nbytes in self.extra_packs:
             if not (0 <= step < n_steps and program.steps[step].phase == "F" and nbytes >= 0):
                 raise PlanError(f"plan.extra_packs entry ({step}, {nbytes}) must name a "
@@ -181,6 +197,7 @@ class Plan:
                 "host_buffered": list(self.host_buffered),
                 "unpacked": [list(u) for u in self.unpacked],
                 "extra_packs": [list(e) for e in self.extra_packs],
+                "algos": {str(i): dict(v) for i, v in sorted(self.algos.items())},
                 "instructions": [[type(i).__name__, i[0]] for i in self.instructions]}
         if self.program is not None:
             from .trace import program_to_dict
@@ -216,7 +233,8 @@ class Plan:
                    program=program,
                    unpacked=tuple((int(f), int(a), int(b), int(n), str(lab))
                                   for f, a, b, n, lab in d.get("unpacked", ())),
-                   extra_packs=tuple((int(k), int(n)) for k, n in d.get("extra_packs", ())))
+                   extra_packs=tuple((int(k), int(n)) for k, n in d.get("extra_packs", ())),
+                   algos=_algos_from(d.get("algos", {}), source))
 
     def save(self, path):
         with open(path, "w") as f:
@@ -230,3 +248,11 @@ class Plan:
         except json.JSONDecodeError as e:
             raise TraceError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
         return cls.from_dict(d, source=str(path))
+
+
+def _algos_from(d, source):
+    try:
+        return {int(i): {str(k): str(v) for k, v in passes.items()} for i, passes in d.items()}
+    except (AttributeError, TypeError, ValueError):
+        raise TraceError(f"{source}: algos must map instruction indices to "
+                         f"{{pass: algorithm name}}") from None

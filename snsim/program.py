@@ -19,6 +19,8 @@ MANAGED_KINDS = ("activation", "activation_grad", "workspace", "parameter", "par
 STATIC_KINDS = ("input", "parameter", "parameter_grad", "optimizer_state", "buffer")
 OPTIMIZER_STATE_FACTOR = {"sgd": 0, "sgd-momentum": 1, "nesterov": 1, "adam": 2, "adamw": 2}
 FRAMEWORKS = ("superneurons", "pytorch")
+#: the cuDNN passes a convolution step runs, by phase (R: a forward replayed; U runs none)
+CONV_PASSES = {"F": ("fwd",), "R": ("fwd",), "B": ("bwd_data", "bwd_filter")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,34 @@ class Program:
     def min_workspace_bytes(self, step):
         """Smallest workspace the step can run with (0: a zero-workspace algorithm exists)."""
         return 0
+
+    def conv_rows(self):
+        """``{layer: {pass: [(time_s, ws_bytes, name), ...]}}``: each convolution's supported
+        algorithms per pass, fastest first (ties: less workspace first), as the engine picks
+        from them (SPEC §6). A convolution fed only by the data layer computes no ``bwd_data``
+        unless the program has its input gradient."""
+        table = {}
+        G = self.graph
+        prv = self.adjacency[1] if self.adjacency is not None else None
+        ranked = {}   # id(algorithm tuple) -> its sorted rows: layers of one shape share a tuple
+        for layer, passes in self.conv_algos.items():
+            rows = {}
+            for pass_name, algos in passes.items():
+                ok = ranked.get(id(algos))
+                if ok is None:
+                    ok = ranked[id(algos)] = (
+                        sorted([(a.time_s, a.ws_bytes, a.name) for a in algos if a.supported]),
+                        algos)   # kept alive, so that its id is not reused meanwhile
+                if ok[0]:
+                    rows[pass_name] = ok[0]
+            table[layer] = rows
+            if G is not None:
+                fed_by_data = all(G.nodes[u]["type"] == "DATA" for u in
+                                  (prv[layer] if prv is not None else G.predecessors(layer)))
+                if fed_by_data and not any(t.producer == layer and t.name.endswith("dx_data")
+                                           for t in self.tensors):
+                    rows.pop("bwd_data", None)
+        return table
 
     def lower_bound_bytes(self):
         """``static + max_s l_s`` — no policy that keeps a step's deps resident can go lower."""

@@ -59,7 +59,7 @@ OPTION_SPACE = {
     # relaxation or the heuristic beyond
     "checkmate": {"solver": st.sampled_from(["auto", "lp"]),
                   "milp_max_binaries": st.sampled_from([0, 60]), "time_limit_s": st.just(600),
-                  "ws_policy": st.sampled_from(WORKSPACE_MODES)},
+                  "ws_policy": st.sampled_from(("planned",) + WORKSPACE_MODES)},
     "sac_knapsack": {"activation_memory_budget": st.none() | st.floats(0, 1),
                      "solver": st.sampled_from(["dp", "greedy", "ilp"]),
                      "ws_policy": st.sampled_from(WORKSPACE_MODES)},

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from ..errors import InfeasibleError, InvariantError, PlanError
 from ..gcpause import without_gc
 from ..plan import Compute, Drop, Evict, Free, Offload, Prefetch, Recompute
+from ..program import CONV_PASSES
 from ..result import Failure, Result
 from .allocators import make_allocator
 from .contention import copy_slowdown, slowed_duration_s
@@ -106,6 +107,7 @@ class Engine:
         self.alloc_trace = []     # (t_s, allocated_bytes, reserved_bytes) after each change
         self.pinned = ()
         self.cur = None
+        self.ins_index = -1       # the plan instruction running (the key of plan.algos)
         self.serving = None       # the B step a Recompute is replayed for
         self.replaying = None     # the F step being replayed
         # one copy engine, or one link for both directions: H2D and D2H share a FIFO
@@ -133,38 +135,36 @@ class Engine:
 
     # -- conv algorithm tables -------------------------------------------------------------
     def _conv_tables(self):
-        self.ws_table = {}
-        G = self.p.graph
-        prv = self.p.adjacency[1] if self.p.adjacency is not None else None
-        ranked = {}   # id(algorithm tuple) -> its sorted rows: layers of one shape share a tuple
-        for layer, passes in self.p.conv_algos.items():
-            rows = {}
-            for pass_name, algos in passes.items():
-                ok = ranked.get(id(algos))
-                if ok is None:
-                    ok = ranked[id(algos)] = (
-                        sorted([(a.time_s, a.ws_bytes, a.name) for a in algos if a.supported]),
-                        algos)   # kept alive, so that its id is not reused meanwhile
-                ok = ok[0]
-                if ok:
-                    rows[pass_name] = ok
-            self.ws_table[layer] = rows
-            if G is not None:
-                fed_by_data = all(G.nodes[u]["type"] == "DATA" for u in
-                                  (prv[layer] if prv is not None else G.predecessors(layer)))
-                if fed_by_data and not any(t.producer == layer and t.name.endswith("dx_data")
-                                           for t in self.p.tensors):
-                    rows.pop("bwd_data", None)
+        self.ws_table = self.p.conv_rows()
 
-    def _choose(self, rows, mode):
+    def _choose(self, rows, mode, pass_name):
         """Pick (time_s, ws_bytes, name) from a sorted table under the workspace mode."""
         if mode == "fastest":
             return rows[0]
-        if mode != "none":
-            can_alloc = self.mem.can_alloc
-            for r in rows:   # sorted by time: the first that fits is the fastest that fits
-                if r[1] == 0 or can_alloc(r[1]):
-                    return r
+        if mode == "none":
+            return self._zero_ws(rows)
+        if mode == "planned":   # the plan's pick for this instruction (none named: zero)
+            name = self.plan.algos.get(self.ins_index, {}).get(pass_name)
+            if name is None:
+                return self._zero_ws(rows)
+            r = next((r for r in rows if r[2] == name), None)
+            if r is None:
+                raise PlanError(f"plan.algos[{self.ins_index}] names {pass_name} algorithm "
+                                f"{name!r}, which layer {self.p.steps[self.cur].name} does not "
+                                f"support; it has {', '.join(r[2] for r in rows)}")
+            if r[1] == 0 or self.mem.can_alloc(r[1]):
+                return r
+            # cuDNN falls back to the next algorithm whose workspace it can allocate
+            self.counters["workspace_fallbacks"] += 1
+        can_alloc = self.mem.can_alloc
+        for r in rows:   # sorted by time: the first that fits is the fastest that fits
+            if r[1] == 0 or can_alloc(r[1]):
+                return r
+        return self._zero_ws(rows)
+
+    @staticmethod
+    def _zero_ws(rows):
+        """The fastest algorithm that needs no workspace (else the last, slowest row)."""
         return min((r for r in rows if r[1] == 0), default=rows[-1])
 
     # -- memory --------------------------------------------------------------------------
@@ -437,16 +437,17 @@ class Engine:
                                 f"before the compute stream is free at t={t0!r} s")
             self._check_resident(step, phase, now)
         ws_bytes, algo, duration = 0, "", duration_default
-        rows = self.ws_table.get(step.layer) if step.type == "CONV" else None
+        # (a parameter update, phase U, runs no convolution)
+        rows = self.ws_table.get(step.layer) if step.type == "CONV" and phase != "U" else None
         handles = []
         if rows:
             duration = 0.0
             names = []
-            for pass_name in (("fwd",) if phase != "B" else ("bwd_data", "bwd_filter")):
+            for pass_name in CONV_PASSES[phase]:
                 r = rows.get(pass_name)
                 if r is None:
                     continue
-                time_s, ws, name = self._choose(r, self.plan.workspace)
+                time_s, ws, name = self._choose(r, self.plan.workspace, pass_name)
                 duration += time_s
                 names.append(name)
                 if ws:
@@ -826,6 +827,7 @@ class Engine:
         run_step, free, prefetch = self._run_step, self._free, self._prefetch
         for i, ins in enumerate(self.plan.instructions):
             kind = type(ins)
+            self.ins_index = i
             if kind is Compute:
                 s = steps[ins[0]]
                 if self.deferred and s.phase == "U":

@@ -8,9 +8,11 @@ marks the rows no other row beats on both memory and time, per policy or over al
 
 Where a policy named ``checkmate`` (the rematerialisation MILP) is registered, it is also run
 at every budget, named or not, and every row carries the time gap to it: ``gap`` is
-``step_time_s / optimal_step_time_s - 1``. Checkmate minimises replay time over schedules of
-recomputation only; a policy that also moves tensors over PCIe can beat it (a negative gap),
-and its plan is the proven optimum only where its ``status`` says ``optimal``.
+``step_time_s / optimal_step_time_s - 1``. Checkmate minimises compute time over schedules of
+recomputation and the convolutions' algorithms (``ws_policy=planned``); a policy that also
+moves tensors over PCIe (superneurons, vdnn, offload, capuchin, cpu_offload, zero_offload,
+joint) can beat it (a negative gap), and its plan is the proven optimum only where its
+``status`` says ``optimal``.
 """
 from __future__ import annotations
 

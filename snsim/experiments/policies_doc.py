@@ -162,7 +162,10 @@ def render(frames, plan_s, missing, *, names=None):
             "policies together (no other run needs less memory and less time). "
             + (f"In parentheses: the gap to `{OPTIMUM}`'s plan at the same budget "
                "(`step / optimum - 1`; its status column says where the solver proved "
-               "optimality; policies that also move tensors over PCIe can beat it)."
+               "optimality). The optimum is over recomputation and the convolutions' "
+               "algorithms: no policy that only drops, replays and frees can beat a proven "
+               "one; policies that also move tensors over PCIe (superneurons, vdnn, offload, "
+               "capuchin, cpu_offload, zero_offload, joint) can."
                if any(df.attrs.get("optimum") for df in frames.values()) else
                f"No policy named `{OPTIMUM}` is registered in this build, so no optimality "
                f"gaps are shown."), ""]

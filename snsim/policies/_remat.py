@@ -13,6 +13,9 @@ the next stage does not keep it. ``U[t, k]`` is the managed memory while op ``k`
 fixed tensors (gradients, workspaces, activations that cannot be replayed: their liveness
 lifetimes) plus the resident activations, minus the frees so far — the frees are what make the
 peak right (SPEC §11's trap: Checkmate without ``DEBUG_SCHEDULER_RAM`` counts every tensor).
+With ``algos``, each convolution op also picks its algorithms per cuDNN pass among the tiers
+of :func:`conv_passes`, its workspace counted on top of ``U`` while it runs
+(:func:`build_model`).
 
 :func:`to_instructions` turns a solution into the engine's plan (``Recompute``/``Drop``/
 ``Free``, and ``Offload``/``Prefetch`` when paging); the engine replays exactly the memory the
@@ -23,10 +26,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from itertools import product
 
 import numpy as np
 
 from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
+from ..program import CONV_PASSES
 
 _TOL = 1e-6   # share of a large budget kept free against HiGHS' feasibility tolerance
 
@@ -48,6 +53,8 @@ class RematProblem:
     fixed_before: dict        # stage -> fixed bytes resident before its step
     fixed_during: dict        # stage -> fixed bytes while its step runs
     cost_s: list = field(default_factory=list)   # seconds the engine charges a replay
+    step_s: list = field(default_factory=list)   # ... a step, zero-workspace algorithms
+    passes: dict = field(default_factory=dict)   # conv step -> [ConvPass] (algorithm tiers)
     ops: dict = field(default_factory=dict)   # stage -> replayable steps (program order)
     consumers: dict = field(default_factory=dict)
 
@@ -121,21 +128,90 @@ def remat_problem(program):
                       rec=sorted(rec), stages=stages, fixed_before=fixed_before,
                       fixed_during=fixed_during, consumers=consumers)
     pb.ops = {t: _useful_replays(pb, t) for t in stages}
-    pb.cost_s = replay_costs_s(program)
+    pb.passes = conv_passes(program)
+    pb.step_s = [sum(c.base[0] for c in pb.passes[s.index]) if s.index in pb.passes
+                 else s.time_s for s in steps]
+    pb.cost_s = list(pb.step_s)    # a replay runs the forward's passes
     return pb
 
 
-def replay_costs_s(program):
-    """Seconds the engine charges to replay each step: its time, or for a convolution with
-    an algorithm table the zero-workspace algorithm's (what ``workspace="none"`` runs, and
-    the most ``"dynamic"`` can take; the engine's ``_choose``)."""
-    cost = [s.time_s for s in program.steps]
+@dataclass(frozen=True)
+class ConvPass:
+    """One cuDNN pass of a convolution step: ``base`` is the algorithm the engine runs with
+    no workspace choice (``workspace="none"``: the fastest without workspace); ``tiers`` the
+    faster algorithms that no other is both faster than and smaller than in workspace, fastest
+    first — the only ones ``workspace="dynamic"`` can pick (the fastest that fits), so a choice
+    among ``base`` and ``tiers`` contains every run-time choice. Rows are
+    ``(time_s, ws_bytes, name)``."""
+
+    name: str
+    base: tuple
+    tiers: tuple
+
+
+def conv_passes(program):
+    """``{step index: [ConvPass, ...]}`` for the forward and backward steps of convolutions
+    with an algorithm table, passes in the engine's order (SPEC §6; a step whose passes the
+    table lacks gets ``[]``: the engine runs it in no time, as it charges the passes only)."""
+    table = program.conv_rows()
+    out = {}
     for s in program.steps:
-        rows = program.conv_algos.get(s.layer, {}).get("fwd") if s.phase == "F" else None
-        ok = sorted((a.time_s, a.ws_bytes, a.name) for a in rows or () if a.supported)
-        if ok:
-            cost[s.index] = min((r for r in ok if r[1] == 0), default=ok[-1])[0]
-    return cost
+        rows = table.get(s.layer) if s.type == "CONV" else None
+        if not rows or s.phase not in CONV_PASSES:
+            continue
+        passes = []
+        for name in CONV_PASSES[s.phase]:
+            r = rows.get(name)
+            if r is None:
+                continue
+            base = min((x for x in r if x[1] == 0), default=r[-1])   # the engine's _choose
+            tiers = []
+            for x in r:          # fastest first: keep each that needs less than all faster
+                if x[0] >= base[0]:
+                    break
+                if not tiers or x[1] < tiers[-1][1]:
+                    tiers.append(x)
+            passes.append(ConvPass(name, base, tuple(tiers)))
+        out[s.index] = passes
+    return out
+
+
+def count_binaries(pb, budget_bytes, algos=False):
+    """Binaries of :func:`build_model` (no paging): ``R``, ``S`` and, with ``algos``, the
+    tiers that fit beside each conv op's floor."""
+    n = sum(len(v) for v in pb.ops.values()) + sum(
+        max(0, min(pb.last[x], pb.stages[-1]) - pb.prod[x]) for x in pb.decision)
+    if algos:
+        for t in pb.stages:
+            for k in pb.ops[t] + [t]:
+                cps = pb.passes.get(k, ())
+                room = budget_bytes - op_floor_bytes(pb, t, k)
+                base_ws = sum(c.base[1] for c in cps)
+                n += sum(r[1] + base_ws - c.base[1] <= room for c in cps for r in c.tiers)
+    return n
+
+
+def op_floor_bytes(pb, t, k):
+    """Managed bytes op ``k`` of stage ``t`` holds at least while it runs (what is fixed then
+    and what the op reads and writes): no workspace above ``budget - this`` ever fits."""
+    base = pb.fixed_during[t] if k == t else pb.fixed_before[t]
+    return base + sum(pb.size[x] for x in pb.needdec[k]) + \
+        sum(pb.size[y] for y in pb.outdec.get(k, ()))
+
+
+def best_combination(passes, free_bytes):
+    """The fastest algorithms for one conv step whose workspaces fit ``free_bytes`` together
+    (they are held at once: the engine keeps ``bwd_data``'s while ``bwd_filter`` runs).
+    Returns ``(time_s, {pass: name} of the non-base picks)``."""
+    best = (sum(c.base[0] for c in passes), {})
+    if free_bytes < sum(c.base[1] for c in passes):
+        return best
+    for combo in product(*[(c.base,) + c.tiers for c in passes]):
+        ws = sum(r[1] for r in combo)
+        time_s = sum(r[0] for r in combo)
+        if ws <= free_bytes and time_s < best[0]:
+            best = (time_s, {c.name: r[2] for c, r in zip(passes, combo) if r is not c.base})
+    return best
 
 
 def _useful_replays(pb, t):
@@ -181,7 +257,8 @@ class Solution:
     replays: dict           # stage -> [forward steps replayed in it, program order]
     stored: dict            # stage -> set of decision tensors resident at its start
     status: str             # "optimal", "time_limit", "infeasible", "rounded", "trivial", ...
-    objective_s: float = 0.0
+    objective_s: float = 0.0     # what the MILP minimises: compute_time_s - a constant
+    compute_time_s: float = 0.0  # every step and replay with their algorithms (no stalls)
     bound_s: float = 0.0
     gap: float = 0.0
     solve_s: float = 0.0
@@ -190,6 +267,7 @@ class Solution:
     binaries: int = 0
     message: str = ""
     offloaded: set = field(default_factory=set)   # tensors copied to the host (joint)
+    algos: dict = field(default_factory=dict)   # (stage, op) -> {pass: name}, non-base picks
     prefetch_at: dict = field(default_factory=dict)   # stage -> tensors copied back before it
 
 
@@ -217,8 +295,16 @@ class _Model:
         self.rhi.append(hi)
 
 
-def build_model(pb, budget_bytes, *, count_frees=True, link=None):
+def build_model(pb, budget_bytes, *, count_frees=True, link=None, algos=False):
     """The MILP for managed budget ``budget_bytes``; memory is scaled by the budget.
+
+    ``algos=True`` lets each convolution op (a stage's step, or a replay) run a faster
+    algorithm of its passes' tiers (:func:`conv_passes`) instead of the zero-workspace one:
+    a binary per (op, pass, tier) that fits beside the op's floor, at most one per pass (none
+    unless the op runs), its workspace counted on top of ``U`` while the op runs, its time
+    (less the base's) in the objective. A constant term makes the objective the seconds
+    above the fastest feasible algorithms of the stages' steps (``>= 0``, so HiGHS' relative
+    gap is relative to what the plan adds).
 
     ``count_frees=False`` is the mutant of SPEC §11's trap (no frees inside a stage: every
     activation a stage touches counts to its end). ``link`` = ``(h2d_s, d2h_s)`` per tensor
@@ -271,6 +357,8 @@ def build_model(pb, budget_bytes, *, count_frees=True, link=None):
         return terms
 
     U_all = []
+    A = m.algo_vars = {}     # (stage, op, pass, algorithm) -> variable
+    offset = 0.0
     for t in stages:
         ops = pb.ops[t]
         step_needs = set(pb.needdec[t])
@@ -306,6 +394,9 @@ def build_model(pb, budget_bytes, *, count_frees=True, link=None):
                        and (pb.is_decision[y] or last[y] < t)) if not is_step else 0
             u = m.var(0.0, cap, integer=False)
             U_all.append(u)
+            if algos and k in pb.passes:
+                offset += _algo_vars(m, pb, t, k, u, None if is_step else R[t, k],
+                                     budget_bytes, scale, cap, A)
             terms = [(u, 1.0)]
             if is_step:
                 const = pb.fixed_during[t] * scale + sum(size[y] for y in alive) * scale
@@ -343,18 +434,52 @@ def build_model(pb, budget_bytes, *, count_frees=True, link=None):
                         m.row([(f, 1.0), (R[t, j], 1.0)], -np.inf, 1.0)
                 prev_release.append((f, size[x] * scale))
             prev_u = u
+    if offset > 0:
+        m.var(1.0, 1.0, cost=offset, integer=False)
+    # compute seconds = objective + floor_s (every step at its base algorithms, less offset)
+    m.floor_s = sum(pb.step_s) - offset
     return m, R, S, IN, P, U_all
 
 
+def _algo_vars(m, pb, t, k, u, run, budget_bytes, scale, cap, A):
+    """Tier binaries and the workspace row of conv op ``k`` in stage ``t`` (``run``: the
+    replay's ``R``, ``None`` for the stage's step). Returns the objective's constant share."""
+    cps = pb.passes[k]
+    base_ws = sum(c.base[1] for c in cps)
+    room = budget_bytes - op_floor_bytes(pb, t, k)
+    mem = [(u, 1.0)] + ([(run, base_ws * scale)] if run is not None else [])
+    offset = 0.0
+    for c in cps:
+        picks = []
+        for r in c.tiers:
+            if r[1] + base_ws - c.base[1] > room:
+                continue        # never fits beside what the op itself holds
+            a = A[t, k, c.name, r[2]] = m.var(cost=r[0] - c.base[0])
+            picks.append((a, 1.0))
+            mem.append((a, (r[1] - c.base[1]) * scale))
+        if not picks:
+            continue
+        if run is None:
+            m.row(picks, -np.inf, 1.0)
+            offset += c.base[0] - min(r[0] for r in c.tiers if (t, k, c.name, r[2]) in A)
+        else:
+            m.row(picks + [(run, -1.0)], -np.inf, 0.0)
+    if len(mem) > 1 or base_ws:
+        m.row(mem, -np.inf, cap - (base_ws * scale if run is None else 0.0))
+    return offset
+
+
 def solve(pb, budget_bytes, *, relax=False, time_limit_s=60.0, count_frees=True, link=None,
-          mip_rel_gap=1e-4):
-    """Solve the MILP (or its LP relaxation, rounded) for managed budget ``budget_bytes``."""
+          mip_rel_gap=1e-4, algos=False):
+    """Solve the MILP (or its LP relaxation, rounded) for managed budget ``budget_bytes``;
+    ``algos``: choose the convolutions' algorithms too (:func:`build_model`)."""
     # imported here: scipy.optimize takes ~0.5 s to import, and every CLI command imports
     # this module (the policy registry) while only the solver policies need it
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_array
     t0 = time.perf_counter()
-    m, R, S, IN, P, U = build_model(pb, budget_bytes, count_frees=count_frees, link=link)
+    m, R, S, IN, P, U = build_model(pb, budget_bytes, count_frees=count_frees, link=link,
+                                    algos=algos)
     if link is not None:
         _add_link_rows(m, pb, R, IN, P, link)
     n = len(m.lb)
@@ -362,7 +487,7 @@ def solve(pb, budget_bytes, *, relax=False, time_limit_s=60.0, count_frees=True,
     cons = LinearConstraint(A, np.array(m.rlo), np.array(m.rhi))
     bounds = Bounds(np.array(m.lb), np.array(m.ub))
     c = np.array(m.cost)
-    unit_s = max(float(c.max(initial=0.0)), 1e-30)
+    unit_s = max(float(np.abs(c).max(initial=0.0)), 1e-30)
     c = c / unit_s          # O(1) objective coefficients: HiGHS' absolute gap is 1e-6
     nbin = int(sum(m.integer))
     if relax:
@@ -373,7 +498,8 @@ def solve(pb, budget_bytes, *, relax=False, time_limit_s=60.0, count_frees=True,
             status = "infeasible" if res.status == 2 else "no_solution"
             return Solution({}, {}, status, solve_s=solve_s, variables=n, binaries=nbin,
                             message=res.message)
-        sol = _round(pb, res.x, R, S, IN, P, budget_bytes)
+        sol = _round(pb, res.x, R, S, IN, P, budget_bytes, algos, m.floor_s)
+        sol.compute_time_s = compute_time_s(pb, sol)
         sol.bound_s = float(res.fun) * unit_s
         sol.solve_s = time.perf_counter() - t0
         sol.variables, sol.binaries = n, nbin
@@ -388,9 +514,10 @@ def solve(pb, budget_bytes, *, relax=False, time_limit_s=60.0, count_frees=True,
         return Solution({}, {}, status, solve_s=solve_s, variables=n, binaries=nbin,
                         message=res.message)
     x = np.round(res.x)
-    sol = _extract(pb, x, R, S, IN, P)
+    sol = _extract(pb, x, R, S, IN, P, m.algo_vars)
     sol.status = "optimal" if res.status == 0 else "time_limit"
     sol.objective_s = float(res.fun) * unit_s
+    sol.compute_time_s = compute_time_s(pb, sol)
     sol.bound_s = float(getattr(res, "mip_dual_bound", res.fun) or res.fun) * unit_s
     sol.gap = float(getattr(res, "mip_gap", 0.0) or 0.0)
     sol.solve_s = solve_s
@@ -414,7 +541,7 @@ def _add_link_rows(m, pb, R, IN, P, link):
         m.row(terms + [(stall, -1.0)], -np.inf, pb.cost_s[t])
 
 
-def _extract(pb, x, R, S, IN, P):
+def _extract(pb, x, R, S, IN, P, A):
     replays = {t: [] for t in pb.stages}
     stored = {t: set() for t in pb.stages}
     for (t, i), v in R.items():
@@ -431,6 +558,9 @@ def _extract(pb, x, R, S, IN, P):
             prefetch.setdefault(t, set()).add(y)
     offloaded = {y for s in prefetch.values() for y in s}   # a copy out is only worth one back
     sol = Solution(replays, stored, "", offloaded=offloaded, prefetch_at=prefetch)
+    for (t, k, pass_name, name), v in A.items():
+        if x[v] > 0.5:
+            sol.algos.setdefault((t, k), {})[pass_name] = name
     prune(pb, sol)
     return sol
 
@@ -455,37 +585,43 @@ def prune(pb, sol):
                          if (y in reads or (y in keep and pb.prod[y] != t))
                          and y not in made and y not in incoming}
         keep = sol.stored[t]
+    sol.algos = {(t, k): v for (t, k), v in sol.algos.items()
+                 if k == t or k in sol.replays[t]}
 
 
 def _reads_of(pb, ops):
     return {x for i in ops for x in pb.needdec[i]}
 
 
-def _round(pb, xv, R, S, IN, P, budget_bytes):
+def _round(pb, xv, R, S, IN, P, budget_bytes, algos, floor_s):
     """Checkmate's deterministic rounding: keep ``S >= threshold``, then replay exactly what
-    each stage needs; the cheapest rounding that fits (several thresholds, and liveness)."""
+    each stage needs; the cheapest rounding that fits (several thresholds, and liveness),
+    each with the fastest algorithms its free memory allows (``algos``)."""
     from ._schedule import managed_peak
     best = None
-    for thr in (0.5, 0.25, 0.75, 0.1, 0.9, 0.01, 0.99):
-        stored = {t: set() for t in pb.stages}
+    everything = {t: {x for x in pb.decision if pb.prod[x] < t <= pb.last[x]}
+                  for t in pb.stages}
+    roundings = [{t: set() for t in pb.stages} for _ in range(7)]
+    for k, thr in enumerate((0.5, 0.25, 0.75, 0.1, 0.9, 0.01, 0.99)):
         for (t, y), v in S.items():
             if xv[v] >= thr:
-                stored[t].add(y)
+                roundings[k][t].add(y)
+    for stored in roundings + [everything]:
+        if best is not None and stored is everything:
+            break            # liveness' residency: only where no threshold fits
         sol = complete(pb, stored)
         peak, _ = managed_peak(pb.program, to_instructions(pb, sol), pb.size)
-        cost = replay_time_s(pb, sol)
-        if peak <= budget_bytes and (best is None or cost < best[0]):
+        if peak > budget_bytes:
+            continue
+        if algos:
+            choose_algos(pb, sol, budget_bytes)
+        cost = compute_time_s(pb, sol)
+        if best is None or cost < best[0]:
             best = (cost, peak, sol)
-    if best is None:
-        sol = complete(pb, {t: {x for x in pb.decision if pb.prod[x] < t <= pb.last[x]}
-                            for t in pb.stages})
-        peak, _ = managed_peak(pb.program, to_instructions(pb, sol), pb.size)
-        if peak <= budget_bytes:
-            best = (0.0, peak, sol)
     if best is None:
         return Solution({}, {}, "no_feasible_rounding")
     cost, peak, sol = best
-    sol.status, sol.objective_s, sol.model_peak_bytes = "rounded", cost, peak
+    sol.status, sol.objective_s, sol.model_peak_bytes = "rounded", cost - floor_s, peak
     return sol
 
 
@@ -518,8 +654,74 @@ def complete(pb, stored):
     return sol
 
 
+def _picked_s(pb, k, picks):
+    """Seconds op ``k``'s picks save against its base algorithms (<= 0)."""
+    return sum(r[0] - c.base[0] for c in pb.passes.get(k, ()) for r in c.tiers
+               if picks.get(c.name) == r[2])
+
+
 def replay_time_s(pb, sol):
-    return sum(pb.cost_s[i] for ops in sol.replays.values() for i in ops)
+    """Seconds the solution's replays take, with their algorithms."""
+    return sum(pb.cost_s[i] + _picked_s(pb, i, sol.algos.get((t, i), {}))
+               for t, ops in sol.replays.items() for i in ops)
+
+
+def compute_time_s(pb, sol):
+    """Seconds of compute the engine runs for the solution: every step and every replay, with
+    the algorithms it picks (no stalls)."""
+    return sum(pb.step_s) + replay_time_s(pb, sol) + sum(
+        _picked_s(pb, t, picks) for (t, k), picks in sol.algos.items() if k == t)
+
+
+def _conv_ops(pb, instructions):
+    """``(instruction index, stage, step, live managed bytes)`` of each conv Compute and
+    Recompute of a remat plan, as :func:`~snsim.policies._schedule.managed_peak` counts them
+    (a replay serves the next Compute's stage)."""
+    from ._schedule import managed_peak
+    stage, serves = None, {}
+    for j in range(len(instructions) - 1, -1, -1):
+        if type(instructions[j]) is Compute:
+            stage = instructions[j].step
+        serves[j] = stage
+    out = []
+
+    def on_op(j, live):
+        k = instructions[j].step
+        if k in pb.passes:
+            out.append((j, serves[j], k, live))
+    managed_peak(pb.program, instructions, pb.size, on_op=on_op)
+    return out
+
+
+def choose_algos(pb, sol, budget_bytes):
+    """Give every conv op of ``sol`` the fastest algorithms that fit beside what its
+    instructions hold then (exact for a fixed schedule: a workspace lives only while its op
+    runs)."""
+    sol.algos = {}
+    for _, t, k, live in _conv_ops(pb, to_instructions(pb, sol)):
+        _, picks = best_combination(pb.passes[k], budget_bytes - live)
+        if picks:
+            sol.algos[t, k] = picks
+
+
+def fastest_that_fit(pb, instructions, budget_bytes):
+    """``(Plan.algos, all fastest, compute seconds)`` for a plan's instructions (no replays):
+    each conv op's fastest algorithms that fit beside what the instructions hold then; ``all
+    fastest`` says whether every op got its fastest algorithms regardless of memory."""
+    algos, fastest, saved_s = {}, True, 0.0
+    for j, _, k, live in _conv_ops(pb, instructions):
+        time_s, picks = best_combination(pb.passes[k], budget_bytes - live)
+        fastest &= time_s <= best_combination(pb.passes[k], float("inf"))[0]
+        saved_s += _picked_s(pb, k, picks)
+        if picks:
+            algos[j] = picks
+    return algos, fastest, sum(pb.step_s) + saved_s
+
+
+def instruction_algos(pb, sol, instructions):
+    """``Plan.algos`` for ``sol``'s instructions: ``{instruction index: {pass: name}}``."""
+    return {j: dict(sol.algos[t, k]) for j, t, k, _ in _conv_ops(pb, instructions)
+            if (t, k) in sol.algos}
 
 
 def to_instructions(pb, sol):

@@ -51,14 +51,16 @@ def _cost_aware_modes(program, seg, mode):
             for key, d in deps.items()}
 
 
-def managed_peak(program, instructions, size=None):
+def managed_peak(program, instructions, size=None, on_op=None):
     """Peak of the managed bytes the instructions keep on the GPU, with no budget and no cache.
 
     A replay of the plan as the engine does it with the ideal allocator and an unlimited budget
     (offload copies are ignored: the engine keeps them resident as clean cache entries), with
     no clock. Returns ``(peak_bytes, layers)``: ``layers`` are the producers of the replayed
     tensors resident at the first moment of the peak. ``size`` overrides the tensors' bytes
-    (the solver planners count a convolution's optional workspace as 0).
+    (the solver planners count a convolution's optional workspace as 0). ``on_op(j, live)``
+    is called for each ``Compute``/``Recompute`` (instruction ``j``) with the bytes resident
+    while it runs.
     """
     steps = program.steps
     size = [t.nbytes for t in program.tensors] if size is None else size
@@ -68,7 +70,7 @@ def managed_peak(program, instructions, size=None):
     replayed = set()
     live = peak = 0
     at_peak = ()
-    for ins in instructions:
+    for j, ins in enumerate(instructions):
         kind = type(ins)
         if kind is Compute or kind is Recompute:
             s = steps[ins.step]
@@ -81,6 +83,8 @@ def managed_peak(program, instructions, size=None):
                     resident[t] = True
                     freed[t] = False
                     live += size[t]
+            if on_op is not None:
+                on_op(j, live)
             if live > peak:
                 peak = live
                 at_peak = tuple(replayed)

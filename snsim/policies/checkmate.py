@@ -12,43 +12,74 @@ Options: ``solver=milp`` (HiGHS branch and bound through ``scipy.optimize.milp``
 replays each rounding needs, the cheapest that fits; for larger graphs), ``solver=auto``
 (the MILP up to ``milp_max_binaries`` binaries, else the LP).
 
-Planning cost: O(n^2) binaries for n steps (VGG-16: 96 steps, ~3,000 binaries); the MILP is
-exponential in the worst case, the LP polynomial. Where liveness already fits, nothing is
-replayed (provably optimal: the objective is zero) and no solver runs; where one step's own
-working set exceeds the budget the plan is infeasible without a solver; otherwise infeasible
-only where HiGHS proves it. Plan notes: ``status``, ``objective_s`` and ``replay_time_s``
-(equal here; ``joint`` adds stalls), ``bound_s`` (the solver's lower bound), ``gap``,
-``model_peak_bytes`` (the MILP's managed peak) and
-``plan_peak_bytes`` (the same plan replayed without a clock), ``reason`` when infeasible.
-The count is the ideal allocator's: a real allocator's rounding and fragmentation may not fit
-a plan that fills the budget (the model has no allocator, as Checkmate's). A convolution's
-workspace counts as 0 B: it takes only free memory, or cuDNN falls back without it. Convolutions
-take the fastest algorithm whose workspace fits the free memory (``ws_policy=dynamic``, as
-``superneurons``); the objective charges replays the zero-workspace algorithm's time. So
-the optimum is the least replay time, and under ``ws_policy=none`` the least step time of
-every drop-and-replay plan (tests/test_remat_policies.py); under ``dynamic`` a plan that
-leaves more memory free for workspaces can run faster (VGG-16 batch 32 at 0.7x of liveness'
-peak: ``sac_knapsack`` 0.755 s, checkmate 0.791 s), and offloading planners are outside the
-model.
+Convolution algorithms (``ws_policy``). As in Checkmate's paper, an op's workspace counts in
+the memory while it runs. With ``ws_policy=planned`` (the default) the MILP also picks each
+convolution op's algorithm per cuDNN pass — for every stage's step and every replay — among
+the zero-workspace one (the base) and the *tiers*: the faster algorithms that no other is both
+faster than and smaller than in workspace, the only ones the engine's ``dynamic`` policy can
+ever pick (the fastest that fits), less those that cannot fit beside what the op itself holds.
+A binary per (op, pass, tier); the tier's workspace (both backward passes' at once, as the
+engine holds them) is added to the op's memory row; its time replaces the base's in the
+objective. The plan names the picks (``Plan.algos``, ``workspace="planned"``) and the engine
+runs them, so its compute time is the model's (``compute_time_s``; tests/test_remat_policies.py
+asserts the equality on hand-checked and zoo graphs); the LP path picks, for its rounded
+schedule, the fastest algorithms that fit each op (exact for a fixed schedule). The optimum
+is then over recomputation and algorithm choice together: no plan that only drops, replays and
+frees (liveness, ``workspace``, ``keep_all``, ``recompute``, ``chen_sqrt``, ``checkpoint``,
+``sac_knapsack``, ``dtr``) is faster under ``ws_policy=none`` or ``dynamic`` (tested on AlexNet
+and VGG-11) — a dynamic pick is one of the tiers and fits beside at least the memory the model
+frees (``dtr`` decides at run time: held to it by those tests, not by construction). Outside
+the model, able to beat it: the planners that copy tensors to the host (``superneurons``,
+``vdnn``, ``offload``, ``capuchin``'s swaps, ``cpu_offload``, ``zero_offload``, ``joint``).
+``ws_policy=none`` is the zero-workspace model (replay time only, as before tiers);
+``dynamic``/``fastest`` plan as ``none`` and let the engine choose at run time.
 
-Measured (K40c costs, this 2-core machine, shared): VGG-16 batch 32 (96 steps, 3,010
-binaries) proven optimal (gap 0) in 5-17 s at 0.7x of liveness' peak; AlexNet batch 8 in
-9-17 s (866 binaries: a weaker LP bound); the captured VGG-16 batch 32 (147 steps) stops at
-the 60 s limit with a 5.4% gap.
+Planning cost: O(n^2) binaries for n steps, plus up to a few per conv op with ``planned``
+(VGG-16 batch 32 at 0.7x of liveness' peak: 3,010 binaries without tiers, 4,818 with); the
+MILP is exponential in the worst case, the LP polynomial. Where liveness already fits and no
+convolution needs more room for its fastest algorithms, nothing is replayed (provably
+optimal: no step can run faster) and no solver runs; where one step's own working set exceeds
+the budget the plan is infeasible without a solver; otherwise infeasible only where HiGHS
+proves it. Plan notes: ``status``, ``objective_s`` (what
+the MILP minimises: replay seconds, plus with ``planned`` the seconds the steps' algorithms
+take above the fastest that fit beside each step's floor), ``bound_s`` (its lower bound) and
+``gap`` (relative to it), ``compute_time_s`` (every step and replay with the picked
+algorithms: the engine's compute time), ``replay_time_s``, ``model_peak_bytes`` (the MILP's
+managed peak, workspaces not counted) and ``plan_peak_bytes`` (the same plan replayed without
+a clock), ``reason`` when infeasible. The count is the ideal allocator's: a real allocator's
+rounding and fragmentation may not fit a plan that fills the budget (the model has no
+allocator, as Checkmate's); where a planned workspace does not fit, the engine falls back to
+the fastest algorithm that does, as cuDNN does (``workspace_fallbacks``). A captured program
+has no algorithm tables: its convolutions' workspaces count as 0 B (cuDNN runs without them
+when they do not fit).
+
+Measured (K40c costs, this 2-core machine, shared; a CONV layer's update step charged no
+convolution): VGG-16 batch 32 (96 steps) at 0.7x of liveness' peak, ``ws_policy=none``: 3,010
+binaries, proven optimal (gap 0) in 5-10 s; ``planned``: 4,818 binaries, not proven optimal:
+at the 60 s limit a 23-34% gap on the objective (0.091-0.098 s found, bound 0.064-0.070 s),
+still 24% after 540 s (the LP bound is weak: a fraction of a tier's workspace buys that
+fraction of its time), yet the bound puts the plan within 2-3% of the best step compute time,
+and it is the fastest recompute-only plan (1.171-1.172 s step, against 1.635 s for ``dtr``,
+1.646-1.662 s for ``recompute``, 1.790 s for ``sac_knapsack``, all with ``ws_policy=dynamic``;
+``capuchin``, which swaps, 1.554 s). AlexNet batch 4 proven optimal in 8-38 s at 0.6-1.0x,
+VGG-11 batch 2 in 13-14 s at 0.9-1.0x and time-limited (60 s) at 0.6-0.75x.
 """
 from ..plan import WORKSPACE_MODES, Plan
-from ._remat import (floor_bytes, liveness_peak_bytes, remat_problem, replay_time_s, solve,
+from ._remat import (compute_time_s, count_binaries, fastest_that_fit, floor_bytes,
+                     instruction_algos, liveness_peak_bytes, remat_problem, replay_time_s, solve,
                      to_instructions)
 from ._schedule import build_instructions, managed_peak
 from .base import Policy, choice, integer, register
 
 
 def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
-                milp_max_binaries=20000, link=None):
-    """Plan ``program`` under ``budget_bytes`` (whole device budget, static included).
+                milp_max_binaries=20000, link=None, algos=False):
+    """Plan ``program`` under ``budget_bytes`` (whole device budget, static included);
+    ``algos``: choose each convolution's algorithms too.
 
-    Returns ``(instructions or None, notes)``; ``None`` when no schedule fits, with the
-    reason in ``notes["reason"]``.
+    Returns ``(instructions or None, notes, plan algos)``; ``None`` when no schedule fits,
+    with the reason in ``notes["reason"]``. The plan algos (``Plan.algos``) are empty unless
+    ``algos``.
     """
     pb = remat_problem(program)
     managed = budget_bytes - program.static_total_bytes
@@ -57,20 +88,24 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
     live = liveness_peak_bytes(pb)
     floor, at = floor_bytes(pb)
     if live <= managed:
-        notes.update(status="optimal", reason="liveness fits: nothing to replay",
-                     replay_time_s=0.0, gap=0.0, model_peak_bytes=live)
-        return build_instructions(program), notes
+        ins = build_instructions(program)
+        picks, fastest, time_s = fastest_that_fit(pb, ins, managed if algos else 0)
+        if fastest or not algos:   # nothing to replay, every convolution at its fastest
+            notes.update(status="optimal", reason="liveness fits: nothing to replay",
+                         replay_time_s=0.0, objective_s=0.0, bound_s=0.0, gap=0.0,
+                         model_peak_bytes=live,
+                         compute_time_s=time_s if algos else sum(pb.step_s))
+            return ins, notes, picks if algos else {}
     if floor > managed:
         s = program.steps[at]
         notes.update(status="infeasible",
                      reason=f"step {at} ({s.name} {s.phase}) alone needs {floor} B of managed "
                      f"memory; the budget leaves {int(managed)} B after "
                      f"{program.static_total_bytes} B of static tensors")
-        return None, notes
-    n_bin = sum(len(v) for v in pb.ops.values()) + sum(
-        max(0, min(pb.last[x], pb.stages[-1]) - pb.prod[x]) for x in pb.decision)
+        return None, notes, {}
+    n_bin = count_binaries(pb, managed, algos)
     relax = solver == "lp" or (solver == "auto" and n_bin > milp_max_binaries)
-    sol = solve(pb, managed, relax=relax, time_limit_s=time_limit_s, link=link)
+    sol = solve(pb, managed, relax=relax, time_limit_s=time_limit_s, link=link, algos=algos)
     # no wall-clock figure in the notes: they make the run's id (benchmarks time the plan)
     notes.update(solver="lp" if relax else "milp", status=sol.status,
                  variables=sol.variables, binaries=sol.binaries)
@@ -81,36 +116,40 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
                "no_feasible_rounding": "the LP relaxation's roundings do not fit the budget "
                                        "(not proven infeasible; try solver=milp)"}
         notes["reason"] = why[sol.status]
-        return None, notes
+        return None, notes, {}
     ins = to_instructions(pb, sol)
     peak, _ = managed_peak(program, ins, pb.size)
     notes.update(replay_time_s=replay_time_s(pb, sol), objective_s=sol.objective_s,
-                 bound_s=sol.bound_s, gap=sol.gap,
+                 compute_time_s=compute_time_s(pb, sol), bound_s=sol.bound_s, gap=sol.gap,
                  model_peak_bytes=sol.model_peak_bytes, plan_peak_bytes=int(peak),
                  replays=sum(len(v) for v in sol.replays.values()))
     if sol.offloaded:
         notes["offloaded"] = len(sol.offloaded)
-    return ins, notes
+    return ins, notes, instruction_algos(pb, sol, ins)
 
 
 @register
 class Checkmate(Policy):
     name = "checkmate"
     in_all = False   # a solver run per probe or row: runs only when named
-    description = ("Checkmate MILP (R, S, U, Free over stages; HiGHS): least replay time under "
-                   "the budget (solver=auto|milp|lp, time_limit_s=)")
+    description = ("Checkmate MILP (R, S, U, Free over stages; HiGHS): least compute time "
+                   "under the budget, replays and conv algorithms chosen together "
+                   "(solver=auto|milp|lp, time_limit_s=, ws_policy=planned|none|...)")
     OPTIONS = {"solver": choice("auto", ("auto", "milp", "lp")),
                "time_limit_s": integer(60, minimum=1),
                "milp_max_binaries": integer(20000, minimum=0),
-               "ws_policy": choice("dynamic", WORKSPACE_MODES)}
+               "ws_policy": choice("planned", ("planned",) + WORKSPACE_MODES)}
 
     def plan(self, program, hardware, budget_bytes):
         o = self.options
-        ins, notes = solve_remat(program, budget_bytes, solver=o["solver"],
-                                 time_limit_s=o["time_limit_s"],
-                                 milp_max_binaries=o["milp_max_binaries"])
+        planned = o["ws_policy"] == "planned"
+        ins, notes, algos = solve_remat(program, budget_bytes, solver=o["solver"],
+                                        time_limit_s=o["time_limit_s"],
+                                        milp_max_binaries=o["milp_max_binaries"],
+                                        algos=planned)
         notes = {**o, **notes}
         if ins is None:   # nothing fits: liveness' plan, which the engine finds out of memory
             return Plan(policy=self.name, instructions=build_instructions(program),
-                        workspace=o["ws_policy"], notes=notes)
-        return Plan(policy=self.name, instructions=ins, workspace=o["ws_policy"], notes=notes)
+                        workspace="none" if planned else o["ws_policy"], notes=notes)
+        return Plan(policy=self.name, instructions=ins, workspace=o["ws_policy"],
+                    algos=algos, notes=notes)

@@ -28,10 +28,13 @@ Measured (K40c, ideal allocator): ResNet-2500 batch 1 at the K40c budget, 0.664 
 it does not win: at 0.7x VGG-16's liveness peak it equals ``superneurons`` (0.807 s) and loses
 to ``sac_knapsack`` (0.755 s) and ``checkmate`` (0.791 s); on the captured VGG-16 batch 32
 (H200, 0.7x of liveness' managed bytes) it is slower than ``superneurons`` (0.095 s against
-0.087 s): its estimate found no tail that fits, so it copied everything out. Neither MILP
-sees the convolution algorithms that ``ws_policy=dynamic`` picks from the free memory, so the
-engine's step time can rank plans differently from the objective (VGG-16 batch 32 at 0.7x:
-joint's MILP objective 0.003 s against checkmate's 0.014 s, yet 0.860 s against 0.791 s).
+0.087 s): its estimate found no tail that fits, so it copied everything out. (These figures
+predate the engine's fix of a CONV layer's update step, which used to run a forward
+convolution.) The joint MILP does not choose the convolution algorithms (``checkmate`` does,
+``ws_policy=planned``): it sees the zero-workspace ones, and the engine's ``ws_policy=dynamic``
+picks from the free memory at run time, so the step time can rank plans differently from the
+objective (VGG-16 batch 32 at 0.7x, before that fix: joint's MILP objective 0.003 s against
+zero-workspace checkmate's 0.014 s, yet 0.860 s against 0.791 s).
 
 ``solver=auto`` — the MILP up to ``milp_max_steps`` steps, else the heuristic.
 """
@@ -198,8 +201,8 @@ class Joint(Policy):
             size = [t.nbytes for t in program.tensors]
             link = ([hardware.transfer_time_s(b, "h2d") for b in size],
                     [hardware.transfer_time_s(b, "d2h") for b in size])
-            ins, notes = solve_remat(program, budget_bytes, solver="milp",
-                                     time_limit_s=o["time_limit_s"], link=link)
+            ins, notes, _ = solve_remat(program, budget_bytes, solver="milp",
+                                        time_limit_s=o["time_limit_s"], link=link)
             notes = {**o, **notes, "method": "milp"}
             if ins is None:
                 return Plan(policy=self.name, instructions=build_instructions(program),
