@@ -39,16 +39,13 @@ COMPUTE_FAMILIES = frozenset({"convolution", "convolution_backward", "mm", "addm
                               "sdpa_flash", "sdpa_efficient", "sdpa_math",
                               "sdpa_flash_backward", "sdpa_efficient_backward",
                               "sdpa_math_backward"})
-# fp16 and bf16 rows are one group per family: the same kernels, templated on a 2-byte type
-# (cuDNN's and cuBLAS's half-precision engines, ATen's elementwise and norm kernels), and the
-# same tensor-core rate on sm80+ (H100/H200: 989 TFLOPS dense for both). A table measured in
-# one of them (calibrate's network conv layers are bf16) times the other; a table with both
-# interpolates over both.
-_HALF_POOL = {"float16": "bfloat16", "fp16": "bf16"}
-
-
-def _pooled(dtype_or_math):
-    return _HALF_POOL.get(dtype_or_math, dtype_or_math)
+# fp16 and bf16 rows are separate groups: cuDNN's fp16 and bf16 convolution engines differ
+# (fp16 CNN steps ran 10-20% faster than bf16 ones on the H200: traces/h200/amp, and the
+# table's fp16 and bf16 rows of the same network layers), so a lookup reads its own half type's
+# rows. Where the table has none of the family (and of the call's class: :func:`_has_class`)
+# in that type, the other half type's rows stand in -- the same tensor-core rate on sm80+
+# (H100/H200: 989 TFLOPS dense for both) and 2-byte traffic -- before any proxy or roofline.
+_OTHER_HALF = {"float16": "bfloat16", "bfloat16": "float16", "fp16": "bf16", "bf16": "fp16"}
 
 
 # ``Tensor.item()``: a synchronous copy of a scalar to pageable host memory; the host waits for
@@ -233,7 +230,7 @@ class KernelTable:
             self.host[phase] = float(np.median(g["time_s"]))
         ops = rows[rows["family"] != "host_step"].fillna({"cls": "", "math": ""})
         for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
-            key = (fam, _pooled(mth) if fam in COMPUTE_FAMILIES else _pooled(dt))
+            key = (fam, mth if fam in COMPUTE_FAMILIES else dt)
             flops = g["flops"].to_numpy(float)
             nbytes = g["bytes"].to_numpy(float)
             ref = self._ref(flops, nbytes)
@@ -242,7 +239,7 @@ class KernelTable:
                               np.log1p(g["ntensors"].to_numpy(float))], axis=1)
             host = g["host_s"].to_numpy(float)
             grp = (feats, lr, np.array(g["cls"].astype(str), dtype=object), host)
-            if key in self._groups:   # same family/math from two dtypes' rows: merge
+            if key in self._groups:   # a compute family's math mode from two dtypes: merge
                 f0, l0, c0, h0 = self._groups[key]
                 grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]),
                        np.concatenate([c0, grp[2]]), np.concatenate([h0, host]))
@@ -304,34 +301,53 @@ class KernelTable:
     def families(self):
         return sorted({k[0] for k in self._groups})
 
-    def _key(self, family, dtype, math_):
-        if family in COMPUTE_FAMILIES:
-            return (family, _pooled(math_))
-        return (family, _pooled(dtype))
+    def _has_class(self, key, cls):
+        """Whether group ``key`` has rows of shape class ``cls``: a matmul's exact class
+        (:func:`matmul_class`), a convolution's grouping (dense, ``g``, ``dw``); any row for
+        other families and for a call without a class."""
+        if not cls or key[0] in BN_FAMILIES:
+            return True
+        classes = self._groups[key][2]
+        if key[0] in MATMUL_FAMILIES:
+            return bool((classes == cls).any())
+        if key[0].startswith("convolution"):
+            return bool((self._prefix[key] == _group_prefix(cls)).any())
+        return True
+
+    def _key(self, family, dtype, math_, cls=""):
+        """The group a call reads (see ``_OTHER_HALF``): its own dtype's (compute families:
+        math mode's) when it has rows of the call's class, else the other half type's when
+        that one has, else its own (read across classes) or the other's; None if neither
+        exists."""
+        own = (family, math_ if family in COMPUTE_FAMILIES else dtype)
+        keys = [k for k in (own, (family, _OTHER_HALF.get(own[1])))
+                if k[1] is not None and k in self._groups]
+        return next((k for k in keys if self._has_class(k, cls)), keys[0] if keys else None)
 
     def _neighbours(self, family, flops, nbytes, ntensors, cls, dtype, math_):
         """(key, nearest rows, their weights or None when farther than FAR, source) of a
         lookup, or None when the table has no rows for ``family`` nor a proxy."""
-        key = self._key(family, dtype, math_)
+        key = self._key(family, dtype, math_, cls)
         src = "table"
-        if key not in self._groups:
-            key = None
-            if family not in COMPUTE_FAMILIES and not family.startswith("sdpa"):
-                half = _pooled(dtype)
-                for p in ((family, "float32"),) + tuple((f, half) for f in PROXY) + tuple(
-                        (f, "float32") for f in PROXY):
-                    if p in self._groups:
-                        key, src = p, ("proxy" if p[0] != family else "table")
-                        break
+        if key is None:
+            if family in COMPUTE_FAMILIES or family.startswith("sdpa"):
+                return None
+            # an untimed dtype of a bandwidth family reads its fp32 rows; an untimed family,
+            # a proxy's rows of the same dtype (or the other half type's), else fp32
+            key = self._key(family, "float32", "")
+            for p in PROXY:
+                if key is None:
+                    key = self._key(p, dtype, "") or self._key(p, "float32", "")
+                    src = "proxy"
             if key is None:
                 return None
         feats, lr, classes, _ = self._groups[key]
         if cls and family in MATMUL_FAMILIES and not (classes == cls).any():
-            # a table without rows of this class (see matmul_class): in half precision the
-            # unaligned rows timed another kernel path than the tensor cores' fast one, so
-            # the table cannot place the call (the caller's roofline); fp32 and TF32 rows
+            # neither half type has rows of this class (see matmul_class): in half precision
+            # the unaligned rows timed another kernel path than the tensor cores' fast one,
+            # so the table cannot place the call (the caller's roofline); fp32 and TF32 rows
             # are read without classes
-            if key[1] == "bf16":
+            if key[1] in _OTHER_HALF:
                 return None
             cls = ""
         q = np.array([math.log1p(flops), math.log1p(nbytes), math.log1p(ntensors)])

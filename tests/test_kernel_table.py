@@ -214,11 +214,11 @@ def _mm_rows(cls, tflops, dtype="bfloat16", math_="bf16"):
              "shape": ""} for f in np.geomspace(1e9, 1e12, 8)]
 
 
-def test_aligned_matmuls_use_aligned_rows_and_fp16_pools_with_bf16():
+def test_aligned_matmuls_use_aligned_rows_and_the_other_half_type_only_as_fallback():
     """An aligned half-precision GEMM takes the aligned rows (here 600 TFLOP/s, unaligned
     100); a table without aligned rows cannot place it (the roofline), while fp32 ones read
-    such a table without classes; fp16 queries read the bf16 rows (one group: the same
-    kernels and tensor-core rate)."""
+    such a table without classes. fp16 queries read bf16 rows only while the table has no fp16
+    row of their class; with fp16 rows of it (here 800 TFLOP/s, made-up rates) those."""
     both = KernelTable(pd.DataFrame(_mm_rows("a8", 600) + _mm_rows("", 100)))
     only = KernelTable(pd.DataFrame(_mm_rows("", 100)))
     f = 3e10
@@ -229,6 +229,19 @@ def test_aligned_matmuls_use_aligned_rows_and_fp16_pools_with_bf16():
         assert f / t / 1e12 == pytest.approx(100, rel=0.02)
         assert only.time_s("mm", flops=f, nbytes=1e7, cls="a8", dtype=dtype,
                            math_=math_) == (None, "roofline")
+    # fp16 rows of the unaligned class only: an aligned fp16 call falls back to bf16's a8 rows,
+    # an unaligned one reads its own fp16 rows (300), bf16 calls never read fp16 rows
+    mixed = KernelTable(pd.DataFrame(_mm_rows("a8", 600) + _mm_rows("", 100)
+                                     + _mm_rows("", 300, "float16", "fp16")))
+    rate = {(d, m, c): f / mixed.time_s("mm", flops=f, nbytes=1e7, cls=c, dtype=d,
+                                         math_=m)[0] / 1e12
+            for d, m in (("bfloat16", "bf16"), ("float16", "fp16")) for c in ("a8", "")}
+    assert rate == pytest.approx({("bfloat16", "bf16", "a8"): 600, ("bfloat16", "bf16", ""): 100,
+                                  ("float16", "fp16", "a8"): 600, ("float16", "fp16", ""): 300},
+                                 rel=0.02)
+    own = KernelTable(pd.DataFrame(_mm_rows("a8", 600) + _mm_rows("a8", 800, "float16", "fp16")))
+    t, src = own.time_s("mm", flops=f, nbytes=1e7, cls="a8", dtype="float16", math_="fp16")
+    assert src == "table" and f / t / 1e12 == pytest.approx(800, rel=0.02)
     fp32 = KernelTable(pd.DataFrame(_mm_rows("", 40, "float32", "fp32")))
     t, src = fp32.time_s("mm", flops=f, nbytes=1e7, cls="a8", dtype="float32", math_="fp32")
     assert src == "table" and f / t / 1e12 == pytest.approx(40, rel=0.02)
