@@ -109,13 +109,19 @@ def family_of(name):
 
 
 def conv_class(sig):
-    """Shape class of a recorded convolution signature, as ``snsim calibrate`` names it.
+    """Shape class of a recorded convolution signature, as ``snsim calibrate`` names it
+    (``[dw|g]k<kh>x<kw>s<stride>``), with a grouped (not depthwise) convolution's group count
+    after the ``g``: calibrate's rows carry it in their ``shape`` (``g32``), and the lookup
+    reads it as a distance (:data:`GROUP_COUNT_WEIGHT`).
 
     Examples
     --------
     >>> conv_class("convolution float32[8, 3, 224, 224] float32[64, 3, 7, 7] None 2 2 3 3 1 1 "
     ...            "False 0 0 1")
     'k7x7s2'
+    >>> conv_class("convolution float32[8, 336, 28, 28] float32[336, 24, 3, 3] None 1 1 1 1 "
+    ...            "1 1 False 0 0 14")
+    'g14k3x3s1'
     """
     tensors = [(d, [int(v) for v in s.split(",") if v.strip()])
                for d, s in _TENSOR.findall(sig)]
@@ -133,7 +139,7 @@ def conv_class(sig):
         stride = int(toks[len(toks) - (13 if backward else 10)])
     except (ValueError, IndexError):
         return ""
-    g = "dw" if groups > 1 and groups == x[1] else ("g" if groups > 1 else "")
+    g = "dw" if groups > 1 and groups == x[1] else (f"g{groups}" if groups > 1 else "")
     return f"{g}k{w[2]}x{w[3]}s{stride}"
 
 
@@ -201,9 +207,30 @@ def sig_dtype(sig):
     return m.group(1) if m else "float32"
 
 
+_CONV_CLS = re.compile(r"^(dw|g)?(\d*)(k.*)?$")
+# squared distance per (e-fold in a grouped convolution's group count)^2: how many groups a
+# cuDNN engine runs (some issue kernels per group: host costs of 0.2-2 ms per call at 32 groups
+# in TF32 on the H200, 20-130 us dense)
+GROUP_COUNT_WEIGHT = 1.0
+
+
 def _group_prefix(cls):
-    # "dw", "g" or "" (dense): another grouping is far (distance 3), another kernel/stride near (1)
-    return cls.split("k")[0] if cls else ""
+    # "dw", "g" or "" (dense): another grouping is far (distance 3), another kernel/stride near
+    # (1); a class of another family (a matmul's "a8") is its own grouping
+    m = _CONV_CLS.match(cls or "")
+    return (m.group(1) or "") if m else (cls or "").split("k")[0]
+
+
+def _conv_base(cls):
+    """A conv class without its group count (``g14k3x3s1`` -> ``gk3x3s1``) and the count
+    (NaN when it has none)."""
+    m = _CONV_CLS.match(cls or "")
+    if not m or not m.group(2):
+        return cls, math.nan
+    return (m.group(1) or "") + (m.group(3) or ""), float(m.group(2))
+
+
+_SHAPE_GROUPS = re.compile(r"\bg(\d+)\b")
 
 
 class KernelTable:
@@ -229,6 +256,7 @@ class KernelTable:
         for phase, g in hs.groupby("cls"):
             self.host[phase] = float(np.median(g["time_s"]))
         ops = rows[rows["family"] != "host_step"].fillna({"cls": "", "math": ""})
+        self._gcount = {}         # conv key -> ln(group count) of its grouped rows, else NaN
         for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
             key = (fam, mth if fam in COMPUTE_FAMILIES else dt)
             flops = g["flops"].to_numpy(float)
@@ -239,11 +267,17 @@ class KernelTable:
                               np.log1p(g["ntensors"].to_numpy(float))], axis=1)
             host = g["host_s"].to_numpy(float)
             grp = (feats, lr, np.array(g["cls"].astype(str), dtype=object), host)
+            shapes = g["shape"].astype(str) if "shape" in g else [""] * len(g)
+            gcount = np.array([math.log(int(m.group(1))) if _group_prefix(c) == "g" and (
+                m := _SHAPE_GROUPS.search(sh)) else math.nan
+                for c, sh in zip(grp[2], shapes)])
             if key in self._groups:   # a compute family's math mode from two dtypes: merge
                 f0, l0, c0, h0 = self._groups[key]
                 grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]),
                        np.concatenate([c0, grp[2]]), np.concatenate([h0, host]))
+                gcount = np.concatenate([self._gcount[key], gcount])
             self._groups[key] = grp
+            self._gcount[key] = gcount
         self._prefix = {key: np.array([_group_prefix(c) for c in grp[2]], dtype=object)
                         for key, grp in self._groups.items()}
         # batch norm: channels and spatial size are distances, not a class to match exactly
@@ -359,9 +393,14 @@ class KernelTable:
         elif bn is not None:
             pass    # a table (or query) without BN shape classes: bytes alone, as before
         elif cls or classes.any():
-            same = classes == cls
+            base, count = _conv_base(cls)
+            same = classes == base
             d2 = d2 + np.where(same, 0.0, np.where(self._prefix[key] == _group_prefix(cls),
                                                    1.0, 9.0))
+            rows_count = self._gcount[key]
+            if math.isfinite(count):   # a grouped call: how far its group count is from a row's
+                d2 = d2 + GROUP_COUNT_WEIGHT * np.nan_to_num(
+                    (rows_count - math.log(count)) ** 2, nan=0.0)
         d = np.sqrt(d2)
         order = np.argsort(d, kind="stable")[:K_NEAREST]
         if d[order[0]] > FAR:

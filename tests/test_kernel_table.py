@@ -245,3 +245,45 @@ def test_aligned_matmuls_use_aligned_rows_and_the_other_half_type_only_as_fallba
     fp32 = KernelTable(pd.DataFrame(_mm_rows("", 40, "float32", "fp32")))
     t, src = fp32.time_s("mm", flops=f, nbytes=1e7, cls="a8", dtype="float32", math_="fp32")
     assert src == "table" and f / t / 1e12 == pytest.approx(40, rel=0.02)
+
+
+def _conv_rows(cls, shape, us, dtype="bfloat16", math_="bf16", host_us=30.0):
+    """Made-up conv rows: a fixed time per call (``us``) over a range of sizes."""
+    return [{"family": "convolution", "dtype": dtype, "math": math_, "cls": cls, "flops": f,
+             "bytes": f / 100, "ntensors": 0, "time_s": us * 1e-6, "host_s": host_us * 1e-6,
+             "shape": shape} for f in np.geomspace(1e9, 1e11, 6)]
+
+
+def test_conv_reads_its_own_half_type_and_falls_back_per_grouping():
+    """fp16 dense convs read the fp16 rows (made-up 100 us; bf16's 200 us) once the table has
+    them; an fp16 depthwise call, with no fp16 depthwise row, reads bf16's depthwise rows
+    (50 us) rather than fp16's dense ones."""
+    t = KernelTable(pd.DataFrame(
+        _conv_rows("k3x3s1", "x g1", 200) + _conv_rows("dwk3x3s1", "x g64", 50)
+        + _conv_rows("k3x3s1", "x g1", 100, "float16", "fp16")))
+    f = 1e10
+    for dtype, math_, cls, us in (("float16", "fp16", "k3x3s1", 100),
+                                  ("bfloat16", "bf16", "k3x3s1", 200),
+                                  ("float16", "fp16", "dwk3x3s1", 50)):
+        got, src = t.time_s("convolution", flops=f, nbytes=f / 100, cls=cls, dtype=dtype,
+                            math_=math_)
+        assert src == "table" and got == pytest.approx(us * 1e-6, rel=1e-6), (dtype, cls)
+
+
+def test_grouped_conv_lookup_weighs_the_group_count():
+    """Rows at 4 and 32 groups (made-up host costs 40 and 1000 us per call, the same sizes): a
+    4-group call takes the 4-group rows' cost, a 32-group call the 32-group rows', and the
+    class the recorder gives such a call carries its count."""
+    t = KernelTable(pd.DataFrame(
+        _conv_rows("gk3x3s1", "x[8, 128, 28, 28] w[128, 32, 3, 3] s1 g4 bias0", 60,
+                   "float32", "tf32", host_us=40)
+        + _conv_rows("gk3x3s1", "x[8, 128, 28, 28] w[128, 4, 3, 3] s1 g32 bias0", 60,
+                     "float32", "tf32", host_us=1000)))
+    f = 1e10
+    host = {g: t.issue_s("convolution", flops=f, nbytes=f / 100, cls=f"g{g}k3x3s1",
+                         dtype="float32", math_="tf32") for g in (4, 32)}
+    assert host[4] == pytest.approx(40e-6, rel=0.05)
+    assert host[32] == pytest.approx(1000e-6, rel=0.05)
+    sig = ("convolution float32[8, 128, 28, 28] float32[128, 32, 3, 3] None 1 1 1 1 1 1 "
+           "False 0 0 4")
+    assert conv_class(sig) == "g4k3x3s1"
