@@ -46,6 +46,13 @@ COMPUTE_FAMILIES = frozenset({"convolution", "convolution_backward", "mm", "addm
 # in that type, the other half type's rows stand in -- the same tensor-core rate on sm80+
 # (H100/H200: 989 TFLOPS dense for both) and 2-byte traffic -- before any proxy or roofline.
 _OTHER_HALF = {"float16": "bfloat16", "bfloat16": "float16", "fp16": "bf16", "bf16": "fp16"}
+# ... except where PyTorch dispatches the two half types to different implementations: batch
+# norm (``torch._batch_norm_impl_index``) runs fp16 inputs with fp32 parameters (autocast's
+# case) in cuDNN, as fp32, and bf16 inputs in ATen's native kernels (2-3x slower per byte on
+# the H200: the table's rows); an fp16 call without fp16 rows reads the fp32 (cuDNN) rows, by
+# bytes, and a bf16 call the other native (fp16 native: none) -- no stand-in
+_FALLBACK = {fam: {"float16": "float32", "bfloat16": None} for fam in
+             ("native_batch_norm", "native_batch_norm_backward")}
 
 
 # ``Tensor.item()``: a synchronous copy of a scalar to pageable host memory; the host waits for
@@ -354,7 +361,8 @@ class KernelTable:
         that one has, else its own (read across classes) or the other's; None if neither
         exists."""
         own = (family, math_ if family in COMPUTE_FAMILIES else dtype)
-        keys = [k for k in (own, (family, _OTHER_HALF.get(own[1])))
+        other = _FALLBACK.get(family, _OTHER_HALF).get(own[1], _OTHER_HALF.get(own[1]))
+        keys = [k for k in (own, (family, other))
                 if k[1] is not None and k in self._groups]
         return next((k for k in keys if self._has_class(k, cls)), keys[0] if keys else None)
 

@@ -858,6 +858,10 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
             r.get("math") == "fp16" and str(r.get("shape", "")).startswith("net "))),
         # grouped and depthwise convs over a grid of group widths and counts (TF32, bf16,
         # fp16): Calibrator.grouped_convs; a --merge replaces an earlier run's rows
+        # fp16 batch norm (autocast: fp16 input, fp32 parameters): cuDNN's kernels, where
+        # bf16 runs ATen's (torch._batch_norm_impl_index); the bn group re-measures it too
+        "bnfp16": ("batch norm fp16", ("native_batch_norm", "native_batch_norm_backward"),
+                   lambda r: r.get("dtype") == "float16"),
         "grouped": ("grouped conv", ("convolution", "convolution_backward"), lambda r: (
             str(r.get("shape", "")).startswith("grouped ")))}
 
@@ -909,6 +913,8 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("sdpa", 0.06, lambda: cal.sdpa(cal.n(60))),
         ("bandwidth bf16", 0.03, lambda: cal.bandwidth_ops(sizes[::2], torch.bfloat16)),
         ("batch norm bf16", 0.01, lambda: cal.batch_norms(torch.bfloat16)),
+        # autocast's fp16 batch norm (fp32 parameters) runs in cuDNN, bf16 in ATen's kernels
+        ("batch norm fp16", 0.01, lambda: cal.batch_norms(torch.float16)),
         ("amp conv fp16", 0.06, lambda: cal.convs(cal.n(80), torch.float16, "fp16",
                                                   6e12 * cap)),
         ("amp matmul fp16", 0.03, lambda: cal.matmuls(cal.n(60), torch.float16, "fp16",
@@ -1111,7 +1117,7 @@ def _add_calibrate(sub):
                    "fused optimizers and GradScaler kernels), matmul (every matmul row, half "
                    "of them at model widths), netfp16 (the fp16 convs of torchvision CNNs), "
                    "grouped (grouped and depthwise convs over a grid of group widths and "
-                   "counts, TF32/bf16/fp16)")
+                   "counts, TF32/bf16/fp16), bnfp16 (fp16 batch norm: cuDNN's)")
     p.add_argument("--merge", default=None, metavar="TABLE",
                    help="with --only: write TABLE with the new rows merged in (bn replaces "
                    "all BN rows; conv adds its rows, replacing an earlier conv run's; the "
