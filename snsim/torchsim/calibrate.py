@@ -331,12 +331,18 @@ class Calibrator:
         rng = self.rng
         made = 0
         while made < count and not self.late():
+            op = rng.choice(["mm", "mm", "addmm", "bmm"])
             m, k, n = (int(_loguniform(rng, 1, 32768)) for _ in range(3))
+            if op != "bmm" and rng.random() < 0.5:
+                # a Linear's tokens (batch x sequence, or batch x H x W of a channels-last
+                # Linear: ConvNeXt's 64 x 56 x 56 = 200704) up to 2^18: the rows of its forward
+                # and input-gradient GEMMs, the reduction of its weight-gradient GEMM
+                tokens = int(_loguniform(rng, 32768, 2**18))
+                m, k = (tokens, k) if op == "addmm" or rng.random() < 0.5 else (m, tokens)
             if rng.random() < 0.5:   # model widths: multiples of 64 (of 8 below 64)
                 m, k, n = (max(8, (v + 32) // 64 * 64 if v >= 64 else (v + 4) // 8 * 8)
                            for v in (m, k, n))
             cls = "a8" if all(v % 8 == 0 for v in (m, k, n)) else ""   # kernel_table.matmul_class
-            op = rng.choice(["mm", "mm", "addmm", "bmm"])
             bt = int(_loguniform(rng, 1, 512)) if op == "bmm" else 1
             if 2 * bt * m * k * n > max_flops or bt * (m * k + k * n + m * n) * 4 > 3e9:
                 continue
