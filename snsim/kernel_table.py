@@ -49,10 +49,19 @@ _OTHER_HALF = {"float16": "bfloat16", "bfloat16": "float16", "fp16": "bf16", "bf
 # ... except where PyTorch dispatches the two half types to different implementations: batch
 # norm (``torch._batch_norm_impl_index``) runs fp16 inputs with fp32 parameters (autocast's
 # case) in cuDNN, as fp32, and bf16 inputs in ATen's native kernels (2-3x slower per byte on
-# the H200: the table's rows); an fp16 call without fp16 rows reads the fp32 (cuDNN) rows, by
-# bytes, and a bf16 call the other native (fp16 native: none) -- no stand-in
+# the H200: the table's rows). An fp16 call without fp16 rows reads the fp32 (cuDNN) rows of
+# its shape (:data:`_BY_SHAPE`), a bf16 call without bf16 rows the fp32 ones by bytes (the
+# other half type's rows, fp16's, are cuDNN's: no stand-in)
 _FALLBACK = {fam: {"float16": "float32", "bfloat16": None} for fam in
              ("native_batch_norm", "native_batch_norm_backward")}
+# fallbacks read at the call's shape, not its bytes (the rows' dtype's bytes of the same
+# tensors): cuDNN's batch norm computes in fp32 whatever its input and is not bandwidth-bound
+# (its fp32 rows run at 0.5-2.1 TB/s of the H200's 4.8), so an fp16 call is taken to cost
+# what the same shape costs in fp32 -- an assumption, until the table has fp16 rows
+# (``snsim calibrate --only bnfp16``)
+_BY_SHAPE = {("native_batch_norm", "float16", "float32"),
+             ("native_batch_norm_backward", "float16", "float32")}
+_ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 # ``Tensor.item()``: a synchronous copy of a scalar to pageable host memory; the host waits for
@@ -367,9 +376,12 @@ class KernelTable:
         return next((k for k in keys if self._has_class(k, cls)), keys[0] if keys else None)
 
     def _neighbours(self, family, flops, nbytes, ntensors, cls, dtype, math_):
-        """(key, nearest rows, their weights or None when farther than FAR, source) of a
-        lookup, or None when the table has no rows for ``family`` nor a proxy."""
+        """(key, nearest rows, their weights or None when farther than FAR, source, the
+        call's bytes as the rows count them) of a lookup, or None when the table has no rows
+        for ``family`` nor a proxy."""
         key = self._key(family, dtype, math_, cls)
+        if key is not None and (family, dtype, key[1]) in _BY_SHAPE:
+            nbytes = nbytes * _ELEMENT_BYTES[key[1]] / _ELEMENT_BYTES[dtype]
         src = "table"
         if key is None:
             if family in COMPUTE_FAMILIES or family.startswith("sdpa"):
@@ -412,8 +424,8 @@ class KernelTable:
         d = np.sqrt(d2)
         order = np.argsort(d, kind="stable")[:K_NEAREST]
         if d[order[0]] > FAR:
-            return key, order, None, src
-        return key, order, 1.0 / (d[order] + 0.05) ** 2, src
+            return key, order, None, src, nbytes
+        return key, order, 1.0 / (d[order] + 0.05) ** 2, src, nbytes
 
     def time_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",
                math_="tf32"):
@@ -428,7 +440,7 @@ class KernelTable:
         near = self._neighbours(family, flops, nbytes, ntensors, cls, dtype, math_)
         if near is None:
             return None, "roofline"
-        key, order, w, src = near
+        key, order, w, src, nbytes = near
         ref = float(self._ref(np.array(flops, float), np.array(nbytes, float)))
         if w is None:
             return ref * math.exp(self._fitted[key]), ("fitted" if src == "table" else src)
@@ -444,7 +456,7 @@ class KernelTable:
         near = self._neighbours(family, flops, nbytes, ntensors, cls, dtype, math_)
         if near is None:
             return self._aten_host(family)
-        key, order, w, _ = near
+        key, order, w, _, _ = near
         host = self._groups[key][3]
         if w is None or not np.all(host[order] > 0):
             pos = host[host > 0]

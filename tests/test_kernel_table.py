@@ -287,3 +287,29 @@ def test_grouped_conv_lookup_weighs_the_group_count():
     sig = ("convolution float32[8, 128, 28, 28] float32[128, 32, 3, 3] None 1 1 1 1 1 1 "
            "False 0 0 4")
     assert conv_class(sig) == "g4k3x3s1"
+
+
+def test_fp16_batch_norm_reads_cudnn_fp32_rows_at_its_shape_not_bf16_native_rows():
+    """Autocast's fp16 batch norm runs in cuDNN (torch._batch_norm_impl_index), bf16 in ATen's
+    native kernels: without fp16 rows, an fp16 call reads the fp32 rows of its shape (their
+    bytes: twice its own), never bf16's. Made-up rates: fp32 1 TB/s, bf16 0.3 TB/s."""
+    rows = []
+    for dtype, el, rate in (("float32", 4, 1e12), ("bfloat16", 2, 0.3e12)):
+        for n in (16, 64, 256):
+            nb = 2 * n * 256 * 3136 * el
+            rows.append({"family": "native_batch_norm", "dtype": dtype, "math": dtype,
+                         "cls": "c256hw3136", "flops": 0, "bytes": nb, "ntensors": 0,
+                         "time_s": nb / rate, "host_s": 5e-6, "shape": ""})
+    tab = KernelTable(pd.DataFrame(rows), {})
+    nb16 = 2 * 64 * 256 * 3136 * 2
+    fp32_same_shape_s = 2 * nb16 / 1e12
+    t, src = tab.time_s("native_batch_norm", nbytes=nb16, cls="c256hw3136", dtype="float16")
+    assert src == "table" and t == pytest.approx(fp32_same_shape_s, rel=1e-6)
+    t, _ = tab.time_s("native_batch_norm", nbytes=nb16, cls="c256hw3136", dtype="bfloat16")
+    assert t == pytest.approx(nb16 / 0.3e12, rel=1e-6)
+    # with fp16 rows of its own (made-up 1.5 TB/s), an fp16 call reads those
+    own = KernelTable(pd.DataFrame(rows + [dict(r, dtype="float16", math="float16",
+                                                time_s=r["bytes"] / 1.5e12)
+                                           for r in rows if r["dtype"] == "bfloat16"]), {})
+    t, _ = own.time_s("native_batch_norm", nbytes=nb16, cls="c256hw3136", dtype="float16")
+    assert t == pytest.approx(nb16 / 1.5e12, rel=1e-6)
