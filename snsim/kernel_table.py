@@ -305,9 +305,16 @@ class KernelTable:
                 h = float(np.median(small))
                 self.aten_host[fam] = min(h, self.aten_host.get(fam, h))
         for key, (feats, lr, _, _) in self._groups.items():
-            big = lr[np.exp(feats[:, 0]) / REF_FLOPS_PER_S + np.exp(feats[:, 1]) /
-                     REF_BYTES_PER_S > 20 * REF_FLOOR_S]
-            self._fitted[key] = float(np.median(big if len(big) else lr))
+            big = (np.exp(feats[:, 0]) / REF_FLOPS_PER_S + np.exp(feats[:, 1]) /
+                   REF_BYTES_PER_S > 20 * REF_FLOOR_S)
+            self._fitted[key] = float(np.median(lr[big] if big.any() else lr))
+            if key[0] in MATMUL_FAMILIES or key[0].startswith("convolution"):
+                # per grouping (dense / g / dw convolutions, aligned / unaligned matmuls):
+                # their kernels' efficiencies differ several-fold
+                for prefix in set(self._prefix[key]):
+                    sel = self._prefix[key] == prefix
+                    self._fitted[(key, prefix)] = float(np.median(
+                        lr[sel & big] if (sel & big).any() else lr[sel]))
 
     def _aten_host(self, family):
         if family in self.aten_host:
@@ -443,7 +450,8 @@ class KernelTable:
         key, order, w, src, nbytes = near
         ref = float(self._ref(np.array(flops, float), np.array(nbytes, float)))
         if w is None:
-            return ref * math.exp(self._fitted[key]), ("fitted" if src == "table" else src)
+            fitted = self._fitted.get((key, _group_prefix(cls)), self._fitted[key])
+            return ref * math.exp(fitted), ("fitted" if src == "table" else src)
         lr = self._groups[key][1]
         return ref * math.exp(float((w * lr[order]).sum() / w.sum())), src
 

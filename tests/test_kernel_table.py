@@ -313,3 +313,23 @@ def test_fp16_batch_norm_reads_cudnn_fp32_rows_at_its_shape_not_bf16_native_rows
                                            for r in rows if r["dtype"] == "bfloat16"]), {})
     t, _ = own.time_s("native_batch_norm", nbytes=nb16, cls="c256hw3136", dtype="float16")
     assert t == pytest.approx(nb16 / 1.5e12, rel=1e-6)
+
+
+def test_fitted_efficiency_is_per_grouping():
+    """Far from every row (beyond a factor 8), a depthwise call takes the depthwise rows'
+    fitted efficiency, not the dense rows' (made-up: dense at the reference roofline, depthwise
+    20x slower), and a dense call the dense rows'."""
+    rows = []
+    for cls, slow in (("k3x3s1", 1.0), ("dwk3x3s1", 20.0)):
+        for f in np.geomspace(1e10, 1e11, 4):
+            rows.append({"family": "convolution", "dtype": "float32", "math": "tf32",
+                         "cls": cls, "flops": f, "bytes": f / 100, "ntensors": 0,
+                         "time_s": slow * max(f / 1e15, f / 100 / 5e12), "host_s": 3e-5,
+                         "shape": ""})
+    t = KernelTable(pd.DataFrame(rows))
+    f = 1e14     # 1000x the largest row
+    ref = max(f / 1e15, f / 100 / 5e12)
+    dense, src = t.time_s("convolution", flops=f, nbytes=f / 100, cls="k3x3s1", math_="tf32")
+    dw, src_dw = t.time_s("convolution", flops=f, nbytes=f / 100, cls="dwk3x3s1", math_="tf32")
+    assert src == src_dw == "fitted"
+    assert dense == pytest.approx(ref, rel=1e-6) and dw == pytest.approx(20 * ref, rel=1e-6)
