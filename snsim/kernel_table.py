@@ -7,11 +7,14 @@ time of an op the table never saw:
 
 * the time relative to a reference roofline, ``r = t / max(flops / P, bytes / B, 2 µs)``
   (``P``, ``B`` fixed), varies slowly in shape space; it is interpolated by inverse-distance
-  weighting over the ``k`` nearest rows of the same family and math mode, in
-  (ln flops, ln bytes, ln tensors) plus a penalty for another shape class (conv kernel, stride,
-  depthwise). Within a factor ``FAR`` of a measurement this is ``"table"``;
-* farther away, the family's fitted efficiency (the median ``r`` of its large calls) times the
-  reference roofline: ``"fitted"``;
+  weighting over the ``k`` nearest rows of the same family and math mode (a half type's own
+  rows; the other half type's only where the table has none of the call's class:
+  ``_OTHER_HALF``), in (ln flops, ln bytes, ln tensors) plus a penalty for another shape class
+  (conv kernel, stride, grouping; a grouped conv's group count, a batch norm's channels and
+  spatial size as distances). Within a factor ``FAR`` of a measurement this is ``"table"``;
+* farther away, the fitted efficiency of the family (of its grouping: dense, grouped or
+  depthwise convs, aligned or unaligned matmuls) -- the median ``r`` of its large calls --
+  times the reference roofline: ``"fitted"``;
 * an op whose family was not timed takes a bandwidth proxy family (``"proxy"``) or, when the
   table has nothing, the caller's roofline (``"roofline"``).
 
