@@ -285,7 +285,10 @@ class KernelTable:
             feats = np.stack([np.log1p(flops), np.log1p(nbytes),
                               np.log1p(g["ntensors"].to_numpy(float))], axis=1)
             host = g["host_s"].to_numpy(float)
-            grp = (feats, lr, np.array(g["cls"].astype(str), dtype=object), host)
+            # an attention row's class (calibrate's "fwd"/"bwd") is its family's direction:
+            # no class to match (a recorded call has none)
+            classes = g["cls"].astype(str) if not fam.startswith("sdpa") else [""] * len(g)
+            grp = (feats, lr, np.array(classes, dtype=object), host)
             shapes = g["shape"].astype(str) if "shape" in g else [""] * len(g)
             gcount = np.array([math.log(int(m.group(1))) if _group_prefix(c) == "g" and (
                 m := _SHAPE_GROUPS.search(sh)) else math.nan

@@ -333,3 +333,14 @@ def test_fitted_efficiency_is_per_grouping():
     dw, src_dw = t.time_s("convolution", flops=f, nbytes=f / 100, cls="dwk3x3s1", math_="tf32")
     assert src == src_dw == "fitted"
     assert dense == pytest.approx(ref, rel=1e-6) and dw == pytest.approx(20 * ref, rel=1e-6)
+
+
+def test_attention_rows_are_interpolated_not_fitted():
+    """calibrate names an attention row's direction in its class ("fwd"/"bwd"), which the
+    family already says; a recorded call (no class) near a row reads the table."""
+    rows = [{"family": "sdpa_flash_backward", "dtype": "bfloat16", "math": "bf16", "cls": "bwd",
+             "flops": f, "bytes": f / 100, "ntensors": 0, "time_s": f / 300e12, "host_s": 1e-4,
+             "shape": ""} for f in np.geomspace(1e9, 1e12, 6)]
+    t, src = KernelTable(pd.DataFrame(rows)).time_s(
+        "sdpa_flash_backward", flops=1e10, nbytes=1e8, dtype="bfloat16", math_="bf16")
+    assert src == "table" and t == pytest.approx(1e10 / 300e12, rel=0.05)
