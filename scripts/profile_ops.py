@@ -17,8 +17,10 @@ configuration, the step time without the profiler, the GPU busy time per step, t
         --configs torchvision:resnet18:1:sgd-momentum:foreach:none --steps 1
 
 The default configurations are the held-out suite's largest step-time misses
-(traces/h200/plans_heldout/summary.csv, plain plans) and two of the fp32 captures'
-(traces/h200/convnext_tiny_b64, cpu_bound_heldout/shufflenet_v2_x1_0_b64).
+(traces/h200/plans_heldout/summary.csv, plain plans), ResNet-50 in fp16 and bf16 (batch norm's
+cuDNN and native kernels), and the fp32 captures' largest GPU-bound misses (ConvNeXt-T b64,
+AlexNet b256, Inception-v3 b128, the transformer encoder b32), in that order: a run cut short by
+``--deadline-s`` keeps the first.
 """
 from __future__ import annotations
 
@@ -39,6 +41,9 @@ DEFAULT_CONFIGS = ",".join([
     "torchvision:densenet169:64:sgd-momentum:foreach:none",
     "torchvision:resnet50:128:sgd-momentum:foreach:fp16",
     "torchvision:resnet50:128:sgd-momentum:foreach:bf16",
+    "torchvision:alexnet:256:sgd-momentum:foreach:none",
+    "torchvision:inception_v3:128:sgd-momentum:foreach:none",
+    "snsim:transformer_encoder:32:sgd-momentum:foreach:none",
 ])
 
 
