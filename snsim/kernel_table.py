@@ -130,17 +130,20 @@ def family_of(name):
 def conv_class(sig):
     """Shape class of a recorded convolution signature, as ``snsim calibrate`` names it
     (``[dw|g]k<kh>x<kw>s<stride>``), with a grouped (not depthwise) convolution's group count
-    after the ``g``: calibrate's rows carry it in their ``shape`` (``g32``), and the lookup
-    reads it as a distance (:data:`GROUP_COUNT_WEIGHT`).
+    after the ``g`` and, after ``:``, its input channels, output channels and input H*W.
+    calibrate's rows carry the same in their ``shape`` (``x[N, C, H, W] w[Co, ...] ... g32``),
+    and the lookup reads them as distances (:data:`GROUP_COUNT_WEIGHT`,
+    :data:`CONV_SHAPE_WEIGHT`): layers of equal FLOPs and bytes run different kernels at
+    different efficiencies (a 1x1 conv on a 7x7 map vs one on 14x14).
 
     Examples
     --------
     >>> conv_class("convolution float32[8, 3, 224, 224] float32[64, 3, 7, 7] None 2 2 3 3 1 1 "
     ...            "False 0 0 1")
-    'k7x7s2'
+    'k7x7s2:c3o64hw50176'
     >>> conv_class("convolution float32[8, 336, 28, 28] float32[336, 24, 3, 3] None 1 1 1 1 "
     ...            "1 1 False 0 0 14")
-    'g14k3x3s1'
+    'g14k3x3s1:c336o336hw784'
     """
     tensors = [(d, [int(v) for v in s.split(",") if v.strip()])
                for d, s in _TENSOR.findall(sig)]
@@ -159,7 +162,7 @@ def conv_class(sig):
     except (ValueError, IndexError):
         return ""
     g = "dw" if groups > 1 and groups == x[1] else (f"g{groups}" if groups > 1 else "")
-    return f"{g}k{w[2]}x{w[3]}s{stride}"
+    return f"{g}k{w[2]}x{w[3]}s{stride}:c{x[1]}o{w[0]}hw{x[2] * x[3]}"
 
 
 MATMUL_FAMILIES = frozenset({"mm", "addmm", "bmm"})
@@ -240,13 +243,31 @@ def _group_prefix(cls):
     return (m.group(1) or "") if m else (cls or "").split("k")[0]
 
 
+# squared distance per (e-fold in input channels, output channels, input H*W)^2 of a conv
+CONV_SHAPE_WEIGHT = 1.0
+_CONV_DIMS = re.compile(r"^c(\d+)o(\d+)hw(\d+)$")
+_SHAPE_DIMS = re.compile(r"x\[\d+, (\d+), (\d+), (\d+)\] w\[(\d+),")
+
+
 def _conv_base(cls):
-    """A conv class without its group count (``g14k3x3s1`` -> ``gk3x3s1``) and the count
-    (NaN when it has none)."""
-    m = _CONV_CLS.match(cls or "")
+    """A conv class without its group count and dimensions (``g14k3x3s1:c336o336hw784`` ->
+    ``gk3x3s1``), the count (NaN when it has none) and (ln C_in, ln C_out, ln H*W) (None)."""
+    cls, _, dims = (cls or "").partition(":")
+    d = _CONV_DIMS.match(dims)
+    dims = (np.log([float(v) for v in d.groups()]) if d else None)
+    m = _CONV_CLS.match(cls)
     if not m or not m.group(2):
-        return cls, math.nan
-    return (m.group(1) or "") + (m.group(3) or ""), float(m.group(2))
+        return cls, math.nan, dims
+    return (m.group(1) or "") + (m.group(3) or ""), float(m.group(2)), dims
+
+
+def _shape_dims(shape):
+    """(ln C_in, ln C_out, ln H*W) of a calibrate conv row's ``shape``; NaN if it has none."""
+    m = _SHAPE_DIMS.search(shape or "")
+    if not m:
+        return [math.nan] * 3
+    c, h, w, co = (int(v) for v in m.groups())
+    return [math.log(c), math.log(co), math.log(h * w)]
 
 
 _SHAPE_GROUPS = re.compile(r"\bg(\d+)\b")
@@ -276,6 +297,7 @@ class KernelTable:
             self.host[phase] = float(np.median(g["time_s"]))
         ops = rows[rows["family"] != "host_step"].fillna({"cls": "", "math": ""})
         self._gcount = {}         # conv key -> ln(group count) of its grouped rows, else NaN
+        self._cdims = {}          # conv key -> (ln C_in, ln C_out, ln H*W) per row, else NaN
         for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
             key = (fam, mth if fam in COMPUTE_FAMILIES else dt)
             flops = g["flops"].to_numpy(float)
@@ -293,13 +315,17 @@ class KernelTable:
             gcount = np.array([math.log(int(m.group(1))) if _group_prefix(c) == "g" and (
                 m := _SHAPE_GROUPS.search(sh)) else math.nan
                 for c, sh in zip(grp[2], shapes)])
+            cdims = np.array([_shape_dims(sh) if fam.startswith("convolution")
+                              else [math.nan] * 3 for sh in shapes]).reshape(-1, 3)
             if key in self._groups:   # a compute family's math mode from two dtypes: merge
                 f0, l0, c0, h0 = self._groups[key]
                 grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]),
                        np.concatenate([c0, grp[2]]), np.concatenate([h0, host]))
                 gcount = np.concatenate([self._gcount[key], gcount])
+                cdims = np.vstack([self._cdims[key], cdims])
             self._groups[key] = grp
             self._gcount[key] = gcount
+            self._cdims[key] = cdims
         self._prefix = {key: np.array([_group_prefix(c) for c in grp[2]], dtype=object)
                         for key, grp in self._groups.items()}
         # batch norm: channels and spatial size are distances, not a class to match exactly
@@ -426,14 +452,16 @@ class KernelTable:
         elif bn is not None:
             pass    # a table (or query) without BN shape classes: bytes alone, as before
         elif cls or classes.any():
-            base, count = _conv_base(cls)
+            base, count, dims = _conv_base(cls)
             same = classes == base
-            d2 = d2 + np.where(same, 0.0, np.where(self._prefix[key] == _group_prefix(cls),
+            d2 = d2 + np.where(same, 0.0, np.where(self._prefix[key] == _group_prefix(base),
                                                    1.0, 9.0))
-            rows_count = self._gcount[key]
             if math.isfinite(count):   # a grouped call: how far its group count is from a row's
                 d2 = d2 + GROUP_COUNT_WEIGHT * np.nan_to_num(
-                    (rows_count - math.log(count)) ** 2, nan=0.0)
+                    (self._gcount[key] - math.log(count)) ** 2, nan=0.0)
+            if dims is not None:       # a conv call: how far its channels and map are
+                d2 = d2 + CONV_SHAPE_WEIGHT * np.nan_to_num(
+                    ((self._cdims[key] - dims) ** 2).sum(axis=1), nan=0.0)
         d = np.sqrt(d2)
         order = np.argsort(d, kind="stable")[:K_NEAREST]
         if d[order[0]] > FAR:

@@ -61,10 +61,10 @@ def test_bandwidth_family_by_bytes_and_fallbacks():
 def test_names_and_conv_class():
     assert family_of("cudnn_batch_norm") == "native_batch_norm"
     assert conv_class("convolution float32[8, 32, 56, 56] float32[32, 1, 3, 3] None 2 2 1 1 "
-                      "1 1 False 0 0 32") == "dwk3x3s2"
+                      "1 1 False 0 0 32") == "dwk3x3s2:c32o32hw3136"
     assert conv_class("convolution_backward float32[8, 64, 56, 56] float32[8, 64, 56, 56] "
                       "float32[64, 64, 1, 1] None 1 1 0 0 1 1 False 0 0 1 True True False"
-                      ) == "k1x1s1"
+                      ) == "k1x1s1:c64o64hw3136"
 
 
 def test_host_stream_is_the_makespan_of_two_resources():
@@ -286,7 +286,7 @@ def test_grouped_conv_lookup_weighs_the_group_count():
     assert host[32] == pytest.approx(1000e-6, rel=0.05)
     sig = ("convolution float32[8, 128, 28, 28] float32[128, 32, 3, 3] None 1 1 1 1 1 1 "
            "False 0 0 4")
-    assert conv_class(sig) == "g4k3x3s1"
+    assert conv_class(sig) == "g4k3x3s1:c128o128hw784"
 
 
 def test_fp16_batch_norm_reads_cudnn_fp32_rows_at_its_shape_not_bf16_native_rows():
@@ -344,3 +344,26 @@ def test_attention_rows_are_interpolated_not_fitted():
     t, src = KernelTable(pd.DataFrame(rows)).time_s(
         "sdpa_flash_backward", flops=1e10, nbytes=1e8, dtype="bfloat16", math_="bf16")
     assert src == "table" and t == pytest.approx(1e10 / 300e12, rel=0.05)
+
+
+def test_conv_lookup_weighs_channels_and_map_size():
+    """Two 1x1 layers within a factor 3 in FLOPs and bytes (made-up: 1024->256 on 14x14 at
+    60 us, 320->1280 on 7x7 at 110 us per batch 96, rows at batches 64 and 128): a batch-96 call
+    of the first reads its own layer's rows (without the channel/map distance the other
+    layer's rows pull it 10%+ off)."""
+    rows = []
+    for (c, co, hw, us) in ((1024, 256, 196, 60.0), (320, 1280, 49, 110.0)):
+        side = int(hw ** 0.5)
+        for n in (64, 128):
+            f = 2 * n * hw * c * co
+            rows.append({"family": "convolution", "dtype": "float32", "math": "tf32",
+                         "cls": "k1x1s1", "flops": f, "bytes": 4 * (n * hw * (c + co) + c * co),
+                         "ntensors": 0, "time_s": us * 1e-6 * n / 96, "host_s": 3e-5,
+                         "shape": f"net x[{n}, {c}, {side}, {side}] w[{co}, {c}, 1, 1] s1"})
+    t = KernelTable(pd.DataFrame(rows))
+    n = 96
+    sig = ("convolution float32[96, 1024, 14, 14] float32[256, 1024, 1, 1] None 1 1 0 0 1 1 "
+           "False 0 0 1")
+    f, nb = 2 * n * 196 * 1024 * 256, 4 * (n * 196 * (1024 + 256) + 1024 * 256)
+    got, src = t.time_s("convolution", flops=f, nbytes=nb, cls=conv_class(sig), math_="tf32")
+    assert src == "table" and got == pytest.approx(60e-6, rel=0.1)
