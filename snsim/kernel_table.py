@@ -6,7 +6,8 @@ bytes, tensor count, GPU time and host issue time. :meth:`KernelTable.time_s` pr
 time of an op the table never saw:
 
 * the time relative to a reference roofline, ``r = t / max(flops / P, bytes / B, 2 µs)``
-  (``P``, ``B`` fixed), varies slowly in shape space; it is interpolated by inverse-distance
+  (``P``, ``B`` a compute group's best measured FLOP and byte rates, else fixed), varies
+  slowly in shape space; it is interpolated by inverse-distance
   weighting over the ``k`` nearest rows of the same family and math mode (a half type's own
   rows; the other half type's only where the table has none of the call's class:
   ``_OTHER_HALF``), in (ln flops, ln bytes, ln tensors) plus a penalty for another shape class
@@ -89,6 +90,9 @@ OP_FAMILY = {
     "layer_norm": "native_layer_norm", "native_group_norm": "native_layer_norm",
     "native_group_norm_backward": "native_layer_norm_backward",
     "baddbmm": "bmm", "matmul": "mm",
+    # a Linear's addmm is cuBLAS's GEMM with the bias in its epilogue: the same kernels and
+    # time as mm of its dimensions, so the two families' rows are one (3x the rows nearby)
+    "addmm": "mm",
     "_adaptive_avg_pool2d": "mean", "_adaptive_avg_pool2d_backward": "div",
     "avg_pool2d_backward": "max_pool2d_with_indices_backward",
     "sigmoid": "relu", "tanh": "relu", "silu": "gelu", "hardswish": "gelu", "hardtanh": "relu",
@@ -299,11 +303,11 @@ class KernelTable:
         self._gcount = {}         # conv key -> ln(group count) of its grouped rows, else NaN
         self._cdims = {}          # conv key -> (ln C_in, ln C_out, ln H*W) per row, else NaN
         for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
+            fam = family_of(fam)
             key = (fam, mth if fam in COMPUTE_FAMILIES else dt)
             flops = g["flops"].to_numpy(float)
             nbytes = g["bytes"].to_numpy(float)
-            ref = self._ref(flops, nbytes)
-            lr = np.log(g["time_s"].to_numpy(float)) - np.log(ref)
+            lr = np.log(g["time_s"].to_numpy(float))    # made relative below
             feats = np.stack([np.log1p(flops), np.log1p(nbytes),
                               np.log1p(g["ntensors"].to_numpy(float))], axis=1)
             host = g["host_s"].to_numpy(float)
@@ -326,6 +330,27 @@ class KernelTable:
             self._groups[key] = grp
             self._gcount[key] = gcount
             self._cdims[key] = cdims
+        # the reference roofline's FLOP and byte rates of a compute group are its best
+        # measured ones (FP32 GEMMs peak near 50 TFLOP/s on the H200, bf16 ones near 700):
+        # against a fixed 1 PFLOP/s an FP32 call's reference was its bytes, and its time read
+        # from rows of another arithmetic intensity (ConvNeXt's FP32 Linears at 200-275
+        # TFLOP/s)
+        # Dense rows only where the group has them: torch's FLOP formula for a grouped
+        # convolution's backward counts it as dense (x the group count: 6.6 PFLOP/s "measured"
+        # for bf16 depthwise rows); grouped rows are read against the same reference as the
+        # calls that look them up, with the same formula, so their ratios stay consistent.
+        self._peak = {}
+        for key, (feats, logt, classes, host) in self._groups.items():
+            flops, nbytes = np.expm1(feats[:, 0]), np.expm1(feats[:, 1])
+            peak = (REF_FLOPS_PER_S, REF_BYTES_PER_S)
+            dense = (flops > 0) & np.array([_group_prefix(c) not in ("g", "dw")
+                                            for c in classes], dtype=bool)
+            if key[0] in COMPUTE_FAMILIES and dense.any():   # and its best byte rate
+                peak = (float(np.max(flops[dense] / np.exp(logt[dense]))),
+                        float(np.max(nbytes[dense] / np.exp(logt[dense]))))
+            self._peak[key] = peak
+            self._groups[key] = (feats, logt - np.log(self._ref(flops, nbytes, *peak)),
+                                 classes, host)
         self._prefix = {key: np.array([_group_prefix(c) for c in grp[2]], dtype=object)
                         for key, grp in self._groups.items()}
         # batch norm: channels and spatial size are distances, not a class to match exactly
@@ -355,8 +380,8 @@ class KernelTable:
         return float(np.median(plain)) if plain else 0.0
 
     @staticmethod
-    def _ref(flops, nbytes):
-        return np.maximum(np.maximum(flops / REF_FLOPS_PER_S, nbytes / REF_BYTES_PER_S),
+    def _ref(flops, nbytes, peak_flops_per_s=REF_FLOPS_PER_S, peak_bytes_per_s=REF_BYTES_PER_S):
+        return np.maximum(np.maximum(flops / peak_flops_per_s, nbytes / peak_bytes_per_s),
                           REF_FLOOR_S)
 
     @classmethod
@@ -482,7 +507,8 @@ class KernelTable:
         if near is None:
             return None, "roofline"
         key, order, w, src, nbytes = near
-        ref = float(self._ref(np.array(flops, float), np.array(nbytes, float)))
+        ref = float(self._ref(np.array(flops, float), np.array(nbytes, float),
+                              *self._peak.get(key, (REF_FLOPS_PER_S, REF_BYTES_PER_S))))
         if w is None:
             fitted = self._fitted.get((key, _group_prefix(cls)), self._fitted[key])
             return ref * math.exp(fitted), ("fitted" if src == "table" else src)

@@ -267,7 +267,8 @@ def test_conv_reads_its_own_half_type_and_falls_back_per_grouping():
                                   ("float16", "fp16", "dwk3x3s1", 50)):
         got, src = t.time_s("convolution", flops=f, nbytes=f / 100, cls=cls, dtype=dtype,
                             math_=math_)
-        assert src == "table" and got == pytest.approx(us * 1e-6, rel=1e-6), (dtype, cls)
+        # rows 2x apart: 5% tells which were read (interpolation over sizes is not exact)
+        assert src == "table" and got == pytest.approx(us * 1e-6, rel=0.05), (dtype, cls)
 
 
 def test_grouped_conv_lookup_weighs_the_group_count():
