@@ -6,6 +6,8 @@
 # (the merged table) and $OUT/calibrate_bn.log. ONLY=bn re-measures batch norm alone.
 # Usage (repo root, H200): OUT=dir bash scripts/device_calibrate_bn.sh; then copy
 # $OUT/h200.csv.gz to configs/kernels/h200.csv.gz. At most 3 minutes (CAL_SECONDS=150).
+# ONLY=grouped,bnfp16,matmul: grouped/depthwise convs over a grid of group counts and widths,
+# fp16 batch norm (cuDNN's), every matmul row again with Linear token counts up to 2^18.
 set -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 OUT=${OUT:-/tmp/snsim_out}
@@ -30,6 +32,10 @@ for r in bn:
     if r["cls"] in ("c64hw12544", "c256hw3136", "c2048hw49") and r["dtype"] == "float32":
         print(r["family"], r["shape"], "bytes", r["bytes"], "time_s", r["time_s"],
               "GB/s", round(float(r["bytes"]) / float(r["time_s"]) / 1e9))
+print(sum(r["dtype"] == "float16" for r in bn), "fp16 BN rows;",
+      sum(r["shape"].startswith("grouped ") for r in rows), "grouped/depthwise conv rows;",
+      sum(r["family"] in ("mm", "addmm") and max(int(v[1:]) for v in r["shape"].split()[1:3]) > 32768
+          for r in rows), "matmul rows with more than 32768 tokens")
 net = [r for r in rows if r["shape"].startswith("net ")]
 print(len(net), "conv layer rows; first:", [(r["family"], r["shape"], r["time_s"]) for r in net[:2]])
 print("families:", len(KernelTable.read(sys.argv[1]).families()))

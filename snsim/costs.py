@@ -627,7 +627,7 @@ def _layer_ops(a, dtype_bytes=4):
         sh = _pair(a.get("stride", 1), 1)[0]
         g = a.get("groups", 1)
         w = a["params"] * b
-        cls = ("dw" if g > 1 and g == c else "g" if g > 1 else "") + f"k{kh}x{kw}s{sh}"
+        cls = ("dw" if g > 1 and g == c else f"g{g}" if g > 1 else "") + f"k{kh}x{kw}s{sh}"
         first = c == 3   # the input batch needs no gradient
         macs = a["macs"]
         fwd = [("convolution", 2 * macs, x + w + y, cls, "tf32")]

@@ -6,12 +6,16 @@ bytes, tensor count, GPU time and host issue time. :meth:`KernelTable.time_s` pr
 time of an op the table never saw:
 
 * the time relative to a reference roofline, ``r = t / max(flops / P, bytes / B, 2 µs)``
-  (``P``, ``B`` fixed), varies slowly in shape space; it is interpolated by inverse-distance
-  weighting over the ``k`` nearest rows of the same family and math mode, in
-  (ln flops, ln bytes, ln tensors) plus a penalty for another shape class (conv kernel, stride,
-  depthwise). Within a factor ``FAR`` of a measurement this is ``"table"``;
-* farther away, the family's fitted efficiency (the median ``r`` of its large calls) times the
-  reference roofline: ``"fitted"``;
+  (``P``, ``B`` a compute group's best measured FLOP and byte rates, else fixed), varies
+  slowly in shape space; it is interpolated by inverse-distance
+  weighting over the ``k`` nearest rows of the same family and math mode (a half type's own
+  rows; the other half type's only where the table has none of the call's class:
+  ``_OTHER_HALF``), in (ln flops, ln bytes, ln tensors) plus a penalty for another shape class
+  (conv kernel, stride, grouping; a grouped conv's group count, a batch norm's channels and
+  spatial size as distances). Within a factor ``FAR`` of a measurement this is ``"table"``;
+* farther away, the fitted efficiency of the family (of its grouping: dense, grouped or
+  depthwise convs, aligned or unaligned matmuls) -- the median ``r`` of its large calls --
+  times the reference roofline: ``"fitted"``;
 * an op whose family was not timed takes a bandwidth proxy family (``"proxy"``) or, when the
   table has nothing, the caller's roofline (``"roofline"``).
 
@@ -39,16 +43,29 @@ COMPUTE_FAMILIES = frozenset({"convolution", "convolution_backward", "mm", "addm
                               "sdpa_flash", "sdpa_efficient", "sdpa_math",
                               "sdpa_flash_backward", "sdpa_efficient_backward",
                               "sdpa_math_backward"})
-# fp16 and bf16 rows are one group per family: the same kernels, templated on a 2-byte type
-# (cuDNN's and cuBLAS's half-precision engines, ATen's elementwise and norm kernels), and the
-# same tensor-core rate on sm80+ (H100/H200: 989 TFLOPS dense for both). A table measured in
-# one of them (calibrate's network conv layers are bf16) times the other; a table with both
-# interpolates over both.
-_HALF_POOL = {"float16": "bfloat16", "fp16": "bf16"}
-
-
-def _pooled(dtype_or_math):
-    return _HALF_POOL.get(dtype_or_math, dtype_or_math)
+# fp16 and bf16 rows are separate groups: cuDNN's fp16 and bf16 convolution engines differ
+# (fp16 CNN steps ran 10-20% faster than bf16 ones on the H200: traces/h200/amp, and the
+# table's fp16 and bf16 rows of the same network layers), so a lookup reads its own half type's
+# rows. Where the table has none of the family (and of the call's class: :func:`_has_class`)
+# in that type, the other half type's rows stand in -- the same tensor-core rate on sm80+
+# (H100/H200: 989 TFLOPS dense for both) and 2-byte traffic -- before any proxy or roofline.
+_OTHER_HALF = {"float16": "bfloat16", "bfloat16": "float16", "fp16": "bf16", "bf16": "fp16"}
+# ... except where PyTorch dispatches the two half types to different implementations: batch
+# norm (``torch._batch_norm_impl_index``) runs fp16 inputs with fp32 parameters (autocast's
+# case) in cuDNN, as fp32, and bf16 inputs in ATen's native kernels (2-3x slower per byte on
+# the H200: the table's rows). An fp16 call without fp16 rows reads the fp32 (cuDNN) rows of
+# its shape (:data:`_BY_SHAPE`), a bf16 call without bf16 rows the fp32 ones by bytes (the
+# other half type's rows, fp16's, are cuDNN's: no stand-in)
+_FALLBACK = {fam: {"float16": "float32", "bfloat16": None} for fam in
+             ("native_batch_norm", "native_batch_norm_backward")}
+# fallbacks read at the call's shape, not its bytes (the rows' dtype's bytes of the same
+# tensors): cuDNN's batch norm computes in fp32 whatever its input and is not bandwidth-bound
+# (its fp32 rows run at 0.5-2.1 TB/s of the H200's 4.8), so an fp16 call is taken to cost
+# what the same shape costs in fp32 -- an assumption, until the table has fp16 rows
+# (``snsim calibrate --only bnfp16``)
+_BY_SHAPE = {("native_batch_norm", "float16", "float32"),
+             ("native_batch_norm_backward", "float16", "float32")}
+_ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 # ``Tensor.item()``: a synchronous copy of a scalar to pageable host memory; the host waits for
@@ -73,6 +90,9 @@ OP_FAMILY = {
     "layer_norm": "native_layer_norm", "native_group_norm": "native_layer_norm",
     "native_group_norm_backward": "native_layer_norm_backward",
     "baddbmm": "bmm", "matmul": "mm",
+    # a Linear's addmm is cuBLAS's GEMM with the bias in its epilogue: the same kernels and
+    # time as mm of its dimensions, so the two families' rows are one (3x the rows nearby)
+    "addmm": "mm",
     "_adaptive_avg_pool2d": "mean", "_adaptive_avg_pool2d_backward": "div",
     "avg_pool2d_backward": "max_pool2d_with_indices_backward",
     "sigmoid": "relu", "tanh": "relu", "silu": "gelu", "hardswish": "gelu", "hardtanh": "relu",
@@ -112,13 +132,22 @@ def family_of(name):
 
 
 def conv_class(sig):
-    """Shape class of a recorded convolution signature, as ``snsim calibrate`` names it.
+    """Shape class of a recorded convolution signature, as ``snsim calibrate`` names it
+    (``[dw|g]k<kh>x<kw>s<stride>``), with a grouped (not depthwise) convolution's group count
+    after the ``g`` and, after ``:``, its input channels, output channels and input H*W.
+    calibrate's rows carry the same in their ``shape`` (``x[N, C, H, W] w[Co, ...] ... g32``),
+    and the lookup reads them as distances (:data:`GROUP_COUNT_WEIGHT`,
+    :data:`CONV_SHAPE_WEIGHT`): layers of equal FLOPs and bytes run different kernels at
+    different efficiencies (a 1x1 conv on a 7x7 map vs one on 14x14).
 
     Examples
     --------
     >>> conv_class("convolution float32[8, 3, 224, 224] float32[64, 3, 7, 7] None 2 2 3 3 1 1 "
     ...            "False 0 0 1")
-    'k7x7s2'
+    'k7x7s2:c3o64hw50176'
+    >>> conv_class("convolution float32[8, 336, 28, 28] float32[336, 24, 3, 3] None 1 1 1 1 "
+    ...            "1 1 False 0 0 14")
+    'g14k3x3s1:c336o336hw784'
     """
     tensors = [(d, [int(v) for v in s.split(",") if v.strip()])
                for d, s in _TENSOR.findall(sig)]
@@ -136,8 +165,8 @@ def conv_class(sig):
         stride = int(toks[len(toks) - (13 if backward else 10)])
     except (ValueError, IndexError):
         return ""
-    g = "dw" if groups > 1 and groups == x[1] else ("g" if groups > 1 else "")
-    return f"{g}k{w[2]}x{w[3]}s{stride}"
+    g = "dw" if groups > 1 and groups == x[1] else (f"g{groups}" if groups > 1 else "")
+    return f"{g}k{w[2]}x{w[3]}s{stride}:c{x[1]}o{w[0]}hw{x[2] * x[3]}"
 
 
 MATMUL_FAMILIES = frozenset({"mm", "addmm", "bmm"})
@@ -204,9 +233,48 @@ def sig_dtype(sig):
     return m.group(1) if m else "float32"
 
 
+_CONV_CLS = re.compile(r"^(dw|g)?(\d*)(k.*)?$")
+# squared distance per (e-fold in a grouped convolution's group count)^2: how many groups a
+# cuDNN engine runs (some issue kernels per group: host costs of 0.2-2 ms per call at 32 groups
+# in TF32 on the H200, 20-130 us dense)
+GROUP_COUNT_WEIGHT = 1.0
+
+
 def _group_prefix(cls):
-    # "dw", "g" or "" (dense): another grouping is far (distance 3), another kernel/stride near (1)
-    return cls.split("k")[0] if cls else ""
+    # "dw", "g" or "" (dense): another grouping is far (distance 3), another kernel/stride near
+    # (1); a class of another family (a matmul's "a8") is its own grouping
+    m = _CONV_CLS.match(cls or "")
+    return (m.group(1) or "") if m else (cls or "").split("k")[0]
+
+
+# squared distance per (e-fold in input channels, output channels, input H*W)^2 of a conv
+CONV_SHAPE_WEIGHT = 1.0
+_CONV_DIMS = re.compile(r"^c(\d+)o(\d+)hw(\d+)$")
+_SHAPE_DIMS = re.compile(r"x\[\d+, (\d+), (\d+), (\d+)\] w\[(\d+),")
+
+
+def _conv_base(cls):
+    """A conv class without its group count and dimensions (``g14k3x3s1:c336o336hw784`` ->
+    ``gk3x3s1``), the count (NaN when it has none) and (ln C_in, ln C_out, ln H*W) (None)."""
+    cls, _, dims = (cls or "").partition(":")
+    d = _CONV_DIMS.match(dims)
+    dims = (np.log([float(v) for v in d.groups()]) if d else None)
+    m = _CONV_CLS.match(cls)
+    if not m or not m.group(2):
+        return cls, math.nan, dims
+    return (m.group(1) or "") + (m.group(3) or ""), float(m.group(2)), dims
+
+
+def _shape_dims(shape):
+    """(ln C_in, ln C_out, ln H*W) of a calibrate conv row's ``shape``; NaN if it has none."""
+    m = _SHAPE_DIMS.search(shape or "")
+    if not m:
+        return [math.nan] * 3
+    c, h, w, co = (int(v) for v in m.groups())
+    return [math.log(c), math.log(co), math.log(h * w)]
+
+
+_SHAPE_GROUPS = re.compile(r"\bg(\d+)\b")
 
 
 class KernelTable:
@@ -232,21 +300,57 @@ class KernelTable:
         for phase, g in hs.groupby("cls"):
             self.host[phase] = float(np.median(g["time_s"]))
         ops = rows[rows["family"] != "host_step"].fillna({"cls": "", "math": ""})
+        self._gcount = {}         # conv key -> ln(group count) of its grouped rows, else NaN
+        self._cdims = {}          # conv key -> (ln C_in, ln C_out, ln H*W) per row, else NaN
         for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
-            key = (fam, _pooled(mth) if fam in COMPUTE_FAMILIES else _pooled(dt))
+            fam = family_of(fam)
+            key = (fam, mth if fam in COMPUTE_FAMILIES else dt)
             flops = g["flops"].to_numpy(float)
             nbytes = g["bytes"].to_numpy(float)
-            ref = self._ref(flops, nbytes)
-            lr = np.log(g["time_s"].to_numpy(float)) - np.log(ref)
+            lr = np.log(g["time_s"].to_numpy(float))    # made relative below
             feats = np.stack([np.log1p(flops), np.log1p(nbytes),
                               np.log1p(g["ntensors"].to_numpy(float))], axis=1)
             host = g["host_s"].to_numpy(float)
-            grp = (feats, lr, np.array(g["cls"].astype(str), dtype=object), host)
-            if key in self._groups:   # same family/math from two dtypes' rows: merge
+            # an attention row's class (calibrate's "fwd"/"bwd") is its family's direction:
+            # no class to match (a recorded call has none)
+            classes = g["cls"].astype(str) if not fam.startswith("sdpa") else [""] * len(g)
+            grp = (feats, lr, np.array(classes, dtype=object), host)
+            shapes = g["shape"].astype(str) if "shape" in g else [""] * len(g)
+            gcount = np.array([math.log(int(m.group(1))) if _group_prefix(c) == "g" and (
+                m := _SHAPE_GROUPS.search(sh)) else math.nan
+                for c, sh in zip(grp[2], shapes)])
+            cdims = np.array([_shape_dims(sh) if fam.startswith("convolution")
+                              else [math.nan] * 3 for sh in shapes]).reshape(-1, 3)
+            if key in self._groups:   # a compute family's math mode from two dtypes: merge
                 f0, l0, c0, h0 = self._groups[key]
                 grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]),
                        np.concatenate([c0, grp[2]]), np.concatenate([h0, host]))
+                gcount = np.concatenate([self._gcount[key], gcount])
+                cdims = np.vstack([self._cdims[key], cdims])
             self._groups[key] = grp
+            self._gcount[key] = gcount
+            self._cdims[key] = cdims
+        # the reference roofline's FLOP and byte rates of a compute group are its best
+        # measured ones (FP32 GEMMs peak near 50 TFLOP/s on the H200, bf16 ones near 700):
+        # against a fixed 1 PFLOP/s an FP32 call's reference was its bytes, and its time read
+        # from rows of another arithmetic intensity (ConvNeXt's FP32 Linears at 200-275
+        # TFLOP/s)
+        # Dense rows only where the group has them: torch's FLOP formula for a grouped
+        # convolution's backward counts it as dense (x the group count: 6.6 PFLOP/s "measured"
+        # for bf16 depthwise rows); grouped rows are read against the same reference as the
+        # calls that look them up, with the same formula, so their ratios stay consistent.
+        self._peak = {}
+        for key, (feats, logt, classes, host) in self._groups.items():
+            flops, nbytes = np.expm1(feats[:, 0]), np.expm1(feats[:, 1])
+            peak = (REF_FLOPS_PER_S, REF_BYTES_PER_S)
+            dense = (flops > 0) & np.array([_group_prefix(c) not in ("g", "dw")
+                                            for c in classes], dtype=bool)
+            if key[0] in COMPUTE_FAMILIES and dense.any():   # and its best byte rate
+                peak = (float(np.max(flops[dense] / np.exp(logt[dense]))),
+                        float(np.max(nbytes[dense] / np.exp(logt[dense]))))
+            self._peak[key] = peak
+            self._groups[key] = (feats, logt - np.log(self._ref(flops, nbytes, *peak)),
+                                 classes, host)
         self._prefix = {key: np.array([_group_prefix(c) for c in grp[2]], dtype=object)
                         for key, grp in self._groups.items()}
         # batch norm: channels and spatial size are distances, not a class to match exactly
@@ -258,9 +362,16 @@ class KernelTable:
                 h = float(np.median(small))
                 self.aten_host[fam] = min(h, self.aten_host.get(fam, h))
         for key, (feats, lr, _, _) in self._groups.items():
-            big = lr[np.exp(feats[:, 0]) / REF_FLOPS_PER_S + np.exp(feats[:, 1]) /
-                     REF_BYTES_PER_S > 20 * REF_FLOOR_S]
-            self._fitted[key] = float(np.median(big if len(big) else lr))
+            big = (np.exp(feats[:, 0]) / REF_FLOPS_PER_S + np.exp(feats[:, 1]) /
+                   REF_BYTES_PER_S > 20 * REF_FLOOR_S)
+            self._fitted[key] = float(np.median(lr[big] if big.any() else lr))
+            if key[0] in MATMUL_FAMILIES or key[0].startswith("convolution"):
+                # per grouping (dense / g / dw convolutions, aligned / unaligned matmuls):
+                # their kernels' efficiencies differ several-fold
+                for prefix in set(self._prefix[key]):
+                    sel = self._prefix[key] == prefix
+                    self._fitted[(key, prefix)] = float(np.median(
+                        lr[sel & big] if (sel & big).any() else lr[sel]))
 
     def _aten_host(self, family):
         if family in self.aten_host:
@@ -269,8 +380,8 @@ class KernelTable:
         return float(np.median(plain)) if plain else 0.0
 
     @staticmethod
-    def _ref(flops, nbytes):
-        return np.maximum(np.maximum(flops / REF_FLOPS_PER_S, nbytes / REF_BYTES_PER_S),
+    def _ref(flops, nbytes, peak_flops_per_s=REF_FLOPS_PER_S, peak_bytes_per_s=REF_BYTES_PER_S):
+        return np.maximum(np.maximum(flops / peak_flops_per_s, nbytes / peak_bytes_per_s),
                           REF_FLOOR_S)
 
     @classmethod
@@ -304,34 +415,57 @@ class KernelTable:
     def families(self):
         return sorted({k[0] for k in self._groups})
 
-    def _key(self, family, dtype, math_):
-        if family in COMPUTE_FAMILIES:
-            return (family, _pooled(math_))
-        return (family, _pooled(dtype))
+    def _has_class(self, key, cls):
+        """Whether group ``key`` has rows of shape class ``cls``: a matmul's exact class
+        (:func:`matmul_class`), a convolution's grouping (dense, ``g``, ``dw``); any row for
+        other families and for a call without a class."""
+        if not cls or key[0] in BN_FAMILIES:
+            return True
+        classes = self._groups[key][2]
+        if key[0] in MATMUL_FAMILIES:
+            return bool((classes == cls).any())
+        if key[0].startswith("convolution"):
+            return bool((self._prefix[key] == _group_prefix(cls)).any())
+        return True
+
+    def _key(self, family, dtype, math_, cls=""):
+        """The group a call reads (see ``_OTHER_HALF``): its own dtype's (compute families:
+        math mode's) when it has rows of the call's class, else the other half type's when
+        that one has, else its own (read across classes) or the other's; None if neither
+        exists."""
+        own = (family, math_ if family in COMPUTE_FAMILIES else dtype)
+        other = _FALLBACK.get(family, _OTHER_HALF).get(own[1], _OTHER_HALF.get(own[1]))
+        keys = [k for k in (own, (family, other))
+                if k[1] is not None and k in self._groups]
+        return next((k for k in keys if self._has_class(k, cls)), keys[0] if keys else None)
 
     def _neighbours(self, family, flops, nbytes, ntensors, cls, dtype, math_):
-        """(key, nearest rows, their weights or None when farther than FAR, source) of a
-        lookup, or None when the table has no rows for ``family`` nor a proxy."""
-        key = self._key(family, dtype, math_)
+        """(key, nearest rows, their weights or None when farther than FAR, source, the
+        call's bytes as the rows count them) of a lookup, or None when the table has no rows
+        for ``family`` nor a proxy."""
+        key = self._key(family, dtype, math_, cls)
+        if key is not None and (family, dtype, key[1]) in _BY_SHAPE:
+            nbytes = nbytes * _ELEMENT_BYTES[key[1]] / _ELEMENT_BYTES[dtype]
         src = "table"
-        if key not in self._groups:
-            key = None
-            if family not in COMPUTE_FAMILIES and not family.startswith("sdpa"):
-                half = _pooled(dtype)
-                for p in ((family, "float32"),) + tuple((f, half) for f in PROXY) + tuple(
-                        (f, "float32") for f in PROXY):
-                    if p in self._groups:
-                        key, src = p, ("proxy" if p[0] != family else "table")
-                        break
+        if key is None:
+            if family in COMPUTE_FAMILIES or family.startswith("sdpa"):
+                return None
+            # an untimed dtype of a bandwidth family reads its fp32 rows; an untimed family,
+            # a proxy's rows of the same dtype (or the other half type's), else fp32
+            key = self._key(family, "float32", "")
+            for p in PROXY:
+                if key is None:
+                    key = self._key(p, dtype, "") or self._key(p, "float32", "")
+                    src = "proxy"
             if key is None:
                 return None
         feats, lr, classes, _ = self._groups[key]
         if cls and family in MATMUL_FAMILIES and not (classes == cls).any():
-            # a table without rows of this class (see matmul_class): in half precision the
-            # unaligned rows timed another kernel path than the tensor cores' fast one, so
-            # the table cannot place the call (the caller's roofline); fp32 and TF32 rows
+            # neither half type has rows of this class (see matmul_class): in half precision
+            # the unaligned rows timed another kernel path than the tensor cores' fast one,
+            # so the table cannot place the call (the caller's roofline); fp32 and TF32 rows
             # are read without classes
-            if key[1] == "bf16":
+            if key[1] in _OTHER_HALF:
                 return None
             cls = ""
         q = np.array([math.log1p(flops), math.log1p(nbytes), math.log1p(ntensors)])
@@ -343,14 +477,21 @@ class KernelTable:
         elif bn is not None:
             pass    # a table (or query) without BN shape classes: bytes alone, as before
         elif cls or classes.any():
-            same = classes == cls
-            d2 = d2 + np.where(same, 0.0, np.where(self._prefix[key] == _group_prefix(cls),
+            base, count, dims = _conv_base(cls)
+            same = classes == base
+            d2 = d2 + np.where(same, 0.0, np.where(self._prefix[key] == _group_prefix(base),
                                                    1.0, 9.0))
+            if math.isfinite(count):   # a grouped call: how far its group count is from a row's
+                d2 = d2 + GROUP_COUNT_WEIGHT * np.nan_to_num(
+                    (self._gcount[key] - math.log(count)) ** 2, nan=0.0)
+            if dims is not None:       # a conv call: how far its channels and map are
+                d2 = d2 + CONV_SHAPE_WEIGHT * np.nan_to_num(
+                    ((self._cdims[key] - dims) ** 2).sum(axis=1), nan=0.0)
         d = np.sqrt(d2)
         order = np.argsort(d, kind="stable")[:K_NEAREST]
         if d[order[0]] > FAR:
-            return key, order, None, src
-        return key, order, 1.0 / (d[order] + 0.05) ** 2, src
+            return key, order, None, src, nbytes
+        return key, order, 1.0 / (d[order] + 0.05) ** 2, src, nbytes
 
     def time_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",
                math_="tf32"):
@@ -365,10 +506,12 @@ class KernelTable:
         near = self._neighbours(family, flops, nbytes, ntensors, cls, dtype, math_)
         if near is None:
             return None, "roofline"
-        key, order, w, src = near
-        ref = float(self._ref(np.array(flops, float), np.array(nbytes, float)))
+        key, order, w, src, nbytes = near
+        ref = float(self._ref(np.array(flops, float), np.array(nbytes, float),
+                              *self._peak.get(key, (REF_FLOPS_PER_S, REF_BYTES_PER_S))))
         if w is None:
-            return ref * math.exp(self._fitted[key]), ("fitted" if src == "table" else src)
+            fitted = self._fitted.get((key, _group_prefix(cls)), self._fitted[key])
+            return ref * math.exp(fitted), ("fitted" if src == "table" else src)
         lr = self._groups[key][1]
         return ref * math.exp(float((w * lr[order]).sum() / w.sum())), src
 
@@ -381,7 +524,7 @@ class KernelTable:
         near = self._neighbours(family, flops, nbytes, ntensors, cls, dtype, math_)
         if near is None:
             return self._aten_host(family)
-        key, order, w, _ = near
+        key, order, w, _, _ = near
         host = self._groups[key][3]
         if w is None or not np.all(host[order] > 0):
             pos = host[host > 0]

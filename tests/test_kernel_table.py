@@ -61,10 +61,10 @@ def test_bandwidth_family_by_bytes_and_fallbacks():
 def test_names_and_conv_class():
     assert family_of("cudnn_batch_norm") == "native_batch_norm"
     assert conv_class("convolution float32[8, 32, 56, 56] float32[32, 1, 3, 3] None 2 2 1 1 "
-                      "1 1 False 0 0 32") == "dwk3x3s2"
+                      "1 1 False 0 0 32") == "dwk3x3s2:c32o32hw3136"
     assert conv_class("convolution_backward float32[8, 64, 56, 56] float32[8, 64, 56, 56] "
                       "float32[64, 64, 1, 1] None 1 1 0 0 1 1 False 0 0 1 True True False"
-                      ) == "k1x1s1"
+                      ) == "k1x1s1:c64o64hw3136"
 
 
 def test_host_stream_is_the_makespan_of_two_resources():
@@ -214,11 +214,11 @@ def _mm_rows(cls, tflops, dtype="bfloat16", math_="bf16"):
              "shape": ""} for f in np.geomspace(1e9, 1e12, 8)]
 
 
-def test_aligned_matmuls_use_aligned_rows_and_fp16_pools_with_bf16():
+def test_aligned_matmuls_use_aligned_rows_and_the_other_half_type_only_as_fallback():
     """An aligned half-precision GEMM takes the aligned rows (here 600 TFLOP/s, unaligned
     100); a table without aligned rows cannot place it (the roofline), while fp32 ones read
-    such a table without classes; fp16 queries read the bf16 rows (one group: the same
-    kernels and tensor-core rate)."""
+    such a table without classes. fp16 queries read bf16 rows only while the table has no fp16
+    row of their class; with fp16 rows of it (here 800 TFLOP/s, made-up rates) those."""
     both = KernelTable(pd.DataFrame(_mm_rows("a8", 600) + _mm_rows("", 100)))
     only = KernelTable(pd.DataFrame(_mm_rows("", 100)))
     f = 3e10
@@ -229,6 +229,142 @@ def test_aligned_matmuls_use_aligned_rows_and_fp16_pools_with_bf16():
         assert f / t / 1e12 == pytest.approx(100, rel=0.02)
         assert only.time_s("mm", flops=f, nbytes=1e7, cls="a8", dtype=dtype,
                            math_=math_) == (None, "roofline")
+    # fp16 rows of the unaligned class only: an aligned fp16 call falls back to bf16's a8 rows,
+    # an unaligned one reads its own fp16 rows (300), bf16 calls never read fp16 rows
+    mixed = KernelTable(pd.DataFrame(_mm_rows("a8", 600) + _mm_rows("", 100)
+                                     + _mm_rows("", 300, "float16", "fp16")))
+    rate = {(d, m, c): f / mixed.time_s("mm", flops=f, nbytes=1e7, cls=c, dtype=d,
+                                         math_=m)[0] / 1e12
+            for d, m in (("bfloat16", "bf16"), ("float16", "fp16")) for c in ("a8", "")}
+    assert rate == pytest.approx({("bfloat16", "bf16", "a8"): 600, ("bfloat16", "bf16", ""): 100,
+                                  ("float16", "fp16", "a8"): 600, ("float16", "fp16", ""): 300},
+                                 rel=0.02)
+    own = KernelTable(pd.DataFrame(_mm_rows("a8", 600) + _mm_rows("a8", 800, "float16", "fp16")))
+    t, src = own.time_s("mm", flops=f, nbytes=1e7, cls="a8", dtype="float16", math_="fp16")
+    assert src == "table" and f / t / 1e12 == pytest.approx(800, rel=0.02)
     fp32 = KernelTable(pd.DataFrame(_mm_rows("", 40, "float32", "fp32")))
     t, src = fp32.time_s("mm", flops=f, nbytes=1e7, cls="a8", dtype="float32", math_="fp32")
     assert src == "table" and f / t / 1e12 == pytest.approx(40, rel=0.02)
+
+
+def _conv_rows(cls, shape, us, dtype="bfloat16", math_="bf16", host_us=30.0):
+    """Made-up conv rows: a fixed time per call (``us``) over a range of sizes."""
+    return [{"family": "convolution", "dtype": dtype, "math": math_, "cls": cls, "flops": f,
+             "bytes": f / 100, "ntensors": 0, "time_s": us * 1e-6, "host_s": host_us * 1e-6,
+             "shape": shape} for f in np.geomspace(1e9, 1e11, 6)]
+
+
+def test_conv_reads_its_own_half_type_and_falls_back_per_grouping():
+    """fp16 dense convs read the fp16 rows (made-up 100 us; bf16's 200 us) once the table has
+    them; an fp16 depthwise call, with no fp16 depthwise row, reads bf16's depthwise rows
+    (50 us) rather than fp16's dense ones."""
+    t = KernelTable(pd.DataFrame(
+        _conv_rows("k3x3s1", "x g1", 200) + _conv_rows("dwk3x3s1", "x g64", 50)
+        + _conv_rows("k3x3s1", "x g1", 100, "float16", "fp16")))
+    f = 1e10
+    for dtype, math_, cls, us in (("float16", "fp16", "k3x3s1", 100),
+                                  ("bfloat16", "bf16", "k3x3s1", 200),
+                                  ("float16", "fp16", "dwk3x3s1", 50)):
+        got, src = t.time_s("convolution", flops=f, nbytes=f / 100, cls=cls, dtype=dtype,
+                            math_=math_)
+        # rows 2x apart: 5% tells which were read (interpolation over sizes is not exact)
+        assert src == "table" and got == pytest.approx(us * 1e-6, rel=0.05), (dtype, cls)
+
+
+def test_grouped_conv_lookup_weighs_the_group_count():
+    """Rows at 4 and 32 groups (made-up host costs 40 and 1000 us per call, the same sizes): a
+    4-group call takes the 4-group rows' cost, a 32-group call the 32-group rows', and the
+    class the recorder gives such a call carries its count."""
+    t = KernelTable(pd.DataFrame(
+        _conv_rows("gk3x3s1", "x[8, 128, 28, 28] w[128, 32, 3, 3] s1 g4 bias0", 60,
+                   "float32", "tf32", host_us=40)
+        + _conv_rows("gk3x3s1", "x[8, 128, 28, 28] w[128, 4, 3, 3] s1 g32 bias0", 60,
+                     "float32", "tf32", host_us=1000)))
+    f = 1e10
+    host = {g: t.issue_s("convolution", flops=f, nbytes=f / 100, cls=f"g{g}k3x3s1",
+                         dtype="float32", math_="tf32") for g in (4, 32)}
+    assert host[4] == pytest.approx(40e-6, rel=0.05)
+    assert host[32] == pytest.approx(1000e-6, rel=0.05)
+    sig = ("convolution float32[8, 128, 28, 28] float32[128, 32, 3, 3] None 1 1 1 1 1 1 "
+           "False 0 0 4")
+    assert conv_class(sig) == "g4k3x3s1:c128o128hw784"
+
+
+def test_fp16_batch_norm_reads_cudnn_fp32_rows_at_its_shape_not_bf16_native_rows():
+    """Autocast's fp16 batch norm runs in cuDNN (torch._batch_norm_impl_index), bf16 in ATen's
+    native kernels: without fp16 rows, an fp16 call reads the fp32 rows of its shape (their
+    bytes: twice its own), never bf16's. Made-up rates: fp32 1 TB/s, bf16 0.3 TB/s."""
+    rows = []
+    for dtype, el, rate in (("float32", 4, 1e12), ("bfloat16", 2, 0.3e12)):
+        for n in (16, 64, 256):
+            nb = 2 * n * 256 * 3136 * el
+            rows.append({"family": "native_batch_norm", "dtype": dtype, "math": dtype,
+                         "cls": "c256hw3136", "flops": 0, "bytes": nb, "ntensors": 0,
+                         "time_s": nb / rate, "host_s": 5e-6, "shape": ""})
+    tab = KernelTable(pd.DataFrame(rows), {})
+    nb16 = 2 * 64 * 256 * 3136 * 2
+    fp32_same_shape_s = 2 * nb16 / 1e12
+    t, src = tab.time_s("native_batch_norm", nbytes=nb16, cls="c256hw3136", dtype="float16")
+    assert src == "table" and t == pytest.approx(fp32_same_shape_s, rel=1e-6)
+    t, _ = tab.time_s("native_batch_norm", nbytes=nb16, cls="c256hw3136", dtype="bfloat16")
+    assert t == pytest.approx(nb16 / 0.3e12, rel=1e-6)
+    # with fp16 rows of its own (made-up 1.5 TB/s), an fp16 call reads those
+    own = KernelTable(pd.DataFrame(rows + [dict(r, dtype="float16", math="float16",
+                                                time_s=r["bytes"] / 1.5e12)
+                                           for r in rows if r["dtype"] == "bfloat16"]), {})
+    t, _ = own.time_s("native_batch_norm", nbytes=nb16, cls="c256hw3136", dtype="float16")
+    assert t == pytest.approx(nb16 / 1.5e12, rel=1e-6)
+
+
+def test_fitted_efficiency_is_per_grouping():
+    """Far from every row (beyond a factor 8), a depthwise call takes the depthwise rows'
+    fitted efficiency, not the dense rows' (made-up: dense at the reference roofline, depthwise
+    20x slower), and a dense call the dense rows'."""
+    rows = []
+    for cls, slow in (("k3x3s1", 1.0), ("dwk3x3s1", 20.0)):
+        for f in np.geomspace(1e10, 1e11, 4):
+            rows.append({"family": "convolution", "dtype": "float32", "math": "tf32",
+                         "cls": cls, "flops": f, "bytes": f / 100, "ntensors": 0,
+                         "time_s": slow * max(f / 1e15, f / 100 / 5e12), "host_s": 3e-5,
+                         "shape": ""})
+    t = KernelTable(pd.DataFrame(rows))
+    f = 1e14     # 1000x the largest row
+    ref = max(f / 1e15, f / 100 / 5e12)
+    dense, src = t.time_s("convolution", flops=f, nbytes=f / 100, cls="k3x3s1", math_="tf32")
+    dw, src_dw = t.time_s("convolution", flops=f, nbytes=f / 100, cls="dwk3x3s1", math_="tf32")
+    assert src == src_dw == "fitted"
+    assert dense == pytest.approx(ref, rel=1e-6) and dw == pytest.approx(20 * ref, rel=1e-6)
+
+
+def test_attention_rows_are_interpolated_not_fitted():
+    """calibrate names an attention row's direction in its class ("fwd"/"bwd"), which the
+    family already says; a recorded call (no class) near a row reads the table."""
+    rows = [{"family": "sdpa_flash_backward", "dtype": "bfloat16", "math": "bf16", "cls": "bwd",
+             "flops": f, "bytes": f / 100, "ntensors": 0, "time_s": f / 300e12, "host_s": 1e-4,
+             "shape": ""} for f in np.geomspace(1e9, 1e12, 6)]
+    t, src = KernelTable(pd.DataFrame(rows)).time_s(
+        "sdpa_flash_backward", flops=1e10, nbytes=1e8, dtype="bfloat16", math_="bf16")
+    assert src == "table" and t == pytest.approx(1e10 / 300e12, rel=0.05)
+
+
+def test_conv_lookup_weighs_channels_and_map_size():
+    """Two 1x1 layers within a factor 3 in FLOPs and bytes (made-up: 1024->256 on 14x14 at
+    60 us, 320->1280 on 7x7 at 110 us per batch 96, rows at batches 64 and 128): a batch-96 call
+    of the first reads its own layer's rows (without the channel/map distance the other
+    layer's rows pull it 10%+ off)."""
+    rows = []
+    for (c, co, hw, us) in ((1024, 256, 196, 60.0), (320, 1280, 49, 110.0)):
+        side = int(hw ** 0.5)
+        for n in (64, 128):
+            f = 2 * n * hw * c * co
+            rows.append({"family": "convolution", "dtype": "float32", "math": "tf32",
+                         "cls": "k1x1s1", "flops": f, "bytes": 4 * (n * hw * (c + co) + c * co),
+                         "ntensors": 0, "time_s": us * 1e-6 * n / 96, "host_s": 3e-5,
+                         "shape": f"net x[{n}, {c}, {side}, {side}] w[{co}, {c}, 1, 1] s1"})
+    t = KernelTable(pd.DataFrame(rows))
+    n = 96
+    sig = ("convolution float32[96, 1024, 14, 14] float32[256, 1024, 1, 1] None 1 1 0 0 1 1 "
+           "False 0 0 1")
+    f, nb = 2 * n * 196 * 1024 * 256, 4 * (n * 196 * (1024 + 256) + 1024 * 256)
+    got, src = t.time_s("convolution", flops=f, nbytes=nb, cls=conv_class(sig), math_="tf32")
+    assert src == "table" and got == pytest.approx(60e-6, rel=0.1)

@@ -201,6 +201,46 @@ class Calibrator:
                          dtype, math_)
             made += 1
 
+    # grouped and depthwise convolutions over a grid of group widths and counts: cuDNN's and
+    # ATen's kernels for them differ from the dense ones (host cost per call: a per-group
+    # engine issues several kernels per group; fp16 depthwise goes to cuDNN, bf16 and fp32 to
+    # ATen's depthwise kernels), and the random grid above samples one group count (32)
+    GROUP_WIDTHS = (2, 4, 8, 16, 24, 32, 48, 64, 128)
+    GROUP_COUNTS = (2, 4, 8, 16, 32, 64)
+    DW_CHANNELS = (16, 32, 48, 64, 96, 144, 192, 240, 384, 576, 768, 960)
+
+    def grouped_convs(self, count, dtype, math_, *, max_bytes=1.5 * 2**31):
+        """``count`` grouped (``g``: co == c, kernels 3x3 and 1x1) and depthwise (``dw``:
+        kernels 3x3, 5x5, 7x7) convolutions, forward and backward, sampled from the grid
+        (:attr:`GROUP_WIDTHS` x :attr:`GROUP_COUNTS`, :attr:`DW_CHANNELS`; batch 16-256,
+        spatial 7-112); rows' shape starts with ``grouped``."""
+        rng = self.rng
+        el = self.torch.tensor([], dtype=dtype).element_size()
+        made = tries = 0
+        while made < count and tries < count * 20 and not self.late():
+            tries += 1
+            n = rng.choice([16, 32, 64, 128, 256])
+            h = rng.choice([7, 14, 28, 56, 112])
+            if self.device != "cuda":     # a smoke test: small shapes
+                n, h = 1, 7
+            if rng.random() < 0.5:
+                c = rng.choice(self.DW_CHANNELS)
+                g, cls_g = c, "dw"
+                k = rng.choice([3, 3, 5, 7])
+            else:
+                g = rng.choice(self.GROUP_COUNTS)
+                c, cls_g = g * rng.choice(self.GROUP_WIDTHS), "g"
+                k = rng.choice([3, 3, 3, 1])
+                if c > 4096:
+                    continue
+            s = rng.choice([1, 1, 2])
+            ho = (h + 2 * (k // 2) - k) // s + 1
+            if max(n * c * h * h, n * c * ho * ho) * el > max_bytes:
+                continue
+            self.guarded("convolution", self._conv, n, c, h, h, c, k, k, s, g, cls_g, False,
+                         dtype, math_, None, "grouped ")
+            made += 1
+
     # the CNN layers of torchvision models (conv shapes by network, not sampled at random)
     NET_MODELS = (("resnet50", 224), ("densenet121", 224), ("inception_v3", 299),
                   ("vgg16", 224), ("mobilenet_v2", 224))
@@ -291,12 +331,18 @@ class Calibrator:
         rng = self.rng
         made = 0
         while made < count and not self.late():
+            op = rng.choice(["mm", "mm", "addmm", "bmm"])
             m, k, n = (int(_loguniform(rng, 1, 32768)) for _ in range(3))
+            if op != "bmm" and rng.random() < 0.5:
+                # a Linear's tokens (batch x sequence, or batch x H x W of a channels-last
+                # Linear: ConvNeXt's 64 x 56 x 56 = 200704) up to 2^18: the rows of its forward
+                # and input-gradient GEMMs, the reduction of its weight-gradient GEMM
+                tokens = int(_loguniform(rng, 32768, 2**18))
+                m, k = (tokens, k) if op == "addmm" or rng.random() < 0.5 else (m, tokens)
             if rng.random() < 0.5:   # model widths: multiples of 64 (of 8 below 64)
                 m, k, n = (max(8, (v + 32) // 64 * 64 if v >= 64 else (v + 4) // 8 * 8)
                            for v in (m, k, n))
             cls = "a8" if all(v % 8 == 0 for v in (m, k, n)) else ""   # kernel_table.matmul_class
-            op = rng.choice(["mm", "mm", "addmm", "bmm"])
             bt = int(_loguniform(rng, 1, 512)) if op == "bmm" else 1
             if 2 * bt * m * k * n > max_flops or bt * (m * k + k * n + m * n) * 4 > 3e9:
                 continue
@@ -806,7 +852,8 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # whose names start with "amp "; their rows are the fp16 ones, the bf16 convolutions
         # of real networks' shapes and the fused/scaler kernels
         "amp": ("amp ", _AMP_FAMILIES, lambda r: (
-            r.get("math") == "fp16" or r.get("family") in _AMP_KERNELS
+            (r.get("math") == "fp16" and not str(r.get("shape", "")).startswith("grouped "))
+            or r.get("family") in _AMP_KERNELS
             or (r.get("math") == "bf16" and str(r.get("shape", "")).startswith("net ")))),
         # every matmul row again (fp32, tf32, bf16, fp16), half of them at model widths
         # (class a8: kernel_table.matmul_class); tables before 2026-11-30 had none
@@ -814,7 +861,15 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # fp16 convolutions of real networks' shapes: cuDNN's fp16 and bf16 engines differ
         # (fp16 CNN steps ran 10-20% faster than bf16 ones on the H200, traces/h200/amp)
         "netfp16": ("amp conv net fp16", ("convolution", "convolution_backward"), lambda r: (
-            r.get("math") == "fp16" and str(r.get("shape", "")).startswith("net ")))}
+            r.get("math") == "fp16" and str(r.get("shape", "")).startswith("net "))),
+        # grouped and depthwise convs over a grid of group widths and counts (TF32, bf16,
+        # fp16): Calibrator.grouped_convs; a --merge replaces an earlier run's rows
+        # fp16 batch norm (autocast: fp16 input, fp32 parameters): cuDNN's kernels, where
+        # bf16 runs ATen's (torch._batch_norm_impl_index); the bn group re-measures it too
+        "bnfp16": ("batch norm fp16", ("native_batch_norm", "native_batch_norm_backward"),
+                   lambda r: r.get("dtype") == "float16"),
+        "grouped": ("grouped conv", ("convolution", "convolution_backward"), lambda r: (
+            str(r.get("shape", "")).startswith("grouped ")))}
 
 
 def _only_groups(only):
@@ -864,6 +919,8 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("sdpa", 0.06, lambda: cal.sdpa(cal.n(60))),
         ("bandwidth bf16", 0.03, lambda: cal.bandwidth_ops(sizes[::2], torch.bfloat16)),
         ("batch norm bf16", 0.01, lambda: cal.batch_norms(torch.bfloat16)),
+        # autocast's fp16 batch norm (fp32 parameters) runs in cuDNN, bf16 in ATen's kernels
+        ("batch norm fp16", 0.01, lambda: cal.batch_norms(torch.float16)),
         ("amp conv fp16", 0.06, lambda: cal.convs(cal.n(80), torch.float16, "fp16",
                                                   6e12 * cap)),
         ("amp matmul fp16", 0.03, lambda: cal.matmuls(cal.n(60), torch.float16, "fp16",
@@ -875,6 +932,12 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
             cal.n(80), torch.float32, "fp32", 4e11 * cap))),
         ("matmul tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.matmuls(
             cal.n(40), torch.float32, "tf32", 3e12 * cap))),
+        ("grouped conv tf32", 0.05, lambda: _with_tf32(torch, True, lambda: cal.grouped_convs(
+            cal.n(300), torch.float32, "tf32"))),
+        ("grouped conv bf16", 0.04, lambda: cal.grouped_convs(cal.n(300), torch.bfloat16,
+                                                              "bf16")),
+        ("grouped conv fp16", 0.04, lambda: cal.grouped_convs(cal.n(300), torch.float16,
+                                                              "fp16")),
     ]
     if only is not None:
         keep = tuple(p for g in _only_groups(only)
@@ -1058,7 +1121,9 @@ def _add_calibrate(sub):
                    "and backward over channels x H*W x batch), conv (the conv layers of "
                    "torchvision CNNs at batches 32-256), amp (fp16, the bf16 network convs, "
                    "fused optimizers and GradScaler kernels), matmul (every matmul row, half "
-                   "of them at model widths), netfp16 (the fp16 convs of torchvision CNNs)")
+                   "of them at model widths), netfp16 (the fp16 convs of torchvision CNNs), "
+                   "grouped (grouped and depthwise convs over a grid of group widths and "
+                   "counts, TF32/bf16/fp16), bnfp16 (fp16 batch norm: cuDNN's)")
     p.add_argument("--merge", default=None, metavar="TABLE",
                    help="with --only: write TABLE with the new rows merged in (bn replaces "
                    "all BN rows; conv adds its rows, replacing an earlier conv run's; the "

@@ -107,7 +107,7 @@ def _table_time(table, op):
     fam, kw = _table_args(op)
     if fam.startswith("copy_") and fam not in table.families():
         return None, "roofline"
-    # fp16 and bf16 rows are one group (snsim.kernel_table._HALF_POOL)
+    # a half type's own rows, the other's as a fallback (snsim.kernel_table._OTHER_HALF)
     return table.time_s(fam, **kw)
 
 

@@ -1,0 +1,137 @@
+"""Where ``snsim predict``'s step time goes, per op family: modelled GPU and host seconds of
+the steady iteration by (family, math mode, the table group read, shape class, source), with
+the distance to the nearest table row; with ``--profile``, beside the GPU seconds per family a
+real step measured (``scripts/profile_ops.py``'s ``profile_ops.csv``).
+
+    PYTHONPATH=. python scripts/op_breakdown.py torchvision:regnet_y_1_6gf 96 --meas-ms 68.7
+    PYTHONPATH=. python scripts/op_breakdown.py torchvision:mnasnet1_0 128 --amp fp16 \\
+        --profile OUT/profile_ops.csv --cache /tmp/records
+
+``group`` is the table group the lookup read (a half type's own rows, the other half type's
+or fp32's as a fallback: :meth:`snsim.kernel_table.KernelTable._key`); ``dist`` the median and
+max distance to the nearest row (beyond ln 8: the family's fitted efficiency, ``fitted``).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import math
+import pickle
+import sys
+from pathlib import Path
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model")
+    ap.add_argument("batch", type=int)
+    ap.add_argument("--optimizer", default="sgd-momentum")
+    ap.add_argument("--impl", default="foreach")
+    ap.add_argument("--amp", default=None, choices=[None, "bf16", "fp16"])
+    ap.add_argument("--gpu", default="h200")
+    ap.add_argument("--table", default=None, help="kernel table (default: the preset's)")
+    ap.add_argument("--meas-ms", type=float, default=None, help="the measured step, for the error")
+    ap.add_argument("--profile", default=None, help="profile_ops.csv of scripts/profile_ops.py")
+    ap.add_argument("--cache", default=None, help="folder for the recording (pickled)")
+    ap.add_argument("--top", type=int, default=25)
+    args = ap.parse_args(argv)
+
+    import numpy as np
+
+    from snsim.hardware import load_hardware
+    from snsim.kernel_table import HOST_READ_OPS, load_host_costs, load_kernel_table
+    from snsim.torchsim.amp import TrainSetup
+    from snsim.torchsim.models import resolve_model
+    from snsim.torchsim.opcost import (NO_KERNEL_OPS, _table_args, _table_time, host_issue_s,
+                                       op_time_s, op_times_s)
+    from snsim.torchsim.predict import record_fake
+
+    setup = TrainSetup(args.optimizer, args.impl, args.amp)
+    spec = resolve_model(args.model)
+    name = f"{spec.name}_b{args.batch}{setup.slug}"
+    cached = Path(args.cache) / f"{name}.pkl" if args.cache else None
+    if cached is not None and cached.exists():
+        with open(cached, "rb") as f:
+            ops, marks, host_sids = pickle.load(f)
+    else:
+        rec = record_fake(spec, args.batch, setup)["rec"]
+        ops, marks, host_sids = rec.ops, rec.marks, set(rec.excluded)
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            with open(cached, "wb") as f:
+                pickle.dump((ops, marks, host_sids), f)
+    hw = load_hardware(args.gpu)
+    table = load_kernel_table(args.table or args.gpu)
+    if table is None:
+        print(f"no kernel table for {args.table or args.gpu}", file=sys.stderr)
+        return 2
+    rep = {}
+    op_times_s(ops, hw, marks, table=table, report=rep, host_sids=host_sids)
+    syncs = [i for i, op in enumerate(ops)
+             if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
+    host = host_issue_s(ops, marks, table, load_host_costs(hw.name), syncs)
+    last = max(m[3] for m in marks)
+    agg = collections.defaultdict(lambda: {"gpu_s": 0.0, "host_s": 0.0, "n": 0, "d": []})
+    by_family = collections.Counter()
+    for i, op in enumerate(ops):
+        if op[0] < 0 or marks[op[0]][3] != last or op[1] in NO_KERNEL_OPS:
+            continue
+        fam, kw = _table_args(op)
+        t, src = _table_time(table, op)
+        near = None
+        if t is None:
+            t, src = op_time_s(op[1], op[4], op[5], hw, kw["dtype"]), "roofline"
+        else:
+            near = table._neighbours(fam, kw["flops"], kw["nbytes"], kw["ntensors"], kw["cls"],
+                                     kw["dtype"], kw["math_"])
+        group, dist = "", math.nan
+        if near is not None:
+            key, order, _, _, nbytes = near
+            feats = table._groups[key][0]
+            q = np.array([math.log1p(kw["flops"]), math.log1p(nbytes),
+                          math.log1p(kw["ntensors"])])
+            group, dist = key[1], float(np.sqrt(((feats[order[0]] - q) ** 2).sum()))
+        a = agg[(fam, kw["math_"], group, kw["cls"] if fam.startswith(("conv", "mm", "addmm",
+                                                                         "bmm")) else "", src)]
+        a["gpu_s"] += t
+        a["host_s"] += host[i]
+        a["n"] += 1
+        a["d"].append(dist)
+        by_family[fam] += t
+    err = (f"  measured {args.meas_ms:.2f} ms, err "
+           f"{100 * (rep['step_s'] * 1e3 - args.meas_ms) / args.meas_ms:+.1f}%"
+           if args.meas_ms else "")
+    print(f"{name}: step {rep['step_s'] * 1e3:.2f} ms = GPU {rep['gpu_s'] * 1e3:.2f} + wait "
+          f"{rep['wait_s'] * 1e3:.2f} (host {rep['host_s'] * 1e3:.2f}){err}")
+    print("GPU ms by source: " + ", ".join(f"{k} {rep[k + '_s'] * 1e3:.2f}"
+                                            for k in ("table", "fitted", "proxy", "roofline")))
+    print(f"{'gpu_ms':>8} {'host_ms':>8} {'n':>5}  family / math / group / class / source"
+          "  dist median max")
+    for k, a in sorted(agg.items(), key=lambda kv: -kv[1]["gpu_s"])[:args.top]:
+        d = [x for x in a["d"] if x == x]
+        ds = f"{np.median(d):.2f} {max(d):.2f}" if d else "-"
+        print(f"{a['gpu_s'] * 1e3:8.3f} {a['host_s'] * 1e3:8.3f} {a['n']:5d}  "
+              f"{' / '.join(str(v) for v in k)}  {ds}")
+    if args.profile:
+        meas = collections.Counter()
+        with open(args.profile, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["config"] == name:
+                    meas[r["family"]] += float(r["gpu_s_per_step"])
+        if not meas:
+            print(f"{args.profile}: no rows of {name}", file=sys.stderr)
+            return 1
+        print(f"\n{'family':<36} {'pred_ms':>8} {'meas_ms':>8} {'err%':>7}")
+        for fam in sorted(set(meas) | set(by_family), key=lambda f: -max(meas[f],
+                                                                          by_family[f])):
+            p, m = by_family[fam] * 1e3, meas[fam] * 1e3
+            e = f"{100 * (p - m) / m:+7.1f}" if m else "      -"
+            print(f"{fam:<36} {p:8.3f} {m:8.3f} {e}")
+        print(f"{'total':<36} {sum(by_family.values()) * 1e3:8.3f} "
+              f"{sum(meas.values()) * 1e3:8.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,213 @@
+"""Measured GPU time per aten op of real training steps (torch.profiler), to set beside the
+kernel table's prediction of the same ops (``scripts/op_breakdown.py --profile``).
+
+For each configuration: the model is built as ``snsim capture`` builds it, warmed up, and
+``--steps`` training steps (as ``snsim.torchsim.record.train_step`` runs them: autocast,
+GradScaler, the optimizer) are profiled with CPU and CUDA activities and input shapes. Every
+top-level aten op (no aten op above it: a module's call, or an autograd node's) gets the GPU
+time of the kernels it and the ops below it launched. ``profile_ops.csv``: per configuration,
+op and input shapes, its family (:func:`snsim.kernel_table.family_of`), calls and GPU seconds
+per step, the slowest kernel's name and the kernel count; ``profile_summary.csv``: per
+configuration, the step time without the profiler, the GPU busy time per step, the op count.
+
+    # on the GPU (about 15 s per configuration):
+    OUT=dir PYTHONPATH=. python3 scripts/profile_ops.py --out "$OUT"
+    # a dry run of the code on the CPU (CPU times, no kernels):
+    PYTHONPATH=. python scripts/profile_ops.py --out /tmp/prof --device cpu \\
+        --configs torchvision:resnet18:1:sgd-momentum:foreach:none --steps 1
+
+The default configurations are the held-out suite's largest step-time misses
+(traces/h200/plans_heldout/summary.csv, plain plans), ResNet-50 in fp16 and bf16 (batch norm's
+cuDNN and native kernels), and the fp32 captures' largest GPU-bound misses (ConvNeXt-T b64,
+AlexNet b256, Inception-v3 b128, the transformer encoder b32), in that order: a run cut short by
+``--deadline-s`` keeps the first.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_CONFIGS = ",".join([
+    "torchvision:regnet_y_1_6gf:96:sgd-momentum:foreach:none",
+    "torchvision:shufflenet_v2_x1_0:256:sgd-momentum:foreach:none",
+    "torchvision:mnasnet1_0:128:sgd-momentum:foreach:fp16",
+    "torchvision:convnext_tiny:64:adamw:fused:bf16",
+    "torchvision:convnext_tiny:64:sgd-momentum:foreach:none",
+    "torchvision:resnet101:96:sgd-momentum:foreach:none",
+    "torchvision:densenet169:64:sgd-momentum:foreach:none",
+    "torchvision:resnet50:128:sgd-momentum:foreach:fp16",
+    "torchvision:resnet50:128:sgd-momentum:foreach:bf16",
+    "torchvision:alexnet:256:sgd-momentum:foreach:none",
+    "torchvision:inception_v3:128:sgd-momentum:foreach:none",
+    "snsim:transformer_encoder:32:sgd-momentum:foreach:none",
+])
+
+
+def _top_level(evt):
+    """Whether ``evt`` is an aten op with no aten op above it."""
+    if not evt.name.startswith("aten::"):
+        return False
+    p = evt.cpu_parent
+    while p is not None:
+        if p.name.startswith("aten::"):
+            return False
+        p = p.cpu_parent
+    return True
+
+
+def _gpu_us(evt):
+    """Microseconds of the kernels ``evt`` and the ops below it launched."""
+    return sum(k.duration for k in evt.kernels) + sum(_gpu_us(c) for c in evt.cpu_children)
+
+
+def _chain(evt):
+    """Names from ``evt`` down its single-child aten calls, calls that launch no kernel left
+    out (``conv2d>convolution>_convolution>cudnn_convolution``): the recorder of
+    ``snsim predict`` sees one of them."""
+    from snsim.kernel_table import NO_KERNEL_OPS
+    names = [evt.name[len("aten::"):]]
+    while True:
+        kids = [c for c in evt.cpu_children if c.name.startswith("aten::")
+                and c.name[len("aten::"):] not in NO_KERNEL_OPS]
+        if len(kids) != 1:
+            return names
+        evt = kids[0]
+        names.append(evt.name[len("aten::"):])
+
+
+def _kernels(evt, out):
+    for k in evt.kernels:
+        out[k.name] = out.get(k.name, 0.0) + k.duration
+    for c in evt.cpu_children:
+        _kernels(c, out)
+    return out
+
+
+def profile_one(text, batch, optimizer, impl, amp, *, steps, device, out_dir):
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from snsim.kernel_table import family_of, load_kernel_table
+    from snsim.torchsim.amp import TrainSetup
+    from snsim.torchsim.models import resolve_model
+    from snsim.torchsim.predict import infer_num_classes_of
+    from snsim.torchsim.record import train_step
+
+    setup = TrainSetup(optimizer, impl, None if amp == "none" else amp)
+    spec = resolve_model(text)
+    dev = torch.device(device)
+    net = spec.build().train().to(dev)
+    x = spec.make_input(batch, dev)
+    y = torch.randint(0, infer_num_classes_of(net, x), (batch,), device=dev)
+    opt = setup.make_optimizer(net.parameters())
+    kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device),
+          "step_scope": setup.step_scope(device), "aux_loss_weight": spec.aux_loss_weight}
+
+    def sync():
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    for _ in range(3):
+        train_step(net, opt, x, y, **kw)
+    sync()
+    wall = []
+    for _ in range(5):     # step time without the profiler
+        t0 = time.perf_counter()
+        train_step(net, opt, x, y, **kw)
+        sync()
+        wall.append(time.perf_counter() - t0)
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=acts, record_shapes=True) as prof:
+        for _ in range(steps):
+            train_step(net, opt, x, y, **kw)
+        sync()
+    table = load_kernel_table("h200")
+    known = set(table.families()) if table is not None else set()
+    rows = {}
+    for evt in prof.events():
+        if not _top_level(evt):
+            continue
+        chain = _chain(evt)
+        fam = next((family_of(n) for n in chain if family_of(n) in known), family_of(chain[0]))
+        shapes = str(evt.input_shapes)
+        key = (">".join(chain), shapes)
+        r = rows.setdefault(key, {"op": key[0], "family": fam, "shapes": shapes,
+                                  "calls": 0, "gpu_s": 0.0, "kernels": {}})
+        r["calls"] += 1
+        r["gpu_s"] += _gpu_us(evt) * 1e-6
+        _kernels(evt, r["kernels"])
+    name = f"{spec.name}_b{batch}{setup.slug}"
+    path = Path(out_dir) / "profile_ops.csv"
+    new = not path.exists()
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["config", "op", "family", "shapes", "calls_per_step",
+                                          "gpu_s_per_step", "top_kernel", "kernels"])
+        if new:
+            w.writeheader()
+        for r in sorted(rows.values(), key=lambda r: -r["gpu_s"]):
+            ks = sorted(r["kernels"].items(), key=lambda kv: -kv[1])
+            w.writerow({"config": name, "op": r["op"], "family": r["family"],
+                        "shapes": r["shapes"], "calls_per_step": r["calls"] / steps,
+                        "gpu_s_per_step": r["gpu_s"] / steps,
+                        "top_kernel": ks[0][0][:160] if ks else "", "kernels": len(ks)})
+    gpu = sum(r["gpu_s"] for r in rows.values()) / steps
+    del net, opt, x, y, prof
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return {"config": name, "model": text, "batch": batch, "optimizer": optimizer,
+            "impl": impl, "amp": amp, "step_s": statistics.median(wall),
+            "gpu_busy_s": gpu, "ops": len(rows), "torch": torch.__version__,
+            "cudnn": torch.backends.cudnn.version() if device == "cuda" else ""}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--configs", default=DEFAULT_CONFIGS,
+                    help="comma list of model:batch:optimizer:impl:amp (amp none|bf16|fp16)")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--deadline-s", type=float, default=170.0,
+                    help="start no configuration after this long")
+    args = ap.parse_args(argv)
+    import torch
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("profile_ops: no CUDA device (--device cpu: a dry run)", file=sys.stderr)
+        return 2
+    torch.backends.cudnn.benchmark = False
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    summary = []
+    for cfg in args.configs.split(","):
+        if time.perf_counter() - t0 > args.deadline_s:
+            print(f"profile_ops: out of time before {cfg}", file=sys.stderr)
+            break
+        parts = cfg.rsplit(":", 4)
+        if len(parts) != 5:
+            print(f"profile_ops: --configs entry {cfg!r}: needs model:batch:optimizer:impl:amp",
+                  file=sys.stderr)
+            return 2
+        text, batch, opt, impl, amp = parts
+        try:
+            r = profile_one(text, int(batch), opt, impl, amp, steps=args.steps,
+                            device=args.device, out_dir=args.out)
+        except Exception as e:     # one configuration failing leaves the others
+            print(f"profile_ops: {cfg}: {type(e).__name__}: {e}", file=sys.stderr)
+            continue
+        summary.append(r)
+        print(f"{r['config']}: step {r['step_s'] * 1e3:.2f} ms, GPU busy "
+              f"{r['gpu_busy_s'] * 1e3:.2f} ms, {r['ops']} op shapes "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+        with open(Path(args.out) / "profile_summary.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(summary[0]))
+            w.writeheader()
+            w.writerows(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
