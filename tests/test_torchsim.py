@@ -256,3 +256,46 @@ def test_fake_recording_allocates_as_cuda_does():
     # matmul's copy of the non-contiguous input and its (4, 5, 24) output: no second output
     assert n_linear == 2
     assert first_new == 4 * 5 * 24                       # the 1-byte mask came first
+
+
+def test_conv_backward_workspaces_follow_the_gradient_their_kernel_computes(monkeypatch):
+    """cuDNN's convolution backward (ATen Convolution.cpp, cudnn/ConvShared.cpp) allocates
+    grad_input and runs backward-data with its workspace, then grad_weight and backward-filter
+    with its workspace, then grad_bias (a sum, whose reduction buffers come after it). The H200
+    allocator history of VGG-19 b48 (traces/h200/plans_history/vgg19_b48_plain) shows exactly
+    this: 616562688 (grad_input), 1233272979 (workspace), 147456 (grad_weight), 1235337895
+    (workspace), 256 (grad_bias), 4864 and 256 (reduction). Placing all workspaces after all
+    outputs holds grad_weight and grad_bias through the backward-filter workspace instead."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from snsim.torchsim.record import Recorder
+    with FakeTensorMode():
+        x = torch.empty(2, 3, 8, 8, requires_grad=True)
+        w = torch.empty(4, 3, 3, 3, requires_grad=True)
+        b = torch.empty(4, requires_grad=True)
+        y = torch.nn.functional.conv2d(x, w, b, padding=1)
+        rec = Recorder(device_type="cpu")
+        with rec.active():
+            y.sum().backward()
+    k = next(i for i, op in enumerate(rec.ops) if op[1] == "convolution_backward")
+    sig = rec.ops[k][6]
+    grads = rec.ops[k][3]            # grad_input, grad_weight, grad_bias in allocation order
+    assert len(grads) == 3
+    # four workspaces, sizes chosen to be told apart (as VGG's first convolutions have: two
+    # cuDNN workspaces and the bias sum's two reduction buffers)
+    sizes = [1001, 1002, 1003, 1004]
+    monkeypatch.setattr(hidden, "load_tables", lambda hw, exclude=(): {
+        "exact": {sig: sizes}, "scaled": {}, "dtyped": {}, "sources": ["test"],
+        "persistent": {"F": [], "B": []}})
+    stream = [(m, kind, sid) for m, kind, sid, op in rec.events]
+    info = {sid: (st[0], "") for sid, st in enumerate(rec.storages)}
+    out, info2, notes = hidden.add_hidden(rec, stream, info, "h200", batch=2)
+    assert notes["hidden_lookup_exact"] == 1
+    allocs = [key for m, kind, key in out if kind == "a"]
+    i0 = allocs.index(grads[0])
+    named = [info2[key][0] if isinstance(key, tuple) else key for key in allocs[i0:i0 + 7]]
+    assert named == [grads[0], 1001, grads[1], 1002, grads[2], 1003, 1004]
+    # each workspace is freed before the next allocation
+    seq = [(kind, key) for m, kind, key in out]
+    for key in (k2 for k2 in allocs if isinstance(k2, tuple)):
+        j = seq.index(("a", key))
+        assert seq[j + 1] == ("f", key)

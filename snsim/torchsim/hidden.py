@@ -189,6 +189,27 @@ def lookup(tables, sig, batch):
     return [], "none"
 
 
+def _workspace_slots(op_name, n_workspaces, n_outputs):
+    """After which of its own allocations (0-based) each of an op's workspaces is taken.
+
+    ``convolution_backward`` on cuDNN (ATen ``Convolution.cpp`` / ``cudnn/ConvShared.cpp``)
+    runs one kernel per gradient, each allocating its output and then its workspace:
+    grad_input, its backward-data workspace, grad_weight, its backward-filter workspace, then
+    grad_bias (``grad_output.sum``) and that reduction's buffers. So the j-th workspace
+    follows the j-th output and the ones beyond the outputs follow the last. The H200 history
+    of VGG-19 (traces/h200/plans_history/vgg19_b48_plain) shows exactly this order; every
+    other op's workspaces follow all its outputs. A table with fewer workspaces than
+    gradients (one kernel took none) cannot say which one; the rule then puts them first.
+
+    >>> _workspace_slots("convolution_backward", 4, 3), _workspace_slots("convolution", 1, 1)
+    ([0, 1, 2, 2], [0])
+    """
+    last = max(0, n_outputs - 1)
+    if op_name != "convolution_backward":
+        return [last] * n_workspaces
+    return [min(j, last) for j in range(n_workspaces)]
+
+
 def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
     """Insert modelled hidden allocations into a recording's event stream.
 
@@ -202,13 +223,20 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
     if not tables["sources"]:
         return stream, info, notes
     info = dict(info)
-    # the position of every recorded event: (op, 1) allocations made by op, (op, 0) frees seen
-    # before op ran; hidden workspaces of op k go after its outputs, at (k, 2, j)
+    # the position of every recorded event: (op, 0) frees seen before op ran, (op, 1, 2i) the
+    # i-th allocation op made; a hidden workspace of op k goes at (k, 1, 2j+1), after the
+    # allocation of the output its kernel computes (see _workspace_slots)
     pos = []
+    made = {}
     for m, kind, sid, op in rec.events:
         if sid in rec.excluded:
             continue
-        pos.append(((op, 1, 0) if kind == "a" else (op, 0, 0), (m, kind, sid)))
+        if kind == "a":
+            i = made.get(op, 0)
+            made[op] = i + 1
+            pos.append(((op, 1, 2 * i, 0), (m, kind, sid)))
+        else:
+            pos.append(((op, 0, 0, 0), (m, kind, sid)))
     extra = []
     n = 0
     counts = {"exact": 0, "scaled": 0, "dtype": 0, "none": 0}
@@ -223,19 +251,20 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
                 key = ("h", n)
                 n += 1
                 info[key] = (size, "hidden:persistent")
-                extra.append(((k, 2, 0), (mark, "a", key)))
+                extra.append(((k, 2, 0, 0), (mark, "a", key)))
         sig = op[6] if len(op) > 6 else ""
         if not sig:
             continue
         sizes, how = lookup(tables, sig, batch or 0)
         counts[how] += 1
+        slots = _workspace_slots(op[1], len(sizes), made.get(k, 0))
         for j, size in enumerate(sizes):
             key = ("h", n)
             n += 1
             info[key] = (size, "hidden")
             # one workspace at a time: each is freed before the next is taken
-            extra.append(((k, 2, 2 * j + 1), (mark, "a", key)))
-            extra.append(((k, 2, 2 * j + 2), (mark, "f", key)))
+            extra.append(((k, 1, 2 * slots[j] + 1, 2 * j), (mark, "a", key)))
+            extra.append(((k, 1, 2 * slots[j] + 1, 2 * j + 1), (mark, "f", key)))
     merged = sorted(pos + extra, key=lambda x: x[0])   # stable: recorded order kept
     notes.update({f"hidden_lookup_{k}": v for k, v in counts.items()})
     return [e for _, e in merged], info, notes
