@@ -299,3 +299,30 @@ def test_conv_backward_workspaces_follow_the_gradient_their_kernel_computes(monk
     for key in (k2 for k2 in allocs if isinstance(k2, tuple)):
         j = seq.index(("a", key))
         assert seq[j + 1] == ("f", key)
+
+
+def test_unseen_convolution_takes_the_probed_neighbours_workspace(tmp_path, monkeypatch):
+    """A convolution no capture has seen (RegNet's grouped 3x3, group width 24) gets the
+    workspace of the nearest probed convolution of its class (scripts/conv_workspace_probe.py),
+    scaled by activation bytes; a probed call that took none stays at none (a known zero)."""
+    import gzip
+    import json
+    grouped = ("convolution float32[{n}, 48, 112, 112] float32[48, 24, 3, 3] None "
+               "2 2 1 1 1 1 False 0 0 2")
+    dense = ("convolution float32[96, 48, 112, 112] float32[48, 48, 3, 3] None "
+             "2 2 1 1 1 1 False 0 0 1")
+    zero = "convolution float32[32, 48, 56, 56] float32[48, 1, 3, 3] None 1 1 1 1 1 1 False 0 0 48"
+    # at batch 32: input 32*48*112*112*4 = 77,070,336 B, output 32*48*56*56*4 = 19,267,584 B;
+    # a workspace of input + output + 32 B = 96,337,952 B (the form the H200 shows at b96:
+    # 231,211,008 + 57,802,752 + 32 = 289,013,792 B)
+    path = tmp_path / "h200_conv_workspaces.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"rows": [[grouped.format(n=32), [96_337_952]], [zero, []]]}, f)
+    monkeypatch.setattr(hidden, "probe_path", lambda hw: path)
+    hidden._read_probe.cache_clear()
+    tables = {"exact": {}, "scaled": {}, "dtyped": {}, "sources": [], "persistent": {},
+              "probe": hidden._probe_table("h200")}
+    # batch 96 has 3x the activation bytes: 3 * 96,337,952 = 289,013,856 B (real: 289,013,792)
+    assert hidden.lookup(tables, grouped.format(n=96), 96) == ([289_013_856], "similar")
+    assert hidden.lookup(tables, zero, 32) == ([], "probe")
+    assert hidden.lookup(tables, dense, 96) == ([], "none")     # another class: no neighbour

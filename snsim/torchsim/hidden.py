@@ -14,7 +14,14 @@ them into a CPU recording:
   for a bf16/fp16 autocast run), scaled by the ratio of element sizes and batches [E]: a
   convolution's workspace holds operands transformed in the compute dtype (the H200 captures
   show a 3x3 ResNet-50 convolution's workspace at exactly half in bf16: 51454099 vs
-  102908051 bytes; algorithms that differ by dtype make it approximate); failing that, none;
+  102908051 bytes; algorithms that differ by dtype make it approximate); failing that, for
+  a convolution, the GPU's probed workspaces (``configs/kernels/<gpu>_conv_workspaces.json.gz``,
+  measured by ``scripts/conv_workspace_probe.py``): the same signature (a probed call that
+  took none is a known zero), else the nearest probed convolution of the same class (op,
+  dtype, kernel, stride, padding, dilation, dense/depthwise/grouped, gradients asked for) in
+  log sizes, scaled by the ratio of activation bytes [E]; failing that, none;
+* where they go: after the op's outputs, except ``convolution_backward``'s, each of which
+  follows the gradient its cuDNN kernel computes (:func:`_workspace_slots`);
 * the persistent cuBLAS workspaces at the first matmul of the forward and of the backward of
   the first iteration, with the sizes the captures saw.
 """
@@ -165,8 +172,109 @@ def load_tables(hardware, *, exclude=()):
                     dtyped.setdefault(bare, []).append((batch, elsize, sizes))
         if persistent is None and hid:
             persistent = {"F": hid[:2], "B": hid[2:]}
+    probe = _probe_table(hardware)
     return {"exact": exact, "scaled": scaled, "dtyped": dtyped, "sources": sources,
-            "persistent": persistent or _DEFAULT_PERSISTENT}
+            "persistent": persistent or _DEFAULT_PERSISTENT, "probe": probe}
+
+
+# -- convolutions no capture has seen: the GPU's probed workspaces -----------------------------
+_CONV_TAIL = {"convolution": 10, "convolution_backward": 13}
+
+
+def probe_path(hardware):
+    """``configs/kernels/<hardware>_conv_workspaces.json.gz`` (scripts/conv_workspace_probe.py)."""
+    return Path(__file__).resolve().parents[2] / "configs" / "kernels" / \
+        f"{hardware}_conv_workspaces.json.gz"
+
+
+def conv_key(sig):
+    """``(class, features)`` of a convolution signature, or None: the class is what a
+    workspace depends on discretely (op, dtype, kernel, stride, padding, dilation, groups
+    kind -- dense, depthwise, grouped -- and which gradients are asked for); the features are
+    the sizes a neighbour is chosen by (batch, channels, group width, side, output channels)
+    and the activation bytes a neighbour's workspace is scaled by (input + output).
+
+    >>> cls, feat = conv_key("convolution float32[96, 48, 112, 112] float32[48, 24, 3, 3] "
+    ...                      "None 2 2 1 1 1 1 False 0 0 2")
+    >>> cls
+    ('convolution', 'float32', 3, 3, '2 2 1 1 1 1 False 0 0', 'grouped', '')
+    >>> feat
+    (96, 48, 24, 112, 48, 289013760)
+    """
+    toks = sig.split()
+    op = toks[0] if toks else ""
+    tail = _CONV_TAIL.get(op)
+    shapes = [(d, [int(v) for v in dims.split(", ")]) for d, dims in
+              re.findall(r"\b(float32|bfloat16|float16)\[(\d+(?:, \d+)*)\]", sig)]
+    if tail is None or len(toks) < tail + 3 or len(shapes) < 2:
+        return None
+    if op == "convolution":
+        (dtype, x), (_, w) = shapes[0], shapes[1]
+        y = None
+        rest = toks[-tail:]
+        mask = ""
+    else:
+        if len(shapes) < 3:
+            return None
+        (dtype, y), (_, x), (_, w) = shapes[0], shapes[1], shapes[2]
+        rest = toks[-tail:-3]
+        mask = " ".join(toks[-3:])
+    if len(x) != 4 or len(w) != 4:
+        return None
+    try:
+        groups = int(rest[9])
+        stride, pad, dil = [int(v) for v in rest[0:2]], [int(v) for v in rest[2:4]], \
+            [int(v) for v in rest[4:6]]
+    except ValueError:
+        return None
+    n, c, h, wd = x
+    co, cg, kh, kw = w
+    if y is None:
+        y = [n, co] + [(side + 2 * p - d * (k - 1) - 1) // st + 1 for side, p, d, k, st in
+                       zip((h, wd), pad, dil, (kh, kw), stride)]
+    el = _ELEMENT_BYTES[dtype]
+    act = (n * c * h * wd + y[0] * y[1] * y[2] * y[3]) * el
+    kind = "dense" if groups == 1 else ("depthwise" if groups == c else "grouped")
+    cls = (op, dtype, kh, kw, " ".join(rest[:9]), kind, mask)
+    return cls, (n, c, cg, h, co, act)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_probe(path, mtime_ns):
+    with gzip.open(path, "rt") as f:
+        rows = json.load(f)["rows"]
+    exact, similar = {}, {}
+    for sig, sizes in rows:
+        exact.setdefault(sig, [int(s) for s in sizes])
+        key = conv_key(sig)
+        if key is not None:
+            similar.setdefault(key[0], []).append((key[1], exact[sig]))
+    return {"exact": exact, "similar": similar, "file": os.path.basename(path)}
+
+
+def _probe_table(hardware):
+    """The probed convolution workspaces of ``hardware`` (None when none were measured)."""
+    path = probe_path(hardware)
+    try:
+        return _read_probe(str(path), path.stat().st_mtime_ns)
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _similar(probe, sig):
+    """A probed convolution of the same class nearest in log sizes; its workspaces scaled
+    by the ratio of activation bytes (cuDNN's workspaces hold transformed activations)."""
+    import math
+    key = conv_key(sig)
+    cands = probe["similar"].get(key[0]) if key is not None else None
+    if not cands:
+        return None
+    n, c, cg, h, co, act = key[1]
+
+    def dist(cand):
+        return sum(abs(math.log(a / b)) for a, b in zip((n, c, cg, h, co), cand[0][:5]))
+    (ref, sizes) = min(cands, key=dist)
+    return [int(round(s * act / ref[5])) for s in sizes]
 
 
 def lookup(tables, sig, batch):
@@ -174,6 +282,9 @@ def lookup(tables, sig, batch):
     sizes = tables["exact"].get(sig)
     if sizes is not None:
         return list(sizes), "exact"
+    probe = tables.get("probe")
+    if probe is not None and sig in probe["exact"]:
+        return list(probe["exact"][sig]), "probe"
     norms = normalizations(sig, batch)
     for norm in norms:
         cands = tables["scaled"].get(norm)
@@ -186,6 +297,9 @@ def lookup(tables, sig, batch):
         if cands:
             b_ref, el_ref, sizes = min(cands, key=lambda c: (abs(c[0] - batch), c[1] != elsize))
             return [int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype"
+    sizes = _similar(probe, sig) if probe is not None else None
+    if sizes is not None:
+        return sizes, "similar"
     return [], "none"
 
 
@@ -220,7 +334,9 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
     tables = load_tables(hardware, exclude=exclude)
     notes = {"hidden_model": "capture tables" if tables["sources"] else "none",
              "hidden_sources": len(tables["sources"])}
-    if not tables["sources"]:
+    if tables.get("probe") is not None:
+        notes["hidden_probe"] = tables["probe"]["file"]
+    if not tables["sources"] and tables.get("probe") is None:
         return stream, info, notes
     info = dict(info)
     # the position of every recorded event: (op, 0) frees seen before op ran, (op, 1, 2i) the
@@ -239,7 +355,7 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             pos.append(((op, 0, 0, 0), (m, kind, sid)))
     extra = []
     n = 0
-    counts = {"exact": 0, "scaled": 0, "dtype": 0, "none": 0}
+    counts = {"exact": 0, "probe": 0, "scaled": 0, "dtype": 0, "similar": 0, "none": 0}
     first_matmul = {}
     for k, op in enumerate(rec.ops):
         mark = op[0]
