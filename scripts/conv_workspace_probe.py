@@ -9,12 +9,12 @@ workspace at all, and its peak sits on one: the H200 history of regnet_y_1_6gf b
 stride-2 convolution of 2 groups at 112x112, 1.67x its input, where the prediction had none
 (allocated -12.6% under superneurons, -17.3% under cpu_offload).
 
-What: each convolution of a seeded random sample (the calibration sampler's kinds: dense,
-depthwise and grouped of several group widths; kernel 1..7, stride 1/2, batch 8..256, fp32,
-bf16, fp16, with and without bias) and of the calibration CNNs' layers
-(``snsim calibrate``'s NET_MODELS) runs forward and backward through autograd, exactly as a
-training step calls it (``F.conv2d``, then ``backward``; cudnn.benchmark off, TF32 as PyTorch's
-default for convolutions), with the caching allocator's history on. Every allocation an op
+What: each convolution of the calibration CNNs' layers (``snsim calibrate``'s NET_MODELS, at
+the batches of NET_BATCHES) and, taking turns with them, of a seeded random sample (the
+calibration sampler's kinds: dense, depthwise and grouped of several group widths; kernel
+1..7, stride 1/2, batch 8..256, fp32, bf16, fp16, with and without bias) runs forward and
+backward through autograd, exactly as a training step calls it (``F.conv2d``, then
+``backward``; cudnn.benchmark off, TF32 as PyTorch's default for convolutions), with the caching allocator's history on. Every allocation an op
 makes that is not one of its outputs is a workspace; the table keeps their sizes in the order
 they were taken, and the calls that took none (an empty list: known zero, not unknown).
 Signatures are written by the recorder's own :func:`snsim.torchsim.record.signature`, so a
@@ -26,7 +26,8 @@ Output (one file, to commit as configs/kernels/h200_conv_workspaces.json.gz):
                                          seed, date}, "rows": [[signature, [workspace bytes,
                                          ...]], ...]}
 
-Usage (one H200, from the repository root; --minutes bounds the sampling, default 7):
+Usage (one H200, from the repository root; --minutes bounds the whole run, default 7: the
+calibration CNNs' layers first, then random convolutions until the time is up):
 
     PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT [--minutes 7]
 """
@@ -40,6 +41,7 @@ import sys
 import time
 
 MARK_BYTES = 13      # a request size no convolution makes: separates one op's allocations
+NET_BATCHES = (32, 64, 128, 16, 48, 96, 256, 192, 8, 24)
 
 
 def _sample(rng):
@@ -171,16 +173,23 @@ def main(argv=None):
     torch.backends.cudnn.benchmark = False
     rng = random.Random(args.seed)
     deadline = time.perf_counter() + 60 * args.minutes
-    configs = [(96 if i % 2 else 32, c, h, co, k, s, p, g, bias, dt)
-               for i, (c, h, co, k, s, p, g, bias) in enumerate(_net_layers())
-               for dt in ("float32", "bfloat16")]
+    # cuDNN picks its algorithm (so its workspace) by shape, batch included, and not
+    # smoothly: a VGG 3x3 512-channel layer at 28x28 takes 112,197,779 B at batch 32,
+    # 214,958,227 B at 64 and 179,306,915 B at 48 (H200 captures and history), neither the
+    # batch-scaled 168,296,668 nor the interpolated 163,578,003. So the common layers are
+    # measured at every batch a user is likely to train with.
+    configs = [(n, c, h, co, k, s, p, g, bias, dt)
+               for n in NET_BATCHES for dt in ("float32", "bfloat16")
+               for c, h, co, k, s, p, g, bias in _net_layers()]
     probe = _Probe(torch)
     rows, skipped = [], {}
+    for dtype in ("float32", "bfloat16", "float16"):   # handles and lazy buffers made here
+        run_one(torch, F, probe, 2, 8, 8, 8, 3, 1, 1, 1, True, dtype)
     _restart(torch, probe)
     i = 0
     while time.perf_counter() < deadline:
-        if i < len(configs):
-            n, c, h, co, k, s, pad, g, bias, dtype = configs[i]
+        if i % 2 == 0 and i // 2 < len(configs):
+            n, c, h, co, k, s, pad, g, bias, dtype = configs[i // 2]
         else:
             n, c, h, co, k, s, g, bias, dtype = _sample(rng)
             pad = k // 2
