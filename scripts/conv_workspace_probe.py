@@ -14,9 +14,10 @@ the batches of NET_BATCHES) and, taking turns with them, of a seeded random samp
 calibration sampler's kinds: dense, depthwise and grouped of several group widths; kernel
 1..7, stride 1/2, batch 8..256, fp32, bf16, fp16, with and without bias) runs forward and
 backward through autograd, exactly as a training step calls it (``F.conv2d``, then
-``backward``; cudnn.benchmark off, TF32 as PyTorch's default for convolutions), with the caching allocator's history on. Every allocation an op
-makes that is not one of its outputs is a workspace; the table keeps their sizes in the order
-they were taken, and the calls that took none (an empty list: known zero, not unknown).
+``backward``; cudnn.benchmark off, TF32 as PyTorch's default for convolutions), with the
+caching allocator's history on. Every allocation an op makes that is not one of its outputs
+is a workspace; the table keeps their sizes in the order they were taken, and the calls that
+took none (an empty list: known zero, not unknown).
 Signatures are written by the recorder's own :func:`snsim.torchsim.record.signature`, so a
 CPU recording looks them up as it looks up a capture's.
 
