@@ -301,28 +301,34 @@ def test_conv_backward_workspaces_follow_the_gradient_their_kernel_computes(monk
         assert seq[j + 1] == ("f", key)
 
 
-def test_unseen_convolution_takes_the_probed_neighbours_workspace(tmp_path, monkeypatch):
+def test_unseen_convolution_gets_the_modelled_workspace(tmp_path, monkeypatch):
     """A convolution no capture has seen (RegNet's grouped 3x3, group width 24) gets the
-    workspace of the nearest probed convolution of its class (scripts/conv_workspace_probe.py),
-    scaled by activation bytes; a probed call that took none stays at none (a known zero)."""
+    zoo's first-principles cuDNN workspace (NHWC kernels transpose both activations of the
+    pass and, unless 1x1, the filter); a depthwise one none (ATen's own kernel); a signature
+    of the GPU's probed table (scripts/conv_workspace_probe.py) what was measured, a call that
+    took none included (a known zero)."""
     import gzip
     import json
-    grouped = ("convolution float32[{n}, 48, 112, 112] float32[48, 24, 3, 3] None "
-               "2 2 1 1 1 1 False 0 0 2")
-    dense = ("convolution float32[96, 48, 112, 112] float32[48, 48, 3, 3] None "
-             "2 2 1 1 1 1 False 0 0 1")
-    zero = "convolution float32[32, 48, 56, 56] float32[48, 1, 3, 3] None 1 1 1 1 1 1 False 0 0 48"
-    # at batch 32: input 32*48*112*112*4 = 77,070,336 B, output 32*48*56*56*4 = 19,267,584 B;
-    # a workspace of input + output + 32 B = 96,337,952 B (the form the H200 shows at b96:
-    # 231,211,008 + 57,802,752 + 32 = 289,013,792 B)
+    fwd = ("convolution float32[96, 48, 112, 112] float32[48, 24, 3, 3] None "
+           "2 2 1 1 1 1 False 0 0 2")
+    bwd = ("convolution_backward float32[96, 48, 56, 56] float32[96, 48, 112, 112] "
+           "float32[48, 24, 3, 3] 0 2 2 1 1 1 1 False 0 0 2 True True False")
+    dw = "convolution float32[32, 48, 56, 56] float32[48, 1, 3, 3] None 1 1 1 1 1 1 False 0 0 48"
+    # x = 96*48*112*112*4 = 231,211,008 B; y = 96*48*56*56*4 = 57,802,752 B;
+    # w = 48*24*3*3*4 = 41,472 B. Forward and backward-data: x + y + w = 289,055,232 B
+    # (the H200 history of regnet_y_1_6gf b96: 289,013,792 and 385,425,424 B);
+    # backward-filter: x + y + 2w = 289,096,704 B (history: 294,032,160 B)
+    tables = {"exact": {}, "scaled": {}, "dtyped": {}, "sources": [], "persistent": {},
+              "probe": None}
+    assert hidden.lookup(tables, fwd, 96) == ([289_055_232], "modelled")
+    assert hidden.lookup(tables, bwd, 96) == ([289_055_232, 289_096_704], "modelled")
+    assert hidden.lookup(tables, dw, 32) == ([], "modelled")
+    assert hidden.lookup(tables, "mm float32[8, 4] float32[4, 2]", 8) == ([], "none")
     path = tmp_path / "h200_conv_workspaces.json.gz"
     with gzip.open(path, "wt") as f:
-        json.dump({"rows": [[grouped.format(n=32), [96_337_952]], [zero, []]]}, f)
+        json.dump({"rows": [[fwd, [289_013_792]], [bwd, []]]}, f)
     monkeypatch.setattr(hidden, "probe_path", lambda hw: path)
     hidden._read_probe.cache_clear()
-    tables = {"exact": {}, "scaled": {}, "dtyped": {}, "sources": [], "persistent": {},
-              "probe": hidden._probe_table("h200")}
-    # batch 96 has 3x the activation bytes: 3 * 96,337,952 = 289,013,856 B (real: 289,013,792)
-    assert hidden.lookup(tables, grouped.format(n=96), 96) == ([289_013_856], "similar")
-    assert hidden.lookup(tables, zero, 32) == ([], "probe")
-    assert hidden.lookup(tables, dense, 96) == ([], "none")     # another class: no neighbour
+    tables["probe"] = hidden._probe_table("h200")
+    assert hidden.lookup(tables, fwd, 96) == ([289_013_792], "probe")
+    assert hidden.lookup(tables, bwd, 96) == ([], "probe")

@@ -15,11 +15,11 @@ them into a CPU recording:
   convolution's workspace holds operands transformed in the compute dtype (the H200 captures
   show a 3x3 ResNet-50 convolution's workspace at exactly half in bf16: 51454099 vs
   102908051 bytes; algorithms that differ by dtype make it approximate); failing that, for
-  a convolution, the GPU's probed workspaces (``configs/kernels/<gpu>_conv_workspaces.json.gz``,
-  measured by ``scripts/conv_workspace_probe.py``): the same signature (a probed call that
-  took none is a known zero), else the nearest probed convolution of the same class (op,
-  dtype, kernel, stride, padding, dilation, dense/depthwise/grouped, gradients asked for) in
-  log sizes, scaled by the ratio of activation bytes [E]; failing that, none;
+  a convolution, the first-principles workspaces the zoo's PyTorch semantics use
+  (:func:`modelled_conv_workspaces`) [E]; failing that, none. The same signature in the GPU's
+  probed table (``configs/kernels/<gpu>_conv_workspaces.json.gz``, measured by
+  ``scripts/conv_workspace_probe.py``; a probed call that took none is a known zero) comes
+  right after a capture's exact match;
 * where they go: after the op's outputs, except ``convolution_backward``'s, each of which
   follows the gradient its cuDNN kernel computes (:func:`_workspace_slots`);
 * the persistent cuBLAS workspaces at the first matmul of the forward and of the backward of
@@ -177,7 +177,7 @@ def load_tables(hardware, *, exclude=()):
             "persistent": persistent or _DEFAULT_PERSISTENT, "probe": probe}
 
 
-# -- convolutions no capture has seen: the GPU's probed workspaces -----------------------------
+# -- convolutions no capture has seen ---------------------------------------------------------
 _CONV_TAIL = {"convolution": 10, "convolution_backward": 13}
 
 
@@ -187,69 +187,14 @@ def probe_path(hardware):
         f"{hardware}_conv_workspaces.json.gz"
 
 
-def conv_key(sig):
-    """``(class, features)`` of a convolution signature, or None: the class is what a
-    workspace depends on discretely (op, dtype, kernel, stride, padding, dilation, groups
-    kind -- dense, depthwise, grouped -- and which gradients are asked for); the features are
-    the sizes a neighbour is chosen by (batch, channels, group width, side, output channels)
-    and the activation bytes a neighbour's workspace is scaled by (input + output).
-
-    >>> cls, feat = conv_key("convolution float32[96, 48, 112, 112] float32[48, 24, 3, 3] "
-    ...                      "None 2 2 1 1 1 1 False 0 0 2")
-    >>> cls
-    ('convolution', 'float32', 3, 3, '2 2 1 1 1 1 False 0 0', 'grouped', '')
-    >>> feat
-    (96, 48, 24, 112, 48, 289013760)
-    """
-    toks = sig.split()
-    op = toks[0] if toks else ""
-    tail = _CONV_TAIL.get(op)
-    shapes = [(d, [int(v) for v in dims.split(", ")]) for d, dims in
-              re.findall(r"\b(float32|bfloat16|float16)\[(\d+(?:, \d+)*)\]", sig)]
-    if tail is None or len(toks) < tail + 3 or len(shapes) < 2:
-        return None
-    if op == "convolution":
-        (dtype, x), (_, w) = shapes[0], shapes[1]
-        y = None
-        rest = toks[-tail:]
-        mask = ""
-    else:
-        if len(shapes) < 3:
-            return None
-        (dtype, y), (_, x), (_, w) = shapes[0], shapes[1], shapes[2]
-        rest = toks[-tail:-3]
-        mask = " ".join(toks[-3:])
-    if len(x) != 4 or len(w) != 4:
-        return None
-    try:
-        groups = int(rest[9])
-        stride, pad, dil = [int(v) for v in rest[0:2]], [int(v) for v in rest[2:4]], \
-            [int(v) for v in rest[4:6]]
-    except ValueError:
-        return None
-    n, c, h, wd = x
-    co, cg, kh, kw = w
-    if y is None:
-        y = [n, co] + [(side + 2 * p - d * (k - 1) - 1) // st + 1 for side, p, d, k, st in
-                       zip((h, wd), pad, dil, (kh, kw), stride)]
-    el = _ELEMENT_BYTES[dtype]
-    act = (n * c * h * wd + y[0] * y[1] * y[2] * y[3]) * el
-    kind = "dense" if groups == 1 else ("depthwise" if groups == c else "grouped")
-    cls = (op, dtype, kh, kw, " ".join(rest[:9]), kind, mask)
-    return cls, (n, c, cg, h, co, act)
-
-
 @functools.lru_cache(maxsize=8)
 def _read_probe(path, mtime_ns):
     with gzip.open(path, "rt") as f:
         rows = json.load(f)["rows"]
-    exact, similar = {}, {}
+    exact = {}
     for sig, sizes in rows:
         exact.setdefault(sig, [int(s) for s in sizes])
-        key = conv_key(sig)
-        if key is not None:
-            similar.setdefault(key[0], []).append((key[1], exact[sig]))
-    return {"exact": exact, "similar": similar, "file": os.path.basename(path)}
+    return {"exact": exact, "file": os.path.basename(path)}
 
 
 def _probe_table(hardware):
@@ -261,20 +206,66 @@ def _probe_table(hardware):
         return None
 
 
-def _similar(probe, sig):
-    """A probed convolution of the same class nearest in log sizes; its workspaces scaled
-    by the ratio of activation bytes (cuDNN's workspaces hold transformed activations)."""
-    import math
-    key = conv_key(sig)
-    cands = probe["similar"].get(key[0]) if key is not None else None
-    if not cands:
-        return None
-    n, c, cg, h, co, act = key[1]
+def conv_call(sig):
+    """What a convolution signature says about its call, or None: ``dtype``, ``x`` / ``y`` /
+    ``w`` shapes, ``groups``, ``mask`` (the gradients a backward computes; None: forward).
 
-    def dist(cand):
-        return sum(abs(math.log(a / b)) for a, b in zip((n, c, cg, h, co), cand[0][:5]))
-    (ref, sizes) = min(cands, key=dist)
-    return [int(round(s * act / ref[5])) for s in sizes]
+    >>> c = conv_call("convolution float32[96, 48, 112, 112] float32[48, 24, 3, 3] None "
+    ...               "2 2 1 1 1 1 False 0 0 2")
+    >>> c["y"], c["groups"], c["mask"]
+    ([96, 48, 56, 56], 2, None)
+    """
+    toks = sig.split()
+    op = toks[0] if toks else ""
+    tail = _CONV_TAIL.get(op)
+    shapes = [(d, [int(v) for v in dims.split(", ")]) for d, dims in
+              re.findall(r"\b(float32|bfloat16|float16)\[(\d+(?:, \d+)*)\]", sig)]
+    if tail is None or len(toks) < tail + 3 or len(shapes) < (2 if tail == 10 else 3):
+        return None
+    rest = toks[-tail:]
+    try:
+        stride, pad, dil = ([int(v) for v in rest[i:i + 2]] for i in (0, 2, 4))
+        groups = int(rest[9])
+        mask = [t == "True" for t in rest[10:13]] if op == "convolution_backward" else None
+    except ValueError:
+        return None
+    if op == "convolution":
+        (dtype, x), (_, w) = shapes[0], shapes[1]
+        y = [x[0], w[0]] + [(side + 2 * p - d * (k - 1) - 1) // st + 1 for side, p, d, k, st
+                            in zip(x[2:], pad, dil, w[2:], stride)]
+    else:
+        (dtype, y), (_, x), (_, w) = shapes[0], shapes[1], shapes[2]
+    if len(x) != 4 or len(w) != 4 or rest[6] != "False":     # 2-D, not transposed
+        return None
+    return {"dtype": dtype, "x": x, "y": y, "w": w, "groups": groups, "mask": mask}
+
+
+def modelled_conv_workspaces(sig):
+    """The cuDNN workspaces of a convolution call from first principles
+    (:func:`snsim.program_torch.conv_workspace_bytes`, the zoo's PyTorch semantics: its NHWC
+    kernels transpose the pass's two activations and, unless 1x1, the filter), in the order
+    the call takes them: forward; backward-data then backward-filter, as far as the backward
+    computes them. None for a call that is not a 2-D convolution. A depthwise convolution
+    takes none: ATen sends it to its own CUDA kernel, not cuDNN (``use_cudnn_depthwise`` is
+    false but for fp16 inputs of some shapes, which are not modelled).
+
+    >>> modelled_conv_workspaces("convolution float32[96, 48, 112, 112] "
+    ...                          "float32[48, 24, 3, 3] None 2 2 1 1 1 1 False 0 0 2")
+    [289055232]
+    """
+    from ..program_torch import conv_workspace_bytes
+    call = conv_call(sig)
+    if call is None:
+        return None
+    x, y, w, g = call["x"], call["y"], call["w"], call["groups"]
+    if g > 1 and g == x[1]:
+        return []
+    a = {"in_shapes": [x], "out_shape": y, "kernel": tuple(w[2:]), "groups": g}
+    el = _ELEMENT_BYTES[call["dtype"]]
+    if call["mask"] is None:
+        return [conv_workspace_bytes(a, "fwd", el)]
+    passes = [p for p, on in zip(("bwd_data", "bwd_filter"), call["mask"][:2]) if on]
+    return [conv_workspace_bytes(a, p, el) for p in passes]
 
 
 def lookup(tables, sig, batch):
@@ -297,9 +288,9 @@ def lookup(tables, sig, batch):
         if cands:
             b_ref, el_ref, sizes = min(cands, key=lambda c: (abs(c[0] - batch), c[1] != elsize))
             return [int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype"
-    sizes = _similar(probe, sig) if probe is not None else None
+    sizes = modelled_conv_workspaces(sig)
     if sizes is not None:
-        return sizes, "similar"
+        return sizes, "modelled"
     return [], "none"
 
 
@@ -355,7 +346,7 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             pos.append(((op, 0, 0, 0), (m, kind, sid)))
     extra = []
     n = 0
-    counts = {"exact": 0, "probe": 0, "scaled": 0, "dtype": 0, "similar": 0, "none": 0}
+    counts = {"exact": 0, "probe": 0, "scaled": 0, "dtype": 0, "modelled": 0, "none": 0}
     first_matmul = {}
     for k, op in enumerate(rec.ops):
         mark = op[0]
