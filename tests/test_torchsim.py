@@ -302,7 +302,7 @@ def test_conv_backward_workspaces_follow_the_gradient_their_kernel_computes(monk
 
 
 def test_unseen_convolution_gets_the_modelled_workspace(tmp_path, monkeypatch):
-    """A convolution no capture has seen (RegNet's grouped 3x3, group width 24) gets the
+    """A grouped convolution (none captured: RegNet's 3x3s of group width 24) gets the
     zoo's first-principles cuDNN workspace (NHWC kernels transpose both activations of the
     pass and, unless 1x1, the filter); a depthwise one none (ATen's own kernel); a signature
     of the GPU's probed table (scripts/conv_workspace_probe.py) what was measured, a call that
@@ -324,6 +324,9 @@ def test_unseen_convolution_gets_the_modelled_workspace(tmp_path, monkeypatch):
     assert hidden.lookup(tables, bwd, 96) == ([289_055_232, 289_096_704], "modelled")
     assert hidden.lookup(tables, dw, 32) == ([], "modelled")
     assert hidden.lookup(tables, "mm float32[8, 4] float32[4, 2]", 8) == ([], "none")
+    dense = fwd.replace("float32[48, 24, 3, 3]", "float32[48, 48, 3, 3]").replace(" 2\n", "")
+    dense = dense[:-1] + "1"          # groups 1: the captures' evidence stands (none)
+    assert hidden.lookup(tables, dense, 96) == ([], "none")
     path = tmp_path / "h200_conv_workspaces.json.gz"
     with gzip.open(path, "wt") as f:
         json.dump({"rows": [[fwd, [289_013_792]], [bwd, []]]}, f)
