@@ -256,3 +256,82 @@ def test_fake_recording_allocates_as_cuda_does():
     # matmul's copy of the non-contiguous input and its (4, 5, 24) output: no second output
     assert n_linear == 2
     assert first_new == 4 * 5 * 24                       # the 1-byte mask came first
+
+
+def test_conv_backward_workspaces_follow_the_gradient_their_kernel_computes(monkeypatch):
+    """cuDNN's convolution backward (ATen Convolution.cpp, cudnn/ConvShared.cpp) allocates
+    grad_input and runs backward-data with its workspace, then grad_weight and backward-filter
+    with its workspace, then grad_bias (a sum, whose reduction buffers come after it). The H200
+    allocator history of VGG-19 b48 (traces/h200/plans_history/vgg19_b48_plain) shows exactly
+    this: 616562688 (grad_input), 1233272979 (workspace), 147456 (grad_weight), 1235337895
+    (workspace), 256 (grad_bias), 4864 and 256 (reduction). Placing all workspaces after all
+    outputs holds grad_weight and grad_bias through the backward-filter workspace instead."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from snsim.torchsim.record import Recorder
+    with FakeTensorMode():
+        x = torch.empty(2, 3, 8, 8, requires_grad=True)
+        w = torch.empty(4, 3, 3, 3, requires_grad=True)
+        b = torch.empty(4, requires_grad=True)
+        y = torch.nn.functional.conv2d(x, w, b, padding=1)
+        rec = Recorder(device_type="cpu")
+        with rec.active():
+            y.sum().backward()
+    k = next(i for i, op in enumerate(rec.ops) if op[1] == "convolution_backward")
+    sig = rec.ops[k][6]
+    grads = rec.ops[k][3]            # grad_input, grad_weight, grad_bias in allocation order
+    assert len(grads) == 3
+    # four workspaces, sizes chosen to be told apart (as VGG's first convolutions have: two
+    # cuDNN workspaces and the bias sum's two reduction buffers)
+    sizes = [1001, 1002, 1003, 1004]
+    monkeypatch.setattr(hidden, "load_tables", lambda hw, exclude=(): {
+        "exact": {sig: sizes}, "scaled": {}, "dtyped": {}, "sources": ["test"],
+        "persistent": {"F": [], "B": []}})
+    stream = [(m, kind, sid) for m, kind, sid, op in rec.events]
+    info = {sid: (st[0], "") for sid, st in enumerate(rec.storages)}
+    out, info2, notes = hidden.add_hidden(rec, stream, info, "h200", batch=2)
+    assert notes["hidden_lookup_exact"] == 1
+    allocs = [key for m, kind, key in out if kind == "a"]
+    i0 = allocs.index(grads[0])
+    named = [info2[key][0] if isinstance(key, tuple) else key for key in allocs[i0:i0 + 7]]
+    assert named == [grads[0], 1001, grads[1], 1002, grads[2], 1003, 1004]
+    # each workspace is freed before the next allocation
+    seq = [(kind, key) for m, kind, key in out]
+    for key in (k2 for k2 in allocs if isinstance(k2, tuple)):
+        j = seq.index(("a", key))
+        assert seq[j + 1] == ("f", key)
+
+
+def test_unseen_convolution_gets_the_modelled_workspace(tmp_path, monkeypatch):
+    """A grouped convolution (none captured: RegNet's 3x3s of group width 24) gets the
+    zoo's first-principles cuDNN workspace (NHWC kernels transpose both activations of the
+    pass and, unless 1x1, the filter); a depthwise one none (ATen's own kernel); a signature
+    of the GPU's probed table (scripts/conv_workspace_probe.py) what was measured, a call that
+    took none included (a known zero)."""
+    import gzip
+    import json
+    fwd = ("convolution float32[96, 48, 112, 112] float32[48, 24, 3, 3] None "
+           "2 2 1 1 1 1 False 0 0 2")
+    bwd = ("convolution_backward float32[96, 48, 56, 56] float32[96, 48, 112, 112] "
+           "float32[48, 24, 3, 3] 0 2 2 1 1 1 1 False 0 0 2 True True False")
+    dw = "convolution float32[32, 48, 56, 56] float32[48, 1, 3, 3] None 1 1 1 1 1 1 False 0 0 48"
+    # x = 96*48*112*112*4 = 231,211,008 B; y = 96*48*56*56*4 = 57,802,752 B;
+    # w = 48*24*3*3*4 = 41,472 B. Forward and backward-data: x + y + w = 289,055,232 B
+    # (the H200 history of regnet_y_1_6gf b96: 289,013,792 and 385,425,424 B);
+    # backward-filter: x + y + 2w = 289,096,704 B (history: 294,032,160 B)
+    tables = {"exact": {}, "scaled": {}, "dtyped": {}, "sources": [], "persistent": {},
+              "probe": None}
+    assert hidden.lookup(tables, fwd, 96) == ([289_055_232], "modelled")
+    assert hidden.lookup(tables, bwd, 96) == ([289_055_232, 289_096_704], "modelled")
+    assert hidden.lookup(tables, dw, 32) == ([], "modelled")
+    assert hidden.lookup(tables, "mm float32[8, 4] float32[4, 2]", 8) == ([], "none")
+    dense = fwd.replace("float32[48, 24, 3, 3]", "float32[48, 48, 3, 3]").replace(" 2\n", "")
+    dense = dense[:-1] + "1"          # groups 1: the captures' evidence stands (none)
+    assert hidden.lookup(tables, dense, 96) == ([], "none")
+    path = tmp_path / "h200_conv_workspaces.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"rows": [[fwd, [289_013_792]], [bwd, []]]}, f)
+    monkeypatch.setattr(hidden, "probe_path", lambda hw: path)
+    hidden._read_probe.cache_clear()
+    tables["probe"] = hidden._probe_table("h200")
+    assert hidden.lookup(tables, fwd, 96) == ([289_013_792], "probe")
+    assert hidden.lookup(tables, bwd, 96) == ([], "probe")

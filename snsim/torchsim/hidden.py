@@ -14,7 +14,14 @@ them into a CPU recording:
   for a bf16/fp16 autocast run), scaled by the ratio of element sizes and batches [E]: a
   convolution's workspace holds operands transformed in the compute dtype (the H200 captures
   show a 3x3 ResNet-50 convolution's workspace at exactly half in bf16: 51454099 vs
-  102908051 bytes; algorithms that differ by dtype make it approximate); failing that, none;
+  102908051 bytes; algorithms that differ by dtype make it approximate); failing that, for
+  a grouped convolution (none is captured), the first-principles workspaces the zoo's
+  PyTorch semantics use (:func:`modelled_conv_workspaces`) [E]; failing that, none. The
+  same signature in the GPU's probed table (``configs/kernels/<gpu>_conv_workspaces.json.gz``,
+  measured by ``scripts/conv_workspace_probe.py``; a probed call that took none is a known
+  zero) comes right after a capture's exact match;
+* where they go: after the op's outputs, except ``convolution_backward``'s, each of which
+  follows the gradient its cuDNN kernel computes (:func:`_workspace_slots`);
 * the persistent cuBLAS workspaces at the first matmul of the forward and of the backward of
   the first iteration, with the sizes the captures saw.
 """
@@ -165,8 +172,106 @@ def load_tables(hardware, *, exclude=()):
                     dtyped.setdefault(bare, []).append((batch, elsize, sizes))
         if persistent is None and hid:
             persistent = {"F": hid[:2], "B": hid[2:]}
+    probe = _probe_table(hardware)
     return {"exact": exact, "scaled": scaled, "dtyped": dtyped, "sources": sources,
-            "persistent": persistent or _DEFAULT_PERSISTENT}
+            "persistent": persistent or _DEFAULT_PERSISTENT, "probe": probe}
+
+
+# -- convolutions no capture has seen ---------------------------------------------------------
+_CONV_TAIL = {"convolution": 10, "convolution_backward": 13}
+
+
+def probe_path(hardware):
+    """``configs/kernels/<hardware>_conv_workspaces.json.gz`` (scripts/conv_workspace_probe.py)."""
+    return Path(__file__).resolve().parents[2] / "configs" / "kernels" / \
+        f"{hardware}_conv_workspaces.json.gz"
+
+
+@functools.lru_cache(maxsize=8)
+def _read_probe(path, mtime_ns):
+    with gzip.open(path, "rt") as f:
+        rows = json.load(f)["rows"]
+    exact = {}
+    for sig, sizes in rows:
+        exact.setdefault(sig, [int(s) for s in sizes])
+    return {"exact": exact, "file": os.path.basename(path)}
+
+
+def _probe_table(hardware):
+    """The probed convolution workspaces of ``hardware`` (None when none were measured)."""
+    path = probe_path(hardware)
+    try:
+        return _read_probe(str(path), path.stat().st_mtime_ns)
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def conv_call(sig):
+    """What a convolution signature says about its call, or None: ``dtype``, ``x`` / ``y`` /
+    ``w`` shapes, ``groups``, ``mask`` (the gradients a backward computes; None: forward).
+
+    >>> c = conv_call("convolution float32[96, 48, 112, 112] float32[48, 24, 3, 3] None "
+    ...               "2 2 1 1 1 1 False 0 0 2")
+    >>> c["y"], c["groups"], c["mask"]
+    ([96, 48, 56, 56], 2, None)
+    """
+    toks = sig.split()
+    op = toks[0] if toks else ""
+    tail = _CONV_TAIL.get(op)
+    shapes = [(d, [int(v) for v in dims.split(", ")]) for d, dims in
+              re.findall(r"\b(float32|bfloat16|float16)\[(\d+(?:, \d+)*)\]", sig)]
+    if tail is None or len(toks) < tail + 3 or len(shapes) < (2 if tail == 10 else 3):
+        return None
+    rest = toks[-tail:]
+    try:
+        stride, pad, dil = ([int(v) for v in rest[i:i + 2]] for i in (0, 2, 4))
+        groups = int(rest[9])
+        mask = [t == "True" for t in rest[10:13]] if op == "convolution_backward" else None
+    except ValueError:
+        return None
+    if op == "convolution":
+        (dtype, x), (_, w) = shapes[0], shapes[1]
+        y = [x[0], w[0]] + [(side + 2 * p - d * (k - 1) - 1) // st + 1 for side, p, d, k, st
+                            in zip(x[2:], pad, dil, w[2:], stride)]
+    else:
+        (dtype, y), (_, x), (_, w) = shapes[0], shapes[1], shapes[2]
+    if len(x) != 4 or len(w) != 4 or rest[6] != "False":     # 2-D, not transposed
+        return None
+    return {"dtype": dtype, "x": x, "y": y, "w": w, "groups": groups, "mask": mask}
+
+
+def modelled_conv_workspaces(sig):
+    """The cuDNN workspaces of a grouped convolution call from first principles
+    (:func:`snsim.program_torch.conv_workspace_bytes`, the zoo's PyTorch semantics: its NHWC
+    kernels transpose the pass's two activations and, unless 1x1, the filter), in the order
+    the call takes them: forward; backward-data then backward-filter, as far as the backward
+    computes them. None for a call that is not a 2-D convolution, and for a dense one: the
+    captures hold many dense convolutions and list a workspace only where one was taken, so a
+    dense signature they lack is, on their evidence, mostly one that takes none (applied to
+    dense convolutions too, this model moved vgg16 b64's reserved peak from 0.0% to -20.5%
+    and densenet121 b128 cpu_offload's allocated one to +23.8%); no capture holds a grouped
+    one. A depthwise convolution takes none: ATen sends it to its own CUDA kernel, not cuDNN
+    (``use_cudnn_depthwise`` is false but for fp16 inputs of some shapes, not modelled).
+
+    >>> modelled_conv_workspaces("convolution float32[96, 48, 112, 112] "
+    ...                          "float32[48, 24, 3, 3] None 2 2 1 1 1 1 False 0 0 2")
+    [289055232]
+    """
+    from ..program_torch import conv_workspace_bytes
+    call = conv_call(sig)
+    if call is None:
+        return None
+    x, y, w, g = call["x"], call["y"], call["w"], call["groups"]
+    if g == 1:
+        return None
+    if g == x[1]:
+        return []
+    a = {"in_shapes": [x], "out_shape": y, "kernel": tuple(w[2:]), "groups": g}
+    el = _ELEMENT_BYTES[call["dtype"]]
+    if call["mask"] is None:
+        return [conv_workspace_bytes(a, "fwd", el)]
+    passes = [p for p, on in zip(("bwd_data", "bwd_filter"), call["mask"][:2]) if on]
+    return [conv_workspace_bytes(a, p, el) for p in passes]
 
 
 def lookup(tables, sig, batch):
@@ -174,6 +279,9 @@ def lookup(tables, sig, batch):
     sizes = tables["exact"].get(sig)
     if sizes is not None:
         return list(sizes), "exact"
+    probe = tables.get("probe")
+    if probe is not None and sig in probe["exact"]:
+        return list(probe["exact"][sig]), "probe"
     norms = normalizations(sig, batch)
     for norm in norms:
         cands = tables["scaled"].get(norm)
@@ -186,7 +294,31 @@ def lookup(tables, sig, batch):
         if cands:
             b_ref, el_ref, sizes = min(cands, key=lambda c: (abs(c[0] - batch), c[1] != elsize))
             return [int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype"
+    sizes = modelled_conv_workspaces(sig)
+    if sizes is not None:
+        return sizes, "modelled"
     return [], "none"
+
+
+def _workspace_slots(op_name, n_workspaces, n_outputs):
+    """After which of its own allocations (0-based) each of an op's workspaces is taken.
+
+    ``convolution_backward`` on cuDNN (ATen ``Convolution.cpp`` / ``cudnn/ConvShared.cpp``)
+    runs one kernel per gradient, each allocating its output and then its workspace:
+    grad_input, its backward-data workspace, grad_weight, its backward-filter workspace, then
+    grad_bias (``grad_output.sum``) and that reduction's buffers. So the j-th workspace
+    follows the j-th output and the ones beyond the outputs follow the last. The H200 history
+    of VGG-19 (traces/h200/plans_history/vgg19_b48_plain) shows exactly this order; every
+    other op's workspaces follow all its outputs. A table with fewer workspaces than
+    gradients (one kernel took none) cannot say which one; the rule then puts them first.
+
+    >>> _workspace_slots("convolution_backward", 4, 3), _workspace_slots("convolution", 1, 1)
+    ([0, 1, 2, 2], [0])
+    """
+    last = max(0, n_outputs - 1)
+    if op_name != "convolution_backward":
+        return [last] * n_workspaces
+    return [min(j, last) for j in range(n_workspaces)]
 
 
 def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
@@ -199,19 +331,28 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
     tables = load_tables(hardware, exclude=exclude)
     notes = {"hidden_model": "capture tables" if tables["sources"] else "none",
              "hidden_sources": len(tables["sources"])}
-    if not tables["sources"]:
+    if tables.get("probe") is not None:
+        notes["hidden_probe"] = tables["probe"]["file"]
+    if not tables["sources"] and tables.get("probe") is None:
         return stream, info, notes
     info = dict(info)
-    # the position of every recorded event: (op, 1) allocations made by op, (op, 0) frees seen
-    # before op ran; hidden workspaces of op k go after its outputs, at (k, 2, j)
+    # the position of every recorded event: (op, 0) frees seen before op ran, (op, 1, 2i) the
+    # i-th allocation op made; a hidden workspace of op k goes at (k, 1, 2j+1), after the
+    # allocation of the output its kernel computes (see _workspace_slots)
     pos = []
+    made = {}
     for m, kind, sid, op in rec.events:
         if sid in rec.excluded:
             continue
-        pos.append(((op, 1, 0) if kind == "a" else (op, 0, 0), (m, kind, sid)))
+        if kind == "a":
+            i = made.get(op, 0)
+            made[op] = i + 1
+            pos.append(((op, 1, 2 * i, 0), (m, kind, sid)))
+        else:
+            pos.append(((op, 0, 0, 0), (m, kind, sid)))
     extra = []
     n = 0
-    counts = {"exact": 0, "scaled": 0, "dtype": 0, "none": 0}
+    counts = {"exact": 0, "probe": 0, "scaled": 0, "dtype": 0, "modelled": 0, "none": 0}
     first_matmul = {}
     for k, op in enumerate(rec.ops):
         mark = op[0]
@@ -223,19 +364,20 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
                 key = ("h", n)
                 n += 1
                 info[key] = (size, "hidden:persistent")
-                extra.append(((k, 2, 0), (mark, "a", key)))
+                extra.append(((k, 2, 0, 0), (mark, "a", key)))
         sig = op[6] if len(op) > 6 else ""
         if not sig:
             continue
         sizes, how = lookup(tables, sig, batch or 0)
         counts[how] += 1
+        slots = _workspace_slots(op[1], len(sizes), made.get(k, 0))
         for j, size in enumerate(sizes):
             key = ("h", n)
             n += 1
             info[key] = (size, "hidden")
             # one workspace at a time: each is freed before the next is taken
-            extra.append(((k, 2, 2 * j + 1), (mark, "a", key)))
-            extra.append(((k, 2, 2 * j + 2), (mark, "f", key)))
+            extra.append(((k, 1, 2 * slots[j] + 1, 2 * j), (mark, "a", key)))
+            extra.append(((k, 1, 2 * slots[j] + 1, 2 * j + 1), (mark, "f", key)))
     merged = sorted(pos + extra, key=lambda x: x[0])   # stable: recorded order kept
     notes.update({f"hidden_lookup_{k}": v for k, v in counts.items()})
     return [e for _, e in merged], info, notes

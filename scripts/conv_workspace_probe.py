@@ -1,0 +1,227 @@
+"""Measure the workspaces cuDNN takes for convolutions on this GPU: the table behind the
+workspace of a convolution no capture has seen (``snsim predict``, :mod:`snsim.torchsim.hidden`).
+
+Why: a CPU prediction sees every tensor but not the memory a cuDNN kernel takes for itself.
+The captures' tables give it for the convolutions of the captured networks; a network with
+other convolutions (RegNet's grouped 3x3 convolutions, group width 24, none captured) got no
+workspace at all, and its peak sits on one: the H200 history of regnet_y_1_6gf b96
+(traces/h200/plans_history) shows 385,425,424 B taken by the backward of a 48-channel 3x3
+stride-2 convolution of 2 groups at 112x112, 1.67x its input, where the prediction had none
+(allocated -12.6% under superneurons, -17.3% under cpu_offload).
+
+What: each convolution of the calibration CNNs' layers (``snsim calibrate``'s NET_MODELS, at
+the batches of NET_BATCHES) and, taking turns with them, of a seeded random sample (the
+calibration sampler's kinds: dense, depthwise and grouped of several group widths; kernel
+1..7, stride 1/2, batch 8..256, fp32, bf16, fp16, with and without bias) runs forward and
+backward through autograd, exactly as a training step calls it (``F.conv2d``, then
+``backward``; cudnn.benchmark off, TF32 as PyTorch's default for convolutions), with the
+caching allocator's history on. Every allocation an op makes that is not one of its outputs
+is a workspace; the table keeps their sizes in the order they were taken, and the calls that
+took none (an empty list: known zero, not unknown).
+Signatures are written by the recorder's own :func:`snsim.torchsim.record.signature`, so a
+CPU recording looks them up as it looks up a capture's.
+
+Output (one file, to commit as configs/kernels/h200_conv_workspaces.json.gz):
+
+    $OUT/h200_conv_workspaces.json.gz  {"provenance": {torch, cuda, cudnn, gpu, settings,
+                                         seed, date}, "rows": [[signature, [workspace bytes,
+                                         ...]], ...]}
+
+Usage (one H200, from the repository root; --minutes bounds the whole run, default 7: the
+calibration CNNs' layers first, then random convolutions until the time is up):
+
+    PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT [--minutes 7]
+"""
+import argparse
+import datetime
+import gzip
+import json
+import os
+import random
+import sys
+import time
+
+MARK_BYTES = 13      # a request size no convolution makes: separates one op's allocations
+NET_BATCHES = (32, 64, 128, 16, 48, 96, 256, 192, 8, 24)
+
+
+def _sample(rng):
+    """One random convolution: (n, c, h, co, k, s, groups, bias, dtype name)."""
+    n = rng.choice([8, 16, 32, 48, 64, 96, 128, 192, 256])
+    kind = rng.choices(["dense", "dw", "grouped"], weights=[4, 2, 4])[0]
+    k = rng.choice([1, 3, 3, 3, 5, 7]) if kind != "grouped" else rng.choice([1, 3, 3, 3, 5])
+    s = rng.choice([1, 1, 2])
+    h = rng.choice([7, 14, 28, 56, 112])
+    if kind == "grouped":
+        gw = rng.choice([4, 8, 16, 24, 32, 48, 64, 128])
+        g = rng.choice([2, 3, 4, 5, 8, 14, 16, 32, 37, 64])
+        c = co = gw * g
+    elif kind == "dw":
+        c = co = g = rng.choice([16, 32, 48, 72, 96, 144, 240, 480, 960])
+    else:
+        g = 1
+        c = rng.choice([3, 16, 32, 48, 64, 96, 128, 256, 384, 512, 1024, 2048])
+        co = rng.choice([16, 32, 64, 128, 256, 512, 1024, 2048])
+    dtype = rng.choices(["float32", "bfloat16", "float16"], weights=[2, 1, 1])[0]
+    return n, c, h, co, k, s, g, rng.random() < 0.3, dtype
+
+
+def _net_layers():
+    """(c, h, co, k, s, pad, groups, bias) of the calibration CNNs' convolutions."""
+    from snsim.torchsim.calibrate import Calibrator
+    cal = Calibrator.__new__(Calibrator)
+    import torch
+    cal.torch = torch
+    out = []
+    for c, h, w, co, kh, kw, s, ph, pw, g, bias, model in cal.net_conv_shapes():
+        if kh == kw and h == w and ph == pw:
+            out.append((c, h, co, kh, s, ph, g, bias))
+    return out
+
+
+class _Probe:
+    def __init__(self, torch, device="cuda"):
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_leaves
+        from snsim.torchsim.record import signature
+        probe = self
+        self.calls = []        # (signature, [output sizes]) in order
+        self.torch = torch
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                name = func._overloadpacket.__name__
+                if name not in ("convolution", "convolution_backward"):
+                    return func(*args, **kwargs)
+                m0 = torch.empty(MARK_BYTES, dtype=torch.uint8, device=device)
+                out = func(*args, **kwargs)
+                m1 = torch.empty(MARK_BYTES, dtype=torch.uint8, device=device)
+                del m0, m1
+                sizes = [t.untyped_storage().nbytes() for t in tree_leaves(out)
+                         if isinstance(t, torch.Tensor)]
+                probe.calls.append((signature(name, args, kwargs), sizes))
+                return out
+        self.mode = Mode
+
+
+def _workspaces(events, calls):
+    """Split the allocator history at the markers; drop each call's outputs (first
+    allocation of each output size, in order); what is left are its workspaces."""
+    segments, cur, inside = [], [], False
+    for action, size in events:
+        if action != "alloc":
+            continue
+        if size == MARK_BYTES:
+            if inside:
+                segments.append(cur)
+            cur, inside = [], not inside
+        elif inside:
+            cur.append(size)
+    if len(segments) != len(calls):
+        raise RuntimeError(f"{len(segments)} marked spans for {len(calls)} calls")
+    rows = []
+    for (sig, outs), allocs in zip(calls, segments):
+        rest = list(allocs)
+        for o in outs:
+            if o in rest:
+                rest.remove(o)
+        rows.append([sig, rest])
+    return rows
+
+
+def _restart(torch, probe):
+    probe.calls = []
+    torch.cuda.memory._record_memory_history(enabled=None)
+    torch.cuda.empty_cache()
+    torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
+                                             max_entries=200_000)
+
+
+def _flush(torch, probe):
+    torch.cuda.synchronize()
+    snap = torch.cuda.memory._snapshot()
+    events = [(e["action"], int(e.get("size", 0)))
+              for tr in snap.get("device_traces", []) for e in tr]
+    rows = _workspaces(events, probe.calls)
+    _restart(torch, probe)
+    return rows
+
+
+def run_one(torch, F, probe, n, c, h, co, k, s, pad, g, bias, dtype, device="cuda"):
+    dt = getattr(torch, dtype)
+    x = torch.randn(n, c, h, h, device=device, dtype=dt, requires_grad=c != 3)
+    w = torch.randn(co, c // g, k, k, device=device, dtype=dt, requires_grad=True)
+    b = torch.randn(co, device=device, dtype=dt, requires_grad=True) if bias else None
+    with probe.mode():
+        y = F.conv2d(x, w, b, stride=s, padding=pad, groups=g)
+        y.backward(torch.ones_like(y))
+    del x, w, b, y
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--minutes", type=float, default=7.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-bytes", type=float, default=1.5 * 2**30,
+                    help="skip a convolution whose input or output is larger")
+    args = ap.parse_args(argv)
+    import torch
+    import torch.nn.functional as F
+    if not torch.cuda.is_available():
+        sys.exit("conv_workspace_probe: needs a CUDA device")
+    torch.backends.cudnn.benchmark = False
+    rng = random.Random(args.seed)
+    deadline = time.perf_counter() + 60 * args.minutes
+    # cuDNN picks its algorithm (so its workspace) by shape, batch included, and not
+    # smoothly: a VGG 3x3 512-channel layer at 28x28 takes 112,197,779 B at batch 32,
+    # 214,958,227 B at 64 and 179,306,915 B at 48 (H200 captures and history), neither the
+    # batch-scaled 168,296,668 nor the interpolated 163,578,003. So the common layers are
+    # measured at every batch a user is likely to train with.
+    configs = [(n, c, h, co, k, s, p, g, bias, dt)
+               for n in NET_BATCHES for dt in ("float32", "bfloat16")
+               for c, h, co, k, s, p, g, bias in _net_layers()]
+    probe = _Probe(torch)
+    rows, skipped = [], {}
+    for dtype in ("float32", "bfloat16", "float16"):   # handles and lazy buffers made here
+        run_one(torch, F, probe, 2, 8, 8, 8, 3, 1, 1, 1, True, dtype)
+    _restart(torch, probe)
+    i = 0
+    while time.perf_counter() < deadline:
+        if i % 2 == 0 and i // 2 < len(configs):
+            n, c, h, co, k, s, pad, g, bias, dtype = configs[i // 2]
+        else:
+            n, c, h, co, k, s, g, bias, dtype = _sample(rng)
+            pad = k // 2
+        i += 1
+        el = 4 if dtype == "float32" else 2
+        ho = (h + 2 * pad - k) // s + 1
+        if ho < 1 or max(n * c * h * h, n * co * ho * ho) * el > args.max_bytes:
+            continue
+        try:
+            run_one(torch, F, probe, n, c, h, co, k, s, pad, g, bias, dtype)
+        except torch.OutOfMemoryError:
+            # a call cut short leaves an unpaired marker: drop this stretch of the history
+            skipped["oom"] = skipped.get("oom", 0) + 1
+            _restart(torch, probe)
+            continue
+        if len(probe.calls) >= 400:     # read this stretch of the history, start another
+            rows += _flush(torch, probe)
+    rows += _flush(torch, probe)
+    torch.cuda.memory._record_memory_history(enabled=None)
+    prov = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+            "cudnn_benchmark": torch.backends.cudnn.benchmark,
+            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32, "seed": args.seed,
+            "configs_tried": i, "skipped": skipped,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "h200_conv_workspaces.json.gz")
+    with gzip.open(path, "wt") as f:
+        json.dump({"provenance": prov, "rows": rows}, f)
+    print(f"{len(rows)} calls, {sum(1 for r in rows if r[1])} with a workspace -> {path}")
+
+
+if __name__ == "__main__":
+    main()
