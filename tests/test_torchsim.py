@@ -54,6 +54,9 @@ def user_models(tmp_path, monkeypatch):
         """))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("SNSIM_TRACES", str(tmp_path / "no_traces"))
+    # nor the GPU's probed workspaces: a CPU capture takes no cuDNN/cuBLAS memory
+    import snsim.torchsim.hidden as hidden
+    monkeypatch.setattr(hidden, "probe_path", lambda hardware: tmp_path / "no_probe.json.gz")
     sys.modules.pop("snsim_test_models", None)
     yield "snsim_test_models"
     sys.modules.pop("snsim_test_models", None)
