@@ -381,19 +381,25 @@ def amp_section(traces_dir):
             "SGD momentum (foreach), AdamW foreach and fused, and fp32 AdamW. Each is compared "
             "with `snsim predict` of the same configuration on a CPU ("
             + "; ".join(f"torch {t}, CUDA {c}" for t, c in pred_env)
-            + "): CUDA's autocast policy emulated on fake tensors, the workspace tables of the "
-            "fp32 captures in `traces/h200/*.json.gz` only (a bf16/fp16 convolution takes the "
-            "fp32 workspace of its shape scaled by element size: no amp capture informs the "
-            "memory predictions), step times from the kernel table and the host model. The "
-            "kernel table's bf16/fp16 rows (`snsim calibrate --only amp`) include the conv "
-            "layers of ResNet-50, DenseNet-121, VGG16 and MobileNetV2 by shape, not these "
+            + "): CUDA's autocast policy emulated on fake tensors; workspaces from the fp32 "
+            "captures in `traces/h200/*.json.gz` (a bf16/fp16 convolution takes the fp32 "
+            "workspace of its shape scaled by element size) and, by exact signature, the "
+            "probed table `configs/kernels/h200_conv_workspaces.json.gz` "
+            "(`scripts/conv_workspace_probe.py`: the calibration CNNs' conv layers at ten "
+            "batches and random convolutions, fp32/bf16/fp16) -- no amp capture informs the "
+            "memory predictions; step times from the kernel table and the host model. The "
+            "kernel table's bf16/fp16 rows (`snsim calibrate --only amp,netfp16`) include the "
+            "conv layers of ResNet-50, DenseNet-121, VGG16 and MobileNetV2 by shape, not these "
             "runs' times; GPT, ViT-B/16 and the transformer encoder are networks it never "
             "saw.\n\n"
-            "The predictions (`traces/h200/amp/predictions.csv`) were made on 2026-11-30 by "
-            "the amp branch before it was merged with the probe-based host model of section 6; "
-            "memory is unaffected by that merge, step times will shift (rerun "
-            "`scripts/amp_suite.py compare traces/h200/amp --csv "
-            "traces/h200/amp/predictions.csv`, about an hour on two cores).\n\n"
+            "The predictions (`traces/h200/amp/predictions.csv`) were made on 2026-11-30 at "
+            "14:35 UTC on the device's CPU, seven processes in parallel (`scripts/amp_suite.py "
+            "compare traces/h200/amp --only '^NET_b'`), with the code that also predicted "
+            "section 1d: the probe-based host model, fp16 and bf16 kernel-table rows kept "
+            "apart (fp16 batch norm runs in cuDNN, bf16 in ATen), convolution shape in the "
+            "lookup. These configurations were captured before those changes and informed "
+            "them (a subset of 14 was used to check them), so this is a re-prediction, not a "
+            "held-out one.\n\n"
             "Median / max |err| in percent:\n\n"
             + _table(["configurations", "n", "allocated", "reserved", "step time"],
                      stats_rows) + "\n\n"
@@ -530,6 +536,22 @@ def build_report(traces_dir="traces/h200"):
                  f"checkpoint 180 vs 246 ms): the host's pace varies between leases. "
                  f"{len(held) - len(done)} runs here have no prediction.\n")
         L.extend(_plan_section(done, captured))
+    held2 = plan_runs(traces_dir, "plans_heldout2")
+    if held2:
+        done2 = [r for r in held2 if r.get("prediction")]
+        L.append("### 1d. Held out again, after the first held-out set's fixes\n")
+        L.append("`python -m snsim.torchsim.suite --only plans --set heldout2` "
+                 "(`traces/h200/plans_heldout2/`, 2026-11-30 14:30 UTC): a second set, written "
+                 "into the suite before any of it ran, of networks no capture, plan suite or "
+                 "kernel-table row was made of (ResNeXt-50 32x4d b64, MobileNetV3-L b128 bf16 "
+                 "AdamW, DenseNet-201 b48, ResNet-18 b256 fp16, Swin-T b64 bf16 AdamW, "
+                 "RegNetX-3.2GF b64, VGG-13 b64, EfficientNet-B2 b64 fp16, Wide-ResNet-101-2 b32 "
+                 "fused AdamW, and Hugging Face's gpt2-medium b4 s512 bf16 AdamW) under plain, "
+                 "checkpoint, superneurons and cpu_offload, each predicted on the device's CPU "
+                 "before it ran with the code of the commit that ran it, after the fixes the "
+                 "first held-out set prompted (conv workspaces, plan host costs, kernel-table "
+                 f"lookups). {len(held2) - len(done2)} runs here have no prediction.\n")
+        L.extend(_plan_section(done2, captured))
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
