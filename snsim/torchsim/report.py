@@ -267,10 +267,11 @@ def step_time_section():
     for path, folder, rep in reps:
         if not rep:
             continue
-        L.append(f"`traces/h200/{folder}/` re-predicted with the current code "
+        L.append(f"`traces/h200/{folder}/` re-predicted with later code "
                  f"(`PYTHONPATH=. python scripts/repredict_plans.py --folder {folder} --csv "
-                 f"{path}`): a re-prediction after the fact, next to the stored before-run "
-                 "figures, which section 1 keeps as they were.\n")
+                 f"{path}`; the code is that of the commit that last wrote `{path}`): a "
+                 "re-prediction after the fact, next to the stored before-run figures, which "
+                 "section 1 keeps as they were.\n")
         L.append(_table(["run", "measured ms", "stored before-run err %", "re-predicted err %"],
                         [[r["run"], f"{float(r['meas_step_s']) * 1e3:.1f}",
                           _pct(float(r["stored_err_pct"])), _pct(float(r["repred_err_pct"]))]

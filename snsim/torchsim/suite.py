@@ -211,7 +211,7 @@ _HELDOUT = (
 )
 PLAN_HELDOUT = tuple({"model": m, "batch": b, "policy": pol, "options": list(opts), **setup}
                      for m, b, plans, setup in _HELDOUT for pol, opts in plans.items())
-# a second held-out set, written (2026-11-30, 13:20 UTC) before any of it ran: networks no
+# a second held-out set, written (2026-11-30, 12:55 UTC, commit 3b422f4) before any of it ran: networks no
 # capture, plan suite or kernel-table row was made of, and a Hugging Face model, under every
 # plan kind, precision and optimizer; the test of the model after the first held-out set's
 # fixes
