@@ -16,14 +16,19 @@ NO_EXTRA = {"module_call_s": 0.0, "autograd_node_s": 0.0, "accumulate_grad_s": 0
 # each test tells apart differ by 10% or more
 
 
-def _table():
-    """A table where relu_ / add / threshold_backward take exactly ``time_s`` on the GPU
-    (flat in bytes) and their aten call costs ``host_s`` on the host at every size."""
+_BASE = (("relu_", 2 * US, 12 * US), ("add", 2 * US, 8 * US),
+         ("threshold_backward", 100 * US, 27 * US))
+
+
+def _table(families=_BASE):
+    """A table where each ``(family, time_s, host_s)`` takes exactly ``time_s`` on the GPU
+    (flat in bytes) and its aten call costs ``host_s`` on the host at every size (copies, whose
+    family starts ``copy_``, carry no math)."""
     rows = []
-    for fam, gpu_s, host_s in (("relu_", 2 * US, 12 * US), ("add", 2 * US, 8 * US),
-                               ("threshold_backward", 100 * US, 27 * US)):
+    for fam, gpu_s, host_s in families:
         for nb in (1e3, 1e6, 1e9):
-            rows.append({"family": fam, "dtype": "float32", "math": "float32", "cls": "",
+            rows.append({"family": fam, "dtype": "float32",
+                         "math": "" if fam.startswith("copy_") else "float32", "cls": "",
                          "flops": 0, "bytes": nb, "ntensors": 0, "time_s": gpu_s,
                          "host_s": host_s, "shape": "", "ops": ""})
     return KernelTable(pd.DataFrame(rows))
@@ -100,13 +105,7 @@ def test_pageable_copy_holds_the_host_and_the_stream_once():
     # whose host side takes 2000 µs starts at 14 and holds both until 2014; the next relu_ is
     # issued 12 µs later and ends at 2028 µs. (As an ordinary op the host and GPU parts would
     # add up: 12 + 2000 + 1000 + ... = 3026 µs.)
-    rows = [{"family": "copy_d2h_pageable", "dtype": "float32", "math": "", "cls": "",
-             "flops": 0, "bytes": nb, "ntensors": 0, "time_s": 1000 * US, "host_s": 2000 * US,
-             "shape": "", "ops": ""} for nb in (1e3, 1e6, 1e9)]
-    rows += [{"family": "relu_", "dtype": "float32", "math": "float32", "cls": "", "flops": 0,
-              "bytes": nb, "ntensors": 0, "time_s": 2 * US, "host_s": 12 * US, "shape": "",
-              "ops": ""} for nb in (1e3, 1e6, 1e9)]
-    tab = KernelTable(pd.DataFrame(rows))
+    tab = _table((("copy_d2h_pageable", 1000 * US, 2000 * US), ("relu_", 2 * US, 12 * US)))
     marks = [("m", "F", "", 0)]
     ops = [(0, "relu_", (0,), (), 0, 1000), (0, "d2h_pageable", (0,), (), 0, 1e6),
            (0, "relu_", (0,), (), 0, 1000)]
@@ -115,14 +114,9 @@ def test_pageable_copy_holds_the_host_and_the_stream_once():
 
 
 def test_autocast_casts_cost_their_aten_call_and_item_reads_wait_for_the_gpu():
-    rows = [{"family": fam, "dtype": "float32", "math": "float32", "cls": "", "flops": 0,
-             "bytes": nb, "ntensors": 0, "time_s": gpu_s, "host_s": host_s, "shape": "",
-             "ops": ""}
-            for fam, gpu_s, host_s in (("relu_", 2 * US, 12 * US), ("clone", 2 * US, 6 * US),
-                                       ("threshold_backward", 100 * US, 27 * US),
-                                       ("copy_d2h_pageable", 1 * US, 20 * US))
-            for nb in (1e3, 1e6, 1e9)]
-    tab = KernelTable(pd.DataFrame(rows))
+    tab = _table((("relu_", 2 * US, 12 * US), ("clone", 2 * US, 6 * US),
+                  ("threshold_backward", 100 * US, 27 * US),
+                  ("copy_d2h_pageable", 1 * US, 20 * US)))
     # a Linear under autocast: two casts (aten _to_copy, family clone: 6 µs each) issued inside
     # the op they cast for open no mark: the module call (1 µs) is charged once, to the first
     # op; each cast costs its aten call alone (the old fitted per-op overhead is gone)
@@ -223,13 +217,7 @@ def test_side_stream_copies_overlap_compute_until_someone_waits_for_them():
     # slowed by the copy in flight (pinned D2H k = 0.0429, configs/kernels/h200_copy_slowdown
     # .csv): 2 · 1.0429 = 2.0858 µs, ends 36.0858 (share 22.0858). The host resumes at 20022,
     # issues relu_ 2 at 20034, it runs 20034-20036: the step is 20036 µs.
-    rows = [{"family": "copy_d2h_pinned", "dtype": "float32", "math": "", "cls": "",
-             "flops": 0, "bytes": nb, "ntensors": 0, "time_s": 20000 * US, "host_s": 10 * US,
-             "shape": "", "ops": ""} for nb in (1e3, 1e6, 1e9)]
-    rows += [{"family": "relu_", "dtype": "float32", "math": "float32", "cls": "", "flops": 0,
-              "bytes": nb, "ntensors": 0, "time_s": 2 * US, "host_s": 12 * US, "shape": "",
-              "ops": ""} for nb in (1e3, 1e6, 1e9)]
-    tab = KernelTable(pd.DataFrame(rows))
+    tab = _table((("copy_d2h_pinned", 20000 * US, 10 * US), ("relu_", 2 * US, 12 * US)))
     hw = load_hardware("h200")
     marks = [("m", "F", "", 0)]
     ops = [(0, "relu_", (0,), (), 0, 1000), (0, "d2h_pinned_async", (5,), (), 0, 1e6),
