@@ -81,7 +81,8 @@ def main(argv=None):
     g.add_argument("--set", choices=tuple(PLAN_SETS), default="standard",
                    help="standard: the 10 networks of docs/VALIDATION.md §1; heldout: networks, "
                         "batches, precisions and optimizers never run before; heldout2: a second such set, "
-                        "written before the first set's fixes were tested")
+                        "written before the first set's fixes were tested; heldout3: a third, "
+                        "written before the second set's fixes were merged")
     g.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.only == "plans":
@@ -243,7 +244,42 @@ PLAN_HELDOUT2 = tuple(
     {"model": m, "batch": b, "input_shape": shape, "policy": pol, "options": list(opts),
      **setup}
     for m, b, shape, plans, setup in _HELDOUT2_HF for pol, opts in plans.items())
-PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HELDOUT2}
+# a third held-out set, written (2026-11-30, 15:50 UTC) before any of it ran and before this
+# session's model changes were merged: networks no capture, plan suite or kernel-table row was
+# made of (SqueezeNet, EfficientNetV2, ConvNeXt-S, ResNeXt-101, ShuffleNetV2 x2, VGG-11-BN,
+# RegNetY-3.2GF, MNASNet 0.5, ViT-L/32) and a Hugging Face architecture none of the others has
+# (Qwen2: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU); predicted by the suite
+# with the session's final code, then run once
+_HELDOUT3 = (
+    ("torchvision:squeezenet1_1", 256, {"plain": [], "superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:efficientnet_v2_s", 48,
+     {"plain": [], "checkpoint": ["modules=MBConv,FusedMBConv"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:convnext_small", 32, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "optimizer_impl": "fused"}),
+    ("torchvision:resnext101_32x8d", 32, {"plain": [], "checkpoint": ["modules=Bottleneck"]},
+     {"amp": "fp16"}),
+    ("torchvision:shufflenet_v2_x2_0", 192, {"plain": [], "superneurons": []}, {}),
+    ("torchvision:vgg11_bn", 96, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw"}),
+    ("torchvision:regnet_y_3_2gf", 64, {"plain": [], "superneurons": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:mnasnet0_5", 256, {"plain": []}, {}),
+    ("torchvision:vit_l_32", 32, {"plain": [], "checkpoint": ["modules=EncoderBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+_HELDOUT3_HF = (
+    ("hf:Qwen/Qwen2-0.5B", 4, (512,), {"plain": [], "checkpoint": ["modules=Qwen2DecoderLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT3 = tuple(
+    {"model": m, "batch": b, "policy": pol, "options": list(opts), **setup}
+    for m, b, plans, setup in _HELDOUT3 for pol, opts in plans.items()) + tuple(
+    {"model": m, "batch": b, "input_shape": shape, "policy": pol, "options": list(opts),
+     **setup}
+    for m, b, shape, plans, setup in _HELDOUT3_HF for pol, opts in plans.items())
+PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HELDOUT2,
+             "heldout3": PLAN_HELDOUT3}
 
 
 def run_setup(run):
