@@ -372,3 +372,39 @@ def test_norm_overloads_of_other_torch_releases_get_a_kernel():
         op = getattr(torch.ops.aten.norm, name, None) or SimpleNamespace(
             _overloadname=name, _schema=SimpleNamespace(arguments=[]))
         assert callable(_kernel(op, "fp32_append_dtype", _CastCache(), torch.bfloat16))
+
+
+class _Scaler:
+    """A GradScaler stand-in: the first ``overflows`` steps overflow (scale halves)."""
+
+    def __init__(self, overflows):
+        self.scale, self.overflows = 65536.0, overflows
+
+    def get_scale(self):
+        return self.scale
+
+    def step(self):
+        if self.overflows:
+            self.overflows -= 1
+            self.scale /= 2
+
+
+def test_warm_up_runs_on_until_a_step_is_taken():
+    from snsim.torchsim.amp import skipped_since, warm_up
+    s = _Scaler(overflows=5)
+    calls = []
+    # 2 warm-up iterations asked; steps 1-5 overflow, step 6 is the first taken: 6 run
+    assert warm_up(lambda: (calls.append(1), s.step()), s, 2) == 5
+    assert len(calls) == 6 and s.scale == 65536 / 2 ** 5
+    assert skipped_since(s, 65536.0) == 5 and skipped_since(None, 1.0) == 0
+    # no scaler (fp32, bf16): exactly the iterations asked
+    calls.clear()
+    assert warm_up(lambda: calls.append(1), None, 3) == 0 and len(calls) == 3
+
+
+def test_warm_up_stops_when_no_scale_helps():
+    from snsim.torchsim.amp import MAX_SKIPPED_STEPS, warm_up
+    s = _Scaler(overflows=10 ** 6)
+    with pytest.raises(ConfigError, match="not finite at any scale"):
+        warm_up(s.step, s, 2)
+    assert s.overflows == 10 ** 6 - MAX_SKIPPED_STEPS

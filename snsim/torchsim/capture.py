@@ -19,6 +19,7 @@ One capture, in one process, on a clean allocator:
 from __future__ import annotations
 
 import datetime
+import functools
 import gc
 import os
 import platform
@@ -357,7 +358,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     from .build import build_program, iteration_marks, step_marks
     from .plans import container_paths
     from .predict import _streams, infer_num_classes_of
-    from .amp import as_setup
+    from .amp import as_setup, warm_up
     from .record import (EventTimer, Instrument, Recorder, register_static, optimizer_state,
                          train_step)
     setup = as_setup(optimizer)
@@ -410,16 +411,20 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
 
     # warm-up: on CUDA the allocator trace records it; on the CPU the recorder does
     warm_starts = []
-    for _ in range(warmup_iters):
-        if cuda:
-            sync()
-            warm_starts.append(len(_trace_entries(torch)[1]))
-            train_step(net, opt, x, y, aux_loss_weight=aux, **amp_kw)
-        else:
-            rec.begin_iteration()
-            winst = Instrument(net, rec)
-            with rec.active(), winst:
-                train_step(net, opt, x, y, inst=winst, aux_loss_weight=aux, **amp_kw)
+    skipped_warmup = 0
+
+    def warm_step(run=functools.partial(train_step, net, opt, x, y, aux_loss_weight=aux,
+                                        **amp_kw)):
+        sync()
+        warm_starts.append(len(_trace_entries(torch)[1]))
+        run()
+    if cuda:   # on until an fp16 step is not skipped: the recorded one is the steady step
+        skipped_warmup = warm_up(warm_step, amp_kw["scaler"], warmup_iters)
+    for _ in range(0 if cuda else warmup_iters):
+        rec.begin_iteration()
+        winst = Instrument(net, rec)
+        with rec.active(), winst:
+            train_step(net, opt, x, y, inst=winst, aux_loss_weight=aux, **amp_kw)
     param_names = {id(p): n for n, p in net.named_parameters()}
     for name, key, t in optimizer_state(opt, param_names):
         sid = rec.sid_of(t) if not cuda else None
@@ -544,6 +549,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     if amp_kw["scaler"] is not None:
         # below the initial 2**16: some step overflowed and was skipped (predict models none)
         measured["grad_scale"] = float(amp_kw["scaler"].get_scale())
+        measured["skipped_warmup_steps"] = skipped_warmup
     prov = provenance(torch, tool="snsim capture", model=spec.text, batch=batch,
                       **setup.to_dict(), input_shape=list(spec.input_shape),
                       parameters=sum(p.numel() for p in net.parameters()),

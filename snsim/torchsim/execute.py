@@ -211,7 +211,8 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
             input_shape=None, warmup_iters=2, iters=5, budget_bytes=None, device="cuda"):
     """Run a plan without any hook: peaks and step time of plain training iterations.
 
-    The cheap ground truth of the device suite: ``warmup_iters`` iterations, then
+    The cheap ground truth of the device suite: ``warmup_iters`` iterations (more while an
+    fp16 GradScaler skips the step: :func:`snsim.torchsim.amp.warm_up`), then
     ``reset_peak_memory_stats()`` and ``iters`` iterations timed between CUDA events
     (median). ``device="cpu"`` runs the same code on the CPU (tests; no peaks).
 
@@ -221,6 +222,7 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
         ``peak_allocated_bytes``, ``peak_reserved_bytes``, ``peak_requested_bytes``,
         ``step_time_s`` (median), ``step_times_s``, allocator counters, ``wall_s``.
     """
+    import functools
     import statistics
     import time
     cuda = device == "cuda"
@@ -231,7 +233,7 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
         import torch
     from .plans import as_plan, make_transform
     from .predict import infer_num_classes_of
-    from .amp import as_setup
+    from .amp import as_setup, skipped_since, warm_up
     from .record import train_step
     setup = as_setup(optimizer)
     amp_kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device),
@@ -256,8 +258,11 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
         net = make_transform(plan)(net)
         opt = setup.make_optimizer(net.parameters())
         aux = spec.aux_loss_weight
-        for _ in range(warmup_iters):
-            train_step(net, opt, x, y, aux_loss_weight=aux, **amp_kw)
+        scaler = amp_kw["scaler"] if cuda else None
+        skipped_warmup = warm_up(
+            functools.partial(train_step, net, opt, x, y, aux_loss_weight=aux, **amp_kw),
+            scaler, warmup_iters)
+        scale0 = scaler.get_scale() if scaler is not None else 0.0
         times = []
         if cuda:
             torch.cuda.synchronize()
@@ -271,6 +276,10 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
                 torch.cuda.synchronize()
                 times.append(e0.elapsed_time(e1) * 1e-3)
             out = measured_peaks(torch, base)
+            if scaler is not None:
+                out.update(grad_scale=float(scaler.get_scale()),
+                           skipped_warmup_steps=skipped_warmup,
+                           skipped_steps=skipped_since(scaler, scale0))
         else:
             for _ in range(iters):
                 t0 = time.perf_counter()
