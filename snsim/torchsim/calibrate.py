@@ -412,7 +412,11 @@ class Calibrator:
                 self.skipped[key] = self.skipped.get(key, 0) + 1
 
     # -- batch norm, over channels x spatial size x batch ----------------------------------------
-    BN_CHANNELS = (32, 64, 128, 256, 512, 1024, 2048)
+    # few channels on large maps included: cuDNN's NCHW kernels give each channel its own
+    # blocks, so with fewer channels than the GPU has SMs the time follows N*H*W per channel,
+    # not bytes (the H200 profile of mnasnet0_5 b256: [256, 8|16|24, 112, 112] all ~1.7 ms
+    # forward, ~4.5 ms backward; traces/h200/profile/heldout3_profile_ops.csv)
+    BN_CHANNELS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512, 1024, 2048)
     BN_SIDES = (7, 14, 28, 56, 112, 149)
     BN_BATCHES = (16, 64, 256)
 
