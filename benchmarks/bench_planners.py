@@ -49,6 +49,7 @@ def main():
           f"(static {static / 2**30:.2f} GiB).\n")
     budgets = [("0.5x liveness peak", int(live.peak_ideal_bytes * 0.5)),
                ("0.7x liveness peak", int(live.peak_ideal_bytes * 0.7)),
+               ("0.9x liveness peak", int(live.peak_ideal_bytes * 0.9)),
                ("static + 0.5x managed", static + int(managed * 0.5)),
                ("static + 0.3x managed", static + int(managed * 0.3))]
     for title, budget in budgets:
