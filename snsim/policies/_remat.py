@@ -15,7 +15,8 @@ lifetimes) plus the resident activations, minus the frees so far — the frees a
 peak right (SPEC §11's trap: Checkmate without ``DEBUG_SCHEDULER_RAM`` counts every tensor).
 With ``algos``, each convolution op also picks its algorithms per cuDNN pass among the tiers
 of :func:`conv_passes`, its workspace counted on top of ``U`` while it runs
-(:func:`build_model`).
+(:func:`build_model`), and each conv step gets a knapsack row in binaries (:func:`_carry_row`)
+that tightens the LP relaxation without moving the optimum.
 
 :func:`to_instructions` turns a solution into the engine's plan (``Recompute``/``Drop``/
 ``Free``, and ``Offload``/``Prefetch`` when paging); the engine replays exactly the memory the
