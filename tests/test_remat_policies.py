@@ -8,6 +8,7 @@ budget is the managed budget.
 import dataclasses
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from snsim.costs import ConvAlgo
@@ -258,6 +259,32 @@ def test_checkmate_time_limit_reports_the_gap():
     plan, _ = plan_and_run(chain(**CHAIN4), "checkmate", 200, solver="milp", time_limit_s=5)
     assert plan.notes["gap"] == pytest.approx(0.0, abs=1e-4)
     assert plan.notes["bound_s"] == pytest.approx(plan.notes["replay_time_s"], rel=1e-4)
+
+
+def test_a_time_limited_milp_keeps_the_lp_rounding_when_it_is_faster(monkeypatch):
+    # HiGHS stopped by its limit before any incumbent (status 1, no x), as on ResNet-18
+    # batch 1: the LP relaxation's rounding is the plan, not "no solution". The MILP call
+    # is stubbed (integrality set); the LP call runs HiGHS.
+    import scipy.optimize
+    from scipy.optimize import OptimizeResult
+    real = scipy.optimize.milp
+
+    def stopped(c, *, integrality=None, **kw):
+        if integrality is not None and np.any(integrality):
+            return OptimizeResult(status=1, x=None, fun=None, mip_dual_bound=None,
+                                  message="Time limit reached. (stub)")
+        return real(c, integrality=integrality, **kw)
+    monkeypatch.setattr(scipy.optimize, "milp", stopped)
+    # conv_chain4 at 300 B: the LP bound is the optimum, 3 s (test above), and the rounding
+    # drops x1 and x2 with FAST: 14 s of compute, what the engine runs
+    plan, r = plan_and_run(conv_chain4(), "checkmate", 300, solver="milp")
+    n = plan.notes
+    assert n["status"] == "time_limit" and n["incumbent"] == "lp_rounding"
+    assert n["bound_s"] == pytest.approx(3.0)
+    assert n["gap"] == pytest.approx((n["objective_s"] - n["bound_s"]) / n["objective_s"])
+    assert r.feasible and r.peak_ideal_bytes <= 300
+    assert r.step_time_s == pytest.approx(n["compute_time_s"], rel=1e-12)
+    assert n["compute_time_s"] == pytest.approx(14.0)
 
 
 @pytest.mark.parametrize("opt, value, rule", [

@@ -270,6 +270,7 @@ class Solution:
     offloaded: set = field(default_factory=set)   # tensors copied to the host (joint)
     algos: dict = field(default_factory=dict)   # (stage, op) -> {pass: name}, non-base picks
     prefetch_at: dict = field(default_factory=dict)   # stage -> tensors copied back before it
+    incumbent: str = "milp"   # or "lp_rounding": the LP's rounding beat a time-limited MILP
 
 
 class _Model:
@@ -540,20 +541,43 @@ def solve(pb, budget_bytes, *, relax=False, time_limit_s=60.0, count_frees=True,
         return sol
     res = milp(c, constraints=cons, bounds=bounds, integrality=np.array(m.integer),
                options={"time_limit": time_limit_s, "mip_rel_gap": mip_rel_gap})
+    # stopped by the limit (HiGHS status 1): the LP relaxation's rounding may beat HiGHS'
+    # incumbent or be the only schedule found (scipy's milp takes no starting solution, so it
+    # cannot be handed to HiGHS instead); paging has no rounding, so joint keeps HiGHS' own
+    rounded = None
+    if res.status == 1 and link is None:
+        lp = milp(c, constraints=cons, bounds=bounds, integrality=np.zeros(n),
+                  options={"time_limit": time_limit_s})
+        if lp.status == 0:
+            rounded = _round(pb, lp.x, R, S, IN, P, budget_bytes, algos, m.floor_s)
+            rounded.bound_s = float(lp.fun) * unit_s
+            if rounded.status != "rounded":
+                rounded = None
     solve_s = time.perf_counter() - t0
-    if res.x is None:
+    if res.x is None and rounded is None:
         status = "infeasible" if res.status == 2 else "no_solution"
         return Solution({}, {}, status, solve_s=solve_s, variables=n, binaries=nbin,
                         message=res.message)
-    x = np.round(res.x)
-    sol = _extract(pb, x, R, S, IN, P, m.algo_vars)
-    sol.status = "optimal" if res.status == 0 else "time_limit"
-    sol.objective_s = float(res.fun) * unit_s
-    sol.compute_time_s = compute_time_s(pb, sol)
-    sol.bound_s = float(getattr(res, "mip_dual_bound", res.fun) or res.fun) * unit_s
-    sol.gap = float(getattr(res, "mip_gap", 0.0) or 0.0)
+    bound_s = getattr(res, "mip_dual_bound", None)
+    bound_s = float(bound_s) * unit_s if bound_s is not None and np.isfinite(bound_s) else None
+    if res.x is not None:
+        x = np.round(res.x)
+        sol = _extract(pb, x, R, S, IN, P, m.algo_vars)
+        sol.status = "optimal" if res.status == 0 else "time_limit"
+        sol.objective_s = float(res.fun) * unit_s
+        sol.compute_time_s = compute_time_s(pb, sol)
+        sol.bound_s = bound_s if bound_s is not None else sol.objective_s
+        sol.gap = float(getattr(res, "mip_gap", 0.0) or 0.0)
+        sol.model_peak_bytes = int(round(max((res.x[u] for u in U), default=0.0)
+                                         * budget_bytes))
+    if rounded is not None:
+        rounded.compute_time_s = compute_time_s(pb, rounded)
+        if res.x is None or rounded.compute_time_s < sol.compute_time_s:
+            sol = rounded
+            sol.status, sol.incumbent = "time_limit", "lp_rounding"
+            sol.bound_s = max(sol.bound_s, bound_s if bound_s is not None else -np.inf)
+            sol.gap = (sol.objective_s - sol.bound_s) / max(sol.objective_s, 1e-30)
     sol.solve_s = solve_s
-    sol.model_peak_bytes = int(round(max((res.x[u] for u in U), default=0.0) * budget_bytes))
     sol.variables, sol.binaries = n, nbin
     sol.message = res.message
     return sol

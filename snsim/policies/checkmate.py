@@ -7,7 +7,10 @@ replay time, under the budget left after the static tensors. The solution is rep
 the engine as ``Recompute``/``Drop``/``Free`` instructions (snsim/policies/_remat.py).
 
 Options: ``solver=milp`` (HiGHS branch and bound through ``scipy.optimize.milp``, stopped at
-``time_limit_s`` with the best solution and its optimality gap in the notes), ``solver=lp``
+``time_limit_s`` with the best solution and its optimality gap in the notes; a MILP so
+stopped is compared with the LP relaxation's rounding below, given another ``time_limit_s``,
+and the faster plan kept, ``incumbent="lp_rounding"`` in the notes when it is the rounding's:
+HiGHS' own heuristics can find a much slower schedule, or none, in the time), ``solver=lp``
 (Checkmate's LP relaxation with deterministic rounding: several thresholds on ``S``, the
 replays each rounding needs, the cheapest that fits; for larger graphs), ``solver=auto``
 (the MILP up to ``milp_max_binaries`` binaries, else the LP).
@@ -116,8 +119,9 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
                  variables=sol.variables, binaries=sol.binaries)
     if sol.status in ("infeasible", "no_solution", "no_feasible_rounding"):
         why = {"infeasible": "HiGHS proves that no schedule of replays fits the budget",
-               "no_solution": f"no feasible schedule found within {time_limit_s} s "
-                              f"(not proven infeasible: {sol.message})",
+               "no_solution": f"no feasible schedule found within {time_limit_s} s, nor "
+                              f"by rounding the LP relaxation (not proven infeasible: "
+                              f"{sol.message})",
                "no_feasible_rounding": "the LP relaxation's roundings do not fit the budget "
                                        "(not proven infeasible; try solver=milp)"}
         notes["reason"] = why[sol.status]
@@ -128,6 +132,8 @@ def solve_remat(program, budget_bytes, *, solver="auto", time_limit_s=60,
                  compute_time_s=compute_time_s(pb, sol), bound_s=sol.bound_s, gap=sol.gap,
                  model_peak_bytes=sol.model_peak_bytes, plan_peak_bytes=int(peak),
                  replays=sum(len(v) for v in sol.replays.values()))
+    if sol.incumbent != "milp":
+        notes["incumbent"] = sol.incumbent
     if sol.offloaded:
         notes["offloaded"] = len(sol.offloaded)
     return ins, notes, instruction_algos(pb, sol, ins)
