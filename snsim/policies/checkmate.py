@@ -65,7 +65,7 @@ convolution): VGG-16 batch 32 (96 steps) at 0.7x of liveness' peak, ``ws_policy=
 binaries, proven optimal (gap 0) in 4-10 s; ``planned``: 4,818 binaries, proven optimal in
 7-10 s (objective 0.0911 s, step 1.171 s; LP bound 0.057 s with the knapsack rows, 0.041 s
 without them, when HiGHS stopped at a 27% gap at 60 s); at static + 0.5x of liveness'
-managed peak proven in 30-45 s (1.216 s; 40% gap at 60 s without the rows), at 0.9x in 4 s
+managed peak proven in 20-45 s (1.216 s; 40% gap at 60 s without the rows), at 0.9x in 4 s
 (1.015 s). It is the fastest recompute-only plan (1.171 s at 0.7x, against 1.635 s for
 ``dtr``, 1.646-1.662 s for ``recompute``, 1.790 s for ``sac_knapsack``, all with
 ``ws_policy=dynamic``; ``capuchin``, which swaps, 1.554 s). With algorithm choice AlexNet
