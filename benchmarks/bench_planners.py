@@ -49,6 +49,7 @@ def main():
           f"(static {static / 2**30:.2f} GiB).\n")
     budgets = [("0.5x liveness peak", int(live.peak_ideal_bytes * 0.5)),
                ("0.7x liveness peak", int(live.peak_ideal_bytes * 0.7)),
+               ("0.9x liveness peak", int(live.peak_ideal_bytes * 0.9)),
                ("static + 0.5x managed", static + int(managed * 0.5)),
                ("static + 0.3x managed", static + int(managed * 0.3))]
     for title, budget in budgets:
@@ -65,6 +66,7 @@ def main():
                              f"plan {solve_s:.1f} s, gap {n.get('gap', 0):.2g}, "
                              f"{n.get('binaries', 0)} binaries, replay "
                              f"{n.get('replay_time_s', 0):.4f} s"
+                             + (f", incumbent {n['incumbent']}" if "incumbent" in n else "")
                              + (f", {n['reason']}" if "reason" in n else ""))
                 if title == "0.7x liveness peak" and not options:
                     ok &= n["status"] == "optimal" and n.get("gap", 1) <= 1e-4 \
