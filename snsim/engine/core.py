@@ -659,21 +659,23 @@ class Engine:
         p = self.p
         if p.static_tensors:   # one allocation per parameter, gradient, state, buffer
             mem = self.mem
-            # tens of thousands of them: straight to the allocator while they fit and nothing
-            # is recorded or checked (only the peak of requested bytes is kept, and setup
-            # never frees)
-            quick = not (self.record or self.check)
-            for st in p.static_tensors:
-                if st.nbytes > 0:
-                    if quick and mem.can_alloc(st.nbytes):
-                        mem.alloc(st.nbytes)
-                        self.mem_ops += 1
-                    else:
-                        self.peak_tensor = max(self.peak_tensor, mem.requested_bytes)
-                        self._alloc(-1, 0.0, st.nbytes, category=st.kind,
-                                    label=f"static tensor {st.name} ({st.kind})")
-                    self.n_static_allocs += 1
-                    self.static_alloc_bytes += st.nbytes
+            # tens of thousands of them: placed at once while they fit and nothing is recorded
+            # or checked (only the peak of requested bytes is kept, and setup never frees);
+            # the first that does not fit, and every one of a recorded or checked run, one by
+            # one (the first that does not fit stops the run: at setup nothing can be evicted)
+            statics = [st for st in p.static_tensors if st.nbytes > 0]
+            placed = 0
+            if not (self.record or self.check):
+                placed = mem.alloc_prefix([st.nbytes for st in statics])
+                self.mem_ops += placed
+                self.n_static_allocs += placed
+                self.static_alloc_bytes += sum(st.nbytes for st in statics[:placed])
+            for st in statics[placed:]:
+                self.peak_tensor = max(self.peak_tensor, mem.requested_bytes)
+                self._alloc(-1, 0.0, st.nbytes, category=st.kind,
+                            label=f"static tensor {st.name} ({st.kind})")
+                self.n_static_allocs += 1
+                self.static_alloc_bytes += st.nbytes
             self.peak_tensor = max(self.peak_tensor, mem.requested_bytes)
         else:
             for category, nbytes in p.static_bytes.items():
