@@ -286,16 +286,14 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
     steps = []
 
     def add_step(n, phase, time_s, deps, outs=(), ins=()):
-        seen = []
-        for t in deps:
-            if t is not None and t not in seen:
-                seen.append(t)
+        seen = dict.fromkeys(deps)   # first occurrences, in order
+        seen.pop(None, None)
         a = nodes[n]
         steps.append(Step(len(steps), n, a["name"], a["type"], phase, float(time_s),
                           tuple(seen), tuple(outs), tuple(ins)))
 
     for n in fwd_order:
-        ins = tuple(t for t in (out_of.get((p, n)) for p in prv[n]) if t is not None)
+        ins = tuple([t for p in prv[n] if (t := out_of.get((p, n))) is not None])
         add_step(n, "F", times(n)[0], ins + outputs[n], outputs[n], ins)
 
     grad = {}   # forward tensor id -> gradient storage id
@@ -373,7 +371,10 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
     static = {"parameter": param_bytes, "parameter_grad": param_bytes,
               "optimizer_state": factor * param_bytes, "buffer": buffers, "input": input_bytes}
     static_tensors = _static_tensors(G, fwd_order, dtype, factor, batch)
-    assert {k: sum(t.nbytes for t in static_tensors if t.kind == k) for k in static} == static
+    totals = dict.fromkeys(static, 0)   # one pass over tens of thousands, not one per kind
+    for st in static_tensors:
+        totals[st.kind] = totals.get(st.kind, 0) + st.nbytes
+    assert totals == static
 
     for n in sorted(n for n in G if nodes[n].get("param_bytes", 0) > 0):
         pb = nodes[n]["param_bytes"]
