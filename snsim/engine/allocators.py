@@ -273,7 +273,8 @@ class _GapList:
         return sum(len(s) for s in self.starts)
 
     def largest(self):
-        return max(self.maxes, default=0)
+        maxes = self.maxes   # not max(..., default=0): the keyword triples the call's cost
+        return max(maxes) if maxes else 0
 
     def first_fit(self, nblocks):
         """Return ``(chunk, position)`` of the lowest-address gap with size >= nblocks, or None."""

@@ -666,10 +666,11 @@ class Engine:
             statics = [st for st in p.static_tensors if st.nbytes > 0]
             placed = 0
             if not (self.record or self.check):
-                placed = mem.alloc_prefix([st.nbytes for st in statics])
+                sizes = [st.nbytes for st in statics]
+                placed = mem.alloc_prefix(sizes)
                 self.mem_ops += placed
                 self.n_static_allocs += placed
-                self.static_alloc_bytes += sum(st.nbytes for st in statics[:placed])
+                self.static_alloc_bytes += sum(sizes[:placed])
             for st in statics[placed:]:
                 self.peak_tensor = max(self.peak_tensor, mem.requested_bytes)
                 self._alloc(-1, 0.0, st.nbytes, category=st.kind,
