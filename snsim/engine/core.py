@@ -131,6 +131,7 @@ class Engine:
         for step, nbytes in plan.extra_packs:
             self.pack_at[step] = self.pack_at.get(step, 0) + nbytes
         self.unpacked_held = {}   # last step -> handles of its unpacked copies
+        self._transfer_memo = {}  # (nbytes, direction, pinned) -> seconds
         self._conv_tables()
 
     # -- conv algorithm tables -------------------------------------------------------------
@@ -363,13 +364,13 @@ class Engine:
                 self._check_host_memory(now, t)
             free_at = max(self.t_d2h, self.t_h2d) if self.shared_link else self.t_d2h
             start = max(now, free_at)
-            end = start + self.hw.transfer_time_s(nbytes, "d2h", pinned)
+            end = start + self._transfer_s(nbytes, "d2h", pinned)
             self.t_d2h = end
             self.d2h_bytes += nbytes
         else:
             free_at = max(self.t_d2h, self.t_h2d) if self.shared_link else self.t_h2d
             start = max(now, free_at)
-            end = start + self.hw.transfer_time_s(nbytes, "h2d", pinned)
+            end = start + self._transfer_s(nbytes, "h2d", pinned)
             self.t_h2d = end
             self.h2d_bytes += nbytes
         if self.check:
@@ -377,6 +378,15 @@ class Engine:
         if self.record:
             self.transfers.append((t, direction, nbytes, now, start, end, pinned))
         return end
+
+    def _transfer_s(self, nbytes, direction, pinned):
+        """``hardware.transfer_time_s``, once per distinct copy (tens of thousands of copies
+        of a dozen sizes in a deep network's replay)."""
+        key = (nbytes, direction, pinned)
+        t = self._transfer_memo.get(key)
+        if t is None:
+            t = self._transfer_memo[key] = self.hw.transfer_time_s(nbytes, direction, pinned)
+        return t
 
     # -- instructions ----------------------------------------------------------------------
     def _stash(self, step, now):
