@@ -71,6 +71,10 @@ class GraphBuilder:
                             source=source)
         self._next_id = 1
         self._prefix = ""
+        # per layer: its out_shape and its consumers so far (G.out_degree): kept here, since
+        # networkx's views cost more than the rest of _add
+        self._shape = {}
+        self._fanout = {}
 
     # -- naming -------------------------------------------------------------------------
     def scope(self, prefix):
@@ -80,14 +84,20 @@ class GraphBuilder:
     def _add(self, type_, inputs, out_shape, *, name=None, params=0, macs=0, **attrs):
         lid = self._next_id
         self._next_id += 1
-        in_shapes = [self.G.nodes[i]["out_shape"] for i in inputs]
+        in_shapes = [self._shape[i] for i in inputs]
+        out_shape = tuple(out_shape)
         self.G.add_node(lid, type=type_, layer_id=lid,
                         name=self._prefix + (name or f"{type_.lower()}{lid}"),
-                        out_shape=tuple(out_shape), in_shapes=in_shapes, params=int(params),
+                        out_shape=out_shape, in_shapes=in_shapes, params=int(params),
                         param_bytes=int(params) * self.G.graph["dtype_bytes"], macs=int(macs),
                         **attrs)
+        self._shape[lid] = out_shape
+        self._fanout[lid] = 0
+        fanout = self._fanout
         for port, src in enumerate(inputs):
-            self.G.add_edge(src, lid, src_port=self.G.out_degree(src), dst_port=port)
+            self.G.add_edge(src, lid, src_port=fanout[src], dst_port=port)
+            if src not in inputs[:port]:   # an input named twice is one edge (a DiGraph)
+                fanout[src] += 1
         return lid
 
     def order_consumers(self, lid, consumers):
@@ -102,7 +112,7 @@ class GraphBuilder:
             self.G.edges[lid, v]["src_port"] = port
 
     def shape(self, lid):
-        return self.G.nodes[lid]["out_shape"]
+        return self._shape[lid]
 
     # -- layers -------------------------------------------------------------------------
     def data(self, name="data", *, elem_bytes=None):

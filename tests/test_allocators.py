@@ -695,3 +695,51 @@ def test_pytorch_replays_the_real_allocators_history(name):
     assert made == real_segments
     assert a.peak_reserved_bytes == doc["measured"]["peak_reserved_bytes"]
     a.check_invariants()
+
+
+# --- alloc_prefix: a run of allocations at once (the engine's setup) ---------------------------
+
+def _state(a):
+    """Everything a later call can observe: counters, live handles, the next handle, and for
+    the pool its free gaps and high-water marks."""
+    extra = ()
+    if isinstance(a, PoolAllocator):
+        extra = (sorted(a._gap_size.items()), sorted(a._gap_end.items()), list(a._gaps.items()),
+                 a._high_water_blocks, a._ever_high_water_blocks)
+    live = {h: (a.address_of(h) if r is not None else None) if isinstance(a, PytorchAllocator)
+            else r for h, r in a._live.items()}   # the caching allocator's records: by address
+    return (_counters(a), a.num_live, live, a._next_handle, a.device_mallocs, extra)
+
+
+@pytest.mark.parametrize("name", ALLOCATORS)
+@pytest.mark.parametrize("capacity", [None, 5 * MiB, 64 * MiB])
+@pytest.mark.parametrize("fragmented", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_alloc_prefix_is_alloc_one_by_one(name, capacity, fragmented, seed):
+    """alloc_prefix places exactly what repeated alloc would, and stops where it would fail."""
+    rng = random.Random(seed)
+    sizes = [rng.choice([0, 1, 700, KiB, 3 * KiB + 5, rng.randint(1, 2 * MiB)])
+             for _ in range(rng.randint(0, 300))]
+
+    def fresh():
+        a = make_allocator(name, capacity)
+        if fragmented:   # several free gaps: the pool's one-gap layout does not apply
+            hs = [a.alloc(64 * KiB) for _ in range(6)]
+            for h in hs[::2]:
+                a.free(h)
+        return a
+
+    one = fresh()
+    n_one = 0
+    for nbytes in sizes:
+        if not one.can_alloc(nbytes):
+            break
+        one.alloc(nbytes)
+        n_one += 1
+    many = fresh()
+    assert many.alloc_prefix(sizes) == n_one
+    assert _state(many) == _state(one)
+    if isinstance(many, PoolAllocator):
+        many.check_invariants()
+        h = many.alloc(KiB) if many.can_alloc(KiB) else None   # both go on alike
+        assert h is None or (many.address_of(h) == one.address_of(one.alloc(KiB)))

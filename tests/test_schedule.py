@@ -114,3 +114,17 @@ def test_prefetch_depth_zero_prefetches_nothing():
     assert any(type(i).__name__ == "Prefetch" for i in build_instructions(p, offload=True))
     with pytest.raises(ConfigError, match=r"prefetch_depth \(=-1\) must be >= 0"):
         build_instructions(p, offload=True, prefetch_depth=-1)
+
+
+
+def test_proper_prefixes_are_every_dotted_prefix():
+    # against the split-per-level set select_modules built before (its "parents"), on names
+    # with empty, leading, trailing and repeated dots, in random orders
+    import random
+    from snsim.policies._groups import _proper_prefixes
+    rng = random.Random(11)
+    for _ in range(400):
+        names = ["".join(rng.choice("ab.") for _ in range(rng.randint(0, 9)))
+                 for _ in range(rng.randint(0, 12))]
+        want = {n.rsplit(".", k)[0] for n in names for k in range(1, n.count(".") + 1)}
+        assert _proper_prefixes(names) == want

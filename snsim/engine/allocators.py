@@ -17,6 +17,7 @@ every operation is O(log n) or amortised cheap, in pure Python. All models are
 deterministic: handles come from a counter and no choice depends on set order or ``id()``.
 """
 from bisect import bisect_left, bisect_right, insort
+from itertools import accumulate
 from operator import index as _as_index
 
 from ..errors import ConfigError, InfeasibleError, PlanError, UnknownNameError
@@ -128,6 +129,18 @@ class Allocator:
         """Return whether ``alloc(nbytes, stream)`` would succeed; changes no state."""
         raise NotImplementedError
 
+    def alloc_prefix(self, sizes, stream=0):
+        """Allocate ``sizes`` in order, exactly as ``alloc`` one at a time would, stopping
+        before the first that does not fit; return how many were allocated (their handles
+        are the next ones, in order). The engine's setup places tens of thousands of static
+        tensors this way; a model overrides it where a whole run can be placed at once."""
+        can_alloc, alloc = self.can_alloc, self.alloc
+        for i, nbytes in enumerate(sizes):
+            if not can_alloc(nbytes, stream):
+                return i
+            alloc(nbytes, stream)
+        return len(sizes)
+
     def _issue(self, record, allocated, nbytes):
         """Hand out a new handle for ``record``, counting ``allocated`` and ``nbytes``."""
         handle = self._next_handle
@@ -219,6 +232,22 @@ class IdealAllocator(Allocator):
             nbytes = _check_nbytes(nbytes)
         return self.capacity_bytes is None or self.requested_bytes + nbytes <= self.capacity_bytes
 
+    def alloc_prefix(self, sizes, stream=0):
+        sizes = [n if n.__class__ is int and n >= 0 else _check_nbytes(n) for n in sizes]
+        ends = list(accumulate(sizes, initial=self.requested_bytes))[1:]
+        # the totals only grow: the prefix that fits ends where they pass the capacity
+        n = len(ends) if self.capacity_bytes is None else bisect_right(ends, self.capacity_bytes)
+        if n:
+            first = self._next_handle
+            self._next_handle = first + n
+            self._live.update(zip(range(first, first + n), sizes[:n]))
+            total = ends[n - 1]
+            self.allocated_bytes = self.reserved_bytes = self.requested_bytes = total
+            if total > self.peak_requested_bytes:
+                self.peak_allocated_bytes = self.peak_reserved_bytes = \
+                    self.peak_requested_bytes = total
+        return n
+
 
 # ---------------------------------------------------------------------------------------------
 # pool
@@ -244,7 +273,8 @@ class _GapList:
         return sum(len(s) for s in self.starts)
 
     def largest(self):
-        return max(self.maxes, default=0)
+        maxes = self.maxes   # not max(..., default=0): the keyword triples the call's cost
+        return max(maxes) if maxes else 0
 
     def first_fit(self, nblocks):
         """Return ``(chunk, position)`` of the lowest-address gap with size >= nblocks, or None."""
@@ -438,6 +468,57 @@ class PoolAllocator(Allocator):
         if nbytes.__class__ is not int or nbytes < 0:   # the check, off the hot path
             nbytes = _check_nbytes(nbytes)
         return nbytes == 0 or self._gaps.largest() >= -(-nbytes // KiB)
+
+    def alloc_prefix(self, sizes, stream=0):
+        """With a single free gap (a pool nothing was freed into, as at setup) first fit
+        places every request right after the one before, from the gap's start: the run is
+        laid out at once. Otherwise one at a time."""
+        gaps = self._gaps
+        if len(gaps.starts) != 1 or len(gaps.starts[0]) != 1:
+            return Allocator.alloc_prefix(self, sizes, stream)
+        sizes = [n if n.__class__ is int and n >= 0 else _check_nbytes(n) for n in sizes]
+        start, size = gaps.starts[0][0], gaps.sizes[0][0]
+        records, at, limit = [], start, start + size
+        for nbytes in sizes:
+            if nbytes == 0:
+                records.append(None)
+                continue
+            nblocks = -(-nbytes // KiB)
+            if at + nblocks > limit:
+                break
+            records.append((at, nblocks, nbytes))
+            at += nblocks
+        n = len(records)
+        if not n:
+            return 0
+        first = self._next_handle
+        self._next_handle = first + n
+        self._live.update(zip(range(first, first + n), records))
+        used = at - start
+        if used:
+            del self._gap_size[start]
+            if used == size:
+                gaps.remove(0, 0)
+                del self._gap_end[limit]
+            else:
+                gaps.set(0, 0, at, size - used)
+                self._gap_size[at] = size - used
+                self._gap_end[limit] = at
+            self.allocated_bytes += used * KiB
+            self.requested_bytes += sum(sizes[:n])
+            # each counter only grew along the run: its end is its peak
+            if self.allocated_bytes > self.peak_allocated_bytes:
+                self.peak_allocated_bytes = self.allocated_bytes
+            if self.requested_bytes > self.peak_requested_bytes:
+                self.peak_requested_bytes = self.requested_bytes
+            if at > self._high_water_blocks:
+                self._high_water_blocks = at
+                self.peak_reserved_bytes = at * KiB
+                if at > self._ever_high_water_blocks:
+                    self._ever_high_water_blocks = at
+                    if self.capacity_bytes is None:
+                        self.reserved_bytes = at * KiB
+        return n
 
     def reset_peaks(self):
         super().reset_peaks()

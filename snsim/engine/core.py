@@ -131,6 +131,7 @@ class Engine:
         for step, nbytes in plan.extra_packs:
             self.pack_at[step] = self.pack_at.get(step, 0) + nbytes
         self.unpacked_held = {}   # last step -> handles of its unpacked copies
+        self._transfer_memo = {}  # (nbytes, direction, pinned) -> seconds
         self._conv_tables()
 
     # -- conv algorithm tables -------------------------------------------------------------
@@ -363,13 +364,13 @@ class Engine:
                 self._check_host_memory(now, t)
             free_at = max(self.t_d2h, self.t_h2d) if self.shared_link else self.t_d2h
             start = max(now, free_at)
-            end = start + self.hw.transfer_time_s(nbytes, "d2h", pinned)
+            end = start + self._transfer_s(nbytes, "d2h", pinned)
             self.t_d2h = end
             self.d2h_bytes += nbytes
         else:
             free_at = max(self.t_d2h, self.t_h2d) if self.shared_link else self.t_h2d
             start = max(now, free_at)
-            end = start + self.hw.transfer_time_s(nbytes, "h2d", pinned)
+            end = start + self._transfer_s(nbytes, "h2d", pinned)
             self.t_h2d = end
             self.h2d_bytes += nbytes
         if self.check:
@@ -377,6 +378,15 @@ class Engine:
         if self.record:
             self.transfers.append((t, direction, nbytes, now, start, end, pinned))
         return end
+
+    def _transfer_s(self, nbytes, direction, pinned):
+        """``hardware.transfer_time_s``, once per distinct copy (tens of thousands of copies
+        of a dozen sizes in a deep network's replay)."""
+        key = (nbytes, direction, pinned)
+        t = self._transfer_memo.get(key)
+        if t is None:
+            t = self._transfer_memo[key] = self.hw.transfer_time_s(nbytes, direction, pinned)
+        return t
 
     # -- instructions ----------------------------------------------------------------------
     def _stash(self, step, now):
@@ -659,21 +669,24 @@ class Engine:
         p = self.p
         if p.static_tensors:   # one allocation per parameter, gradient, state, buffer
             mem = self.mem
-            # tens of thousands of them: straight to the allocator while they fit and nothing
-            # is recorded or checked (only the peak of requested bytes is kept, and setup
-            # never frees)
-            quick = not (self.record or self.check)
-            for st in p.static_tensors:
-                if st.nbytes > 0:
-                    if quick and mem.can_alloc(st.nbytes):
-                        mem.alloc(st.nbytes)
-                        self.mem_ops += 1
-                    else:
-                        self.peak_tensor = max(self.peak_tensor, mem.requested_bytes)
-                        self._alloc(-1, 0.0, st.nbytes, category=st.kind,
-                                    label=f"static tensor {st.name} ({st.kind})")
-                    self.n_static_allocs += 1
-                    self.static_alloc_bytes += st.nbytes
+            # tens of thousands of them: placed at once while they fit and nothing is recorded
+            # or checked (only the peak of requested bytes is kept, and setup never frees);
+            # the first that does not fit, and every one of a recorded or checked run, one by
+            # one (the first that does not fit stops the run: at setup nothing can be evicted)
+            statics = [st for st in p.static_tensors if st.nbytes > 0]
+            placed = 0
+            if not (self.record or self.check):
+                sizes = [st.nbytes for st in statics]
+                placed = mem.alloc_prefix(sizes)
+                self.mem_ops += placed
+                self.n_static_allocs += placed
+                self.static_alloc_bytes += sum(sizes[:placed])
+            for st in statics[placed:]:
+                self.peak_tensor = max(self.peak_tensor, mem.requested_bytes)
+                self._alloc(-1, 0.0, st.nbytes, category=st.kind,
+                            label=f"static tensor {st.name} ({st.kind})")
+                self.n_static_allocs += 1
+                self.static_alloc_bytes += st.nbytes
             self.peak_tensor = max(self.peak_tensor, mem.requested_bytes)
         else:
             for category, nbytes in p.static_bytes.items():

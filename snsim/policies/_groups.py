@@ -52,7 +52,7 @@ def select_modules(program, policy, modules=None, every=None):
     paths = list(mods)
     # a block is a module with something under it: a submodule, or a step of the program
     under = paths + [s.name for s in program.steps if s.phase == "F"]
-    parents = {n.rsplit(".", k)[0] for n in under for k in range(1, n.count(".") + 1)}
+    parents = _proper_prefixes(under)
     classes = _parse_classes(modules)
     if classes:
         missing = [c for c in classes if c not in set(mods.values())]
@@ -80,6 +80,22 @@ def select_modules(program, policy, modules=None, every=None):
             raise ConfigError(f"policy {policy}: option every (={every}) must be >= 1")
         chosen = chosen[::every]
     return chosen
+
+
+def _proper_prefixes(names):
+    """Every dotted proper prefix of ``names`` (``a.b.c`` -> ``a``, ``a.b``). A prefix already
+    found has its own prefixes found too, so each name stops at the first one it shares:
+    about one set lookup per name, not one split per level."""
+    found = set()
+    for n in names:
+        i = n.rfind(".")
+        while i >= 0:
+            p = n[:i]
+            if p in found:
+                break
+            found.add(p)
+            i = n.rfind(".", 0, i)
+    return found
 
 
 def _under_any(path, paths):
