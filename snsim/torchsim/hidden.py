@@ -15,8 +15,10 @@ them into a CPU recording:
   convolution's workspace holds operands transformed in the compute dtype (the H200 captures
   show a 3x3 ResNet-50 convolution's workspace at exactly half in bf16: 51454099 vs
   102908051 bytes; algorithms that differ by dtype make it approximate); failing that, for
-  a grouped convolution (none is captured), the first-principles workspaces the zoo's
-  PyTorch semantics use (:func:`modelled_conv_workspaces`) [E]; failing that, none. The
+  a grouped convolution (none is captured), the nearest probed one of its kernel family
+  scaled by activation bytes (:func:`probed_grouped_workspaces`) [E], then the
+  first-principles workspaces the zoo's PyTorch semantics use
+  (:func:`modelled_conv_workspaces`) [E]; failing that, none. The
   same signature in the GPU's probed table (``configs/kernels/<gpu>_conv_workspaces.json.gz``,
   measured by ``scripts/conv_workspace_probe.py``; a probed call that took none is a known
   zero) comes right after a capture's exact match;
