@@ -254,9 +254,13 @@ def probed_grouped_workspaces(probe, sig):
     groups plus log batch x pixels), scaled by the activation bytes the pass transposes.
 
     cuDNN picks a grouped convolution's engine by heuristics the H200 histories show are
-    not one formula: RegNetX-3.2GF's 48-channel groups take x + y + w in one layer and, in
-    others, x and y padded to 64 channels per group (8/3 of x + y); a backward-filter adds
-    split partial sums of 1 to ~130 filters. A neighbour in the same family runs the same
+    not one formula: RegNetX-3.2GF's 48-channel groups (traces/h200/plans_history/
+    regnet_x_3_2gf_b64_cpu_offload) take x + y + w in some layers and, in others, x, y and
+    the filter padded to 64 channels per group (4/3 of x + y, e.g. 59,130,003 B for a
+    432-channel 14x14 layer at batch 64 = 4/3 x 43,352,064 + 9 x 64 x 64 x 9 x 4 + 147); a
+    backward-filter adds split partial sums of 1 to ~130 filters; layers of one shape take
+    different workspaces within one run (that history's 15 stage-3 backward passes
+    alternate 48.6 / 60.4 MB), so no table can be exact. A neighbour in the same family runs the same
     engine more often than any one formula holds: leaving each probed call out of
     configs/kernels/h200_conv_workspaces.json.gz in turn and predicting it from the rest
     (workspaces of 8 MiB or more; ``scripts/grouped_workspace_loo.py``), the mean |error| is
