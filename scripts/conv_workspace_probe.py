@@ -31,6 +31,13 @@ Usage (one H200, from the repository root; --minutes bounds the whole run, defau
 calibration CNNs' layers first, then random convolutions until the time is up):
 
     PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT [--minutes 7]
+
+More grouped convolutions for the table a grouped convolution's nearest probed neighbour
+comes from (:func:`snsim.torchsim.hidden.probed_grouped_workspaces`), added to the committed
+table (another seed: other shapes; the output replaces configs/kernels/h200_conv_workspaces.json.gz):
+
+    PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 8 --seed 1 \
+        --kinds grouped --skip-nets --merge configs/kernels/h200_conv_workspaces.json.gz
 """
 import argparse
 import datetime
@@ -45,10 +52,14 @@ MARK_BYTES = 13      # a request size no convolution makes: separates one op's a
 NET_BATCHES = (32, 64, 128, 16, 48, 96, 256, 192, 8, 24)
 
 
-def _sample(rng):
-    """One random convolution: (n, c, h, co, k, s, groups, bias, dtype name)."""
+KINDS = {"dense": 4, "dw": 2, "grouped": 4}     # sampling weights
+
+
+def _sample(rng, kinds=tuple(KINDS)):
+    """One random convolution of one of ``kinds``: (n, c, h, co, k, s, groups, bias, dtype
+    name)."""
     n = rng.choice([8, 16, 32, 48, 64, 96, 128, 192, 256])
-    kind = rng.choices(["dense", "dw", "grouped"], weights=[4, 2, 4])[0]
+    kind = rng.choices(list(kinds), weights=[KINDS[k] for k in kinds])[0]
     k = rng.choice([1, 3, 3, 3, 5, 7]) if kind != "grouped" else rng.choice([1, 3, 3, 3, 5])
     s = rng.choice([1, 1, 2])
     h = rng.choice([7, 14, 28, 56, 112])
@@ -166,7 +177,30 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-bytes", type=float, default=1.5 * 2**30,
                     help="skip a convolution whose input or output is larger")
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help="random convolutions of these kinds only (comma-separated: "
+                         "dense, dw, grouped)")
+    ap.add_argument("--skip-nets", action="store_true",
+                    help="random convolutions only (the calibration CNNs' layers are in the "
+                         "table already)")
+    ap.add_argument("--merge", default=None,
+                    help="a table written before (configs/kernels/<gpu>_conv_workspaces."
+                         "json.gz): the output holds its rows first, then the new "
+                         "signatures")
     args = ap.parse_args(argv)
+    kinds = tuple(k for k in args.kinds.split(",") if k)
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        sys.exit(f"conv_workspace_probe: --kinds (={args.kinds!r}) must name some of "
+                 f"{', '.join(KINDS)}")
+    old_rows, old_prov = [], None
+    if args.merge:
+        try:
+            with gzip.open(args.merge, "rt") as f:
+                doc = json.load(f)
+            old_rows, old_prov = doc["rows"], doc.get("provenance")
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"conv_workspace_probe: --merge {args.merge}: {e}")
     import torch
     import torch.nn.functional as F
     if not torch.cuda.is_available():
@@ -179,9 +213,10 @@ def main(argv=None):
     # 214,958,227 B at 64 and 179,306,915 B at 48 (H200 captures and history), neither the
     # batch-scaled 168,296,668 nor the interpolated 163,578,003. So the common layers are
     # measured at every batch a user is likely to train with.
-    configs = [(n, c, h, co, k, s, p, g, bias, dt)
-               for n in NET_BATCHES for dt in ("float32", "bfloat16")
-               for c, h, co, k, s, p, g, bias in _net_layers()]
+    configs = [] if args.skip_nets else [
+        (n, c, h, co, k, s, p, g, bias, dt)
+        for n in NET_BATCHES for dt in ("float32", "bfloat16")
+        for c, h, co, k, s, p, g, bias in _net_layers()]
     probe = _Probe(torch)
     rows, skipped = [], {}
     for dtype in ("float32", "bfloat16", "float16"):   # handles and lazy buffers made here
@@ -192,7 +227,7 @@ def main(argv=None):
         if i % 2 == 0 and i // 2 < len(configs):
             n, c, h, co, k, s, pad, g, bias, dtype = configs[i // 2]
         else:
-            n, c, h, co, k, s, g, bias, dtype = _sample(rng)
+            n, c, h, co, k, s, g, bias, dtype = _sample(rng, kinds)
             pad = k // 2
         i += 1
         el = 4 if dtype == "float32" else 2
@@ -214,8 +249,13 @@ def main(argv=None):
             "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
             "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32, "seed": args.seed,
-            "configs_tried": i, "skipped": skipped,
+            "configs_tried": i, "skipped": skipped, "kinds": list(kinds),
+            "nets": not args.skip_nets,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    if args.merge:
+        seen = {r[0] for r in old_rows}
+        rows = old_rows + [r for r in rows if r[0] not in seen]
+        prov = {**prov, "merged_into": old_prov}
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "h200_conv_workspaces.json.gz")
     with gzip.open(path, "wt") as f:

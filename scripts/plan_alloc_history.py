@@ -69,6 +69,12 @@ RUNS = [
      {"policy": "superneurons", "setup": ("sgd-momentum", "foreach", "fp16")}),
     ("resnet18_b256_fp16_plain", "torchvision:resnet18", 256,
      {"policy": "plain", "setup": ("sgd-momentum", "foreach", "fp16")}),
+    # EfficientNet-B2 fp16 plain's allocated -2.5% (its float16 depthwise convolutions may go
+    # to cuDNN: ATen's use_cudnn_depthwise), and RegNetX's plain run as the reference of its
+    # cpu_offload history (grouped-convolution workspaces vary between layers of one shape)
+    ("efficientnet_b2_b64_fp16_plain", "torchvision:efficientnet_b2", 64,
+     {"policy": "plain", "setup": ("sgd-momentum", "foreach", "fp16")}),
+    ("regnet_x_3_2gf_b64_plain", "torchvision:regnet_x_3_2gf", 64, {"policy": "plain"}),
     # held-out set 3's memory misses (traces/h200/plans_heldout3: allocated +7.9% / -5.1% /
     # -4.4%, reserved -11.4% / -19.2% / -13.1%)
     ("resnext101_32x8d_b32_fp16_plain", "torchvision:resnext101_32x8d", 32,

@@ -338,3 +338,48 @@ def test_unseen_convolution_gets_the_modelled_workspace(tmp_path, monkeypatch):
     tables["probe"] = hidden._probe_table("h200")
     assert hidden.lookup(tables, fwd, 96) == ([289_013_792], "probe")
     assert hidden.lookup(tables, bwd, 96) == ([], "probe")
+
+
+def test_unprobed_grouped_convolution_takes_its_nearest_probed_neighbour(tmp_path, monkeypatch):
+    """A grouped convolution the probe did not measure takes, per pass, the workspace of the
+    nearest probed call of its kernel family (element size, kernel, stride, channels per
+    group), scaled by the activation bytes the pass transposes; a probed backward that took
+    fewer workspaces than it ran passes says nothing about either; a family with no probed
+    call falls back to the first-principles model."""
+    import gzip
+    import json
+
+    def fwd(n, c, h, g, w_in=None):
+        return (f"convolution float32[{n}, {c}, {h}, {h}] float32[{c}, {w_in or c // g}, 3, 3] "
+                f"None 1 1 1 1 1 1 False 0 0 {g}")
+
+    def bwd(n, c, h, g):
+        return (f"convolution_backward float32[{n}, {c}, {h}, {h}] float32[{n}, {c}, {h}, {h}] "
+                f"float32[{c}, {c // g}, 3, 3] 0 1 1 1 1 1 1 False 0 0 {g} True True False")
+    # probed: 48 channels per group at 4 groups (x = y = 32*192*28*28*4 = 19,267,584 B, so
+    # x + y = 38,535,168 B) took 51,380,224 B forward (4/3 of x + y: padded to 64 channels
+    # per group), and 38,535,168 / 40,000,000 B backward; at 16 groups (x + y =
+    # 32*768*28*28*4*2 = 154,140,672 B) 2x of x + y
+    rows = [[fwd(32, 192, 28, 4), [51_380_224]], [bwd(32, 192, 28, 4), [38_535_168, 40_000_000]],
+            [fwd(32, 768, 28, 16), [308_281_344]],
+            # a backward that listed one workspace for two passes: skipped
+            [bwd(32, 768, 28, 16), [1]]]
+    path = tmp_path / "h200_conv_workspaces.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"rows": rows}, f)
+    monkeypatch.setattr(hidden, "probe_path", lambda hw: path)
+    hidden._read_probe.cache_clear()
+    tables = {"exact": {}, "scaled": {}, "dtyped": {}, "sources": [], "persistent": {},
+              "probe": hidden._probe_table("h200")}
+    # 5 groups at batch 64: nearest is the 4-group call; x + y = 64*240*28*28*4*2 =
+    # 96,337,920 B, times 51,380,224 / 38,535,168 (4/3) = 128,450,560 B
+    assert hidden.lookup(tables, fwd(64, 240, 28, 5), 64) == ([128_450_560], "probe_near")
+    # 14 groups: nearer 16 than 4 in log groups; 64*672*28*28*4*2 = 269,746,176 B x 2
+    assert hidden.lookup(tables, fwd(64, 672, 28, 14), 64) == ([539_492_352], "probe_near")
+    # backward at 16 groups, batch 64: the 16-group row is ambiguous, so the 4-group call
+    # answers: x + y = 64*768*28*28*4*2 = 308,281,344 B; data x 1, filter x 40,000,000 /
+    # 38,535,168 = 320,000,000 B
+    assert hidden.lookup(tables, bwd(64, 768, 28, 16), 64) == (
+        [308_281_344, 320_000_000], "probe_near")
+    # 24 channels per group: no probed family, the first-principles model
+    assert hidden.lookup(tables, fwd(32, 96, 28, 4), 32)[1] == "modelled"

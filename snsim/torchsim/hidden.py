@@ -15,8 +15,10 @@ them into a CPU recording:
   convolution's workspace holds operands transformed in the compute dtype (the H200 captures
   show a 3x3 ResNet-50 convolution's workspace at exactly half in bf16: 51454099 vs
   102908051 bytes; algorithms that differ by dtype make it approximate); failing that, for
-  a grouped convolution (none is captured), the first-principles workspaces the zoo's
-  PyTorch semantics use (:func:`modelled_conv_workspaces`) [E]; failing that, none. The
+  a grouped convolution (none is captured), the nearest probed one of its kernel family
+  scaled by activation bytes (:func:`probed_grouped_workspaces`) [E], then the
+  first-principles workspaces the zoo's PyTorch semantics use
+  (:func:`modelled_conv_workspaces`) [E]; failing that, none. The
   same signature in the GPU's probed table (``configs/kernels/<gpu>_conv_workspaces.json.gz``,
   measured by ``scripts/conv_workspace_probe.py``; a probed call that took none is a known
   zero) comes right after a capture's exact match;
@@ -31,6 +33,7 @@ import functools
 import glob
 import gzip
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -194,7 +197,99 @@ def _read_probe(path, mtime_ns):
     exact = {}
     for sig, sizes in rows:
         exact.setdefault(sig, [int(s) for s in sizes])
-    return {"exact": exact, "file": os.path.basename(path)}
+    return {"exact": exact, "grouped": _grouped_index(exact), "file": os.path.basename(path)}
+
+
+def _passes(call):
+    """The cuDNN passes a convolution call runs, in the order it takes their workspaces:
+    ``("fwd",)`` for a forward, else backward-data and backward-filter as far as its mask
+    asks for them."""
+    if call["mask"] is None:
+        return ("fwd",)
+    return tuple(p for p, on in zip(("bwd_data", "bwd_filter"), call["mask"][:2]) if on)
+
+
+def _grouped_key(call, pass_name):
+    """What picks a grouped convolution's cuDNN kernel family: the pass, element size,
+    kernel, stride and the channels per group (in, out)."""
+    g = call["groups"]
+    return (pass_name, _ELEMENT_BYTES[call["dtype"]], tuple(call["w"][2:]),
+            tuple(call["stride"]), call["x"][1] // g, call["y"][1] // g)
+
+
+def _transposed_bytes(call):
+    """The two activations a grouped cuDNN pass transposes into its workspace (x and y, or
+    dy and dx), in bytes: what its workspace grows with at a fixed kernel family."""
+    el = _ELEMENT_BYTES[call["dtype"]]
+    n, c, h, w = call["x"]
+    _, k, ho, wo = call["y"]
+    return (n * c * h * w + n * k * ho * wo) * el
+
+
+def _grouped_index(exact):
+    """The probed grouped (not depthwise) convolutions by :func:`_grouped_key`: per key a
+    list of ``(log groups, log batch x input pixels, transposed bytes, workspace bytes)``,
+    one per pass of each probed call whose workspaces can be told apart (a backward that
+    listed fewer workspaces than it ran passes, but some, cannot say which pass took none)."""
+    index = {}
+    for sig in sorted(exact):
+        sizes = exact[sig]
+        call = conv_call(sig)
+        if call is None or not 1 < call["groups"] < call["x"][1]:
+            continue
+        passes = _passes(call)
+        if sizes and len(sizes) < len(passes):
+            continue
+        n, _, h, w = call["x"]
+        feat = (math.log(call["groups"]), math.log(n * h * w), _transposed_bytes(call))
+        for j, p in enumerate(passes):
+            index.setdefault(_grouped_key(call, p), []).append(
+                feat + (sizes[j] if j < len(sizes) else 0,))
+    return index
+
+
+def probed_grouped_workspaces(probe, sig):
+    """The workspaces of a grouped convolution the probe did not measure, from the probed
+    one nearest to it of the same kernel family (:func:`_grouped_key`; nearest in log
+    groups plus log batch x pixels), scaled by the activation bytes the pass transposes.
+
+    cuDNN picks a grouped convolution's engine by heuristics the H200 histories show are
+    not one formula: RegNetX-3.2GF's 48-channel groups (traces/h200/plans_history/
+    regnet_x_3_2gf_b64_cpu_offload) take x + y + w in some layers and, in others, x, y and
+    the filter padded to 64 channels per group (4/3 of x + y, e.g. 59,130,003 B for a
+    432-channel 14x14 layer at batch 64 = 4/3 x 43,352,064 + 9 x 64 x 64 x 9 x 4 + 147); a
+    backward-filter adds split partial sums of 1 to ~130 filters; layers of one shape take
+    different workspaces within one run (that history's 15 stage-3 backward passes
+    alternate 48.6 / 60.4 MB), so no table can be exact. A neighbour in the same family runs the same
+    engine more often than any one formula holds: leaving each probed call out of
+    configs/kernels/h200_conv_workspaces.json.gz in turn and predicting it from the rest
+    (workspaces of 8 MiB or more; ``scripts/grouped_workspace_loo.py``), the mean |error| is
+    17% forward, 18% backward-data, 22% backward-filter (within 5%: 82%, 79%, 63% of calls),
+    against 24%, 48% and 36% (70%, 66%, 47%) for :func:`modelled_conv_workspaces`.
+    None when the call is not a grouped convolution or a pass has no neighbour."""
+    call = conv_call(sig)
+    if probe is None or call is None or not 1 < call["groups"] < call["x"][1]:
+        return None
+    per_pass = nearest_grouped(probe.get("grouped", {}), call)
+    return None if per_pass is None else [s for s in per_pass if s]
+
+
+def nearest_grouped(index, call, *, skip=None):
+    """Per pass of a grouped convolution ``call`` (:func:`conv_call`), the workspace of the
+    nearest probed call of its family in ``index`` (:func:`_grouped_index`) scaled by the
+    transposed activation bytes, 0 where that call took none; None if a pass has no
+    neighbour. ``skip``: a probed signature to leave out (its rows are told apart by their
+    features)."""
+    n, _, h, w = call["x"]
+    feat = (math.log(call["groups"]), math.log(n * h * w), _transposed_bytes(call))
+    out = []
+    for p in _passes(call):
+        rows = [r for r in index.get(_grouped_key(call, p), ()) if skip is None or r[:3] != skip]
+        if not rows:
+            return None
+        near = min(rows, key=lambda r: abs(r[0] - feat[0]) + abs(r[1] - feat[1]))
+        out.append(int(round(near[3] * feat[2] / near[2])))
+    return out
 
 
 def _probe_table(hardware):
@@ -237,7 +332,8 @@ def conv_call(sig):
         (dtype, y), (_, x), (_, w) = shapes[0], shapes[1], shapes[2]
     if len(x) != 4 or len(w) != 4 or rest[6] != "False":     # 2-D, not transposed
         return None
-    return {"dtype": dtype, "x": x, "y": y, "w": w, "groups": groups, "mask": mask}
+    return {"dtype": dtype, "x": x, "y": y, "w": w, "groups": groups, "mask": mask,
+            "stride": stride}
 
 
 def modelled_conv_workspaces(sig):
@@ -294,6 +390,9 @@ def lookup(tables, sig, batch):
         if cands:
             b_ref, el_ref, sizes = min(cands, key=lambda c: (abs(c[0] - batch), c[1] != elsize))
             return [int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype"
+    sizes = probed_grouped_workspaces(tables.get("probe"), sig)
+    if sizes is not None:
+        return sizes, "probe_near"
     sizes = modelled_conv_workspaces(sig)
     if sizes is not None:
         return sizes, "modelled"
@@ -352,7 +451,8 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             pos.append(((op, 0, 0, 0), (m, kind, sid)))
     extra = []
     n = 0
-    counts = {"exact": 0, "probe": 0, "scaled": 0, "dtype": 0, "modelled": 0, "none": 0}
+    counts = {"exact": 0, "probe": 0, "scaled": 0, "dtype": 0, "probe_near": 0, "modelled": 0,
+              "none": 0}
     first_matmul = {}
     for k, op in enumerate(rec.ops):
         mark = op[0]

@@ -150,7 +150,13 @@ REPRED_CSV = os.path.join("docs", "data", "plans_repredicted_h200.csv")
 # (result file, plan-suite folder it re-predicts)
 REPRED_CSVS = ((REPRED_CSV, "plans_table"),
                (os.path.join("docs", "data", "plans_heldout_repredicted_h200.csv"),
-                "plans_heldout"))
+                "plans_heldout"),
+               (os.path.join("docs", "data", "plans_heldout2_repredicted_h200.csv"),
+                "plans_heldout2"))
+# (stored before-run column, re-predicted column, quantity) of repredict_plans.py's CSV
+_REPRED_ERRORS = (("stored_err_pct", "repred_err_pct", "step time"),
+                  ("stored_err_allocated_pct", "repred_err_allocated_pct", "peak allocated"),
+                  ("stored_err_reserved_pct", "repred_err_reserved_pct", "peak reserved"))
 _GROUPS = (("gpu", "GPU-bound (traces/h200/)"), ("cpu", "CPU-bound (traces/h200/cpu_bound/)"),
            ("heldout", "CPU-bound, held out (traces/h200/cpu_bound_heldout/: captured after "
                        "the host model's inputs, informed nothing)"))
@@ -272,21 +278,31 @@ def step_time_section():
                  f"{path}`; the code is that of the commit that last wrote `{path}`): a "
                  "re-prediction after the fact, next to the stored before-run figures, which "
                  "section 1 keeps as they were.\n")
-        L.append(_table(["run", "measured ms", "stored before-run err %", "re-predicted err %"],
-                        [[r["run"], f"{float(r['meas_step_s']) * 1e3:.1f}",
-                          _pct(float(r["stored_err_pct"])), _pct(float(r["repred_err_pct"]))]
-                         for r in rep]) + "\n")
+        # the peaks' columns where the CSV has them (rows written before they were kept
+        # have none)
+        errs = [q for q in _REPRED_ERRORS if any(r.get(q[1]) not in (None, "") for r in rep)]
+        head = ["run", "measured ms"]
+        for _, _, what in errs:
+            head += [f"{what}: stored before-run err %", f"{what}: re-predicted err %"]
+        body = []
+        for r in rep:
+            row = [r["run"], f"{float(r['meas_step_s']) * 1e3:.1f}"]
+            for cols in errs:
+                row += [_pct(float(r[c])) if r.get(c) not in (None, "") else "-"
+                        for c in cols[:2]]
+            body.append(row)
+        L.append(_table(head, body) + "\n")
         srow = []
         for pol in sorted({r["policy"] for r in rep}) + ["all"]:
             sel = [r for r in rep if pol == "all" or r["policy"] == pol]
-            for col, name in (("stored_err_pct", "stored before-run"),
-                              ("repred_err_pct", "re-predicted")):
-                e = [abs(float(r[col])) for r in sel if r.get(col) not in (None, "")]
-                if e:
-                    srow.append([pol, name, len(e), f"{statistics.mean(e):.1f}",
-                                 f"{statistics.median(e):.1f}", f"{max(e):.1f}"])
-        L.append(_table(["policy", "prediction", "runs", "mean |err| %", "median |err| %",
-                         "max |err| %"], srow) + "\n")
+            for stored, repred, what in errs:
+                for col, name in ((stored, "stored before-run"), (repred, "re-predicted")):
+                    e = [abs(float(r[col])) for r in sel if r.get(col) not in (None, "")]
+                    if e:
+                        srow.append([pol, what, name, len(e), f"{statistics.mean(e):.1f}",
+                                     f"{statistics.median(e):.1f}", f"{max(e):.1f}"])
+        L.append(_table(["policy", "quantity", "prediction", "runs", "mean |err| %",
+                         "median |err| %", "max |err| %"], srow) + "\n")
     L.append("Replayed step times (section 5) are not predictions.\n")
     return L
 
