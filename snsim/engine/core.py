@@ -809,15 +809,6 @@ class Engine:
         wall = time.perf_counter()
         failure = None
         steps = self.p.steps
-        # the B step each Recompute serves: the next Compute in plan order
-        serves = {}
-        nxt = None
-        for i in range(len(self.plan.instructions) - 1, -1, -1):
-            ins = self.plan.instructions[i]
-            if type(ins) is Compute:
-                nxt = ins.step
-            elif type(ins) is Recompute:
-                serves[i] = nxt
         try:
             self._check_host_memory(0.0)
             if self.warmup is not None:
@@ -826,9 +817,9 @@ class Engine:
                 self._setup()
             self._setup_events, self._setup_trace = len(self.mem_events), len(self.alloc_trace)
             for _ in range(self.warmup_iterations):
-                self._iteration(steps, serves)
+                self._iteration(steps)
                 self._next_iteration()
-            self._iteration(steps, serves)
+            self._iteration(steps)
         except _Stop as stop:
             failure = stop.failure
         if self.check and failure is None and self.mem.peak_requested_bytes > self.budget:
@@ -836,9 +827,11 @@ class Engine:
                             f"the budget of {self.budget} B")
         return self._result(failure, time.perf_counter() - wall)
 
-    def _iteration(self, steps, serves):
+    def _iteration(self, steps):
         run_step, free, prefetch = self._run_step, self._free, self._prefetch
-        for i, ins in enumerate(self.plan.instructions):
+        instructions = self.plan.instructions
+        serves_until, serves = -1, None   # Recomputes before serves_until serve step serves
+        for i, ins in enumerate(instructions):
             kind = type(ins)
             self.ins_index = i
             if kind is Compute:
@@ -862,7 +855,14 @@ class Engine:
             elif kind is Evict:
                 self._evict(ins.tensor)
             elif kind is Recompute:
-                self.serving = serves[i]
+                if i >= serves_until:   # the B step it serves: the next Compute in plan order
+                    serves_until = i + 1
+                    while serves_until < len(instructions) \
+                            and type(instructions[serves_until]) is not Compute:
+                        serves_until += 1
+                    serves = (instructions[serves_until].step
+                              if serves_until < len(instructions) else None)
+                self.serving = serves
                 self._recompute(steps[ins.step])
             else:
                 raise PlanError(f"unknown plan instruction {ins!r}")
