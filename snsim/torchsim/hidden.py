@@ -241,6 +241,8 @@ def _grouped_index(exact):
         if sizes and len(sizes) < len(passes):
             continue
         n, _, h, w = call["x"]
+        if n * h * w <= 0:
+            continue
         feat = (math.log(call["groups"]), math.log(n * h * w), _transposed_bytes(call))
         for j, p in enumerate(passes):
             index.setdefault(_grouped_key(call, p), []).append(
@@ -281,6 +283,8 @@ def nearest_grouped(index, call, *, skip=None):
     neighbour. ``skip``: a probed signature to leave out (its rows are told apart by their
     features)."""
     n, _, h, w = call["x"]
+    if n * h * w <= 0:       # an empty input: no kernel runs
+        return [0] * len(_passes(call))
     feat = (math.log(call["groups"]), math.log(n * h * w), _transposed_bytes(call))
     out = []
     for p in _passes(call):
