@@ -265,9 +265,10 @@ def probed_grouped_workspaces(probe, sig):
     alternate 48.6 / 60.4 MB), so no table can be exact. A neighbour in the same family runs the same
     engine more often than any one formula holds: leaving each probed call out of
     configs/kernels/h200_conv_workspaces.json.gz in turn and predicting it from the rest
-    (workspaces of 8 MiB or more; ``scripts/grouped_workspace_loo.py``), the mean |error| is
-    17% forward, 18% backward-data, 22% backward-filter (within 5%: 82%, 79%, 63% of calls),
-    against 24%, 48% and 36% (70%, 66%, 47%) for :func:`modelled_conv_workspaces`.
+    (workspaces of 8 MiB or more; ``scripts/grouped_workspace_loo.py``; the table with 31k
+    grouped calls), the mean |error| is 11% forward, 6% backward-data, 13% backward-filter
+    (within 5%: 87%, 86%, 74% of calls), against 24%, 48% and 35% (72%, 67%, 48%) for
+    :func:`modelled_conv_workspaces`.
     None when the call is not a grouped convolution or a pass has no neighbour."""
     call = conv_call(sig)
     if probe is None or call is None or not 1 < call["groups"] < call["x"][1]:
