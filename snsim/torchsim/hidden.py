@@ -241,6 +241,8 @@ def _grouped_index(exact):
         if sizes and len(sizes) < len(passes):
             continue
         n, _, h, w = call["x"]
+        if n * h * w <= 0:
+            continue
         feat = (math.log(call["groups"]), math.log(n * h * w), _transposed_bytes(call))
         for j, p in enumerate(passes):
             index.setdefault(_grouped_key(call, p), []).append(
@@ -263,9 +265,10 @@ def probed_grouped_workspaces(probe, sig):
     alternate 48.6 / 60.4 MB), so no table can be exact. A neighbour in the same family runs the same
     engine more often than any one formula holds: leaving each probed call out of
     configs/kernels/h200_conv_workspaces.json.gz in turn and predicting it from the rest
-    (workspaces of 8 MiB or more; ``scripts/grouped_workspace_loo.py``), the mean |error| is
-    17% forward, 18% backward-data, 22% backward-filter (within 5%: 82%, 79%, 63% of calls),
-    against 24%, 48% and 36% (70%, 66%, 47%) for :func:`modelled_conv_workspaces`.
+    (workspaces of 8 MiB or more; ``scripts/grouped_workspace_loo.py``; the table with 31k
+    grouped calls), the mean |error| is 11% forward, 6% backward-data, 13% backward-filter
+    (within 5%: 87%, 86%, 74% of calls), against 24%, 48% and 35% (72%, 67%, 48%) for
+    :func:`modelled_conv_workspaces`.
     None when the call is not a grouped convolution or a pass has no neighbour."""
     call = conv_call(sig)
     if probe is None or call is None or not 1 < call["groups"] < call["x"][1]:
@@ -281,6 +284,8 @@ def nearest_grouped(index, call, *, skip=None):
     neighbour. ``skip``: a probed signature to leave out (its rows are told apart by their
     features)."""
     n, _, h, w = call["x"]
+    if n * h * w <= 0:       # an empty input: no kernel runs
+        return [0] * len(_passes(call))
     feat = (math.log(call["groups"]), math.log(n * h * w), _transposed_bytes(call))
     out = []
     for p in _passes(call):
