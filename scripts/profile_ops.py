@@ -13,7 +13,9 @@ its own per-event cost, ``profiler_event_s`` in the summary, timed on an empty o
 (:func:`snsim.kernel_table.family_of`), the phase (F forward and loss, B backward, U optimizer
 step), calls, GPU and host seconds per step, the slowest kernel's name and the kernel count;
 ``profile_summary.csv``: per configuration, the step time without the profiler, the GPU busy
-time per step, the host time in top-level aten ops per phase, the op count.
+time per step, the launching thread's wall time per phase without the profiler (``wall_F_s``
+...: the host's issue time while the launch queue has room), the host time in top-level aten
+ops per phase, the op count.
 A model with an input size other than its default is written ``model@size`` (``hf:gpt2@512``,
 ``torchvision:resnet50@3x160x160``).
 
@@ -110,6 +112,28 @@ def _profiler_event_s(torch, n=2000):
     return max(prof - bare, 0.0)
 
 
+class _PhaseClock:
+    """An instrument for :func:`snsim.torchsim.record.train_step` that notes when each phase
+    starts on the launching thread: the forward and loss (F) until ``before_backward``, the
+    backward (B) until ``loss.backward()`` returns, the optimizer (U) until the step ends.
+    While the GPU's launch queue has room these are the host's issue times."""
+
+    def __init__(self):
+        self.at = {}
+
+    def mark(self, label, phase, kind=""):
+        if label in ("<input>", "optimizer.step", "<end>"):
+            self.at[label] = time.perf_counter()
+
+    def before_backward(self, loss):
+        self.at["backward"] = time.perf_counter()
+
+    def walls(self):
+        a = self.at
+        return {"F": a["backward"] - a["<input>"], "B": a["optimizer.step"] - a["backward"],
+                "U": a["<end>"] - a["optimizer.step"]}
+
+
 def _phase_of(events):
     """``{id(evt): phase}`` of top-level ops ``events`` of whole steps, each step marked by a
     ``snsim_step`` range: the autograd engine runs a CUDA backward on its own thread (B);
@@ -164,6 +188,13 @@ def profile_one(text, batch, optimizer, impl, amp, *, steps, device, out_dir):
         train_step(net, opt, x, y, **kw)
         sync()
         wall.append(time.perf_counter() - t0)
+    phase_walls = {"F": [], "B": [], "U": []}
+    for _ in range(5):     # the launching thread's time per phase, without the profiler
+        clock = _PhaseClock()
+        train_step(net, opt, x, y, inst=clock, **kw)
+        sync()
+        for ph, v in clock.walls().items():
+            phase_walls[ph].append(v)
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with profile(activities=acts, record_shapes=True) as prof:
         for _ in range(steps):
@@ -217,7 +248,9 @@ def profile_one(text, batch, optimizer, impl, amp, *, steps, device, out_dir):
         torch.cuda.empty_cache()
     return {"config": name, "model": text, "batch": batch, "optimizer": optimizer,
             "impl": impl, "amp": amp, "step_s": statistics.median(wall),
-            "gpu_busy_s": gpu, **{f"host_{ph}_s": host[ph] for ph in "FBU"},
+            "gpu_busy_s": gpu,
+            **{f"wall_{ph}_s": statistics.median(phase_walls[ph]) for ph in "FBU"},
+            **{f"host_{ph}_s": host[ph] for ph in "FBU"},
             **{f"ops_{ph}": calls[ph] for ph in "FBU"}, "profiler_event_s": event_s,
             "ops": len(rows), "torch": torch.__version__,
             "cudnn": torch.backends.cudnn.version() if device == "cuda" else ""}
