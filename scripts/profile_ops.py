@@ -153,11 +153,15 @@ def _phase_of(events):
     return out
 
 
-def profile_one(text, batch, optimizer, impl, amp, *, steps, device, out_dir):
+def profile_one(text, batch, optimizer, impl, amp, *, steps, device, out_dir, walls=None):
+    """Profile one configuration; with ``walls=None`` only time it without the profiler
+    (returns the step and phase walls), else profile it and return its summary row with
+    ``walls`` (the timing pass's) in it. The walls are taken in a pass before any profiling:
+    after a CUDA profile the process stays slower (Kineto leaves CUPTI attached unless
+    ``TEARDOWN_CUPTI=1``: pytorch/pytorch#144455; the host walls of this script's later
+    configurations on the H200 read up to 1.8x its first's for the same forward)."""
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
-    from snsim.kernel_table import family_of, load_kernel_table
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.models import resolve_model
     from snsim.torchsim.predict import infer_num_classes_of
@@ -182,6 +186,9 @@ def profile_one(text, batch, optimizer, impl, amp, *, steps, device, out_dir):
     for _ in range(3):
         train_step(net, opt, x, y, **kw)
     sync()
+    if walls is not None:
+        return _profile(net, opt, x, y, kw, spec, setup, batch, text, optimizer, impl, amp,
+                        steps=steps, device=device, out_dir=out_dir, walls=walls, sync=sync)
     wall = []
     for _ in range(5):     # step time without the profiler
         t0 = time.perf_counter()
@@ -195,6 +202,20 @@ def profile_one(text, batch, optimizer, impl, amp, *, steps, device, out_dir):
         sync()
         for ph, v in clock.walls().items():
             phase_walls[ph].append(v)
+    del net, opt, x, y
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return {"step_s": statistics.median(wall),
+            **{f"wall_{ph}_s": statistics.median(phase_walls[ph]) for ph in "FBU"}}
+
+
+def _profile(net, opt, x, y, kw, spec, setup, batch, text, optimizer, impl, amp, *, steps,
+             device, out_dir, walls, sync):
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from snsim.kernel_table import family_of, load_kernel_table
+    from snsim.torchsim.record import train_step
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with profile(activities=acts, record_shapes=True) as prof:
         for _ in range(steps):
@@ -247,9 +268,8 @@ def profile_one(text, batch, optimizer, impl, amp, *, steps, device, out_dir):
     if device == "cuda":
         torch.cuda.empty_cache()
     return {"config": name, "model": text, "batch": batch, "optimizer": optimizer,
-            "impl": impl, "amp": amp, "step_s": statistics.median(wall),
-            "gpu_busy_s": gpu,
-            **{f"wall_{ph}_s": statistics.median(phase_walls[ph]) for ph in "FBU"},
+            "impl": impl, "amp": amp, "step_s": walls["step_s"],
+            "gpu_busy_s": gpu, **{f"wall_{ph}_s": walls[f"wall_{ph}_s"] for ph in "FBU"},
             **{f"host_{ph}_s": host[ph] for ph in "FBU"},
             **{f"ops_{ph}": calls[ph] for ph in "FBU"}, "profiler_event_s": event_s,
             "ops": len(rows), "torch": torch.__version__,
@@ -274,19 +294,30 @@ def main(argv=None):
     Path(args.out).mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     summary = []
-    for cfg in args.configs.split(","):
-        if time.perf_counter() - t0 > args.deadline_s:
-            print(f"profile_ops: out of time before {cfg}", file=sys.stderr)
-            break
-        parts = cfg.rsplit(":", 4)
-        if len(parts) != 5:
+    configs = args.configs.split(",")
+    for cfg in configs:
+        if len(cfg.rsplit(":", 4)) != 5:
             print(f"profile_ops: --configs entry {cfg!r}: needs model:batch:optimizer:impl:amp",
                   file=sys.stderr)
             return 2
-        text, batch, opt, impl, amp = parts
+    timed = {}
+    for cfg in configs:      # every configuration's walls before any profile (profile_one)
+        text, batch, opt, impl, amp = cfg.rsplit(":", 4)
+        try:
+            timed[cfg] = profile_one(text, int(batch), opt, impl, amp, steps=args.steps,
+                                     device=args.device, out_dir=args.out)
+        except Exception as e:     # one configuration failing leaves the others
+            print(f"profile_ops: {cfg}: {type(e).__name__}: {e}", file=sys.stderr)
+    for cfg in configs:
+        if cfg not in timed:
+            continue
+        if time.perf_counter() - t0 > args.deadline_s:
+            print(f"profile_ops: out of time before {cfg}", file=sys.stderr)
+            break
+        text, batch, opt, impl, amp = cfg.rsplit(":", 4)
         try:
             r = profile_one(text, int(batch), opt, impl, amp, steps=args.steps,
-                            device=args.device, out_dir=args.out)
+                            device=args.device, out_dir=args.out, walls=timed[cfg])
         except Exception as e:     # one configuration failing leaves the others
             print(f"profile_ops: {cfg}: {type(e).__name__}: {e}", file=sys.stderr)
             continue
