@@ -443,12 +443,7 @@ class Calibrator:
                 self.skipped[key] = self.skipped.get(key, 0) + 1
 
     # -- batch norm, over channels x spatial size x batch ----------------------------------------
-    # from 16 channels: ATen's native batch norm (bf16 autocast) reduces each channel in
-    # its own blocks, so a layer of few channels on a large map (MobileNetV3's 16 and 24 at
-    # 112x112 and 56x56) runs at a fraction of the bandwidth of a 32-channel one of the same
-    # bytes: measured 2.1x the time interpolated from the 32-channel rows (traces/h200/
-    # profile_host, mobilenet_v3_large b128 bf16)
-    BN_CHANNELS = (16, 24, 32, 48, 64, 128, 256, 512, 1024, 2048)
+    BN_CHANNELS = (32, 64, 128, 256, 512, 1024, 2048)
     BN_SIDES = (7, 14, 28, 56, 112, 149)
     BN_BATCHES = (16, 64, 256)
 
