@@ -48,36 +48,44 @@ def main(argv=None):
     from snsim.torchsim.predict import record_fake
 
     setup = TrainSetup(args.optimizer, args.impl, args.amp)
-    spec = resolve_model(args.model)
+    text, _, size = args.model.partition("@")
+    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
+                         else None)
     name = f"{spec.name}_b{args.batch}{setup.slug}"
     cached = Path(args.cache) / f"{name}.pkl" if args.cache else None
+    got = ()
     if cached is not None and cached.exists():
         with open(cached, "rb") as f:
-            ops, marks, host_sids = pickle.load(f)
-    else:
+            got = pickle.load(f)
+    if len(got) == 4:
+        ops, marks, host_sids, nested = got
+    else:       # none, or a recording from before nested ops were kept
         rec = record_fake(spec, args.batch, setup)["rec"]
-        ops, marks, host_sids = rec.ops, rec.marks, set(rec.excluded)
+        ops, marks, host_sids, nested = rec.ops, rec.marks, set(rec.excluded), rec.nested_ops
         if cached is not None:
             cached.parent.mkdir(parents=True, exist_ok=True)
             with open(cached, "wb") as f:
-                pickle.dump((ops, marks, host_sids), f)
+                pickle.dump((ops, marks, host_sids, nested), f)
     hw = load_hardware(args.gpu)
     table = load_kernel_table(args.table or args.gpu)
     if table is None:
         print(f"no kernel table for {args.table or args.gpu}", file=sys.stderr)
         return 2
     rep = {}
-    op_times_s(ops, hw, marks, table=table, report=rep, host_sids=host_sids)
+    op_times_s(ops, hw, marks, table=table, report=rep, host_sids=host_sids,
+               host_nested=nested)
     syncs = [i for i, op in enumerate(ops)
              if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
-    host = host_issue_s(ops, marks, table, load_host_costs(hw.name), syncs)
+    host = host_issue_s(ops, marks, table, load_host_costs(hw.name), syncs, nested=nested)
     last = max(m[3] for m in marks)
     agg = collections.defaultdict(lambda: {"gpu_s": 0.0, "host_s": 0.0, "n": 0, "d": []})
     by_family = collections.Counter()
+    host_by = collections.Counter()     # (phase, family) -> modelled host seconds
     for i, op in enumerate(ops):
         if op[0] < 0 or marks[op[0]][3] != last or op[1] in NO_KERNEL_OPS:
             continue
         fam, kw = _table_args(op)
+        host_by[(marks[op[0]][1], fam)] += host[i]
         t, src = _table_time(table, op)
         near = None
         if t is None:
@@ -130,7 +138,43 @@ def main(argv=None):
             print(f"{fam:<36} {p:8.3f} {m:8.3f} {e}")
         print(f"{'total':<36} {sum(by_family.values()) * 1e3:8.3f} "
               f"{sum(meas.values()) * 1e3:8.3f}")
+        _host_vs_profile(args.profile, name, host_by)
     return 0
+
+
+def _host_vs_profile(path, name, host_by, top=12):
+    """Modelled host seconds per phase (and its largest families) beside a profiled step's:
+    the launching thread's wall time per phase without the profiler (``wall_*_s`` of
+    ``profile_summary.csv``), and the time inside top-level aten ops under it
+    (``host_s_per_step`` of ``profile_ops.csv``, less the profiler's own cost per event)."""
+    meas = collections.Counter()
+    calls = collections.Counter()
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["config"] == name and r.get("phase"):
+                meas[(r["phase"], r["family"])] += float(r["host_s_per_step"])
+                calls[(r["phase"], r["family"])] += float(r["calls_per_step"])
+    if not meas:
+        return
+    summary = {}
+    spath = Path(path).with_name("profile_summary.csv")
+    if spath.exists():
+        with open(spath, newline="") as f:
+            summary = next((r for r in csv.DictReader(f) if r["config"] == name), {})
+    ev = float(summary.get("profiler_event_s", 0) or 0)
+    print(f"\nhost ms by phase: modelled / measured wall / measured in aten ops (profiler "
+          f"cost {ev * 1e6:.2f} us per op taken off)")
+    for ph in "FBU":
+        model = sum(v for (p, _), v in host_by.items() if p == ph)
+        inside = sum(v - ev * calls[k] for k, v in meas.items() if k[0] == ph)
+        wall = float(summary.get(f"wall_{ph}_s", "nan") or "nan")
+        print(f"  {ph}: {model * 1e3:8.3f} {wall * 1e3:8.3f} {inside * 1e3:8.3f}")
+        fams = sorted({f for p, f in list(host_by) + list(meas) if p == ph},
+                      key=lambda f: -max(host_by[(ph, f)], meas[(ph, f)]))[:top]
+        for fam in fams:
+            k = (ph, fam)
+            print(f"     {fam:<34} {host_by[k] * 1e3:8.3f} {'':>8} "
+                  f"{(meas[k] - ev * calls[k]) * 1e3:8.3f}  ({calls[k]:.0f} calls)")
 
 
 if __name__ == "__main__":

@@ -5,10 +5,19 @@ For each configuration: the model is built as ``snsim capture`` builds it, warme
 ``--steps`` training steps (as ``snsim.torchsim.record.train_step`` runs them: autocast,
 GradScaler, the optimizer) are profiled with CPU and CUDA activities and input shapes. Every
 top-level aten op (no aten op above it: a module's call, or an autograd node's) gets the GPU
-time of the kernels it and the ops below it launched. ``profile_ops.csv``: per configuration,
-op and input shapes, its family (:func:`snsim.kernel_table.family_of`), calls and GPU seconds
-per step, the slowest kernel's name and the kernel count; ``profile_summary.csv``: per
-configuration, the step time without the profiler, the GPU busy time per step, the op count.
+time of the kernels it and the ops below it launched, and the host time of its call (the
+launching thread's wall time inside the op, the ops below it included: the issue cost of that
+op in a real step, to set beside the kernel table's tight-loop ``host_s``; the profiler adds
+its own per-event cost, ``profiler_event_s`` in the summary, timed on an empty op).
+``profile_ops.csv``: per configuration, op and input shapes, its family
+(:func:`snsim.kernel_table.family_of`), the phase (F forward and loss, B backward, U optimizer
+step), calls, GPU and host seconds per step, the slowest kernel's name and the kernel count;
+``profile_summary.csv``: per configuration, the step time without the profiler, the GPU busy
+time per step, the launching thread's wall time per phase without the profiler (``wall_F_s``
+...: the host's issue time while the launch queue has room), the host time in top-level aten
+ops per phase, the op count.
+A model with an input size other than its default is written ``model@size`` (``hf:gpt2@512``,
+``torchvision:resnet50@3x160x160``).
 
     # on the GPU (about 15 s per configuration):
     OUT=dir PYTHONPATH=. python3 scripts/profile_ops.py --out "$OUT"
@@ -87,18 +96,81 @@ def _kernels(evt, out):
     return out
 
 
-def profile_one(text, batch, optimizer, impl, amp, *, steps, device, out_dir):
-    import torch
+def _profiler_event_s(torch, n=2000):
+    """Host seconds the profiler adds per recorded op: an empty op (``aten::empty`` of no
+    elements) timed under the profiler and without it."""
     from torch.profiler import ProfilerActivity, profile
 
-    from snsim.kernel_table import family_of, load_kernel_table
+    def loop():
+        t0 = time.perf_counter()
+        for _ in range(n):
+            torch.empty(0)
+        return (time.perf_counter() - t0) / n
+    bare = min(loop() for _ in range(3))
+    with profile(activities=[ProfilerActivity.CPU]):
+        prof = min(loop() for _ in range(3))
+    return max(prof - bare, 0.0)
+
+
+class _PhaseClock:
+    """An instrument for :func:`snsim.torchsim.record.train_step` that notes when each phase
+    starts on the launching thread: the forward and loss (F) until ``before_backward``, the
+    backward (B) until ``loss.backward()`` returns, the optimizer (U) until the step ends.
+    While the GPU's launch queue has room these are the host's issue times."""
+
+    def __init__(self):
+        self.at = {}
+
+    def mark(self, label, phase, kind=""):
+        if label in ("<input>", "optimizer.step", "<end>"):
+            self.at[label] = time.perf_counter()
+
+    def before_backward(self, loss):
+        self.at["backward"] = time.perf_counter()
+
+    def walls(self):
+        a = self.at
+        return {"F": a["backward"] - a["<input>"], "B": a["optimizer.step"] - a["backward"],
+                "U": a["<end>"] - a["optimizer.step"]}
+
+
+def _phase_of(events):
+    """``{id(evt): phase}`` of top-level ops ``events`` of whole steps, each step marked by a
+    ``snsim_step`` range: the autograd engine runs a CUDA backward on its own thread (B);
+    the launching thread's ops before the step's first backward op are the forward and loss
+    (F), those after its last the optimizer step (U)."""
+    steps = sorted((e.time_range.start, e.time_range.end) for e in events
+                   if e.name == "snsim_step")
+    main = next((e.thread for e in events if e.name == "snsim_step"), None)
+    out = {}
+    for lo, hi in steps:
+        mine = [e for e in events if _top_level(e) and lo <= e.time_range.start <= hi]
+        bwd = [e.time_range.start for e in mine if e.thread != main]
+        b0, b1 = (min(bwd), max(bwd)) if bwd else (hi, hi)
+        for e in mine:
+            out[id(e)] = ("B" if e.thread != main else "F" if e.time_range.start < b0
+                          else "U" if e.time_range.start > b1 else "B")
+    return out
+
+
+def profile_one(text, batch, optimizer, impl, amp, *, steps, device, out_dir, walls=None):
+    """Profile one configuration; with ``walls=None`` only time it without the profiler
+    (returns the step and phase walls), else profile it and return its summary row with
+    ``walls`` (the timing pass's) in it. The walls are taken in a pass before any profiling:
+    after a CUDA profile the process stays slower (Kineto leaves CUPTI attached unless
+    ``TEARDOWN_CUPTI=1``: pytorch/pytorch#144455; the host walls of this script's later
+    configurations on the H200 read up to 1.8x its first's for the same forward)."""
+    import torch
+
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.models import resolve_model
     from snsim.torchsim.predict import infer_num_classes_of
     from snsim.torchsim.record import train_step
 
     setup = TrainSetup(optimizer, impl, None if amp == "none" else amp)
-    spec = resolve_model(text)
+    text, _, size = text.partition("@")
+    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
+                         else None)
     dev = torch.device(device)
     net = spec.build().train().to(dev)
     x = spec.make_input(batch, dev)
@@ -114,53 +186,93 @@ def profile_one(text, batch, optimizer, impl, amp, *, steps, device, out_dir):
     for _ in range(3):
         train_step(net, opt, x, y, **kw)
     sync()
+    if walls is not None:
+        return _profile(net, opt, x, y, kw, spec, setup, batch, text, optimizer, impl, amp,
+                        steps=steps, device=device, out_dir=out_dir, walls=walls, sync=sync)
     wall = []
     for _ in range(5):     # step time without the profiler
         t0 = time.perf_counter()
         train_step(net, opt, x, y, **kw)
         sync()
         wall.append(time.perf_counter() - t0)
+    phase_walls = {"F": [], "B": [], "U": []}
+    for _ in range(5):     # the launching thread's time per phase, without the profiler
+        clock = _PhaseClock()
+        train_step(net, opt, x, y, inst=clock, **kw)
+        sync()
+        for ph, v in clock.walls().items():
+            phase_walls[ph].append(v)
+    del net, opt, x, y
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return {"step_s": statistics.median(wall),
+            **{f"wall_{ph}_s": statistics.median(phase_walls[ph]) for ph in "FBU"}}
+
+
+def _profile(net, opt, x, y, kw, spec, setup, batch, text, optimizer, impl, amp, *, steps,
+             device, out_dir, walls, sync):
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from snsim.kernel_table import family_of, load_kernel_table
+    from snsim.torchsim.record import train_step
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with profile(activities=acts, record_shapes=True) as prof:
         for _ in range(steps):
-            train_step(net, opt, x, y, **kw)
+            with torch.profiler.record_function("snsim_step"):
+                train_step(net, opt, x, y, **kw)
         sync()
+    events = prof.events()
+    phase = _phase_of(events)
     table = load_kernel_table("h200")
     known = set(table.families()) if table is not None else set()
     rows = {}
-    for evt in prof.events():
-        if not _top_level(evt):
+    for evt in events:
+        if not _top_level(evt) or id(evt) not in phase:
             continue
         chain = _chain(evt)
         fam = next((family_of(n) for n in chain if family_of(n) in known), family_of(chain[0]))
         shapes = str(evt.input_shapes)
-        key = (">".join(chain), shapes)
+        key = (">".join(chain), shapes, phase[id(evt)])
         r = rows.setdefault(key, {"op": key[0], "family": fam, "shapes": shapes,
-                                  "calls": 0, "gpu_s": 0.0, "kernels": {}})
+                                  "phase": key[2], "calls": 0, "gpu_s": 0.0, "host_s": 0.0,
+                                  "kernels": {}})
         r["calls"] += 1
         r["gpu_s"] += _gpu_us(evt) * 1e-6
+        r["host_s"] += evt.time_range.elapsed_us() * 1e-6
         _kernels(evt, r["kernels"])
     name = f"{spec.name}_b{batch}{setup.slug}"
     path = Path(out_dir) / "profile_ops.csv"
     new = not path.exists()
     with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["config", "op", "family", "shapes", "calls_per_step",
-                                          "gpu_s_per_step", "top_kernel", "kernels"])
+        w = csv.DictWriter(f, fieldnames=["config", "op", "family", "shapes", "phase",
+                                          "calls_per_step", "gpu_s_per_step",
+                                          "host_s_per_step", "top_kernel", "kernels"])
         if new:
             w.writeheader()
         for r in sorted(rows.values(), key=lambda r: -r["gpu_s"]):
             ks = sorted(r["kernels"].items(), key=lambda kv: -kv[1])
             w.writerow({"config": name, "op": r["op"], "family": r["family"],
-                        "shapes": r["shapes"], "calls_per_step": r["calls"] / steps,
+                        "shapes": r["shapes"], "phase": r["phase"],
+                        "calls_per_step": r["calls"] / steps,
                         "gpu_s_per_step": r["gpu_s"] / steps,
+                        "host_s_per_step": r["host_s"] / steps,
                         "top_kernel": ks[0][0][:160] if ks else "", "kernels": len(ks)})
     gpu = sum(r["gpu_s"] for r in rows.values()) / steps
+    host = {ph: sum(r["host_s"] for r in rows.values() if r["phase"] == ph) / steps
+            for ph in "FBU"}
+    calls = {ph: sum(r["calls"] for r in rows.values() if r["phase"] == ph) / steps
+             for ph in "FBU"}
+    event_s = _profiler_event_s(torch)
     del net, opt, x, y, prof
     if device == "cuda":
         torch.cuda.empty_cache()
     return {"config": name, "model": text, "batch": batch, "optimizer": optimizer,
-            "impl": impl, "amp": amp, "step_s": statistics.median(wall),
-            "gpu_busy_s": gpu, "ops": len(rows), "torch": torch.__version__,
+            "impl": impl, "amp": amp, "step_s": walls["step_s"],
+            "gpu_busy_s": gpu, **{f"wall_{ph}_s": walls[f"wall_{ph}_s"] for ph in "FBU"},
+            **{f"host_{ph}_s": host[ph] for ph in "FBU"},
+            **{f"ops_{ph}": calls[ph] for ph in "FBU"}, "profiler_event_s": event_s,
+            "ops": len(rows), "torch": torch.__version__,
             "cudnn": torch.backends.cudnn.version() if device == "cuda" else ""}
 
 
@@ -182,19 +294,30 @@ def main(argv=None):
     Path(args.out).mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     summary = []
-    for cfg in args.configs.split(","):
-        if time.perf_counter() - t0 > args.deadline_s:
-            print(f"profile_ops: out of time before {cfg}", file=sys.stderr)
-            break
-        parts = cfg.rsplit(":", 4)
-        if len(parts) != 5:
+    configs = args.configs.split(",")
+    for cfg in configs:
+        if len(cfg.rsplit(":", 4)) != 5:
             print(f"profile_ops: --configs entry {cfg!r}: needs model:batch:optimizer:impl:amp",
                   file=sys.stderr)
             return 2
-        text, batch, opt, impl, amp = parts
+    timed = {}
+    for cfg in configs:      # every configuration's walls before any profile (profile_one)
+        text, batch, opt, impl, amp = cfg.rsplit(":", 4)
+        try:
+            timed[cfg] = profile_one(text, int(batch), opt, impl, amp, steps=args.steps,
+                                     device=args.device, out_dir=args.out)
+        except Exception as e:     # one configuration failing leaves the others
+            print(f"profile_ops: {cfg}: {type(e).__name__}: {e}", file=sys.stderr)
+    for cfg in configs:
+        if cfg not in timed:
+            continue
+        if time.perf_counter() - t0 > args.deadline_s:
+            print(f"profile_ops: out of time before {cfg}", file=sys.stderr)
+            break
+        text, batch, opt, impl, amp = cfg.rsplit(":", 4)
         try:
             r = profile_one(text, int(batch), opt, impl, amp, steps=args.steps,
-                            device=args.device, out_dir=args.out)
+                            device=args.device, out_dir=args.out, walls=timed[cfg])
         except Exception as e:     # one configuration failing leaves the others
             print(f"profile_ops: {cfg}: {type(e).__name__}: {e}", file=sys.stderr)
             continue

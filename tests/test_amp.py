@@ -152,6 +152,26 @@ def test_weight_cast_is_cached_per_region():
     assert len(casts) == 6
 
 
+def test_autocast_casts_are_recorded_as_nested_ops(mlp):
+    """The casts autocast issues inside a Linear's call are marked as issued from C++ (the
+    host model charges them no Python-level cost); the model's own ops are not."""
+    from snsim.torchsim.predict import record_fake, resolve_model
+    rec = record_fake(resolve_model(mlp), 4, TrainSetup("sgd-momentum", "foreach", "bf16"),
+                      iterations=1)["rec"]
+    from snsim.kernel_table import NO_KERNEL_OPS
+    nested = {rec.ops[i][1] for i in rec.nested_ops} - NO_KERNEL_OPS
+    fwd = [i for i, op in enumerate(rec.ops) if op[0] >= 0 and rec.marks[op[0]][1] == "F"]
+    # forward: two Linears, each casting its input, weight and bias to bf16 (6 casts); the
+    # loss's fp32 casts (nll_loss's input) are autocast's too
+    assert nested == {"_to_copy"}
+    assert sum(i in rec.nested_ops for i in fwd) >= 6
+    assert not any(rec.ops[i][1] in ("addmm", "relu", "relu_") for i in rec.nested_ops)
+    # backward's casts back to fp32 are autograd nodes' ops (ToCopyBackward0), not nested
+    bwd = [i for i, op in enumerate(rec.ops) if op[0] >= 0 and rec.marks[op[0]][1] == "B"]
+    assert any(rec.ops[i][1] == "_to_copy" for i in bwd)
+    assert not any(i in rec.nested_ops for i in bwd)
+
+
 def test_fp16_grad_scaler_buffers_and_kernels(mlp):
     from snsim.torchsim.predict import record_fake, resolve_model
     spec = resolve_model(mlp)

@@ -98,3 +98,33 @@ def test_calibrate_command_needs_a_gpu_or_cpu_flag(capsys):
         pytest.skip("a GPU is present")
     assert main(["calibrate", "--out", "/nonexistent/x.csv.gz"]) == 2
     assert "CUDA GPU and none is visible" in capsys.readouterr().err
+
+
+def test_backward_rows_time_the_nodes_aten_call_alone():
+    """Layer norm's backward row times ``native_layer_norm_backward`` called directly: the op
+    the node runs inside a real backward, without ``torch.autograd.grad``'s graph task (whose
+    setup and device-thread hand-off had been read as the op's host cost)."""
+    import torch.nn.functional as F
+
+    from snsim.torchsim.calibrate import _node_call
+    x = torch.randn(8, 16, requires_grad=True)
+    w, b = torch.ones(16, requires_grad=True), torch.zeros(16, requires_grad=True)
+    out = F.layer_norm(x, (16,), w, b)
+    dout = torch.randn_like(out)
+    call = _node_call(torch, lambda: torch.autograd.grad(out, (x, w, b), dout,
+                                                         retain_graph=True),
+                      "native_layer_norm_backward")
+    seen = []
+
+    class Names(torch.utils._python_dispatch.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func._overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+    with Names():
+        got = call()
+    assert seen == ["native_layer_norm_backward"]     # one aten call, no autograd engine
+    want = torch.autograd.grad(out, (x, w, b), dout, retain_graph=True)
+    assert all(torch.allclose(g, e) for g, e in zip(got, want))
+    with pytest.raises(RuntimeError, match="no convolution_backward call"):
+        _node_call(torch, lambda: torch.autograd.grad(out, (x,), dout, retain_graph=True),
+                   "convolution_backward")

@@ -89,6 +89,22 @@ def test_issue_cost_follows_the_shape_it_was_measured_at():
     assert small == pytest.approx(15e-6, rel=0.05) and big == pytest.approx(60e-6, rel=0.05)
 
 
+def test_nested_casts_take_the_factor_of_cpp_issued_ops():
+    # autocast's casts are issued from C++ inside the op they feed: the backward's factor
+    # (ops the autograd engine issues), not the forward's (Python module code around the calls)
+    tab = _table((("relu_", 2 * US, 12 * US), ("clone", 2 * US, 6 * US)))
+    costs = dict(NO_EXTRA, module_call_s=1 * US, scale={"F": 2.0, "B": 1.5})
+    ops = [(0, "_to_copy", (0,), (1,), 0, 1000), (0, "_to_copy", (2,), (3,), 0, 1000),
+           (0, "relu_", (1,), (), 0, 1000)]
+    marks = [("lin", "F", "Linear", 0)]
+    # the module call (1 µs) entered before the first cast keeps the forward's factor: 1·2 +
+    # 6·1.5; the second cast 6·1.5; the relu_ (issued from Python) 12·2
+    got = host_issue_s(ops, marks, tab, costs, nested={0, 1})
+    assert got == pytest.approx([11 * US, 9 * US, 24 * US])
+    # not marked nested (a user's own .to() in forward): the forward's factor, (1 + 6)·2, 6·2
+    assert host_issue_s(ops, marks, tab, costs) == pytest.approx([14 * US, 12 * US, 24 * US])
+
+
 def test_h200_host_costs_are_the_probe_figures():
     # configs/kernels/h200_host_costs.csv (scripts/steptime_probe.py host on the H200):
     # nn.ReLU 7.9814 µs - F.relu 6.6548 µs; AddBackward0 chain 4.4124 µs per node; leaf chain

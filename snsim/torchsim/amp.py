@@ -269,10 +269,23 @@ class _CastCache:
                 and t.is_leaf and not t._is_view()):
             hit = self.casts.get(id(t))
             if hit is None or hit[0] is not t:
-                hit = (t, t.to(dtype))
+                hit = (t, _nested_cast(t, dtype))
                 self.casts[id(t)] = hit
             return hit[1]
-        return t.to(dtype)
+        return _nested_cast(t, dtype)
+
+
+def _nested_cast(t, dtype):
+    """``t.to(dtype)`` as autocast issues it: from C++, inside the call of the op it casts for;
+    the ops it records are marked so (:attr:`snsim.torchsim.record.Recorder.nested_ops`), as
+    the host model charges them no Python-level cost."""
+    from .record import active_recorder
+    rec = active_recorder()
+    n0 = len(rec.ops) if rec is not None else 0
+    out = t.to(dtype)
+    if rec is not None:
+        rec.nested_ops.update(range(n0, len(rec.ops)))
+    return out
 
 
 def _cast_all(value, fn):

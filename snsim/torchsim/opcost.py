@@ -162,7 +162,7 @@ def plan_host_s(mechanism, phase, count, costs):
                      f"(known: {', '.join(PLAN_HOST_MECHANISMS)})")
 
 
-def host_issue_s(ops, marks, table, costs, syncs=(), events=()):
+def host_issue_s(ops, marks, table, costs, syncs=(), events=(), nested=()):
     """Host seconds the launching thread spends before each op can start, from first
     principles: the op's own aten call at its shape (:meth:`KernelTable.issue_s`), plus, charged
     when the recording enters it, every module call (``module_call_s``; a mark whose kind is a
@@ -176,7 +176,12 @@ def host_issue_s(ops, marks, table, costs, syncs=(), events=()):
     Ops that open no mark of their own cost their aten call alone: the autograd engine's
     gradient sums (``InputBuffer::accumulate``, C++) and autocast's forward casts (issued by the
     Autocast dispatch key inside the call of the op they cast for; a fifth of an amp step's
-    kernels). A ``.item()`` read (op index in ``syncs``) costs a scalar pageable copy's issue
+    kernels). Those casts (op indexes in ``nested``:
+    :attr:`snsim.torchsim.record.Recorder.nested_ops`) are issued from C++, no Python between
+    them and the op they feed, so the forward's factor -- what a real forward's Python (module
+    code, its calls into torch) adds to the tight-loop costs -- does not apply; they take the
+    backward's, the factor of ops that C++ (the autograd engine) issues in a real network.
+    A ``.item()`` read (op index in ``syncs``) costs a scalar pageable copy's issue
     (``copy_d2h_pageable``); :func:`snsim.kernel_table.host_stream` makes it wait for the GPU.
 
     ``events`` (:attr:`snsim.torchsim.record.Recorder.host_events`) is the host work of memory
@@ -185,11 +190,12 @@ def host_issue_s(ops, marks, table, costs, syncs=(), events=()):
     after it."""
     out = [0.0] * len(ops)
     syncs = set(syncs)
+    nested = set(nested)
     seen = -1
     scale = costs.get("scale", {})
     memo = {}
     for i, op in enumerate(ops):
-        h = 0.0
+        h = 0.0       # the marks entered: module calls, autograd nodes
         if op[0] > seen:
             for m in marks[seen + 1:op[0] + 1]:
                 if m[2] and "@" not in m[2]:
@@ -198,16 +204,18 @@ def host_issue_s(ops, marks, table, costs, syncs=(), events=()):
                     h += costs.get("accumulate_grad_s" if m[2].startswith("AccumulateGrad")
                                    else "autograd_node_s", 0.0)
             seen = op[0]
+        own = 0.0     # the op's own aten call
         if op[1] not in NO_KERNEL_OPS and op[1] not in COPY_WAIT_OPS:
-            h += _issue_s(table, op, memo)
+            own = _issue_s(table, op, memo)
         elif i in syncs:
-            h += table.aten_host.get("copy_d2h_pageable", 0.0)
+            own = table.aten_host.get("copy_d2h_pageable", 0.0)
         if op[0] >= 0:
             m = marks[op[0]]
             phase = "F" if m[1] == "B" and str(m[0]).startswith("recompute:") else m[1]
         else:
             phase = "F"
-        out[i] = h * scale.get(phase, 1.0)
+        f = scale.get(phase, 1.0)
+        out[i] = h * f + own * (scale.get("B", 1.0) if i in nested else f)
     for at, mechanism, phase, count in events:
         if ops:
             out[min(at, len(ops) - 1)] += plan_host_s(mechanism, phase, count, costs)
@@ -215,7 +223,8 @@ def host_issue_s(ops, marks, table, costs, syncs=(), events=()):
 
 
 def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
-               host_costs=None, host_sids=frozenset(), host_events=()):
+               host_costs=None, host_sids=frozenset(), host_events=(),
+               host_nested=frozenset()):
     """Modelled time of every recorded op ``(mark, name, reads, news, flops, bytes[, sig])``.
 
     Parameters
@@ -238,6 +247,8 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         ``.item()`` of one does not wait for the GPU.
     host_events : list of (int, str, str, int)
         The recording's plan host work (:func:`host_issue_s`).
+    host_nested : set of int
+        Ops issued from C++ inside another op's call (autocast's casts): :func:`host_issue_s`.
     report : dict, optional
         Filled with the seconds of the last iteration by source (``table``, ``fitted``,
         ``proxy``, ``roofline``), ``gpu_s``, ``host_s`` and ``wait_s`` (the GPU idle for the
@@ -266,7 +277,7 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         # read without the GPU
         syncs = [i for i, op in enumerate(ops)
                  if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
-        host_s = host_issue_s(ops, marks, table, costs, syncs, host_events)
+        host_s = host_issue_s(ops, marks, table, costs, syncs, host_events, host_nested)
         iters = [marks[op[0]][3] if op[0] >= 0 else -1 for op in ops]
         # a pageable copy holds the launching thread until its data has moved
         blocking = [op[1] in HOST_COPY_OPS and not HOST_COPY_OPS[op[1]][1] for op in ops]

@@ -133,6 +133,9 @@ class Recorder:
     host_events : list of (op index, mechanism, phase, count)
         Host work a memory plan adds that is no aten op (:meth:`host_event`): before op
         ``op index`` is issued, ``count`` units of ``mechanism`` in phase ``phase``.
+    nested_ops : set of op indexes
+        Ops the dispatcher issued from C++ inside another op's call, no Python between them:
+        autocast's casts (:func:`snsim.torchsim.amp._nested_cast`).
     """
 
     def __init__(self, *, device_type, track_pointers=False):
@@ -145,6 +148,7 @@ class Recorder:
         self.ops = []
         self.saved = set()
         self.host_events = []
+        self.nested_ops = set()      # op indexes issued from C++ inside another op's call
         self.excluded = set()
         self.data_dependent = []      # (op name, mark label) of data-dependent ops met
         self.cur = SETUP_MARK
