@@ -275,15 +275,17 @@ class Calibrator:
                     out.append(f + (name,))
         return out
 
-    def net_convs(self, dtype, math_, *, max_bytes=1.5 * 2**31):
-        """Forward and backward of every layer of :meth:`net_conv_shapes` at
-        :attr:`NET_BATCHES` (rows' shape starts with ``net``)."""
+    def net_convs(self, dtype, math_, *, models=None, max_bytes=1.5 * 2**31):
+        """Forward and backward of every layer of :meth:`net_conv_shapes` (of ``models``
+        only, if given) at :attr:`NET_BATCHES` (rows' shape starts with ``net``)."""
         torch = self.torch
         try:
             shapes, batches = self.net_conv_shapes(), self.NET_BATCHES
         except ImportError:      # no torchvision: nothing to trace
             self.skipped["conv net: ImportError"] = 1
             return
+        if models is not None:
+            shapes = [sh for sh in shapes if sh[-1] in models]
         if self.device != "cuda":    # a smoke test: a few layers at batch 1
             shapes, batches = shapes[:3], (1,)
         el = torch.tensor([], dtype=dtype).element_size()
@@ -905,6 +907,10 @@ class Calibrator:
             self.torch.cuda.synchronize()
 
 
+# the Calibrator.NET_MODELS whose convolutions have a bias (torchvision's VGG; the others' convs
+# feed a batch norm and have none): the convbias group re-times their layers bias-free
+NET_BIAS_MODELS = ("vgg16",)
+
 # ``--only`` groups: (steps of run() they keep, families, rows of the base table a --merge
 # replaces: all of the families' rows, or only those an earlier run of the group wrote)
 _AMP_KERNELS = ("_fused_adamw_", "_fused_adam_", "_fused_sgd_",
@@ -936,8 +942,13 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         "grouped": ("grouped conv", ("convolution", "convolution_backward"), lambda r: (
             str(r.get("shape", "")).startswith("grouped "))),
         # a convolution's bias add (forward) and grad_bias reduction (backward), by output
-        # size, fp32/bf16/fp16, NCHW and channels-last: Calibrator.conv_biases
-        "convbias": ("conv bias", BIAS_FAMILIES, "all")}
+        # size, fp32/bf16/fp16, NCHW and channels-last (Calibrator.conv_biases), and the
+        # conv layers of NET_BIAS_MODELS re-timed bias-free (TF32, bf16, fp16), replacing
+        # their rows timed with the bias
+        "convbias": ("conv bias", BIAS_FAMILIES + ("convolution", "convolution_backward"),
+                     lambda r: r.get("family") in BIAS_FAMILIES or str(
+                         r.get("shape", "")).startswith(tuple(f"net {m} "
+                                                              for m in NET_BIAS_MODELS)))}
 
 
 def _only_groups(only):
@@ -1006,8 +1017,18 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
                                                               "bf16")),
         ("grouped conv fp16", 0.04, lambda: cal.grouped_convs(cal.n(300), torch.float16,
                                                               "fp16")),
-        ("conv bias", 0.03, lambda: cal.conv_biases()),
+        ("conv bias", 0.06, lambda: cal.conv_biases()),
     ]
+    if only is not None:
+        # --only convbias: the layers of NET_BIAS_MODELS again, bias-free (tables before
+        # 2026-11-30 timed them with their bias; a full run times them in its conv net steps)
+        steps += [
+            ("conv bias net tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.net_convs(
+                torch.float32, "tf32", models=NET_BIAS_MODELS))),
+            ("conv bias net bf16", 0.02, lambda: cal.net_convs(torch.bfloat16, "bf16",
+                                                               models=NET_BIAS_MODELS)),
+            ("conv bias net fp16", 0.02, lambda: cal.net_convs(torch.float16, "fp16",
+                                                               models=NET_BIAS_MODELS))]
     if only is not None:
         keep = tuple(p for g in _only_groups(only)
                      for p in ((ONLY[g][0],) if isinstance(ONLY[g][0], str) else ONLY[g][0]))
