@@ -382,7 +382,7 @@ _SIG_BWD = ("convolution_backward bfloat16[256, 64, 55, 55] bfloat16[256, 16, 55
 ADD_BYTES, GRAD_BYTES = 198_246_528, 99_123_328
 
 
-def _conv_rows(math_="bf16", dtype="bfloat16", shape=""):
+def _biasfree_conv_rows(math_="bf16", dtype="bfloat16", shape=""):
     rng = np.random.default_rng(3)
     rows = []
     for fam in ("convolution", "convolution_backward"):
@@ -410,7 +410,7 @@ def _op(sig, name="convolution"):
 def test_conv_lookup_ignores_rows_timed_with_a_bias():
     """Rows timed with their bias (shape ``bias1``, tables before 2026-11-30) include the add:
     at read they are dropped, so a 10x slower bias1 copy of every row changes nothing."""
-    rows = _conv_rows(math_="tf32", dtype="float32", shape="x[...] bias0")
+    rows = _biasfree_conv_rows(math_="tf32", dtype="float32", shape="x[...] bias0")
     slow = [dict(r, time_s=10 * r["time_s"], shape="x[...] bias1") for r in rows]
     tab = KernelTable(pd.DataFrame(rows + slow))
     for flops, nbytes in ((3e11, 5e7), (2e12, 3e8)):
@@ -421,7 +421,7 @@ def test_conv_lookup_ignores_rows_timed_with_a_bias():
 def test_conv_with_bias_costs_the_conv_plus_the_bias_kernels():
     from snsim.hardware import load_hardware
     hw = load_hardware("h200")
-    rows = (_conv_rows() + _bw_rows("conv_bias_add", 1.3e12, "c64hw3025")
+    rows = (_biasfree_conv_rows() + _bw_rows("conv_bias_add", 1.3e12, "c64hw3025")
             + _bw_rows("conv_bias_add", 1.3e12, "c16hw196")
             + _bw_rows("conv_bias_grad", 1.1e12, "c64hw3025"))
     tab = KernelTable(pd.DataFrame(rows))
@@ -450,7 +450,7 @@ def test_conv_bias_without_bias_rows_is_charged_as_add_and_sum_by_bytes():
     from snsim.hardware import load_hardware
     from snsim.torchsim.opcost import op_time_s
     hw = load_hardware("h200")
-    tab = KernelTable(pd.DataFrame(_conv_rows() + _bw_rows("add_", 2e12)
+    tab = KernelTable(pd.DataFrame(_biasfree_conv_rows() + _bw_rows("add_", 2e12)
                                    + _bw_rows("sum", 2.5e12)))
     fwd = [_op(_SIG_FWD.format(bias=b)) for b in ("bfloat16[64]", "None")]
     bwd = [_op(_SIG_BWD.format(sizes=s, gb=g), "convolution_backward")
