@@ -43,8 +43,9 @@ def main(argv=None):
     from snsim.kernel_table import HOST_READ_OPS, load_host_costs, load_kernel_table
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.models import resolve_model
-    from snsim.torchsim.opcost import (NO_KERNEL_OPS, _table_args, _table_time, host_issue_s,
-                                       op_time_s, op_times_s)
+    from snsim.torchsim.opcost import (NO_KERNEL_OPS, _table_args, _table_time,
+                                       conv_bias_time_s, host_issue_s, op_time_s,
+                                       op_times_s)
     from snsim.torchsim.predict import record_fake
 
     setup = TrainSetup(args.optimizer, args.impl, args.amp)
@@ -100,6 +101,7 @@ def main(argv=None):
             q = np.array([math.log1p(kw["flops"]), math.log1p(nbytes),
                           math.log1p(kw["ntensors"])])
             group, dist = key[1], float(np.sqrt(((feats[order[0]] - q) ** 2).sum()))
+        t += conv_bias_time_s(table, op, hw)     # a conv's bias kernels run inside its call
         a = agg[(fam, kw["math_"], group, kw["cls"] if fam.startswith(("conv", "mm", "addmm",
                                                                          "bmm")) else "", src)]
         a["gpu_s"] += t

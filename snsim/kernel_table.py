@@ -193,6 +193,14 @@ def matmul_class(sig):
 
 
 BN_FAMILIES = frozenset({"native_batch_norm", "native_batch_norm_backward"})
+# a convolution's bias, timed apart from it (``snsim calibrate --only convbias``): the
+# broadcast add after cuDNN's convolution and the grad_bias reduction, on NCHW outputs and
+# (``_cl``) channels-last ones; read like batch norm, by bytes, channels and map size
+BIAS_FAMILIES = ("conv_bias_add", "conv_bias_grad", "conv_bias_add_cl", "conv_bias_grad_cl")
+# a table without them (made before the group, or none: the preset's roofline) charges each
+# as the elementwise op it is, by bytes
+BIAS_FALLBACK = {"conv_bias_add": "add_", "conv_bias_grad": "sum"}
+SHAPE_FAMILIES = BN_FAMILIES | frozenset(BIAS_FAMILIES)
 _BN_CLS = re.compile(r"^c(\d+)hw(\d+)$")
 BN_SHAPE_WEIGHT = 1.0    # squared distance per (e-fold in channels)^2 and (e-fold in H*W)^2
 
@@ -215,6 +223,88 @@ def bn_class(sig):
     if len(dims) < 2:
         return ""
     return f"c{dims[1]}hw{math.prod(dims[2:])}"
+
+
+def _conv_dims(sig):
+    """(input, weight, output sizes, groups, transposed, output mask) of a recorded
+    ``convolution`` / ``convolution_backward`` signature (output: grad_output's for the
+    backward); None when it cannot be read."""
+    tensors = [[int(v) for v in s.split(",") if v.strip()] for _, s in _TENSOR.findall(sig)]
+    toks = [t for t in _TENSOR.sub("", sig).split()[1:] if t != "None"]
+    backward = sig.startswith("convolution_backward")
+    if len(tensors) < (3 if backward else 2):
+        return None
+    x, w = (tensors[1], tensors[2]) if backward else (tensors[0], tensors[1])
+    k = len(x) - 2
+    if k < 1 or len(w) != len(x):
+        return None
+    tail = toks[len(toks) - (4 * k + 2 + (3 if backward else 0)):]
+    try:
+        s, p, d = ([int(v) for v in tail[i * k:(i + 1) * k]] for i in range(3))
+        transposed = tail[3 * k] == "True"
+        op = [int(v) for v in tail[3 * k + 1:4 * k + 1]]
+        groups = int(tail[4 * k + 1])
+    except (ValueError, IndexError):
+        return None
+    mask = [v == "True" for v in tail[4 * k + 2:]]
+    if backward:
+        return x, w, tensors[0], groups, transposed, mask
+    if transposed:
+        spatial = [(x[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (w[2 + i] - 1) + op[i] + 1
+                   for i in range(k)]
+        co = w[1] * groups
+    else:
+        spatial = [(x[2 + i] + 2 * p[i] - d[i] * (w[2 + i] - 1) - 1) // s[i] + 1
+                   for i in range(k)]
+        co = w[0]
+    return x, w, [x[0], co, *spatial], groups, transposed, mask
+
+
+def conv_bias_calls(sig):
+    """The kernels ATen runs for a recorded convolution call's bias besides the convolution
+    itself, as ``(family, bytes, class, dtype)`` (:data:`BIAS_FAMILIES`):
+
+    * forward, with a bias tensor: ``output.add_(bias.reshape(1, C, 1, 1))`` after cuDNN's
+      convolution (``_convolution``, aten/src/ATen/native/Convolution.cpp: cuDNN takes no
+      bias), the output read and written and the bias read -- but not for a depthwise
+      convolution (``groups == C_in``, not transposed), whose ATen kernel
+      (``_conv_depthwise2d``/``conv_depthwise3d``) adds the bias as it writes (fp16 inputs
+      of some shapes go to cuDNN's depthwise engine instead, ``use_cudnn_depthwise``: not
+      modelled, as in :mod:`snsim.torchsim.hidden`);
+    * backward, when its output mask asks for grad_bias (third entry): ``grad_output.sum(
+      {0, 2, 3})``, which ``convolution_backward`` computes outside every CUDA backend;
+      grad_output read, grad_bias written.
+
+    Recorded signatures carry no strides: outputs are taken as NCHW (the ``_cl`` rows are
+    not read).
+
+    Examples
+    --------
+    >>> conv_bias_calls("convolution bfloat16[256, 3, 224, 224] bfloat16[64, 3, 11, 11] "
+    ...                 "bfloat16[64] 4 4 2 2 1 1 False 0 0 1")   # AlexNet's first conv: 55x55
+    [('conv_bias_add', 198246528, 'c64hw3025', 'bfloat16')]
+    >>> conv_bias_calls("convolution_backward float32[8, 96, 56, 56] float32[8, 96, 56, 56] "
+    ...                 "float32[96, 1, 7, 7] 96 1 1 3 3 1 1 False 0 0 96 True True True")
+    [('conv_bias_grad', 9634176, 'c96hw3136', 'float32')]
+    >>> conv_bias_calls("convolution float32[8, 96, 56, 56] float32[96, 1, 7, 7] "
+    ...                 "float32[96] 1 1 3 3 1 1 False 0 0 96")   # depthwise: in the kernel
+    []
+    """
+    dims = _conv_dims(sig or "")
+    if dims is None:
+        return []
+    x, w, out, groups, transposed, mask = dims
+    dtype = sig_dtype(sig)
+    el = _ELEMENT_BYTES.get(dtype, 4)
+    numel, c = math.prod(out), out[1]
+    cls = f"c{c}hw{math.prod(out[2:])}"
+    if sig.startswith("convolution_backward"):
+        return [("conv_bias_grad", (numel + c) * el, cls, dtype)] if mask[2:3] == [True] else []
+    if len(_TENSOR.findall(sig)) < 3:        # bias None
+        return []
+    if not transposed and groups > 1 and groups == x[1]:
+        return []
+    return [("conv_bias_add", (2 * numel + c) * el, cls, dtype)]
 
 
 def _bn_feats(classes):
@@ -300,6 +390,13 @@ class KernelTable:
         for phase, g in hs.groupby("cls"):
             self.host[phase] = float(np.median(g["time_s"]))
         ops = rows[rows["family"] != "host_step"].fillna({"cls": "", "math": ""})
+        if "shape" in ops:
+            # a convolution row timed with a bias (``bias1``: tables before 2026-11-30) timed
+            # the add and grad_bias reduction too (:func:`conv_bias_calls`), which a call's
+            # lookup charges apart from the table's BIAS_FAMILIES rows: conv rows are read
+            # bias-free
+            ops = ops[~(ops["family"].map(family_of).str.startswith("convolution")
+                        & ops["shape"].astype(str).str.contains(r"\bbias1\b"))]
         self._gcount = {}         # conv key -> ln(group count) of its grouped rows, else NaN
         self._cdims = {}          # conv key -> (ln C_in, ln C_out, ln H*W) per row, else NaN
         for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
@@ -355,7 +452,7 @@ class KernelTable:
                         for key, grp in self._groups.items()}
         # batch norm: channels and spatial size are distances, not a class to match exactly
         self._bn = {key: _bn_feats(grp[2]) for key, grp in self._groups.items()
-                    if key[0] in BN_FAMILIES}
+                    if key[0] in SHAPE_FAMILIES}
         for (fam, _), (feats, _, _, host) in self._groups.items():
             small = host[np.argsort(feats[:, 1], kind="stable")[:3]]
             if len(small) and np.all(small > 0):
@@ -419,7 +516,7 @@ class KernelTable:
         """Whether group ``key`` has rows of shape class ``cls``: a matmul's exact class
         (:func:`matmul_class`), a convolution's grouping (dense, ``g``, ``dw``); any row for
         other families and for a call without a class."""
-        if not cls or key[0] in BN_FAMILIES:
+        if not cls or key[0] in SHAPE_FAMILIES:
             return True
         classes = self._groups[key][2]
         if key[0] in MATMUL_FAMILIES:

@@ -128,3 +128,71 @@ def test_backward_rows_time_the_nodes_aten_call_alone():
     with pytest.raises(RuntimeError, match="no convolution_backward call"):
         _node_call(torch, lambda: torch.autograd.grad(out, (x,), dout, retain_graph=True),
                    "convolution_backward")
+
+
+def test_conv_bias_rows_time_atens_bias_kernels():
+    """conv_bias_add is ATen's in-place broadcast add after cuDNN's convolution, conv_bias_grad
+    convolution_backward's grad_output.sum([0, 2, 3]); bytes as the lookup counts them."""
+    from snsim.torchsim.calibrate import Calibrator
+    cal = Calibrator(device="cpu", max_seconds=30)
+    cal._conv_bias_one(2, 16, 7, torch.bfloat16, "")
+    cal._conv_bias_one(2, 16, 7, torch.bfloat16, "_cl")
+    add, grad, add_cl, grad_cl = cal.rows
+    y = 2 * 16 * 7 * 7 * 2          # the output's bytes, bf16
+    assert (add["family"], add["cls"], add["bytes"]) == ("conv_bias_add", "c16hw49",
+                                                         2 * y + 16 * 2)
+    assert (grad["family"], grad["bytes"]) == ("conv_bias_grad", y + 16 * 2)
+    assert (add_cl["family"], grad_cl["family"]) == ("conv_bias_add_cl", "conv_bias_grad_cl")
+    assert add_cl["shape"].endswith("channels_last") and add["dtype"] == "bfloat16"
+
+
+def test_conv_rows_are_timed_without_bias():
+    from snsim.torchsim.calibrate import Calibrator
+    cal = Calibrator(device="cpu", max_seconds=30)
+    cal._conv(1, 8, 7, 7, 16, 3, 3, 1, 1, "", torch.float32, "tf32")
+    fwd, bwd = cal.rows
+    assert "bias0" in fwd["shape"] and bwd["shape"].endswith("mask[True, True, False]")
+
+
+def test_net_bias_models_are_the_net_models_with_conv_bias():
+    """NET_BIAS_MODELS (whose layers convbias re-times bias-free) are exactly the
+    Calibrator.NET_MODELS that have a conv with a bias, traced on the meta device."""
+    tv = pytest.importorskip("torchvision")
+    from snsim.torchsim.calibrate import NET_BIAS_MODELS, Calibrator
+    biased = set()
+    for name, _ in Calibrator.NET_MODELS:
+        kw = {"init_weights": False, "aux_logits": False} if name == "inception_v3" else {}
+        with torch.device("meta"):
+            m = getattr(tv.models, name)(**kw)
+        if any(isinstance(x, torch.nn.Conv2d) and x.bias is not None for x in m.modules()):
+            biased.add(name)
+    assert biased == set(NET_BIAS_MODELS)
+
+
+def test_calibrate_only_convbias_replaces_bias_and_biased_net_rows(tmp_path):
+    from snsim.cli import main
+    from snsim.kernel_table import KernelTable
+    from snsim.torchsim.calibrate import read_table, write_table
+    base = tmp_path / "base.csv.gz"
+
+    def row(fam, shape, math_="tf32"):
+        return {"family": fam, "dtype": "float32", "math": math_, "cls": "k3x3s1",
+                "flops": 10, "bytes": 1000, "ntensors": 0, "time_s": 1e-5, "host_s": 1e-6,
+                "shape": shape, "ops": ""}
+    old = [row("convolution", "net vgg16 x[32, 64, 224, 224] old bias1"),
+           row("convolution", "net resnet50 x[32, 64, 56, 56] old bias0"),
+           row("conv_bias_add", "bias old", "float32"), row("relu_", "old", "float32")]
+    write_table(old, {"tool": "snsim calibrate", "gpu": "base-gpu"}, base)
+    out = tmp_path / "merged.csv.gz"
+    assert main(["calibrate", "--device", "cpu", "--only", "convbias", "--merge", str(base),
+                 "--out", str(out), "--max-seconds", "120"]) == 0
+    rows, _ = read_table(out)
+    kept = {(r["family"], r["shape"]) for r in rows if "old" in r["shape"]}
+    assert kept == {("convolution", "net resnet50 x[32, 64, 56, 56] old bias0"),
+                    ("relu_", "old")}
+    vgg = [r for r in rows if r["shape"].startswith("net vgg16 ")]
+    assert vgg and all("bias0" in r["shape"] for r in vgg)
+    assert {r["math"] for r in vgg} == {"tf32", "bf16", "fp16"}
+    fams = {r["family"] for r in rows if r["shape"].startswith("bias y")}
+    assert fams == {"conv_bias_add", "conv_bias_grad", "conv_bias_add_cl", "conv_bias_grad_cl"}
+    assert "conv_bias_add" in KernelTable.read(out).families()

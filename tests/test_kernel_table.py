@@ -368,3 +368,97 @@ def test_conv_lookup_weighs_channels_and_map_size():
     f, nb = 2 * n * 196 * 1024 * 256, 4 * (n * 196 * (1024 + 256) + 1024 * 256)
     got, src = t.time_s("convolution", flops=f, nbytes=nb, cls=conv_class(sig), math_="tf32")
     assert src == "table" and got == pytest.approx(60e-6, rel=0.1)
+
+
+# -- a convolution's bias (conv_bias_add / conv_bias_grad) ------------------------------------
+# SqueezeNet-like layer: [256, 16, 55, 55] -> 64 channels, 3x3, pad 1: output [256, 64, 55, 55]
+# = 49,561,600 bf16 elements; the add reads and writes it and reads the 64-element bias:
+# (2 * 49,561,600 + 64) * 2 B = 198,246,528 B; grad_bias reads grad_output and writes 64:
+# (49,561,600 + 64) * 2 B = 99,123,328 B
+_SIG_FWD = ("convolution bfloat16[256, 16, 55, 55] bfloat16[64, 16, 3, 3] {bias} 1 1 1 1 1 1 "
+            "False 0 0 1")
+_SIG_BWD = ("convolution_backward bfloat16[256, 64, 55, 55] bfloat16[256, 16, 55, 55] "
+            "bfloat16[64, 16, 3, 3] {sizes} 1 1 1 1 1 1 False 0 0 1 True True {gb}")
+ADD_BYTES, GRAD_BYTES = 198_246_528, 99_123_328
+
+
+def _biasfree_conv_rows(math_="bf16", dtype="bfloat16", shape=""):
+    rng = np.random.default_rng(3)
+    rows = []
+    for fam in ("convolution", "convolution_backward"):
+        for _ in range(200):
+            flops = float(np.exp(rng.uniform(np.log(1e9), np.log(1e13))))
+            nbytes = float(np.exp(rng.uniform(np.log(1e6), np.log(1e9))))
+            rows.append({"family": fam, "dtype": dtype, "math": math_, "cls": "k3x3s1",
+                         "flops": flops, "bytes": nbytes, "ntensors": 0,
+                         "time_s": _truth(flops, nbytes), "host_s": 5e-6, "shape": shape})
+    return rows
+
+
+def _bw_rows(family, bytes_per_s, cls="", dtype="bfloat16"):
+    # time proportional to bytes above the 2 us floor (1e7 B / 5e12 B/s): the lookup's ratio to
+    # its reference is constant, so interpolation returns bytes / rate exactly
+    return [{"family": family, "dtype": dtype, "math": dtype, "cls": cls, "flops": 0,
+             "bytes": nb, "ntensors": 0, "time_s": nb / bytes_per_s, "host_s": 8e-6,
+             "shape": ""} for nb in np.geomspace(1e7, 2e9, 9)]
+
+
+def _op(sig, name="convolution"):
+    return (0, name, (), (), 2 * 256 * 64 * 3025 * 16 * 9, 3e8, sig)
+
+
+def test_conv_lookup_ignores_rows_timed_with_a_bias():
+    """Rows timed with their bias (shape ``bias1``, tables before 2026-11-30) include the add:
+    at read they are dropped, so a 10x slower bias1 copy of every row changes nothing."""
+    rows = _biasfree_conv_rows(math_="tf32", dtype="float32", shape="x[...] bias0")
+    slow = [dict(r, time_s=10 * r["time_s"], shape="x[...] bias1") for r in rows]
+    tab = KernelTable(pd.DataFrame(rows + slow))
+    for flops, nbytes in ((3e11, 5e7), (2e12, 3e8)):
+        t, src = tab.time_s("convolution", flops=flops, nbytes=nbytes, cls="k3x3s1")
+        assert src == "table" and t == pytest.approx(_truth(flops, nbytes), rel=0.05)
+
+
+def test_conv_with_bias_costs_the_conv_plus_the_bias_kernels():
+    from snsim.hardware import load_hardware
+    hw = load_hardware("h200")
+    rows = (_biasfree_conv_rows() + _bw_rows("conv_bias_add", 1.3e12, "c64hw3025")
+            + _bw_rows("conv_bias_add", 1.3e12, "c16hw196")
+            + _bw_rows("conv_bias_grad", 1.1e12, "c64hw3025"))
+    tab = KernelTable(pd.DataFrame(rows))
+    fwd_b, fwd = _op(_SIG_FWD.format(bias="bfloat16[64]")), _op(_SIG_FWD.format(bias="None"))
+    conv_s, src = tab.time_s("convolution", flops=fwd[4], nbytes=fwd[5],
+                             cls="k3x3s1:c16o64hw3025", dtype="bfloat16", math_="bf16")
+    assert src == "table"
+    [t_b], [t] = op_times_s([fwd_b], hw, table=tab), op_times_s([fwd], hw, table=tab)
+    assert t == pytest.approx(conv_s)
+    assert t_b == pytest.approx(conv_s + ADD_BYTES / 1.3e12, rel=1e-6)   # + 152.5 us
+    # backward: grad_bias only where the output mask's third entry asks for it
+    bwd = [_op(_SIG_BWD.format(sizes=s, gb=g), "convolution_backward")
+           for s, g in (("64", "True"), ("None", "False"))]
+    t_gb, t_no = op_times_s(bwd, hw, table=tab)
+    assert t_gb - t_no == pytest.approx(GRAD_BYTES / 1.1e12, rel=1e-6)   # + 90.1 us
+    # a depthwise conv's bias is added inside ATen's depthwise kernel: nothing more
+    dw = "convolution bfloat16[8, 96, 56, 56] bfloat16[96, 1, 7, 7] {} 1 1 3 3 1 1 False 0 0 96"
+    t_dwb, t_dw = op_times_s([_op(dw.format("bfloat16[96]")), _op(dw.format("None"))], hw,
+                             table=tab)
+    assert t_dwb == t_dw
+
+
+def test_conv_bias_without_bias_rows_is_charged_as_add_and_sum_by_bytes():
+    """A table made before the convbias group: the add as add_, grad_bias as sum, by bytes;
+    no table at all: the preset's roofline of those ops."""
+    from snsim.hardware import load_hardware
+    from snsim.torchsim.opcost import op_time_s
+    hw = load_hardware("h200")
+    tab = KernelTable(pd.DataFrame(_biasfree_conv_rows() + _bw_rows("add_", 2e12)
+                                   + _bw_rows("sum", 2.5e12)))
+    fwd = [_op(_SIG_FWD.format(bias=b)) for b in ("bfloat16[64]", "None")]
+    bwd = [_op(_SIG_BWD.format(sizes=s, gb=g), "convolution_backward")
+           for s, g in (("64", "True"), ("None", "False"))]
+    t_b, t = op_times_s(fwd, hw, table=tab)
+    assert t_b - t == pytest.approx(ADD_BYTES / 2e12, rel=1e-6)          # 99.1 us
+    t_gb, t_no = op_times_s(bwd, hw, table=tab)
+    assert t_gb - t_no == pytest.approx(GRAD_BYTES / 2.5e12, rel=1e-6)   # 39.6 us
+    t_b, t = op_times_s(fwd, hw, table=None)
+    assert t_b - t == pytest.approx(op_time_s("add_", 0, ADD_BYTES, hw, "bfloat16"))
+    assert t_b - t > ADD_BYTES / hw.mem_bytes_per_s          # not zero: at most peak bandwidth

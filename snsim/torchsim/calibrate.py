@@ -27,7 +27,7 @@ import math
 import statistics
 import time
 
-from ..kernel_table import NO_KERNEL_OPS
+from ..kernel_table import BIAS_FAMILIES, NO_KERNEL_OPS
 
 COLUMNS = ("family", "dtype", "math", "cls", "flops", "bytes", "ntensors", "time_s", "host_s",
            "shape", "ops")
@@ -225,8 +225,7 @@ class Calibrator:
             big = max(in_b, out_b) > 1.5e9 * min(max_flops / 1e11, 1)
             if big or 2 * macs > max_flops or 2 * macs < 1e5:
                 continue
-            bias = rng.random() < 0.3
-            self.guarded("convolution", self._conv, n, c, h, w, co, kh, kw, s, g, cls_g, bias,
+            self.guarded("convolution", self._conv, n, c, h, w, co, kh, kw, s, g, cls_g,
                          dtype, math_)
             made += 1
 
@@ -266,7 +265,7 @@ class Calibrator:
             ho = (h + 2 * (k // 2) - k) // s + 1
             if max(n * c * h * h, n * c * ho * ho) * el > max_bytes:
                 continue
-            self.guarded("convolution", self._conv, n, c, h, h, c, k, k, s, g, cls_g, False,
+            self.guarded("convolution", self._conv, n, c, h, h, c, k, k, s, g, cls_g,
                          dtype, math_, None, "grouped ")
             made += 1
 
@@ -277,7 +276,8 @@ class Calibrator:
 
     def net_conv_shapes(self):
         """The distinct ``nn.Conv2d`` layers of :attr:`NET_MODELS` at batch 1, traced on the
-        meta device: ``(c, h, w, co, kh, kw, s, ph, pw, g, bias, model)``."""
+        meta device: ``(c, h, w, co, kh, kw, s, ph, pw, g, model)`` (a bias is timed apart:
+        :meth:`conv_biases`)."""
         torch = self.torch
         import torchvision
         seen, out = set(), []
@@ -290,8 +290,7 @@ class Calibrator:
             def hook(mod, inp, _out):
                 x = inp[0]
                 found.append((x.shape[1], x.shape[2], x.shape[3], mod.out_channels,
-                              *mod.kernel_size, mod.stride[0], *mod.padding, mod.groups,
-                              mod.bias is not None))
+                              *mod.kernel_size, mod.stride[0], *mod.padding, mod.groups))
             hs = [mod.register_forward_hook(hook) for mod in m.modules()
                   if isinstance(mod, torch.nn.Conv2d) and mod.dilation == (1, 1)
                   and mod.stride[0] == mod.stride[1]]
@@ -305,20 +304,24 @@ class Calibrator:
                     out.append(f + (name,))
         return out
 
-    def net_convs(self, dtype, math_, *, max_bytes=1.5 * 2**31):
-        """Forward and backward of every layer of :meth:`net_conv_shapes` at
-        :attr:`NET_BATCHES` (rows' shape starts with ``net``)."""
+    def net_convs(self, dtype, math_, *, models=None, max_bytes=1.5 * 2**31):
+        """Forward and backward of every layer of :meth:`net_conv_shapes` (of ``models``
+        only, if given) at :attr:`NET_BATCHES` (rows' shape starts with ``net``)."""
         torch = self.torch
         try:
             shapes, batches = self.net_conv_shapes(), self.NET_BATCHES
         except ImportError:      # no torchvision: nothing to trace
             self.skipped["conv net: ImportError"] = 1
             return
-        if self.device != "cuda":    # a smoke test: a few layers at batch 1
-            shapes, batches = shapes[:3], (1,)
+        if models is not None:
+            shapes = [sh for sh in shapes if sh[-1] in models]
+        if self.device != "cuda":    # a smoke test: the smallest layer at batch 1
+            shapes = sorted(shapes, key=lambda sh: sh[0] * sh[1] * sh[2] * sh[3] * sh[4]
+                            * sh[5] / (sh[6] ** 2 * sh[9]))[:1]
+            batches = (1,)
         el = torch.tensor([], dtype=dtype).element_size()
         for n in batches:
-            for c, h, w, co, kh, kw, s, ph, pw, g, bias, model in shapes:
+            for c, h, w, co, kh, kw, s, ph, pw, g, model in shapes:
                 if self.late():
                     return
                 ho, wo = (h + 2 * ph - kh) // s + 1, (w + 2 * pw - kw) // s + 1
@@ -326,32 +329,98 @@ class Calibrator:
                     continue
                 cls_g = "dw" if g > 1 and g == c else ("g" if g > 1 else "")
                 self.guarded("convolution", self._conv, n, c, h, w, co, kh, kw, s, g, cls_g,
-                             bias, dtype, math_, (ph, pw), f"net {model} ")
+                             dtype, math_, (ph, pw), f"net {model} ")
 
-    def _conv(self, n, c, h, w, co, kh, kw, s, g, cls_g, bias, dtype, math_, pad=None,
-              tag=""):
+    def _conv(self, n, c, h, w, co, kh, kw, s, g, cls_g, dtype, math_, pad=None, tag=""):
+        """Forward and backward of one convolution, without bias: ATen's cuDNN path adds a
+        bias in a kernel of its own after the convolution and reduces grad_bias outside the
+        backend (:meth:`conv_biases` times those); a conv row's time is the convolution's."""
         torch = self.torch
         aten = torch.ops.aten
         x = self.t(n, c, h, w, dtype=dtype)
         wt = self.t(co, c // g, kh, kw, dtype=dtype)
-        b = self.t(co, dtype=dtype) if bias else None
         pad = list(pad) if pad is not None else [kh // 2, kw // 2]
-        args = (x, wt, b, [s, s], pad, [1, 1], False, [0, 0], g)
+        args = (x, wt, None, [s, s], pad, [1, 1], False, [0, 0], g)
         y = aten.convolution.default(*args)
         cls = f"{cls_g}k{kh}x{kw}s{s}"
-        shape = f"{tag}x{list(x.shape)} w{list(wt.shape)} s{s} p{pad} g{g} bias{int(bias)}"
+        shape = f"{tag}x{list(x.shape)} w{list(wt.shape)} s{s} p{pad} g{g} bias0"
         self.add("convolution", dtype, math_, cls, lambda: aten.convolution.default(*args),
                  flops=_flops(torch, aten.convolution.default, args, {}, y),
                  nbytes=_nbytes(torch, args, y), shape=shape)
         dy = torch.randn_like(y)
-        mask = [c != 3, True, bias]
-        bargs = (dy, x, wt, [co] if bias else None, [s, s], pad, [1, 1], False, [0, 0], g,
-                 mask)
+        mask = [c != 3, True, False]
+        bargs = (dy, x, wt, None, [s, s], pad, [1, 1], False, [0, 0], g, mask)
         bo = aten.convolution_backward.default(*bargs)
         self.add("convolution_backward", dtype, math_, cls,
                  lambda: aten.convolution_backward.default(*bargs),
                  flops=_flops(torch, aten.convolution_backward.default, bargs, {}, bo),
                  nbytes=_nbytes(torch, bargs, bo), shape=shape + f" mask{mask}")
+
+    # -- a convolution's bias ------------------------------------------------------------------
+    # output positions per channel (N*H*W) and channels of the bias grid; H*W of the map the
+    # positions are laid out on (the add's and the reduction's kernels index by it)
+    BIAS_POSITIONS = tuple(int(round(10 ** (3 + 0.5 * i))) for i in range(10))   # 1e3 .. 3e7
+    BIAS_CHANNELS = (3, 16, 64, 192, 512, 2048)
+    BIAS_MAPS = (49, 196, 784, 3025, 12544, 50176)      # 7x7 .. 224x224
+
+    def conv_biases(self, dtypes=None, *, max_elements=3e8):
+        """What ATen runs for a convolution's bias on its cuDNN path, over a grid of output
+        sizes (:attr:`BIAS_POSITIONS` x :attr:`BIAS_CHANNELS`, outputs of at most
+        ``max_elements``) in fp32, bf16 and fp16, on contiguous (NCHW) and channels-last
+        outputs (cuDNN returns channels-last for a channels-last input:
+        ``cudnn_conv_suggest_memory_format``):
+
+        * ``conv_bias_add`` (``_cl``): ``output.add_(reshape_bias(input.dim(), bias))``, the
+          broadcast in-place add after ``at::cudnn_convolution`` (aten/src/ATen/native/
+          Convolution.cpp, ``_convolution``, case ``ConvBackend::Cudnn``; cuDNN convolutions
+          take no bias: cudnn/ConvShared.cpp); bytes: the output read and written, the bias
+          read;
+        * ``conv_bias_grad`` (``_cl``): ``grad_output.sum({0, 2, 3})``, the grad_bias of
+          ``convolution_backward`` for backends that return none (cuDNN and ATen's depthwise
+          kernels: Convolution.cpp, "Calculate bias gradients outside of the backend"), in the
+          output's dtype (a half type accumulates in fp32 inside ATen's reduction); bytes:
+          grad_output read, grad_bias written.
+
+        Rows' ``cls`` is ``c<C>hw<H*W>`` (:func:`snsim.kernel_table.bn_class`, the channels
+        and map size are lookup distances), their ``shape`` ``bias y[N, C, H, W]``."""
+        torch = self.torch
+        dtypes = dtypes or (torch.float32, torch.bfloat16, torch.float16)
+        positions, channels = self.BIAS_POSITIONS, self.BIAS_CHANNELS
+        if self.device != "cuda":      # a smoke test: small outputs
+            positions, channels = positions[:2], channels[:2]
+        for i, m in enumerate(positions):
+            # the map cycles through the BIAS_MAPS that make a batch of 1 .. 1024
+            maps = [hw for hw in self.BIAS_MAPS if 1 <= m / hw <= 1024] or [
+                min(self.BIAS_MAPS, key=lambda hw: abs(math.log(m / hw)))]
+            for j, c in enumerate(channels):
+                hw = maps[(i * len(channels) + j) % len(maps)]
+                side, n = int(round(math.sqrt(hw))), max(1, int(round(m / hw)))
+                if n * c * side * side > max_elements:
+                    continue
+                for dtype in dtypes:
+                    for layout in ("", "_cl"):
+                        if self.late():
+                            return
+                        self.guarded("conv bias", self._conv_bias_one, n, c, side, dtype,
+                                     layout)
+
+    def _conv_bias_one(self, n, c, side, dtype, layout):
+        torch = self.torch
+        aten = torch.ops.aten
+        y = self.t(n, c, side, side, dtype=dtype)
+        if layout:
+            y = y.contiguous(memory_format=torch.channels_last)
+        b = self.t(c, dtype=dtype).reshape(1, c, 1, 1)     # reshape_bias: a view
+        el = y.element_size()
+        dn = str(dtype)[6:]
+        cls = f"c{c}hw{side * side}"
+        shape = f"bias y{list(y.shape)}" + (" channels_last" if layout else "")
+        self.add("conv_bias_add" + layout, dtype, dn, cls, lambda: aten.add_.Tensor(y, b),
+                 nbytes=2 * y.numel() * el + c * el, shape=shape)
+        self.add("conv_bias_grad" + layout, dtype, dn, cls,
+                 lambda: aten.sum.dim_IntList(y, [0, 2, 3]),
+                 nbytes=y.numel() * el + c * el, shape=shape)
+        del y, b
 
     # -- matmuls -----------------------------------------------------------------------------
     def matmuls(self, count, dtype, math_, max_flops):
@@ -877,6 +946,10 @@ class Calibrator:
             self.torch.cuda.synchronize()
 
 
+# the Calibrator.NET_MODELS whose convolutions have a bias (torchvision's VGG; the others' convs
+# feed a batch norm and have none): the convbias group re-times their layers bias-free
+NET_BIAS_MODELS = ("vgg16",)
+
 # ``--only`` groups: (steps of run() they keep, families, rows of the base table a --merge
 # replaces: all of the families' rows, or only those an earlier run of the group wrote)
 _AMP_KERNELS = ("_fused_adamw_", "_fused_adam_", "_fused_sgd_",
@@ -910,7 +983,15 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # the backward ops calibrate timed through torch.autograd.grad before 2026-11-30, whose
         # host cost then included a graph task's (_node_call): layer norm's and attention's
         "nodes": (("bandwidth ", "sdpa"), ("native_layer_norm_backward", "sdpa_flash_backward",
-                                           "sdpa_efficient_backward"), "all")}
+                                           "sdpa_efficient_backward"), "all"),
+        # a convolution's bias add (forward) and grad_bias reduction (backward), by output
+        # size, fp32/bf16/fp16, NCHW and channels-last (Calibrator.conv_biases), and the
+        # conv layers of NET_BIAS_MODELS re-timed bias-free (TF32, bf16, fp16), replacing
+        # their rows timed with the bias
+        "convbias": ("conv bias", BIAS_FAMILIES + ("convolution", "convolution_backward"),
+                     lambda r: r.get("family") in BIAS_FAMILIES or str(
+                         r.get("shape", "")).startswith(tuple(f"net {m} "
+                                                              for m in NET_BIAS_MODELS)))}
 
 
 def _only_groups(only):
@@ -979,7 +1060,18 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
                                                               "bf16")),
         ("grouped conv fp16", 0.04, lambda: cal.grouped_convs(cal.n(300), torch.float16,
                                                               "fp16")),
+        ("conv bias", 0.06, lambda: cal.conv_biases()),
     ]
+    if only is not None:
+        # --only convbias: the layers of NET_BIAS_MODELS again, bias-free (tables before
+        # 2026-11-30 timed them with their bias; a full run times them in its conv net steps)
+        steps += [
+            ("conv bias net tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.net_convs(
+                torch.float32, "tf32", models=NET_BIAS_MODELS))),
+            ("conv bias net bf16", 0.02, lambda: cal.net_convs(torch.bfloat16, "bf16",
+                                                               models=NET_BIAS_MODELS)),
+            ("conv bias net fp16", 0.02, lambda: cal.net_convs(torch.float16, "fp16",
+                                                               models=NET_BIAS_MODELS))]
     if only is not None:
         keep = tuple(p for g in _only_groups(only)
                      for p in ((ONLY[g][0],) if isinstance(ONLY[g][0], str) else ONLY[g][0]))
@@ -1164,7 +1256,8 @@ def _add_calibrate(sub):
                    "fused optimizers and GradScaler kernels), matmul (every matmul row, half "
                    "of them at model widths), netfp16 (the fp16 convs of torchvision CNNs), "
                    "grouped (grouped and depthwise convs over a grid of group widths and "
-                   "counts, TF32/bf16/fp16), bnfp16 (fp16 batch norm: cuDNN's)")
+                   "counts, TF32/bf16/fp16), bnfp16 (fp16 batch norm: cuDNN's), convbias (a "
+                   "convolution's bias add and grad_bias reduction by output size)")
     p.add_argument("--merge", default=None, metavar="TABLE",
                    help="with --only: write TABLE with the new rows merged in (bn replaces "
                    "all BN rows; conv adds its rows, replacing an earlier conv run's; the "

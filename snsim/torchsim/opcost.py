@@ -20,9 +20,10 @@ PCIe time for their bytes, on the compute stream as ``save_on_cpu``'s copies do.
 from __future__ import annotations
 
 from ..engine.contention import copy_slowdown
-from ..kernel_table import (BN_FAMILIES, HOST_READ_OPS, MATMUL_FAMILIES,  # noqa: F401
-                            NO_KERNEL_OPS, bn_class, conv_class, family_of, host_stream,
-                            load_host_costs, load_kernel_table, matmul_class, sig_dtype)
+from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, HOST_READ_OPS,  # noqa: F401
+                            MATMUL_FAMILIES, NO_KERNEL_OPS, bn_class, conv_bias_calls,
+                            conv_class, family_of, host_stream, load_host_costs,
+                            load_kernel_table, matmul_class, sig_dtype)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -109,6 +110,28 @@ def _table_time(table, op):
         return None, "roofline"
     # a half type's own rows, the other's as a fallback (snsim.kernel_table._OTHER_HALF)
     return table.time_s(fam, **kw)
+
+
+def conv_bias_time_s(table, op, hw):
+    """GPU seconds of the kernels ATen adds to recorded convolution call ``op`` for its bias
+    (:func:`snsim.kernel_table.conv_bias_calls`: the broadcast add after cuDNN's forward, the
+    grad_bias reduction of a backward whose mask asks for it), 0 for other ops. Each is looked
+    up in the table's ``conv_bias_add`` / ``conv_bias_grad`` rows (``snsim calibrate --only
+    convbias``) by bytes, channels and map size; a table without them (made before that
+    group) charges it as the elementwise op it is, ``add_`` / ``sum`` by bytes, and with no
+    table (or none of those either) the preset's roofline of that op by bytes."""
+    if family_of(op[1]) not in ("convolution", "convolution_backward"):
+        return 0.0
+    total = 0.0
+    for fam, nbytes, cls, dtype in conv_bias_calls(op[6] if len(op) > 6 else ""):
+        t = None
+        if table is not None:
+            if fam in table.families():
+                t, _ = table.time_s(fam, nbytes=nbytes, cls=cls, dtype=dtype, math_="")
+            else:
+                t, _ = table.time_s(BIAS_FALLBACK[fam], nbytes=nbytes, dtype=dtype, math_="")
+        total += t if t is not None else op_time_s(BIAS_FALLBACK[fam], 0, nbytes, hw, dtype)
+    return total
 
 
 def _issue_s(table, op, memo):
@@ -266,6 +289,7 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         if t is None:
             t, src = op_time_s(op[1], op[4], op[5], hw,
                                sig_dtype(op[6] if len(op) > 6 else "")), "roofline"
+        t += conv_bias_time_s(table, op, hw)     # the conv's bias kernels: its source's
         gpu.append(t)
         source.append(src)
     times = list(gpu)
