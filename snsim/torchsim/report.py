@@ -569,6 +569,17 @@ def build_report(traces_dir="traces/h200"):
                  "first held-out set prompted (conv workspaces, plan host costs, kernel-table "
                  f"lookups). {len(held2) - len(done2)} runs here have no prediction.\n")
         L.extend(_plan_section(done2, captured))
+    held2b = plan_runs(traces_dir, "plans_heldout2_rerun")
+    if held2b:
+        done2b = [r for r in held2b if r.get("prediction")]
+        L.append("### 1d'. The second set again, with a later session's final code\n")
+        L.append("`python -m snsim.torchsim.suite --only plans --set heldout2` "
+                 "(`traces/h200/plans_heldout2_rerun/`, 2026-11-30 17:12 UTC): the same 21 runs "
+                 "measured again (fp16 runs warmed up until a GradScaler step is taken) and "
+                 "predicted before they ran by the code of that session's final merge. Not "
+                 "held out any more: section 1d's allocator histories were read while its "
+                 f"fixes were made. {len(held2b) - len(done2b)} runs here have no prediction.\n")
+        L.extend(_plan_section(done2b, captured))
     held3 = plan_runs(traces_dir, "plans_heldout3")
     if held3:
         done3 = [r for r in held3 if r.get("prediction")]
@@ -593,7 +604,8 @@ def build_report(traces_dir="traces/h200"):
         done3b = [r for r in held3b if r.get("prediction")]
         L.append("### 1f. The third set again, with the session's final code\n")
         L.append("`python -m snsim.torchsim.suite --only plans --set heldout3` "
-                 "(`traces/h200/plans_heldout3_rerun/`): the same 19 runs measured again (fp16 "
+                 "(`traces/h200/plans_heldout3_rerun/`, 2026-11-30 17:16 UTC): the same 19 runs "
+                 "measured again (fp16 "
                  "runs warmed up until a GradScaler step is taken) and predicted before they ran "
                  "with the code of the session's final merge. Not a held-out test any more: the "
                  "allocator histories and op profiles of section 1e's misses "
