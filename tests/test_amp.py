@@ -3,10 +3,11 @@ import contextlib
 import textwrap
 
 import pytest
-import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
 
-from snsim.errors import ConfigError
+torch = pytest.importorskip("torch")   # the `torch` extra
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+
+from snsim.errors import ConfigError  # noqa: E402
 from snsim.torchsim.amp import TrainSetup, cuda_autocast_on_cpu, cuda_autocast_policy
 
 
