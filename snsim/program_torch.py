@@ -197,8 +197,8 @@ def _eager_attention_forward(a, n, x, new, add_step, dtype, t_f):
     head (Hugging Face's ``repeat_kv``). Returns ``(y, saved)``."""
     name = a["name"]
     nb, s, _ = a["out_shape"]
-    h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
-    q_b, kv_b, ss_b = nb * s * h * d * dtype, nb * s * kv * d * dtype, nb * h * s * s * dtype
+    h, d = a["heads"], a["head_dim"]
+    q_b, ss_b = nb * s * h * d * dtype, nb * h * s * s * dtype
     # grouped-query k and v are expanded to every head (repeat_kv) in these copies
     q, k = new(f"{name}.q", "activation", q_b, n), new(f"{name}.k", "activation", q_b, n)
     scores = new(f"{name}.scores", "activation", ss_b, n)

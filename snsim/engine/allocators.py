@@ -16,7 +16,7 @@ The engine calls :meth:`Allocator.alloc` and :meth:`Allocator.free` once per ten
 every operation is O(log n) or amortised cheap, in pure Python. All models are
 deterministic: handles come from a counter and no choice depends on set order or ``id()``.
 """
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from itertools import accumulate
 from operator import index as _as_index
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..errors import ConfigError
-from ..plan import Compute, Drop, Evict, Free, Offload, Plan, Prefetch, Recompute
+from ..plan import Compute, Drop, Evict, Free, Offload, Prefetch, Recompute
 from ..program import Tensor
 from .base import Policy, choice, register
 from .host_step import host_step_parts_s
