@@ -244,12 +244,13 @@ PLAN_HELDOUT2 = tuple(
     {"model": m, "batch": b, "input_shape": shape, "policy": pol, "options": list(opts),
      **setup}
     for m, b, shape, plans, setup in _HELDOUT2_HF for pol, opts in plans.items())
-# a third held-out set, written (2026-11-30, 15:50 UTC) before any of it ran and before this
-# session's model changes were merged: networks no capture, plan suite or kernel-table row was
-# made of (SqueezeNet, EfficientNetV2, ConvNeXt-S, ResNeXt-101, ShuffleNetV2 x2, VGG-11-BN,
+# a third held-out set, written (2026-11-30, 15:38 UTC, commit a2a93a2) before any of it ran
+# and before that session's model changes: networks no capture, plan suite or kernel-table row
+# was made of (SqueezeNet, EfficientNetV2, ConvNeXt-S, ResNeXt-101, ShuffleNetV2 x2, VGG-11-BN,
 # RegNetY-3.2GF, MNASNet 0.5, ViT-L/32) and a Hugging Face architecture none of the others has
-# (Qwen2: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU); predicted by the suite
-# with the session's final code, then run once
+# (Qwen2: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU); run first with that
+# commit's code (traces/h200/plans_heldout3), again with the session's final code
+# (traces/h200/plans_heldout3_rerun)
 _HELDOUT3 = (
     ("torchvision:squeezenet1_1", 256, {"plain": [], "superneurons": []}, {"amp": "bf16"}),
     ("torchvision:efficientnet_v2_s", 48,
