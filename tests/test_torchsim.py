@@ -376,10 +376,45 @@ def test_unprobed_grouped_convolution_takes_its_nearest_probed_neighbour(tmp_pat
     assert hidden.lookup(tables, fwd(64, 240, 28, 5), 64) == ([128_450_560], "probe_near")
     # 14 groups: nearer 16 than 4 in log groups; 64*672*28*28*4*2 = 269,746,176 B x 2
     assert hidden.lookup(tables, fwd(64, 672, 28, 14), 64) == ([539_492_352], "probe_near")
-    # backward at 16 groups, batch 64: the 16-group row is ambiguous, so the 4-group call
-    # answers: x + y = 64*768*28*28*4*2 = 308,281,344 B; data x 1, filter x 40,000,000 /
-    # 38,535,168 = 320,000,000 B
-    assert hidden.lookup(tables, bwd(64, 768, 28, 16), 64) == (
-        [308_281_344, 320_000_000], "probe_near")
+    # backward at 16 groups, batch 64, on a 14x14 map: the 16-group row is ambiguous, so the
+    # 4-group call answers: x + y = 64*768*14*14*4*2 = 77,070,336 B; data x 1, filter x
+    # 40,000,000 / 38,535,168 = 80,000,000 B
+    assert hidden.lookup(tables, bwd(64, 768, 14, 16), 64) == (
+        [77_070_336, 80_000_000], "probe_near")
+    # the probed call itself at another batch: its own list, scaled by the batch (64 / 32)
+    assert hidden.lookup(tables, bwd(64, 768, 28, 16), 64) == ([2], "probe_scaled")
     # 24 channels per group: no probed family, the first-principles model
     assert hidden.lookup(tables, fwd(32, 96, 28, 4), 32)[1] == "modelled"
+
+
+def test_unprobed_dense_convolution_takes_its_neighbours_median_ratio(tmp_path, monkeypatch):
+    """A dense convolution no capture or probe row holds takes, per pass, the median over its 3
+    nearest probed calls (same pass, element size, kernel, stride) of workspace / the x + y + w
+    model, times its own model; a kernel family the probe never ran stays at none."""
+    import gzip
+    import json
+
+    def fwd(n, c, h, k=3):
+        p = k // 2
+        return (f"convolution float32[{n}, {c}, {h}, {h}] float32[{c}, {c}, {k}, {k}] None 1 1 "
+                f"{p} {p} 1 1 False 0 0 1")
+    # models (x + y + w, fp32): 32x64x28x28 -> 2 x 6,422,528 + 64*64*9*4 = 12,992,512 B,
+    # 32x128 -> 2 x 12,845,056 + 589,824 = 26,279,936 B, 64x64 -> 2 x 12,845,056 + 147,456 =
+    # 25,837,568 B; measured ratios 1, 0 (none taken), 1
+    rows = [[fwd(32, 64, 28), [12_992_512]], [fwd(32, 128, 28), []],
+            [fwd(64, 64, 28), [25_837_568]]]
+    path = tmp_path / "h200_conv_workspaces.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"rows": rows}, f)
+    monkeypatch.setattr(hidden, "probe_path", lambda hw: path)
+    hidden._read_probe.cache_clear()
+    tables = {"exact": {}, "scaled": {}, "dtyped": {}, "sources": [], "persistent": {},
+              "probe": hidden._probe_table("h200")}
+    # 96 channels, batch 32: median ratio 1 x (2 x 32*96*28*28*4 + 96*96*9*4 = 19,599,360 B)
+    assert hidden.lookup(tables, fwd(32, 96, 28), 32) == ([19_599_360], "probe_near")
+    # a probed layer at another batch: its own workspace scaled by the batch (48 / 32 or 64)
+    sizes, how = hidden.lookup(tables, fwd(48, 128, 28), 48)
+    assert how == "probe_scaled" and sizes == []          # the 128-channel layer took none
+    # 1x1: no probed call of that family, none
+    assert hidden.lookup(tables, fwd(32, 96, 28, k=1), 32) == ([], "none")
+    hidden._read_probe.cache_clear()

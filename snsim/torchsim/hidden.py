@@ -14,9 +14,13 @@ them into a CPU recording:
   for a bf16/fp16 autocast run), scaled by the ratio of element sizes and batches [E]: a
   convolution's workspace holds operands transformed in the compute dtype (the H200 captures
   show a 3x3 ResNet-50 convolution's workspace at exactly half in bf16: 51454099 vs
-  102908051 bytes; algorithms that differ by dtype make it approximate); failing that, for
+  102908051 bytes; algorithms that differ by dtype make it approximate); failing that,
+  the same call probed at another batch, scaled by the batch
+  (:func:`probed_scaled_workspaces`; the probe's zeros included) [E]; failing that, for
   a grouped convolution (none is captured), the nearest probed one of its kernel family
-  scaled by activation bytes (:func:`probed_grouped_workspaces`) [E], then the
+  scaled by activation bytes (:func:`probed_grouped_workspaces`) [E], for a dense one the
+  median ratio of its nearest probed calls to the x + y + w model
+  (:func:`probed_dense_workspaces`) [E], then the
   first-principles workspaces the zoo's PyTorch semantics use
   (:func:`modelled_conv_workspaces`) [E]; failing that, none. The
   same signature in the GPU's probed table (``configs/kernels/<gpu>_conv_workspaces.json.gz``,
@@ -37,6 +41,8 @@ import math
 import os
 import re
 from pathlib import Path
+
+import numpy as np
 
 from ..usercache import cache_file, write_atomic
 
@@ -197,7 +203,14 @@ def _read_probe(path, mtime_ns):
     exact = {}
     for sig, sizes in rows:
         exact.setdefault(sig, [int(s) for s in sizes])
-    return {"exact": exact, "grouped": _grouped_index(exact), "file": os.path.basename(path)}
+    scaled = {}
+    for sig in sorted(exact):
+        call = conv_call(sig)
+        if call is not None and call["x"][0] > 0:
+            scaled.setdefault(normalize(sig, call["x"][0]), []).append((call["x"][0],
+                                                                         exact[sig]))
+    return {"exact": exact, "grouped": _grouped_index(exact), "dense": _dense_index(exact),
+            "scaled": scaled, "file": os.path.basename(path)}
 
 
 def _passes(call):
@@ -295,6 +308,91 @@ def nearest_grouped(index, call, *, skip=None):
         near = min(rows, key=lambda r: abs(r[0] - feat[0]) + abs(r[1] - feat[1]))
         out.append(int(round(near[3] * feat[2] / near[2])))
     return out
+
+
+def _dense_feats(call):
+    n, c, h, w = call["x"]
+    return (math.log(n), math.log(c), math.log(call["y"][1]), math.log(h * w))
+
+
+def _dense_model_bytes(call, pass_name):
+    from ..program_torch import conv_workspace_bytes
+    x, y, w = call["x"], call["y"], call["w"]
+    a = {"in_shapes": [x], "out_shape": y, "kernel": tuple(w[2:]), "groups": 1}
+    return conv_workspace_bytes(a, pass_name, _ELEMENT_BYTES[call["dtype"]])
+
+
+def _dense_index(exact):
+    """The probed dense convolutions by (pass, element size, kernel, stride): per key the
+    features (log batch, in and out channels, input pixels) and the ratio of each pass's
+    measured workspace to :func:`snsim.program_torch.conv_workspace_bytes` (0: none taken),
+    for the calls whose workspaces can be told apart by pass."""
+    index = {}
+    for sig in sorted(exact):
+        sizes = exact[sig]
+        call = conv_call(sig)
+        if call is None or call["groups"] != 1 or min(call["x"]) <= 0:
+            continue
+        passes = _passes(call)
+        if sizes and len(sizes) != len(passes):
+            continue
+        feat = _dense_feats(call)
+        for j, p in enumerate(passes):
+            model = _dense_model_bytes(call, p)
+            if model > 0:
+                index.setdefault((p, _ELEMENT_BYTES[call["dtype"]], tuple(call["w"][2:]),
+                                  tuple(call["stride"])), []).append(
+                    feat + ((sizes[j] if sizes else 0) / model,))
+    return {k: np.array(v) for k, v in index.items()}
+
+
+#: neighbours whose median ratio a dense convolution takes (probe leave-one-shape-out, 8,330
+#: dense calls: total |error| 100% with none, 50% with the x + y + w model, 10% with 3)
+DENSE_NEIGHBOURS = 3
+
+
+def probed_dense_workspaces(probe, sig):
+    """The workspaces of a dense convolution no capture or probe row holds: per pass, the
+    median over the :data:`DENSE_NEIGHBOURS` nearest probed dense calls of the same pass,
+    element size, kernel and stride (nearest in log batch, channels and pixels) of their
+    workspace over the first-principles model (:func:`snsim.program_torch.
+    conv_workspace_bytes`), times this call's model. cuDNN's dense engines often take exactly
+    the model's transposition workspace (3x3 forward: 70% of probed calls within 5%) and
+    often none (1x1 forward: 55% none), by heuristics no formula follows; the neighbours say
+    which. SqueezeNet b256 bf16 (traces/h200/plans_history) took workspaces of 3x3 and 1x1
+    convolutions no capture holds, which "none" had left out. None when the call is not a
+    dense 2-D convolution or a pass has no probed neighbour."""
+    call = conv_call(sig)
+    if probe is None or call is None or call["groups"] != 1 or min(call["x"]) <= 0:
+        return None
+    feat = np.array(_dense_feats(call))
+    out = []
+    for p in _passes(call):
+        rows = probe.get("dense", {}).get((p, _ELEMENT_BYTES[call["dtype"]],
+                                           tuple(call["w"][2:]), tuple(call["stride"])))
+        if rows is None or not len(rows):
+            return None
+        d = np.abs(rows[:, :4] - feat).sum(axis=1)
+        near = np.argsort(d, kind="stable")[:DENSE_NEIGHBOURS]
+        ratio = float(np.median(rows[near, 4]))
+        ws = int(round(ratio * _dense_model_bytes(call, p)))
+        if ws:
+            out.append(ws)
+    return out
+
+
+def probed_scaled_workspaces(probe, sig, batch):
+    """The probed workspaces of the same call at the nearest other batch, scaled by the batch
+    ratio (the probe measured its networks' layers at ten batches, zeros included: a layer a
+    capture does not list because it took none stays at none)."""
+    if probe is None or not probe.get("scaled"):
+        return None
+    for norm in normalizations(sig, batch):
+        cands = probe["scaled"].get(norm)
+        if cands:
+            b_ref, sizes = min(cands, key=lambda c: abs(c[0] - batch))
+            return [int(round(v * batch / b_ref)) for v in sizes]
+    return None
 
 
 def _probe_table(hardware):
@@ -395,7 +493,13 @@ def lookup(tables, sig, batch):
         if cands:
             b_ref, el_ref, sizes = min(cands, key=lambda c: (abs(c[0] - batch), c[1] != elsize))
             return [int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype"
+    sizes = probed_scaled_workspaces(tables.get("probe"), sig, batch)
+    if sizes is not None:
+        return sizes, "probe_scaled"
     sizes = probed_grouped_workspaces(tables.get("probe"), sig)
+    if sizes is not None:
+        return sizes, "probe_near"
+    sizes = probed_dense_workspaces(tables.get("probe"), sig)
     if sizes is not None:
         return sizes, "probe_near"
     sizes = modelled_conv_workspaces(sig)
@@ -456,8 +560,8 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             pos.append(((op, 0, 0, 0), (m, kind, sid)))
     extra = []
     n = 0
-    counts = {"exact": 0, "probe": 0, "scaled": 0, "dtype": 0, "probe_near": 0, "modelled": 0,
-              "none": 0}
+    counts = {"exact": 0, "probe": 0, "scaled": 0, "dtype": 0, "probe_scaled": 0,
+              "probe_near": 0, "modelled": 0, "none": 0}
     first_matmul = {}
     for k, op in enumerate(rec.ops):
         mark = op[0]
