@@ -104,6 +104,18 @@ def zoo_rows(rows):
     return out
 
 
+def _held_out_section(L, traces_dir, captured, folder, heading, text):
+    """Append one held-out suite's section (heading, what it is, its table) when
+    ``traces_dir/folder`` holds runs; ``text`` ends before the count of unpredicted runs."""
+    runs = plan_runs(traces_dir, folder)
+    if not runs:
+        return
+    done = [r for r in runs if r.get("prediction")]
+    L.append(heading)
+    L.append(f"{text}{len(runs) - len(done)} runs here have no prediction.\n")
+    L.extend(_plan_section(done, captured))
+
+
 def _plan_section(runs, captured):
     """Table and gate summary of before-run predictions against executed plans."""
     L = []
@@ -532,87 +544,72 @@ def build_report(traces_dir="traces/h200"):
                  "before the third. By then every network here had a capture, so none of these "
                  "is a never-captured configuration for memory.\n")
         L.extend(_plan_section(runs2, captured))
-    held = plan_runs(traces_dir, "plans_heldout")
-    if held:
-        done = [r for r in held if r.get("prediction")]
-        L.append("### 1c. Held out: networks, batches, precisions and optimizers never run "
-                 "before\n")
-        L.append("`python -m snsim.torchsim.suite --only plans --set heldout` "
-                 "(`traces/h200/plans_heldout/`): 10 networks none of the suites above ran "
-                 "(ResNet-101 b96, Wide-ResNet-50-2 b64 bf16 AdamW, DenseNet-169 b64, ConvNeXt-T "
-                 "b64 bf16 fused AdamW, RegNetY-1.6GF b96, ShuffleNetV2 b256, ViT-B/32 b128 bf16 "
-                 "AdamW, MNASNet b128 fp16, VGG-19 b48, ResNet-50 b96 fp16 AdamW) under the plans "
-                 "of section 1, each predicted on the CPU before it ran, with the code of the "
-                 "commit that ran it. A first try of the same suite "
-                 "(`traces/h200/plans_heldout_try1/`) had no prediction for 15 of the 23 runs: "
-                 "the amp emulation failed on an autocast overload torch 2.11 lists "
-                 "(fixed); a second (`traces/h200/plans_heldout_try2/`, 11:53 UTC) predicted "
-                 "all 23 with the code before the amp validation's fixes were merged; this "
-                 "third (12:04 UTC) is with the code of the final merge. The measured step "
-                 "times of the same runs differ by up to 50% between the two tries (DenseNet-169 "
-                 f"checkpoint 180 vs 246 ms): the host's pace varies between leases. "
-                 f"{len(held) - len(done)} runs here have no prediction.\n")
-        L.extend(_plan_section(done, captured))
-    held2 = plan_runs(traces_dir, "plans_heldout2")
-    if held2:
-        done2 = [r for r in held2 if r.get("prediction")]
-        L.append("### 1d. Held out again, after the first held-out set's fixes\n")
-        L.append("`python -m snsim.torchsim.suite --only plans --set heldout2` "
-                 "(`traces/h200/plans_heldout2/`, 2026-11-30 14:30 UTC): a second set, written "
-                 "into the suite before any of it ran, of networks no capture, plan suite or "
-                 "kernel-table row was made of (ResNeXt-50 32x4d b64, MobileNetV3-L b128 bf16 "
-                 "AdamW, DenseNet-201 b48, ResNet-18 b256 fp16, Swin-T b64 bf16 AdamW, "
-                 "RegNetX-3.2GF b64, VGG-13 b64, EfficientNet-B2 b64 fp16, Wide-ResNet-101-2 b32 "
-                 "fused AdamW, and Hugging Face's gpt2-medium b4 s512 bf16 AdamW) under plain, "
-                 "checkpoint, superneurons and cpu_offload, each predicted on the device's CPU "
-                 "before it ran with the code of the commit that ran it, after the fixes the "
-                 "first held-out set prompted (conv workspaces, plan host costs, kernel-table "
-                 f"lookups). {len(held2) - len(done2)} runs here have no prediction.\n")
-        L.extend(_plan_section(done2, captured))
-    held2b = plan_runs(traces_dir, "plans_heldout2_rerun")
-    if held2b:
-        done2b = [r for r in held2b if r.get("prediction")]
-        L.append("### 1d'. The second set again, with a later session's final code\n")
-        L.append("`python -m snsim.torchsim.suite --only plans --set heldout2` "
-                 "(`traces/h200/plans_heldout2_rerun/`, 2026-11-30 17:12 UTC): the same 21 runs "
-                 "measured again (fp16 runs warmed up until a GradScaler step is taken) and "
-                 "predicted before they ran by the code of that session's final merge. Not "
-                 "held out any more: section 1d's allocator histories were read while its "
-                 f"fixes were made. {len(held2b) - len(done2b)} runs here have no prediction.\n")
-        L.extend(_plan_section(done2b, captured))
-    held3 = plan_runs(traces_dir, "plans_heldout3")
-    if held3:
-        done3 = [r for r in held3 if r.get("prediction")]
-        L.append("### 1e. A third held-out set, before this session's changes\n")
-        L.append("`python -m snsim.torchsim.suite --only plans --set heldout3` "
-                 "(`traces/h200/plans_heldout3/`, 2026-11-30 15:40 UTC): written into the suite "
-                 "(commit a2a93a2) before any of it ran and run once at the start of a session, "
-                 "predicted on the device's CPU with that commit's code: networks no capture, "
-                 "plan suite or kernel-table row was made of (SqueezeNet 1.1 b256 bf16, "
-                 "EfficientNetV2-S b48 bf16 AdamW, ConvNeXt-S b32 fused AdamW, ResNeXt-101 "
-                 "32x8d b32 fp16, ShuffleNetV2 x2.0 b192, VGG-11-BN b96 AdamW, RegNetY-3.2GF b64 "
-                 "bf16 AdamW, MNASNet 0.5 b256, ViT-L/32 b32 bf16 AdamW) and a Hugging Face "
-                 "architecture none of the others has (Qwen2-0.5B b4 s512 bf16 AdamW: RMSNorm, "
-                 "rotary embeddings, grouped-query attention, SwiGLU). These are the honest "
-                 "held-out figures of the model as it stood; section 1f is the same set after "
-                 "the fixes its histories prompted (a measurement fix among them: ResNeXt-101's "
-                 "fp16 GradScaler skipped every step of this run, so no optimizer state was "
-                 f"ever made). {len(held3) - len(done3)} runs here have no prediction.\n")
-        L.extend(_plan_section(done3, captured))
-    held3b = plan_runs(traces_dir, "plans_heldout3_rerun")
-    if held3b:
-        done3b = [r for r in held3b if r.get("prediction")]
-        L.append("### 1f. The third set again, with the session's final code\n")
-        L.append("`python -m snsim.torchsim.suite --only plans --set heldout3` "
-                 "(`traces/h200/plans_heldout3_rerun/`, 2026-11-30 17:16 UTC): the same 19 runs "
-                 "measured again (fp16 "
-                 "runs warmed up until a GradScaler step is taken) and predicted before they ran "
-                 "with the code of the session's final merge. Not a held-out test any more: the "
-                 "allocator histories and op profiles of section 1e's misses "
-                 "(`traces/h200/plans_history/`, `traces/h200/profile/heldout3_*`) were read "
-                 "while the fixes were made, so these show what the fixes did to the set that "
-                 f"prompted them. {len(held3b) - len(done3b)} runs here have no prediction.\n")
-        L.extend(_plan_section(done3b, captured))
+    _held_out_section(L, traces_dir, captured, "plans_heldout",
+                      "### 1c. Held out: networks, batches, precisions and optimizers never run "
+                      "before\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout` "
+                      "(`traces/h200/plans_heldout/`): 10 networks none of the suites above ran "
+                      "(ResNet-101 b96, Wide-ResNet-50-2 b64 bf16 AdamW, DenseNet-169 b64, "
+                      "ConvNeXt-T b64 bf16 fused AdamW, RegNetY-1.6GF b96, ShuffleNetV2 b256, "
+                      "ViT-B/32 b128 bf16 AdamW, MNASNet b128 fp16, VGG-19 b48, ResNet-50 b96 "
+                      "fp16 AdamW) under the plans of section 1, each predicted on the CPU "
+                      "before it ran, with the code of the commit that ran it. A first try of "
+                      "the same suite (`traces/h200/plans_heldout_try1/`) had no prediction for "
+                      "15 of the 23 runs: the amp emulation failed on an autocast overload torch "
+                      "2.11 lists (fixed); a second (`traces/h200/plans_heldout_try2/`, 11:53 "
+                      "UTC) predicted all 23 with the code before the amp validation's fixes "
+                      "were merged; this third (12:04 UTC) is with the code of the final merge. "
+                      "The measured step times of the same runs differ by up to 50% between the "
+                      "two tries (DenseNet-169 checkpoint 180 vs 246 ms): the host's pace varies "
+                      "between leases. ")
+    _held_out_section(L, traces_dir, captured, "plans_heldout2",
+                      "### 1d. Held out again, after the first held-out set's fixes\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout2` "
+                      "(`traces/h200/plans_heldout2/`, 2026-11-30 14:30 UTC): a second set, "
+                      "written into the suite before any of it ran, of networks no capture, plan "
+                      "suite or kernel-table row was made of (ResNeXt-50 32x4d b64, "
+                      "MobileNetV3-L b128 bf16 AdamW, DenseNet-201 b48, ResNet-18 b256 fp16, "
+                      "Swin-T b64 bf16 AdamW, RegNetX-3.2GF b64, VGG-13 b64, EfficientNet-B2 b64 "
+                      "fp16, Wide-ResNet-101-2 b32 fused AdamW, and Hugging Face's gpt2-medium "
+                      "b4 s512 bf16 AdamW) under plain, checkpoint, superneurons and "
+                      "cpu_offload, each predicted on the device's CPU before it ran with the "
+                      "code of the commit that ran it, after the fixes the first held-out set "
+                      "prompted (conv workspaces, plan host costs, kernel-table lookups). ")
+    _held_out_section(L, traces_dir, captured, "plans_heldout2_rerun",
+                      "### 1d'. The second set again, with a later session's final code\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout2` "
+                      "(`traces/h200/plans_heldout2_rerun/`, 2026-11-30 17:12 UTC): the same 21 "
+                      "runs measured again (fp16 runs warmed up until a GradScaler step is "
+                      "taken) and predicted before they ran by the code of that session's final "
+                      "merge. Not held out any more: section 1d's allocator histories were read "
+                      "while its fixes were made. ")
+    _held_out_section(L, traces_dir, captured, "plans_heldout3",
+                      "### 1e. A third held-out set, before this session's changes\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout3` "
+                      "(`traces/h200/plans_heldout3/`, 2026-11-30 15:40 UTC): written into the "
+                      "suite (commit a2a93a2) before any of it ran and run once at the start of "
+                      "a session, predicted on the device's CPU with that commit's code: "
+                      "networks no capture, plan suite or kernel-table row was made of "
+                      "(SqueezeNet 1.1 b256 bf16, EfficientNetV2-S b48 bf16 AdamW, ConvNeXt-S "
+                      "b32 fused AdamW, ResNeXt-101 32x8d b32 fp16, ShuffleNetV2 x2.0 b192, "
+                      "VGG-11-BN b96 AdamW, RegNetY-3.2GF b64 bf16 AdamW, MNASNet 0.5 b256, "
+                      "ViT-L/32 b32 bf16 AdamW) and a Hugging Face architecture none of the "
+                      "others has (Qwen2-0.5B b4 s512 bf16 AdamW: RMSNorm, rotary embeddings, "
+                      "grouped-query attention, SwiGLU). These are the honest held-out figures "
+                      "of the model as it stood; section 1f is the same set after the fixes its "
+                      "histories prompted (a measurement fix among them: ResNeXt-101's fp16 "
+                      "GradScaler skipped every step of this run, so no optimizer state was ever "
+                      "made). ")
+    _held_out_section(L, traces_dir, captured, "plans_heldout3_rerun",
+                      "### 1f. The third set again, with the session's final code\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout3` "
+                      "(`traces/h200/plans_heldout3_rerun/`, 2026-11-30 17:16 UTC): the same 19 "
+                      "runs measured again (fp16 runs warmed up until a GradScaler step is "
+                      "taken) and predicted before they ran with the code of the session's final "
+                      "merge. Not a held-out test any more: the allocator histories and op "
+                      "profiles of section 1e's misses (`traces/h200/plans_history/`, "
+                      "`traces/h200/profile/heldout3_*`) were read while the fixes were made, so "
+                      "these show what the fixes did to the set that prompted them. ")
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")

@@ -210,8 +210,21 @@ _HELDOUT = (
     ("torchvision:resnet50", 96, {"plain": [], "superneurons": []},
      {"optimizer": "adamw", "amp": "fp16"}),
 )
-PLAN_HELDOUT = tuple({"model": m, "batch": b, "policy": pol, "options": list(opts), **setup}
-                     for m, b, plans, setup in _HELDOUT for pol, opts in plans.items())
+
+
+def _plan_set(networks, hf_networks=()):
+    """The runs of a held-out set: one per (network, policy) of ``networks`` ``(model,
+    batch, {policy: options}, training setup)`` and of ``hf_networks`` (the same with the
+    input shape after the batch)."""
+    return tuple(
+        {"model": m, "batch": b, "policy": pol, "options": list(opts), **setup}
+        for m, b, plans, setup in networks for pol, opts in plans.items()) + tuple(
+        {"model": m, "batch": b, "input_shape": shape, "policy": pol, "options": list(opts),
+         **setup}
+        for m, b, shape, plans, setup in hf_networks for pol, opts in plans.items())
+
+
+PLAN_HELDOUT = _plan_set(_HELDOUT)
 # a second held-out set, written (2026-11-30, 12:55 UTC, commit 3b422f4) before any of it ran: networks no
 # capture, plan suite or kernel-table row was made of, and a Hugging Face model, under every
 # plan kind, precision and optimizer; the test of the model after the first held-out set's
@@ -238,12 +251,7 @@ _HELDOUT2_HF = (
     ("hf:gpt2-medium", 4, (512,), {"plain": [], "checkpoint": ["modules=GPT2Block"]},
      {"optimizer": "adamw", "amp": "bf16"}),
 )
-PLAN_HELDOUT2 = tuple(
-    {"model": m, "batch": b, "policy": pol, "options": list(opts), **setup}
-    for m, b, plans, setup in _HELDOUT2 for pol, opts in plans.items()) + tuple(
-    {"model": m, "batch": b, "input_shape": shape, "policy": pol, "options": list(opts),
-     **setup}
-    for m, b, shape, plans, setup in _HELDOUT2_HF for pol, opts in plans.items())
+PLAN_HELDOUT2 = _plan_set(_HELDOUT2, _HELDOUT2_HF)
 # a third held-out set, written (2026-11-30, 15:38 UTC, commit a2a93a2) before any of it ran
 # and before that session's model changes: networks no capture, plan suite or kernel-table row
 # was made of (SqueezeNet, EfficientNetV2, ConvNeXt-S, ResNeXt-101, ShuffleNetV2 x2, VGG-11-BN,
@@ -273,12 +281,7 @@ _HELDOUT3_HF = (
     ("hf:Qwen/Qwen2-0.5B", 4, (512,), {"plain": [], "checkpoint": ["modules=Qwen2DecoderLayer"]},
      {"optimizer": "adamw", "amp": "bf16"}),
 )
-PLAN_HELDOUT3 = tuple(
-    {"model": m, "batch": b, "policy": pol, "options": list(opts), **setup}
-    for m, b, plans, setup in _HELDOUT3 for pol, opts in plans.items()) + tuple(
-    {"model": m, "batch": b, "input_shape": shape, "policy": pol, "options": list(opts),
-     **setup}
-    for m, b, shape, plans, setup in _HELDOUT3_HF for pol, opts in plans.items())
+PLAN_HELDOUT3 = _plan_set(_HELDOUT3, _HELDOUT3_HF)
 PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HELDOUT2,
              "heldout3": PLAN_HELDOUT3}
 
