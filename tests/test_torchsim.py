@@ -304,14 +304,25 @@ def test_conv_backward_workspaces_follow_the_gradient_their_kernel_computes(monk
         assert seq[j + 1] == ("f", key)
 
 
+def _probe_of(tmp_path, monkeypatch, rows):
+    """``rows`` (``[signature, [workspace bytes, ...]]``) as the GPU's probed workspace table,
+    read as :func:`snsim.torchsim.hidden.add_hidden` reads it."""
+    import gzip
+    import json
+    path = tmp_path / "h200_conv_workspaces.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"rows": rows}, f)
+    monkeypatch.setattr(hidden, "probe_path", lambda hw: path)
+    hidden._read_probe.cache_clear()
+    return hidden._probe_table("h200")
+
+
 def test_unseen_convolution_gets_the_modelled_workspace(tmp_path, monkeypatch):
     """A grouped convolution (none captured: RegNet's 3x3s of group width 24) gets the
     zoo's first-principles cuDNN workspace (NHWC kernels transpose both activations of the
     pass and, unless 1x1, the filter); a depthwise one none (ATen's own kernel); a signature
     of the GPU's probed table (scripts/conv_workspace_probe.py) what was measured, a call that
     took none included (a known zero)."""
-    import gzip
-    import json
     fwd = ("convolution float32[96, 48, 112, 112] float32[48, 24, 3, 3] None "
            "2 2 1 1 1 1 False 0 0 2")
     bwd = ("convolution_backward float32[96, 48, 56, 56] float32[96, 48, 112, 112] "
@@ -330,12 +341,7 @@ def test_unseen_convolution_gets_the_modelled_workspace(tmp_path, monkeypatch):
     dense = fwd.replace("float32[48, 24, 3, 3]", "float32[48, 48, 3, 3]").replace(" 2\n", "")
     dense = dense[:-1] + "1"          # groups 1: the captures' evidence stands (none)
     assert hidden.lookup(tables, dense, 96) == ([], "none")
-    path = tmp_path / "h200_conv_workspaces.json.gz"
-    with gzip.open(path, "wt") as f:
-        json.dump({"rows": [[fwd, [289_013_792]], [bwd, []]]}, f)
-    monkeypatch.setattr(hidden, "probe_path", lambda hw: path)
-    hidden._read_probe.cache_clear()
-    tables["probe"] = hidden._probe_table("h200")
+    tables["probe"] = _probe_of(tmp_path, monkeypatch, [[fwd, [289_013_792]], [bwd, []]])
     assert hidden.lookup(tables, fwd, 96) == ([289_013_792], "probe")
     assert hidden.lookup(tables, bwd, 96) == ([], "probe")
 
@@ -346,8 +352,6 @@ def test_unprobed_grouped_convolution_takes_its_nearest_probed_neighbour(tmp_pat
     group), scaled by the activation bytes the pass transposes; a probed backward that took
     fewer workspaces than it ran passes says nothing about either; a family with no probed
     call falls back to the first-principles model."""
-    import gzip
-    import json
 
     def fwd(n, c, h, g, w_in=None):
         return (f"convolution float32[{n}, {c}, {h}, {h}] float32[{c}, {w_in or c // g}, 3, 3] "
@@ -364,13 +368,8 @@ def test_unprobed_grouped_convolution_takes_its_nearest_probed_neighbour(tmp_pat
             [fwd(32, 768, 28, 16), [308_281_344]],
             # a backward that listed one workspace for two passes: skipped
             [bwd(32, 768, 28, 16), [1]]]
-    path = tmp_path / "h200_conv_workspaces.json.gz"
-    with gzip.open(path, "wt") as f:
-        json.dump({"rows": rows}, f)
-    monkeypatch.setattr(hidden, "probe_path", lambda hw: path)
-    hidden._read_probe.cache_clear()
     tables = {"exact": {}, "scaled": {}, "dtyped": {}, "sources": [], "persistent": {},
-              "probe": hidden._probe_table("h200")}
+              "probe": _probe_of(tmp_path, monkeypatch, rows)}
     # 5 groups at batch 64: nearest is the 4-group call; x + y = 64*240*28*28*4*2 =
     # 96,337,920 B, times 51,380,224 / 38,535,168 (4/3) = 128,450,560 B
     assert hidden.lookup(tables, fwd(64, 240, 28, 5), 64) == ([128_450_560], "probe_near")
@@ -391,8 +390,6 @@ def test_unprobed_dense_convolution_takes_its_neighbours_median_ratio(tmp_path, 
     """A dense convolution no capture or probe row holds takes, per pass, the median over its 3
     nearest probed calls (same pass, element size, kernel, stride) of workspace / the x + y + w
     model, times its own model; a kernel family the probe never ran stays at none."""
-    import gzip
-    import json
 
     def fwd(n, c, h, k=3):
         p = k // 2
@@ -403,13 +400,8 @@ def test_unprobed_dense_convolution_takes_its_neighbours_median_ratio(tmp_path, 
     # 25,837,568 B; measured ratios 1, 0 (none taken), 1
     rows = [[fwd(32, 64, 28), [12_992_512]], [fwd(32, 128, 28), []],
             [fwd(64, 64, 28), [25_837_568]]]
-    path = tmp_path / "h200_conv_workspaces.json.gz"
-    with gzip.open(path, "wt") as f:
-        json.dump({"rows": rows}, f)
-    monkeypatch.setattr(hidden, "probe_path", lambda hw: path)
-    hidden._read_probe.cache_clear()
     tables = {"exact": {}, "scaled": {}, "dtyped": {}, "sources": [], "persistent": {},
-              "probe": hidden._probe_table("h200")}
+              "probe": _probe_of(tmp_path, monkeypatch, rows)}
     # 96 channels, batch 32: median ratio 1 x (2 x 32*96*28*28*4 + 96*96*9*4 = 19,599,360 B)
     assert hidden.lookup(tables, fwd(32, 96, 28), 32) == ([19_599_360], "probe_near")
     # a probed layer at another batch: its own workspace scaled by the batch (48 / 32 or 64)
