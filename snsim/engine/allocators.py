@@ -418,13 +418,18 @@ class PoolAllocator(Allocator):
             self._gap_end[end] = rest
         top = start + nblocks
         if top > self._high_water_blocks:
-            self._high_water_blocks = top
-            self.peak_reserved_bytes = top * KiB
-            if top > self._ever_high_water_blocks:
-                self._ever_high_water_blocks = top
-                if self.capacity_bytes is None:
-                    self.reserved_bytes = top * KiB
+            self._raise_high_water(top)
         return self._issue((start, nblocks, nbytes), nblocks * KiB, nbytes)
+
+    def _raise_high_water(self, top):
+        """The pool's used prefix grew to ``top`` blocks: its reserved peak (and, without a
+        capacity, what it has reserved) follows."""
+        self._high_water_blocks = top
+        self.peak_reserved_bytes = top * KiB
+        if top > self._ever_high_water_blocks:
+            self._ever_high_water_blocks = top
+            if self.capacity_bytes is None:
+                self.reserved_bytes = top * KiB
 
     def free(self, handle):
         record = self._retire(handle)
@@ -512,12 +517,7 @@ class PoolAllocator(Allocator):
             if self.requested_bytes > self.peak_requested_bytes:
                 self.peak_requested_bytes = self.requested_bytes
             if at > self._high_water_blocks:
-                self._high_water_blocks = at
-                self.peak_reserved_bytes = at * KiB
-                if at > self._ever_high_water_blocks:
-                    self._ever_high_water_blocks = at
-                    if self.capacity_bytes is None:
-                        self.reserved_bytes = at * KiB
+                self._raise_high_water(at)
         return n
 
     def reset_peaks(self):
