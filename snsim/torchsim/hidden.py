@@ -203,14 +203,16 @@ def _read_probe(path, mtime_ns):
     exact = {}
     for sig, sizes in rows:
         exact.setdefault(sig, [int(s) for s in sizes])
+    calls = {sig: conv_call(sig) for sig in sorted(exact)}   # each signature parsed once
+    calls = {sig: c for sig, c in calls.items() if c is not None}
     scaled = {}
-    for sig in sorted(exact):
-        call = conv_call(sig)
-        if call is not None and call["x"][0] > 0:
+    for sig, call in calls.items():
+        if call["x"][0] > 0:
             scaled.setdefault(normalize(sig, call["x"][0]), []).append((call["x"][0],
                                                                          exact[sig]))
-    return {"exact": exact, "grouped": _grouped_index(exact), "dense": _dense_index(exact),
-            "scaled": scaled, "file": os.path.basename(path)}
+    return {"exact": exact, "grouped": _grouped_index(exact, calls),
+            "dense": _dense_index(exact, calls), "scaled": scaled,
+            "file": os.path.basename(path)}
 
 
 def _passes(call):
@@ -239,16 +241,16 @@ def _transposed_bytes(call):
     return (n * c * h * w + n * k * ho * wo) * el
 
 
-def _grouped_index(exact):
+def _grouped_index(exact, calls):
     """The probed grouped (not depthwise) convolutions by :func:`_grouped_key`: per key a
     list of ``(log groups, log batch x input pixels, transposed bytes, workspace bytes)``,
     one per pass of each probed call whose workspaces can be told apart (a backward that
-    listed fewer workspaces than it ran passes, but some, cannot say which pass took none)."""
+    listed fewer workspaces than it ran passes, but some, cannot say which pass took none).
+    ``calls``: the probed signatures' :func:`conv_call`, in signature order."""
     index = {}
-    for sig in sorted(exact):
+    for sig, call in calls.items():
         sizes = exact[sig]
-        call = conv_call(sig)
-        if call is None or not 1 < call["groups"] < call["x"][1]:
+        if not 1 < call["groups"] < call["x"][1]:
             continue
         passes = _passes(call)
         if sizes and len(sizes) < len(passes):
@@ -315,30 +317,31 @@ def _dense_feats(call):
     return (math.log(n), math.log(c), math.log(call["y"][1]), math.log(h * w))
 
 
-def _dense_model_bytes(call, pass_name):
+def _model_bytes(call, pass_name):
+    """:func:`snsim.program_torch.conv_workspace_bytes` of one pass of ``call``."""
     from ..program_torch import conv_workspace_bytes
     x, y, w = call["x"], call["y"], call["w"]
-    a = {"in_shapes": [x], "out_shape": y, "kernel": tuple(w[2:]), "groups": 1}
+    a = {"in_shapes": [x], "out_shape": y, "kernel": tuple(w[2:]), "groups": call["groups"]}
     return conv_workspace_bytes(a, pass_name, _ELEMENT_BYTES[call["dtype"]])
 
 
-def _dense_index(exact):
+def _dense_index(exact, calls):
     """The probed dense convolutions by (pass, element size, kernel, stride): per key the
     features (log batch, in and out channels, input pixels) and the ratio of each pass's
     measured workspace to :func:`snsim.program_torch.conv_workspace_bytes` (0: none taken),
-    for the calls whose workspaces can be told apart by pass."""
+    for the calls whose workspaces can be told apart by pass (``calls`` as for
+    :func:`_grouped_index`)."""
     index = {}
-    for sig in sorted(exact):
+    for sig, call in calls.items():
         sizes = exact[sig]
-        call = conv_call(sig)
-        if call is None or call["groups"] != 1 or min(call["x"]) <= 0:
+        if call["groups"] != 1 or min(call["x"]) <= 0:
             continue
         passes = _passes(call)
         if sizes and len(sizes) != len(passes):
             continue
         feat = _dense_feats(call)
         for j, p in enumerate(passes):
-            model = _dense_model_bytes(call, p)
+            model = _model_bytes(call, p)
             if model > 0:
                 index.setdefault((p, _ELEMENT_BYTES[call["dtype"]], tuple(call["w"][2:]),
                                   tuple(call["stride"])), []).append(
@@ -375,7 +378,7 @@ def probed_dense_workspaces(probe, sig):
         d = np.abs(rows[:, :4] - feat).sum(axis=1)
         near = np.argsort(d, kind="stable")[:DENSE_NEIGHBOURS]
         ratio = float(np.median(rows[near, 4]))
-        ws = int(round(ratio * _dense_model_bytes(call, p)))
+        ws = int(round(ratio * _model_bytes(call, p)))
         if ws:
             out.append(ws)
     return out
@@ -387,8 +390,14 @@ def probed_scaled_workspaces(probe, sig, batch):
     capture does not list because it took none stays at none)."""
     if probe is None or not probe.get("scaled"):
         return None
-    for norm in normalizations(sig, batch):
-        cands = probe["scaled"].get(norm)
+    return _at_nearest_batch(probe["scaled"], normalizations(sig, batch), batch)
+
+
+def _at_nearest_batch(index, norms, batch):
+    """The sizes ``index`` (normalised signature -> ``[(batch, sizes), ...]``) holds for the
+    first of ``norms`` it has, from its nearest batch, scaled to ``batch``; None if none."""
+    for norm in norms:
+        cands = index.get(norm)
         if cands:
             b_ref, sizes = min(cands, key=lambda c: abs(c[0] - batch))
             return [int(round(v * batch / b_ref)) for v in sizes]
@@ -456,21 +465,12 @@ def modelled_conv_workspaces(sig):
     ...                          "float32[48, 24, 3, 3] None 2 2 1 1 1 1 False 0 0 2")
     [289055232]
     """
-    from ..program_torch import conv_workspace_bytes
     call = conv_call(sig)
-    if call is None:
+    if call is None or call["groups"] == 1:
         return None
-    x, y, w, g = call["x"], call["y"], call["w"], call["groups"]
-    if g == 1:
-        return None
-    if g == x[1]:
+    if call["groups"] == call["x"][1]:
         return []
-    a = {"in_shapes": [x], "out_shape": y, "kernel": tuple(w[2:]), "groups": g}
-    el = _ELEMENT_BYTES[call["dtype"]]
-    if call["mask"] is None:
-        return [conv_workspace_bytes(a, "fwd", el)]
-    passes = [p for p, on in zip(("bwd_data", "bwd_filter"), call["mask"][:2]) if on]
-    return [conv_workspace_bytes(a, p, el) for p in passes]
+    return [_model_bytes(call, p) for p in _passes(call)]
 
 
 def lookup(tables, sig, batch):
@@ -482,11 +482,9 @@ def lookup(tables, sig, batch):
     if probe is not None and sig in probe["exact"]:
         return list(probe["exact"][sig]), "probe"
     norms = normalizations(sig, batch)
-    for norm in norms:
-        cands = tables["scaled"].get(norm)
-        if cands:
-            b_ref, sizes = min(cands, key=lambda c: abs(c[0] - batch))
-            return [int(round(s * batch / b_ref)) for s in sizes], "scaled"
+    sizes = _at_nearest_batch(tables["scaled"], norms, batch)
+    if sizes is not None:
+        return sizes, "scaled"
     for norm in norms:
         bare, elsize = undtyped(norm)
         cands = tables.get("dtyped", {}).get(bare) if bare is not None else None
