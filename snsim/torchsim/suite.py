@@ -82,7 +82,8 @@ def main(argv=None):
                    help="standard: the 10 networks of docs/VALIDATION.md §1; heldout: networks, "
                         "batches, precisions and optimizers never run before; heldout2: a second such set, "
                         "written before the first set's fixes were tested; heldout3: a third, "
-                        "written before the second set's fixes were merged")
+                        "written before the second set's fixes were merged; heldout4: a fourth, "
+                        "written before the third set's re-run informed anything")
     g.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.only == "plans":
@@ -282,8 +283,38 @@ _HELDOUT3_HF = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT3 = _plan_set(_HELDOUT3, _HELDOUT3_HF)
+# a fourth held-out set, written (2026-11-30, 18:25 UTC, on commit 0e6b6e3) before any of it
+# ran and before that session's model changes: networks no capture, plan suite or kernel-table
+# row was made of (GoogLeNet, MobileNetV3-S, EfficientNet-B4, RegNetX-8GF, Swin-S,
+# DenseNet-161, ResNeXt-101 64x4d, VGG-19-BN, MaxViT-T, ConvNeXt-B, ShuffleNetV2 x0.5,
+# ViT-L/16) and GPT-2 large, under every plan kind, precision and optimizer
+_HELDOUT4 = (
+    ("torchvision:googlenet", 128, {"plain": [], "checkpoint": ["modules=Inception"]}, {}),
+    ("torchvision:mobilenet_v3_small", 256, {"plain": [], "superneurons": []},
+     {"optimizer": "adam", "amp": "bf16"}),
+    ("torchvision:efficientnet_b4", 32, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw"}),
+    ("torchvision:regnet_x_8gf", 64, {"plain": [], "checkpoint": ["modules=ResBottleneckBlock"]},
+     {"amp": "fp16"}),
+    ("torchvision:swin_s", 32, {"plain": [], "checkpoint": ["modules=SwinTransformerBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:densenet161", 48, {"plain": [], "superneurons": []}, {"optimizer": "sgd"}),
+    ("torchvision:resnext101_64x4d", 48, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("torchvision:vgg19_bn", 64, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:maxvit_t", 32, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:convnext_base", 32, {"plain": [], "checkpoint": ["modules=CNBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:shufflenet_v2_x0_5", 512, {"plain": []}, {}),
+    ("torchvision:vit_l_16", 16, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+)
+_HELDOUT4_HF = (
+    ("hf:gpt2-large", 2, (1024,), {"plain": [], "checkpoint": ["modules=GPT2Block"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT4 = _plan_set(_HELDOUT4, _HELDOUT4_HF)
 PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HELDOUT2,
-             "heldout3": PLAN_HELDOUT3}
+             "heldout3": PLAN_HELDOUT3, "heldout4": PLAN_HELDOUT4}
 
 
 def run_setup(run):
