@@ -68,7 +68,7 @@ def _key(doc):
 def _stats(errs, gates=None):
     a = [abs(e) for e in errs if not math.isnan(e)]
     if not a:
-        return "n/a", "n/a", "n/a"
+        return "n/a", "n/a", "n/a", "n/a"
     mean, mx = sum(a) / len(a), max(a)
     verdict = ""
     if gates:
@@ -76,7 +76,7 @@ def _stats(errs, gates=None):
         ok = mean <= g_mean and (g_max is None or mx <= g_max)
         verdict = ("pass" if ok else "**FAIL**") + f" (mean ≤ {g_mean}%" + (
             f", max ≤ {g_max}%)" if g_max else ")")
-    return f"{mean:.2f}", f"{mx:.2f}", verdict
+    return f"{mean:.2f}", f"{statistics.median(a):.2f}", f"{mx:.2f}", verdict
 
 
 def _captured_configs(traces_dir):
@@ -149,8 +149,8 @@ def _plan_section(runs, captured):
             srow.append([q.replace("_", " "), len(errs[q]), *_stats(errs[q], gate)])
             srow.append([q.replace("_", " ") + ", never-captured configurations",
                          len(errs_new[q]), *_stats(errs_new[q], gate)])
-        L.append(_table(["quantity", "runs", "mean abs error %", "max abs error %", "gate"],
-                        srow) + "\n")
+        L.append(_table(["quantity", "runs", "mean abs error %", "median abs error %",
+                         "max abs error %", "gate"], srow) + "\n")
     else:
         L.append("(no plan suite in this folder)\n")
 
@@ -610,6 +610,20 @@ def build_report(traces_dir="traces/h200"):
                       "profiles of section 1e's misses (`traces/h200/plans_history/`, "
                       "`traces/h200/profile/heldout3_*`) were read while the fixes were made, so "
                       "these show what the fixes did to the set that prompted them. ")
+    _held_out_section(L, traces_dir, captured, "plans_heldout4",
+                      "### 1g. A fourth held-out set, before the next session's changes\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout4` "
+                      "(`traces/h200/plans_heldout4/`, 2026-11-30 18:19 UTC): written into the "
+                      "suite (commit 80aced9) before any of it ran and run once at the start of "
+                      "a session, predicted on the device's CPU with that commit's code (the "
+                      "code of section 1f's re-run): networks no capture, plan suite or "
+                      "kernel-table row was made of (GoogLeNet b128, MobileNetV3-S b256 bf16 "
+                      "Adam, EfficientNet-B4 b32 AdamW, RegNetX-8GF b64 fp16, Swin-S b32 bf16 "
+                      "AdamW, DenseNet-161 b48 SGD, ResNeXt-101 64x4d b48 bf16 fused AdamW, "
+                      "VGG-19-BN b64 fp16, MaxViT-T b32 bf16 AdamW, ConvNeXt-B b32 bf16 AdamW, "
+                      "ShuffleNetV2 x0.5 b512, ViT-L/16 b16 bf16 AdamW) and GPT-2 large (b2 "
+                      "s1024 bf16 AdamW) under plain, checkpoint, superneurons and cpu_offload. "
+                      "The honest held-out figures of the model as the session found it. ")
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
@@ -627,7 +641,7 @@ def build_report(traces_dir="traces/h200"):
                      _gib(r["meas_reserved_bytes"]), _pct(er)])
     L.append(_table(["network", "batch", "alloc zoo GiB", "alloc meas GiB", "err %",
                      "reserved zoo GiB", "reserved meas GiB", "err %"], zrow) + "\n")
-    a, b = _stats(za)[:2], _stats(zr)[:2]
+    a, b = _stats(za)[::2], _stats(zr)[::2]
     L.append(f"Allocated: mean |err| {a[0]}%, max {a[1]}%. Reserved: mean |err| {b[0]}%, max "
              f"{b[1]}% (VGG16 and AlexNet: a backward-filter workspace a few MiB larger than "
              f"the backward-data one opens a new segment in reality; not modelled).\n")
