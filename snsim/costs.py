@@ -627,7 +627,8 @@ def _layer_ops(a, dtype_bytes=4):
         sh = _pair(a.get("stride", 1), 1)[0]
         g = a.get("groups", 1)
         w = a["params"] * b
-        cls = ("dw" if g > 1 and g == c else f"g{g}" if g > 1 else "") + f"k{kh}x{kw}s{sh}"
+        cls = (("dw" if g > 1 and g == c else f"g{g}" if g > 1 else "") + f"k{kh}x{kw}s{sh}"
+               f":c{c}o{a['out_shape'][1]}hw{_numel(a['in_shapes'][0][2:])}")
         first = c == 3   # the input batch needs no gradient
         macs = a["macs"]
         fwd = [("convolution", 2 * macs, x + w + y, cls, "tf32")]
@@ -643,8 +644,10 @@ def _layer_ops(a, dtype_bytes=4):
                 [("mm", mm, y + w + x, "", "fp32"), ("mm", mm, y + x + w, "", "fp32"),
                  ("sum", 0, y, "", "float32")])
     if typ == "BN":
-        return ([("native_batch_norm", 0, x + y, "", "float32")],
-                [("native_batch_norm_backward", 0, 3 * x, "", "float32")])
+        shape = a["in_shapes"][0]
+        cls = f"c{shape[1]}hw{_numel(shape[2:])}"     # as kernel_table.bn_class names it
+        return ([("native_batch_norm", 0, x + y, cls, "float32")],
+                [("native_batch_norm_backward", 0, 3 * x, cls, "float32")])
     if typ == "ACT":
         return ([("relu_", 0, 2 * x, "", "float32")],
                 [("threshold_backward", 0, 3 * x, "", "float32")])

@@ -276,24 +276,65 @@ def _attention_backward(a, n, dy, sv, new, add_step, x_bytes, dtype, t_b):
     return dx
 
 
-def _with_host(steps, nodes, measured, table, n_params, optimizer):
+# zoo layer types that are an ``nn.Module`` call in the torchvision twin (an add or a
+# ``torch.cat`` in a block's forward is not), and those whose backward is an autograd node
+_MODULE_TYPES = frozenset({"CONV", "BN", "ACT", "POOL", "FC", "DROPOUT", "SOFTMAX", "LN",
+                           "EMBED", "ATTN", "GELU"})
+_NODE_TYPES = _MODULE_TYPES | {"JOIN", "CONCAT", "SLICE"}
+
+
+def _with_host(steps, nodes, table, n_params, optimizer, dtype, hw_name):
     """Steps re-timed with the host issuing their kernels: each step's share of the iteration's
-    two-resource schedule (:func:`snsim.kernel_table.host_stream`)."""
+    two-resource schedule (:func:`snsim.kernel_table.host_stream`).
+
+    Each step's host seconds are what :func:`snsim.torchsim.opcost.host_issue_s` charges a
+    recorded step, from the same measured costs (:func:`snsim.kernel_table.load_host_costs`):
+    the layer's aten calls at their shapes (:meth:`KernelTable.issue_s` of
+    :func:`snsim.costs._layer_ops`), its module call in forward (and the calls of the blocks
+    and stages its dotted name enters: ``layer1``, ``layer1.0``), its autograd node and its
+    parameters' ``AccumulateGrad`` in backward, the autograd engine's gradient sums; each times
+    its phase's in-network factor. The optimizer's foreach kernels are timed by tensor count."""
     import dataclasses
 
-    from .costs import FOREACH_OPS
-    from .kernel_table import host_stream
+    from .costs import FOREACH_OPS, _layer_ops
+    from .kernel_table import host_stream, load_host_costs
+    costs = load_host_costs(hw_name)
+    scale = costs.get("scale", {})
+    module_s, node_s = costs.get("module_call_s", 0.0), costs.get("autograd_node_s", 0.0)
+    acc_s = costs.get("accumulate_grad_s", 0.0)
+
+    def issue(ops):
+        return sum(table.issue_s(f, flops=fl, nbytes=nb, cls=c, math_=m)
+                   for f, fl, nb, c, m in ops)
+
+    entered = set()
+    charged = set()
     host = []
     for st in steps:
+        a = nodes.get(st.layer, {})
+        typ = a.get("type")
+        h = 0.0
         if st.phase == "U":
             h = FOREACH_OPS[optimizer] * table.host_s("U", "_foreach_add_", 2 * n_params)
-        elif st.time_s <= 0:
-            h = 0.0
-        elif st.phase == "F":
-            h = table.host_s("F") * (measured[st.layer][2] if st.layer in measured else 1)
-        else:
-            h = table.host_s("B")
-        host.append(h)
+        elif st.type == "JOIN" and st.name.endswith(".grad_sum"):
+            nb = _numel(a["out_shape"]) * dtype
+            h = issue([("add", 0, 3 * nb, "", "float32")])
+        elif (st.layer, st.phase) not in charged and typ is not None:
+            charged.add((st.layer, st.phase))
+            ops = _layer_ops(a, dtype)
+            part = ops[0 if st.phase == "F" else 1] if ops else []
+            h = issue(part)
+            if st.phase == "F":
+                h += module_s * (typ in _MODULE_TYPES)
+                parts = str(a.get("name", "")).split(".")[:-1]
+                for k in range(1, len(parts) + 1):
+                    prefix = ".".join(parts[:k])
+                    if prefix not in entered:
+                        entered.add(prefix)
+                        h += module_s
+            else:
+                h += node_s * (typ in _NODE_TYPES) + acc_s * len(parameter_pieces(a))
+        host.append(h * scale.get(st.phase, 1.0))
     shares = host_stream([st.time_s for st in steps], host)
     return [dataclasses.replace(st, time_s=t) for st, t in zip(steps, shares)]
 
@@ -360,6 +401,13 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
 
     def copy_time(nbytes):
         return nbytes / mem_rate if mem_rate else 0.0
+
+    def sum_time(nbytes):
+        """An out-of-place ``add`` of two gradients of ``nbytes`` (autograd's sum at a value
+        with several consumers): the table's ``add`` rows, else the preset's memory rate."""
+        t = table.time_s("add", nbytes=3 * nbytes, math_="float32")[0] \
+            if table is not None else None
+        return t if t is not None else copy_time(3 * nbytes)
 
     # values through FORKs (a FORK is no op in PyTorch: its consumers read its input)
     def source(p):
@@ -540,7 +588,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         else:   # autograd sums out of place: a new buffer, then the parts are released
             nb = _numel(nodes[p]["out_shape"]) * dtype
             s = new(f"{nodes[p]['name']}.grad_sum", "activation_grad", nb, p)
-            add_step(p, "B", copy_time(3 * nb), [grad[p], g, s],
+            add_step(p, "B", sum_time(nb), [grad[p], g, s],
                      name=f"{nodes[via]['name']}>{nodes[p]['name']}.grad_sum", typ="JOIN")
             grad[p] = s
         pending[p] -= 1
@@ -712,8 +760,9 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                            StaticTensor("cublaslt.workspace.forward", "buffer",
                                         CUBLASLT_WORKSPACE_BYTES, 0),
                            StaticTensor("cublas.workspace.backward", "buffer", cublas, 0)]
-    if table is not None and table.host:
-        steps = _with_host(steps, nodes, measured, table, len(param_grads), optimizer)
+    if table is not None:
+        steps = _with_host(steps, nodes, table, len(param_grads), optimizer, dtype,
+                           hardware.name)
     static = {}
     for st in static_tensors:
         static[st.kind] = static.get(st.kind, 0) + st.nbytes

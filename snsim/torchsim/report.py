@@ -630,21 +630,33 @@ def build_report(traces_dir="traces/h200"):
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "
              "pytorch --policy liveness`: the zoo's layer DAG with what autograd saves "
              "(docs/DESIGN.md), modelled workspaces, one steady iteration.\n")
-    zrow, za, zr = [], [], []
+    zrow, za, zr, zt, zc = [], [], [], [], []
+    gpu_bound = {id(r) for r in rows}
     for r, z in zoo_rows(rows + rows_cb):
         ea = _err(z.peak_allocated_bytes, r["meas_allocated_bytes"])
         er = _err(z.peak_reserved_bytes, r["meas_reserved_bytes"])
+        et = _err(z.step_time_s, r["meas_step_time_s"])
         za.append(ea)
         zr.append(er)
+        (zt if id(r) in gpu_bound else zc).append(et)
         zrow.append([r["network"], r["batch"], _gib(z.peak_allocated_bytes),
                      _gib(r["meas_allocated_bytes"]), _pct(ea), _gib(z.peak_reserved_bytes),
-                     _gib(r["meas_reserved_bytes"]), _pct(er)])
+                     _gib(r["meas_reserved_bytes"]), _pct(er), f"{z.step_time_s * 1e3:.1f}",
+                     f"{r['meas_step_time_s'] * 1e3:.1f}",
+                     _pct(et) + ("" if id(r) in gpu_bound else " (host-bound)")])
     L.append(_table(["network", "batch", "alloc zoo GiB", "alloc meas GiB", "err %",
-                     "reserved zoo GiB", "reserved meas GiB", "err %"], zrow) + "\n")
-    a, b = _stats(za)[::2], _stats(zr)[::2]
+                     "reserved zoo GiB", "reserved meas GiB", "err %", "step zoo ms",
+                     "step meas ms", "err %"], zrow) + "\n")
+    a, b, t, c = _stats(za)[::2], _stats(zr)[::2], _stats(zt), _stats(zc)
     L.append(f"Allocated: mean |err| {a[0]}%, max {a[1]}%. Reserved: mean |err| {b[0]}%, max "
              f"{b[1]}% (VGG16 and AlexNet: a backward-filter workspace a few MiB larger than "
-             f"the backward-data one opens a new segment in reality; not modelled).\n")
+             f"the backward-data one opens a new segment in reality; not modelled). Step "
+             f"time: each layer's aten ops timed from the H200 kernel table and issued by a "
+             f"host stream at the costs `snsim predict` charges (each aten call at its shape, "
+             f"module calls, autograd nodes, the phase's in-network factor; "
+             f"`snsim.program_torch._with_host`); GPU-bound captures mean |err| {t[0]}%, "
+             f"median {t[1]}%, max {t[2]}%; host-bound captures (`traces/h200/cpu_bound/`) "
+             f"mean {c[0]}%, median {c[1]}%, max {c[2]}%.\n")
 
     # -- 3. the engine's plans on plain captures ----------------------------------------------
     L.append("## 3. The engine's plans on plain captures against the same plans executed\n")
