@@ -193,7 +193,7 @@ class Calibrator:
         return x.requires_grad_(grad)
 
     # -- convolutions ------------------------------------------------------------------------
-    def convs(self, count, dtype, math_, max_flops):
+    def convs(self, count, dtype, math_, max_flops, layout=""):
         torch = self.torch
         aten = torch.ops.aten
         rng = self.rng
@@ -226,7 +226,7 @@ class Calibrator:
             if big or 2 * macs > max_flops or 2 * macs < 1e5:
                 continue
             self.guarded("convolution", self._conv, n, c, h, w, co, kh, kw, s, g, cls_g,
-                         dtype, math_)
+                         dtype, math_, None, "", layout)
             made += 1
 
     # grouped and depthwise convolutions over a grid of group widths and counts: cuDNN's and
@@ -237,7 +237,7 @@ class Calibrator:
     GROUP_COUNTS = (2, 4, 8, 16, 32, 64)
     DW_CHANNELS = (16, 32, 48, 64, 96, 144, 192, 240, 384, 576, 768, 960)
 
-    def grouped_convs(self, count, dtype, math_, *, max_bytes=1.5 * 2**31):
+    def grouped_convs(self, count, dtype, math_, *, max_bytes=1.5 * 2**31, layout=""):
         """``count`` grouped (``g``: co == c, kernels 3x3 and 1x1) and depthwise (``dw``:
         kernels 3x3, 5x5, 7x7) convolutions, forward and backward, sampled from the grid
         (:attr:`GROUP_WIDTHS` x :attr:`GROUP_COUNTS`, :attr:`DW_CHANNELS`; batch 16-256,
@@ -266,7 +266,7 @@ class Calibrator:
             if max(n * c * h * h, n * c * ho * ho) * el > max_bytes:
                 continue
             self.guarded("convolution", self._conv, n, c, h, h, c, k, k, s, g, cls_g,
-                         dtype, math_, None, "grouped ")
+                         dtype, math_, None, "grouped ", layout)
             made += 1
 
     # the CNN layers of torchvision models (conv shapes by network, not sampled at random)
@@ -331,27 +331,41 @@ class Calibrator:
                 self.guarded("convolution", self._conv, n, c, h, w, co, kh, kw, s, g, cls_g,
                              dtype, math_, (ph, pw), f"net {model} ")
 
-    def _conv(self, n, c, h, w, co, kh, kw, s, g, cls_g, dtype, math_, pad=None, tag=""):
+    def _conv(self, n, c, h, w, co, kh, kw, s, g, cls_g, dtype, math_, pad=None, tag="",
+              layout=""):
         """Forward and backward of one convolution, without bias: ATen's cuDNN path adds a
         bias in a kernel of its own after the convolution and reduces grad_bias outside the
-        backend (:meth:`conv_biases` times those); a conv row's time is the convolution's."""
+        backend (:meth:`conv_biases` times those); a conv row's time is the convolution's.
+
+        ``layout="_cl"``: the input (and so grad_output) channels-last, the weight as
+        ``nn.Conv2d`` makes it (contiguous): a network that permutes its activations to NHWC
+        (ConvNeXt's blocks) or converts its input. cuDNN then runs NHWC engines -- and every
+        depthwise call goes to cuDNN, not ATen's NCHW depthwise kernels
+        (``use_cudnn_depthwise``) -- 8x faster than NCHW in bf16 and 2x slower in TF32 for
+        ConvNeXt's 7x7 depthwise backward on the H200 (traces/h200/profile). Its rows are the
+        families ``convolution_cl`` / ``convolution_backward_cl``; the shape says
+        ``channels_last``."""
         torch = self.torch
         aten = torch.ops.aten
         x = self.t(n, c, h, w, dtype=dtype)
+        if layout:
+            x = x.contiguous(memory_format=torch.channels_last)
         wt = self.t(co, c // g, kh, kw, dtype=dtype)
         pad = list(pad) if pad is not None else [kh // 2, kw // 2]
         args = (x, wt, None, [s, s], pad, [1, 1], False, [0, 0], g)
         y = aten.convolution.default(*args)
         cls = f"{cls_g}k{kh}x{kw}s{s}"
+        tag += "channels_last " if layout else ""
         shape = f"{tag}x{list(x.shape)} w{list(wt.shape)} s{s} p{pad} g{g} bias0"
-        self.add("convolution", dtype, math_, cls, lambda: aten.convolution.default(*args),
+        self.add("convolution" + layout, dtype, math_, cls,
+                 lambda: aten.convolution.default(*args),
                  flops=_flops(torch, aten.convolution.default, args, {}, y),
                  nbytes=_nbytes(torch, args, y), shape=shape)
-        dy = torch.randn_like(y)
+        dy = torch.randn_like(y)       # y's layout: cuDNN returns the input's
         mask = [c != 3, True, False]
         bargs = (dy, x, wt, None, [s, s], pad, [1, 1], False, [0, 0], g, mask)
         bo = aten.convolution_backward.default(*bargs)
-        self.add("convolution_backward", dtype, math_, cls,
+        self.add("convolution_backward" + layout, dtype, math_, cls,
                  lambda: aten.convolution_backward.default(*bargs),
                  flops=_flops(torch, aten.convolution_backward.default, bargs, {}, bo),
                  nbytes=_nbytes(torch, bargs, bo), shape=shape + f" mask{mask}")
@@ -988,6 +1002,10 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # size, fp32/bf16/fp16, NCHW and channels-last (Calibrator.conv_biases), and the
         # conv layers of NET_BIAS_MODELS re-timed bias-free (TF32, bf16, fp16), replacing
         # their rows timed with the bias
+        # channels-last convolutions, grouped/depthwise over the grid and dense sampled, in
+        # TF32, bf16 and fp16 (Calibrator._conv's layout); tables before 2026-11-30 19:00 had
+        # none and read the NCHW rows for them
+        "convcl": ("conv cl ", ("convolution_cl", "convolution_backward_cl"), "all"),
         "convbias": ("conv bias", BIAS_FAMILIES + ("convolution", "convolution_backward"),
                      lambda r: r.get("family") in BIAS_FAMILIES or str(
                          r.get("shape", "")).startswith(tuple(f"net {m} "
@@ -1061,6 +1079,20 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("grouped conv fp16", 0.04, lambda: cal.grouped_convs(cal.n(300), torch.float16,
                                                               "fp16")),
         ("conv bias", 0.06, lambda: cal.conv_biases()),
+        # channels-last convolutions (Calibrator._conv's layout): grouped and depthwise over
+        # the grid, dense ones sampled as above
+        ("conv cl grouped tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.grouped_convs(
+            cal.n(300), torch.float32, "tf32", layout="_cl"))),
+        ("conv cl grouped bf16", 0.03, lambda: cal.grouped_convs(cal.n(300), torch.bfloat16,
+                                                                 "bf16", layout="_cl")),
+        ("conv cl grouped fp16", 0.02, lambda: cal.grouped_convs(cal.n(300), torch.float16,
+                                                                 "fp16", layout="_cl")),
+        ("conv cl tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.convs(
+            cal.n(200), torch.float32, "tf32", 3e12 * cap, layout="_cl"))),
+        ("conv cl bf16", 0.03, lambda: cal.convs(cal.n(200), torch.bfloat16, "bf16", 6e12 * cap,
+                                                 layout="_cl")),
+        ("conv cl fp16", 0.02, lambda: cal.convs(cal.n(150), torch.float16, "fp16", 6e12 * cap,
+                                                 layout="_cl")),
     ]
     if only is not None:
         # --only convbias: the layers of NET_BIAS_MODELS again, bias-free (tables before
@@ -1257,7 +1289,8 @@ def _add_calibrate(sub):
                    "of them at model widths), netfp16 (the fp16 convs of torchvision CNNs), "
                    "grouped (grouped and depthwise convs over a grid of group widths and "
                    "counts, TF32/bf16/fp16), bnfp16 (fp16 batch norm: cuDNN's), convbias (a "
-                   "convolution's bias add and grad_bias reduction by output size)")
+                   "convolution's bias add and grad_bias reduction by output size), convcl "
+                   "(channels-last convolutions: grouped, depthwise and dense; TF32/bf16/fp16)")
     p.add_argument("--merge", default=None, metavar="TABLE",
                    help="with --only: write TABLE with the new rows merged in (bn replaces "
                    "all BN rows; conv adds its rows, replacing an earlier conv run's; the "
