@@ -24,6 +24,7 @@ from __future__ import annotations
 import gzip
 import io
 import math
+import re
 import statistics
 import time
 
@@ -532,9 +533,13 @@ class Calibrator:
     # forward, ~4.5 ms backward; traces/h200/profile/heldout3_profile_ops.csv)
     BN_CHANNELS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512, 1024, 2048)
     BN_SIDES = (7, 14, 28, 56, 112, 149)
-    BN_BATCHES = (16, 64, 256)
+    # 512 and 1024: cuDNN's batch norm changes kernels past batch 256 (ShuffleNet v2 at
+    # batch 512 on the H200: c96 7x7 backward 44.6 us a call where batch 256 takes 10.8,
+    # traces/h200/profile/heldout4_profile_ops.csv), which no interpolation from below can say
+    BN_BATCHES = (16, 64, 256, 512, 1024)
+    BN_LARGE = 512         # the ``bnlarge`` group: the batches from here on
 
-    def batch_norms(self, dtype=None, *, max_bytes=2**31):
+    def batch_norms(self, dtype=None, *, max_bytes=2**31, batches=None):
         """Training-mode batch norm forward and backward on a grid of ``[N, C, H, H]`` inputs,
         timing the aten ops CUDA dispatches ``F.batch_norm`` to (``cudnn_batch_norm`` /
         ``cudnn_batch_norm_backward`` with cuDNN, else ``native_batch_norm(_backward)``; the
@@ -542,11 +547,11 @@ class Calibrator:
         called directly with the forward's saved statistics (no autograd). Rows are
         ``native_batch_norm(_backward)`` (the recorder's family) with class ``c<C>hw<H*W>``
         (:func:`snsim.kernel_table.bn_class`) and bytes of every input and output tensor, as
-        the recorder counts them."""
+        the recorder counts them. ``batches``: these of :attr:`BN_BATCHES` only."""
         torch = self.torch
         dtype = dtype or torch.float32
         el = torch.tensor([], dtype=dtype).element_size()
-        chans, sides, batches = self.BN_CHANNELS, self.BN_SIDES, self.BN_BATCHES
+        chans, sides, batches = self.BN_CHANNELS, self.BN_SIDES, batches or self.BN_BATCHES
         if self.device != "cuda":    # a smoke test: a few small shapes
             chans, sides, batches = (32, 64), (7, 14), (2,)
         for c in chans:
@@ -1002,6 +1007,10 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # size, fp32/bf16/fp16, NCHW and channels-last (Calibrator.conv_biases), and the
         # conv layers of NET_BIAS_MODELS re-timed bias-free (TF32, bf16, fp16), replacing
         # their rows timed with the bias
+        # batch norm at batches 512 and 1024 (Calibrator.BN_LARGE on), added to a table whose
+        # BN grid stopped at 256 (before 2026-11-30 19:00)
+        "bnlarge": ("bn large batch", ("native_batch_norm", "native_batch_norm_backward"),
+                    lambda r: _row_batch(r) >= Calibrator.BN_LARGE),
         # channels-last convolutions, grouped/depthwise over the grid and dense sampled, in
         # TF32, bf16 and fp16 (Calibrator._conv's layout); tables before 2026-11-30 19:00 had
         # none and read the NCHW rows for them
@@ -1010,6 +1019,12 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
                      lambda r: r.get("family") in BIAS_FAMILIES or str(
                          r.get("shape", "")).startswith(tuple(f"net {m} "
                                                               for m in NET_BIAS_MODELS)))}
+
+
+def _row_batch(row):
+    """The batch of a row whose shape starts ``x[N, ...`` (0 when it has none)."""
+    m = re.match(r"x\[(\d+),", str(row.get("shape", "")))
+    return int(m.group(1)) if m else 0
 
 
 def _only_groups(only):
@@ -1048,7 +1063,7 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("conv net tf32", 0.10, lambda: _with_tf32(torch, True, lambda: cal.net_convs(
             torch.float32, "tf32"))),
         ("bandwidth fp32", 0.06, lambda: cal.bandwidth_ops(sizes)),
-        ("batch norm fp32", 0.03, lambda: cal.batch_norms(torch.float32)),
+        ("batch norm fp32", 0.05, lambda: cal.batch_norms(torch.float32)),
         ("matmul fp32", 0.07, lambda: _with_tf32(torch, False, lambda: cal.matmuls(
             cal.n(160), torch.float32, "fp32", 1e12 * cap))),
         ("foreach", 0.05, lambda: cal.foreach()),
@@ -1058,9 +1073,9 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("matmul bf16", 0.05, lambda: cal.matmuls(cal.n(100), torch.bfloat16, "bf16", 4e12 * cap)),
         ("sdpa", 0.06, lambda: cal.sdpa(cal.n(60))),
         ("bandwidth bf16", 0.03, lambda: cal.bandwidth_ops(sizes[::2], torch.bfloat16)),
-        ("batch norm bf16", 0.01, lambda: cal.batch_norms(torch.bfloat16)),
+        ("batch norm bf16", 0.02, lambda: cal.batch_norms(torch.bfloat16)),
         # autocast's fp16 batch norm (fp32 parameters) runs in cuDNN, bf16 in ATen's kernels
-        ("batch norm fp16", 0.01, lambda: cal.batch_norms(torch.float16)),
+        ("batch norm fp16", 0.02, lambda: cal.batch_norms(torch.float16)),
         ("amp conv fp16", 0.06, lambda: cal.convs(cal.n(80), torch.float16, "fp16",
                                                   6e12 * cap)),
         ("amp matmul fp16", 0.03, lambda: cal.matmuls(cal.n(60), torch.float16, "fp16",
@@ -1095,6 +1110,16 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
                                                  layout="_cl")),
     ]
     if only is not None:
+        # --only bnlarge: the BN grid's batches from BN_LARGE on (a full run's batch norm steps
+        # time every batch)
+        large = tuple(b for b in Calibrator.BN_BATCHES if b >= Calibrator.BN_LARGE)
+        steps = steps[:1] + [
+            ("bn large batch fp32", 0.04, lambda: cal.batch_norms(torch.float32,
+                                                                  batches=large)),
+            ("bn large batch bf16", 0.04, lambda: cal.batch_norms(torch.bfloat16,
+                                                                  batches=large)),
+            ("bn large batch fp16", 0.04, lambda: cal.batch_norms(torch.float16,
+                                                                  batches=large))] + steps[1:]
         # --only convbias: the layers of NET_BIAS_MODELS again, bias-free (tables before
         # 2026-11-30 timed them with their bias; a full run times them in its conv net steps)
         steps += [
@@ -1290,7 +1315,8 @@ def _add_calibrate(sub):
                    "grouped (grouped and depthwise convs over a grid of group widths and "
                    "counts, TF32/bf16/fp16), bnfp16 (fp16 batch norm: cuDNN's), convbias (a "
                    "convolution's bias add and grad_bias reduction by output size), convcl "
-                   "(channels-last convolutions: grouped, depthwise and dense; TF32/bf16/fp16)")
+                   "(channels-last convolutions: grouped, depthwise and dense; TF32/bf16/fp16), "
+                   "bnlarge (batch norm at batches 512 and 1024, added to the BN rows)")
     p.add_argument("--merge", default=None, metavar="TABLE",
                    help="with --only: write TABLE with the new rows merged in (bn replaces "
                    "all BN rows; conv adds its rows, replacing an earlier conv run's; the "
