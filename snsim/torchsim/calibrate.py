@@ -1114,11 +1114,11 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         # time every batch)
         large = tuple(b for b in Calibrator.BN_BATCHES if b >= Calibrator.BN_LARGE)
         steps = steps[:1] + [
-            ("bn large batch fp32", 0.04, lambda: cal.batch_norms(torch.float32,
+            ("bn large batch fp32", 0.06, lambda: cal.batch_norms(torch.float32,
                                                                   batches=large)),
-            ("bn large batch bf16", 0.04, lambda: cal.batch_norms(torch.bfloat16,
+            ("bn large batch bf16", 0.03, lambda: cal.batch_norms(torch.bfloat16,
                                                                   batches=large)),
-            ("bn large batch fp16", 0.04, lambda: cal.batch_norms(torch.float16,
+            ("bn large batch fp16", 0.03, lambda: cal.batch_norms(torch.float16,
                                                                   batches=large))] + steps[1:]
         # --only convbias: the layers of NET_BIAS_MODELS again, bias-free (tables before
         # 2026-11-30 timed them with their bias; a full run times them in its conv net steps)
