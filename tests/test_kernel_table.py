@@ -546,3 +546,29 @@ def test_recorder_names_the_layout_cudnn_runs_a_convolution_in():
     assert conv_layout("convolution_backward", (x, nhwc, w)) == "channels_last"
     assert conv_layout("convolution_backward", (nhwc, x, w)) == ""   # grad_output's is cuDNN's
     assert conv_layout("addmm", (x, w)) == ""
+
+
+def test_conv_reads_its_own_kernel_class_when_one_is_measured_within_far():
+    """Made-up depthwise forward rows: 3x3 at 2 TB/s on the call's own map and channels, 7x7 at
+    0.2 TB/s at half and double the batch (another size, other channels). A 7x7 call reads the
+    7x7 rows -- a factor 2 away, within FAR -- not the 3x3 rows nearer in size; a 5x5 call,
+    with no row of its class, still reads across classes."""
+    rows = []
+    for k, rate, spec in ((3, 2e12, ((32, 256),)), (7, 0.2e12, ((16, 192), (64, 192)))):
+        for n, c in spec:
+            nbytes = 2 * n * c * 28 * 28 * 4
+            rows.append({"family": "convolution", "dtype": "float32", "math": "tf32",
+                         "cls": f"dwk{k}x{k}s1", "flops": 2 * n * c * 784 * k * k,
+                         "bytes": nbytes, "ntensors": 0, "time_s": nbytes / rate,
+                         "host_s": 1e-5, "shape": f"grouped x[{n}, {c}, 28, 28] "
+                         f"w[{c}, 1, {k}, {k}] s1 p[{k // 2}, {k // 2}] g{c} bias0"})
+    tab = KernelTable(pd.DataFrame(rows))
+    n, c = 32, 256
+    nbytes = 2 * n * c * 784 * 4
+    for k, rate in ((7, 0.2e12), (3, 2e12)):
+        t, src = tab.time_s("convolution", flops=2 * n * c * 784 * k * k, nbytes=nbytes,
+                            cls=f"dwk{k}x{k}s1:c{c}o{c}hw784", dtype="float32", math_="tf32")
+        assert src == "table" and t == pytest.approx(nbytes / rate, rel=0.10), k
+    t5, _ = tab.time_s("convolution", flops=2 * n * c * 784 * 25, nbytes=nbytes,
+                       cls=f"dwk5x5s1:c{c}o{c}hw784", dtype="float32", math_="tf32")
+    assert nbytes / 2e12 < t5 < nbytes / 0.2e12
