@@ -807,7 +807,11 @@ def load_host_costs(name):
     * ``autograd_node_s``: one node of ``loss.backward()`` that launches nothing (a chain of
       ``AddBackward0``): the engine's own cost per node, on top of its ops' aten calls;
     * ``accumulate_grad_s``: one ``AccumulateGrad`` (a chain of ``h + p`` over leaves: the two
-      nodes per leaf, less one ``AddBackward0``);
+      nodes per leaf, less one ``AddBackward0``, less a clone's aten call at the chain's size
+      from the kernel table: ``AddBackward0`` hands its input and ``p`` the same gradient, so
+      the probe's ``AccumulateGrad`` cannot steal it and clones it, 8 us of the 11.4 measured
+      on the H200; a network's gradients are fresh tensors that it steals -- the recording
+      shows a ``detach`` there, and a clone where there is one);
     * ``scale``: ``{phase: factor}`` from ``<name>_host_scale.csv`` (``scripts/host_scale.py``):
       real steps' host time over the sum of these tight-loop costs;
     * ``checkpoint_call_s``, ``checkpoint_saved_s``, ``hook_saved_s``: ``{phase: seconds}``
@@ -848,11 +852,26 @@ def load_host_costs(name):
     out = {"scale": scale,
            "module_call_s": max(0.0, cost[("module", "nn.ReLU")] - cost[("module", "F.relu")]),
            "autograd_node_s": node,
-           "accumulate_grad_s": max(0.0, 2 * cost[("backward", "leaf")] - node)}
+           "accumulate_grad_s": max(0.0, 2 * cost[("backward", "leaf")] - node
+                                    - _probe_clone_issue_s(name))}
     cpath = path.parent / f"{name}_checkpoint_costs.csv"
     if cpath.exists():
         out.update(fit_plan_host_costs(read_plan_host_rows(cpath)))
     return out
+
+
+# the leaf gradient scripts/steptime_probe.py's backward chains clone: float32[2, 8, 8, 8]
+PROBE_LEAF_BYTES = 2 * 8 * 8 * 8 * 4
+
+
+def _probe_clone_issue_s(name):
+    """Host seconds of the clone an ``AccumulateGrad`` of the probe's leaf chain makes (read and
+    write of its gradient), from preset ``name``'s kernel table (0 without one)."""
+    table = load_kernel_table(name)
+    if table is None or "clone" not in table.families():
+        return 0.0
+    return table.issue_s("clone", nbytes=2 * PROBE_LEAF_BYTES, dtype="float32",
+                         math_="float32")
 
 
 # the ways scripts/steptime_probe.py ckpt times its chain of blocks

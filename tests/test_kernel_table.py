@@ -572,3 +572,34 @@ def test_conv_reads_its_own_kernel_class_when_one_is_measured_within_far():
     t5, _ = tab.time_s("convolution", flops=2 * n * c * 784 * 25, nbytes=nbytes,
                        cls=f"dwk5x5s1:c{c}o{c}hw784", dtype="float32", math_="tf32")
     assert nbytes / 2e12 < t5 < nbytes / 0.2e12
+
+
+def test_accumulate_grad_probe_clones_where_a_network_steals():
+    """The premise of load_host_costs' accumulate_grad_s: in steptime_probe's leaf chain
+    (``h = h + p``) AddBackward0 hands h and p the same gradient, so each AccumulateGrad clones
+    it (a copy_ per leaf); a Linear's weight gradient is a fresh tensor that AccumulateGrad
+    steals (no copy_). The clone's issue cost is taken off the probe's figure."""
+    torch = pytest.importorskip("torch")
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func._overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+    x = torch.randn(2, 8, requires_grad=True)
+    h, leaves = x, []
+    for _ in range(3):
+        p = torch.randn(2, 8, requires_grad=True)
+        leaves.append(p)
+        h = h + p
+    with Ops() as chain:
+        h.sum().backward()
+    lin = torch.nn.Linear(8, 8)
+    with Ops() as net:
+        lin(torch.randn(2, 8)).sum().backward()
+    assert chain.names.count("copy_") == 4          # three leaves and x
+    assert "copy_" not in net.names and lin.weight.grad is not None
