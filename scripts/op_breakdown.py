@@ -159,7 +159,7 @@ def _host_vs_profile(path, name, host_by, top=12):
     if not meas:
         return
     summary = {}
-    spath = Path(path).with_name("profile_summary.csv")
+    spath = Path(path).with_name(Path(path).name.replace("_ops.csv", "_summary.csv"))
     if spath.exists():
         with open(spath, newline="") as f:
             summary = next((r for r in csv.DictReader(f) if r["config"] == name), {})

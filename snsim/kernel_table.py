@@ -6,6 +6,7 @@ bytes, tensor count, GPU time and host issue time. :meth:`KernelTable.time_s` pr
 time of an op the table never saw:
 
 * the time relative to a reference roofline, ``r = t / max(flops / P, bytes / B, 2 µs)``
+  (a convolution's FLOPs its true count, :func:`conv_flops`, for rows and calls alike)
   (``P``, ``B`` a compute group's best measured FLOP and byte rates, else fixed), varies
   slowly in shape space; it is interpolated by inverse-distance
   weighting over the ``k`` nearest rows of the same family and math mode (a half type's own
@@ -39,8 +40,8 @@ REF_BYTES_PER_S = 5e12
 REF_FLOOR_S = 2e-6
 K_NEAREST = 4
 FAR = math.log(8.0)          # beyond a factor 8 in work from every row: fitted, not table
-COMPUTE_FAMILIES = frozenset({"convolution", "convolution_backward", "mm", "addmm", "bmm",
-                              "sdpa_flash", "sdpa_efficient", "sdpa_math",
+COMPUTE_FAMILIES = frozenset({"convolution", "convolution_backward", "convolution_cl",
+                              "convolution_backward_cl", "mm", "addmm", "bmm", "sdpa_flash", "sdpa_efficient", "sdpa_math",
                               "sdpa_flash_backward", "sdpa_efficient_backward",
                               "sdpa_math_backward"})
 # fp16 and bf16 rows are separate groups: cuDNN's fp16 and bf16 convolution engines differ
@@ -66,6 +67,14 @@ _FALLBACK = {fam: {"float16": "float32", "bfloat16": None} for fam in
 _BY_SHAPE = {("native_batch_norm", "float16", "float32"),
              ("native_batch_norm_backward", "float16", "float32")}
 _ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+# a convolution whose input or weight is channels-last runs cuDNN's NHWC engines, and a
+# depthwise one goes to cuDNN instead of ATen's NCHW depthwise kernels (``use_cudnn_depthwise``):
+# timed apart (``snsim calibrate --only convcl``) as these families. A table without them reads
+# the NCHW rows, as every lookup did before (ConvNeXt's 7x7 depthwise backward: NHWC 8x faster
+# than NCHW in bf16, 2x slower in TF32 on the H200, traces/h200/profile).
+LAYOUT_FAMILIES = {"convolution": "convolution_cl",
+                   "convolution_backward": "convolution_backward_cl"}
+_NCHW_FAMILY = {v: k for k, v in LAYOUT_FAMILIES.items()}
 
 
 # ``Tensor.item()``: a synchronous copy of a scalar to pageable host memory; the host waits for
@@ -199,7 +208,8 @@ BN_FAMILIES = frozenset({"native_batch_norm", "native_batch_norm_backward"})
 BIAS_FAMILIES = ("conv_bias_add", "conv_bias_grad", "conv_bias_add_cl", "conv_bias_grad_cl")
 # a table without them (made before the group, or none: the preset's roofline) charges each
 # as the elementwise op it is, by bytes
-BIAS_FALLBACK = {"conv_bias_add": "add_", "conv_bias_grad": "sum"}
+BIAS_FALLBACK = {"conv_bias_add": "add_", "conv_bias_grad": "sum",
+                 "conv_bias_add_cl": "add_", "conv_bias_grad_cl": "sum"}
 SHAPE_FAMILIES = BN_FAMILIES | frozenset(BIAS_FAMILIES)
 _BN_CLS = re.compile(r"^c(\d+)hw(\d+)$")
 BN_SHAPE_WEIGHT = 1.0    # squared distance per (e-fold in channels)^2 and (e-fold in H*W)^2
@@ -260,23 +270,85 @@ def _conv_dims(sig):
     return x, w, [x[0], co, *spatial], groups, transposed, mask
 
 
-def conv_bias_calls(sig):
+def conv_flops(x, w, out, transposed=False, mask=None):
+    """FLOPs of a convolution call, two per multiply-add: the forward's ``2 * N * C_out *
+    H_out * W_out * (C_in / groups) * kh * kw`` (``mask`` None), a backward's that many for
+    each of grad_input and grad_weight its ``mask`` asks for (each is one convolution of the
+    same multiply-adds). torch's formula (``torch.utils.flop_counter``), which the recorder
+    and calibrate store, counts a backward's grad_weight as a dense convolution (x the group
+    count: 960x for a 960-channel depthwise layer, whose time is its bytes') and a strided
+    backward's grad_input over the input map (x stride^2); the table's distances and reference
+    roofline read this count instead.
+
+    Examples
+    --------
+    >>> conv_flops([8, 96, 56, 56], [96, 1, 7, 7], [8, 96, 56, 56])        # depthwise 7x7
+    236027904
+    >>> conv_flops([8, 96, 56, 56], [96, 1, 7, 7], [8, 96, 56, 56], mask=[True, True, False])
+    472055808
+    """
+    per = math.prod(x if transposed else out) * w[1] * math.prod(w[2:]) * 2
+    return per if mask is None else per * (bool(mask[0]) + bool(mask[1]))
+
+
+def call_conv_flops(sig):
+    """:func:`conv_flops` of a recorded ``convolution`` / ``convolution_backward`` signature;
+    None when it cannot be read."""
+    dims = _conv_dims(sig or "")
+    if dims is None:
+        return None
+    x, w, out, _, transposed, mask = dims
+    return conv_flops(x, w, out, transposed,
+                      mask if sig.startswith("convolution_backward") else None)
+
+
+_ROW_CONV = re.compile(r"x\[(\d+), (\d+), (\d+), (\d+)\] w\[(\d+), (\d+), (\d+), (\d+)\] "
+                       r"s(\d+)(?: p\[(\d+), (\d+)\])?")
+_ROW_MASK = re.compile(r"mask\[(\w+), (\w+), (\w+)\]")
+
+
+def row_conv_flops(shape, backward):
+    """:func:`conv_flops` of a calibrate convolution row from its ``shape`` (``x[N, C, H, W]
+    w[Co, C/g, kh, kw] s<stride> [p[ph, pw]] ... [mask[...]]``; no padding written: calibrate's
+    default ``k // 2``; no mask: grad_input unless C is 3, and grad_weight); None when the
+    shape does not say.
+
+    >>> row_conv_flops("grouped x[32, 96, 56, 56] w[96, 1, 7, 7] s1 p[3, 3] g96 bias0 "
+    ...                "mask[True, True, False]", True)   # 2 x the forward's 944111616
+    1888223232
+    """
+    m = _ROW_CONV.search(shape or "")
+    if not m:
+        return None
+    n, c, h, wd, co, cg, kh, kw, s = (int(v) for v in m.groups()[:9])
+    ph, pw = (int(v) for v in m.groups()[9:]) if m.group(10) else (kh // 2, kw // 2)
+    out = [n, co, (h + 2 * ph - kh) // s + 1, (wd + 2 * pw - kw) // s + 1]
+    mask = None
+    if backward:
+        mm = _ROW_MASK.search(shape)
+        mask = [v == "True" for v in mm.groups()] if mm else [c != 3, True, False]
+    return conv_flops([n, c, h, wd], [co, cg, kh, kw], out, mask=mask)
+
+
+def conv_bias_calls(sig, layout=""):
     """The kernels ATen runs for a recorded convolution call's bias besides the convolution
     itself, as ``(family, bytes, class, dtype)`` (:data:`BIAS_FAMILIES`):
 
     * forward, with a bias tensor: ``output.add_(bias.reshape(1, C, 1, 1))`` after cuDNN's
       convolution (``_convolution``, aten/src/ATen/native/Convolution.cpp: cuDNN takes no
       bias), the output read and written and the bias read -- but not for a depthwise
-      convolution (``groups == C_in``, not transposed), whose ATen kernel
+      convolution (``groups == C_in``, not transposed) on NCHW tensors, whose ATen kernel
       (``_conv_depthwise2d``/``conv_depthwise3d``) adds the bias as it writes (fp16 inputs
       of some shapes go to cuDNN's depthwise engine instead, ``use_cudnn_depthwise``: not
-      modelled, as in :mod:`snsim.torchsim.hidden`);
+      modelled, as in :mod:`snsim.torchsim.hidden`); a channels-last one (``layout``, the
+      recorder's :func:`snsim.torchsim.record.conv_layout`) always runs in cuDNN, and its
+      bias is the separate add;
     * backward, when its output mask asks for grad_bias (third entry): ``grad_output.sum(
       {0, 2, 3})``, which ``convolution_backward`` computes outside every CUDA backend;
       grad_output read, grad_bias written.
 
-    Recorded signatures carry no strides: outputs are taken as NCHW (the ``_cl`` rows are
-    not read).
+    The kernels of a ``channels_last`` call are the ``_cl`` families: cuDNN returns an
+    output in its input's layout.
 
     Examples
     --------
@@ -289,6 +361,9 @@ def conv_bias_calls(sig):
     >>> conv_bias_calls("convolution float32[8, 96, 56, 56] float32[96, 1, 7, 7] "
     ...                 "float32[96] 1 1 3 3 1 1 False 0 0 96")   # depthwise: in the kernel
     []
+    >>> conv_bias_calls("convolution float32[8, 96, 56, 56] float32[96, 1, 7, 7] "
+    ...                 "float32[96] 1 1 3 3 1 1 False 0 0 96", "channels_last")  # cuDNN's
+    [('conv_bias_add_cl', 19267968, 'c96hw3136', 'float32')]
     """
     dims = _conv_dims(sig or "")
     if dims is None:
@@ -298,13 +373,15 @@ def conv_bias_calls(sig):
     el = _ELEMENT_BYTES.get(dtype, 4)
     numel, c = math.prod(out), out[1]
     cls = f"c{c}hw{math.prod(out[2:])}"
+    cl = "_cl" if layout == "channels_last" else ""
     if sig.startswith("convolution_backward"):
-        return [("conv_bias_grad", (numel + c) * el, cls, dtype)] if mask[2:3] == [True] else []
+        return ([("conv_bias_grad" + cl, (numel + c) * el, cls, dtype)]
+                if mask[2:3] == [True] else [])
     if len(_TENSOR.findall(sig)) < 3:        # bias None
         return []
-    if not transposed and groups > 1 and groups == x[1]:
+    if not cl and not transposed and groups > 1 and groups == x[1]:
         return []
-    return [("conv_bias_add", (2 * numel + c) * el, cls, dtype)]
+    return [("conv_bias_add" + cl, (2 * numel + c) * el, cls, dtype)]
 
 
 def _bn_feats(classes):
@@ -403,6 +480,10 @@ class KernelTable:
             fam = family_of(fam)
             key = (fam, mth if fam in COMPUTE_FAMILIES else dt)
             flops = g["flops"].to_numpy(float)
+            if fam.startswith("convolution") and "shape" in g:
+                flops = np.array([f if (t := row_conv_flops(sh, "backward" in fam)) is None
+                                  else t for f, sh in zip(flops, g["shape"].astype(str))],
+                                 dtype=float)
             nbytes = g["bytes"].to_numpy(float)
             lr = np.log(g["time_s"].to_numpy(float))    # made relative below
             feats = np.stack([np.log1p(flops), np.log1p(nbytes),
@@ -534,6 +615,8 @@ class KernelTable:
         other = _FALLBACK.get(family, _OTHER_HALF).get(own[1], _OTHER_HALF.get(own[1]))
         keys = [k for k in (own, (family, other))
                 if k[1] is not None and k in self._groups]
+        if not keys and family in _NCHW_FAMILY:     # no channels-last rows: the NCHW ones
+            return self._key(_NCHW_FAMILY[family], dtype, math_, cls)
         return next((k for k in keys if self._has_class(k, cls)), keys[0] if keys else None)
 
     def _neighbours(self, family, flops, nbytes, ntensors, cls, dtype, math_):
@@ -567,6 +650,7 @@ class KernelTable:
             cls = ""
         q = np.array([math.log1p(flops), math.log1p(nbytes), math.log1p(ntensors)])
         d2 = ((feats - q) ** 2).sum(axis=1)
+        same = None
         bn = self._bn.get(key)
         qbn = _bn_feats([cls])[0] if bn is not None else None
         if bn is not None and np.isfinite(bn).all() and np.isfinite(qbn).all():
@@ -585,6 +669,11 @@ class KernelTable:
                 d2 = d2 + CONV_SHAPE_WEIGHT * np.nan_to_num(
                     ((self._cdims[key] - dims) ** 2).sum(axis=1), nan=0.0)
         d = np.sqrt(d2)
+        if same is not None and same.any() and d[same].min() <= FAR:
+            # the call's own kernel/stride class where it was measured near: another class
+            # runs other kernels (TF32 channels-last depthwise backward: 7x7 0.3 ns per element
+            # and tap, 3x3 and 5x5 several times less), which a distance penalty only dilutes
+            d = np.where(same, d, np.inf)
         order = np.argsort(d, kind="stable")[:K_NEAREST]
         if d[order[0]] > FAR:
             return key, order, None, src, nbytes
@@ -718,7 +807,11 @@ def load_host_costs(name):
     * ``autograd_node_s``: one node of ``loss.backward()`` that launches nothing (a chain of
       ``AddBackward0``): the engine's own cost per node, on top of its ops' aten calls;
     * ``accumulate_grad_s``: one ``AccumulateGrad`` (a chain of ``h + p`` over leaves: the two
-      nodes per leaf, less one ``AddBackward0``);
+      nodes per leaf, less one ``AddBackward0``, less a clone's aten call at the chain's size
+      from the kernel table: ``AddBackward0`` hands its input and ``p`` the same gradient, so
+      the probe's ``AccumulateGrad`` cannot steal it and clones it, 8 us of the 11.4 measured
+      on the H200; a network's gradients are fresh tensors that it steals -- the recording
+      shows a ``detach`` there, and a clone where there is one);
     * ``scale``: ``{phase: factor}`` from ``<name>_host_scale.csv`` (``scripts/host_scale.py``):
       real steps' host time over the sum of these tight-loop costs;
     * ``checkpoint_call_s``, ``checkpoint_saved_s``, ``hook_saved_s``: ``{phase: seconds}``
@@ -759,11 +852,26 @@ def load_host_costs(name):
     out = {"scale": scale,
            "module_call_s": max(0.0, cost[("module", "nn.ReLU")] - cost[("module", "F.relu")]),
            "autograd_node_s": node,
-           "accumulate_grad_s": max(0.0, 2 * cost[("backward", "leaf")] - node)}
+           "accumulate_grad_s": max(0.0, 2 * cost[("backward", "leaf")] - node
+                                    - _probe_clone_issue_s(name))}
     cpath = path.parent / f"{name}_checkpoint_costs.csv"
     if cpath.exists():
         out.update(fit_plan_host_costs(read_plan_host_rows(cpath)))
     return out
+
+
+# the leaf gradient scripts/steptime_probe.py's backward chains clone: float32[2, 8, 8, 8]
+PROBE_LEAF_BYTES = 2 * 8 * 8 * 8 * 4
+
+
+def _probe_clone_issue_s(name):
+    """Host seconds of the clone an ``AccumulateGrad`` of the probe's leaf chain makes (read and
+    write of its gradient), from preset ``name``'s kernel table (0 without one)."""
+    table = load_kernel_table(name)
+    if table is None or "clone" not in table.families():
+        return 0.0
+    return table.issue_s("clone", nbytes=2 * PROBE_LEAF_BYTES, dtype="float32",
+                         math_="float32")
 
 
 # the ways scripts/steptime_probe.py ckpt times its chain of blocks

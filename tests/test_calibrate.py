@@ -196,3 +196,30 @@ def test_calibrate_only_convbias_replaces_bias_and_biased_net_rows(tmp_path):
     fams = {r["family"] for r in rows if r["shape"].startswith("bias y")}
     assert fams == {"conv_bias_add", "conv_bias_grad", "conv_bias_add_cl", "conv_bias_grad_cl"}
     assert "conv_bias_add" in KernelTable.read(out).families()
+
+
+def test_bnlarge_adds_batch_norm_rows_past_batch_256_and_keeps_the_others():
+    """--only bnlarge keeps every BN row of the base table (batches up to 256) and adds the
+    new run's rows from batch BN_LARGE on; a new row below it is not the group's."""
+    from snsim.torchsim.calibrate import Calibrator, merge_rows
+
+    def row(n, t):
+        return {"family": "native_batch_norm", "dtype": "float32", "math": "float32",
+                "cls": "c64hw196", "flops": 0, "bytes": n * 64 * 196 * 8, "ntensors": 0,
+                "time_s": t, "host_s": 1e-6, "shape": f"x[{n}, 64, 14, 14] cudnn", "ops": ""}
+    base = [row(16, 1e-5), row(256, 4e-5)]
+    new = [row(64, 9.0), row(Calibrator.BN_LARGE, 1e-4), row(1024, 3e-4)]
+    rows, meta = merge_rows(base, {}, new, {"date": "now"}, "bnlarge")
+    assert sorted((r["shape"], r["time_s"]) for r in rows) == sorted(
+        [("x[16, 64, 14, 14] cudnn", 1e-5), ("x[256, 64, 14, 14] cudnn", 4e-5),
+         ("x[512, 64, 14, 14] cudnn", 1e-4), ("x[1024, 64, 14, 14] cudnn", 3e-4)])
+    assert meta["remeasured_date"] == "now"
+
+
+def test_channels_last_conv_rows_are_their_own_families():
+    from snsim.torchsim.calibrate import Calibrator
+    cal = Calibrator(device="cpu", max_seconds=60)
+    cal._conv(1, 8, 7, 7, 8, 3, 3, 1, 8, "dw", torch.float32, "tf32", None, "grouped ", "_cl")
+    fams = {r["family"]: r["shape"] for r in cal.rows}
+    assert set(fams) == {"convolution_cl", "convolution_backward_cl"}
+    assert fams["convolution_cl"].startswith("grouped channels_last x[1, 8, 7, 7]")

@@ -271,15 +271,21 @@ def test_conv_reads_its_own_half_type_and_falls_back_per_grouping():
 
 
 def test_grouped_conv_lookup_weighs_the_group_count():
-    """Rows at 4 and 32 groups (made-up host costs 40 and 1000 us per call, the same sizes): a
-    4-group call takes the 4-group rows' cost, a 32-group call the 32-group rows', and the
-    class the recorder gives such a call carries its count."""
-    t = KernelTable(pd.DataFrame(
-        _conv_rows("gk3x3s1", "x[8, 128, 28, 28] w[128, 32, 3, 3] s1 g4 bias0", 60,
-                   "float32", "tf32", host_us=40)
-        + _conv_rows("gk3x3s1", "x[8, 128, 28, 28] w[128, 4, 3, 3] s1 g32 bias0", 60,
-                     "float32", "tf32", host_us=1000)))
-    f = 1e10
+    """Rows at 4 and 32 groups (made-up host costs 40 and 1000 us per call) of the same FLOPs
+    and bytes (the 32-group rows at 8x the batch: conv_flops counts C_in / groups): a 4-group
+    call takes the 4-group rows' cost, a 32-group call the 32-group rows', and the class the
+    recorder gives such a call carries its count."""
+    rows = []
+    for g, host_us, batches in ((4, 40, (1, 2, 4, 8, 16, 32)), (32, 1000, (8, 16, 32, 64, 128,
+                                                                            256))):
+        for n in batches:
+            f = 2 * n * 128 * 784 * (128 // g) * 9      # conv_flops of the shape below
+            rows.append({"family": "convolution", "dtype": "float32", "math": "tf32",
+                         "cls": "gk3x3s1", "flops": f, "bytes": f / 100, "ntensors": 0,
+                         "time_s": 60e-6, "host_s": host_us * 1e-6,
+                         "shape": f"x[{n}, 128, 28, 28] w[128, {128 // g}, 3, 3] s1 g{g} bias0"})
+    t = KernelTable(pd.DataFrame(rows))
+    f = 2 * 4 * 128 * 784 * 32 * 9        # batch 4 at 4 groups = batch 32 at 32 groups
     host = {g: t.issue_s("convolution", flops=f, nbytes=f / 100, cls=f"g{g}k3x3s1",
                          dtype="float32", math_="tf32") for g in (4, 32)}
     assert host[4] == pytest.approx(40e-6, rel=0.05)
@@ -461,3 +467,138 @@ def test_conv_bias_without_bias_rows_is_charged_as_add_and_sum_by_bytes():
     t_b, t = op_times_s(fwd, hw, table=None)
     assert t_b - t == pytest.approx(op_time_s("add_", 0, ADD_BYTES, hw, "bfloat16"))
     assert t_b - t > ADD_BYTES / hw.mem_bytes_per_s          # not zero: at most peak bandwidth
+
+
+def _dw_backward_rows(channels, batches, bytes_per_s, family="convolution_backward",
+                      dtype="float32", math_="tf32"):
+    """Depthwise 3x3 backward rows, as calibrate writes them: torch's FLOP count (grad_weight
+    counted dense: x C), the call's bytes, a made-up bandwidth-bound time (bytes / rate)."""
+    rows = []
+    for c in channels:
+        for n in batches:
+            act = n * c * 28 * 28 * 4                      # one fp32 map
+            nbytes = 4 * act + 2 * c * 9 * 4               # dy, x read; dx written; w, dw
+            dgrad = 2 * n * c * 28 * 28 * 9                # torch.utils.flop_counter's terms
+            torch_flops = dgrad + dgrad * c
+            rows.append({"family": family, "dtype": dtype, "math": math_, "cls": "dwk3x3s1",
+                         "flops": torch_flops, "bytes": nbytes, "ntensors": 0,
+                         "time_s": nbytes / bytes_per_s, "host_s": 10e-6,
+                         "shape": f"grouped x[{n}, {c}, 28, 28] w[{c}, 1, 3, 3] s1 p[1, 1] g{c} "
+                                  "bias0 mask[True, True, False]"})
+    return rows
+
+
+def test_depthwise_backward_is_read_by_its_true_flops_across_channel_counts():
+    """torch counts a grouped backward's grad_weight as a dense convolution (x the group
+    count), so a depthwise layer's 'FLOPs' grow as C^2 while its time grows as its bytes (C).
+    Read by conv_flops (2 * the forward's multiply-adds), a call at channels between the rows'
+    gets the rows' bandwidth (made-up 0.5 TB/s) within 10%."""
+    from snsim.hardware import load_hardware
+    hw = load_hardware("h200")
+    tab = KernelTable(pd.DataFrame(_dw_backward_rows((64, 1024), (8, 32, 128), 0.5e12)))
+    n, c = 16, 256
+    sig = (f"convolution_backward float32[{n}, {c}, 28, 28] float32[{n}, {c}, 28, 28] "
+           f"float32[{c}, 1, 3, 3] None 1 1 1 1 1 1 False 0 0 {c} True True False")
+    nbytes = 4 * n * c * 28 * 28 * 4 + 2 * c * 9 * 4
+    dgrad = 2 * n * c * 28 * 28 * 9
+    [t] = op_times_s([(0, "convolution_backward", (), (), dgrad * (1 + c), nbytes, sig)], hw,
+                     table=tab)
+    assert t == pytest.approx(nbytes / 0.5e12, rel=0.10)
+
+
+def test_channels_last_conv_reads_its_own_rows_else_the_nchw_ones():
+    """A convolution recorded channels-last (op[7]) reads the convolution_backward_cl rows
+    (made-up 4 TB/s) where the table has them, the NCHW rows (0.5 TB/s) where it has not; its
+    bias gradient is the channels-last reduction."""
+    from snsim.hardware import load_hardware
+    hw = load_hardware("h200")
+    nchw = _dw_backward_rows((64, 1024), (8, 32, 128), 0.5e12)
+    cl = _dw_backward_rows((64, 1024), (8, 32, 128), 4e12, family="convolution_backward_cl")
+    n, c = 16, 256
+    sig = (f"convolution_backward float32[{n}, {c}, 28, 28] float32[{n}, {c}, 28, 28] "
+           f"float32[{c}, 1, 3, 3] None 1 1 1 1 1 1 False 0 0 {c} True True False")
+    nbytes = 4 * n * c * 28 * 28 * 4 + 2 * c * 9 * 4
+    op = (0, "convolution_backward", (), (), 0, nbytes, sig, "channels_last")
+    [t_cl] = op_times_s([op], hw, table=KernelTable(pd.DataFrame(nchw + cl)))
+    [t_old] = op_times_s([op], hw, table=KernelTable(pd.DataFrame(nchw)))
+    [t_nchw] = op_times_s([op[:7] + ("",)], hw, table=KernelTable(pd.DataFrame(nchw + cl)))
+    assert t_cl == pytest.approx(nbytes / 4e12, rel=0.10)
+    assert t_old == pytest.approx(nbytes / 0.5e12, rel=0.10) == t_nchw
+    from snsim.kernel_table import conv_bias_calls
+    gb = sig.replace("True True False", "True True True")
+    assert [f for f, *_ in conv_bias_calls(gb, "channels_last")] == ["conv_bias_grad_cl"]
+    assert [f for f, *_ in conv_bias_calls(gb)] == ["conv_bias_grad"]
+
+
+def test_recorder_names_the_layout_cudnn_runs_a_convolution_in():
+    """cudnn_conv_suggest_memory_format: channels-last when the input (ConvNeXt: a permuted
+    NHWC tensor) or the weight is; a depthwise weight [C, 1, k, k] is both and counts as NCHW."""
+    torch = pytest.importorskip("torch")
+    from snsim.torchsim.record import conv_layout
+    x = torch.zeros(2, 8, 5, 5)
+    w = torch.zeros(8, 1, 3, 3)
+    nhwc = torch.zeros(2, 5, 5, 8).permute(0, 3, 1, 2)
+    assert conv_layout("convolution", (x, w)) == ""
+    assert conv_layout("convolution", (nhwc, w)) == "channels_last"
+    assert conv_layout("convolution", (x, torch.zeros(8, 8, 3, 3).contiguous(
+        memory_format=torch.channels_last))) == "channels_last"
+    assert conv_layout("convolution_backward", (x, nhwc, w)) == "channels_last"
+    assert conv_layout("convolution_backward", (nhwc, x, w)) == ""   # grad_output's is cuDNN's
+    assert conv_layout("addmm", (x, w)) == ""
+
+
+def test_conv_reads_its_own_kernel_class_when_one_is_measured_within_far():
+    """Made-up depthwise forward rows: 3x3 at 2 TB/s on the call's own map and channels, 7x7 at
+    0.2 TB/s at half and double the batch (another size, other channels). A 7x7 call reads the
+    7x7 rows -- a factor 2 away, within FAR -- not the 3x3 rows nearer in size; a 5x5 call,
+    with no row of its class, still reads across classes."""
+    rows = []
+    for k, rate, spec in ((3, 2e12, ((32, 256),)), (7, 0.2e12, ((16, 192), (64, 192)))):
+        for n, c in spec:
+            nbytes = 2 * n * c * 28 * 28 * 4
+            rows.append({"family": "convolution", "dtype": "float32", "math": "tf32",
+                         "cls": f"dwk{k}x{k}s1", "flops": 2 * n * c * 784 * k * k,
+                         "bytes": nbytes, "ntensors": 0, "time_s": nbytes / rate,
+                         "host_s": 1e-5, "shape": f"grouped x[{n}, {c}, 28, 28] "
+                         f"w[{c}, 1, {k}, {k}] s1 p[{k // 2}, {k // 2}] g{c} bias0"})
+    tab = KernelTable(pd.DataFrame(rows))
+    n, c = 32, 256
+    nbytes = 2 * n * c * 784 * 4
+    for k, rate in ((7, 0.2e12), (3, 2e12)):
+        t, src = tab.time_s("convolution", flops=2 * n * c * 784 * k * k, nbytes=nbytes,
+                            cls=f"dwk{k}x{k}s1:c{c}o{c}hw784", dtype="float32", math_="tf32")
+        assert src == "table" and t == pytest.approx(nbytes / rate, rel=0.10), k
+    t5, _ = tab.time_s("convolution", flops=2 * n * c * 784 * 25, nbytes=nbytes,
+                       cls=f"dwk5x5s1:c{c}o{c}hw784", dtype="float32", math_="tf32")
+    assert nbytes / 2e12 < t5 < nbytes / 0.2e12
+
+
+def test_accumulate_grad_probe_clones_where_a_network_steals():
+    """The premise of load_host_costs' accumulate_grad_s: in steptime_probe's leaf chain
+    (``h = h + p``) AddBackward0 hands h and p the same gradient, so each AccumulateGrad clones
+    it (a copy_ per leaf); a Linear's weight gradient is a fresh tensor that AccumulateGrad
+    steals (no copy_). The clone's issue cost is taken off the probe's figure."""
+    torch = pytest.importorskip("torch")
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func._overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+    x = torch.randn(2, 8, requires_grad=True)
+    h, leaves = x, []
+    for _ in range(3):
+        p = torch.randn(2, 8, requires_grad=True)
+        leaves.append(p)
+        h = h + p
+    with Ops() as chain:
+        h.sum().backward()
+    lin = torch.nn.Linear(8, 8)
+    with Ops() as net:
+        lin(torch.randn(2, 8)).sum().backward()
+    assert chain.names.count("copy_") == 4          # three leaves and x
+    assert "copy_" not in net.names and lin.weight.grad is not None

@@ -24,6 +24,7 @@ from __future__ import annotations
 import gzip
 import io
 import math
+import re
 import statistics
 import time
 
@@ -193,7 +194,7 @@ class Calibrator:
         return x.requires_grad_(grad)
 
     # -- convolutions ------------------------------------------------------------------------
-    def convs(self, count, dtype, math_, max_flops):
+    def convs(self, count, dtype, math_, max_flops, layout=""):
         torch = self.torch
         aten = torch.ops.aten
         rng = self.rng
@@ -226,7 +227,7 @@ class Calibrator:
             if big or 2 * macs > max_flops or 2 * macs < 1e5:
                 continue
             self.guarded("convolution", self._conv, n, c, h, w, co, kh, kw, s, g, cls_g,
-                         dtype, math_)
+                         dtype, math_, None, "", layout)
             made += 1
 
     # grouped and depthwise convolutions over a grid of group widths and counts: cuDNN's and
@@ -237,7 +238,7 @@ class Calibrator:
     GROUP_COUNTS = (2, 4, 8, 16, 32, 64)
     DW_CHANNELS = (16, 32, 48, 64, 96, 144, 192, 240, 384, 576, 768, 960)
 
-    def grouped_convs(self, count, dtype, math_, *, max_bytes=1.5 * 2**31):
+    def grouped_convs(self, count, dtype, math_, *, max_bytes=1.5 * 2**31, layout=""):
         """``count`` grouped (``g``: co == c, kernels 3x3 and 1x1) and depthwise (``dw``:
         kernels 3x3, 5x5, 7x7) convolutions, forward and backward, sampled from the grid
         (:attr:`GROUP_WIDTHS` x :attr:`GROUP_COUNTS`, :attr:`DW_CHANNELS`; batch 16-256,
@@ -266,7 +267,7 @@ class Calibrator:
             if max(n * c * h * h, n * c * ho * ho) * el > max_bytes:
                 continue
             self.guarded("convolution", self._conv, n, c, h, h, c, k, k, s, g, cls_g,
-                         dtype, math_, None, "grouped ")
+                         dtype, math_, None, "grouped ", layout)
             made += 1
 
     # the CNN layers of torchvision models (conv shapes by network, not sampled at random)
@@ -331,27 +332,41 @@ class Calibrator:
                 self.guarded("convolution", self._conv, n, c, h, w, co, kh, kw, s, g, cls_g,
                              dtype, math_, (ph, pw), f"net {model} ")
 
-    def _conv(self, n, c, h, w, co, kh, kw, s, g, cls_g, dtype, math_, pad=None, tag=""):
+    def _conv(self, n, c, h, w, co, kh, kw, s, g, cls_g, dtype, math_, pad=None, tag="",
+              layout=""):
         """Forward and backward of one convolution, without bias: ATen's cuDNN path adds a
         bias in a kernel of its own after the convolution and reduces grad_bias outside the
-        backend (:meth:`conv_biases` times those); a conv row's time is the convolution's."""
+        backend (:meth:`conv_biases` times those); a conv row's time is the convolution's.
+
+        ``layout="_cl"``: the input (and so grad_output) channels-last, the weight as
+        ``nn.Conv2d`` makes it (contiguous): a network that permutes its activations to NHWC
+        (ConvNeXt's blocks) or converts its input. cuDNN then runs NHWC engines -- and every
+        depthwise call goes to cuDNN, not ATen's NCHW depthwise kernels
+        (``use_cudnn_depthwise``) -- 8x faster than NCHW in bf16 and 2x slower in TF32 for
+        ConvNeXt's 7x7 depthwise backward on the H200 (traces/h200/profile). Its rows are the
+        families ``convolution_cl`` / ``convolution_backward_cl``; the shape says
+        ``channels_last``."""
         torch = self.torch
         aten = torch.ops.aten
         x = self.t(n, c, h, w, dtype=dtype)
+        if layout:
+            x = x.contiguous(memory_format=torch.channels_last)
         wt = self.t(co, c // g, kh, kw, dtype=dtype)
         pad = list(pad) if pad is not None else [kh // 2, kw // 2]
         args = (x, wt, None, [s, s], pad, [1, 1], False, [0, 0], g)
         y = aten.convolution.default(*args)
         cls = f"{cls_g}k{kh}x{kw}s{s}"
+        tag += "channels_last " if layout else ""
         shape = f"{tag}x{list(x.shape)} w{list(wt.shape)} s{s} p{pad} g{g} bias0"
-        self.add("convolution", dtype, math_, cls, lambda: aten.convolution.default(*args),
+        self.add("convolution" + layout, dtype, math_, cls,
+                 lambda: aten.convolution.default(*args),
                  flops=_flops(torch, aten.convolution.default, args, {}, y),
                  nbytes=_nbytes(torch, args, y), shape=shape)
-        dy = torch.randn_like(y)
+        dy = torch.randn_like(y)       # y's layout: cuDNN returns the input's
         mask = [c != 3, True, False]
         bargs = (dy, x, wt, None, [s, s], pad, [1, 1], False, [0, 0], g, mask)
         bo = aten.convolution_backward.default(*bargs)
-        self.add("convolution_backward", dtype, math_, cls,
+        self.add("convolution_backward" + layout, dtype, math_, cls,
                  lambda: aten.convolution_backward.default(*bargs),
                  flops=_flops(torch, aten.convolution_backward.default, bargs, {}, bo),
                  nbytes=_nbytes(torch, bargs, bo), shape=shape + f" mask{mask}")
@@ -518,9 +533,13 @@ class Calibrator:
     # forward, ~4.5 ms backward; traces/h200/profile/heldout3_profile_ops.csv)
     BN_CHANNELS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512, 1024, 2048)
     BN_SIDES = (7, 14, 28, 56, 112, 149)
-    BN_BATCHES = (16, 64, 256)
+    # 512 and 1024: cuDNN's batch norm changes kernels past batch 256 (ShuffleNet v2 at
+    # batch 512 on the H200: c96 7x7 backward 44.6 us a call where batch 256 takes 10.8,
+    # traces/h200/profile/heldout4_profile_ops.csv), which no interpolation from below can say
+    BN_BATCHES = (16, 64, 256, 512, 1024)
+    BN_LARGE = 512         # the ``bnlarge`` group: the batches from here on
 
-    def batch_norms(self, dtype=None, *, max_bytes=2**31):
+    def batch_norms(self, dtype=None, *, max_bytes=2**31, batches=None):
         """Training-mode batch norm forward and backward on a grid of ``[N, C, H, H]`` inputs,
         timing the aten ops CUDA dispatches ``F.batch_norm`` to (``cudnn_batch_norm`` /
         ``cudnn_batch_norm_backward`` with cuDNN, else ``native_batch_norm(_backward)``; the
@@ -528,11 +547,11 @@ class Calibrator:
         called directly with the forward's saved statistics (no autograd). Rows are
         ``native_batch_norm(_backward)`` (the recorder's family) with class ``c<C>hw<H*W>``
         (:func:`snsim.kernel_table.bn_class`) and bytes of every input and output tensor, as
-        the recorder counts them."""
+        the recorder counts them. ``batches``: these of :attr:`BN_BATCHES` only."""
         torch = self.torch
         dtype = dtype or torch.float32
         el = torch.tensor([], dtype=dtype).element_size()
-        chans, sides, batches = self.BN_CHANNELS, self.BN_SIDES, self.BN_BATCHES
+        chans, sides, batches = self.BN_CHANNELS, self.BN_SIDES, batches or self.BN_BATCHES
         if self.device != "cuda":    # a smoke test: a few small shapes
             chans, sides, batches = (32, 64), (7, 14), (2,)
         for c in chans:
@@ -988,10 +1007,24 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # size, fp32/bf16/fp16, NCHW and channels-last (Calibrator.conv_biases), and the
         # conv layers of NET_BIAS_MODELS re-timed bias-free (TF32, bf16, fp16), replacing
         # their rows timed with the bias
+        # batch norm at batches 512 and 1024 (Calibrator.BN_LARGE on), added to a table whose
+        # BN grid stopped at 256 (before 2026-11-30 19:00)
+        "bnlarge": ("bn large batch", ("native_batch_norm", "native_batch_norm_backward"),
+                    lambda r: _row_batch(r) >= Calibrator.BN_LARGE),
+        # channels-last convolutions, grouped/depthwise over the grid and dense sampled, in
+        # TF32, bf16 and fp16 (Calibrator._conv's layout); tables before 2026-11-30 19:00 had
+        # none and read the NCHW rows for them
+        "convcl": ("conv cl ", ("convolution_cl", "convolution_backward_cl"), "all"),
         "convbias": ("conv bias", BIAS_FAMILIES + ("convolution", "convolution_backward"),
                      lambda r: r.get("family") in BIAS_FAMILIES or str(
                          r.get("shape", "")).startswith(tuple(f"net {m} "
                                                               for m in NET_BIAS_MODELS)))}
+
+
+def _row_batch(row):
+    """The batch of a row whose shape starts ``x[N, ...`` (0 when it has none)."""
+    m = re.match(r"x\[(\d+),", str(row.get("shape", "")))
+    return int(m.group(1)) if m else 0
 
 
 def _only_groups(only):
@@ -1030,7 +1063,7 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("conv net tf32", 0.10, lambda: _with_tf32(torch, True, lambda: cal.net_convs(
             torch.float32, "tf32"))),
         ("bandwidth fp32", 0.06, lambda: cal.bandwidth_ops(sizes)),
-        ("batch norm fp32", 0.03, lambda: cal.batch_norms(torch.float32)),
+        ("batch norm fp32", 0.05, lambda: cal.batch_norms(torch.float32)),
         ("matmul fp32", 0.07, lambda: _with_tf32(torch, False, lambda: cal.matmuls(
             cal.n(160), torch.float32, "fp32", 1e12 * cap))),
         ("foreach", 0.05, lambda: cal.foreach()),
@@ -1040,9 +1073,9 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("matmul bf16", 0.05, lambda: cal.matmuls(cal.n(100), torch.bfloat16, "bf16", 4e12 * cap)),
         ("sdpa", 0.06, lambda: cal.sdpa(cal.n(60))),
         ("bandwidth bf16", 0.03, lambda: cal.bandwidth_ops(sizes[::2], torch.bfloat16)),
-        ("batch norm bf16", 0.01, lambda: cal.batch_norms(torch.bfloat16)),
+        ("batch norm bf16", 0.02, lambda: cal.batch_norms(torch.bfloat16)),
         # autocast's fp16 batch norm (fp32 parameters) runs in cuDNN, bf16 in ATen's kernels
-        ("batch norm fp16", 0.01, lambda: cal.batch_norms(torch.float16)),
+        ("batch norm fp16", 0.02, lambda: cal.batch_norms(torch.float16)),
         ("amp conv fp16", 0.06, lambda: cal.convs(cal.n(80), torch.float16, "fp16",
                                                   6e12 * cap)),
         ("amp matmul fp16", 0.03, lambda: cal.matmuls(cal.n(60), torch.float16, "fp16",
@@ -1061,8 +1094,32 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("grouped conv fp16", 0.04, lambda: cal.grouped_convs(cal.n(300), torch.float16,
                                                               "fp16")),
         ("conv bias", 0.06, lambda: cal.conv_biases()),
+        # channels-last convolutions (Calibrator._conv's layout): grouped and depthwise over
+        # the grid, dense ones sampled as above
+        ("conv cl grouped tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.grouped_convs(
+            cal.n(300), torch.float32, "tf32", layout="_cl"))),
+        ("conv cl grouped bf16", 0.03, lambda: cal.grouped_convs(cal.n(300), torch.bfloat16,
+                                                                 "bf16", layout="_cl")),
+        ("conv cl grouped fp16", 0.02, lambda: cal.grouped_convs(cal.n(300), torch.float16,
+                                                                 "fp16", layout="_cl")),
+        ("conv cl tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.convs(
+            cal.n(200), torch.float32, "tf32", 3e12 * cap, layout="_cl"))),
+        ("conv cl bf16", 0.03, lambda: cal.convs(cal.n(200), torch.bfloat16, "bf16", 6e12 * cap,
+                                                 layout="_cl")),
+        ("conv cl fp16", 0.02, lambda: cal.convs(cal.n(150), torch.float16, "fp16", 6e12 * cap,
+                                                 layout="_cl")),
     ]
     if only is not None:
+        # --only bnlarge: the BN grid's batches from BN_LARGE on (a full run's batch norm steps
+        # time every batch)
+        large = tuple(b for b in Calibrator.BN_BATCHES if b >= Calibrator.BN_LARGE)
+        steps = steps[:1] + [
+            ("bn large batch fp32", 0.06, lambda: cal.batch_norms(torch.float32,
+                                                                  batches=large)),
+            ("bn large batch bf16", 0.03, lambda: cal.batch_norms(torch.bfloat16,
+                                                                  batches=large)),
+            ("bn large batch fp16", 0.03, lambda: cal.batch_norms(torch.float16,
+                                                                  batches=large))] + steps[1:]
         # --only convbias: the layers of NET_BIAS_MODELS again, bias-free (tables before
         # 2026-11-30 timed them with their bias; a full run times them in its conv net steps)
         steps += [
@@ -1257,7 +1314,9 @@ def _add_calibrate(sub):
                    "of them at model widths), netfp16 (the fp16 convs of torchvision CNNs), "
                    "grouped (grouped and depthwise convs over a grid of group widths and "
                    "counts, TF32/bf16/fp16), bnfp16 (fp16 batch norm: cuDNN's), convbias (a "
-                   "convolution's bias add and grad_bias reduction by output size)")
+                   "convolution's bias add and grad_bias reduction by output size), convcl "
+                   "(channels-last convolutions: grouped, depthwise and dense; TF32/bf16/fp16), "
+                   "bnlarge (batch norm at batches 512 and 1024, added to the BN rows)")
     p.add_argument("--merge", default=None, metavar="TABLE",
                    help="with --only: write TABLE with the new rows merged in (bn replaces "
                    "all BN rows; conv adds its rows, replacing an earlier conv run's; the "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, HOST_READ_OPS,  # noqa: F401
-                            MATMUL_FAMILIES, NO_KERNEL_OPS, bn_class, conv_bias_calls,
+                            LAYOUT_FAMILIES, MATMUL_FAMILIES, call_conv_flops, NO_KERNEL_OPS, bn_class, conv_bias_calls,
                             conv_class, family_of, host_stream, load_host_costs,
                             load_kernel_table, matmul_class, sig_dtype)
 
@@ -90,6 +90,9 @@ def _table_args(op):
     half = {"bfloat16": "bf16", "float16": "fp16"}.get(dtype)
     if fam.startswith("convolution"):
         mth, cls = (half or "tf32"), conv_class(sig)
+        flops = call_conv_flops(sig) or flops     # the table's count (kernel_table.conv_flops)
+        if _layout(op) == "channels_last":     # cuDNN's NHWC engines: rows of their own
+            fam = LAYOUT_FAMILIES.get(fam, fam)
     elif fam in MATMUL_FAMILIES or fam.startswith("sdpa"):
         mth, cls = (half or "fp32"), (matmul_class(sig) if fam in MATMUL_FAMILIES else "")
         if half and fam.startswith("sdpa_efficient"):   # CUDA picks flash for half inputs
@@ -102,6 +105,12 @@ def _table_args(op):
                 if fam.startswith(("_foreach", "_fused_", "_amp_foreach")) else 0)
     return fam, {"flops": flops, "nbytes": nbytes, "ntensors": ntensors, "cls": cls,
                  "dtype": dtype, "math_": mth}
+
+
+def _layout(op):
+    """The memory layout a recorded convolution ran in (``"channels_last"`` or ``""``:
+    :func:`snsim.torchsim.record.conv_layout`); ``""`` for a recording made before it."""
+    return op[7] if len(op) > 7 else ""
 
 
 def _table_time(table, op):
@@ -123,7 +132,7 @@ def conv_bias_time_s(table, op, hw):
     if family_of(op[1]) not in ("convolution", "convolution_backward"):
         return 0.0
     total = 0.0
-    for fam, nbytes, cls, dtype in conv_bias_calls(op[6] if len(op) > 6 else ""):
+    for fam, nbytes, cls, dtype in conv_bias_calls(op[6] if len(op) > 6 else "", _layout(op)):
         t = None
         if table is not None:
             if fam in table.families():

@@ -105,6 +105,23 @@ def signature(name, args, kwargs):
     return " ".join(parts)
 
 
+def conv_layout(name, args):
+    """``"channels_last"`` when convolution call ``name(*args)`` runs cuDNN's NHWC engines,
+    else ``""``: as ``cudnn_conv_suggest_memory_format`` (aten/src/ATen/native/ConvUtils.h),
+    when its input or its weight suggests channels-last (``convolution_backward``'s are its
+    second and third arguments). A network that permutes NHWC activations back (ConvNeXt's
+    blocks) feeds its convolutions channels-last without asking for it; cuDNN's NHWC kernels
+    run at other rates than its NCHW ones (:data:`snsim.kernel_table.LAYOUT_FAMILIES`)."""
+    if name not in ("convolution", "convolution_backward"):
+        return ""
+    from torch._prims_common import suggest_memory_format
+    ts = [a for a in args[(1 if name == "convolution_backward" else 0):][:2]
+          if isinstance(a, torch.Tensor)]
+    return "channels_last" if any(
+        t.dim() in (4, 5) and suggest_memory_format(t) != torch.contiguous_format
+        for t in ts) else ""
+
+
 class _NullMarker:
     def mark(self, label, phase, kind=""):
         pass
@@ -128,7 +145,8 @@ class Recorder:
     events : list of (mark, "a" | "f", storage id, op index)
         In the order they happened. Storages registered before any mark carry mark -1.
     marks : list of (label, phase, kind, iteration)
-    ops : list of (mark, op name, read storage ids, new storage ids, flops, bytes, signature)
+    ops : list of (mark, op name, read storage ids, new storage ids, flops, bytes, signature,
+        layout)
     saved : set of storage ids that autograd saved for backward (pack hook)
     host_events : list of (op index, mechanism, phase, count)
         Host work a memory plan adds that is no aten op (:meth:`host_event`): before op
@@ -245,14 +263,15 @@ class Recorder:
             label = self.marks[self.cur][0] if 0 <= self.cur < len(self.marks) else "<setup>"
             self.data_dependent.append((str(func), label))
         sig = signature(name, args, kwargs) if name in SIGNATURE_OPS else ""
-        self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig))
+        self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig,
+                         conv_layout(name, args)))
 
     def host_read(self, t):
         """Record a device-to-host read of ``t`` (``Tensor.item()``, aten
         ``_local_scalar_dense``) that a fake run cannot make: a fake tensor has no value."""
         sid = self.sid_of(t)
         self.ops.append((self.cur, HOST_READ_OP, (sid,) if sid is not None else (), (), 0,
-                         concrete_int(t.numel()) * t.element_size(), ""))
+                         concrete_int(t.numel()) * t.element_size(), "", ""))
 
     def host_event(self, mechanism, phase, count, at=None):
         """Record host work of a plan's ``mechanism`` (``checkpoint``: one call saving
