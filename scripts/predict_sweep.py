@@ -1,0 +1,312 @@
+"""Run ``snsim predict`` over many configurations and write one CSV row per configuration.
+
+A robustness tool, not a test: it runs the command line users run (``snsim.cli.main`` with the
+argv of ``python -m snsim predict ...``) in a worker process, one configuration at a time, and
+records how each ended:
+
+``ok``       exit 0 (fits) or 3 (does not fit), a JSON answer
+``error``    exit 2 with one ``snsim: error: ...`` line: a clean refusal
+``traceback`` an exception escaped the command line (the worker is restarted afterwards)
+``timeout``  no answer within ``--timeout`` seconds (the worker is killed and restarted)
+
+and flags ok rows whose figures cannot be right: ``peak_allocated_bytes`` below the static
+bytes (parameters, gradients, optimizer state), reserved below allocated, a step time that is
+not a positive number, and a ``checkpoint`` or ``cpu_offload`` peak above the same setup's
+``plain`` peak.
+
+Usage::
+
+    PYTHONPATH=$PWD python scripts/predict_sweep.py --sets tv,tv-bf16,tv-fp16 --out sweep.csv
+    PYTHONPATH=$PWD python scripts/predict_sweep.py --rerun sweep.csv --out rerun.csv
+    PYTHONPATH=$PWD python scripts/predict_sweep.py --list --sets plans   # the argv, no run
+
+Sets: ``tv`` (every torchvision classification model, fp32), ``tv-bf16``, ``tv-fp16``,
+``plans`` (one model per family under every plan), ``optim`` (optimizers and their
+implementations), ``hf`` (the Hugging Face presets at several sequence lengths), ``builtin``
+(``snsim:`` and ``zoo:`` models), ``shapes`` (other input sizes), ``batches`` (odd batches),
+``zero`` (the ZeRO plans).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import io
+import json
+import math
+import multiprocessing as mp
+import sys
+import time
+import traceback
+
+FIELDS = ("id", "status", "rc", "seconds", "peak_allocated_bytes", "peak_reserved_bytes",
+          "static_bytes", "step_time_s", "feasible", "flags", "error", "argv")
+
+# one model per family, with the natural block class checkpoint picks by default
+FAMILIES = ("resnet18", "resnet50", "resnext50_32x4d", "wide_resnet50_2", "vgg11", "vgg11_bn",
+            "densenet121", "inception_v3", "googlenet", "mobilenet_v2", "mobilenet_v3_small",
+            "mnasnet0_5", "efficientnet_b0", "efficientnet_v2_s", "regnet_x_400mf",
+            "regnet_y_400mf", "shufflenet_v2_x0_5", "squeezenet1_0", "alexnet", "convnext_tiny",
+            "swin_t", "swin_v2_t", "maxvit_t", "vit_b_32")
+PLANS = ((("checkpoint",), ()), (("checkpoint",), ("every=2",)),
+         (("checkpoint",), ("selective=true",)),
+         (("cpu_offload",), ("pin_memory=true",)), (("cpu_offload",), ("pin_memory=false",)),
+         (("superneurons",), ()), (("recompute",), ()), (("offload",), ()))
+OPTIMIZERS = (("sgd", "foreach"), ("sgd-momentum", "foreach"), ("nesterov", "foreach"),
+              ("adam", "foreach"), ("adamw", "foreach"), ("sgd", "fused"),
+              ("sgd-momentum", "fused"), ("adam", "fused"), ("adamw", "fused"))
+HF = ("gpt2", "gpt2-medium", "gpt2-large", "Qwen2-0.5B")
+
+
+def _argv(model, batch=2, *, policy="plain", options=(), optimizer=None, impl=None, amp=None,
+          shape=None, seq=None):
+    a = ["predict", "--model", model, "--batch", str(batch), "--gpu", "h200",
+         "--policy", policy, "--format", "json"]
+    if optimizer:
+        a += ["--optimizer", optimizer]
+    if impl:
+        a += ["--optimizer-impl", impl]
+    if amp:
+        a += ["--amp", amp]
+    if shape:
+        a += ["--input-shape", shape]
+    if seq:
+        a += ["--seq", str(seq)]
+    for o in options:
+        a += ["--option", o]
+    return a
+
+
+def configs(sets):
+    """``[(id, argv)]`` of the named sets, in a fixed order."""
+    import torchvision
+    tv = torchvision.models.list_models(module=torchvision.models)
+    out = []
+    for s in sets:
+        if s == "tv":
+            out += [_argv(f"torchvision:{m}") for m in tv]
+        elif s in ("tv-bf16", "tv-fp16"):
+            out += [_argv(f"torchvision:{m}", amp=s[3:]) for m in tv]
+        elif s == "plans":
+            for m in FAMILIES:
+                for (policy,), opts in PLANS:
+                    out.append(_argv(f"torchvision:{m}", policy=policy, options=opts))
+            for m in ("resnet18", "vit_b_32", "swin_t"):
+                out.append(_argv(f"torchvision:{m}", policy="checkpoint", amp="bf16"))
+                out.append(_argv(f"torchvision:{m}", policy="cpu_offload", amp="fp16",
+                                 options=("pin_memory=true",)))
+        elif s == "optim":
+            for m in ("resnet18", "vit_b_32", "mobilenet_v3_small"):
+                for opt, impl in OPTIMIZERS:
+                    out.append(_argv(f"torchvision:{m}", optimizer=opt, impl=impl))
+            for amp in ("bf16", "fp16"):
+                out.append(_argv("torchvision:resnet18", optimizer="adamw", impl="fused", amp=amp))
+                out.append(_argv("torchvision:resnet18", optimizer="sgd", amp=amp))
+        elif s == "hf":
+            for m in HF:
+                for seq in (128, 512, 1000):
+                    out.append(_argv(f"hf:{m}", 1, seq=seq, optimizer="adamw"))
+                out.append(_argv(f"hf:{m}", 2, seq=256, optimizer="adamw", amp="bf16"))
+                out.append(_argv(f"hf:{m}", 2, seq=256, optimizer="adamw", amp="fp16"))
+                out.append(_argv(f"hf:{m}", 1, seq=256, policy="checkpoint"))
+                out.append(_argv(f"hf:{m}", 1, seq=256, policy="cpu_offload",
+                                 options=("pin_memory=true",)))
+                out.append(_argv(f"hf:{m}", 1, seq=256, policy="superneurons"))
+        elif s == "builtin":
+            for m in ("snsim:gpt", "snsim:transformer_encoder", "zoo:gpt2", "zoo:vit-b16",
+                      "zoo:gpt:layers=2,width=128,heads=4,attention=eager"):
+                seq = 128 if "vit" not in m else None
+                out.append(_argv(m, 2, seq=seq))
+                out.append(_argv(m, 2, seq=seq, amp="bf16", optimizer="adamw"))
+                out.append(_argv(m, 2, seq=seq, policy="checkpoint"))
+                out.append(_argv(m, 2, seq=seq, policy="cpu_offload",
+                                 options=("pin_memory=false",)))
+                out.append(_argv(m, 2, seq=seq, policy="superneurons"))
+            out.append(_argv("torchvision:resnet:1,1,1,1", 2))
+            out.append(_argv("torchvision:resnet:1,1,1,1", 2, policy="checkpoint",
+                             options=("modules=Bottleneck", "every=2")))
+        elif s == "shapes":
+            for m in FAMILIES:
+                out.append(_argv(f"torchvision:{m}", shape="3,160,160"))
+            for m in ("resnet18", "vgg11", "vit_b_16", "swin_t", "maxvit_t", "efficientnet_b0"):
+                out.append(_argv(f"torchvision:{m}", shape="3,96,128"))
+                out.append(_argv(f"torchvision:{m}", shape="1,64,64"))
+        elif s == "batches":
+            for m in ("resnet18", "densenet121", "vit_b_32", "swin_t", "inception_v3",
+                      "mobilenet_v3_small", "efficientnet_b0"):
+                for b in (1, 3, 7):
+                    out.append(_argv(f"torchvision:{m}", b))
+                out.append(_argv(f"torchvision:{m}", 1, amp="fp16", policy="checkpoint"))
+        elif s == "zero":
+            for m in ("torchvision:resnet18", "torchvision:vit_b_32", "hf:gpt2"):
+                seq = 128 if m.startswith("hf") else None
+                for pol in ("zero_offload", "superneurons+zero_offload"):
+                    out.append(_argv(m, 2, seq=seq, policy=pol, optimizer="adamw"))
+        else:
+            sys.exit(f"predict_sweep: unknown set {s!r}")
+    return [(" ".join(a[1:]), a) for a in out]
+
+
+# -- the worker: runs snsim.cli.main in-process -----------------------------------------------
+def _run_one(argv):
+    from snsim.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    t0 = time.perf_counter()
+    row = {}
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(argv)
+    except SystemExit as e:      # argparse
+        rc = e.code if isinstance(e.code, int) else 2
+    except BaseException:        # noqa: BLE001 — the point of the tool
+        tb = traceback.format_exc()
+        last = [ln for ln in tb.strip().splitlines() if ln.strip()][-1]
+        return {"status": "traceback", "rc": "", "seconds": time.perf_counter() - t0,
+                "error": last, "traceback": tb}
+    row["seconds"] = time.perf_counter() - t0
+    row["rc"] = rc
+    lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
+    errs = [ln for ln in lines if ln.startswith("snsim: error") or ln.startswith("usage")
+            or "error:" in ln]
+    if rc in (0, 3):
+        try:
+            doc = json.loads(out.getvalue())
+        except ValueError:
+            row.update(status="traceback", error="exit 0 without a JSON answer")
+            return row
+        row.update(status="ok", **{k: doc.get(k) for k in (
+            "peak_allocated_bytes", "peak_reserved_bytes", "static_bytes", "step_time_s",
+            "feasible")})
+        row["error"] = doc.get("failure") or ""
+    else:
+        row.update(status="error" if errs else "traceback",
+                   error=(errs or lines or ["(no message)"])[-1])
+    return row
+
+
+def _worker(conn):
+    while True:
+        argv = conn.recv()
+        if argv is None:
+            return
+        conn.send(_run_one(argv))
+
+
+class Worker:
+    def __init__(self):
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker, args=(child,), daemon=True)
+        self.proc.start()
+
+    def run(self, argv, timeout_s):
+        self.conn.send(argv)
+        if self.conn.poll(timeout_s):
+            try:
+                return self.conn.recv()
+            except EOFError:
+                return {"status": "traceback", "error": "worker died (killed: out of memory?)"}
+        return None
+
+    def stop(self, kill=False):
+        if kill:
+            self.proc.kill()
+        else:
+            self.conn.send(None)
+        self.proc.join(10)
+
+
+def flags(rows):
+    """The sanity flags of the ok rows (a ``;``-joined string per row id)."""
+    out = {}
+    plain = {}
+    for r in rows:
+        if r["status"] == "ok" and " --policy plain " in f" {r['id']} ":
+            plain[r["id"].replace("--policy plain", "")] = r
+    for r in rows:
+        if r["status"] != "ok":
+            continue
+        f = []
+        alloc, res = int(r["peak_allocated_bytes"]), int(r["peak_reserved_bytes"])
+        static = int(r["static_bytes"] or 0)
+        st = r["step_time_s"]
+        if alloc < static:
+            f.append("allocated<static")
+        if res < alloc:
+            f.append("reserved<allocated")
+        if r["feasible"] and (st is None or not math.isfinite(float(st)) or float(st) <= 0):
+            f.append("step_time<=0")
+        for pol in ("checkpoint", "cpu_offload"):
+            if f"--policy {pol}" in r["id"]:
+                base = r["id"].split(" --option")[0].replace(f"--policy {pol}", "")
+                p = plain.get(base)
+                if p and alloc > int(p["peak_allocated_bytes"]):
+                    f.append(f"{pol}>plain({alloc - int(p['peak_allocated_bytes'])} B)")
+        out[r["id"]] = ";".join(f)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sets", default="tv", help="comma-separated set names")
+    ap.add_argument("--rerun", default=None, help="a CSV of an earlier sweep: rerun its "
+                    "non-ok rows")
+    ap.add_argument("--out", required=False, default="predict_sweep.csv")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per configuration")
+    ap.add_argument("--list", action="store_true", help="print the argv of each config")
+    ap.add_argument("--tracebacks", default=None, help="also write full tracebacks here")
+    args = ap.parse_args(argv)
+    if args.rerun:
+        with open(args.rerun, newline="") as f:
+            todo = [(r["id"], r["argv"].split(" ")) for r in csv.DictReader(f)
+                    if r["status"] != "ok" or r["flags"]]
+    else:
+        todo = configs(args.sets.split(","))
+    if args.list:
+        for _, a in todo:
+            print("python -m snsim " + " ".join(a))
+        return 0
+    rows, tbs = [], []
+    worker = Worker()
+    t_start = time.perf_counter()
+    for i, (cid, a) in enumerate(todo):
+        res = worker.run(a, args.timeout)
+        if res is None:
+            worker.stop(kill=True)
+            worker = Worker()
+            res = {"status": "timeout", "seconds": args.timeout,
+                   "error": f"no answer in {args.timeout:.0f} s"}
+        elif res["status"] == "traceback":
+            tbs.append(f"== {cid}\n{res.pop('traceback', res.get('error'))}")
+            worker.stop(kill=True)
+            worker = Worker()
+        res.pop("traceback", None)
+        row = {k: "" for k in FIELDS}
+        row.update({k: v for k, v in res.items() if k in FIELDS})
+        row.update(id=cid, argv=" ".join(a), seconds=f"{float(res.get('seconds') or 0):.2f}")
+        rows.append(row)
+        print(f"[{i + 1}/{len(todo)} {time.perf_counter() - t_start:.0f}s] {row['status']:9s} "
+              f"{row['seconds']:>7s}s {cid}  {row['error'][:160]}", flush=True)
+    worker.stop()
+    fl = flags(rows)
+    for r in rows:
+        r["flags"] = fl.get(r["id"], "")
+    with open(args.out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    if args.tracebacks:
+        with open(args.tracebacks, "w") as f:
+            f.write("\n".join(tbs))
+    counts = {s: sum(r["status"] == s for r in rows) for s in
+              ("ok", "error", "traceback", "timeout")}
+    print("counts: " + ", ".join(f"{k} {v}" for k, v in counts.items()) +
+          f"; flagged {sum(bool(r['flags']) for r in rows)}")
+    for r in rows:
+        if r["flags"]:
+            print(f"flag: {r['id']}: {r['flags']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
