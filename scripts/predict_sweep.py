@@ -20,8 +20,10 @@ Usage::
     PYTHONPATH=$PWD python scripts/predict_sweep.py --rerun sweep.csv --out rerun.csv
     PYTHONPATH=$PWD python scripts/predict_sweep.py --list --sets plans   # the argv, no run
 
-Sets: ``tv`` (every torchvision classification model, fp32), ``tv-bf16``, ``tv-fp16``,
-``plans`` (one model per family under every plan), ``optim`` (optimizers and their
+Sets: ``tv`` (every torchvision classification model, fp32), ``tv-bf16``, ``tv-fp16``, ``amp``
+(one model per family under fp16, half of them under bf16), ``plans-all`` (every family under
+every plan), ``plans`` (every family checkpointed, and a rotation of the other plans),
+``optim`` (optimizers and their
 implementations), ``hf`` (the Hugging Face presets at several sequence lengths), ``builtin``
 (``snsim:`` and ``zoo:`` models), ``shapes`` (other input sizes), ``batches`` (odd batches),
 ``zero`` (the ZeRO plans).
@@ -87,58 +89,69 @@ def configs(sets):
             out += [_argv(f"torchvision:{m}") for m in tv]
         elif s in ("tv-bf16", "tv-fp16"):
             out += [_argv(f"torchvision:{m}", amp=s[3:]) for m in tv]
+        elif s == "amp":        # one model per family under both autocast dtypes
+            out += [_argv(f"torchvision:{m}", amp="fp16") for m in FAMILIES]
+            out += [_argv(f"torchvision:{m}", amp="bf16") for m in FAMILIES[::2]]
         elif s == "plans":
-            for m in FAMILIES:
-                for (policy,), opts in PLANS:
-                    out.append(_argv(f"torchvision:{m}", policy=policy, options=opts))
+            out += [_argv(f"torchvision:{m}", policy="checkpoint") for m in FAMILIES]
+            for i, m in enumerate(FAMILIES):
+                (policy,), opts = PLANS[1 + i % (len(PLANS) - 1)]
+                out.append(_argv(f"torchvision:{m}", policy=policy, options=opts))
+            for m in FAMILIES[::4]:
+                out.append(_argv(f"torchvision:{m}", policy="cpu_offload",
+                                 options=("pin_memory=true",)))
+                out.append(_argv(f"torchvision:{m}", policy="superneurons"))
             for m in ("resnet18", "vit_b_32", "swin_t"):
                 out.append(_argv(f"torchvision:{m}", policy="checkpoint", amp="bf16"))
                 out.append(_argv(f"torchvision:{m}", policy="cpu_offload", amp="fp16",
                                  options=("pin_memory=true",)))
+        elif s == "plans-all":  # every family under every plan
+            for m in FAMILIES:
+                for (policy,), opts in PLANS:
+                    out.append(_argv(f"torchvision:{m}", policy=policy, options=opts))
         elif s == "optim":
-            for m in ("resnet18", "vit_b_32", "mobilenet_v3_small"):
-                for opt, impl in OPTIMIZERS:
+            for m in ("resnet18", "vit_b_32"):
+                for opt, impl in OPTIMIZERS[::2] if m != "resnet18" else OPTIMIZERS:
                     out.append(_argv(f"torchvision:{m}", optimizer=opt, impl=impl))
             for amp in ("bf16", "fp16"):
                 out.append(_argv("torchvision:resnet18", optimizer="adamw", impl="fused", amp=amp))
-                out.append(_argv("torchvision:resnet18", optimizer="sgd", amp=amp))
         elif s == "hf":
             for m in HF:
-                for seq in (128, 512, 1000):
-                    out.append(_argv(f"hf:{m}", 1, seq=seq, optimizer="adamw"))
-                out.append(_argv(f"hf:{m}", 2, seq=256, optimizer="adamw", amp="bf16"))
-                out.append(_argv(f"hf:{m}", 2, seq=256, optimizer="adamw", amp="fp16"))
-                out.append(_argv(f"hf:{m}", 1, seq=256, policy="checkpoint"))
-                out.append(_argv(f"hf:{m}", 1, seq=256, policy="cpu_offload",
-                                 options=("pin_memory=true",)))
-                out.append(_argv(f"hf:{m}", 1, seq=256, policy="superneurons"))
+                out.append(_argv(f"hf:{m}", 1, seq=1000, optimizer="adamw"))
+                out.append(_argv(f"hf:{m}", 2, seq=128, optimizer="adamw", amp="fp16"))
+                out.append(_argv(f"hf:{m}", 1, seq=256, policy="checkpoint", amp="bf16"))
+            out.append(_argv("hf:gpt2", 3, seq=64, policy="cpu_offload",
+                             options=("pin_memory=true",)))
+            out.append(_argv("hf:Qwen2-0.5B", 1, seq=128, policy="superneurons"))
+            out.append(_argv("hf:gpt2", 1, seq=2048))
         elif s == "builtin":
             for m in ("snsim:gpt", "snsim:transformer_encoder", "zoo:gpt2", "zoo:vit-b16",
                       "zoo:gpt:layers=2,width=128,heads=4,attention=eager"):
                 seq = 128 if "vit" not in m else None
-                out.append(_argv(m, 2, seq=seq))
-                out.append(_argv(m, 2, seq=seq, amp="bf16", optimizer="adamw"))
+                out.append(_argv(m, 2, seq=seq, amp="fp16", optimizer="adamw"))
                 out.append(_argv(m, 2, seq=seq, policy="checkpoint"))
-                out.append(_argv(m, 2, seq=seq, policy="cpu_offload",
-                                 options=("pin_memory=false",)))
-                out.append(_argv(m, 2, seq=seq, policy="superneurons"))
-            out.append(_argv("torchvision:resnet:1,1,1,1", 2))
+            out.append(_argv("snsim:gpt", 2, seq=64, policy="cpu_offload",
+                             options=("pin_memory=false",)))
             out.append(_argv("torchvision:resnet:1,1,1,1", 2, policy="checkpoint",
                              options=("modules=Bottleneck", "every=2")))
         elif s == "shapes":
-            for m in FAMILIES:
+            for m in ("vit_b_16", "swin_t", "maxvit_t", "inception_v3", "googlenet",
+                      "efficientnet_b0", "convnext_tiny", "squeezenet1_0", "alexnet", "vgg11"):
                 out.append(_argv(f"torchvision:{m}", shape="3,160,160"))
-            for m in ("resnet18", "vgg11", "vit_b_16", "swin_t", "maxvit_t", "efficientnet_b0"):
+            for m in ("resnet18", "swin_v2_t", "maxvit_t", "vit_b_32"):
                 out.append(_argv(f"torchvision:{m}", shape="3,96,128"))
+            for m in ("resnet18", "inception_v3", "densenet121"):
                 out.append(_argv(f"torchvision:{m}", shape="1,64,64"))
+            out.append(_argv("torchvision:resnet18", shape="3,8,8"))
         elif s == "batches":
-            for m in ("resnet18", "densenet121", "vit_b_32", "swin_t", "inception_v3",
-                      "mobilenet_v3_small", "efficientnet_b0"):
-                for b in (1, 3, 7):
-                    out.append(_argv(f"torchvision:{m}", b))
-                out.append(_argv(f"torchvision:{m}", 1, amp="fp16", policy="checkpoint"))
+            for m in ("resnet18", "inception_v3", "googlenet", "mobilenet_v3_small",
+                      "efficientnet_b0", "swin_t"):
+                out.append(_argv(f"torchvision:{m}", 1))
+            out.append(_argv("torchvision:densenet121", 7, amp="fp16", policy="checkpoint"))
+            out.append(_argv("torchvision:vit_b_32", 3, policy="cpu_offload"))
+            out.append(_argv("torchvision:inception_v3", 1, policy="superneurons"))
         elif s == "zero":
-            for m in ("torchvision:resnet18", "torchvision:vit_b_32", "hf:gpt2"):
+            for m in ("torchvision:resnet18", "hf:gpt2"):
                 seq = 128 if m.startswith("hf") else None
                 for pol in ("zero_offload", "superneurons+zero_offload"):
                     out.append(_argv(m, 2, seq=seq, policy=pol, optimizer="adamw"))
