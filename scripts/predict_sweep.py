@@ -26,7 +26,8 @@ every plan), ``plans`` (every family checkpointed, and a rotation of the other p
 ``optim`` (optimizers and their
 implementations), ``hf`` (the Hugging Face presets at several sequence lengths), ``builtin``
 (``snsim:`` and ``zoo:`` models), ``shapes`` (other input sizes), ``batches`` (odd batches),
-``zero`` (the ZeRO plans).
+``options`` (plan options off the default path, budgets that do not fit), ``zero`` (the
+ZeRO plans).
 """
 from __future__ import annotations
 
@@ -150,6 +151,31 @@ def configs(sets):
             out.append(_argv("torchvision:densenet121", 7, amp="fp16", policy="checkpoint"))
             out.append(_argv("torchvision:vit_b_32", 3, policy="cpu_offload"))
             out.append(_argv("torchvision:inception_v3", 1, policy="superneurons"))
+        elif s == "options":    # plan options off the default path, and budgets that do not fit
+            for m, policy, opts in (
+                    ("resnet50", "checkpoint", ("modules=Conv2d",)),
+                    ("resnet50", "checkpoint", ("modules=ReLU",)),
+                    ("resnet50", "checkpoint", ("modules=Sequential",)),
+                    ("resnet50", "checkpoint", ("every=100",)),
+                    ("resnet50", "checkpoint", ("modules=BasicBlock",)),
+                    ("resnet50", "checkpoint", ("modules=Bottleneck,Conv2d",)),
+                    ("densenet121", "checkpoint", ("modules=_DenseLayer", "every=3")),
+                    ("resnet50", "cpu_offload", ("modules=Bottleneck", "pin_memory=false")),
+                    ("vit_b_32", "checkpoint", ("modules=EncoderBlock", "selective=true")),
+                    ("swin_t", "checkpoint", ("modules=SwinTransformerBlock", "every=3")),
+                    ("vgg11", "checkpoint", ("every=2",)),
+                    ("vgg11", "checkpoint", ("selective=true",)),
+                    ("efficientnet_b0", "cpu_offload", ("modules=MBConv",)),
+                    ("mobilenet_v2", "checkpoint",
+                     ("modules=InvertedResidual,Conv2dNormActivation",)),
+                    ("maxvit_t", "superneurons", ()),
+                    ("inception_v3", "checkpoint", ("modules=InceptionA,InceptionC",))):
+                out.append(_argv(f"torchvision:{m}", policy=policy, options=opts))
+            out.append(_argv("torchvision:resnet18", 64) + ["--budget", "1GiB"])
+            out.append(_argv("torchvision:resnet18", 64, policy="checkpoint") +
+                       ["--budget", "1GiB"])
+            out.append(_argv("torchvision:resnet18", 64, policy="superneurons") +
+                       ["--budget", "1GiB"])
         elif s == "zero":
             for m in ("torchvision:resnet18", "hf:gpt2"):
                 seq = 128 if m.startswith("hf") else None
