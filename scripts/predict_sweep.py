@@ -266,6 +266,8 @@ def flags(rows):
         if r["status"] != "ok":
             continue
         f = []
+        if str(r["feasible"]) in ("False", "false"):
+            continue    # its peaks are those of a run that stopped
         alloc, res = int(r["peak_allocated_bytes"]), int(r["peak_reserved_bytes"])
         static = int(r["static_bytes"] or 0)
         st = r["step_time_s"]
@@ -294,7 +296,17 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per configuration")
     ap.add_argument("--list", action="store_true", help="print the argv of each config")
     ap.add_argument("--tracebacks", default=None, help="also write full tracebacks here")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="CSV",
+                    help="no run: join these sweeps (a later row of an id replaces an earlier "
+                         "one), recompute the flags over all of them, write --out")
     args = ap.parse_args(argv)
+    if args.merge:
+        byid = {}
+        for path in args.merge:
+            with open(path, newline="") as f:
+                for r in csv.DictReader(f):
+                    byid[r["id"]] = r
+        return _write(list(byid.values()), args.out)
     if args.rerun:
         with open(args.rerun, newline="") as f:
             todo = [(r["id"], r["argv"].split(" ")) for r in csv.DictReader(f)
@@ -327,16 +339,20 @@ def main(argv=None):
         print(f"[{i + 1}/{len(todo)} {time.perf_counter() - t_start:.0f}s] {row['status']:9s} "
               f"{row['seconds']:>7s}s {cid}  {row['error'][:160]}", flush=True)
     worker.stop()
-    fl = flags(rows)
-    for r in rows:
-        r["flags"] = fl.get(r["id"], "")
-    with open(args.out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
-        w.writeheader()
-        w.writerows(rows)
     if args.tracebacks:
         with open(args.tracebacks, "w") as f:
             f.write("\n".join(tbs))
+    return _write(rows, args.out)
+
+
+def _write(rows, path):
+    fl = flags(rows)
+    for r in rows:
+        r["flags"] = fl.get(r["id"], "")
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
     counts = {s: sum(r["status"] == s for r in rows) for s in
               ("ok", "error", "traceback", "timeout")}
     print("counts: " + ", ".join(f"{k} {v}" for k, v in counts.items()) +
