@@ -1,0 +1,83 @@
+"""``snsim predict`` on inputs nobody tried: each test is the smallest reproduction of a failure
+``scripts/predict_sweep.py`` found, kept so it stays fixed (a traceback or a misleading line)."""
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from snsim.cli import main  # noqa: E402
+
+
+@pytest.fixture()
+def models(tmp_path, monkeypatch):
+    """A user package ``snsim_robust_models`` with tiny models."""
+    (tmp_path / "snsim_robust_models.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class InplaceConvs(nn.Module):
+            # VGG's pattern: a convolution's output goes straight into ReLU(inplace=True)
+            input_shape = (3, 8, 8)
+
+            def __init__(self):
+                super().__init__()
+                self.features = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(True),
+                                              nn.MaxPool2d(2), nn.Conv2d(4, 4, 3, padding=1),
+                                              nn.ReLU(True), nn.MaxPool2d(2))
+                self.fc = nn.Linear(16, 3)
+
+            def forward(self, x):
+                return self.fc(self.features(x).flatten(1))
+
+        class PooledBN(nn.Module):
+            # inception_v3's aux head: BatchNorm on a 1x1 map, which training refuses at batch 1
+            input_shape = (3, 4, 4)
+
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 4, 3, padding=1)
+                self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.BatchNorm2d(4))
+                self.fc = nn.Linear(4, 3)
+
+            def forward(self, x):
+                return self.fc(self.head(self.conv(x)).flatten(1))
+        """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("SNSIM_TRACES", str(tmp_path / "no_traces"))
+    sys.modules.pop("snsim_robust_models", None)
+    yield "snsim_robust_models"
+    sys.modules.pop("snsim_robust_models", None)
+
+
+def _predict(capsys, *argv):
+    rc = main(["predict", "--format", "json", *argv])
+    return rc, capsys.readouterr()
+
+
+def test_selective_checkpoint_of_an_inplace_relu_is_one_line_naming_the_rule(models, capsys):
+    # torchvision:vgg11 --policy checkpoint --option selective=true: the conv output the
+    # selective checkpoint saves is then modified by ReLU(inplace=True); torch.utils.checkpoint
+    # refuses that on any device. It used to read "cannot be trained under FakeTensorMode".
+    rc, out = _predict(capsys, "--model", f"{models}:InplaceConvs", "--batch", "2",
+                       "--policy", "checkpoint", "--option", "selective=true")
+    err = out.err.strip()
+    assert rc == 2 and out.out == ""
+    assert err.count("\n") == 0 and err.startswith("snsim: error: --option selective=true")
+    assert "in place" in err and "FakeTensorMode" not in err
+    # the same model without selective=true is predicted
+    rc, out = _predict(capsys, "--model", f"{models}:InplaceConvs", "--batch", "2",
+                       "--policy", "checkpoint")
+    assert rc == 0 and out.err == ""
+
+
+def test_a_models_own_error_names_the_module_and_the_input(models, capsys):
+    # torchvision:inception_v3 --batch 1: BatchNorm of the aux head sees one value per channel
+    rc, out = _predict(capsys, "--model", f"{models}:PooledBN", "--batch", "1")
+    err = out.err.strip()
+    assert rc == 2 and err.count("\n") == 0
+    assert "cannot be trained on input (1, 3, 4, 4)" in err
+    assert "module 'head.1' (BatchNorm2d)" in err and "Expected more than 1 value" in err
+    rc, out = _predict(capsys, "--model", f"{models}:PooledBN", "--batch", "2")
+    assert rc == 0
