@@ -26,7 +26,8 @@ every plan), ``plans`` (every family checkpointed, and a rotation of the other p
 ``optim`` (optimizers and their
 implementations), ``hf`` (the Hugging Face presets at several sequence lengths), ``builtin``
 (``snsim:`` and ``zoo:`` models), ``shapes`` (other input sizes), ``batches`` (odd batches),
-``options`` (plan options off the default path, budgets that do not fit), ``zero`` (the
+``options`` (plan options off the default path, budgets that do not fit), ``gpus`` (the other
+hardware presets), ``zero`` (the
 ZeRO plans).
 """
 from __future__ import annotations
@@ -176,6 +177,18 @@ def configs(sets):
                        ["--budget", "1GiB"])
             out.append(_argv("torchvision:resnet18", 64, policy="superneurons") +
                        ["--budget", "1GiB"])
+        elif s == "gpus":       # the other presets: no kernel table, other budgets
+            for gpu in ("a100-40gb", "h100", "v100", "p100", "k40c"):
+                a = _argv("torchvision:resnet18")
+                a[a.index("h200")] = gpu
+                out.append(a)
+                a = _argv("hf:gpt2", 2, seq=128, amp="bf16" if gpu != "k40c" else "fp16",
+                          policy="checkpoint")
+                a[a.index("h200")] = gpu
+                out.append(a)
+            a = _argv("torchvision:resnet50", 256, policy="cpu_offload")
+            a[a.index("h200")] = "k40c"
+            out.append(a)
         elif s == "zero":
             for m in ("torchvision:resnet18", "hf:gpt2"):
                 seq = 128 if m.startswith("hf") else None
