@@ -81,3 +81,15 @@ def test_a_models_own_error_names_the_module_and_the_input(models, capsys):
     assert "module 'head.1' (BatchNorm2d)" in err and "Expected more than 1 value" in err
     rc, out = _predict(capsys, "--model", f"{models}:PooledBN", "--batch", "2")
     assert rc == 0
+
+
+def test_a_token_shape_for_an_image_model_is_refused_before_it_runs(capsys):
+    pytest.importorskip("torchvision")
+    # --seq on a torchvision model used to reach the first convolution and fail there
+    rc, out = _predict(capsys, "--model", "torchvision:resnet18", "--batch", "2", "--seq", "128")
+    err = out.err.strip()
+    assert rc == 2 and err.count("\n") == 0
+    assert "takes images" in err and "(128,)" in err and "--seq is for token models" in err
+    rc, out = _predict(capsys, "--model", "torchvision:resnet18", "--batch", "2",
+                       "--input-shape", "224,224")
+    assert rc == 2 and "takes images" in out.err
