@@ -31,6 +31,18 @@ def models(tmp_path, monkeypatch):
             def forward(self, x):
                 return self.fc(self.features(x).flatten(1))
 
+        class Wide(nn.Module):
+            # 3 x 2048 x 2048 fp32 weights: 48 MiB of parameters, 144 MiB with gradients and
+            # momentum (hand count), more than the 64 MiB GPU of the test
+            input_shape = (2048,)
+
+            def __init__(self):
+                super().__init__()
+                self.fcs = nn.Sequential(*[nn.Linear(2048, 2048, bias=False) for _ in range(3)])
+
+            def forward(self, x):
+                return self.fcs(x)
+
         class PooledBN(nn.Module):
             # inception_v3's aux head: BatchNorm on a 1x1 map, which training refuses at batch 1
             input_shape = (3, 4, 4)
@@ -93,3 +105,31 @@ def test_a_token_shape_for_an_image_model_is_refused_before_it_runs(capsys):
     rc, out = _predict(capsys, "--model", "torchvision:resnet18", "--batch", "2",
                        "--input-shape", "224,224")
     assert rc == 2 and "takes images" in out.err
+
+
+def test_budget_must_be_within_the_gpu(capsys):
+    # --budget 1TiB on an H200 used to "fit" in 1 TiB; 0 named the allocator's capacity_bytes
+    for budget in ("1TiB", "0"):
+        rc, out = _predict(capsys, "--model", "torchvision:resnet18", "--batch", "2",
+                           "--budget", budget)
+        err = out.err.strip()
+        assert rc == 2 and err.count("\n") == 0
+        assert err.startswith(f"snsim: error: --budget (={budget}) must be > 0 and at most h200's")
+
+
+def test_a_step_larger_than_the_gpu_says_what_it_needs(models, capsys, tmp_path):
+    # a step that needs more than the device has used to report the peaks of its replay in
+    # the device's memory, which stopped at the first allocation that failed: "needs 48 MiB",
+    # under a 64 MiB budget, for a step that needs more than 144 MiB
+    gpu = tmp_path / "small.yaml"
+    gpu.write_text("base: h200\nname: small\ndram_bytes: 64MiB\ncontext_bytes: 0\n")
+    rc, out = _predict(capsys, "--model", f"{models}:Wide", "--batch", "4", "--gpu", str(gpu),
+                       "--optimizer", "sgd-momentum")
+    assert rc == 3, out.err
+    import json
+    r = json.loads(out.out)
+    params_bytes = 3 * 2048 * 2048 * 4      # hand count: three bias-free 2048 x 2048 layers
+    assert not r["feasible"] and r["budget_bytes"] == 64 * 2**20
+    # weights, gradients and momentum are all live at the optimizer step
+    assert r["peak_allocated_bytes"] >= 3 * params_bytes > r["budget_bytes"]
+    assert r["peak_reserved_bytes"] >= r["peak_allocated_bytes"]

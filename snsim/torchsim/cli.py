@@ -160,7 +160,18 @@ def _plan(args):
 
 
 def _budget(args):
-    return parse_bytes(args.budget, field="--budget") if args.budget else None
+    """``--budget`` in bytes: above zero and within what the GPU's allocator can reserve (a
+    larger GPU is a preset of its own, ``--gpu my.yaml``)."""
+    if not args.budget:
+        return None
+    budget = parse_bytes(args.budget, field="--budget")
+    from ..hardware import load_hardware
+    hw = load_hardware(getattr(args, "gpu", None) or "h200")
+    if not 0 < budget <= hw.budget_bytes:
+        raise ConfigError(f"--budget (={args.budget}) must be > 0 and at most {hw.name}'s "
+                          f"{format_bytes(hw.budget_bytes)} (its memory less the CUDA context); "
+                          f"model a larger GPU with --gpu my.yaml")
+    return budget
 
 
 def cmd_predict(args):

@@ -485,6 +485,10 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     return prog, prov
 
 
+#: the memory of the run that says what a step that does not fit would need (1 EiB)
+UNLIMITED_BYTES = 1 << 60
+
+
 def prov_setup(prov):
     """The training setup fields of a provenance (optimizer, optimizer_impl, amp)."""
     return {k: prov[k] for k in ("optimizer", "optimizer_impl", "amp")}
@@ -527,8 +531,10 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
     fit = replay_capture(prog, hw, budget_bytes=hw.budget_bytes if budget_bytes is None
                          else int(budget_bytes))
     # fits: the peaks under the budget (the allocator releases cache to fit); does not fit:
-    # the peaks of the whole step, what it would need
-    res = fit if fit.feasible else replay_capture(prog, hw, budget_bytes=hw.dram_bytes)
+    # the peaks of the whole step, what it would need -- in a memory with no limit, since a
+    # step that needs more than the device has would stop in the device's memory too, and its
+    # peaks would be those of a run cut short, below the budget it failed
+    res = fit if fit.feasible else replay_capture(prog, hw, budget_bytes=UNLIMITED_BYTES)
     return {"network": prog["name"], "batch": batch, **prov_setup(prov), "hardware": hw.name,
             "feasible": fit.feasible, "budget_bytes": fit.budget_bytes,
             "failure": str(fit.failure) if fit.failure else "",
