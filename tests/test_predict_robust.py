@@ -119,7 +119,7 @@ def test_budget_must_be_within_the_gpu(capsys):
 
 def test_a_step_larger_than_the_gpu_says_what_it_needs(models, capsys, tmp_path):
     # a step that needs more than the device has used to report the peaks of its replay in
-    # the device's memory, which stopped at the first allocation that failed: "needs 48 MiB",
+    # the device's memory, which stopped at the first allocation that failed: "needs 48 MiB"
     # under a 64 MiB budget, for a step that needs more than 144 MiB
     gpu = tmp_path / "small.yaml"
     gpu.write_text("base: h200\nname: small\ndram_bytes: 64MiB\ncontext_bytes: 0\n")
