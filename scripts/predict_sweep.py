@@ -27,7 +27,8 @@ every plan), ``plans`` (every family checkpointed, and a rotation of the other p
 implementations), ``hf`` (the Hugging Face presets at several sequence lengths), ``builtin``
 (``snsim:`` and ``zoo:`` models), ``shapes`` (other input sizes), ``batches`` (odd batches),
 ``options`` (plan options off the default path, budgets that do not fit), ``gpus`` (the other
-hardware presets), ``zero`` (the
+hardware presets), ``edge`` (plans under autocast, one-token sequences,
+training-size batches), ``zero`` (the
 ZeRO plans).
 """
 from __future__ import annotations
@@ -189,6 +190,25 @@ def configs(sets):
             a = _argv("torchvision:resnet50", 256, policy="cpu_offload")
             a[a.index("h200")] = "k40c"
             out.append(a)
+        elif s == "edge":       # plans under autocast, one-token sequences, training-size batches
+            for m, policy, amp, opts in (
+                    ("resnet50", "superneurons", "fp16", ()), ("vgg16", "offload", "bf16", ()),
+                    ("densenet121", "recompute", "fp16", ()),
+                    ("efficientnet_b0", "superneurons", "bf16", ()),
+                    ("inception_v3", "cpu_offload", "fp16", ()),
+                    ("googlenet", "checkpoint", "fp16", ()),
+                    ("swin_v2_t", "cpu_offload", "bf16", ("pin_memory=false",))):
+                out.append(_argv(f"torchvision:{m}", policy=policy, amp=amp, options=opts))
+            out.append(_argv("torchvision:mobilenet_v3_small", optimizer="sgd", impl="fused",
+                             amp="fp16"))
+            for m in ("hf:gpt2", "snsim:gpt", "snsim:transformer_encoder"):
+                out.append(_argv(m, 1, seq=1))
+            out.append(_argv("hf:Qwen2-0.5B", 1, seq=128, policy="cpu_offload", amp="bf16"))
+            out.append(_argv("hf:gpt2-medium", 1, seq=128, policy="superneurons", amp="fp16"))
+            out.append(_argv("zoo:gpt2-xl", 1, seq=256, optimizer="adamw"))
+            out.append(_argv("zoo:vit-l16", 2, policy="checkpoint", amp="bf16"))
+            out.append(_argv("torchvision:resnet50", 256))
+            out.append(_argv("torchvision:vit_b_16", 128, amp="bf16", optimizer="adamw"))
         elif s == "zero":
             for m in ("torchvision:resnet18", "hf:gpt2"):
                 seq = 128 if m.startswith("hf") else None
