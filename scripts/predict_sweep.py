@@ -45,7 +45,7 @@ import time
 import traceback
 
 FIELDS = ("id", "status", "rc", "seconds", "peak_allocated_bytes", "peak_reserved_bytes",
-          "static_bytes", "step_time_s", "feasible", "flags", "error", "argv")
+          "peak_requested_bytes", "static_bytes", "step_time_s", "feasible", "flags", "error", "argv")
 
 # one model per family, with the natural block class checkpoint picks by default
 FAMILIES = ("resnet18", "resnet50", "resnext50_32x4d", "wide_resnet50_2", "vgg11", "vgg11_bn",
@@ -247,8 +247,8 @@ def _run_one(argv):
             row.update(status="traceback", error="exit 0 without a JSON answer")
             return row
         row.update(status="ok", **{k: doc.get(k) for k in (
-            "peak_allocated_bytes", "peak_reserved_bytes", "static_bytes", "step_time_s",
-            "feasible")})
+            "peak_allocated_bytes", "peak_reserved_bytes", "peak_requested_bytes",
+            "static_bytes", "step_time_s", "feasible")})
         row["error"] = doc.get("failure") or ""
     else:
         row.update(status="error" if errs else "traceback",
@@ -315,7 +315,12 @@ def flags(rows):
                 base = r["id"].split(" --option")[0].replace(f"--policy {pol}", "")
                 p = plain.get(base)
                 if p and alloc > int(p["peak_allocated_bytes"]):
-                    f.append(f"{pol}>plain({alloc - int(p['peak_allocated_bytes'])} B)")
+                    # requested bytes equal or below plain's: the caching allocator's block
+                    # sizes (a reused block larger than asked counts whole), not the plan
+                    req = r.get("peak_requested_bytes") or ""
+                    why = ("" if not req or not p.get("peak_requested_bytes") or
+                           int(req) > int(p["peak_requested_bytes"]) else ", requested not")
+                    f.append(f"{pol}>plain({alloc - int(p['peak_allocated_bytes'])} B{why})")
         out[r["id"]] = ";".join(f)
     return out
 
