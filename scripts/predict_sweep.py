@@ -329,7 +329,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sets", default="tv", help="comma-separated set names")
     ap.add_argument("--rerun", default=None, help="a CSV of an earlier sweep: rerun its "
-                    "non-ok rows")
+                    "rows that are not ok, are flagged or do not fit")
     ap.add_argument("--out", required=False, default="predict_sweep.csv")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per configuration")
     ap.add_argument("--list", action="store_true", help="print the argv of each config")
@@ -348,7 +348,7 @@ def main(argv=None):
     if args.rerun:
         with open(args.rerun, newline="") as f:
             todo = [(r["id"], r["argv"].split(" ")) for r in csv.DictReader(f)
-                    if r["status"] != "ok" or r["flags"]]
+                    if r["status"] != "ok" or r["flags"] or r["feasible"] == "False"]
     else:
         todo = configs(args.sets.split(","))
     if args.list:

@@ -150,6 +150,8 @@ def predict_verdict(r):
         return (f"fits: peak {_gib(peak)} of {_gib(budget)} ({100 * peak / budget:.0f}%), "
                 f"step {format_ms(r['step_time_s'])} (predicted: {r['step_time_source']}) on "
                 f"{r['hardware']}")
+    if peak <= budget:     # the peaks of a run that stopped (a ZeRO run stops where it fails)
+        return f"does not fit in {_gib(budget)}: {r['failure'] or 'the run stopped'}"
     return (f"does not fit: needs {_gib(peak)} reserved, budget {_gib(budget)} — "
             f"{r['failure'] or 'the peak is above the budget'}")
 
