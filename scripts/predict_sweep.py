@@ -28,7 +28,7 @@ implementations), ``hf`` (the Hugging Face presets at several sequence lengths),
 (``snsim:`` and ``zoo:`` models), ``shapes`` (other input sizes), ``batches`` (odd batches),
 ``options`` (plan options off the default path, budgets that do not fit), ``gpus`` (the other
 hardware presets), ``edge`` (plans under autocast, one-token sequences,
-training-size batches), ``zero`` (the
+training-size batches), ``inputs`` (values at and past the command's rules), ``zero`` (the
 ZeRO plans).
 """
 from __future__ import annotations
@@ -209,6 +209,31 @@ def configs(sets):
             out.append(_argv("zoo:vit-l16", 2, policy="checkpoint", amp="bf16"))
             out.append(_argv("torchvision:resnet50", 256))
             out.append(_argv("torchvision:vit_b_16", 128, amp="bf16", optimizer="adamw"))
+        elif s == "inputs":     # values at and past the rules: each ends ok or in one line
+            r18 = _argv("torchvision:resnet18")
+            for extra in (["--budget", "1TiB"], ["--budget", "0"], ["--budget", "lots"],
+                          ["--seq", "128"], ["--input-shape", "224,224"],
+                          ["--input-shape", "3,0,224"], ["--optimizer", "lion"],
+                          ["--amp", "fp8"], ["--optimizer-impl", "capturable"],
+                          ["--gpu", "nosuchgpu"], ["--option", "every=2"],
+                          ["--plain-trace", "no/such/trace.json.gz"]):
+                out.append(r18 + extra)
+            out.append(_argv("torchvision:resnet18", 100000))
+            out.append(_argv("torchvision:resnet18", 0))
+            out.append(_argv("torchvision:resnet18", policy="checkpoint",
+                             options=("every=0",)))
+            out.append(_argv("torchvision:resnet18", policy="zero_offload",
+                             options=("pin_memory=true",)))
+            out.append(_argv("torchvision:resnet18", policy="zero_offload") +
+                       ["--budget", "30MiB"])
+            out.append(_argv("torchvision:fcn_resnet50"))
+            out.append(_argv("torchvision:resnet:0,1,1,1"))
+            out.append(_argv("hf:no-such-model", seq=128))
+            out.append(_argv("hf:gpt2", seq=2048))
+            out.append(_argv("hf:gpt2", shape="3,224,224"))
+            out.append(_argv("zoo:resnet50"))
+            out.append(_argv("snsim:nope"))
+            out.append(_argv("os:getcwd"))
         elif s == "zero":
             for m in ("torchvision:resnet18", "hf:gpt2"):
                 seq = 128 if m.startswith("hf") else None

@@ -93,6 +93,12 @@ def test_a_models_own_error_names_the_module_and_the_input(models, capsys):
     assert "module 'head.1' (BatchNorm2d)" in err and "Expected more than 1 value" in err
     rc, out = _predict(capsys, "--model", f"{models}:PooledBN", "--batch", "2")
     assert rc == 0
+    # torchvision:resnet18 --input-shape 1,64,64: the first convolution wants 3 channels
+    rc, out = _predict(capsys, "--model", f"{models}:InplaceConvs", "--batch", "2",
+                       "--input-shape", "1,8,8")
+    err = out.err.strip()
+    assert rc == 2 and err.count("\n") == 0
+    assert "cannot be traced on input (2, 1, 8, 8) (in module 'features.0' (Conv2d))" in err
 
 
 def test_a_token_shape_for_an_image_model_is_refused_before_it_runs(capsys):

@@ -339,8 +339,9 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
                 if not symbolic:
                     raise _Retry() from None
                 raise _data_dependent_error(spec, e, where.where()) from None
+            loc = f" (in {where.where()})" if where.last else ""
             raise ConfigError(f"model {spec.text!r} cannot be traced on input "
-                              f"{tuple(x.shape)}: {_first_line(e)}") from None
+                              f"{tuple(x.shape)}{loc}: {_first_line(e)}") from None
         y = torch.randint(0, n_classes, (batch,))
         if transform is not None:
             model = transform(model)
