@@ -139,3 +139,14 @@ def test_a_step_larger_than_the_gpu_says_what_it_needs(models, capsys, tmp_path)
     # weights, gradients and momentum are all live at the optimizer step
     assert r["peak_allocated_bytes"] >= 3 * params_bytes > r["budget_bytes"]
     assert r["peak_reserved_bytes"] >= r["peak_allocated_bytes"]
+
+
+def test_the_verdict_of_a_run_that_stopped_below_its_budget_gives_no_need():
+    # a ZeRO run that does not fit stops where it fails: its peaks are below the budget, and
+    # "needs 1.20 MiB reserved, budget 30 MiB" read as a contradiction
+    from snsim.torchsim.cli import predict_verdict
+    r = {"feasible": False, "budget_bytes": 30 * 2**20, "peak_reserved_bytes": 2**20,
+         "failure": "out of memory during setup"}
+    assert predict_verdict(r) == "does not fit in 0.03 GiB: out of memory during setup"
+    r["peak_reserved_bytes"] = 40 * 2**20
+    assert predict_verdict(r).startswith("does not fit: needs 0.04 GiB reserved")
