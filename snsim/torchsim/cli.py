@@ -150,6 +150,8 @@ def predict_verdict(r):
         return (f"fits: peak {_gib(peak)} of {_gib(budget)} ({100 * peak / budget:.0f}%), "
                 f"step {format_ms(r['step_time_s'])} (predicted: {r['step_time_source']}) on "
                 f"{r['hardware']}")
+    if peak <= budget:     # the peaks of a run that stopped (a ZeRO run stops where it fails)
+        return f"does not fit in {_gib(budget)}: {r['failure'] or 'the run stopped'}"
     return (f"does not fit: needs {_gib(peak)} reserved, budget {_gib(budget)} — "
             f"{r['failure'] or 'the peak is above the budget'}")
 
@@ -160,7 +162,18 @@ def _plan(args):
 
 
 def _budget(args):
-    return parse_bytes(args.budget, field="--budget") if args.budget else None
+    """``--budget`` in bytes: above zero and within what the GPU's allocator can reserve (a
+    larger GPU is a preset of its own, ``--gpu my.yaml``)."""
+    if not args.budget:
+        return None
+    budget = parse_bytes(args.budget, field="--budget")
+    from ..hardware import load_hardware
+    hw = load_hardware(getattr(args, "gpu", None) or "h200")
+    if not 0 < budget <= hw.budget_bytes:
+        raise ConfigError(f"--budget (={args.budget}) must be > 0 and at most {hw.name}'s "
+                          f"{format_bytes(hw.budget_bytes)} (its memory less the CUDA context); "
+                          f"model a larger GPU with --gpu my.yaml")
+    return budget
 
 
 def cmd_predict(args):

@@ -178,6 +178,10 @@ def resolve_model(spec, *, input_shape=None):
         return ModelSpec(text=spec, name=rest.split("/")[-1], input_shape=(seq,),
                          input_dtype="int64", vocab_size=int(config.vocab_size))
     if head == "torchvision":
+        if shape is not None and len(shape) != 3:
+            raise ConfigError(f"model spec {spec!r} takes images: its input shape is (channels, "
+                              f"height, width), e.g. --input-shape 3,224,224, not {shape} "
+                              f"(--seq is for token models)")
         if rest.startswith("resnet:"):
             blocks = _parse_blocks(rest.split(":", 1)[1], spec)
             name = "resnet_" + "-".join(map(str, blocks))

@@ -339,8 +339,9 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
                 if not symbolic:
                     raise _Retry() from None
                 raise _data_dependent_error(spec, e, where.where()) from None
+            loc = f" (in {where.where()})" if where.last else ""
             raise ConfigError(f"model {spec.text!r} cannot be traced on input "
-                              f"{tuple(x.shape)}: {_first_line(e)}") from None
+                              f"{tuple(x.shape)}{loc}: {_first_line(e)}") from None
         y = torch.randint(0, n_classes, (batch,))
         if transform is not None:
             model = transform(model)
@@ -367,8 +368,7 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
                             if not symbolic:
                                 raise _Retry() from None
                             raise _data_dependent_error(spec, e, where.where()) from None
-                        raise ConfigError(f"model {spec.text!r} cannot be trained under "
-                                          f"FakeTensorMode: {_first_line(e)}") from None
+                        raise _training_error(spec, x, e, where) from None
                 if it == 0:
                     for name, key, t in optimizer_state(opt, param_names):
                         if key == "step" and t.dim() == 0 and setup.optimizer_impl != "fused":
@@ -381,6 +381,31 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
     out = _streams(rec, static_names, n_params)
     out["model"] = model
     return out
+
+
+# exceptions of the fake run itself, not of the model: what a GPU would run, FakeTensorMode not
+_FAKE_LIMITS = ("UnsupportedOperatorException", "UnsupportedFakeTensorException",
+                "FakeTensorDeviceMismatchError", "MetadataMismatchError",
+                "UnsupportedMutationAliasingException")
+# torch/utils/checkpoint.py's check when a tensor a selective checkpoint saved (MUST_SAVE) is
+# modified in place before backward, e.g. a conv output fed to ReLU(inplace=True)
+_SAC_MUTATED = "Tensor cached during selective activation checkpoint has been mutated"
+
+
+def _training_error(spec, x, e, where):
+    """The one line of a training step that raised: the plan's rule, the fake run's limit, or
+    the model's own error on this input (which PyTorch raises on a GPU too)."""
+    where = f"in {where.where()}" if where.last else "in backward or the optimizer step"
+    if _SAC_MUTATED in str(e):
+        return ConfigError(f"--option selective=true: model {spec.text!r} modifies a tensor the "
+                           f"selective checkpoint saves in place (e.g. "
+                           f"ReLU(inplace=True) after a convolution), which PyTorch's "
+                           f"selective checkpointing refuses on a GPU too: {_first_line(e)}")
+    if any(c.__name__ in _FAKE_LIMITS for c in type(e).__mro__):
+        return ConfigError(f"model {spec.text!r}: FakeTensorMode cannot run its training step "
+                           f"({where}): {_first_line(e)}")
+    return ConfigError(f"model {spec.text!r} cannot be trained on input {tuple(x.shape)} "
+                       f"({where}): {_first_line(e)}")
 
 
 def _first_line(e):
@@ -461,6 +486,10 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     return prog, prov
 
 
+#: the memory of the run that says what a step that does not fit would need (1 EiB)
+UNLIMITED_BYTES = 1 << 60
+
+
 def prov_setup(prov):
     """The training setup fields of a provenance (optimizer, optimizer_impl, amp)."""
     return {k: prov[k] for k in ("optimizer", "optimizer_impl", "amp")}
@@ -503,8 +532,10 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
     fit = replay_capture(prog, hw, budget_bytes=hw.budget_bytes if budget_bytes is None
                          else int(budget_bytes))
     # fits: the peaks under the budget (the allocator releases cache to fit); does not fit:
-    # the peaks of the whole step, what it would need
-    res = fit if fit.feasible else replay_capture(prog, hw, budget_bytes=hw.dram_bytes)
+    # the peaks of the whole step, what it would need -- in a memory with no limit, since a
+    # step that needs more than the device has would stop in the device's memory too, and its
+    # peaks would be those of a run cut short, below the budget it failed
+    res = fit if fit.feasible else replay_capture(prog, hw, budget_bytes=UNLIMITED_BYTES)
     return {"network": prog["name"], "batch": batch, **prov_setup(prov), "hardware": hw.name,
             "feasible": fit.feasible, "budget_bytes": fit.budget_bytes,
             "failure": str(fit.failure) if fit.failure else "",

@@ -83,7 +83,8 @@ def main(argv=None):
                         "batches, precisions and optimizers never run before; heldout2: a second such set, "
                         "written before the first set's fixes were tested; heldout3: a third, "
                         "written before the second set's fixes were merged; heldout4: a fourth, "
-                        "written before the third set's re-run informed anything")
+                        "written before the third set's re-run informed anything; pageable: "
+                        "cpu_offload with pin_memory=false")
     g.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.only == "plans":
@@ -313,8 +314,21 @@ _HELDOUT4_HF = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT4 = _plan_set(_HELDOUT4, _HELDOUT4_HF)
+# save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
+# robust): pageable copies hold the launching thread, and their step-time model
+# (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
+_PAGEABLE = (
+    ("torchvision:resnet50", 64, {"plain": [], "cpu_offload": ["pin_memory=false"]}, {}),
+    ("torchvision:mobilenet_v2", 128, {"plain": [], "cpu_offload": ["pin_memory=false"]}, {}),
+    ("torchvision:vgg16", 32, {"plain": [], "cpu_offload": ["pin_memory=false"]},
+     {"optimizer": "adamw"}),
+    ("torchvision:vit_b_16", 32, {"plain": [], "cpu_offload": ["pin_memory=false"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:densenet121", 32, {"cpu_offload": ["pin_memory=false"]}, {}),
+)
+PLAN_PAGEABLE = _plan_set(_PAGEABLE)
 PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HELDOUT2,
-             "heldout3": PLAN_HELDOUT3, "heldout4": PLAN_HELDOUT4}
+             "heldout3": PLAN_HELDOUT3, "heldout4": PLAN_HELDOUT4, "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
