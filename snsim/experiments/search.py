@@ -51,6 +51,7 @@ from ..errors import ConfigError, PlanError, UnknownNameError
 from ..gcpause import without_gc
 from ..policies import all_policies, applicable_policies, get_policy
 from ..program import build_program
+from .splice import Splicer
 from ..units import parse_bytes
 from ..zoo import (TRANSFORMERS, build_network, canonical_name, check_sizes, densenet, resnet,
                    transformer, vgg, with_module_tree)
@@ -220,7 +221,7 @@ class _Prober:
     """Programs per size (shared by all policies), the static bound, and cached runs."""
 
     def __init__(self, space, hardware, budget_bytes, *, allocator, optimizer, policy_options,
-                 on_probe, keep_steps=120_000):
+                 on_probe, keep_steps=120_000, splicer=None):
         self.space = space
         self.hw = hardware
         self.budget = budget_bytes
@@ -237,14 +238,20 @@ class _Prober:
         self.lru = {}           # policy -> does its plan use the LRU tensor cache
         self.simulations = {}   # policy -> number of simulations run
         self.policies = ()      # the searched policies: the bound is the lowest of their programs'
+        # deep members of a depth family: spliced from a repeated block where certified
+        self.splicer = splicer or (Splicer(self._build, base=space.family.min_size + 1)
+                                   if space.axis == "depth" else None)
+
+    def _build(self, size):
+        return build_program(self.space.graph(size), hardware=self.hw, optimizer=self.optimizer,
+                             framework=self.space.framework)
 
     def program(self, size):
         p = self._programs.get(size)
         if p is not None:
             self._programs.move_to_end(size)
             return p
-        p = build_program(self.space.graph(size), hardware=self.hw, optimizer=self.optimizer,
-                          framework=self.space.framework)
+        p = self.splicer.program(size) if self.splicer is not None else self._build(size)
         self._programs[size] = p
         self.bounds[size] = self._plan_bound(p)
         while len(self._programs) > 1 and \
@@ -256,7 +263,7 @@ class _Prober:
         """A new prober of the same space, hardware, budget and options (nothing cached)."""
         return _Prober(self.space, self.hw, self.budget, allocator=self.allocator,
                        optimizer=self.optimizer, policy_options=self.policy_options,
-                       on_probe=self.on_probe, keep_steps=self.keep_steps)
+                       on_probe=self.on_probe, keep_steps=self.keep_steps, splicer=self.splicer)
 
     def _plan_bound(self, program):
         """``(lower_bound_bytes, static_bytes)`` of the lowest-bounded program the searched
