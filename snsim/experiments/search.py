@@ -238,25 +238,38 @@ class _Prober:
         self.lru = {}           # policy -> does its plan use the LRU tensor cache
         self.simulations = {}   # policy -> number of simulations run
         self.policies = ()      # the searched policies: the bound is the lowest of their programs'
-        # deep members of a depth family: spliced from a repeated block where certified
-        self.splicer = splicer or (Splicer(self._build, base=space.family.min_size + 1)
-                                   if space.axis == "depth" else None)
+        # deep members of a depth family: spliced from a repeated block where certified,
+        # learned from small members this prober keeps
+        self.splicer = splicer or (Splicer(base=space.family.min_size + 1)
+                                   if isinstance(space, _DepthSpace) else None)
 
-    def _build(self, size):
-        return build_program(self.space.graph(size), hardware=self.hw, optimizer=self.optimizer,
-                             framework=self.space.framework)
+    def _built(self, size):
+        """The program built from the DAG (cached, no bound: the splicer's small sizes)."""
+        p = self._programs.get(size)
+        if p is None:
+            p = build_program(self.space.graph(size), hardware=self.hw,
+                              optimizer=self.optimizer, framework=self.space.framework)
+            self._keep(size, p)
+        return p
+
+    def _keep(self, size, p):
+        self._programs[size] = p
+        while len(self._programs) > 1 and \
+                sum(len(q.steps) for q in self._programs.values()) > self.keep_steps:
+            self._programs.popitem(last=False)
 
     def program(self, size):
         p = self._programs.get(size)
         if p is not None:
             self._programs.move_to_end(size)
-            return p
-        p = self.splicer.program(size) if self.splicer is not None else self._build(size)
-        self._programs[size] = p
-        self.bounds[size] = self._plan_bound(p)
-        while len(self._programs) > 1 and \
-                sum(len(q.steps) for q in self._programs.values()) > self.keep_steps:
-            self._programs.popitem(last=False)
+        else:
+            p = self.splicer.splice(size, self._built) if self.splicer is not None else None
+            if p is None:
+                p = self._built(size)
+            else:
+                self._keep(size, p)
+        if size not in self.bounds:
+            self.bounds[size] = self._plan_bound(p)
         return p
 
     def fresh(self):

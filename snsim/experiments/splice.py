@@ -326,8 +326,6 @@ class Splicer:
 
     Parameters
     ----------
-    build : callable
-        ``build(k) -> Program``, the full build from the zoo DAG.
     base : int
         The smallest size whose next size adds a block like every later one (the family's
         smallest size plus one: a stage's first block is unlike the others).
@@ -342,54 +340,52 @@ class Splicer:
     >>> def build(k):
     ...     return build_program(with_module_tree(family_network("resnet", k, batch=2)),
     ...                          hardware=hw)
-    >>> sp = Splicer(build, base=2)
-    >>> program_sections(sp.program(30)) == program_sections(build(30))
+    >>> sp = Splicer(base=2)
+    >>> program_sections(sp.splice(30, build)) == program_sections(build(30))
+    True
+    >>> sp.splice(VERIFY_SIZE, build) is None      # small sizes: build them
     True
     """
 
-    def __init__(self, build, base):
-        self.build = build
+    def __init__(self, base):
         self.base = base
+        self.certified_size = max(VERIFY_SIZE, base + 8)
         self._makers = None
         self.failed = None     # why the family is not spliced (None: not tried, or spliced)
 
-    def learn(self):
-        """Learn the runs and certify them at ``VERIFY_SIZE``; False if the family is built."""
+    def learn(self, build):
+        """Learn the runs from ``build(k) -> Program`` at four small sizes and certify them at
+        ``certified_size``; False (and ``failed`` says why) if the family must be built."""
         if self._makers is not None:
             return True
         if self.failed is not None:
             return False
         try:
-            observed = [program_sections(self.build(self.base + n), keys=True)
-                        for n in range(4)]
-            keys = [key for key in observed[0][0] if key != "succ"]   # the graph's own order
-            self._makers = {}
-            for key in keys:
+            observed = [program_sections(build(self.base + n), keys=True) for n in range(4)]
+            makers = {}
+            for key in observed[0][0]:
+                if key == "succ":          # the graph's own order, checked below
+                    continue
+                recs = [o[0][key] for o in observed]
                 try:
-                    recs = [o[0][key] for o in observed]
                     source = _learn_section(recs, [_numbered(map(o[1][key], o[0][key]))
                                                    for o in observed], self.base)
                 except NotPeriodic as e:
                     raise NotPeriodic(f"{key}: {e}") from None
-                self._makers[key] = _compile(*source)
-            size = max(VERIFY_SIZE, self.base + 8)
-            if program_sections(self._splice(size)) != program_sections(self.build(size)):
+                makers[key] = _compile(*source)
+            size = self.certified_size
+            spliced = _assemble({key: make(size) for key, make in makers.items()})
+            if program_sections(spliced) != program_sections(build(size)):
                 raise NotPeriodic(f"the splice at size {size} differs from the build")
         except NotPeriodic as e:
-            self._makers = None
             self.failed = str(e)
             return False
+        self._makers = makers
         return True
 
-    def spliceable(self, k):
-        """Whether size ``k`` is made by splicing (larger than the certified size)."""
-        return k > max(VERIFY_SIZE, self.base + 8) and self.learn()
-
-    def _splice(self, k):
+    def splice(self, k, build):
+        """The program at size ``k`` spliced, or None where it must be built: sizes up to
+        ``certified_size``, and families that are not a base plus repeated runs."""
+        if k <= self.certified_size or not self.learn(build):
+            return None
         return _assemble({key: make(k) for key, make in self._makers.items()})
-
-    def program(self, k):
-        """The program at size ``k``: spliced where certified, else built."""
-        if self.spliceable(k):
-            return self._splice(k)
-        return self.build(k)
