@@ -395,10 +395,11 @@ class Engine:
         lru = self.lru
         c = self.counters
         fresh = []
+        hits = 0
         for t in step.deps:
             st = state[t]
             if st == GPU or st == CLEAN or st == D2H:
-                c["cache_hits"] += 1
+                hits += 1
                 if lru is not None:
                     lru.move_to_end(t)
             elif st == VOID:
@@ -413,6 +414,8 @@ class Engine:
                 if lru is not None:
                     lru.move_to_end(t)
             elif st == HOST:
+                c["cache_hits"] += hits   # counted as of a failure below, as one by one
+                hits = 0
                 c["cache_misses"] += 1
                 now, h = self._alloc(t, now)
                 now = self._copy(t, "h2d", now)
@@ -421,6 +424,7 @@ class Engine:
                 raise PlanError(f"step {step.index} ({step.name} {step.phase}) needs tensor {t} "
                                 f"({self.p.tensors[t].name}), which is {STATE_NAMES[st]}: the "
                                 f"plan freed or dropped it before its last use")
+        c["cache_hits"] += hits
         return now, fresh
 
     def _run_step(self, step, phase, duration_default):
@@ -436,7 +440,7 @@ class Engine:
         now, fresh = self._stash(step, t0)
         if heap and heap[0][0] <= now:
             self._advance(now)
-        if phase == "B" and step.index in self.unpack_at:
+        if phase == "B" and self.unpack_at and step.index in self.unpack_at:
             now = self._unpack(step.index, now)
         for t in fresh:
             self.counters["first_touch"] += 1

@@ -66,6 +66,8 @@ def program_sections(p, *, keys=False):
         "nodes": [(n, tuple(a.items())) for n, a in G.nodes(data=True)],
         "preds": [(v, tuple([(u, tuple(d.items())) for u, d in G.pred[v].items()])) for v in G],
         "succ": [(u, tuple(G.succ[u])) for u in G],
+        "next": [(u, tuple(vs)) for u, vs in p.adjacency[0].items()],
+        "prev": [(v, tuple(us)) for v, us in p.adjacency[1].items()],
         "graph": [tuple(gattrs.items())],
         "modules": [] if modules is None else list(modules.items()),
         "steps": [(s.index, s.layer, s.name, s.type, s.phase, s.time_s, s.deps, s.outputs,
@@ -209,7 +211,14 @@ def _numbered(keys):
     return out
 
 
-def _learn_section(observed, keys, base):
+#: sections that follow from the graph (checked by the certificate, not spliced): a block's
+#: last layer has other consumers when it is the last block than when another one follows
+_DERIVED = ("succ", "next", "prev")
+#: sections whose records are made as objects: the generated code calls the class
+_CLASSES = {"steps": Step, "tensors": Tensor, "static": StaticTensor}
+
+
+def _learn_section(observed, keys, base, cls=None):
     """Source of ``def make(s)`` that returns the section's records at size ``s``, and its
     constants.
 
@@ -266,8 +275,12 @@ def _learn_section(observed, keys, base):
                 for q in range(width):
                     points.setdefault((li, q), []).append((base + n, c, values[pos]))
                     pos += 1
-    consts = []
+    consts = [cls]
     em = _Emitter(consts)
+
+    def record(shape, fits):
+        text = em.emit(shape, fits)
+        return text if cls is None else "K[0]" + text     # "(a,b,)" -> "K[0](a,b,)"
     lines = ["def make(s):", "    out = []", "    add = out.extend"]
     pending = []     # base records emitted together
 
@@ -279,14 +292,14 @@ def _learn_section(observed, keys, base):
         if item[0] == "base":
             obs = points[(li, 0)]
             fits = _fits(obs, shapes0[item[1]])
-            pending.append(em.emit(shapes0[item[1]], iter(fits)))
+            pending.append(record(shapes0[item[1]], iter(fits)))
             continue
         flush()
         body = []
         for q in range(item[2] - item[1]):
             obs = points[(li, q)]
             fits = _fits(obs, shapes1[item[1] + q])
-            body.append(em.emit(shapes1[item[1] + q], iter(fits)))
+            body.append(record(shapes1[item[1] + q], iter(fits)))
         lines.append(f"    for c in range(s - {base}):")
         lines.append("        add((" + "".join(b + "," for b in body) + "))")
     flush()
@@ -311,14 +324,12 @@ def _assemble(sec):
         G.graph["modules"] = dict(sec["modules"])
     G.add_nodes_from((n, dict(attrs)) for n, attrs in sec["nodes"])
     G.add_edges_from((u, v, dict(d)) for v, ins in sec["preds"] for u, d in ins)
-    steps = [Step(*r) for r in sec["steps"]]
-    tensors = [Tensor(*r) for r in sec["tensors"]]
-    static = [StaticTensor(*r) for r in sec["static"]]
-    return Program(name=name, batch=batch, steps=steps, tensors=tensors,
+    return Program(name=name, batch=batch, steps=sec["steps"], tensors=sec["tensors"],
                    static_bytes=dict(static_bytes),
                    conv_algos={n: dict(passes) for n, passes in sec["conv"]}, graph=G,
                    source=source, hardware=hardware, optimizer=optimizer,
-                   static_tensors=static, adjacency=adjacency(G), framework=framework)
+                   static_tensors=sec["static"], framework=framework,
+                   adjacency=adjacency(G))
 
 
 class Splicer:
@@ -364,12 +375,13 @@ class Splicer:
             observed = [program_sections(build(self.base + n), keys=True) for n in range(4)]
             makers = {}
             for key in observed[0][0]:
-                if key == "succ":          # the graph's own order, checked below
+                if key in _DERIVED:
                     continue
                 recs = [o[0][key] for o in observed]
                 try:
                     source = _learn_section(recs, [_numbered(map(o[1][key], o[0][key]))
-                                                   for o in observed], self.base)
+                                                   for o in observed], self.base,
+                                            _CLASSES.get(key))
                 except NotPeriodic as e:
                     raise NotPeriodic(f"{key}: {e}") from None
                 makers[key] = _compile(*source)
