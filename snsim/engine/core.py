@@ -837,8 +837,8 @@ class Engine:
         serves_until, serves = -1, None   # Recomputes before serves_until serve step serves
         for i, ins in enumerate(instructions):
             kind = type(ins)
-            self.ins_index = i
             if kind is Compute:
+                self.ins_index = i    # read by _choose: the key of plan.algos
                 s = steps[ins[0]]
                 if self.deferred and s.phase == "U":
                     self._first_optimizer_step()
@@ -867,6 +867,7 @@ class Engine:
                     serves = (instructions[serves_until].step
                               if serves_until < len(instructions) else None)
                 self.serving = serves
+                self.ins_index = i
                 self._recompute(steps[ins.step])
             else:
                 raise PlanError(f"unknown plan instruction {ins!r}")
