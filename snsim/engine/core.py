@@ -136,7 +136,8 @@ class Engine:
 
     # -- conv algorithm tables -------------------------------------------------------------
     def _conv_tables(self):
-        self.ws_table = self.p.conv_rows()
+        self.ws_table = self.p.conv_rows()   # the program keeps it, so its rows' ids hold
+        self._zero_rows = {}
 
     def _choose(self, rows, mode, pass_name):
         """Pick (time_s, ws_bytes, name) from a sorted table under the workspace mode."""
@@ -163,10 +164,14 @@ class Engine:
                 return r
         return self._zero_ws(rows)
 
-    @staticmethod
-    def _zero_ws(rows):
-        """The fastest algorithm that needs no workspace (else the last, slowest row)."""
-        return min((r for r in rows if r[1] == 0), default=rows[-1])
+    def _zero_ws(self, rows):
+        """The fastest algorithm that needs no workspace (else the last, slowest row); once
+        per table (layers of one shape share theirs, and every step of a layer asks)."""
+        r = self._zero_rows.get(id(rows))
+        if r is None:
+            r = self._zero_rows[id(rows)] = min((r for r in rows if r[1] == 0),
+                                                default=rows[-1])
+        return r
 
     # -- memory --------------------------------------------------------------------------
     def _event(self, when, kind, tensor):

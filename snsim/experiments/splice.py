@@ -75,7 +75,7 @@ def program_sections(p, *, keys=False):
         "tensors": [(t.tensor_id, t.name, t.kind, t.nbytes, t.producer, t.producer_type,
                      t.stream) for t in p.tensors],
         "static": [(t.name, t.kind, t.nbytes, t.layer) for t in p.static_tensors],
-        "conv": [(n, tuple(passes.items())) for n, passes in p.conv_algos.items()],
+        "conv": [(n, _Shared(tuple(passes.items()))) for n, passes in p.conv_algos.items()],
         "program": [(p.name, p.batch, tuple(p.static_bytes.items()), p.source, p.hardware,
                      p.optimizer, p.framework, modules is None)],
     }
@@ -89,6 +89,22 @@ def program_sections(p, *, keys=False):
         "tensors": lambda r: r[1], "static": lambda r: r[0], "conv": lambda r: names[r[0]],
         "graph": lambda r: 0, "program": lambda r: 0,
     }
+
+
+class _Shared:
+    """A constant compared by value and spliced by reference: a convolution's algorithm tables,
+    one tuple per pass shared by the layers of one shape (the engine ranks each tuple once)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return isinstance(other, _Shared) and self.value == other.value
+
+    def __hash__(self):
+        return hash(self.value)
 
 
 def _shape(x, out):
@@ -326,7 +342,7 @@ def _assemble(sec):
     G.add_edges_from((u, v, dict(d)) for v, ins in sec["preds"] for u, d in ins)
     return Program(name=name, batch=batch, steps=sec["steps"], tensors=sec["tensors"],
                    static_bytes=dict(static_bytes),
-                   conv_algos={n: dict(passes) for n, passes in sec["conv"]}, graph=G,
+                   conv_algos={n: dict(passes.value) for n, passes in sec["conv"]}, graph=G,
                    source=source, hardware=hardware, optimizer=optimizer,
                    static_tensors=sec["static"], framework=framework,
                    adjacency=adjacency(G))
