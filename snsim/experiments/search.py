@@ -13,6 +13,9 @@ size with an infeasible successor, not necessarily the largest.
 How the search stays fast (``snsim maxdepth --policy all`` in a few seconds):
 
 - one :class:`~snsim.program.Program` per size, shared by every policy (a small LRU cache);
+  past k = 12, a depth family's programs are spliced from its repeated block, not built from
+  the DAG (:mod:`snsim.experiments.splice`: learned from four small builds, certified equal to
+  the build at k = 12; families that are not a repeated block are built);
 - runs with ``record=False`` (no step, transfer or memory-event records);
 - the static bound: a size whose ``static + largest working set`` (``lower_bound_bytes``)
   exceeds the budget is infeasible for every policy without simulating. The largest size
