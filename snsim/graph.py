@@ -444,9 +444,12 @@ def adjacency(G):
     """``(next, prev)``: every layer's consumers and producers in port order, in one pass."""
     nxt = {n: [] for n in G}
     prv = {n: [] for n in G}
-    for u, v, d in G.edges(data=True):
-        nxt[u].append((d.get("src_port", 0), v))
-        prv[v].append((d.get("dst_port", 0), u))
+    # G.succ, not G.edges: the edge view would keep a reference to G in G, a cycle that only
+    # the cyclic collector frees (searches pause it and drop dozens of deep programs)
+    for u, out in G.succ.items():
+        for v, d in out.items():
+            nxt[u].append((d.get("src_port", 0), v))
+            prv[v].append((d.get("dst_port", 0), u))
     return ({n: [v for _, v in sorted(e)] for n, e in nxt.items()},
             {n: [u for _, u in sorted(e)] for n, e in prv.items()})
 

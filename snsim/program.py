@@ -92,6 +92,7 @@ class Program:
     _lower_bound: int = field(default=None, init=False, repr=False, compare=False)
     _liveness_peak: int = field(default=None, init=False, repr=False, compare=False)
     _conv_rows: dict = field(default=None, init=False, repr=False, compare=False)
+    _plan_memo: dict = field(default=None, init=False, repr=False, compare=False)  # planners'
 
     @property
     def static_total_bytes(self):

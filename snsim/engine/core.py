@@ -136,7 +136,8 @@ class Engine:
 
     # -- conv algorithm tables -------------------------------------------------------------
     def _conv_tables(self):
-        self.ws_table = self.p.conv_rows()
+        self.ws_table = self.p.conv_rows()   # the program keeps it, so its rows' ids hold
+        self._zero_rows = {}
 
     def _choose(self, rows, mode, pass_name):
         """Pick (time_s, ws_bytes, name) from a sorted table under the workspace mode."""
@@ -163,10 +164,14 @@ class Engine:
                 return r
         return self._zero_ws(rows)
 
-    @staticmethod
-    def _zero_ws(rows):
-        """The fastest algorithm that needs no workspace (else the last, slowest row)."""
-        return min((r for r in rows if r[1] == 0), default=rows[-1])
+    def _zero_ws(self, rows):
+        """The fastest algorithm that needs no workspace (else the last, slowest row); once
+        per table (layers of one shape share theirs, and every step of a layer asks)."""
+        r = self._zero_rows.get(id(rows))
+        if r is None:
+            r = self._zero_rows[id(rows)] = min((r for r in rows if r[1] == 0),
+                                                default=rows[-1])
+        return r
 
     # -- memory --------------------------------------------------------------------------
     def _event(self, when, kind, tensor):
@@ -395,10 +400,11 @@ class Engine:
         lru = self.lru
         c = self.counters
         fresh = []
+        hits = 0
         for t in step.deps:
             st = state[t]
             if st == GPU or st == CLEAN or st == D2H:
-                c["cache_hits"] += 1
+                hits += 1
                 if lru is not None:
                     lru.move_to_end(t)
             elif st == VOID:
@@ -413,6 +419,8 @@ class Engine:
                 if lru is not None:
                     lru.move_to_end(t)
             elif st == HOST:
+                c["cache_hits"] += hits   # counted as of a failure below, as one by one
+                hits = 0
                 c["cache_misses"] += 1
                 now, h = self._alloc(t, now)
                 now = self._copy(t, "h2d", now)
@@ -421,6 +429,7 @@ class Engine:
                 raise PlanError(f"step {step.index} ({step.name} {step.phase}) needs tensor {t} "
                                 f"({self.p.tensors[t].name}), which is {STATE_NAMES[st]}: the "
                                 f"plan freed or dropped it before its last use")
+        c["cache_hits"] += hits
         return now, fresh
 
     def _run_step(self, step, phase, duration_default):
@@ -436,7 +445,7 @@ class Engine:
         now, fresh = self._stash(step, t0)
         if heap and heap[0][0] <= now:
             self._advance(now)
-        if phase == "B" and step.index in self.unpack_at:
+        if phase == "B" and self.unpack_at and step.index in self.unpack_at:
             now = self._unpack(step.index, now)
         for t in fresh:
             self.counters["first_touch"] += 1
@@ -833,8 +842,8 @@ class Engine:
         serves_until, serves = -1, None   # Recomputes before serves_until serve step serves
         for i, ins in enumerate(instructions):
             kind = type(ins)
-            self.ins_index = i
             if kind is Compute:
+                self.ins_index = i    # read by _choose: the key of plan.algos
                 s = steps[ins[0]]
                 if self.deferred and s.phase == "U":
                     self._first_optimizer_step()
@@ -863,6 +872,7 @@ class Engine:
                     serves = (instructions[serves_until].step
                               if serves_until < len(instructions) else None)
                 self.serving = serves
+                self.ins_index = i
                 self._recompute(steps[ins.step])
             else:
                 raise PlanError(f"unknown plan instruction {ins!r}")

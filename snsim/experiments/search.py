@@ -13,6 +13,9 @@ size with an infeasible successor, not necessarily the largest.
 How the search stays fast (``snsim maxdepth --policy all`` in a few seconds):
 
 - one :class:`~snsim.program.Program` per size, shared by every policy (a small LRU cache);
+  past k = 12, a depth family's programs are spliced from its repeated block, not built from
+  the DAG (:mod:`snsim.experiments.splice`: learned from four small builds, certified equal to
+  the build at k = 12; families that are not a repeated block are built);
 - runs with ``record=False`` (no step, transfer or memory-event records);
 - the static bound: a size whose ``static + largest working set`` (``lower_bound_bytes``)
   exceeds the budget is infeasible for every policy without simulating. The largest size
@@ -51,6 +54,7 @@ from ..errors import ConfigError, PlanError, UnknownNameError
 from ..gcpause import without_gc
 from ..policies import all_policies, applicable_policies, get_policy
 from ..program import build_program
+from .splice import Splicer
 from ..units import parse_bytes
 from ..zoo import (TRANSFORMERS, build_network, canonical_name, check_sizes, densenet, resnet,
                    transformer, vgg, with_module_tree)
@@ -220,7 +224,7 @@ class _Prober:
     """Programs per size (shared by all policies), the static bound, and cached runs."""
 
     def __init__(self, space, hardware, budget_bytes, *, allocator, optimizer, policy_options,
-                 on_probe, keep_steps=120_000):
+                 on_probe, keep_steps=120_000, splicer=None):
         self.space = space
         self.hw = hardware
         self.budget = budget_bytes
@@ -237,26 +241,45 @@ class _Prober:
         self.lru = {}           # policy -> does its plan use the LRU tensor cache
         self.simulations = {}   # policy -> number of simulations run
         self.policies = ()      # the searched policies: the bound is the lowest of their programs'
+        # deep members of a depth family: spliced from a repeated block where certified,
+        # learned from small members this prober keeps
+        self.splicer = splicer or (Splicer(base=space.family.min_size + 1)
+                                   if isinstance(space, _DepthSpace) else None)
+
+    def _built(self, size):
+        """The program built from the DAG (cached, no bound: the splicer's small sizes)."""
+        p = self._programs.get(size)
+        if p is None:
+            p = build_program(self.space.graph(size), hardware=self.hw,
+                              optimizer=self.optimizer, framework=self.space.framework)
+            self._keep(size, p)
+        return p
+
+    def _keep(self, size, p):
+        self._programs[size] = p
+        while len(self._programs) > 1 and \
+                sum(len(q.steps) for q in self._programs.values()) > self.keep_steps:
+            self._programs.popitem(last=False)
 
     def program(self, size):
         p = self._programs.get(size)
         if p is not None:
             self._programs.move_to_end(size)
-            return p
-        p = build_program(self.space.graph(size), hardware=self.hw, optimizer=self.optimizer,
-                          framework=self.space.framework)
-        self._programs[size] = p
-        self.bounds[size] = self._plan_bound(p)
-        while len(self._programs) > 1 and \
-                sum(len(q.steps) for q in self._programs.values()) > self.keep_steps:
-            self._programs.popitem(last=False)
+        else:
+            p = self.splicer.splice(size, self._built) if self.splicer is not None else None
+            if p is None:
+                p = self._built(size)
+            else:
+                self._keep(size, p)
+        if size not in self.bounds:
+            self.bounds[size] = self._plan_bound(p)
         return p
 
     def fresh(self):
         """A new prober of the same space, hardware, budget and options (nothing cached)."""
         return _Prober(self.space, self.hw, self.budget, allocator=self.allocator,
                        optimizer=self.optimizer, policy_options=self.policy_options,
-                       on_probe=self.on_probe, keep_steps=self.keep_steps)
+                       on_probe=self.on_probe, keep_steps=self.keep_steps, splicer=self.splicer)
 
     def _plan_bound(self, program):
         """``(lower_bound_bytes, static_bytes)`` of the lowest-bounded program the searched

@@ -51,6 +51,45 @@ def _cost_aware_modes(program, seg, mode):
             for key, d in deps.items()}
 
 
+def _segment_modes(program, checkpoint_types, mode):
+    """``(segments, modes)`` of :func:`_segments` and :func:`_cost_aware_modes`: derived from
+    the program alone, so computed once per program (every recomputing plan and each of its
+    keep rounds asks), and read, never changed, by the callers."""
+    key = ("segment_modes", frozenset(checkpoint_types), mode)
+    memo = program._plan_memo
+    if memo is None:
+        memo = program._plan_memo = {}
+    hit = memo.get(key)
+    if hit is None:
+        seg = _segments(program, checkpoint_types)
+        hit = memo[key] = (seg, _cost_aware_modes(program, seg, mode))
+    return hit
+
+
+def _step_tables(program):
+    """``(producer_step, last_f_use, conv_b)``: the forward step that writes each tensor, the
+    last forward step that reads each, and the backward CONV steps; once per program (every
+    plan of it asks), read and never changed by the callers."""
+    memo = program._plan_memo
+    if memo is None:
+        memo = program._plan_memo = {}
+    hit = memo.get("step_tables")
+    if hit is None:
+        steps = program.steps
+        producer_step = [-1] * len(program.tensors)
+        last_f_use = {}
+        for s in steps:
+            if s.phase == "F":
+                for t in s.outputs:
+                    if producer_step[t] < 0:
+                        producer_step[t] = s.index
+                for t in s.deps:
+                    last_f_use[t] = s.index
+        conv_b = [s.index for s in steps if s.phase == "B" and s.type == "CONV"]
+        hit = memo["step_tables"] = (producer_step, last_f_use, conv_b)
+    return hit
+
+
 def managed_peak(program, instructions, size=None, on_op=None):
     """Peak of the managed bytes the instructions keep on the GPU, with no budget and no cache.
 
@@ -187,12 +226,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
     steps = program.steps
     tensors = program.tensors
     _, last = program.uses()
-    producer_step = [-1] * len(tensors)   # the forward step that writes each tensor
-    for s in steps:
-        if s.phase == "F":
-            for t in s.outputs:
-                if producer_step[t] < 0:
-                    producer_step[t] = s.index
+    producer_step, last_f_use, conv_b = _step_tables(program)
 
     droppable = [False] * len(tensors)
     seg_mode = {}
@@ -211,8 +245,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                                           and t.producer not in checkpoint_layers
                                           and t.producer not in kept_layers)
         else:
-            seg = _segments(program, checkpoint_types)
-            seg_mode = _cost_aware_modes(program, seg, recompute)
+            seg, seg_mode = _segment_modes(program, checkpoint_types, recompute)
             for t in tensors:
                 if t.kind == "activation" and t.producer_type in RECOMPUTABLE_TYPES \
                         and t.producer in seg and t.producer not in kept_layers:
@@ -251,11 +284,6 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
     for t, k in enumerate(need_until):
         if k >= 0:
             free_after[k].append(t)
-    last_f_use = {}
-    for s in steps:
-        if s.phase == "F":
-            for t in s.deps:
-                last_f_use[t] = s.index
     offloaded = [False] * len(tensors)
     if offload:
         ot = frozenset(offload_types)
@@ -272,7 +300,6 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                                       and not droppable[t.tensor_id]
                                       and steps[last[t.tensor_id]].phase == "B")
 
-    conv_b = [s.index for s in steps if s.phase == "B" and s.type == "CONV"]
     node_steps = {}   # first step of a backward node (a captured step's parts) -> its steps
     members = {}      # group -> its tensors (a scan of every dropped tensor per step is O(n^2))
     if drop_groups is not None:

@@ -1,0 +1,128 @@
+"""Spliced family programs (snsim.experiments.splice) equal the programs built from the DAG."""
+import dataclasses
+
+import pytest
+
+from snsim.experiments import search
+from snsim.experiments.search import family_network, get_family, max_depth
+from snsim.experiments.splice import VERIFY_SIZE, Splicer, program_sections
+from snsim.graph import adjacency
+from snsim.hardware import load_hardware
+from snsim.program import build_program
+from snsim.zoo import with_module_tree
+
+HW = load_hardware("k40c")
+
+
+def builder(family, framework="superneurons", batch=2, log=None):
+    def build(k):
+        if log is not None:
+            log.append(k)
+        G = with_module_tree(family_network(family, k, batch=batch,
+                                            twin=framework == "pytorch"))
+        return build_program(G, hardware=HW, framework=framework)
+    return build
+
+
+def assert_same_program(p, q):
+    """Field by field: what a policy or the engine reads, and the layer graph."""
+    assert p.steps == q.steps            # index, layer, name, type, phase, time, deps, in/out
+    assert p.tensors == q.tensors        # ids, names, kinds, sizes, producers
+    assert p.static_tensors == q.static_tensors and p.static_bytes == q.static_bytes
+    assert p.conv_algos == q.conv_algos
+    assert (p.name, p.batch, p.source, p.hardware, p.optimizer, p.framework) == \
+        (q.name, q.batch, q.source, q.hardware, q.optimizer, q.framework)
+    assert p.adjacency == q.adjacency == adjacency(q.graph)
+    G, H = p.graph, q.graph
+    assert G.graph == H.graph
+    assert list(G.nodes(data=True)) == list(H.nodes(data=True))
+    assert list(G.edges(data=True)) == list(H.edges(data=True))
+    assert all(list(G.pred[n]) == list(H.pred[n]) for n in H)
+    assert p.lower_bound_bytes() == q.lower_bound_bytes()
+    assert program_sections(p) == program_sections(q)
+
+
+@pytest.mark.parametrize("family", ["resnet", "vgg", "gpt", "llama"])
+def test_spliced_programs_equal_built_ones(family):
+    build = builder(family)
+    sp = Splicer(base=get_family(family).min_size + 1)
+    assert sp.learn(build), sp.failed
+    for k in (VERIFY_SIZE + 1, 17, 40, 101):     # two- and three-digit block indices
+        assert_same_program(sp.splice(k, build), build(k))
+
+
+@pytest.mark.parametrize("family,framework", [
+    ("densenet", "superneurons"),   # each dense layer reads one more input: not periodic
+    ("resnet", "pytorch"),          # one optimizer step reads every gradient: not periodic
+    ("gpt", "pytorch"),
+])
+def test_families_that_are_not_a_repeated_block_are_built(family, framework):
+    build = builder(family, framework)
+    sp = Splicer(base=get_family(family).min_size + 1)
+    assert not sp.learn(build) and sp.failed
+    assert sp.splice(30, build) is None
+
+
+def test_small_sizes_are_built_and_learning_builds_only_small_ones():
+    log = []
+    build = builder("resnet", log=log)
+    sp = Splicer(base=2)
+    assert sp.splice(VERIFY_SIZE, build) is None and log == []
+    assert sp.splice(200, build) is not None
+    assert sorted(log) == [2, 3, 4, 5, VERIFY_SIZE]     # four to learn, one to certify
+
+
+def test_a_number_not_affine_in_the_size_is_caught():
+    build = builder("vgg")
+
+    def twisted(k):      # the last static tensor grows as k squared: not a repeated block
+        p = build(k)
+        last = p.static_tensors[-1]
+        p.static_tensors[-1] = dataclasses.replace(last, nbytes=last.nbytes + k * k)
+        return p
+    sp = Splicer(base=2)
+    assert not sp.learn(twisted) and "not affine" in sp.failed
+
+
+def test_a_change_past_the_learned_sizes_is_caught_by_the_certificate():
+    build = builder("vgg")
+
+    def late(k):         # periodic up to k = 8, different from k = 9 on
+        p = build(k)
+        if k > 8:
+            p.static_bytes = {**p.static_bytes, "buffer": p.static_bytes["buffer"] + 1}
+        return p
+    sp = Splicer(base=2)
+    assert not sp.learn(late) and "differs from the build" in sp.failed
+    assert sp.splice(50, late) is None
+
+
+def test_max_depth_with_splicing_equals_max_depth_without(monkeypatch):
+    # 1.5 GiB at batch 1: every answer lies past the certified size, so spliced programs
+    # decide them (the search's probes beyond k = 12 are spliced)
+    spliced = []
+    real = Splicer.splice
+    monkeypatch.setattr(Splicer, "splice", lambda self, k, build: spliced.append(k)
+                        or real(self, k, build))
+    kw = dict(batch=1, budget_bytes="1.5GiB",
+              policies=["liveness", "superneurons", "chen_sqrt", "offload", "checkpoint"])
+    fast = max_depth("resnet", **kw)
+    assert any(k > VERIFY_SIZE for k in spliced)
+    monkeypatch.setattr(Splicer, "splice", lambda self, k, build: None)
+    plain = max_depth("resnet", **kw)
+    for f, p in zip(fast.rows, plain.rows):
+        assert f.max_size > VERIFY_SIZE
+        assert (f.policy, f.max_size, f.next_size, f.step_time_s, f.peak_ideal_bytes,
+                f.next_failure, f.simulations) == \
+            (p.policy, p.max_size, p.next_size, p.step_time_s, p.peak_ideal_bytes,
+             p.next_failure, p.simulations)
+    assert fast.probes == plain.probes and fast.bound_cap == plain.bound_cap
+
+
+def test_the_prober_learns_from_its_own_small_programs(monkeypatch):
+    built = []
+    real = search.build_program
+    monkeypatch.setattr(search, "build_program", lambda G, **kw: built.append(G.graph["name"])
+                        or real(G, **kw))
+    max_depth("resnet", batch=1, budget_bytes="1.5GiB", policies=["liveness"])
+    assert len(built) == len(set(built))     # each size built once, learning included
