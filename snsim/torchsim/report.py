@@ -624,6 +624,19 @@ def build_report(traces_dir="traces/h200"):
                       "ShuffleNetV2 x0.5 b512, ViT-L/16 b16 bf16 AdamW) and GPT-2 large (b2 "
                       "s1024 bf16 AdamW) under plain, checkpoint, superneurons and cpu_offload. "
                       "The honest held-out figures of the model as the session found it. ")
+    _held_out_section(L, traces_dir, captured, "plans_pageable",
+                      "### 1h. `save_on_cpu`'s default: pageable host copies\n",
+                      "`python -m snsim.torchsim.suite --only plans --set pageable` "
+                      "(`traces/h200/plans_pageable/`, 2026-11-30 19:42 UTC): "
+                      "`cpu_offload pin_memory=false` (what `torch.autograd.graph.save_on_cpu()` "
+                      "does by default) had never been measured; ResNet-50 b64, MobileNetV2 "
+                      "b128, VGG-16 b32 AdamW, ViT-B/16 b32 bf16 AdamW (each beside its plain "
+                      "run) and DenseNet-121 b32, predicted on the device's CPU before they ran "
+                      "by the code of that session's merge of its robustness work, which did not "
+                      "touch the step-time model. Memory is exact; a pageable plan's step is "
+                      "seconds of synchronous copies through the driver's staging buffer and "
+                      "fresh host pages, which the model gets within a factor of about two, not "
+                      "better (not yet modelled per mechanism). ")
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
