@@ -410,3 +410,87 @@ def test_unprobed_dense_convolution_takes_its_neighbours_median_ratio(tmp_path, 
     # 1x1: no probed call of that family, none
     assert hidden.lookup(tables, fwd(32, 96, 28, k=1), 32) == ([], "none")
     hidden._read_probe.cache_clear()
+
+
+# -- gradient sums: in place on a run without a dispatch mode (record.inplace_accumulation) ------
+class _TwoUses(torch.nn.Module):
+    """``y`` feeds two consumers (a squeeze-excitation's mean and product), so autograd sums
+    two gradients into ``y``'s input buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 8, 1)
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y * torch.sigmoid(self.fc(y.mean((2, 3))))[:, :, None, None]
+
+
+def _sum_reuses_a_part(mode):
+    """Whether the gradient that reaches ``y`` is stored where one of its two parts was."""
+    import contextlib
+    m = _TwoUses()
+    x = torch.randn(4, 8, 6, 6)
+    y = m.conv(x)
+    parts, total = [], []
+    out = y * torch.sigmoid(m.fc(y.mean((2, 3))))[:, :, None, None]
+    # y's two consumers: the backward nodes whose next functions include y's
+    consumers, todo, seen = [], [out.grad_fn], set()
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if any(nxt is y.grad_fn for nxt, _ in node.next_functions):
+            consumers.append(node)
+        todo.extend(nxt for nxt, _ in node.next_functions)
+    assert len(consumers) == 2
+    for node in consumers:
+        node.register_hook(lambda gi, go: parts.extend(g.data_ptr() for g in gi
+                                                       if g is not None and g.dim() == 4))
+    y.register_hook(lambda g: total.append(g.data_ptr()))
+    with mode() if mode is not None else contextlib.nullcontext():
+        out.sum().backward()
+    return total[0] in parts
+
+
+def test_autograd_sums_gradients_in_place_only_without_a_dispatch_mode():
+    # the behaviour inplace_accumulation models, checked on this torch (CPU tensors): the
+    # engine reuses a part's storage for the sum, unless a TorchDispatchMode is active
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+    assert _sum_reuses_a_part(None)
+    assert not _sum_reuses_a_part(Mode)
+
+
+def test_inplace_accumulation_removes_the_fake_runs_sum_buffer():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from snsim.torchsim.record import Instrument, Recorder, inplace_accumulation
+    with FakeTensorMode():
+        m = _TwoUses()
+        x = torch.randn(4, 8, 6, 6)
+        rec = Recorder(device_type="cpu")
+        inst = Instrument(m, rec)
+        with rec.active():
+            rec.begin_iteration()
+            with inst:
+                loss = m(x).sum()
+                inst.before_backward(loss)
+                loss.backward()
+    sums = [k for k in sorted(rec.accumulation_ops) if rec.ops[k][1] == "add"]
+    assert len(sums) == 1          # one value used twice: one sum of two gradients
+    allocs = sum(kind == "a" for _, kind, _, _ in rec.events)
+    assert inplace_accumulation(rec) == 1
+    assert sum(kind == "a" for _, kind, _, _ in rec.events) == allocs - 1
+    assert rec.ops[sums[0]][3] == ()      # the sum makes no storage
+    live = set()                          # every storage allocated once, freed once, in order
+    for _, kind, sid, _ in rec.events:
+        if kind == "a":
+            assert sid not in live
+            live.add(sid)
+        else:
+            live.remove(sid)

@@ -310,7 +310,8 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from .amp import as_setup
-    from .record import Instrument, Recorder, optimizer_state, register_static, train_step
+    from .record import (Instrument, Recorder, inplace_accumulation, optimizer_state,
+                         register_static, train_step)
     setup = as_setup(optimizer)
 
     shape_env = None
@@ -378,6 +379,8 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
                             if sid is not None:
                                 static_names[sid] = (name, "optimizer_state")
         n_params = sum(p.numel() for p in model.parameters())
+    # gradient sums a fake run makes out of place, as a CUDA run makes them (in place)
+    inplace_accumulation(rec)
     out = _streams(rec, static_names, n_params)
     out["model"] = model
     return out

@@ -136,6 +136,11 @@ class Recorder:
     nested_ops : set of op indexes
         Ops the dispatcher issued from C++ inside another op's call, no Python between them:
         autocast's casts (:func:`snsim.torchsim.amp._nested_cast`).
+    accumulation_ops : set of op indexes
+        Ops autograd's engine ran after a backward node returned and before the next one
+        began (an :class:`Instrument`'s node post-hooks say when): the sums of gradients
+        that reach one input from two consumers (``InputBuffer::accumulate``), which
+        :func:`inplace_accumulation` makes as a run without a dispatch mode makes them.
     """
 
     def __init__(self, *, device_type, track_pointers=False):
@@ -149,6 +154,8 @@ class Recorder:
         self.saved = set()
         self.host_events = []
         self.nested_ops = set()      # op indexes issued from C++ inside another op's call
+        self.accumulation_ops = set()
+        self.accumulating = False    # between a backward node's end and the next node's start
         self.excluded = set()
         self.data_dependent = []      # (op name, mark label) of data-dependent ops met
         self.cur = SETUP_MARK
@@ -159,6 +166,7 @@ class Recorder:
     def mark(self, label, phase, kind=""):
         self.marks.append((label, phase, kind, self.iteration))
         self.cur = len(self.marks) - 1
+        self.accumulating = False
 
     def begin_iteration(self):
         self.iteration += 1
@@ -245,6 +253,8 @@ class Recorder:
             label = self.marks[self.cur][0] if 0 <= self.cur < len(self.marks) else "<setup>"
             self.data_dependent.append((str(func), label))
         sig = signature(name, args, kwargs) if name in SIGNATURE_OPS else ""
+        if self.accumulating:
+            self.accumulation_ops.add(op_index)
         self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig))
 
     def host_read(self, t):
@@ -479,6 +489,8 @@ class Instrument:
             fwd = i if cls != "AccumulateGrad" else -1
             node.register_prehook(functools.partial(_node_pre, self.marker, label,
                                                     f"{cls}@{fwd}"))
+            if self.track_nodes and cls != "AccumulateGrad":
+                node.register_hook(functools.partial(_node_post, self.marker))
             for nxt, _ in node.next_functions:
                 if nxt is not None and id(nxt) not in seen:
                     seen.add(id(nxt))
@@ -490,6 +502,67 @@ class Instrument:
 def _node_pre(marker, label, cls, grad_outputs):
     marker.mark(label, "B", cls)
     return None
+
+
+def _node_post(marker, grad_inputs, grad_outputs):
+    # the engine sums this node's outputs into the input buffers of the nodes they feed
+    # after its post-hooks and before the next node's pre-hook
+    marker.accumulating = True
+    return None
+
+
+def inplace_accumulation(rec):
+    """Make ``rec``'s gradient sums in place where a run without a dispatch mode makes them.
+
+    Autograd's engine sums two gradients that reach one input (``InputBuffer::accumulate``,
+    torch/csrc/autograd/input_buffer.cpp) into the buffer's tensor, ``old.add_(new)``, when
+    the buffer holds its last reference and it is dense (``can_accumulate_inplace``), else
+    into the incoming one, ``new.add_(old)``; out of place only when neither can be taken.
+    ``can_accumulate_inplace`` also requires that the tensor is not "subclass-like", which
+    ``at::isTensorSubclassLike`` (ATen/TensorSubclassLikeUtils.h) reports of every tensor
+    while any ``TorchDispatchMode`` is active and of every ``FakeTensor``: a recording (the
+    recorder's own mode, a fake run) therefore makes a new buffer for every such sum, which
+    an executed plan never makes (the H200 history of efficientnet_b4 b32 cpu_offload,
+    traces/h200/plans_history: the squeeze-excitation's mean backward, 16,859,136 B, is
+    freed right after the sum, with no sum buffer between). An ``add`` among
+    :attr:`Recorder.accumulation_ops` whose first (else second) input's storage dies right
+    after it, of the output's size, is rewritten in place: its output is that input's
+    storage, which lives on until the output would have died. Edits ``rec.events`` and
+    ``rec.ops``; returns the number of sums rewritten.
+    """
+    if not rec.accumulation_ops:
+        return 0
+    free_at = {}      # storage id -> (index in rec.events, op index when it was freed)
+    alloc_at = {}
+    for i, (_, kind, sid, op) in enumerate(rec.events):
+        (free_at if kind == "f" else alloc_at)[sid] = (i, op)
+    rename, drop = {}, set()
+
+    def resolve(sid):
+        while sid in rename:
+            sid = rename[sid]
+        return sid
+    for k in sorted(rec.accumulation_ops):
+        mark, name, reads, new, flops, nbytes, sig = rec.ops[k]
+        if name != "add" or len(new) != 1 or len(reads) != 2 or new[0] not in alloc_at:
+            continue
+        out = new[0]
+        for victim in reads:
+            f = free_at.get(victim)
+            if f is not None and f[1] == k + 1 and \
+                    rec.storages[victim][0] == rec.storages[out][0]:
+                drop.update((f[0], alloc_at[out][0]))
+                rename[out] = resolve(victim)
+                rec.ops[k] = (mark, name, reads, (), flops, nbytes, sig)
+                break
+    if not rename:
+        return 0
+    rec.events = [(m, kind, resolve(sid), op) for i, (m, kind, sid, op) in enumerate(rec.events)
+                  if i not in drop]
+    for k, (m, nm, reads, new, fl, nb, sig) in enumerate(rec.ops):
+        if any(r in rename for r in reads):
+            rec.ops[k] = (m, nm, tuple(resolve(r) for r in reads), new, fl, nb, sig)
+    return len(rename)
 
 
 # -- the training iteration ----------------------------------------------------------------------
