@@ -573,7 +573,9 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
                 info[key] = (size, "hidden:persistent")
                 extra.append(((k, 2, 0, 0), (mark, "a", key)))
         sig = op[6] if len(op) > 6 else ""
-        if not sig:
+        if not sig or k in rec.temp_ops:
+            # the recorder gave this op its CUDA kernel's temporaries from the strides it saw,
+            # which a table keyed by shapes only cannot tell apart
             continue
         sizes, how = lookup(tables, sig, batch or 0)
         counts[how] += 1

@@ -74,6 +74,45 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
 # the output
 CUDA_ALLOC_ORDER = {"native_dropout": (1, 0)}
 
+def cuda_temporaries(name, args, device_type):
+    """Bytes of the storages op ``name``'s CUDA kernel makes for itself and frees before it
+    returns, which a fake (meta) kernel never makes: ``(before, after)``, allocated before
+    the op's outputs and after them. Where the kernel decides from strides, only a fake run
+    (or this function) can tell; a table of workspaces keyed by shapes cannot.
+
+    * LayerNorm (aten/src/ATen/native/cuda/layer_norm_kernel.cu): layer_norm_cuda copies a
+      non-contiguous input (``input.expect_contiguous()``) before Y, mean and rstd;
+      layer_norm_backward_cuda copies a non-contiguous input before dX, dgamma and dbeta and a
+      non-contiguous dY (``dY.contiguous()`` in LayerNormBackwardKernelImpl) after them.
+      Swin's and ConvNeXt's LayerNorms run on permuted (channels-last views of NCHW) tensors:
+      the H200 history of swin_s b32 bf16 checkpoint (traces/h200/plans_history) shows the
+      stem's LayerNorm taking three 38,535,168 B blocks (the fp32 cast, the copy, Y) where the
+      fake run made two.
+    * ``roll`` over k > 1 dims (roll_common, aten/src/ATen/native/TensorTransformations.cpp)
+      rolls the first dim into a new tensor and rolls that over the rest: k - 1
+      intermediates of the input's size, each freed when the call that made it returns (the
+      same history: Swin's shifted windows, ``torch.roll(x, shifts, dims=(1, 2))``, take two
+      38,535,168 B blocks, the fake run one).
+    """
+    import torch
+    if device_type == "cuda":
+        return (), ()
+
+    def nbytes(t):
+        return concrete_int(t.numel()) * t.element_size()
+
+    def copied(i):
+        t = args[i] if i < len(args) else None
+        return isinstance(t, torch.Tensor) and not t.is_contiguous() and nbytes(t) > 0
+    if name == "native_layer_norm":
+        return ([nbytes(args[0])] if copied(0) else []), ()
+    if name == "native_layer_norm_backward":
+        return ([nbytes(args[1])] if copied(1) else []), ([nbytes(args[0])] if copied(0) else [])
+    if name == "roll" and len(args) > 2 and isinstance(args[0], torch.Tensor):
+        dims = args[2] if isinstance(args[2], (list, tuple)) else [args[2]]
+        return [nbytes(args[0])] * max(0, len(dims) - 1), ()
+    return (), ()
+
 
 _DATA_DEPENDENT_OPS = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "unique",
                                  "_unique2", "unique_consecutive", "repeat_interleave"})
@@ -141,6 +180,9 @@ class Recorder:
         began (an :class:`Instrument`'s node post-hooks say when): the sums of gradients
         that reach one input from two consumers (``InputBuffer::accumulate``), which
         :func:`inplace_accumulation` makes as a run without a dispatch mode makes them.
+    temp_ops : set of op indexes
+        Ops of a fake run given the temporaries their CUDA kernels make
+        (:func:`cuda_temporaries`), as storages named ``cuda_temp``.
     """
 
     def __init__(self, *, device_type, track_pointers=False):
@@ -155,6 +197,7 @@ class Recorder:
         self.host_events = []
         self.nested_ops = set()      # op indexes issued from C++ inside another op's call
         self.accumulation_ops = set()
+        self.temp_ops = set()        # ops given cuda_temporaries storages
         self.accumulating = False    # between a backward node's end and the next node's start
         self.excluded = set()
         self.data_dependent = []      # (op name, mark label) of data-dependent ops met
@@ -194,6 +237,14 @@ class Recorder:
     def _free(self, sid):
         self.events.append((self.cur, "f", sid, len(self.ops)))
 
+    def _temp(self, nbytes, op):
+        """A storage op ``op``'s CUDA kernel makes for itself (:func:`cuda_temporaries`):
+        allocated now; the caller records its free."""
+        sid = len(self.storages)
+        self.storages.append([nbytes, 0, "cuda_temp"])
+        self.events.append((self.cur, "a", sid, op))
+        return sid
+
     def register(self, t, name):
         """Track tensor ``t``'s storage if new (parameters, buffers, inputs made earlier)."""
         if not self._tracked(t):
@@ -226,6 +277,8 @@ class Recorder:
         outs = tree_leaves(out)
         name = func._overloadpacket.__name__
         order = CUDA_ALLOC_ORDER.get(name) if self.device_type != "cuda" else None
+        before, after = cuda_temporaries(name, args, self.device_type)
+        made = [self._temp(n, op_index) for n in before]
         for t in ([outs[i] for i in order] if order and len(outs) == len(order) else outs):
             if isinstance(t, torch.Tensor):
                 nbytes += concrete_int(t.numel()) * t.element_size()
@@ -240,6 +293,11 @@ class Recorder:
                     new.append(sid)
                 elif sid not in reads:
                     reads.append(sid)
+        made += [self._temp(n, op_index) for n in after]
+        if made:
+            self.temp_ops.add(op_index)
+        for sid in reversed(made):   # freed when the kernel returns, after its outputs exist
+            self.events.append((self.cur, "f", sid, op_index + 1))
         flops = 0
         rule = _FLOP_REGISTRY.get(func._overloadpacket)
         if rule is not None:
