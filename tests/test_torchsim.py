@@ -494,3 +494,40 @@ def test_inplace_accumulation_removes_the_fake_runs_sum_buffer():
             live.add(sid)
         else:
             live.remove(sid)
+
+
+# -- CUDA kernels' own temporaries (record.cuda_temporaries, reduce_buffers) -------------------
+def test_cuda_temporaries_follow_the_strides_a_fake_run_sees():
+    from snsim.torchsim.record import cuda_temporaries
+    x = torch.empty(2, 96, 8, 8).permute(0, 2, 3, 1)          # a channels-last view (Swin)
+    nbytes = 2 * 96 * 8 * 8 * 4
+    assert cuda_temporaries("native_layer_norm", (x, [96]), "cpu") == ([nbytes], ())
+    assert cuda_temporaries("native_layer_norm", (x.contiguous(), [96]), "cpu") == ([], ())
+    # backward: the input copied before dX/dgamma/dbeta, dY after them
+    dy = torch.empty(2, 96, 8, 8).permute(0, 2, 3, 1)
+    assert cuda_temporaries("native_layer_norm_backward", (dy, x), "cpu") == ([nbytes],
+                                                                              [nbytes])
+    # roll over k dims: k - 1 intermediates of the input's size
+    y = torch.empty(2, 8, 8, 96)
+    assert cuda_temporaries("roll", (y, [-3, -3], [1, 2]), "cpu") == ([2 * 8 * 8 * 96 * 4], ())
+    assert cuda_temporaries("roll", (y, [-3], [1]), "cpu") == ([], ())
+    # a real capture sees its own allocator: nothing modelled there
+    assert cuda_temporaries("native_layer_norm", (x, [96]), "cuda") == ((), ())
+
+
+@pytest.mark.parametrize("geometry,expected", [
+    # H200 histories (traces/h200/plans_history): convnext_base b32 bf16 checkpoint, a layer
+    # scale's gradient, sum over (0, 2, 3) of a channels-last float32 [32, 128, 56, 56]
+    (((32, 128, 56, 56), (401408, 1, 7168, 128), 0, (0, 2, 3), 4, 4), [102_760_448, 4]),
+    # swin_s b32 bf16 checkpoint, linear bias gradients over 1,568 and 6,272 rows
+    (((1568, 768), (768, 1), 0, (0,), 2, 4), [9_830_400, 24]),
+    (((6272, 384), (384, 1), 0, (0,), 2, 4), [19_267_584, 12]),
+    # H200 captures' hidden tables (traces/h200/*.json.gz): ViT-B bias gradients
+    (((12608, 3072), (3072, 1), 0, (0,), 4, 4), [138_412_032, 96]),
+    (((197, 64, 2304), (147456, 2304, 1), 0, (0, 1), 4, 4), [139_198_464, 72]),
+    # a reduction along the fastest dim that fits in one block per output: no buffer
+    (((64, 128), (128, 1), 0, (1,), 4, 4), []),
+])
+def test_reduction_buffers_as_cuda_allocates_them(geometry, expected):
+    from snsim.torchsim.reduce_buffers import reduction_buffers
+    assert reduction_buffers(geometry, "h200") == expected

@@ -21,7 +21,12 @@ iteration and of the warm-up before it. Two things a CPU cannot see are modelled
   (an unbacked symbol) and sizes that depend on it at their upper bound. A forward that
   branches on such a value stops with one line naming the op and the module.
 * memory no tensor owns (cuDNN/cuBLAS workspaces): from the hidden-allocation tables of
-  committed captures of the same GPU (:mod:`~snsim.torchsim.hidden`), else none.
+  committed captures of the same GPU (:mod:`~snsim.torchsim.hidden`), else none; CUDA
+  kernels' own buffers and copies from the strides and shapes the fake run sees (reductions'
+  staging buffers, LayerNorm's contiguous copies, ``roll``'s intermediates).
+* what a dispatch mode or a fake tensor changes in torch itself: autograd sums two gradients
+  of one input out of place under either, in place on a plain CUDA run
+  (:func:`~snsim.torchsim.record.inplace_accumulation`).
 
 Times are modelled per op (:mod:`~snsim.torchsim.opcost`): interpolated from the preset's
 kernel table where it has one (``snsim calibrate``), with the host issuing the ops as a second

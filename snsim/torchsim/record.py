@@ -74,6 +74,10 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
 # the output
 CUDA_ALLOC_ORDER = {"native_dropout": (1, 0)}
 
+# reductions whose CUDA kernel (gpu_reduce_kernel) may take global-memory buffers
+_REDUCTIONS = frozenset({"sum", "mean"})
+
+
 def cuda_temporaries(name, args, device_type):
     """Bytes of the storages op ``name``'s CUDA kernel makes for itself and frees before it
     returns, which a fake (meta) kernel never makes: ``(before, after)``, allocated before
@@ -183,6 +187,10 @@ class Recorder:
     temp_ops : set of op indexes
         Ops of a fake run given the temporaries their CUDA kernels make
         (:func:`cuda_temporaries`), as storages named ``cuda_temp``.
+    reductions : dict
+        Op index -> geometry (:func:`snsim.torchsim.reduce_buffers.reduce_geometry`) of a fake
+        run's ``sum`` and ``mean`` calls, whose CUDA kernel's buffers depend on the GPU
+        (:func:`snsim.torchsim.hidden.add_hidden` adds them).
     """
 
     def __init__(self, *, device_type, track_pointers=False):
@@ -198,6 +206,7 @@ class Recorder:
         self.nested_ops = set()      # op indexes issued from C++ inside another op's call
         self.accumulation_ops = set()
         self.temp_ops = set()        # ops given cuda_temporaries storages
+        self.reductions = {}         # op index -> reduce_buffers.reduce_geometry (fake runs)
         self.accumulating = False    # between a backward node's end and the next node's start
         self.excluded = set()
         self.data_dependent = []      # (op name, mark label) of data-dependent ops met
@@ -278,6 +287,14 @@ class Recorder:
         name = func._overloadpacket.__name__
         order = CUDA_ALLOC_ORDER.get(name) if self.device_type != "cuda" else None
         before, after = cuda_temporaries(name, args, self.device_type)
+        if name in _REDUCTIONS and self.device_type != "cuda" and args \
+                and isinstance(args[0], torch.Tensor):
+            from .reduce_buffers import reduce_geometry
+            dims = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple, int)) \
+                and not isinstance(args[1], bool) else None
+            geometry = reduce_geometry(args[0], dims)
+            if geometry is not None:
+                self.reductions[op_index] = geometry
         made = [self._temp(n, op_index) for n in before]
         for t in ([outs[i] for i in order] if order and len(outs) == len(order) else outs):
             if isinstance(t, torch.Tensor):
