@@ -531,3 +531,21 @@ def test_cuda_temporaries_follow_the_strides_a_fake_run_sees():
 def test_reduction_buffers_as_cuda_allocates_them(geometry, expected):
     from snsim.torchsim.reduce_buffers import reduction_buffers
     assert reduction_buffers(geometry, "h200") == expected
+
+
+def test_cudnn_backward_copies_a_non_contiguous_grad_output():
+    # DenseNet: a conv's output is concatenated, so its grad_output is a channel slice of the
+    # concatenation's gradient; each cuDNN pass copies it (H200 history of densenet161 b48
+    # superneurons: 28,901,376 B = [48, 48, 56, 56] fp32, once per pass)
+    from snsim.torchsim.record import cudnn_grad_output_copy
+    x = torch.empty(4, 16, 8, 8)
+    w = torch.empty(8, 16, 3, 3)
+    cat_grad = torch.empty(4, 24, 8, 8)
+    dy = cat_grad[:, 16:]                     # narrow on channels: not contiguous
+    args = (dy, x, w, [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, False])
+    assert cudnn_grad_output_copy(args) == 4 * 8 * 8 * 8 * 4
+    assert cudnn_grad_output_copy((dy.contiguous(),) + args[1:]) == 0
+    # a depthwise convolution runs ATen's own kernel: no copy
+    dw = (torch.empty(4, 16, 8, 8)[:, :16], x, torch.empty(16, 1, 3, 3), [0], [1, 1],
+          [1, 1], [1, 1], False, [0, 0], 16, [True, True, False])
+    assert cudnn_grad_output_copy((cat_grad[:, :16],) + dw[1:]) == 0

@@ -604,6 +604,17 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
         sizes, how = lookup(tables, sig, batch or 0)
         counts[how] += 1
         slots = _workspace_slots(op[1], len(sizes), made.get(k, 0))
+        copy = rec.dy_copies.get(k)
+        if copy is not None:
+            # cuDNN's backward passes each copy a non-contiguous grad_output into a contiguous
+            # tensor after the pass's gradient and before its workspace, freed after it
+            call = conv_call(sig)
+            for j in range(len(_passes(call)) if call is not None else 0):
+                key = ("h", n)
+                n += 1
+                info[key] = (copy, "cuda_temp")
+                extra.append(((k, 1, 2 * j + 1, -1), (mark, "a", key)))
+                extra.append(((k, 1, 2 * j + 1, 1 << 20), (mark, "f", key)))
         for j, size in enumerate(sizes):
             key = ("h", n)
             n += 1

@@ -74,6 +74,34 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
 # the output
 CUDA_ALLOC_ORDER = {"native_dropout": (1, 0)}
 
+def cudnn_grad_output_copy(args):
+    """Bytes of the contiguous copy of ``grad_output`` that each cuDNN backward pass of a
+    ``convolution_backward`` call (its aten args) makes, 0 when it makes none: cuDNN's
+    backward-data and backward-filter (aten/src/ATen/native/cudnn/ConvShared.cpp) take
+    ``grad_output.contiguous(memory_format)`` in the layout cuDNN suggests for the input and
+    weight. DenseNet's convolutions get a channel slice of the concatenation's gradient (not
+    contiguous): the H200 history of densenet161 b48 superneurons (traces/h200/plans_history)
+    shows each pass of a dense layer's conv2 backward taking a 28,901,376 B copy of
+    [48, 48, 56, 56] before its workspace and freeing it after. Depthwise convolutions run
+    ATen's own kernels: none."""
+    import torch
+    if len(args) < 10 or not all(isinstance(t, torch.Tensor) for t in args[:3]):
+        return 0
+    dy, x, w = args[0], args[1], args[2]
+    if dy.dim() != 4 or not isinstance(args[9], int):
+        return 0
+    groups = args[9]
+    if groups > 1 and groups == x.shape[1]:
+        return 0
+    fmt = torch.channels_last if (x.is_contiguous(memory_format=torch.channels_last)
+                                  and not x.is_contiguous()) or (
+        w.is_contiguous(memory_format=torch.channels_last) and not w.is_contiguous()) \
+        else torch.contiguous_format
+    if dy.is_contiguous(memory_format=fmt):
+        return 0
+    return concrete_int(dy.numel()) * dy.element_size()
+
+
 # reductions whose CUDA kernel (gpu_reduce_kernel) may take global-memory buffers
 _REDUCTIONS = frozenset({"sum", "mean"})
 
@@ -187,6 +215,10 @@ class Recorder:
     temp_ops : set of op indexes
         Ops of a fake run given the temporaries their CUDA kernels make
         (:func:`cuda_temporaries`), as storages named ``cuda_temp``.
+    dy_copies : dict
+        Op index -> bytes of the contiguous copy of a non-contiguous grad_output that each
+        cuDNN backward pass of a fake run's ``convolution_backward`` makes
+        (:func:`cudnn_grad_output_copy`; placed by :func:`snsim.torchsim.hidden.add_hidden`).
     reductions : dict
         Op index -> geometry (:func:`snsim.torchsim.reduce_buffers.reduce_geometry`) of a fake
         run's ``sum`` and ``mean`` calls, whose CUDA kernel's buffers depend on the GPU
@@ -207,6 +239,7 @@ class Recorder:
         self.accumulation_ops = set()
         self.temp_ops = set()        # ops given cuda_temporaries storages
         self.reductions = {}         # op index -> reduce_buffers.reduce_geometry (fake runs)
+        self.dy_copies = {}          # op index -> bytes of cuDNN's grad_output copy per pass
         self.accumulating = False    # between a backward node's end and the next node's start
         self.excluded = set()
         self.data_dependent = []      # (op name, mark label) of data-dependent ops met
@@ -287,6 +320,10 @@ class Recorder:
         name = func._overloadpacket.__name__
         order = CUDA_ALLOC_ORDER.get(name) if self.device_type != "cuda" else None
         before, after = cuda_temporaries(name, args, self.device_type)
+        if name == "convolution_backward" and self.device_type != "cuda":
+            copy = cudnn_grad_output_copy(args)
+            if copy:
+                self.dy_copies[op_index] = copy
         if name in _REDUCTIONS and self.device_type != "cuda" and args \
                 and isinstance(args[0], torch.Tensor):
             from .reduce_buffers import reduce_geometry
