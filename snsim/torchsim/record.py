@@ -329,7 +329,7 @@ class Recorder:
             from .reduce_buffers import reduce_geometry
             dims = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple, int)) \
                 and not isinstance(args[1], bool) else None
-            geometry = reduce_geometry(args[0], dims)
+            geometry = reduce_geometry(args[0], dims, as_int=concrete_int)
             if geometry is not None:
                 self.reductions[op_index] = geometry
         made = [self._temp(n, op_index) for n in before]

@@ -35,10 +35,12 @@ _MIN_VALUES_PER_THREAD = 16
 _MAX_VALUES_PER_THREAD = 256
 
 
-def reduce_geometry(t, dims):
+def reduce_geometry(t, dims, as_int=int):
     """What :func:`reduction_buffers` needs of a reduction of tensor ``t`` over ``dims`` (a
     list of dims; empty or None: all): ``(shape, strides, storage offset, reduced dims,
-    element bytes, accumulator bytes)``, or None for a tensor that is not floating point."""
+    element bytes, accumulator bytes)``, or None for a tensor that is not floating point.
+    ``as_int`` reads a size (a data-dependent size of a fake run: its upper bound,
+    :func:`snsim.torchsim.record.concrete_int`)."""
     if not t.is_floating_point() or t.is_complex():
         return None
     n = t.dim()
@@ -49,8 +51,8 @@ def reduce_geometry(t, dims):
                                                     else [dims])}))
     el = t.element_size()
     acc = 8 if el == 8 else 4          # at::acc_type: float for half, bfloat16 and float
-    return (tuple(int(s) for s in t.shape), tuple(int(s) for s in t.stride()),
-            int(t.storage_offset()), red, el, acc)
+    return (tuple(as_int(s) for s in t.shape), tuple(as_int(s) for s in t.stride()),
+            as_int(t.storage_offset()), red, el, acc)
 
 
 def _last_pow2(n):
