@@ -38,6 +38,14 @@ table (another seed: other shapes; the output replaces configs/kernels/h200_conv
 
     PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 8 --seed 1 \
         --kinds grouped --skip-nets --merge configs/kernels/h200_conv_workspaces.json.gz
+
+Group widths the default sampler lacks (RegNetX-8GF's 120 channels per group took 1.07 to
+1.29 x its transposed activations on the H200, traces/h200/plans_history/
+regnet_x_8gf_b64_fp16_plain, where the nearest probed widths, 64 and 128, take ~1.0):
+
+    PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 8 --seed 2 \
+        --kinds grouped --skip-nets --group-widths 40,56,72,80,96,112,120,144,160,168,192,232,256,264 \
+        --merge configs/kernels/h200_conv_workspaces.json.gz
 """
 import argparse
 import datetime
@@ -53,18 +61,20 @@ NET_BATCHES = (32, 64, 128, 16, 48, 96, 256, 192, 8, 24)
 
 
 KINDS = {"dense": 4, "dw": 2, "grouped": 4}     # sampling weights
+# channels per group of the grouped convolutions sampled by default
+GROUP_WIDTHS = (4, 8, 16, 24, 32, 48, 64, 128)
 
 
-def _sample(rng, kinds=tuple(KINDS)):
+def _sample(rng, kinds=tuple(KINDS), group_widths=GROUP_WIDTHS):
     """One random convolution of one of ``kinds``: (n, c, h, co, k, s, groups, bias, dtype
-    name)."""
+    name); a grouped one has one of ``group_widths`` channels per group."""
     n = rng.choice([8, 16, 32, 48, 64, 96, 128, 192, 256])
     kind = rng.choices(list(kinds), weights=[KINDS[k] for k in kinds])[0]
     k = rng.choice([1, 3, 3, 3, 5, 7]) if kind != "grouped" else rng.choice([1, 3, 3, 3, 5])
     s = rng.choice([1, 1, 2])
     h = rng.choice([7, 14, 28, 56, 112])
     if kind == "grouped":
-        gw = rng.choice([4, 8, 16, 24, 32, 48, 64, 128])
+        gw = rng.choice(list(group_widths))
         g = rng.choice([2, 3, 4, 5, 8, 14, 16, 32, 37, 64])
         c = co = gw * g
     elif kind == "dw":
@@ -180,6 +190,9 @@ def main(argv=None):
     ap.add_argument("--kinds", default=",".join(KINDS),
                     help="random convolutions of these kinds only (comma-separated: "
                          "dense, dw, grouped)")
+    ap.add_argument("--group-widths", default=",".join(map(str, GROUP_WIDTHS)),
+                    help="channels per group of the random grouped convolutions "
+                         "(comma-separated positive integers)")
     ap.add_argument("--skip-nets", action="store_true",
                     help="random convolutions only (the calibration CNNs' layers are in the "
                          "table already)")
@@ -193,6 +206,13 @@ def main(argv=None):
     if bad or not kinds:
         sys.exit(f"conv_workspace_probe: --kinds (={args.kinds!r}) must name some of "
                  f"{', '.join(KINDS)}")
+    try:
+        widths = tuple(int(v) for v in args.group_widths.split(",") if v)
+    except ValueError:
+        widths = ()
+    if not widths or min(widths) < 1:
+        sys.exit(f"conv_workspace_probe: --group-widths (={args.group_widths!r}) must be "
+                 f"comma-separated positive integers")
     old_rows, old_prov = [], None
     if args.merge:
         try:
@@ -227,7 +247,7 @@ def main(argv=None):
         if i % 2 == 0 and i // 2 < len(configs):
             n, c, h, co, k, s, pad, g, bias, dtype = configs[i // 2]
         else:
-            n, c, h, co, k, s, g, bias, dtype = _sample(rng, kinds)
+            n, c, h, co, k, s, g, bias, dtype = _sample(rng, kinds, widths)
             pad = k // 2
         i += 1
         el = 4 if dtype == "float32" else 2
@@ -250,6 +270,7 @@ def main(argv=None):
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
             "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32, "seed": args.seed,
             "configs_tried": i, "skipped": skipped, "kinds": list(kinds),
+            "group_widths": list(widths),
             "nets": not args.skip_nets,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     if args.merge:

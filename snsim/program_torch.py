@@ -41,7 +41,8 @@ the ready node with the highest sequence number (latest in forward) first. Each 
 its input gradients (conv: ``dx``, workspace, then ``dW``, workspace, ``db``), then releases
 what it saved and its incoming gradient once nothing else holds them; ``add`` passes its
 gradient through, ``cat`` hands out views of it (the whole buffer lives while a view does). A
-value used more than once gets its gradients summed into a new buffer, the parts released.
+value used more than once gets its gradients summed into the part autograd's input buffer
+holds the last reference to (a new buffer only when neither part is free: shared, or a view).
 Parameter gradients are created in backward and live until the end of the step.
 A tied weight (GPT-2's LM head) gets its gradient in two parts, summed out of place where the
 token embedding's backward runs. Transformer rows were checked against ``snsim predict`` on the
@@ -579,18 +580,40 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     tied_parts = []     # gradient parts of a tied weight (GPT-2's LM head), summed at its owner
     ready = []
 
+    holders = {}    # storage -> input buffers (values awaiting their node) holding it
+    viewed = set()  # storages handed out as views (cat, padding): never summed into
+
+    def hold(t, k):
+        if t is not None:
+            holders[t] = holders.get(t, 0) + k
+
     def deliver(p, g, via):
         """Gradient ``g`` for value ``p`` arrives from consumer ``via``."""
         if is_data[p]:
             return
-        if grad.get(p) is None:
+        old = grad.get(p)
+        if old is None:
             grad[p] = g
-        else:   # autograd sums out of place: a new buffer, then the parts are released
+            hold(g, 1)
+        else:
+            # autograd's InputBuffer::accumulate sums into the part whose last reference its
+            # buffer holds (the one there first, else the new one), out of place only when
+            # neither is free to take (held by another buffer, or a view)
             nb = _numel(nodes[p]["out_shape"]) * dtype
-            s = new(f"{nodes[p]['name']}.grad_sum", "activation_grad", nb, p)
-            add_step(p, "B", sum_time(nb), [grad[p], g, s],
-                     name=f"{nodes[via]['name']}>{nodes[p]['name']}.grad_sum", typ="JOIN")
-            grad[p] = s
+            step = f"{nodes[via]['name']}>{nodes[p]['name']}.grad_sum"
+            if holders.get(old, 0) == 1 and old not in viewed:
+                add_step(p, "B", sum_time(nb), [old, g], name=step, typ="JOIN")
+            elif holders.get(g, 0) == 0 and g not in viewed:
+                add_step(p, "B", sum_time(nb), [old, g], name=step, typ="JOIN")
+                hold(old, -1)
+                hold(g, 1)
+                grad[p] = g
+            else:
+                s = new(f"{nodes[p]['name']}.grad_sum", "activation_grad", nb, p)
+                add_step(p, "B", sum_time(nb), [old, g, s], name=step, typ="JOIN")
+                hold(old, -1)
+                hold(s, 1)
+                grad[p] = s
         pending[p] -= 1
         if pending[p] == 0:
             heapq.heappush(ready, (-seq[p], p))
@@ -700,6 +723,9 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
             add_step(n, "B", t_b, sv + [dy, dx])
             out_grads = [dx]
+        hold(dy, -1)       # the node's input buffer is released when it returns
+        if typ in ("CONCAT", "PADDING"):
+            viewed.add(dy)
         for p, g, need in zip(ins[n], out_grads, needs_dx):
             if need:
                 deliver(p, g, n)

@@ -429,3 +429,24 @@ def test_warm_up_stops_when_no_scale_helps():
     with pytest.raises(ConfigError, match="not finite at any scale"):
         warm_up(s.step, s, 2)
     assert s.overflows == 10 ** 6 - MAX_SKIPPED_STEPS
+
+
+def test_autocast_casts_the_last_argument_first():
+    # GCC evaluates the cast pack of autocast_mode.h's wrapper from the last argument: the H200
+    # histories (traces/h200/plans_history/swin_s_b32_adamw_bf16_checkpoint) show a linear's
+    # bias cast, then its weight, then its input
+    casts = []
+
+    class Log(torch.utils._python_dispatch.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten._to_copy.default:
+                casts.append(tuple(args[0].shape))
+            return func(*args, **(kwargs or {}))
+
+    with FakeTensorMode():
+        lin = torch.nn.Linear(8, 16)
+        x = torch.empty(4, 8)
+        with Log(), cuda_autocast_on_cpu(torch.bfloat16):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                lin(x)
+    assert casts == [(16,), (16, 8), (4, 8)]

@@ -278,7 +278,9 @@ def test_conv_backward_workspaces_follow_the_gradient_their_kernel_computes(monk
         y = torch.nn.functional.conv2d(x, w, b, padding=1)
         rec = Recorder(device_type="cpu")
         with rec.active():
-            y.sum().backward()
+            # a contiguous grad_output (y.sum()'s would be an expanded view, which cuDNN
+            # copies first: test_cudnn_backward_copies_a_non_contiguous_grad_output)
+            y.backward(torch.ones_like(y))
     k = next(i for i, op in enumerate(rec.ops) if op[1] == "convolution_backward")
     sig = rec.ops[k][6]
     grads = rec.ops[k][3]            # grad_input, grad_weight, grad_bias in allocation order
@@ -410,3 +412,142 @@ def test_unprobed_dense_convolution_takes_its_neighbours_median_ratio(tmp_path, 
     # 1x1: no probed call of that family, none
     assert hidden.lookup(tables, fwd(32, 96, 28, k=1), 32) == ([], "none")
     hidden._read_probe.cache_clear()
+
+
+# -- gradient sums: in place on a run without a dispatch mode (record.inplace_accumulation) ------
+class _TwoUses(torch.nn.Module):
+    """``y`` feeds two consumers (a squeeze-excitation's mean and product), so autograd sums
+    two gradients into ``y``'s input buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 8, 1)
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y * torch.sigmoid(self.fc(y.mean((2, 3))))[:, :, None, None]
+
+
+def _sum_reuses_a_part(mode):
+    """Whether the gradient that reaches ``y`` is stored where one of its two parts was."""
+    import contextlib
+    m = _TwoUses()
+    x = torch.randn(4, 8, 6, 6)
+    y = m.conv(x)
+    parts, total = [], []
+    out = y * torch.sigmoid(m.fc(y.mean((2, 3))))[:, :, None, None]
+    # y's two consumers: the backward nodes whose next functions include y's
+    consumers, todo, seen = [], [out.grad_fn], set()
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if any(nxt is y.grad_fn for nxt, _ in node.next_functions):
+            consumers.append(node)
+        todo.extend(nxt for nxt, _ in node.next_functions)
+    assert len(consumers) == 2
+    for node in consumers:
+        node.register_hook(lambda gi, go: parts.extend(g.data_ptr() for g in gi
+                                                       if g is not None and g.dim() == 4))
+    y.register_hook(lambda g: total.append(g.data_ptr()))
+    with mode() if mode is not None else contextlib.nullcontext():
+        out.sum().backward()
+    return total[0] in parts
+
+
+def test_autograd_sums_gradients_in_place_only_without_a_dispatch_mode():
+    # the behaviour inplace_accumulation models, checked on this torch (CPU tensors): the
+    # engine reuses a part's storage for the sum, unless a TorchDispatchMode is active
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+    assert _sum_reuses_a_part(None)
+    assert not _sum_reuses_a_part(Mode)
+
+
+def test_inplace_accumulation_removes_the_fake_runs_sum_buffer():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from snsim.torchsim.record import Instrument, Recorder, inplace_accumulation
+    with FakeTensorMode():
+        m = _TwoUses()
+        x = torch.randn(4, 8, 6, 6)
+        rec = Recorder(device_type="cpu")
+        inst = Instrument(m, rec)
+        with rec.active():
+            rec.begin_iteration()
+            with inst:
+                loss = m(x).sum()
+                inst.before_backward(loss)
+                loss.backward()
+    sums = [k for k in sorted(rec.accumulation_ops) if rec.ops[k][1] == "add"]
+    assert len(sums) == 1          # one value used twice: one sum of two gradients
+    allocs = sum(kind == "a" for _, kind, _, _ in rec.events)
+    assert inplace_accumulation(rec) == 1
+    assert sum(kind == "a" for _, kind, _, _ in rec.events) == allocs - 1
+    assert rec.ops[sums[0]][3] == ()      # the sum makes no storage
+    live = set()                          # every storage allocated once, freed once, in order
+    for _, kind, sid, _ in rec.events:
+        if kind == "a":
+            assert sid not in live
+            live.add(sid)
+        else:
+            live.remove(sid)
+
+
+# -- CUDA kernels' own temporaries (record.cuda_temporaries, reduce_buffers) -------------------
+def test_cuda_temporaries_follow_the_strides_a_fake_run_sees():
+    from snsim.torchsim.record import cuda_temporaries
+    x = torch.empty(2, 96, 8, 8).permute(0, 2, 3, 1)          # a channels-last view (Swin)
+    nbytes = 2 * 96 * 8 * 8 * 4
+    assert cuda_temporaries("native_layer_norm", (x, [96]), "cpu") == ([nbytes], ())
+    assert cuda_temporaries("native_layer_norm", (x.contiguous(), [96]), "cpu") == ([], ())
+    # backward: the input copied before dX/dgamma/dbeta, dY after them
+    dy = torch.empty(2, 96, 8, 8).permute(0, 2, 3, 1)
+    assert cuda_temporaries("native_layer_norm_backward", (dy, x), "cpu") == ([nbytes],
+                                                                              [nbytes])
+    # roll over k dims: k - 1 intermediates of the input's size
+    y = torch.empty(2, 8, 8, 96)
+    assert cuda_temporaries("roll", (y, [-3, -3], [1, 2]), "cpu") == ([2 * 8 * 8 * 96 * 4], ())
+    assert cuda_temporaries("roll", (y, [-3], [1]), "cpu") == ([], ())
+    # a real capture sees its own allocator: nothing modelled there
+    assert cuda_temporaries("native_layer_norm", (x, [96]), "cuda") == ((), ())
+
+
+@pytest.mark.parametrize("geometry,expected", [
+    # H200 histories (traces/h200/plans_history): convnext_base b32 bf16 checkpoint, a layer
+    # scale's gradient, sum over (0, 2, 3) of a channels-last float32 [32, 128, 56, 56]
+    (((32, 128, 56, 56), (401408, 1, 7168, 128), 0, (0, 2, 3), 4, 4), [102_760_448, 4]),
+    # swin_s b32 bf16 checkpoint, linear bias gradients over 1,568 and 6,272 rows
+    (((1568, 768), (768, 1), 0, (0,), 2, 4), [9_830_400, 24]),
+    (((6272, 384), (384, 1), 0, (0,), 2, 4), [19_267_584, 12]),
+    # H200 captures' hidden tables (traces/h200/*.json.gz): ViT-B bias gradients
+    (((12608, 3072), (3072, 1), 0, (0,), 4, 4), [138_412_032, 96]),
+    (((197, 64, 2304), (147456, 2304, 1), 0, (0, 1), 4, 4), [139_198_464, 72]),
+    # a reduction along the fastest dim that fits in one block per output: no buffer
+    (((64, 128), (128, 1), 0, (1,), 4, 4), []),
+])
+def test_reduction_buffers_as_cuda_allocates_them(geometry, expected):
+    from snsim.torchsim.reduce_buffers import reduction_buffers
+    assert reduction_buffers(geometry, "h200") == expected
+
+
+def test_cudnn_backward_copies_a_non_contiguous_grad_output():
+    # DenseNet: a conv's output is concatenated, so its grad_output is a channel slice of the
+    # concatenation's gradient; each cuDNN pass copies it (H200 history of densenet161 b48
+    # superneurons: 28,901,376 B = [48, 48, 56, 56] fp32, once per pass)
+    from snsim.torchsim.record import cudnn_grad_output_copy
+    x = torch.empty(4, 16, 8, 8)
+    w = torch.empty(8, 16, 3, 3)
+    cat_grad = torch.empty(4, 24, 8, 8)
+    dy = cat_grad[:, 16:]                     # narrow on channels: not contiguous
+    args = (dy, x, w, [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, False])
+    assert cudnn_grad_output_copy(args) == 4 * 8 * 8 * 8 * 4
+    assert cudnn_grad_output_copy((dy.contiguous(),) + args[1:]) == 0
+    # a depthwise convolution runs ATen's own kernel: no copy
+    dw = (torch.empty(4, 16, 8, 8)[:, :16], x, torch.empty(16, 1, 3, 3), [0], [1, 1],
+          [1, 1], [1, 1], False, [0, 0], 16, [True, True, False])
+    assert cudnn_grad_output_copy((cat_grad[:, :16],) + dw[1:]) == 0

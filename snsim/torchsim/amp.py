@@ -312,9 +312,15 @@ def _kernel(op, policy, cache, low_dtype):
 
     def cast_to(dtype):
         def run(*args, **kwargs):
+            # autocast_mode.h's wrapper casts in a pack expansion, ``(*F)(cached_cast(...,
+            # args)...)``, whose order C++ leaves to the compiler; GCC, which builds the Linux
+            # CUDA wheels, evaluates it from the last argument to the first: the H200
+            # histories (traces/h200/plans_history, swin_s b32 bf16) show every linear's bias
+            # cast, then its weight, then its input, and a convolution's likewise
             f = functools.partial(cache.cast, dtype=dtype)
-            return below(*[_cast_all(a, f) for a in args],
-                         **{k: _cast_all(v, f) for k, v in kwargs.items()})
+            kw = {k: _cast_all(kwargs[k], f) for k in reversed(list(kwargs))}
+            cast = [_cast_all(a, f) for a in reversed(args)][::-1]
+            return below(*cast, **{k: kw[k] for k in kwargs})
         return run
 
     if policy == "lower":

@@ -29,7 +29,12 @@ them into a CPU recording:
 * where they go: after the op's outputs, except ``convolution_backward``'s, each of which
   follows the gradient its cuDNN kernel computes (:func:`_workspace_slots`);
 * the persistent cuBLAS workspaces at the first matmul of the forward and of the backward of
-  the first iteration, with the sizes the captures saw.
+  the first iteration, with the sizes the captures saw;
+* a ``sum`` or ``mean`` takes the staging buffer and semaphores of CUDA's reduction kernel,
+  computed from the geometry the fake run saw and the GPU's multiprocessors
+  (:mod:`~snsim.torchsim.reduce_buffers`), not from a table; an op the recorder gave its CUDA
+  kernel's own temporaries (:func:`snsim.torchsim.record.cuda_temporaries`: LayerNorm's
+  contiguous copies, ``roll``'s intermediates) takes nothing from a table either.
 """
 from __future__ import annotations
 
@@ -45,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from ..usercache import cache_file, write_atomic
+from .reduce_buffers import reduction_buffers
 
 _SHAPE = re.compile(r"\[(\d+)((?:, \d+)*)\]")
 _DTYPE = re.compile(r"\b(float32|bfloat16|float16)\[")
@@ -559,7 +565,7 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
     extra = []
     n = 0
     counts = {"exact": 0, "probe": 0, "scaled": 0, "dtype": 0, "probe_scaled": 0,
-              "probe_near": 0, "modelled": 0, "none": 0}
+              "probe_near": 0, "modelled": 0, "none": 0, "reduction": 0}
     first_matmul = {}
     for k, op in enumerate(rec.ops):
         mark = op[0]
@@ -572,12 +578,43 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
                 n += 1
                 info[key] = (size, "hidden:persistent")
                 extra.append(((k, 2, 0, 0), (mark, "a", key)))
+        geometry = rec.reductions.get(k)
+        if geometry is not None:
+            # the reduction kernel's staging buffer and semaphores, both held through the call
+            # and freed after its output exists (semaphores first: declared last)
+            sizes = reduction_buffers(geometry, hardware)
+            counts["reduction"] += 1
+            last = 2 * max(0, made.get(k, 0) - 1) + 1
+            keys = []
+            for size in sizes:
+                key = ("h", n)
+                n += 1
+                info[key] = (size, "hidden")
+                keys.append(key)
+            for j, key in enumerate(keys):
+                extra.append(((k, 1, last, j), (mark, "a", key)))
+            for j, key in enumerate(reversed(keys)):
+                extra.append(((k, 1, last, len(keys) + j), (mark, "f", key)))
+            continue
         sig = op[6] if len(op) > 6 else ""
-        if not sig:
+        if not sig or k in rec.temp_ops:
+            # the recorder gave this op its CUDA kernel's temporaries from the strides it saw,
+            # which a table keyed by shapes only cannot tell apart
             continue
         sizes, how = lookup(tables, sig, batch or 0)
         counts[how] += 1
         slots = _workspace_slots(op[1], len(sizes), made.get(k, 0))
+        copy = rec.dy_copies.get(k)
+        if copy is not None:
+            # cuDNN's backward passes each copy a non-contiguous grad_output into a contiguous
+            # tensor after the pass's gradient and before its workspace, freed after it
+            call = conv_call(sig)
+            for j in range(len(_passes(call)) if call is not None else 0):
+                key = ("h", n)
+                n += 1
+                info[key] = (copy, "cuda_temp")
+                extra.append(((k, 1, 2 * j + 1, -1), (mark, "a", key)))
+                extra.append(((k, 1, 2 * j + 1, 1 << 20), (mark, "f", key)))
         for j, size in enumerate(sizes):
             key = ("h", n)
             n += 1

@@ -21,7 +21,12 @@ iteration and of the warm-up before it. Two things a CPU cannot see are modelled
   (an unbacked symbol) and sizes that depend on it at their upper bound. A forward that
   branches on such a value stops with one line naming the op and the module.
 * memory no tensor owns (cuDNN/cuBLAS workspaces): from the hidden-allocation tables of
-  committed captures of the same GPU (:mod:`~snsim.torchsim.hidden`), else none.
+  committed captures of the same GPU (:mod:`~snsim.torchsim.hidden`), else none; CUDA
+  kernels' own buffers and copies from the strides and shapes the fake run sees (reductions'
+  staging buffers, LayerNorm's contiguous copies, ``roll``'s intermediates).
+* what a dispatch mode or a fake tensor changes in torch itself: autograd sums two gradients
+  of one input out of place under either, in place on a plain CUDA run
+  (:func:`~snsim.torchsim.record.inplace_accumulation`).
 
 Times are modelled per op (:mod:`~snsim.torchsim.opcost`): interpolated from the preset's
 kernel table where it has one (``snsim calibrate``), with the host issuing the ops as a second
@@ -310,7 +315,8 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from .amp import as_setup
-    from .record import Instrument, Recorder, optimizer_state, register_static, train_step
+    from .record import (Instrument, Recorder, inplace_accumulation, optimizer_state,
+                         register_static, train_step)
     setup = as_setup(optimizer)
 
     shape_env = None
@@ -378,6 +384,8 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
                             if sid is not None:
                                 static_names[sid] = (name, "optimizer_state")
         n_params = sum(p.numel() for p in model.parameters())
+    # gradient sums a fake run makes out of place, as a CUDA run makes them (in place)
+    inplace_accumulation(rec)
     out = _streams(rec, static_names, n_params)
     out["model"] = model
     return out

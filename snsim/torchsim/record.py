@@ -74,6 +74,77 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
 # the output
 CUDA_ALLOC_ORDER = {"native_dropout": (1, 0)}
 
+def cudnn_grad_output_copy(args):
+    """Bytes of the contiguous copy of ``grad_output`` that each cuDNN backward pass of a
+    ``convolution_backward`` call (its aten args) makes, 0 when it makes none: cuDNN's
+    backward-data and backward-filter (aten/src/ATen/native/cudnn/ConvShared.cpp) take
+    ``grad_output.contiguous(memory_format)`` in the layout cuDNN suggests for the input and
+    weight. DenseNet's convolutions get a channel slice of the concatenation's gradient (not
+    contiguous): the H200 history of densenet161 b48 superneurons (traces/h200/plans_history)
+    shows each pass of a dense layer's conv2 backward taking a 28,901,376 B copy of
+    [48, 48, 56, 56] before its workspace and freeing it after. Depthwise convolutions run
+    ATen's own kernels: none."""
+    import torch
+    if len(args) < 10 or not all(isinstance(t, torch.Tensor) for t in args[:3]):
+        return 0
+    dy, x, w = args[0], args[1], args[2]
+    if dy.dim() != 4 or not isinstance(args[9], int):
+        return 0
+    groups = args[9]
+    if groups > 1 and groups == x.shape[1]:
+        return 0
+    fmt = torch.channels_last if (x.is_contiguous(memory_format=torch.channels_last)
+                                  and not x.is_contiguous()) or (
+        w.is_contiguous(memory_format=torch.channels_last) and not w.is_contiguous()) \
+        else torch.contiguous_format
+    if dy.is_contiguous(memory_format=fmt):
+        return 0
+    return concrete_int(dy.numel()) * dy.element_size()
+
+
+# reductions whose CUDA kernel (gpu_reduce_kernel) may take global-memory buffers
+_REDUCTIONS = frozenset({"sum", "mean"})
+
+
+def cuda_temporaries(name, args, device_type):
+    """Bytes of the storages op ``name``'s CUDA kernel makes for itself and frees before it
+    returns, which a fake (meta) kernel never makes: ``(before, after)``, allocated before
+    the op's outputs and after them. Where the kernel decides from strides, only a fake run
+    (or this function) can tell; a table of workspaces keyed by shapes cannot.
+
+    * LayerNorm (aten/src/ATen/native/cuda/layer_norm_kernel.cu): layer_norm_cuda copies a
+      non-contiguous input (``input.expect_contiguous()``) before Y, mean and rstd;
+      layer_norm_backward_cuda copies a non-contiguous input before dX, dgamma and dbeta and a
+      non-contiguous dY (``dY.contiguous()`` in LayerNormBackwardKernelImpl) after them.
+      Swin's and ConvNeXt's LayerNorms run on permuted (channels-last views of NCHW) tensors:
+      the H200 history of swin_s b32 bf16 checkpoint (traces/h200/plans_history) shows the
+      stem's LayerNorm taking three 38,535,168 B blocks (the fp32 cast, the copy, Y) where the
+      fake run made two.
+    * ``roll`` over k > 1 dims (roll_common, aten/src/ATen/native/TensorTransformations.cpp)
+      rolls the first dim into a new tensor and rolls that over the rest: k - 1
+      intermediates of the input's size, each freed when the call that made it returns (the
+      same history: Swin's shifted windows, ``torch.roll(x, shifts, dims=(1, 2))``, take two
+      38,535,168 B blocks, the fake run one).
+    """
+    import torch
+    if device_type == "cuda":
+        return (), ()
+
+    def nbytes(t):
+        return concrete_int(t.numel()) * t.element_size()
+
+    def copied(i):
+        t = args[i] if i < len(args) else None
+        return isinstance(t, torch.Tensor) and not t.is_contiguous() and nbytes(t) > 0
+    if name == "native_layer_norm":
+        return ([nbytes(args[0])] if copied(0) else []), ()
+    if name == "native_layer_norm_backward":
+        return ([nbytes(args[1])] if copied(1) else []), ([nbytes(args[0])] if copied(0) else [])
+    if name == "roll" and len(args) > 2 and isinstance(args[0], torch.Tensor):
+        dims = args[2] if isinstance(args[2], (list, tuple)) else [args[2]]
+        return [nbytes(args[0])] * max(0, len(dims) - 1), ()
+    return (), ()
+
 
 _DATA_DEPENDENT_OPS = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "unique",
                                  "_unique2", "unique_consecutive", "repeat_interleave"})
@@ -154,6 +225,22 @@ class Recorder:
     nested_ops : set of op indexes
         Ops the dispatcher issued from C++ inside another op's call, no Python between them:
         autocast's casts (:func:`snsim.torchsim.amp._nested_cast`).
+    accumulation_ops : set of op indexes
+        Ops autograd's engine ran after a backward node returned and before the next one
+        began (an :class:`Instrument`'s node post-hooks say when): the sums of gradients
+        that reach one input from two consumers (``InputBuffer::accumulate``), which
+        :func:`inplace_accumulation` makes as a run without a dispatch mode makes them.
+    temp_ops : set of op indexes
+        Ops of a fake run given the temporaries their CUDA kernels make
+        (:func:`cuda_temporaries`), as storages named ``cuda_temp``.
+    dy_copies : dict
+        Op index -> bytes of the contiguous copy of a non-contiguous grad_output that each
+        cuDNN backward pass of a fake run's ``convolution_backward`` makes
+        (:func:`cudnn_grad_output_copy`; placed by :func:`snsim.torchsim.hidden.add_hidden`).
+    reductions : dict
+        Op index -> geometry (:func:`snsim.torchsim.reduce_buffers.reduce_geometry`) of a fake
+        run's ``sum`` and ``mean`` calls, whose CUDA kernel's buffers depend on the GPU
+        (:func:`snsim.torchsim.hidden.add_hidden` adds them).
     """
 
     def __init__(self, *, device_type, track_pointers=False):
@@ -167,6 +254,11 @@ class Recorder:
         self.saved = set()
         self.host_events = []
         self.nested_ops = set()      # op indexes issued from C++ inside another op's call
+        self.accumulation_ops = set()
+        self.temp_ops = set()        # ops given cuda_temporaries storages
+        self.reductions = {}         # op index -> reduce_buffers.reduce_geometry (fake runs)
+        self.dy_copies = {}          # op index -> bytes of cuDNN's grad_output copy per pass
+        self.accumulating = False    # between a backward node's end and the next node's start
         self.excluded = set()
         self.data_dependent = []      # (op name, mark label) of data-dependent ops met
         self.cur = SETUP_MARK
@@ -177,6 +269,7 @@ class Recorder:
     def mark(self, label, phase, kind=""):
         self.marks.append((label, phase, kind, self.iteration))
         self.cur = len(self.marks) - 1
+        self.accumulating = False
 
     def begin_iteration(self):
         self.iteration += 1
@@ -203,6 +296,14 @@ class Recorder:
 
     def _free(self, sid):
         self.events.append((self.cur, "f", sid, len(self.ops)))
+
+    def _temp(self, nbytes, op):
+        """A storage op ``op``'s CUDA kernel makes for itself (:func:`cuda_temporaries`):
+        allocated now; the caller records its free."""
+        sid = len(self.storages)
+        self.storages.append([nbytes, 0, "cuda_temp"])
+        self.events.append((self.cur, "a", sid, op))
+        return sid
 
     def register(self, t, name):
         """Track tensor ``t``'s storage if new (parameters, buffers, inputs made earlier)."""
@@ -236,6 +337,20 @@ class Recorder:
         outs = tree_leaves(out)
         name = func._overloadpacket.__name__
         order = CUDA_ALLOC_ORDER.get(name) if self.device_type != "cuda" else None
+        before, after = cuda_temporaries(name, args, self.device_type)
+        if name == "convolution_backward" and self.device_type != "cuda":
+            copy = cudnn_grad_output_copy(args)
+            if copy:
+                self.dy_copies[op_index] = copy
+        if name in _REDUCTIONS and self.device_type != "cuda" and args \
+                and isinstance(args[0], torch.Tensor):
+            from .reduce_buffers import reduce_geometry
+            dims = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple, int)) \
+                and not isinstance(args[1], bool) else None
+            geometry = reduce_geometry(args[0], dims, as_int=concrete_int)
+            if geometry is not None:
+                self.reductions[op_index] = geometry
+        made = [self._temp(n, op_index) for n in before]
         for t in ([outs[i] for i in order] if order and len(outs) == len(order) else outs):
             if isinstance(t, torch.Tensor):
                 nbytes += concrete_int(t.numel()) * t.element_size()
@@ -250,6 +365,11 @@ class Recorder:
                     new.append(sid)
                 elif sid not in reads:
                     reads.append(sid)
+        made += [self._temp(n, op_index) for n in after]
+        if made:
+            self.temp_ops.add(op_index)
+        for sid in reversed(made):   # freed when the kernel returns, after its outputs exist
+            self.events.append((self.cur, "f", sid, op_index + 1))
         flops = 0
         rule = _FLOP_REGISTRY.get(func._overloadpacket)
         if rule is not None:
@@ -263,6 +383,8 @@ class Recorder:
             label = self.marks[self.cur][0] if 0 <= self.cur < len(self.marks) else "<setup>"
             self.data_dependent.append((str(func), label))
         sig = signature(name, args, kwargs) if name in SIGNATURE_OPS else ""
+        if self.accumulating:
+            self.accumulation_ops.add(op_index)
         self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig,
                          conv_layout(name, args)))
 
@@ -498,6 +620,8 @@ class Instrument:
             fwd = i if cls != "AccumulateGrad" else -1
             node.register_prehook(functools.partial(_node_pre, self.marker, label,
                                                     f"{cls}@{fwd}"))
+            if self.track_nodes and cls != "AccumulateGrad":
+                node.register_hook(functools.partial(_node_post, self.marker))
             for nxt, _ in node.next_functions:
                 if nxt is not None and id(nxt) not in seen:
                     seen.add(id(nxt))
@@ -509,6 +633,67 @@ class Instrument:
 def _node_pre(marker, label, cls, grad_outputs):
     marker.mark(label, "B", cls)
     return None
+
+
+def _node_post(marker, grad_inputs, grad_outputs):
+    # the engine sums this node's outputs into the input buffers of the nodes they feed
+    # after its post-hooks and before the next node's pre-hook
+    marker.accumulating = True
+    return None
+
+
+def inplace_accumulation(rec):
+    """Make ``rec``'s gradient sums in place where a run without a dispatch mode makes them.
+
+    Autograd's engine sums two gradients that reach one input (``InputBuffer::accumulate``,
+    torch/csrc/autograd/input_buffer.cpp) into the buffer's tensor, ``old.add_(new)``, when
+    the buffer holds its last reference and it is dense (``can_accumulate_inplace``), else
+    into the incoming one, ``new.add_(old)``; out of place only when neither can be taken.
+    ``can_accumulate_inplace`` also requires that the tensor is not "subclass-like", which
+    ``at::isTensorSubclassLike`` (ATen/TensorSubclassLikeUtils.h) reports of every tensor
+    while any ``TorchDispatchMode`` is active and of every ``FakeTensor``: a recording (the
+    recorder's own mode, a fake run) therefore makes a new buffer for every such sum, which
+    an executed plan never makes (the H200 history of efficientnet_b4 b32 cpu_offload,
+    traces/h200/plans_history: the squeeze-excitation's mean backward, 16,859,136 B, is
+    freed right after the sum, with no sum buffer between). An ``add`` among
+    :attr:`Recorder.accumulation_ops` whose first (else second) input's storage dies right
+    after it, of the output's size, is rewritten in place: its output is that input's
+    storage, which lives on until the output would have died. Edits ``rec.events`` and
+    ``rec.ops``; returns the number of sums rewritten.
+    """
+    if not rec.accumulation_ops:
+        return 0
+    free_at = {}      # storage id -> (index in rec.events, op index when it was freed)
+    alloc_at = {}
+    for i, (_, kind, sid, op) in enumerate(rec.events):
+        (free_at if kind == "f" else alloc_at)[sid] = (i, op)
+    rename, drop = {}, set()
+
+    def resolve(sid):
+        while sid in rename:
+            sid = rename[sid]
+        return sid
+    for k in sorted(rec.accumulation_ops):
+        mark, name, reads, new, *rest = rec.ops[k]
+        if name != "add" or len(new) != 1 or len(reads) != 2 or new[0] not in alloc_at:
+            continue
+        out = new[0]
+        for victim in reads:
+            f = free_at.get(victim)
+            if f is not None and f[1] == k + 1 and \
+                    rec.storages[victim][0] == rec.storages[out][0]:
+                drop.update((f[0], alloc_at[out][0]))
+                rename[out] = resolve(victim)
+                rec.ops[k] = (mark, name, reads, (), *rest)
+                break
+    if not rename:
+        return 0
+    rec.events = [(m, kind, resolve(sid), op) for i, (m, kind, sid, op) in enumerate(rec.events)
+                  if i not in drop]
+    for k, (m, nm, reads, new, *rest) in enumerate(rec.ops):
+        if any(r in rename for r in reads):
+            rec.ops[k] = (m, nm, tuple(resolve(r) for r in reads), new, *rest)
+    return len(rename)
 
 
 # -- the training iteration ----------------------------------------------------------------------
