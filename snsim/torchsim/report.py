@@ -116,6 +116,22 @@ def _held_out_section(L, traces_dir, captured, folder, heading, text):
     L.extend(_plan_section(done, captured))
 
 
+def _lease_section(traces_dir, first, second):
+    """The measured step of each run in two plan-suite folders (the same configurations on two
+    leases of the GPU machine): how much a measurement itself moves."""
+    a = {r["name"]: r["measured"]["step_time_s"] for r in plan_runs(traces_dir, first)}
+    b = {r["name"]: r["measured"]["step_time_s"] for r in plan_runs(traces_dir, second)}
+    both = sorted(set(a) & set(b))
+    if not both:
+        return []
+    rows = [[n, f"{a[n] * 1e3:.1f}", f"{b[n] * 1e3:.1f}", _pct(_err(b[n], a[n]))] for n in both]
+    ratios = sorted(b[n] / a[n] for n in both)
+    return [_table(["run", f"step ms ({first})", f"step ms ({second})", "change %"], rows)
+            + "\n", f"Measured step, {second} over {first}: median ratio "
+            f"{statistics.median(ratios):.2f}, range {ratios[0]:.2f}-{ratios[-1]:.2f}, over "
+            f"{len(both)} runs.\n"]
+
+
 def _plan_section(runs, captured):
     """Table and gate summary of before-run predictions against executed plans."""
     L = []
@@ -628,6 +644,18 @@ def build_report(traces_dir="traces/h200"):
                       "ShuffleNetV2 x0.5 b512, ViT-L/16 b16 bf16 AdamW) and GPT-2 large (b2 "
                       "s1024 bf16 AdamW) under plain, checkpoint, superneurons and cpu_offload. "
                       "The honest held-out figures of the model as the session found it. ")
+    _held_out_section(L, traces_dir, captured, "plans_heldout4_rerun",
+                      "### 1g'. The fourth set again, with the session's final code\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout4` "
+                      "(`traces/h200/plans_heldout4_rerun/`, 2026-11-30 19:54 UTC): the same 22 "
+                      "runs measured again on a later lease and predicted before they ran with "
+                      "the code of the session's merge of its fixes. Not held out any more: "
+                      "section 1g's allocator histories and op profiles "
+                      "(`traces/h200/plans_history/`, `traces/h200/profile/heldout4_*`) were "
+                      "read while the fixes were made. The same runs measured slower on this "
+                      "lease than on section 1g's (table below): the launching CPU's pace varies "
+                      "between leases, and host-bound steps with it. ")
+    L.extend(_lease_section(traces_dir, "plans_heldout4", "plans_heldout4_rerun"))
     _held_out_section(L, traces_dir, captured, "plans_pageable",
                       "### 1h. `save_on_cpu`'s default: pageable host copies\n",
                       "`python -m snsim.torchsim.suite --only plans --set pageable` "
