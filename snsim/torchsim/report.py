@@ -260,8 +260,8 @@ def step_time_section():
                  "stream (each aten call's issue cost at its shape, each module call and "
                  "autograd node, times the phase's in-network factor of "
                  "`configs/kernels/h200_host_scale.csv`). *before* is the same captures "
-                 f"under the code of commit {rows[0].get('before_commit', '?')} (a per-op "
-                 "overhead fitted to calibrate's host steps), kept for comparison.\n")
+                 f"under the code of commit {rows[0].get('before_commit', '?')} (the "
+                 "prediction code a session started with), kept for comparison.\n")
         body, summ = [], []
         for key, label in _GROUPS:
             sel = [r for r in rows if r["group"] == key]
