@@ -775,26 +775,12 @@ def load_kernel_table(name):
 
 
 def _read_cached(path):
-    """:meth:`KernelTable.read`, kept in a user cache file per table version (path, mtime,
-    size, this module's source): reading the CSV with pandas and grouping it cost seconds of
-    every ``snsim predict``. A cache that cannot be read or written is skipped."""
-    import os
-    import pickle
-    from .usercache import cache_file, write_atomic
-    st = os.stat(path)
-    me = Path(__file__).stat()
-    cached = cache_file("kernels", Path(path).resolve(), st.st_mtime_ns, st.st_size,
-                        me.st_mtime_ns, me.st_size, suffix=".pickle")
-    try:
-        with open(cached, "rb") as f:
-            table = pickle.load(f)
-        if isinstance(table, KernelTable):
-            return table
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-        pass
-    table = KernelTable.read(path)
-    write_atomic(cached, pickle.dumps(table))
-    return table
+    """:meth:`KernelTable.read`, kept in the user cache per table version and this module's
+    source (:func:`snsim.usercache.load_derived`): reading the CSV with pandas and grouping it
+    cost seconds of every ``snsim predict``."""
+    from .usercache import load_derived
+    return load_derived("kernels", path, __file__, KernelTable.read,
+                        valid=lambda t: isinstance(t, KernelTable))
 
 
 @functools.lru_cache(maxsize=16)

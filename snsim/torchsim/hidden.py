@@ -204,6 +204,15 @@ def probe_path(hardware):
 
 @functools.lru_cache(maxsize=8)
 def _read_probe(path, mtime_ns):
+    """The probe file's tables, kept in the user cache per version of the file and of this
+    module (:func:`snsim.usercache.load_derived`): parsing and indexing 100k probed calls
+    costs seconds of every prediction."""
+    from ..usercache import load_derived
+    return load_derived("conv_workspaces", path, __file__, _index_probe,
+                        valid=lambda t: isinstance(t, dict) and "exact" in t)
+
+
+def _index_probe(path):
     with gzip.open(path, "rt") as f:
         rows = json.load(f)["rows"]
     exact = {}
