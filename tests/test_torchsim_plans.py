@@ -527,3 +527,15 @@ def test_shadow_offload_plans_record_hook_calls_and_side_copies(tiny):
         assert {e[2] for e in convs} == {"F", "B"}       # forward and recomputation
     finally:
         opcost.op_times_s = orig
+
+
+def test_predict_warns_of_a_models_data_dependent_op_not_of_adams_step_counter(tiny, capsys):
+    # Adam's foreach step reads its step counter (``.item()``): recorded in the provenance,
+    # but no size depends on it, so the CLI says nothing; a model's own ``.item()`` is said
+    from snsim.cli import main
+    assert main(["predict", "--model", f"{tiny}:Net", "--batch", "2", "--optimizer", "adamw",
+                 "--format", "json"]) == 0
+    assert "data-dependent" not in capsys.readouterr().err
+    assert main(["predict", "--model", f"{tiny}:ItemNet", "--batch", "2",
+                 "--format", "json"]) == 0
+    assert "warning: data-dependent op" in capsys.readouterr().err

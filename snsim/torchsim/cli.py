@@ -200,6 +200,8 @@ def cmd_predict(args):
             "model": r["model"], "batch": args.batch, **_setup(args).to_dict(),
             "plan": plan.to_dict(), "torch": r["torch_version"]})
     for op in r["data_dependent_ops"]:
+        if op.endswith(" in optimizer.step"):
+            continue    # Adam's step counter read (``_get_value``): no size depends on it
         print(f"snsim: warning: data-dependent op {op}: its value is unknown on a CPU; sizes "
               f"that depend on it are taken at their upper bound", file=sys.stderr)
     row = {k: r[k] for k in PREDICT_KEYS}
