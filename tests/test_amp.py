@@ -55,6 +55,20 @@ def test_policy_lists_are_cuda_autocast_kernels():
     assert cuda - set(policy) <= {"aten::linalg_matrix_sqrth"}
 
 
+class _CastLog(torch.utils._python_dispatch.TorchDispatchMode):
+    """Appends ``entry(args, kwargs)`` of every ``aten._to_copy`` (an autocast cast) to
+    ``log``; by default the shape of the tensor cast."""
+
+    def __init__(self, log, entry=lambda args, kwargs: tuple(args[0].shape)):
+        super().__init__()
+        self.log, self.entry = log, entry
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._to_copy.default:
+            self.log.append(self.entry(args, kwargs or {}))
+        return func(*args, **(kwargs or {}))
+
+
 @contextlib.contextmanager
 def _region(dtype):
     """One autocast region with CUDA's policy on the CPU (the scope and the region at once)."""
@@ -69,11 +83,9 @@ def test_checkpoint_recompute_casts_as_in_forward():
     weight is cast anew (the forward region's cache was cleared when it ended)."""
     casts = []
 
-    class Count(torch.utils._python_dispatch.TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if func is torch.ops.aten._to_copy.default:
-                casts.append((tuple(args[0].shape), args[0].dtype, (kwargs or {}).get("dtype")))
-            return func(*args, **(kwargs or {}))
+    def Count():
+        return _CastLog(casts, lambda args, kwargs: (tuple(args[0].shape), args[0].dtype,
+                                                     kwargs.get("dtype")))
 
     with FakeTensorMode():
         block = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16),
@@ -131,20 +143,13 @@ def test_fp32_ops_and_loss_under_bf16():
 def test_weight_cast_is_cached_per_region():
     """Two calls of one Linear in one region: the weight and bias are cast once."""
     casts = []
-
-    class Count(torch.utils._python_dispatch.TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if func is torch.ops.aten._to_copy.default:
-                casts.append(tuple(args[0].shape))
-            return func(*args, **(kwargs or {}))
-
     with FakeTensorMode():
         lin = torch.nn.Linear(8, 8)
         x = torch.empty(2, 8)
-        with Count(), _region(torch.float16):
+        with _CastLog(casts), _region(torch.float16):
             lin(lin(x))
         n_in_region = len(casts)
-        with Count(), _region(torch.float16):
+        with _CastLog(casts), _region(torch.float16):
             lin(x)
     # region 1: x (not a leaf that requires grad: not cached), weight, bias; the second call
     # casts nothing (its input is already fp16, weight and bias hit the cache) = 3
@@ -436,17 +441,10 @@ def test_autocast_casts_the_last_argument_first():
     # histories (traces/h200/plans_history/swin_s_b32_adamw_bf16_checkpoint) show a linear's
     # bias cast, then its weight, then its input
     casts = []
-
-    class Log(torch.utils._python_dispatch.TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if func is torch.ops.aten._to_copy.default:
-                casts.append(tuple(args[0].shape))
-            return func(*args, **(kwargs or {}))
-
     with FakeTensorMode():
         lin = torch.nn.Linear(8, 16)
         x = torch.empty(4, 8)
-        with Log(), cuda_autocast_on_cpu(torch.bfloat16):
+        with _CastLog(casts), cuda_autocast_on_cpu(torch.bfloat16):
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 lin(x)
     assert casts == [(16,), (16, 8), (4, 8)]
