@@ -400,15 +400,14 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                              f"hardware was given to model them")
         return costs[n].fwd_time_s, costs[n].bwd_time_s
 
-    def copy_time(nbytes):
-        return nbytes / mem_rate if mem_rate else 0.0
-
     def sum_time(nbytes):
-        """An out-of-place ``add`` of two gradients of ``nbytes`` (autograd's sum at a value
-        with several consumers): the table's ``add`` rows, else the preset's memory rate."""
+        """Autograd's sum of two gradients of ``nbytes`` at a value with several consumers
+        (reads two, writes one): the table's ``add`` rows, else the preset's memory rate."""
         t = table.time_s("add", nbytes=3 * nbytes, math_="float32")[0] \
             if table is not None else None
-        return t if t is not None else copy_time(3 * nbytes)
+        if t is not None:
+            return t
+        return 3 * nbytes / mem_rate if mem_rate else 0.0
 
     # values through FORKs (a FORK is no op in PyTorch: its consumers read its input)
     def source(p):
