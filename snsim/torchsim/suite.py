@@ -83,7 +83,8 @@ def main(argv=None):
                         "batches, precisions and optimizers never run before; heldout2: a second such set, "
                         "written before the first set's fixes were tested; heldout3: a third, "
                         "written before the second set's fixes were merged; heldout4: a fourth, "
-                        "written before the third set's re-run informed anything; pageable: "
+                        "written before the third set's re-run informed anything; heldout5: a fifth, "
+                        "written before session 6 changed anything; pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -314,6 +315,41 @@ _HELDOUT4_HF = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT4 = _plan_set(_HELDOUT4, _HELDOUT4_HF)
+# a fifth held-out set, written (2026-11-30, 21:15 UTC, on commit 3d2e3c8) before any of it
+# ran and before that session's model changes: networks no capture, plan suite or kernel-table
+# row was made of (VGG-16-BN, RegNetY-8GF, EfficientNet-B1, Swin-V2-T, MNASNet 1.3,
+# ShuffleNetV2 x1.5, RegNetX-1.6GF, ConvNeXt-L, SqueezeNet 1.0, EfficientNetV2-M,
+# RegNetX-400MF, Swin-B) and a Hugging Face architecture none of the others has (GPT-NeoX,
+# Pythia-410M: partial rotary embeddings, parallel attention and MLP), under every plan kind,
+# precision and optimizer
+_HELDOUT5 = (
+    ("torchvision:vgg16_bn", 64, {"plain": [], "superneurons": []}, {}),
+    ("torchvision:regnet_y_8gf", 32, {"plain": [], "checkpoint": ["modules=ResBottleneckBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:efficientnet_b1", 96, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"amp": "fp16"}),
+    ("torchvision:swin_v2_t", 32,
+     {"plain": [], "checkpoint": ["modules=SwinTransformerBlockV2"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:mnasnet1_3", 128, {"plain": [], "superneurons": []}, {}),
+    ("torchvision:shufflenet_v2_x1_5", 256, {"plain": [], "checkpoint": ["every=2"]},
+     {"optimizer": "adam", "amp": "bf16"}),
+    ("torchvision:regnet_x_1_6gf", 128, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "sgd"}),
+    ("torchvision:convnext_large", 16, {"plain": [], "checkpoint": ["modules=CNBlock"]},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("torchvision:squeezenet1_0", 128, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:efficientnet_v2_m", 16, {"plain": [], "superneurons": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:regnet_x_400mf", 512, {"plain": []}, {}),
+    ("torchvision:swin_b", 16, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+)
+_HELDOUT5_HF = (
+    ("hf:EleutherAI/pythia-410m", 4, (1024,),
+     {"plain": [], "checkpoint": ["modules=GPTNeoXLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT5 = _plan_set(_HELDOUT5, _HELDOUT5_HF)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -328,7 +364,8 @@ _PAGEABLE = (
 )
 PLAN_PAGEABLE = _plan_set(_PAGEABLE)
 PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HELDOUT2,
-             "heldout3": PLAN_HELDOUT3, "heldout4": PLAN_HELDOUT4, "pageable": PLAN_PAGEABLE}
+             "heldout3": PLAN_HELDOUT3, "heldout4": PLAN_HELDOUT4,
+             "heldout5": PLAN_HELDOUT5, "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
