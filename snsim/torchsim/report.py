@@ -670,6 +670,23 @@ def build_report(traces_dir="traces/h200"):
                       "fresh host pages, which the model gets within a factor of about two, not "
                       "better (not yet modelled per mechanism). ")
 
+    _held_out_section(L, traces_dir, captured, "plans_heldout5",
+                      "### 1i. A fifth held-out set, before the next session's changes\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout5` "
+                      "(`traces/h200/plans_heldout5/`, 2026-11-30 21:08 UTC): written into the "
+                      "suite (commit f6e967d) before any of it ran and run once at the start of "
+                      "a session, predicted on the device's CPU with the code sections 1g' and "
+                      "1h ran: networks no capture, plan suite or kernel-table row was made of "
+                      "(VGG-16-BN b64, RegNetY-8GF b32 bf16 AdamW, EfficientNet-B1 b96 fp16, "
+                      "Swin-V2-T b32 bf16 AdamW, MNASNet 1.3 b128, ShuffleNetV2 x1.5 b256 bf16 "
+                      "Adam, RegNetX-1.6GF b128 SGD, ConvNeXt-L b16 bf16 fused AdamW, SqueezeNet "
+                      "1.0 b128 fp16, EfficientNetV2-M b16 bf16 AdamW, RegNetX-400MF b512, "
+                      "Swin-B b16 bf16 AdamW) and a Hugging Face architecture none of the others "
+                      "has (GPT-NeoX: Pythia-410M b4 s1024 bf16 AdamW; partial rotary "
+                      "embeddings, parallel attention and MLP) under plain, checkpoint, "
+                      "superneurons and cpu_offload. The honest held-out figures of the model "
+                      "as this session found it. ")
+
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "
