@@ -84,7 +84,8 @@ def main(argv=None):
                         "written before the first set's fixes were tested; heldout3: a third, "
                         "written before the second set's fixes were merged; heldout4: a fourth, "
                         "written before the third set's re-run informed anything; heldout5: a fifth, "
-                        "written before session 6 changed anything; pageable: "
+                        "written before session 6 changed anything; heldout6: a sixth, written "
+                        "before session 6's changes were merged; pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -350,6 +351,38 @@ _HELDOUT5_HF = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT5 = _plan_set(_HELDOUT5, _HELDOUT5_HF)
+# a sixth held-out set, written (2026-11-30, 21:45 UTC, on commit 75a3eed) before any of it
+# ran and before any of that session's model changes were merged, to be run once with the
+# session's final code: networks no capture, plan suite or kernel-table row was made of
+# (VGG-11, VGG-13-BN, MNASNet 0.75, EfficientNet-B3, EfficientNet-B5, EfficientNetV2-L,
+# RegNetY-400MF, RegNetY-16GF, RegNetX-800MF, RegNetX-16GF, Swin-V2-S) and a Hugging Face
+# architecture none of the others has (OPT-350M: post-block layer norm, ReLU MLP, learned
+# positions, projected embeddings, dropout)
+_HELDOUT6 = (
+    ("torchvision:vgg11", 128, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"amp": "fp16"}),
+    ("torchvision:vgg13_bn", 48, {"plain": [], "superneurons": []}, {"optimizer": "adamw"}),
+    ("torchvision:mnasnet0_75", 192, {"plain": [], "checkpoint": ["every=2"]},
+     {"amp": "bf16"}),
+    ("torchvision:efficientnet_b3", 48, {"plain": [], "checkpoint": ["modules=MBConv"]}, {}),
+    ("torchvision:efficientnet_b5", 16, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:efficientnet_v2_l", 8, {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("torchvision:regnet_y_400mf", 256, {"plain": [], "superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:regnet_y_16gf", 32, {"plain": [], "checkpoint": ["modules=ResBottleneckBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:regnet_x_800mf", 256, {"plain": []}, {"optimizer": "sgd"}),
+    ("torchvision:regnet_x_16gf", 48, {"plain": [], "cpu_offload": ["pin_memory=true"]}, {}),
+    ("torchvision:swin_v2_s", 24,
+     {"plain": [], "checkpoint": ["modules=SwinTransformerBlockV2"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+_HELDOUT6_HF = (
+    ("hf:facebook/opt-350m", 8, (512,), {"plain": [], "checkpoint": ["modules=OPTDecoderLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT6 = _plan_set(_HELDOUT6, _HELDOUT6_HF)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -365,7 +398,8 @@ _PAGEABLE = (
 PLAN_PAGEABLE = _plan_set(_PAGEABLE)
 PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HELDOUT2,
              "heldout3": PLAN_HELDOUT3, "heldout4": PLAN_HELDOUT4,
-             "heldout5": PLAN_HELDOUT5, "pageable": PLAN_PAGEABLE}
+             "heldout5": PLAN_HELDOUT5,
+             "heldout6": PLAN_HELDOUT6, "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
