@@ -36,6 +36,13 @@ _MATMUL = ("mm", "addmm", "bmm", "matmul", "baddbmm")
 # shadow host copies: name -> (direction, pinned)
 HOST_COPY_OPS = {"d2h_pinned": ("d2h", True), "d2h_pageable": ("d2h", False),
                  "h2d_pinned": ("h2d", True), "h2d_pageable": ("h2d", False)}
+PAGEABLE_COPY_OPS = frozenset(n for n, (_, pinned) in HOST_COPY_OPS.items() if not pinned)
+# ``save_on_cpu()``'s pageable pack makes a new host tensor with the C library's malloc; glibc
+# serves one above its mmap threshold -- dynamic, at most DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB on
+# 64-bit systems (mallopt(3)) -- with fresh pages from the kernel every time and unmaps them
+# when freed, and recycles smaller freed memory: above it the copies take calibrate's
+# ``copy_*_pageable_new`` rows (Calibrator.pageable_pattern), below it the tight loop's
+FRESH_PAGES_BYTES = 32 << 20
 # the SuperNeurons offloader's pinned copies on side streams (plans.side_copy_ops): name ->
 # the compute-stream copy whose time they take
 SIDE_COPY_OPS = {"d2h_pinned_async": "d2h_pinned", "h2d_pinned_async": "h2d_pinned"}
@@ -83,7 +90,9 @@ def _table_args(op):
     """The family and lookup arguments of recorded op ``op`` in a kernel table."""
     name, flops, nbytes = SIDE_COPY_OPS.get(op[1], op[1]), op[4], op[5]
     if name in HOST_COPY_OPS:   # a plan's host copy: the table's measured PCIe rows
-        return "copy_" + name, {"nbytes": nbytes, "dtype": "float32", "math_": ""}
+        fresh = name in PAGEABLE_COPY_OPS and nbytes > FRESH_PAGES_BYTES
+        return "copy_" + name + ("_new" if fresh else ""), {"nbytes": nbytes,
+                                                              "dtype": "float32", "math_": ""}
     sig = op[6] if len(op) > 6 else ""
     fam = family_of(name)
     dtype = sig_dtype(sig)
@@ -113,8 +122,16 @@ def _layout(op):
     return op[7] if len(op) > 7 else ""
 
 
+def _copy_fallback(table, fam):
+    """A table made before the ``pageable`` group has no ``_new`` rows: the tight loop's."""
+    if fam.endswith("_new") and fam not in table.families():
+        return fam[:-len("_new")]
+    return fam
+
+
 def _table_time(table, op):
     fam, kw = _table_args(op)
+    fam = _copy_fallback(table, fam)
     if fam.startswith("copy_") and fam not in table.families():
         return None, "roofline"
     # a half type's own rows, the other's as a fallback (snsim.kernel_table._OTHER_HALF)
@@ -145,6 +162,7 @@ def conv_bias_time_s(table, op, hw):
 
 def _issue_s(table, op, memo):
     fam, kw = _table_args(op)
+    fam = _copy_fallback(table, fam)
     key = (fam, *kw.values())
     if key not in memo:      # a step repeats its shapes (every iteration, every block)
         memo[key] = table.issue_s(fam, **kw)
@@ -216,6 +234,9 @@ def host_issue_s(ops, marks, table, costs, syncs=(), events=(), nested=()):
     A ``.item()`` read (op index in ``syncs``) costs a scalar pageable copy's issue
     (``copy_d2h_pageable``); :func:`snsim.kernel_table.host_stream` makes it wait for the GPU.
 
+    Pageable host copies (``save_on_cpu()``'s default) take the table's time unscaled: their
+    host time is their data's movement, measured in the pattern the plan issues them.
+
     ``events`` (:attr:`snsim.torchsim.record.Recorder.host_events`) is the host work of memory
     plans that no aten op shows -- checkpoint calls and recomputations, saved-tensor hooks --
     charged (:func:`plan_host_s`, unscaled: measured in a chain of real blocks) to the op issued
@@ -247,7 +268,10 @@ def host_issue_s(ops, marks, table, costs, syncs=(), events=(), nested=()):
         else:
             phase = "F"
         f = scale.get(phase, 1.0)
-        out[i] = h * f + own * (scale.get("B", 1.0) if i in nested else f)
+        # a pageable copy's host time is its data's movement (measured in save_on_cpu's own
+        # pattern: calibrate's pageable_pattern), not code the in-network factor slows
+        out[i] = h * f + own * (1.0 if op[1] in PAGEABLE_COPY_OPS else
+                                scale.get("B", 1.0) if i in nested else f)
     for at, mechanism, phase, count in events:
         if ops:
             out[min(at, len(ops) - 1)] += plan_host_s(mechanism, phase, count, costs)
@@ -313,7 +337,7 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         host_s = host_issue_s(ops, marks, table, costs, syncs, host_events, host_nested)
         iters = [marks[op[0]][3] if op[0] >= 0 else -1 for op in ops]
         # a pageable copy holds the launching thread until its data has moved
-        blocking = [op[1] in HOST_COPY_OPS and not HOST_COPY_OPS[op[1]][1] for op in ops]
+        blocking = [op[1] in PAGEABLE_COPY_OPS for op in ops]
         side, waits, host_waits = side_copies(ops)
         slow = {d: k for (d, pinned), k in copy_slowdown(hw.name).items() if pinned}
         times = host_stream(gpu, host_s, iters, blocking, syncs, side=side, waits=waits,
