@@ -836,18 +836,15 @@ class Calibrator:
                 del p, g, m, v, steps
 
     # host bytes the pageable pattern holds at once (a step's offloaded activations: 1-10 GB)
-    PAGEABLE_HELD_BYTES = 2 << 30
-    PAGEABLE_ROUNDS = 3
-    # the smallest copy the pattern times: from glibc's largest mmap threshold on (32 MiB,
-    # opcost.FRESH_PAGES_BYTES) down to a size below it, for interpolation across it
-    PAGEABLE_NEW_MIN_BYTES = 1 << 24
+    PAGEABLE_HELD_BYTES = 3 << 30
+    PAGEABLE_ROUNDS = 4
 
     def copies(self, sizes):
         """Host<->device copies by size: ``copy_`` between a device buffer and a host buffer,
-        pinned and pageable, timed in a tight loop (host memory used again and again, as the
-        C library's allocator recycles a freed host tensor of up to 32 MiB); from
-        :attr:`PAGEABLE_NEW_MIN_BYTES` on, also ``save_on_cpu()``'s pageable pattern into new
-        host memory (:meth:`pageable_pattern`)."""
+        pinned and pageable, timed in a tight loop (what ``save_on_cpu(pin_memory=True)``
+        and the offloaders issue: a copy into a pinned buffer the caching host allocator hands
+        out again), and ``save_on_cpu()``'s pageable pattern into new host memory
+        (:meth:`pageable_pattern`)."""
         torch = self.torch
         if self.device != "cuda":
             return
@@ -866,24 +863,24 @@ class Calibrator:
                          lambda: h.copy_(d, non_blocking=pinned), nbytes=numel * 4,
                          shape=f"{numel * 4}", blocking=not pinned)
                 del h
-            if numel * 4 >= self.PAGEABLE_NEW_MIN_BYTES:
-                self.pageable_pattern(d)
+            self.pageable_pattern(d)
             del d
 
     def pageable_pattern(self, d):
-        """``save_on_cpu()``'s pageable copies of device tensors like ``d`` into new host
-        memory: the pack ``d.cpu()`` makes a new host tensor per saved activation, all held
-        until backward, whose unpack ``x.to("cuda")`` brings each back (last packed first) and
-        frees it. A host tensor above glibc's mmap threshold is fresh pages from the kernel,
-        faulted in as the copy writes them and unmapped when freed, so these copies run far
-        slower than the tight loop's (``copy_d2h_pageable_new`` / ``copy_h2d_pageable_new``
-        rows). Timed with the host clock (both calls are synchronous) over
-        :attr:`PAGEABLE_ROUNDS` rounds of :attr:`PAGEABLE_HELD_BYTES` held (at least 2
-        tensors), the last round's mean per call."""
+        """``save_on_cpu()``'s pageable copies of device tensors like ``d``: the pack
+        ``d.cpu()`` makes a new host tensor per saved activation, all held until backward,
+        whose unpack ``x.to("cuda")`` brings each back (last packed first) and frees it. New
+        host memory is what the C library's allocator hands out (fresh pages from the kernel,
+        faulted in as the copy writes them, for a large tensor; recycled heap for a small one,
+        unless trimmed), so these copies run slower than the tight loop's into one buffer
+        (``copy_d2h_pageable_new`` / ``copy_h2d_pageable_new`` rows). Timed with the host
+        clock (both calls are synchronous) over :attr:`PAGEABLE_ROUNDS` rounds of
+        :attr:`PAGEABLE_HELD_BYTES` held (at least 2 tensors): the median per call of the
+        rounds after the first (which warms the allocator as a step's first iterations do)."""
         torch = self.torch
         nb = d.numel() * d.element_size()
         k = int(min(max(self.PAGEABLE_HELD_BYTES // nb, 2), 512))
-        pack = unpack = None
+        pack, unpack = [], []
         for _ in range(self.PAGEABLE_ROUNDS):
             torch.cuda.synchronize()
             held = []
@@ -892,17 +889,19 @@ class Calibrator:
                 held.append(d.cpu())
             t1 = time.perf_counter()
             while held:
-                x = held.pop().to(d.device)
-                del x
+                held.pop().to(d.device)      # the device copy and the host tensor freed
             torch.cuda.synchronize()
             t2 = time.perf_counter()
-            pack, unpack = (t1 - t0) / k, (t2 - t1) / k
+            pack.append((t1 - t0) / k)
+            unpack.append((t2 - t1) / k)
             if self.late():
                 break
         for name, t in (("copy_d2h_pageable_new", pack), ("copy_h2d_pageable_new", unpack)):
             self.rows.append({"family": name, "dtype": "float32", "math": "", "cls": "",
-                              "flops": 0, "bytes": int(nb), "ntensors": 0, "time_s": t,
-                              "host_s": t, "shape": f"{nb}", "ops": ""})
+                              "flops": 0, "bytes": int(nb), "ntensors": 0,
+                              "time_s": statistics.median(t[1:] or t),
+                              "host_s": statistics.median(t[1:] or t), "shape": f"{nb}",
+                              "ops": ""})
 
     # -- the host's cost per op in a training step -------------------------------------------
     def host_steps(self):
@@ -1063,8 +1062,8 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # bf16 runs ATen's (torch._batch_norm_impl_index); the bn group re-measures it too
         "bnfp16": ("batch norm fp16", ("native_batch_norm", "native_batch_norm_backward"),
                    lambda r: r.get("dtype") == "float16"),
-        # save_on_cpu()'s pageable copies into new host memory (Calibrator.pageable_pattern);
-        # tables before 2026-11-30 22:00 UTC timed only the tight loop into one reused buffer
+        # save_on_cpu()'s pageable copies into new host memory (Calibrator.pageable_pattern;
+        # tables before 2026-11-30 22:00 UTC timed only the tight loop into one reused buffer),
         # and the tight loop's pageable copies, whose host time tables before then timed behind
         # the sleep kernel _Bench queues (a pageable copy waits for it: 2-3x its real time)
         "pageable": ("copies", ("copy_d2h_pageable", "copy_h2d_pageable",
@@ -1140,7 +1139,7 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
             cal.n(160), torch.float32, "fp32", 1e12 * cap))),
         ("foreach", 0.05, lambda: cal.foreach()),
         ("embedding/loss", 0.03, lambda: cal.embedding_and_loss(cal.n(24))),
-        ("copies", 0.06, lambda: cal.copies([2**p for p in range(12, 31, 2)])),
+        ("copies", 0.10, lambda: cal.copies([2**p for p in range(12, 31, 2)])),
         ("conv bf16", 0.14, lambda: cal.convs(cal.n(140), torch.bfloat16, "bf16", 6e12 * cap)),
         ("matmul bf16", 0.05, lambda: cal.matmuls(cal.n(100), torch.bfloat16, "bf16", 4e12 * cap)),
         ("sdpa", 0.06, lambda: cal.sdpa(cal.n(60))),

@@ -37,12 +37,6 @@ _MATMUL = ("mm", "addmm", "bmm", "matmul", "baddbmm")
 HOST_COPY_OPS = {"d2h_pinned": ("d2h", True), "d2h_pageable": ("d2h", False),
                  "h2d_pinned": ("h2d", True), "h2d_pageable": ("h2d", False)}
 PAGEABLE_COPY_OPS = frozenset(n for n, (_, pinned) in HOST_COPY_OPS.items() if not pinned)
-# ``save_on_cpu()``'s pageable pack makes a new host tensor with the C library's malloc; glibc
-# serves one above its mmap threshold -- dynamic, at most DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB on
-# 64-bit systems (mallopt(3)) -- with fresh pages from the kernel every time and unmaps them
-# when freed, and recycles smaller freed memory: above it the copies take calibrate's
-# ``copy_*_pageable_new`` rows (Calibrator.pageable_pattern), below it the tight loop's
-FRESH_PAGES_BYTES = 32 << 20
 # the SuperNeurons offloader's pinned copies on side streams (plans.side_copy_ops): name ->
 # the compute-stream copy whose time they take
 SIDE_COPY_OPS = {"d2h_pinned_async": "d2h_pinned", "h2d_pinned_async": "h2d_pinned"}
@@ -90,9 +84,10 @@ def _table_args(op):
     """The family and lookup arguments of recorded op ``op`` in a kernel table."""
     name, flops, nbytes = SIDE_COPY_OPS.get(op[1], op[1]), op[4], op[5]
     if name in HOST_COPY_OPS:   # a plan's host copy: the table's measured PCIe rows
-        fresh = name in PAGEABLE_COPY_OPS and nbytes > FRESH_PAGES_BYTES
-        return "copy_" + name + ("_new" if fresh else ""), {"nbytes": nbytes,
-                                                              "dtype": "float32", "math_": ""}
+        # save_on_cpu()'s pageable pack copies into a new host tensor, its unpack frees it:
+        # calibrate's rows of that pattern (Calibrator.pageable_pattern)
+        new = "_new" if name in PAGEABLE_COPY_OPS else ""
+        return "copy_" + name + new, {"nbytes": nbytes, "dtype": "float32", "math_": ""}
     sig = op[6] if len(op) > 6 else ""
     fam = family_of(name)
     dtype = sig_dtype(sig)
