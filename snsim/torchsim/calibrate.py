@@ -870,10 +870,10 @@ class Calibrator:
         """``save_on_cpu()``'s pageable copies of device tensors like ``d``: the pack
         ``d.cpu()`` makes a new host tensor per saved activation, all held until backward,
         whose unpack ``x.to("cuda")`` brings each back (last packed first) and frees it. New
-        host memory is what the C library's allocator hands out (fresh pages from the kernel,
-        faulted in as the copy writes them, for a large tensor; recycled heap for a small one,
-        unless trimmed), so these copies run slower than the tight loop's into one buffer
-        (``copy_d2h_pageable_new`` / ``copy_h2d_pageable_new`` rows). Timed with the host
+        host memory above glibc's mmap threshold is fresh pages from the kernel, faulted in as
+        the copy writes them, so these copies run slower than the tight loop's into one buffer
+        (``copy_d2h_pageable_new`` / ``copy_h2d_pageable_new`` rows; the model reads them for
+        copies above the threshold: :data:`snsim.torchsim.opcost.FRESH_PAGES_BYTES`). Timed with the host
         clock (both calls are synchronous) over :attr:`PAGEABLE_ROUNDS` rounds of
         :attr:`PAGEABLE_HELD_BYTES` held (at least 2 tensors): the median per call of the
         rounds after the first (which warms the allocator as a step's first iterations do)."""

@@ -37,6 +37,14 @@ _MATMUL = ("mm", "addmm", "bmm", "matmul", "baddbmm")
 HOST_COPY_OPS = {"d2h_pinned": ("d2h", True), "d2h_pageable": ("d2h", False),
                  "h2d_pinned": ("h2d", True), "h2d_pageable": ("h2d", False)}
 PAGEABLE_COPY_OPS = frozenset(n for n, (_, pinned) in HOST_COPY_OPS.items() if not pinned)
+# ``save_on_cpu()``'s pageable pack makes a new host tensor with the C library's malloc. glibc
+# serves one above its mmap threshold -- dynamic, at most DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB on
+# 64-bit systems (mallopt(3)) -- with fresh pages from the kernel every time (faulted in as the
+# copy writes them, unmapped when freed) and recycles the memory of smaller freed ones once a
+# step has freed them. Checked on the five pageable runs of traces/h200/plans_pageable
+# (ResNet-50, MobileNetV2, VGG-16, ViT-B/16, DenseNet-121): all copies at the fresh-page rate
+# gave -7..+132 %, all at the recycled rate -46..-60 %, split here -7..+14 %.
+FRESH_PAGES_BYTES = 32 << 20
 # the SuperNeurons offloader's pinned copies on side streams (plans.side_copy_ops): name ->
 # the compute-stream copy whose time they take
 SIDE_COPY_OPS = {"d2h_pinned_async": "d2h_pinned", "h2d_pinned_async": "h2d_pinned"}
@@ -85,8 +93,9 @@ def _table_args(op):
     name, flops, nbytes = SIDE_COPY_OPS.get(op[1], op[1]), op[4], op[5]
     if name in HOST_COPY_OPS:   # a plan's host copy: the table's measured PCIe rows
         # save_on_cpu()'s pageable pack copies into a new host tensor, its unpack frees it:
-        # calibrate's rows of that pattern (Calibrator.pageable_pattern)
-        new = "_new" if name in PAGEABLE_COPY_OPS else ""
+        # above glibc's mmap threshold, calibrate's rows of that pattern
+        # (Calibrator.pageable_pattern), below it the tight loop's (FRESH_PAGES_BYTES)
+        new = "_new" if name in PAGEABLE_COPY_OPS and nbytes > FRESH_PAGES_BYTES else ""
         return "copy_" + name + new, {"nbytes": nbytes, "dtype": "float32", "math_": ""}
     sig = op[6] if len(op) > 6 else ""
     fam = family_of(name)
