@@ -602,3 +602,25 @@ def test_accumulate_grad_probe_clones_where_a_network_steals():
         lin(torch.randn(2, 8)).sum().backward()
     assert chain.names.count("copy_") == 4          # three leaves and x
     assert "copy_" not in net.names and lin.weight.grad is not None
+
+
+def test_pageable_copies_above_the_mmap_threshold_take_the_new_memory_rows():
+    # synthetic rates: a recycled host buffer at 16 GB/s, new host memory (fresh pages) at
+    # 2 GB/s; a save_on_cpu() pack of 8 MiB reads the first, one of 128 MiB the second, and a
+    # table made before the pattern rows existed reads the tight loop's for both
+    from snsim.torchsim.opcost import FRESH_PAGES_BYTES, _table_time
+
+    def rows(fam, rate):
+        return [{"family": fam, "dtype": "float32", "math": "", "cls": "", "flops": 0,
+                 "bytes": nb, "ntensors": 0, "time_s": nb / rate, "host_s": nb / rate,
+                 "shape": ""} for nb in (2**20, 2**22, 2**24, 2**26, 2**28, 2**30)]
+    assert FRESH_PAGES_BYTES == 32 << 20     # glibc's DEFAULT_MMAP_THRESHOLD_MAX, 64-bit
+    both = KernelTable(pd.DataFrame(rows("copy_d2h_pageable", 16e9)
+                                    + rows("copy_d2h_pageable_new", 2e9)))
+    old = KernelTable(pd.DataFrame(rows("copy_d2h_pageable", 16e9)))
+    small, large = (0, "d2h_pageable", (1,), (), 0, 2**23), (0, "d2h_pageable", (1,), (), 0, 2**27)
+    # (the lookup interpolates between rows: within a factor of 1.5 of the rate it reads,
+    # the two rates a factor of 8 apart)
+    assert _table_time(both, small)[0] == pytest.approx(2**23 / 16e9, rel=0.5)
+    assert _table_time(both, large)[0] == pytest.approx(2**27 / 2e9, rel=0.5)
+    assert _table_time(old, large)[0] == pytest.approx(2**27 / 16e9, rel=0.5)
