@@ -9,7 +9,8 @@ whether it is freed inside the op; persistent ones are ``hidden:persistent`` sta
 them into a CPU recording:
 
 * per op call, the transient workspaces of the same signature (exact shapes and arguments);
-  failing that, of the same signature at another batch size, scaled by the batch ratio [E];
+  failing that, for an fp16 or bf16 convolution (not depthwise), those of the same call in
+  the other 16-bit dtype, captured or probed (:func:`half_sibling`); failing that, of the same signature at another batch size, scaled by the batch ratio [E];
   failing that, of the same shapes in another floating-point dtype (an fp32 capture's table
   for a bf16/fp16 autocast run), scaled by the ratio of element sizes and batches [E]: a
   convolution's workspace holds operands transformed in the compute dtype (the H200 captures
@@ -488,6 +489,37 @@ def modelled_conv_workspaces(sig):
     return [_model_bytes(call, p) for p in _passes(call)]
 
 
+_HALF_DTYPE = re.compile(r"\b(bfloat16|float16)\[")
+_OTHER_HALF = {"bfloat16": "float16", "float16": "bfloat16"}
+
+
+def half_sibling(sig):
+    """The convolution signature with float16 and bfloat16 swapped, or None: for a call whose
+    floating tensors are all one 16-bit dtype and which is not a depthwise convolution.
+
+    cuDNN runs fp16 and bf16 convolutions of one shape on engines of the same element size:
+    of the 4,112 non-depthwise calls configs/kernels/h200_conv_workspaces.json.gz probed in
+    both, 3,720 took the same workspaces (byte-weighted |difference| 0.2%), e.g. EfficientNet-
+    B1's 320->1280 head at batch 96, backward: [15052816, 157286400] B in both (the bf16 probe
+    row; the fp16 one in traces/h200/plans_history/efficientnet_b1_b96_fp16_*), where an fp32
+    row halved gives [15052808, 17019088]: fp16/bf16 backward-filter partial sums are fp32.
+    A depthwise one is excluded: ATen sends some fp16 depthwise convolutions to cuDNN
+    (``use_cudnn_depthwise``), never bf16 ones (the probe: 28 pairs, fp16 with workspaces,
+    bf16 none).
+
+    >>> half_sibling("convolution float16[8, 4, 5, 5] float16[6, 4, 1, 1] None 1 1 0 0 "
+    ...              "1 1 False 0 0 1")
+    'convolution bfloat16[8, 4, 5, 5] bfloat16[6, 4, 1, 1] None 1 1 0 0 1 1 False 0 0 1'
+    """
+    dtypes = set(_DTYPE.findall(sig))
+    call = conv_call(sig)
+    if len(dtypes) != 1 or call is None or call["dtype"] not in _OTHER_HALF:
+        return None
+    if 1 < call["groups"] == call["x"][1]:
+        return None
+    return _HALF_DTYPE.sub(lambda m: _OTHER_HALF[m.group(1)] + "[", sig)
+
+
 def lookup(tables, sig, batch):
     """Workspace sizes of one call of ``sig`` at ``batch`` (``[]`` when unknown)."""
     sizes = tables["exact"].get(sig)
@@ -496,6 +528,11 @@ def lookup(tables, sig, batch):
     probe = tables.get("probe")
     if probe is not None and sig in probe["exact"]:
         return list(probe["exact"][sig]), "probe"
+    twin = half_sibling(sig)
+    if twin is not None:
+        for source in (tables["exact"], probe["exact"] if probe is not None else {}):
+            if twin in source:
+                return list(source[twin]), "half_sibling"
     norms = normalizations(sig, batch)
     sizes = _at_nearest_batch(tables["scaled"], norms, batch)
     if sizes is not None:
@@ -573,7 +610,8 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             pos.append(((op, 0, 0, 0), (m, kind, sid)))
     extra = []
     n = 0
-    counts = {"exact": 0, "probe": 0, "scaled": 0, "dtype": 0, "probe_scaled": 0,
+    counts = {"exact": 0, "probe": 0, "half_sibling": 0, "scaled": 0, "dtype": 0,
+              "probe_scaled": 0,
               "probe_near": 0, "modelled": 0, "none": 0, "reduction": 0}
     first_matmul = {}
     for k, op in enumerate(rec.ops):
