@@ -416,8 +416,9 @@ def test_unprobed_dense_convolution_takes_its_neighbours_median_ratio(tmp_path, 
 
 def test_half_precision_convolution_takes_its_other_half_dtype_row(tmp_path, monkeypatch):
     """An fp16 convolution no row holds takes the probed bf16 call of the same shape (and back),
-    before an fp32 row halved; a depthwise one does not (ATen sends some fp16 depthwise
-    convolutions to cuDNN, never bf16 ones)."""
+    then the probe's 16-bit neighbours, before an fp32 row halved; a depthwise one does not
+    take the other dtype's row (ATen sends some fp16 depthwise convolutions to cuDNN, never
+    bf16 ones)."""
 
     def bwd(dtype, n, c, k, groups=1):
         return (f"convolution_backward {dtype}[{n}, {k}, 7, 7] {dtype}[{n}, {c}, 7, 7] "
@@ -435,8 +436,18 @@ def test_half_precision_convolution_takes_its_other_half_dtype_row(tmp_path, mon
               "persistent": {}, "probe": _probe_of(tmp_path, monkeypatch, rows)}
     assert hidden.lookup(tables, bwd("float16", 96, 320, 1280), 96) == (
         [15_052_816, 157_286_400], "half_sibling")
-    # without the bf16 row: the fp32 capture halved (30,105,616 / 2, 34,038,175 / 2)
-    tables["probe"]["exact"].pop(rows[0][0])
+    # a bf16 neighbour of another shape (384 input channels) comes before the fp32 row halved:
+    # its workspace / x + y + w ratio times this call's
+    hidden._read_probe.cache_clear()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "c").mkdir()
+    tables["probe"] = _probe_of(tmp_path / "b", monkeypatch, [[bwd("bfloat16", 96, 384, 1280),
+                                                         [15_052_816, 157_286_400]]])
+    assert hidden.lookup(tables, bwd("float16", 96, 320, 1280), 96)[1] == "probe_near"
+    # without a 16-bit row of its kernel family: the fp32 capture halved (30,105,616 / 2,
+    # 34,038,175 / 2)
+    hidden._read_probe.cache_clear()
+    tables["probe"] = _probe_of(tmp_path / "c", monkeypatch, rows[1:])
     assert hidden.lookup(tables, bwd("float16", 96, 320, 1280), 96) == (
         [15_052_808, 17_019_088], "dtype")
     # depthwise: the bf16 row (none) is not the fp16 call's

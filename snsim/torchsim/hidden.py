@@ -10,18 +10,20 @@ them into a CPU recording:
 
 * per op call, the transient workspaces of the same signature (exact shapes and arguments);
   failing that, for an fp16 or bf16 convolution (not depthwise), those of the same call in
-  the other 16-bit dtype, captured or probed (:func:`half_sibling`); failing that, of the same signature at another batch size, scaled by the batch ratio [E];
-  failing that, of the same shapes in another floating-point dtype (an fp32 capture's table
-  for a bf16/fp16 autocast run), scaled by the ratio of element sizes and batches [E]: a
-  convolution's workspace holds operands transformed in the compute dtype (the H200 captures
-  show a 3x3 ResNet-50 convolution's workspace at exactly half in bf16: 51454099 vs
-  102908051 bytes; algorithms that differ by dtype make it approximate); failing that,
-  the same call probed at another batch, scaled by the batch
+  the other 16-bit dtype, captured or probed (:func:`half_sibling`); failing that, of the
+  same signature at another batch size, scaled by the batch ratio [E]; failing that, the
+  same call probed at another batch, scaled by the batch
   (:func:`probed_scaled_workspaces`; the probe's zeros included) [E]; failing that, for
   a grouped convolution (none is captured), the nearest probed one of its kernel family
   scaled by activation bytes (:func:`probed_grouped_workspaces`) [E], for a dense one the
   median ratio of its nearest probed calls to the x + y + w model
-  (:func:`probed_dense_workspaces`) [E], then the
+  (:func:`probed_dense_workspaces`) [E]; failing that, of the same shapes in another
+  floating-point dtype (an fp32 capture's table for a bf16/fp16 autocast run), scaled by
+  the ratio of element sizes and batches [E]: a convolution's workspace often holds
+  operands transformed in the compute dtype (the H200 captures show a 3x3 ResNet-50
+  convolution's workspace at exactly half in bf16: 51454099 vs 102908051 bytes), but not
+  always (weight-gradient partial sums stay fp32, and engines differ by dtype), so the
+  probe's rows of the call's own dtype come first; then the
   first-principles workspaces the zoo's PyTorch semantics use
   (:func:`modelled_conv_workspaces`) [E]; failing that, none. The
   same signature in the GPU's probed table (``configs/kernels/<gpu>_conv_workspaces.json.gz``,
@@ -359,10 +361,22 @@ def _dense_index(exact, calls):
         for j, p in enumerate(passes):
             model = _model_bytes(call, p)
             if model > 0:
+                ws = sizes[j] if sizes else 0
                 index.setdefault((p, _ELEMENT_BYTES[call["dtype"]], tuple(call["w"][2:]),
                                   tuple(call["stride"])), []).append(
-                    feat + ((sizes[j] if sizes else 0) / model,))
+                    feat + (ws / model,
+                            float(p == "bwd_filter" and ws > 0
+                                  and ws == per_sample_filter_bytes(call))))
     return {k: np.array(v) for k, v in index.items()}
+
+
+def per_sample_filter_bytes(call):
+    """The workspace of cuDNN's backward-filter engine that keeps one fp32 partial weight
+    gradient per sample and sums them after: batch x weight elements x 4 bytes, whatever the
+    compute dtype. configs/kernels/h200_conv_workspaces.json.gz: 307 of 700 fp32 and 141 of
+    414 fp16/bf16 1x1 backward-filter passes took exactly this (EfficientNet-B1's 320->1280
+    head at batch 96 in bf16: 96 x 1280 x 320 x 4 = 157,286,400 B)."""
+    return call["x"][0] * math.prod(call["w"]) * 4
 
 
 #: neighbours whose median ratio a dense convolution takes (probe leave-one-shape-out, 8,330
@@ -379,7 +393,12 @@ def probed_dense_workspaces(probe, sig):
     the model's transposition workspace (3x3 forward: 70% of probed calls within 5%) and
     often none (1x1 forward: 55% none), by heuristics no formula follows; the neighbours say
     which. SqueezeNet b256 bf16 (traces/h200/plans_history) took workspaces of 3x3 and 1x1
-    convolutions no capture holds, which "none" had left out. None when the call is not a
+    convolutions no capture holds, which "none" had left out. A backward-filter pass whose
+    neighbours mostly ran the per-sample engine (:func:`per_sample_filter_bytes`, a
+    workspace no ratio to x + y + w describes) takes that engine's workspace, else the
+    median ratio of the neighbours that did not: leaving each probed shape out, the 1x1
+    passes' byte-weighted |error| goes from 12.1 to 8.8% (fp32) and 16.6 to 15.3% (16-bit);
+    k x k passes unchanged. None when the call is not a
     dense 2-D convolution or a pass has no probed neighbour."""
     call = conv_call(sig)
     if probe is None or call is None or call["groups"] != 1 or min(call["x"]) <= 0:
@@ -393,8 +412,12 @@ def probed_dense_workspaces(probe, sig):
             return None
         d = np.abs(rows[:, :4] - feat).sum(axis=1)
         near = np.argsort(d, kind="stable")[:DENSE_NEIGHBOURS]
-        ratio = float(np.median(rows[near, 4]))
-        ws = int(round(ratio * _model_bytes(call, p)))
+        per_sample = rows[near, 5] > 0
+        if 2 * per_sample.sum() > len(near):
+            ws = per_sample_filter_bytes(call)   # most neighbours ran the per-sample engine
+        else:
+            other = near[~per_sample]            # the others' engines, by their ratio
+            ws = int(round(float(np.median(rows[other, 4])) * _model_bytes(call, p)))
         if ws:
             out.append(ws)
     return out
@@ -537,12 +560,6 @@ def lookup(tables, sig, batch):
     sizes = _at_nearest_batch(tables["scaled"], norms, batch)
     if sizes is not None:
         return sizes, "scaled"
-    for norm in norms:
-        bare, elsize = undtyped(norm)
-        cands = tables.get("dtyped", {}).get(bare) if bare is not None else None
-        if cands:
-            b_ref, el_ref, sizes = min(cands, key=lambda c: (abs(c[0] - batch), c[1] != elsize))
-            return [int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype"
     sizes = probed_scaled_workspaces(tables.get("probe"), sig, batch)
     if sizes is not None:
         return sizes, "probe_scaled"
@@ -552,6 +569,16 @@ def lookup(tables, sig, batch):
     sizes = probed_dense_workspaces(tables.get("probe"), sig)
     if sizes is not None:
         return sizes, "probe_near"
+    # another dtype's row scaled by element size, after the probe's rows of this dtype: on the
+    # probe's 16-bit dense calls with an fp32 twin (leaving each shape out), the same-dtype
+    # neighbours miss by 0.1-18% of the bytes per pass and kernel class, the halved fp32 row
+    # by 8-37% (fp16/bf16 weight-gradient partial sums are fp32; 1x1 engines differ by dtype)
+    for norm in norms:
+        bare, elsize = undtyped(norm)
+        cands = tables.get("dtyped", {}).get(bare) if bare is not None else None
+        if cands:
+            b_ref, el_ref, sizes = min(cands, key=lambda c: (abs(c[0] - batch), c[1] != elsize))
+            return [int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype"
     sizes = modelled_conv_workspaces(sig)
     if sizes is not None:
         return sizes, "modelled"
