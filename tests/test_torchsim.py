@@ -444,6 +444,10 @@ def test_half_precision_convolution_takes_its_other_half_dtype_row(tmp_path, mon
     tables["probe"] = _probe_of(tmp_path / "b", monkeypatch, [[bwd("bfloat16", 96, 384, 1280),
                                                          [15_052_816, 157_286_400]]])
     assert hidden.lookup(tables, bwd("float16", 96, 320, 1280), 96)[1] == "probe_near"
+    # a squeeze-excitation convolution on a 1x1 map: none, whatever its 7x7 neighbour took
+    # (the H200 histories of RegNetY-8GF bf16: none for any of them)
+    se = bwd("float16", 96, 320, 1280).replace(", 7, 7]", ", 1, 1]")
+    assert hidden.lookup(tables, se, 96) == ([], "probe_near")
     # without a 16-bit row of its kernel family: the fp32 capture halved (30,105,616 / 2,
     # 34,038,175 / 2)
     hidden._read_probe.cache_clear()

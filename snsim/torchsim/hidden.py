@@ -398,11 +398,19 @@ def probed_dense_workspaces(probe, sig):
     workspace no ratio to x + y + w describes) takes that engine's workspace, else the
     median ratio of the neighbours that did not: leaving each probed shape out, the 1x1
     passes' byte-weighted |error| goes from 12.1 to 8.8% (fp32) and 16.6 to 15.3% (16-bit);
-    k x k passes unchanged. None when the call is not a
+    k x k passes unchanged. A 16-bit call on a 1x1 map (squeeze-excitation's convolutions,
+    whose maps the probe never ran: its smallest are 7x7, too far to stand for them) takes
+    none: NCHW and NHWC are one layout there, so nothing is transposed, and the H200
+    histories show none for every one of RegNetY-8GF bf16's and nearly none for
+    EfficientNet-B1 fp16's (8 of 23 forward calls: w + y + 256 B, at most 43 KB;
+    traces/h200/plans_history/regnet_y_8gf_b32_adamw_bf16_*, efficientnet_b1_b96_fp16_*),
+    where the neighbours' per-sample engine had given up to 25.7 MB. None when the call is not a
     dense 2-D convolution or a pass has no probed neighbour."""
     call = conv_call(sig)
     if probe is None or call is None or call["groups"] != 1 or min(call["x"]) <= 0:
         return None
+    if _ELEMENT_BYTES[call["dtype"]] == 2 and call["x"][2] * call["x"][3] == 1:
+        return []     # a 16-bit 1x1 map, a GEMM in NCHW and NHWC alike (see the docstring)
     feat = np.array(_dense_feats(call))
     out = []
     for p in _passes(call):
