@@ -669,10 +669,12 @@ def _execute(run, mode, warmup, iters, device, fresh_process):
     process, runs after the first find CUDA's virtual address space as the earlier ones left
     it: cudaMalloc returns addresses in another order, and the caching allocator's best fit
     breaks ties between equal free blocks by address, so the same plan's reserved peak moves.
-    RegNetX-400MF b512 plain (traces/h200/plans_history/regnet_x_400mf_b512_plain): its
-    recorded requests and frees replay to exactly the 16.34 GiB it reserved there with the
-    segments at the addresses cudaMalloc gave, and to exactly the 15.39 GiB the held-out-5
-    suite measured (its 20th run in one process) with the segments in creation order."""
+    RegNetX-400MF b512 plain (traces/h200/plans_history/regnet_x_400mf_b512_plain_*):
+    two fresh processes reserved 17,548,967,936 B each, cudaMalloc placing large segments
+    top-down (the engine's ``segment_placement="driver"``); after the held-out-5 suite's 19
+    earlier runs in one process it reserved 16,519,266,304 B, the suite's own figure, with
+    the same requests and frees. Each stream replays to its own figure exactly with its own
+    addresses."""
     if not fresh_process:
         return _execute_here(run, mode, warmup, iters, device)
     import concurrent.futures as cf
