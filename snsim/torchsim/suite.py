@@ -552,7 +552,10 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
         cf.wait(list(futures.values()), timeout=max(60.0, deadline_s / 3))
         print(f"suite: {sum(f.done() for f in futures.values())}/{len(futures)} predictions "
               f"in {time.perf_counter() - t0:.0f} s", flush=True)
-    versions = _versions("cpu" if dry_run else device)
+    # with fresh processes this one never touches CUDA: its context would show in the runs'
+    # device-wide memory figures
+    versions = (_in_fresh_process(_versions, device) if fresh_process and not dry_run
+                else _versions("cpu" if dry_run else device))
     print(f"suite: versions {versions}", flush=True)
     bundles = {}
     rows = []
@@ -677,10 +680,15 @@ def _execute(run, mode, warmup, iters, device, fresh_process):
     addresses."""
     if not fresh_process:
         return _execute_here(run, mode, warmup, iters, device)
+    return _in_fresh_process(_execute_here, run, mode, warmup, iters, device)
+
+
+def _in_fresh_process(fn, *args):
+    """``fn(*args)`` in a new (spawned) process; its result or its exception."""
     import concurrent.futures as cf
     import multiprocessing as mp
     with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
-        return pool.submit(_execute_here, run, mode, warmup, iters, device).result()
+        return pool.submit(fn, *args).result()
 
 
 def _execute_here(run, mode, warmup, iters, device):
