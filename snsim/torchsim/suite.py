@@ -1,9 +1,11 @@
-"""The validation suites, run on a CUDA machine in one process.
+"""The validation suites, run on a CUDA machine.
 
 ``python -m snsim.torchsim.suite --out traces/h200`` captures every network × batch and
-executes SuperNeurons' plans: one trace per configuration; ``docs/VALIDATION.md`` is generated
-from them by ``python -m snsim.torchsim.report``. Each capture starts from an empty allocator
-cache (``empty_cache()``, cuBLAS workspaces cleared), as a fresh process would.
+executes SuperNeurons' plans, in one process: one trace per configuration;
+``docs/VALIDATION.md`` is generated from them by ``python -m snsim.torchsim.report``. Each
+capture starts from an empty allocator cache (``empty_cache()``, cuBLAS workspaces cleared),
+but not, as a fresh process would, from an empty address space: cudaMalloc's addresses, and so
+best fit's ties and the reserved peak, can depend on the earlier captures.
 
 ``python -m snsim.torchsim.suite --only plans --out DIR`` (issue 8) runs :data:`PLAN_RUNS`:
 every network under ``plain``, ``checkpoint`` of its block class, ``cpu_offload``
