@@ -21,6 +21,17 @@ Usage (one H200, from the repository root, about 3 minutes for the default set):
     PYTHONPATH=$PWD python3 scripts/plan_alloc_history.py --out $OUT [--only NAME,...]
 
 Commit the files under traces/h200/plans_history/. No stacks are recorded (small files).
+
+The same plan's reserved peak can differ between processes: best fit breaks ties between equal
+free blocks by address, and the addresses cudaMalloc returns depend on what the process freed
+before (RegNetX-400MF b512: 15.39 GiB in the held-out-5 suite, 16.34 GiB here). Two options
+reproduce either situation:
+
+    --tag T         names the files <name>_T.json.gz (one fresh process per call: repeat it)
+    --after-set S   first measures, in this process and without history, every run of suite
+                    set S (snsim.torchsim.suite.PLAN_SETS) listed before the first --only run,
+                    as the suite runs them: the allocator and the driver as the suite left them
+    --list          prints the runs --after-set would measure first, and exits (no GPU)
 """
 import argparse
 import gzip
@@ -128,17 +139,44 @@ def _events(snapshot):
     return out
 
 
+def _runs_before(set_name, names):
+    """The runs of suite set ``set_name`` listed before the first of ``names`` (as dicts)."""
+    if not set_name:
+        return []
+    from snsim.torchsim.suite import PLAN_SETS, run_name
+    if set_name not in PLAN_SETS:
+        sys.exit(f"plan_alloc_history: --after-set {set_name!r} is not one of "
+                 f"{', '.join(PLAN_SETS)}")
+    runs = list(PLAN_SETS[set_name])
+    done = [run_name(r) for r in runs]
+    hits = [done.index(n) for n in names if n in done]
+    if not hits:
+        sys.exit(f"plan_alloc_history: --after-set {set_name}: none of --only "
+                 f"({', '.join(names) or 'empty'}) is a run of that set")
+    return runs[:min(hits)]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--only", default="", help="comma-separated run names")
     ap.add_argument("--max-entries", type=int, default=2_000_000)
+    ap.add_argument("--tag", default="", help="suffix of the output file names")
+    ap.add_argument("--after-set", default="",
+                    help="suite set whose runs before the first --only run are measured first")
+    ap.add_argument("--list", action="store_true",
+                    help="print the runs --after-set measures first, and exit")
     args = ap.parse_args(argv)
     only = {s for s in args.only.split(",") if s}
     unknown = only - {r[0] for r in RUNS}
     if unknown:
         sys.exit(f"plan_alloc_history: --only names {', '.join(sorted(unknown))}, not in "
                  f"{', '.join(r[0] for r in RUNS)}")
+    before = _runs_before(args.after_set, [r[0] for r in RUNS if r[0] in only])
+    if args.list:
+        for run in before:
+            print(run)
+        return
     import torch
     import snsim.torchsim.record as record
     from snsim.torchsim.amp import TrainSetup
@@ -154,6 +192,15 @@ def main(argv=None):
         return step(*a, **kw)
     record.train_step = marked_step
     os.makedirs(args.out, exist_ok=True)
+    if before:
+        from snsim.torchsim.plans import PlanSpec
+        from snsim.torchsim.suite import run_setup
+        for run in before:   # as the suite's run_plans measures them, without history
+            m = measure(run["model"], run["batch"],
+                        PlanSpec.parse(run["policy"], run.get("options", [])),
+                        optimizer=run_setup(run), input_shape=run.get("input_shape"))
+            print(f"before: {run['model']} b{run['batch']} {run['policy']}: reserved "
+                  f"{m['peak_reserved_bytes']}", flush=True)
     for name, model, batch, opts in RUNS:
         if only and name not in only:
             continue
@@ -173,7 +220,13 @@ def main(argv=None):
                           "options": opts, "setup": setup.to_dict(),
                           "torch": torch.__version__},
                "measured": measured, "events": _events(snap), "iterations": list(marks)}
-        with gzip.open(os.path.join(args.out, f"{name}.json.gz"), "wt") as f:
+        if args.tag:
+            doc["config"]["tag"] = args.tag
+        if before:
+            doc["config"]["after_set"] = args.after_set
+            doc["config"]["runs_before"] = before
+        fname = f"{name}_{args.tag}" if args.tag else name
+        with gzip.open(os.path.join(args.out, f"{fname}.json.gz"), "wt") as f:
             json.dump(doc, f)
         print(f"{name}: {len(doc['events'])} events, allocated "
               f"{measured['peak_allocated_bytes']}, reserved {measured['peak_reserved_bytes']}",

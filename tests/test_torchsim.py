@@ -414,6 +414,52 @@ def test_unprobed_dense_convolution_takes_its_neighbours_median_ratio(tmp_path, 
     hidden._read_probe.cache_clear()
 
 
+def test_half_precision_convolution_takes_its_other_half_dtype_row(tmp_path, monkeypatch):
+    """An fp16 convolution no row holds takes the probed bf16 call of the same shape (and back),
+    then the probe's 16-bit neighbours, before an fp32 row halved; a depthwise one does not
+    take the other dtype's row (ATen sends some fp16 depthwise convolutions to cuDNN, never
+    bf16 ones)."""
+
+    def bwd(dtype, n, c, k, groups=1):
+        return (f"convolution_backward {dtype}[{n}, {k}, 7, 7] {dtype}[{n}, {c}, 7, 7] "
+                f"{dtype}[{k}, {c // groups}, 1, 1] 0 1 1 0 0 1 1 False 0 0 {groups} "
+                f"True True False")
+    # configs/kernels/h200_conv_workspaces.json.gz: EfficientNet-B1's 320->1280 head at batch
+    # 96 in bf16 took [15,052,816, 157,286,400] B (157,286,400 = 96 x 1280 x 320 x 4: fp32
+    # partial weight gradients per sample); the fp16 run took the same
+    # (traces/h200/plans_history/efficientnet_b1_b96_fp16_cpu_offload, backward of the head)
+    rows = [[bwd("bfloat16", 96, 320, 1280), [15_052_816, 157_286_400]],
+            [bwd("bfloat16", 96, 64, 64, groups=64), []]]
+    fp32 = bwd("float32", 96, 320, 1280)
+    tables = {"exact": {fp32: [30_105_616, 34_038_175]}, "scaled": {}, "sources": [],
+              "dtyped": {hidden.undtyped(fp32)[0]: [(96, 4, [30_105_616, 34_038_175])]},
+              "persistent": {}, "probe": _probe_of(tmp_path, monkeypatch, rows)}
+    assert hidden.lookup(tables, bwd("float16", 96, 320, 1280), 96) == (
+        [15_052_816, 157_286_400], "half_sibling")
+    # a bf16 neighbour of another shape (384 input channels) comes before the fp32 row halved:
+    # its workspace / x + y + w ratio times this call's
+    hidden._read_probe.cache_clear()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "c").mkdir()
+    tables["probe"] = _probe_of(tmp_path / "b", monkeypatch, [[bwd("bfloat16", 96, 384, 1280),
+                                                         [15_052_816, 157_286_400]]])
+    assert hidden.lookup(tables, bwd("float16", 96, 320, 1280), 96)[1] == "probe_near"
+    # a squeeze-excitation convolution on a 1x1 map: none, whatever its 7x7 neighbour took
+    # (the H200 histories of RegNetY-8GF bf16: none for any of them)
+    se = bwd("float16", 96, 320, 1280).replace(", 7, 7]", ", 1, 1]")
+    assert hidden.lookup(tables, se, 96) == ([], "probe_near")
+    # without a 16-bit row of its kernel family: the fp32 capture halved (30,105,616 / 2,
+    # 34,038,175 / 2)
+    hidden._read_probe.cache_clear()
+    tables["probe"] = _probe_of(tmp_path / "c", monkeypatch, rows[1:])
+    assert hidden.lookup(tables, bwd("float16", 96, 320, 1280), 96) == (
+        [15_052_808, 17_019_088], "dtype")
+    # depthwise: the bf16 row (none) is not the fp16 call's
+    assert hidden.half_sibling(bwd("float16", 96, 64, 64, groups=64)) is None
+    assert hidden.lookup(tables, bwd("float16", 96, 64, 64, groups=64), 96)[1] != "half_sibling"
+    hidden._read_probe.cache_clear()
+
+
 # -- gradient sums: in place on a run without a dispatch mode (record.inplace_accumulation) ------
 class _TwoUses(torch.nn.Module):
     """``y`` feeds two consumers (a squeeze-excitation's mean and product), so autograd sums

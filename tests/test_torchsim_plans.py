@@ -368,6 +368,31 @@ def test_suite_runs_predict_then_execute_and_survives_failures(tiny, tmp_path):
     assert rc == 0 and doc["status"] == "predicted" and doc["measured"] is None
 
 
+def test_suite_executes_each_run_in_a_fresh_process(tiny, tmp_path, monkeypatch):
+    """fresh_process=True runs the measurement in a new process (what the device suite does:
+    a process's earlier runs move cudaMalloc's addresses and so the reserved peak): a
+    measure() broken in this process does not reach it; with fresh_process=False it does."""
+    import os
+    from snsim.torchsim import execute, suite
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(tmp_path), os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+
+    def broken(*a, **k):
+        raise RuntimeError("measured in the parent process")
+    monkeypatch.setattr(execute, "measure", broken)
+    run = {"model": f"{tiny}:Net", "batch": 2, "policy": "plain", "options": []}
+    rc = suite.run_plans([run], str(tmp_path / "fresh"), device="cpu", workers=0, warmup=1,
+                         iters=1, fresh_process=True)
+    with gzip.open(tmp_path / "fresh" / "plain.json.gz", "rt") as f:
+        (doc,) = json.load(f)["runs"]
+    assert rc == 0 and doc["status"] == "ok" and doc["measured"]["iters"] == 1
+    rc = suite.run_plans([run], str(tmp_path / "here"), device="cpu", workers=0, warmup=1,
+                         iters=1, fresh_process=False)
+    with gzip.open(tmp_path / "here" / "plain.json.gz", "rt") as f:
+        (doc,) = json.load(f)["runs"]
+    assert rc == 1 and "measured in the parent process" in doc["error"]
+
+
 def test_plan_suite_names_and_estimates():
     from snsim.torchsim import suite
     names = [suite.run_name(r) for r in suite.PLAN_RUNS]

@@ -9,18 +9,21 @@ whether it is freed inside the op; persistent ones are ``hidden:persistent`` sta
 them into a CPU recording:
 
 * per op call, the transient workspaces of the same signature (exact shapes and arguments);
-  failing that, of the same signature at another batch size, scaled by the batch ratio [E];
-  failing that, of the same shapes in another floating-point dtype (an fp32 capture's table
-  for a bf16/fp16 autocast run), scaled by the ratio of element sizes and batches [E]: a
-  convolution's workspace holds operands transformed in the compute dtype (the H200 captures
-  show a 3x3 ResNet-50 convolution's workspace at exactly half in bf16: 51454099 vs
-  102908051 bytes; algorithms that differ by dtype make it approximate); failing that,
-  the same call probed at another batch, scaled by the batch
+  failing that, for an fp16 or bf16 convolution (not depthwise), those of the same call in
+  the other 16-bit dtype, captured or probed (:func:`half_sibling`); failing that, of the
+  same signature at another batch size, scaled by the batch ratio [E]; failing that, the
+  same call probed at another batch, scaled by the batch
   (:func:`probed_scaled_workspaces`; the probe's zeros included) [E]; failing that, for
   a grouped convolution (none is captured), the nearest probed one of its kernel family
   scaled by activation bytes (:func:`probed_grouped_workspaces`) [E], for a dense one the
   median ratio of its nearest probed calls to the x + y + w model
-  (:func:`probed_dense_workspaces`) [E], then the
+  (:func:`probed_dense_workspaces`) [E]; failing that, of the same shapes in another
+  floating-point dtype (an fp32 capture's table for a bf16/fp16 autocast run), scaled by
+  the ratio of element sizes and batches [E]: a convolution's workspace often holds
+  operands transformed in the compute dtype (the H200 captures show a 3x3 ResNet-50
+  convolution's workspace at exactly half in bf16: 51454099 vs 102908051 bytes), but not
+  always (weight-gradient partial sums stay fp32, and engines differ by dtype), so the
+  probe's rows of the call's own dtype come first; then the
   first-principles workspaces the zoo's PyTorch semantics use
   (:func:`modelled_conv_workspaces`) [E]; failing that, none. The
   same signature in the GPU's probed table (``configs/kernels/<gpu>_conv_workspaces.json.gz``,
@@ -358,10 +361,22 @@ def _dense_index(exact, calls):
         for j, p in enumerate(passes):
             model = _model_bytes(call, p)
             if model > 0:
+                ws = sizes[j] if sizes else 0
                 index.setdefault((p, _ELEMENT_BYTES[call["dtype"]], tuple(call["w"][2:]),
                                   tuple(call["stride"])), []).append(
-                    feat + ((sizes[j] if sizes else 0) / model,))
+                    feat + (ws / model,
+                            float(p == "bwd_filter" and ws > 0
+                                  and ws == per_sample_filter_bytes(call))))
     return {k: np.array(v) for k, v in index.items()}
+
+
+def per_sample_filter_bytes(call):
+    """The workspace of cuDNN's backward-filter engine that keeps one fp32 partial weight
+    gradient per sample and sums them after: batch x weight elements x 4 bytes, whatever the
+    compute dtype. configs/kernels/h200_conv_workspaces.json.gz: 307 of 700 fp32 and 141 of
+    414 fp16/bf16 1x1 backward-filter passes took exactly this (EfficientNet-B1's 320->1280
+    head at batch 96 in bf16: 96 x 1280 x 320 x 4 = 157,286,400 B)."""
+    return call["x"][0] * math.prod(call["w"]) * 4
 
 
 #: neighbours whose median ratio a dense convolution takes (probe leave-one-shape-out, 8,330
@@ -378,11 +393,24 @@ def probed_dense_workspaces(probe, sig):
     the model's transposition workspace (3x3 forward: 70% of probed calls within 5%) and
     often none (1x1 forward: 55% none), by heuristics no formula follows; the neighbours say
     which. SqueezeNet b256 bf16 (traces/h200/plans_history) took workspaces of 3x3 and 1x1
-    convolutions no capture holds, which "none" had left out. None when the call is not a
+    convolutions no capture holds, which "none" had left out. A backward-filter pass whose
+    neighbours mostly ran the per-sample engine (:func:`per_sample_filter_bytes`, a
+    workspace no ratio to x + y + w describes) takes that engine's workspace, else the
+    median ratio of the neighbours that did not: leaving each probed shape out, the 1x1
+    passes' byte-weighted |error| goes from 12.1 to 8.8% (fp32) and 16.6 to 15.3% (16-bit);
+    k x k passes unchanged. A 16-bit call on a 1x1 map (squeeze-excitation's convolutions,
+    whose maps the probe never ran: its smallest are 7x7, too far to stand for them) takes
+    none: NCHW and NHWC are one layout there, so nothing is transposed, and the H200
+    histories show none for every one of RegNetY-8GF bf16's and nearly none for
+    EfficientNet-B1 fp16's (8 of 23 forward calls: w + y + 256 B, at most 43 KB;
+    traces/h200/plans_history/regnet_y_8gf_b32_adamw_bf16_*, efficientnet_b1_b96_fp16_*),
+    where the neighbours' per-sample engine had given up to 25.7 MB. None when the call is not a
     dense 2-D convolution or a pass has no probed neighbour."""
     call = conv_call(sig)
     if probe is None or call is None or call["groups"] != 1 or min(call["x"]) <= 0:
         return None
+    if _ELEMENT_BYTES[call["dtype"]] == 2 and call["x"][2] * call["x"][3] == 1:
+        return []     # a 16-bit 1x1 map, a GEMM in NCHW and NHWC alike (see the docstring)
     feat = np.array(_dense_feats(call))
     out = []
     for p in _passes(call):
@@ -392,8 +420,12 @@ def probed_dense_workspaces(probe, sig):
             return None
         d = np.abs(rows[:, :4] - feat).sum(axis=1)
         near = np.argsort(d, kind="stable")[:DENSE_NEIGHBOURS]
-        ratio = float(np.median(rows[near, 4]))
-        ws = int(round(ratio * _model_bytes(call, p)))
+        per_sample = rows[near, 5] > 0
+        if 2 * per_sample.sum() > len(near):
+            ws = per_sample_filter_bytes(call)   # most neighbours ran the per-sample engine
+        else:
+            other = near[~per_sample]            # the others' engines, by their ratio
+            ws = int(round(float(np.median(rows[other, 4])) * _model_bytes(call, p)))
         if ws:
             out.append(ws)
     return out
@@ -488,6 +520,37 @@ def modelled_conv_workspaces(sig):
     return [_model_bytes(call, p) for p in _passes(call)]
 
 
+_HALF_DTYPE = re.compile(r"\b(bfloat16|float16)\[")
+_OTHER_HALF = {"bfloat16": "float16", "float16": "bfloat16"}
+
+
+def half_sibling(sig):
+    """The convolution signature with float16 and bfloat16 swapped, or None: for a call whose
+    floating tensors are all one 16-bit dtype and which is not a depthwise convolution.
+
+    cuDNN runs fp16 and bf16 convolutions of one shape on engines of the same element size:
+    of the 4,112 non-depthwise calls configs/kernels/h200_conv_workspaces.json.gz probed in
+    both, 3,720 took the same workspaces (byte-weighted |difference| 0.2%), e.g. EfficientNet-
+    B1's 320->1280 head at batch 96, backward: [15052816, 157286400] B in both (the bf16 probe
+    row; the fp16 one in traces/h200/plans_history/efficientnet_b1_b96_fp16_*), where an fp32
+    row halved gives [15052808, 17019088]: fp16/bf16 backward-filter partial sums are fp32.
+    A depthwise one is excluded: ATen sends some fp16 depthwise convolutions to cuDNN
+    (``use_cudnn_depthwise``), never bf16 ones (the probe: 28 pairs, fp16 with workspaces,
+    bf16 none).
+
+    >>> half_sibling("convolution float16[8, 4, 5, 5] float16[6, 4, 1, 1] None 1 1 0 0 "
+    ...              "1 1 False 0 0 1")
+    'convolution bfloat16[8, 4, 5, 5] bfloat16[6, 4, 1, 1] None 1 1 0 0 1 1 False 0 0 1'
+    """
+    dtypes = set(_DTYPE.findall(sig))
+    call = conv_call(sig)
+    if len(dtypes) != 1 or call is None or call["dtype"] not in _OTHER_HALF:
+        return None
+    if 1 < call["groups"] == call["x"][1]:
+        return None
+    return _HALF_DTYPE.sub(lambda m: _OTHER_HALF[m.group(1)] + "[", sig)
+
+
 def lookup(tables, sig, batch):
     """Workspace sizes of one call of ``sig`` at ``batch`` (``[]`` when unknown)."""
     sizes = tables["exact"].get(sig)
@@ -496,16 +559,15 @@ def lookup(tables, sig, batch):
     probe = tables.get("probe")
     if probe is not None and sig in probe["exact"]:
         return list(probe["exact"][sig]), "probe"
+    twin = half_sibling(sig)
+    if twin is not None:
+        for source in (tables["exact"], probe["exact"] if probe is not None else {}):
+            if twin in source:
+                return list(source[twin]), "half_sibling"
     norms = normalizations(sig, batch)
     sizes = _at_nearest_batch(tables["scaled"], norms, batch)
     if sizes is not None:
         return sizes, "scaled"
-    for norm in norms:
-        bare, elsize = undtyped(norm)
-        cands = tables.get("dtyped", {}).get(bare) if bare is not None else None
-        if cands:
-            b_ref, el_ref, sizes = min(cands, key=lambda c: (abs(c[0] - batch), c[1] != elsize))
-            return [int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype"
     sizes = probed_scaled_workspaces(tables.get("probe"), sig, batch)
     if sizes is not None:
         return sizes, "probe_scaled"
@@ -515,6 +577,16 @@ def lookup(tables, sig, batch):
     sizes = probed_dense_workspaces(tables.get("probe"), sig)
     if sizes is not None:
         return sizes, "probe_near"
+    # another dtype's row scaled by element size, after the probe's rows of this dtype: on the
+    # probe's 16-bit dense calls with an fp32 twin (leaving each shape out), the same-dtype
+    # neighbours miss by 0.1-18% of the bytes per pass and kernel class, the halved fp32 row
+    # by 8-37% (fp16/bf16 weight-gradient partial sums are fp32; 1x1 engines differ by dtype)
+    for norm in norms:
+        bare, elsize = undtyped(norm)
+        cands = tables.get("dtyped", {}).get(bare) if bare is not None else None
+        if cands:
+            b_ref, el_ref, sizes = min(cands, key=lambda c: (abs(c[0] - batch), c[1] != elsize))
+            return [int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype"
     sizes = modelled_conv_workspaces(sig)
     if sizes is not None:
         return sizes, "modelled"
@@ -573,7 +645,8 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             pos.append(((op, 0, 0, 0), (m, kind, sid)))
     extra = []
     n = 0
-    counts = {"exact": 0, "probe": 0, "scaled": 0, "dtype": 0, "probe_scaled": 0,
+    counts = {"exact": 0, "probe": 0, "half_sibling": 0, "scaled": 0, "dtype": 0,
+              "probe_scaled": 0,
               "probe_near": 0, "modelled": 0, "none": 0, "reduction": 0}
     first_matmul = {}
     for k, op in enumerate(rec.ops):

@@ -184,7 +184,11 @@ REPRED_CSVS = ((REPRED_CSV, "plans_table"),
                (os.path.join("docs", "data", "plans_heldout3_rerun_repredicted_h200.csv"),
                 "plans_heldout3_rerun"),
                (os.path.join("docs", "data", "plans_heldout4_repredicted_h200.csv"),
-                "plans_heldout4"))
+                "plans_heldout4"),
+               (os.path.join("docs", "data", "plans_heldout4_rerun_repredicted_h200.csv"),
+                "plans_heldout4_rerun"),
+               (os.path.join("docs", "data", "plans_heldout5_repredicted_h200.csv"),
+                "plans_heldout5"))
 # (stored before-run column, re-predicted column, quantity) of repredict_plans.py's CSV
 _REPRED_ERRORS = (("stored_err_pct", "repred_err_pct", "step time"),
                   ("stored_err_allocated_pct", "repred_err_allocated_pct", "peak allocated"),

@@ -1,16 +1,19 @@
-"""The validation suites, run on a CUDA machine in one process.
+"""The validation suites, run on a CUDA machine.
 
 ``python -m snsim.torchsim.suite --out traces/h200`` captures every network × batch and
-executes SuperNeurons' plans: one trace per configuration; ``docs/VALIDATION.md`` is generated
-from them by ``python -m snsim.torchsim.report``. Each capture starts from an empty allocator
-cache (``empty_cache()``, cuBLAS workspaces cleared), as a fresh process would.
+executes SuperNeurons' plans, in one process: one trace per configuration;
+``docs/VALIDATION.md`` is generated from them by ``python -m snsim.torchsim.report``. Each
+capture starts from an empty allocator cache (``empty_cache()``, cuBLAS workspaces cleared),
+but not, as a fresh process would, from an empty address space: cudaMalloc's addresses, and so
+best fit's ties and the reserved peak, can depend on the earlier captures.
 
 ``python -m snsim.torchsim.suite --only plans --out DIR`` (issue 8) runs :data:`PLAN_RUNS`:
 every network under ``plain``, ``checkpoint`` of its block class, ``cpu_offload``
 (``pin_memory=true``) and ``superneurons``, plus a few checkpoint variants (:data:`PLAN_EXTRA`:
 selective, every other block). For each run it first predicts the plan on the CPU
 (:func:`~snsim.torchsim.execute.predict_plan`, the code of ``snsim predict --policy``; in a
-pool of worker processes, ahead of the GPU), then executes it for real without hooks
+pool of worker processes, ahead of the GPU), then executes it for real, in a fresh process
+of its own as a user's run would start (``--same-process``: all in this one), without hooks
 (:func:`~snsim.torchsim.execute.measure`: peaks, median step time of ``--iters`` iterations
 after ``--warmup`` warm-ups). It writes one document per run — measured values, the stored
 before-run prediction, torch/CUDA/cuDNN/driver versions, or the error that stopped it — into
@@ -87,13 +90,18 @@ def main(argv=None):
                         "written before session 6 changed anything; heldout6: a sixth, written "
                         "before session 6's changes were merged; pageable: "
                         "cpu_offload with pin_memory=false")
+    g.add_argument("--same-process", action="store_true",
+                   help="execute every run in this process (faster; runs after the first find "
+                        "CUDA's address space as earlier runs left it, which moves reserved "
+                        "peaks); default: each run in a fresh process, as a user's")
     g.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.only == "plans":
         return run_plans(PLAN_SETS[args.set], args.out, match=args.match, warmup=args.warmup,
                          iters=args.iters, deadline_s=args.deadline_s, workers=args.workers,
                          mode=args.mode, dry_run=args.dry_run, device=args.device,
-                         predict_first=not args.overlap)
+                         predict_first=not args.overlap,
+                         fresh_process=False if args.same_process else None)
     from .capture import capture, write_capture
     from .execute import execute
     from .validate import validate
@@ -410,6 +418,7 @@ def run_setup(run):
     return TrainSetup.parse(run.get("optimizer", "sgd-momentum"),
                             run.get("optimizer_impl", "foreach"), run.get("amp"))
 SETUP_S = 3.0      # build, move to the GPU, first kernels [E]
+PROCESS_START_S = 6.0   # a fresh process: spawn, import torch and torchvision, CUDA context [E]
 PINNED_BYTES_PER_S = 4e9   # cudaHostAlloc of the first save_on_cpu iteration [E]
 
 
@@ -513,7 +522,8 @@ def _summary_row(doc):
 
 
 def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, workers=None,
-              mode="measure", dry_run=False, device="cuda", predict_first=True):
+              mode="measure", dry_run=False, device="cuda", predict_first=True,
+              fresh_process=None):
     """Predict, then execute, every run; write bundles and ``summary.csv`` under ``out``.
 
     Parameters
@@ -531,6 +541,9 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
     predict_first : bool
         Wait for every prediction before the first run (default), so that the prediction
         workers do not share the CPU with measured runs.
+    fresh_process : bool, optional
+        Execute each run in a new process, as a user's run starts (:func:`_execute`);
+        default: on CUDA only.
 
     Returns
     -------
@@ -542,6 +555,8 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
     import time
     t_start = time.perf_counter()
     os.makedirs(out, exist_ok=True)
+    if fresh_process is None:
+        fresh_process = device == "cuda"
     todo = []
     for run in runs:
         try:
@@ -575,7 +590,10 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
         cf.wait(list(futures.values()), timeout=max(60.0, deadline_s / 3))
         print(f"suite: {sum(f.done() for f in futures.values())}/{len(futures)} predictions "
               f"in {time.perf_counter() - t0:.0f} s", flush=True)
-    versions = _versions("cpu" if dry_run else device)
+    # with fresh processes this one never touches CUDA: its context would show in the runs'
+    # device-wide memory figures
+    versions = (_in_fresh_process(_versions, device) if fresh_process and not dry_run
+                else _versions("cpu" if dry_run else device))
     print(f"suite: versions {versions}", flush=True)
     bundles = {}
     rows = []
@@ -601,7 +619,8 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
                     doc["prediction"] = pred
                     doc["prediction_error"] = perr
                     doc["prediction_wait_s"] = round(time.perf_counter() - t0, 2)
-                    est = estimate_s(pred, warmup, iters)
+                    est = estimate_s(pred, warmup, iters) + (PROCESS_START_S if fresh_process
+                                                             else 0.0)
                     doc["estimate_s"] = round(est, 1)
                     elapsed = time.perf_counter() - t_start
                     p_txt = (f"pred alloc {pred['peak_allocated_bytes'] / 2**30:.3f} GiB, "
@@ -624,8 +643,9 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
                         print(f"   {doc['error']}", flush=True)
                     else:
                         t1 = time.perf_counter()
-                        doc["measured"] = _execute(spec, run, plan, pred, mode, warmup, iters,
-                                                   device, doc)
+                        doc["measured"], extra = _execute(run, mode, warmup, iters, device,
+                                                          fresh_process)
+                        doc.update(extra)
                         doc["wall_s"] = round(time.perf_counter() - t1, 2)
                         doc["status"] = "ok"
                         doc["error"] = None
@@ -683,9 +703,38 @@ def _gib(v):
     return f"{v / 2**30:.3f} GiB" if isinstance(v, (int, float)) else "n/a"
 
 
-def _execute(spec, run, plan, pred, mode, warmup, iters, device, doc):
+def _execute(run, mode, warmup, iters, device, fresh_process):
+    """The run measured (or captured) on ``device``: ``(measured, extra document keys)``.
+
+    ``fresh_process``: in a new process of its own, as a user's run starts. Within one
+    process, runs after the first find CUDA's virtual address space as the earlier ones left
+    it: cudaMalloc returns addresses in another order, and the caching allocator's best fit
+    breaks ties between equal free blocks by address, so the same plan's reserved peak moves.
+    RegNetX-400MF b512 plain (traces/h200/plans_history/regnet_x_400mf_b512_plain_*):
+    two fresh processes reserved 17,548,967,936 B each, cudaMalloc placing large segments
+    top-down (the engine's ``segment_placement="driver"``); after the held-out-5 suite's 19
+    earlier runs in one process it reserved 16,519,266,304 B, the suite's own figure, with
+    the same requests and frees. Each stream replays to its own figure exactly with its own
+    addresses."""
+    if not fresh_process:
+        return _execute_here(run, mode, warmup, iters, device)
+    return _in_fresh_process(_execute_here, run, mode, warmup, iters, device)
+
+
+def _in_fresh_process(fn, *args):
+    """``fn(*args)`` in a new (spawned) process; its result or its exception."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def _execute_here(run, mode, warmup, iters, device):
     from .execute import measure
-    from .plans import make_transform
+    from .models import resolve_model
+    from .plans import PlanSpec, make_transform
+    spec = resolve_model(run["model"], input_shape=run.get("input_shape"))
+    plan = PlanSpec.parse(run["policy"], run.get("options", []))
     optimizer = run_setup(run)
     if mode == "capture":
         from .capture import capture
@@ -694,11 +743,10 @@ def _execute(spec, run, plan, pred, mode, warmup, iters, device, doc):
                       timing_iters=iters, plain_iters=iters, warmup_iters=warmup,
                       device=device, extra_provenance={"policy": plan.policy,
                                                        "plan": plan.to_dict()})
-        doc["program"] = cap["program"]
-        doc["capture_provenance"] = cap["provenance"]
-        return cap["measured"]
+        return cap["measured"], {"program": cap["program"],
+                                 "capture_provenance": cap["provenance"]}
     return measure(spec, run["batch"], plan, optimizer=optimizer, warmup_iters=warmup,
-                   iters=iters, device=device)
+                   iters=iters, device=device), {}
 
 
 if __name__ == "__main__":
