@@ -188,7 +188,9 @@ REPRED_CSVS = ((REPRED_CSV, "plans_table"),
                (os.path.join("docs", "data", "plans_heldout4_rerun_repredicted_h200.csv"),
                 "plans_heldout4_rerun"),
                (os.path.join("docs", "data", "plans_heldout5_repredicted_h200.csv"),
-                "plans_heldout5"))
+                "plans_heldout5"),
+               (os.path.join("docs", "data", "plans_pageable_repredicted_h200.csv"),
+                "plans_pageable"))
 # (stored before-run column, re-predicted column, quantity) of repredict_plans.py's CSV
 _REPRED_ERRORS = (("stored_err_pct", "repred_err_pct", "step time"),
                   ("stored_err_allocated_pct", "repred_err_allocated_pct", "peak allocated"),
@@ -671,8 +673,12 @@ def build_report(traces_dir="traces/h200"):
                       "by the code of that session's merge of its robustness work, which did not "
                       "touch the step-time model. Memory is exact; a pageable plan's step is "
                       "seconds of synchronous copies through the driver's staging buffer and "
-                      "fresh host pages, which the model gets within a factor of about two, not "
-                      "better (not yet modelled per mechanism). ")
+                      "fresh host pages, which that model got within a factor of about two. "
+                      "The model since (section 6, re-predictions): `snsim calibrate`'s "
+                      "`pageable` group times `save_on_cpu()`'s own pattern (a new host tensor "
+                      "per pack, all held, brought back and freed), and a copy above glibc's "
+                      "mmap threshold (32 MiB) takes those rows, a smaller one the tight loop's "
+                      "(glibc recycles its memory); these five runs informed that split. ")
 
     _held_out_section(L, traces_dir, captured, "plans_heldout5",
                       "### 1i. A fifth held-out set, before the next session's changes\n",
