@@ -79,6 +79,9 @@ class Allocator:
 
     name = "allocator"
     _OPTIONS = ()
+    #: whether the model calls the driver (``device_mallocs``/``device_frees`` can grow), so
+    #: that the engine charges those calls' latency; ``ideal`` and ``pool`` never do
+    calls_driver = False
 
     def __init__(self, capacity_bytes=None):
         if capacity_bytes is not None:
@@ -160,6 +163,11 @@ class Allocator:
             return self._live.pop(handle)
         except (KeyError, TypeError):
             raise self._unknown_handle(handle) from None
+
+    @property
+    def allocations(self):
+        """Number of allocations made (handles handed out) since construction."""
+        return self._next_handle - 1
 
     def reset_peaks(self):
         """Set every peak counter to its current value (like ``torch.cuda.reset_peak_memory_stats``)."""
@@ -642,6 +650,7 @@ class PytorchAllocator(Allocator):
     context, which torch's counters do not see either (SPEC §10).
     """
 
+    calls_driver = True
     name = "pytorch"
     _OPTIONS = ("max_split_size_bytes", "expandable_segments", "segment_placement",
                 "segment_addresses")
