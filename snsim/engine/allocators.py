@@ -132,6 +132,12 @@ class Allocator:
         """Return whether ``alloc(nbytes, stream)`` would succeed; changes no state."""
         raise NotImplementedError
 
+    def try_alloc(self, nbytes, stream=0):
+        """``alloc(nbytes, stream)`` when :meth:`can_alloc` says it fits, else None with no
+        state changed. ``ideal`` and ``pool`` answer both questions in one pass (the engine
+        asks once per allocation)."""
+        return self.alloc(nbytes, stream) if self.can_alloc(nbytes, stream) else None
+
     def alloc_prefix(self, sizes, stream=0):
         """Allocate ``sizes`` in order, exactly as ``alloc`` one at a time would, stopping
         before the first that does not fit; return how many were allocated (their handles
@@ -210,15 +216,23 @@ class IdealAllocator(Allocator):
     name = "ideal"
 
     def alloc(self, nbytes, stream=0):
+        handle = self.try_alloc(nbytes, stream)
+        if handle is None:
+            nbytes = _check_nbytes(nbytes)
+            total, cap = self.requested_bytes + nbytes, self.capacity_bytes
+            raise OutOfMemory(
+                f"ideal allocator: alloc of {nbytes} B does not fit: {self.requested_bytes} B live "
+                f"+ {nbytes} B > capacity {cap} B",
+                requested_bytes=nbytes, short_bytes=total - cap)
+        return handle
+
+    def try_alloc(self, nbytes, stream=0):
         if nbytes.__class__ is not int or nbytes < 0:
             nbytes = _check_nbytes(nbytes)
         total = self.requested_bytes + nbytes
         cap = self.capacity_bytes
         if cap is not None and total > cap:
-            raise OutOfMemory(
-                f"ideal allocator: alloc of {nbytes} B does not fit: {self.requested_bytes} B live "
-                f"+ {nbytes} B > capacity {cap} B",
-                requested_bytes=nbytes, short_bytes=total - cap)
+            return None
         handle = self._next_handle
         self._next_handle = handle + 1
         self._live[handle] = nbytes
@@ -402,6 +416,12 @@ class PoolAllocator(Allocator):
         self._ever_high_water_blocks = 0           # since construction
 
     def alloc(self, nbytes, stream=0):
+        handle = self.try_alloc(nbytes, stream)
+        if handle is None:
+            raise self._oom(nbytes, -(-nbytes // KiB))
+        return handle
+
+    def try_alloc(self, nbytes, stream=0):
         if nbytes.__class__ is not int or nbytes < 0:
             nbytes = _check_nbytes(nbytes)
         if nbytes == 0:
@@ -410,7 +430,7 @@ class PoolAllocator(Allocator):
         gaps = self._gaps
         found = gaps.first_fit(nblocks)
         if found is None:
-            raise self._oom(nbytes, nblocks)
+            return None
         ci, j = found
         start = gaps.starts[ci][j]
         size = gaps.sizes[ci][j]

@@ -222,25 +222,19 @@ class Engine:
         nbytes = self.size[t] if nbytes is None else nbytes
         stream = self.stream[t] if t >= 0 else 0
         mem = self.mem
-        if not mem.can_alloc(nbytes, stream):
-            try:
-                now = self._make_room(nbytes, now, t, label=label, stream=stream)
-            except _Stop:
-                if t < 0 or not self.optional[t]:
-                    raise
-                # cuDNN catches the out-of-memory of a workspace and falls back to an
-                # algorithm that needs less (PyTorch's Conv_v7.cpp): the step runs without it
-                nbytes = 0
-                self.fallback[t] = True
-                self.counters["workspace_fallbacks"] += 1
         if mem.calls_driver:
+            if not mem.can_alloc(nbytes, stream):
+                now, nbytes = self._room_for(t, nbytes, now, label, stream)
             mallocs, frees = mem.device_mallocs, mem.device_frees
             h = mem.alloc(nbytes, stream)
             if mem.device_mallocs != mallocs or mem.device_frees != frees:
                 now += ((mem.device_mallocs - mallocs) * self.malloc_latency_s
                         + (mem.device_frees - frees) * self.free_latency_s)
         else:
-            h = mem.alloc(nbytes, stream)
+            h = mem.try_alloc(nbytes, stream)
+            if h is None:
+                now, nbytes = self._room_for(t, nbytes, now, label, stream)
+                h = mem.alloc(nbytes, stream)
         if self.check:
             self._check_counters(f"allocating {self._label(t, label)}", now)
         if category is not None or t >= 0:   # not a workspace
@@ -256,6 +250,20 @@ class Engine:
                                     nbytes))
             self.alloc_trace.append((now, mem.allocated_bytes, mem.reserved_bytes))
         return now, h
+
+    def _room_for(self, t, nbytes, now, label, stream):
+        """Make room for an allocation that does not fit: ``(time, bytes to allocate)``; a
+        convolution's workspace that cannot get it is allocated with 0 B instead."""
+        try:
+            return self._make_room(nbytes, now, t, label=label, stream=stream), nbytes
+        except _Stop:
+            if t < 0 or not self.optional[t]:
+                raise
+            # cuDNN catches the out-of-memory of a workspace and falls back to an
+            # algorithm that needs less (PyTorch's Conv_v7.cpp): the step runs without it
+            self.fallback[t] = True
+            self.counters["workspace_fallbacks"] += 1
+            return now, 0
 
     def _release_gpu(self, t, when):
         h = self.handle[t]
