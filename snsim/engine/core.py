@@ -855,11 +855,12 @@ class Engine:
         return self._result(failure, time.perf_counter() - wall)
 
     def _iteration(self, steps):
-        run_step, dtr = self._run_step, self.dtr
+        run_step, dtr, prefetch = self._run_step, self.dtr, self._prefetch
+        state, heap = self.state, self.heap
         planned = self.plan.workspace == "planned"   # _choose reads the running instruction
-        # the instructions that name a tensor, by kind (a dict lookup, not a chain of tests)
-        on_tensor = {Free: self._free, Prefetch: self._prefetch, Offload: self._offload,
-                     Drop: self._drop, Evict: self._evict}
+        # the other instructions that name a tensor, by kind (a dict lookup, not a chain of tests)
+        on_tensor = {Free: self._free, Offload: self._offload, Drop: self._drop,
+                     Evict: self._evict}
         instructions = self.plan.instructions
         serves_until, serves = -1, None   # Recomputes before serves_until serve step serves
         for i, ins in enumerate(instructions):
@@ -876,6 +877,13 @@ class Engine:
                     dtr.before_step(s)
                     run_step(s, s.phase, s.time_s)
                     dtr.after_step(s)
+                continue
+            if kind is Prefetch:
+                # most find the tensor resident: a prefetch does something only for a tensor
+                # on the host, or after the copies and releases due by now (_prefetch)
+                t = ins[0]
+                if state[t] == HOST or (heap and heap[0][0] <= self.t_compute):
+                    prefetch(t)
                 continue
             handler = on_tensor.get(kind)
             if handler is not None:
