@@ -31,6 +31,22 @@ _EV_RELEASE, _EV_OFFLOADED = 0, 1
 _INF = float("inf")
 
 
+def _tensor_columns(program):
+    """``(size, kind, stream, optional)`` of the program's tensors, by id: made once per
+    program (every replay reads them, none changes them). ``optional``: a convolution's
+    workspace, which cuDNN runs without when it does not fit."""
+    memo = program._plan_memo
+    if memo is None:
+        memo = program._plan_memo = {}
+    hit = memo.get("engine_columns")
+    if hit is None:
+        tensors = program.tensors
+        hit = memo["engine_columns"] = (
+            [t.nbytes for t in tensors], [t.kind for t in tensors], [t.stream for t in tensors],
+            [t.kind == "workspace" and t.producer_type == "CONV" for t in tensors])
+    return hit
+
+
 class _Stop(Exception):
     """Internal: memory ran out; carries the failure record."""
 
@@ -91,12 +107,7 @@ class Engine:
             self.warmup = [ev for ev in self.warmup if int(ev[1]) not in keys]
         self.record = record
         n = len(program.tensors)
-        self.size = [t.nbytes for t in program.tensors]
-        self.kind = [t.kind for t in program.tensors]
-        self.stream = [t.stream for t in program.tensors]
-        # a convolution's workspace: cuDNN runs without it when it does not fit
-        self.optional = [t.kind == "workspace" and t.producer_type == "CONV"
-                         for t in program.tensors]
+        self.size, self.kind, self.stream, self.optional = _tensor_columns(program)
         self.fallback = [False] * n   # allocated with 0 B instead
         self.handle = [None] * n
         self.seq = 0
