@@ -83,17 +83,21 @@ class _Made(dict):
 
 
 def _instruction_table(program):
-    """``{kind: _Made}``: the instructions of a program's plans, one instance of each, shared
-    by every plan of the program (they are immutable values). A plan holds ~10^5 of them
-    (ResNet-2500: 70,012); re-planning a program (the keep rounds, the policies of a search,
-    a sweep) makes none again, and the collector has no new objects to scan."""
+    """``{kind: instructions by argument}``: the instructions of a program's plans, one
+    instance of each, shared by every plan of the program (they are immutable values). A plan
+    holds ~10^5 of them (ResNet-2500: 70,012); re-planning a program (the keep rounds, the
+    policies of a search, a sweep) makes none again, and the collector has no new objects to
+    scan. Every plan computes each step and frees each tensor once: those are made at once;
+    the others as plans ask for them."""
     memo = program._plan_memo
     if memo is None:
         memo = program._plan_memo = {}
     hit = memo.get("instructions")
     if hit is None:
-        hit = memo["instructions"] = {k: _Made(k) for k in (Compute, Recompute, Free, Drop,
-                                                             Offload, Prefetch)}
+        new = tuple.__new__
+        hit = memo["instructions"] = {k: _Made(k) for k in (Recompute, Drop, Offload, Prefetch)}
+        hit[Compute] = [new(Compute, (k,)) for k in range(len(program.steps))]
+        hit[Free] = [new(Free, (t,)) for t in range(len(program.tensors))]
     return hit
 
 
