@@ -61,6 +61,8 @@ class Evict(NamedTuple):
 
 INSTRUCTIONS = {cls.__name__: cls for cls in (Compute, Recompute, Free, Drop, Offload, Prefetch,
                                               Evict)}
+#: the instructions whose argument is a tensor id (the others name a step)
+_TENSOR_INSTRUCTIONS = frozenset((Free, Drop, Offload, Prefetch, Evict))
 #: run-time choices of a convolution's algorithm; a plan may also name them ("planned")
 WORKSPACE_MODES = ("none", "dynamic", "fastest")
 PLAN_WORKSPACE_MODES = WORKSPACE_MODES + ("planned",)
@@ -158,17 +160,24 @@ class Plan:
     def check(self, program):
         """Raise :class:`PlanError` if an instruction names a step or tensor the program lacks."""
         n_steps, n_tensors = len(program.steps), len(program.tensors)
+        steps = program.steps
         for i, ins in enumerate(self.instructions):
-            if isinstance(ins, (Compute, Recompute)):
-                if not 0 <= ins.step < n_steps:
-                    raise PlanError(f"plan instruction {i} ({type(ins).__name__}) references "
-                                    f"step {ins.step}, but the program has steps 0..{n_steps - 1}")
-                if isinstance(ins, Recompute) and program.steps[ins.step].phase != "F":
-                    raise PlanError(f"plan instruction {i}: Recompute({ins.step}) must name a "
+            kind = type(ins)   # exact types, as the engine dispatches on them
+            if kind is Compute or kind is Recompute:
+                if not 0 <= ins[0] < n_steps:
+                    raise PlanError(f"plan instruction {i} ({kind.__name__}) references "
+                                    f"step {ins[0]}, but the program has steps 0..{n_steps - 1}")
+                if kind is Recompute and steps[ins[0]].phase != "F":
+                    raise PlanError(f"plan instruction {i}: Recompute({ins[0]}) must name a "
                                     f"forward step")
-            elif not 0 <= ins.tensor < n_tensors:
-                raise PlanError(f"plan instruction {i} ({type(ins).__name__}) references missing "
-                                f"tensor {ins.tensor}; the program has tensors 0..{n_tensors - 1}")
+            elif kind in _TENSOR_INSTRUCTIONS:
+                if not 0 <= ins[0] < n_tensors:
+                    raise PlanError(f"plan instruction {i} ({kind.__name__}) references missing "
+                                    f"tensor {ins[0]}; the program has tensors "
+                                    f"0..{n_tensors - 1}")
+            else:
+                raise PlanError(f"plan instruction {i} (={ins!r}) is not one of "
+                                f"{', '.join(sorted(INSTRUCTIONS))}")
         for pack, first, last, nbytes, label in self.unpacked:
             if not (0 <= pack < n_steps and program.steps[pack].phase == "F"
                     and 0 <= first <= last < n_steps and program.steps[first].phase == "B"

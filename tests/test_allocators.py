@@ -743,3 +743,49 @@ def test_alloc_prefix_is_alloc_one_by_one(name, capacity, fragmented, seed):
         many.check_invariants()
         h = many.alloc(KiB) if many.can_alloc(KiB) else None   # both go on alike
         assert h is None or (many.address_of(h) == one.address_of(one.alloc(KiB)))
+
+
+# --- try_alloc: alloc when it fits, else None and nothing changed (the engine's allocations) ---
+@pytest.mark.parametrize("name", ALLOCATORS)
+@pytest.mark.parametrize("capacity", [None, 64 * MiB, 300 * MiB])
+@pytest.mark.parametrize("seed", range(4))
+def test_try_alloc_is_can_alloc_then_alloc(name, capacity, seed):
+    """Two allocators fed the same random operations, one through try_alloc, the other
+    through can_alloc then alloc: the same handles, counters, addresses and gaps after every
+    operation; a None from try_alloc is exactly a 'no' from can_alloc."""
+    rng = random.Random(seed)
+    one, two = make_allocator(name, capacity), make_allocator(name, capacity)
+    live_one, live_two = [], []
+    refused = 0
+    for kind, arg in _random_ops(rng, 1500):
+        if kind == "alloc":
+            h = one.try_alloc(*arg)
+            fits = two.can_alloc(*arg)
+            assert (h is not None) == fits
+            if fits:
+                live_one.append(h)
+                live_two.append(two.alloc(*arg))
+            else:
+                refused += 1
+        elif live_one:
+            i = arg % len(live_one)
+            one.free(live_one.pop(i))
+            two.free(live_two.pop(i))
+        assert _state(one) == _state(two)
+    assert live_one == live_two
+    if capacity == 64 * MiB:
+        assert refused > 0   # the small pool made try_alloc say no
+    if isinstance(one, PoolAllocator):
+        one.check_invariants()
+
+
+@pytest.mark.parametrize("name", ALLOCATORS)
+def test_allocations_counts_handles(name):
+    """Allocator.allocations: every alloc, 0-byte ones and alloc_prefix runs included."""
+    a = make_allocator(name, 64 * MiB)
+    a.alloc(0)
+    h = a.alloc(KiB)
+    a.alloc_prefix([KiB, 2 * KiB, 0])
+    a.free(h)
+    assert a.allocations == 5
+    assert a.try_alloc(1 << 40) is None and a.allocations == 5

@@ -8,7 +8,7 @@ from snsim.api import make_program, simulate
 from snsim.engine.core import run_plan
 from snsim.errors import ConfigError, PlanError, UnknownNameError
 from snsim.hardware import load_hardware
-from snsim.plan import Compute, Free, Plan
+from snsim.plan import Compute, Free, Plan, Recompute
 from snsim.policies import applicable_policies, get_policy
 
 K40C = load_hardware("k40c")
@@ -160,6 +160,15 @@ def test_plan_with_missing_tensor_or_early_free(tiny_chain):
     leaky = Plan(policy="leaky", instructions=[Compute(s.index) for s in p.steps])
     with pytest.raises(PlanError, match="leaves 5 tensors allocated"):
         run_plan(p, leaky, K40C)
+    # the engine dispatches on the exact instruction types: anything else is named at once
+    foreign = Plan(policy="foreign", instructions=[Compute(0), ("Free", 0)])
+    with pytest.raises(PlanError, match=r"plan instruction 1 \(=\('Free', 0\)\) is not one "
+                       r"of Compute, Drop, Evict, Free, Offload, Prefetch, Recompute"):
+        run_plan(p, foreign, K40C)
+    last = p.steps[-1]
+    assert last.phase != "F"
+    with pytest.raises(PlanError, match=rf"Recompute\({last.index}\) must name a forward step"):
+        run_plan(p, Plan(policy="r", instructions=[Recompute(last.index)]), K40C)
 
 
 def test_plan_save_load_replays_identically(tmp_path, tiny_block):

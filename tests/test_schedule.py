@@ -128,3 +128,25 @@ def test_proper_prefixes_are_every_dotted_prefix():
                  for _ in range(rng.randint(0, 12))]
         want = {n.rsplit(".", k)[0] for n in names for k in range(1, n.count(".") + 1)}
         assert _proper_prefixes(names) == want
+
+
+@pytest.mark.parametrize("policy", ["superneurons", "recompute", "vdnn", "checkpoint"])
+def test_plans_of_a_program_share_their_instructions(policy):
+    """A program's plans reuse one instance per instruction (_instruction_table): a second
+    plan is equal to the first and made of the same objects; a fresh copy of the program
+    (nothing memoised) plans the same values, of the exact instruction types the engine
+    dispatches on."""
+    from snsim.plan import INSTRUCTIONS
+    from snsim.zoo import build_network
+    p = make_program(build_network("resnet50", batch=4), hardware=K40C)
+    pol = get_policy(policy)
+    a = pol.plan(p, K40C, K40C.budget_bytes).instructions
+    b = pol.plan(p, K40C, K40C.budget_bytes).instructions
+    assert a == b and all(x is y for x, y in zip(a, b))
+    fresh = make_program(build_network("resnet50", batch=4), hardware=K40C)
+    c = pol.plan(fresh, K40C, K40C.budget_bytes).instructions
+    assert c == a and [type(x) for x in c] == [type(x) for x in a]
+    assert all(type(x) in INSTRUCTIONS.values() and type(x)(x[0]) == x for x in a)
+    # another policy's plan of the program reuses the same instances
+    live = get_policy("liveness").plan(p, K40C, K40C.budget_bytes).instructions
+    assert live[0] is a[a.index(live[0])]

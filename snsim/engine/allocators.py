@@ -79,6 +79,9 @@ class Allocator:
 
     name = "allocator"
     _OPTIONS = ()
+    #: whether the model calls the driver (``device_mallocs``/``device_frees`` can grow), so
+    #: that the engine charges those calls' latency; ``ideal`` and ``pool`` never do
+    calls_driver = False
 
     def __init__(self, capacity_bytes=None):
         if capacity_bytes is not None:
@@ -129,6 +132,12 @@ class Allocator:
         """Return whether ``alloc(nbytes, stream)`` would succeed; changes no state."""
         raise NotImplementedError
 
+    def try_alloc(self, nbytes, stream=0):
+        """``alloc(nbytes, stream)`` when :meth:`can_alloc` says it fits, else None with no
+        state changed. ``ideal`` and ``pool`` answer both questions in one pass (the engine
+        asks once per allocation)."""
+        return self.alloc(nbytes, stream) if self.can_alloc(nbytes, stream) else None
+
     def alloc_prefix(self, sizes, stream=0):
         """Allocate ``sizes`` in order, exactly as ``alloc`` one at a time would, stopping
         before the first that does not fit; return how many were allocated (their handles
@@ -160,6 +169,11 @@ class Allocator:
             return self._live.pop(handle)
         except (KeyError, TypeError):
             raise self._unknown_handle(handle) from None
+
+    @property
+    def allocations(self):
+        """Number of allocations made (handles handed out) since construction."""
+        return self._next_handle - 1
 
     def reset_peaks(self):
         """Set every peak counter to its current value (like ``torch.cuda.reset_peak_memory_stats``)."""
@@ -202,15 +216,23 @@ class IdealAllocator(Allocator):
     name = "ideal"
 
     def alloc(self, nbytes, stream=0):
+        handle = self.try_alloc(nbytes, stream)
+        if handle is None:
+            nbytes = _check_nbytes(nbytes)
+            total, cap = self.requested_bytes + nbytes, self.capacity_bytes
+            raise OutOfMemory(
+                f"ideal allocator: alloc of {nbytes} B does not fit: {self.requested_bytes} B live "
+                f"+ {nbytes} B > capacity {cap} B",
+                requested_bytes=nbytes, short_bytes=total - cap)
+        return handle
+
+    def try_alloc(self, nbytes, stream=0):
         if nbytes.__class__ is not int or nbytes < 0:
             nbytes = _check_nbytes(nbytes)
         total = self.requested_bytes + nbytes
         cap = self.capacity_bytes
         if cap is not None and total > cap:
-            raise OutOfMemory(
-                f"ideal allocator: alloc of {nbytes} B does not fit: {self.requested_bytes} B live "
-                f"+ {nbytes} B > capacity {cap} B",
-                requested_bytes=nbytes, short_bytes=total - cap)
+            return None
         handle = self._next_handle
         self._next_handle = handle + 1
         self._live[handle] = nbytes
@@ -394,6 +416,12 @@ class PoolAllocator(Allocator):
         self._ever_high_water_blocks = 0           # since construction
 
     def alloc(self, nbytes, stream=0):
+        handle = self.try_alloc(nbytes, stream)
+        if handle is None:
+            raise self._oom(nbytes, -(-nbytes // KiB))
+        return handle
+
+    def try_alloc(self, nbytes, stream=0):
         if nbytes.__class__ is not int or nbytes < 0:
             nbytes = _check_nbytes(nbytes)
         if nbytes == 0:
@@ -402,7 +430,7 @@ class PoolAllocator(Allocator):
         gaps = self._gaps
         found = gaps.first_fit(nblocks)
         if found is None:
-            raise self._oom(nbytes, nblocks)
+            return None
         ci, j = found
         start = gaps.starts[ci][j]
         size = gaps.sizes[ci][j]
@@ -419,7 +447,17 @@ class PoolAllocator(Allocator):
         top = start + nblocks
         if top > self._high_water_blocks:
             self._raise_high_water(top)
-        return self._issue((start, nblocks, nbytes), nblocks * KiB, nbytes)
+        # _issue inline (a search's replays make ~10^6 allocations)
+        handle = self._next_handle
+        self._next_handle = handle + 1
+        self._live[handle] = (start, nblocks, nbytes)
+        self.allocated_bytes += nblocks * KiB
+        self.requested_bytes += nbytes
+        if self.allocated_bytes > self.peak_allocated_bytes:
+            self.peak_allocated_bytes = self.allocated_bytes
+        if self.requested_bytes > self.peak_requested_bytes:
+            self.peak_requested_bytes = self.requested_bytes
+        return handle
 
     def _raise_high_water(self, top):
         """The pool's used prefix grew to ``top`` blocks: its reserved peak (and, without a
@@ -432,7 +470,10 @@ class PoolAllocator(Allocator):
                 self.reserved_bytes = top * KiB
 
     def free(self, handle):
-        record = self._retire(handle)
+        try:   # _retire inline, as in alloc
+            record = self._live.pop(handle)
+        except (KeyError, TypeError):
+            raise self._unknown_handle(handle) from None
         if record is None:
             return
         start, nblocks, nbytes = record
@@ -642,6 +683,7 @@ class PytorchAllocator(Allocator):
     context, which torch's counters do not see either (SPEC §10).
     """
 
+    calls_driver = True
     name = "pytorch"
     _OPTIONS = ("max_split_size_bytes", "expandable_segments", "segment_placement",
                 "segment_addresses")

@@ -31,6 +31,22 @@ _EV_RELEASE, _EV_OFFLOADED = 0, 1
 _INF = float("inf")
 
 
+def _tensor_columns(program):
+    """``(size, kind, stream, optional)`` of the program's tensors, by id: made once per
+    program (every replay reads them, none changes them). ``optional``: a convolution's
+    workspace, which cuDNN runs without when it does not fit."""
+    memo = program._plan_memo
+    if memo is None:
+        memo = program._plan_memo = {}
+    hit = memo.get("engine_columns")
+    if hit is None:
+        tensors = program.tensors
+        hit = memo["engine_columns"] = (
+            [t.nbytes for t in tensors], [t.kind for t in tensors], [t.stream for t in tensors],
+            [t.kind == "workspace" and t.producer_type == "CONV" for t in tensors])
+    return hit
+
+
 class _Stop(Exception):
     """Internal: memory ran out; carries the failure record."""
 
@@ -91,17 +107,11 @@ class Engine:
             self.warmup = [ev for ev in self.warmup if int(ev[1]) not in keys]
         self.record = record
         n = len(program.tensors)
-        self.size = [t.nbytes for t in program.tensors]
-        self.kind = [t.kind for t in program.tensors]
-        self.stream = [t.stream for t in program.tensors]
-        # a convolution's workspace: cuDNN runs without it when it does not fit
-        self.optional = [t.kind == "workspace" and t.producer_type == "CONV"
-                         for t in program.tensors]
+        self.size, self.kind, self.stream, self.optional = _tensor_columns(program)
         self.fallback = [False] * n   # allocated with 0 B instead
         self.handle = [None] * n
         self.seq = 0
         self.peak_tensor = 0     # peak without conv workspaces
-        self.mem_ops = 0         # allocator calls (alloc + free), for the events/s figure
         self._iteration_state()
         self.mem_events = []
         self.alloc_trace = []     # (t_s, allocated_bytes, reserved_bytes) after each change
@@ -223,23 +233,19 @@ class Engine:
         nbytes = self.size[t] if nbytes is None else nbytes
         stream = self.stream[t] if t >= 0 else 0
         mem = self.mem
-        if not mem.can_alloc(nbytes, stream):
-            try:
-                now = self._make_room(nbytes, now, t, label=label, stream=stream)
-            except _Stop:
-                if t < 0 or not self.optional[t]:
-                    raise
-                # cuDNN catches the out-of-memory of a workspace and falls back to an
-                # algorithm that needs less (PyTorch's Conv_v7.cpp): the step runs without it
-                nbytes = 0
-                self.fallback[t] = True
-                self.counters["workspace_fallbacks"] += 1
-        mallocs, frees = mem.device_mallocs, mem.device_frees
-        h = mem.alloc(nbytes, stream)
-        self.mem_ops += 1
-        if mem.device_mallocs != mallocs or mem.device_frees != frees:
-            now += ((mem.device_mallocs - mallocs) * self.malloc_latency_s
-                    + (mem.device_frees - frees) * self.free_latency_s)
+        if mem.calls_driver:
+            if not mem.can_alloc(nbytes, stream):
+                now, nbytes = self._room_for(t, nbytes, now, label, stream)
+            mallocs, frees = mem.device_mallocs, mem.device_frees
+            h = mem.alloc(nbytes, stream)
+            if mem.device_mallocs != mallocs or mem.device_frees != frees:
+                now += ((mem.device_mallocs - mallocs) * self.malloc_latency_s
+                        + (mem.device_frees - frees) * self.free_latency_s)
+        else:
+            h = mem.try_alloc(nbytes, stream)
+            if h is None:
+                now, nbytes = self._room_for(t, nbytes, now, label, stream)
+                h = mem.alloc(nbytes, stream)
         if self.check:
             self._check_counters(f"allocating {self._label(t, label)}", now)
         if category is not None or t >= 0:   # not a workspace
@@ -256,6 +262,20 @@ class Engine:
             self.alloc_trace.append((now, mem.allocated_bytes, mem.reserved_bytes))
         return now, h
 
+    def _room_for(self, t, nbytes, now, label, stream):
+        """Make room for an allocation that does not fit: ``(time, bytes to allocate)``; a
+        convolution's workspace that cannot get it is allocated with 0 B instead."""
+        try:
+            return self._make_room(nbytes, now, t, label=label, stream=stream), nbytes
+        except _Stop:
+            if t < 0 or not self.optional[t]:
+                raise
+            # cuDNN catches the out-of-memory of a workspace and falls back to an
+            # algorithm that needs less (PyTorch's Conv_v7.cpp): the step runs without it
+            self.fallback[t] = True
+            self.counters["workspace_fallbacks"] += 1
+            return now, 0
+
     def _release_gpu(self, t, when):
         h = self.handle[t]
         if h is None:
@@ -266,7 +286,6 @@ class Engine:
                             f"while a step reads it (until t={self.in_use_until[t]!r} s; "
                             f"current step {s.index}: {s.name} {s.phase})")
         self.mem.free(h)
-        self.mem_ops += 1
         self.handle[t] = None
         self.idle_release[t] = False
         self.release_seq[t] = 0
@@ -276,6 +295,13 @@ class Engine:
             self.mem_events.append((when, self.kind[t], 0 if self.fallback[t] else -self.size[t]))
             self.alloc_trace.append((when, self.mem.allocated_bytes, self.mem.reserved_bytes))
         self.fallback[t] = False
+
+    @property
+    def mem_ops(self):
+        """Allocator calls so far (allocations + frees), for the events/s figure: every
+        allocation took a handle, and every one no longer live was freed."""
+        allocations = self.mem.allocations
+        return 2 * allocations - self.mem.num_live
 
     def _label(self, t, label=None):
         return label or (self.p.tensors[t].name if t >= 0 else "workspace")
@@ -394,21 +420,31 @@ class Engine:
         return t
 
     # -- instructions ----------------------------------------------------------------------
-    def _stash(self, step, now):
-        """Make every dep of ``step`` resident; returns (time the step can start, new tensors)."""
-        state = self.state
-        lru = self.lru
-        c = self.counters
-        fresh = []
+    def _run_step(self, step, phase, duration_default):
+        self.cur = step.index
+        t0 = now = self.t_compute
+        heap = self.heap
+        if heap and heap[0][0] <= t0:
+            self._advance(t0)     # what happened before the step starts
+        deps = self.pinned = step.deps
+        in_use, state, lru, c = self.in_use_until, self.state, self.lru, self.counters
+        for t in deps:   # from now until the step ends, nothing may release its deps
+            in_use[t] = _INF
+        # make every dep resident: hits, prefetches that landed (or are late), misses copied
+        # back in now; tensors never allocated (VOID) are allocated after the unpacks
+        fresh = None
         hits = 0
-        for t in step.deps:
+        for t in deps:
             st = state[t]
             if st == GPU or st == CLEAN or st == D2H:
                 hits += 1
                 if lru is not None:
                     lru.move_to_end(t)
             elif st == VOID:
-                fresh.append(t)
+                if fresh is None:
+                    fresh = [t]
+                else:
+                    fresh.append(t)
             elif st == H2D:
                 if self.ready_at[t] > now:
                     c["prefetch_late"] += 1
@@ -429,27 +465,17 @@ class Engine:
                 raise PlanError(f"step {step.index} ({step.name} {step.phase}) needs tensor {t} "
                                 f"({self.p.tensors[t].name}), which is {STATE_NAMES[st]}: the "
                                 f"plan freed or dropped it before its last use")
-        c["cache_hits"] += hits
-        return now, fresh
-
-    def _run_step(self, step, phase, duration_default):
-        self.cur = step.index
-        t0 = self.t_compute
-        heap = self.heap
-        if heap and heap[0][0] <= t0:
-            self._advance(t0)     # what happened before the step starts
-        deps = self.pinned = step.deps
-        in_use = self.in_use_until
-        for t in deps:   # from now until the step ends, nothing may release its deps
-            in_use[t] = _INF
-        now, fresh = self._stash(step, t0)
+        if hits:
+            c["cache_hits"] += hits
         if heap and heap[0][0] <= now:
             self._advance(now)
-        if phase == "B" and self.unpack_at and step.index in self.unpack_at:
+        if self.unpack_at and phase == "B" and step.index in self.unpack_at:
             now = self._unpack(step.index, now)
-        for t in fresh:
-            self.counters["first_touch"] += 1
-            now, _ = self._alloc(t, now)
+        if fresh is not None:
+            alloc = self._alloc
+            for t in fresh:
+                c["first_touch"] += 1
+                now = alloc(t, now)[0]
         if self.check:
             if now < t0 or t0 < self._last_step_end:
                 self._violation(f"step {step.index} ({step.name} {phase}) starts at t={now!r} s, "
@@ -458,8 +484,8 @@ class Engine:
         ws_bytes, algo, duration = 0, "", duration_default
         # (a parameter update, phase U, runs no convolution)
         rows = self.ws_table.get(step.layer) if step.type == "CONV" and phase != "U" else None
-        handles = []
         if rows:
+            handles = []
             duration = 0.0
             names = []
             for pass_name in CONV_PASSES[phase]:
@@ -476,29 +502,35 @@ class Engine:
             algo = "+".join(names)
             self.algos_chosen[(step.layer, phase)] = algo
         highwater = self.mem.requested_bytes
-        for h, ws in handles:
-            self.mem.free(h)
-            if self.record:
-                self.mem_events.append((now + duration, "workspace", -ws))
-                self.alloc_trace.append((now + duration, self.mem.allocated_bytes,
-                                         self.mem.reserved_bytes))
+        if rows:
+            if handles:
+                mem = self.mem
+                for h, ws in handles:
+                    mem.free(h)
+                    if self.record:
+                        self.mem_events.append((now + duration, "workspace", -ws))
+                        self.alloc_trace.append((now + duration, mem.allocated_bytes,
+                                                 mem.reserved_bytes))
         if self.copy_k:
             duration = slowed_duration_s(duration, now, {"h2d": self.t_h2d, "d2h": self.t_d2h},
                                          self.copy_k)
         end = now + duration
-        if phase == "F" and step.index in self.pack_at:   # the hook's copy out, waited for
+        if phase == "F" and self.pack_at and step.index in self.pack_at:
+            # the hook's copy out, waited for
             end = self._host_copy(self.pack_at[step.index], "d2h", end)
-        for h, nbytes in (self.unpacked_held.pop(step.index, ()) if self.unpacked_held else ()):
-            self.mem.free(h)
-            if self.record:
-                self.mem_events.append((end, "activation", -nbytes))
-                self.alloc_trace.append((end, self.mem.allocated_bytes, self.mem.reserved_bytes))
+        if self.unpacked_held:
+            for h, nbytes in self.unpacked_held.pop(step.index, ()):
+                self.mem.free(h)
+                if self.record:
+                    self.mem_events.append((end, "activation", -nbytes))
+                    self.alloc_trace.append((end, self.mem.allocated_bytes,
+                                             self.mem.reserved_bytes))
         idle_release, release_seq = self.idle_release, self.release_seq
         for t in deps:
             in_use[t] = end
             if idle_release[t] and release_seq[t] == 0:
                 self._event(end, _EV_RELEASE, t)
-                self.release_seq[t] = self.seq
+                release_seq[t] = self.seq
         if self.check:
             self._check_resident(step, phase, end)
             self._last_step_end = end
@@ -687,7 +719,6 @@ class Engine:
             if not (self.record or self.check):
                 sizes = [st.nbytes for st in statics]
                 placed = mem.alloc_prefix(sizes)
-                self.mem_ops += placed
                 self.n_static_allocs += placed
                 self.static_alloc_bytes += sum(sizes[:placed])
             for st in statics[placed:]:
@@ -728,7 +759,6 @@ class Engine:
                                     label=f"static tensor {static[key].name} ({static[key].kind})"
                                     if 0 <= key < len(static) else None)
                 h = self.mem.alloc(nbytes, stream)
-                self.mem_ops += 1
                 if key >= 0:
                     if key >= len(static) or handles[key] is not None:
                         raise PlanError(f"warmup_events[{i}] allocates static tensor {key} "
@@ -747,7 +777,6 @@ class Engine:
                 h = temps.pop(key)
                 if h is not None:
                     self.mem.free(h)
-                    self.mem_ops += 1
         later = {int(ev[1]) for ev in self.deferred}
         missing = [i for i, h in enumerate(handles) if h is None and i not in later]
         if temps or missing:
@@ -837,32 +866,39 @@ class Engine:
         return self._result(failure, time.perf_counter() - wall)
 
     def _iteration(self, steps):
-        run_step, free, prefetch = self._run_step, self._free, self._prefetch
+        run_step, dtr, prefetch = self._run_step, self.dtr, self._prefetch
+        state, heap = self.state, self.heap
+        planned = self.plan.workspace == "planned"   # _choose reads the running instruction
+        # the other instructions that name a tensor, by kind (a dict lookup, not a chain of tests)
+        on_tensor = {Free: self._free, Offload: self._offload, Drop: self._drop,
+                     Evict: self._evict}
         instructions = self.plan.instructions
         serves_until, serves = -1, None   # Recomputes before serves_until serve step serves
         for i, ins in enumerate(instructions):
             kind = type(ins)
             if kind is Compute:
-                self.ins_index = i    # read by _choose: the key of plan.algos
+                if planned:
+                    self.ins_index = i    # read by _choose: the key of plan.algos
                 s = steps[ins[0]]
                 if self.deferred and s.phase == "U":
                     self._first_optimizer_step()
-                if self.dtr is None:
+                if dtr is None:
                     run_step(s, s.phase, s.time_s)
                 else:
-                    self.dtr.before_step(s)
+                    dtr.before_step(s)
                     run_step(s, s.phase, s.time_s)
-                    self.dtr.after_step(s)
-            elif kind is Free:
-                free(ins[0])
-            elif kind is Prefetch:
-                prefetch(ins[0])
-            elif kind is Offload:
-                self._offload(ins.tensor)
-            elif kind is Drop:
-                self._drop(ins.tensor)
-            elif kind is Evict:
-                self._evict(ins.tensor)
+                    dtr.after_step(s)
+                continue
+            if kind is Prefetch:
+                # most find the tensor resident: a prefetch does something only for a tensor
+                # on the host, or after the copies and releases due by now (_prefetch)
+                t = ins[0]
+                if state[t] == HOST or (heap and heap[0][0] <= self.t_compute):
+                    prefetch(t)
+                continue
+            handler = on_tensor.get(kind)
+            if handler is not None:
+                handler(ins[0])
             elif kind is Recompute:
                 if i >= serves_until:   # the B step it serves: the next Compute in plan order
                     serves_until = i + 1

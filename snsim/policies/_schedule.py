@@ -66,6 +66,41 @@ def _segment_modes(program, checkpoint_types, mode):
     return hit
 
 
+class _Made(dict):
+    """``{argument: instruction}`` of one kind: made on first use, then the same instance."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def __missing__(self, arg):
+        # NamedTuple's __new__ runs Python code; tuple.__new__ makes the same instruction at
+        # half the cost
+        ins = self[arg] = tuple.__new__(self.kind, (arg,))
+        return ins
+
+
+def _instruction_table(program):
+    """``{kind: instructions by argument}``: the instructions of a program's plans, one
+    instance of each, shared by every plan of the program (they are immutable values). A plan
+    holds ~10^5 of them (ResNet-2500: 70,012); re-planning a program (the keep rounds, the
+    policies of a search, a sweep) makes none again, and the collector has no new objects to
+    scan. Every plan computes each step and frees each tensor once: those are made at once;
+    the others as plans ask for them."""
+    memo = program._plan_memo
+    if memo is None:
+        memo = program._plan_memo = {}
+    hit = memo.get("instructions")
+    if hit is None:
+        new = tuple.__new__
+        hit = memo["instructions"] = {k: _Made(k) for k in (Recompute, Drop, Offload, Prefetch)}
+        hit[Compute] = [new(Compute, (k,)) for k in range(len(program.steps))]
+        hit[Free] = [new(Free, (t,)) for t in range(len(program.tensors))]
+    return hit
+
+
 def _step_tables(program):
     """``(producer_step, last_f_use, conv_b)``: the forward step that writes each tensor, the
     last forward step that reads each, and the backward CONV steps; once per program (every
@@ -313,9 +348,10 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                     first = s.index
                 node_steps.setdefault(first, []).append(s.index)
 
-    # NamedTuple's __new__ runs Python code; tuple.__new__ makes the same instruction at half
-    # the cost, and a plan holds ~10^5 of them (ResNet-2500: 70,012)
-    new = tuple.__new__
+    # one instance per instruction and program, shared by its plans (_instruction_table)
+    made = _instruction_table(program)
+    computes, recomputes, frees, drops, offloads, prefetches = (
+        made[c] for c in (Compute, Recompute, Free, Drop, Offload, Prefetch))
     out = []
     dropped = set()
     replayed = set()        # recomputed and resident
@@ -328,7 +364,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 continue
             for t in steps[k].deps:
                 if not droppable[t]:   # offloaded, or possibly evicted by the LRU cache
-                    out.append(new(Prefetch, (t,)))
+                    out.append(prefetches[t])
 
     transient = []          # by-products of this step's replays that nothing needs
     now = [0]               # index of the step being scheduled
@@ -357,7 +393,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
 
     def replay(k, keep):
         s = steps[k]
-        out.append(new(Recompute, (k,)))
+        out.append(recomputes[k])
         for y in s.outputs:
             if y in dropped:    # a freed by-product (e.g. another fork copy) stays freed
                 dropped.discard(y)
@@ -367,14 +403,14 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
         if seg_mode.get(seg.get(s.layer)) == "memory":
             for x in s.inputs:
                 if x in replayed and x not in keep:
-                    out.append(new(Drop, (x,)))
+                    out.append(drops[x])
                     replayed.discard(x)
                     dropped.add(x)
         if drop_groups is not None:   # a group temporary past its last forward reader
             for x in s.deps:
                 if x in replayed and last_f_use.get(x) == k and need_until[x] < now[0] \
                         and x not in keep:
-                    out.append(new(Drop, (x,)))
+                    out.append(drops[x])
                     replayed.discard(x)
                     dropped.add(x)
 
@@ -409,37 +445,37 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 for t in need:
                     if t in dropped:
                         ensure(t, keep)
-        out.append(new(Compute, (s.index,)))
+        out.append(computes[s.index])
         if s.phase == "F":
             if offload_at_last_forward_use:
                 for t in s.deps:
                     if offloaded[t] and last_f_use.get(t) == s.index:
-                        out.append(new(Offload, (t,)))
+                        out.append(offloads[t])
             else:
                 for t in s.outputs:
                     if offloaded[t]:
-                        out.append(new(Offload, (t,)))
+                        out.append(offloads[t])
             for t in s.deps:
                 # checkpoint also drops what a step makes and uses itself (a captured step's
                 # op-level temporaries that backward reads): torch keeps none of them
                 if droppable[t] and last_f_use.get(t) == s.index \
                         and (t not in s.outputs or drop_groups is not None) \
                         and (need_until[t] > s.index or drop_groups is not None):
-                    out.append(new(Drop, (t,)))       # replayed in backward where needed
+                    out.append(drops[t])       # replayed in backward where needed
                     dropped.add(t)
             for t in free_after[s.index]:     # need_until may point at a step not reading t
                 if t in dropped and drop_groups is not None:
                     continue   # a group temporary: a replay makes it again
-                out.append(new(Free, (t,)))
+                out.append(frees[t])
                 dropped.discard(t)
         elif s.phase == "B":
             for t in free_after[s.index]:
-                out.append(new(Free, (t,)))
+                out.append(frees[t])
                 dropped.discard(t)
                 replayed.discard(t)
             for t in transient:
                 if t in replayed:
-                    out.append(new(Free, (t,)))
+                    out.append(frees[t])
                     replayed.discard(t)
             transient.clear()
             # speed-centric replays stay until liveness frees them (at need_until, above);
@@ -447,12 +483,12 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
             if any_memory and replayed:
                 for t in sorted(replayed):
                     if seg_mode.get(seg.get(tensors[t].producer)) == "memory":
-                        out.append(new(Drop, (t,)))
+                        out.append(drops[t])
                         replayed.discard(t)
                         dropped.add(t)
         else:
             for t in free_after[s.index]:
-                out.append(new(Free, (t,)))
+                out.append(frees[t])
     for t in sorted(dropped):
-        out.append(new(Free, (t,)))
+        out.append(frees[t])
     return out
