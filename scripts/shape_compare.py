@@ -59,7 +59,7 @@ def main(argv=None):
     from snsim.kernel_table import load_kernel_table
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.models import resolve_model
-    from snsim.torchsim.opcost import NO_KERNEL_OPS, _table_args, _table_time, conv_bias_time_s
+    from snsim.torchsim.opcost import NO_KERNEL_OPS, _lookup_args, _table_time, conv_bias_time_s
     from snsim.torchsim.predict import record_fake
 
     setup = TrainSetup(args.optimizer, args.impl, args.amp)
@@ -89,14 +89,14 @@ def main(argv=None):
     for op in ops:
         if op[0] < 0 or marks[op[0]][3] != last or op[1] in NO_KERNEL_OPS:
             continue
-        fam, kw = _table_args(op)
+        fam, kw = _lookup_args(table, op)
         if not fam.startswith(args.family):
             continue
         t, src = _table_time(table, op)
         if t is None:
             continue
         t += conv_bias_time_s(table, op, hw)
-        key = _key(fam.removesuffix("_cl"), _sig_shapes(op[6] if len(op) > 6 else ""))
+        key = _key(fam.removesuffix("_cl").removesuffix("_strided"), _sig_shapes(op[6] if len(op) > 6 else ""))
         p = pred[key]
         p["s"] += t
         p["n"] += 1

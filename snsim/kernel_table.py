@@ -75,6 +75,11 @@ _ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 LAYOUT_FAMILIES = {"convolution": "convolution_cl",
                    "convolution_backward": "convolution_backward_cl"}
 _NCHW_FAMILY = {v: k for k, v in LAYOUT_FAMILIES.items()}
+# a copy of a non-contiguous tensor (the recorder's ``copy_layout``: ``strided`` / ``permuted``)
+# runs ATen's generic indexing kernels, not the vectorized ones the contiguous rows timed:
+# timed apart (``snsim calibrate --only strided``) as these families, class ``perm`` for a
+# permuted source. A table without them reads the contiguous rows.
+STRIDED_FAMILIES = {"clone": "clone_strided", "cat": "cat_strided"}
 
 
 # ``Tensor.item()``: a synchronous copy of a scalar to pageable host memory; the host waits for

@@ -547,6 +547,46 @@ def test_recorder_names_the_layout_cudnn_runs_a_convolution_in():
     assert conv_layout("addmm", (x, w)) == ""
 
 
+def test_recorder_names_strided_copies():
+    """copy_layout: ShuffleNet's channel shuffle and a cat of a chunk view are strided, an
+    NCHW->NHWC permute's clone is permuted, contiguous copies and other ops are neither."""
+    torch = pytest.importorskip("torch")
+    from snsim.torchsim.record import copy_layout
+    x = torch.zeros(2, 8, 5, 5)
+    shuffle = x.view(2, 2, 4, 5, 5).transpose(1, 2)
+    half, _ = x.chunk(2, 1)
+    assert copy_layout("clone", (shuffle,)) == "strided"
+    assert copy_layout("cat", ([half, torch.zeros(2, 4, 5, 5)], 1)) == "strided"
+    assert copy_layout("clone", (x.permute(0, 2, 3, 1),)) == "permuted"
+    assert copy_layout("clone", (x,)) == "" == copy_layout("cat", ([x, x], 1))
+    assert copy_layout("relu", (shuffle,)) == ""
+    assert copy_layout("clone", (torch.zeros(3, 4)[:1],)) == ""   # a slice of whole rows
+
+
+def test_strided_copy_reads_its_own_rows_and_contiguous_ones_without():
+    """A clone of a strided source reads the clone_strided rows (made up: 1 TB/s, contiguous
+    clones at 4 TB/s) of its class; a table without them reads the contiguous clone rows, as
+    every lookup did before (no class); a contiguous clone is unaffected."""
+    from snsim.hardware import load_hardware
+    from snsim.torchsim.opcost import op_times_s
+    hw = load_hardware("h200")
+
+    def rows(fam, cls, rate):
+        return [{"family": fam, "dtype": "bfloat16", "math": "bfloat16", "cls": cls,
+                 "flops": 0, "bytes": b, "ntensors": 0, "time_s": b / rate, "host_s": 1e-5,
+                 "shape": ""} for b in (2e7, 1e8, 1e9, 1e10)]   # above the 2 us floor
+    contiguous = rows("clone", "", 4e12)
+    strided = rows("clone_strided", "", 1e12) + rows("clone_strided", "perm", 0.5e12)
+    nbytes = 3e8
+    ops = [(0, "clone", (), (), 0, nbytes, "", layout)
+           for layout in ("strided", "permuted", "")]
+    ops = [op[:6] + ("clone bfloat16[256, 176, 2, 14, 14]",) + op[7:] for op in ops]
+    new = op_times_s(ops, hw, table=KernelTable(pd.DataFrame(contiguous + strided)))
+    old = op_times_s(ops, hw, table=KernelTable(pd.DataFrame(contiguous)))
+    assert new == pytest.approx([nbytes / 1e12, nbytes / 0.5e12, nbytes / 4e12], rel=0.05)
+    assert old == pytest.approx([nbytes / 4e12] * 3, rel=0.05)
+
+
 def test_conv_reads_its_own_kernel_class_when_one_is_measured_within_far():
     """Made-up depthwise forward rows: 3x3 at 2 TB/s on the call's own map and channels, 7x7 at
     0.2 TB/s at half and double the batch (another size, other channels). A 7x7 call reads the

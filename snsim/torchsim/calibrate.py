@@ -30,6 +30,8 @@ import time
 
 from ..kernel_table import BIAS_FAMILIES, NO_KERNEL_OPS
 
+STRIDED_FAMILIES = ("clone_strided", "cat_strided")   # kernel_table.STRIDED_FAMILIES' rows
+
 COLUMNS = ("family", "dtype", "math", "cls", "flops", "bytes", "ntensors", "time_s", "host_s",
            "shape", "ops")
 HOST_SKIP = NO_KERNEL_OPS   # the host cost per op counts the other ops
@@ -676,6 +678,62 @@ class Calibrator:
                 return
             self.guarded("bandwidth", self._bandwidth_one, nb, el, dtype, dn)
 
+    # copies of non-contiguous tensors (snsim.torchsim.record.copy_layout), by elements moved
+    STRIDED_NUMELS = tuple(int(round(10 ** (4 + 0.5 * i))) for i in range(10))  # 1e4 .. 3e8
+    STRIDED_MAPS = (7, 14, 28, 56)
+    STRIDED_CHANNELS = (64, 176, 352)
+
+    def strided_copies(self, dtypes=None, *, max_elements=3e8):
+        """Copies whose source is not contiguous, over :attr:`STRIDED_NUMELS` elements in
+        fp32, bf16 and fp16 (rows' shape ``strided <variant> x[N, C, H, W]``):
+
+        * ``clone_strided``: ShuffleNet's channel shuffle, ``x.view(N, 2, C/2, H, W)
+          .transpose(1, 2).contiguous()`` (outer dims swapped, inner runs of H*W: class
+          ``""``), and ``x.permute(0, 2, 3, 1).contiguous()`` and back (NCHW <-> NHWC: class
+          ``perm``, the innermost stride is not 1) -- ATen's generic indexing copy kernel;
+        * ``cat_strided``: ``cat([x.chunk(2, 1)[0], y], 1)``, a chunk view and a contiguous
+          tensor (ShuffleNetV2's blocks) -- ``CatArrayBatchedCopy`` without its contiguous
+          fast path.
+
+        Bytes as the recorder counts them: the inputs' elements read, the output's written."""
+        torch = self.torch
+        dtypes = dtypes or (torch.float32, torch.bfloat16, torch.float16)
+        numels = self.STRIDED_NUMELS if self.device == "cuda" else self.STRIDED_NUMELS[:2]
+        for i, m in enumerate(numels):
+            if m > max_elements:
+                continue
+            c = self.STRIDED_CHANNELS[i % len(self.STRIDED_CHANNELS)]
+            hw = self.STRIDED_MAPS[i % len(self.STRIDED_MAPS)]
+            n = max(1, int(round(m / (c * hw * hw))))
+            for dtype in dtypes:
+                if self.late():
+                    return
+                self.guarded("strided copy", self._strided_one, n, c, hw, dtype)
+
+    def _strided_one(self, n, c, hw, dtype):
+        torch = self.torch
+        aten = torch.ops.aten
+        dn = str(dtype)[6:]
+        x = self.t(n, c, hw, hw, dtype=dtype)
+        shuffle = x.view(n, 2, c // 2, hw, hw).transpose(1, 2)
+        nhwc = x.permute(0, 2, 3, 1)
+        nchw = self.t(n, hw, hw, c, dtype=dtype).permute(0, 3, 1, 2)
+        half, _ = x.chunk(2, 1)
+        y = self.t(n, c // 2, hw, hw, dtype=dtype)
+        shape = f"x[{n}, {c}, {hw}, {hw}]"
+        for fam, cls, variant, f, ins in (
+                ("clone_strided", "", "shuffle", lambda: aten.clone.default(
+                    shuffle, memory_format=torch.contiguous_format), (shuffle,)),
+                ("clone_strided", "perm", "nchw_to_nhwc", lambda: aten.clone.default(
+                    nhwc, memory_format=torch.contiguous_format), (nhwc,)),
+                ("clone_strided", "perm", "nhwc_to_nchw", lambda: aten.clone.default(
+                    nchw, memory_format=torch.contiguous_format), (nchw,)),
+                ("cat_strided", "", "chunk_cat", lambda: aten.cat.default([half, y], 1),
+                 (half, y))):
+            out = f()
+            self.add(fam, dtype, dn, cls, f, nbytes=_nbytes(torch, ins, out),
+                     shape=f"strided {variant} {shape}")
+
     def _bandwidth_one(self, nb, el, dtype, dn):
         torch = self.torch
         import torch.nn.functional as F
@@ -1071,6 +1129,9 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # convolutions sampled as CNNs lay them out (Calibrator.layout_convs: grouped 3x3 at
         # every stage and group width, depthwise, dense 1x1/3x3 at small widths), TF32, bf16
         # and fp16; a --merge replaces an earlier run's rows
+        # copies of non-contiguous tensors (Calibrator.strided_copies): the channel
+        # shuffle's, NCHW<->NHWC permutes, cat of a chunk view; fp32/bf16/fp16
+        "strided": ("strided copy", STRIDED_FAMILIES, "all"),
         "stage": ("stage conv", ("convolution", "convolution_backward"), lambda r: (
             str(r.get("shape", "")).startswith("stage "))),
         # the backward ops calibrate timed through torch.autograd.grad before 2026-11-30, whose
@@ -1168,6 +1229,7 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("grouped conv fp16", 0.04, lambda: cal.grouped_convs(cal.n(300), torch.float16,
                                                               "fp16")),
         ("conv bias", 0.06, lambda: cal.conv_biases()),
+        ("strided copy", 0.02, lambda: cal.strided_copies()),
         ("stage conv tf32", 0.05, lambda: _with_tf32(torch, True, lambda: cal.layout_convs(
             cal.n(1200), torch.float32, "tf32"))),
         ("stage conv bf16", 0.03, lambda: cal.layout_convs(cal.n(500), torch.bfloat16, "bf16")),
@@ -1393,7 +1455,8 @@ def _add_calibrate(sub):
                    "grouped (grouped and depthwise convs over a grid of group widths and "
                    "counts, TF32/bf16/fp16), stage (convs sampled as CNN stages lay them "
                    "out: grouped 3x3 by group width, depthwise, dense at small widths; "
-                   "TF32/bf16/fp16), bnfp16 (fp16 batch norm: cuDNN's), convbias (a "
+                   "TF32/bf16/fp16), strided (copies of non-contiguous tensors: channel "
+                   "shuffle, NCHW<->NHWC permutes, cat of a chunk view), bnfp16 (fp16 batch norm: cuDNN's), convbias (a "
                    "convolution's bias add and grad_bias reduction by output size), convcl "
                    "(channels-last convolutions: grouped, depthwise and dense; TF32/bf16/fp16), "
                    "bnlarge (batch norm at batches 512 and 1024, added to the BN rows)")
