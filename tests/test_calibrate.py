@@ -246,7 +246,7 @@ def test_layout_convs_sample_stages_group_widths_and_small_dense_convs():
         assert max(n * c * h * w, n * co * (h // s) ** 2) * 4 <= 1.5 * 2**31 or n == 1
         if cls_g == "g":
             assert kh == 3 and g >= 2 and c == co and c // g in Calibrator.LAYOUT_GROUP_WIDTHS
-            assert c % g == 0 and h // s in stages
+            assert c % g == 0 and c % 8 == 0 and h // s in stages
         elif cls_g == "dw":
             assert g == c == co and h // s in stages
         else:
