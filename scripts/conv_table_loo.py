@@ -92,19 +92,20 @@ def main(argv=None):
     shapes.clear()
     print(f"{'family':<24} {'math':<5} {'group':<6} {'s':<3} {'n':>5} {'med|e|%':>8} "
           f"{'p90|e|%':>8} {'<10%':>6} {'sum pred/meas':>14} {'fitted':>6}")
-    allerr = []
+    allerr, allp, allm = [], 0.0, 0.0
     for k in sorted(stats):
         v = stats[k]
         e = np.array([abs(p - m) / m for p, m, _ in v]) * 100
         allerr += list(e)
         sp, sm = sum(p for p, _, _ in v), sum(m for _, m, _ in v)
+        allp, allm = allp + sp, allm + sm
         nf = sum(s != "table" for *_, s in v)
         print(f"{k[0]:<24} {k[1]:<5} {k[2]:<6} {k[3]:<3} {len(v):5d} {np.median(e):8.1f} "
               f"{np.percentile(e, 90):8.1f} {np.mean(e < 10) * 100:5.0f}% "
               f"{sp / sm:14.3f} {nf:6d}")
     e = np.array(allerr)
     print(f"all: {len(e)} rows, median |err| {np.median(e):.1f}%, p90 {np.percentile(e, 90):.1f}%,"
-          f" within 10%: {np.mean(e < 10) * 100:.0f}%")
+          f" within 10%: {np.mean(e < 10) * 100:.0f}%, sum pred/meas {allp / allm:.3f}")
     return 0
 
 

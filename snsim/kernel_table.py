@@ -39,6 +39,8 @@ REF_FLOPS_PER_S = 1e15
 REF_BYTES_PER_S = 5e12
 REF_FLOOR_S = 2e-6
 K_NEAREST = 4
+ARITH = False
+IDW_POWER = 2            # inverse-distance weights 1 / (d + 0.05) ** IDW_POWER
 FAR = math.log(8.0)          # beyond a factor 8 in work from every row: fitted, not table
 COMPUTE_FAMILIES = frozenset({"convolution", "convolution_backward", "convolution_cl",
                               "convolution_backward_cl", "mm", "addmm", "bmm", "sdpa_flash", "sdpa_efficient", "sdpa_math",
@@ -682,7 +684,7 @@ class KernelTable:
         order = np.argsort(d, kind="stable")[:K_NEAREST]
         if d[order[0]] > FAR:
             return key, order, None, src, nbytes
-        return key, order, 1.0 / (d[order] + 0.05) ** 2, src, nbytes
+        return key, order, 1.0 / (d[order] + 0.05) ** IDW_POWER, src, nbytes
 
     def time_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",
                math_="tf32"):
@@ -704,6 +706,8 @@ class KernelTable:
             fitted = self._fitted.get((key, _group_prefix(cls)), self._fitted[key])
             return ref * math.exp(fitted), ("fitted" if src == "table" else src)
         lr = self._groups[key][1]
+        if ARITH:
+            return ref * float((w * np.exp(lr[order])).sum() / w.sum()), src
         return ref * math.exp(float((w * lr[order]).sum() / w.sum())), src
 
     def issue_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",
