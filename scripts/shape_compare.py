@@ -96,7 +96,8 @@ def main(argv=None):
         if t is None:
             continue
         t += conv_bias_time_s(table, op, hw)
-        key = _key(fam.removesuffix("_cl").removesuffix("_strided"), _sig_shapes(op[6] if len(op) > 6 else ""))
+        key = _key(fam.removesuffix("_cl").removesuffix("_strided"),
+                   _sig_shapes(op[6] if len(op) > 6 else ""))
         p = pred[key]
         p["s"] += t
         p["n"] += 1

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, HOST_READ_OPS,  # noqa: F401
-                            LAYOUT_FAMILIES, MATMUL_FAMILIES, STRIDED_FAMILIES, call_conv_flops, NO_KERNEL_OPS, bn_class, conv_bias_calls,
+                            LAYOUT_FAMILIES, MATMUL_FAMILIES, STRIDED_FAMILIES,
+                            call_conv_flops, NO_KERNEL_OPS, bn_class, conv_bias_calls,
                             conv_class, family_of, host_stream, load_host_costs,
                             load_kernel_table, matmul_class, sig_dtype)
 
