@@ -357,7 +357,7 @@ def test_attention_rows_are_interpolated_not_fitted():
 def test_conv_lookup_weighs_channels_and_map_size():
     """Two 1x1 layers within a factor 3 in FLOPs and bytes (made-up: 1024->256 on 14x14 at
     60 us, 320->1280 on 7x7 at 110 us per batch 96, rows at batches 64 and 128): a batch-96 call
-    of the first reads mostly its own layer's rows -- the arithmetic mean of a compute family's
+    of the first reads mostly its own layer's rows -- the arithmetic mean of a convolution's
     nearest ratios leaves the other layer's (2x slower per FLOP) 11%; without the channel/map
     distance they pull it 45% off."""
     rows = []
@@ -651,7 +651,7 @@ def test_compute_lookup_takes_the_mean_of_rows_that_straddle_an_engine_switch():
     """Two made-up TF32 conv rows the same distance from a call, one 10x the other's time per
     FLOP (another cuDNN engine): the call's time is their arithmetic mean (5.5x), the expected
     time, not the geometric (3.2x) that under-predicts a step's sum; a bandwidth family's rows
-    (one kernel, a smooth rate) keep the geometric mean."""
+    (one kernel, a smooth rate) keep the geometric mean, as other compute families do."""
     rows = [{"family": fam, "dtype": "float32", "math": "tf32" if fam == "convolution" else
              "float32", "cls": "k3x3s1" if fam == "convolution" else "", "flops": f,
              "bytes": b, "ntensors": 0, "time_s": t, "host_s": 1e-5, "shape": ""}
