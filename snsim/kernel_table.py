@@ -8,12 +8,13 @@ time of an op the table never saw:
 * the time relative to a reference roofline, ``r = t / max(flops / P, bytes / B, 2 µs)``
   (a convolution's FLOPs its true count, :func:`conv_flops`, for rows and calls alike)
   (``P``, ``B`` a compute group's best measured FLOP and byte rates, else fixed), varies
-  slowly in shape space; it is interpolated by inverse-distance weighting (a convolution's
-  weighted arithmetic mean of ``r``, other families' geometric) over the ``k`` nearest rows
-  of the same family and math mode (a half type's own rows; the other half type's only where
-  the table has none of the call's class: ``_OTHER_HALF``), in (ln flops, ln bytes, ln tensors) plus a penalty for another
-  shape class (conv kernel, stride, grouping; a grouped conv's group count, a conv's channels,
-  map size and channel alignment, a batch norm's channels and spatial size as distances).
+  slowly in shape space; it is interpolated by inverse-distance weighting (a grouped or
+  depthwise conv's weighted arithmetic mean of ``r``, others' geometric) over the ``k``
+  nearest rows of the same family and math mode (a half type's own rows; the other half
+  type's only where the table has none of the call's class: ``_OTHER_HALF``), in (ln flops,
+  ln bytes, ln tensors) plus a penalty for another shape class (conv kernel, stride,
+  grouping; a grouped conv's group count, a conv's channels, map size and channel alignment,
+  a batch norm's channels and spatial size as distances).
   Within a factor ``FAR`` of a measurement this is ``"table"``;
 * farther away, the fitted efficiency of the family (of its grouping: dense, grouped or
   depthwise convs, aligned or unaligned matmuls) -- the median ``r`` of its large calls --
@@ -733,18 +734,18 @@ class KernelTable:
         if w is None:
             fitted = self._fitted.get((key, _group_prefix(cls)), self._fitted[key])
             return ref * math.exp(fitted), ("fitted" if src == "table" else src)
-        # a convolution's neighbours: the weighted arithmetic mean of their ratios, not the
-        # geometric. cuDNN picks an engine by heuristics whose thresholds no axis shows (TF32
-        # grouped 3x3 convs at 52 GB/s and at 900 GB/s side by side, stage rows); where
-        # neighbours straddle one, the geometric mean is below the expected time and a
-        # step's sum of such calls falls short (leave-one-out on the stage rows,
-        # scripts/conv_table_loo.py: 0.81 of the measured time-weighted sum, 0.93 with the
-        # arithmetic mean). Other families run one kernel (or cuBLAS's, which the table's
-        # rows did not show switching) whose ratio varies smoothly, steeply near the launch
-        # floor: the geometric mean follows that curve better (the arithmetic one added 1-2%
-        # to GPT-2's and ViT's already over-predicted steps).
+        # a grouped or depthwise convolution's neighbours: the weighted arithmetic mean of
+        # their ratios, not the geometric. cuDNN picks its engine by heuristics whose
+        # thresholds no axis shows (TF32 grouped 3x3 convs at 52 GB/s and at 900 GB/s of
+        # input side by side, stage rows); where neighbours straddle one, the geometric mean
+        # is below the expected time and a step's sum of such calls falls short (leave-one-
+        # out, scripts/conv_table_loo.py: the grouped and stage rows' time-weighted sum 0.90
+        # and 0.80 of the measured with the geometric mean, ~0.95 with the arithmetic).
+        # Dense convolutions' rows of network layers (net rows: 1.03 geometric, 1.05
+        # arithmetic) and other families, one kernel whose ratio varies smoothly (steeply
+        # near the launch floor), keep the geometric mean.
         lr = self._groups[key][1]
-        if key[0].startswith("convolution"):
+        if key[0].startswith("convolution") and _group_prefix(cls) in ("g", "dw"):
             return ref * float((w * np.exp(lr[order])).sum() / w.sum()), src
         return ref * math.exp(float((w * lr[order]).sum() / w.sum())), src
 
