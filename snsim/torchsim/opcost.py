@@ -159,7 +159,9 @@ def conv_bias_time_s(table, op, hw):
 
 
 def _issue_s(table, op, memo):
-    fam, kw = _lookup_args(table, op)
+    fam, kw = _table_args(op)
+    if fam in _CONTIGUOUS_FAMILY:     # the host issues the same aten clone / cat either way
+        fam, kw = _CONTIGUOUS_FAMILY[fam], {**kw, "cls": ""}
     key = (fam, *kw.values())
     if key not in memo:      # a step repeats its shapes (every iteration, every block)
         memo[key] = table.issue_s(fam, **kw)
