@@ -43,7 +43,7 @@ def main(argv=None):
     from snsim.kernel_table import HOST_READ_OPS, load_host_costs, load_kernel_table
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.models import resolve_model
-    from snsim.torchsim.opcost import (NO_KERNEL_OPS, _table_args, _table_time,
+    from snsim.torchsim.opcost import (NO_KERNEL_OPS, _lookup_args, _table_time,
                                        conv_bias_time_s, host_issue_s, op_time_s,
                                        op_times_s)
     from snsim.torchsim.predict import record_fake
@@ -85,7 +85,7 @@ def main(argv=None):
     for i, op in enumerate(ops):
         if op[0] < 0 or marks[op[0]][3] != last or op[1] in NO_KERNEL_OPS:
             continue
-        fam, kw = _table_args(op)
+        fam, kw = _lookup_args(table, op)
         host_by[(marks[op[0]][1], fam)] += host[i]
         t, src = _table_time(table, op)
         near = None

@@ -8,12 +8,14 @@ time of an op the table never saw:
 * the time relative to a reference roofline, ``r = t / max(flops / P, bytes / B, 2 µs)``
   (a convolution's FLOPs its true count, :func:`conv_flops`, for rows and calls alike)
   (``P``, ``B`` a compute group's best measured FLOP and byte rates, else fixed), varies
-  slowly in shape space; it is interpolated by inverse-distance
-  weighting over the ``k`` nearest rows of the same family and math mode (a half type's own
-  rows; the other half type's only where the table has none of the call's class:
-  ``_OTHER_HALF``), in (ln flops, ln bytes, ln tensors) plus a penalty for another shape class
-  (conv kernel, stride, grouping; a grouped conv's group count, a batch norm's channels and
-  spatial size as distances). Within a factor ``FAR`` of a measurement this is ``"table"``;
+  slowly in shape space; it is interpolated by inverse-distance weighting (a grouped or
+  depthwise conv's weighted arithmetic mean of ``r``, others' geometric) over the ``k``
+  nearest rows of the same family and math mode (a half type's own rows; the other half
+  type's only where the table has none of the call's class: ``_OTHER_HALF``), in (ln flops,
+  ln bytes, ln tensors) plus a penalty for another shape class (conv kernel, stride,
+  grouping; a grouped conv's group count, a conv's channels, map size and channel alignment,
+  a batch norm's channels and spatial size as distances).
+  Within a factor ``FAR`` of a measurement this is ``"table"``;
 * farther away, the fitted efficiency of the family (of its grouping: dense, grouped or
   depthwise convs, aligned or unaligned matmuls) -- the median ``r`` of its large calls --
   times the reference roofline: ``"fitted"``;
@@ -39,6 +41,7 @@ REF_FLOPS_PER_S = 1e15
 REF_BYTES_PER_S = 5e12
 REF_FLOOR_S = 2e-6
 K_NEAREST = 4
+IDW_POWER = 2   # inverse-distance weights 1 / (d + 0.05) ** IDW_POWER
 FAR = math.log(8.0)          # beyond a factor 8 in work from every row: fitted, not table
 COMPUTE_FAMILIES = frozenset({"convolution", "convolution_backward", "convolution_cl",
                               "convolution_backward_cl", "mm", "addmm", "bmm", "sdpa_flash", "sdpa_efficient", "sdpa_math",
@@ -75,6 +78,11 @@ _ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 LAYOUT_FAMILIES = {"convolution": "convolution_cl",
                    "convolution_backward": "convolution_backward_cl"}
 _NCHW_FAMILY = {v: k for k, v in LAYOUT_FAMILIES.items()}
+# a copy of a non-contiguous tensor (the recorder's ``copy_layout``: ``strided`` / ``permuted``)
+# runs ATen's generic indexing kernels, not the vectorized ones the contiguous rows timed:
+# timed apart (``snsim calibrate --only strided``) as these families, class ``perm`` for a
+# permuted source. A table without them reads the contiguous rows.
+STRIDED_FAMILIES = {"clone": "clone_strided", "cat": "cat_strided"}
 
 
 # ``Tensor.item()``: a synchronous copy of a scalar to pageable host memory; the host waits for
@@ -432,6 +440,26 @@ def _conv_base(cls):
     return (m.group(1) or "") + (m.group(3) or ""), float(m.group(2)), dims
 
 
+# squared distance between a conv whose channels are 16-byte aligned and one whose are not
+# (:func:`conv_aligned`): other kernels (bf16 grouped convs of 204 and 332 channels ran 5x the
+# time per FLOP of their aligned neighbours on the H200, ``stage`` rows)
+CONV_ALIGN_WEIGHT = 4.0
+
+
+def conv_aligned(c_in, c_out, dtype):
+    """Whether a convolution's input and output channels fill whole 16-byte vectors in
+    ``dtype`` (multiples of 8 in a half type, of 4 in fp32): what cuDNN's vectorized NHWC and
+    tensor-core engines need; a first layer's 3 channels, or an odd width, are not.
+
+    >>> conv_aligned(256, 256, "bfloat16"), conv_aligned(204, 204, "bfloat16")
+    (True, False)
+    >>> conv_aligned(204, 204, "float32"), conv_aligned(3, 64, "float32")
+    (True, False)
+    """
+    per = 16 // _ELEMENT_BYTES.get(dtype, 4)
+    return round(c_in) % per == 0 and round(c_out) % per == 0
+
+
 def _shape_dims(shape):
     """(ln C_in, ln C_out, ln H*W) of a calibrate conv row's ``shape``; NaN if it has none."""
     m = _SHAPE_DIMS.search(shape or "")
@@ -476,6 +504,7 @@ class KernelTable:
                         & ops["shape"].astype(str).str.contains(r"\bbias1\b"))]
         self._gcount = {}         # conv key -> ln(group count) of its grouped rows, else NaN
         self._cdims = {}          # conv key -> (ln C_in, ln C_out, ln H*W) per row, else NaN
+        self._calign = {}         # conv key -> 1 / 0 channels aligned (conv_aligned), else NaN
         for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
             fam = family_of(fam)
             key = (fam, mth if fam in COMPUTE_FAMILIES else dt)
@@ -499,15 +528,19 @@ class KernelTable:
                 for c, sh in zip(grp[2], shapes)])
             cdims = np.array([_shape_dims(sh) if fam.startswith("convolution")
                               else [math.nan] * 3 for sh in shapes]).reshape(-1, 3)
+            calign = np.array([float(conv_aligned(*np.exp(cd[:2]), dt)) if np.isfinite(
+                cd[:2]).all() else math.nan for cd in cdims])
             if key in self._groups:   # a compute family's math mode from two dtypes: merge
                 f0, l0, c0, h0 = self._groups[key]
                 grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]),
                        np.concatenate([c0, grp[2]]), np.concatenate([h0, host]))
                 gcount = np.concatenate([self._gcount[key], gcount])
                 cdims = np.vstack([self._cdims[key], cdims])
+                calign = np.concatenate([self._calign[key], calign])
             self._groups[key] = grp
             self._gcount[key] = gcount
             self._cdims[key] = cdims
+            self._calign[key] = calign
         # the reference roofline's FLOP and byte rates of a compute group are its best
         # measured ones (FP32 GEMMs peak near 50 TFLOP/s on the H200, bf16 ones near 700):
         # against a fixed 1 PFLOP/s an FP32 call's reference was its bytes, and its time read
@@ -668,6 +701,9 @@ class KernelTable:
             if dims is not None:       # a conv call: how far its channels and map are
                 d2 = d2 + CONV_SHAPE_WEIGHT * np.nan_to_num(
                     ((self._cdims[key] - dims) ** 2).sum(axis=1), nan=0.0)
+                aligned = float(conv_aligned(*np.exp(dims[:2]), dtype))
+                d2 = d2 + CONV_ALIGN_WEIGHT * np.nan_to_num(
+                    (self._calign[key] - aligned) ** 2, nan=0.0)
         d = np.sqrt(d2)
         if same is not None and same.any() and d[same].min() <= FAR:
             # the call's own kernel/stride class where it was measured near: another class
@@ -677,7 +713,7 @@ class KernelTable:
         order = np.argsort(d, kind="stable")[:K_NEAREST]
         if d[order[0]] > FAR:
             return key, order, None, src, nbytes
-        return key, order, 1.0 / (d[order] + 0.05) ** 2, src, nbytes
+        return key, order, 1.0 / (d[order] + 0.05) ** IDW_POWER, src, nbytes
 
     def time_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",
                math_="tf32"):
@@ -698,7 +734,19 @@ class KernelTable:
         if w is None:
             fitted = self._fitted.get((key, _group_prefix(cls)), self._fitted[key])
             return ref * math.exp(fitted), ("fitted" if src == "table" else src)
+        # a grouped or depthwise convolution's neighbours: the weighted arithmetic mean of
+        # their ratios, not the geometric. cuDNN picks its engine by heuristics whose
+        # thresholds no axis shows (TF32 grouped 3x3 convs at 52 GB/s and at 900 GB/s of
+        # input side by side, stage rows); where neighbours straddle one, the geometric mean
+        # is below the expected time and a step's sum of such calls falls short (leave-one-
+        # out, scripts/conv_table_loo.py: the grouped and stage rows' time-weighted sum 0.90
+        # and 0.80 of the measured with the geometric mean, ~0.95 with the arithmetic).
+        # Dense convolutions' rows of network layers (net rows: 1.03 geometric, 1.05
+        # arithmetic) and other families, one kernel whose ratio varies smoothly (steeply
+        # near the launch floor), keep the geometric mean.
         lr = self._groups[key][1]
+        if key[0].startswith("convolution") and _group_prefix(cls) in ("g", "dw"):
+            return ref * float((w * np.exp(lr[order])).sum() / w.sum()), src
         return ref * math.exp(float((w * lr[order]).sum() / w.sum())), src
 
     def issue_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",

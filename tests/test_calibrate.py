@@ -223,3 +223,53 @@ def test_channels_last_conv_rows_are_their_own_families():
     fams = {r["family"]: r["shape"] for r in cal.rows}
     assert set(fams) == {"convolution_cl", "convolution_backward_cl"}
     assert fams["convolution_cl"].startswith("grouped channels_last x[1, 8, 7, 7]")
+
+
+def test_layout_convs_sample_stages_group_widths_and_small_dense_convs():
+    """The stage group's shapes (Calibrator.layout_convs) as a GPU run would time them:
+    grouped 3x3 convs with a width from LAYOUT_GROUP_WIDTHS and at least 2 groups, depthwise
+    ones, dense 1x1/3x3 at small widths; stride 2 only where the input map is twice a
+    stage's; every row's shape tagged ``stage`` so a --merge can replace it."""
+    from snsim.torchsim.calibrate import Calibrator
+    cal = Calibrator(device="cpu", max_seconds=60)
+    cal.device = "cuda"          # the GPU's grid, without running it
+    got = []
+    cal.guarded = lambda family, fn, *args: got.append(args)
+    cal.layout_convs(600, torch.float32, "tf32")
+    assert len(got) == 600
+    kinds = {"g": 0, "dw": 0, "": 0}
+    stages = {h for h, _, _ in Calibrator.LAYOUT_STAGES}
+    for n, c, h, w, co, kh, kw, s, g, cls_g, _, _, _, tag, _ in got:
+        kinds[cls_g] += 1
+        assert tag == "stage "
+        assert n & (n - 1) == 0 and n <= max(Calibrator.LAYOUT_BATCHES)  # halved to fit
+        assert max(n * c * h * w, n * co * (h // s) ** 2) * 4 <= 1.5 * 2**31 or n == 1
+        if cls_g == "g":
+            assert kh == 3 and g >= 2 and c == co and c // g in Calibrator.LAYOUT_GROUP_WIDTHS
+            assert c % g == 0 and c % 8 == 0 and h // s in stages
+        elif cls_g == "dw":
+            assert g == c == co and h // s in stages
+        else:
+            assert g == 1 and c in Calibrator.LAYOUT_DENSE_CHANNELS and kh in (1, 3)
+    # 60 / 15 / 25 % of the draws (less the grouped draws with fewer than 2 groups)
+    assert kinds["g"] > 250 and kinds["dw"] > 50 and kinds[""] > 100
+    assert {s for *_, s, _, _, _, _, _, _, _ in got} == {1, 2}
+
+
+def test_calibrate_only_stage_replaces_only_its_rows(tmp_path):
+    from snsim.cli import main
+    from snsim.torchsim.calibrate import read_table, write_table
+    base = tmp_path / "base.csv.gz"
+    old = [{"family": "convolution", "dtype": "float32", "math": "tf32", "cls": "gk3x3s1",
+            "flops": 1e9, "bytes": 1e6, "ntensors": 0, "time_s": 1e-4, "host_s": 1e-5,
+            "shape": sh, "ops": ""}
+           for sh in ("grouped x[8, 64, 7, 7] w[64, 16, 3, 3] s1 g4 bias0",
+                      "stage x[8, 64, 7, 7] w[64, 16, 3, 3] s1 an earlier stage run")]
+    write_table(old, {"tool": "snsim calibrate"}, base)
+    out = tmp_path / "merged.csv.gz"
+    assert main(["calibrate", "--device", "cpu", "--only", "stage", "--merge", str(base),
+                 "--out", str(out), "--max-seconds", "20", "--scale", "0.01"]) == 0
+    rows, _ = read_table(out)
+    shapes = [r["shape"] for r in rows]
+    assert old[0]["shape"] in shapes and old[1]["shape"] not in shapes
+    assert any(sh.startswith("stage x[") for sh in shapes)

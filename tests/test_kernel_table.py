@@ -247,10 +247,12 @@ def test_aligned_matmuls_use_aligned_rows_and_the_other_half_type_only_as_fallba
 
 
 def _conv_rows(cls, shape, us, dtype="bfloat16", math_="bf16", host_us=30.0):
-    """Made-up conv rows: a fixed time per call (``us``) over a range of sizes."""
+    """Made-up conv rows at a fixed rate over a range of sizes: ``us`` per call at 1e10
+    FLOPs (the time relative to the roofline is the same for every row, so the lookup's
+    mean of the nearest rows says which rows it read, whatever its weights)."""
     return [{"family": "convolution", "dtype": dtype, "math": math_, "cls": cls, "flops": f,
-             "bytes": f / 100, "ntensors": 0, "time_s": us * 1e-6, "host_s": host_us * 1e-6,
-             "shape": shape} for f in np.geomspace(1e9, 1e11, 6)]
+             "bytes": f / 100, "ntensors": 0, "time_s": us * 1e-6 * f / 1e10,
+             "host_s": host_us * 1e-6, "shape": shape} for f in np.geomspace(1e9, 1e11, 6)]
 
 
 def test_conv_reads_its_own_half_type_and_falls_back_per_grouping():
@@ -547,6 +549,46 @@ def test_recorder_names_the_layout_cudnn_runs_a_convolution_in():
     assert conv_layout("addmm", (x, w)) == ""
 
 
+def test_recorder_names_strided_copies():
+    """copy_layout: ShuffleNet's channel shuffle and a cat of a chunk view are strided, an
+    NCHW->NHWC permute's clone is permuted, contiguous copies and other ops are neither."""
+    torch = pytest.importorskip("torch")
+    from snsim.torchsim.record import copy_layout
+    x = torch.zeros(2, 8, 5, 5)
+    shuffle = x.view(2, 2, 4, 5, 5).transpose(1, 2)
+    half, _ = x.chunk(2, 1)
+    assert copy_layout("clone", (shuffle,)) == "strided"
+    assert copy_layout("cat", ([half, torch.zeros(2, 4, 5, 5)], 1)) == "strided"
+    assert copy_layout("clone", (x.permute(0, 2, 3, 1),)) == "permuted"
+    assert copy_layout("clone", (x,)) == "" == copy_layout("cat", ([x, x], 1))
+    assert copy_layout("relu", (shuffle,)) == ""
+    assert copy_layout("clone", (torch.zeros(3, 4)[:1],)) == ""   # a slice of whole rows
+
+
+def test_strided_copy_reads_its_own_rows_and_contiguous_ones_without():
+    """A clone of a strided source reads the clone_strided rows (made up: 1 TB/s, contiguous
+    clones at 4 TB/s) of its class; a table without them reads the contiguous clone rows, as
+    every lookup did before (no class); a contiguous clone is unaffected."""
+    from snsim.hardware import load_hardware
+    from snsim.torchsim.opcost import op_times_s
+    hw = load_hardware("h200")
+
+    def rows(fam, cls, rate):
+        return [{"family": fam, "dtype": "bfloat16", "math": "bfloat16", "cls": cls,
+                 "flops": 0, "bytes": b, "ntensors": 0, "time_s": b / rate, "host_s": 1e-5,
+                 "shape": ""} for b in (2e7, 1e8, 1e9, 1e10)]   # above the 2 us floor
+    contiguous = rows("clone", "", 4e12)
+    strided = rows("clone_strided", "", 1e12) + rows("clone_strided", "perm", 0.5e12)
+    nbytes = 3e8
+    ops = [(0, "clone", (), (), 0, nbytes, "", layout)
+           for layout in ("strided", "permuted", "")]
+    ops = [op[:6] + ("clone bfloat16[256, 176, 2, 14, 14]",) + op[7:] for op in ops]
+    new = op_times_s(ops, hw, table=KernelTable(pd.DataFrame(contiguous + strided)))
+    old = op_times_s(ops, hw, table=KernelTable(pd.DataFrame(contiguous)))
+    assert new == pytest.approx([nbytes / 1e12, nbytes / 0.5e12, nbytes / 4e12], rel=0.05)
+    assert old == pytest.approx([nbytes / 4e12] * 3, rel=0.05)
+
+
 def test_conv_reads_its_own_kernel_class_when_one_is_measured_within_far():
     """Made-up depthwise forward rows: 3x3 at 2 TB/s on the call's own map and channels, 7x7 at
     0.2 TB/s at half and double the batch (another size, other channels). A 7x7 call reads the
@@ -624,3 +666,52 @@ def test_pageable_copies_above_the_mmap_threshold_take_the_new_memory_rows():
     assert _table_time(both, small)[0] == pytest.approx(2**23 / 16e9, rel=0.5)
     assert _table_time(both, large)[0] == pytest.approx(2**27 / 2e9, rel=0.5)
     assert _table_time(old, large)[0] == pytest.approx(2**27 / 16e9, rel=0.5)
+
+
+def test_grouped_conv_lookup_takes_the_mean_of_rows_that_straddle_an_engine_switch():
+    """Two made-up TF32 grouped conv rows the same distance from a call, one 10x the other's
+    time per FLOP (another cuDNN engine): the call's time is their arithmetic mean (5.5x), the
+    expected time, not the geometric (3.2x) that under-predicts a step's sum; dense conv rows
+    and a bandwidth family's (one kernel, a smooth rate) keep the geometric mean."""
+    rows = [{"family": fam, "dtype": "float32", "math": "tf32" if fam == "convolution" else
+             "float32", "cls": cls, "flops": f, "bytes": b, "ntensors": 0, "time_s": t,
+             "host_s": 1e-5, "shape": ""}
+            for fam, cls, f in (("convolution", "gk3x3s1", 1e12),
+                                ("convolution", "k3x3s1", 1e12), ("relu_", "", 0))
+            for b, t in ((1e9, 1e-3), (4e9, 4e-2))]
+    tab = KernelTable(pd.DataFrame(rows))
+    t, src = tab.time_s("convolution", flops=1e12, nbytes=2e9, cls="k3x3s1", math_="tf32")
+    assert src == "table" and t == pytest.approx(2e-3 * math.sqrt(10), rel=1e-6)
+    # the conv reference: the best measured rates (1e12 / 1e-3 FLOP/s, 1e9 / 1e-3 B/s) give
+    # ratios 1 and 10 for the two rows; the call, halfway in ln bytes, has the reference of
+    # its 2e9 bytes
+    t, src = tab.time_s("convolution", flops=1e12, nbytes=2e9, cls="gk3x3s1", math_="tf32")
+    assert src == "table" and t == pytest.approx(2e-3 * (1 + 10) / 2, rel=1e-6)
+    # relu_: ratios 1e-3 / (1e9 / 5e12) and 4e-2 / (4e9 / 5e12), geometric mean, times 2e9 / 5e12
+    t, _ = tab.time_s("relu_", nbytes=2e9, dtype="float32")
+    assert t == pytest.approx(2e9 / 5e12 * math.sqrt(5.0 * 50.0), rel=1e-6)
+
+
+def test_conv_lookup_weighs_channel_alignment():
+    """Made-up bf16 grouped 3x3 rows: 256 and 264 channels (multiples of 8) at 1 ms, 260 and 252
+    channels (not) at 5 ms -- cuDNN's vectorized engines need 16-byte channel rows. An aligned
+    call of 256 channels reads the aligned rows, an unaligned one of 254 the unaligned ones,
+    though every row is as near in FLOPs, bytes and channels."""
+    from snsim.kernel_table import conv_aligned
+    rows = []
+    for c, ms in ((256, 1.0), (264, 1.0), (260, 5.0), (252, 5.0)):
+        f = 2 * 64 * c * 784 * 4 * 9
+        rows.append({"family": "convolution", "dtype": "bfloat16", "math": "bf16",
+                     "cls": "gk3x3s1", "flops": f, "bytes": 4 * 64 * c * 784,
+                     "ntensors": 0, "time_s": ms * 1e-3 * f / (2 * 64 * 256 * 784 * 4 * 9),
+                     "host_s": 3e-5, "shape": f"stage x[64, {c}, 28, 28] w[{c}, 4, 3, 3] s1 "
+                     f"p[1, 1] g{c // 4} bias0"})
+    tab = KernelTable(pd.DataFrame(rows))
+    for c, ms in ((256, 1.0), (254, 5.0)):
+        assert conv_aligned(c, c, "bfloat16") == (ms == 1.0)
+        f = 2 * 64 * c * 784 * 4 * 9
+        t, src = tab.time_s("convolution", flops=f, nbytes=4 * 64 * c * 784,
+                            cls=f"g{c // 4}k3x3s1:c{c}o{c}hw784", dtype="bfloat16",
+                            math_="bf16")
+        assert src == "table" and t == pytest.approx(
+            ms * 1e-3 * f / (2 * 64 * 256 * 784 * 4 * 9), rel=0.15), c

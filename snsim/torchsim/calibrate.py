@@ -30,6 +30,8 @@ import time
 
 from ..kernel_table import BIAS_FAMILIES, NO_KERNEL_OPS
 
+STRIDED_FAMILIES = ("clone_strided", "cat_strided")   # kernel_table.STRIDED_FAMILIES' rows
+
 COLUMNS = ("family", "dtype", "math", "cls", "flops", "bytes", "ntensors", "time_s", "host_s",
            "shape", "ops")
 HOST_SKIP = NO_KERNEL_OPS   # the host cost per op counts the other ops
@@ -286,6 +288,78 @@ class Calibrator:
                 continue
             self.guarded("convolution", self._conv, n, c, h, h, c, k, k, s, g, cls_g,
                          dtype, math_, None, "grouped ", layout)
+            made += 1
+
+    # convolutions as CNNs lay them out, stage by stage: (input H = W, channel range) of the
+    # stages of ImageNet CNNs (stem output 112 .. last stage 7; RegNet's stage widths 24-7392,
+    # ResNeXt's 128-2048, MobileNet/EfficientNet/ShuffleNet's 16-1280)
+    LAYOUT_STAGES = ((112, 16, 256), (56, 24, 768), (28, 48, 1536), (14, 96, 3072),
+                     (7, 192, 4096))
+    # channels per group of grouped 3x3 convs: RegNet's group widths (8-256: X-200MF 8,
+    # X-400MF 16, X-1.6GF 24, Y-1.6GF 24, Y-8GF 56, Y-32GF 232), ResNeXt's 4-8 (x its stage)
+    LAYOUT_GROUP_WIDTHS = (4, 8, 16, 24, 40, 56, 112, 168, 256)
+    # the channels of dense 1x1 / 3x3 convs at small widths (SqueezeNet's fire modules,
+    # ShuffleNet's branches, MobileNet's projections) and the maps they run at
+    LAYOUT_DENSE_CHANNELS = (16, 24, 32, 48, 64, 96, 128, 176, 256)
+    LAYOUT_DENSE_MAPS = (13, 27, 28, 54, 56, 112)
+    LAYOUT_BATCHES = (16, 32, 64, 128, 256, 512)
+
+    def layout_convs(self, count, dtype, math_, *, max_bytes=1.5 * 2**31, layout=""):
+        """``count`` convolutions sampled the way CNNs lay them out (rows' shape starts with
+        ``stage``): the region of shape space where cuDNN's engine choice changes and the
+        :meth:`grouped_convs` grid (group counts 2-64, batch at most 256) is sparse.
+
+        * 60%: grouped 3x3 convs (``g``): a stage (:attr:`LAYOUT_STAGES`: input map and
+          channel range), a group width (:attr:`LAYOUT_GROUP_WIDTHS`), channels log-uniform in
+          the stage's range rounded to a multiple of the width (at least 2 groups), stride 2
+          for a third (a stage's first block: its input map twice the stage's) -- TF32 grouped
+          convs of few wide groups at large maps run a transposing NCHW engine 2-10x slower
+          than the dense rate (RegNetX-1.6GF's 72-channel g3 stride-2 conv at 112x112, batch
+          128: 9.2 ms on the H200, traces/h200/profile/heldout5_*);
+        * 15%: depthwise 3x3 / 5x5 (``dw``) at a stage's channels;
+        * 25%: dense 1x1 and 3x3 convs of :attr:`LAYOUT_DENSE_CHANNELS` in and out at
+          :attr:`LAYOUT_DENSE_MAPS`, stride 1 (or 2 for a third of the 3x3s).
+
+        Batches from :attr:`LAYOUT_BATCHES`, halved until the tensors fit ``max_bytes``."""
+        rng = self.rng
+        el = self.torch.tensor([], dtype=dtype).element_size()
+        made = tries = 0
+        while made < count and tries < count * 20 and not self.late():
+            tries += 1
+            n = rng.choice(self.LAYOUT_BATCHES)
+            r = rng.random()
+            if r < 0.75:
+                h, lo, hi = rng.choice(self.LAYOUT_STAGES)
+                s = 2 if h > 7 and rng.random() < 1 / 3 else 1
+                h = min(h * s, 224)
+                c = math.exp(rng.uniform(math.log(lo), math.log(hi)))
+                if r < 0.6:
+                    width = rng.choice(self.LAYOUT_GROUP_WIDTHS)
+                    # channels a multiple of 8, as networks round them (16-byte rows in a
+                    # half type: cuDNN's fast grouped engines need them; an unaligned C ran
+                    # 5x slower in bf16 on the H200, RegNet-like widths 4 x odd counts)
+                    step = 8 // math.gcd(width, 8)
+                    g = int(round(c / width / step)) * step
+                    if g < 2:
+                        continue
+                    c, co, k, cls_g = g * width, g * width, 3, "g"
+                else:
+                    c = int(round(c / 8)) * 8 or 8
+                    g, co, k, cls_g = c, c, rng.choice([3, 3, 5]), "dw"
+            else:
+                c = rng.choice(self.LAYOUT_DENSE_CHANNELS)
+                co = rng.choice(self.LAYOUT_DENSE_CHANNELS)
+                h = rng.choice(self.LAYOUT_DENSE_MAPS)
+                k = rng.choice([1, 3])
+                s = 2 if k == 3 and rng.random() < 1 / 3 else 1
+                g, cls_g = 1, ""
+            if self.device != "cuda":     # a smoke test: small shapes
+                n, h = 1, 7
+            ho = (h + 2 * (k // 2) - k) // s + 1
+            while n > 1 and max(n * c * h * h, n * co * ho * ho) * el > max_bytes:
+                n //= 2
+            self.guarded("convolution", self._conv, n, c, h, h, co, k, k, s, g, cls_g,
+                         dtype, math_, None, "stage ", layout)
             made += 1
 
     # the CNN layers of torchvision models (conv shapes by network, not sampled at random)
@@ -625,6 +699,62 @@ class Calibrator:
             if self.late():
                 return
             self.guarded("bandwidth", self._bandwidth_one, nb, el, dtype, dn)
+
+    # copies of non-contiguous tensors (snsim.torchsim.record.copy_layout), by elements moved
+    STRIDED_NUMELS = tuple(int(round(10 ** (4 + 0.5 * i))) for i in range(10))  # 1e4 .. 3e8
+    STRIDED_MAPS = (7, 14, 28, 56)
+    STRIDED_CHANNELS = (64, 176, 352)
+
+    def strided_copies(self, dtypes=None, *, max_elements=3e8):
+        """Copies whose source is not contiguous, over :attr:`STRIDED_NUMELS` elements in
+        fp32, bf16 and fp16 (rows' shape ``strided <variant> x[N, C, H, W]``):
+
+        * ``clone_strided``: ShuffleNet's channel shuffle, ``x.view(N, 2, C/2, H, W)
+          .transpose(1, 2).contiguous()`` (outer dims swapped, inner runs of H*W: class
+          ``""``), and ``x.permute(0, 2, 3, 1).contiguous()`` and back (NCHW <-> NHWC: class
+          ``perm``, the innermost stride is not 1) -- ATen's generic indexing copy kernel;
+        * ``cat_strided``: ``cat([x.chunk(2, 1)[0], y], 1)``, a chunk view and a contiguous
+          tensor (ShuffleNetV2's blocks) -- ``CatArrayBatchedCopy`` without its contiguous
+          fast path.
+
+        Bytes as the recorder counts them: the inputs' elements read, the output's written."""
+        torch = self.torch
+        dtypes = dtypes or (torch.float32, torch.bfloat16, torch.float16)
+        numels = self.STRIDED_NUMELS if self.device == "cuda" else self.STRIDED_NUMELS[:2]
+        for i, m in enumerate(numels):
+            if m > max_elements:
+                continue
+            c = self.STRIDED_CHANNELS[i % len(self.STRIDED_CHANNELS)]
+            hw = self.STRIDED_MAPS[i % len(self.STRIDED_MAPS)]
+            n = max(1, int(round(m / (c * hw * hw))))
+            for dtype in dtypes:
+                if self.late():
+                    return
+                self.guarded("strided copy", self._strided_one, n, c, hw, dtype)
+
+    def _strided_one(self, n, c, hw, dtype):
+        torch = self.torch
+        aten = torch.ops.aten
+        dn = str(dtype)[6:]
+        x = self.t(n, c, hw, hw, dtype=dtype)
+        shuffle = x.view(n, 2, c // 2, hw, hw).transpose(1, 2)
+        nhwc = x.permute(0, 2, 3, 1)
+        nchw = self.t(n, hw, hw, c, dtype=dtype).permute(0, 3, 1, 2)
+        half, _ = x.chunk(2, 1)
+        y = self.t(n, c // 2, hw, hw, dtype=dtype)
+        shape = f"x[{n}, {c}, {hw}, {hw}]"
+        for fam, cls, variant, f, ins in (
+                ("clone_strided", "", "shuffle", lambda: aten.clone.default(
+                    shuffle, memory_format=torch.contiguous_format), (shuffle,)),
+                ("clone_strided", "perm", "nchw_to_nhwc", lambda: aten.clone.default(
+                    nhwc, memory_format=torch.contiguous_format), (nhwc,)),
+                ("clone_strided", "perm", "nhwc_to_nchw", lambda: aten.clone.default(
+                    nchw, memory_format=torch.contiguous_format), (nchw,)),
+                ("cat_strided", "", "chunk_cat", lambda: aten.cat.default([half, y], 1),
+                 (half, y))):
+            out = f()
+            self.add(fam, dtype, dn, cls, f, nbytes=_nbytes(torch, ins, out),
+                     shape=f"strided {variant} {shape}")
 
     def _bandwidth_one(self, nb, el, dtype, dn):
         torch = self.torch
@@ -1046,7 +1176,8 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # whose names start with "amp "; their rows are the fp16 ones, the bf16 convolutions
         # of real networks' shapes and the fused/scaler kernels
         "amp": ("amp ", _AMP_FAMILIES, lambda r: (
-            (r.get("math") == "fp16" and not str(r.get("shape", "")).startswith("grouped "))
+            (r.get("math") == "fp16"
+             and not str(r.get("shape", "")).startswith(("grouped ", "stage ")))
             or r.get("family") in _AMP_KERNELS
             or (r.get("math") == "bf16" and str(r.get("shape", "")).startswith("net ")))),
         # every matmul row again (fp32, tf32, bf16, fp16), half of them at model widths
@@ -1070,6 +1201,14 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
                                 "copy_d2h_pageable_new", "copy_h2d_pageable_new"), "all"),
         "grouped": ("grouped conv", ("convolution", "convolution_backward"), lambda r: (
             str(r.get("shape", "")).startswith("grouped "))),
+        # convolutions sampled as CNNs lay them out (Calibrator.layout_convs: grouped 3x3 at
+        # every stage and group width, depthwise, dense 1x1/3x3 at small widths), TF32, bf16
+        # and fp16; a --merge replaces an earlier run's rows
+        # copies of non-contiguous tensors (Calibrator.strided_copies): the channel
+        # shuffle's, NCHW<->NHWC permutes, cat of a chunk view; fp32/bf16/fp16
+        "strided": ("strided copy", STRIDED_FAMILIES, "all"),
+        "stage": ("stage conv", ("convolution", "convolution_backward"), lambda r: (
+            str(r.get("shape", "")).startswith("stage "))),
         # the backward ops calibrate timed through torch.autograd.grad before 2026-11-30, whose
         # host cost then included a graph task's (_node_call): layer norm's and attention's
         "nodes": (("bandwidth ", "sdpa"), ("native_layer_norm_backward", "sdpa_flash_backward",
@@ -1165,6 +1304,11 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("grouped conv fp16", 0.04, lambda: cal.grouped_convs(cal.n(300), torch.float16,
                                                               "fp16")),
         ("conv bias", 0.06, lambda: cal.conv_biases()),
+        ("strided copy", 0.02, lambda: cal.strided_copies()),
+        ("stage conv tf32", 0.05, lambda: _with_tf32(torch, True, lambda: cal.layout_convs(
+            cal.n(1200), torch.float32, "tf32"))),
+        ("stage conv bf16", 0.03, lambda: cal.layout_convs(cal.n(500), torch.bfloat16, "bf16")),
+        ("stage conv fp16", 0.03, lambda: cal.layout_convs(cal.n(500), torch.float16, "fp16")),
         # channels-last convolutions (Calibrator._conv's layout): grouped and depthwise over
         # the grid, dense ones sampled as above
         ("conv cl grouped tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.grouped_convs(
@@ -1384,7 +1528,10 @@ def _add_calibrate(sub):
                    "fused optimizers and GradScaler kernels), matmul (every matmul row, half "
                    "of them at model widths), netfp16 (the fp16 convs of torchvision CNNs), "
                    "grouped (grouped and depthwise convs over a grid of group widths and "
-                   "counts, TF32/bf16/fp16), bnfp16 (fp16 batch norm: cuDNN's), convbias (a "
+                   "counts, TF32/bf16/fp16), stage (convs sampled as CNN stages lay them "
+                   "out: grouped 3x3 by group width, depthwise, dense at small widths; "
+                   "TF32/bf16/fp16), strided (copies of non-contiguous tensors: channel "
+                   "shuffle, NCHW<->NHWC permutes, cat of a chunk view), bnfp16 (fp16 batch norm: cuDNN's), convbias (a "
                    "convolution's bias add and grad_bias reduction by output size), convcl "
                    "(channels-last convolutions: grouped, depthwise and dense; TF32/bf16/fp16), "
                    "bnlarge (batch norm at batches 512 and 1024, added to the BN rows)")

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, HOST_READ_OPS,  # noqa: F401
-                            LAYOUT_FAMILIES, MATMUL_FAMILIES, call_conv_flops, NO_KERNEL_OPS, bn_class, conv_bias_calls,
+                            LAYOUT_FAMILIES, MATMUL_FAMILIES, STRIDED_FAMILIES,
+                            call_conv_flops, NO_KERNEL_OPS, bn_class, conv_bias_calls,
                             conv_class, family_of, host_stream, load_host_costs,
                             load_kernel_table, matmul_class, sig_dtype)
 
@@ -114,6 +115,8 @@ def _table_args(op):
         mth, cls = ("bf16" if half else "float32"), bn_class(sig)
     else:
         mth, cls = ("bf16" if half else "float32"), ""
+        if _layout(op) in ("strided", "permuted") and fam in STRIDED_FAMILIES:
+            fam, cls = STRIDED_FAMILIES[fam], ("perm" if _layout(op) == "permuted" else "")
     ntensors = (len(op[2]) + len(op[3])
                 if fam.startswith(("_foreach", "_fused_", "_amp_foreach")) else 0)
     return fam, {"flops": flops, "nbytes": nbytes, "ntensors": ntensors, "cls": cls,
@@ -126,16 +129,24 @@ def _layout(op):
     return op[7] if len(op) > 7 else ""
 
 
-def _copy_fallback(table, fam):
-    """A table made before the ``pageable`` group has no ``_new`` rows: the tight loop's."""
+_CONTIGUOUS_FAMILY = {v: k for k, v in STRIDED_FAMILIES.items()}
+
+
+def _lookup_args(table, op):
+    """:func:`_table_args` of ``op`` as ``table`` can answer them: a strided copy's
+    contiguous family where the table has no strided rows (tables before 2026-11-30 22:00),
+    and a pageable copy's tight-loop rows where it has none of ``save_on_cpu()``'s pattern
+    (``_new``: tables before the ``pageable`` group)."""
+    fam, kw = _table_args(op)
+    if fam in _CONTIGUOUS_FAMILY and fam not in table.families():
+        fam, kw = _CONTIGUOUS_FAMILY[fam], {**kw, "cls": ""}
     if fam.endswith("_new") and fam not in table.families():
-        return fam[:-len("_new")]
-    return fam
+        fam = fam[:-len("_new")]
+    return fam, kw
 
 
 def _table_time(table, op):
-    fam, kw = _table_args(op)
-    fam = _copy_fallback(table, fam)
+    fam, kw = _lookup_args(table, op)
     if fam.startswith("copy_") and fam not in table.families():
         return None, "roofline"
     # a half type's own rows, the other's as a fallback (snsim.kernel_table._OTHER_HALF)
@@ -166,7 +177,10 @@ def conv_bias_time_s(table, op, hw):
 
 def _issue_s(table, op, memo):
     fam, kw = _table_args(op)
-    fam = _copy_fallback(table, fam)
+    if fam in _CONTIGUOUS_FAMILY:     # the host issues the same aten clone / cat either way
+        fam, kw = _CONTIGUOUS_FAMILY[fam], {**kw, "cls": ""}
+    if fam.endswith("_new") and fam not in table.families():
+        fam = fam[:-len("_new")]
     key = (fam, *kw.values())
     if key not in memo:      # a step repeats its shapes (every iteration, every block)
         memo[key] = table.issue_s(fam, **kw)

@@ -193,6 +193,34 @@ def conv_layout(name, args):
         for t in ts) else ""
 
 
+# copies whose CUDA kernel depends on the source's strides (kernel_table.STRIDED_FAMILIES)
+STRIDED_COPY_OPS = frozenset({"clone", "cat", "_to_copy"})
+
+
+def copy_layout(name, args):
+    """How copy ``name(*args)`` reads its tensors: ``"permuted"`` when one's innermost
+    stride is not 1 (an NCHW<->NHWC permute, a transpose of the last dims), ``"strided"`` when
+    one is otherwise not contiguous (a chunk or narrow view, a transpose of outer dims: the
+    channel shuffle's), else ``""``. A contiguous copy runs ATen's vectorized kernels
+    (``vectorized_elementwise_kernel``, cat's ``CatArrayBatchedCopy_contig`` / ``_aligned16``);
+    a strided one the generic indexing ``elementwise_kernel`` and ``CatArrayBatchedCopy``,
+    at a fraction of the bandwidth (ShuffleNetV2's channel shuffle and chunk/cat on the H200,
+    traces/h200/profile/heldout5_*). Only for :data:`STRIDED_COPY_OPS`."""
+    if name not in STRIDED_COPY_OPS:
+        return ""
+    out = ""
+    for t in tree_leaves(args):
+        if not isinstance(t, torch.Tensor) or t.dim() < 2 or t.is_contiguous():
+            continue
+        if t.numel() <= 1:
+            continue
+        inner = [st for sz, st in zip(t.shape, t.stride()) if sz > 1]
+        if inner and inner[-1] != 1:
+            return "permuted"
+        out = "strided"
+    return out
+
+
 class _NullMarker:
     def mark(self, label, phase, kind=""):
         pass
@@ -386,7 +414,7 @@ class Recorder:
         if self.accumulating:
             self.accumulation_ops.add(op_index)
         self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig,
-                         conv_layout(name, args)))
+                         conv_layout(name, args) or copy_layout(name, args)))
 
     def host_read(self, t):
         """Record a device-to-host read of ``t`` (``Tensor.item()``, aten
