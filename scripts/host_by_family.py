@@ -121,6 +121,11 @@ def recording(row, cache):
     return got
 
 
+def phase_of(marks, op):
+    m = marks[op[0]]
+    return "F" if m[1] == "B" and str(m[0]).startswith("recompute:") else m[1]
+
+
 def modelled(rec, table, costs):
     """``Counter((phase, group) -> [host_s, calls])`` of the steady iteration's modelled host
     seconds; a nested op (autocast's cast) is charged to the next op that is not nested."""
@@ -141,11 +146,11 @@ def modelled(rec, table, costs):
     for i, op in enumerate(ops):
         if op[0] < 0 or marks[op[0]][3] != last:
             continue
-        if i in nested:
-            carry += own[i]
+        if i in nested or (carry and group_of(family_of(op[1])) == "views"):
+            carry += own[i]      # a cast: charged to the op it feeds (views: to the next)
+            out[(phase_of(marks, op), "(module/node)")][0] += host[i] - own[i]
             continue
-        m = marks[op[0]]
-        phase = "F" if m[1] == "B" and str(m[0]).startswith("recompute:") else m[1]
+        phase = phase_of(marks, op)
         k = (phase, group_of(family_of(op[1])))
         out[k][0] += own[i] + carry
         out[k][1] += 1
@@ -160,14 +165,22 @@ def main(argv=None):
     ap.add_argument("--configs", default=None, help="comma list of configuration names")
     ap.add_argument("--gpu-bound", type=float, default=0.9,
                     help="GPU busy / step at or above which a configuration is GPU-bound")
+    ap.add_argument("--innet", default=None,
+                    help="a <preset>_host_innet.csv to model with (default: the preset's)")
+    ap.add_argument("--no-innet", action="store_true",
+                    help="model with the per-phase factors (<preset>_host_scale.csv)")
     ap.add_argument("--csv", default=None, help="write the per-(config, phase, group) rows")
     ap.add_argument("--min-ms", type=float, default=1.0,
                     help="list groups whose measured or modelled total reaches this")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from snsim.kernel_table import load_host_costs, load_kernel_table
+    from snsim.kernel_table import load_host_costs, load_kernel_table, read_host_innet
     table = load_kernel_table("h200")
-    costs = load_host_costs("h200")
+    costs = dict(load_host_costs("h200"))
+    if args.innet:
+        costs["innet"] = read_host_innet(args.innet)
+    if args.no_innet:
+        costs.pop("innet", None)
     summaries, meas = read_profiles(PROFILES)
     names = sorted(summaries) if args.configs is None else args.configs.split(",")
     rows = []
