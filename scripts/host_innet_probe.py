@@ -20,7 +20,8 @@ never fills) this script
 (:func:`snsim.kernel_table.family_of`), ``seq_s`` (in sequence) and ``tight_s``.
 ``host_innet_steps.csv``: per configuration, the phase walls of the real step, the sums of
 ``seq_s`` and ``tight_s`` per phase, the call, module, node and parameter counts, and
-``lag_s`` (the time left to the GPU after the replay's last call: near 0 when the GPU kept up).
+``lag_s`` (the time left to the GPU after the replay's last call: near 0 when the GPU kept up)
+and ``gauge_add_s`` (a small ``torch.add`` in a tight loop: the CPU's speed then).
 
     # on the GPU (about 3 minutes):
     OUT=dir PYTHONPATH=. python3 scripts/host_innet_probe.py --out "$OUT"
@@ -79,6 +80,22 @@ def _graph_nodes(loss):
         seen.add(n)
         todo.extend(f for f, _ in n.next_functions)
     return len(seen)
+
+
+def _gauge_add_s(torch, dev, n=2000):
+    """Host seconds of one small ``torch.add`` in a tight loop (best of 3): this CPU's speed
+    at the moment, to set beside the kernel table's ``add`` (calibrate's smallest calls), taken
+    on another lease of the machine."""
+    a = torch.ones(1024, device=dev)
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            torch.add(a, a)
+        best = min(best, (time.perf_counter() - t0) / n)
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+    return best
 
 
 def probe(text, batch, optimizer, impl, amp, *, device, repeats):
@@ -175,6 +192,7 @@ def probe(text, batch, optimizer, impl, amp, *, device, repeats):
         sync()
     torch.set_grad_enabled(grad)
     name = f"{spec.name}_b{batch}{setup.slug}"
+    gauge = _gauge_add_s(torch, dev)
     rows = [{"config": name, "index": i, "phase": ph, "op": func._overloadpacket.__name__,
              "family": family_of(func._overloadpacket.__name__),
              "seq_s": statistics.median(per[i]) * 1e-9, "tight_s": tight[i] * 1e-9}
@@ -188,7 +206,8 @@ def probe(text, batch, optimizer, impl, amp, *, device, repeats):
                   for ph in "FBU"},
                **{f"calls_{ph}": sum(1 for r in rows if r["phase"] == ph) for ph in "FBU"},
                "module_calls": calls[0], "autograd_nodes": nodes[0], "params": n_params,
-               "lag_s": statistics.median(lag), "torch": torch.__version__}
+               "lag_s": statistics.median(lag), "gauge_add_s": gauge,
+               "torch": torch.__version__}
     del net, opt, x, y, seq
     if device == "cuda":
         torch.cuda.empty_cache()
