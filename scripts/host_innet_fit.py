@@ -19,6 +19,8 @@ Rows (``kind,name,phase,value,n,source``):
   engine per node, per call); ``per_param,U``: the optimizer step's and ``zero_grad``'s per
   parameter (the Python loops over parameters and their state, the step counters' reads).
 
+Seconds are converted to the kernel table's lease (:func:`lease_factor`).
+
     PYTHONPATH=. python scripts/host_innet_fit.py traces/h200/profile_host/innet --gpu h200
 """
 from __future__ import annotations
@@ -33,8 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def fit(calls, steps, min_calls=20):
-    """Rows of ``<preset>_host_innet.csv`` from the probe's call and step rows."""
+def fit(calls, steps, min_calls=20, lease=1.0):
+    """Rows of ``<preset>_host_innet.csv`` from the probe's call and step rows; seconds
+    (views, overheads) times ``lease`` (:func:`lease_factor`)."""
     import numpy as np
     from scipy.optimize import nnls
 
@@ -46,7 +49,7 @@ def fit(calls, steps, min_calls=20):
     for r in calls:
         fam = r["family"]
         if fam in NO_KERNEL_OPS:
-            views[fam].append(float(r["seq_s"]))
+            views[fam].append(float(r["seq_s"]) * lease)
         elif float(r["tight_s"]) > 0:
             seq[fam] += float(r["seq_s"])
             tight[fam] += float(r["tight_s"])
@@ -76,8 +79,20 @@ def fit(calls, steps, min_calls=20):
                  "params": "per_param"}
         for c, v in zip(cols, coef):
             out.append({"kind": "overhead", "name": names.get(c, "per_call"), "phase": phase,
-                        "value": float(v), "n": len(steps), "source": src})
+                        "value": float(v) * lease, "n": len(steps), "source": src})
     return out
+
+
+def lease_factor(steps, table):
+    """The kernel table's lease's CPU speed over the probe's: calibrate's smallest ``add``
+    issue cost (``KernelTable.aten_host``) over the median of the probe's ``gauge_add_s`` (a
+    small ``torch.add`` in a tight loop); 1 where either is missing. The machine's CPU speed
+    differs from one lease to the next (docs/VALIDATION.md, the lease table), and the table's
+    tight-loop costs, which the ratios multiply, are the table's lease's."""
+    g = [float(s["gauge_add_s"]) for s in steps if s.get("gauge_add_s")]
+    if not g or table is None or "add" not in table.aten_host:
+        return 1.0
+    return table.aten_host["add"] / statistics.median(g)
 
 
 def main(argv=None):
@@ -85,6 +100,8 @@ def main(argv=None):
     ap.add_argument("folder", help="the probe's output (host_innet_calls.csv, _steps.csv)")
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--min-calls", type=int, default=20)
+    ap.add_argument("--no-lease", action="store_true",
+                    help="keep the probe's seconds (no lease factor)")
     ap.add_argument("--out", default=None, help="default configs/kernels/<gpu>_host_innet.csv")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -93,7 +110,10 @@ def main(argv=None):
         calls = list(csv.DictReader(f))
     with open(folder / "host_innet_steps.csv", newline="") as f:
         steps = list(csv.DictReader(f))
-    rows = fit(calls, steps, args.min_calls)
+    from snsim.kernel_table import load_kernel_table
+    lease = 1.0 if args.no_lease else lease_factor(steps, load_kernel_table(args.gpu))
+    print(f"lease factor (table's add / probe's gauge): {lease:.3f}")
+    rows = fit(calls, steps, args.min_calls, lease)
     out = Path(args.out) if args.out else ROOT / "configs" / "kernels" / \
         f"{args.gpu}_host_innet.csv"
     with open(out, "w", newline="") as f:
