@@ -850,25 +850,25 @@ def load_host_costs(name):
 
 
 INNET_OVERHEADS = (("per_module", "F"), ("per_call", "F"), ("per_node", "B"),
-                   ("per_call", "B"), ("per_param", "U"))
+                   ("per_call", "B"), ("per_param", "U"), ("per_read", "U"))
 
 
 def read_host_innet(path):
     """A preset's in-network host costs (``scripts/host_innet_fit.py`` from
     ``scripts/host_innet_probe.py``'s measurements), as :func:`snsim.torchsim.opcost.
-    host_issue_s` reads them: ``ratio`` ``{family: in-sequence / tight-loop cost}`` (``"*"``:
-    every call), ``view_s`` ``{family: seconds}`` of calls that launch no kernel (``"*"``:
-    all), and the seconds ``per_module_s`` (forward module call), ``per_call_s``
-    ``{phase: s}`` (every aten call), ``per_node_s`` (backward node) and ``per_param_s``
-    (optimizer step and ``zero_grad``, per parameter).
+    host_issue_s` reads them: ``ratio`` ``{family: in-sequence / table cost}`` (``"*"``:
+    every call), and the seconds ``per_module_s`` (forward module call), ``per_call_s``
+    ``{phase: s}`` (every aten call with a kernel), ``per_node_s`` (backward node) and ``per_param_s``
+    (optimizer step and ``zero_grad``, per parameter), ``per_read_s`` (a read of a host
+    tensor in the optimizer step, ``.item()`` of a step counter).
 
     Raises
     ------
     ConfigError
-        A row without kind, name or a number as value, or a file without ``ratio,*``,
-        ``view,*`` or one of the overheads (:data:`INNET_OVERHEADS`)."""
+        A row without kind, name or a number as value, or a file without ``ratio,*`` or one
+        of the overheads (:data:`INNET_OVERHEADS`)."""
     import csv
-    out = {"ratio": {}, "view_s": {}, "per_call_s": {}}
+    out = {"ratio": {}, "per_call_s": {}}
     over = {}
     with open(path, newline="") as f:
         for i, r in enumerate(csv.DictReader(f), 2):
@@ -879,20 +879,19 @@ def read_host_innet(path):
                     from None
             if kind == "ratio":
                 out["ratio"][fam] = v
-            elif kind == "view":
-                out["view_s"][fam] = v
             elif kind == "overhead" and (fam, phase) in INNET_OVERHEADS:
                 over[(fam, phase)] = v
             else:
-                raise ConfigError(f"{path}:{i}: kind must be ratio, view or overhead (one of "
+                raise ConfigError(f"{path}:{i}: kind must be ratio or overhead (one of "
                                   f"{', '.join('/'.join(k) for k in INNET_OVERHEADS)})")
-    missing = [k for k in (("ratio", "*"), ("view_s", "*")) if k[1] not in out[k[0]]]
+    missing = ["ratio *"] if "*" not in out["ratio"] else []
     missing += [f"overhead {n} {p}" for n, p in INNET_OVERHEADS if (n, p) not in over]
     if missing:
         raise ConfigError(f"{path}: lacks {', '.join(map(str, missing))}")
     out["per_module_s"] = over[("per_module", "F")]
     out["per_node_s"] = over[("per_node", "B")]
     out["per_param_s"] = over[("per_param", "U")]
+    out["per_read_s"] = over[("per_read", "U")]
     out["per_call_s"] = {"F": over[("per_call", "F")], "B": over[("per_call", "B")]}
     return out
 

@@ -266,12 +266,14 @@ def _innet_host_s(ops, marks, table, inn, syncs):
     """:func:`host_issue_s` from in-network costs measured in real steps
     (:func:`snsim.kernel_table.read_host_innet`): an aten call with a kernel costs its
     tight-loop issue cost at its shape (:meth:`KernelTable.issue_s`) times its family's
-    in-sequence ratio, a call without one (a view) its family's measured cost; every call adds
-    its phase's ``per_call_s``, every module call (forward, a recomputation too) ``per_module_s``
-    and every autograd node (backward, ``AccumulateGrad`` included) ``per_node_s``; the
-    optimizer step adds ``per_param_s`` per parameter (the iteration's ``AccumulateGrad``
-    nodes), charged to its first op."""
-    ratio, view_s, per_call = inn["ratio"], inn["view_s"], inn["per_call_s"]
+    ratio (the same calls in a real step's sequence over the table's cost) plus its phase's
+    ``per_call_s`` (which holds the views and metadata calls around it: a call without a
+    kernel costs nothing of its own); every module call (forward, a recomputation too) adds
+    ``per_module_s`` and every autograd node (backward, ``AccumulateGrad`` included)
+    ``per_node_s``; the optimizer step adds ``per_param_s`` per parameter (the iteration's
+    ``AccumulateGrad`` nodes), charged to its first op, and ``per_read_s`` per read of a host
+    tensor (a step counter's ``.item()``)."""
+    ratio, per_call = inn["ratio"], inn["per_call_s"]
     params = collections.Counter(m[3] for m in marks
                                  if m[1] == "B" and str(m[2]).startswith("AccumulateGrad"))
     out = [0.0] * len(ops)
@@ -295,15 +297,14 @@ def _innet_host_s(ops, marks, table, inn, syncs):
         if phase == "U" and it not in stepped:
             stepped.add(it)
             h += inn["per_param_s"] * params[it]
-        fam = family_of(op[1])
-        if op[1] in COPY_WAIT_OPS or (op[1] in HOST_READ_OPS and i not in syncs):
-            own = 0.0     # a host tensor's read: the optimizer's per-parameter cost has it
-        elif op[1] in NO_KERNEL_OPS:
-            own = (table.aten_host.get("copy_d2h_pageable", 0.0) * ratio["*"] if i in syncs
-                   else view_s.get(fam, view_s["*"]))
-        else:
-            own = _issue_s(table, op, memo) * ratio.get(_table_args(op)[0],
-                                                        ratio.get(fam, ratio["*"]))
+        if op[1] in NO_KERNEL_OPS or op[1] in COPY_WAIT_OPS:
+            # views, metadata: in the per-call figure of the calls with a kernel; a .item()
+            # of a device tensor is a pageable copy's issue
+            out[i] = h + (table.aten_host.get("copy_d2h_pageable", 0.0) * ratio["*"]
+                          if i in syncs else inn["per_read_s"]
+                          if op[1] in HOST_READ_OPS and phase == "U" else 0.0)
+            continue
+        own = _issue_s(table, op, memo) * ratio.get(family_of(op[1]), ratio["*"])
         out[i] = h + own + per_call.get(phase, 0.0)
     return out
 
