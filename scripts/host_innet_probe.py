@@ -208,7 +208,8 @@ def probe(text, batch, optimizer, impl, amp, *, device, repeats):
                "module_calls": calls[0], "autograd_nodes": nodes[0], "params": n_params,
                "lag_s": statistics.median(lag), "gauge_add_s": gauge,
                "torch": torch.__version__}
-    del net, opt, x, y, seq
+    seq.clear()
+    del net, opt, x, y
     if device == "cuda":
         torch.cuda.empty_cache()
     return summary, rows

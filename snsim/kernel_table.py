@@ -858,9 +858,9 @@ def read_host_innet(path):
     ``scripts/host_innet_probe.py``'s measurements), as :func:`snsim.torchsim.opcost.
     host_issue_s` reads them: ``ratio`` ``{family: in-sequence / table cost}`` (``"*"``:
     every call), and the seconds ``per_module_s`` (forward module call), ``per_call_s``
-    ``{phase: s}`` (every aten call with a kernel), ``per_node_s`` (backward node) and ``per_param_s``
-    (optimizer step and ``zero_grad``, per parameter), ``per_read_s`` (a read of a host
-    tensor in the optimizer step, ``.item()`` of a step counter).
+    ``{phase: s}`` (every aten call with a kernel), ``per_node_s`` (backward node),
+    ``per_param_s`` (optimizer step and ``zero_grad``, per parameter) and ``per_read_s`` (a
+    read of a host tensor in the optimizer step, ``.item()`` of a step counter).
 
     Raises
     ------
