@@ -888,9 +888,59 @@ def load_host_costs(name):
            "autograd_node_s": node,
            "accumulate_grad_s": max(0.0, 2 * cost[("backward", "leaf")] - node
                                     - _probe_clone_issue_s(name))}
+    ipath = path.parent / f"{name}_host_innet.csv"
+    if ipath.exists():
+        out["innet"] = read_host_innet(ipath)
     cpath = path.parent / f"{name}_checkpoint_costs.csv"
     if cpath.exists():
         out.update(fit_plan_host_costs(read_plan_host_rows(cpath)))
+    return out
+
+
+INNET_OVERHEADS = (("per_module", "F"), ("per_call", "F"), ("per_node", "B"),
+                   ("per_call", "B"), ("per_param", "U"), ("per_read", "U"))
+
+
+def read_host_innet(path):
+    """A preset's in-network host costs (``scripts/host_innet_fit.py`` from
+    ``scripts/host_innet_probe.py``'s measurements), as :func:`snsim.torchsim.opcost.
+    host_issue_s` reads them: ``ratio`` ``{family: in-sequence / table cost}`` (``"*"``:
+    every call), and the seconds ``per_module_s`` (forward module call), ``per_call_s``
+    ``{phase: s}`` (every aten call with a kernel), ``per_node_s`` (backward node),
+    ``per_param_s`` (optimizer step and ``zero_grad``, per parameter) and ``per_read_s`` (a
+    read of a host tensor in the optimizer step, ``.item()`` of a step counter).
+
+    Raises
+    ------
+    ConfigError
+        A row without kind, name or a number as value, or a file without ``ratio,*`` or one
+        of the overheads (:data:`INNET_OVERHEADS`)."""
+    import csv
+    out = {"ratio": {}, "per_call_s": {}}
+    over = {}
+    with open(path, newline="") as f:
+        for i, r in enumerate(csv.DictReader(f), 2):
+            try:
+                kind, fam, phase, v = r["kind"], r["name"], r["phase"], float(r["value"])
+            except (KeyError, TypeError, ValueError):
+                raise ConfigError(f"{path}:{i}: needs kind, name, phase and a numeric value") \
+                    from None
+            if kind == "ratio":
+                out["ratio"][fam] = v
+            elif kind == "overhead" and (fam, phase) in INNET_OVERHEADS:
+                over[(fam, phase)] = v
+            else:
+                raise ConfigError(f"{path}:{i}: kind must be ratio or overhead (one of "
+                                  f"{', '.join('/'.join(k) for k in INNET_OVERHEADS)})")
+    missing = ["ratio *"] if "*" not in out["ratio"] else []
+    missing += [f"overhead {n} {p}" for n, p in INNET_OVERHEADS if (n, p) not in over]
+    if missing:
+        raise ConfigError(f"{path}: lacks {', '.join(map(str, missing))}")
+    out["per_module_s"] = over[("per_module", "F")]
+    out["per_node_s"] = over[("per_node", "B")]
+    out["per_param_s"] = over[("per_param", "U")]
+    out["per_read_s"] = over[("per_read", "U")]
+    out["per_call_s"] = {"F": over[("per_call", "F")], "B": over[("per_call", "B")]}
     return out
 
 

@@ -283,3 +283,56 @@ def test_superneurons_hook_costs_fit_per_conv_and_per_saved_tensor():
     # a preset whose probe lacks the offloader rows: the bare hook's cost, a lower bound
     assert plan_host_s("offloader_hook", "F", 5, {"hook_saved_s": {"F": 3 * US}}) == \
         pytest.approx(15 * US)
+
+
+def _innet(**kw):
+    inn = {"ratio": {"*": 2.0, "relu_": 3.0}, "per_module_s": 5 * US,
+           "per_call_s": {"F": 0.5 * US, "B": 0.25 * US}, "per_node_s": 4 * US,
+           "per_param_s": 10 * US, "per_read_s": 1 * US}
+    inn.update(kw)
+    return dict(NO_EXTRA, innet=inn)
+
+
+def test_in_network_costs_charge_each_call_module_node_and_parameter_once():
+    tab = _table()
+    # forward: a module (5 µs) whose relu_ costs 12 µs in the table, 3x in a step, plus 0.5 µs
+    # per call with a kernel: 5 + 36 + 0.5; views (t, detach) nothing of their own (the
+    # per-call figure holds them); an add (8 µs, the default ratio 2): 16 + 0.5.
+    # backward: an AccumulateGrad node and a ReluBackward0 node (4 µs each) with its
+    # threshold_backward (27 µs, ratio 2): 8 + 54 + 0.25.
+    # optimizer: two parameters (AccumulateGrad marks) at 10 µs, charged to its first op, an
+    # add, with the second AccumulateGrad node (4 µs: a mark without ops charges the next op):
+    # 20 + 4 + 16 (no per-call figure in U); a step counter's .item() (a host tensor: no sync)
+    # 1 µs; the second add 16
+    marks = [("relu", "F", "ReLU", 0), ("p", "B", "AccumulateGrad@-1", 0),
+             ("ReluBackward0", "B", "ReluBackward0@1", 0), ("q", "B", "AccumulateGrad@-2", 0),
+             ("optimizer.step", "U", "", 0)]
+    ops = [(0, "relu_", (0,), (), 0, 1000), (0, "t", (0,), (), 0, 1000),
+           (0, "detach", (0,), (), 0, 1000), (0, "add", (0,), (1,), 0, 1000),
+           (2, "threshold_backward", (0,), (), 0, 1e6),
+           (4, "add", (0,), (1,), 0, 1000), (4, "_local_scalar_dense", (5,), (), 0, 8),
+           (4, "add", (0,), (1,), 0, 1000)]
+    got = host_issue_s(ops, marks, tab, _innet())
+    assert got == pytest.approx([41.5 * US, 0.0, 0.0, 16.5 * US, 62.25 * US, 40 * US, 1 * US,
+                                 16 * US])
+    # a recomputation in backward is forward work: its module call and per-call figure
+    marks.append(("recompute:relu", "B", "ReLU", 0))
+    got = host_issue_s(ops + [(5, "relu_", (0,), (), 0, 1000)], marks, tab, _innet())
+    assert got[-1] == pytest.approx(41.5 * US)
+
+
+def test_in_network_costs_file_names_what_it_lacks(tmp_path):
+    from snsim.errors import ConfigError
+    from snsim.kernel_table import read_host_innet
+    p = tmp_path / "x_host_innet.csv"
+    p.write_text("kind,name,phase,value,n,source\nratio,*,,1.5,10,t\n"
+                 "overhead,per_module,F,1e-6,3,t\n")
+    with pytest.raises(ConfigError, match="lacks overhead per_call F"):
+        read_host_innet(p)
+    p.write_text("kind,name,phase,value,n,source\nratio,*,,fast,10,t\n")
+    with pytest.raises(ConfigError, match=r"x_host_innet.csv:2: needs kind, name, phase and a "
+                                          r"numeric value"):
+        read_host_innet(p)
+    p.write_text("kind,name,phase,value,n,source\nview,*,,1e-6,10,t\n")
+    with pytest.raises(ConfigError, match=r"x_host_innet.csv:2: kind must be ratio or overhead"):
+        read_host_innet(p)

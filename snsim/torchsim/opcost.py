@@ -19,6 +19,8 @@ PCIe time for their bytes, on the compute stream as ``save_on_cpu``'s copies do.
 """
 from __future__ import annotations
 
+import collections
+
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, HOST_READ_OPS,  # noqa: F401
                             LAYOUT_FAMILIES, MATMUL_FAMILIES, STRIDED_FAMILIES,
@@ -259,6 +261,12 @@ def host_issue_s(ops, marks, table, costs, syncs=(), events=(), nested=()):
     plans that no aten op shows -- checkpoint calls and recomputations, saved-tensor hooks --
     charged (:func:`plan_host_s`, unscaled: measured in a chain of real blocks) to the op issued
     after it."""
+    if "innet" in costs:
+        out = _innet_host_s(ops, marks, table, costs["innet"], set(syncs))
+        for at, mechanism, phase, count in events:
+            if ops:
+                out[min(at, len(ops) - 1)] += plan_host_s(mechanism, phase, count, costs)
+        return out
     out = [0.0] * len(ops)
     syncs = set(syncs)
     nested = set(nested)
@@ -293,6 +301,53 @@ def host_issue_s(ops, marks, table, costs, syncs=(), events=(), nested=()):
     for at, mechanism, phase, count in events:
         if ops:
             out[min(at, len(ops) - 1)] += plan_host_s(mechanism, phase, count, costs)
+    return out
+
+
+def _innet_host_s(ops, marks, table, inn, syncs):
+    """:func:`host_issue_s` from in-network costs measured in real steps
+    (:func:`snsim.kernel_table.read_host_innet`): an aten call with a kernel costs its
+    tight-loop issue cost at its shape (:meth:`KernelTable.issue_s`) times its family's
+    ratio (the same calls in a real step's sequence over the table's cost) plus its phase's
+    ``per_call_s`` (which holds the views and metadata calls around it: a call without a
+    kernel costs nothing of its own); every module call (forward, a recomputation too) adds
+    ``per_module_s`` and every autograd node (backward, ``AccumulateGrad`` included)
+    ``per_node_s``; the optimizer step adds ``per_param_s`` per parameter (the iteration's
+    ``AccumulateGrad`` nodes), charged to its first op, and ``per_read_s`` per read of a host
+    tensor (a step counter's ``.item()``)."""
+    ratio, per_call = inn["ratio"], inn["per_call_s"]
+    params = collections.Counter(m[3] for m in marks
+                                 if m[1] == "B" and str(m[2]).startswith("AccumulateGrad"))
+    out = [0.0] * len(ops)
+    memo = {}
+    seen = -1
+    stepped = set()
+    for i, op in enumerate(ops):
+        h = 0.0
+        if op[0] > seen:
+            for m in marks[seen + 1:op[0] + 1]:
+                if m[2] and "@" not in m[2]:
+                    h += inn["per_module_s"]
+                elif m[1] == "B" and m[2]:
+                    h += inn["per_node_s"]
+            seen = op[0]
+        phase, it = "F", -1
+        if op[0] >= 0:
+            m = marks[op[0]]
+            phase = "F" if m[1] == "B" and str(m[0]).startswith("recompute:") else m[1]
+            it = m[3]
+        if phase == "U" and it not in stepped:
+            stepped.add(it)
+            h += inn["per_param_s"] * params[it]
+        if op[1] in NO_KERNEL_OPS or op[1] in COPY_WAIT_OPS:
+            # views, metadata: in the per-call figure of the calls with a kernel; a .item()
+            # of a device tensor is a pageable copy's issue
+            out[i] = h + (table.aten_host.get("copy_d2h_pageable", 0.0) * ratio["*"]
+                          if i in syncs else inn["per_read_s"]
+                          if op[1] in HOST_READ_OPS and phase == "U" else 0.0)
+            continue
+        own = _issue_s(table, op, memo) * ratio.get(family_of(op[1]), ratio["*"])
+        out[i] = h + own + per_call.get(phase, 0.0)
     return out
 
 

@@ -263,9 +263,11 @@ def step_time_section():
                  "traces/h200/cpu_bound traces/h200/cpu_bound_heldout --no-zoo --csv "
                  f"{STEP_TIME_CSV}`): each capture's model recorded under FakeTensorMode on "
                  "the CPU, its ops timed from the table, the host issuing them as a second "
-                 "stream (each aten call's issue cost at its shape, each module call and "
-                 "autograd node, times the phase's in-network factor of "
-                 "`configs/kernels/h200_host_scale.csv`). *before* is the same captures "
+                 "stream (each aten call's issue cost at its shape times its family's "
+                 "in-network ratio, and the costs per call, module call, autograd node, "
+                 "parameter and host read that real steps add: "
+                 "`configs/kernels/h200_host_innet.csv`, `scripts/host_innet_probe.py`). "
+                 "*before* is the same captures "
                  f"under the code of commit {rows[0].get('before_commit', '?')} (the "
                  "prediction code a session started with), kept for comparison.\n")
         body, summ = [], []

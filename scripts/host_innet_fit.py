@@ -1,0 +1,172 @@
+"""The host model's in-network costs from ``scripts/host_innet_probe.py``'s measurements
+(issue 10 item 3): ``configs/kernels/<preset>_host_innet.csv``, read by
+:func:`snsim.kernel_table.load_host_costs`.
+
+Rows (``kind,name,phase,value,n,source``):
+
+* ``ratio,<family>``: the family's aten calls' host cost in a step's sequence of calls (the
+  probe's ``seq_s``) over the kernel table's tight-loop issue cost of the same calls (each
+  probed configuration recorded on the CPU as ``snsim predict`` records it, its calls looked
+  up in the table: :meth:`snsim.kernel_table.KernelTable.issue_s`), summed over every probed
+  configuration. It holds what a real step's mix of calls adds (each call fetches its own code
+  and data again: the probe's in-sequence calls cost 1.2-1.5x the same calls in a tight loop,
+  alike in every family) and the difference between the CPU of calibrate's lease of the
+  machine and the probe's (the same calls in a tight loop: 1.1-1.7x). ``ratio,*``: all calls
+  with a kernel, for families probed fewer than ``--min-calls`` times or recorded with another
+  call count.
+* ``overhead,per_module,F`` and ``overhead,per_call,F``: what the real forward adds to its aten
+  calls with a kernel in sequence (the launching thread's wall less their sum), split by
+  non-negative least squares over the configurations into a cost per module call (Python
+  ``nn.Module.__call__`` and its ``forward``) and per call with a kernel (the views and
+  metadata calls around it -- a CPU recording under FakeTensorMode makes more of them than a
+  CUDA step, ``detach`` and ``device`` above all, so they are not charged one by one -- the
+  Python call into torch, autograd recording its node, autocast's dispatch); ``per_node,B``
+  and ``per_call,B``: the backward's (the autograd engine per node, per call);
+  ``per_param,U``: the optimizer step's and ``zero_grad``'s per parameter (the Python loops
+  over parameters and their state) and ``per_read,U`` per read of a host tensor (a foreach
+  Adam's ``.item()`` of each step counter).
+
+Seconds are the kernel table's lease's (:func:`lease_factor`): the machine's CPU speed differs
+from one lease to the next (docs/VALIDATION.md, the lease table), and calibrate is the model's
+measure of the machine. Best: run the probe in calibrate's lease.
+
+    PYTHONPATH=. python scripts/host_innet_fit.py traces/h200/profile_host/innet --gpu h200 \\
+        --cache /tmp/records
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def table_issue_by_family(steps, table, cache=None):
+    """``({family: seconds}, {family: calls}, {config: host reads})``: the kernel table's
+    tight-loop issue cost
+    (:meth:`snsim.kernel_table.KernelTable.issue_s`) summed over the calls with a kernel of
+    the steady iteration of every probed configuration, recorded on the CPU as ``snsim
+    predict`` records it (FakeTensorMode; ``cache``: a folder for the recordings), and each
+    configuration's reads of host tensors in its optimizer step (``.item()`` of a foreach
+    Adam's step counters)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from host_by_family import recording
+
+    from snsim.kernel_table import HOST_READ_OPS, NO_KERNEL_OPS, family_of
+    from snsim.torchsim.opcost import _issue_s
+    out, count = collections.Counter(), collections.Counter()
+    memo = {}
+    reads = {}
+    for s in steps:
+        ops, marks, _, _ = recording(s, cache)
+        last = max(m[3] for m in marks)
+        reads[s["config"]] = sum(1 for op in ops if op[0] >= 0 and marks[op[0]][3] == last
+                                 and op[1] in HOST_READ_OPS and marks[op[0]][1] == "U")
+        for op in ops:
+            if op[0] >= 0 and marks[op[0]][3] == last and op[1] not in NO_KERNEL_OPS:
+                out[family_of(op[1])] += _issue_s(table, op, memo)
+                count[family_of(op[1])] += 1
+    return out, count, reads
+
+
+def fit(calls, steps, table_s, table_n, reads, min_calls=20, lease=1.0):
+    """Rows of ``<preset>_host_innet.csv`` from the probe's call and step rows and the kernel
+    table's issue cost of the same calls (:func:`table_issue_by_family`). A family whose
+    recorded call count differs from the probe's by more than a tenth (the recording and the
+    real dispatch name its calls differently) takes ``ratio,*``. The probe's seconds are
+    multiplied by ``lease`` (:func:`lease_factor`)."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    from snsim.kernel_table import NO_KERNEL_OPS
+    configs = sorted({r["config"] for r in steps})
+    src = f"host_innet_probe over {len(configs)} configurations"
+    seq, n = collections.Counter(), collections.Counter()
+    for r in calls:
+        if r["family"] not in NO_KERNEL_OPS:
+            seq[r["family"]] += float(r["seq_s"]) * lease
+            n[r["family"]] += 1
+    both = [f for f in seq if table_s.get(f, 0) > 0 and abs(table_n[f] - n[f]) <= 0.1 * n[f]]
+    out = [{"kind": "ratio", "name": "*", "phase": "",
+            "value": sum(seq[f] for f in both) / sum(table_s[f] for f in both),
+            "n": sum(n[f] for f in both), "source": src}]
+    for fam in sorted(both):
+        if n[fam] >= min_calls:
+            out.append({"kind": "ratio", "name": fam, "phase": "",
+                        "value": seq[fam] / table_s[fam], "n": n[fam], "source": src})
+    # per phase and configuration: the calls with a kernel, their in-sequence seconds
+    kern = collections.Counter()
+    kern_s = collections.Counter()
+    for r in calls:
+        if r["family"] not in NO_KERNEL_OPS:
+            kern[(r["config"], r["phase"])] += 1
+            kern_s[(r["config"], r["phase"])] += float(r["seq_s"]) * lease
+    names = {"module_calls": "per_module", "autograd_nodes": "per_node", "params": "per_param",
+             "kernel_calls": "per_call", "reads": "per_read"}
+    for phase, cols in (("F", ("module_calls", "kernel_calls")),
+                        ("B", ("autograd_nodes", "kernel_calls")), ("U", ("params", "reads"))):
+        A = np.array([[float(kern[(s["config"], phase)]) if c == "kernel_calls"
+                       else float(reads.get(s["config"], 0)) if c == "reads"
+                       else float(s[c]) for c in cols] for s in steps])
+        y = np.array([float(s[f"wall_{phase}_s"]) * lease - kern_s[(s["config"], phase)]
+                      for s in steps])
+        coef, _ = nnls(A, np.maximum(y, 0.0))
+        for c, v in zip(cols, coef):
+            out.append({"kind": "overhead", "name": names[c], "phase": phase,
+                        "value": float(v), "n": len(steps), "source": src})
+    return out
+
+
+def lease_factor(steps, table):
+    """The probe's lease of the machine to the kernel table's: calibrate's smallest ``add``
+    issue cost (``KernelTable.aten_host``) over the median of the probe's ``gauge_add_s`` (a
+    small ``torch.add`` in a tight loop); 1 where either is missing. On the H200 1.28, and the
+    same calls timed in a tight loop by calibrate and by the probe differ by 1.1-1.7x, 1.3
+    typically (each probed configuration recorded and looked up in the table)."""
+    g = [float(s["gauge_add_s"]) for s in steps if s.get("gauge_add_s")]
+    if not g or table is None or "add" not in table.aten_host:
+        return 1.0
+    return table.aten_host["add"] / statistics.median(g)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folder", help="the probe's output (host_innet_calls.csv, _steps.csv)")
+    ap.add_argument("--gpu", default="h200")
+    ap.add_argument("--min-calls", type=int, default=20)
+    ap.add_argument("--cache", default=None, help="folder for the recordings (pickled)")
+    ap.add_argument("--out", default=None, help="default configs/kernels/<gpu>_host_innet.csv")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    folder = Path(args.folder)
+    with open(folder / "host_innet_calls.csv", newline="") as f:
+        calls = list(csv.DictReader(f))
+    with open(folder / "host_innet_steps.csv", newline="") as f:
+        steps = list(csv.DictReader(f))
+    from snsim.kernel_table import load_kernel_table
+    table = load_kernel_table(args.gpu)
+    table_s, table_n, reads = table_issue_by_family(steps, table, args.cache)
+    lease = lease_factor(steps, table)
+    print(f"lease factor (the table's add over the probe's gauge): {lease:.3f}")
+    rows = fit(calls, steps, table_s, table_n, reads, args.min_calls, lease)
+    out = Path(args.out) if args.out else ROOT / "configs" / "kernels" / \
+        f"{args.gpu}_host_innet.csv"
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["kind", "name", "phase", "value", "n", "source"])
+        w.writeheader()
+        for r in rows:
+            w.writerow(dict(r, value=f"{r['value']:.6g}"))
+    for r in rows:
+        unit = "" if r["kind"] == "ratio" else " us"
+        v = r["value"] if r["kind"] == "ratio" else r["value"] * 1e6
+        print(f"{r['kind']:<9} {r['name']:<36} {r['phase']:<2} {v:10.3f}{unit}  (n {r['n']})")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
