@@ -346,6 +346,9 @@ def _innet_host_s(ops, marks, table, inn, syncs):
                           if i in syncs else inn["per_read_s"]
                           if op[1] in HOST_READ_OPS and phase == "U" else 0.0)
             continue
+        if op[1] in PAGEABLE_COPY_OPS:   # its data's movement, timed in its own pattern
+            out[i] = h + _issue_s(table, op, memo)
+            continue
         own = _issue_s(table, op, memo) * ratio.get(family_of(op[1]), ratio["*"])
         out[i] = h + own + per_call.get(phase, 0.0)
     return out
