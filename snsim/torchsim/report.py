@@ -699,6 +699,28 @@ def build_report(traces_dir="traces/h200"):
                       "superneurons and cpu_offload. The honest held-out figures of the model "
                       "as this session found it. ")
 
+    _held_out_section(L, traces_dir, captured, "plans_heldout6",
+                      "### 1j. A sixth held-out set, with the session's final code\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout6` "
+                      "(`traces/h200/plans_heldout6/`, 2026-11-30 22:38 UTC): written into the "
+                      "suite (commit c499a75, 21:45 UTC) before any of it ran and before any of "
+                      "that session's model changes were merged, then run once with the code of "
+                      "the session's final merge, predicted on the device's CPU, each plan "
+                      "measured in a fresh process: networks no capture, plan suite or "
+                      "kernel-table row was made of (VGG-11 b128 fp16, VGG-13-BN b48 AdamW, "
+                      "MNASNet 0.75 b192 bf16, EfficientNet-B3 b48, EfficientNet-B5 b16 bf16 "
+                      "AdamW, EfficientNetV2-L b8 bf16 fused AdamW, RegNetY-400MF b256 fp16, "
+                      "RegNetY-16GF b32 bf16 AdamW, RegNetX-800MF b256 SGD, RegNetX-16GF b48, "
+                      "Swin-V2-S b24 bf16 AdamW) and OPT-350M (b8 s512 bf16 AdamW). The honest "
+                      "held-out figures of the session's final model. Not in the table: OPT-350M "
+                      "could not be predicted on the device (its torch 2.11 / transformers "
+                      "OPTDecoder reads a tensor's value, which FakeTensorMode cannot follow; "
+                      "the same prediction on this repository's CPU machine, torch 2.14.1 and "
+                      "transformers 5.24, made at 21:47 UTC before the run, gave 8.043 GiB "
+                      "allocated and 8.770 GiB reserved: the measured peaks to the MiB), its "
+                      "checkpoint run was cut by the suite's deadline, and RegNetX-800MF's "
+                      "pageable cpu_offload run (about 100 s) was left out for device time. ")
+
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "
