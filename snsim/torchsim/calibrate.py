@@ -66,27 +66,17 @@ class _Bench:
         n = int(min(max(self.target_s / one, 3), 100))
         gpu, host = [], []
         for _ in range(self.groups):
-            if self.cuda and blocking:
-                e0 = torch.cuda.Event(enable_timing=True)
-                e1 = torch.cuda.Event(enable_timing=True)
-                self._sync()
-                e0.record()
-                t0 = time.perf_counter()
-                for _ in range(n):
+            if self.cuda:
+                if blocking:    # from an idle GPU: a queued sleep would hold the call
+                    self._sync()
+                else:
+                    h0 = time.perf_counter()
                     f()
-                h = time.perf_counter() - t0
-                e1.record()
-                torch.cuda.synchronize()
-                gpu.append(e0.elapsed_time(e1) * 1e-3 / n)
-                host.append(h / n)
-            elif self.cuda:
-                h0 = time.perf_counter()
-                f()
-                h1 = time.perf_counter() - h0     # issue cost of one call (GPU idle)
-                sleep_s = min(max(h1, 2e-5) * n * 2 + 1e-4, 0.05)
+                    h1 = time.perf_counter() - h0     # issue cost of one call (GPU idle)
+                    sleep_s = min(max(h1, 2e-5) * n * 2 + 1e-4, 0.05)
+                    torch.cuda._sleep(int(sleep_s * 2.0e9))
                 e0 = torch.cuda.Event(enable_timing=True)
                 e1 = torch.cuda.Event(enable_timing=True)
-                torch.cuda._sleep(int(sleep_s * 2.0e9))
                 e0.record()
                 t0 = time.perf_counter()
                 for _ in range(n):
