@@ -103,30 +103,12 @@ def probe(text, batch, optimizer, impl, amp, *, device, repeats):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from snsim.kernel_table import family_of
-    from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.models import resolve_model
-    from snsim.torchsim.predict import infer_num_classes_of
-    from snsim.torchsim.record import train_step
+    from snsim.torchsim.record import train_step, warm_training
 
-    setup = TrainSetup(optimizer, impl, None if amp == "none" else amp)
-    text, _, size = text.partition("@")
-    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
-                         else None)
-    dev = torch.device(device)
-    net = spec.build().train().to(dev)
-    x = spec.make_input(batch, dev)
-    y = torch.randint(0, infer_num_classes_of(net, x), (batch,), device=dev)
-    opt = setup.make_optimizer(net.parameters())
-    kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device),
-          "step_scope": setup.step_scope(device), "aux_loss_weight": spec.aux_loss_weight}
-
-    def sync():
-        if device == "cuda":
-            torch.cuda.synchronize()
-
-    for _ in range(3):
-        train_step(net, opt, x, y, **kw)
-    sync()
+    w = warm_training(text, batch, optimizer, impl, amp, device)
+    text, spec, setup, net, opt, x, y, kw, sync = (w.text, w.spec, w.setup, w.net, w.opt, w.x,
+                                                    w.y, w.kw, w.sync)
+    del w
     walls = {"F": [], "B": [], "U": []}
     for _ in range(7):
         clock = _Clock()
@@ -192,7 +174,7 @@ def probe(text, batch, optimizer, impl, amp, *, device, repeats):
         sync()
     torch.set_grad_enabled(grad)
     name = f"{spec.name}_b{batch}{setup.slug}"
-    gauge = _gauge_add_s(torch, dev)
+    gauge = _gauge_add_s(torch, torch.device(device))
     rows = [{"config": name, "index": i, "phase": ph, "op": func._overloadpacket.__name__,
              "family": family_of(func._overloadpacket.__name__),
              "seq_s": statistics.median(per[i]) * 1e-9, "tight_s": tight[i] * 1e-9}

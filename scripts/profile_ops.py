@@ -162,30 +162,12 @@ def profile_one(text, batch, optimizer, impl, amp, *, steps, device, out_dir, wa
     configurations on the H200 read up to 1.8x its first's for the same forward)."""
     import torch
 
-    from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.models import resolve_model
-    from snsim.torchsim.predict import infer_num_classes_of
-    from snsim.torchsim.record import train_step
+    from snsim.torchsim.record import train_step, warm_training
 
-    setup = TrainSetup(optimizer, impl, None if amp == "none" else amp)
-    text, _, size = text.partition("@")
-    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
-                         else None)
-    dev = torch.device(device)
-    net = spec.build().train().to(dev)
-    x = spec.make_input(batch, dev)
-    y = torch.randint(0, infer_num_classes_of(net, x), (batch,), device=dev)
-    opt = setup.make_optimizer(net.parameters())
-    kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device),
-          "step_scope": setup.step_scope(device), "aux_loss_weight": spec.aux_loss_weight}
-
-    def sync():
-        if device == "cuda":
-            torch.cuda.synchronize()
-
-    for _ in range(3):
-        train_step(net, opt, x, y, **kw)
-    sync()
+    w = warm_training(text, batch, optimizer, impl, amp, device)
+    text, spec, setup, net, opt, x, y, kw, sync = (w.text, w.spec, w.setup, w.net, w.opt, w.x,
+                                                    w.y, w.kw, w.sync)
+    del w       # the locals hold the model alone: freed below before the cache is emptied
     if walls is not None:
         return _profile(net, opt, x, y, kw, spec, setup, batch, text, optimizer, impl, amp,
                         steps=steps, device=device, out_dir=out_dir, walls=walls, sync=sync)

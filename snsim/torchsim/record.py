@@ -787,6 +787,43 @@ def _train_step(model, optimizer, x, y, inst, aux_loss_weight, autocast, scaler)
     mark("<end>", "U", "")
 
 
+def warm_training(text, batch, optimizer, impl, amp, device, warmup=3):
+    """A real training setup of model spec ``text`` (``model@CxHxW`` or ``hf:name@seq`` for
+    another input size) on ``device``, stepped ``warmup`` times with :func:`train_step`, for
+    scripts that time steps (``scripts/profile_ops.py``, ``scripts/host_innet_probe.py``).
+
+    Returns a namespace: ``text`` (without the size), ``spec``, ``setup`` (the
+    :class:`~snsim.torchsim.amp.TrainSetup`; ``amp`` ``"none"`` is none), ``net``, ``opt``,
+    ``x``, ``y``, ``kw`` (:func:`train_step`'s keyword arguments) and ``sync`` (waits for the
+    device)."""
+    import types
+
+    from .amp import TrainSetup
+    from .models import resolve_model
+    from .predict import infer_num_classes_of
+    setup = TrainSetup(optimizer, impl, None if amp == "none" else amp)
+    text, _, size = text.partition("@")
+    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
+                         else None)
+    dev = torch.device(device)
+    net = spec.build().train().to(dev)
+    x = spec.make_input(batch, dev)
+    y = torch.randint(0, infer_num_classes_of(net, x), (batch,), device=dev)
+    opt = setup.make_optimizer(net.parameters())
+    kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device),
+          "step_scope": setup.step_scope(device), "aux_loss_weight": spec.aux_loss_weight}
+
+    def sync():
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    for _ in range(warmup):
+        train_step(net, opt, x, y, **kw)
+    sync()
+    return types.SimpleNamespace(text=text, spec=spec, setup=setup, net=net, opt=opt, x=x, y=y,
+                                 kw=kw, sync=sync)
+
+
 def apply_order(model):
     """Parameters and buffers in the order ``model.to(device)`` allocates them."""
     seen = set()
