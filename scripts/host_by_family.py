@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import collections
 import csv
-import pickle
 import statistics
 import sys
 from pathlib import Path
@@ -107,27 +106,10 @@ def recording(row, cache):
     """``(ops, marks, host_sids, nested)`` of configuration ``row``, recorded on the CPU (the
     pickle ``scripts/op_breakdown.py --cache`` writes, reused)."""
     from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.models import resolve_model
-    from snsim.torchsim.predict import record_fake
+    from snsim.torchsim.predict import cached_recording
     setup = TrainSetup(row["optimizer"], row["impl"],
                        None if row["amp"] in ("", "none") else row["amp"])
-    text, _, size = row["model"].partition("@")
-    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
-                         else None)
-    name = f"{spec.name}_b{row['batch']}{setup.slug}"
-    path = Path(cache) / f"{name}.pkl" if cache else None
-    if path is not None and path.exists():
-        with open(path, "rb") as f:
-            got = pickle.load(f)
-        if len(got) == 4:
-            return got
-    rec = record_fake(spec, int(row["batch"]), setup)["rec"]
-    got = (rec.ops, rec.marks, set(rec.excluded), rec.nested_ops)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as f:
-            pickle.dump(got, f)
-    return got
+    return cached_recording(row["model"], int(row["batch"]), setup, cache)[1]
 
 
 def phase_of(marks, op):

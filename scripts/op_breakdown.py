@@ -17,7 +17,6 @@ import argparse
 import collections
 import csv
 import math
-import pickle
 import sys
 from pathlib import Path
 
@@ -42,31 +41,14 @@ def main(argv=None):
     from snsim.hardware import load_hardware
     from snsim.kernel_table import HOST_READ_OPS, load_host_costs, load_kernel_table
     from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.models import resolve_model
     from snsim.torchsim.opcost import (NO_KERNEL_OPS, _lookup_args, _table_time,
                                        conv_bias_time_s, host_issue_s, op_time_s,
                                        op_times_s)
-    from snsim.torchsim.predict import record_fake
+    from snsim.torchsim.predict import cached_recording
 
     setup = TrainSetup(args.optimizer, args.impl, args.amp)
-    text, _, size = args.model.partition("@")
-    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
-                         else None)
-    name = f"{spec.name}_b{args.batch}{setup.slug}"
-    cached = Path(args.cache) / f"{name}.pkl" if args.cache else None
-    got = ()
-    if cached is not None and cached.exists():
-        with open(cached, "rb") as f:
-            got = pickle.load(f)
-    if len(got) == 4:
-        ops, marks, host_sids, nested = got
-    else:       # none, or a recording from before nested ops were kept
-        rec = record_fake(spec, args.batch, setup)["rec"]
-        ops, marks, host_sids, nested = rec.ops, rec.marks, set(rec.excluded), rec.nested_ops
-        if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            with open(cached, "wb") as f:
-                pickle.dump((ops, marks, host_sids, nested), f)
+    name, (ops, marks, host_sids, nested) = cached_recording(args.model, args.batch, setup,
+                                                             args.cache)
     hw = load_hardware(args.gpu)
     table = load_kernel_table(args.table or args.gpu)
     if table is None:

@@ -17,10 +17,8 @@ import ast
 import collections
 import csv
 import math
-import pickle
 import re
 import sys
-from pathlib import Path
 
 _TENSOR = re.compile(r"\w+\[([\d, ]*)\]")
 
@@ -58,26 +56,11 @@ def main(argv=None):
     from snsim.hardware import load_hardware
     from snsim.kernel_table import load_kernel_table
     from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.models import resolve_model
     from snsim.torchsim.opcost import NO_KERNEL_OPS, _lookup_args, _table_time, conv_bias_time_s
-    from snsim.torchsim.predict import record_fake
+    from snsim.torchsim.predict import cached_recording
 
     setup = TrainSetup(args.optimizer, args.impl, args.amp)
-    text, _, size = args.model.partition("@")
-    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
-                         else None)
-    name = f"{spec.name}_b{args.batch}{setup.slug}"
-    cached = Path(args.cache) / f"{name}.pkl" if args.cache else None
-    if cached is not None and cached.exists():
-        with open(cached, "rb") as f:
-            ops, marks, _, _ = pickle.load(f)
-    else:
-        rec = record_fake(spec, args.batch, setup)["rec"]
-        ops, marks = rec.ops, rec.marks
-        if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            with open(cached, "wb") as f:
-                pickle.dump((ops, marks, set(rec.excluded), rec.nested_ops), f)
+    name, (ops, marks, _, _) = cached_recording(args.model, args.batch, setup, args.cache)
     hw = load_hardware(args.gpu)
     table = load_kernel_table(args.table or args.gpu)
     if table is None:

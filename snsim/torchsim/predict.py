@@ -278,6 +278,35 @@ class _Retry(Exception):
     pass
 
 
+def cached_recording(model, batch, setup, cache=None):
+    """``(name, (ops, marks, host_sids, nested))``: :func:`record_fake` of model spec ``model``
+    (``name@CxHxW`` for another input size) at ``batch`` under ``setup`` (a
+    :class:`~snsim.torchsim.amp.TrainSetup`), as the diagnosis scripts read it
+    (``scripts/op_breakdown.py``, ``shape_compare.py``, ``host_by_family.py``). With a
+    ``cache`` folder it is kept there as ``<name>.pkl`` and read back; a file of another shape
+    (one from before nested ops were kept) is recorded again. ``name`` is
+    ``<network>_b<batch><setup slug>``, the configuration name of ``scripts/profile_ops.py``."""
+    import pickle
+    from pathlib import Path
+    text, _, size = model.partition("@")
+    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
+                         else None)
+    name = f"{spec.name}_b{batch}{setup.slug}"
+    path = Path(cache) / f"{name}.pkl" if cache else None
+    if path is not None and path.exists():
+        with open(path, "rb") as f:
+            got = pickle.load(f)
+        if len(got) == 4:
+            return name, got
+    rec = record_fake(spec, batch, setup)["rec"]
+    got = (rec.ops, rec.marks, set(rec.excluded), rec.nested_ops)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:
+            pickle.dump(got, f)
+    return name, got
+
+
 def _build(spec):
     """``spec.build()`` without parameter init. A failure is one line (ConfigError), except a
     data-dependent one under fake tensors, which is raised as it is: the caller builds such a
