@@ -98,6 +98,14 @@ class Program:
     def static_total_bytes(self):
         return sum(self.static_bytes.values())
 
+    def plan_memo(self):
+        """The dict where planners and the engine keep what they derive from this program
+        alone (made on first use; a program derived by ``dataclasses.replace`` starts
+        without it)."""
+        if self._plan_memo is None:
+            self._plan_memo = {}
+        return self._plan_memo
+
     def uses(self):
         """``(first, last)`` lists: the first and last step index touching each tensor."""
         if self._uses is None:

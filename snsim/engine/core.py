@@ -35,9 +35,7 @@ def _tensor_columns(program):
     """``(size, kind, stream, optional)`` of the program's tensors, by id: made once per
     program (every replay reads them, none changes them). ``optional``: a convolution's
     workspace, which cuDNN runs without when it does not fit."""
-    memo = program._plan_memo
-    if memo is None:
-        memo = program._plan_memo = {}
+    memo = program.plan_memo()
     hit = memo.get("engine_columns")
     if hit is None:
         tensors = program.tensors

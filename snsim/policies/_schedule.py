@@ -56,9 +56,7 @@ def _segment_modes(program, checkpoint_types, mode):
     the program alone, so computed once per program (every recomputing plan and each of its
     keep rounds asks), and read, never changed, by the callers."""
     key = ("segment_modes", frozenset(checkpoint_types), mode)
-    memo = program._plan_memo
-    if memo is None:
-        memo = program._plan_memo = {}
+    memo = program.plan_memo()
     hit = memo.get(key)
     if hit is None:
         seg = _segments(program, checkpoint_types)
@@ -89,9 +87,7 @@ def _instruction_table(program):
     policies of a search, a sweep) makes none again, and the collector has no new objects to
     scan. Every plan computes each step and frees each tensor once: those are made at once;
     the others as plans ask for them."""
-    memo = program._plan_memo
-    if memo is None:
-        memo = program._plan_memo = {}
+    memo = program.plan_memo()
     hit = memo.get("instructions")
     if hit is None:
         new = tuple.__new__
@@ -105,9 +101,7 @@ def _step_tables(program):
     """``(producer_step, last_f_use, conv_b)``: the forward step that writes each tensor, the
     last forward step that reads each, and the backward CONV steps; once per program (every
     plan of it asks), read and never changed by the callers."""
-    memo = program._plan_memo
-    if memo is None:
-        memo = program._plan_memo = {}
+    memo = program.plan_memo()
     hit = memo.get("step_tables")
     if hit is None:
         steps = program.steps
