@@ -178,11 +178,9 @@ def conv_bias_time_s(table, op, hw):
 
 
 def _issue_s(table, op, memo):
-    fam, kw = _table_args(op)
+    fam, kw = _lookup_args(table, op)
     if fam in _CONTIGUOUS_FAMILY:     # the host issues the same aten clone / cat either way
         fam, kw = _CONTIGUOUS_FAMILY[fam], {**kw, "cls": ""}
-    if fam.endswith("_new") and fam not in table.families():
-        fam = fam[:-len("_new")]
     key = (fam, *kw.values())
     if key not in memo:      # a step repeats its shapes (every iteration, every block)
         memo[key] = table.issue_s(fam, **kw)
