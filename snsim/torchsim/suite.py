@@ -88,7 +88,7 @@ def main(argv=None):
                         "written before the second set's fixes were merged; heldout4: a fourth, "
                         "written before the third set's re-run informed anything; heldout5: a fifth, "
                         "written before session 6 changed anything; heldout6: a sixth, written "
-                        "before session 6's changes were merged; pageable: "
+                        "before session 6's changes were merged; heldout7: a seventh, written before session 7 changed anything; pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--same-process", action="store_true",
                    help="execute every run in this process (faster; runs after the first find "
@@ -393,6 +393,39 @@ _HELDOUT6_HF = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT6 = _plan_set(_HELDOUT6, _HELDOUT6_HF)
+# a seventh held-out set, written (2026-12-01, 00:25 UTC, on commit 0d4c755) before any of it
+# ran and before any of this session's changes, to be run once with the session's final code:
+# networks no capture, plan suite or kernel-table row was made of (RegNetY-32GF,
+# EfficientNet-B6, EfficientNet-B7, Swin-V2-B, ViT-H/14) and a Llama-architecture model
+# (SmolLM2-135M: RMSNorm, SwiGLU, rotary positions, grouped-query attention), plus networks run
+# before at batches, precisions, optimizers and plans never run with them
+_HELDOUT7 = (
+    ("torchvision:regnet_y_32gf", 24, {"plain": [], "checkpoint": ["modules=ResBottleneckBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:efficientnet_b6", 12, {"plain": [], "superneurons": []}, {}),
+    ("torchvision:efficientnet_b7", 8, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"amp": "fp16"}),
+    ("torchvision:swin_v2_b", 16,
+     {"plain": [], "checkpoint": ["modules=SwinTransformerBlockV2", "selective=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:vit_h_14", 4, {"plain": [], "checkpoint": ["modules=EncoderBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:resnet50", 32, {"plain": [], "checkpoint": ["modules=Bottleneck",
+                                                             "selective=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:densenet121", 16, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"amp": "fp16"}),
+    ("torchvision:vit_b_16", 16, {"plain": [], "checkpoint": ["every=3"]}, {"optimizer": "sgd"}),
+    ("torchvision:mobilenet_v3_small", 512, {"plain": [], "superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:resnet101", 48, {"checkpoint": ["modules=Bottleneck", "every=2"]},
+     {"optimizer": "adam"}),
+)
+_HELDOUT7_HF = (
+    ("hf:HuggingFaceTB/SmolLM2-135M", 8, (512,),
+     {"plain": [], "checkpoint": ["modules=LlamaDecoderLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT7 = _plan_set(_HELDOUT7, _HELDOUT7_HF)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -409,7 +442,8 @@ PLAN_PAGEABLE = _plan_set(_PAGEABLE)
 PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HELDOUT2,
              "heldout3": PLAN_HELDOUT3, "heldout4": PLAN_HELDOUT4,
              "heldout5": PLAN_HELDOUT5,
-             "heldout6": PLAN_HELDOUT6, "pageable": PLAN_PAGEABLE}
+             "heldout6": PLAN_HELDOUT6, "heldout7": PLAN_HELDOUT7,
+             "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
