@@ -721,6 +721,19 @@ def build_report(traces_dir="traces/h200"):
                       "checkpoint run was cut by the suite's deadline, and RegNetX-800MF's "
                       "pageable cpu_offload run (about 100 s) was left out for device time. ")
 
+    _held_out_section(L, traces_dir, captured, "plans_standard_fresh",
+                      "### 1k. The standard suite of section 1 again, each plan in a fresh "
+                      "process\n",
+                      "`python -m snsim.torchsim.suite --only plans --set standard` "
+                      "(`traces/h200/plans_standard_fresh/`, 2026-11-30 23:49 UTC, two device "
+                      "calls): the 44 runs of section 1 (10 networks under plain, checkpoint, "
+                      "superneurons and cpu_offload, and four checkpoint variants), predicted on "
+                      "the device's CPU before each ran, with the code of commit 0d4c755, each "
+                      "plan measured in a fresh process as a user's run starts (sections 1 and "
+                      "1b measured every run in one process, one after another). Every network "
+                      "here had been captured before, so these are not predictions for "
+                      "never-captured configurations. ")
+
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "
