@@ -646,7 +646,8 @@ def _layer_ops(a, dtype_bytes=4):
     if typ == "BN":
         shape = a["in_shapes"][0]
         cls = f"c{shape[1]}hw{_numel(shape[2:])}"     # as kernel_table.bn_class names it
-        return ([("native_batch_norm", 0, x + y, cls, "float32")],
+        # training mode counts its batches: ``num_batches_tracked.add_(1)`` (int64, one element)
+        return ([("native_batch_norm", 0, x + y, cls, "float32"), ("add_", 0, 16, "", "float32")],
                 [("native_batch_norm_backward", 0, 3 * x, cls, "float32")])
     if typ == "ACT":
         return ([("relu_", 0, 2 * x, "", "float32")],
@@ -661,9 +662,9 @@ def _layer_ops(a, dtype_bytes=4):
                 [("max_pool2d_with_indices_backward", 0, 2 * x + y, "", "float32")])
     if typ == "JOIN":
         return [("add_", 0, 3 * y, "", "float32")], []
-    if typ == "SOFTMAX":
+    if typ == "SOFTMAX":    # and backward()'s seed, a one-element ones_like of the loss
         return ([("_log_softmax", 0, 2 * y, "", "float32"),
-                 ("nll_loss_forward", 0, y, "", "float32")],
+                 ("nll_loss_forward", 0, y, "", "float32"), ("ones_like", 0, 4, "", "float32")],
                 [("nll_loss_backward", 0, 2 * y, "", "float32"),
                  ("_log_softmax_backward_data", 0, 3 * y, "", "float32")])
     if typ == "DROPOUT":
