@@ -307,11 +307,10 @@ FOREACH_CALLS["adamw"] = (("_foreach_add_", 1, 0), ("_foreach_mul_", 1, 1)) + _A
 HOST_READS_PER_PARAM = {"adam": 2, "adamw": 2}
 
 
-def _with_host(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype):
-    """Steps re-timed with the host issuing their kernels: each step's share of the iteration's
-    two-resource schedule (:func:`snsim.kernel_table.host_stream`).
+def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype):
+    """Host seconds the launching thread spends on each step before its kernels can start.
 
-    Each step's host seconds are what :func:`snsim.torchsim.opcost.host_issue_s` charges the
+    They are what :func:`snsim.torchsim.opcost.host_issue_s` charges the
     same calls in a recorded step, from the preset's in-network host model ``inn``
     (:func:`snsim.kernel_table.read_host_innet`) through the same per-call rule
     (:func:`snsim.kernel_table.innet_call_s`): each of the layer's aten calls at its shape
@@ -322,10 +321,8 @@ def _with_host(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype)
     parameters' ``AccumulateGrad``; the autograd engine's gradient sums (an ``add``); the
     optimizer step's foreach calls (:data:`FOREACH_CALLS`) by tensor count and bytes,
     ``per_param_s`` per parameter and ``per_read_s`` per read of a host step counter."""
-    import dataclasses
-
     from .costs import _layer_ops
-    from .kernel_table import family_of, host_stream, innet_call_s
+    from .kernel_table import family_of, innet_call_s
     memo = {}
 
     def calls(ops, phase, before_s):
@@ -377,8 +374,7 @@ def _with_host(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype)
                 n_nodes = _NODES.get(typ, 0) + len(parameter_pieces(a))
                 h = calls(part, "B", inn["per_node_s"] * n_nodes)
         host.append(h)
-    shares = host_stream([st.time_s for st in steps], host)
-    return [dataclasses.replace(st, time_s=t) for st, t in zip(steps, shares)]
+    return host
 
 
 def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspaces=True,
@@ -829,7 +825,13 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     from .kernel_table import load_host_costs
     inn = load_host_costs(hardware.name).get("innet") if table is not None else None
     if inn is not None:     # a preset without in-network host costs: GPU time alone
-        steps = _with_host(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype)
+        # each step's share of the iteration's two-resource schedule: the host issues
+        import dataclasses
+
+        from .kernel_table import host_stream
+        host = _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype)
+        steps = [dataclasses.replace(st, time_s=t) for st, t in
+                 zip(steps, host_stream([st.time_s for st in steps], host))]
     static = {}
     for st in static_tensors:
         static[st.kind] = static.get(st.kind, 0) + st.nbytes

@@ -751,7 +751,7 @@ def build_report(traces_dir="traces/h200"):
              f"host stream at the in-network costs `snsim predict` charges (each aten call "
              f"at its shape times its family's ratio plus the per-call cost, module calls, "
              f"autograd nodes, parameters; `configs/kernels/h200_host_innet.csv`, "
-             f"`snsim.program_torch._with_host`); GPU-bound captures mean |err| {t[0]}%, "
+             f"`snsim.program_torch._host_s`); GPU-bound captures mean |err| {t[0]}%, "
              f"median {t[1]}%, max {t[2]}%; host-bound captures (`traces/h200/cpu_bound/`) "
              f"mean {c[0]}%, median {c[1]}%, max {c[2]}%.\n")
 
