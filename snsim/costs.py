@@ -610,8 +610,6 @@ def with_modeled_times(G, hw):
 
 
 # -- measured kernel tables (issue 10) ---------------------------------------------------------
-# foreach kernels per optimizer step (torch 2.x, foreach=True, weight decay as in snsim's runs)
-FOREACH_OPS = {"sgd": 2, "sgd-momentum": 4, "nesterov": 5, "adam": 10, "adamw": 10}
 
 
 def _layer_ops(a, dtype_bytes=4):

@@ -289,7 +289,8 @@ _NODES = {**{t: 1 for t in _MODULE_TYPES | {"JOIN", "CONCAT", "SLICE"}}, "FC": 2
 #: SGDs, none on Adam/AdamW: :meth:`snsim.torchsim.amp.TrainSetup.make_optimizer`) as the
 #: recorder sees them: ``(family, tensors per parameter it reads and makes, parameter-sized
 #: passes of traffic)``. Adam's first call adds to its step counters, host tensors (no traffic).
-#: tests/test_program_torch.py checks them against a recording of each optimizer.
+#: The zoo's optimizer step is their kernel-table time on the GPU and their issue on the host;
+#: tests/test_program_torch.py checks both against a recording of each optimizer.
 FOREACH_CALLS = {
     "sgd": (("_foreach_add", 3, 3), ("_foreach_add_", 2, 2)),
     "sgd-momentum": (("_foreach_add", 3, 3), ("_foreach_mul_", 1, 1), ("_foreach_add_", 2, 2),
@@ -408,8 +409,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     if optimizer not in OPTIMIZER_STATE_FACTOR:
         raise ConfigError(f"optimizer {optimizer!r} is unknown; known: "
                           f"{', '.join(OPTIMIZER_STATE_FACTOR)}")
-    from .costs import (FOREACH_OPS, modeled_costs, table_layer_times,  # costs import
-                        update_time_s)                                       # hardware
+    from .costs import (modeled_costs, table_layer_times,  # costs import hardware
+                        update_time_s)
 
     nodes = dict(G.nodes(data=True))
     dtype = int(G.graph.get("dtype_bytes", 4))
@@ -780,12 +781,13 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                              tensors[t].producer))
     param_bytes = sum(tensors[t].nbytes for t in param_grads)
     t_u = update_time_s(param_bytes, factor * param_bytes, hardware) if hardware else 0.0
-    if table is not None:
-        t_t, src = table.time_s("_foreach_add_", nbytes=2 * param_bytes,
-                                ntensors=2 * len(param_grads))
-        if t_t is not None:   # a foreach op per parameter-sized pass, as torch.optim runs it
-            t_u = t_t * (FOREACH_OPS[optimizer] + factor)
-            time_sources[src] = time_sources.get(src, 0.0) + t_u
+    if table is not None:     # the foreach calls torch.optim makes, each at its tensors and bytes
+        got = [table.time_s(fam, nbytes=passes * param_bytes, ntensors=lists * len(param_grads),
+                            math_="float32") for fam, lists, passes in FOREACH_CALLS[optimizer]]
+        if all(t is not None for t, _ in got):
+            t_u = sum(t for t, _ in got)
+            for t, src in got:
+                time_sources[src] = time_sources.get(src, 0.0) + t
     if param_grads:
         add_step(0, "U", t_u, list(param_grads) + temps + [loss_scalar], name="optimizer.step",
                  typ="OPTIMIZER")

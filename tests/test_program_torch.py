@@ -265,38 +265,43 @@ def test_zoo_host_is_what_predict_charges_the_recorded_step(net, batch, optimize
     """One host model: the zoo's host seconds per phase are those ``snsim predict``'s
     in-network model (opcost.host_issue_s) charges the torchvision twin's recorded step. The
     optimizer step's foreach calls, parameters and step-counter reads (FOREACH_CALLS,
-    HOST_READS_PER_PARAM) match the recorder's to rounding; forward and backward within 3 %
+    HOST_READS_PER_PARAM) match the recorder's to rounding, its GPU time too
+    (opcost.op_times_s of the recorded step); forward and backward within 3 %
     (the zoo's byte counts are its own; AlexNet's dropout records as CPU ops: +2.7 % in B at
     batch 128, ResNet-50 and DenseNet-121 at batch 64 within 0.1 %)."""
     pytest.importorskip("torchvision")
     import snsim.kernel_table as kt
     from snsim.kernel_table import HOST_READ_OPS, load_host_costs, load_kernel_table
     from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.opcost import host_issue_s
+    from snsim.torchsim.opcost import host_issue_s, op_times_s
     from snsim.torchsim.predict import record_fake, resolve_model
     table, costs = load_kernel_table("h200"), load_host_costs("h200")
     seen = {}
     stream = kt.host_stream
 
     def spy(gpu_s, host_s, *args, **kw):
-        seen["host"] = host_s
+        seen["gpu"], seen["host"] = gpu_s, host_s
         return stream(gpu_s, host_s, *args, **kw)
     monkeypatch.setattr(kt, "host_stream", spy)
     G = build_network(net, batch=batch, twin=True)
     for opt in optimizers:
         p = build_torch_program(G, hardware=H200, optimizer=opt)
         zoo = _phase_host_s(p.steps, seen["host"])
+        zoo_gpu = _phase_host_s(p.steps, seen["gpu"])
         r = record_fake(resolve_model(f"torchvision:{net}"), batch, TrainSetup(opt))["rec"]
         syncs = [i for i, op in enumerate(r.ops) if op[1] in HOST_READ_OPS
                  and any(s not in r.excluded for s in op[2])]
         host = host_issue_s(r.ops, r.marks, table, costs, syncs)
+        gpu = op_times_s(r.ops, H200, r.marks, table=table, host=False)
         last = max(m[3] for m in r.marks)
-        rec = {}
-        for op, h in zip(r.ops, host):
+        rec, rec_gpu = {}, {}
+        for op, h, g in zip(r.ops, host, gpu):
             if op[0] >= 0 and r.marks[op[0]][3] == last:
                 ph = r.marks[op[0]][1]
                 rec[ph] = rec.get(ph, 0.0) + h
+                rec_gpu[ph] = rec_gpu.get(ph, 0.0) + g
         assert zoo["U"] == pytest.approx(rec["U"], rel=1e-3), opt
+        assert zoo_gpu["U"] == pytest.approx(rec_gpu["U"], rel=1e-3), opt
         assert zoo["F"] == pytest.approx(rec["F"], rel=0.03), opt
         assert zoo["B"] == pytest.approx(rec["B"], rel=0.03), opt
 
