@@ -682,16 +682,33 @@ def table_layer_times(G, table, dtype_bytes=4):
         node -> ``(fwd_s, bwd_s, fwd_ops, bwd_ops)`` for every layer the table can time (all
         its ops found); ``sources`` maps ``"table"``/``"fitted"``/``"proxy"`` to seconds.
     """
+    from .kernel_table import bias_calls, bias_time_s, family_of
+    dtype = {2: "bfloat16", 8: "float64"}.get(dtype_bytes, "float32")
     out, sources = {}, {}
     for n, a in G.nodes(data=True):
         ops = _layer_ops(a, dtype_bytes) if a.get("type") not in ("DATA", "FORK") else None
         if ops is None:
             continue
         times, ok, srcs = [], True, []
-        for part in ops:
+        for backward, part in enumerate(ops):
             total = 0.0
+            # a convolution's bias kernels, outside cuDNN's call (kernel_table.bias_calls:
+            # recorded calls take the same, opcost.conv_bias_time_s)
+            calls = bias_calls(a["out_shape"], a["in_shapes"][0][1], a.get("groups", 1),
+                               a.get("bias"), backward=bool(backward), dtype=dtype) \
+                if a["type"] == "CONV" else []
+            for fam, nbytes, cls, dt in calls:
+                t, src = bias_time_s(table, fam, nbytes, cls, dt)
+                if t is None:
+                    ok = False
+                    break
+                total += t
+                srcs.append((src, t))
             for fam, flops, nbytes, cls, mth in part:
-                t, src = table.time_s(fam, flops=flops, nbytes=nbytes, cls=cls, math_=mth)
+                # the table's family of the aten name, as a recorded call looks it up (a
+                # Linear's addmm reads the mm rows)
+                t, src = table.time_s(family_of(fam), flops=flops, nbytes=nbytes, cls=cls,
+                                      math_=mth)
                 if t is None:
                     ok = False
                     break

@@ -377,19 +377,46 @@ def conv_bias_calls(sig, layout=""):
     if dims is None:
         return []
     x, w, out, groups, transposed, mask = dims
-    dtype = sig_dtype(sig)
-    el = _ELEMENT_BYTES.get(dtype, 4)
-    numel, c = math.prod(out), out[1]
-    cls = f"c{c}hw{math.prod(out[2:])}"
-    cl = "_cl" if layout == "channels_last" else ""
-    if sig.startswith("convolution_backward"):
-        return ([("conv_bias_grad" + cl, (numel + c) * el, cls, dtype)]
-                if mask[2:3] == [True] else [])
-    if len(_TENSOR.findall(sig)) < 3:        # bias None
+    backward = sig.startswith("convolution_backward")
+    bias = mask[2:3] == [True] if backward else len(_TENSOR.findall(sig)) >= 3
+    return bias_calls(out, x[1], groups, bias, backward=backward, transposed=transposed,
+                      dtype=sig_dtype(sig), layout=layout)
+
+
+def bias_calls(out_shape, in_channels, groups, bias, *, backward, transposed=False,
+               dtype="float32", layout=""):
+    """:func:`conv_bias_calls` of a convolution given by its output shape (grad_output's in
+    backward), input channels, groups and whether it has a bias (backward: whether its mask
+    asks for grad_bias): the zoo's layers name them so.
+
+    Examples
+    --------
+    >>> bias_calls((8, 64, 55, 55), 3, 1, True, backward=True)
+    [('conv_bias_grad', 6195456, 'c64hw3025', 'float32')]
+    """
+    if not bias:
         return []
-    if not cl and not transposed and groups > 1 and groups == x[1]:
+    el = _ELEMENT_BYTES.get(dtype, 4)
+    numel, c = math.prod(out_shape), out_shape[1]
+    cls = f"c{c}hw{math.prod(out_shape[2:])}"
+    cl = "_cl" if layout == "channels_last" else ""
+    if backward:
+        return [("conv_bias_grad" + cl, (numel + c) * el, cls, dtype)]
+    if not cl and not transposed and groups > 1 and groups == in_channels:
         return []
     return [("conv_bias_add" + cl, (2 * numel + c) * el, cls, dtype)]
+
+
+def bias_time_s(table, family, nbytes, cls, dtype):
+    """GPU time of one of a convolution's bias kernels (:func:`bias_calls`) from ``table``:
+    its ``conv_bias_add`` / ``conv_bias_grad`` rows (``snsim calibrate --only convbias``) by
+    bytes, channels and map size; a table without them (made before that group) charges it as
+    the elementwise op it is, ``add_`` / ``sum`` by bytes (:data:`BIAS_FALLBACK`). Returns
+    ``(seconds, source)`` as :meth:`KernelTable.time_s`: ``(None, "roofline")`` where the
+    table has neither (the caller's roofline)."""
+    if family in table.families():
+        return table.time_s(family, nbytes=nbytes, cls=cls, dtype=dtype, math_="")
+    return table.time_s(BIAS_FALLBACK[family], nbytes=nbytes, dtype=dtype, math_="")
 
 
 def _bn_feats(classes):

@@ -680,3 +680,41 @@ def test_conv_lookup_weighs_channel_alignment():
                             math_="bf16")
         assert src == "table" and t == pytest.approx(
             ms * 1e-3 * f / (2 * 64 * 256 * 784 * 4 * 9), rel=0.15), c
+
+
+def test_zoo_conv_bias_kernels_are_the_recorded_calls():
+    # one rule for a convolution's bias kernels: a zoo layer (output shape, input channels,
+    # groups) and the recorded call's signature give the same calls; AlexNet's first conv,
+    # 224 -> 55 at stride 4, 11x11, pad 2 (conv_bias_calls' doctest)
+    from snsim.costs import table_layer_times
+    from snsim.graph import GraphBuilder
+    from snsim.kernel_table import bias_calls, bias_time_s, conv_bias_calls
+    sig = ("convolution bfloat16[256, 3, 224, 224] bfloat16[64, 3, 11, 11] bfloat16[64] "
+           "4 4 2 2 1 1 False 0 0 1")
+    assert bias_calls((256, 64, 55, 55), 3, 1, True, backward=False, dtype="bfloat16") == \
+        conv_bias_calls(sig)
+    bwd = ("convolution_backward float32[8, 96, 56, 56] float32[8, 96, 56, 56] "
+           "float32[96, 1, 7, 7] 96 1 1 3 3 1 1 False 0 0 96 True True True")
+    assert bias_calls((8, 96, 56, 56), 96, 96, True, backward=True) == conv_bias_calls(bwd)
+    # the zoo's layer time holds them: with a bias, forward + the add (output read and
+    # written, the bias read: (2 * 2*4*8*8 + 4) * 4 B), backward + the grad_bias reduction
+    rows = [{"family": fam, "dtype": "float32", "math": math_, "cls": "",
+             "flops": nb * 10 if fam.startswith("conv") else 0,
+             "bytes": nb, "ntensors": 0, "time_s": 1e-6 + nb / 1e12, "host_s": 5e-6,
+             "shape": ""}
+            for fam, math_ in (("convolution", "tf32"), ("convolution_backward", "tf32"),
+                               ("add_", "float32"), ("sum", "float32"))
+            for nb in np.geomspace(1e3, 1e9, 10)]
+    tab = KernelTable(pd.DataFrame(rows))
+    times = []
+    for bias in (False, True):
+        b = GraphBuilder("c", batch=2, input_shape=(3, 8, 8))
+        G = b.finish(b.conv(b.data(), 4, 3, 1, 1, bias=bias, name="conv"))
+        n = next(n for n, a in G.nodes(data=True) if a["type"] == "CONV")
+        times.append(table_layer_times(G, tab)[0][n][:2])
+    add = bias_time_s(tab, "conv_bias_add", (2 * 2 * 4 * 8 * 8 + 4) * 4, "c4hw64", "float32")
+    grad = bias_time_s(tab, "conv_bias_grad", (2 * 4 * 8 * 8 + 4) * 4, "c4hw64", "float32")
+    assert add[1] == grad[1] == "table"     # the add_ / sum rows of a table without bias rows
+    # (rel: the bias's 16 B also enter the convolution's own bytes, 1e-5 of its time here)
+    assert times[1][0] - times[0][0] == pytest.approx(add[0], rel=1e-3)
+    assert times[1][1] - times[0][1] == pytest.approx(grad[0], rel=1e-3)

@@ -24,7 +24,7 @@ import collections
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, HOST_READ_OPS,  # noqa: F401
                             LAYOUT_FAMILIES, MATMUL_FAMILIES, STRIDED_FAMILIES,
-                            call_conv_flops, NO_KERNEL_OPS, bn_class, conv_bias_calls,
+                            bias_time_s, call_conv_flops, NO_KERNEL_OPS, bn_class, conv_bias_calls,
                             conv_class, family_of, host_stream, innet_call_s,
                             load_host_costs,
                             load_kernel_table, matmul_class, sig_dtype)
@@ -168,12 +168,7 @@ def conv_bias_time_s(table, op, hw):
         return 0.0
     total = 0.0
     for fam, nbytes, cls, dtype in conv_bias_calls(op[6] if len(op) > 6 else "", _layout(op)):
-        t = None
-        if table is not None:
-            if fam in table.families():
-                t, _ = table.time_s(fam, nbytes=nbytes, cls=cls, dtype=dtype, math_="")
-            else:
-                t, _ = table.time_s(BIAS_FALLBACK[fam], nbytes=nbytes, dtype=dtype, math_="")
+        t = bias_time_s(table, fam, nbytes, cls, dtype)[0] if table is not None else None
         total += t if t is not None else op_time_s(BIAS_FALLBACK[fam], 0, nbytes, hw, dtype)
     return total
 
