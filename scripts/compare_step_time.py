@@ -4,9 +4,9 @@ For each capture without a plan in the given folders, the model is recorded once
 FakeTensorMode and its op times are modelled three ways: the kernel table with the host as a
 second resource (what ``snsim predict`` does when the preset has a table), the table without
 the host (GPU time only) and the roofline (no table). Prints a markdown table and the
-median / max |err| of each, split into captures the table's host calibration used a network of
-(``in_table``: the table's ``host_models`` header) and those it did not, and GPU- vs CPU-bound
-folders.
+median / max |err| of each, split into captures of a network the in-network host model was
+fitted on (``in_table``: ``scripts/host_innet_probe.py``'s ``DEFAULT_CONFIGS``) and the others,
+and GPU- vs CPU-bound folders.
 
     PYTHONPATH=. python scripts/compare_step_time.py traces/h200 traces/h200/cpu_bound \\
         traces/h200/cpu_bound_heldout --table configs/kernels/h200.csv.gz \\
@@ -79,7 +79,9 @@ def main(argv=None):
     table = load_kernel_table(args.table or args.gpu)
     if table is None:
         print(f"no kernel table for {args.table or args.gpu}: roofline only", file=sys.stderr)
-    seen = set((table.meta.get("host_models", "") if table else "").split(","))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from host_innet_probe import DEFAULT_CONFIGS
+    seen = {cfg.split(":")[1] for cfg in DEFAULT_CONFIGS.split(",")}
     before = {}
     if args.before:
         import csv

@@ -1,10 +1,6 @@
 #!/usr/bin/env bash
-# Issue 10 items 3-4 on a CUDA machine (about 4 minutes on one H200); everything to $OUT (flat,
-# 7 files):
-#   host_costs.csv     per-op host issue cost (aten dispatch with/without autograd, view ops,
-#                      module calls, backward per autograd node)  -- scripts/steptime_probe.py host
-#   host_steps.csv     host seconds per phase of whole steps at tiny kernels, with op / view /
-#                      module / autograd-node / kernel-launch counts  -- steptime_probe.py steps
+# Issue 10 items 3-4 on a CUDA machine (about 3 minutes on one H200); everything to $OUT (flat,
+# 5 files):
 #   copy_slowdown.csv  compute kernels alone and under H2D/D2H copies, pinned and pageable, by size
 #   copy_bandwidth.csv copy bandwidth by size (1 KiB..1 GiB), pinned and pageable
 #   checkpoint_costs.csv  host cost per block of torch.utils.checkpoint / saved_tensors_hooks /
@@ -27,15 +23,13 @@ python3 -c "import torch, torchvision; print(torch.__version__, torchvision.__ve
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,power.limit --format=csv
 lscpu | grep -E "Model name|^CPU\(s\)|MHz" || true
 t0=$SECONDS
-timeout 40 python3 scripts/steptime_probe.py host --out "$OUT" 2>&1 | grep -v USDT
 timeout 45 python3 scripts/steptime_probe.py bw --out "$OUT" 2>&1 | grep -v USDT
 timeout 50 python3 scripts/steptime_probe.py copy --out "$OUT" 2>&1 | grep -v USDT
 timeout 100 python3 scripts/steptime_probe.py ckpt --out "$OUT" 2>&1 | grep -v USDT
 python3 scripts/summarize_copy_slowdown.py "$OUT/copy_slowdown.csv" "$OUT/h200_copy_slowdown.csv" || echo "copy summary failed"
-timeout 80 python3 scripts/steptime_probe.py steps --out "$OUT" 2>&1 | grep -v USDT
 echo "probes: $((SECONDS - t0)) s"
 # held-out CPU-bound captures (small batches; none of these networks/batches is in
-# traces/h200/cpu_bound/, and none is a host_step model of configs/kernels/h200.csv.gz)
+# traces/h200/cpu_bound/; none was a calibration network of the host model when captured)
 for mb in torchvision:shufflenet_v2_x1_0:64 torchvision:resnet34:32 torchvision:convnext_tiny:16 \
           torchvision:densenet169:32 torchvision:vgg11:16 torchvision:vit_b_16:8; do
     model=${mb%:*}; batch=${mb##*:}; name=${model#torchvision:}

@@ -125,14 +125,12 @@ def modelled(rec, table, costs):
     ops, marks, host_sids, nested = rec
     syncs = [i for i, op in enumerate(ops)
              if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
-    host = host_issue_s(ops, marks, table, costs, syncs, nested=nested)
+    host = host_issue_s(ops, marks, table, costs, syncs)
     # the module calls' and autograd nodes' share, charged where a mark is entered: a group
     # of its own ("(module/node)"), which the profiler counts outside any aten op
-    bare = dict(costs, module_call_s=0.0, autograd_node_s=0.0, accumulate_grad_s=0.0)
-    if "innet" in costs:
-        bare["innet"] = dict(costs["innet"], per_module_s=0.0, per_node_s=0.0,
-                             per_param_s=0.0)
-    own = host_issue_s(ops, marks, table, bare, syncs, nested=nested)
+    bare = dict(costs, innet=dict(costs["innet"], per_module_s=0.0, per_node_s=0.0,
+                                  per_param_s=0.0))
+    own = host_issue_s(ops, marks, table, bare, syncs)
     last = max(m[3] for m in marks)
     out = collections.defaultdict(lambda: [0.0, 0.0])
     carry = 0.0
@@ -161,8 +159,6 @@ def main(argv=None):
                     help="GPU busy / step at or above which a configuration is GPU-bound")
     ap.add_argument("--innet", default=None,
                     help="a <preset>_host_innet.csv to model with (default: the preset's)")
-    ap.add_argument("--no-innet", action="store_true",
-                    help="model with the per-phase factors (<preset>_host_scale.csv)")
     ap.add_argument("--csv", default=None, help="write the per-(config, phase, group) rows")
     ap.add_argument("--min-ms", type=float, default=1.0,
                     help="list groups whose measured or modelled total reaches this")
@@ -173,8 +169,10 @@ def main(argv=None):
     costs = dict(load_host_costs("h200"))
     if args.innet:
         costs["innet"] = read_host_innet(args.innet)
-    if args.no_innet:
-        costs.pop("innet", None)
+    if "innet" not in costs:
+        print("no in-network host costs (configs/kernels/h200_host_innet.csv or --innet)",
+              file=sys.stderr)
+        return 2
     summaries, meas = read_profiles(PROFILES)
     names = sorted(summaries) if args.configs is None else args.configs.split(",")
     rows = []

@@ -1,24 +1,9 @@
-"""What the host costs per op, and what copies cost compute: measurements for issue 10 items 3-4.
+"""What copies cost compute, and what memory plans' mechanisms cost the host: measurements for
+issue 10 items 3-4. (The host's cost per aten call, module call, autograd node and parameter in
+a real step is ``scripts/host_innet_probe.py``'s.)
 
 Three parts, each writing one CSV (run on a CUDA machine through scripts/device_steptime.sh;
 on a CPU they run with tiny counts as a dry run, and the copy grid is skipped):
-
-``host``  (host_costs.csv) -- the host's issue cost, decomposed from first principles:
-
-* ``dispatch``: per call of one aten op on tiny tensors (kernels of a few microseconds, so the
-  host is the bottleneck), in a tight loop, ``grad=0`` under ``no_grad`` and ``grad=1`` with
-  inputs that require grad (the difference is the autograd node that the op records);
-  view-only ops (view, reshape, transpose, expand, narrow, select, detach) that launch no
-  kernel are timed the same way;
-* ``module``: one ``nn.Module.__call__`` around an identity, minus the bare function call;
-* ``backward``: host seconds per autograd node of ``loss.backward()`` over a chain of N
-  tiny ops of one kind (add, mul, relu, conv, batch_norm, cat of K inputs, view), and per
-  ``AccumulateGrad`` of a leaf;
-* ``step``: whole training steps of real networks at a batch and size where every kernel
-  is short (the GPU never leads), timed per phase on the host (forward issue, backward
-  return, optimizer) with the counts that a host model can use: aten ops by dispatch
-  (TorchDispatchMode: the ops snsim records), of them the view-only ones, module calls,
-  autograd nodes, kernel launches and memcpy/memset calls (profiler CUDA runtime events).
 
 ``copy``  (copy_slowdown.csv) -- compute kernels (conv, GEMM, elementwise, batch norm) timed
   with CUDA events alone and while H2D / D2H / both copies of a size run on other streams,
@@ -39,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gc
 import os
 import sys
 import threading
@@ -69,115 +53,6 @@ def write_rows(path, rows):
     print(f"wrote {path}: {len(rows)} rows", flush=True)
 
 
-def host_loop_s(fn, n):
-    """Host seconds per call of ``fn`` over ``n`` calls (median of 3 runs; GPU synced before)."""
-    fn()
-    sync()
-    out = []
-    for _ in range(3):
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        out.append((time.perf_counter() - t0) / n)
-    sync()
-    return sorted(out)[1]
-
-
-# -- host: dispatch ------------------------------------------------------------------------
-def dispatch_cases():
-    """name -> (kernel-launching?, factory(grad) returning a zero-argument callable)."""
-    def t(*shape, grad=False):
-        return torch.randn(*shape, device=DEV, requires_grad=grad)
-
-    def conv(grad):
-        x, w = t(2, 8, 8, 8, grad=grad), t(8, 8, 3, 3, grad=grad)
-        return lambda: F.conv2d(x, w, padding=1)
-
-    def bn(grad):
-        x, g, b = t(2, 8, 8, 8, grad=grad), t(8, grad=grad), t(8, grad=grad)
-        rm, rv = torch.zeros(8, device=DEV), torch.ones(8, device=DEV)
-        return lambda: F.batch_norm(x, rm, rv, g, b, training=True)
-
-    def binary(op):
-        def f(grad):
-            a, b = t(64, grad=grad), t(64, grad=grad)
-            return lambda: op(a, b)
-        return f
-
-    def unary(op):
-        def f(grad):
-            a = t(4, 16, grad=grad)
-            return lambda: op(a)
-        return f
-
-    def cat(k):
-        def f(grad):
-            xs = [t(2, 4, 4, 4, grad=grad) for _ in range(k)]
-            return lambda: torch.cat(xs, 1)
-        return f
-
-    def linear(grad):
-        x, w, b = t(2, 64, grad=grad), t(64, 64, grad=grad), t(64, grad=grad)
-        return lambda: F.linear(x, w, b)
-
-    def inplace_relu(grad):
-        a = t(64)
-        return lambda: a.relu_()
-
-    return {
-        "add": (True, binary(torch.add)), "mul": (True, binary(torch.mul)),
-        "relu": (True, unary(torch.relu)), "relu_": (True, inplace_relu),
-        "sum": (True, unary(torch.sum)), "mean_dim": (True, unary(lambda a: a.mean(1))),
-        "softmax": (True, unary(lambda a: torch.softmax(a, 1))),
-        "conv2d": (True, conv), "batch_norm": (True, bn), "linear": (True, linear),
-        "cat2": (True, cat(2)), "cat8": (True, cat(8)), "cat32": (True, cat(32)),
-        "clone": (True, unary(torch.clone)),
-        "empty": (False, lambda grad: (lambda: torch.empty(64, device=DEV))),
-        "zeros": (True, lambda grad: (lambda: torch.zeros(64, device=DEV))),
-        "view": (False, unary(lambda a: a.view(16, 4))),
-        "reshape": (False, unary(lambda a: a.reshape(64))),
-        "transpose": (False, unary(lambda a: a.t())),
-        "expand": (False, unary(lambda a: a[:1].expand(8, 16))),
-        "narrow": (False, unary(lambda a: a.narrow(1, 0, 8))),
-        "select": (False, unary(lambda a: a[0])),
-        "flatten": (False, unary(lambda a: torch.flatten(a, 0))),
-        "detach": (False, unary(lambda a: a.detach())),
-    }
-
-
-def host_dispatch(n):
-    rows = []
-    for name, (kernel, make) in dispatch_cases().items():
-        for grad in (0, 1):
-            if name in ("relu_", "empty", "zeros") and grad:
-                continue
-            fn = make(bool(grad))
-            ctx = torch.enable_grad() if grad else torch.no_grad()
-            with ctx:
-                s = host_loop_s(fn, n)
-            rows.append({"part": "dispatch", "name": name, "grad": grad,
-                         "launches_kernel": int(kernel), "n": n, "host_s": f"{s:.4e}"})
-    return rows
-
-
-def host_module(n):
-    ident = torch.nn.Identity()
-    relu = torch.nn.ReLU()
-    x = torch.randn(64, device=DEV)
-
-    def bare(v):
-        return v
-    rows = []
-    for name, fn in (("function", lambda: bare(x)), ("nn.Identity", lambda: ident(x)),
-                     ("F.relu", lambda: F.relu(x)), ("nn.ReLU", lambda: relu(x))):
-        rows.append({"part": "module", "name": name, "grad": 0, "launches_kernel":
-                     int("relu" in name.lower()), "n": n,
-                     "host_s": f"{host_loop_s(fn, n):.4e}"})
-    return rows
-
-
-# -- host: backward per autograd node -----------------------------------------------------
 def chain(kind, n):
     """A loss at the end of ``n`` tiny ops of ``kind``; returns (loss, leaves)."""
     x = torch.randn(2, 8, 8, 8, device=DEV, requires_grad=True)
@@ -209,38 +84,6 @@ def chain(kind, n):
     return h.sum(), leaves
 
 
-def host_backward(n_nodes, reps):
-    rows = []
-    for kind in ("add", "mul", "relu", "view", "conv", "batch_norm", "cat2", "cat8", "leaf"):
-        times = []
-        for _ in range(reps):
-            loss, leaves = chain(kind, n_nodes)
-            nodes = count_nodes(loss)
-            sync()
-            t0 = time.perf_counter()
-            loss.backward()
-            times.append(time.perf_counter() - t0)
-            del loss, leaves
-        sync()
-        s = sorted(times)[len(times) // 2]
-        rows.append({"part": "backward", "name": kind, "grad": 1, "n": n_nodes,
-                     "autograd_nodes": nodes, "host_s": f"{s / nodes:.4e}",
-                     "total_s": f"{s:.4e}"})
-    return rows
-
-
-def count_nodes(root):
-    seen, stack = set(), [root.grad_fn]
-    while stack:
-        fn = stack.pop()
-        if fn is None or fn in seen:
-            continue
-        seen.add(fn)
-        stack.extend(f for f, _ in fn.next_functions)
-    return len(seen)
-
-
-# -- host: checkpointing ---------------------------------------------------------------------
 def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
     """Host seconds per block of a chain of ``n_layers`` tiny conv-BN-ReLU layers (kernels of
     microseconds, so the host is the bottleneck), grouped ``k`` layers to a block for each
@@ -334,7 +177,6 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
     return rows
 
 
-# -- host: whole steps ----------------------------------------------------------------------
 class OpCounter(torch.utils._python_dispatch.TorchDispatchMode):
     def __init__(self):
         super().__init__()
@@ -344,128 +186,6 @@ class OpCounter(torch.utils._python_dispatch.TorchDispatchMode):
         name = func.overloadpacket.__name__
         self.ops[name] = self.ops.get(name, 0) + 1
         return func(*args, **(kwargs or {}))
-
-
-def is_view_op(name):
-    op = getattr(torch.ops.aten, name, None)
-    if op is None:
-        return False
-    for ov in op.overloads():
-        sch = getattr(op, ov)._schema
-        if any(a.alias_info is not None and not a.alias_info.is_write for a in sch.returns):
-            return True
-    return False
-
-
-def phase_runs(net, opt, x, y, reps):
-    """Host seconds per phase (median over reps): forward issue, backward return, step."""
-    from snsim.torchsim.record import compute_loss
-    out = {"F": [], "B": [], "U": [], "step": []}
-    for _ in range(reps):
-        sync()
-        t0 = time.perf_counter()
-        loss = compute_loss(net(x), y)
-        t1 = time.perf_counter()
-        loss.backward()
-        t2 = time.perf_counter()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        t3 = time.perf_counter()
-        sync()
-        t4 = time.perf_counter()
-        out["F"].append(t1 - t0)
-        out["B"].append(t2 - t1)
-        out["U"].append(t3 - t2)
-        out["step"].append(t4 - t0)
-    return {k: sorted(v)[len(v) // 2] for k, v in out.items()}
-
-
-def phase_counts(net, opt, x, y):
-    from torch.profiler import ProfilerActivity, profile
-
-    from snsim.torchsim.record import compute_loss
-    calls = [0]
-    h = torch.nn.modules.module.register_module_forward_pre_hook(
-        lambda m, a: calls.__setitem__(0, calls[0] + 1))
-    counts = {}
-    # the CUDA runtime calls (cudaLaunchKernel, ...) are recorded with the CUDA activity
-    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if CUDA else [])
-    try:
-        with profile(activities=acts) as prof_f:
-            with OpCounter() as cf:
-                loss = compute_loss(net(x), y)
-        h.remove()
-        counts["F"] = (cf.ops, calls[0], 0, prof_f)
-        nodes = count_nodes(loss)
-        with profile(activities=acts) as prof_b:
-            with OpCounter() as cb:
-                loss.backward()
-        counts["B"] = (cb.ops, 0, nodes, prof_b)
-        with profile(activities=acts) as prof_u:
-            with OpCounter() as cu:
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-        counts["U"] = (cu.ops, 0, 0, prof_u)
-    finally:
-        h.remove()
-    sync()
-    out = {}
-    for phase, (ops, modules, nodes, prof) in counts.items():
-        rt = {}
-        for e in prof.key_averages():
-            if e.key.startswith(("cuda", "cu")) and any(
-                    s in e.key for s in ("Launch", "Memcpy", "Memset", "EventRecord")):
-                rt[e.key] = rt.get(e.key, 0) + e.count
-        launches = sum(c for k, c in rt.items() if "Launch" in k)
-        memcalls = sum(c for k, c in rt.items() if "Memcpy" in k or "Memset" in k)
-        views = sum(c for k, c in ops.items() if is_view_op(k))
-        out[phase] = {"aten_ops": sum(ops.values()), "view_ops": views,
-                      "module_calls": modules, "autograd_nodes": nodes,
-                      "kernel_launches": launches, "memcpy_memset_calls": memcalls,
-                      "ops": " ".join(f"{k}:{v}" for k, v in sorted(ops.items()))}
-    return out
-
-
-STEP_MODELS = (("torchvision:resnet18", 2, 64), ("torchvision:resnet50", 2, 64),
-               ("torchvision:densenet121", 2, 64), ("torchvision:mobilenet_v2", 2, 64),
-               ("torchvision:efficientnet_b0", 2, 64), ("torchvision:vgg11", 2, 64),
-               ("torchvision:vit_b_16", 1, 224), ("torchvision:densenet121", 64, 224))
-
-
-def host_steps(reps, models, out_path):
-    """Rows per model, optimizer and phase; the CSV is rewritten after every model, so a run
-    cut short keeps what it finished."""
-    from snsim.torchsim.models import resolve_model
-    from snsim.torchsim.record import make_optimizer
-    rows = []
-    for spec_text, batch, side in models:
-        shape = None if "vit" in spec_text else (3, side, side)
-        spec = resolve_model(spec_text, input_shape=shape)
-        net = spec.build().to(DEV).train()
-        x = spec.make_input(batch, DEV)
-        y = torch.randint(0, 1000, (batch,), device=DEV)
-        for optim in ("sgd-momentum", "adamw"):
-            opt = make_optimizer(optim, net.parameters())
-            phase_runs(net, opt, x, y, 2)   # warm-up: cuDNN handles, optimizer state
-            t = phase_runs(net, opt, x, y, reps)
-            c = phase_counts(net, opt, x, y)
-            for phase in ("F", "B", "U"):
-                rows.append({"part": "step", "name": spec.name, "batch": batch,
-                             "input_side": side, "optimizer": optim, "phase": phase,
-                             "host_s": f"{t[phase]:.4e}", "step_s": f"{t['step']:.4e}",
-                             **c[phase]})
-            print(f"  {spec.name} b{batch} {optim}: F {t['F']*1e3:.2f} B {t['B']*1e3:.2f} "
-                  f"U {t['U']*1e3:.2f} step {t['step']*1e3:.2f} ms; F ops "
-                  f"{c['F']['aten_ops']} (views {c['F']['view_ops']}) launches "
-                  f"{c['F']['kernel_launches']}/{c['B']['kernel_launches']}/"
-                  f"{c['U']['kernel_launches']}", flush=True)
-            del opt
-        write_rows(out_path, rows)
-        del net, x, y
-        gc.collect()
-        if CUDA:
-            torch.cuda.empty_cache()
-    return rows
 
 
 # -- copies vs compute --------------------------------------------------------------------
@@ -644,7 +364,7 @@ def copy_bandwidth(quick):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("part", choices=("host", "steps", "copy", "bw", "ckpt"))
+    p.add_argument("part", choices=("copy", "bw", "ckpt"))
     p.add_argument("--out", required=True)
     p.add_argument("--quick", action="store_true", help="tiny counts (a CPU dry run)")
     a = p.parse_args(argv)
@@ -652,17 +372,7 @@ def main(argv=None):
     print(f"torch {torch.__version__} device {DEV}"
           f" {torch.cuda.get_device_name() if CUDA else ''}", flush=True)
     t0 = time.perf_counter()
-    if a.part == "host":
-        n = 50 if a.quick else 2000
-        rows = host_dispatch(n) + host_module(n) + host_backward(20 if a.quick else 400,
-                                                                  1 if a.quick else 5)
-        write_rows(os.path.join(a.out, "host_costs.csv"), rows)
-    elif a.part == "steps":
-        models = STEP_MODELS[:2] if a.quick else STEP_MODELS
-        if a.quick:
-            models = tuple((m, b, 32) for m, b, _ in models)
-        host_steps(2 if a.quick else 7, models, os.path.join(a.out, "host_steps.csv"))
-    elif a.part == "copy":
+    if a.part == "copy":
         write_rows(os.path.join(a.out, "copy_slowdown.csv"), copy_slowdown(a.quick))
     elif a.part == "ckpt":
         write_rows(os.path.join(a.out, "checkpoint_costs.csv"),

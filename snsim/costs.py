@@ -610,8 +610,6 @@ def with_modeled_times(G, hw):
 
 
 # -- measured kernel tables (issue 10) ---------------------------------------------------------
-# foreach kernels per optimizer step (torch 2.x, foreach=True, weight decay as in snsim's runs)
-FOREACH_OPS = {"sgd": 2, "sgd-momentum": 4, "nesterov": 5, "adam": 10, "adamw": 10}
 
 
 def _layer_ops(a, dtype_bytes=4):
@@ -646,7 +644,8 @@ def _layer_ops(a, dtype_bytes=4):
     if typ == "BN":
         shape = a["in_shapes"][0]
         cls = f"c{shape[1]}hw{_numel(shape[2:])}"     # as kernel_table.bn_class names it
-        return ([("native_batch_norm", 0, x + y, cls, "float32")],
+        # training mode counts its batches: ``num_batches_tracked.add_(1)`` (int64, one element)
+        return ([("native_batch_norm", 0, x + y, cls, "float32"), ("add_", 0, 16, "", "float32")],
                 [("native_batch_norm_backward", 0, 3 * x, cls, "float32")])
     if typ == "ACT":
         return ([("relu_", 0, 2 * x, "", "float32")],
@@ -661,9 +660,9 @@ def _layer_ops(a, dtype_bytes=4):
                 [("max_pool2d_with_indices_backward", 0, 2 * x + y, "", "float32")])
     if typ == "JOIN":
         return [("add_", 0, 3 * y, "", "float32")], []
-    if typ == "SOFTMAX":
+    if typ == "SOFTMAX":    # and backward()'s seed, a one-element ones_like of the loss
         return ([("_log_softmax", 0, 2 * y, "", "float32"),
-                 ("nll_loss_forward", 0, y, "", "float32")],
+                 ("nll_loss_forward", 0, y, "", "float32"), ("ones_like", 0, 4, "", "float32")],
                 [("nll_loss_backward", 0, 2 * y, "", "float32"),
                  ("_log_softmax_backward_data", 0, 3 * y, "", "float32")])
     if typ == "DROPOUT":
@@ -683,16 +682,33 @@ def table_layer_times(G, table, dtype_bytes=4):
         node -> ``(fwd_s, bwd_s, fwd_ops, bwd_ops)`` for every layer the table can time (all
         its ops found); ``sources`` maps ``"table"``/``"fitted"``/``"proxy"`` to seconds.
     """
+    from .kernel_table import bias_calls, bias_time_s, family_of
+    dtype = {2: "bfloat16", 8: "float64"}.get(dtype_bytes, "float32")
     out, sources = {}, {}
     for n, a in G.nodes(data=True):
         ops = _layer_ops(a, dtype_bytes) if a.get("type") not in ("DATA", "FORK") else None
         if ops is None:
             continue
         times, ok, srcs = [], True, []
-        for part in ops:
+        for backward, part in enumerate(ops):
             total = 0.0
+            # a convolution's bias kernels, outside cuDNN's call (kernel_table.bias_calls:
+            # recorded calls take the same, opcost.conv_bias_time_s)
+            calls = bias_calls(a["out_shape"], a["in_shapes"][0][1], a.get("groups", 1),
+                               a.get("bias"), backward=bool(backward), dtype=dtype) \
+                if a["type"] == "CONV" else []
+            for fam, nbytes, cls, dt in calls:
+                t, src = bias_time_s(table, fam, nbytes, cls, dt)
+                if t is None:
+                    ok = False
+                    break
+                total += t
+                srcs.append((src, t))
             for fam, flops, nbytes, cls, mth in part:
-                t, src = table.time_s(fam, flops=flops, nbytes=nbytes, cls=cls, math_=mth)
+                # the table's family of the aten name, as a recorded call looks it up (a
+                # Linear's addmm reads the mm rows)
+                t, src = table.time_s(family_of(fam), flops=flops, nbytes=nbytes, cls=cls,
+                                      math_=mth)
                 if t is None:
                     ok = False
                     break

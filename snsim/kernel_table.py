@@ -377,19 +377,46 @@ def conv_bias_calls(sig, layout=""):
     if dims is None:
         return []
     x, w, out, groups, transposed, mask = dims
-    dtype = sig_dtype(sig)
-    el = _ELEMENT_BYTES.get(dtype, 4)
-    numel, c = math.prod(out), out[1]
-    cls = f"c{c}hw{math.prod(out[2:])}"
-    cl = "_cl" if layout == "channels_last" else ""
-    if sig.startswith("convolution_backward"):
-        return ([("conv_bias_grad" + cl, (numel + c) * el, cls, dtype)]
-                if mask[2:3] == [True] else [])
-    if len(_TENSOR.findall(sig)) < 3:        # bias None
+    backward = sig.startswith("convolution_backward")
+    bias = mask[2:3] == [True] if backward else len(_TENSOR.findall(sig)) >= 3
+    return bias_calls(out, x[1], groups, bias, backward=backward, transposed=transposed,
+                      dtype=sig_dtype(sig), layout=layout)
+
+
+def bias_calls(out_shape, in_channels, groups, bias, *, backward, transposed=False,
+               dtype="float32", layout=""):
+    """:func:`conv_bias_calls` of a convolution given by its output shape (grad_output's in
+    backward), input channels, groups and whether it has a bias (backward: whether its mask
+    asks for grad_bias): the zoo's layers name them so.
+
+    Examples
+    --------
+    >>> bias_calls((8, 64, 55, 55), 3, 1, True, backward=True)
+    [('conv_bias_grad', 6195456, 'c64hw3025', 'float32')]
+    """
+    if not bias:
         return []
-    if not cl and not transposed and groups > 1 and groups == x[1]:
+    el = _ELEMENT_BYTES.get(dtype, 4)
+    numel, c = math.prod(out_shape), out_shape[1]
+    cls = f"c{c}hw{math.prod(out_shape[2:])}"
+    cl = "_cl" if layout == "channels_last" else ""
+    if backward:
+        return [("conv_bias_grad" + cl, (numel + c) * el, cls, dtype)]
+    if not cl and not transposed and groups > 1 and groups == in_channels:
         return []
     return [("conv_bias_add" + cl, (2 * numel + c) * el, cls, dtype)]
+
+
+def bias_time_s(table, family, nbytes, cls, dtype):
+    """GPU time of one of a convolution's bias kernels (:func:`bias_calls`) from ``table``:
+    its ``conv_bias_add`` / ``conv_bias_grad`` rows (``snsim calibrate --only convbias``) by
+    bytes, channels and map size; a table without them (made before that group) charges it as
+    the elementwise op it is, ``add_`` / ``sum`` by bytes (:data:`BIAS_FALLBACK`). Returns
+    ``(seconds, source)`` as :meth:`KernelTable.time_s`: ``(None, "roofline")`` where the
+    table has neither (the caller's roofline)."""
+    if family in table.families():
+        return table.time_s(family, nbytes=nbytes, cls=cls, dtype=dtype, math_="")
+    return table.time_s(BIAS_FALLBACK[family], nbytes=nbytes, dtype=dtype, math_="")
 
 
 def _bn_feats(classes):
@@ -486,14 +513,12 @@ class KernelTable:
     def __init__(self, rows, meta=None, *, source=""):
         self.meta = dict(meta or {})
         self.source = source
-        self.host = {}            # phase -> host seconds per op (phase average)
         self.aten_host = {}       # family -> host seconds to issue one small call
         self._groups = {}
         self._fitted = {}
         rows = rows[rows["time_s"] > 0]
-        hs = rows[rows["family"] == "host_step"]
-        for phase, g in hs.groupby("cls"):
-            self.host[phase] = float(np.median(g["time_s"]))
+        # calibrate's host_step rows (tables before 2026-12-01: a per-phase average host cost
+        # per op, the zoo's host model before the in-network one) are no kernel
         ops = rows[rows["family"] != "host_step"].fillna({"cls": "", "math": ""})
         if "shape" in ops:
             # a convolution row timed with a bias (``bias1``: tables before 2026-11-30) timed
@@ -785,24 +810,6 @@ class KernelTable:
                                         for b, r in zip(nbytes[order], rate)]}
         return out
 
-    def host_s(self, phase, family="", ntensors=0):
-        """Host seconds per kernel-launching op of ``phase`` (F, B, U) for a program without
-        op shapes (the zoo): foreach ops by their tensor count where the table timed them, else
-        the phase's measured average per op (calibrate's ``host_step`` rows). Recorded ops
-        have shapes: :func:`snsim.torchsim.opcost.host_issue_s`."""
-        if family.startswith("_foreach") and ntensors:
-            key = (family, "float32") if (family, "float32") in self._groups else None
-            if key is not None:
-                feats, _, _, host = self._groups[key]
-                d = np.abs(feats[:, 2] - math.log1p(ntensors)) + 0.1 * np.abs(
-                    feats[:, 1] - feats[:, 1].mean())
-                order = np.argsort(d, kind="stable")[:K_NEAREST]
-                w = 1.0 / (d[order] + 0.05) ** 2
-                return float((w * host[order]).sum() / w.sum())
-        if phase in self.host:
-            return self.host[phase]
-        return self.host.get("F", 0.0)
-
 
 def table_paths(name):
     here = Path(__file__).resolve().parent
@@ -833,68 +840,58 @@ def _read_cached(path):
 
 @functools.lru_cache(maxsize=16)
 def load_host_costs(name):
-    """The launching thread's costs beyond the aten calls, for hardware preset ``name``, from
-    ``configs/kernels/<name>_host_costs.csv`` (``scripts/steptime_probe.py host``), or ``{}``:
+    """The launching thread's costs beyond the GPU, for hardware preset ``name``, next to its
+    kernel table (:func:`table_paths`), or ``{}``:
 
-    * ``module_call_s``: one ``nn.Module.__call__`` (``nn.ReLU`` minus ``F.relu`` in a tight
-      loop);
-    * ``autograd_node_s``: one node of ``loss.backward()`` that launches nothing (a chain of
-      ``AddBackward0``): the engine's own cost per node, on top of its ops' aten calls;
-    * ``accumulate_grad_s``: one ``AccumulateGrad`` (a chain of ``h + p`` over leaves: the two
-      nodes per leaf, less one ``AddBackward0``, less a clone's aten call at the chain's size
-      from the kernel table: ``AddBackward0`` hands its input and ``p`` the same gradient, so
-      the probe's ``AccumulateGrad`` cannot steal it and clones it, 8 us of the 11.4 measured
-      on the H200; a network's gradients are fresh tensors that it steals -- the recording
-      shows a ``detach`` there, and a clone where there is one);
-    * ``scale``: ``{phase: factor}`` from ``<name>_host_scale.csv`` (``scripts/host_scale.py``):
-      real steps' host time over the sum of these tight-loop costs;
+    * ``innet``: the in-network host model (:func:`read_host_innet` of
+      ``<name>_host_innet.csv``, ``scripts/host_innet_probe.py`` and ``host_innet_fit.py``):
+      what the thread spends per aten call, module call, autograd node, parameter and host
+      read in a real step. Recorded programs (:func:`snsim.torchsim.opcost.host_issue_s`) and
+      the zoo's (:func:`snsim.program_torch.build_torch_program`) both charge it. A preset
+      without this file has no host model: its steps take their GPU time alone (a user's own
+      ``snsim calibrate`` table needs the probe run on that machine to model the host).
     * ``checkpoint_call_s``, ``checkpoint_saved_s``, ``hook_saved_s``: ``{phase: seconds}``
       per checkpoint call, per tensor a checkpoint saves, per saved-tensor hook call, fitted
       (:func:`fit_plan_host_costs`) to ``<name>_checkpoint_costs.csv``
       (``scripts/steptime_probe.py ckpt``), when the preset has it; also ``conv_hook_call_s``
       and ``offloader_saved_s`` where that probe timed the SuperNeurons executor's hooks.
-      They are measured in a chain of real blocks, so the tight-loop ``scale`` does not apply
-      to them.
+
+    Examples
+    --------
+    >>> c = load_host_costs("h200")
+    >>> sorted(c["innet"])[:3], load_host_costs("k40c")
+    (['per_call_s', 'per_module_s', 'per_node_s'], {})
     """
-    import csv
-    path = next((p.parent / f"{name}_host_costs.csv" for p in table_paths(name)
-                 if (p.parent / f"{name}_host_costs.csv").exists()), None)
-    if path is None:
-        return {}
-    cost = {}
-    with open(path, newline="") as f:
-        for i, r in enumerate(csv.DictReader(f), 2):
-            try:
-                cost[(r["part"], r["name"])] = float(r["host_s"])
-            except (KeyError, ValueError):
-                raise ConfigError(f"{path}:{i}: needs part, name and host_s") from None
-    need = [("module", "nn.ReLU"), ("module", "F.relu"), ("backward", "add"),
-            ("backward", "leaf")]
-    missing = [f"{p}/{n}" for p, n in need if (p, n) not in cost]
-    if missing:
-        raise ConfigError(f"{path}: lacks the rows {', '.join(missing)}")
-    node = cost[("backward", "add")]
-    scale = {}
-    spath = path.parent / f"{name}_host_scale.csv"
-    if spath.exists():
-        with open(spath, newline="") as f:
-            for i, r in enumerate(csv.DictReader(f), 2):
-                try:
-                    scale[r["phase"]] = float(r["scale"])
-                except (KeyError, ValueError):
-                    raise ConfigError(f"{spath}:{i}: needs phase and scale") from None
-    out = {"scale": scale,
-           "module_call_s": max(0.0, cost[("module", "nn.ReLU")] - cost[("module", "F.relu")]),
-           "autograd_node_s": node,
-           "accumulate_grad_s": max(0.0, 2 * cost[("backward", "leaf")] - node
-                                    - _probe_clone_issue_s(name))}
-    ipath = path.parent / f"{name}_host_innet.csv"
-    if ipath.exists():
-        out["innet"] = read_host_innet(ipath)
-    cpath = path.parent / f"{name}_checkpoint_costs.csv"
-    if cpath.exists():
-        out.update(fit_plan_host_costs(read_plan_host_rows(cpath)))
+    out = {}
+    for folder in dict.fromkeys(p.parent for p in table_paths(name)):
+        ipath = folder / f"{name}_host_innet.csv"
+        if "innet" not in out and ipath.exists():
+            out["innet"] = read_host_innet(ipath)
+        cpath = folder / f"{name}_checkpoint_costs.csv"
+        if "checkpoint_call_s" not in out and cpath.exists():
+            out.update(fit_plan_host_costs(read_plan_host_rows(cpath)))
     return out
+
+
+def innet_call_s(innet, family, phase, issue_s, before_s=0.0):
+    """In-network host seconds of one aten call that launches a kernel: ``before_s`` (the
+    module calls and autograd nodes entered before it), plus its tight-loop issue cost
+    ``issue_s`` (:meth:`KernelTable.issue_s` at its shape) times its family's in-network
+    ratio (``"*"`` for a family the probe did not see), plus the phase's per-call cost (the
+    views and metadata calls around it; none in the optimizer step, whose per-parameter cost
+    holds them). ``innet`` is :func:`read_host_innet`'s.
+
+    Examples
+    --------
+    >>> inn = {"ratio": {"*": 1.5, "mm": 1.25}, "per_call_s": {"F": 8e-6, "B": 4e-6}}
+    >>> round(innet_call_s(inn, "mm", "F", 10e-6) * 1e6, 6)       # 10 * 1.25 + 8
+    20.5
+    >>> round(innet_call_s(inn, "relu_", "U", 10e-6, 1e-6) * 1e6, 6)   # 1 + 10 * 1.5 + 0
+    16.0
+    """
+    ratio = innet["ratio"]
+    return before_s + issue_s * ratio.get(family, ratio["*"]) + innet["per_call_s"].get(phase,
+                                                                                        0.0)
 
 
 INNET_OVERHEADS = (("per_module", "F"), ("per_call", "F"), ("per_node", "B"),
@@ -942,20 +939,6 @@ def read_host_innet(path):
     out["per_read_s"] = over[("per_read", "U")]
     out["per_call_s"] = {"F": over[("per_call", "F")], "B": over[("per_call", "B")]}
     return out
-
-
-# the leaf gradient scripts/steptime_probe.py's backward chains clone: float32[2, 8, 8, 8]
-PROBE_LEAF_BYTES = 2 * 8 * 8 * 8 * 4
-
-
-def _probe_clone_issue_s(name):
-    """Host seconds of the clone an ``AccumulateGrad`` of the probe's leaf chain makes (read and
-    write of its gradient), from preset ``name``'s kernel table (0 without one)."""
-    table = load_kernel_table(name)
-    if table is None or "clone" not in table.families():
-        return 0.0
-    return table.issue_s("clone", nbytes=2 * PROBE_LEAF_BYTES, dtype="float32",
-                         math_="float32")
 
 
 # the ways scripts/steptime_probe.py ckpt times its chain of blocks

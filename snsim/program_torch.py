@@ -278,66 +278,104 @@ def _attention_backward(a, n, dy, sv, new, add_step, x_bytes, dtype, t_b):
 
 
 # zoo layer types that are an ``nn.Module`` call in the torchvision twin (an add or a
-# ``torch.cat`` in a block's forward is not), and those whose backward is an autograd node
+# ``torch.cat`` in a block's forward is not), and the autograd nodes their backward runs
+# (a Linear: ``AddmmBackward0`` and the weight's ``TBackward0``; the loss: ``NllLossBackward0``
+# and ``LogSoftmaxBackward0``), besides their parameters' ``AccumulateGrad``
 _MODULE_TYPES = frozenset({"CONV", "BN", "ACT", "POOL", "FC", "DROPOUT", "SOFTMAX", "LN",
                            "EMBED", "ATTN", "GELU"})
-_NODE_TYPES = _MODULE_TYPES | {"JOIN", "CONCAT", "SLICE"}
+_NODES = {**{t: 1 for t in _MODULE_TYPES | {"JOIN", "CONCAT", "SLICE"}}, "FC": 2, "SOFTMAX": 2}
+
+#: The foreach calls of one ``torch.optim`` step (``foreach=True``; weight decay 1e-4 on the
+#: SGDs, none on Adam/AdamW: :meth:`snsim.torchsim.amp.TrainSetup.make_optimizer`) as the
+#: recorder sees them: ``(family, tensors per parameter it reads and makes, parameter-sized
+#: passes of traffic)``. Adam's first call adds to its step counters, host tensors (no traffic).
+#: The zoo's optimizer step is their kernel-table time on the GPU and their issue on the host;
+#: tests/test_program_torch.py checks both against a recording of each optimizer.
+FOREACH_CALLS = {
+    "sgd": (("_foreach_add", 3, 3), ("_foreach_add_", 2, 2)),
+    "sgd-momentum": (("_foreach_add", 3, 3), ("_foreach_mul_", 1, 1), ("_foreach_add_", 2, 2),
+                     ("_foreach_add_", 2, 2)),
+    "nesterov": (("_foreach_add", 3, 3), ("_foreach_mul_", 1, 1), ("_foreach_add_", 2, 2),
+                 ("_foreach_add_", 2, 2), ("_foreach_add_", 2, 2)),
+}
+_ADAM = (("_foreach_lerp_", 2, 2), ("_foreach_mul_", 1, 1), ("_foreach_addcmul_", 2, 3),
+         ("_foreach_sqrt", 2, 2), ("_foreach_div_", 1, 1), ("_foreach_add_", 1, 1),
+         ("_foreach_addcdiv_", 3, 3))
+FOREACH_CALLS["adam"] = (("_foreach_add_", 1, 0),) + _ADAM
+FOREACH_CALLS["adamw"] = (("_foreach_add_", 1, 0), ("_foreach_mul_", 1, 1)) + _ADAM
+#: ``.item()`` reads of a host step counter per parameter in one step (Adam's two bias
+#: corrections, ``_get_value(step)``)
+HOST_READS_PER_PARAM = {"adam": 2, "adamw": 2}
 
 
-def _with_host(steps, nodes, table, n_params, optimizer, dtype, hw_name):
-    """Steps re-timed with the host issuing their kernels: each step's share of the iteration's
-    two-resource schedule (:func:`snsim.kernel_table.host_stream`).
+def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype):
+    """Host seconds the launching thread spends on each step before its kernels can start.
 
-    Each step's host seconds are what :func:`snsim.torchsim.opcost.host_issue_s` charges a
-    recorded step, from the same measured costs (:func:`snsim.kernel_table.load_host_costs`):
-    the layer's aten calls at their shapes (:meth:`KernelTable.issue_s` of
-    :func:`snsim.costs._layer_ops`), its module call in forward (and the calls of the blocks
-    and stages its dotted name enters: ``layer1``, ``layer1.0``), its autograd node and its
-    parameters' ``AccumulateGrad`` in backward, the autograd engine's gradient sums; each times
-    its phase's in-network factor. The optimizer's foreach kernels are timed by tensor count."""
-    import dataclasses
+    They are what :func:`snsim.torchsim.opcost.host_issue_s` charges the
+    same calls in a recorded step, from the preset's in-network host model ``inn``
+    (:func:`snsim.kernel_table.read_host_innet`) through the same per-call rule
+    (:func:`snsim.kernel_table.innet_call_s`): each of the layer's aten calls at its shape
+    (:func:`snsim.costs._layer_ops`, :meth:`KernelTable.issue_s`) times its family's ratio,
+    plus the phase's per-call cost; in forward ``per_module_s`` for its module call, each
+    block and stage its dotted name enters (``layer1``, ``layer1.0``) and the model's own
+    call; in backward ``per_node_s`` for each of its autograd nodes (:data:`_NODES`) and its
+    parameters' ``AccumulateGrad``; the autograd engine's gradient sums (an ``add``); the
+    optimizer step's foreach calls (:data:`FOREACH_CALLS`) by tensor count and bytes,
+    ``per_param_s`` per parameter and ``per_read_s`` per read of a host step counter."""
+    from .costs import _layer_ops
+    from .kernel_table import family_of, innet_call_s
+    memo = {}
 
-    from .costs import FOREACH_OPS, _layer_ops
-    from .kernel_table import host_stream, load_host_costs
-    costs = load_host_costs(hw_name)
-    scale = costs.get("scale", {})
-    module_s, node_s = costs.get("module_call_s", 0.0), costs.get("autograd_node_s", 0.0)
-    acc_s = costs.get("accumulate_grad_s", 0.0)
+    def calls(ops, phase, before_s):
+        h = before_s
+        for f, flops, nbytes, cls, math_ in ops:
+            fam = family_of(f)
+            key = (fam, flops, nbytes, cls, math_)
+            if key not in memo:      # a network repeats its shapes (every block)
+                memo[key] = table.issue_s(fam, flops=flops, nbytes=nbytes, cls=cls,
+                                          math_=math_)
+            h = innet_call_s(inn, fam, phase, memo[key], h)
+        return h
 
-    def issue(ops):
-        return sum(table.issue_s(f, flops=fl, nbytes=nb, cls=c, math_=m)
-                   for f, fl, nb, c, m in ops)
-
-    entered = set()
+    n_params = len(param_grads)
+    param_bytes = sum(tensors[t].nbytes for t in param_grads)
+    entered = set()     # dotted prefixes of the blocks and stages entered
     charged = set()
+    charged_f = False
     host = []
     for st in steps:
         a = nodes.get(st.layer, {})
         typ = a.get("type")
         h = 0.0
         if st.phase == "U":
-            h = FOREACH_OPS[optimizer] * table.host_s("U", "_foreach_add_", 2 * n_params)
+            h = n_params * (inn["per_param_s"]
+                            + HOST_READS_PER_PARAM.get(optimizer, 0) * inn["per_read_s"])
+            for fam, lists, passes in FOREACH_CALLS[optimizer]:
+                issue = table.issue_s(fam, nbytes=passes * param_bytes,
+                                      ntensors=lists * n_params, math_="float32")
+                h = innet_call_s(inn, fam, "U", issue, h)
         elif st.type == "JOIN" and st.name.endswith(".grad_sum"):
             nb = _numel(a["out_shape"]) * dtype
-            h = issue([("add", 0, 3 * nb, "", "float32")])
+            h = calls([("add", 0, 3 * nb, "", "float32")], "B", 0.0)
         elif (st.layer, st.phase) not in charged and typ is not None:
             charged.add((st.layer, st.phase))
             ops = _layer_ops(a, dtype)
             part = ops[0 if st.phase == "F" else 1] if ops else []
-            h = issue(part)
             if st.phase == "F":
-                h += module_s * (typ in _MODULE_TYPES)
+                modules = (typ in _MODULE_TYPES) + (not charged_f)   # and the model's call
+                charged_f = True
                 parts = str(a.get("name", "")).split(".")[:-1]
                 for k in range(1, len(parts) + 1):
                     prefix = ".".join(parts[:k])
                     if prefix not in entered:
                         entered.add(prefix)
-                        h += module_s
+                        modules += 1
+                h = calls(part, "F", inn["per_module_s"] * modules)
             else:
-                h += node_s * (typ in _NODE_TYPES) + acc_s * len(parameter_pieces(a))
-        host.append(h * scale.get(st.phase, 1.0))
-    shares = host_stream([st.time_s for st in steps], host)
-    return [dataclasses.replace(st, time_s=t) for st, t in zip(steps, shares)]
+                n_nodes = _NODES.get(typ, 0) + len(parameter_pieces(a))
+                h = calls(part, "B", inn["per_node_s"] * n_nodes)
+        host.append(h)
+    return host
 
 
 def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspaces=True,
@@ -371,8 +409,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     if optimizer not in OPTIMIZER_STATE_FACTOR:
         raise ConfigError(f"optimizer {optimizer!r} is unknown; known: "
                           f"{', '.join(OPTIMIZER_STATE_FACTOR)}")
-    from .costs import (FOREACH_OPS, modeled_costs, table_layer_times,  # costs import
-                        update_time_s)                                       # hardware
+    from .costs import (modeled_costs, table_layer_times,  # costs import hardware
+                        update_time_s)
 
     nodes = dict(G.nodes(data=True))
     dtype = int(G.graph.get("dtype_bytes", 4))
@@ -743,12 +781,13 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                              tensors[t].producer))
     param_bytes = sum(tensors[t].nbytes for t in param_grads)
     t_u = update_time_s(param_bytes, factor * param_bytes, hardware) if hardware else 0.0
-    if table is not None:
-        t_t, src = table.time_s("_foreach_add_", nbytes=2 * param_bytes,
-                                ntensors=2 * len(param_grads))
-        if t_t is not None:   # a foreach op per parameter-sized pass, as torch.optim runs it
-            t_u = t_t * (FOREACH_OPS[optimizer] + factor)
-            time_sources[src] = time_sources.get(src, 0.0) + t_u
+    if table is not None:     # the foreach calls torch.optim makes, each at its tensors and bytes
+        got = [table.time_s(fam, nbytes=passes * param_bytes, ntensors=lists * len(param_grads),
+                            math_="float32") for fam, lists, passes in FOREACH_CALLS[optimizer]]
+        if all(t is not None for t, _ in got):
+            t_u = sum(t for t, _ in got)
+            for t, src in got:
+                time_sources[src] = time_sources.get(src, 0.0) + t
     if param_grads:
         add_step(0, "U", t_u, list(param_grads) + temps + [loss_scalar], name="optimizer.step",
                  typ="OPTIMIZER")
@@ -785,9 +824,16 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                            StaticTensor("cublaslt.workspace.forward", "buffer",
                                         CUBLASLT_WORKSPACE_BYTES, 0),
                            StaticTensor("cublas.workspace.backward", "buffer", cublas, 0)]
-    if table is not None:
-        steps = _with_host(steps, nodes, table, len(param_grads), optimizer, dtype,
-                           hardware.name)
+    from .kernel_table import load_host_costs
+    inn = load_host_costs(hardware.name).get("innet") if table is not None else None
+    if inn is not None:     # a preset without in-network host costs: GPU time alone
+        # each step's share of the iteration's two-resource schedule: the host issues
+        import dataclasses
+
+        from .kernel_table import host_stream
+        host = _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype)
+        steps = [dataclasses.replace(st, time_s=t) for st, t in
+                 zip(steps, host_stream([st.time_s for st in steps], host))]
     static = {}
     for st in static_tensors:
         static[st.kind] = static.get(st.kind, 0) + st.nbytes

@@ -1,7 +1,7 @@
 """The host as a stream (issue 10 item 3) on hand-made programs: eager PyTorch issues every op
 from one CPU thread, so a step is the makespan of two resources in series per op; the host's
-cost per op is its aten call at its shape, plus the module calls and autograd nodes around it,
-times the phase's in-network factor."""
+cost per op is its aten call at its shape times its family's in-network ratio, plus the costs
+per call, module call, autograd node, parameter and host read that real steps add."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,7 +11,9 @@ from snsim.kernel_table import KernelTable, load_host_costs
 from snsim.torchsim.opcost import host_issue_s, op_times_s
 
 US = 1e-6
-NO_EXTRA = {"module_call_s": 0.0, "autograd_node_s": 0.0, "accumulate_grad_s": 0.0, "scale": {}}
+# the table's tight-loop issue costs alone: ratio 1, nothing per call, module, node or parameter
+NO_EXTRA = {"innet": {"ratio": {"*": 1.0}, "per_call_s": {}, "per_module_s": 0.0,
+                      "per_node_s": 0.0, "per_param_s": 0.0, "per_read_s": 0.0}}
 # rel=1e-3 below: GPU times of off-row sizes are interpolated (within 0.03% here); the patterns
 # each test tells apart differ by 10% or more
 
@@ -54,29 +56,6 @@ def test_chain_of_short_kernels_runs_at_the_host_s_pace_then_the_gpu_s():
         pytest.approx(1027 * US, rel=1e-3)
 
 
-def test_module_calls_and_autograd_nodes_are_charged_once_each_then_scaled():
-    tab = _table()
-    costs = {"module_call_s": 1 * US, "autograd_node_s": 4 * US, "accumulate_grad_s": 10 * US,
-             "scale": {"F": 2.0, "B": 3.0}}
-    # forward: a module (1 µs) whose first op is relu_ (12 µs), a view (no kernel, no cost), a
-    # second relu_ under a mark without a module: (1 + 12)·2, 0, 12·2.
-    # backward: a node (4 µs) with a threshold_backward (27 µs), then an AccumulateGrad mark
-    # with no op and a node whose add (8 µs) carries both: (4 + 27)·3, (10 + 4 + 8)·3
-    marks = [("relu", "F", "ReLU", 0), ("<model>", "F", "", 0),
-             ("ReluBackward0", "B", "ReluBackward0@1", 0),
-             ("p", "B", "AccumulateGrad@-1", 0), ("AddBackward0", "B", "AddBackward0@2", 0)]
-    ops = [(0, "relu_", (0,), (), 0, 1000), (0, "view", (0,), (), 0, 1000),
-           (1, "relu_", (0,), (), 0, 1000), (2, "threshold_backward", (0,), (), 0, 1e6),
-           (4, "add", (0, 1), (2,), 0, 1000)]
-    got = host_issue_s(ops, marks, tab, costs)
-    assert got == pytest.approx([26 * US, 0.0, 24 * US, 93 * US, 66 * US])
-    # a checkpoint's recomputation in backward: the module call (1 µs) and its relu_ (12 µs)
-    # are forward work again, at the forward's factor: (1 + 12)·2
-    marks.append(("recompute:relu", "B", "ReLU", 0))
-    got = host_issue_s(ops + [(5, "relu_", (0,), (), 0, 1000)], marks, tab, costs)
-    assert got[-1] == pytest.approx(26 * US)
-
-
 def test_issue_cost_follows_the_shape_it_was_measured_at():
     # a conv family whose small calls cost 15 µs to issue and large ones 60 µs (more kernels)
     rows = [{"family": "convolution", "dtype": "float32", "math": "tf32", "cls": "k3x3s1",
@@ -87,38 +66,6 @@ def test_issue_cost_follows_the_shape_it_was_measured_at():
     small = tab.issue_s("convolution", flops=2e6, nbytes=2e4, cls="k3x3s1", math_="tf32")
     big = tab.issue_s("convolution", flops=5e11, nbytes=5e9, cls="k3x3s1", math_="tf32")
     assert small == pytest.approx(15e-6, rel=0.05) and big == pytest.approx(60e-6, rel=0.05)
-
-
-def test_nested_casts_take_the_factor_of_cpp_issued_ops():
-    # autocast's casts are issued from C++ inside the op they feed: the backward's factor
-    # (ops the autograd engine issues), not the forward's (Python module code around the calls)
-    tab = _table((("relu_", 2 * US, 12 * US), ("clone", 2 * US, 6 * US)))
-    costs = dict(NO_EXTRA, module_call_s=1 * US, scale={"F": 2.0, "B": 1.5})
-    ops = [(0, "_to_copy", (0,), (1,), 0, 1000), (0, "_to_copy", (2,), (3,), 0, 1000),
-           (0, "relu_", (1,), (), 0, 1000)]
-    marks = [("lin", "F", "Linear", 0)]
-    # the module call (1 µs) entered before the first cast keeps the forward's factor: 1·2 +
-    # 6·1.5; the second cast 6·1.5; the relu_ (issued from Python) 12·2
-    got = host_issue_s(ops, marks, tab, costs, nested={0, 1})
-    assert got == pytest.approx([11 * US, 9 * US, 24 * US])
-    # not marked nested (a user's own .to() in forward): the forward's factor, (1 + 6)·2, 6·2
-    assert host_issue_s(ops, marks, tab, costs) == pytest.approx([14 * US, 12 * US, 24 * US])
-
-
-def test_h200_host_costs_are_the_probe_figures():
-    # configs/kernels/h200_host_costs.csv (scripts/steptime_probe.py host on the H200):
-    # nn.ReLU 7.9814 µs - F.relu 6.6548 µs; AddBackward0 chain 4.4124 µs per node; leaf chain
-    # 7.9165 µs per node over 2 nodes per leaf, less the clone of each leaf's gradient (the
-    # kernel table's clone issue cost at float32[2, 8, 8, 8], 8.0 µs on the H200 table):
-    # 2·7.9165 - 4.4124 - 8.0 = 3.42 µs
-    from snsim.kernel_table import load_kernel_table
-    c = load_host_costs("h200")
-    clone_s = load_kernel_table("h200").issue_s("clone", nbytes=2 * 2 * 8 * 8 * 8 * 4,
-                                                dtype="float32", math_="float32")
-    assert clone_s == pytest.approx(8.0e-6, rel=0.01)
-    assert c["module_call_s"] == pytest.approx(1.3266e-6)
-    assert c["autograd_node_s"] == pytest.approx(4.4124e-6)
-    assert c["accumulate_grad_s"] == pytest.approx(2 * 7.9165e-6 - 4.4124e-6 - clone_s)
 
 
 def test_pageable_copy_holds_the_host_and_the_stream_once():
@@ -142,7 +89,7 @@ def test_autocast_casts_cost_their_aten_call_and_item_reads_wait_for_the_gpu():
     # a Linear under autocast: two casts (aten _to_copy, family clone: 6 µs each) issued inside
     # the op they cast for open no mark: the module call (1 µs) is charged once, to the first
     # op; each cast costs its aten call alone (the old fitted per-op overhead is gone)
-    costs = dict(NO_EXTRA, module_call_s=1 * US)
+    costs = _innet(ratio={"*": 1.0}, per_call_s={}, per_module_s=1 * US)
     ops = [(0, "_to_copy", (0,), (1,), 0, 1000), (0, "_to_copy", (2,), (3,), 0, 1000),
            (0, "relu_", (1,), (), 0, 1000)]
     got = host_issue_s(ops, [("lin", "F", "Linear", 0)], tab, costs)

@@ -14,7 +14,7 @@ def _truth(flops, nbytes):
     return max(flops / 300e12, nbytes / 3e12) + 4e-6
 
 
-def _table(host=None, seed=0):
+def _table(seed=0, host_step_rows=False):
     rng = np.random.default_rng(seed)
     rows = []
     for _ in range(300):
@@ -27,9 +27,9 @@ def _table(host=None, seed=0):
         rows.append({"family": "relu_", "dtype": "float32", "math": "float32", "cls": "",
                      "flops": 0, "bytes": nb, "ntensors": 0, "time_s": _truth(0, nb),
                      "host_s": 4e-6, "shape": ""})
-    for phase, h in (host or {}).items():
+    for phase in ("F", "B") if host_step_rows else ():
         rows.append({"family": "host_step", "dtype": "float32", "math": "", "cls": phase,
-                     "flops": 0, "bytes": 0, "ntensors": 10, "time_s": h, "host_s": 10 * h,
+                     "flops": 0, "bytes": 0, "ntensors": 10, "time_s": 4e-5, "host_s": 4e-4,
                      "shape": "synthetic"})
     return KernelTable(pd.DataFrame(rows), {"kind": "synthetic"})
 
@@ -79,14 +79,24 @@ def test_host_stream_is_the_makespan_of_two_resources():
     assert host_stream([1.0, 1.0], [2.0, 2.0], iterations=[0, 1]) == [3.0, 3.0]
 
 
+def test_tables_with_host_step_rows_read_them_as_no_family():
+    # tables calibrated before 2026-12-01 carry calibrate's per-phase host_step rows (the
+    # zoo's host model before the in-network one): no family, no lookup changes
+    old, new = _table(host_step_rows=True), _table()
+    assert "host_step" not in old.families() and old.families() == new.families()
+    assert old.time_s("relu_", nbytes=1e6, math_="float32") == \
+        new.time_s("relu_", nbytes=1e6, math_="float32")
+
+
 def test_op_times_cpu_bound_and_report():
     from snsim.hardware import load_hardware
     hw = load_hardware("h200")
     tab = _table()
-    # relu_ costs 4 µs to issue in a tight loop; in-network factors 5 (F) and 2.5 (B): 20 µs
-    # and 10 µs per op; no module call or autograd node marks (kinds "")
-    costs = {"module_call_s": 0.0, "autograd_node_s": 0.0, "accumulate_grad_s": 0.0,
-             "scale": {"F": 5.0, "B": 2.5}}
+    # relu_ costs 4 µs to issue in a tight loop; in-network ratio 2.5 and 10 µs per forward
+    # call: 20 µs (F) and 10 µs (B) per op; no module call or autograd node marks (kinds "")
+    costs = {"innet": {"ratio": {"*": 2.5}, "per_call_s": {"F": 10e-6, "B": 0.0},
+                       "per_module_s": 0.0, "per_node_s": 0.0, "per_param_s": 0.0,
+                       "per_read_s": 0.0}}
     marks = [("a", "F", "", 0), ("a.b", "B", "", 0)]
     small = [(0, "relu_", (0,), (), 0, 4096 * 2), (1, "relu_", (0,), (), 0, 4096 * 2)] * 50
     big = [(0, "relu_", (0,), (), 0, 2e9), (1, "relu_", (0,), (), 0, 2e9)] * 50
@@ -128,25 +138,11 @@ def test_zoo_pytorch_program_takes_table_times_and_the_host():
     t_q = sum(s.time_s for s in q.steps)
     assert t_q != pytest.approx(sum(s.time_s for s in p.steps))
     # every aten call 1 ms to issue: each forward step that launches kernels costs the host
-    # at least that (the preset's in-network factors are >= 1), the GPU waits
+    # at least that (the preset's in-network ratios of these families are >= 1), the GPU waits
     slow_host = pd.DataFrame([{**r, "host_s": 1e-3} for r in rows])
     r = build_torch_program(G, hardware=hw, kernel_table=KernelTable(slow_host))
     n_f = sum(1 for s in r.steps if s.phase == "F" and s.time_s > 0)
     assert sum(s.time_s for s in r.steps) > n_f * 1e-3 > t_q     # CPU-bound: the host's pace
-
-
-def test_host_cost_per_op_without_shapes_is_the_phase_average():
-    # the zoo has no op shapes: calibrate's measured host_step average per op of the phase
-    rows = [{"family": "relu_", "dtype": "float32", "math": "float32", "cls": "", "flops": 0,
-             "bytes": nb, "ntensors": 0, "time_s": 1e-5, "host_s": 5e-6, "shape": "", "ops": ""}
-            for nb in (1e3, 1e6)]
-    rows += [{"family": "host_step", "dtype": "float32", "math": "", "cls": ph, "flops": 0,
-              "bytes": 0, "ntensors": 20, "time_s": t, "host_s": 20 * t, "shape": "m",
-              "ops": ""} for ph, t in (("F", 40e-6), ("B", 50e-6))]
-    tab = KernelTable(pd.DataFrame(rows))
-    assert tab.host_s("F") == pytest.approx(40e-6)
-    assert tab.host_s("B") == pytest.approx(50e-6)
-    assert tab.host_s("U") == pytest.approx(40e-6)    # no U rows: the forward's
 
 
 def test_copy_model_fits_rates_by_size():
@@ -615,37 +611,6 @@ def test_conv_reads_its_own_kernel_class_when_one_is_measured_within_far():
     assert nbytes / 2e12 < t5 < nbytes / 0.2e12
 
 
-def test_accumulate_grad_probe_clones_where_a_network_steals():
-    """The premise of load_host_costs' accumulate_grad_s: in steptime_probe's leaf chain
-    (``h = h + p``) AddBackward0 hands h and p the same gradient, so each AccumulateGrad clones
-    it (a copy_ per leaf); a Linear's weight gradient is a fresh tensor that AccumulateGrad
-    steals (no copy_). The clone's issue cost is taken off the probe's figure."""
-    torch = pytest.importorskip("torch")
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Ops(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.names = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.names.append(func._overloadpacket.__name__)
-            return func(*args, **(kwargs or {}))
-    x = torch.randn(2, 8, requires_grad=True)
-    h, leaves = x, []
-    for _ in range(3):
-        p = torch.randn(2, 8, requires_grad=True)
-        leaves.append(p)
-        h = h + p
-    with Ops() as chain:
-        h.sum().backward()
-    lin = torch.nn.Linear(8, 8)
-    with Ops() as net:
-        lin(torch.randn(2, 8)).sum().backward()
-    assert chain.names.count("copy_") == 4          # three leaves and x
-    assert "copy_" not in net.names and lin.weight.grad is not None
-
-
 def test_pageable_copies_above_the_mmap_threshold_take_the_new_memory_rows():
     # synthetic rates: a recycled host buffer at 16 GB/s, new host memory (fresh pages) at
     # 2 GB/s; a save_on_cpu() pack of 8 MiB reads the first, one of 128 MiB the second, and a
@@ -715,3 +680,41 @@ def test_conv_lookup_weighs_channel_alignment():
                             math_="bf16")
         assert src == "table" and t == pytest.approx(
             ms * 1e-3 * f / (2 * 64 * 256 * 784 * 4 * 9), rel=0.15), c
+
+
+def test_zoo_conv_bias_kernels_are_the_recorded_calls():
+    # one rule for a convolution's bias kernels: a zoo layer (output shape, input channels,
+    # groups) and the recorded call's signature give the same calls; AlexNet's first conv,
+    # 224 -> 55 at stride 4, 11x11, pad 2 (conv_bias_calls' doctest)
+    from snsim.costs import table_layer_times
+    from snsim.graph import GraphBuilder
+    from snsim.kernel_table import bias_calls, bias_time_s, conv_bias_calls
+    sig = ("convolution bfloat16[256, 3, 224, 224] bfloat16[64, 3, 11, 11] bfloat16[64] "
+           "4 4 2 2 1 1 False 0 0 1")
+    assert bias_calls((256, 64, 55, 55), 3, 1, True, backward=False, dtype="bfloat16") == \
+        conv_bias_calls(sig)
+    bwd = ("convolution_backward float32[8, 96, 56, 56] float32[8, 96, 56, 56] "
+           "float32[96, 1, 7, 7] 96 1 1 3 3 1 1 False 0 0 96 True True True")
+    assert bias_calls((8, 96, 56, 56), 96, 96, True, backward=True) == conv_bias_calls(bwd)
+    # the zoo's layer time holds them: with a bias, forward + the add (output read and
+    # written, the bias read: (2 * 2*4*8*8 + 4) * 4 B), backward + the grad_bias reduction
+    rows = [{"family": fam, "dtype": "float32", "math": math_, "cls": "",
+             "flops": nb * 10 if fam.startswith("conv") else 0,
+             "bytes": nb, "ntensors": 0, "time_s": 1e-6 + nb / 1e12, "host_s": 5e-6,
+             "shape": ""}
+            for fam, math_ in (("convolution", "tf32"), ("convolution_backward", "tf32"),
+                               ("add_", "float32"), ("sum", "float32"))
+            for nb in np.geomspace(1e3, 1e9, 10)]
+    tab = KernelTable(pd.DataFrame(rows))
+    times = []
+    for bias in (False, True):
+        b = GraphBuilder("c", batch=2, input_shape=(3, 8, 8))
+        G = b.finish(b.conv(b.data(), 4, 3, 1, 1, bias=bias, name="conv"))
+        n = next(n for n, a in G.nodes(data=True) if a["type"] == "CONV")
+        times.append(table_layer_times(G, tab)[0][n][:2])
+    add = bias_time_s(tab, "conv_bias_add", (2 * 2 * 4 * 8 * 8 + 4) * 4, "c4hw64", "float32")
+    grad = bias_time_s(tab, "conv_bias_grad", (2 * 4 * 8 * 8 + 4) * 4, "c4hw64", "float32")
+    assert add[1] == grad[1] == "table"     # the add_ / sum rows of a table without bias rows
+    # (rel: the bias's 16 B also enter the convolution's own bytes, 1e-5 of its time here)
+    assert times[1][0] - times[0][0] == pytest.approx(add[0], rel=1e-3)
+    assert times[1][1] - times[0][1] == pytest.approx(grad[0], rel=1e-3)

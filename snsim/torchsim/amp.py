@@ -277,8 +277,8 @@ class _CastCache:
 
 def _nested_cast(t, dtype):
     """``t.to(dtype)`` as autocast issues it: from C++, inside the call of the op it casts for;
-    the ops it records are marked so (:attr:`snsim.torchsim.record.Recorder.nested_ops`), as
-    the host model charges them no Python-level cost."""
+    the ops it records are marked so (:attr:`snsim.torchsim.record.Recorder.nested_ops`;
+    ``scripts/host_by_family.py`` charges them to the op they feed, as the profiler does)."""
     from .record import active_recorder
     rec = active_recorder()
     n0 = len(rec.ops) if rec is not None else 0

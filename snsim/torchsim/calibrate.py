@@ -11,11 +11,11 @@ Families are named as the CPU recording of ``snsim predict`` names its ops (aten
 :data:`snsim.costs.OP_FAMILY` maps CPU-only and CUDA-only spellings onto them). Features:
 ``flops`` (torch's flop counter formulas), ``bytes`` (every input and output tensor, as the
 recorder counts them), ``ntensors`` (foreach lists), ``cls`` (conv kernel/stride/groups class,
-SDPA backend, host phase).
+SDPA backend).
 
-``host_step`` rows are the eager-PyTorch host cost per kernel-launching op of a training step,
-per phase (F: module calls from Python; B: the autograd engine; U: the optimizer), from small
-models whose kernels are short: this is what makes small-batch steps CPU-bound.
+Each row's ``host_s`` is the launching thread's tight-loop cost of issuing that call; what a
+real step adds to it (per family, call, module, autograd node, parameter) is measured apart,
+in real steps (``scripts/host_innet_probe.py``: :func:`snsim.kernel_table.load_host_costs`).
 
 On a machine without CUDA the same code runs on the CPU (wall-clock timing), for tests only.
 """
@@ -28,13 +28,12 @@ import re
 import statistics
 import time
 
-from ..kernel_table import BIAS_FAMILIES, NO_KERNEL_OPS
+from ..kernel_table import BIAS_FAMILIES
 
 STRIDED_FAMILIES = ("clone_strided", "cat_strided")   # kernel_table.STRIDED_FAMILIES' rows
 
 COLUMNS = ("family", "dtype", "math", "cls", "flops", "bytes", "ntensors", "time_s", "host_s",
            "shape", "ops")
-HOST_SKIP = NO_KERNEL_OPS   # the host cost per op counts the other ops
 
 
 class _Bench:
@@ -104,7 +103,7 @@ def _node_call(torch, run_backward, family):
     ``autograd.grad`` itself adds a graph task's setup and the hand-off to the device thread
     and back (~60-100 us of host per call on the H200: layer norm's backward read 76-201 us
     of issue against 11-19 us for its forward) to the op's own issue cost. The host model
-    charges the engine per node (``autograd_node_s``), so the table times the op alone.
+    charges the engine per node (``per_node_s``), so the table times the op alone.
     """
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -1023,124 +1022,6 @@ class Calibrator:
                               "host_s": statistics.median(t[1:] or t), "shape": f"{nb}",
                               "ops": ""})
 
-    # -- the host's cost per op in a training step -------------------------------------------
-    def host_steps(self):
-        torch = self.torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        class Count(TorchDispatchMode):
-            def __init__(self):
-                super().__init__()
-                self.n = 0
-                self.names = {}
-
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                name = func._overloadpacket.__name__
-                if name not in HOST_SKIP:
-                    self.n += 1
-                    self.names[name] = self.names.get(name, 0) + 1
-                return func(*args, **(kwargs or {}))
-
-        def resnet_like():
-            import torchvision
-            return torchvision.models.resnet18(num_classes=10), (3, 32, 32)
-
-        def mobilenet():
-            import torchvision
-            return torchvision.models.mobilenet_v2(num_classes=10), (3, 32, 32)
-
-        def vgg_like():
-            layers, c = [], 3
-            for co in (16, 16, 32, 32, 64, 64):
-                layers += [nn.Conv2d(c, co, 3, padding=1), nn.BatchNorm2d(co), nn.ReLU(True)]
-                c = co
-            return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-                                 nn.Linear(c, 10)), (3, 16, 16)
-
-        def transformer():
-            layer = nn.TransformerEncoderLayer(64, 4, 128, batch_first=True, dropout=0.1)
-
-            class M(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.emb = nn.Linear(16, 64)
-                    self.enc = nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)
-                    self.head = nn.Linear(64, 10)
-
-                def forward(self, x):
-                    return self.head(self.enc(self.emb(x)).mean(1))
-            return M(), (8, 16)
-
-        makers = (("resnet18", resnet_like), ("mobilenet_v2", mobilenet),
-                  ("convstack", vgg_like), ("transformer", transformer))
-        if self.device != "cuda":
-            makers = makers[2:]
-        for name, make in makers:
-            if self.late():
-                return
-            try:
-                model, shape = make()
-            except ImportError:
-                continue
-            model = model.to(self.device).train()
-            x = torch.randn((2,) + shape, device=self.device)
-            y = torch.randint(0, 10, (2,), device=self.device)
-            for opt_name in ("sgd-momentum", "adamw"):
-                from .amp import TrainSetup
-                opt = TrainSetup(opt_name).make_optimizer(model.parameters())
-                counts = {}
-                names = {}
-                times = {"F": [], "B": [], "U": []}
-
-                def step(timed):
-                    self._sleep(0.02)
-                    t0 = time.perf_counter()
-                    loss = F.cross_entropy(model(x), y)
-                    t1 = time.perf_counter()
-                    self._sync()
-                    self._sleep(0.02)
-                    t2 = time.perf_counter()
-                    loss.backward()
-                    t3 = time.perf_counter()
-                    self._sync()
-                    self._sleep(0.02)
-                    t4 = time.perf_counter()
-                    opt.step()
-                    opt.zero_grad(set_to_none=True)
-                    t5 = time.perf_counter()
-                    self._sync()
-                    if timed:
-                        times["F"].append(t1 - t0)
-                        times["B"].append(t3 - t2)
-                        times["U"].append(t5 - t4)
-
-                reps = 7 if self.device == "cuda" else 1
-                for _ in range(3 if reps > 1 else 1):
-                    step(False)
-                for _ in range(reps):
-                    step(True)
-                with Count() as c:
-                    loss = F.cross_entropy(model(x), y)
-                counts["F"], names["F"] = c.n, c.names
-                with Count() as c:
-                    loss.backward()
-                counts["B"], names["B"] = c.n, c.names
-                with Count() as c:
-                    opt.step()
-                    opt.zero_grad(set_to_none=True)
-                counts["U"], names["U"] = c.n, c.names
-                for phase in "FBU":
-                    med = statistics.median(times[phase])
-                    self.rows.append({
-                        "family": "host_step", "dtype": "float32", "math": "", "cls": phase,
-                        "flops": 0, "bytes": 0, "ntensors": counts[phase],
-                        "time_s": med / max(counts[phase], 1), "host_s": med,
-                        "shape": f"{name} {opt_name} batch 2 {list(shape)}",
-                        "ops": " ".join(f"{k}:{v}" for k, v in sorted(names[phase].items()))})
-            del model, opt
-
     def _sleep(self, s):
         if self.device == "cuda":
             self.torch.cuda._sleep(int(s * 2.0e9))
@@ -1257,7 +1138,6 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         sizes = sizes[:2]
         cap = 1e-3
     steps = [
-        ("host", 0.05, lambda: cal.host_steps()),
         ("conv tf32", 0.24, lambda: _with_tf32(torch, True, lambda: cal.convs(
             cal.n(360), torch.float32, "tf32", 3e12 * cap))),
         ("conv net tf32", 0.10, lambda: _with_tf32(torch, True, lambda: cal.net_convs(
@@ -1405,7 +1285,6 @@ def merge_rows(base_rows, base_meta, new_rows, new_prov, only):
 def _prov(torch, device, scale, seed, done, cal, t0):
     from .capture import provenance
     prov = provenance(torch, tool="snsim calibrate", device=device, scale=scale, seed=seed,
-                      host_models="resnet18,mobilenet_v2,convstack,transformer",
                       families_done=",".join(done), skipped=repr(cal.skipped),
                       wall_s=round(time.perf_counter() - t0, 1))
     if device != "cuda":

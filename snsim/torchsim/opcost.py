@@ -24,8 +24,9 @@ import collections
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, HOST_READ_OPS,  # noqa: F401
                             LAYOUT_FAMILIES, MATMUL_FAMILIES, STRIDED_FAMILIES,
-                            call_conv_flops, NO_KERNEL_OPS, bn_class, conv_bias_calls,
-                            conv_class, family_of, host_stream, load_host_costs,
+                            bias_time_s, call_conv_flops, NO_KERNEL_OPS, bn_class, conv_bias_calls,
+                            conv_class, family_of, host_stream, innet_call_s,
+                            load_host_costs,
                             load_kernel_table, matmul_class, sig_dtype)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
@@ -167,12 +168,7 @@ def conv_bias_time_s(table, op, hw):
         return 0.0
     total = 0.0
     for fam, nbytes, cls, dtype in conv_bias_calls(op[6] if len(op) > 6 else "", _layout(op)):
-        t = None
-        if table is not None:
-            if fam in table.families():
-                t, _ = table.time_s(fam, nbytes=nbytes, cls=cls, dtype=dtype, math_="")
-            else:
-                t, _ = table.time_s(BIAS_FALLBACK[fam], nbytes=nbytes, dtype=dtype, math_="")
+        t = bias_time_s(table, fam, nbytes, cls, dtype)[0] if table is not None else None
         total += t if t is not None else op_time_s(BIAS_FALLBACK[fam], 0, nbytes, hw, dtype)
     return total
 
@@ -230,72 +226,19 @@ def plan_host_s(mechanism, phase, count, costs):
                      f"(known: {', '.join(PLAN_HOST_MECHANISMS)})")
 
 
-def host_issue_s(ops, marks, table, costs, syncs=(), events=(), nested=()):
-    """Host seconds the launching thread spends before each op can start, from first
-    principles: the op's own aten call at its shape (:meth:`KernelTable.issue_s`), plus, charged
-    when the recording enters it, every module call (``module_call_s``; a mark whose kind is a
-    class name) and every autograd node backward runs (``autograd_node_s``, ``AccumulateGrad``:
-    ``accumulate_grad_s``; kinds ``Name@seq``) -- measured by ``scripts/steptime_probe.py
-    host`` (:func:`snsim.kernel_table.load_host_costs`) -- times the phase's in-network factor
-    ``costs["scale"]`` (``scripts/host_scale.py``: tight loops keep one op's code hot, a real
-    step does not). A checkpoint's recomputation (marks ``recompute:...``, in backward) runs
-    module forwards again: forward costs, the forward's factor.
-
-    Ops that open no mark of their own cost their aten call alone: the autograd engine's
-    gradient sums (``InputBuffer::accumulate``, C++) and autocast's forward casts (issued by the
-    Autocast dispatch key inside the call of the op they cast for; a fifth of an amp step's
-    kernels). Those casts (op indexes in ``nested``:
-    :attr:`snsim.torchsim.record.Recorder.nested_ops`) are issued from C++, no Python between
-    them and the op they feed, so the forward's factor -- what a real forward's Python (module
-    code, its calls into torch) adds to the tight-loop costs -- does not apply; they take the
-    backward's, the factor of ops that C++ (the autograd engine) issues in a real network.
-    A ``.item()`` read (op index in ``syncs``) costs a scalar pageable copy's issue
-    (``copy_d2h_pageable``); :func:`snsim.kernel_table.host_stream` makes it wait for the GPU.
-
-    Pageable host copies (``save_on_cpu()``'s default) take the table's time unscaled: their
-    host time is their data's movement, measured in the pattern the plan issues them.
+def host_issue_s(ops, marks, table, costs, syncs=(), events=()):
+    """Host seconds the launching thread spends before each op can start, from the preset's
+    in-network host model ``costs["innet"]`` (:func:`snsim.kernel_table.load_host_costs`;
+    :func:`_innet_host_s`), the one the zoo's programs charge too
+    (:func:`snsim.program_torch.build_torch_program`). A ``.item()`` read (op index in
+    ``syncs``) costs a scalar pageable copy's issue (``copy_d2h_pageable``);
+    :func:`snsim.kernel_table.host_stream` makes it wait for the GPU.
 
     ``events`` (:attr:`snsim.torchsim.record.Recorder.host_events`) is the host work of memory
     plans that no aten op shows -- checkpoint calls and recomputations, saved-tensor hooks --
-    charged (:func:`plan_host_s`, unscaled: measured in a chain of real blocks) to the op issued
-    after it."""
-    if "innet" in costs:
-        out = _innet_host_s(ops, marks, table, costs["innet"], set(syncs))
-        for at, mechanism, phase, count in events:
-            if ops:
-                out[min(at, len(ops) - 1)] += plan_host_s(mechanism, phase, count, costs)
-        return out
-    out = [0.0] * len(ops)
-    syncs = set(syncs)
-    nested = set(nested)
-    seen = -1
-    scale = costs.get("scale", {})
-    memo = {}
-    for i, op in enumerate(ops):
-        h = 0.0       # the marks entered: module calls, autograd nodes
-        if op[0] > seen:
-            for m in marks[seen + 1:op[0] + 1]:
-                if m[2] and "@" not in m[2]:
-                    h += costs.get("module_call_s", 0.0)
-                elif m[1] == "B" and m[2]:
-                    h += costs.get("accumulate_grad_s" if m[2].startswith("AccumulateGrad")
-                                   else "autograd_node_s", 0.0)
-            seen = op[0]
-        own = 0.0     # the op's own aten call
-        if op[1] not in NO_KERNEL_OPS and op[1] not in COPY_WAIT_OPS:
-            own = _issue_s(table, op, memo)
-        elif i in syncs:
-            own = table.aten_host.get("copy_d2h_pageable", 0.0)
-        if op[0] >= 0:
-            m = marks[op[0]]
-            phase = "F" if m[1] == "B" and str(m[0]).startswith("recompute:") else m[1]
-        else:
-            phase = "F"
-        f = scale.get(phase, 1.0)
-        # a pageable copy's host time is its data's movement (measured in save_on_cpu's own
-        # pattern: calibrate's pageable_pattern), not code the in-network factor slows
-        out[i] = h * f + own * (1.0 if op[1] in PAGEABLE_COPY_OPS else
-                                scale.get("B", 1.0) if i in nested else f)
+    charged (:func:`plan_host_s`: measured in a chain of real blocks) to the op issued after
+    it."""
+    out = _innet_host_s(ops, marks, table, costs["innet"], set(syncs))
     for at, mechanism, phase, count in events:
         if ops:
             out[min(at, len(ops) - 1)] += plan_host_s(mechanism, phase, count, costs)
@@ -313,7 +256,7 @@ def _innet_host_s(ops, marks, table, inn, syncs):
     ``per_node_s``; the optimizer step adds ``per_param_s`` per parameter (the iteration's
     ``AccumulateGrad`` nodes), charged to its first op, and ``per_read_s`` per read of a host
     tensor (a step counter's ``.item()``)."""
-    ratio, per_call = inn["ratio"], inn["per_call_s"]
+    ratio = inn["ratio"]
     params = collections.Counter(m[3] for m in marks
                                  if m[1] == "B" and str(m[2]).startswith("AccumulateGrad"))
     out = [0.0] * len(ops)
@@ -347,14 +290,12 @@ def _innet_host_s(ops, marks, table, inn, syncs):
         if op[1] in PAGEABLE_COPY_OPS:   # its data's movement, timed in its own pattern
             out[i] = h + _issue_s(table, op, memo)
             continue
-        own = _issue_s(table, op, memo) * ratio.get(family_of(op[1]), ratio["*"])
-        out[i] = h + own + per_call.get(phase, 0.0)
+        out[i] = innet_call_s(inn, family_of(op[1]), phase, _issue_s(table, op, memo), h)
     return out
 
 
 def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
-               host_costs=None, host_sids=frozenset(), host_events=(),
-               host_nested=frozenset()):
+               host_costs=None, host_sids=frozenset(), host_events=()):
     """Modelled time of every recorded op ``(mark, name, reads, news, flops, bytes[, sig])``.
 
     Parameters
@@ -369,7 +310,8 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
     table : KernelTable, "auto" or None
         ``"auto"``: the preset's table if it has one (:func:`snsim.kernel_table.load_kernel_table`).
     host : bool
-        Model the host (needs ``marks``, a table and host costs); False: GPU time only.
+        Model the host (needs ``marks``, a table and in-network host costs, ``"innet"``);
+        False: GPU time only.
     host_costs : dict, optional
         :func:`snsim.kernel_table.load_host_costs` of the preset (the default).
     host_sids : set of int
@@ -377,8 +319,6 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         ``.item()`` of one does not wait for the GPU.
     host_events : list of (int, str, str, int)
         The recording's plan host work (:func:`host_issue_s`).
-    host_nested : set of int
-        Ops issued from C++ inside another op's call (autocast's casts): :func:`host_issue_s`.
     report : dict, optional
         Filled with the seconds of the last iteration by source (``table``, ``fitted``,
         ``proxy``, ``roofline``), ``gpu_s``, ``host_s`` and ``wait_s`` (the GPU idle for the
@@ -403,12 +343,12 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
     host_s = [0.0] * len(ops)
     costs = host_costs if host_costs is not None else (
         load_host_costs(hw.name) if table is not None else {})
-    if host and marks is not None and table is not None and costs:
+    if host and marks is not None and table is not None and "innet" in costs:
         # a .item() of a device tensor; host tensors (a foreach optimizer's step counters) are
         # read without the GPU
         syncs = [i for i, op in enumerate(ops)
                  if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
-        host_s = host_issue_s(ops, marks, table, costs, syncs, host_events, host_nested)
+        host_s = host_issue_s(ops, marks, table, costs, syncs, host_events)
         iters = [marks[op[0]][3] if op[0] >= 0 else -1 for op in ops]
         # a pageable copy holds the launching thread until its data has moved
         blocking = [op[1] in PAGEABLE_COPY_OPS for op in ops]

@@ -498,7 +498,7 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
                                          exclude=hidden_exclude)
     time_report = {}
     times = op_times_s(rec.ops, hw, rec.marks, report=time_report, host_sids=rec.excluded,
-                       host_events=rec.host_events, host_nested=rec.nested_ops)
+                       host_events=rec.host_events)
     prog = build_program(marks=rec.marks, ops=rec.ops, stream=stream, info=info,
                          iteration=rec.iteration, static_names=r["static_names"],
                          op_times_s=times, name=spec.name, batch=batch,

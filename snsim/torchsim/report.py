@@ -761,9 +761,10 @@ def build_report(traces_dir="traces/h200"):
              f"{b[1]}% (VGG16 and AlexNet: a backward-filter workspace a few MiB larger than "
              f"the backward-data one opens a new segment in reality; not modelled). Step "
              f"time: each layer's aten ops timed from the H200 kernel table and issued by a "
-             f"host stream at the costs `snsim predict` charges (each aten call at its shape, "
-             f"module calls, autograd nodes, the phase's in-network factor; "
-             f"`snsim.program_torch._with_host`); GPU-bound captures mean |err| {t[0]}%, "
+             f"host stream at the in-network costs `snsim predict` charges (each aten call "
+             f"at its shape times its family's ratio plus the per-call cost, module calls, "
+             f"autograd nodes, parameters; `configs/kernels/h200_host_innet.csv`, "
+             f"`snsim.program_torch._host_s`); GPU-bound captures mean |err| {t[0]}%, "
              f"median {t[1]}%, max {t[2]}%; host-bound captures (`traces/h200/cpu_bound/`) "
              f"mean {c[0]}%, median {c[1]}%, max {c[2]}%.\n")
 
