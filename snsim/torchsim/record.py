@@ -142,7 +142,7 @@ def efficient_attention_backward_temporaries(args):
       needs no gK/gV staging, only grad_q's, per batch and head ``ceil(M / BI) * ceil(K / BJ)``
       tiles of ``BI * BJ`` floats plus a 4-int lock header, where torch 2.11's sm80 fp32
       kernels (cutlassB dispatch order) are BI x BJ = 64 x 64 up to K = 64 and 128 x 64
-      above;
+      above (K > 64 read from the dispatch list only: no H200 run had such heads);
     * delta freed when the kernel has run (the launch lambda's local), then the workspace,
       then the grad_out copy.
 
