@@ -75,6 +75,9 @@ def main(argv=None):
             continue
         opts = dict(o.split("=", 1) for o in run["options"])
         p, m = run["prediction"], run["measured"]
+        if p is None:   # no before-run prediction stored (the model could not be predicted)
+            print(f"run={run['name']} skipped: no stored prediction", flush=True)
+            continue
         t0 = time.time()
         # the run's whole training setup: optimizer, its kernels and autocast
         setup = TrainSetup.parse(p.get("optimizer", "sgd-momentum"),

@@ -563,6 +563,92 @@ def test_cuda_temporaries_follow_the_strides_a_fake_run_sees():
     assert cuda_temporaries("native_layer_norm", (x, [96]), "cuda") == ((), ())
 
 
+def _mha_grad(b, heads, m, k, device="cpu"):
+    """The gradient nn.MultiheadAttention's ``attn_output.permute(2, 0, 1, 3).contiguous()``
+    hands its attention: a [B, H, M, K] view of an [M, B, H, K] tensor."""
+    return torch.empty(m, b, heads, k, device=device).permute(1, 2, 0, 3)
+
+
+def _attention_args(grad, dtype=torch.float32):
+    b, heads, m, k = grad.shape
+    q = torch.empty(b, heads, m, k, dtype=dtype, device=grad.device)
+    lse = torch.empty(b, heads, m, device=grad.device)
+    seed = torch.empty((), dtype=torch.long)
+    return (grad.to(dtype), q, q, q, None, q, lse, seed, seed, 0.1, [True] * 4, False)
+
+
+def test_efficient_attention_backward_temporaries_as_torch_allocates_them():
+    from snsim.torchsim.record import TempFree, cuda_temporaries
+    name = "_scaled_dot_product_efficient_attention_backward"
+    # B=2, H=3, M=197, K=64 fp32, by hand: the grad_out copy and the product 2*197*3*64*4 =
+    # 302,592 B, row sums and delta 2*197*3*4 = 4,728 B, workspace 2*3 heads x ceil(197/64)=4
+    # tiles x (64*64 + 4) floats x 4 B = 393,600 B
+    before, after = cuda_temporaries(name, _attention_args(_mha_grad(2, 3, 197, 64)), "cpu")
+    assert before == [302_592]
+    assert after == [302_592, 4_728, 4_728, TempFree(2), TempFree(1), 393_600, TempFree(3)]
+    # GPT's y.transpose(1, 2).contiguous(): the [B, M, H, K] view is contiguous, no copy
+    gpt_grad = torch.empty(2, 197, 3, 64).transpose(1, 2)
+    before, after = cuda_temporaries(name, _attention_args(gpt_grad), "cpu")
+    assert before == [] and after[3:5] == [TempFree(1), TempFree(0)]
+    # 16-bit calls keep the capture tables' workspaces; a capture sees its own allocator
+    assert cuda_temporaries(name, _attention_args(_mha_grad(2, 3, 197, 64), torch.float16),
+                            "cpu") == ((), ())
+    assert cuda_temporaries(name, _attention_args(_mha_grad(2, 3, 197, 64)), "cuda") == ((), ())
+
+
+@pytest.mark.parametrize("shape,workspace_bytes", [
+    ((32, 8, 512, 64), 33_587_200),   # H200 history, transformer_encoder b32 (plans_history)
+    ((64, 12, 197, 64), 50_380_800),  # H200 capture tables: vit_b_16 b64
+    ((8, 12, 512, 64), 12_595_200),   # gpt b8
+    ((8, 12, 1024, 64), 25_190_400),  # zoo_gpt2 b8 s1024
+])
+def test_efficient_attention_backward_workspace_is_the_captured_one(shape, workspace_bytes):
+    from snsim.torchsim.record import cuda_temporaries
+    _, after = cuda_temporaries("_scaled_dot_product_efficient_attention_backward",
+                                _attention_args(_mha_grad(*shape, device="meta")), "cpu")
+    assert after[5] == workspace_bytes
+
+
+def test_fake_efficient_attention_records_cuda_lifetimes():
+    """A fake fp32 run of nn.TransformerEncoderLayer: the forward's philox seed and offset are
+    host tensors on CUDA (no device storage), and each attention backward allocates and frees
+    its temporaries in the order of the H200 history of transformer_encoder b32: copy, three
+    gradients, product, row sums, delta; free row sums, product; workspace; free delta,
+    workspace, copy."""
+    from snsim.torchsim.predict import record_fake
+    rec = record_fake(resolve_model("snsim:transformer_encoder", input_shape=(8,)), 2,
+                      "sgd-momentum", iterations=1)["rec"]
+    fwd = [k for k, op in enumerate(rec.ops) if op[1] == "_scaled_dot_product_efficient_attention"]
+    assert len(fwd) == 6
+    tracked = [sid for m, kind, sid, op in rec.events
+               if kind == "a" and op in fwd and sid not in rec.excluded]
+    # output [2, 8, 8, 64] fp32; logsumexp [2, 8, 32]: queries padded to a multiple of 32
+    assert [rec.storages[sid][0] for sid in tracked][:2] == [2 * 8 * 512 * 4, 2 * 8 * 32 * 4]
+    assert len(tracked) == 12            # output and logsumexp per call, never the seeds
+    bwd = [k for k, op in enumerate(rec.ops)
+           if op[1] == "_scaled_dot_product_efficient_attention_backward"]
+    assert len(bwd) == 6
+    k = bwd[0]
+    act = 2 * 8 * 512 * 4                # [2, 8, 8, 64] fp32
+    rows = 2 * 8 * 8 * 4
+    work = 2 * 8 * 1 * (64 * 64 + 4) * 4   # one 64-query tile per head
+    mine = {sid for m, kind, sid, op in rec.events if kind == "a" and op == k}
+
+    def seq(events):   # this call's allocations and its temporaries' frees, in order
+        return [(kind, rec.storages[sid][0]) for kind, sid in events
+                if sid in mine and (kind == "a" or rec.storages[sid][2] == "cuda_temp")]
+    got = seq((kind, sid) for m, kind, sid, op in rec.events)
+    assert got == [("a", act), ("a", act), ("a", act), ("a", act), ("a", act), ("a", rows),
+                   ("a", rows), ("f", rows), ("f", act), ("a", work), ("f", rows),
+                   ("f", work), ("f", act)]
+    # add_hidden keeps a kernel's inside frees where they were (and takes no table row)
+    stream, _, _ = hidden.add_hidden(rec, [(m, kind, sid) for m, kind, sid, op in rec.events
+                                           if sid not in rec.excluded],
+                                     {i: (st[0], st[2]) for i, st in enumerate(rec.storages)},
+                                     "h200", batch=2)
+    assert seq((kind, sid) for m, kind, sid in stream) == got
+
+
 @pytest.mark.parametrize("geometry,expected", [
     # H200 histories (traces/h200/plans_history): convnext_base b32 bf16 checkpoint, a layer
     # scale's gradient, sum over (0, 2, 3) of a channels-last float32 [32, 128, 56, 56]

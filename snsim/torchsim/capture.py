@@ -384,10 +384,8 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
         except Exception as e:
             raise ConfigError(f"model {spec.text!r} cannot be built: {e}") from None
         net.train()
-        net.to(dev)
-        x = spec.make_input(batch, dev)
         try:
-            n_classes = infer_num_classes_of(net, x)
+            n_classes = infer_num_classes_of(net, spec.make_input(2))   # on the CPU: see there
         except Exception as e:
             raise ConfigError(f"model {spec.text!r} cannot be traced: "
                               f"{str(e).strip().splitlines()[0] if str(e).strip() else e!r}") \
@@ -396,6 +394,8 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
         if cuda:
             _history(torch, False)
         raise
+    net.to(dev)
+    x = spec.make_input(batch, dev)
     y = torch.randint(0, n_classes, (batch,), device=dev)
     if transform is not None:
         net = transform(net)

@@ -251,9 +251,9 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     try:
         net = spec.build()
         net.train()
+        n_classes = infer_num_classes_of(net, spec.make_input(2))   # on the CPU: see there
         net.to(device)
         x = spec.make_input(batch, device)
-        n_classes = infer_num_classes_of(net, x)
         y = torch.randint(0, n_classes, (batch,), device=device)
         net = make_transform(plan)(net)
         opt = setup.make_optimizer(net.parameters())

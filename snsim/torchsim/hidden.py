@@ -632,8 +632,11 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
     # the position of every recorded event: (op, 0) frees seen before op ran, (op, 1, 2i) the
     # i-th allocation op made; a hidden workspace of op k goes at (k, 1, 2j+1), after the
     # allocation of the output its kernel computes (see _workspace_slots)
+    # a kernel temporary freed inside op k (record.TempFree: its free carries op k, after
+    # some of k's allocations) stays where it was recorded, after k's latest allocation
     pos = []
     made = {}
+    inside = 0
     for m, kind, sid, op in rec.events:
         if sid in rec.excluded:
             continue
@@ -641,6 +644,9 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             i = made.get(op, 0)
             made[op] = i + 1
             pos.append(((op, 1, 2 * i, 0), (m, kind, sid)))
+        elif made.get(op) and rec.storages[sid][2] == "cuda_temp":
+            inside += 1
+            pos.append(((op, 1, 2 * (made[op] - 1), inside), (m, kind, sid)))
         else:
             pos.append(((op, 0, 0, 0), (m, kind, sid)))
     extra = []

@@ -786,6 +786,10 @@ class ShadowSaveOnCpu:
 
     def pack(self, t):
         _hook_event("F")
+        from .record import active_recorder
+        rec = active_recorder()
+        if rec is not None and rec.sid_of(t) in rec.excluded:
+            return t    # in host memory on CUDA (a philox seed): packed and unpacked there
         ops = copy_ops()
         src = t
         # pinned: copy_ into a contiguous host tensor; pageable: .cpu() keeps dense strides
@@ -800,6 +804,8 @@ class ShadowSaveOnCpu:
     def unpack(self, packed):
         import torch
         _hook_event("B")
+        if isinstance(packed, torch.Tensor):
+            return packed
         shape, dtype = packed
         out = torch.empty(shape, dtype=dtype)
         copy_ops()[("h2d", self.pin_memory)](out)

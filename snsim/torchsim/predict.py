@@ -222,7 +222,19 @@ def _data_dependent_error(spec, e, where):
 
 def infer_num_classes_of(net, x):
     """:func:`infer_num_classes` of a real model: a fake run of two samples, or, for a model
-    whose forward reads tensor values (``.item()``), a real one without gradients."""
+    whose forward reads tensor values (``.item()``), a real one without gradients.
+
+    Call it with the model and ``x`` on the CPU, before the model goes to a GPU (the
+    executed and captured runs do): under ``FakeTensorMode`` an op with no fake kernel runs
+    for real on zero-filled copies of its inputs on their device, and in ``eval`` mode without
+    gradients ``nn.TransformerEncoderLayer`` and ``nn.MultiheadAttention`` take such ops (their
+    fast paths, ``_transformer_encoder_layer_fwd``, ``_native_multi_head_attention``). On a GPU
+    the blocks those make and free stay cached and change the segments the training run
+    gets: the H200 histories of transformer_encoder b32 (traces/h200/plans_history) hold six
+    such layer calls before the first step, and without them replay to exactly the
+    predicted reserved peaks (plain 4,412,407,808 B, cpu_offload 1,159,725,056 B, checkpoint
+    1,698,693,120 B; measured with them 4,538,236,928, 1,314,914,304, 1,719,664,640 B). A
+    user's training run makes no such call."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     try:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import functools
 import weakref
+from dataclasses import dataclass
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -74,6 +75,15 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
 # the output
 CUDA_ALLOC_ORDER = {"native_dropout": (1, 0)}
 
+# ops whose CUDA kernel returns some outputs in host memory: the output indices. A recording of
+# fake tensors standing in for a CUDA run does not count them as device storages.
+# _scaled_dot_product_efficient_attention: _efficient_attention_forward
+# (aten/src/ATen/native/transformers/cuda/attention.cu) makes the philox seed and offset with
+# at::scalar_tensor / at::empty of dtype long and no device -- CPU tensors -- outside CUDA graph
+# capture; no H200 capture or allocator history shows the two 8-byte device blocks per call a
+# fake run made
+CUDA_HOST_OUTPUTS = {"_scaled_dot_product_efficient_attention": (2, 3)}
+
 def cudnn_grad_output_copy(args):
     """Bytes of the contiguous copy of ``grad_output`` that each cuDNN backward pass of a
     ``convolution_backward`` call (its aten args) makes, 0 when it makes none: cuDNN's
@@ -106,6 +116,65 @@ def cudnn_grad_output_copy(args):
 _REDUCTIONS = frozenset({"sum", "mean"})
 
 
+@dataclass(frozen=True, slots=True)
+class TempFree:
+    """In :func:`cuda_temporaries`' ``after`` list: the kernel frees its ``index``-th
+    temporary (0-based, in allocation order: ``before`` then ``after``) here, before it
+    returns; the ones never freed this way are freed when it returns, the last made first."""
+    index: int
+
+
+def efficient_attention_backward_temporaries(args):
+    """``(before, after)`` of ``_scaled_dot_product_efficient_attention_backward`` on a CUDA
+    fp32 call (:func:`cuda_temporaries`), from torch 2.11's source
+    (aten/src/ATen/native/transformers/cuda/attention_backward.cu, ``_efficient_attention_
+    backward``; mem_eff_attention/kernel_backward.h):
+
+    * ``grad_out = grad_out_.contiguous()`` of the [B, M, H, K] view of the incoming gradient,
+      made before grad_q/k/v and held to the end: a copy when that view is not contiguous
+      (``nn.MultiheadAttention``'s ``attn_output.permute(2, 0, 1, 3).contiguous()`` gives such
+      a gradient; GPT's ``y.transpose(1, 2).contiguous()`` does not);
+    * the fp32 kernels do not compute delta themselves (``kKernelComputesDelta`` needs a
+      16-bit dtype): ``(grad_out * out).sum(-1).transpose(-2, -1).contiguous()`` makes the
+      product [B, M, H, Kv], its sum [B, M, H] and delta [B, H, M] (fp32), then frees the sum
+      and the product (temporaries, last made first);
+    * the kernel's workspace (``p.workspace_size()``), held while delta lives: fp32 output
+      needs no gK/gV staging, only grad_q's, per batch and head ``ceil(M / BI) * ceil(K / BJ)``
+      tiles of ``BI * BJ`` floats plus a 4-int lock header, where torch 2.11's sm80 fp32
+      kernels (cutlassB dispatch order) are BI x BJ = 64 x 64 up to K = 64 and 128 x 64
+      above (K > 64 read from the dispatch list only: no H200 run had such heads);
+    * delta freed when the kernel has run (the launch lambda's local), then the workspace,
+      then the grad_out copy.
+
+    The H200 history of transformer_encoder b32 (traces/h200/plans_history) shows exactly
+    this order and these sizes (32 MiB copy, 32 MiB product, 512 KiB sum and delta,
+    33,587,200 B workspace); the workspace formula gives every fp32 efficient-attention
+    backward of the H200 captures (ViT-B/16 M=197: 50,380,800 B; GPT M=512/1024). 16-bit
+    calls (the kernel computes delta, and its gK/gV staging depends on the kernel picked)
+    keep the capture tables' workspaces: ``((), ())``.
+    """
+    import torch
+    grad_out, query, value = args[0], args[1], args[3]
+    if not all(isinstance(t, torch.Tensor) and t.dim() == 4 for t in (grad_out, query, value)) \
+            or query.dtype != torch.float32:
+        return (), ()
+    b, heads, m, k = (concrete_int(v) for v in query.shape)
+    kv = concrete_int(value.shape[-1])
+    fp32 = 4
+    before = [] if grad_out.transpose(1, 2).is_contiguous() else [
+        concrete_int(grad_out.numel()) * grad_out.element_size()]
+    first = len(before)
+    block_i = 64 if max(k, kv) <= 64 else 128
+    block_j = 64
+    tiles = -(-m // block_i) * -(-k // block_j)
+    per_head = -(-tiles * (block_i * block_j + 4) // 4) * 4   # aligned to 128 bits
+    product, row_sums, delta = b * m * heads * kv * fp32, b * m * heads * fp32, b * heads * m * fp32
+    workspace = b * heads * per_head * fp32
+    after = [product, row_sums, delta, TempFree(first + 1), TempFree(first), workspace,
+             TempFree(first + 2)]
+    return before, after
+
+
 def cuda_temporaries(name, args, device_type):
     """Bytes of the storages op ``name``'s CUDA kernel makes for itself and frees before it
     returns, which a fake (meta) kernel never makes: ``(before, after)``, allocated before
@@ -125,6 +194,9 @@ def cuda_temporaries(name, args, device_type):
       intermediates of the input's size, each freed when the call that made it returns (the
       same history: Swin's shifted windows, ``torch.roll(x, shifts, dims=(1, 2))``, take two
       38,535,168 B blocks, the fake run one).
+    * fp32 ``_scaled_dot_product_efficient_attention_backward``: the grad_out copy, delta's
+      temporaries and the kernel's workspace, some freed inside the kernel (``after`` holds
+      :class:`TempFree` entries; :func:`efficient_attention_backward_temporaries`).
     """
     import torch
     if device_type == "cuda":
@@ -143,6 +215,8 @@ def cuda_temporaries(name, args, device_type):
     if name == "roll" and len(args) > 2 and isinstance(args[0], torch.Tensor):
         dims = args[2] if isinstance(args[2], (list, tuple)) else [args[2]]
         return [nbytes(args[0])] * max(0, len(dims) - 1), ()
+    if name == "_scaled_dot_product_efficient_attention_backward" and len(args) > 5:
+        return efficient_attention_backward_temporaries(args)
     return (), ()
 
 
@@ -393,11 +467,23 @@ class Recorder:
                     new.append(sid)
                 elif sid not in reads:
                     reads.append(sid)
-        made += [self._temp(n, op_index) for n in after]
+        if self.device_type != "cuda":
+            for i in CUDA_HOST_OUTPUTS.get(name, ()):   # kept, as host memory (excluded)
+                sid = self.sid_of(outs[i]) if i < len(outs) else None
+                if sid is not None:
+                    self.excluded.add(sid)
+        freed = set()
+        for item in after:
+            if isinstance(item, TempFree):   # freed inside the kernel (op field: this op)
+                freed.add(made[item.index])
+                self.events.append((self.cur, "f", made[item.index], op_index))
+            else:
+                made.append(self._temp(item, op_index))
         if made:
             self.temp_ops.add(op_index)
         for sid in reversed(made):   # freed when the kernel returns, after its outputs exist
-            self.events.append((self.cur, "f", sid, op_index + 1))
+            if sid not in freed:
+                self.events.append((self.cur, "f", sid, op_index + 1))
         flops = 0
         rule = _FLOP_REGISTRY.get(func._overloadpacket)
         if rule is not None:
@@ -806,9 +892,11 @@ def warm_training(text, batch, optimizer, impl, amp, device, warmup=3):
     spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
                          else None)
     dev = torch.device(device)
-    net = spec.build().train().to(dev)
+    net = spec.build().train()
+    n_classes = infer_num_classes_of(net, spec.make_input(2))   # on the CPU: see there
+    net.to(dev)
     x = spec.make_input(batch, dev)
-    y = torch.randint(0, infer_num_classes_of(net, x), (batch,), device=dev)
+    y = torch.randint(0, n_classes, (batch,), device=dev)
     opt = setup.make_optimizer(net.parameters())
     kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device),
           "step_scope": setup.step_scope(device), "aux_loss_weight": spec.aux_loss_weight}
