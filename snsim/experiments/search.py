@@ -368,6 +368,20 @@ class _Prober:
                      and r.peak_reserved_bytes < self.budget)
         return _predict(pts, self.budget, lo, hi)
 
+    def convex_midpoint(self, policy):
+        """The size halfway between the two largest of the policy's unsaturated runs (those
+        :meth:`predict` uses) when the three largest bend upwards (the slope grows) and no
+        run lies between the two; else None."""
+        pts = sorted((s, r.peak_reserved_bytes) for (p, s), r in self.results.items()
+                     if p == policy and r.feasible and r.evictions == 0
+                     and r.peak_reserved_bytes < self.budget)
+        if len(pts) < 3:
+            return None
+        (s0, v0), (s1, v1), (s2, v2) = pts[-3:]
+        if (v2 - v1) * (s1 - s0) <= (v1 - v0) * (s2 - s1) or s2 - s1 < 2:
+            return None
+        return (s1 + s2) // 2
+
     def exactly_linear(self, policy, span=64):
         """Whether the policy's unsaturated peaks (those :meth:`predict` uses), three at least,
         lie exactly (to the byte) on one line over sizes spanning a factor ``span`` or more."""
@@ -720,6 +734,14 @@ def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0
                 probed *= 4
                 if not prober.feasible(n, probed):
                     break
+                start = prober.predict(n)
+            # growing faster and faster (convex), the parabola's crossing undershoots a peak
+            # that has turned linear (checkpoint's, from k = 16): a cheap size between the two
+            # largest points shows whether the peaks are exactly linear there, and if they
+            # are, the line through them is the prediction
+            mid = prober.convex_midpoint(n)
+            if start is not None and start > 2 * probed and mid is not None \
+                    and prober.feasible(n, mid):
                 start = prober.predict(n)
             start = start or lo + 1
         best[n] = _largest_true(lambda s, n=n: prober.feasible(n, s), lo, cap + 1, start,
