@@ -216,6 +216,18 @@ class _Emitter:
         return self.const(shape[2])
 
 
+def _immutable(shape):
+    """Whether records of signature ``shape`` hold no list or dict (may be shared)."""
+    if shape.__class__ is str or shape == "i":
+        return True
+    tag = shape[0]
+    if tag in ("list", "dict"):
+        return False
+    if tag in ("tuple",):
+        return all(_immutable(x) for x in shape[1])
+    return True      # "s" (a string with numbers) and "k" (a hashable constant)
+
+
 def _numbered(keys):
     """Keys made unique: the n-th record of a key is ``(key, n)`` (PyTorch programs run some
     steps twice: a layer's forward again under a checkpoint, say)."""
@@ -297,8 +309,16 @@ def _learn_section(observed, keys, base, cls=None):
     def record(shape, fits):
         text = em.emit(shape, fits)
         return text if cls is None else "K[0]" + text     # "(a,b,)" -> "K[0](a,b,)"
-    lines = ["def make(s):", "    out = []", "    add = out.extend"]
+    # a record none of whose numbers grows with the size (beta = 0: the records before the
+    # runs, and in a run those that depend on the copy alone, such as a block's forward steps)
+    # is the same at every size: made once and shared by the programs of every size (records
+    # are immutable values; those holding a list or dict are made afresh)
+    fixed = []       # expressions of the size-independent base records, made on the first call
+    lines = ["def make(s):", "    out = []", "    add = out.extend", f"    B = {em.const([])}"]
     pending = []     # base records emitted together
+
+    def shared(shape, fits):
+        return all(beta == 0 for _, beta, _ in fits) and _immutable(shape)
 
     def flush():
         if pending:
@@ -307,18 +327,43 @@ def _learn_section(observed, keys, base, cls=None):
     for li, item in enumerate(layout):
         if item[0] == "base":
             obs = points[(li, 0)]
-            fits = _fits(obs, shapes0[item[1]])
-            pending.append(record(shapes0[item[1]], iter(fits)))
+            shape = shapes0[item[1]]
+            fits = _fits(obs, shape)
+            text = record(shape, iter(fits))
+            if shared(shape, fits):
+                pending.append(f"B[{len(fixed)}]")
+                fixed.append(text)
+            else:
+                pending.append(text)
             continue
         flush()
-        body = []
+        body, by_copy = [], []     # by_copy: the run's records that depend on the copy alone
         for q in range(item[2] - item[1]):
             obs = points[(li, q)]
-            fits = _fits(obs, shapes1[item[1] + q])
-            body.append(record(shapes1[item[1] + q], iter(fits)))
-        lines.append(f"    for c in range(s - {base}):")
+            shape = shapes1[item[1] + q]
+            fits = _fits(obs, shape)
+            text = record(shape, iter(fits))
+            if shared(shape, fits):
+                body.append(f"r[{len(by_copy)}]")
+                by_copy.append(text)
+            else:
+                body.append(text)
+        n = f"s - {base}"
+        if by_copy:
+            lines.append(f"    R = {em.const([])}")     # R[c]: copy c's shared records
+            lines.append(f"    for c in range(len(R), {n}):")
+            lines.append("        R.append((" + "".join(b + "," for b in by_copy) + "))")
+        if len(by_copy) == len(body):
+            lines.append(f"    for r in R[:{n}]:")
+            lines.append("        add(r)")
+            continue
+        lines.append(f"    for c in range({n}):")
+        if by_copy:
+            lines.append("        r = R[c]")
         lines.append("        add((" + "".join(b + "," for b in body) + "))")
     flush()
+    if fixed:
+        lines[4:4] = ["    if not B:", "        B.extend((" + "".join(f + "," for f in fixed) + "))"]
     lines.append("    return out")
     return "\n".join(lines), consts
 
