@@ -32,7 +32,11 @@ How the search stays fast (``snsim maxdepth --policy all`` in a few seconds):
   A prediction far beyond the points run so far is first checked on a cheap size four times
   larger (checkpoint's peak is linear over k = 1..8 and steeper from k = 16), until the
   policy's peaks are exactly linear, to the byte, over a 64-fold span (cpu_offload's over
-  k = 1..64 on ResNet: then it goes straight to the predicted size); when the model
+  k = 1..64 on ResNet: then it goes straight to the predicted size). Where the three largest
+  points bend upwards, the parabola through them undershoots a peak that has turned linear
+  (checkpoint's on ResNet, from k = 16): one cheap size between the two largest shows whether
+  the peaks are exactly linear there, and the line then lands on the answer (ResNet batch 16
+  on the K40c: k = 64, 40, then 419, not 212 first); when the model
   says the largest feasible size is one already run, a single run at the next size certifies
   it. Every answer is bracketed by simulations — feasible at n, infeasible at n + 1 (or beyond
   the static bound) — so extrapolation only chooses what to simulate, never the answer;

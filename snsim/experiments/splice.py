@@ -20,7 +20,11 @@ How a splice is learned (:meth:`Splicer.learn`), from programs built at sizes ``
   and required to hold exactly on all of them (4 per base record, 6 per run record);
   everything else (floats, flags, algorithm tables) must be equal in every observation.
 
-The spliced sections are then compiled into one Python function per section. Before any
+The spliced sections are then compiled into one Python function per section. A record whose
+numbers do not grow with the size (``beta = 0`` for each: the records before the runs, a
+block's forward steps and activations) is the same at every size: the function makes it once
+and every spliced size shares it (records are immutable values; one holding a list or dict is
+made afresh), so a splice makes only the records that move with the size. Before any
 splice is used, the program it makes at a larger size (``VERIFY_SIZE``, past the digit
 change of two-digit block indices) must equal the one built from the zoo there, record for
 record (steps, tensors, sizes, times, edges, graph attributes, adjacency). Anything that does
