@@ -316,9 +316,10 @@ def _learn_section(observed, keys, base, cls=None):
     # a record none of whose numbers grows with the size (beta = 0: the records before the
     # runs, and in a run those that depend on the copy alone, such as a block's forward steps)
     # is the same at every size: made once and shared by the programs of every size (records
-    # are immutable values; those holding a list or dict are made afresh)
-    fixed = []       # expressions of the size-independent base records, made on the first call
-    lines = ["def make(s):", "    out = []", "    add = out.extend", f"    B = {em.const([])}"]
+    # are immutable values; those holding a list or dict are made afresh). A base one is the
+    # record observed at the base size itself, a constant of the code; a run's, made on the
+    # first call that reaches its copy
+    lines = ["def make(s):", "    out = []", "    add = out.extend"]
     pending = []     # base records emitted together
 
     def shared(shape, fits):
@@ -333,12 +334,11 @@ def _learn_section(observed, keys, base, cls=None):
             obs = points[(li, 0)]
             shape = shapes0[item[1]]
             fits = _fits(obs, shape)
-            text = record(shape, iter(fits))
-            if shared(shape, fits):
-                pending.append(f"B[{len(fixed)}]")
-                fixed.append(text)
+            if shared(shape, fits):     # the record observed at the base size, as it is
+                rec = observed[0][item[1]]
+                pending.append(em.const(rec if cls is None else cls(*rec)))
             else:
-                pending.append(text)
+                pending.append(record(shape, iter(fits)))
             continue
         flush()
         body, by_copy = [], []     # by_copy: the run's records that depend on the copy alone
@@ -366,8 +366,6 @@ def _learn_section(observed, keys, base, cls=None):
             lines.append("        r = R[c]")
         lines.append("        add((" + "".join(b + "," for b in body) + "))")
     flush()
-    if fixed:
-        lines[4:4] = ["    if not B:", "        B.extend((" + "".join(f + "," for f in fixed) + "))"]
     lines.append("    return out")
     return "\n".join(lines), consts
 
