@@ -227,7 +227,7 @@ def _immutable(shape):
     tag = shape[0]
     if tag in ("list", "dict"):
         return False
-    if tag in ("tuple",):
+    if tag == "tuple":
         return all(_immutable(x) for x in shape[1])
     return True      # "s" (a string with numbers) and "k" (a hashable constant)
 
