@@ -23,6 +23,8 @@ Semantics, in plan order (the host issues them; devices run them on their stream
 from __future__ import annotations
 
 import json
+from itertools import compress
+from operator import itemgetter, not_
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -63,6 +65,9 @@ INSTRUCTIONS = {cls.__name__: cls for cls in (Compute, Recompute, Free, Drop, Of
                                               Evict)}
 #: the instructions whose argument is a tensor id (the others name a step)
 _TENSOR_INSTRUCTIONS = frozenset((Free, Drop, Offload, Prefetch, Evict))
+_KINDS = _TENSOR_INSTRUCTIONS | {Compute, Recompute}
+_ON_STEP = {k: k is Compute or k is Recompute for k in _KINDS}   # else on a tensor
+_IS_RECOMPUTE = {k: k is Recompute for k in _KINDS}
 #: run-time choices of a convolution's algorithm; a plan may also name them ("planned")
 WORKSPACE_MODES = ("none", "dynamic", "fastest")
 PLAN_WORKSPACE_MODES = WORKSPACE_MODES + ("planned",)
@@ -161,23 +166,8 @@ class Plan:
         """Raise :class:`PlanError` if an instruction names a step or tensor the program lacks."""
         n_steps, n_tensors = len(program.steps), len(program.tensors)
         steps = program.steps
-        for i, ins in enumerate(self.instructions):
-            kind = type(ins)   # exact types, as the engine dispatches on them
-            if kind is Compute or kind is Recompute:
-                if not 0 <= ins[0] < n_steps:
-                    raise PlanError(f"plan instruction {i} ({kind.__name__}) references "
-                                    f"step {ins[0]}, but the program has steps 0..{n_steps - 1}")
-                if kind is Recompute and steps[ins[0]].phase != "F":
-                    raise PlanError(f"plan instruction {i}: Recompute({ins[0]}) must name a "
-                                    f"forward step")
-            elif kind in _TENSOR_INSTRUCTIONS:
-                if not 0 <= ins[0] < n_tensors:
-                    raise PlanError(f"plan instruction {i} ({kind.__name__}) references missing "
-                                    f"tensor {ins[0]}; the program has tensors "
-                                    f"0..{n_tensors - 1}")
-            else:
-                raise PlanError(f"plan instruction {i} (={ins!r}) is not one of "
-                                f"{', '.join(sorted(INSTRUCTIONS))}")
+        if not self._instructions_valid(n_steps, n_tensors, steps):
+            self._name_bad_instruction(n_steps, n_tensors, steps)
         for pack, first, last, nbytes, label in self.unpacked:
             if not (0 <= pack < n_steps and program.steps[pack].phase == "F"
                     and 0 <= first <= last < n_steps and program.steps[first].phase == "B"
@@ -195,6 +185,48 @@ class Plan:
             if not (0 <= step < n_steps and program.steps[step].phase == "F" and nbytes >= 0):
                 raise PlanError(f"plan.extra_packs entry ({step}, {nbytes}) must name a "
                                 f"forward step and bytes >= 0")
+
+    def _instructions_valid(self, n_steps, n_tensors, steps):
+        """Whether every instruction is of a known kind and names an existing step (a forward
+        one for a Recompute) or tensor: the scan runs in C (``map``, ``compress``, ``min``,
+        ``max``; a plan holds ~10^5 instructions and every replay checks its plan)."""
+        ins = self.instructions
+        if not ins:
+            return True
+        kinds = list(map(type, ins))   # exact types, as the engine dispatches on them
+        if not set(kinds) <= _KINDS:
+            return False
+        try:
+            args = list(map(itemgetter(0), ins))
+            on_step = list(map(_ON_STEP.__getitem__, kinds))
+            step_args = list(compress(args, on_step))
+            tensor_args = list(compress(args, map(not_, on_step)))
+            replayed = compress(args, map(_IS_RECOMPUTE.__getitem__, kinds))
+            return (min(args) >= 0 and (not step_args or max(step_args) < n_steps)
+                    and (not tensor_args or max(tensor_args) < n_tensors)
+                    and all(steps[a].phase == "F" for a in replayed))
+        except TypeError:     # an argument that is not an integer
+            return False
+
+    def _name_bad_instruction(self, n_steps, n_tensors, steps):
+        """Raise :class:`PlanError` naming the first instruction that is not valid."""
+        for i, ins in enumerate(self.instructions):
+            kind = type(ins)   # exact types, as the engine dispatches on them
+            if kind is Compute or kind is Recompute:
+                if not 0 <= ins[0] < n_steps:
+                    raise PlanError(f"plan instruction {i} ({kind.__name__}) references "
+                                    f"step {ins[0]}, but the program has steps 0..{n_steps - 1}")
+                if kind is Recompute and steps[ins[0]].phase != "F":
+                    raise PlanError(f"plan instruction {i}: Recompute({ins[0]}) must name a "
+                                    f"forward step")
+            elif kind in _TENSOR_INSTRUCTIONS:
+                if not 0 <= ins[0] < n_tensors:
+                    raise PlanError(f"plan instruction {i} ({kind.__name__}) references missing "
+                                    f"tensor {ins[0]}; the program has tensors "
+                                    f"0..{n_tensors - 1}")
+            else:
+                raise PlanError(f"plan instruction {i} (={ins!r}) is not one of "
+                                f"{', '.join(sorted(INSTRUCTIONS))}")
 
     def to_dict(self):
         d = {"plan_version": PLAN_VERSION, "policy": self.policy, "workspace": self.workspace,

@@ -162,9 +162,9 @@ class Program:
     def lower_bound_bytes(self):
         """``static + max_s l_s`` — no policy that keeps a step's deps resident can go lower."""
         if self._lower_bound is None:   # every Result asks: once per program
-            size = [t.nbytes for t in self.tensors]
+            nbytes = [t.nbytes for t in self.tensors].__getitem__
             self._lower_bound = self.static_total_bytes + max(
-                (sum([size[t] for t in s.deps]) for s in self.steps), default=0)
+                (sum(map(nbytes, s.deps)) for s in self.steps), default=0)
         return self._lower_bound
 
     def keep_all_bytes(self):

@@ -150,3 +150,19 @@ def test_plans_of_a_program_share_their_instructions(policy):
     # another policy's plan of the program reuses the same instances
     live = get_policy("liveness").plan(p, K40C, K40C.budget_bytes).instructions
     assert live[0] is a[a.index(live[0])]
+
+
+@pytest.mark.parametrize("name,batch,framework", [
+    ("resnet50", 4, "superneurons"), ("densenet121", 2, "superneurons"),
+    ("gpt2", 1, "superneurons"), ("vgg16", 2, "pytorch"), ("d11", None, "superneurons")])
+def test_liveness_peak_sweep_equals_the_walk_of_the_liveness_plan(name, batch, framework):
+    # the sweep over first and last uses gives managed_peak of the plain liveness
+    # instructions, the walk it replaced; and the engine's ideal peak for that plan
+    from snsim.policies._schedule import _instructions, liveness_peak
+    p = make_program(d11_graph() if name == "d11" else name, batch=batch, hardware=K40C,
+                     framework=framework)
+    ins = _instructions(p, recompute=None)
+    walk, _ = managed_peak(p, ins)
+    assert liveness_peak(p) == walk > 0
+    r = run_plan(p, Plan(policy="walk", instructions=ins), K40C, budget_bytes=10**12)
+    assert walk == r.peak_ideal_bytes - r.static_bytes

@@ -390,3 +390,33 @@ def test_skipping_the_4x_check_keeps_the_answer(monkeypatch):
     ks = {q["k"] for q in fast.probes}
     assert 256 not in ks and 256 in {q["k"] for q in plain.probes}
     assert {f.max_size, f.max_size + 1} <= ks and f.simulations < p.simulations
+
+
+def test_convex_midpoint_only_where_the_peaks_bend_upwards():
+    def result(peak):
+        return type("R", (), {"feasible": True, "evictions": 0, "peak_reserved_bytes": peak})()
+    prober = search._Prober(None, None, 10_000, allocator="ideal", optimizer="sgd",
+                            policy_options=None, on_probe=None)
+    # hand-made peaks: slope 1 B per k up to k = 16, then 3 B per k (convex)
+    prober.results = {("p", k): result(100 + k if k <= 16 else 116 + 3 * (k - 16))
+                      for k in (1, 4, 16, 64)}
+    assert prober.convex_midpoint("p") == 40
+    prober.results = {("p", k): result(100 + 5 * k) for k in (4, 16, 64)}    # a line
+    assert prober.convex_midpoint("p") is None
+    prober.results = {("p", k): result(100 + 30 * k - k * k // 8) for k in (4, 16, 64)}
+    assert prober.convex_midpoint("p") is None                               # concave
+
+
+def test_the_midpoint_probe_keeps_the_answer_and_skips_a_large_probe(monkeypatch):
+    # batch 4, 3 GiB: checkpoint's peaks bend upwards over k = 4..64 and are exactly linear
+    # from k = 16 on: the midpoint k = 40 shows it, and the line through 40 and 64 lands on
+    # the answer (k = 172); without it the parabola's undershoot probes k = 143 first
+    fast = max_depth("resnet", batch=4, budget_bytes="3GiB", policies=["checkpoint"])
+    monkeypatch.setattr(search._Prober, "convex_midpoint", lambda self, policy: None)
+    plain = max_depth("resnet", batch=4, budget_bytes="3GiB", policies=["checkpoint"])
+    (f,), (p,) = fast.rows, plain.rows
+    assert (f.max_size, f.next_size, f.step_time_s, f.peak_ideal_bytes, f.next_failure) == \
+        (p.max_size, p.next_size, p.step_time_s, p.peak_ideal_bytes, p.next_failure)
+    big = sorted(q["k"] for q in fast.probes if q["k"] > 64)
+    assert big == [f.max_size, f.max_size + 1]
+    assert len([q for q in plain.probes if q["k"] > 64]) > len(big)

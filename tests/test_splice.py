@@ -126,3 +126,22 @@ def test_the_prober_learns_from_its_own_small_programs(monkeypatch):
                         or real(G, **kw))
     max_depth("resnet", batch=1, budget_bytes="1.5GiB", policies=["liveness"])
     assert len(built) == len(set(built))     # each size built once, learning included
+
+
+@pytest.mark.parametrize("family", ["resnet", "vgg", "gpt", "llama"])
+def test_splices_in_any_order_equal_builds_and_share_unchanging_records(family):
+    # the records whose numbers do not grow with the size are made once and shared by every
+    # spliced size: a large size first, then smaller and repeated ones must still equal builds
+    build = builder(family)
+    sp = Splicer(base=get_family(family).min_size + 1)
+    assert sp.learn(build), sp.failed
+    spliced = {k: sp.splice(k, build) for k in (60, 17, 61, 13, 60)}
+    for k in (60, 17, 61, 13):
+        assert_same_program(spliced[k], build(k))
+    a, b = spliced[60], spliced[61]
+    shared = sum(x is y for x, y in zip(a.steps, b.steps))
+    # the steps before the grown stage's last block (the forward of all but the last block)
+    # are the same objects; the backward ones move with the size and are made afresh
+    assert 0 < shared < len(a.steps)
+    assert all(x == y for x, y in zip(a.steps[:shared], b.steps[:shared]))
+    assert sp.splice(60, build) is not a and sp.splice(60, build).steps is not a.steps

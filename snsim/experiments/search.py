@@ -32,7 +32,11 @@ How the search stays fast (``snsim maxdepth --policy all`` in a few seconds):
   A prediction far beyond the points run so far is first checked on a cheap size four times
   larger (checkpoint's peak is linear over k = 1..8 and steeper from k = 16), until the
   policy's peaks are exactly linear, to the byte, over a 64-fold span (cpu_offload's over
-  k = 1..64 on ResNet: then it goes straight to the predicted size); when the model
+  k = 1..64 on ResNet: then it goes straight to the predicted size). Where the three largest
+  points bend upwards, the parabola through them undershoots a peak that has turned linear
+  (checkpoint's on ResNet, from k = 16): one cheap size between the two largest shows whether
+  the peaks are exactly linear there, and the line then lands on the answer (ResNet batch 16
+  on the K40c: k = 64, 40, then 419, not 212 first); when the model
   says the largest feasible size is one already run, a single run at the next size certifies
   it. Every answer is bracketed by simulations — feasible at n, infeasible at n + 1 (or beyond
   the static bound) — so extrapolation only chooses what to simulate, never the answer;
@@ -367,6 +371,20 @@ class _Prober:
                      if p == policy and r.feasible and r.evictions == 0
                      and r.peak_reserved_bytes < self.budget)
         return _predict(pts, self.budget, lo, hi)
+
+    def convex_midpoint(self, policy):
+        """The size halfway between the two largest of the policy's unsaturated runs (those
+        :meth:`predict` uses) when the three largest bend upwards (the slope grows) and no
+        run lies between the two; else None."""
+        pts = sorted((s, r.peak_reserved_bytes) for (p, s), r in self.results.items()
+                     if p == policy and r.feasible and r.evictions == 0
+                     and r.peak_reserved_bytes < self.budget)
+        if len(pts) < 3:
+            return None
+        (s0, v0), (s1, v1), (s2, v2) = pts[-3:]
+        if (v2 - v1) * (s1 - s0) <= (v1 - v0) * (s2 - s1) or s2 - s1 < 2:
+            return None
+        return (s1 + s2) // 2
 
     def exactly_linear(self, policy, span=64):
         """Whether the policy's unsaturated peaks (those :meth:`predict` uses), three at least,
@@ -720,6 +738,14 @@ def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0
                 probed *= 4
                 if not prober.feasible(n, probed):
                     break
+                start = prober.predict(n)
+            # growing faster and faster (convex), the parabola's crossing undershoots a peak
+            # that has turned linear (checkpoint's, from k = 16): a cheap size between the two
+            # largest points shows whether the peaks are exactly linear there, and if they
+            # are, the line through them is the prediction
+            mid = prober.convex_midpoint(n)
+            if start is not None and start > 2 * probed and mid is not None \
+                    and prober.feasible(n, mid):
                 start = prober.predict(n)
             start = start or lo + 1
         best[n] = _largest_true(lambda s, n=n: prober.feasible(n, s), lo, cap + 1, start,

@@ -20,7 +20,11 @@ How a splice is learned (:meth:`Splicer.learn`), from programs built at sizes ``
   and required to hold exactly on all of them (4 per base record, 6 per run record);
   everything else (floats, flags, algorithm tables) must be equal in every observation.
 
-The spliced sections are then compiled into one Python function per section. Before any
+The spliced sections are then compiled into one Python function per section. A record whose
+numbers do not grow with the size (``beta = 0`` for each: the records before the runs, a
+block's forward steps and activations) is the same at every size: the function makes it once
+and every spliced size shares it (records are immutable values; one holding a list or dict is
+made afresh), so a splice makes only the records that move with the size. Before any
 splice is used, the program it makes at a larger size (``VERIFY_SIZE``, past the digit
 change of two-digit block indices) must equal the one built from the zoo there, record for
 record (steps, tensors, sizes, times, edges, graph attributes, adjacency). Anything that does
@@ -216,6 +220,18 @@ class _Emitter:
         return self.const(shape[2])
 
 
+def _immutable(shape):
+    """Whether records of signature ``shape`` hold no list or dict (may be shared)."""
+    if shape.__class__ is str or shape == "i":
+        return True
+    tag = shape[0]
+    if tag in ("list", "dict"):
+        return False
+    if tag == "tuple":
+        return all(_immutable(x) for x in shape[1])
+    return True      # "s" (a string with numbers) and "k" (a hashable constant)
+
+
 def _numbered(keys):
     """Keys made unique: the n-th record of a key is ``(key, n)`` (PyTorch programs run some
     steps twice: a layer's forward again under a checkpoint, say)."""
@@ -297,8 +313,17 @@ def _learn_section(observed, keys, base, cls=None):
     def record(shape, fits):
         text = em.emit(shape, fits)
         return text if cls is None else "K[0]" + text     # "(a,b,)" -> "K[0](a,b,)"
+    # a record none of whose numbers grows with the size (beta = 0: the records before the
+    # runs, and in a run those that depend on the copy alone, such as a block's forward steps)
+    # is the same at every size: made once and shared by the programs of every size (records
+    # are immutable values; those holding a list or dict are made afresh). A base one is the
+    # record observed at the base size itself, a constant of the code; a run's, made on the
+    # first call that reaches its copy
     lines = ["def make(s):", "    out = []", "    add = out.extend"]
     pending = []     # base records emitted together
+
+    def shared(shape, fits):
+        return all(beta == 0 for _, beta, _ in fits) and _immutable(shape)
 
     def flush():
         if pending:
@@ -307,16 +332,38 @@ def _learn_section(observed, keys, base, cls=None):
     for li, item in enumerate(layout):
         if item[0] == "base":
             obs = points[(li, 0)]
-            fits = _fits(obs, shapes0[item[1]])
-            pending.append(record(shapes0[item[1]], iter(fits)))
+            shape = shapes0[item[1]]
+            fits = _fits(obs, shape)
+            if shared(shape, fits):     # the record observed at the base size, as it is
+                rec = observed[0][item[1]]
+                pending.append(em.const(rec if cls is None else cls(*rec)))
+            else:
+                pending.append(record(shape, iter(fits)))
             continue
         flush()
-        body = []
+        body, by_copy = [], []     # by_copy: the run's records that depend on the copy alone
         for q in range(item[2] - item[1]):
             obs = points[(li, q)]
-            fits = _fits(obs, shapes1[item[1] + q])
-            body.append(record(shapes1[item[1] + q], iter(fits)))
-        lines.append(f"    for c in range(s - {base}):")
+            shape = shapes1[item[1] + q]
+            fits = _fits(obs, shape)
+            text = record(shape, iter(fits))
+            if shared(shape, fits):
+                body.append(f"r[{len(by_copy)}]")
+                by_copy.append(text)
+            else:
+                body.append(text)
+        n = f"s - {base}"
+        if by_copy:
+            lines.append(f"    R = {em.const([])}")     # R[c]: copy c's shared records
+            lines.append(f"    for c in range(len(R), {n}):")
+            lines.append("        R.append((" + "".join(b + "," for b in by_copy) + "))")
+        if len(by_copy) == len(body):
+            lines.append(f"    for r in R[:{n}]:")
+            lines.append("        add(r)")
+            continue
+        lines.append(f"    for c in range({n}):")
+        if by_copy:
+            lines.append("        r = R[c]")
         lines.append("        add((" + "".join(b + "," for b in body) + "))")
     flush()
     lines.append("    return out")
@@ -338,7 +385,12 @@ def _assemble(sec):
     G.graph.update(sec["graph"][0])
     if not no_modules:
         G.graph["modules"] = dict(sec["modules"])
-    G.add_nodes_from((n, dict(attrs)) for n, attrs in sec["nodes"])
+    # the nodes, then their attributes: (node, dict) pairs take networkx's exception path,
+    # one per node (a third slower)
+    G.add_nodes_from([n for n, _ in sec["nodes"]])
+    data = G.nodes
+    for n, attrs in sec["nodes"]:
+        data[n].update(attrs)
     G.add_edges_from((u, v, dict(d)) for v, ins in sec["preds"] for u, d in ins)
     return Program(name=name, batch=batch, steps=sec["steps"], tensors=sec["tensors"],
                    static_bytes=dict(static_bytes),

@@ -173,9 +173,27 @@ def managed_peak(program, instructions, size=None, on_op=None):
 
 def liveness_peak(program):
     """:func:`managed_peak` of plain liveness (no recomputation): the same for every offload
-    option, since offload copies do not count; computed once per program."""
+    option, since offload copies do not count; computed once per program.
+
+    Liveness keeps each tensor from its first use to its last (``Program.uses``) and frees it
+    right after the step of its last use, so its managed peak is a sweep over the steps, with
+    no instruction list: each step adds the bytes first used there and, once it has run,
+    releases the bytes last used there (``tests/test_policies.py`` checks it against
+    ``managed_peak`` of the liveness instructions)."""
     if program._liveness_peak is None:
-        program._liveness_peak = managed_peak(program, _instructions(program, recompute=None))[0]
+        first, last = program.uses()
+        added, released = [0] * len(program.steps), [0] * len(program.steps)
+        for t, f, ll in zip(program.tensors, first, last):
+            if f >= 0:
+                added[f] += t.nbytes
+                released[ll] += t.nbytes
+        live = peak = 0
+        for a, r in zip(added, released):
+            live += a
+            if live > peak:
+                peak = live
+            live -= r
+        program._liveness_peak = peak
     return program._liveness_peak
 
 
