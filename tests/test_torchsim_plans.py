@@ -512,6 +512,40 @@ def test_shadow_checkpoint_records_one_host_event_per_call_with_what_autograd_sa
     assert rec2.host_events == []
 
 
+def test_shadow_selective_checkpoint_counts_the_ops_its_dispatch_mode_asks_about(tiny):
+    # the fake run dispatches prim::device to Python (fake tensors are a subclass) and runs the
+    # CPU batch norm (a reserve ``empty``, then native_batch_norm); selective checkpointing's
+    # mode on CUDA tensors sees neither: per Block convolution, BN's num_batches_tracked add_,
+    # the batch norm, relu and the residual add -- 5 (a hand count of Block.forward)
+    import snsim.torchsim.opcost as opcost
+    from snsim.torchsim.plans import _POLICY_CALLS, make_transform, selective_context_fn
+    from snsim.torchsim.predict import predict_program
+    from snsim_plan_models import Block
+    from torch.utils.checkpoint import checkpoint
+    blk = Block()
+    before = _POLICY_CALLS[0]
+    checkpoint(blk, torch.randn(2, 8, 8, 8, requires_grad=True), use_reentrant=False,
+               context_fn=selective_context_fn(counted=True)).sum().backward()
+    real_cpu = _POLICY_CALLS[0] - before        # the same op list on real CPU tensors
+    assert real_cpu == 5 + 1                    # + the CPU batch norm's reserve empty
+    seen = {}
+    orig = opcost.op_times_s
+
+    def spy(ops, hw, marks=None, **kw):
+        seen["events"] = list(kw.get("host_events", ()))
+        return orig(ops, hw, marks, **kw)
+    plan = PlanSpec.parse("checkpoint", ["modules=Block", "selective=true"])
+    try:
+        opcost.op_times_s = spy
+        predict_program(f"{tiny}:Net", 4, transform=make_transform(plan, shadow=True),
+                        hidden=False)
+    finally:
+        opcost.op_times_s = orig
+    sel = [e for e in seen["events"] if e[1] == "selective"]
+    # 4 blocks, 3 iterations; forward and recomputation each charge the forward's count
+    assert len(sel) == 2 * 4 * 3 and {e[3] for e in sel} == {5}
+
+
 def test_shadow_offload_plans_record_hook_calls_and_side_copies(tiny):
     # cpu_offload: one pack (F) and one unpack (B) hook event per saved tensor; superneurons:
     # its offloader's hook calls, and per offloaded tensor a D2H side copy, the host's wait
