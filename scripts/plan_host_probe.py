@@ -23,6 +23,9 @@ finished).
     OUT=dir PYTHONPATH=. python3 scripts/plan_host_probe.py --out "$OUT"
     # a dry run on the CPU (CPU times):
     PYTHONPATH=. python scripts/plan_host_probe.py --out /tmp/php --device cpu --quick
+    # here, after the run: snsim predict of every configuration beside the measured step, and
+    # each plan's step less its network's plain step, measured and predicted
+    PYTHONPATH=. python scripts/plan_host_probe.py --compare traces/h200/plan_host/plan_host_steps.csv
 """
 from __future__ import annotations
 
@@ -129,14 +132,52 @@ def run(configs, part, args, rows, path):
                 w.writerows(rows)
 
 
+def compare(path, parts=("tiny",)):
+    """Print ``snsim predict`` (CPU) of each measured configuration with the collector on, the
+    error, and per network each plan's step less the plain one, measured and predicted."""
+    from snsim.torchsim.execute import predict_plan
+    rows = [r for r in csv.DictReader(open(path, newline=""))
+            if r["part"] in parts and r["gc"] == "on"]
+    plain = {}
+    errs = []
+    for r in rows:
+        shape = tuple(int(v) for v in r["input_shape"].split(",")) if r["input_shape"] else None
+        out, _ = predict_plan(r["model"], int(r["batch"]), r["policy"],
+                              options=[o for o in r["options"].split() if o],
+                              input_shape=shape, hidden=False)
+        meas, pred = float(r["step_s"]), out["step_time_s"]
+        key = (r["model"], r["batch"], r["input_shape"])
+        extra = ""
+        if r["policy"] == "plain":
+            plain[key] = (meas, pred)
+        elif key in plain:
+            extra = (f"  plan - plain: measured {(meas - plain[key][0]) * 1e3:7.2f} ms, "
+                     f"predicted {(pred - plain[key][1]) * 1e3:7.2f} ms")
+        errs.append(abs(pred / meas - 1))
+        print(f"{r['part']} {r['model']} b{r['batch']} {r['input_shape'] or '-'} {r['policy']} "
+              f"{r['options'] or '-'}: measured {meas * 1e3:7.2f} ms, predicted "
+              f"{pred * 1e3:7.2f} ms ({100 * (pred / meas - 1):+.1f}%){extra}", flush=True)
+    if errs:
+        errs.sort()
+        print(f"{len(errs)} configurations: median |err| {100 * errs[len(errs) // 2]:.1f}%, "
+              f"max {100 * errs[-1]:.1f}%")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--compare", metavar="CSV",
+                    help="a run's plan_host_steps.csv: predict each configuration (CPU)")
     ap.add_argument("--parts", default="tiny,gc")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--quick", action="store_true", help="two configurations per part")
     args = ap.parse_args(argv)
+    if args.compare:
+        compare(args.compare)
+        return 0
+    if not args.out:
+        ap.error("--out is required to run the probe")
     os.makedirs(args.out, exist_ok=True)
     import torch
     print(f"torch {torch.__version__} "
