@@ -1005,8 +1005,11 @@ def fit_plan_host_costs(rows):
       Offloader``): ``conv_hook_P - plain_P = d_P k`` per convolution's forward hook call
       (``k`` convolutions per block) and ``offloader_P - plain_P = e_P n`` per call of its
       pack/unpack;
-    * where it timed selective checkpointing and counted the block's aten ops ``m``:
-      ``selective_P - checkpoint_P = s_P m`` (its dispatch mode and policy call per op).
+    * where it timed selective checkpointing and counted the ops its dispatch mode asks its
+      policy about per block ``m``: ``selective_P - checkpoint_P = r_P + s_P m`` -- per call
+      (making the two dispatch modes and entering one) and per op (the mode's Python
+      ``__torch_dispatch__`` and, in forward, the policy call); through the origin (``r = 0``)
+      where every block has one op count.
 
     Ordinary least squares over all groups (``numpy.linalg.lstsq``); a negative coefficient
     (noise: the hooks' backward) is 0.
@@ -1016,7 +1019,7 @@ def fit_plan_host_costs(rows):
     dict
         ``checkpoint_call_s`` ``{F, B}`` (a), ``checkpoint_saved_s`` ``{F, B}`` (b),
         ``hook_saved_s`` ``{F, B}`` (c), and where timed ``conv_hook_call_s`` (d),
-        ``offloader_saved_s`` (e) and ``selective_op_s`` (s).
+        ``offloader_saved_s`` (e), ``selective_call_s`` (r) and ``selective_op_s`` (s).
 
     Examples
     --------
@@ -1068,7 +1071,12 @@ def fit_plan_host_costs(rows):
             if sel:
                 x = np.array([g[per] for _, g in sel])
                 y = np.array([g[(name, phase)] - g[(base, phase)] for _, g in sel])
-                (d,), *_ = np.linalg.lstsq(x[:, None], y, rcond=None)
+                if name == "selective" and len(set(x.tolist())) > 1:
+                    (r, d), *_ = np.linalg.lstsq(np.stack([np.ones_like(x), x], 1), y,
+                                                 rcond=None)
+                    out.setdefault("selective_call_s", {})[phase] = max(0.0, float(r))
+                else:
+                    (d,), *_ = np.linalg.lstsq(x[:, None], y, rcond=None)
                 out.setdefault(key, {})[phase] = max(0.0, float(d))
     return out
 

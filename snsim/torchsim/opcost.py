@@ -201,8 +201,9 @@ def plan_host_s(mechanism, phase, count, costs):
     else the bare hook's ``hook_saved_s`` (a lower bound: it is a saved-tensor hook too);
     ``count`` calls of its forward hook on a convolution (``conv_hook``, forward and
     recomputation alike), ``count * conv_hook_call_s["F"]`` (0 where not timed); selective
-    checkpointing's dispatch mode over ``count`` aten ops of a checkpointed call (forward: F,
-    recomputation: B), ``count * selective_op_s`` (0 where not timed). Costs from
+    checkpointing's dispatch modes in a checkpointed call whose forward asked their policy
+    about ``count`` aten ops (forward: F, recomputation: B), ``selective_call_s + count *
+    selective_op_s`` (0 where not timed). Costs from
     :func:`snsim.kernel_table.load_host_costs` (0 for a preset without the checkpoint probe).
 
     Examples
@@ -225,7 +226,8 @@ def plan_host_s(mechanism, phase, count, costs):
     if mechanism == "conv_hook":
         return count * costs.get("conv_hook_call_s", {}).get("F", 0.0)
     if mechanism == "selective":
-        return count * costs.get("selective_op_s", {}).get(phase, 0.0)
+        return (costs.get("selective_call_s", {}).get(phase, 0.0)
+                + count * costs.get("selective_op_s", {}).get(phase, 0.0))
     raise ValueError(f"unknown plan host mechanism {mechanism!r} "
                      f"(known: {', '.join(PLAN_HOST_MECHANISMS)})")
 

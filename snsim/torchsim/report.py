@@ -216,13 +216,18 @@ def _plan_host_model_text():
         return []
     us = {k: {p: f"{v * 1e6:.1f}" for p, v in c[k].items()}
           for k in ("checkpoint_call_s", "checkpoint_saved_s", "hook_saved_s",
-                    "conv_hook_call_s", "offloader_saved_s", "selective_op_s") if k in c}
+                    "conv_hook_call_s", "offloader_saved_s", "selective_call_s",
+                    "selective_op_s") if k in c}
     extra = []
     for key, what in (("offloader_saved_s", "the SuperNeurons offloader's pack/unpack per call"),
                       ("conv_hook_call_s", "its forward hook per convolution call"),
-                      ("selective_op_s", "selective checkpointing's dispatch mode per aten op")):
+                      ("selective_op_s", "selective checkpointing's dispatch mode per aten op "
+                                         "its policy is asked about")):
         if key in us:
-            extra.append(f"{what} {us[key]['F']} / {us[key]['B']} µs (F / B)")
+            per_call = (f"{us['selective_call_s']['F']} / {us['selective_call_s']['B']} µs "
+                        "per checkpoint call + " if key == "selective_op_s"
+                        and "selective_call_s" in us else "")
+            extra.append(f"{what} {per_call}{us[key]['F']} / {us[key]['B']} µs (F / B)")
         else:
             extra.append(f"{what} not yet timed by the probe (charged "
                          + ("as a bare hook)" if key == "offloader_saved_s" else "0)"))
@@ -240,7 +245,7 @@ def _plan_host_model_text():
             f"unpack; {'; '.join(extra)}. These are least-squares fits "
             "(`snsim.kernel_table.fit_plan_host_costs`) to `scripts/steptime_probe.py ckpt` "
             "on the H200 (`configs/kernels/h200_checkpoint_costs.csv`: chains of "
-            "conv-BN-ReLU blocks of 1, 2 and 4 layers, plain / hooks / checkpoint). The "
+            "conv-BN-ReLU blocks of 1 to 8 layers, plain / hooks / checkpoint / selective). The "
             "SuperNeurons offloader's copies run on side streams: each D2H starts after the "
             "compute stream's queued work, the host waits for it when it retires the copy, "
             "each H2D prefetch is waited for by the compute stream, and kernels run slower "
