@@ -241,6 +241,14 @@ def count_nodes(root):
 
 
 # -- host: checkpointing ---------------------------------------------------------------------
+# tensor arguments the checkpoint_args variant adds to each checkpoint call
+EXTRA_ARGS = 15
+
+
+def _ignore_extra(block, h, extras):
+    return block(h)
+
+
 def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8)):
     """Host seconds per block of a chain of ``n_layers`` tiny conv-BN-ReLU layers (kernels of
     microseconds, so the host is the bottleneck), grouped ``k`` layers to a block for each
@@ -256,7 +264,10 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8)):
     (``snsim.torchsim.plans.selective_context_fn``: a Python dispatch mode and policy call per
     aten op, in forward and recomputation). ``saved_tensors`` is the pack calls per block of
     the plain forward and ``ops`` the ops selective checkpointing's dispatch mode asks its
-    policy about (forward; the mode ignores ``detach``); the rows at several block sizes separate
+    policy about (forward; the mode ignores ``detach``). ``checkpoint_args`` is ``checkpoint``
+    given ``EXTRA_ARGS`` more tensor arguments that the block ignores (DenseNet's layers take
+    the block's feature list): checkpoint stashes an RNG state per tensor argument and saves
+    each (``args`` is their count). The rows at several block sizes separate
     checkpoint's cost per call from its cost per saved tensor."""
     from torch.utils.checkpoint import checkpoint
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -268,6 +279,7 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8)):
         torch.nn.ReLU(inplace=True)).to(DEV) for _ in range(n_layers)]
     layers_conv = [m for layer in layers for m in layer if isinstance(m, torch.nn.Conv2d)]
     x0 = torch.randn(2, 8, 8, 8, device=DEV, requires_grad=True)
+    extras = [torch.randn(2, 8, 8, 8, device=DEV) for _ in range(EXTRA_ARGS)]
     packs = [0]
 
     def pack(t):
@@ -291,7 +303,9 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8)):
                 off.end(None, None, None)
             else:
                 for b in blocks:
-                    if variant in ("checkpoint", "selective"):
+                    if variant == "checkpoint_args":
+                        h = checkpoint(_ignore_extra, b, h, extras, use_reentrant=False)
+                    elif variant in ("checkpoint", "selective"):
                         kw = {"context_fn": selective} if variant == "selective" else {}
                         h = checkpoint(b, h, use_reentrant=False, **kw)
                     else:
@@ -303,7 +317,8 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8)):
         asked = _POLICY_CALLS[0]
         checkpoint(blocks[0], x0, use_reentrant=False, context_fn=counted)
         ops_per_block = _POLICY_CALLS[0] - asked
-        variants = ("plain", "hooks", "checkpoint", "conv_hook", "offloader", "selective")
+        variants = ("plain", "hooks", "checkpoint", "conv_hook", "offloader", "selective",
+                    "checkpoint_args")
         times = {v: ([], []) for v in variants}
         # variants interleaved within each repetition: a drift of the host's speed during the
         # probe falls on all of them alike (their differences are the figures)
@@ -334,7 +349,8 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8)):
                 rows.append({"part": "checkpoint", "name": variant, "phase": phase,
                              "n": len(blocks), "layers_per_block": k,
                              "host_s": f"{sorted(v)[len(v) // 2] / len(blocks):.4e}",
-                             "saved_tensors": f"{per_block:g}", "ops": ops_per_block})
+                             "saved_tensors": f"{per_block:g}", "ops": ops_per_block,
+                             "args": 1 + (EXTRA_ARGS if variant == "checkpoint_args" else 0)})
     for r in rows:
         print(f"  k={r['layers_per_block']} {r['name']:<10} {r['phase']}: "
               f"{float(r['host_s']) * 1e6:7.2f} us per block "

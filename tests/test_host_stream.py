@@ -316,6 +316,23 @@ def test_selective_checkpoint_costs_fit_per_call_and_per_op():
     assert one["selective_op_s"]["F"] == pytest.approx((150 + 30 * 8) / 8 * US)
 
 
+def test_checkpoint_argument_cost_fits_per_extra_tensor_argument():
+    # probe rows where each tensor argument beyond the first adds 4 µs in forward and 12 µs
+    # in backward to a checkpoint call (15 more arguments: 60 / 180 µs per block)
+    from snsim.kernel_table import fit_plan_host_costs
+    rows = []
+    for k in (1, 2):
+        for ph in "FB":
+            ck = (90 + 400) * k * US
+            extra = (4 if ph == "F" else 12) * 15 * US
+            for name, v, a in (("plain", 90 * k * US, 1.0), ("hooks", 90 * k * US, 1.0),
+                               ("checkpoint", ck, 1.0), ("checkpoint_args", ck + extra, 16.0)):
+                rows.append(dict(source="r", layers=k, saved=10.0 * k, name=name, phase=ph,
+                                 host_s=v, args=a))
+    c = fit_plan_host_costs(rows)
+    assert c["checkpoint_arg_s"] == pytest.approx({"F": 4 * US, "B": 12 * US})
+
+
 def _innet(**kw):
     inn = {"ratio": {"*": 2.0, "relu_": 3.0}, "per_module_s": 5 * US,
            "per_call_s": {"F": 0.5 * US, "B": 0.25 * US}, "per_node_s": 4 * US,

@@ -546,6 +546,44 @@ def test_shadow_selective_checkpoint_counts_the_ops_its_dispatch_mode_asks_about
     assert len(sel) == 2 * 4 * 3 and {e[3] for e in sel} == {5}
 
 
+def test_shadow_checkpoint_records_its_tensor_arguments_beyond_the_first():
+    # a DenseNet-like layer checkpointed with the block's feature list as its argument: with
+    # preserve_rng_state checkpoint stashes an RNG state per tensor argument (get_device_states
+    # walks the list) and gets/sets one per argument around the recomputation; the probe's
+    # per-call cost holds one, so 3 features -> 2 more, in forward and in the recomputation
+    from snsim.torchsim.opcost import plan_host_s
+    from snsim.torchsim.plans import apply_recompute
+    from snsim.torchsim.record import Recorder
+
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(12, 4, 1)
+
+        def forward(self, feats):
+            return torch.relu(self.conv(torch.cat(feats, 1)))
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = Layer()
+
+        def forward(self, x):
+            return self.layer([x, x * 2, x + 1])
+
+    model = Net()
+    apply_recompute(model, shadow=True, segments=[("layer", model.layer)])
+    rec = Recorder(device_type="cpu")
+    with rec.active():
+        model(torch.randn(2, 4, 8, 8, requires_grad=True)).sum().backward()
+    args = [(e[2], e[3]) for e in rec.host_events if e[1] == "checkpoint_args"]
+    assert args == [("F", 2), ("B", 2)]
+    # charged per argument where the probe timed it, nothing where it did not
+    c = {"checkpoint_arg_s": {"F": 10e-6, "B": 30e-6}}
+    assert plan_host_s("checkpoint_args", "B", 2, c) == pytest.approx(60e-6)
+    assert plan_host_s("checkpoint_args", "F", 2, {}) == 0.0
+
+
 def test_shadow_offload_plans_record_hook_calls_and_side_copies(tiny):
     # cpu_offload: one pack (F) and one unpack (B) hook event per saved tensor; superneurons:
     # its offloader's hook calls, and per offloaded tensor a D2H side copy, the host's wait

@@ -321,8 +321,16 @@ def _host_counted(fn, selective=False):
     ops the mode asked its policy about in forward, :data:`_POLICY_CALLS`: not the ops it
     ignores -- ``detach``, and ``prim::device``, which only a tensor subclass such as the fake
     tensors of the recording dispatches -- nor the reserve ``empty`` of each CPU batch norm,
-    which CUDA's single batch-norm op does not call)."""
+    which CUDA's single batch-norm op does not call).
+
+    Each call also records a ``checkpoint_args`` event of its tensor arguments beyond the
+    first: with ``preserve_rng_state`` (the real plan's default) checkpoint stashes one CUDA
+    RNG state per tensor argument in forward (``get_device_states`` does not deduplicate
+    devices) and gets and sets one per tensor argument around the recomputation
+    (``fork_rng``, ``set_device_states``), and saves each argument for backward; the probe's
+    per-call cost holds one (DenseNet's layers take the block's feature list: up to 24)."""
     import torch
+    from torch.utils._pytree import tree_leaves
     from .record import active_recorder
     saved = []
 
@@ -331,8 +339,11 @@ def _host_counted(fn, selective=False):
         if rec is None or not torch.is_grad_enabled():
             return fn(*args, **kwargs)
         at = len(rec.ops)
+        extra_args = sum(isinstance(t, torch.Tensor) for t in tree_leaves(args)) - 1
         if saved:                       # the recomputation (backward)
             rec.host_event("checkpoint", "B", saved[0], at=at)
+            if extra_args > 0:
+                rec.host_event("checkpoint_args", "B", extra_args, at=at)
             if selective:
                 rec.host_event("selective", "B", saved[1], at=at)
             return fn(*args, **kwargs)
@@ -341,6 +352,8 @@ def _host_counted(fn, selective=False):
         bns = sum(op[1] in _CPU_BATCH_NORMS for op in rec.ops[at:])
         saved[:] = [_SAVED_PACKS[0] - before + bns, _POLICY_CALLS[0] - asked - bns]
         rec.host_event("checkpoint", "F", saved[0], at=at)
+        if extra_args > 0:
+            rec.host_event("checkpoint_args", "F", extra_args, at=at)
         if selective:
             rec.host_event("selective", "F", saved[1], at=at)
         return out
