@@ -13,6 +13,10 @@ measure`` does (the plan's real transform, ``train_step``'s optimizer), after wa
   the kernels' summed GPU seconds, and of the step the union of kernel intervals
   (``gpu_busy_s``): ``step_s - gpu_busy_s`` is the GPU waiting for the host.
 
+On torch 2.11+cu130 (the H200 run of traces/h200/plan_host/plan_gpu_busy.csv) the per-phase
+split came out 0 (the kernel events' ``linked_correlation_id`` matched no CPU op id there);
+``gpu_busy_s`` and the host figures are valid.
+
 A plan whose measured step exceeds its predicted GPU time by more than its predicted host
 waits shows here whether the excess is kernel time (``gpu_busy_s``) or idle GPU.
 
