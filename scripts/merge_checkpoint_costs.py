@@ -15,7 +15,8 @@ import csv
 import os
 import sys
 
-FIELDS = ["source", "name", "phase", "n", "layers_per_block", "saved_tensors", "ops", "host_s"]
+FIELDS = ["source", "name", "phase", "n", "layers_per_block", "saved_tensors", "ops", "args",
+          "host_s"]
 
 
 def main(argv=None):
@@ -33,6 +34,7 @@ def main(argv=None):
         rows.append({"source": source, "name": r["name"], "phase": r["phase"], "n": r["n"],
                      "layers_per_block": r.get("layers_per_block") or "1",
                      "saved_tensors": r["saved_tensors"], "ops": r.get("ops", ""),
+                     "args": r.get("args", ""),
                      "host_s": r["host_s"]})
     with open(out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")

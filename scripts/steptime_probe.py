@@ -84,7 +84,16 @@ def chain(kind, n):
     return h.sum(), leaves
 
 
-def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
+# -- host: checkpointing ---------------------------------------------------------------------
+# tensor arguments the checkpoint_args variant adds to each checkpoint call
+EXTRA_ARGS = 15
+
+
+def _ignore_extra(block, h, extras):
+    return block(h)
+
+
+def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8)):
     """Host seconds per block of a chain of ``n_layers`` tiny conv-BN-ReLU layers (kernels of
     microseconds, so the host is the bottleneck), grouped ``k`` layers to a block for each
     ``k`` of ``layers_per_block``, forward issue and ``backward()`` return, for: ``plain``;
@@ -98,17 +107,23 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
     ``selective`` is ``checkpoint`` with selective checkpointing's ``context_fn``
     (``snsim.torchsim.plans.selective_context_fn``: a Python dispatch mode and policy call per
     aten op, in forward and recomputation). ``saved_tensors`` is the pack calls per block of
-    the plain forward and ``ops`` its aten ops; the rows at several block sizes separate
+    the plain forward and ``ops`` the ops selective checkpointing's dispatch mode asks its
+    policy about (forward; the mode ignores ``detach``). ``checkpoint_args`` is ``checkpoint``
+    given ``EXTRA_ARGS`` more tensor arguments that the block ignores (DenseNet's layers take
+    the block's feature list): checkpoint stashes an RNG state per tensor argument and saves
+    each (``args`` is their count). The rows at several block sizes separate
     checkpoint's cost per call from its cost per saved tensor."""
     from torch.utils.checkpoint import checkpoint
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from snsim.torchsim.plans import Offloader, selective_context_fn
+    from snsim.torchsim.plans import _POLICY_CALLS, Offloader, selective_context_fn
     selective = selective_context_fn()
+    counted = selective_context_fn(counted=True)
     layers = [torch.nn.Sequential(
         torch.nn.Conv2d(8, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
         torch.nn.ReLU(inplace=True)).to(DEV) for _ in range(n_layers)]
     layers_conv = [m for layer in layers for m in layer if isinstance(m, torch.nn.Conv2d)]
     x0 = torch.randn(2, 8, 8, 8, device=DEV, requires_grad=True)
+    extras = [torch.randn(2, 8, 8, 8, device=DEV) for _ in range(EXTRA_ARGS)]
     packs = [0]
 
     def pack(t):
@@ -132,23 +147,30 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
                 off.end(None, None, None)
             else:
                 for b in blocks:
-                    if variant in ("checkpoint", "selective"):
+                    if variant == "checkpoint_args":
+                        h = checkpoint(_ignore_extra, b, h, extras, use_reentrant=False)
+                    elif variant in ("checkpoint", "selective"):
                         kw = {"context_fn": selective} if variant == "selective" else {}
                         h = checkpoint(b, h, use_reentrant=False, **kw)
                     else:
                         h = b(h)
             return h.sum()
 
-        counter = OpCounter()
-        with counter:
-            blocks[0](x0)
-        ops_per_block = sum(counter.ops.values())
-        for variant in ("plain", "hooks", "checkpoint", "conv_hook", "offloader", "selective"):
-            off = Offloader(shadow=not CUDA, min_bytes=1 << 62)   # copies nothing
-            handles = [m.register_forward_hook(off.on_conv) for m in layers_conv] \
-                if variant == "conv_hook" else []
-            f_s, b_s = [], []
-            for i in range(reps + 2):
+        # the ops selective checkpointing's dispatch mode asks its policy about per block (what
+        # snsim predict counts in a network: snsim.torchsim.plans._POLICY_CALLS)
+        asked = _POLICY_CALLS[0]
+        checkpoint(blocks[0], x0, use_reentrant=False, context_fn=counted)
+        ops_per_block = _POLICY_CALLS[0] - asked
+        variants = ("plain", "hooks", "checkpoint", "conv_hook", "offloader", "selective",
+                    "checkpoint_args")
+        times = {v: ([], []) for v in variants}
+        # variants interleaved within each repetition: a drift of the host's speed during the
+        # probe falls on all of them alike (their differences are the figures)
+        for i in range(reps + 2):
+            for variant in variants:
+                off = Offloader(shadow=not CUDA, min_bytes=1 << 62)   # copies nothing
+                handles = [m.register_forward_hook(off.on_conv) for m in layers_conv] \
+                    if variant == "conv_hook" else []
                 sync()
                 t0 = time.perf_counter()
                 loss = run(variant)
@@ -156,20 +178,23 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4)):
                 loss.backward()
                 t2 = time.perf_counter()
                 sync()
+                for hd in handles:
+                    hd.remove()
                 if i >= 2:                       # two warm-up runs
-                    f_s.append(t1 - t0)
-                    b_s.append(t2 - t1)
+                    times[variant][0].append(t1 - t0)
+                    times[variant][1].append(t2 - t1)
                 del loss
-            for hd in handles:
-                hd.remove()
-            packs[0] = 0
-            run("hooks")
-            per_block = packs[0] / len(blocks)
+        packs[0] = 0
+        run("hooks")
+        per_block = packs[0] / len(blocks)
+        for variant in variants:
+            f_s, b_s = times[variant]
             for phase, v in (("F", f_s), ("B", b_s)):
                 rows.append({"part": "checkpoint", "name": variant, "phase": phase,
                              "n": len(blocks), "layers_per_block": k,
                              "host_s": f"{sorted(v)[len(v) // 2] / len(blocks):.4e}",
-                             "saved_tensors": f"{per_block:g}", "ops": ops_per_block})
+                             "saved_tensors": f"{per_block:g}", "ops": ops_per_block,
+                             "args": 1 + (EXTRA_ARGS if variant == "checkpoint_args" else 0)})
     for r in rows:
         print(f"  k={r['layers_per_block']} {r['name']:<10} {r['phase']}: "
               f"{float(r['host_s']) * 1e6:7.2f} us per block "
@@ -376,7 +401,7 @@ def main(argv=None):
         write_rows(os.path.join(a.out, "copy_slowdown.csv"), copy_slowdown(a.quick))
     elif a.part == "ckpt":
         write_rows(os.path.join(a.out, "checkpoint_costs.csv"),
-                   host_checkpoint(8 if a.quick else 200, 1 if a.quick else 7))
+                   host_checkpoint(8 if a.quick else 200, 1 if a.quick else 11))
     else:
         write_rows(os.path.join(a.out, "copy_bandwidth.csv"), copy_bandwidth(a.quick))
     print(f"{a.part}: {time.perf_counter() - t0:.1f} s", flush=True)

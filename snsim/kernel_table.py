@@ -942,7 +942,8 @@ def read_host_innet(path):
 
 
 # the ways scripts/steptime_probe.py ckpt times its chain of blocks
-PLAN_PROBE_VARIANTS = ("plain", "hooks", "checkpoint", "conv_hook", "offloader", "selective")
+PLAN_PROBE_VARIANTS = ("plain", "hooks", "checkpoint", "conv_hook", "offloader", "selective",
+                       "checkpoint_args")
 
 
 def read_plan_host_rows(path):
@@ -958,6 +959,9 @@ def read_plan_host_rows(path):
                              "phase": r["phase"], "layers": int(r["layers_per_block"]),
                              "saved": float(r["saved_tensors"]),
                              "ops": float(r["ops"]) if r.get("ops") else None,
+                             # tensor arguments of the checkpointed call (rows before the
+                             # column: the probe's blocks took one)
+                             "args": float(r["args"]) if r.get("args") else 1.0,
                              "host_s": float(r["host_s"])})
             except (KeyError, ValueError, TypeError):
                 raise ConfigError(f"{path}:{i}: needs name, phase, layers_per_block, "
@@ -988,8 +992,15 @@ def fit_plan_host_costs(rows):
       Offloader``): ``conv_hook_P - plain_P = d_P k`` per convolution's forward hook call
       (``k`` convolutions per block) and ``offloader_P - plain_P = e_P n`` per call of its
       pack/unpack;
-    * where it timed selective checkpointing and counted the block's aten ops ``m``:
-      ``selective_P - checkpoint_P = s_P m`` (its dispatch mode and policy call per op).
+    * where it timed selective checkpointing and counted the ops its dispatch mode asks its
+      policy about per block ``m``: ``selective_P - checkpoint_P = r_P + s_P m`` -- per call
+      (making the two dispatch modes and entering one) and per op (the mode's Python
+      ``__torch_dispatch__`` and, in forward, the policy call); through the origin (``r = 0``)
+      where every block has one op count;
+    * where it timed checkpoint calls given ``A`` tensor arguments (``checkpoint_args``,
+      against ``checkpoint``'s one): ``checkpoint_args_P - checkpoint_P = t_P (A - 1)`` (an
+      RNG state per argument, stashed in forward, got and set twice around the
+      recomputation; the argument saved for backward).
 
     Ordinary least squares over all groups (``numpy.linalg.lstsq``); a negative coefficient
     (noise: the hooks' backward) is 0.
@@ -999,7 +1010,8 @@ def fit_plan_host_costs(rows):
     dict
         ``checkpoint_call_s`` ``{F, B}`` (a), ``checkpoint_saved_s`` ``{F, B}`` (b),
         ``hook_saved_s`` ``{F, B}`` (c), and where timed ``conv_hook_call_s`` (d),
-        ``offloader_saved_s`` (e) and ``selective_op_s`` (s).
+        ``offloader_saved_s`` (e), ``selective_call_s`` (r), ``selective_op_s`` (s) and
+        ``checkpoint_arg_s`` (t).
 
     Examples
     --------
@@ -1024,6 +1036,8 @@ def fit_plan_host_costs(rows):
                               {"saved": r["saved"], "layers": float(r["layers"]),
                                "ops": r.get("ops")})
         g[(r["name"], r["phase"])] = r["host_s"]
+        if r["name"] == "checkpoint_args":
+            g["args"] = r.get("args", 1.0) - 1.0
     need = [(n, p) for n in ("plain", "hooks", "checkpoint") for p in "FB"]
     full = [g for g in groups.values() if all(k in g for k in need)]
     if not full:
@@ -1045,13 +1059,20 @@ def fit_plan_host_costs(rows):
         out["hook_saved_s"][phase] = max(0.0, float(c))
         for name, key, per, base in (("conv_hook", "conv_hook_call_s", "layers", "plain"),
                                      ("offloader", "offloader_saved_s", "saved", "plain"),
-                                     ("selective", "selective_op_s", "ops", "checkpoint")):
+                                     ("selective", "selective_op_s", "ops", "checkpoint"),
+                                     ("checkpoint_args", "checkpoint_arg_s", "args",
+                                      "checkpoint")):
             sel = [(k, g) for k, g in groups.items()
                    if (name, phase) in g and (base, phase) in g and g.get(per) is not None]
             if sel:
                 x = np.array([g[per] for _, g in sel])
                 y = np.array([g[(name, phase)] - g[(base, phase)] for _, g in sel])
-                (d,), *_ = np.linalg.lstsq(x[:, None], y, rcond=None)
+                if name == "selective" and len(set(x.tolist())) > 1:
+                    (r, d), *_ = np.linalg.lstsq(np.stack([np.ones_like(x), x], 1), y,
+                                                 rcond=None)
+                    out.setdefault("selective_call_s", {})[phase] = max(0.0, float(r))
+                else:
+                    (d,), *_ = np.linalg.lstsq(x[:, None], y, rcond=None)
                 out.setdefault(key, {})[phase] = max(0.0, float(d))
     return out
 

@@ -232,6 +232,54 @@ def test_superneurons_hook_costs_fit_per_conv_and_per_saved_tensor():
         pytest.approx(15 * US)
 
 
+def test_selective_checkpoint_costs_fit_per_call_and_per_op():
+    # probe rows where selective checkpointing adds 150 µs per call and 30 µs per op its policy
+    # is asked about (4 per layer, k layers per block) in forward, 35 µs per op in backward
+    # (no per-call term), on top of checkpoint: the fit recovers them and the charge of a
+    # call of 13 ops (a Bottleneck) is 150 + 13 * 30 = 540 µs forward, 13 * 35 = 455 backward
+    from snsim.kernel_table import fit_plan_host_costs
+    from snsim.torchsim.opcost import plan_host_s
+    rows = []
+    for k in (1, 2, 4, 8):
+        for ph in "FB":
+            base = 90 * k * US
+            ck = base + 400 * US
+            sel = ck + ((150 + 30 * 4 * k) if ph == "F" else 35 * 4 * k) * US
+            for name, v in (("plain", base), ("hooks", base), ("checkpoint", ck),
+                            ("selective", sel)):
+                rows.append(dict(source="r", layers=k, saved=10.0 * k, ops=4.0 * k,
+                                 name=name, phase=ph, host_s=v))
+    c = fit_plan_host_costs(rows)
+    assert c["selective_call_s"]["F"] == pytest.approx(150 * US)
+    assert c["selective_call_s"]["B"] == pytest.approx(0.0, abs=1e-12)
+    assert c["selective_op_s"] == pytest.approx({"F": 30 * US, "B": 35 * US})
+    assert plan_host_s("selective", "F", 13, c) == pytest.approx(540 * US)
+    assert plan_host_s("selective", "B", 13, c) == pytest.approx(455 * US)
+    # one op count per block: no way to split, all of it per op (through the origin)
+    one = fit_plan_host_costs([r for r in rows if r["layers"] == 2] +
+                              [dict(r, layers=3, saved=30.0) for r in rows
+                               if r["layers"] == 2 and r["name"] != "selective"])
+    assert "selective_call_s" not in one
+    assert one["selective_op_s"]["F"] == pytest.approx((150 + 30 * 8) / 8 * US)
+
+
+def test_checkpoint_argument_cost_fits_per_extra_tensor_argument():
+    # probe rows where each tensor argument beyond the first adds 4 µs in forward and 12 µs
+    # in backward to a checkpoint call (15 more arguments: 60 / 180 µs per block)
+    from snsim.kernel_table import fit_plan_host_costs
+    rows = []
+    for k in (1, 2):
+        for ph in "FB":
+            ck = (90 + 400) * k * US
+            extra = (4 if ph == "F" else 12) * 15 * US
+            for name, v, a in (("plain", 90 * k * US, 1.0), ("hooks", 90 * k * US, 1.0),
+                               ("checkpoint", ck, 1.0), ("checkpoint_args", ck + extra, 16.0)):
+                rows.append(dict(source="r", layers=k, saved=10.0 * k, name=name, phase=ph,
+                                 host_s=v, args=a))
+    c = fit_plan_host_costs(rows)
+    assert c["checkpoint_arg_s"] == pytest.approx({"F": 4 * US, "B": 12 * US})
+
+
 def _innet(**kw):
     inn = {"ratio": {"*": 2.0, "relu_": 3.0}, "per_module_s": 5 * US,
            "per_call_s": {"F": 0.5 * US, "B": 0.25 * US}, "per_node_s": 4 * US,

@@ -512,6 +512,78 @@ def test_shadow_checkpoint_records_one_host_event_per_call_with_what_autograd_sa
     assert rec2.host_events == []
 
 
+def test_shadow_selective_checkpoint_counts_the_ops_its_dispatch_mode_asks_about(tiny):
+    # the fake run dispatches prim::device to Python (fake tensors are a subclass) and runs the
+    # CPU batch norm (a reserve ``empty``, then native_batch_norm); selective checkpointing's
+    # mode on CUDA tensors sees neither: per Block convolution, BN's num_batches_tracked add_,
+    # the batch norm, relu and the residual add -- 5 (a hand count of Block.forward)
+    import snsim.torchsim.opcost as opcost
+    from snsim.torchsim.plans import _POLICY_CALLS, make_transform, selective_context_fn
+    from snsim.torchsim.predict import predict_program
+    from snsim_plan_models import Block
+    from torch.utils.checkpoint import checkpoint
+    blk = Block()
+    before = _POLICY_CALLS[0]
+    checkpoint(blk, torch.randn(2, 8, 8, 8, requires_grad=True), use_reentrant=False,
+               context_fn=selective_context_fn(counted=True)).sum().backward()
+    real_cpu = _POLICY_CALLS[0] - before        # the same op list on real CPU tensors
+    assert real_cpu == 5 + 1                    # + the CPU batch norm's reserve empty
+    seen = {}
+    orig = opcost.op_times_s
+
+    def spy(ops, hw, marks=None, **kw):
+        seen["events"] = list(kw.get("host_events", ()))
+        return orig(ops, hw, marks, **kw)
+    plan = PlanSpec.parse("checkpoint", ["modules=Block", "selective=true"])
+    try:
+        opcost.op_times_s = spy
+        predict_program(f"{tiny}:Net", 4, transform=make_transform(plan, shadow=True),
+                        hidden=False)
+    finally:
+        opcost.op_times_s = orig
+    sel = [e for e in seen["events"] if e[1] == "selective"]
+    # 4 blocks, 3 iterations; forward and recomputation each charge the forward's count
+    assert len(sel) == 2 * 4 * 3 and {e[3] for e in sel} == {5}
+
+
+def test_shadow_checkpoint_records_its_tensor_arguments_beyond_the_first():
+    # a DenseNet-like layer checkpointed with the block's feature list as its argument: with
+    # preserve_rng_state checkpoint stashes an RNG state per tensor argument (get_device_states
+    # walks the list) and gets/sets one per argument around the recomputation; the probe's
+    # per-call cost holds one, so 3 features -> 2 more, in forward and in the recomputation
+    from snsim.torchsim.opcost import plan_host_s
+    from snsim.torchsim.plans import apply_recompute
+    from snsim.torchsim.record import Recorder
+
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(12, 4, 1)
+
+        def forward(self, feats):
+            return torch.relu(self.conv(torch.cat(feats, 1)))
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = Layer()
+
+        def forward(self, x):
+            return self.layer([x, x * 2, x + 1])
+
+    model = Net()
+    apply_recompute(model, shadow=True, segments=[("layer", model.layer)])
+    rec = Recorder(device_type="cpu")
+    with rec.active():
+        model(torch.randn(2, 4, 8, 8, requires_grad=True)).sum().backward()
+    args = [(e[2], e[3]) for e in rec.host_events if e[1] == "checkpoint_args"]
+    assert args == [("F", 2), ("B", 2)]
+    # charged per argument where the probe timed it, nothing where it did not
+    c = {"checkpoint_arg_s": {"F": 10e-6, "B": 30e-6}}
+    assert plan_host_s("checkpoint_args", "B", 2, c) == pytest.approx(60e-6)
+    assert plan_host_s("checkpoint_args", "F", 2, {}) == 0.0
+
+
 def test_shadow_offload_plans_record_hook_calls_and_side_copies(tiny):
     # cpu_offload: one pack (F) and one unpack (B) hook event per saved tensor; superneurons:
     # its offloader's hook calls, and per offloaded tensor a D2H side copy, the host's wait

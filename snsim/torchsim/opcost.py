@@ -184,21 +184,25 @@ def _issue_s(table, op, memo):
 
 
 # host work of memory plans outside aten ops (:meth:`snsim.torchsim.record.Recorder.host_event`)
-PLAN_HOST_MECHANISMS = ("checkpoint", "saved_tensors_hook", "offloader_hook", "conv_hook",
-                        "selective")
+PLAN_HOST_MECHANISMS = ("checkpoint", "checkpoint_args", "saved_tensors_hook",
+                        "offloader_hook", "conv_hook", "selective")
 
 
 def plan_host_s(mechanism, phase, count, costs):
     """Host seconds of one recorded plan event: a ``checkpoint`` call (forward, phase F) or its
     recomputation (B) with ``count`` saved tensors, ``checkpoint_call_s + count *
-    checkpoint_saved_s`` of the phase; ``count`` calls of a ``saved_tensors_hook`` (pack in F,
+    checkpoint_saved_s`` of the phase; ``count`` tensor arguments of a checkpoint call beyond
+    its first (``checkpoint_args``: an RNG state stashed per argument in F, got and set twice
+    per argument in B, the argument saved), ``count * checkpoint_arg_s`` (0 where not timed);
+    ``count`` calls of a ``saved_tensors_hook`` (pack in F,
     unpack in B), ``count * hook_saved_s``; ``count`` calls of the SuperNeurons offloader's
     pack/unpack (``offloader_hook``), ``count * offloader_saved_s`` where the probe timed it,
     else the bare hook's ``hook_saved_s`` (a lower bound: it is a saved-tensor hook too);
     ``count`` calls of its forward hook on a convolution (``conv_hook``, forward and
     recomputation alike), ``count * conv_hook_call_s["F"]`` (0 where not timed); selective
-    checkpointing's dispatch mode over ``count`` aten ops of a checkpointed call (forward: F,
-    recomputation: B), ``count * selective_op_s`` (0 where not timed). Costs from
+    checkpointing's dispatch modes in a checkpointed call whose forward asked their policy
+    about ``count`` aten ops (forward: F, recomputation: B), ``selective_call_s + count *
+    selective_op_s`` (0 where not timed). Costs from
     :func:`snsim.kernel_table.load_host_costs` (0 for a preset without the checkpoint probe).
 
     Examples
@@ -213,6 +217,8 @@ def plan_host_s(mechanism, phase, count, costs):
     if mechanism == "checkpoint":
         return (costs.get("checkpoint_call_s", {}).get(phase, 0.0)
                 + count * costs.get("checkpoint_saved_s", {}).get(phase, 0.0))
+    if mechanism == "checkpoint_args":
+        return count * costs.get("checkpoint_arg_s", {}).get(phase, 0.0)
     if mechanism == "saved_tensors_hook":
         return count * costs.get("hook_saved_s", {}).get(phase, 0.0)
     if mechanism == "offloader_hook":
@@ -221,7 +227,8 @@ def plan_host_s(mechanism, phase, count, costs):
     if mechanism == "conv_hook":
         return count * costs.get("conv_hook_call_s", {}).get("F", 0.0)
     if mechanism == "selective":
-        return count * costs.get("selective_op_s", {}).get(phase, 0.0)
+        return (costs.get("selective_call_s", {}).get(phase, 0.0)
+                + count * costs.get("selective_op_s", {}).get(phase, 0.0))
     raise ValueError(f"unknown plan host mechanism {mechanism!r} "
                      f"(known: {', '.join(PLAN_HOST_MECHANISMS)})")
 

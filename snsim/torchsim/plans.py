@@ -303,6 +303,9 @@ def _register_count_check():
         fns[_COUNT_CHECK] = count
 
 
+# selective checkpointing's policy calls in a shadow run (:func:`selective_context_fn`)
+_POLICY_CALLS = [0]
+
 # batch norms a CPU run records that CUDA runs as cudnn_batch_norm / _batch_norm_with_update,
 # whose backward also saves the reserve-space output (derivatives.yaml): one saved tensor more
 _CPU_BATCH_NORMS = frozenset({"native_batch_norm", "_native_batch_norm_legit"})
@@ -315,8 +318,19 @@ def _host_counted(fn, selective=False):
     calls (the recomputation in backward) record one with the same count, on the active
     recorder. ``selective``: the call also runs selective checkpointing's dispatch mode over
     each of its aten ops, in forward and recomputation alike (a ``selective`` event with the
-    forward's op count)."""
+    ops the mode asked its policy about in forward, :data:`_POLICY_CALLS`: not the ops it
+    ignores -- ``detach``, and ``prim::device``, which only a tensor subclass such as the fake
+    tensors of the recording dispatches -- nor the reserve ``empty`` of each CPU batch norm,
+    which CUDA's single batch-norm op does not call).
+
+    Each call also records a ``checkpoint_args`` event of its tensor arguments beyond the
+    first: with ``preserve_rng_state`` (the real plan's default) checkpoint stashes one CUDA
+    RNG state per tensor argument in forward (``get_device_states`` does not deduplicate
+    devices) and gets and sets one per tensor argument around the recomputation
+    (``fork_rng``, ``set_device_states``), and saves each argument for backward; the probe's
+    per-call cost holds one (DenseNet's layers take the block's feature list: up to 24)."""
     import torch
+    from torch.utils._pytree import tree_leaves
     from .record import active_recorder
     saved = []
 
@@ -325,16 +339,21 @@ def _host_counted(fn, selective=False):
         if rec is None or not torch.is_grad_enabled():
             return fn(*args, **kwargs)
         at = len(rec.ops)
+        extra_args = sum(isinstance(t, torch.Tensor) for t in tree_leaves(args)) - 1
         if saved:                       # the recomputation (backward)
             rec.host_event("checkpoint", "B", saved[0], at=at)
+            if extra_args > 0:
+                rec.host_event("checkpoint_args", "B", extra_args, at=at)
             if selective:
                 rec.host_event("selective", "B", saved[1], at=at)
             return fn(*args, **kwargs)
-        before = _SAVED_PACKS[0]
+        before, asked = _SAVED_PACKS[0], _POLICY_CALLS[0]
         out = fn(*args, **kwargs)
         bns = sum(op[1] in _CPU_BATCH_NORMS for op in rec.ops[at:])
-        saved[:] = [_SAVED_PACKS[0] - before + bns, len(rec.ops) - at]
+        saved[:] = [_SAVED_PACKS[0] - before + bns, _POLICY_CALLS[0] - asked - bns]
         rec.host_event("checkpoint", "F", saved[0], at=at)
+        if extra_args > 0:
+            rec.host_event("checkpoint_args", "F", extra_args, at=at)
         if selective:
             rec.host_event("selective", "F", saved[1], at=at)
         return out
@@ -662,15 +681,22 @@ def _save_ops():
     return {getattr(aten, n).default for n in SELECTIVE_SAVE_OPS if hasattr(aten, n)}
 
 
-def selective_context_fn():
+def selective_context_fn(counted=False):
     """``checkpoint``'s ``context_fn`` of SPEC §12.3's selective checkpointing: outputs of
-    convolutions, matmuls and fused attention are saved, everything else is recomputed."""
+    convolutions, matmuls and fused attention are saved, everything else is recomputed.
+    ``counted``: every policy call (one per op the forward's dispatch mode does not ignore)
+    adds one to :data:`_POLICY_CALLS` (a shadow run's count of the mode's work)."""
     from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
     save = _save_ops()
 
     def policy_fn(ctx, op, *args, **kwargs):
         return CheckpointPolicy.MUST_SAVE if op in save else CheckpointPolicy.PREFER_RECOMPUTE
-    return functools.partial(create_selective_checkpoint_contexts, policy_fn)
+
+    def counting_policy_fn(ctx, op, *args, **kwargs):
+        _POLICY_CALLS[0] += 1
+        return policy_fn(ctx, op, *args, **kwargs)
+    return functools.partial(create_selective_checkpoint_contexts,
+                             counting_policy_fn if counted else policy_fn)
 
 
 def checkpoint_segments(model, plan):
@@ -706,7 +732,7 @@ def apply_checkpoint(model, plan, *, shadow=False):
         # the recorder's saved-tensor hooks only list what autograd saves; torch >= 2.13 warns
         # that SAC-saved tensors bypass them
         warnings.filterwarnings("ignore", message="A saved_tensors_hooks context")
-        ctx = selective_context_fn()
+        ctx = selective_context_fn(counted=shadow)
     return apply_recompute(model, shadow=shadow, segments=checkpoint_segments(model, plan),
                            context_fn=ctx)
 

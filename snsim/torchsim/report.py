@@ -189,6 +189,10 @@ REPRED_CSVS = ((REPRED_CSV, "plans_table"),
                 "plans_heldout4_rerun"),
                (os.path.join("docs", "data", "plans_heldout5_repredicted_h200.csv"),
                 "plans_heldout5"),
+               (os.path.join("docs", "data", "plans_heldout6_repredicted_h200.csv"),
+                "plans_heldout6"),
+               (os.path.join("docs", "data", "plans_standard_fresh_repredicted_h200.csv"),
+                "plans_standard_fresh"),
                (os.path.join("docs", "data", "plans_pageable_repredicted_h200.csv"),
                 "plans_pageable"))
 # (stored before-run column, re-predicted column, quantity) of repredict_plans.py's CSV
@@ -216,12 +220,20 @@ def _plan_host_model_text():
         return []
     us = {k: {p: f"{v * 1e6:.1f}" for p, v in c[k].items()}
           for k in ("checkpoint_call_s", "checkpoint_saved_s", "hook_saved_s",
-                    "conv_hook_call_s", "offloader_saved_s", "selective_op_s") if k in c}
+                    "conv_hook_call_s", "offloader_saved_s", "checkpoint_arg_s",
+                    "selective_call_s", "selective_op_s") if k in c}
     extra = []
     for key, what in (("offloader_saved_s", "the SuperNeurons offloader's pack/unpack per call"),
                       ("conv_hook_call_s", "its forward hook per convolution call"),
-                      ("selective_op_s", "selective checkpointing's dispatch mode per aten op")):
-        if key in us:
+                      ("checkpoint_arg_s", "a checkpoint call's RNG state stash and saved "
+                                           "input per tensor argument beyond the first"),
+                      ("selective_op_s", "selective checkpointing's dispatch modes")):
+        if key in us and key == "selective_op_s":
+            per_call = (f"{us['selective_call_s']['F']} / {us['selective_call_s']['B']} µs "
+                        "per checkpoint call + " if "selective_call_s" in us else "")
+            extra.append(f"{what} {per_call}{us[key]['F']} / {us[key]['B']} µs per aten op "
+                         "their policy is asked about (F / B)")
+        elif key in us:
             extra.append(f"{what} {us[key]['F']} / {us[key]['B']} µs (F / B)")
         else:
             extra.append(f"{what} not yet timed by the probe (charged "
@@ -240,15 +252,16 @@ def _plan_host_model_text():
             f"unpack; {'; '.join(extra)}. These are least-squares fits "
             "(`snsim.kernel_table.fit_plan_host_costs`) to `scripts/steptime_probe.py ckpt` "
             "on the H200 (`configs/kernels/h200_checkpoint_costs.csv`: chains of "
-            "conv-BN-ReLU blocks of 1, 2 and 4 layers, plain / hooks / checkpoint). The "
+            "conv-BN-ReLU blocks of 1 to 8 layers, plain / hooks / checkpoint / selective). The "
             "SuperNeurons offloader's copies run on side streams: each D2H starts after the "
             "compute stream's queued work, the host waits for it when it retires the copy, "
             "each H2D prefetch is waited for by the compute stream, and kernels run slower "
             "by the measured pinned-copy fraction while one is in flight "
             "(`configs/kernels/h200_copy_slowdown.csv`). Host-bound plans measure differently "
             "from lease to lease (DenseNet-169 b64 checkpoint: 246, 184 and 180 ms in "
-            "`plans_heldout`, `_try1`, `_try2`); the tables compare with the run of the "
-            "folder named.\n"]
+            "`plans_heldout`, `_try1`, `_try2`; ResNet-152 b64 checkpoint: 132.5 ms in `plans`, "
+            "112.8 in `plans_standard_fresh`, 141.1 and 174.9 in `traces/h200/plan_host/`); the "
+            "tables compare with the run of the folder named.\n"]
 
 
 def step_time_section():
