@@ -33,7 +33,8 @@ import math
 import re
 from pathlib import Path
 
-import numpy as np
+# numpy is imported in the functions that use it: loading it costs a CLI command that never
+# calls them (maxdepth, run) 0.16 s
 
 from .errors import ConfigError
 
@@ -421,6 +422,7 @@ def bias_time_s(table, family, nbytes, cls, dtype):
 
 def _bn_feats(classes):
     """(ln C, ln H*W) of each ``c<C>hw<HW>`` class; NaN where a row has none (an old table)."""
+    import numpy as np
     out = np.full((len(classes), 2), np.nan)
     for i, c in enumerate(classes):
         m = _BN_CLS.match(str(c))
@@ -458,6 +460,7 @@ _SHAPE_DIMS = re.compile(r"x\[\d+, (\d+), (\d+), (\d+)\] w\[(\d+),")
 def _conv_base(cls):
     """A conv class without its group count and dimensions (``g14k3x3s1:c336o336hw784`` ->
     ``gk3x3s1``), the count (NaN when it has none) and (ln C_in, ln C_out, ln H*W) (None)."""
+    import numpy as np
     cls, _, dims = (cls or "").partition(":")
     d = _CONV_DIMS.match(dims)
     dims = (np.log([float(v) for v in d.groups()]) if d else None)
@@ -511,6 +514,7 @@ class KernelTable:
     """
 
     def __init__(self, rows, meta=None, *, source=""):
+        import numpy as np
         self.meta = dict(meta or {})
         self.source = source
         self.aten_host = {}       # family -> host seconds to issue one small call
@@ -610,6 +614,7 @@ class KernelTable:
                         lr[sel & big] if (sel & big).any() else lr[sel]))
 
     def _aten_host(self, family):
+        import numpy as np
         if family in self.aten_host:
             return self.aten_host[family]
         plain = [v for k, v in self.aten_host.items() if not k.startswith("_foreach")]
@@ -617,6 +622,7 @@ class KernelTable:
 
     @staticmethod
     def _ref(flops, nbytes, peak_flops_per_s=REF_FLOPS_PER_S, peak_bytes_per_s=REF_BYTES_PER_S):
+        import numpy as np
         return np.maximum(np.maximum(flops / peak_flops_per_s, nbytes / peak_bytes_per_s),
                           REF_FLOOR_S)
 
@@ -681,6 +687,7 @@ class KernelTable:
         """(key, nearest rows, their weights or None when farther than FAR, source, the
         call's bytes as the rows count them) of a lookup, or None when the table has no rows
         for ``family`` nor a proxy."""
+        import numpy as np
         key = self._key(family, dtype, math_, cls)
         if key is not None and (family, dtype, key[1]) in _BY_SHAPE:
             nbytes = nbytes * _ELEMENT_BYTES[key[1]] / _ELEMENT_BYTES[dtype]
@@ -750,6 +757,7 @@ class KernelTable:
             The time and its source: ``"table"``, ``"fitted"`` or ``"proxy"``; None when the
             table cannot say (the caller's roofline applies).
         """
+        import numpy as np
         near = self._neighbours(family, flops, nbytes, ntensors, cls, dtype, math_)
         if near is None:
             return None, "roofline"
@@ -780,6 +788,7 @@ class KernelTable:
         calibrate measured the launching thread spend per call of that shape (a cuDNN
         convolution's host cost grows with its algorithm's kernel count: 15-130 us on the
         H200). Beyond every row, the family's median; an untimed family, the median aten call."""
+        import numpy as np
         near = self._neighbours(family, flops, nbytes, ntensors, cls, dtype, math_)
         if near is None:
             return self._aten_host(family)
@@ -795,6 +804,7 @@ class KernelTable:
         preset's terms (SPEC §9): per ``h2d_pinned`` / ``d2h_pinned`` / ``h2d_pageable`` /
         ``d2h_pageable``, the peak ``bytes_per_s`` and ``efficiency_by_bytes``
         (``[[bytes, efficiency], ...]``, the preset's ``copy_efficiency_by_bytes``)."""
+        import numpy as np
         out = {}
         for (fam, _), (feats, lr, _, _) in self._groups.items():
             if not fam.startswith(("copy_h2d", "copy_d2h")):
@@ -1030,6 +1040,7 @@ def fit_plan_host_costs(rows):
     >>> [round(c["hook_saved_s"][p] * 1e6, 3) for p in "FB"]
     [1.0, 0.0]
     """
+    import numpy as np
     groups = {}
     for r in rows:
         g = groups.setdefault((r["source"], r["layers"]),

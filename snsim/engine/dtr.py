@@ -48,7 +48,8 @@ the classes of the direct neighbours.
 """
 from __future__ import annotations
 
-import numpy as np
+# numpy is imported in the functions that use it: loading it costs a CLI command that never
+# calls them (maxdepth, run) 0.16 s
 
 from ..errors import PlanError
 from ..result import Failure
@@ -62,6 +63,7 @@ class RematGraph:
     """Static facts of a program: who writes each tensor, who can be rebuilt and evicted."""
 
     def __init__(self, program):
+        import numpy as np
         steps, tensors = program.steps, program.tensors
         n = len(tensors)
         self.writers = [[] for _ in range(n)]   # forward steps writing each storage, in order
@@ -136,6 +138,7 @@ class Rematerializer:
     """The run-time state of DTR for one iteration of one engine."""
 
     def __init__(self, engine, graph, *, heuristic, remat_limit):
+        import numpy as np
         if heuristic not in HEURISTICS:
             raise PlanError(f"plan.dtr.heuristic (={heuristic!r}) must be one of "
                             f"{', '.join(HEURISTICS)}")
@@ -205,6 +208,7 @@ class Rematerializer:
         The plain terms are scored for every candidate at once (numpy); the evicted
         neighbourhood is walked only for the candidates that have an evicted neighbour.
         """
+        import numpy as np
         eng, g = self.eng, self.g
         state = np.array(eng.state, dtype=np.int8)[g.ev]   # GPU or CLEAN: allocated
         ok = ((state == GPU) | (state == CLEAN)) & (np.array(self.lock)[g.ev] == 0)
@@ -361,6 +365,7 @@ class Rematerializer:
         through evicted tensors: the union of the connected components of the evicted subgraph
         next to t (sparse matrices: one labelling per victim search). ``classes``: h_dtr_eq's
         union-find classes of evicted tensors stand for the components."""
+        import numpy as np
         from scipy.sparse import csr_matrix
         from scipy.sparse.csgraph import connected_components
         g = self.g

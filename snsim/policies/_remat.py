@@ -29,7 +29,8 @@ import time
 from dataclasses import dataclass, field
 from itertools import product
 
-import numpy as np
+# numpy is imported in the functions that use it: loading it costs a CLI command that never
+# calls them (maxdepth, run) 0.16 s
 
 from ..plan import Compute, Drop, Free, Offload, Prefetch, Recompute
 from ..program import CONV_PASSES
@@ -68,6 +69,7 @@ def remat_problem(program):
     it reads (its deps that are not its outputs) is a decision tensor or static.
     Everything else has its liveness lifetime (first to last use).
     """
+    import numpy as np
     steps, tensors = program.steps, program.tensors
     n = len(tensors)
     first, last = program.uses()
@@ -230,6 +232,7 @@ def _useful_replays(pb, t):
 
 def liveness_peak_bytes(pb):
     """Managed peak with nothing replayed (every decision tensor kept to its last use)."""
+    import numpy as np
     live = np.zeros(len(pb.program.steps) + 1, dtype=np.int64)
     first, lastuse = pb.program.uses()
     for x in pb.decision:
@@ -321,6 +324,7 @@ def build_model(pb, budget_bytes, *, count_frees=True, link=None, algos=False, t
     copies share the link (one budget of seconds) and what exceeds the stage's compute is a
     stall charged to the objective.
     """
+    import numpy as np
     m = _Model()
     steps = pb.program.steps
     size, prod, last = pb.size, pb.prod, pb.last
@@ -461,6 +465,7 @@ def _carry_row(m, pb, t, nt, S, A, scale, cap):
     half of a replay; here the room a workspace needs is bought only by whole ``S[t+1, x]``,
     which HiGHS' knapsack cuts see. Tightening, not a restriction: every integral solution
     of the model satisfies it."""
+    import numpy as np
     cps = pb.passes[t]
     base_ws = sum(c.base[1] for c in cps)
     terms = [(a, (r[1] - c.base[1]) * scale) for c in cps for r in c.tiers
@@ -477,6 +482,7 @@ def _carry_row(m, pb, t, nt, S, A, scale, cap):
 def _algo_vars(m, pb, t, k, u, run, budget_bytes, scale, cap, A):
     """Tier binaries and the workspace row of conv op ``k`` in stage ``t`` (``run``: the
     replay's ``R``, ``None`` for the stage's step). Returns the objective's constant share."""
+    import numpy as np
     cps = pb.passes[k]
     base_ws = sum(c.base[1] for c in cps)
     room = budget_bytes - op_floor_bytes(pb, t, k)
@@ -506,6 +512,7 @@ def solve(pb, budget_bytes, *, relax=False, time_limit_s=60.0, count_frees=True,
           mip_rel_gap=1e-4, algos=False, tighten=True):
     """Solve the MILP (or its LP relaxation, rounded) for managed budget ``budget_bytes``;
     ``algos``: choose the convolutions' algorithms too (:func:`build_model`)."""
+    import numpy as np
     # imported here: scipy.optimize takes ~0.5 s to import, and every CLI command imports
     # this module (the policy registry) while only the solver policies need it
     from scipy.optimize import Bounds, LinearConstraint, milp
@@ -585,6 +592,7 @@ def solve(pb, budget_bytes, *, relax=False, time_limit_s=60.0, count_frees=True,
 
 def _add_link_rows(m, pb, R, IN, P, link):
     """Per stage: copies on the link minus the stage's compute is a stall, charged in time."""
+    import numpy as np
     h2d_s, d2h_s = link
     for k, t in enumerate(pb.stages):
         nt = pb.stages[k + 1] if k + 1 < len(pb.stages) else None

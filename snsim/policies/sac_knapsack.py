@@ -29,7 +29,8 @@ fraction on a 1/20 grid whose physical peak fits, as a user tuning it would.
 Planning cost: O(n) candidates; dp O(n × 10^4), greedy O(n log n), ilp a small MILP; auto
 rebuilds the plan up to 22 times.
 """
-import numpy as np
+# numpy is imported in the functions that use it: loading it costs a CLI command that never
+# calls them (maxdepth, run) 0.16 s
 
 from ..plan import WORKSPACE_MODES, Plan
 from ._remat import liveness_peak_bytes, remat_problem
@@ -50,6 +51,7 @@ def knapsack(memory, runtime, capacity, solver):
     >>> knapsack([0.5, 0.3, 0.2], [1.0, 2.0, 1.5], 0.5, "dp")
     [1, 2]
     """
+    import numpy as np
     n = len(memory)
     if solver == "greedy":
         order = sorted(range(n), key=lambda i: (-(runtime[i] / memory[i]) if memory[i] > 0
