@@ -60,11 +60,12 @@ from .graph import adjacency, forward_order
 from .program import (OPTIMIZER_STATE_FACTOR, Program, StaticTensor, Step, Tensor,
                       parameter_pieces)
 
-#: Temporaries of one foreach optimizer step, in gradient-sized buffers per parameter, with
-#: weight decay as in the validation runs: SGD (plain, momentum, Nesterov) ``_foreach_add`` of
-#: weight decay into a copy of the gradients; Adam that copy plus ``_foreach_sqrt`` of
-#: ``exp_avg_sq``; AdamW (decoupled decay, in place) only the square root.
-OPTIMIZER_TEMPORARIES = {"sgd": 1, "sgd-momentum": 1, "nesterov": 1, "adam": 2, "adamw": 1}
+#: Temporaries of one foreach optimizer step, in gradient-sized buffers per parameter, as the
+#: validation runs build the optimizers (snsim.torchsim.amp.TrainSetup): SGD (plain, momentum,
+#: Nesterov; weight decay 1e-4) ``_foreach_add`` of the decay into a copy of the gradients;
+#: Adam (no weight decay: torch's ``_multi_tensor_adam`` makes no gradient copy) and AdamW
+#: (decoupled decay, in place on the parameters) only ``_foreach_sqrt`` of ``exp_avg_sq``.
+OPTIMIZER_TEMPORARIES = {"sgd": 1, "sgd-momentum": 1, "nesterov": 1, "adam": 1, "adamw": 1}
 
 #: cuBLAS keeps one workspace per (handle, stream), and a handle per thread: the forward's
 #: thread and autograd's device thread each get one at their first matmul; the forward's
