@@ -774,7 +774,7 @@ def build_report(traces_dir="traces/h200"):
                       "`python -m snsim.torchsim.suite --only plans --set heldout7` "
                       "(`traces/h200/plans_heldout7/`, 2026-12-01 01:08 UTC; the deadline cut "
                       "three runs, run at 01:16 in a second call): written into the suite "
-                      "(commit 13608f8, 2026-12-01 00:00 UTC) before any of it ran and before "
+                      "(commit 13608f8, 2026-11-30 23:59 UTC) before any of it ran and before "
                       "any of that session's changes, then run once with the session's final "
                       "code, predicted on the device's CPU, each plan in a fresh process: "
                       "networks no capture, plan suite or kernel-table row was made of "
