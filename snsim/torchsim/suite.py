@@ -393,8 +393,9 @@ _HELDOUT6_HF = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT6 = _plan_set(_HELDOUT6, _HELDOUT6_HF)
-# a seventh held-out set, written (2026-11-30, 23:58 UTC, on commit 0d4c755; committed as 13608f8) before any of it
-# ran and before any of this session's changes, to be run once with the session's final code:
+# a seventh held-out set, written (2026-11-30, 23:58 UTC, on commit 0d4c755; committed as
+# 13608f8) before any of it ran and before any of this session's changes, to be run once with
+# the session's final code:
 # networks no capture, plan suite or kernel-table row was made of (RegNetY-32GF,
 # EfficientNet-B6, EfficientNet-B7, Swin-V2-B, ViT-H/14) and a Llama-architecture model
 # (SmolLM2-135M: RMSNorm, SwiGLU, rotary positions, grouped-query attention), plus networks run
