@@ -175,26 +175,13 @@ def _plan_section(runs, captured):
 
 STEP_TIME_CSV = os.path.join("docs", "data", "step_time_h200.csv")
 REPRED_CSV = os.path.join("docs", "data", "plans_repredicted_h200.csv")
-# (result file, plan-suite folder it re-predicts)
-REPRED_CSVS = ((REPRED_CSV, "plans_table"),
-               (os.path.join("docs", "data", "plans_heldout_repredicted_h200.csv"),
-                "plans_heldout"),
-               (os.path.join("docs", "data", "plans_heldout2_repredicted_h200.csv"),
-                "plans_heldout2"),
-               (os.path.join("docs", "data", "plans_heldout3_rerun_repredicted_h200.csv"),
-                "plans_heldout3_rerun"),
-               (os.path.join("docs", "data", "plans_heldout4_repredicted_h200.csv"),
-                "plans_heldout4"),
-               (os.path.join("docs", "data", "plans_heldout4_rerun_repredicted_h200.csv"),
-                "plans_heldout4_rerun"),
-               (os.path.join("docs", "data", "plans_heldout5_repredicted_h200.csv"),
-                "plans_heldout5"),
-               (os.path.join("docs", "data", "plans_heldout6_repredicted_h200.csv"),
-                "plans_heldout6"),
-               (os.path.join("docs", "data", "plans_standard_fresh_repredicted_h200.csv"),
-                "plans_standard_fresh"),
-               (os.path.join("docs", "data", "plans_pageable_repredicted_h200.csv"),
-                "plans_pageable"))
+# (result file, plan-suite folder it re-predicts): docs/data/FOLDER_repredicted_h200.csv, but
+# for the first suite's, named before the others were
+REPRED_CSVS = ((REPRED_CSV, "plans_table"),) + tuple(
+    (os.path.join("docs", "data", f"{folder}_repredicted_h200.csv"), folder)
+    for folder in ("plans_heldout", "plans_heldout2", "plans_heldout3_rerun", "plans_heldout4",
+                   "plans_heldout4_rerun", "plans_heldout5", "plans_heldout6",
+                   "plans_standard_fresh", "plans_pageable"))
 # (stored before-run column, re-predicted column, quantity) of repredict_plans.py's CSV
 _REPRED_ERRORS = (("stored_err_pct", "repred_err_pct", "step time"),
                   ("stored_err_allocated_pct", "repred_err_allocated_pct", "peak allocated"),
