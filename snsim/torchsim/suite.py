@@ -88,7 +88,9 @@ def main(argv=None):
                         "written before the second set's fixes were merged; heldout4: a fourth, "
                         "written before the third set's re-run informed anything; heldout5: a fifth, "
                         "written before session 6 changed anything; heldout6: a sixth, written "
-                        "before session 6's changes were merged; heldout7: a seventh, written before session 7 changed anything; pageable: "
+                        "before session 6's changes were merged; heldout7: a seventh, written "
+                        "before session 7 changed anything; heldout8: an eighth, written before "
+                        "session 8 changed anything; pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--same-process", action="store_true",
                    help="execute every run in this process (faster; runs after the first find "
@@ -427,6 +429,38 @@ _HELDOUT7_HF = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT7 = _plan_set(_HELDOUT7, _HELDOUT7_HF)
+# an eighth held-out set, written (2026-12-01, 02:40 UTC, on commit 0f48049) before any of it
+# ran and before any of session 8's changes, to be run once with the session's final code:
+# networks run before, each at a batch, precision, optimizer and plan never run with it
+# (selective checkpointing of a wide ResNet and a ViT-L, fp16 save_on_cpu of a ConvNeXt,
+# pageable save_on_cpu of an EfficientNet, a MaxViT and a DenseNet-169 with every=2, fused
+# AdamW on ResNet-152), and two Hugging Face models at sequence lengths never run with them
+_HELDOUT8 = (
+    ("torchvision:wide_resnet50_2", 48,
+     {"plain": [], "checkpoint": ["modules=Bottleneck", "selective=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:convnext_small", 32, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"amp": "fp16"}),
+    ("torchvision:regnet_x_8gf", 64, {"plain": [], "superneurons": []}, {"optimizer": "sgd"}),
+    ("torchvision:densenet169", 32, {"plain": [], "checkpoint": ["every=2"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:vit_l_16", 8,
+     {"plain": [], "checkpoint": ["modules=EncoderBlock", "selective=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:googlenet", 128, {"plain": [], "superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:efficientnet_b2", 64, {"plain": [], "cpu_offload": ["pin_memory=false"]},
+     {"optimizer": "adam"}),
+    ("torchvision:maxvit_t", 32, {"plain": [], "checkpoint": ["every=2"]}, {"amp": "bf16"}),
+    ("torchvision:resnet152", 96, {"plain": [], "checkpoint": ["modules=Bottleneck", "every=3"]},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+)
+_HELDOUT8_HF = (
+    ("hf:Qwen/Qwen2-0.5B", 8, (256,), {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:gpt2", 16, (512,), {"plain": [], "checkpoint": ["modules=GPT2Block", "selective=true"]},
+     {"optimizer": "adam", "amp": "fp16"}),
+)
+PLAN_HELDOUT8 = _plan_set(_HELDOUT8, _HELDOUT8_HF)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -444,6 +478,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout3": PLAN_HELDOUT3, "heldout4": PLAN_HELDOUT4,
              "heldout5": PLAN_HELDOUT5,
              "heldout6": PLAN_HELDOUT6, "heldout7": PLAN_HELDOUT7,
+             "heldout8": PLAN_HELDOUT8,
              "pageable": PLAN_PAGEABLE}
 
 
