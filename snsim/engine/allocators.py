@@ -298,15 +298,6 @@ class _GapList:
         maxes = self.maxes   # not max(..., default=0): the keyword triples the call's cost
         return max(maxes) if maxes else 0
 
-    def first_fit(self, nblocks):
-        """Return ``(chunk, position)`` of the lowest-address gap with size >= nblocks, or None."""
-        for ci, m in enumerate(self.maxes):
-            if m >= nblocks:
-                for j, s in enumerate(self.sizes[ci]):
-                    if s >= nblocks:
-                        return ci, j
-        return None
-
     def locate(self, start):
         ci = bisect_right(self.firsts, start) - 1
         return ci, bisect_left(self.starts[ci], start)
@@ -427,27 +418,42 @@ class PoolAllocator(Allocator):
         if nbytes == 0:
             return self._new_handle(None)
         nblocks = -(-nbytes // KiB)
+        # the gap list's first fit, resize and removal inline (a search's replays make ~10^6
+        # allocations; few gaps, most in one chunk)
         gaps = self._gaps
-        found = gaps.first_fit(nblocks)
-        if found is None:
+        ci = 0
+        for m in gaps.maxes:
+            if m >= nblocks:
+                break
+            ci += 1
+        else:
             return None
-        ci, j = found
-        start = gaps.starts[ci][j]
-        size = gaps.sizes[ci][j]
-        end = start + size
+        sizes = gaps.sizes[ci]
+        j = 0
+        for size in sizes:
+            if size >= nblocks:
+                break
+            j += 1
+        starts = gaps.starts[ci]
+        start = starts[j]
+        top = start + nblocks
         del self._gap_size[start]
         if size == nblocks:
             gaps.remove(ci, j)
-            del self._gap_end[end]
+            del self._gap_end[top]
         else:
-            rest = start + nblocks
-            gaps.set(ci, j, rest, size - nblocks)
-            self._gap_size[rest] = size - nblocks
-            self._gap_end[end] = rest
-        top = start + nblocks
+            rest = size - nblocks
+            starts[j] = top
+            sizes[j] = rest
+            if j == 0:
+                gaps.firsts[ci] = top
+            if size == gaps.maxes[ci]:
+                gaps.maxes[ci] = max(sizes)
+            self._gap_size[top] = rest
+            self._gap_end[start + size] = top
         if top > self._high_water_blocks:
             self._raise_high_water(top)
-        # _issue inline (a search's replays make ~10^6 allocations)
+        # _issue inline
         handle = self._next_handle
         self._next_handle = handle + 1
         self._live[handle] = (start, nblocks, nbytes)
