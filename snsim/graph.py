@@ -442,15 +442,21 @@ def check_graph(G, *, source="graph"):
 
 def adjacency(G):
     """``(next, prev)``: every layer's consumers and producers in port order, in one pass."""
-    nxt = {n: [] for n in G}
-    prv = {n: [] for n in G}
     # G.adjacency(), not G.edges: the edge view would keep a reference to G in G, a cycle that
     # only the cyclic collector frees (searches pause it and drop dozens of deep programs); and
     # not G.succ.items(), whose generic Mapping iteration costs 3x the plain dicts it yields
-    for u, out in G.adjacency():
-        for v, d in out.items():
-            nxt[u].append((d.get("src_port", 0), v))
-            prv[v].append((d.get("dst_port", 0), u))
+    return port_adjacency(G, ((u, v, d.get("src_port", 0), d.get("dst_port", 0))
+                              for u, out in G.adjacency() for v, d in out.items()))
+
+
+def port_adjacency(nodes, edges):
+    """``(next, prev)`` of layers ``nodes`` joined by ``edges`` ``(u, v, src_port, dst_port)``
+    (:func:`adjacency` of a graph not made: a spliced program's records)."""
+    nxt = {n: [] for n in nodes}
+    prv = {n: [] for n in nodes}
+    for u, v, src, dst in edges:
+        nxt[u].append((src, v))
+        prv[v].append((dst, u))
     # most layers have one consumer and one producer: no sort for those
     return ({n: [e[0][1]] if len(e) == 1 else [v for _, v in sorted(e)]
              for n, e in nxt.items()},

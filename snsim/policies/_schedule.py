@@ -16,11 +16,10 @@ RECOMPUTE_MODES = ("speed", "memory", "cost-aware")
 
 def _segments(program, checkpoint_types):
     """Map each recomputable layer to its segment ``(checkpoint, branch port)`` (SPEC §5)."""
-    G = program.graph
-    nxt, prv = program.adjacency or adjacency(G)
-    types = dict(G.nodes(data="type"))
+    types = program.layer_types()
+    nxt, prv = program.adjacency or adjacency(program.graph)
     seg = {}
-    for n in G:
+    for n in types:
         if types[n] in checkpoint_types:
             continue
         cur = n
@@ -279,7 +278,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
     seg_mode = {}
     seg = {}
     if recompute is not None:
-        if program.graph is None:
+        if program.layer_types() is None:
             raise ConfigError(f"recomputation needs the layer graph, and program "
                               f"{program.name!r} has none (a captured trace); use a zoo network "
                               f"or a modelled trace, or `snsim execute` on a GPU")
