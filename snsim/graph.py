@@ -464,6 +464,52 @@ def port_adjacency(nodes, edges):
              for n, e in prv.items()})
 
 
+def articulation_points(nodes, nxt, prv):
+    """Layers whose removal disconnects the undirected layer graph (its cut vertices), from
+    the adjacency ``(nxt, prv)`` of :func:`adjacency` or :func:`port_adjacency`: the set
+    ``networkx.articulation_points`` gives for ``G.to_undirected()``, without the graph (a
+    spliced program has none made). Hopcroft and Tarjan's depth-first search with an explicit
+    stack (a chain of thousands of layers must not hit Python's recursion limit): ``low[u]``,
+    the earliest discovery time reachable from ``u``'s subtree by one back edge; a non-root
+    ``p`` is a cut vertex when a child's ``low`` does not reach above ``p``, the root when it
+    has two children or more."""
+    disc, low, cut = {}, {}, set()
+    clock = 0
+    for root in nodes:
+        if root in disc:
+            continue
+        disc[root] = low[root] = clock
+        clock += 1
+        children = 0
+        stack = [(root, None, iter(nxt[root] + prv[root]))]
+        while stack:
+            u, parent, around = stack[-1]
+            for v in around:
+                if v == parent:
+                    continue
+                if v in disc:
+                    if disc[v] < low[u]:
+                        low[u] = disc[v]
+                else:
+                    disc[v] = low[v] = clock
+                    clock += 1
+                    stack.append((v, u, iter(nxt[v] + prv[v])))
+                    break
+            else:
+                stack.pop()
+                if parent is None:
+                    continue
+                if low[u] < low[parent]:
+                    low[parent] = low[u]
+                if parent is root:
+                    children += 1
+                elif low[u] >= disc[parent]:
+                    cut.add(parent)
+        if children > 1:
+            cut.add(root)
+    return cut
+
+
 def next_layers(G, n):
     """Consumers of ``n`` in port order (``next`` in the release code)."""
     return [v for _, v, _ in sorted(G.out_edges(n, data="src_port"), key=lambda e: e[2])]
