@@ -536,19 +536,15 @@ class PoolAllocator(Allocator):
             return Allocator.alloc_prefix(self, sizes, stream)
         sizes = [n if n.__class__ is int and n >= 0 else _check_nbytes(n) for n in sizes]
         start, size = gaps.starts[0][0], gaps.sizes[0][0]
-        records, at, limit = [], start, start + size
-        for nbytes in sizes:
-            if nbytes == 0:
-                records.append(None)
-                continue
-            nblocks = -(-nbytes // KiB)
-            if at + nblocks > limit:
-                break
-            records.append((at, nblocks, nbytes))
-            at += nblocks
-        n = len(records)
+        blocks = [-(-nbytes // KiB) for nbytes in sizes]
+        ends = list(accumulate(blocks, initial=start))   # request i takes ends[i]..ends[i+1]
+        n = bisect_right(ends, start + size) - 1          # the requests that end in the gap
         if not n:
             return 0
+        records = list(zip(ends, blocks, sizes[:n]))      # (start, blocks, bytes)
+        if 0 in sizes:
+            records = [r if r[2] else None for r in records]   # a 0-byte request holds nothing
+        at = ends[n]
         first = self._next_handle
         self._next_handle = first + n
         self._live.update(zip(range(first, first + n), records))
