@@ -449,7 +449,9 @@ class SplicedProgram(Program):
             return super().layer_types()
         memo = self.plan_memo()
         if "layer_types" not in memo:
-            memo["layer_types"] = {n: dict(a)["type"] for n, a in layers[0]}
+            # the graph builder writes "type" first: no dict per node for it
+            memo["layer_types"] = {n: a[0][1] if a and a[0][0] == "type" else dict(a)["type"]
+                                   for n, a in layers[0]}
         return memo["layer_types"]
 
     def graph_attrs(self):
