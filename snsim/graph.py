@@ -442,20 +442,72 @@ def check_graph(G, *, source="graph"):
 
 def adjacency(G):
     """``(next, prev)``: every layer's consumers and producers in port order, in one pass."""
-    nxt = {n: [] for n in G}
-    prv = {n: [] for n in G}
     # G.adjacency(), not G.edges: the edge view would keep a reference to G in G, a cycle that
     # only the cyclic collector frees (searches pause it and drop dozens of deep programs); and
     # not G.succ.items(), whose generic Mapping iteration costs 3x the plain dicts it yields
-    for u, out in G.adjacency():
-        for v, d in out.items():
-            nxt[u].append((d.get("src_port", 0), v))
-            prv[v].append((d.get("dst_port", 0), u))
+    return port_adjacency(G, ((u, v, d.get("src_port", 0), d.get("dst_port", 0))
+                              for u, out in G.adjacency() for v, d in out.items()))
+
+
+def port_adjacency(nodes, edges):
+    """``(next, prev)`` of layers ``nodes`` joined by ``edges`` ``(u, v, src_port, dst_port)``
+    (:func:`adjacency` of a graph not made: a spliced program's records)."""
+    nxt = {n: [] for n in nodes}
+    prv = {n: [] for n in nodes}
+    for u, v, src, dst in edges:
+        nxt[u].append((src, v))
+        prv[v].append((dst, u))
     # most layers have one consumer and one producer: no sort for those
     return ({n: [e[0][1]] if len(e) == 1 else [v for _, v in sorted(e)]
              for n, e in nxt.items()},
             {n: [e[0][1]] if len(e) == 1 else [u for _, u in sorted(e)]
              for n, e in prv.items()})
+
+
+def articulation_points(nodes, nxt, prv):
+    """Layers whose removal disconnects the undirected layer graph (its cut vertices), from
+    the adjacency ``(nxt, prv)`` of :func:`adjacency` or :func:`port_adjacency`: the set
+    ``networkx.articulation_points`` gives for ``G.to_undirected()``, without the graph (a
+    spliced program has none made). Hopcroft and Tarjan's depth-first search with an explicit
+    stack (a chain of thousands of layers must not hit Python's recursion limit): ``low[u]``,
+    the earliest discovery time reachable from ``u``'s subtree by one back edge; a non-root
+    ``p`` is a cut vertex when a child's ``low`` does not reach above ``p``, the root when it
+    has two children or more."""
+    disc, low, cut = {}, {}, set()
+    clock = 0
+    for root in nodes:
+        if root in disc:
+            continue
+        disc[root] = low[root] = clock
+        clock += 1
+        children = 0
+        stack = [(root, None, iter(nxt[root] + prv[root]))]
+        while stack:
+            u, parent, around = stack[-1]
+            for v in around:
+                if v == parent:
+                    continue
+                if v in disc:
+                    if disc[v] < low[u]:
+                        low[u] = disc[v]
+                else:
+                    disc[v] = low[v] = clock
+                    clock += 1
+                    stack.append((v, u, iter(nxt[v] + prv[v])))
+                    break
+            else:
+                stack.pop()
+                if parent is None:
+                    continue
+                if low[u] < low[parent]:
+                    low[parent] = low[u]
+                if parent is root:
+                    children += 1
+                elif low[u] >= disc[parent]:
+                    cut.add(parent)
+        if children > 1:
+            cut.add(root)
+    return cut
 
 
 def next_layers(G, n):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from itertools import compress
-from operator import itemgetter, not_
+from operator import itemgetter, lt
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -189,22 +189,20 @@ class Plan:
     def _instructions_valid(self, n_steps, n_tensors, steps):
         """Whether every instruction is of a known kind and names an existing step (a forward
         one for a Recompute) or tensor: the scan runs in C (``map``, ``compress``, ``min``,
-        ``max``; a plan holds ~10^5 instructions and every replay checks its plan)."""
+        ``all``; a plan holds ~10^5 instructions and every replay checks its plan)."""
         ins = self.instructions
         if not ins:
             return True
         kinds = list(map(type, ins))   # exact types, as the engine dispatches on them
-        if not set(kinds) <= _KINDS:
+        try:
+            ends = {k: n_steps if _ON_STEP[k] else n_tensors for k in set(kinds)}
+        except KeyError:   # a kind the engine does not know
             return False
         try:
             args = list(map(itemgetter(0), ins))
-            on_step = list(map(_ON_STEP.__getitem__, kinds))
-            step_args = list(compress(args, on_step))
-            tensor_args = list(compress(args, map(not_, on_step)))
-            replayed = compress(args, map(_IS_RECOMPUTE.__getitem__, kinds))
-            return (min(args) >= 0 and (not step_args or max(step_args) < n_steps)
-                    and (not tensor_args or max(tensor_args) < n_tensors)
-                    and all(steps[a].phase == "F" for a in replayed))
+            return (min(args) >= 0 and all(map(lt, args, map(ends.__getitem__, kinds)))
+                    and all(steps[a].phase == "F"
+                            for a in compress(args, map(_IS_RECOMPUTE.__getitem__, kinds))))
         except TypeError:     # an argument that is not an integer
             return False
 

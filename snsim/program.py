@@ -106,6 +106,21 @@ class Program:
             self._plan_memo = {}
         return self._plan_memo
 
+    def layer_types(self):
+        """``{layer: type}`` of the layer graph's nodes, in the graph's order; None for a
+        program without a graph. Made once per program (the engine and the recomputing
+        planners ask); callers read it and must not change it."""
+        memo = self.plan_memo()
+        if "layer_types" not in memo:
+            G = self.graph
+            memo["layer_types"] = None if G is None else dict(G.nodes(data="type"))
+        return memo["layer_types"]
+
+    def graph_attrs(self):
+        """The layer graph's attributes (``G.graph``: name, batch, modules, containers, ...);
+        empty for a program without a graph. Read, never changed, by the callers."""
+        return {} if self.graph is None else self.graph.graph
+
     def uses(self):
         """``(first, last)`` lists: the first and last step index touching each tensor."""
         if self._uses is None:
@@ -136,7 +151,7 @@ class Program:
         if self._conv_rows is not None:
             return self._conv_rows
         table = {}
-        G = self.graph
+        types = self.layer_types()
         prv = self.adjacency[1] if self.adjacency is not None else None
         ranked = {}   # id(algorithm tuple) -> its sorted rows: layers of one shape share a tuple
         for layer, passes in self.conv_algos.items():
@@ -150,9 +165,9 @@ class Program:
                 if ok[0]:
                     rows[pass_name] = ok[0]
             table[layer] = rows
-            if G is not None:
-                fed_by_data = all(G.nodes[u]["type"] == "DATA" for u in
-                                  (prv[layer] if prv is not None else G.predecessors(layer)))
+            if types is not None:
+                fed_by_data = all(types[u] == "DATA" for u in (
+                    prv[layer] if prv is not None else self.graph.predecessors(layer)))
                 if fed_by_data and not any(t.producer == layer and t.name.endswith("dx_data")
                                            for t in self.tensors):
                     rows.pop("bwd_data", None)

@@ -312,7 +312,10 @@ def test_pool_matches_naive_first_fit(seed, chunk, monkeypatch):
     a = PoolAllocator(total * KiB)
     gaps = [(0, total)]
     live = {}
-    for _ in range(6000):
+    for i in range(6000):
+        if i % 50 == 0:
+            a.check_invariants()      # gaps ordered, coalesced, tiling the pool with the blocks
+            assert list(a._gaps.items()) == gaps
         if live and rng.random() < 0.45:
             h = rng.choice(sorted(live))
             start, n = live.pop(h)
@@ -733,8 +736,7 @@ def _state(a):
     the pool its free gaps and high-water marks."""
     extra = ()
     if isinstance(a, PoolAllocator):
-        extra = (sorted(a._gap_size.items()), sorted(a._gap_end.items()), list(a._gaps.items()),
-                 a._high_water_blocks, a._ever_high_water_blocks)
+        extra = (list(a._gaps.items()), a._high_water_blocks, a._ever_high_water_blocks)
     live = {h: (a.address_of(h) if r is not None else None) if isinstance(a, PytorchAllocator)
             else r for h, r in a._live.items()}   # the caching allocator's records: by address
     return (_counters(a), a.num_live, live, a._next_handle, a.device_mallocs, extra)

@@ -10,6 +10,7 @@ from snsim.errors import ConfigError, PlanError, UnknownNameError
 from snsim.hardware import load_hardware
 from snsim.plan import Compute, Free, Plan, Recompute
 from snsim.policies import applicable_policies, get_policy
+from snsim.result import Result
 
 K40C = load_hardware("k40c")
 ZOO = [("alexnet", 64), ("vgg16", 16), ("resnet50", 16), ("resnet101", 8), ("resnet152", 8),
@@ -428,3 +429,22 @@ def test_a_saved_cpu_offload_plan_keeps_its_switches(tmp_path, tiny_block):
     live = get_policy("liveness").plan(p, K40C, K40C.budget_bytes)
     live.save(tmp_path / "live.json")
     assert Plan.load(tmp_path / "live.json").as_captured is True
+
+
+@pytest.mark.parametrize("allocator", ["ideal", "pool"])
+@pytest.mark.parametrize("policy", ["offload", "superneurons", "chen_sqrt", "cpu_offload",
+                                    "vdnn"])
+def test_unrecorded_unchecked_replay_equals_the_checked_one(policy, allocator):
+    # a search replays with nothing recorded or checked, where the engine takes its inline
+    # allocation path; the test suite checks invariants everywhere else. Budgets at the static
+    # bound and 10% above it make the LRU cache evict, workspaces fall back, runs fail
+    p = make_program("resnet50", batch=16, hardware=K40C)
+    plain = dataclasses.fields(Result)
+    for budget in (p.lower_bound_bytes(), int(1.1 * p.lower_bound_bytes())):
+        plan = get_policy(policy).plan(p, K40C, budget)
+        lean, checked = (run_plan(p, plan, K40C, budget_bytes=budget, allocator=allocator,
+                                  record=rec, check_invariants=rec) for rec in (False, True))
+        for f in plain:
+            if f.name not in ("sim_wall_s", "steps", "transfers", "memory_events",
+                              "allocator_trace"):
+                assert getattr(lean, f.name) == getattr(checked, f.name), (budget, f.name)

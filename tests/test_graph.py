@@ -179,3 +179,26 @@ def test_adaptive_pool_keeps_torchvision_classifiers_at_other_sizes():
         assert len(pools) == 1 and pools[0]["out_shape"][2:] in ((7, 7), (6, 6))
     # at 224 the adaptive pool is an identity and is left out, as SuperNeurons has none
     assert not any(a.get("adaptive") for _, a in build_network("vgg16", batch=1).nodes(data=True))
+
+
+def test_articulation_points_are_networkx_s():
+    # chen_sqrt's cut vertices without a networkx graph (a spliced program has none made):
+    # the same set as networkx on the zoo and on random DAGs (disconnected ones, isolated
+    # layers, chains and diamonds)
+    import random
+
+    from snsim.graph import adjacency, articulation_points
+    graphs = [build_network(n, batch=1) for n in ("resnet50", "inception_v4", "densenet121",
+                                                  "vgg16", "gpt2")]
+    rng = random.Random(0)
+    for _ in range(200):
+        n = rng.randint(1, 30)
+        G = nx.DiGraph()
+        G.add_nodes_from(range(n))
+        G.add_edges_from((u, v) for u, v in ((rng.randrange(n), rng.randrange(n))
+                                             for _ in range(rng.randint(0, 2 * n))) if u < v)
+        graphs.append(G)
+    for G in graphs:
+        want = set(nx.articulation_points(G.to_undirected(as_view=True)))
+        assert articulation_points(list(G), *adjacency(G)) == want
+    assert sum(bool(articulation_points(list(G), *adjacency(G))) for G in graphs) > 100

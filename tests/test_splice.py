@@ -7,7 +7,9 @@ from snsim.experiments import search
 from snsim.experiments.search import family_network, get_family, max_depth
 from snsim.experiments.splice import VERIFY_SIZE, Splicer, program_sections
 from snsim.graph import adjacency
+from snsim.engine.core import run_plan
 from snsim.hardware import load_hardware
+from snsim.policies import get_policy
 from snsim.program import build_program
 from snsim.zoo import with_module_tree
 
@@ -33,6 +35,9 @@ def assert_same_program(p, q):
     assert (p.name, p.batch, p.source, p.hardware, p.optimizer, p.framework) == \
         (q.name, q.batch, q.source, q.hardware, q.optimizer, q.framework)
     assert p.adjacency == q.adjacency == adjacency(q.graph)
+    # what a spliced program gives before its graph is made (SplicedProgram)
+    assert p.layer_types() == q.layer_types() and list(p.layer_types()) == list(q.graph)
+    assert p.graph_attrs() == q.graph_attrs()
     G, H = p.graph, q.graph
     assert G.graph == H.graph
     assert list(G.nodes(data=True)) == list(H.nodes(data=True))
@@ -145,3 +150,21 @@ def test_splices_in_any_order_equal_builds_and_share_unchanging_records(family):
     assert 0 < shared < len(a.steps)
     assert all(x == y for x, y in zip(a.steps[:shared], b.steps[:shared]))
     assert sp.splice(60, build) is not a and sp.splice(60, build).steps is not a.steps
+
+
+def test_a_search_plans_and_replays_a_spliced_program_without_making_its_graph():
+    build = builder("resnet", batch=4)
+    sp = Splicer(base=2)
+    assert sp.learn(build), sp.failed
+    p, q = sp.splice(30, build), build(30)
+    for name in ("liveness", "superneurons", "checkpoint", "cpu_offload", "recompute", "vdnn"):
+        pol = get_policy(name)
+        assert pol.unsupported(p) is None
+        budget = int(1.1 * p.lower_bound_bytes())
+        a, b = (run_plan(x, pol.plan(x, HW, budget), HW, budget_bytes=budget, allocator="pool",
+                         record=False) for x in (p, q))
+        assert (a.feasible, a.peak_reserved_bytes, a.step_time_s, a.counters) == \
+            (b.feasible, b.peak_reserved_bytes, b.step_time_s, b.counters), name
+    assert p._layers is not None       # the graph is still to be made
+    assert_same_program(p, q)          # and made as the build's when asked for
+    assert p._layers is None

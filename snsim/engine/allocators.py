@@ -298,19 +298,6 @@ class _GapList:
         maxes = self.maxes   # not max(..., default=0): the keyword triples the call's cost
         return max(maxes) if maxes else 0
 
-    def first_fit(self, nblocks):
-        """Return ``(chunk, position)`` of the lowest-address gap with size >= nblocks, or None."""
-        for ci, m in enumerate(self.maxes):
-            if m >= nblocks:
-                for j, s in enumerate(self.sizes[ci]):
-                    if s >= nblocks:
-                        return ci, j
-        return None
-
-    def locate(self, start):
-        ci = bisect_right(self.firsts, start) - 1
-        return ci, bisect_left(self.starts[ci], start)
-
     def set(self, ci, j, start, size):
         """Move/resize gap ``(ci, j)`` without changing its rank among the gaps."""
         sizes = self.sizes[ci]
@@ -410,8 +397,6 @@ class PoolAllocator(Allocator):
             self.reserved_bytes = self._total_blocks * self.block_bytes
         self._gaps = _GapList()
         self._gaps.insert(0, self._total_blocks)
-        self._gap_size = {0: self._total_blocks}   # gap start -> size, both in blocks
-        self._gap_end = {self._total_blocks: 0}    # gap end -> start
         self._high_water_blocks = 0                # since reset_peaks
         self._ever_high_water_blocks = 0           # since construction
 
@@ -427,27 +412,37 @@ class PoolAllocator(Allocator):
         if nbytes == 0:
             return self._new_handle(None)
         nblocks = -(-nbytes // KiB)
+        # the gap list's first fit, resize and removal inline (a search's replays make ~10^6
+        # allocations; few gaps, most in one chunk)
         gaps = self._gaps
-        found = gaps.first_fit(nblocks)
-        if found is None:
+        ci = 0
+        for m in gaps.maxes:
+            if m >= nblocks:
+                break
+            ci += 1
+        else:
             return None
-        ci, j = found
-        start = gaps.starts[ci][j]
-        size = gaps.sizes[ci][j]
-        end = start + size
-        del self._gap_size[start]
+        sizes = gaps.sizes[ci]
+        j = 0
+        for size in sizes:
+            if size >= nblocks:
+                break
+            j += 1
+        starts = gaps.starts[ci]
+        start = starts[j]
+        top = start + nblocks
         if size == nblocks:
             gaps.remove(ci, j)
-            del self._gap_end[end]
         else:
-            rest = start + nblocks
-            gaps.set(ci, j, rest, size - nblocks)
-            self._gap_size[rest] = size - nblocks
-            self._gap_end[end] = rest
-        top = start + nblocks
+            starts[j] = top
+            sizes[j] = size - nblocks
+            if j == 0:
+                gaps.firsts[ci] = top
+            if size == gaps.maxes[ci]:
+                gaps.maxes[ci] = max(sizes)
         if top > self._high_water_blocks:
             self._raise_high_water(top)
-        # _issue inline (a search's replays make ~10^6 allocations)
+        # _issue inline
         handle = self._next_handle
         self._next_handle = handle + 1
         self._live[handle] = (start, nblocks, nbytes)
@@ -480,35 +475,52 @@ class PoolAllocator(Allocator):
         self.allocated_bytes -= nblocks * KiB
         self.requested_bytes -= nbytes
         end = start + nblocks
-        gaps, gap_size, gap_end = self._gaps, self._gap_size, self._gap_end
-        next_size = gap_size.get(end)      # gap right after the freed range
-        prev_start = gap_end.get(start)    # gap right before it
-        if prev_start is not None:
-            if next_size is not None:
-                # prev + freed + next become one gap; drop next
-                ci, j = gaps.locate(end)
-                gaps.remove(ci, j)
-                del gap_size[end], gap_end[end + next_size]
-                new_end = end + next_size
+        # the gaps around the freed range, by bisection (no block lies in a gap: the gap
+        # before it is the last one starting below it, the one after it the next)
+        gaps = self._gaps
+        firsts = gaps.firsts
+        ci = bisect_right(firsts, start) - 1
+        if ci < 0:    # below every gap (or no gap at all): nothing before it
+            if firsts and firsts[0] == end:      # grow the first gap down
+                gaps.starts[0][0] = firsts[0] = start
+                sizes = gaps.sizes[0]
+                sizes[0] += nblocks
+                if sizes[0] > gaps.maxes[0]:
+                    gaps.maxes[0] = sizes[0]
             else:
-                new_end = end
-            del gap_end[start]
-            size = new_end - prev_start
-            ci, j = gaps.locate(prev_start)
-            gaps.set(ci, j, prev_start, size)
-            gap_size[prev_start] = size
-            gap_end[new_end] = prev_start
-        elif next_size is not None:
-            ci, j = gaps.locate(end)
-            size = next_size + nblocks
-            gaps.set(ci, j, start, size)
-            del gap_size[end]
-            gap_size[start] = size
-            gap_end[end + next_size] = start
+                gaps.insert(start, nblocks)
+            return
+        starts, sizes = gaps.starts[ci], gaps.sizes[ci]
+        j = bisect_left(starts, start)           # >= 1: starts[0] <= start, and not equal
+        prev_end = starts[j - 1] + sizes[j - 1]
+        if j < len(starts):
+            nci, nj = ci, j
+        elif ci + 1 < len(firsts):
+            nci, nj = ci + 1, 0
+        else:
+            nci = -1
+        if nci >= 0 and gaps.starts[nci][nj] == end:      # a gap right after it
+            next_size = gaps.sizes[nci][nj]
+            if prev_end == start:                         # prev + freed + next: one gap
+                gaps.remove(nci, nj)
+                # the removal may have dropped chunk ci + 1, never chunk ci (j - 1 is in it)
+                size = sizes[j - 1] = sizes[j - 1] + nblocks + next_size
+                if size > gaps.maxes[ci]:
+                    gaps.maxes[ci] = size
+            else:                                         # the next gap grows down
+                nsizes = gaps.sizes[nci]
+                gaps.starts[nci][nj] = start
+                size = nsizes[nj] = next_size + nblocks
+                if nj == 0:
+                    firsts[nci] = start
+                if size > gaps.maxes[nci]:
+                    gaps.maxes[nci] = size
+        elif prev_end == start:                           # the gap before grows up
+            size = sizes[j - 1] = sizes[j - 1] + nblocks
+            if size > gaps.maxes[ci]:
+                gaps.maxes[ci] = size
         else:
             gaps.insert(start, nblocks)
-            gap_size[start] = nblocks
-            gap_end[end] = start
 
     def can_alloc(self, nbytes, stream=0):
         if nbytes.__class__ is not int or nbytes < 0:   # the check, off the hot path
@@ -524,32 +536,24 @@ class PoolAllocator(Allocator):
             return Allocator.alloc_prefix(self, sizes, stream)
         sizes = [n if n.__class__ is int and n >= 0 else _check_nbytes(n) for n in sizes]
         start, size = gaps.starts[0][0], gaps.sizes[0][0]
-        records, at, limit = [], start, start + size
-        for nbytes in sizes:
-            if nbytes == 0:
-                records.append(None)
-                continue
-            nblocks = -(-nbytes // KiB)
-            if at + nblocks > limit:
-                break
-            records.append((at, nblocks, nbytes))
-            at += nblocks
-        n = len(records)
+        blocks = [-(-nbytes // KiB) for nbytes in sizes]
+        ends = list(accumulate(blocks, initial=start))   # request i takes ends[i]..ends[i+1]
+        n = bisect_right(ends, start + size) - 1          # the requests that end in the gap
         if not n:
             return 0
+        records = list(zip(ends, blocks, sizes[:n]))      # (start, blocks, bytes)
+        if 0 in sizes:
+            records = [r if r[2] else None for r in records]   # a 0-byte request holds nothing
+        at = ends[n]
         first = self._next_handle
         self._next_handle = first + n
         self._live.update(zip(range(first, first + n), records))
         used = at - start
         if used:
-            del self._gap_size[start]
             if used == size:
                 gaps.remove(0, 0)
-                del self._gap_end[limit]
             else:
                 gaps.set(0, 0, at, size - used)
-                self._gap_size[at] = size - used
-                self._gap_end[limit] = at
             self.allocated_bytes += used * KiB
             self.requested_bytes += sum(sizes[:n])
             # each counter only grew along the run: its end is its peak
@@ -597,11 +601,10 @@ class PoolAllocator(Allocator):
 
         O(n log n); meant for tests and debugging, never the hot path.
         """
-        spans = sorted((s, s + n) for s, n in self._gap_size.items())
         gap_items = list(self._gaps.items())
-        _require(gap_items == sorted(self._gap_size.items()), "gap list and gap map disagree")
-        _require(all(self._gap_end[e] == s for s, e in spans), "gap end map is stale")
-        _require(len(self._gap_end) == len(spans), "gap end map has extra entries")
+        spans = [(s, s + n) for s, n in gap_items]
+        _require(gap_items == sorted(gap_items) and all(n > 0 for _, n in gap_items),
+                 "gap list out of order or holding an empty gap")
         for (_, e1), (s2, _) in zip(spans, spans[1:]):
             _require(e1 < s2, "two gaps touch or overlap (missed coalescing)")
         for ci, sizes in enumerate(self._gaps.sizes):

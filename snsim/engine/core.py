@@ -125,6 +125,7 @@ class Engine:
         self.free_latency_s = hardware.free_latency_s
         self.check = (self.check_invariants_default if check_invariants is None
                       else bool(check_invariants))
+        self.lean_alloc = not (self.mem.calls_driver or self.check or record)
         self.n_static_allocs = 0
         self.static_alloc_bytes = 0
         self._host_resident = frozenset(plan.host_resident)
@@ -139,6 +140,7 @@ class Engine:
         for step, nbytes in plan.extra_packs:
             self.pack_at[step] = self.pack_at.get(step, 0) + nbytes
         self.unpacked_held = {}   # last step -> handles of its unpacked copies
+        self.hooked = bool(self.pack_at or self.unpack_at)
         self._transfer_memo = {}  # (nbytes, direction, pinned) -> seconds
         self._conv_tables()
 
@@ -467,13 +469,31 @@ class Engine:
             c["cache_hits"] += hits
         if heap and heap[0][0] <= now:
             self._advance(now)
-        if self.unpack_at and phase == "B" and step.index in self.unpack_at:
+        if self.hooked and phase == "B" and step.index in self.unpack_at:
             now = self._unpack(step.index, now)
         if fresh is not None:
-            alloc = self._alloc
-            for t in fresh:
-                c["first_touch"] += 1
-                now = alloc(t, now)[0]
+            if self.lean_alloc:
+                # _alloc inline while the allocator places the tensor at once (it fits):
+                # outputs are most of a replay's allocations
+                mem = self.mem
+                try_alloc, size, stream, handle = mem.try_alloc, self.size, self.stream, self.handle
+                for t in fresh:
+                    c["first_touch"] += 1
+                    h = try_alloc(size[t], stream[t])
+                    if h is None:
+                        now = self._alloc(t, now)[0]
+                        continue
+                    if mem.requested_bytes > self.peak_tensor:
+                        self.peak_tensor = mem.requested_bytes
+                    handle[t] = h
+                    state[t] = GPU
+                    if lru is not None:
+                        lru[t] = None
+            else:
+                alloc = self._alloc
+                for t in fresh:
+                    c["first_touch"] += 1
+                    now = alloc(t, now)[0]
         if self.check:
             if now < t0 or t0 < self._last_step_end:
                 self._violation(f"step {step.index} ({step.name} {phase}) starts at t={now!r} s, "
@@ -499,7 +519,7 @@ class Engine:
                     ws_bytes += ws
             algo = "+".join(names)
             self.algos_chosen[(step.layer, phase)] = algo
-        highwater = self.mem.requested_bytes
+        highwater = self.mem.requested_bytes if self.record else 0
         if rows:
             if handles:
                 mem = self.mem
@@ -513,16 +533,17 @@ class Engine:
             duration = slowed_duration_s(duration, now, {"h2d": self.t_h2d, "d2h": self.t_d2h},
                                          self.copy_k)
         end = now + duration
-        if phase == "F" and self.pack_at and step.index in self.pack_at:
-            # the hook's copy out, waited for
-            end = self._host_copy(self.pack_at[step.index], "d2h", end)
-        if self.unpacked_held:
-            for h, nbytes in self.unpacked_held.pop(step.index, ()):
-                self.mem.free(h)
-                if self.record:
-                    self.mem_events.append((end, "activation", -nbytes))
-                    self.alloc_trace.append((end, self.mem.allocated_bytes,
-                                             self.mem.reserved_bytes))
+        if self.hooked:   # a saved-tensor hook's copies (plan.unpacked, plan.extra_packs)
+            if phase == "F" and step.index in self.pack_at:
+                # the hook's copy out, waited for
+                end = self._host_copy(self.pack_at[step.index], "d2h", end)
+            if self.unpacked_held:
+                for h, nbytes in self.unpacked_held.pop(step.index, ()):
+                    self.mem.free(h)
+                    if self.record:
+                        self.mem_events.append((end, "activation", -nbytes))
+                        self.alloc_trace.append((end, self.mem.allocated_bytes,
+                                                 self.mem.reserved_bytes))
         idle_release, release_seq = self.idle_release, self.release_seq
         for t in deps:
             in_use[t] = end
@@ -587,12 +608,13 @@ class Engine:
             self.state[t] = FREED
 
     def _free(self, t):
-        st = self.state[t]
-        if self.dtr is not None and st not in (FREED, VOID) and self.dtr.free(t):
-            return
-        if st in (FREED, VOID):
+        state = self.state
+        st = state[t]
+        if st == FREED or st == VOID:
             raise PlanError(f"Free({t}) of tensor {self.p.tensors[t].name}, which is "
                             f"{STATE_NAMES[st]}")
+        if self.dtr is not None and self.dtr.free(t):
+            return
         if self.on_host[t]:
             if t not in self.host_buffered:
                 self.host_bytes -= self.size[t]
@@ -602,7 +624,7 @@ class Engine:
                 self.release_pending[t] = True
             else:
                 self._release_gpu(t, self.t_compute)
-        self.state[t] = FREED
+        state[t] = FREED
 
     def _drop(self, t):
         if self.state[t] not in (GPU, CLEAN):
@@ -864,12 +886,11 @@ class Engine:
         return self._result(failure, time.perf_counter() - wall)
 
     def _iteration(self, steps):
-        run_step, dtr, prefetch = self._run_step, self.dtr, self._prefetch
+        run_step, dtr, prefetch, free = self._run_step, self.dtr, self._prefetch, self._free
         state, heap = self.state, self.heap
         planned = self.plan.workspace == "planned"   # _choose reads the running instruction
         # the other instructions that name a tensor, by kind (a dict lookup, not a chain of tests)
-        on_tensor = {Free: self._free, Offload: self._offload, Drop: self._drop,
-                     Evict: self._evict}
+        on_tensor = {Offload: self._offload, Drop: self._drop, Evict: self._evict}
         instructions = self.plan.instructions
         serves_until, serves = -1, None   # Recomputes before serves_until serve step serves
         for i, ins in enumerate(instructions):
@@ -893,6 +914,9 @@ class Engine:
                 t = ins[0]
                 if state[t] == HOST or (heap and heap[0][0] <= self.t_compute):
                     prefetch(t)
+                continue
+            if kind is Free:      # a third of the instructions: before the dict lookup
+                free(ins[0])
                 continue
             handler = on_tensor.get(kind)
             if handler is not None:

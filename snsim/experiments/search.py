@@ -57,6 +57,7 @@ from ..engine.core import run_plan
 from ..errors import ConfigError, PlanError, UnknownNameError
 from ..gcpause import without_gc
 from ..policies import all_policies, applicable_policies, get_policy
+from ..policies.base import Policy
 from ..program import build_program
 from .splice import Splicer
 from ..units import parse_bytes
@@ -292,7 +293,10 @@ class _Prober:
         progs = [program]
         for n in self.policies:
             pol = get_policy(n, **self.policy_options.get(n, {}))
-            if pol.unsupported(program) is None:
+            # a policy that runs the program as it is adds nothing below the program's own
+            # bound: only those that rewrite it are asked whether they can plan it
+            if type(pol).bound_program is not Policy.bound_program \
+                    and pol.unsupported(program) is None:
                 progs.append(pol.bound_program(program, self.hw))
         return min((q.lower_bound_bytes(), q.static_total_bytes) for q in progs)
 
@@ -674,7 +678,6 @@ def _framework(framework):
 
 def _rewrites_program(name, policy_options):
     """Whether policy ``name``'s plans run a program of their own (a static bound of their own)."""
-    from ..policies.base import Policy
     pol = get_policy(name, **(policy_options or {}).get(name, {}))
     return type(pol).bound_program is not Policy.bound_program
 

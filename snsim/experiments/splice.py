@@ -37,7 +37,7 @@ import re
 
 import networkx as nx
 
-from ..graph import adjacency
+from ..graph import port_adjacency
 from ..program import Program, StaticTensor, Step, Tensor
 
 #: a size past which block indices and depths have two digits more than at the base (the
@@ -381,23 +381,82 @@ def _assemble(sec):
     """A :class:`Program` from its sections (the inverse of :func:`program_sections`)."""
     (name, batch, static_bytes, source, hardware, optimizer, framework, no_modules), = \
         sec["program"]
-    G = nx.DiGraph()
-    G.graph.update(sec["graph"][0])
+    attrs = dict(sec["graph"][0])
     if not no_modules:
-        G.graph["modules"] = dict(sec["modules"])
-    # the nodes, then their attributes: (node, dict) pairs take networkx's exception path,
-    # one per node (a third slower)
-    G.add_nodes_from([n for n, _ in sec["nodes"]])
-    data = G.nodes
-    for n, attrs in sec["nodes"]:
-        data[n].update(attrs)
-    G.add_edges_from((u, v, dict(d)) for v, ins in sec["preds"] for u, d in ins)
-    return Program(name=name, batch=batch, steps=sec["steps"], tensors=sec["tensors"],
-                   static_bytes=dict(static_bytes),
-                   conv_algos={n: dict(passes.value) for n, passes in sec["conv"]}, graph=G,
-                   source=source, hardware=hardware, optimizer=optimizer,
-                   static_tensors=sec["static"], framework=framework,
-                   adjacency=adjacency(G))
+        attrs["modules"] = dict(sec["modules"])
+    p = SplicedProgram(name=name, batch=batch, steps=sec["steps"], tensors=sec["tensors"],
+                       static_bytes=dict(static_bytes),
+                       conv_algos={n: dict(passes.value) for n, passes in sec["conv"]},
+                       source=source, hardware=hardware, optimizer=optimizer,
+                       static_tensors=sec["static"], framework=framework,
+                       adjacency=port_adjacency([n for n, _ in sec["nodes"]],
+                                                 _ports(sec["preds"])))
+    p._layers = (sec["nodes"], sec["preds"], attrs)
+    return p
+
+
+def _ports(preds):
+    """``(u, v, src_port, dst_port)`` of every edge of the in-edge records."""
+    for v, ins in preds:
+        for u, d in ins:
+            if len(d) == 2 and d[0][0] == "src_port" and d[1][0] == "dst_port":
+                yield u, v, d[0][1], d[1][1]     # the zoo's edges: no dict made
+            else:
+                d = dict(d)
+                yield u, v, d.get("src_port", 0), d.get("dst_port", 0)
+
+
+_GRAPH = Program.__dict__["graph"]   # the dataclass's slot behind SplicedProgram.graph
+
+
+class SplicedProgram(Program):
+    """A spliced :class:`Program` whose networkx layer graph is made on first use.
+
+    A search's replays and most planners read only the layer types, the adjacency and the
+    graph's attributes, which the records give at once; making the graph of ResNet k=845
+    takes ~30 ms CPU (its replay ~0.17 s), and a ``maxdepth --policy all`` search splices two
+    dozen programs. ``chen_sqrt`` (articulation points), the certificate and anything else
+    that reads ``graph`` get it made from the records, once."""
+
+    __slots__ = ("_layers",)   # (node records, in-edge records, graph attributes) until made
+
+    @property
+    def graph(self):
+        G = _GRAPH.__get__(self)
+        layers = getattr(self, "_layers", None)
+        if G is None and layers is not None:
+            nodes, preds, attrs = layers
+            G = nx.DiGraph()
+            G.graph.update(attrs)
+            # the nodes, then their attributes: (node, dict) pairs take networkx's exception
+            # path, one per node (a third slower)
+            G.add_nodes_from([n for n, _ in nodes])
+            data = G.nodes
+            for n, a in nodes:
+                data[n].update(a)
+            G.add_edges_from((u, v, dict(d)) for v, ins in preds for u, d in ins)
+            _GRAPH.__set__(self, G)
+            self._layers = None
+        return G
+
+    @graph.setter
+    def graph(self, G):
+        _GRAPH.__set__(self, G)
+
+    def layer_types(self):
+        layers = getattr(self, "_layers", None)
+        if layers is None:
+            return super().layer_types()
+        memo = self.plan_memo()
+        if "layer_types" not in memo:
+            # the graph builder writes "type" first: no dict per node for it
+            memo["layer_types"] = {n: a[0][1] if a and a[0][0] == "type" else dict(a)["type"]
+                                   for n, a in layers[0]}
+        return memo["layer_types"]
+
+    def graph_attrs(self):
+        layers = getattr(self, "_layers", None)
+        return super().graph_attrs() if layers is None else layers[2]
 
 
 class Splicer:

@@ -17,8 +17,8 @@ _CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 def module_map(program):
     """``{path: class}`` of the program's modules, or None when it has no module tree."""
     mods = program.extra.get("modules")
-    if mods is None and program.graph is not None:
-        mods = program.graph.graph.get("modules")
+    if mods is None:
+        mods = program.graph_attrs().get("modules")
     return None if mods is None else dict(mods)
 
 
@@ -63,8 +63,7 @@ def select_modules(program, policy, modules=None, every=None):
                               f"{', '.join(have) or 'none'}")
     else:
         blk = block_class(mods, parents, program.extra.get("containers") or
-                          (program.graph.graph.get("containers", ()) if program.graph is not None
-                           else ()))
+                          program.graph_attrs().get("containers", ()))
         if blk is None:
             raise ConfigError(f"policy {policy}: {program.name!r} has no repeated block class "
                               f"to wrap; name one with --option modules=CLASS")

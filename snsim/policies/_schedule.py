@@ -16,11 +16,10 @@ RECOMPUTE_MODES = ("speed", "memory", "cost-aware")
 
 def _segments(program, checkpoint_types):
     """Map each recomputable layer to its segment ``(checkpoint, branch port)`` (SPEC §5)."""
-    G = program.graph
-    nxt, prv = program.adjacency or adjacency(G)
-    types = dict(G.nodes(data="type"))
+    types = program.layer_types()
+    nxt, prv = program.adjacency or adjacency(program.graph)
     seg = {}
-    for n in G:
+    for n in types:
         if types[n] in checkpoint_types:
             continue
         cur = n
@@ -279,7 +278,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
     seg_mode = {}
     seg = {}
     if recompute is not None:
-        if program.graph is None:
+        if program.layer_types() is None:
             raise ConfigError(f"recomputation needs the layer graph, and program "
                               f"{program.name!r} has none (a captured trace); use a zoo network "
                               f"or a modelled trace, or `snsim execute` on a GPU")
@@ -426,23 +425,26 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                     replayed.discard(x)
                     dropped.add(x)
 
+    emit = out.append
+    any_droppable = any(droppable)
     for s in steps:
-        if s.phase == "B" and not b_started:
-            b_started = True
-            if offload and conv_b and prefetch_depth:
-                prefetch_window(s.index, conv_b[min(prefetch_depth, len(conv_b)) - 1])
-        if s.phase == "B":
-            if offload and s.index in conv_rank and prefetch_depth:
-                r = conv_rank[s.index]
+        phase, k = s.phase, s.index
+        if phase == "B":
+            if not b_started:
+                b_started = True
+                if offload and conv_b and prefetch_depth:
+                    prefetch_window(k, conv_b[min(prefetch_depth, len(conv_b)) - 1])
+            if offload and prefetch_depth and k in conv_rank:
+                r = conv_rank[k]
                 nxt = conv_b[r + prefetch_depth] if r + prefetch_depth < len(conv_b) else \
-                    next((x.index for x in reversed(steps) if x.phase == "B"), s.index)
-                prefetch_window(s.index + 1, nxt)
-            now[0] = s.index
-            need = [t for t in s.deps if t in dropped]
+                    next((x.index for x in reversed(steps) if x.phase == "B"), k)
+                prefetch_window(k + 1, nxt)
+            now[0] = k
+            need = [t for t in s.deps if t in dropped] if dropped else ()
             if drop_groups is not None:
                 # an autograd node unpacks its saved tensors when it begins: the replay comes
                 # before the first op-granular step of the node that reads a dropped tensor
-                need = [t for k in node_steps.get(s.index, ()) for t in steps[k].deps
+                need = [t for j in node_steps.get(k, ()) for t in steps[j].deps
                         if t in dropped]
             if drop_groups is not None and need:
                 # the whole group comes back at once: every tensor of it that backward still
@@ -450,44 +452,50 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 # after their last reader, as the replayed forward releases them
                 groups = {drop_groups[t] for t in need}
                 need = sorted((t for g in groups for t in members[g]
-                               if t in dropped and need_until[t] >= s.index),
+                               if t in dropped and need_until[t] >= k),
                               key=lambda t: (producer_step[t], t))
             if need:
                 keep = set(s.deps)
                 for t in need:
                     if t in dropped:
                         ensure(t, keep)
-        out.append(computes[s.index])
-        if s.phase == "F":
+        emit(computes[k])
+        if phase == "F":
             if offload_at_last_forward_use:
                 for t in s.deps:
-                    if offloaded[t] and last_f_use.get(t) == s.index:
-                        out.append(offloads[t])
-            else:
+                    if offloaded[t] and last_f_use.get(t) == k:
+                        emit(offloads[t])
+            elif offload:
                 for t in s.outputs:
                     if offloaded[t]:
-                        out.append(offloads[t])
-            for t in s.deps:
-                # checkpoint also drops what a step makes and uses itself (a captured step's
-                # op-level temporaries that backward reads): torch keeps none of them
-                if droppable[t] and last_f_use.get(t) == s.index \
-                        and (t not in s.outputs or drop_groups is not None) \
-                        and (need_until[t] > s.index or drop_groups is not None):
-                    out.append(drops[t])       # replayed in backward where needed
-                    dropped.add(t)
-            for t in free_after[s.index]:     # need_until may point at a step not reading t
-                if t in dropped and drop_groups is not None:
-                    continue   # a group temporary: a replay makes it again
-                out.append(frees[t])
-                dropped.discard(t)
-        elif s.phase == "B":
-            for t in free_after[s.index]:
-                out.append(frees[t])
-                dropped.discard(t)
-                replayed.discard(t)
+                        emit(offloads[t])
+            if any_droppable:
+                for t in s.deps:
+                    # checkpoint also drops what a step makes and uses itself (a captured
+                    # step's op-level temporaries that backward reads): torch keeps none
+                    if droppable[t] and last_f_use.get(t) == k \
+                            and (t not in s.outputs or drop_groups is not None) \
+                            and (need_until[t] > k or drop_groups is not None):
+                        emit(drops[t])       # replayed in backward where needed
+                        dropped.add(t)
+            for t in free_after[k]:     # need_until may point at a step not reading t
+                if dropped:
+                    if t in dropped and drop_groups is not None:
+                        continue   # a group temporary: a replay makes it again
+                    dropped.discard(t)
+                emit(frees[t])
+        elif phase == "B":
+            if dropped or replayed:
+                for t in free_after[k]:
+                    emit(frees[t])
+                    dropped.discard(t)
+                    replayed.discard(t)
+            else:
+                for t in free_after[k]:
+                    emit(frees[t])
             for t in transient:
                 if t in replayed:
-                    out.append(frees[t])
+                    emit(frees[t])
                     replayed.discard(t)
             transient.clear()
             # speed-centric replays stay until liveness frees them (at need_until, above);
@@ -495,12 +503,12 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
             if any_memory and replayed:
                 for t in sorted(replayed):
                     if seg_mode.get(seg.get(tensors[t].producer)) == "memory":
-                        out.append(drops[t])
+                        emit(drops[t])
                         replayed.discard(t)
                         dropped.add(t)
         else:
-            for t in free_after[s.index]:
-                out.append(frees[t])
+            for t in free_after[k]:
+                emit(frees[t])
     for t in sorted(dropped):
         out.append(frees[t])
     return out

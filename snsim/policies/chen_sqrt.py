@@ -7,9 +7,8 @@ memory.
 """
 import math
 
-import networkx as nx
-
 from ..errors import ConfigError
+from ..graph import adjacency, articulation_points
 from ..plan import Plan
 from ._schedule import build_instructions
 from .base import Policy, integer, register
@@ -17,12 +16,12 @@ from .base import Policy, integer, register
 
 def sqrt_checkpoints(program, every=None):
     """Layer ids kept as checkpoints: articulation points about ``every`` layers apart."""
-    G = program.graph
-    if G is None:
+    layers = program.layer_types()
+    if layers is None:
         raise ConfigError("policy chen_sqrt needs the layer graph; this program has none")
     order = [s.layer for s in program.steps if s.phase == "F"]
     every = every or max(1, math.isqrt(len(order)))
-    cuts = set(nx.articulation_points(G.to_undirected(as_view=True)))
+    cuts = articulation_points(layers, *(program.adjacency or adjacency(program.graph)))
     keep = {order[0], order[-1]}
     since = 0
     for n in order:
@@ -38,7 +37,7 @@ class ChenSqrt(Policy):
     name = "chen_sqrt"
     description = "baseline: Chen et al. sqrt(n) checkpoints at articulation points, segments replayed once"
     reference = "Chen et al., Training Deep Nets with Sublinear Memory Cost (arXiv 1604.06174)"
-    planning_cost = "articulation points of the layer DAG (linear, networkx) and one pass"
+    planning_cost = "articulation points of the layer DAG (linear) and one pass"
     OPTIONS = {"every": integer(None, minimum=1, optional=True)}
 
     def plan(self, program, hardware, budget_bytes):
