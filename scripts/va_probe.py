@@ -8,6 +8,9 @@ This probe records, in one fresh process per loading mode, after every step:
 
 * the allocator's segments (``torch.cuda.memory_snapshot()``: address, size),
 * the device memory in use (``cudaMemGetInfo``),
+* the context's per-thread stack limit (``cuCtxGetLimit(CU_LIMIT_STACK_SIZE)``: the driver
+  raises it, and re-sizes the context's local memory, when a kernel needs more stack than it
+  holds; under lazy loading that happens at a kernel's first launch, mid-run),
 * the process's virtual memory map (``/proc/self/maps``, ranges of 1 MiB or more): under
   unified addressing a device allocation's address range is also reserved in the host
   process, so a host ``mmap``/``munmap`` and a driver reservation compete for the same space.
@@ -16,7 +19,9 @@ Steps: CUDA initialised; segments of 20, 32, 96 and 128 MiB (``torch.empty``: no
 then for each of a few kernels never launched before in this process (elementwise, layer
 norm, softmax, cuBLAS GEMM, cuDNN convolution, sort) the first launch, followed by a new
 32 MiB segment; then a host buffer of 256 MiB made and freed followed by a new 96 MiB segment;
-then 64 MiB of pinned host memory followed by a new 96 MiB segment.
+then 64 MiB of pinned host memory followed by a new 96 MiB segment; then the first forward
+and backward of a small ``nn.TransformerEncoderLayer`` (embedding, attention) and of
+torchvision's ResNet-18 (batch 2), each followed by a new 32 MiB segment.
 
 Usage (one H200, from the repository root, about 30 s):
 
@@ -62,6 +67,52 @@ def maps_diff(before, after):
     return {"added": sorted(list(r) for r in a - b), "removed": sorted(list(r) for r in b - a)}
 
 
+def _driver():
+    """libcuda through ctypes, or None (no driver: the CPU dry run)."""
+    import ctypes
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+
+
+def stack_limit_bytes(lib):
+    """``cuCtxGetLimit(CU_LIMIT_STACK_SIZE)`` of the current context, or None."""
+    import ctypes
+    if lib is None:
+        return None
+    v = ctypes.c_size_t(0)
+    return int(v.value) if lib.cuCtxGetLimit(ctypes.byref(v), 0) == 0 else None
+
+
+def loading_mode(lib):
+    """``cuModuleGetLoadingMode``: 1 eager, 2 lazy, or None."""
+    import ctypes
+    if lib is None:
+        return None
+    v = ctypes.c_int(0)
+    return int(v.value) if lib.cuModuleGetLoadingMode(ctypes.byref(v)) == 0 else None
+
+
+def _model_step(torch, name, dev):
+    """The first forward and backward of a small model (its kernels' first launches)."""
+    torch.manual_seed(0)
+    if name == "transformer":
+        emb = torch.nn.Embedding(1000, 256).to(dev)
+        layer = torch.nn.TransformerEncoderLayer(256, 8, 1024, batch_first=True).to(dev)
+        x = torch.randint(0, 1000, (4, 128), device=dev)
+        loss = layer(emb(x)).float().pow(2).mean()
+    else:
+        import torchvision
+        net = torchvision.models.resnet18(num_classes=10).to(dev)
+        x = torch.randn(2, 3, 224, 224, device=dev)
+        loss = torch.nn.functional.cross_entropy(net(x), torch.zeros(2, dtype=torch.long,
+                                                                      device=dev))
+    loss.backward()
+    if dev == "cuda":
+        torch.cuda.synchronize()
+
+
 def _segments(torch):
     return sorted([int(s["address"]), int(s["total_size"])]
                   for s in torch.cuda.memory_snapshot())
@@ -97,12 +148,14 @@ def probe(mode, dev="cuda"):
     steps = []
     keep = []
     maps = read_maps()
+    lib = _driver() if cuda else None
 
     def record(label, **extra):
         nonlocal maps
         now = read_maps()
         rec = {"step": label, "maps": maps_diff(maps, now), **extra}
         if cuda:
+            rec["stack_limit_bytes"] = stack_limit_bytes(lib)
             free_b, total_b = torch.cuda.mem_get_info()
             rec["device_used_bytes"] = int(total_b - free_b)
             rec["segments"] = _segments(torch)
@@ -135,8 +188,14 @@ def probe(mode, dev="cuda"):
     segment(96)
     record("segment 96 MiB")
     del pinned
+    for name in ("transformer", "resnet18"):
+        _model_step(torch, name, dev)
+        record(f"first {name} step")
+        segment(32)
+        record("segment 32 MiB")
     return {"mode": mode, "torch": torch.__version__,
             "CUDA_MODULE_LOADING": os.environ.get("CUDA_MODULE_LOADING", ""),
+            "loading_mode": loading_mode(lib),
             "device": torch.cuda.get_device_name() if cuda else "cpu",
             "final_maps": read_maps(), "steps": steps}
 
@@ -151,7 +210,7 @@ def summary(doc):
         delta = "" if used is None or prev_used is None else f" used {(used - prev_used) / _MIB:+.1f} MiB"
         segs = s.get("segments", [])
         new = [x for x in segs if x not in prev]
-        place = ""
+        place = "" if s.get("stack_limit_bytes") is None else f" stack {s['stack_limit_bytes']} B"
         for addr, size in new:
             above = sum(1 for a, _ in prev if a > addr)
             place += f" new {size // _MIB} MiB seg: {above} of {len(prev)} earlier above it;"
