@@ -21,7 +21,7 @@ from ..gcpause import without_gc
 from ..plan import Compute, Drop, Evict, Free, Offload, Prefetch, Recompute
 from ..program import CONV_PASSES
 from ..result import Failure, Result
-from .allocators import make_allocator
+from .allocators import lazy_window_bytes, make_allocator
 from .contention import copy_slowdown, slowed_duration_s
 
 # tensor states (SPEC §4)
@@ -84,7 +84,15 @@ class Engine:
             options.setdefault("segment_placement", "driver")
             if self.warmup is not None:
                 options.setdefault("segment_addresses", program.extra.get("segment_addresses"))
+            if "lazy_window_bytes" not in options:   # CUDA's lazy module loading's window
+                options["lazy_window_bytes"] = lazy_window_bytes(
+                    hardware, options.pop("module_loading", None))
         self.mem = make_allocator(allocator, self.budget, **options)
+        # opened after the first operation of the first training step (a replayed capture's,
+        # or else the engine's first iteration's)
+        self._open_window = getattr(self.mem, "open_lazy_window", None)
+        self._window_at = (int(starts[0]) if self.warmup is not None and plan.as_captured
+                           and starts else None)
         # a real run is measured in a steady iteration: the one before it left the caching
         # allocator's segments as it finds them, so the plan runs once unmeasured first
         steady = self.warmup is not None or allocator == "pytorch"
@@ -742,7 +750,11 @@ class Engine:
         static = self.p.static_tensors
         handles = [None] * len(static)
         temps = {}
+        window_at = self._window_at
         for i, ev in enumerate(self.warmup):
+            if window_at is not None and i > window_at and self._open_window is not None:
+                self._open_window()   # the recorded step's first operation has allocated
+                self._open_window = None
             if ev[0] == "alloc":
                 key, nbytes = int(ev[1]), int(ev[2])
                 stream = int(ev[3]) if len(ev) > 3 else 0
@@ -886,6 +898,9 @@ class Engine:
                     dtr.before_step(s)
                     run_step(s, s.phase, s.time_s)
                     dtr.after_step(s)
+                if self._open_window is not None:
+                    self._open_window()
+                    self._open_window = None
                 continue
             if kind is Prefetch:
                 # most find the tensor resident: a prefetch does something only for a tensor
