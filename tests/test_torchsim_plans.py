@@ -636,3 +636,20 @@ def test_predict_warns_of_a_models_data_dependent_op_not_of_adams_step_counter(t
     assert main(["predict", "--model", f"{tiny}:ItemNet", "--batch", "2",
                  "--format", "json"]) == 0
     assert "warning: data-dependent op" in capsys.readouterr().err
+
+
+def test_module_loading_window_predicts_the_h200_fresh_process_runs(monkeypatch):
+    # transformer_encoder b32 checkpoint on the H200, each measured in a fresh process:
+    # 1,564,475,392 B reserved with torch's default lazy module loading
+    # (traces/h200/plans_standard_final, and plans_history/*_checkpoint_harness_cpu) and
+    # 1,698,693,120 B with CUDA_MODULE_LOADING=EAGER (plans_history/*_checkpoint_eager); the
+    # same requests and frees, other cudaMalloc addresses. The prediction reads the variable
+    # as the driver does.
+    from snsim.torchsim.execute import predict_plan
+    got = {}
+    for loading in ("", "EAGER"):
+        monkeypatch.setenv("CUDA_MODULE_LOADING", loading)
+        r, _ = predict_plan("snsim:transformer_encoder", 32, "checkpoint",
+                            options=["modules=TransformerEncoderLayer"])
+        got[loading] = r["peak_reserved_bytes"]
+    assert got == {"": 1564475392, "EAGER": 1698693120}
