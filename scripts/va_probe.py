@@ -17,7 +17,7 @@ This probe records, in one fresh process per loading mode, after every step:
 
 Steps: CUDA initialised; segments of 20, 32, 96 and 128 MiB (``torch.empty``: no kernel);
 then for each of a few kernels never launched before in this process (elementwise, layer
-norm, softmax, cuBLAS GEMM, cuDNN convolution, sort) the first launch, followed by a new
+norm, softmax, a linear layer (cuBLASLt), cuBLAS GEMM, cuDNN convolution, sort) the first launch, followed by a new
 32 MiB segment; then a host buffer of 256 MiB made and freed followed by a new 96 MiB segment;
 then 64 MiB of pinned host memory followed by a new 96 MiB segment; then the first forward
 and backward of a small ``nn.TransformerEncoderLayer`` (embedding, attention) and of
@@ -40,7 +40,7 @@ import sys
 import time
 
 _MIB = 1 << 20
-STEPS_KERNELS = ("gelu", "layer_norm", "softmax", "gemm", "conv2d", "sort")
+STEPS_KERNELS = ("gelu", "layer_norm", "softmax", "linear", "gemm", "conv2d", "sort")
 
 
 def read_maps(min_bytes=_MIB):
@@ -127,6 +127,8 @@ def _kernel(torch, name, dev):
         y = torch.nn.functional.layer_norm(x, (256,))
     elif name == "softmax":
         y = torch.softmax(x, dim=-1)
+    elif name == "linear":   # addmm with a bias: cuBLASLt's epilogue GEMM in torch
+        y = torch.nn.functional.linear(x, x, x[0])
     elif name == "gemm":
         y = x @ x
     elif name == "conv2d":
