@@ -772,21 +772,36 @@ def test_lazy_window_option_and_module_loading_are_checked(monkeypatch):
         PytorchAllocator(segment_placement="driver", lazy_window_bytes=-1)
     with pytest.raises(ConfigError, match="lazy_window_bytes"):
         PytorchAllocator(segment_placement="driver", lazy_window_bytes=True)
-    from snsim.hardware.spec import load_hardware
-    h200, k40c = load_hardware("h200"), load_hardware("k40c")
     monkeypatch.delenv("CUDA_MODULE_LOADING", raising=False)
-    assert allocators.lazy_window_bytes(h200) == 414 * 2**20     # CUDA's default: lazy
-    assert allocators.lazy_window_bytes(k40c) == 0                # not measured there
-    assert allocators.lazy_window_bytes(h200, "eager") == 0
+    assert allocators.module_loading() == "lazy"          # CUDA's default
+    assert allocators.module_loading("eager") == "eager"
     monkeypatch.setenv("CUDA_MODULE_LOADING", "EAGER")
-    assert allocators.lazy_window_bytes(h200) == 0
-    assert allocators.lazy_window_bytes(h200, "lazy") == 414 * 2**20   # the option wins
+    assert allocators.module_loading() == "eager"
+    assert allocators.module_loading("lazy") == "lazy"    # the option wins
     monkeypatch.setenv("CUDA_MODULE_LOADING", "SOMETIMES")
     with pytest.raises(ConfigError, match="^environment variable CUDA_MODULE_LOADING "
                                           r"\(='sometimes'\) must be one of LAZY, EAGER$"):
-        allocators.lazy_window_bytes(h200)
+        allocators.module_loading()
     with pytest.raises(ConfigError, match="^allocator option module_loading"):
-        allocators.lazy_window_bytes(h200, "later")
+        allocators.module_loading("later")
+
+
+def test_map_into_window_takes_the_open_windows_next_addresses_if_they_fit():
+    # hand calculation, 100 MiB window: cuBLAS's 64 MiB before the window opens maps nothing
+    # here; after, 20 MiB segment at the bottom, 64 MiB hole, then a 20 MiB segment no longer
+    # fits (84 + 20 > 100) and goes below
+    mib = 2**20
+    a = PytorchAllocator(segment_placement="driver", lazy_window_bytes=100 * mib)
+    a.map_into_window(64 * mib)
+    a.open_lazy_window()
+    h1 = a.alloc(20 * mib)
+    a.map_into_window(64 * mib)
+    h2 = a.alloc(20 * mib)
+    top = 1 << 56
+    assert (a.address_of(h1), a.address_of(h2)) == (top, top - 20 * mib)
+    a.map_into_window(64 * mib)   # does not fit either: nothing moves
+    h3 = a.alloc(16 * mib)        # 84 + 16 = 100: fits exactly
+    assert a.address_of(h3) == top + 84 * mib
 
 
 # --- alloc_prefix: a run of allocations at once (the engine's setup) ---------------------------

@@ -964,6 +964,15 @@ class PytorchAllocator(Allocator):
             # above the top-down segments (which start below 1 << 56) and below nothing
             self._window = [1 << 56, (1 << 56) + self.lazy_window_bytes]
 
+    def map_into_window(self, nbytes):
+        """Memory the driver maps at the open window's next address, outside the caching
+        allocator (cuBLAS's first GEMM: 64 MiB on the H200, the hole after transformer_encoder's
+        first ``in_proj`` output in its histories and before the GEMM's workspace in
+        ``scripts/va_probe.py``'s); nothing if the window is not open or it does not fit."""
+        window = self._window
+        if window is not None and window[0] + nbytes <= window[1]:
+            window[0] += nbytes
+
     def _release_oversize(self, fl, rounded):
         """torch's ``release_available_cached_blocks``: free oversize cached blocks of this pool
         and stream, one large enough or else the largest ones until enough bytes are freed.
@@ -1055,23 +1064,22 @@ ALLOCATORS = tuple(_REGISTRY)
 MODULE_LOADINGS = ("lazy", "eager")
 
 
-def lazy_window_bytes(hardware, module_loading=None):
-    """The pytorch allocator's ``lazy_window_bytes`` for a run on ``hardware``.
-
-    ``module_loading`` is how the modelled run loads CUDA modules: ``"lazy"`` (CUDA's default
-    since 12.2, and torch's) or ``"eager"``; None reads ``CUDA_MODULE_LOADING`` from the
+def module_loading(value=None):
+    """How the modelled run loads CUDA modules: ``"lazy"`` (CUDA's default since 12.2, and
+    torch's) or ``"eager"``. ``value`` None reads ``CUDA_MODULE_LOADING`` from the
     environment, as the CUDA driver does for a training run started from the same shell
     (unset: lazy). Eager loading maps every module before the first cudaMalloc and opens no
-    window (traces/h200/plans_history/*_eager)."""
+    address window (traces/h200/plans_history/*_eager)."""
     where = "allocator option module_loading"
-    if module_loading is None:
-        env = os.environ.get("CUDA_MODULE_LOADING", "")
-        module_loading = env.strip().lower() or "lazy"
+    if value is None:
+        value = os.environ.get("CUDA_MODULE_LOADING", "").strip().lower() or "lazy"
         where = "environment variable CUDA_MODULE_LOADING"
-    if module_loading not in MODULE_LOADINGS:
-        raise ConfigError(f"{where} (={module_loading!r}) must be one of "
-                          f"{', '.join(m.upper() if 'environment' in where else m for m in MODULE_LOADINGS)}")
-    return hardware.lazy_loading_window_bytes if module_loading == "lazy" else 0
+        if value not in MODULE_LOADINGS:
+            raise ConfigError(f"{where} (={value!r}) must be one of "
+                              f"{', '.join(m.upper() for m in MODULE_LOADINGS)}")
+    if value not in MODULE_LOADINGS:
+        raise ConfigError(f"{where} (={value!r}) must be one of {', '.join(MODULE_LOADINGS)}")
+    return value
 
 
 def make_allocator(name, capacity_bytes, **options):
