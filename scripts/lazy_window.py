@@ -16,7 +16,7 @@ Usage (no GPU):
     PYTHONPATH=$PWD python scripts/lazy_window.py [NAME ...]
 
 NAME: a history under traces/h200/plans_history without .json.gz; default: the fresh-process
-ones (*_fresh*, *_harness_cpu, *_eager).
+ones (*_fresh*, *_harness_cpu, *_lazy, *_eager).
 """
 import glob
 import gzip
@@ -59,15 +59,31 @@ def window(doc):
     return bottom, (min(above) if above else None), inside
 
 
-def replay(doc, window_bytes):
+# allocations before the first cuBLAS GEMM's output, where the history has one early: the
+# transformer_encoder b32 runs' first in_proj output (cpu_offload's first offload allocates
+# before it); cuBLAS maps its memory into the window there (the hole before the 32 MiB
+# workspace request that follows)
+FIRST_GEMM_ALLOCATION = {"transformer_encoder_b32_plain": 79,
+                         "transformer_encoder_b32_checkpoint": 79,
+                         "transformer_encoder_b32_cpu_offload": 80}
+
+
+def first_gemm(name):
+    return next((v for k, v in FIRST_GEMM_ALLOCATION.items() if name.startswith(k + "_")), None)
+
+
+def replay(doc, window_bytes, cublas_bytes=0, gemm_at=None):
     """The history's measured requests and frees through the engine's pytorch allocator
-    ("driver" placement), the window opened after the step's first allocation."""
+    ("driver" placement), the window opened after the step's first allocation, cuBLAS's
+    memory mapped into it before allocation number ``gemm_at``."""
     from snsim.engine.allocators import PytorchAllocator
     a = PytorchAllocator(segment_placement="driver", lazy_window_bytes=window_bytes)
     first = doc["iterations"][0][0]
     live, n = {}, 0
     for action, addr, size, stream in doc["events"]:
         if action == "alloc":
+            if n == gemm_at:
+                a.map_into_window(cublas_bytes)
             live[addr] = a.alloc(size, stream)
             n += 1
             if n == first + 1:
@@ -79,10 +95,11 @@ def replay(doc, window_bytes):
 
 def main(argv=None):
     names = (argv if argv is not None else sys.argv[1:]) or sorted(
-        os.path.basename(p)[:-len(".json.gz")] for pat in ("*_fresh*", "*_harness_cpu", "*_eager")
+        os.path.basename(p)[:-len(".json.gz")] for pat in ("*_fresh*", "*_harness_cpu", "*_lazy", "*_eager")
         for p in glob.glob(os.path.join(_DIR, pat + ".json.gz")))
     from snsim.hardware.spec import load_hardware
-    w = load_hardware("h200").lazy_loading_window_bytes
+    h200 = load_hardware("h200")
+    w, c = h200.lazy_loading_window_bytes, h200.lazy_loading_cublas_bytes
     print(f"{'history':50s} {'loading':7s} {'window MiB':>10s} {'in it':>5s} "
           f"{'measured B':>12s} {'model':>7s} {'other':>7s}")
     for name in names:
@@ -99,13 +116,15 @@ def main(argv=None):
 
         def err(v):
             return "exact" if v == meas else f"{(v - meas) / meas * 100:+.2f}%"
-        model, other = (replay(doc, 0), replay(doc, w)) if eager else (replay(doc, w),
-                                                                       replay(doc, 0))
+        g = first_gemm(name)
+        lazy, eager_ = replay(doc, w, c, g), replay(doc, 0)
+        model, other = (eager_, lazy) if eager else (lazy, eager_)
         print(f"{name:50s} {'eager' if eager else 'lazy':7s} {size:>10s} "
               f"{0 if win is None else len(win[2]):5d} {meas:12d} {err(model):>7s} "
               f"{err(other):>7s}")
-    print(f"model: the driver placement with the window of the loading mode ({w} B lazy, 0 "
-          f"eager); other: with the other mode's")
+    print(f"model: the driver placement with the window of the loading mode ({w} B lazy, "
+          f"with cuBLAS's {c} B where the first GEMM is known; 0 eager); other: with the other "
+          f"mode's")
 
 
 if __name__ == "__main__":
