@@ -175,7 +175,7 @@ def program_from_dict(d, *, graph=None, source="trace"):
                 optimizer=d.get("optimizer", "sgd-momentum"),
                 static_tensors=static_tensors if "events" in d else [])
     p.extra = {k: d[k] for k in ("warmup_events", "warmup_iteration_starts",
-                                 "segment_addresses", "modules", "containers",
+                                 "warmup_first_gemm", "segment_addresses", "modules", "containers",
                                  "param_aliases") if k in d}
     if "events" in d and graph is None:
         p.graph = layer_graph(p)

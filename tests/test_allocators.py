@@ -700,33 +700,126 @@ def test_pytorch_replays_the_real_allocators_history(name):
     a.check_invariants()
 
 
-@pytest.mark.parametrize("name", [
-    "resnet18_b256_fp16_plain_fresh", "resnet34_b128_superneurons_fresh",
-    "convnext_base_b32_adamw_bf16_checkpoint_fresh", "regnet_x_400mf_b512_plain_fresh1",
-    "regnet_x_400mf_b512_plain_fresh2",
-    # CUDA_MODULE_LOADING=EAGER (the lead's H200 call of 00:29 UTC, plan_alloc_history --tag
-    # eager): every kernel module mapped before the first cudaMalloc
-    "transformer_encoder_b32_plain_eager", "transformer_encoder_b32_checkpoint_eager",
-    "transformer_encoder_b32_cpu_offload_eager"])
-def test_driver_placement_replays_fresh_process_histories(name):
-    # Fresh-process H200 histories whose cudaMalloc addresses the engine's "driver" placement
-    # orders as the driver did (large segments top-down, 2 MiB ones bottom-up): the same
-    # stream replays to the measured max_memory_reserved. Not so where the driver put a later
-    # segment into an address hole above earlier ones: with torch's default lazy module
-    # loading (kernels mapped on first use, during the first iteration) transformer_encoder
-    # b32 checkpoint and cpu_offload (*_harness_cpu) measured 1564475392 / 1293942784 B,
-    # against 1698693120 / 1159725056 B here and with eager loading; regnet_y_3_2gf_b64
-    # superneurons_fresh likewise (DESIGN.md).
-    with gzip.open(os.path.join(_HISTORIES, f"{name}.json.gz"), "rt") as f:
-        doc = json.load(f)
-    a = PytorchAllocator(segment_placement="driver")
-    live = {}
+def _replay_history(doc, window_bytes, gemm_at=None, cublas_bytes=64 * 2**20):
+    """A history's requests and frees through the "driver" placement, the lazy-loading window
+    opened after the first training step's first allocation (as the engine opens it after
+    the step's first operation) and cuBLAS's memory mapped into it before allocation number
+    ``gemm_at`` (the first GEMM's output, as the engine maps it before the FC step)."""
+    a = PytorchAllocator(segment_placement="driver", lazy_window_bytes=window_bytes)
+    first = doc["iterations"][0][0]   # allocations made before the first step
+    live, n = {}, 0
     for action, addr, size, stream in doc["events"]:
         if action == "alloc":
+            if n == gemm_at:
+                a.map_into_window(cublas_bytes)
             live[addr] = a.alloc(size, stream)
+            n += 1
+            if n == first + 1:
+                a.open_lazy_window()
         elif action == "free_completed":
             a.free(live.pop(addr))
-    assert a.peak_reserved_bytes == doc["measured"]["peak_reserved_bytes"]
+    return a.peak_reserved_bytes
+
+
+_H200_WINDOW_BYTES = 414 * 2**20   # the H200 preset's lazy_loading_window_bytes
+
+
+@pytest.mark.parametrize("name, window_bytes, gemm_at, other_bytes", [
+    # torch's default lazy module loading, each the first run of a fresh process (without
+    # the window: the same peak, or the one in the comment). gemm_at: the first in_proj
+    # output (allocation 79; 80 under cpu_offload, whose first offload allocates before it),
+    # before which cuBLAS maps its 64 MiB (the hole before the 32 MiB workspace request
+    # that follows it in these histories, and in scripts/va_probe.py's)
+    ("resnet18_b256_fp16_plain_fresh", _H200_WINDOW_BYTES, None, None),
+    ("resnet34_b128_superneurons_fresh", _H200_WINDOW_BYTES, None, None),
+    ("convnext_base_b32_adamw_bf16_checkpoint_fresh", _H200_WINDOW_BYTES, None, None),
+    ("regnet_x_400mf_b512_plain_fresh1", _H200_WINDOW_BYTES, None, None),
+    ("regnet_x_400mf_b512_plain_fresh2", _H200_WINDOW_BYTES, None, None),
+    ("regnet_y_3_2gf_b64_adamw_bf16_superneurons_fresh", _H200_WINDOW_BYTES, None, 1769996288),
+    ("regnet_y_32gf_b24_adamw_bf16_checkpoint_lazy", _H200_WINDOW_BYTES, None, 4049600512),
+    ("densenet121_b16_fp16_cpu_offload_lazy", _H200_WINDOW_BYTES, None, None),
+    ("efficientnet_b7_b8_fp16_cpu_offload_lazy", _H200_WINDOW_BYTES, None, None),
+    ("mobilenet_v3_small_b512_fp16_superneurons_lazy", _H200_WINDOW_BYTES, None, None),
+    ("transformer_encoder_b32_plain_lazy", _H200_WINDOW_BYTES, 79, None),
+    ("transformer_encoder_b32_checkpoint_harness_cpu", _H200_WINDOW_BYTES, 79, 1698693120),
+    ("transformer_encoder_b32_cpu_offload_harness_cpu", _H200_WINDOW_BYTES, 80, 1159725056),
+    # CUDA_MODULE_LOADING=EAGER (the lead's H200 call of 00:29 UTC, plan_alloc_history --tag
+    # eager): every kernel module mapped before the first cudaMalloc, no window
+    ("transformer_encoder_b32_plain_eager", 0, 79, 4412407808),
+    ("transformer_encoder_b32_checkpoint_eager", 0, 79, 1564475392),
+    ("transformer_encoder_b32_cpu_offload_eager", 0, 80, 1293942784),
+    ("densenet121_b16_fp16_cpu_offload_eager", 0, None, None),
+    ("efficientnet_b7_b8_fp16_cpu_offload_eager", 0, None, None),
+    ("mobilenet_v3_small_b512_fp16_superneurons_eager", 0, None, None)])
+def test_driver_placement_replays_fresh_process_histories(name, window_bytes, gemm_at,
+                                                          other_bytes):
+    # Fresh-process H200 histories whose cudaMalloc addresses the engine's "driver" placement
+    # orders as the driver did (large segments top-down, 2 MiB ones bottom-up; under lazy
+    # loading the first step's segments from the bottom of a 414 MiB window above all earlier
+    # ones, upward, while they fit): the same stream replays to the measured
+    # max_memory_reserved. The window is read off the addresses (scripts/lazy_window.py),
+    # not fitted to these peaks; the other loading mode's placement gives other_bytes, so
+    # the cases tell the modes apart where the peaks differ.
+    with gzip.open(os.path.join(_HISTORIES, f"{name}.json.gz"), "rt") as f:
+        doc = json.load(f)
+    measured = doc["measured"]["peak_reserved_bytes"]
+    assert _replay_history(doc, window_bytes, gemm_at) == measured
+    other = _replay_history(doc, _H200_WINDOW_BYTES - window_bytes, gemm_at)
+    assert other == (measured if other_bytes is None else other_bytes)
+
+
+def test_lazy_window_places_segments_upward_above_earlier_ones_while_they_fit():
+    # hand calculation: 20 MiB segments; before the window opens each goes below the last;
+    # after, into the 50 MiB window from its bottom (two fit), then below again
+    mib = 2**20
+    a = PytorchAllocator(segment_placement="driver", lazy_window_bytes=50 * mib)
+    before = [a.alloc(20 * mib) for _ in range(2)]
+    a.open_lazy_window()
+    a.open_lazy_window()   # once: a second call moves nothing
+    after = [a.alloc(20 * mib) for _ in range(3)]
+    addr = [a.address_of(h) for h in before + after]
+    top = 1 << 56
+    assert addr == [top - 20 * mib, top - 40 * mib, top, top + 20 * mib, top - 60 * mib]
+    # a 2 MiB small-pool segment keeps its own bottom-up order
+    assert a.address_of(a.alloc(512)) == 0
+    a.check_invariants()
+
+
+def test_lazy_window_option_and_module_loading_are_checked(monkeypatch):
+    with pytest.raises(ConfigError, match="lazy_window_bytes"):
+        PytorchAllocator(segment_placement="driver", lazy_window_bytes=-1)
+    with pytest.raises(ConfigError, match="lazy_window_bytes"):
+        PytorchAllocator(segment_placement="driver", lazy_window_bytes=True)
+    monkeypatch.delenv("CUDA_MODULE_LOADING", raising=False)
+    assert allocators.module_loading() == "lazy"          # CUDA's default
+    assert allocators.module_loading("eager") == "eager"
+    monkeypatch.setenv("CUDA_MODULE_LOADING", "EAGER")
+    assert allocators.module_loading() == "eager"
+    assert allocators.module_loading("lazy") == "lazy"    # the option wins
+    monkeypatch.setenv("CUDA_MODULE_LOADING", "SOMETIMES")
+    with pytest.raises(ConfigError, match="^environment variable CUDA_MODULE_LOADING "
+                                          r"\(='sometimes'\) must be one of LAZY, EAGER$"):
+        allocators.module_loading()
+    with pytest.raises(ConfigError, match="^allocator option module_loading"):
+        allocators.module_loading("later")
+
+
+def test_map_into_window_takes_the_open_windows_next_addresses_if_they_fit():
+    # hand calculation, 100 MiB window: cuBLAS's 64 MiB before the window opens maps nothing
+    # here; after, 20 MiB segment at the bottom, 64 MiB hole, then a 20 MiB segment no longer
+    # fits (84 + 20 > 100) and goes below
+    mib = 2**20
+    a = PytorchAllocator(segment_placement="driver", lazy_window_bytes=100 * mib)
+    a.map_into_window(64 * mib)
+    a.open_lazy_window()
+    h1 = a.alloc(20 * mib)
+    a.map_into_window(64 * mib)
+    h2 = a.alloc(20 * mib)
+    top = 1 << 56
+    assert (a.address_of(h1), a.address_of(h2)) == (top, top - 20 * mib)
+    a.map_into_window(64 * mib)   # does not fit either: nothing moves
+    h3 = a.alloc(16 * mib)        # 84 + 16 = 100: fits exactly
+    assert a.address_of(h3) == top + 84 * mib
 
 
 # --- alloc_prefix: a run of allocations at once (the engine's setup) ---------------------------

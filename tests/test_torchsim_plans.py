@@ -636,3 +636,27 @@ def test_predict_warns_of_a_models_data_dependent_op_not_of_adams_step_counter(t
     assert main(["predict", "--model", f"{tiny}:ItemNet", "--batch", "2",
                  "--format", "json"]) == 0
     assert "warning: data-dependent op" in capsys.readouterr().err
+
+
+def test_module_loading_window_predicts_the_h200_fresh_process_runs(monkeypatch):
+    # transformer_encoder b32 on the H200, each plan measured in a fresh process with the same
+    # requests and frees under both loadings, other cudaMalloc addresses. Torch's default lazy
+    # module loading: plain 4,412,407,808 B and checkpoint 1,564,475,392 B reserved
+    # (traces/h200/plans_standard_final), cpu_offload 1,293,942,784 B
+    # (plans_history/*_cpu_offload_harness_cpu); CUDA_MODULE_LOADING=EAGER
+    # (plans_history/*_eager): checkpoint 1,698,693,120 B, cpu_offload 1,159,725,056 B. The
+    # prediction reads the variable as the driver does. Plain needs cuBLAS's 64 MiB in the
+    # window (4,550,819,840 B without it).
+    from snsim.torchsim.execute import predict_plan
+    runs = {"plain": [], "checkpoint": ["modules=TransformerEncoderLayer"],
+            "cpu_offload": ["pin_memory=true"]}
+    got = {}
+    for loading, plans in (("", ("plain", "checkpoint", "cpu_offload")),
+                           ("EAGER", ("checkpoint", "cpu_offload"))):
+        monkeypatch.setenv("CUDA_MODULE_LOADING", loading)
+        for plan in plans:
+            r, _ = predict_plan("snsim:transformer_encoder", 32, plan, options=runs[plan])
+            got[loading or "LAZY", plan] = r["peak_reserved_bytes"]
+    assert got == {("LAZY", "plain"): 4412407808, ("LAZY", "checkpoint"): 1564475392,
+                   ("LAZY", "cpu_offload"): 1293942784, ("EAGER", "checkpoint"): 1698693120,
+                   ("EAGER", "cpu_offload"): 1159725056}

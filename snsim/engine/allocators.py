@@ -16,6 +16,7 @@ The engine calls :meth:`Allocator.alloc` and :meth:`Allocator.free` once per ten
 every operation is O(log n) or amortised cheap, in pure Python. All models are
 deterministic: handles come from a counter and no choice depends on set order or ``id()``.
 """
+import os
 from bisect import bisect_left, bisect_right
 from itertools import accumulate
 from operator import index as _as_index
@@ -678,6 +679,12 @@ class PytorchAllocator(Allocator):
         request + 20 MiB; blocks of this size or more are never split.
     expandable_segments : bool
         Only False is modelled; True raises :class:`ConfigError`.
+    lazy_window_bytes : int
+        With ``segment_placement="driver"``: the address space that CUDA's lazy module loading
+        (the default) leaves above every earlier segment once the first training step's first
+        operation has run (:meth:`open_lazy_window`). From then on, a new large segment goes
+        there, each above the one before, while it fits; the rest go below every segment as
+        before. 0 (``CUDA_MODULE_LOADING=EAGER``, or unknown) opens nothing.
 
     Notes
     -----
@@ -689,12 +696,12 @@ class PytorchAllocator(Allocator):
     calls_driver = True
     name = "pytorch"
     _OPTIONS = ("max_split_size_bytes", "expandable_segments", "segment_placement",
-                "segment_addresses")
+                "segment_addresses", "lazy_window_bytes")
     PLACEMENTS = ("sequential", "driver")
 
     def __init__(self, capacity_bytes=None, *, max_split_size_bytes=None,
                  expandable_segments=False, segment_placement="sequential",
-                 segment_addresses=None):
+                 segment_addresses=None, lazy_window_bytes=0):
         super().__init__(capacity_bytes)
         # Where new segments go matters: best-fit ties between equal free blocks break by
         # address. "driver" places them as cudaMalloc did on the H200 captures (large segments
@@ -707,6 +714,12 @@ class PytorchAllocator(Allocator):
         self._addresses = [int(a) for a in (segment_addresses or ())]
         self._top = 1 << 56
         self._bottom = 0
+        if isinstance(lazy_window_bytes, bool) or not isinstance(lazy_window_bytes, int) \
+                or lazy_window_bytes < 0:
+            raise ConfigError(f"pytorch allocator option lazy_window_bytes "
+                              f"(={lazy_window_bytes!r}) must be an int >= 0")
+        self.lazy_window_bytes = lazy_window_bytes
+        self._window = None   # [next address, end] once open_lazy_window() has run
         self._made = 0   # segments ever created (num_segments drops when they are released)
         if expandable_segments is not False:
             raise ConfigError(
@@ -919,8 +932,12 @@ class PytorchAllocator(Allocator):
         if self._made < len(self._addresses):
             addr = self._addresses[self._made]
         elif self.segment_placement == "driver":
+            window = self._window
             if small:
                 addr, self._bottom = self._bottom, self._bottom + size
+            elif window is not None and window[0] + size <= window[1]:
+                addr = window[0]
+                window[0] += size
             else:
                 self._top -= size
                 addr = self._top
@@ -938,6 +955,26 @@ class PytorchAllocator(Allocator):
         if self.reserved_bytes > self.peak_reserved_bytes:
             self.peak_reserved_bytes = self.reserved_bytes
         return _Block(addr, size, stream, small)
+
+    def open_lazy_window(self):
+        """The first training step's first operation has run: under lazy module loading the
+        driver now has ``lazy_window_bytes`` of address space above every segment made so far
+        (the H200's fresh-process histories, ``traces/h200/plans_history``: the first step's
+        segments are placed from 414 MiB below the lowest 2 MiB segment made before it upward,
+        while those made before the step go each below the last). Opens once; later calls do
+        nothing."""
+        if self._window is None and self.lazy_window_bytes:
+            # above the top-down segments (which start below 1 << 56) and below nothing
+            self._window = [1 << 56, (1 << 56) + self.lazy_window_bytes]
+
+    def map_into_window(self, nbytes):
+        """Memory the driver maps at the open window's next address, outside the caching
+        allocator (cuBLAS's first GEMM: 64 MiB on the H200, the hole after transformer_encoder's
+        first ``in_proj`` output in its histories and before the GEMM's workspace in
+        ``scripts/va_probe.py``'s); nothing if the window is not open or it does not fit."""
+        window = self._window
+        if window is not None and window[0] + nbytes <= window[1]:
+            window[0] += nbytes
 
     def _release_oversize(self, fl, rounded):
         """torch's ``release_available_cached_blocks``: free oversize cached blocks of this pool
@@ -1025,6 +1062,27 @@ def _require(condition, what):
 
 _REGISTRY = {cls.name: cls for cls in (IdealAllocator, PoolAllocator, PytorchAllocator)}
 ALLOCATORS = tuple(_REGISTRY)
+
+
+MODULE_LOADINGS = ("lazy", "eager")
+
+
+def module_loading(value=None):
+    """How the modelled run loads CUDA modules: ``"lazy"`` (CUDA's default since 12.2, and
+    torch's) or ``"eager"``. ``value`` None reads ``CUDA_MODULE_LOADING`` from the
+    environment, as the CUDA driver does for a training run started from the same shell
+    (unset: lazy). Eager loading maps every module before the first cudaMalloc and opens no
+    address window (traces/h200/plans_history/*_eager)."""
+    where = "allocator option module_loading"
+    if value is None:
+        value = os.environ.get("CUDA_MODULE_LOADING", "").strip().lower() or "lazy"
+        where = "environment variable CUDA_MODULE_LOADING"
+        if value not in MODULE_LOADINGS:
+            raise ConfigError(f"{where} (={value!r}) must be one of "
+                              f"{', '.join(m.upper() for m in MODULE_LOADINGS)}")
+    if value not in MODULE_LOADINGS:
+        raise ConfigError(f"{where} (={value!r}) must be one of {', '.join(MODULE_LOADINGS)}")
+    return value
 
 
 def make_allocator(name, capacity_bytes, **options):

@@ -21,7 +21,7 @@ from ..gcpause import without_gc
 from ..plan import Compute, Drop, Evict, Free, Offload, Prefetch, Recompute
 from ..program import CONV_PASSES
 from ..result import Failure, Result
-from .allocators import make_allocator
+from .allocators import make_allocator, module_loading
 from .contention import copy_slowdown, slowed_duration_s
 
 # tensor states (SPEC §4)
@@ -84,7 +84,21 @@ class Engine:
             options.setdefault("segment_placement", "driver")
             if self.warmup is not None:
                 options.setdefault("segment_addresses", program.extra.get("segment_addresses"))
+            # CUDA's lazy module loading: an address window for the first step's segments
+            lazy = module_loading(options.pop("module_loading", None)) == "lazy"
+            options.setdefault("lazy_window_bytes",
+                               hardware.lazy_loading_window_bytes if lazy else 0)
         self.mem = make_allocator(allocator, self.budget, **options)
+        # the window opens after the first operation of the first training step (a replayed
+        # capture's, or else the engine's first iteration's); cuBLAS maps its memory there at
+        # the first GEMM (an FC step)
+        self._open_window = getattr(self.mem, "open_lazy_window", None)
+        replayed = self.warmup is not None and plan.as_captured and bool(starts)
+        self._window_at = int(starts[0]) if replayed else None
+        first_gemm = program.extra.get("warmup_first_gemm")
+        self._gemm_at = int(first_gemm) if replayed and first_gemm is not None else None
+        self._cublas_bytes = (hardware.lazy_loading_cublas_bytes
+                              if getattr(self.mem, "lazy_window_bytes", 0) else 0)
         # a real run is measured in a steady iteration: the one before it left the caching
         # allocator's segments as it finds them, so the plan runs once unmeasured first
         steady = self.warmup is not None or allocator == "pytorch"
@@ -764,7 +778,13 @@ class Engine:
         static = self.p.static_tensors
         handles = [None] * len(static)
         temps = {}
+        window_at = self._window_at
         for i, ev in enumerate(self.warmup):
+            if window_at is not None and i > window_at and self._open_window is not None:
+                self._open_window()   # the recorded step's first operation has allocated
+                self._open_window = None
+            if i == self._gemm_at and self._cublas_bytes:
+                self.mem.map_into_window(self._cublas_bytes)   # its first cuBLAS GEMM
             if ev[0] == "alloc":
                 key, nbytes = int(ev[1]), int(ev[2])
                 stream = int(ev[3]) if len(ev) > 3 else 0
@@ -797,6 +817,8 @@ class Engine:
                 h = temps.pop(key)
                 if h is not None:
                     self.mem.free(h)
+        if window_at is not None:
+            self._cublas_bytes = 0   # the recorded steps ran their GEMMs
         later = {int(ev[1]) for ev in self.deferred}
         missing = [i for i, h in enumerate(handles) if h is None and i not in later]
         if temps or missing:
@@ -901,12 +923,18 @@ class Engine:
                 s = steps[ins[0]]
                 if self.deferred and s.phase == "U":
                     self._first_optimizer_step()
+                if self._cublas_bytes and s.type == "FC":
+                    self.mem.map_into_window(self._cublas_bytes)
+                    self._cublas_bytes = 0
                 if dtr is None:
                     run_step(s, s.phase, s.time_s)
                 else:
                     dtr.before_step(s)
                     run_step(s, s.phase, s.time_s)
                     dtr.after_step(s)
+                if self._open_window is not None:
+                    self._open_window()
+                    self._open_window = None
                 continue
             if kind is Prefetch:
                 # most find the tensor resident: a prefetch does something only for a tensor

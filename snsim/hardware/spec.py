@@ -42,7 +42,7 @@ _PKG_PRESETS = _HERE.parents[1] / "presets" / "hardware"
 
 # Field kinds, for validation and for the YAML boundary's coercion.
 _BYTES_FIELDS = ("dram_bytes", "context_bytes", "reserve_bytes", "host_pinned_bytes",
-                 "host_dram_bytes")
+                 "host_dram_bytes", "lazy_loading_window_bytes", "lazy_loading_cublas_bytes")
 _RATE_FIELDS = ("peak_flops_fp32", "mem_bytes_per_s", "h2d_pinned_bytes_per_s",
                 "d2h_pinned_bytes_per_s", "h2d_pageable_bytes_per_s", "d2h_pageable_bytes_per_s",
                 "host_mem_bytes_per_s")
@@ -239,6 +239,14 @@ class HardwareSpec:
     host_dram_bytes : int
         Host memory (pinned and pageable) the run may hold: offloaded tensors, and
         zero_offload's master parameters, gradient buffers and optimizer state.
+    lazy_loading_window_bytes : int
+        Address space that opens above every earlier segment at the first operation of the
+        first training step under CUDA's lazy module loading (the default), which the
+        caching allocator's next segments fill from its bottom while they fit (the pytorch
+        allocator's ``lazy_window_bytes``); 0: not modelled.
+    lazy_loading_cublas_bytes : int
+        What cuBLAS maps into that window, outside the caching allocator, at the first GEMM
+        of the step (the pytorch allocator's ``map_into_window``); 0: not modelled.
     host_mem_bytes_per_s, host_page_fault_s, host_op_overhead_s : float
         The CPU optimizer step (zero_offload, :mod:`snsim.policies.host_step`): the rate its
         elementwise ops stream bytes, the cost of one fresh 4 KiB page of a temporary, the
@@ -284,6 +292,8 @@ class HardwareSpec:
     link_shared: bool = False
     host_pinned_bytes: int
     host_dram_bytes: int
+    lazy_loading_window_bytes: int = 0
+    lazy_loading_cublas_bytes: int = 0
     host_mem_bytes_per_s: float
     host_page_fault_s: float
     host_op_overhead_s: float

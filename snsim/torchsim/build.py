@@ -34,6 +34,11 @@ _OP_TYPES = (("convolution", "CONV"), ("addmm", "FC"), ("mm", "FC"), ("batch_nor
              ("log_softmax", "SOFTMAX"), ("nll_loss", "SOFTMAX"))
 
 
+#: ATen ops that run a cuBLAS or cuBLASLt GEMM on CUDA (a leading "_" stripped)
+CUBLAS_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "addmm_activation",
+                        "addmv", "mv", "dot", "vdot", "scaled_mm", "int_mm"})
+
+
 def _step_type(phase, kind, op_names):
     if phase == "U":
         return "OPTIMIZER"
@@ -178,6 +183,7 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
     live = OrderedDict()          # key -> None, alive before the steady iteration
     warm = []
     warm_iteration = []           # the iteration of each warm-up event (-1: model setup)
+    warm_mark = []
     for m, kind, key, *rest in stream:
         if m >= m0:
             break
@@ -186,6 +192,7 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
         else:
             live.pop(key, None)
         warm.append((kind, key, rest[0] if rest else 0))
+        warm_mark.append(m)
         # the iteration of a warm-up event: its mark's; a GPU capture marks the allocator
         # trace's warm-up iteration k as -2 - k (model setup: -1)
         warm_iteration.append(marks[m][3] if m >= 0 else -2 - m)
@@ -204,7 +211,14 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
     n_temps = 0
     warmup_events = []
     iteration_starts = {}    # iteration -> index of its first warm-up event
-    for (kind, key, sidx), it in zip(warm, warm_iteration):
+    # the mark of the recording's first cuBLAS GEMM (the driver maps cuBLAS's memory then):
+    # the first warm-up event of that mark or a later one
+    gemm_mark = next((op[0] for op in ops if op[0] >= 0 and op[0] < m0
+                      and op[1].lstrip("_") in CUBLAS_OPS), None)
+    first_gemm = None
+    for (kind, key, sidx), it, m in zip(warm, warm_iteration, warm_mark):
+        if first_gemm is None and gemm_mark is not None and m >= gemm_mark:
+            first_gemm = len(warmup_events)
         if it >= 0:
             iteration_starts.setdefault(it, len(warmup_events))
         if kind == "a":
@@ -282,6 +296,7 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
         "tensors": tensors, "static_tensors": static_tensors, "events": events,
         "warmup_events": warmup_events,
         "warmup_iteration_starts": [iteration_starts[k] for k in sorted(iteration_starts)],
+        **({"warmup_first_gemm": first_gemm} if first_gemm is not None else {}),
         "notes": {"survivors_freed_at_end": len(survivors), "static_freed": static_freed,
                   "raw_marks": m1 - m0},
         "ops": op_rows,

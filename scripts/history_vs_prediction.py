@@ -1,0 +1,88 @@
+"""One steady iteration's allocation requests: an H200 allocator history against the
+prediction of the same plan (issue 8: is a reserved-peak miss the placement of segments, or
+the requests themselves?).
+
+A history (scripts/plan_alloc_history.py) that replays exactly with the engine's "driver"
+placement (scripts/lazy_window.py) leaves the requests: this prints the allocation count and
+bytes of the history's last complete iteration and of the predicted program's iteration, and
+the request sizes (rounded to 512 B as the allocator does) whose counts differ, largest
+difference in bytes first.
+
+Usage (no GPU; the prediction takes seconds to a minute):
+
+    PYTHONPATH=$PWD python scripts/history_vs_prediction.py HISTORY MODEL BATCH POLICY \\
+        [--option K=V ...] [--optimizer O] [--impl I] [--amp A] [--top N]
+
+HISTORY: a name under traces/h200/plans_history without .json.gz, e.g.
+``densenet121_b16_fp16_cpu_offload_lazy torchvision:densenet121 16 cpu_offload --option
+pin_memory=true --amp fp16``.
+"""
+import argparse
+import collections
+import gzip
+import json
+import os
+import sys
+
+_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                    "traces", "h200", "plans_history")
+
+
+def _rounded(nbytes):
+    return 512 if nbytes <= 512 else (nbytes + 511) // 512 * 512
+
+
+def history_requests(doc):
+    """Request sizes of the history's last complete iteration, in order."""
+    starts = doc["iterations"]
+    a0, a1 = starts[-2][0], starts[-1][0]
+    out, n = [], 0
+    for action, _addr, size, _stream in doc["events"]:
+        if action == "alloc":
+            if a0 <= n < a1:
+                out.append(size)
+            n += 1
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("history")
+    ap.add_argument("model")
+    ap.add_argument("batch", type=int)
+    ap.add_argument("policy")
+    ap.add_argument("--option", action="append", default=[])
+    ap.add_argument("--optimizer", default="sgd-momentum")
+    ap.add_argument("--impl", default="foreach")
+    ap.add_argument("--amp", default=None)
+    ap.add_argument("--top", type=int, default=15)
+    args = ap.parse_args(argv)
+    path = os.path.join(_DIR, f"{args.history}.json.gz")
+    if not os.path.exists(path):
+        sys.exit(f"history_vs_prediction: no history {path}")
+    with gzip.open(path, "rt") as f:
+        doc = json.load(f)
+    from snsim.torchsim.amp import TrainSetup
+    from snsim.torchsim.execute import predict_plan
+    r, prog = predict_plan(args.model, args.batch, args.policy, options=args.option,
+                           optimizer=TrainSetup.parse(args.optimizer, args.impl, args.amp))
+    tensors = prog["tensors"]
+    pred = [tensors[e[2]][3] for e in prog["events"] if e[1] == "alloc"]
+    hist = history_requests(doc)
+    m = doc["measured"]
+    print(f"peaks allocated / reserved B: measured {m['peak_allocated_bytes']} / "
+          f"{m['peak_reserved_bytes']}, predicted {r['peak_allocated_bytes']} / "
+          f"{r['peak_reserved_bytes']}")
+    print(f"allocations per iteration: history {len(hist)} ({sum(map(_rounded, hist))} B), "
+          f"predicted {len(pred)} ({sum(map(_rounded, pred))} B)")
+    hc = collections.Counter(map(_rounded, hist))
+    pc = collections.Counter(map(_rounded, pred))
+    diff = [(s, hc[s], pc[s]) for s in set(hc) | set(pc) if hc[s] != pc[s]]
+    diff.sort(key=lambda t: (-t[0] * abs(t[1] - t[2]), t[0]))
+    print(f"{len(diff)} request sizes with other counts (size B: history, predicted):")
+    for size, h, p in diff[:args.top]:
+        print(f"  {size:>12d}: {h:5d} {p:5d}")
+
+
+if __name__ == "__main__":
+    main()
