@@ -84,6 +84,20 @@ _NCHW_FAMILY = {v: k for k, v in LAYOUT_FAMILIES.items()}
 # timed apart (``snsim calibrate --only strided``) as these families, class ``perm`` for a
 # permuted source. A table without them reads the contiguous rows.
 STRIDED_FAMILIES = {"clone": "clone_strided", "cat": "cat_strided"}
+# an elementwise op whose operands are not all dense in the output's shape and strides (a
+# broadcast operand: squeeze-excitation's ``x * s[N, C, 1, 1]``, RMSNorm's ``x * rsqrt(var)``,
+# rotary's ``q * cos``; the stride-0 gradient of a mean's backward) fails TensorIterator's
+# ``is_contiguous()`` and runs ATen's generic ``elementwise_kernel<128, 4>`` with offset
+# calculators instead of ``vectorized_elementwise_kernel``: element-rate bound, 1.6 TB/s for
+# MobileNetV3-S's fp16 ``x * s`` where the contiguous ``mul`` of the same tensors reached 4.2
+# (traces/h200/profile_heldout7). The recorder names the path (``record.elementwise_layout``:
+# ``generic:<dtype>``); such calls read family ``elementwise_generic`` (``snsim calibrate
+# --only generic``), in a table without it the generic kernel's copies (``clone_strided``
+# rows of class ``""``: the same kernel template), else the contiguous rows.
+ELEMENTWISE_FAMILIES = frozenset({"add", "add_", "mul", "mul_", "div", "relu", "relu_", "gelu",
+                                  "gelu_backward", "threshold_backward"})
+GENERIC_FAMILY = "elementwise_generic"
+GENERIC_FALLBACK = "clone_strided"
 
 
 # ``Tensor.item()``: a synchronous copy of a scalar to pageable host memory; the host waits for

@@ -745,6 +745,48 @@ class Calibrator:
             self.add(fam, dtype, dn, cls, f, nbytes=_nbytes(torch, ins, out),
                      shape=f"strided {variant} {shape}")
 
+    def generic_elementwise(self, dtypes=None, *, max_elements=3e8):
+        """Elementwise ops on TensorIterator's generic (non-vectorized) kernel
+        (:func:`snsim.torchsim.record.elementwise_layout`), family ``elementwise_generic``,
+        over :attr:`STRIDED_NUMELS` output elements in fp32, bf16 and fp16 (rows' shape
+        ``generic <variant> x[N, C, H, W]``): a channel scale ``x * s[N, C, 1, 1]``
+        (squeeze-excitation), a row scale ``x * r[N, C, H, 1]`` (RMSNorm's ``x *
+        rsqrt(var)`` over the last dim), a weight over the last dim ``w[W] * x``, and a mean's
+        backward, a stride-0 expand divided by a number. Bytes as the recorder counts them:
+        the operands' elements (an expand's logical ones) and the output's."""
+        torch = self.torch
+        dtypes = dtypes or (torch.float32, torch.bfloat16, torch.float16)
+        numels = self.STRIDED_NUMELS if self.device == "cuda" else self.STRIDED_NUMELS[:2]
+        for i, m in enumerate(numels):
+            if m > max_elements:
+                continue
+            c = self.STRIDED_CHANNELS[i % len(self.STRIDED_CHANNELS)]
+            hw = self.STRIDED_MAPS[i % len(self.STRIDED_MAPS)]
+            n = max(1, int(round(m / (c * hw * hw))))
+            for dtype in dtypes:
+                if self.late():
+                    return
+                self.guarded("generic elementwise", self._generic_one, n, c, hw, dtype)
+
+    def _generic_one(self, n, c, hw, dtype):
+        torch = self.torch
+        aten = torch.ops.aten
+        dn = str(dtype)[6:]
+        x = self.t(n, c, hw, hw, dtype=dtype)
+        s = self.t(n, c, 1, 1, dtype=dtype)
+        r = self.t(n, c, hw, 1, dtype=dtype)
+        w = self.t(hw, dtype=dtype)
+        g = s.expand(n, c, hw, hw)
+        shape = f"x[{n}, {c}, {hw}, {hw}]"
+        for variant, f, ins in (
+                ("channel_scale", lambda: aten.mul.Tensor(x, s), (x, s)),
+                ("row_scale", lambda: aten.mul.Tensor(x, r), (x, r)),
+                ("last_dim_weight", lambda: aten.mul.Tensor(w, x), (w, x)),
+                ("expand_div", lambda: aten.div.Scalar(g, hw * hw), (g,))):
+            out = f()
+            self.add("elementwise_generic", dtype, dn, "", f, nbytes=_nbytes(torch, ins, out),
+                     shape=f"generic {variant} {shape}")
+
     def _bandwidth_one(self, nb, el, dtype, dn):
         torch = self.torch
         import torch.nn.functional as F
@@ -1078,6 +1120,10 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # copies of non-contiguous tensors (Calibrator.strided_copies): the channel
         # shuffle's, NCHW<->NHWC permutes, cat of a chunk view; fp32/bf16/fp16
         "strided": ("strided copy", STRIDED_FAMILIES, "all"),
+        # elementwise ops on TensorIterator's generic kernel (a broadcast or strided operand:
+        # Calibrator.generic_elementwise); tables before 2026-12-01 03:00 had none and read
+        # the strided copies' rows for them (kernel_table.GENERIC_FALLBACK)
+        "generic": ("generic elementwise", ("elementwise_generic",), "all"),
         "stage": ("stage conv", ("convolution", "convolution_backward"), lambda r: (
             str(r.get("shape", "")).startswith("stage "))),
         # the backward ops calibrate timed through torch.autograd.grad before 2026-11-30, whose
@@ -1175,6 +1221,7 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
                                                               "fp16")),
         ("conv bias", 0.06, lambda: cal.conv_biases()),
         ("strided copy", 0.02, lambda: cal.strided_copies()),
+        ("generic elementwise", 0.02, lambda: cal.generic_elementwise()),
         ("stage conv tf32", 0.05, lambda: _with_tf32(torch, True, lambda: cal.layout_convs(
             cal.n(1200), torch.float32, "tf32"))),
         ("stage conv bf16", 0.03, lambda: cal.layout_convs(cal.n(500), torch.bfloat16, "bf16")),
@@ -1400,8 +1447,10 @@ def _add_calibrate(sub):
                    "counts, TF32/bf16/fp16), stage (convs sampled as CNN stages lay them "
                    "out: grouped 3x3 by group width, depthwise, dense at small widths; "
                    "TF32/bf16/fp16), strided (copies of non-contiguous tensors: channel "
-                   "shuffle, NCHW<->NHWC permutes, cat of a chunk view), bnfp16 (fp16 batch norm: cuDNN's), convbias (a "
-                   "convolution's bias add and grad_bias reduction by output size), convcl "
+                   "shuffle, NCHW<->NHWC permutes, cat of a chunk view), generic "
+                   "(elementwise ops on the generic kernel: broadcast operands), bnfp16 (fp16 "
+                   "batch norm: cuDNN's), convbias (a convolution's bias add and grad_bias "
+                   "reduction by output size), convcl "
                    "(channels-last convolutions: grouped, depthwise and dense; TF32/bf16/fp16), "
                    "bnlarge (batch norm at batches 512 and 1024, added to the BN rows)")
     p.add_argument("--merge", default=None, metavar="TABLE",

@@ -295,6 +295,41 @@ def copy_layout(name, args):
     return out
 
 
+def _dense(t):
+    """Whether ``t``'s elements fill its storage span without gaps or overlap, in some order
+    of its dims (``TensorImpl::is_non_overlapping_and_dense``)."""
+    expected = 1
+    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def elementwise_layout(name, args, outs):
+    """``"generic:<dtype>"`` when elementwise op ``name(*args)`` (a family of
+    :data:`snsim.kernel_table.ELEMENTWISE_FAMILIES`) runs ATen's generic indexing kernel, else
+    ``""``. TensorIterator takes the vectorized kernel only when every operand is dense in the
+    output's shape and strides (``TensorIteratorBase::is_contiguous``, after it orders the
+    dims alike for all of them: a channels-last op whose operands are all channels-last
+    stays vectorized); an operand of another shape (broadcast) or other strides (a view, a
+    stride-0 expand) sends it to ``elementwise_kernel`` with offset calculators. Operands of
+    one element are left out: CPU scalars are the kernel's arguments, not operands."""
+    from ..kernel_table import ELEMENTWISE_FAMILIES, family_of
+    if family_of(name) not in ELEMENTWISE_FAMILIES:
+        return ""
+    out = next((t for t in outs if isinstance(t, torch.Tensor)), None)
+    if out is None or out.numel() <= 1:
+        return ""
+    dense = _dense(out)
+    for t in tree_leaves(args):
+        if not isinstance(t, torch.Tensor) or t.numel() <= 1:
+            continue
+        if not dense or t.shape != out.shape or t.stride() != out.stride():
+            return f"generic:{str(out.dtype)[6:]}"
+    return ""
+
+
 class _NullMarker:
     def mark(self, label, phase, kind=""):
         pass
@@ -500,7 +535,8 @@ class Recorder:
         if self.accumulating:
             self.accumulation_ops.add(op_index)
         self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig,
-                         conv_layout(name, args) or copy_layout(name, args)))
+                         conv_layout(name, args) or copy_layout(name, args)
+                         or elementwise_layout(name, args, outs)))
 
     def host_read(self, t):
         """Record a device-to-host read of ``t`` (``Tensor.item()``, aten
