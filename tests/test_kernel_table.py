@@ -608,6 +608,26 @@ def test_recorder_names_elementwise_ops_on_the_generic_kernel():
     assert elementwise_layout("convolution", (x, s), [x]) == ""
 
 
+def test_cpu_attention_counts_flops_as_calibrate_does():
+    """A CPU recording's flash attention (no flop formula in torch) counts the CUDA kernels'
+    FLOPs: 4*b*h*s_q*s_k*d forward (hand count: 4*8*9*512*512*64 = 4,831,838,208), 2.5x that
+    backward (torch's sdpa_backward_flop_count), halved when causal as calibrate's causal
+    rows are; grouped-query keys count at the query's 9 heads."""
+    torch = pytest.importorskip("torch")
+    from snsim.torchsim.record import SIGNATURE_OPS, cpu_attention_flops
+    q, kv = torch.zeros(8, 9, 512, 64), torch.zeros(8, 3, 512, 64)
+    fwd = "_scaled_dot_product_flash_attention_for_cpu"
+    assert cpu_attention_flops(fwd, (q, kv, kv, 0.0, False)) == 4 * 8 * 9 * 512 * 512 * 64
+    assert cpu_attention_flops(fwd, (q, kv, kv, 0.0, True)) == 2 * 8 * 9 * 512 * 512 * 64
+    assert cpu_attention_flops(fwd, (q, kv, kv), {"is_causal": True}) == \
+        2 * 8 * 9 * 512 * 512 * 64
+    assert cpu_attention_flops(fwd + "_backward", (q, q, kv, kv, q, q, 0.0, False)) == \
+        10 * 8 * 9 * 512 * 512 * 64
+    assert cpu_attention_flops("mm", (q, kv)) == 0
+    # the signature carries the dtype: a bf16 call reads the flash rows, not fp32 efficient
+    assert fwd in SIGNATURE_OPS and fwd + "_backward" in SIGNATURE_OPS
+
+
 def test_generic_elementwise_reads_its_rows_else_the_strided_copies():
     """A broadcast mul (layout ``generic:float16``) reads the elementwise_generic rows (made
     up: 1 TB/s, contiguous mul at 4 TB/s) in its own dtype; a table without them reads the

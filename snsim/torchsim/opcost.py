@@ -186,8 +186,10 @@ def conv_bias_time_s(table, op, hw):
 def _issue_s(table, op, memo):
     fam, kw = _lookup_args(table, op)
     if fam in _CONTIGUOUS_FAMILY or fam == GENERIC_FAMILY:
-        # the host issues the same aten call whichever kernel it launches
-        fam, kw = family_of(op[1]), {**kw, "cls": ""}
+        # the host issues the same aten call whichever kernel it launches: its contiguous
+        # family's cost, looked up as the in-network host model was fitted
+        fam, kw = family_of(op[1]), {**kw, "cls": "",
+                                     "dtype": sig_dtype(op[6] if len(op) > 6 else "")}
     key = (fam, *kw.values())
     if key not in memo:      # a step repeats its shapes (every iteration, every block)
         memo[key] = table.issue_s(fam, **kw)

@@ -65,7 +65,39 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
                            "_scaled_dot_product_cudnn_attention",
                            "_scaled_dot_product_cudnn_attention_backward",
                            "_efficient_attention_forward", "_efficient_attention_backward",
-                           "_flash_attention_forward", "_flash_attention_backward"})
+                           "_flash_attention_forward", "_flash_attention_backward",
+                           "_scaled_dot_product_flash_attention_for_cpu",
+                           "_scaled_dot_product_flash_attention_for_cpu_backward"})
+
+
+def cpu_attention_flops(name, args, kwargs=None):
+    """FLOPs of a CPU recording's attention call (``_scaled_dot_product_flash_attention_for_cpu``
+    and its backward, which torch's flop counter has no formula for), as calibrate counts its
+    attention rows (``Calibrator.sdpa``): the flop counter's count of the CUDA kernels
+    (``sdpa_flop_count``, its backward's), halved for a causal call (the kernels skip the
+    masked tiles). Grouped-query keys and values count at the query's heads (each query head
+    attends over the shared ones). 0 for other ops."""
+    from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
+    if not name.startswith("_scaled_dot_product_flash_attention_for_cpu"):
+        return 0
+    backward = name.endswith("_backward")
+    ts = args[:4] if backward else args[:3]
+    if len(ts) < (4 if backward else 3) or not all(
+            isinstance(t, torch.Tensor) and t.dim() == 4 for t in ts):
+        return 0
+    q = ts[1] if backward else ts[0]
+    k, v = ts[-2], ts[-1]
+    heads = [concrete_int(d) for d in q.shape]
+    key = (heads[0], heads[1], concrete_int(k.shape[2]), concrete_int(k.shape[3]))
+    value = (heads[0], heads[1], concrete_int(v.shape[2]), concrete_int(v.shape[3]))
+    at = 7 if backward else 4        # is_causal: (grad_out, q, k, v, out, lse, p, causal)
+    causal = (kwargs or {}).get("is_causal", args[at] if len(args) > at else False)
+    if backward:
+        flops = sdpa_backward_flop_count(tuple(heads[:3]) + (value[3],), tuple(heads), key,
+                                         value)
+    else:
+        flops = sdpa_flop_count(tuple(heads), key, value)
+    return int(flops) // (2 if causal is True else 1)
 
 
 # ops whose CUDA kernel allocates its outputs in another order than it returns them: the
@@ -519,7 +551,7 @@ class Recorder:
         for sid in reversed(made):   # freed when the kernel returns, after its outputs exist
             if sid not in freed:
                 self.events.append((self.cur, "f", sid, op_index + 1))
-        flops = 0
+        flops = cpu_attention_flops(name, args, kwargs)
         rule = _FLOP_REGISTRY.get(func._overloadpacket)
         if rule is not None:
             try:
