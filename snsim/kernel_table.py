@@ -204,10 +204,16 @@ def conv_class(sig):
 MATMUL_FAMILIES = frozenset({"mm", "addmm", "bmm"})
 
 
-def matmul_class(sig):
+def matmul_class(sig, layout=""):
     """Shape class of a recorded matmul signature: ``"a8"`` when every operand's last two
     dimensions are multiples of 8 (16-byte rows in a 2-byte dtype: what cuBLAS's fastest
-    tensor-core kernels need, and what model widths are), else ``""``.
+    tensor-core kernels need, and what model widths are), else ``""``. With the recorder's
+    ``layout`` (:func:`snsim.torchsim.record.matmul_layout`: ``"aligned"`` /
+    ``"unaligned"``) the class is the operands' leading dimensions' alignment, which is what
+    cuBLAS needs: a ViT-H/14's 4 x 257 = 1028 tokens are no leading dimension of its Linears'
+    GEMMs, which ran at 480-510 TFLOP/s in bf16 on the H200 (traces/h200/profile_heldout7)
+    where the unaligned rows say 180. Calibrate's rows are contiguous, their leading
+    dimensions k and n: of its 360 matmul rows one has them aligned and m not.
 
     Tables calibrated before 2026-11-30 sampled random dimensions (all ``""``; half-precision
     rows at 60-180 TFLOPS where aligned GEMMs of the same size run several times faster): an
@@ -218,7 +224,11 @@ def matmul_class(sig):
     'a8'
     >>> matmul_class("mm bfloat16[775, 255] bfloat16[255, 6365]")
     ''
+    >>> matmul_class("addmm bfloat16[5120] bfloat16[1028, 1280] bfloat16[1280, 5120]", "aligned")
+    'a8'
     """
+    if layout in ("aligned", "unaligned"):
+        return "a8" if layout == "aligned" else ""
     dims = [int(v) for _, shape in _TENSOR.findall(sig) for v in shape.split(",")[-2:]
             if v.strip()]
     return "a8" if dims and all(v % 8 == 0 for v in dims) else ""

@@ -608,6 +608,31 @@ def test_recorder_names_elementwise_ops_on_the_generic_kernel():
     assert elementwise_layout("convolution", (x, s), [x]) == ""
 
 
+def test_matmul_class_is_the_leading_dimensions_alignment():
+    """matmul_layout: a Linear over 4 x 257 = 1028 tokens (ViT-H/14 at batch 4) has leading
+    dimensions 1280 and 5120 in its forward and both backward GEMMs (the tokens are rows or
+    the reduction, never a leading dimension): aligned, class a8, where the shapes alone
+    (1028 % 8 = 4) said unaligned; attention scores over 197 tokens, an odd width and a
+    view at an odd offset are not; other ops have no matmul layout."""
+    torch = pytest.importorskip("torch")
+    from snsim.kernel_table import matmul_class
+    from snsim.torchsim.record import matmul_layout
+    x, w, dy = torch.zeros(1028, 1280), torch.zeros(5120, 1280), torch.zeros(1028, 5120)
+    assert matmul_layout("addmm", (torch.zeros(5120), x, w.t()), [dy]) == "aligned"
+    assert matmul_layout("mm", (dy, w), [x]) == "aligned"
+    assert matmul_layout("mm", (dy.t(), x), [w]) == "aligned"
+    assert matmul_layout("bmm", (torch.zeros(8, 197, 64), torch.zeros(8, 64, 197)),
+                         [torch.zeros(8, 197, 197)]) == "unaligned"
+    assert matmul_layout("mm", (torch.zeros(16, 255), torch.zeros(255, 64)),
+                         [torch.zeros(16, 64)]) == "unaligned"
+    assert matmul_layout("mm", (torch.zeros(16, 72)[:, 3:67], torch.zeros(64, 64)),
+                         [torch.zeros(16, 64)]) == "unaligned"
+    assert matmul_layout("relu", (x,), [x]) == ""
+    sig = "addmm bfloat16[5120] bfloat16[1028, 1280] bfloat16[1280, 5120]"
+    assert matmul_class(sig) == "" and matmul_class(sig, "aligned") == "a8"
+    assert matmul_class("mm bfloat16[64, 64] bfloat16[64, 64]", "unaligned") == ""
+
+
 def test_cpu_attention_counts_flops_as_calibrate_does():
     """A CPU recording's flash attention (no flop formula in torch) counts the CUDA kernels'
     FLOPs: 4*b*h*s_q*s_k*d forward (hand count: 4*8*9*512*512*64 = 4,831,838,208), 2.5x that

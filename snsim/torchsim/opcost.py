@@ -112,7 +112,8 @@ def _table_args(op):
         if _layout(op) == "channels_last":     # cuDNN's NHWC engines: rows of their own
             fam = LAYOUT_FAMILIES.get(fam, fam)
     elif fam in MATMUL_FAMILIES or fam.startswith("sdpa"):
-        mth, cls = (half or "fp32"), (matmul_class(sig) if fam in MATMUL_FAMILIES else "")
+        mth, cls = (half or "fp32"), (matmul_class(sig, _layout(op)) if fam in MATMUL_FAMILIES
+                                      else "")
         if half and fam.startswith("sdpa_efficient"):   # CUDA picks flash for half inputs
             fam = fam.replace("sdpa_efficient", "sdpa_flash")
     elif fam in BN_FAMILIES:

@@ -327,6 +327,27 @@ def copy_layout(name, args):
     return out
 
 
+MATMUL_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
+
+
+def matmul_layout(name, args, outs):
+    """``"aligned"`` when every matrix operand and the output of matmul ``name(*args)`` has a
+    leading dimension (its non-unit stride) and a storage offset that are multiples of 8
+    elements, else ``"unaligned"`` (``""`` for other ops): what cuBLAS's fastest kernels need
+    (:func:`snsim.kernel_table.matmul_class`). A 1-D operand (addmm's bias) is left out."""
+    if name not in MATMUL_OPS:
+        return ""
+    out = next((t for t in outs if isinstance(t, torch.Tensor)), None)
+    for t in [a for a in args if isinstance(a, torch.Tensor)] + [out]:
+        if t is None or t.dim() < 2:
+            continue
+        rows, cols = t.stride()[-2:]
+        ld = rows if cols == 1 else cols if rows == 1 else None
+        if ld is None or concrete_int(ld) % 8 or concrete_int(t.storage_offset()) % 8:
+            return "unaligned"
+    return "aligned"
+
+
 def _dense(t):
     """Whether ``t``'s elements fill its storage span without gaps or overlap, in some order
     of its dims (``TensorImpl::is_non_overlapping_and_dense``)."""
@@ -568,7 +589,8 @@ class Recorder:
             self.accumulation_ops.add(op_index)
         self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig,
                          conv_layout(name, args) or copy_layout(name, args)
-                         or elementwise_layout(name, args, outs)))
+                         or elementwise_layout(name, args, outs)
+                         or matmul_layout(name, args, outs)))
 
     def host_read(self, t):
         """Record a device-to-host read of ``t`` (``Tensor.item()``, aten
