@@ -930,6 +930,9 @@ def innet_call_s(innet, family, phase, issue_s, before_s=0.0):
 
 INNET_OVERHEADS = (("per_module", "F"), ("per_call", "F"), ("per_node", "B"),
                    ("per_call", "B"), ("per_param", "U"), ("per_read", "U"))
+# overheads a file may lack (0 then): GradScaler's per parameter (scripts/host_innet_fit.py
+# --optstep, from scripts/optstep_host_probe.py's fp16 configurations)
+INNET_OPTIONAL = (("per_param_scaler", "U"),)
 
 
 def read_host_innet(path):
@@ -938,8 +941,10 @@ def read_host_innet(path):
     host_issue_s` reads them: ``ratio`` ``{family: in-sequence / table cost}`` (``"*"``:
     every call), and the seconds ``per_module_s`` (forward module call), ``per_call_s``
     ``{phase: s}`` (every aten call with a kernel), ``per_node_s`` (backward node),
-    ``per_param_s`` (optimizer step and ``zero_grad``, per parameter) and ``per_read_s`` (a
-    read of a host tensor in the optimizer step, ``.item()`` of a step counter).
+    ``per_param_s`` (optimizer step and ``zero_grad``, per parameter), ``per_read_s`` (a
+    read of a host tensor in the optimizer step, ``.item()`` of a step counter) and
+    ``per_param_scaler_s`` (GradScaler's ``unscale_``, per parameter; 0 when the file has
+    no such row).
 
     Raises
     ------
@@ -958,11 +963,12 @@ def read_host_innet(path):
                     from None
             if kind == "ratio":
                 out["ratio"][fam] = v
-            elif kind == "overhead" and (fam, phase) in INNET_OVERHEADS:
+            elif kind == "overhead" and (fam, phase) in INNET_OVERHEADS + INNET_OPTIONAL:
                 over[(fam, phase)] = v
             else:
+                known = ", ".join("/".join(k) for k in INNET_OVERHEADS + INNET_OPTIONAL)
                 raise ConfigError(f"{path}:{i}: kind must be ratio or overhead (one of "
-                                  f"{', '.join('/'.join(k) for k in INNET_OVERHEADS)})")
+                                  f"{known})")
     missing = ["ratio *"] if "*" not in out["ratio"] else []
     missing += [f"overhead {n} {p}" for n, p in INNET_OVERHEADS if (n, p) not in over]
     if missing:
@@ -971,6 +977,7 @@ def read_host_innet(path):
     out["per_node_s"] = over[("per_node", "B")]
     out["per_param_s"] = over[("per_param", "U")]
     out["per_read_s"] = over[("per_read", "U")]
+    out["per_param_scaler_s"] = over.get(("per_param_scaler", "U"), 0.0)
     out["per_call_s"] = {"F": over[("per_call", "F")], "B": over[("per_call", "B")]}
     return out
 

@@ -275,8 +275,9 @@ def _innet_host_s(ops, marks, table, inn, syncs):
     kernel costs nothing of its own); every module call (forward, a recomputation too) adds
     ``per_module_s`` and every autograd node (backward, ``AccumulateGrad`` included)
     ``per_node_s``; the optimizer step adds ``per_param_s`` per parameter (the iteration's
-    ``AccumulateGrad`` nodes), charged to its first op, and ``per_read_s`` per read of a host
-    tensor (a step counter's ``.item()``)."""
+    ``AccumulateGrad`` nodes), charged to its first op, ``per_read_s`` per read of a host
+    tensor (a step counter's ``.item()``), and GradScaler's ``per_param_scaler_s`` per
+    parameter, charged to its unscale kernel's call."""
     ratio = inn["ratio"]
     params = collections.Counter(m[3] for m in marks
                                  if m[1] == "B" and str(m[2]).startswith("AccumulateGrad"))
@@ -301,6 +302,10 @@ def _innet_host_s(ops, marks, table, inn, syncs):
         if phase == "U" and it not in stepped:
             stepped.add(it)
             h += inn["per_param_s"] * params[it]
+        if op[1] == "_amp_foreach_non_finite_check_and_unscale_":
+            # GradScaler.unscale_'s Python loop over the parameters, before its kernel (and
+            # before the .item() that waits for the GPU)
+            h += inn.get("per_param_scaler_s", 0.0) * params[it]
         if op[1] in NO_KERNEL_OPS or op[1] in COPY_WAIT_OPS:
             # views, metadata: in the per-call figure of the calls with a kernel; a .item()
             # of a device tensor is a pageable copy's issue
