@@ -16,7 +16,7 @@ python3 -c "
 from snsim.kernel_table import KernelTable
 t = KernelTable.read('$OUT/h200.csv.gz')
 print('families:', ' '.join(t.families()))
-print('host per op (phase average):', t.host)
+print('host issue per small call (us):', {k: round(v * 1e6, 1) for k, v in sorted(t.aten_host.items())[:8]}, '...')
 print('copies:', {k: round(v['bytes_per_s'] / 1e9, 1) for k, v in t.copy_model().items()}, 'GB/s')
 " 2>&1 | tee -a "$OUT/calibrate.log"
 ls -l "$OUT" | tee -a "$OUT/calibrate.log"

@@ -25,13 +25,16 @@ Rows (``kind,name,phase,value,n,source``):
   ``per_param,U``: the optimizer step's and ``zero_grad``'s per parameter (the Python loops
   over parameters and their state) and ``per_read,U`` per read of a host tensor (a foreach
   Adam's ``.item()`` of each step counter).
+* ``overhead,per_param_scaler,U`` (with ``--optstep``): GradScaler's per parameter
+  (:func:`scaler_row`), from ``scripts/optstep_host_probe.py``'s fp16 configurations.
 
 Seconds are the kernel table's lease's (:func:`lease_factor`): the machine's CPU speed differs
 from one lease to the next (docs/VALIDATION.md, the lease table), and calibrate is the model's
 measure of the machine. Best: run the probe in calibrate's lease.
 
     PYTHONPATH=. python scripts/host_innet_fit.py traces/h200/profile_host/innet --gpu h200 \\
-        --cache /tmp/records
+        --cache /tmp/records --optstep traces/h200/profile_host/optstep/optstep_host.csv \\
+        --optstep-configs "$(cat traces/h200/profile_host/optstep/configs.txt)"
 """
 from __future__ import annotations
 
@@ -121,6 +124,60 @@ def fit(calls, steps, table_s, table_n, reads, min_calls=20, lease=1.0):
     return out
 
 
+def scaler_row(rows, optstep_csv, configs, table, cache=None):
+    """The ``overhead,per_param_scaler,U`` row: GradScaler's host seconds per parameter, from
+    ``scripts/optstep_host_probe.py``'s ``optstep_host.csv`` -- for each of its fp16
+    configurations (``configs``: the probe's ``--configs`` list), the measured ``opt_step``
+    and ``zero_grad`` less the optimizer phase the fitted ``rows`` model without it (the
+    configuration recorded on the CPU as ``snsim predict`` records it), per parameter; the
+    median over them. None without an fp16 configuration. The probe's lease is taken as the
+    table's (it has no gauge)."""
+    import tempfile
+
+    from snsim.kernel_table import HOST_READ_OPS, read_host_innet
+    from snsim.torchsim.amp import TrainSetup
+    from snsim.torchsim.opcost import host_issue_s
+    from snsim.torchsim.predict import cached_recording
+    meas = collections.defaultdict(dict)
+    with open(optstep_csv, newline="") as f:
+        for r in csv.DictReader(f):
+            meas[r["config"]][r["variant"]] = float(r["host_s"])
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "innet.csv"
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["kind", "name", "phase", "value", "n", "source"])
+            w.writeheader()
+            w.writerows(rows)
+        innet = read_host_innet(path)
+    per = []
+    for cfg in configs.split(","):
+        text, batch, optimizer, impl, amp = cfg.rsplit(":", 4)
+        if amp != "fp16":
+            continue
+        name, (ops, marks, host_sids, _) = cached_recording(
+            text, int(batch), TrainSetup(optimizer, impl, amp), cache)
+        got = meas.get(name, {})
+        if "opt_step" not in got or "zero_grad" not in got:
+            continue
+        syncs = [i for i, op in enumerate(ops)
+                 if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
+        host = host_issue_s(ops, marks, table, {"innet": innet}, syncs)
+        last = max(m[3] for m in marks)
+        u = sum(h for op, h in zip(ops, host)
+                if op[0] >= 0 and marks[op[0]][3] == last and marks[op[0]][1] == "U")
+        params = sum(1 for m in marks if m[1] == "B" and m[3] == last
+                     and str(m[2]).startswith("AccumulateGrad"))
+        per.append((got["opt_step"] + got["zero_grad"] - u) / params)
+        print(f"{name}: probe {1e3 * (got['opt_step'] + got['zero_grad']):.3f} ms, modelled "
+              f"without GradScaler {u * 1e3:.3f} ms, {params} parameters: "
+              f"{per[-1] * 1e6:.2f} us each")
+    if not per:
+        return None
+    return {"kind": "overhead", "name": "per_param_scaler", "phase": "U",
+            "value": max(0.0, statistics.median(per)), "n": len(per),
+            "source": f"optstep_host_probe over {len(per)} fp16 configurations"}
+
+
 def lease_factor(steps, table):
     """The probe's lease of the machine to the kernel table's: calibrate's smallest ``add``
     issue cost (``KernelTable.aten_host``) over the median of the probe's ``gauge_add_s`` (a
@@ -140,6 +197,11 @@ def main(argv=None):
     ap.add_argument("--min-calls", type=int, default=20)
     ap.add_argument("--cache", default=None, help="folder for the recordings (pickled)")
     ap.add_argument("--out", default=None, help="default configs/kernels/<gpu>_host_innet.csv")
+    ap.add_argument("--optstep", default=None,
+                    help="optstep_host.csv of scripts/optstep_host_probe.py: GradScaler's "
+                         "per-parameter cost from its fp16 configurations")
+    ap.add_argument("--optstep-configs", default=None,
+                    help="the probe's --configs (default: its DEFAULT_CONFIGS)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     folder = Path(args.folder)
@@ -153,6 +215,13 @@ def main(argv=None):
     lease = lease_factor(steps, table)
     print(f"lease factor (the table's add over the probe's gauge): {lease:.3f}")
     rows = fit(calls, steps, table_s, table_n, reads, args.min_calls, lease)
+    if args.optstep:
+        sys.path.insert(0, str(ROOT / "scripts"))
+        from optstep_host_probe import DEFAULT_CONFIGS
+        row = scaler_row(rows, args.optstep, args.optstep_configs or DEFAULT_CONFIGS, table,
+                         args.cache)
+        if row is not None:
+            rows.append(row)
     out = Path(args.out) if args.out else ROOT / "configs" / "kernels" / \
         f"{args.gpu}_host_innet.csv"
     with open(out, "w", newline="") as f:

@@ -84,6 +84,20 @@ _NCHW_FAMILY = {v: k for k, v in LAYOUT_FAMILIES.items()}
 # timed apart (``snsim calibrate --only strided``) as these families, class ``perm`` for a
 # permuted source. A table without them reads the contiguous rows.
 STRIDED_FAMILIES = {"clone": "clone_strided", "cat": "cat_strided"}
+# an elementwise op whose operands are not all dense in the output's shape and strides (a
+# broadcast operand: squeeze-excitation's ``x * s[N, C, 1, 1]``, RMSNorm's ``x * rsqrt(var)``,
+# rotary's ``q * cos``; the stride-0 gradient of a mean's backward) fails TensorIterator's
+# ``is_contiguous()`` and runs ATen's generic ``elementwise_kernel<128, 4>`` with offset
+# calculators instead of ``vectorized_elementwise_kernel``: element-rate bound, 1.6 TB/s for
+# MobileNetV3-S's fp16 ``x * s`` where the contiguous ``mul`` of the same tensors reached 4.2
+# (traces/h200/profile_heldout7). The recorder names the path (``record.elementwise_layout``:
+# ``generic:<dtype>``); such calls read family ``elementwise_generic`` (``snsim calibrate
+# --only generic``), in a table without it the generic kernel's copies (``clone_strided``
+# rows of class ``""``: the same kernel template), else the contiguous rows.
+ELEMENTWISE_FAMILIES = frozenset({"add", "add_", "mul", "mul_", "div", "relu", "relu_", "gelu",
+                                  "gelu_backward", "threshold_backward"})
+GENERIC_FAMILY = "elementwise_generic"
+GENERIC_FALLBACK = "clone_strided"
 
 
 # ``Tensor.item()``: a synchronous copy of a scalar to pageable host memory; the host waits for
@@ -190,10 +204,16 @@ def conv_class(sig):
 MATMUL_FAMILIES = frozenset({"mm", "addmm", "bmm"})
 
 
-def matmul_class(sig):
+def matmul_class(sig, layout=""):
     """Shape class of a recorded matmul signature: ``"a8"`` when every operand's last two
     dimensions are multiples of 8 (16-byte rows in a 2-byte dtype: what cuBLAS's fastest
-    tensor-core kernels need, and what model widths are), else ``""``.
+    tensor-core kernels need, and what model widths are), else ``""``. With the recorder's
+    ``layout`` (:func:`snsim.torchsim.record.matmul_layout`: ``"aligned"`` /
+    ``"unaligned"``) the class is the operands' leading dimensions' alignment, which is what
+    cuBLAS needs: a ViT-H/14's 4 x 257 = 1028 tokens are no leading dimension of its Linears'
+    GEMMs, which ran at 480-510 TFLOP/s in bf16 on the H200 (traces/h200/profile_heldout7)
+    where the unaligned rows say 180. Calibrate's rows are contiguous, their leading
+    dimensions k and n: of its 360 matmul rows one has them aligned and m not.
 
     Tables calibrated before 2026-11-30 sampled random dimensions (all ``""``; half-precision
     rows at 60-180 TFLOPS where aligned GEMMs of the same size run several times faster): an
@@ -204,7 +224,11 @@ def matmul_class(sig):
     'a8'
     >>> matmul_class("mm bfloat16[775, 255] bfloat16[255, 6365]")
     ''
+    >>> matmul_class("addmm bfloat16[5120] bfloat16[1028, 1280] bfloat16[1280, 5120]", "aligned")
+    'a8'
     """
+    if layout in ("aligned", "unaligned"):
+        return "a8" if layout == "aligned" else ""
     dims = [int(v) for _, shape in _TENSOR.findall(sig) for v in shape.split(",")[-2:]
             if v.strip()]
     return "a8" if dims and all(v % 8 == 0 for v in dims) else ""
@@ -906,6 +930,9 @@ def innet_call_s(innet, family, phase, issue_s, before_s=0.0):
 
 INNET_OVERHEADS = (("per_module", "F"), ("per_call", "F"), ("per_node", "B"),
                    ("per_call", "B"), ("per_param", "U"), ("per_read", "U"))
+# overheads a file may lack (0 then): GradScaler's per parameter (scripts/host_innet_fit.py
+# --optstep, from scripts/optstep_host_probe.py's fp16 configurations)
+INNET_OPTIONAL = (("per_param_scaler", "U"),)
 
 
 def read_host_innet(path):
@@ -914,8 +941,10 @@ def read_host_innet(path):
     host_issue_s` reads them: ``ratio`` ``{family: in-sequence / table cost}`` (``"*"``:
     every call), and the seconds ``per_module_s`` (forward module call), ``per_call_s``
     ``{phase: s}`` (every aten call with a kernel), ``per_node_s`` (backward node),
-    ``per_param_s`` (optimizer step and ``zero_grad``, per parameter) and ``per_read_s`` (a
-    read of a host tensor in the optimizer step, ``.item()`` of a step counter).
+    ``per_param_s`` (optimizer step and ``zero_grad``, per parameter), ``per_read_s`` (a
+    read of a host tensor in the optimizer step, ``.item()`` of a step counter) and
+    ``per_param_scaler_s`` (GradScaler's ``unscale_``, per parameter; 0 when the file has
+    no such row).
 
     Raises
     ------
@@ -934,11 +963,12 @@ def read_host_innet(path):
                     from None
             if kind == "ratio":
                 out["ratio"][fam] = v
-            elif kind == "overhead" and (fam, phase) in INNET_OVERHEADS:
+            elif kind == "overhead" and (fam, phase) in INNET_OVERHEADS + INNET_OPTIONAL:
                 over[(fam, phase)] = v
             else:
+                known = ", ".join("/".join(k) for k in INNET_OVERHEADS + INNET_OPTIONAL)
                 raise ConfigError(f"{path}:{i}: kind must be ratio or overhead (one of "
-                                  f"{', '.join('/'.join(k) for k in INNET_OVERHEADS)})")
+                                  f"{known})")
     missing = ["ratio *"] if "*" not in out["ratio"] else []
     missing += [f"overhead {n} {p}" for n, p in INNET_OVERHEADS if (n, p) not in over]
     if missing:
@@ -947,6 +977,7 @@ def read_host_innet(path):
     out["per_node_s"] = over[("per_node", "B")]
     out["per_param_s"] = over[("per_param", "U")]
     out["per_read_s"] = over[("per_read", "U")]
+    out["per_param_scaler_s"] = over.get(("per_param_scaler", "U"), 0.0)
     out["per_call_s"] = {"F": over[("per_call", "F")], "B": over[("per_call", "B")]}
     return out
 

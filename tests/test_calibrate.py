@@ -271,3 +271,29 @@ def test_calibrate_only_stage_replaces_only_its_rows(tmp_path):
     shapes = [r["shape"] for r in rows]
     assert old[0]["shape"] in shapes and old[1]["shape"] not in shapes
     assert any(sh.startswith("stage x[") for sh in shapes)
+
+
+def test_calibrate_only_generic_matnet_adds_their_rows_and_keeps_the_others(tmp_path):
+    """--only generic,matnet adds elementwise_generic rows (four broadcast variants) and a
+    Linear's three GEMMs at model widths (shape ``net fwd|dgrad|wgrad``, classed by their
+    leading dimensions: all aligned at these widths), replacing an earlier run's, and keeps
+    the random matmul rows."""
+    from snsim.cli import main
+    from snsim.torchsim.calibrate import read_table, write_table
+    base = tmp_path / "base.csv.gz"
+    old = [{"family": "mm", "dtype": "float32", "math": "fp32", "cls": "", "flops": 1e9,
+            "bytes": 1e6, "ntensors": 0, "time_s": 1e-4, "host_s": 1e-5, "shape": sh,
+            "ops": ""} for sh in ("b1 m775 k255 n6365", "net dgrad b1 m512 k384 n384")]
+    write_table(old, {"tool": "snsim calibrate"}, base)
+    out = tmp_path / "merged.csv.gz"
+    assert main(["calibrate", "--device", "cpu", "--only", "generic,matnet", "--merge",
+                 str(base), "--out", str(out), "--max-seconds", "20", "--scale", "0.05"]) == 0
+    rows, _ = read_table(out)
+    shapes = [r["shape"] for r in rows]
+    assert old[0]["shape"] in shapes and old[1]["shape"] not in shapes
+    generic = {r["shape"].split()[1] for r in rows if r["family"] == "elementwise_generic"}
+    assert generic == {"channel_scale", "row_scale", "last_dim_weight", "expand_div"}
+    net = [r for r in rows if str(r["shape"]).startswith("net ")]
+    assert {r["shape"].split()[1] for r in net} == {"fwd", "dgrad", "wgrad"}
+    assert {r["family"] for r in net} == {"addmm", "mm"}
+    assert all(r["cls"] == "a8" for r in net)

@@ -331,3 +331,30 @@ def test_in_network_costs_file_names_what_it_lacks(tmp_path):
     p.write_text("kind,name,phase,value,n,source\nview,*,,1e-6,10,t\n")
     with pytest.raises(ConfigError, match=r"x_host_innet.csv:2: kind must be ratio or overhead"):
         read_host_innet(p)
+
+
+def test_grad_scaler_costs_its_parameters_before_its_unscale_kernel(tmp_path):
+    """GradScaler's per-parameter host cost (per_param_scaler_s) is charged to the
+    _amp_foreach_non_finite_check_and_unscale_ call, once per parameter of the iteration
+    (two AccumulateGrad marks: 2 x 14 us on top of the call's own 8 us x 2), and nowhere
+    without a scaler; a file without the row reads 0, one with it its value."""
+    from snsim.kernel_table import read_host_innet
+    tab = _table()
+    marks = [("p", "B", "AccumulateGrad@-1", 0), ("q", "B", "AccumulateGrad@-2", 0),
+             ("optimizer.step", "U", "", 0)]
+    ops = [(2, "_amp_foreach_non_finite_check_and_unscale_", (0,), (), 0, 1000),
+           (2, "add", (0,), (1,), 0, 1000)]
+    base = host_issue_s(ops, marks, tab, _innet())
+    got = host_issue_s(ops, marks, tab, _innet(per_param_scaler_s=14 * US))
+    assert got[0] - base[0] == pytest.approx(28 * US) and got[1] == base[1]
+    assert host_issue_s(ops[1:], marks, tab, _innet(per_param_scaler_s=14 * US)) == \
+        pytest.approx(host_issue_s(ops[1:], marks, tab, _innet()))
+    rows = ("kind,name,phase,value,n,source\nratio,*,,1.5,10,t\n"
+            + "".join(f"overhead,{n},{p},1e-6,3,t\n" for n, p in (
+                ("per_module", "F"), ("per_call", "F"), ("per_node", "B"), ("per_call", "B"),
+                ("per_param", "U"), ("per_read", "U"))))
+    p = tmp_path / "x_host_innet.csv"
+    p.write_text(rows)
+    assert read_host_innet(p)["per_param_scaler_s"] == 0.0
+    p.write_text(rows + "overhead,per_param_scaler,U,1.4e-05,1,t\n")
+    assert read_host_innet(p)["per_param_scaler_s"] == pytest.approx(1.4e-5)

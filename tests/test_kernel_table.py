@@ -585,6 +585,104 @@ def test_strided_copy_reads_its_own_rows_and_contiguous_ones_without():
     assert old == pytest.approx([nbytes / 4e12] * 3, rel=0.05)
 
 
+def test_recorder_names_elementwise_ops_on_the_generic_kernel():
+    """elementwise_layout: a broadcast operand (squeeze-excitation's channel scale, a weight
+    over the last dim), a stride-0 expand and a non-dense output take TensorIterator's generic
+    kernel, with the output's dtype; operands alike in shape and strides (channels-last ones
+    too), Python and one-element scalars, and non-elementwise ops do not."""
+    torch = pytest.importorskip("torch")
+    from snsim.torchsim.record import elementwise_layout
+    x = torch.zeros(2, 8, 5, 5, dtype=torch.bfloat16)
+    s = torch.zeros(2, 8, 1, 1, dtype=torch.bfloat16)
+    cl = x.contiguous(memory_format=torch.channels_last)
+    assert elementwise_layout("mul", (x, s), [x]) == "generic:bfloat16"
+    assert elementwise_layout("mul", (torch.zeros(5), x.float()), [x.float()]) == \
+        "generic:float32"
+    assert elementwise_layout("div", (s.expand(2, 8, 5, 5), 25), [x]) == "generic:bfloat16"
+    assert elementwise_layout("relu_", (x[:, :4],), [x[:, :4]]) == "generic:bfloat16"
+    assert elementwise_layout("silu_backward", (x, cl), [x]) == "generic:bfloat16"
+    assert elementwise_layout("mul", (x, x), [x]) == ""
+    assert elementwise_layout("add", (cl, cl), [cl]) == ""
+    assert elementwise_layout("mul", (x, 0.5), [x]) == ""
+    assert elementwise_layout("mul", (x, torch.ones(())), [x]) == ""
+    assert elementwise_layout("convolution", (x, s), [x]) == ""
+
+
+def test_matmul_class_is_the_leading_dimensions_alignment():
+    """matmul_layout: a Linear over 4 x 257 = 1028 tokens (ViT-H/14 at batch 4) has leading
+    dimensions 1280 and 5120 in its forward and both backward GEMMs (the tokens are rows or
+    the reduction, never a leading dimension): aligned, class a8, where the shapes alone
+    (1028 % 8 = 4) said unaligned; attention scores over 197 tokens, an odd width and a
+    view at an odd offset are not; other ops have no matmul layout."""
+    torch = pytest.importorskip("torch")
+    from snsim.kernel_table import matmul_class
+    from snsim.torchsim.record import matmul_layout
+    x, w, dy = torch.zeros(1028, 1280), torch.zeros(5120, 1280), torch.zeros(1028, 5120)
+    assert matmul_layout("addmm", (torch.zeros(5120), x, w.t()), [dy]) == "aligned"
+    assert matmul_layout("mm", (dy, w), [x]) == "aligned"
+    assert matmul_layout("mm", (dy.t(), x), [w]) == "aligned"
+    assert matmul_layout("bmm", (torch.zeros(8, 197, 64), torch.zeros(8, 64, 197)),
+                         [torch.zeros(8, 197, 197)]) == "unaligned"
+    assert matmul_layout("mm", (torch.zeros(16, 255), torch.zeros(255, 64)),
+                         [torch.zeros(16, 64)]) == "unaligned"
+    assert matmul_layout("mm", (torch.zeros(16, 72)[:, 3:67], torch.zeros(64, 64)),
+                         [torch.zeros(16, 64)]) == "unaligned"
+    assert matmul_layout("relu", (x,), [x]) == ""
+    sig = "addmm bfloat16[5120] bfloat16[1028, 1280] bfloat16[1280, 5120]"
+    assert matmul_class(sig) == "" and matmul_class(sig, "aligned") == "a8"
+    assert matmul_class("mm bfloat16[64, 64] bfloat16[64, 64]", "unaligned") == ""
+
+
+def test_cpu_attention_counts_flops_as_calibrate_does():
+    """A CPU recording's flash attention (no flop formula in torch) counts the CUDA kernels'
+    FLOPs: 4*b*h*s_q*s_k*d forward (hand count: 4*8*9*512*512*64 = 4,831,838,208), 2.5x that
+    backward (torch's sdpa_backward_flop_count), halved when causal as calibrate's causal
+    rows are; grouped-query keys count at the query's 9 heads."""
+    torch = pytest.importorskip("torch")
+    from snsim.torchsim.record import SIGNATURE_OPS, cpu_attention_flops
+    q, kv = torch.zeros(8, 9, 512, 64), torch.zeros(8, 3, 512, 64)
+    fwd = "_scaled_dot_product_flash_attention_for_cpu"
+    assert cpu_attention_flops(fwd, (q, kv, kv, 0.0, False)) == 4 * 8 * 9 * 512 * 512 * 64
+    assert cpu_attention_flops(fwd, (q, kv, kv, 0.0, True)) == 2 * 8 * 9 * 512 * 512 * 64
+    assert cpu_attention_flops(fwd, (q, kv, kv), {"is_causal": True}) == \
+        2 * 8 * 9 * 512 * 512 * 64
+    assert cpu_attention_flops(fwd + "_backward", (q, q, kv, kv, q, q, 0.0, False)) == \
+        10 * 8 * 9 * 512 * 512 * 64
+    assert cpu_attention_flops("mm", (q, kv)) == 0
+    # the signature carries the dtype: a bf16 call reads the flash rows, not fp32 efficient
+    assert fwd in SIGNATURE_OPS and fwd + "_backward" in SIGNATURE_OPS
+
+
+def test_generic_elementwise_reads_its_rows_else_the_strided_copies():
+    """A broadcast mul (layout ``generic:float16``) reads the elementwise_generic rows (made
+    up: 1 TB/s, contiguous mul at 4 TB/s) in its own dtype; a table without them reads the
+    strided copies' (0.5 TB/s), one without those the contiguous mul rows; a contiguous mul is
+    unaffected. Its host cost is the mul's either way."""
+    from snsim.hardware import load_hardware
+    from snsim.torchsim.opcost import _issue_s, op_times_s
+    hw = load_hardware("h200")
+
+    def rows(fam, dtype, rate, host_s=1e-5):
+        return [{"family": fam, "dtype": dtype, "math": dtype, "cls": "", "flops": 0,
+                 "bytes": b, "ntensors": 0, "time_s": b / rate, "host_s": host_s,
+                 "shape": ""} for b in (2e7, 1e8, 1e9, 1e10)]   # above the 2 us floor
+    mul = rows("mul", "float32", 4e12, 7e-6)
+    generic = rows("elementwise_generic", "float16", 1e12) + rows(
+        "elementwise_generic", "float32", 2e12)
+    strided = rows("clone_strided", "float16", 0.5e12)
+    nbytes = 3e8
+    ops = [(0, "mul", (), (), 0, nbytes, "", "generic:float16"),
+           (0, "mul", (), (), 0, nbytes, "", "")]
+    full = KernelTable(pd.DataFrame(mul + generic + strided))
+    assert op_times_s(ops, hw, table=full) == pytest.approx([nbytes / 1e12, nbytes / 4e12],
+                                                            rel=0.05)
+    assert op_times_s(ops, hw, table=KernelTable(pd.DataFrame(mul + strided))) == \
+        pytest.approx([nbytes / 0.5e12, nbytes / 4e12], rel=0.05)
+    assert op_times_s(ops, hw, table=KernelTable(pd.DataFrame(mul))) == \
+        pytest.approx([nbytes / 4e12] * 2, rel=0.05)
+    assert _issue_s(full, ops[0], {}) == pytest.approx(7e-6)
+
+
 def test_conv_reads_its_own_kernel_class_when_one_is_measured_within_far():
     """Made-up depthwise forward rows: 3x3 at 2 TB/s on the call's own map and channels, 7x7 at
     0.2 TB/s at half and double the batch (another size, other channels). A 7x7 call reads the

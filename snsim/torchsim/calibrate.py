@@ -519,6 +519,50 @@ class Calibrator:
         del y, b
 
     # -- matmuls -----------------------------------------------------------------------------
+    # a Linear's GEMMs as networks lay them out: tokens (batch x sequence or patches, aligned
+    # or not: ViT's 197 and 257 per image) by model widths
+    NET_TOKENS = (512, 1576, 2056, 4096, 6304, 8192, 12608, 16384, 32768)
+    NET_WIDTHS = (384, 768, 1024, 1280, 1536, 2048, 3072, 4096, 5120)
+
+    def net_matmuls(self, count, dtype, math_, max_flops):
+        """A Linear's three GEMMs at ``count`` sampled (tokens, in, out) of
+        :attr:`NET_TOKENS` x :attr:`NET_WIDTHS`: the forward ``addmm(b, x[T, in],
+        W[out, in].t())``, the input gradient ``mm(dy[T, out], W)`` and the weight gradient
+        ``mm(dy.t(), x)`` (rows' shape ``net <form> b1 m.. k.. n..``). The class is the
+        operands' leading dimensions' alignment, as a recorded call's
+        (:func:`snsim.torchsim.record.matmul_layout`): the tokens are no leading dimension."""
+        torch = self.torch
+        aten = torch.ops.aten
+        from ..kernel_table import matmul_class
+        from .record import matmul_layout
+        rng = self.rng
+        made = 0
+        tries = 0
+        while made < count and tries < count * 20 and not self.late():
+            tries += 1
+            t = rng.choice(self.NET_TOKENS)
+            din, dout = rng.choice(self.NET_WIDTHS), rng.choice(self.NET_WIDTHS)
+            if 2 * t * din * dout > max_flops:
+                continue
+            made += 1
+
+            def one(t=t, din=din, dout=dout):
+                x, w = self.t(t, din, dtype=dtype), self.t(dout, din, dtype=dtype)
+                b, dy = self.t(dout, dtype=dtype), self.t(t, dout, dtype=dtype)
+                for form, fn, args, (m, k, n) in (
+                        ("fwd", aten.addmm.default, (b, x, w.t()), (t, din, dout)),
+                        ("dgrad", aten.mm.default, (dy, w), (t, dout, din)),
+                        ("wgrad", aten.mm.default, (dy.t(), x), (dout, t, din))):
+                    out = fn(*args)
+                    cls = matmul_class("", matmul_layout(fn._overloadpacket.__name__, args,
+                                                         [out]))
+                    self.add("addmm" if form == "fwd" else "mm", dtype, math_, cls,
+                             lambda fn=fn, args=args: fn(*args),
+                             flops=_flops(torch, fn, args, {}, out),
+                             nbytes=_nbytes(torch, args, out),
+                             shape=f"net {form} b1 m{m} k{k} n{n}")
+            self.guarded("net matmul", one)
+
     def matmuls(self, count, dtype, math_, max_flops):
         torch = self.torch
         aten = torch.ops.aten
@@ -744,6 +788,48 @@ class Calibrator:
             out = f()
             self.add(fam, dtype, dn, cls, f, nbytes=_nbytes(torch, ins, out),
                      shape=f"strided {variant} {shape}")
+
+    def generic_elementwise(self, dtypes=None, *, max_elements=3e8):
+        """Elementwise ops on TensorIterator's generic (non-vectorized) kernel
+        (:func:`snsim.torchsim.record.elementwise_layout`), family ``elementwise_generic``,
+        over :attr:`STRIDED_NUMELS` output elements in fp32, bf16 and fp16 (rows' shape
+        ``generic <variant> x[N, C, H, W]``): a channel scale ``x * s[N, C, 1, 1]``
+        (squeeze-excitation), a row scale ``x * r[N, C, H, 1]`` (RMSNorm's ``x *
+        rsqrt(var)`` over the last dim), a weight over the last dim ``w[W] * x``, and a mean's
+        backward, a stride-0 expand divided by a number. Bytes as the recorder counts them:
+        the operands' elements (an expand's logical ones) and the output's."""
+        torch = self.torch
+        dtypes = dtypes or (torch.float32, torch.bfloat16, torch.float16)
+        numels = self.STRIDED_NUMELS if self.device == "cuda" else self.STRIDED_NUMELS[:2]
+        for i, m in enumerate(numels):
+            if m > max_elements:
+                continue
+            c = self.STRIDED_CHANNELS[i % len(self.STRIDED_CHANNELS)]
+            hw = self.STRIDED_MAPS[i % len(self.STRIDED_MAPS)]
+            n = max(1, int(round(m / (c * hw * hw))))
+            for dtype in dtypes:
+                if self.late():
+                    return
+                self.guarded("generic elementwise", self._generic_one, n, c, hw, dtype)
+
+    def _generic_one(self, n, c, hw, dtype):
+        torch = self.torch
+        aten = torch.ops.aten
+        dn = str(dtype)[6:]
+        x = self.t(n, c, hw, hw, dtype=dtype)
+        s = self.t(n, c, 1, 1, dtype=dtype)
+        r = self.t(n, c, hw, 1, dtype=dtype)
+        w = self.t(hw, dtype=dtype)
+        g = s.expand(n, c, hw, hw)
+        shape = f"x[{n}, {c}, {hw}, {hw}]"
+        for variant, f, ins in (
+                ("channel_scale", lambda: aten.mul.Tensor(x, s), (x, s)),
+                ("row_scale", lambda: aten.mul.Tensor(x, r), (x, r)),
+                ("last_dim_weight", lambda: aten.mul.Tensor(w, x), (w, x)),
+                ("expand_div", lambda: aten.div.Scalar(g, hw * hw), (g,))):
+            out = f()
+            self.add("elementwise_generic", dtype, dn, "", f, nbytes=_nbytes(torch, ins, out),
+                     shape=f"generic {variant} {shape}")
 
     def _bandwidth_one(self, nb, el, dtype, dn):
         torch = self.torch
@@ -1078,6 +1164,15 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # copies of non-contiguous tensors (Calibrator.strided_copies): the channel
         # shuffle's, NCHW<->NHWC permutes, cat of a chunk view; fp32/bf16/fp16
         "strided": ("strided copy", STRIDED_FAMILIES, "all"),
+        # elementwise ops on TensorIterator's generic kernel (a broadcast or strided operand:
+        # Calibrator.generic_elementwise); tables before 2026-12-01 03:00 had none and read
+        # the strided copies' rows for them (kernel_table.GENERIC_FALLBACK)
+        "generic": ("generic elementwise", ("elementwise_generic",), "all"),
+        # a Linear's three GEMMs at model widths by token counts (Calibrator.net_matmuls),
+        # fp32/bf16/fp16, added to the matmul rows (tables before 2026-12-01 03:30 had only
+        # random shapes: fp32 ones 1-1.5 e-folds from GPT-2's and ViT's GEMMs)
+        "matnet": ("matmul net ", ("mm", "addmm"), lambda r: str(r.get("shape", "")).startswith(
+            "net ")),
         "stage": ("stage conv", ("convolution", "convolution_backward"), lambda r: (
             str(r.get("shape", "")).startswith("stage "))),
         # the backward ops calibrate timed through torch.autograd.grad before 2026-11-30, whose
@@ -1175,6 +1270,13 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
                                                               "fp16")),
         ("conv bias", 0.06, lambda: cal.conv_biases()),
         ("strided copy", 0.02, lambda: cal.strided_copies()),
+        ("generic elementwise", 0.02, lambda: cal.generic_elementwise()),
+        ("matmul net fp32", 0.02, lambda: _with_tf32(torch, False, lambda: cal.net_matmuls(
+            cal.n(40), torch.float32, "fp32", 1e12 * cap))),
+        ("matmul net bf16", 0.02, lambda: cal.net_matmuls(cal.n(40), torch.bfloat16, "bf16",
+                                                          4e12 * cap)),
+        ("matmul net fp16", 0.01, lambda: cal.net_matmuls(cal.n(20), torch.float16, "fp16",
+                                                          4e12 * cap)),
         ("stage conv tf32", 0.05, lambda: _with_tf32(torch, True, lambda: cal.layout_convs(
             cal.n(1200), torch.float32, "tf32"))),
         ("stage conv bf16", 0.03, lambda: cal.layout_convs(cal.n(500), torch.bfloat16, "bf16")),
@@ -1400,8 +1502,11 @@ def _add_calibrate(sub):
                    "counts, TF32/bf16/fp16), stage (convs sampled as CNN stages lay them "
                    "out: grouped 3x3 by group width, depthwise, dense at small widths; "
                    "TF32/bf16/fp16), strided (copies of non-contiguous tensors: channel "
-                   "shuffle, NCHW<->NHWC permutes, cat of a chunk view), bnfp16 (fp16 batch norm: cuDNN's), convbias (a "
-                   "convolution's bias add and grad_bias reduction by output size), convcl "
+                   "shuffle, NCHW<->NHWC permutes, cat of a chunk view), generic "
+                   "(elementwise ops on the generic kernel: broadcast operands), matnet (a "
+                   "Linear's three GEMMs at model widths by token counts), bnfp16 (fp16 "
+                   "batch norm: cuDNN's), convbias (a convolution's bias add and grad_bias "
+                   "reduction by output size), convcl "
                    "(channels-last convolutions: grouped, depthwise and dense; TF32/bf16/fp16), "
                    "bnlarge (batch norm at batches 512 and 1024, added to the BN rows)")
     p.add_argument("--merge", default=None, metavar="TABLE",

@@ -22,7 +22,8 @@ from __future__ import annotations
 import collections
 
 from ..engine.contention import copy_slowdown
-from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, HOST_READ_OPS,  # noqa: F401
+from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENTWISE_FAMILIES,  # noqa: F401
+                            GENERIC_FALLBACK, GENERIC_FAMILY, HOST_READ_OPS,
                             LAYOUT_FAMILIES, MATMUL_FAMILIES, STRIDED_FAMILIES,
                             bias_time_s, call_conv_flops, NO_KERNEL_OPS, bn_class, conv_bias_calls,
                             conv_class, family_of, host_stream, innet_call_s,
@@ -111,7 +112,8 @@ def _table_args(op):
         if _layout(op) == "channels_last":     # cuDNN's NHWC engines: rows of their own
             fam = LAYOUT_FAMILIES.get(fam, fam)
     elif fam in MATMUL_FAMILIES or fam.startswith("sdpa"):
-        mth, cls = (half or "fp32"), (matmul_class(sig) if fam in MATMUL_FAMILIES else "")
+        mth, cls = (half or "fp32"), (matmul_class(sig, _layout(op)) if fam in MATMUL_FAMILIES
+                                      else "")
         if half and fam.startswith("sdpa_efficient"):   # CUDA picks flash for half inputs
             fam = fam.replace("sdpa_efficient", "sdpa_flash")
     elif fam in BN_FAMILIES:
@@ -120,6 +122,10 @@ def _table_args(op):
         mth, cls = ("bf16" if half else "float32"), ""
         if _layout(op) in ("strided", "permuted") and fam in STRIDED_FAMILIES:
             fam, cls = STRIDED_FAMILIES[fam], ("perm" if _layout(op) == "permuted" else "")
+        elif _layout(op).startswith("generic:") and fam in ELEMENTWISE_FAMILIES:
+            # TensorIterator's generic kernel (kernel_table.ELEMENTWISE_FAMILIES), in the
+            # output's dtype as the recorder saw it
+            fam, dtype = GENERIC_FAMILY, _layout(op).partition(":")[2]
     ntensors = (len(op[2]) + len(op[3])
                 if fam.startswith(("_foreach", "_fused_", "_amp_foreach")) else 0)
     return fam, {"flops": flops, "nbytes": nbytes, "ntensors": ntensors, "cls": cls,
@@ -139,8 +145,13 @@ def _lookup_args(table, op):
     """:func:`_table_args` of ``op`` as ``table`` can answer them: a strided copy's
     contiguous family where the table has no strided rows (tables before 2026-11-30 22:00),
     and a pageable copy's tight-loop rows where it has none of ``save_on_cpu()``'s pattern
-    (``_new``: tables before the ``pageable`` group)."""
+    (``_new``: tables before the ``pageable`` group), and an elementwise call on the generic
+    kernel the strided copies' rows where the table has none of that kernel
+    (``elementwise_generic``: tables before the ``generic`` group)."""
     fam, kw = _table_args(op)
+    if fam == GENERIC_FAMILY and fam not in table.families():
+        # the same kernel template's strided copies, else the op's contiguous rows
+        fam = GENERIC_FALLBACK if GENERIC_FALLBACK in table.families() else family_of(op[1])
     if fam in _CONTIGUOUS_FAMILY and fam not in table.families():
         fam, kw = _CONTIGUOUS_FAMILY[fam], {**kw, "cls": ""}
     if fam.endswith("_new") and fam not in table.families():
@@ -175,8 +186,11 @@ def conv_bias_time_s(table, op, hw):
 
 def _issue_s(table, op, memo):
     fam, kw = _lookup_args(table, op)
-    if fam in _CONTIGUOUS_FAMILY:     # the host issues the same aten clone / cat either way
-        fam, kw = _CONTIGUOUS_FAMILY[fam], {**kw, "cls": ""}
+    if fam in _CONTIGUOUS_FAMILY or fam == GENERIC_FAMILY:
+        # the host issues the same aten call whichever kernel it launches: its contiguous
+        # family's cost, looked up as the in-network host model was fitted
+        fam, kw = family_of(op[1]), {**kw, "cls": "",
+                                     "dtype": sig_dtype(op[6] if len(op) > 6 else "")}
     key = (fam, *kw.values())
     if key not in memo:      # a step repeats its shapes (every iteration, every block)
         memo[key] = table.issue_s(fam, **kw)
@@ -261,8 +275,9 @@ def _innet_host_s(ops, marks, table, inn, syncs):
     kernel costs nothing of its own); every module call (forward, a recomputation too) adds
     ``per_module_s`` and every autograd node (backward, ``AccumulateGrad`` included)
     ``per_node_s``; the optimizer step adds ``per_param_s`` per parameter (the iteration's
-    ``AccumulateGrad`` nodes), charged to its first op, and ``per_read_s`` per read of a host
-    tensor (a step counter's ``.item()``)."""
+    ``AccumulateGrad`` nodes), charged to its first op, ``per_read_s`` per read of a host
+    tensor (a step counter's ``.item()``), and GradScaler's ``per_param_scaler_s`` per
+    parameter, charged to its unscale kernel's call."""
     ratio = inn["ratio"]
     params = collections.Counter(m[3] for m in marks
                                  if m[1] == "B" and str(m[2]).startswith("AccumulateGrad"))
@@ -287,6 +302,10 @@ def _innet_host_s(ops, marks, table, inn, syncs):
         if phase == "U" and it not in stepped:
             stepped.add(it)
             h += inn["per_param_s"] * params[it]
+        if op[1] == "_amp_foreach_non_finite_check_and_unscale_":
+            # GradScaler.unscale_'s Python loop over the parameters, before its kernel (and
+            # before the .item() that waits for the GPU)
+            h += inn.get("per_param_scaler_s", 0.0) * params[it]
         if op[1] in NO_KERNEL_OPS or op[1] in COPY_WAIT_OPS:
             # views, metadata: in the per-call figure of the calls with a kernel; a .item()
             # of a device tensor is a pageable copy's issue

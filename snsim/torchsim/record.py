@@ -65,7 +65,39 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
                            "_scaled_dot_product_cudnn_attention",
                            "_scaled_dot_product_cudnn_attention_backward",
                            "_efficient_attention_forward", "_efficient_attention_backward",
-                           "_flash_attention_forward", "_flash_attention_backward"})
+                           "_flash_attention_forward", "_flash_attention_backward",
+                           "_scaled_dot_product_flash_attention_for_cpu",
+                           "_scaled_dot_product_flash_attention_for_cpu_backward"})
+
+
+def cpu_attention_flops(name, args, kwargs=None):
+    """FLOPs of a CPU recording's attention call (``_scaled_dot_product_flash_attention_for_cpu``
+    and its backward, which torch's flop counter has no formula for), as calibrate counts its
+    attention rows (``Calibrator.sdpa``): the flop counter's count of the CUDA kernels
+    (``sdpa_flop_count``, its backward's), halved for a causal call (the kernels skip the
+    masked tiles). Grouped-query keys and values count at the query's heads (each query head
+    attends over the shared ones). 0 for other ops."""
+    from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
+    if not name.startswith("_scaled_dot_product_flash_attention_for_cpu"):
+        return 0
+    backward = name.endswith("_backward")
+    ts = args[:4] if backward else args[:3]
+    if len(ts) < (4 if backward else 3) or not all(
+            isinstance(t, torch.Tensor) and t.dim() == 4 for t in ts):
+        return 0
+    q = ts[1] if backward else ts[0]
+    k, v = ts[-2], ts[-1]
+    heads = [concrete_int(d) for d in q.shape]
+    key = (heads[0], heads[1], concrete_int(k.shape[2]), concrete_int(k.shape[3]))
+    value = (heads[0], heads[1], concrete_int(v.shape[2]), concrete_int(v.shape[3]))
+    at = 7 if backward else 4        # is_causal: (grad_out, q, k, v, out, lse, p, causal)
+    causal = (kwargs or {}).get("is_causal", args[at] if len(args) > at else False)
+    if backward:
+        flops = sdpa_backward_flop_count(tuple(heads[:3]) + (value[3],), tuple(heads), key,
+                                         value)
+    else:
+        flops = sdpa_flop_count(tuple(heads), key, value)
+    return int(flops) // (2 if causal is True else 1)
 
 
 # ops whose CUDA kernel allocates its outputs in another order than it returns them: the
@@ -295,6 +327,62 @@ def copy_layout(name, args):
     return out
 
 
+MATMUL_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
+
+
+def matmul_layout(name, args, outs):
+    """``"aligned"`` when every matrix operand and the output of matmul ``name(*args)`` has a
+    leading dimension (its non-unit stride) and a storage offset that are multiples of 8
+    elements, else ``"unaligned"`` (``""`` for other ops): what cuBLAS's fastest kernels need
+    (:func:`snsim.kernel_table.matmul_class`). A 1-D operand (addmm's bias) is left out."""
+    if name not in MATMUL_OPS:
+        return ""
+    out = next((t for t in outs if isinstance(t, torch.Tensor)), None)
+    for t in [a for a in args if isinstance(a, torch.Tensor)] + [out]:
+        if t is None or t.dim() < 2:
+            continue
+        rows, cols = t.stride()[-2:]
+        ld = rows if cols == 1 else cols if rows == 1 else None
+        if ld is None or concrete_int(ld) % 8 or concrete_int(t.storage_offset()) % 8:
+            return "unaligned"
+    return "aligned"
+
+
+def _dense(t):
+    """Whether ``t``'s elements fill its storage span without gaps or overlap, in some order
+    of its dims (``TensorImpl::is_non_overlapping_and_dense``)."""
+    expected = 1
+    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def elementwise_layout(name, args, outs):
+    """``"generic:<dtype>"`` when elementwise op ``name(*args)`` (a family of
+    :data:`snsim.kernel_table.ELEMENTWISE_FAMILIES`) runs ATen's generic indexing kernel, else
+    ``""``. TensorIterator takes the vectorized kernel only when every operand is dense in the
+    output's shape and strides (``TensorIteratorBase::is_contiguous``, after it orders the
+    dims alike for all of them: a channels-last op whose operands are all channels-last
+    stays vectorized); an operand of another shape (broadcast) or other strides (a view, a
+    stride-0 expand) sends it to ``elementwise_kernel`` with offset calculators. Operands of
+    one element are left out: CPU scalars are the kernel's arguments, not operands."""
+    from ..kernel_table import ELEMENTWISE_FAMILIES, family_of
+    if family_of(name) not in ELEMENTWISE_FAMILIES:
+        return ""
+    out = next((t for t in outs if isinstance(t, torch.Tensor)), None)
+    if out is None or out.numel() <= 1:
+        return ""
+    dense = _dense(out)
+    for t in tree_leaves(args):
+        if not isinstance(t, torch.Tensor) or t.numel() <= 1:
+            continue
+        if not dense or t.shape != out.shape or t.stride() != out.stride():
+            return f"generic:{str(out.dtype)[6:]}"
+    return ""
+
+
 class _NullMarker:
     def mark(self, label, phase, kind=""):
         pass
@@ -484,7 +572,7 @@ class Recorder:
         for sid in reversed(made):   # freed when the kernel returns, after its outputs exist
             if sid not in freed:
                 self.events.append((self.cur, "f", sid, op_index + 1))
-        flops = 0
+        flops = cpu_attention_flops(name, args, kwargs)
         rule = _FLOP_REGISTRY.get(func._overloadpacket)
         if rule is not None:
             try:
@@ -500,7 +588,9 @@ class Recorder:
         if self.accumulating:
             self.accumulation_ops.add(op_index)
         self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig,
-                         conv_layout(name, args) or copy_layout(name, args)))
+                         conv_layout(name, args) or copy_layout(name, args)
+                         or elementwise_layout(name, args, outs)
+                         or matmul_layout(name, args, outs)))
 
     def host_read(self, t):
         """Record a device-to-host read of ``t`` (``Tensor.item()``, aten

@@ -1,0 +1,172 @@
+"""The optimizer step's host time in a real training setup, and its foreach calls' in place
+(issue 10 item 3): why ``snsim predict``'s optimizer phase (U) falls short of the real one.
+
+In traces/h200/profile_heldout7 every configuration's U phase took 2-8 ms more than the
+modelled host cost, and the out-of-place foreach calls (Adam's ``_foreach_sqrt``, SGD's weight
+decay ``_foreach_add``) took ~10 us per tensor under the profiler where calibrate's tight loop
+of equal-size tensors takes ~2 (configs/kernels/h200.csv.gz) and the in-network probe's small
+networks ~2.5 (traces/h200/profile_host/innet). This separates what the step does from the
+calls: for each configuration, warmed up as ``scripts/profile_ops.py`` does
+(:func:`snsim.torchsim.record.warm_training`), forward and backward are run and the GPU
+drained, then timed on the launching thread (no profiler):
+
+* ``opt_step``: ``optimizer.step()`` (with GradScaler: ``scaler.step`` and ``update``);
+  ``zero_grad``: ``optimizer.zero_grad(set_to_none=True)``;
+* on the real gradients (after a backward, the GPU drained before each call): ``sqrt``
+  (``torch._foreach_sqrt``: out of place), ``add_wd`` (``torch._foreach_add(grads, params,
+  alpha)``: out of place, SGD's weight decay), ``mul_`` (``torch._foreach_mul_``: in place);
+* ``fresh_sqrt``: ``_foreach_sqrt`` of new tensors of the gradients' sizes;
+  ``uniform_sqrt``: of as many tensors of their mean size (calibrate's pattern).
+
+``optstep_host.csv``: config, variant, ntensors, numel, host_s (median), host_min_s, reps.
+
+    # on the GPU (about 10-20 s per configuration):
+    OUT=dir PYTHONPATH=. python3 scripts/optstep_host_probe.py --out "$OUT"
+    # a dry run on the CPU (CPU times):
+    PYTHONPATH=. python scripts/optstep_host_probe.py --out /tmp/optstep --device cpu \\
+        --configs torchvision:resnet18:2:adamw:foreach:none --reps 3
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import statistics
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_CONFIGS = ",".join([
+    # the in-network host probe's networks (traces/h200/profile_host/innet), batch 4
+    "torchvision:resnet18:4:sgd-momentum:foreach:none",
+    "torchvision:efficientnet_b0:4:adamw:foreach:bf16",
+    # held-out set 7's plain configurations (traces/h200/profile_heldout7)
+    "torchvision:efficientnet_b6:12:sgd-momentum:foreach:none",
+    "torchvision:densenet121:16:sgd-momentum:foreach:fp16",
+    "hf:HuggingFaceTB/SmolLM2-135M@512:8:adamw:foreach:bf16",
+    "torchvision:swin_v2_b:16:adamw:foreach:bf16",
+    "torchvision:vit_h_14:4:adamw:foreach:bf16",
+    "torchvision:regnet_y_32gf:24:adamw:foreach:bf16",
+])
+
+
+def _host_s(fn, sync, reps):
+    """Seconds on the launching thread of ``fn()`` (its result dropped after the clock),
+    the device drained before each call: median and minimum over ``reps``."""
+    out = []
+    for _ in range(reps):
+        sync()
+        t0 = time.perf_counter()
+        r = fn()
+        out.append(time.perf_counter() - t0)
+        del r
+    sync()
+    return statistics.median(out), min(out)
+
+
+def probe_one(text, batch, optimizer, impl, amp, *, device, reps):
+    """Rows of one configuration (see the module docstring)."""
+    import torch
+
+    from snsim.torchsim.record import compute_loss, warm_training
+    w = warm_training(text, batch, optimizer, impl, amp, device)
+    net, opt, x, y, kw, sync = w.net, w.opt, w.x, w.y, w.kw, w.sync
+    scaler = kw["scaler"]
+    name = f"{w.spec.name}_b{batch}{w.setup.slug}"
+
+    def scope(key):
+        return kw[key]() if kw[key] is not None else contextlib.nullcontext()
+
+    def backward():
+        with scope("step_scope"):
+            with scope("autocast"):
+                loss = compute_loss(net(x), y, kw["aux_loss_weight"])
+            if scaler is not None:
+                loss = scaler.scale(loss)
+            loss.backward()
+        sync()
+
+    step_s, zero_s = [], []
+    for _ in range(reps):
+        backward()
+        t0 = time.perf_counter()
+        if scaler is not None:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+        t1 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        t2 = time.perf_counter()
+        sync()
+        step_s.append(t1 - t0)
+        zero_s.append(t2 - t1)
+    params = [p for p in net.parameters() if p.requires_grad]
+    numel = sum(p.numel() for p in params)
+    rows = [{"config": name, "variant": "opt_step", "ntensors": len(params), "numel": numel,
+             "host_s": statistics.median(step_s), "host_min_s": min(step_s), "reps": reps},
+            {"config": name, "variant": "zero_grad", "ntensors": len(params), "numel": numel,
+             "host_s": statistics.median(zero_s), "host_min_s": min(zero_s), "reps": reps}]
+    backward()
+    pairs = [(p, p.grad) for p in params if p.grad is not None]
+    ps, grads = [p for p, _ in pairs], [g for _, g in pairs]
+    fresh = [torch.randn_like(g) for g in grads]
+    mean = max(1, sum(g.numel() for g in grads) // max(1, len(grads)))
+    uniform = [torch.randn(mean, device=grads[0].device, dtype=grads[0].dtype)
+               for _ in grads]
+    with torch.no_grad():
+        for variant, fn, ts in (
+                ("sqrt", lambda: torch._foreach_sqrt(grads), grads),
+                ("add_wd", lambda: torch._foreach_add(grads, ps, alpha=1e-4), grads),
+                ("mul_", lambda: torch._foreach_mul_(grads, 1.0), grads),
+                ("fresh_sqrt", lambda: torch._foreach_sqrt(fresh), fresh),
+                ("uniform_sqrt", lambda: torch._foreach_sqrt(uniform), uniform)):
+            med, lo = _host_s(fn, sync, reps)
+            rows.append({"config": name, "variant": variant, "ntensors": len(ts),
+                         "numel": sum(t.numel() for t in ts), "host_s": med, "host_min_s": lo,
+                         "reps": reps})
+    del w, net, opt, x, y, ps, grads, fresh, uniform, pairs, params
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--configs", default=DEFAULT_CONFIGS,
+                    help="model:batch:optimizer:impl:amp, comma-separated")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--deadline-s", type=float, default=240.0,
+                    help="start no configuration after this long")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    rows = []
+    for cfg in args.configs.split(","):
+        if time.perf_counter() - t0 > args.deadline_s:
+            print(f"deadline: skipped {cfg}", flush=True)
+            continue
+        text, batch, optimizer, impl, amp = cfg.rsplit(":", 4)
+        try:
+            got = probe_one(text, int(batch), optimizer, impl, amp, device=args.device,
+                            reps=args.reps)
+        except Exception as e:    # one configuration's failure is a line; the rest still run
+            print(f"{cfg}: {type(e).__name__}: {e}", flush=True)
+            continue
+        rows += got
+        for r in got:
+            print(f"{r['config']:<34} {r['variant']:<13} n={r['ntensors']:<5} "
+                  f"{r['host_s'] * 1e3:8.3f} ms ({r['host_s'] / r['ntensors'] * 1e6:6.2f} us "
+                  f"per tensor)", flush=True)
+        with open(out / "optstep_host.csv", "w", newline="") as f:
+            wr = csv.DictWriter(f, fieldnames=list(rows[0]))
+            wr.writeheader()
+            wr.writerows(rows)
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
