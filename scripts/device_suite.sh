@@ -4,7 +4,8 @@
 #   OUT=dir bash scripts/device_suite.sh plans [--match resnet50,gpt] [--iters 5]
 #       issue 8: every network under plain / checkpoint / superneurons / cpu_offload, each
 #       predicted on the CPU before it runs, then executed: $OUT/{plain,checkpoint,
-#       superneurons,cpu_offload}.json.gz, $OUT/summary.csv, $OUT/suite.log (6 files)
+#       superneurons,cpu_offload}.json.gz, $OUT/summary.csv, $OUT/suite.log, the machine
+#       ($OUT/machine.txt) and its GPU clocks while it ran ($OUT/gpu_clocks.csv) (8 files)
 #   OUT=dir bash scripts/device_suite.sh [--only capture|execute]
 #       the captures of docs/VALIDATION.md: $OUT/traces.tar.gz
 set -o pipefail
@@ -12,6 +13,15 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=.
 OUT=${OUT:-/tmp/snsim_out}
 mkdir -p "$OUT"
 python3 -c "import torch, torchvision; print(torch.__version__, torchvision.__version__, torch.cuda.get_device_name())"
+# the machine a run's step times came from: the CPU that issues the kernels (host-bound steps)
+# and the GPU's clocks, power and throttle reasons every 0.5 s while the suite runs (GPU-bound
+# steps move with the SM clock)
+{ lscpu | grep -E "Model name|^CPU\(s\)|MHz"; nvidia-smi -q -d PERFORMANCE,CLOCK,POWER; } \
+    > "$OUT/machine.txt" 2>&1
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,\
+clocks_throttle_reasons.active --format=csv -lms 500 > "$OUT/gpu_clocks.csv" 2>&1 &
+MONITOR=$!
+trap 'kill $MONITOR 2>/dev/null' EXIT
 if [ "${1:-}" = plans ]; then
     shift
     # the suite skips runs that would end after --deadline-s; the timeout is the backstop.
