@@ -150,8 +150,8 @@ def _lookup_args(table, op):
 
 def _table_time(table, op):
     fam, kw = _lookup_args(table, op)
-    if fam.startswith("copy_") and fam not in table.families():
-        return None, "roofline"
+    if fam.startswith("copy_"):     # a host copy: by its bytes alone, between measured sizes
+        return table.copy_time_s(fam, kw["nbytes"])
     # a half type's own rows, the other's as a fallback (snsim.kernel_table._OTHER_HALF)
     return table.time_s(fam, **kw)
 
