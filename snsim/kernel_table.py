@@ -1126,7 +1126,7 @@ def fit_plan_host_costs(rows):
 
 
 def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=(), side=None,
-                waits=None, host_waits=None, slowdown=None):
+                waits=None, host_waits=None, slowdown=None, synchronous=()):
     """Each op's share of a schedule where the host issues ops in order and the GPU runs them.
 
     Op ``i`` is issued at ``H_i = H_{i-1} + host_s[i]`` and runs from
@@ -1137,7 +1137,9 @@ def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=(), side=No
     moved) starts when both the host and the stream are free and holds both until it ends:
     ``max(gpu_s, host_s)`` later. An op in ``syncs`` (indices: a ``.item()`` read) waits for
     the GPU to finish before it is issued, ``H_i = max(H_{i-1}, G_{i-1}) + host_s[i]``: the
-    host then issues the next kernels to an idle GPU.
+    host then issues the next kernels to an idle GPU. An op in ``synchronous`` (a copy the
+    host waits for: ``save_on_cpu``'s pinned pack on torch before 2.12) is issued and queued
+    as any op, and the host returns only when it has run, ``H_i = G_i``.
 
     Copies on side streams (the SuperNeurons offloader's): ``side`` ``{i: direction}`` marks
     op ``i`` as a copy on that direction's stream, issued after the compute stream's queued
@@ -1159,6 +1161,8 @@ def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=(), side=No
     [1.5, 0.25, 1.5]
     >>> host_stream([1.0, 2.0, 0.25], [0.5, 3.0, 0.5], blocking=[False, True, False])
     [1.5, 3.0, 0.75]
+    >>> host_stream([1.0, 0.5, 1.0], [0.5, 0.25, 0.5], synchronous={1})  # issued at 0.75,
+    [1.5, 0.5, 1.5]
 
     A D2H copy of 2 s after a 1 s kernel (it runs 1.0-3.0); the next kernel overlaps it, the
     host then waits for the copy (op 3, issued at 3.0), issues an H2D copy (3.0-4.0) and a
@@ -1206,6 +1210,8 @@ def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=(), side=No
             if t and slowdown and busy:
                 t = slowed_duration_s(t, start, busy, slowdown)
             end = start + t if (t or c) else g
+        if i in synchronous:
+            h = max(h, end)
         out.append(end - g0)
         g = end
     return out

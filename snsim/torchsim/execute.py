@@ -60,6 +60,7 @@ def default_plain_trace(name, batch, optimizer, root="traces/h200"):
 
 def cuda_modelled(notes=None):
     """What the CPU prediction models as CUDA does it (provenance of a prediction)."""
+    from .plans import save_on_cpu_pack_blocks
     notes = notes or {}
     return {
         "device": "fake CPU tensors (FakeTensorMode); CUDA dispatch modelled per op",
@@ -73,8 +74,11 @@ def cuda_modelled(notes=None):
         "autocast": "--amp: CUDA's autocast policy (the installed torch's autocast_mode.h "
                     "lists) on the Autocast key of CPU fake tensors, weight casts cached per "
                     "forward; fp16: GradScaler, steps without overflow",
-        "host_copies": "save_on_cpu copies on the compute stream at the preset's "
-                       "pinned/pageable PCIe bandwidth",
+        "host_copies": "save_on_cpu copies on the compute stream, timed by the kernel "
+                       "table's pinned/pageable copy rows; the pinned pack "
+                       + ("waits for its copy (this torch's save_on_cpu copies without "
+                          "non_blocking)" if save_on_cpu_pack_blocks() else
+                          "does not wait for its copy (non_blocking)"),
     }
 
 
