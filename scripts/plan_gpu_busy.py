@@ -8,7 +8,8 @@ autocast around forward and loss, GradScaler for fp16), after three warm-up step
   the plan suite measures them;
 * ``host_F_s`` / ``host_B_s`` / ``host_U_s``: the launching thread's wall time per phase
   (forward and loss issued; ``backward()`` returned; optimizer step and ``zero_grad``), the
-  GPU synchronised before each step only (the host then runs ahead as far as it can);
+  GPU synchronised before each step only (the host then runs ahead as far as it can), and
+  the same with Python's cyclic garbage collector off (``host_nogc_*``: its share);
 * with ``torch.profiler`` (CPU and CUDA activities) over steps that synchronise at the end of
   every phase (so each GPU event lies inside the CPU range of the phase that issued it): per
   phase, the union of kernel intervals (``kernels_P_s``) and of memcpy intervals
@@ -18,7 +19,7 @@ Set beside ``scripts/plan_time_split.py`` (the prediction's split of the same ph
 whether a plan's extra time is the thread (hooks, recomputation's issue) or the GPU (kernels,
 copies).
 
-    # on the GPU (set heldout7: about 2-3 minutes):
+    # on the GPU (set heldout7: about 2-3 minutes; set tinyckpt, --no-profile: under 1):
     OUT=dir PYTHONPATH=. python3 scripts/plan_gpu_busy.py --set heldout7 --out "$OUT"
     # a dry run on the CPU (no kernels: busy 0):
     PYTHONPATH=. python scripts/plan_gpu_busy.py --out /tmp/pgb --device cpu --quick
@@ -64,6 +65,21 @@ CONFIGS = {
         ("torchvision:efficientnet_b6", 12, "plain", "", "sgd-momentum", "none"),
         ("torchvision:efficientnet_b6", 12, "superneurons", "", "sgd-momentum", "none"),
     ],
+    # tiny inputs (the host is the bottleneck): checkpoint's host cost per call in real blocks,
+    # bf16 autocast and fp32
+    "tinyckpt": [
+        ("hf:HuggingFaceTB/SmolLM2-135M@16", 1, "plain", "", "adamw", "bf16"),
+        ("hf:HuggingFaceTB/SmolLM2-135M@16", 1, "checkpoint", "modules=LlamaDecoderLayer",
+         "adamw", "bf16"),
+        ("hf:HuggingFaceTB/SmolLM2-135M@16", 1, "plain", "", "adamw", "none"),
+        ("hf:HuggingFaceTB/SmolLM2-135M@16", 1, "checkpoint", "modules=LlamaDecoderLayer",
+         "adamw", "none"),
+        ("torchvision:vit_b_16", 1, "plain", "", "adamw", "bf16"),
+        ("torchvision:vit_b_16", 1, "checkpoint", "modules=EncoderBlock", "adamw", "bf16"),
+        ("torchvision:efficientnet_b0@3x64x64", 2, "plain", "", "sgd-momentum", "none"),
+        ("torchvision:efficientnet_b0@3x64x64", 2, "checkpoint", "modules=MBConv",
+         "sgd-momentum", "none"),
+    ],
 }
 PHASES = ("F", "B", "U")
 
@@ -97,7 +113,7 @@ def _phase_busy(prof):
             continue
         a, b = e.time_range.start, e.time_range.end
         ph = next((p for s, t, p in ranges if s <= a <= t), None)
-        if ph not in kern:
+        if ph not in kern or "sync" in e.name.lower():   # the phase's own synchronise
             continue
         if "memcpy" in e.name.lower():
             copy[ph].append((a, b))
@@ -192,28 +208,43 @@ def run_one(model, batch, policy, opts, optimizer, amp, args):
         sync()
         steps.append(e0.elapsed_time(e1) * 1e-3 if cuda else time.perf_counter() - t0)
     host = {p: [] for p in PHASES}
-    for _ in range(args.iters):          # the launching thread alone, from an idle GPU
+    host_nogc = {p: [] for p in PHASES}
+    for collect in (True, False):        # the launching thread alone, from an idle GPU
+        gc.collect()
+        if not collect:
+            gc.disable()                 # Python's cyclic collector off: its share of the host
+        try:
+            for _ in range(args.iters):
+                sync()
+                clock = [time.perf_counter()]
+                step(clock=clock)
+                sync()
+                for i, p in enumerate(PHASES):
+                    (host if collect else host_nogc)[p].append(clock[i + 1] - clock[i])
+        finally:
+            gc.enable()
+    kern = copy = dict.fromkeys(PHASES, 0.0)
+    ncopy = dict.fromkeys(PHASES, 0)
+    if not args.no_profile:
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        n_prof = 2
         sync()
-        clock = [time.perf_counter()]
-        step(clock=clock)
-        sync()
-        for i, p in enumerate(PHASES):
-            host[p].append(clock[i + 1] - clock[i])
-    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    n_prof = 2
-    sync()
-    with profile(activities=acts) as prof:
-        for _ in range(n_prof):
-            step(marked=True)
-    kern, copy, ncopy = _phase_busy(prof)
+        with profile(activities=acts) as prof:
+            for _ in range(n_prof):
+                step(marked=True)
+        kern, copy, ncopy = _phase_busy(prof)
+        kern = {p: v / n_prof for p, v in kern.items()}
+        copy = {p: v / n_prof for p, v in copy.items()}
+        ncopy = {p: v // n_prof for p, v in ncopy.items()}
     med = statistics.median
     return {"model": model, "batch": batch, "policy": policy, "options": opts,
             "optimizer": optimizer, "amp": amp,
             "step_s": f"{med(steps):.6e}", "min_step_s": f"{min(steps):.6e}",
             **{f"host_{k}_s": f"{med(v):.6e}" for k, v in host.items()},
-            **{f"kernels_{k}_s": f"{v / n_prof:.6e}" for k, v in kern.items()},
-            **{f"copies_{k}_s": f"{v / n_prof:.6e}" for k, v in copy.items()},
-            **{f"n_copies_{k}": ncopy[k] // n_prof for k in PHASES}}
+            **{f"host_nogc_{k}_s": f"{med(v):.6e}" for k, v in host_nogc.items()},
+            **{f"kernels_{k}_s": f"{v:.6e}" for k, v in kern.items()},
+            **{f"copies_{k}_s": f"{v:.6e}" for k, v in copy.items()},
+            **{f"n_copies_{k}": ncopy[k] for k in PHASES}}
 
 
 class _null:
@@ -234,6 +265,8 @@ def main(argv=None):
     ap.add_argument("--only", default="",
                     help="comma-separated model names (as in --set) to keep")
     ap.add_argument("--quick", action="store_true", help="one small configuration per plan")
+    ap.add_argument("--no-profile", action="store_true",
+                    help="skip the profiled steps (kernel and copy busy time)")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"plan_gpu_busy_{args.set}.csv")
@@ -267,7 +300,7 @@ def main(argv=None):
             return "/".join(f"{float(r[f'{key}_{p}_s']) * 1e3:.2f}" for p in PHASES)
         print(f"  {r['model']} b{r['batch']} {r['optimizer']} {r['amp']} {r['policy']} "
               f"{r['options'] or '-'}: step {float(r['step_s']) * 1e3:.2f} ms; F/B/U host "
-              f"{ms('host')} ms, kernels {ms('kernels')} ms, copies {ms('copies')} ms "
+              f"{ms('host')} ms (gc off {ms('host_nogc')}), kernels {ms('kernels')} ms, copies {ms('copies')} ms "
               f"({'/'.join(str(r[f'n_copies_{p}']) for p in PHASES)}) "
               f"({time.perf_counter() - t0:.1f} s)", flush=True)
         with open(path, "w", newline="") as f:
