@@ -865,8 +865,10 @@ class ShadowSaveOnCpu:
     allocates a new device tensor and records the H2D copy.
     """
 
-    def __init__(self, pin_memory=False):
+    def __init__(self, pin_memory=False, pack_blocks=None):
         self.pin_memory = pin_memory
+        # the torch that runs the plan: None, the installed one's (save_on_cpu_pack_blocks)
+        self.pack_blocks = save_on_cpu_pack_blocks() if pack_blocks is None else pack_blocks
         self.packed_bytes = 0
         self.packs = 0
 
@@ -881,8 +883,7 @@ class ShadowSaveOnCpu:
         # pinned: copy_ into a contiguous host tensor; pageable: .cpu() keeps dense strides
         if (not t.is_contiguous()) if self.pin_memory else (not _dense(t)):
             src = t.contiguous()
-        ops[("d2h", "sync" if self.pin_memory and save_on_cpu_pack_blocks()
-             else self.pin_memory)](src)
+        ops[("d2h", "sync" if self.pin_memory and self.pack_blocks else self.pin_memory)](src)
         nbytes = t.numel() * t.element_size()
         self.packed_bytes += nbytes
         self.packs += 1
@@ -916,13 +917,14 @@ class _HooksAround:
             self.stack.pop().__exit__(None, None, None)
 
 
-def apply_cpu_offload(model, plan, *, shadow=False):
+def apply_cpu_offload(model, plan, *, shadow=False, pack_blocks=None):
     """``save_on_cpu(pin_memory=...)`` around the forward of ``model`` (or of every outermost
-    instance of ``modules=``); with ``shadow``, :class:`ShadowSaveOnCpu` instead."""
+    instance of ``modules=``); with ``shadow``, :class:`ShadowSaveOnCpu` instead, whose pinned
+    pack waits for its copy if ``pack_blocks`` (None: as the installed torch's does)."""
     import torch
     pin = bool(plan.get("pin_memory", False))
     if shadow:
-        sh = ShadowSaveOnCpu(pin_memory=pin)
+        sh = ShadowSaveOnCpu(pin_memory=pin, pack_blocks=pack_blocks)
         model._snsim_shadow_offload = sh
 
         def make_ctx():
@@ -951,7 +953,7 @@ def apply_cpu_offload(model, plan, *, shadow=False):
 
 # -- one transform per plan ---------------------------------------------------------------------
 def make_transform(plan, *, shadow=False, options=None, keep_inflight=2, prefetch_depth=2,
-                   min_offload_bytes=1 << 20):
+                   min_offload_bytes=1 << 20, save_on_cpu_blocks=None):
     """``transform(model) -> model`` for a plan.
 
     Parameters
@@ -960,6 +962,9 @@ def make_transform(plan, *, shadow=False, options=None, keep_inflight=2, prefetc
         A plan, or a policy name (then ``options``, ``KEY=VALUE`` strings or a mapping).
     shadow : bool
         For a CPU ``FakeTensorMode`` prediction (no copies, no RNG state).
+    save_on_cpu_blocks : bool, optional
+        A shadow ``cpu_offload``: whether the torch that will run the plan packs with a
+        synchronous copy (:func:`save_on_cpu_pack_blocks`); None: the installed torch.
 
     Raises
     ------
@@ -977,7 +982,7 @@ def make_transform(plan, *, shadow=False, options=None, keep_inflight=2, prefetc
         if p == "checkpoint":
             apply_checkpoint(model, plan, shadow=shadow)
         elif p == "cpu_offload":
-            apply_cpu_offload(model, plan, shadow=shadow)
+            apply_cpu_offload(model, plan, shadow=shadow, pack_blocks=save_on_cpu_blocks)
         if p in ("recompute", "superneurons"):
             apply_recompute(model, shadow=shadow)
         if p in ("offload", "superneurons"):
