@@ -1,27 +1,26 @@
-"""Where a plan step's time goes on the GPU: its kernels' busy time against the step, per phase.
+"""Where a plan step's time goes, measured: the launching thread and the GPU per phase.
 
-For each configuration (model, batch, plan), built and trained as ``snsim.torchsim.execute.
-measure`` does (the plan's real transform, ``train_step``'s optimizer), after warm-up:
+For each configuration (model, batch, plan, optimizer, autocast), built and trained as
+``snsim.torchsim.execute.measure`` does (the plan's real transform, ``train_step``'s step:
+autocast around forward and loss, GradScaler for fp16), after three warm-up steps:
 
-* ``step_s``: steps timed between CUDA events (median), no profiler;
-* the launching thread's wall time per phase without the profiler (``host_F_s``: forward and
-  loss issued; ``host_B_s``: ``backward()`` returned; ``host_U_s``: optimizer step), with the
-  GPU synchronised before each step (the host's lead over the GPU is then only what it gains
-  in the step);
-* with ``torch.profiler`` (CPU and CUDA activities), per phase (the CPU ranges of forward,
-  backward and the optimizer step; a kernel belongs to the phase whose range launched it):
-  the kernels' summed GPU seconds, and of the step the union of kernel intervals
-  (``gpu_busy_s``): ``step_s - gpu_busy_s`` is the GPU waiting for the host.
+* ``step_s``: steps timed between CUDA events (median), no synchronisation inside a step, as
+  the plan suite measures them;
+* ``host_F_s`` / ``host_B_s`` / ``host_U_s``: the launching thread's wall time per phase
+  (forward and loss issued; ``backward()`` returned; optimizer step and ``zero_grad``), the
+  GPU synchronised before each step only (the host then runs ahead as far as it can), and
+  the same with Python's cyclic garbage collector off (``host_nogc_*``: its share);
+* with ``torch.profiler`` (CPU and CUDA activities) over steps that synchronise at the end of
+  every phase (so each GPU event lies inside the CPU range of the phase that issued it): per
+  phase, the union of kernel intervals (``kernels_P_s``) and of memcpy intervals
+  (``copies_P_s``, ``n_copies_P``: a cpu_offload plan's host copies on the compute stream).
 
-On torch 2.11+cu130 (the H200 run of traces/h200/plan_host/plan_gpu_busy.csv) the per-phase
-split came out 0 (the kernel events' ``linked_correlation_id`` matched no CPU op id there);
-``gpu_busy_s`` and the host figures are valid.
+Set beside ``scripts/plan_time_split.py`` (the prediction's split of the same phases), it shows
+whether a plan's extra time is the thread (hooks, recomputation's issue) or the GPU (kernels,
+copies).
 
-A plan whose measured step exceeds its predicted GPU time by more than its predicted host
-waits shows here whether the excess is kernel time (``gpu_busy_s``) or idle GPU.
-
-    # on the GPU (about 1 minute):
-    OUT=dir PYTHONPATH=. python3 scripts/plan_gpu_busy.py --out "$OUT"
+    # on the GPU (set heldout7: about 2-3 minutes; set tinyckpt, --no-profile: under 1):
+    OUT=dir PYTHONPATH=. python3 scripts/plan_gpu_busy.py --set heldout7 --out "$OUT"
     # a dry run on the CPU (no kernels: busy 0):
     PYTHONPATH=. python scripts/plan_gpu_busy.py --out /tmp/pgb --device cpu --quick
 """
@@ -36,37 +35,57 @@ import sys
 import time
 
 # the standard plan suite's host-bound plans (traces/h200/plans_standard_fresh) and a plain
-# step of the same networks
-CONFIGS = [
-    ("torchvision:mobilenet_v2", 128, "plain", ""),
-    ("torchvision:mobilenet_v2", 128, "checkpoint", "modules=InvertedResidual"),
-    ("torchvision:resnet152", 64, "plain", ""),
-    ("torchvision:resnet152", 64, "checkpoint", "modules=Bottleneck"),
-    ("torchvision:resnet50", 128, "checkpoint", "modules=Bottleneck selective=true"),
-    ("snsim:gpt", 8, "checkpoint", "modules=Block selective=true"),
-]
+# step of the same networks: (model, batch, policy, options, optimizer, amp)
+CONFIGS = {
+    "standard": [
+        ("torchvision:mobilenet_v2", 128, "plain", "", "sgd-momentum", "none"),
+        ("torchvision:mobilenet_v2", 128, "checkpoint", "modules=InvertedResidual",
+         "sgd-momentum", "none"),
+        ("torchvision:resnet152", 64, "plain", "", "sgd-momentum", "none"),
+        ("torchvision:resnet152", 64, "checkpoint", "modules=Bottleneck", "sgd-momentum",
+         "none"),
+        ("torchvision:resnet50", 128, "checkpoint", "modules=Bottleneck selective=true",
+         "sgd-momentum", "none"),
+        ("snsim:gpt", 8, "checkpoint", "modules=Block selective=true", "sgd-momentum", "none"),
+    ],
+    # held-out set 7's plans whose extra time over plain was under-predicted
+    # (traces/h200/plans_heldout7), each with its plain step
+    "heldout7": [
+        ("hf:HuggingFaceTB/SmolLM2-135M@512", 8, "plain", "", "adamw", "bf16"),
+        ("hf:HuggingFaceTB/SmolLM2-135M@512", 8, "checkpoint", "modules=LlamaDecoderLayer",
+         "adamw", "bf16"),
+        ("torchvision:vit_h_14", 4, "plain", "", "adamw", "bf16"),
+        ("torchvision:vit_h_14", 4, "checkpoint", "modules=EncoderBlock", "adamw", "bf16"),
+        ("torchvision:densenet121", 16, "plain", "", "sgd-momentum", "fp16"),
+        ("torchvision:densenet121", 16, "cpu_offload", "pin_memory=true", "sgd-momentum",
+         "fp16"),
+        ("torchvision:efficientnet_b7", 8, "plain", "", "sgd-momentum", "fp16"),
+        ("torchvision:efficientnet_b7", 8, "cpu_offload", "pin_memory=true", "sgd-momentum",
+         "fp16"),
+        ("torchvision:efficientnet_b6", 12, "plain", "", "sgd-momentum", "none"),
+        ("torchvision:efficientnet_b6", 12, "superneurons", "", "sgd-momentum", "none"),
+    ],
+    # tiny inputs (the host is the bottleneck): checkpoint's host cost per call in real blocks,
+    # bf16 autocast and fp32
+    "tinyckpt": [
+        ("hf:HuggingFaceTB/SmolLM2-135M@16", 1, "plain", "", "adamw", "bf16"),
+        ("hf:HuggingFaceTB/SmolLM2-135M@16", 1, "checkpoint", "modules=LlamaDecoderLayer",
+         "adamw", "bf16"),
+        ("hf:HuggingFaceTB/SmolLM2-135M@16", 1, "plain", "", "adamw", "none"),
+        ("hf:HuggingFaceTB/SmolLM2-135M@16", 1, "checkpoint", "modules=LlamaDecoderLayer",
+         "adamw", "none"),
+        ("torchvision:vit_b_16", 1, "plain", "", "adamw", "bf16"),
+        ("torchvision:vit_b_16", 1, "checkpoint", "modules=EncoderBlock", "adamw", "bf16"),
+        ("torchvision:efficientnet_b0@3x64x64", 2, "plain", "", "sgd-momentum", "none"),
+        ("torchvision:efficientnet_b0@3x64x64", 2, "checkpoint", "modules=MBConv",
+         "sgd-momentum", "none"),
+    ],
+}
+PHASES = ("F", "B", "U")
 
 
-def _phases_and_busy(prof, names=("F", "B", "U")):
-    """Kernel seconds per phase (by the CPU range that launched each kernel) and the union of
-    kernel intervals, from a profile whose steps mark their phases with record_function."""
-    from torch.autograd import DeviceType
-    evts = prof.events()
-    ranges = [(e.time_range.start, e.time_range.end, e.name[len("phase_"):]) for e in evts
-              if e.name.startswith("phase_") and e.device_type == DeviceType.CPU]
-    # a kernel's linked correlation id is the id of the CPU op that launched it
-    cpu_start = {e.id: e.time_range.start for e in evts
-                 if e.device_type == DeviceType.CPU and not e.name.startswith("phase_")}
-    per = dict.fromkeys(names, 0.0)
-    spans = []
-    for e in evts:
-        if e.device_type != DeviceType.CUDA:
-            continue
-        spans.append((e.time_range.start, e.time_range.end))
-        t = cpu_start.get(getattr(e, "linked_correlation_id", -1))
-        ph = next((p for a, b, p in ranges if t is not None and a <= t <= b), None)
-        if ph in per:
-            per[ph] += (e.time_range.end - e.time_range.start) * 1e-6
+def _busy_s(spans):
+    """Seconds of the union of ``(start_us, end_us)`` intervals."""
     busy, end = 0.0, None
     for a, b in sorted(spans):
         if end is None or a > end:
@@ -75,78 +94,157 @@ def _phases_and_busy(prof, names=("F", "B", "U")):
         elif b > end:
             busy += b - end
             end = b
-    return per, busy * 1e-6
+    return busy * 1e-6
 
 
-def run_one(model, batch, policy, opts, args):
+def _phase_busy(prof):
+    """Per phase, the union of kernel intervals and of copy (memcpy) intervals, and the copies'
+    count and bytes, from a profile of steps that synchronise at the end of every phase range
+    (``phase_F`` ...): every GPU event then lies in the range of the phase that issued it."""
+    from torch.autograd import DeviceType
+    evts = prof.events()
+    ranges = [(e.time_range.start, e.time_range.end, e.name[len("phase_"):]) for e in evts
+              if e.name.startswith("phase_") and e.device_type == DeviceType.CPU]
+    kern = {p: [] for p in PHASES}
+    copy = {p: [] for p in PHASES}
+    ncopy = dict.fromkeys(PHASES, 0)
+    for e in evts:
+        if e.device_type != DeviceType.CUDA:
+            continue
+        a, b = e.time_range.start, e.time_range.end
+        ph = next((p for s, t, p in ranges if s <= a <= t), None)
+        if ph not in kern or "sync" in e.name.lower():   # the phase's own synchronise
+            continue
+        if "memcpy" in e.name.lower():
+            copy[ph].append((a, b))
+            ncopy[ph] += 1
+        else:
+            kern[ph].append((a, b))
+    return ({p: _busy_s(v) for p, v in kern.items()}, {p: _busy_s(v) for p, v in copy.items()},
+            ncopy)
+
+
+def run_one(model, batch, policy, opts, optimizer, amp, args):
+    """Measure one configuration (see the module docstring)."""
+    import contextlib
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from snsim.torchsim.amp import as_setup
+    from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.models import resolve_model
     from snsim.torchsim.plans import as_plan, make_transform
     from snsim.torchsim.predict import infer_num_classes_of
     from snsim.torchsim.record import compute_loss
     cuda = args.device == "cuda"
     dev = args.device
-    spec = resolve_model(model)
-    setup = as_setup("sgd-momentum")
-    net = spec.build().train().to(dev)
+    text, _, size = model.partition("@")
+    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
+                         else None)
+    setup = TrainSetup(optimizer, "foreach", None if amp == "none" else amp)
+    net = spec.build().train()
+    n_classes = infer_num_classes_of(net, spec.make_input(2))   # on the CPU, as capture does
+    net = net.to(dev)
     x = spec.make_input(batch, dev)
-    y = torch.randint(0, infer_num_classes_of(net, x), (batch,), device=dev)
+    y = torch.randint(0, n_classes, (batch,), device=dev)
     net = make_transform(as_plan(policy, [o for o in opts.split() if o]))(net)
     opt = setup.make_optimizer(net.parameters())
+    autocast = setup.autocast(dev) or contextlib.nullcontext
+    scaler = setup.grad_scaler(dev)
+    scope = setup.step_scope(dev) or contextlib.nullcontext
+    aux = spec.aux_loss_weight
 
     def sync():
         if cuda:
             torch.cuda.synchronize()
 
-    def step(marked=False):
-        with record_function("phase_F") if marked else _null():
-            loss = compute_loss(net(x), y)
-        with record_function("phase_B") if marked else _null():
-            loss.backward()
-        with record_function("phase_U") if marked else _null():
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+    def phase(name, marked):
+        # marked: a profiler range that ends with the GPU idle (the phase's kernels inside it)
+        @contextlib.contextmanager
+        def ctx():
+            if not marked:
+                yield
+                return
+            with record_function("phase_" + name):
+                yield
+                sync()
+        return ctx()
+
+    def step(marked=False, clock=None):
+        # snsim.torchsim.record.train_step's step, its phases timed or marked
+        with scope():
+            with phase("F", marked):
+                with autocast():
+                    loss = compute_loss(net(x), y, aux)
+                if scaler is not None:
+                    loss = scaler.scale(loss)
+            if clock is not None:
+                clock.append(time.perf_counter())
+            with phase("B", marked):
+                loss.backward()
+            if clock is not None:
+                clock.append(time.perf_counter())
+            with phase("U", marked):
+                if scaler is not None:
+                    scaler.step(opt)
+                    scaler.update()
+                else:
+                    opt.step()
+                opt.zero_grad(set_to_none=True)
+            if clock is not None:
+                clock.append(time.perf_counter())
 
     for _ in range(3):
         step()
     sync()
-    steps, host = [], {"F": [], "B": [], "U": []}
-    for _ in range(args.iters):
-        sync()
+    steps = []
+    for _ in range(args.iters):          # as the suite measures a step: no synchronisation
         if cuda:
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             e0.record()
         t0 = time.perf_counter()
-        loss = compute_loss(net(x), y)
-        t1 = time.perf_counter()
-        loss.backward()
-        t2 = time.perf_counter()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        t3 = time.perf_counter()
+        step()
         if cuda:
             e1.record()
         sync()
         steps.append(e0.elapsed_time(e1) * 1e-3 if cuda else time.perf_counter() - t0)
-        for k, v in (("F", t1 - t0), ("B", t2 - t1), ("U", t3 - t2)):
-            host[k].append(v)
-    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    n_prof = 2
-    sync()
-    with profile(activities=acts) as prof:
-        for _ in range(n_prof):
-            step(marked=True)
-            sync()
-    per, busy = _phases_and_busy(prof)
+    host = {p: [] for p in PHASES}
+    host_nogc = {p: [] for p in PHASES}
+    for collect in (True, False):        # the launching thread alone, from an idle GPU
+        gc.collect()
+        if not collect:
+            gc.disable()                 # Python's cyclic collector off: its share of the host
+        try:
+            for _ in range(args.iters):
+                sync()
+                clock = [time.perf_counter()]
+                step(clock=clock)
+                sync()
+                for i, p in enumerate(PHASES):
+                    (host if collect else host_nogc)[p].append(clock[i + 1] - clock[i])
+        finally:
+            gc.enable()
+    kern = copy = dict.fromkeys(PHASES, 0.0)
+    ncopy = dict.fromkeys(PHASES, 0)
+    if not args.no_profile:
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        n_prof = 2
+        sync()
+        with profile(activities=acts) as prof:
+            for _ in range(n_prof):
+                step(marked=True)
+        kern, copy, ncopy = _phase_busy(prof)
+        kern = {p: v / n_prof for p, v in kern.items()}
+        copy = {p: v / n_prof for p, v in copy.items()}
+        ncopy = {p: v // n_prof for p, v in ncopy.items()}
     med = statistics.median
     return {"model": model, "batch": batch, "policy": policy, "options": opts,
+            "optimizer": optimizer, "amp": amp,
             "step_s": f"{med(steps):.6e}", "min_step_s": f"{min(steps):.6e}",
             **{f"host_{k}_s": f"{med(v):.6e}" for k, v in host.items()},
-            "gpu_busy_s": f"{busy / n_prof:.6e}",
-            **{f"kernels_{k}_s": f"{v / n_prof:.6e}" for k, v in per.items()}}
+            **{f"host_nogc_{k}_s": f"{med(v):.6e}" for k, v in host_nogc.items()},
+            **{f"kernels_{k}_s": f"{v:.6e}" for k, v in kern.items()},
+            **{f"copies_{k}_s": f"{v:.6e}" for k, v in copy.items()},
+            **{f"n_copies_{k}": ncopy[k] for k in PHASES}}
 
 
 class _null:
@@ -162,12 +260,28 @@ def main(argv=None):
     ap.add_argument("--out", required=True)
     ap.add_argument("--iters", type=int, default=7)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    ap.add_argument("--quick", action="store_true", help="one small configuration")
+    ap.add_argument("--set", default="standard", choices=sorted(CONFIGS),
+                    help="the configurations to measure")
+    ap.add_argument("--only", default="",
+                    help="comma-separated model names (as in --set) to keep")
+    ap.add_argument("--quick", action="store_true", help="one small configuration per plan")
+    ap.add_argument("--no-profile", action="store_true",
+                    help="skip the profiled steps (kernel and copy busy time)")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "plan_gpu_busy.csv")
-    configs = [("torchvision:resnet18", 2, "checkpoint", "modules=BasicBlock")] \
-        if args.quick else CONFIGS
+    path = os.path.join(args.out, f"plan_gpu_busy_{args.set}.csv")
+    configs = CONFIGS[args.set]
+    if args.only:
+        keep = set(args.only.split(","))
+        configs = [c for c in configs if c[0] in keep]
+    if args.quick:
+        configs = [("torchvision:resnet18@3x64x64", 2, "plain", "", "adamw", "bf16"),
+                   ("torchvision:resnet18@3x64x64", 2, "checkpoint", "modules=BasicBlock",
+                    "adamw", "bf16"),
+                   ("torchvision:resnet18@3x64x64", 2, "cpu_offload", "pin_memory=true",
+                    "sgd-momentum", "fp16"),
+                   ("torchvision:resnet18@3x64x64", 2, "superneurons", "", "sgd-momentum",
+                    "none")]
     rows = []
     for cfg in configs:
         t0 = time.perf_counter()
@@ -181,13 +295,14 @@ def main(argv=None):
             import torch
             torch.cuda.empty_cache()
         rows.append(r)
-        print(f"  {r['model']} b{r['batch']} {r['policy']} {r['options'] or '-'}: step "
-              f"{float(r['step_s']) * 1e3:.2f} ms, GPU busy {float(r['gpu_busy_s']) * 1e3:.2f} "
-              f"ms, kernels F/B/U {float(r['kernels_F_s']) * 1e3:.2f}/"
-              f"{float(r['kernels_B_s']) * 1e3:.2f}/{float(r['kernels_U_s']) * 1e3:.2f} ms, "
-              f"host F/B/U {float(r['host_F_s']) * 1e3:.2f}/{float(r['host_B_s']) * 1e3:.2f}/"
-              f"{float(r['host_U_s']) * 1e3:.2f} ms ({time.perf_counter() - t0:.1f} s)",
-              flush=True)
+
+        def ms(key):
+            return "/".join(f"{float(r[f'{key}_{p}_s']) * 1e3:.2f}" for p in PHASES)
+        print(f"  {r['model']} b{r['batch']} {r['optimizer']} {r['amp']} {r['policy']} "
+              f"{r['options'] or '-'}: step {float(r['step_s']) * 1e3:.2f} ms; F/B/U host "
+              f"{ms('host')} ms (gc off {ms('host_nogc')}), kernels {ms('kernels')} ms, copies {ms('copies')} ms "
+              f"({'/'.join(str(r[f'n_copies_{p}']) for p in PHASES)}) "
+              f"({time.perf_counter() - t0:.1f} s)", flush=True)
         with open(path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()

@@ -3,7 +3,8 @@ before-run figures, which stay as they were in the suite files).
 
 For every completed run of ``traces/h200/plans_table/`` (or the ``--folder`` list),
 ``predict_plan`` (what ``snsim predict --policy`` does, CPU only) with the run's model, batch,
-plan options and training setup (optimizer, its kernels, autocast); prints and writes one CSV
+plan options and training setup (optimizer, its kernels, autocast), and ``save_on_cpu`` as the
+run's torch packs (:func:`save_on_cpu_blocks`); prints and writes one CSV
 row per run with the stored before-run step time and peaks, the re-predicted ones and the
 measured ones, and the mean / median / max |err| per policy. Rows already in ``--csv`` are
 kept (a cut-short run resumes).
@@ -45,6 +46,19 @@ def summary(rows):
     return lines
 
 
+def save_on_cpu_blocks(run):
+    """Whether the torch that ran ``run`` packed ``save_on_cpu``'s pinned copies
+    synchronously: torch 2.11 and earlier did (``pack_to_cpu``'s ``copy_`` took no
+    ``non_blocking`` before pytorch PR #175421; the H200's torch 2.11, ``steptime_probe.py
+    soc``); a later run's torch, as the installed one's source says (None)."""
+    version = (run.get("provenance") or {}).get("torch", "")
+    try:
+        major, minor = (int(v) for v in version.split("+")[0].split(".")[:2])
+    except ValueError:
+        return None
+    return True if (major, minor) <= (2, 11) else None
+
+
 def _pct(pred, meas):
     return f"{100 * (pred / meas - 1):.2f}"
 
@@ -83,7 +97,8 @@ def main(argv=None):
         setup = TrainSetup.parse(p.get("optimizer", "sgd-momentum"),
                                  p.get("optimizer_impl") or "foreach", p.get("amp"))
         out, _ = predict_plan(run["model"], int(run["batch"]), run["policy"], options=opts,
-                              optimizer=setup, input_shape=tuple(run["input_shape"]))
+                              optimizer=setup, input_shape=tuple(run["input_shape"]),
+                              save_on_cpu_blocks=save_on_cpu_blocks(run))
         meas = m["step_time_s"]
         row = {"run": run["name"], "policy": run["policy"], "model": run["model"],
                "batch": run["batch"], "setup": setup.slug or "-",

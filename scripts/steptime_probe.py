@@ -2,7 +2,7 @@
 issue 10 items 3-4. (The host's cost per aten call, module call, autograd node and parameter in
 a real step is ``scripts/host_innet_probe.py``'s.)
 
-Three parts, each writing one CSV (run on a CUDA machine through scripts/device_steptime.sh;
+Four parts, each writing one CSV (run on a CUDA machine through scripts/device_steptime.sh;
 on a CPU they run with tiny counts as a dry run, and the copy grid is skipped):
 
 ``copy``  (copy_slowdown.csv) -- compute kernels (conv, GEMM, elementwise, batch norm) timed
@@ -12,6 +12,10 @@ on a CPU they run with tiny counts as a dry run, and the copy grid is skipped):
 
 ``bw``    (copy_bandwidth.csv) -- copy bandwidth by size, pinned and pageable, both directions,
   and the host time a pageable copy holds the issuing thread.
+
+``soc``   (save_on_cpu_costs.csv) -- ``save_on_cpu(pin_memory=True)``'s pack and unpack
+  hooks by tensor size: host seconds per call and per free, GPU seconds per copy, against the
+  same copies into buffers allocated once (calibrate's pattern).
 
 ``ckpt``  (checkpoint_costs.csv) -- host seconds per block of ``torch.utils.checkpoint`` and of
   bare ``saved_tensors_hooks`` against a plain chain of tiny conv-BN-ReLU blocks, forward and
@@ -23,6 +27,8 @@ Usage: ``PYTHONPATH=. python3 scripts/steptime_probe.py PART --out DIR [--quick]
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import csv
 import os
 import sys
@@ -93,7 +99,7 @@ def _ignore_extra(block, h, extras):
     return block(h)
 
 
-def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8)):
+def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8), amp="none"):
     """Host seconds per block of a chain of ``n_layers`` tiny conv-BN-ReLU layers (kernels of
     microseconds, so the host is the bottleneck), grouped ``k`` layers to a block for each
     ``k`` of ``layers_per_block``, forward issue and ``backward()`` return, for: ``plain``;
@@ -112,7 +118,9 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8)):
     given ``EXTRA_ARGS`` more tensor arguments that the block ignores (DenseNet's layers take
     the block's feature list): checkpoint stashes an RNG state per tensor argument and saves
     each (``args`` is their count). The rows at several block sizes separate
-    checkpoint's cost per call from its cost per saved tensor."""
+    checkpoint's cost per call from its cost per saved tensor. ``amp`` ``bf16`` / ``fp16``:
+    every forward runs under ``torch.autocast`` of that dtype (the recomputation re-enters it
+    and casts the weights again), as a mixed-precision step does."""
     from torch.utils.checkpoint import checkpoint
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from snsim.torchsim.plans import _POLICY_CALLS, Offloader, selective_context_fn
@@ -125,6 +133,8 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8)):
     x0 = torch.randn(2, 8, 8, 8, device=DEV, requires_grad=True)
     extras = [torch.randn(2, 8, 8, 8, device=DEV) for _ in range(EXTRA_ARGS)]
     packs = [0]
+    autocast = (contextlib.nullcontext if amp == "none" else functools.partial(
+        torch.autocast, DEV.type, dtype={"bf16": torch.bfloat16, "fp16": torch.float16}[amp]))
 
     def pack(t):
         packs[0] += 1
@@ -173,7 +183,8 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8)):
                     if variant == "conv_hook" else []
                 sync()
                 t0 = time.perf_counter()
-                loss = run(variant)
+                with autocast():
+                    loss = run(variant)
                 t1 = time.perf_counter()
                 loss.backward()
                 t2 = time.perf_counter()
@@ -194,11 +205,110 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8)):
                              "n": len(blocks), "layers_per_block": k,
                              "host_s": f"{sorted(v)[len(v) // 2] / len(blocks):.4e}",
                              "saved_tensors": f"{per_block:g}", "ops": ops_per_block,
-                             "args": 1 + (EXTRA_ARGS if variant == "checkpoint_args" else 0)})
+                             "args": 1 + (EXTRA_ARGS if variant == "checkpoint_args" else 0),
+                             "amp": amp})
     for r in rows:
         print(f"  k={r['layers_per_block']} {r['name']:<10} {r['phase']}: "
               f"{float(r['host_s']) * 1e6:7.2f} us per block "
               f"({r['saved_tensors']} saved tensors per block)", flush=True)
+    return rows
+
+
+# -- host and copies: save_on_cpu's pack and unpack ------------------------------------------
+SOC_SIZES = (4 << 10, 64 << 10, 1 << 20, 8 << 20)
+
+
+def _gpu_span_s(issue):
+    """GPU seconds of the work ``issue()`` enqueues, timed between events with the GPU kept
+    busy (``torch.cuda._sleep``) while the host issues it, so the span is the GPU's alone."""
+    sync()
+    torch.cuda._sleep(int(2e8))               # ~0.1 s of GPU time: the host runs ahead
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    out = issue()
+    e1.record()
+    sync()
+    return e0.elapsed_time(e1) * 1e-3, out
+
+
+def save_on_cpu_costs(quick):
+    """Host seconds per call of ``save_on_cpu(pin_memory=True)``'s pack hook (a pinned
+    ``torch.empty`` from the caching host allocator and a non-blocking D2H ``copy_``) and
+    unpack hook (``.to(device, non_blocking=True)``: a device allocation and an H2D copy), and
+    per free of a packed tensor (the host allocator records an event per stream that used
+    it), with the GPU idle; and the GPU seconds per copy of each, with the host running ahead.
+    ``prealloc`` rows time the same copies into buffers allocated once (calibrate's pattern).
+    fp16 tensors of each size of ``SOC_SIZES``, ``n`` of them (up to 256 MiB in all)."""
+    from torch.autograd.graph import save_on_cpu
+    hooks = save_on_cpu(pin_memory=CUDA)
+    pack, unpack = hooks.pack_hook, hooks.unpack_hook
+    rows = []
+    for nbytes in SOC_SIZES[:2] if quick else SOC_SIZES:
+        n = 4 if quick else max(16, min(400, (256 << 20) // nbytes))
+        src = [torch.randn(nbytes // 2, device=DEV).half() for _ in range(n)]
+        for _ in range(3):                   # warm the caching host and device allocators
+            packed = [pack(t) for t in src]
+            outs = [unpack(p) for p in packed]
+            sync()
+            del packed, outs
+        sync()
+        res = {}
+        for rep in range(3 if quick else 5):
+            sync()
+            t0 = time.perf_counter()
+            packed = [pack(t) for t in src]
+            t1 = time.perf_counter()
+            sync()
+            t2 = time.perf_counter()
+            outs = [unpack(p) for p in packed]
+            t3 = time.perf_counter()
+            sync()
+            del outs
+            t4 = time.perf_counter()
+            del packed
+            t5 = time.perf_counter()
+            sync()
+            for key, v in (("pack_host", t1 - t0), ("unpack_host", t3 - t2),
+                           ("free_host", t5 - t4)):
+                res.setdefault(key, []).append(v / n)
+        if CUDA:
+            for rep in range(3):
+                g, packed = _gpu_span_s(lambda: [pack(t) for t in src])
+                res.setdefault("pack_gpu", []).append(g / n)
+                g, outs = _gpu_span_s(lambda: [unpack(p) for p in packed])
+                res.setdefault("unpack_gpu", []).append(g / n)
+                del packed, outs
+                sync()
+            host = [torch.empty(nbytes // 2, dtype=torch.half, pin_memory=True)
+                    for _ in range(n)]
+            dev = [torch.empty_like(t) for t in src]
+            for rep in range(3):
+                g, _ = _gpu_span_s(lambda: [h.copy_(t, non_blocking=True)
+                                            for h, t in zip(host, src)])
+                res.setdefault("prealloc_d2h_gpu", []).append(g / n)
+                g, _ = _gpu_span_s(lambda: [d.copy_(h, non_blocking=True)
+                                            for d, h in zip(dev, host)])
+                res.setdefault("prealloc_h2d_gpu", []).append(g / n)
+                sync()
+                t0 = time.perf_counter()
+                for h, t in zip(host, src):
+                    h.copy_(t, non_blocking=True)
+                t1 = time.perf_counter()
+                sync()
+                for d, h in zip(dev, host):
+                    d.copy_(h, non_blocking=True)
+                t2 = time.perf_counter()
+                sync()
+                res.setdefault("prealloc_d2h_host", []).append((t1 - t0) / n)
+                res.setdefault("prealloc_h2d_host", []).append((t2 - t1) / n)
+            del host, dev
+        for key, v in res.items():
+            med = sorted(v)[len(v) // 2]
+            rows.append({"part": "save_on_cpu", "name": key, "bytes": nbytes, "n": n,
+                         "seconds_per_call": f"{med:.4e}",
+                         "bytes_per_s": f"{nbytes / med:.4e}" if key.endswith("gpu") else ""})
+            print(f"  {nbytes:>9} B x{n:<4} {key:<18} {med * 1e6:9.2f} us per call", flush=True)
+        del src
     return rows
 
 
@@ -389,8 +499,10 @@ def copy_bandwidth(quick):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("part", choices=("copy", "bw", "ckpt"))
+    p.add_argument("part", choices=("copy", "bw", "ckpt", "soc"))
     p.add_argument("--out", required=True)
+    p.add_argument("--amp", default="none", choices=("none", "bf16", "fp16"),
+                   help="ckpt: run the blocks' forward under torch.autocast of this dtype")
     p.add_argument("--quick", action="store_true", help="tiny counts (a CPU dry run)")
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
@@ -401,7 +513,9 @@ def main(argv=None):
         write_rows(os.path.join(a.out, "copy_slowdown.csv"), copy_slowdown(a.quick))
     elif a.part == "ckpt":
         write_rows(os.path.join(a.out, "checkpoint_costs.csv"),
-                   host_checkpoint(8 if a.quick else 200, 1 if a.quick else 11))
+                   host_checkpoint(8 if a.quick else 200, 1 if a.quick else 11, amp=a.amp))
+    elif a.part == "soc":
+        write_rows(os.path.join(a.out, "save_on_cpu_costs.csv"), save_on_cpu_costs(a.quick))
     else:
         write_rows(os.path.join(a.out, "copy_bandwidth.csv"), copy_bandwidth(a.quick))
     print(f"{a.part}: {time.perf_counter() - t0:.1f} s", flush=True)

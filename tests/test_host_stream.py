@@ -358,3 +358,22 @@ def test_grad_scaler_costs_its_parameters_before_its_unscale_kernel(tmp_path):
     assert read_host_innet(p)["per_param_scaler_s"] == 0.0
     p.write_text(rows + "overhead,per_param_scaler,U,1.4e-05,1,t\n")
     assert read_host_innet(p)["per_param_scaler_s"] == pytest.approx(1.4e-5)
+
+
+def test_synchronous_pinned_copy_holds_the_host_until_it_has_run():
+    # save_on_cpu(pin_memory=True)'s pack on torch 2.11: copy_ without non_blocking. A 100 µs
+    # kernel (issued at 27, ends 127), the 1000 µs copy (issued at 37, runs 127-1127), then a
+    # relu_ the host issues only after the copy returns: 1127 + 12 = 1139, ends 1141 µs. The
+    # same copy non-blocking lets the relu_ queue behind it: it ends at 1127 + 2 = 1129 µs.
+    tab = _table((("copy_d2h_pinned", 1000 * US, 10 * US), ("relu_", 2 * US, 12 * US),
+                  ("threshold_backward", 100 * US, 27 * US)))
+    marks = [("m", "F", "", 0)]
+    kernel = (0, "threshold_backward", (0,), (1,), 0, 1000)
+    relu = (0, "relu_", (1,), (), 0, 1000)
+    hw = load_hardware("h200")
+    sync = op_times_s([kernel, (0, "d2h_pinned_sync", (1,), (), 0, 1e6), relu], hw, marks,
+                      table=tab, host_costs=NO_EXTRA)
+    free = op_times_s([kernel, (0, "d2h_pinned", (1,), (), 0, 1e6), relu], hw, marks,
+                      table=tab, host_costs=NO_EXTRA)
+    assert sum(sync) == pytest.approx(1141 * US, rel=1e-3)
+    assert sum(free) == pytest.approx(1129 * US, rel=1e-3)

@@ -816,3 +816,19 @@ def test_zoo_conv_bias_kernels_are_the_recorded_calls():
     # (rel: the bias's 16 B also enter the convolution's own bytes, 1e-5 of its time here)
     assert times[1][0] - times[0][0] == pytest.approx(add[0], rel=1e-3)
     assert times[1][1] - times[0][1] == pytest.approx(grad[0], rel=1e-3)
+
+
+def test_copy_time_is_linear_between_measured_sizes_and_floored_below():
+    # latency 2 µs + bytes at 50 GB/s, measured a factor 4 apart from 4 KiB: a copy between two
+    # rows takes its linear share, one below the smallest row that row's time (the latency
+    # floor), one above the largest the last segment's slope
+    sizes = [4096 * 4 ** k for k in range(6)]
+    rows = [{"family": "copy_d2h_pinned", "dtype": "float32", "math": "", "cls": "",
+             "flops": 0, "bytes": nb, "ntensors": 0, "time_s": 2e-6 + nb / 50e9,
+             "host_s": 5e-6, "shape": ""} for nb in sizes]
+    tab = KernelTable(pd.DataFrame(rows))
+    for nb in (5000, 3 << 20, 3_000_000):
+        assert tab.copy_time_s("copy_d2h_pinned", nb)[0] == pytest.approx(2e-6 + nb / 50e9)
+    assert tab.copy_time_s("copy_d2h_pinned", 256)[0] == pytest.approx(2e-6 + 4096 / 50e9)
+    assert tab.copy_time_s("copy_d2h_pinned", 1 << 30)[0] == pytest.approx(2e-6 + 2**30 / 50e9)
+    assert tab.copy_time_s("copy_h2d_pinned", 4096) == (None, "roofline")

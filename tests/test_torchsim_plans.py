@@ -271,6 +271,29 @@ def test_shadow_save_on_cpu_releases_the_device_tensor():
     assert names.count("d2h_pinned") == sh.packs >= 1 and "h2d_pinned" in names
 
 
+@pytest.mark.parametrize("blocks", [False, True])
+def test_shadow_save_on_cpu_pack_is_synchronous_where_the_installed_torch_blocks(monkeypatch,
+                                                                                 blocks):
+    """torch 2.11's pinned pack copies without non_blocking (plans.pack_copy_blocks of its
+    source): the shadow records that copy as one the host waits for."""
+    import torch
+    from snsim.torchsim import plans
+    from snsim.torchsim.record import Recorder
+    monkeypatch.setattr(plans, "save_on_cpu_pack_blocks", lambda: blocks)
+    rec = Recorder(device_type="cpu")
+    sh = plans.ShadowSaveOnCpu(pin_memory=True)
+    x = torch.randn(64, 64, requires_grad=True)
+    rec.register(x, "x")
+    with rec.active():
+        with torch.autograd.graph.saved_tensors_hooks(sh.pack, sh.unpack):
+            b = (x * 2.0).sin()
+        b.sum().backward()
+    names = [op[1] for op in rec.ops]
+    packed = "d2h_pinned_sync" if blocks else "d2h_pinned"
+    assert names.count(packed) == sh.packs >= 1 and "h2d_pinned" in names
+    assert ("d2h_pinned" if blocks else "d2h_pinned_sync") not in names
+
+
 def test_attention_is_predicted_as_cuda_runs_it(tiny):
     """SPEC §15: CUDA's fused attention saves output + logsumexp, never the s×s scores."""
     from snsim.torchsim.predict import predict

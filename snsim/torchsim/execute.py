@@ -58,9 +58,12 @@ def default_plain_trace(name, batch, optimizer, root="traces/h200"):
     return path if os.path.exists(path) else None
 
 
-def cuda_modelled(notes=None):
+def cuda_modelled(notes=None, save_on_cpu_blocks=None):
     """What the CPU prediction models as CUDA does it (provenance of a prediction)."""
+    from .plans import save_on_cpu_pack_blocks
     notes = notes or {}
+    if save_on_cpu_blocks is None:
+        save_on_cpu_blocks = save_on_cpu_pack_blocks()
     return {
         "device": "fake CPU tensors (FakeTensorMode); CUDA dispatch modelled per op",
         "dropout": "native_dropout (1-byte mask), as CUDA",
@@ -73,14 +76,17 @@ def cuda_modelled(notes=None):
         "autocast": "--amp: CUDA's autocast policy (the installed torch's autocast_mode.h "
                     "lists) on the Autocast key of CPU fake tensors, weight casts cached per "
                     "forward; fp16: GradScaler, steps without overflow",
-        "host_copies": "save_on_cpu copies on the compute stream at the preset's "
-                       "pinned/pageable PCIe bandwidth",
+        "host_copies": "save_on_cpu copies on the compute stream, timed by the kernel "
+                       "table's pinned/pageable copy rows; the pinned pack "
+                       + ("waits for its copy (this torch's save_on_cpu copies without "
+                          "non_blocking)" if save_on_cpu_blocks else
+                          "does not wait for its copy (non_blocking)"),
     }
 
 
 def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
                  gpu="h200", input_shape=None, plain_trace=None, budget_bytes=None,
-                 hidden=True, hidden_exclude=()):
+                 hidden=True, hidden_exclude=(), save_on_cpu_blocks=None):
     """CPU-only prediction of a plan (``snsim predict --policy``; what ``snsim execute``
     stores before it runs the same plan). No GPU needed.
 
@@ -95,6 +101,10 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
         op times (recomputed blocks at their forward time, plus the host copies).
     budget_bytes : int, optional
         Memory the run may reserve; default the preset's budget (memory minus the context).
+    save_on_cpu_blocks : bool, optional
+        Whether the torch that runs the plan packs ``save_on_cpu``'s pinned copies
+        synchronously (:func:`snsim.torchsim.plans.save_on_cpu_pack_blocks`); None: the
+        installed torch (the one ``snsim execute`` runs the plan with).
 
     Returns
     -------
@@ -110,7 +120,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
     spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
     plan = as_plan(plan, options)
     hw = load_hardware(gpu)
-    shadow = make_transform(plan, shadow=True)
+    shadow = make_transform(plan, shadow=True, save_on_cpu_blocks=save_on_cpu_blocks)
     models = []
 
     def transform(m):
@@ -145,7 +155,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
                host_copied_bytes=copied,
                segments=list(getattr(m0, "_snsim_segments", [])) if m0 is not None else [],
                torch_version=r["provenance"].get("torch", ""),
-               cuda_modelled=cuda_modelled(prog.get("notes")),
+               cuda_modelled=cuda_modelled(prog.get("notes"), save_on_cpu_blocks),
                data_dependent_ops=r["provenance"].get("data_dependent_ops", []),
                time_sources=r["provenance"].get("time_sources"),
                record_wall_s=r["provenance"].get("record_wall_s"))

@@ -40,7 +40,11 @@ _CONV = ("convolution", "convolution_backward", "cudnn_convolution")
 _MATMUL = ("mm", "addmm", "bmm", "matmul", "baddbmm")
 # shadow host copies: name -> (direction, pinned)
 HOST_COPY_OPS = {"d2h_pinned": ("d2h", True), "d2h_pageable": ("d2h", False),
-                 "h2d_pinned": ("h2d", True), "h2d_pageable": ("h2d", False)}
+                 "h2d_pinned": ("h2d", True), "h2d_pageable": ("h2d", False),
+                 "d2h_pinned_sync": ("d2h", True)}
+# pinned copies the host waits for (save_on_cpu's pack before torch's non-blocking one:
+# plans.save_on_cpu_pack_blocks): the launching thread returns when the copy has run
+SYNC_COPY_OPS = frozenset({"d2h_pinned_sync"})
 PAGEABLE_COPY_OPS = frozenset(n for n, (_, pinned) in HOST_COPY_OPS.items() if not pinned)
 # ``save_on_cpu()``'s pageable pack makes a new host tensor with the C library's malloc. glibc
 # serves one above its mmap threshold -- dynamic, at most DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB on
@@ -101,7 +105,9 @@ def _table_args(op):
         # above glibc's mmap threshold, calibrate's rows of that pattern
         # (Calibrator.pageable_pattern), below it the tight loop's (FRESH_PAGES_BYTES)
         new = "_new" if name in PAGEABLE_COPY_OPS and nbytes > FRESH_PAGES_BYTES else ""
-        return "copy_" + name + new, {"nbytes": nbytes, "dtype": "float32", "math_": ""}
+        direction, pinned = HOST_COPY_OPS[name]
+        return (f"copy_{direction}_{'pinned' if pinned else 'pageable'}{new}",
+                {"nbytes": nbytes, "dtype": "float32", "math_": ""})
     sig = op[6] if len(op) > 6 else ""
     fam = family_of(name)
     dtype = sig_dtype(sig)
@@ -161,8 +167,8 @@ def _lookup_args(table, op):
 
 def _table_time(table, op):
     fam, kw = _lookup_args(table, op)
-    if fam.startswith("copy_") and fam not in table.families():
-        return None, "roofline"
+    if fam.startswith("copy_"):     # a host copy: by its bytes alone, between measured sizes
+        return table.copy_time_s(fam, kw["nbytes"])
     # a half type's own rows, the other's as a fallback (snsim.kernel_table._OTHER_HALF)
     return table.time_s(fam, **kw)
 
@@ -381,7 +387,9 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         side, waits, host_waits = side_copies(ops)
         slow = {d: k for (d, pinned), k in copy_slowdown(hw.name).items() if pinned}
         times = host_stream(gpu, host_s, iters, blocking, syncs, side=side, waits=waits,
-                            host_waits=host_waits, slowdown=slow)
+                            host_waits=host_waits, slowdown=slow,
+                            synchronous={i for i, op in enumerate(ops)
+                                         if op[1] in SYNC_COPY_OPS})
     if report is not None:
         last = max((marks[op[0]][3] for op in ops if op[0] >= 0), default=-1) \
             if marks is not None else None

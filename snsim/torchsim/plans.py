@@ -741,17 +741,76 @@ def apply_checkpoint(model, plan, *, shadow=False):
 @functools.cache
 def copy_ops():
     """Custom ops that stand for the host copies of a shadow run (no kernel, no output):
-    ``snsim::d2h_pinned``, ``d2h_pageable``, ``h2d_pinned``, ``h2d_pageable``; the recorder
-    sees them as ops reading the device tensor, and the op-time model charges PCIe time."""
+    ``snsim::d2h_pinned``, ``d2h_pageable``, ``h2d_pinned``, ``h2d_pageable``, keyed
+    ``(direction, pinned)``, and ``snsim::d2h_pinned_sync`` (key ``("d2h", "sync")``: a
+    pinned D2H copy the host waits for, :func:`save_on_cpu_pack_blocks`); the recorder sees
+    them as ops reading the device tensor, and the op-time model charges PCIe time."""
     import torch
     ops = {}
-    for direction in ("d2h", "h2d"):
-        for kind in ("pinned", "pageable"):
-            op = torch.library.custom_op(f"snsim::{direction}_{kind}", _no_copy,
-                                         mutates_args=(), schema="(Tensor x) -> ()")
-            op.register_fake(_no_copy)
-            ops[(direction, kind == "pinned")] = op
+    for direction, kind, key in (("d2h", "pinned", True), ("d2h", "pageable", False),
+                                 ("h2d", "pinned", True), ("h2d", "pageable", False),
+                                 ("d2h", "pinned_sync", "sync")):
+        op = torch.library.custom_op(f"snsim::{direction}_{kind}", _no_copy,
+                                     mutates_args=(), schema="(Tensor x) -> ()")
+        op.register_fake(_no_copy)
+        ops[(direction, key)] = op
     return ops
+
+
+@functools.cache
+def save_on_cpu_pack_blocks():
+    """Whether the installed torch's ``save_on_cpu(pin_memory=True)`` packs with a
+    synchronous D2H copy (:func:`pack_copy_blocks` of its source): the launching thread then
+    waits, at every saved tensor, for the GPU to reach and finish that copy. torch 2.11 does
+    (the H200, ``steptime_probe.py soc``: 15 us per pack of 4 KiB, 182 us of 8 MiB, the
+    copy's GPU time plus 8-17 us, against 5-11 us to issue the same copy non-blocking).
+    False when the source cannot be read."""
+    import inspect
+
+    import torch
+    try:
+        return pack_copy_blocks(inspect.getsource(torch.autograd.graph.save_on_cpu.__init__))
+    except (OSError, TypeError):
+        return False
+
+
+def pack_copy_blocks(source):
+    """Whether ``save_on_cpu``'s ``pack_to_cpu`` in ``source`` copies into its pinned
+    tensor with a blocking ``copy_``: no ``non_blocking`` argument (torch before pytorch PR
+    #175421, February 2026) or a constant False. False for source without such a copy.
+
+    Examples
+    --------
+    >>> old = '''
+    ... def __init__(self, pin_memory=False):
+    ...     def pack_to_cpu(tensor):
+    ...         if not pin_memory:
+    ...             return (tensor.device, tensor.cpu())
+    ...         packed = torch.empty(tensor.size(), pin_memory=True)
+    ...         packed.copy_(tensor)
+    ...         return (tensor.device, packed)'''
+    >>> new = old.replace("copy_(tensor)", "copy_(tensor, non_blocking=is_pinnable)")
+    >>> pack_copy_blocks(old), pack_copy_blocks(new)
+    (True, False)
+    """
+    import ast
+    import textwrap
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return False
+    for fn in ast.walk(tree):
+        if not (isinstance(fn, ast.FunctionDef) and fn.name == "pack_to_cpu"):
+            continue
+        for c in ast.walk(fn):
+            if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                    and c.func.attr == "copy_"):
+                continue
+            kw = {k.arg: k.value for k in c.keywords}
+            flag = kw.get("non_blocking", c.args[1] if len(c.args) > 1 else None)
+            if flag is None or (isinstance(flag, ast.Constant) and not flag.value):
+                return True
+    return False
 
 
 def _no_copy(x):
@@ -801,12 +860,15 @@ class ShadowSaveOnCpu:
 
     ``pack`` keeps no reference to the device tensor (its storage dies when the forward's own
     references do, as with the real host copy), allocates the device temporary ``copy_`` makes
-    of a tensor it cannot copy directly, and records the D2H copy. ``unpack`` allocates a new
-    device tensor and records the H2D copy.
+    of a tensor it cannot copy directly, and records the D2H copy (``d2h_pinned_sync`` where the
+    installed torch's pinned pack waits for it: :func:`save_on_cpu_pack_blocks`). ``unpack``
+    allocates a new device tensor and records the H2D copy.
     """
 
-    def __init__(self, pin_memory=False):
+    def __init__(self, pin_memory=False, pack_blocks=None):
         self.pin_memory = pin_memory
+        # the torch that runs the plan: None, the installed one's (save_on_cpu_pack_blocks)
+        self.pack_blocks = save_on_cpu_pack_blocks() if pack_blocks is None else pack_blocks
         self.packed_bytes = 0
         self.packs = 0
 
@@ -821,7 +883,7 @@ class ShadowSaveOnCpu:
         # pinned: copy_ into a contiguous host tensor; pageable: .cpu() keeps dense strides
         if (not t.is_contiguous()) if self.pin_memory else (not _dense(t)):
             src = t.contiguous()
-        ops[("d2h", self.pin_memory)](src)
+        ops[("d2h", "sync" if self.pin_memory and self.pack_blocks else self.pin_memory)](src)
         nbytes = t.numel() * t.element_size()
         self.packed_bytes += nbytes
         self.packs += 1
@@ -855,13 +917,14 @@ class _HooksAround:
             self.stack.pop().__exit__(None, None, None)
 
 
-def apply_cpu_offload(model, plan, *, shadow=False):
+def apply_cpu_offload(model, plan, *, shadow=False, pack_blocks=None):
     """``save_on_cpu(pin_memory=...)`` around the forward of ``model`` (or of every outermost
-    instance of ``modules=``); with ``shadow``, :class:`ShadowSaveOnCpu` instead."""
+    instance of ``modules=``); with ``shadow``, :class:`ShadowSaveOnCpu` instead, whose pinned
+    pack waits for its copy if ``pack_blocks`` (None: as the installed torch's does)."""
     import torch
     pin = bool(plan.get("pin_memory", False))
     if shadow:
-        sh = ShadowSaveOnCpu(pin_memory=pin)
+        sh = ShadowSaveOnCpu(pin_memory=pin, pack_blocks=pack_blocks)
         model._snsim_shadow_offload = sh
 
         def make_ctx():
@@ -890,7 +953,7 @@ def apply_cpu_offload(model, plan, *, shadow=False):
 
 # -- one transform per plan ---------------------------------------------------------------------
 def make_transform(plan, *, shadow=False, options=None, keep_inflight=2, prefetch_depth=2,
-                   min_offload_bytes=1 << 20):
+                   min_offload_bytes=1 << 20, save_on_cpu_blocks=None):
     """``transform(model) -> model`` for a plan.
 
     Parameters
@@ -899,6 +962,9 @@ def make_transform(plan, *, shadow=False, options=None, keep_inflight=2, prefetc
         A plan, or a policy name (then ``options``, ``KEY=VALUE`` strings or a mapping).
     shadow : bool
         For a CPU ``FakeTensorMode`` prediction (no copies, no RNG state).
+    save_on_cpu_blocks : bool, optional
+        A shadow ``cpu_offload``: whether the torch that will run the plan packs with a
+        synchronous copy (:func:`save_on_cpu_pack_blocks`); None: the installed torch.
 
     Raises
     ------
@@ -916,7 +982,7 @@ def make_transform(plan, *, shadow=False, options=None, keep_inflight=2, prefetc
         if p == "checkpoint":
             apply_checkpoint(model, plan, shadow=shadow)
         elif p == "cpu_offload":
-            apply_cpu_offload(model, plan, shadow=shadow)
+            apply_cpu_offload(model, plan, shadow=shadow, pack_blocks=save_on_cpu_blocks)
         if p in ("recompute", "superneurons"):
             apply_recompute(model, shadow=shadow)
         if p in ("offload", "superneurons"):
