@@ -494,7 +494,7 @@ def test_bad_jobs_is_one_line(capsys):
 
 
 def _failing_beyond(monkeypatch, steps, fail):
-    """Simulations of programs longer than ``steps`` call ``fail`` (the smallest run is not)."""
+    """Simulations of recompute's plans of programs longer than ``steps`` call ``fail``."""
     real = search.run_plan
 
     def run_plan(program, plan, *a, **kw):
@@ -509,18 +509,27 @@ def test_an_error_in_a_worker_is_the_one_line_of_one_process(monkeypatch, capsys
 
     def fail():
         raise PlanError("tensor 7 freed twice")
-    _failing_beyond(monkeypatch, 150, fail)
+    # ResNet (3, 4, k, 3) at batch 1 has 351 steps at k = 1 (every policy's first run, in the
+    # searching process), 379 at k = 2, 435 at k = 4: recompute's search fails at k = 4
+    _failing_beyond(monkeypatch, 400, fail)
     argv = PARALLEL_CASES[0]
     one, two = _cli(capsys, argv + ["--jobs", "1"]), _cli(capsys, argv + ["--jobs", "2"])
     assert one[0] == 2 and one[1] == "" and one[2].count("\n") == 1
-    assert "policy 'recompute' on resnet:3,4," in one[2] and "tensor 7 freed twice" in one[2]
+    assert "policy 'recompute' on resnet:3,4,4,3" in one[2] and "tensor 7 freed twice" in one[2]
     assert two == one
 
 
 def test_a_worker_that_dies_is_one_line(monkeypatch, capsys):
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("the failure is patched in, which only a forked worker inherits")
-    _failing_beyond(monkeypatch, 150, lambda: os._exit(9))
+    pid = os.getpid()
+
+    def die():
+        # only a worker dies: should this process ever run the failing simulation, it fails
+        # the test instead of ending pytest
+        assert os.getpid() != pid, "the simulation ran in the searching process"
+        os._exit(9)
+    _failing_beyond(monkeypatch, 400, die)   # recompute at k = 4, in a worker (above)
     code, out, err = _cli(capsys, PARALLEL_CASES[0] + ["--jobs", "2"])
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("snsim: error: a search worker process ended abruptly")
