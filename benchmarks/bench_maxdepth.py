@@ -3,9 +3,13 @@
 Targets, judged on the median of the runs (the minimum would flatter a noisy machine):
 issue 11, at most a third of the time before it (``BEFORE_S``); issue 12, at most 1.5 times
 that time with every policy ``all`` runs (solvers leave themselves out of ``all``). Prints the
-end-to-end wall time of the CLI (a fresh interpreter, imports included) and its CPU time (the
-figure to compare on a shared machine), the in-process search, then the search's results, as
-markdown for BENCHMARKS.md; exits 1 when the issue 11 target is missed.
+end-to-end wall time of the CLI (a fresh interpreter, imports included) as users run it (its
+policies searched in worker processes, ``--jobs`` left at its default) and with ``--jobs 1``
+(one process), each with its CPU time summed over the process and its workers (the honest
+cost of the parallel gain, and the figure to compare on a shared machine), the in-process
+search, then the search's results, as markdown for BENCHMARKS.md; exits 1 when the issue 11
+target is missed. The CLI's CSV output must be the same for every ``--jobs`` (and for the
+baseline): the benchmark says whether it was.
 
     python benchmarks/bench_maxdepth.py [--repeat 3] [--family resnet] [--batch 16] [--gpu k40c]
 """
@@ -33,6 +37,12 @@ def target_met(times_s):
     return statistics.median(times_s) <= TARGET_S
 
 
+def _cpu_with_children_s():
+    """CPU seconds of this process and of its children waited for (a search's workers)."""
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -54,27 +64,38 @@ def main(argv=None):
            args.gpu, "--batch", str(args.batch), "--policy", "all", "--format", "csv"] + \
         (["--allocator", args.allocator] if args.allocator else [])
     here = str(Path(__file__).resolve().parents[1])
-    trees = [("this tree", here)] + ([("baseline", args.baseline)] if args.baseline else [])
-    wall = {name: [] for name, _ in trees}
-    cpu = {name: [] for name, _ in trees}
+    # the baseline runs the same command (the default --jobs; a tree before --jobs has none)
+    runs = [("this tree", here, cmd), ("this tree, --jobs 1", here, cmd + ["--jobs", "1"])] + \
+        ([("baseline", args.baseline, cmd)] if args.baseline else [])
+    load_start = os.getloadavg()[0]
+    wall = {name: [] for name, _, _ in runs}
+    cpu = {name: [] for name, _, _ in runs}
+    outputs = {name: set() for name, _, _ in runs}
     for _ in range(args.repeat):
-        for name, tree in trees:          # interleaved: both see the same load
+        for name, tree, argv in runs:          # interleaved: all see the same load
             env = {**os.environ, "PYTHONPATH": tree}
             t = time.perf_counter()
             c = resource.getrusage(resource.RUSAGE_CHILDREN)
-            subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=tree)
+            proc = subprocess.run(argv, check=True, capture_output=True, text=True, env=env,
+                                  cwd=tree)
             wall[name].append(time.perf_counter() - t)
+            # the CLI's own CPU time and its workers' (it waits for them, so they count here)
             d = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu[name].append(d.ru_utime + d.ru_stime - c.ru_utime - c.ru_stime)
+            outputs[name].add(proc.stdout)
     cli_s, cli_cpu_s = wall["this tree"], cpu["this tree"]
+    ours = outputs["this tree"] | outputs["this tree, --jobs 1"]
+    same_output = len(ours) == 1
+    same_as_baseline = args.baseline and outputs["baseline"] == ours
 
-    from snsim.experiments.search import max_depth
-    search_s, rep = [], None
+    from snsim.experiments.search import default_jobs, max_depth
+    search_s, search_cpu_s, rep = [], [], None
     for _ in range(args.repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), _cpu_with_children_s()
         rep = max_depth(args.family, batch=args.batch, hardware=args.gpu, policies="all",
-                        allocator=allocator)
+                        allocator=allocator, jobs=None)
         search_s.append(time.perf_counter() - t)
+        search_cpu_s.append(_cpu_with_children_s() - c)
 
     sims = sum(r.simulations for r in rep.rows)
     met = target_met(cli_s)
@@ -86,9 +107,18 @@ def main(argv=None):
     median = statistics.median(cli_s)
     print(f"- `snsim maxdepth --family {args.family} --gpu {args.gpu} --batch {args.batch} "
           f"--policy all{' --allocator ' + args.allocator if args.allocator else ''}` "
-          f"(allocator {allocator}; fresh process): median {median:.2f} s, "
-          f"min {min(cli_s):.2f} s over {args.repeat} runs; CPU time median "
+          f"(allocator {allocator}; fresh process; --jobs default: {default_jobs()} worker "
+          f"processes at most): median {median:.2f} s, min {min(cli_s):.2f} s over "
+          f"{args.repeat} runs; CPU time (the process and its workers) median "
           f"{statistics.median(cli_cpu_s):.2f} s")
+    one_wall, one_cpu = wall["this tree, --jobs 1"], cpu["this tree, --jobs 1"]
+    print(f"- the same with `--jobs 1` (one process), run interleaved: median "
+          f"{statistics.median(one_wall):.2f} s, CPU {statistics.median(one_cpu):.2f} s; "
+          f"parallel / one process: {median / statistics.median(one_wall):.2f} (wall), "
+          f"{statistics.median(cli_cpu_s) / statistics.median(one_cpu):.2f} (CPU); CSV output "
+          f"{'identical' if same_output else 'DIFFERENT'} across these runs"
+          + ("" if not args.baseline else
+             f", {'identical to' if same_as_baseline else 'DIFFERENT from'} the baseline's"))
     print(f"- before issue 11: median {BEFORE_S:.2f} s; issue 11 target ≤ {TARGET_S:.2f} s "
           f"(a third): {'met' if met else 'NOT met'} ({median / BEFORE_S:.2f}× before); "
           f"issue 12 limit with the new policies ≤ {ALL_POLICIES_LIMIT_S:.2f} s (1.5×): "
@@ -96,17 +126,19 @@ def main(argv=None):
     if args.baseline:
         b_wall, b_cpu = statistics.median(wall["baseline"]), statistics.median(cpu["baseline"])
         label = os.environ.get("SNSIM_BENCH_BASELINE_LABEL", args.baseline)
-        print(f"- baseline {label}, run interleaved: median {b_wall:.2f} s, CPU "
-              f"{b_cpu:.2f} s; this tree / baseline: {median / b_wall:.2f} (wall), "
+        print(f"- baseline {label}, the same command run interleaved: median {b_wall:.2f} s, "
+              f"CPU {b_cpu:.2f} s; this tree / baseline: {median / b_wall:.2f} (wall), "
               f"{statistics.median(cli_cpu_s) / b_cpu:.2f} (CPU)")
-    print(f"- load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
+    print(f"- load average at the start and end: {load_start:.1f}, {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs "
           f"(above the CPU count, wall times stretch: compare CPU times or the ratio)")
     print(f"- 'all' ran {len(all_policies())} policies"
           + (f"; left out (solvers, named to run): {', '.join(left_out_of_all())}"
              if left_out_of_all() else ""))
-    print(f"- in-process search: median {statistics.median(search_s):.2f} s, min "
-          f"{min(search_s):.2f} s; {sims} simulations; static bound caps k at "
-          f"{rep.bound_cap}\n")
+    print(f"- the search alone (`max_depth(..., jobs=None)`, imports and output left out): "
+          f"median {statistics.median(search_s):.2f} s, min {min(search_s):.2f} s, CPU "
+          f"(with its workers) {statistics.median(search_cpu_s):.2f} s; {sims} simulations; "
+          f"static bound caps k at {rep.bound_cap}\n")
     print("| policy | max depth | k | step time at max (s) | peak (GiB) | simulations | "
           "why depth+3 fails |")
     print("|---|---|---|---|---|---|---|")

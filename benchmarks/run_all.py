@@ -45,7 +45,8 @@ def main():
     header = (f"# snsim benchmarks\n\nGenerated {datetime.date.today().isoformat()} by `python "
               f"benchmarks/run_all.py > BENCHMARKS.md` on {platform.machine()} "
               f"({os.cpu_count()} cores), Python {platform.python_version()}. Wall-clock figures "
-              f"are medians: rerun to compare on your machine. Load average at the start: "
+              f"are medians: rerun to compare on your machine; CPU figures of a command add its "
+              f"worker processes' (`maxdepth --jobs`). Load average at the start: "
               f"{load:.1f} (above {os.cpu_count()}, other work shares the CPUs and wall "
               f"times stretch).\n")
     sys.stdout.write("\n".join([header, *sections]))

@@ -1,6 +1,9 @@
 """Capacity searches: snsim maxdepth / maxbatch (snsim.experiments.search, .cli)."""
 import dataclasses
 import json
+import multiprocessing
+import os
+import re
 
 import pytest
 
@@ -420,3 +423,113 @@ def test_the_midpoint_probe_keeps_the_answer_and_skips_a_large_probe(monkeypatch
     big = sorted(q["k"] for q in fast.probes if q["k"] > 64)
     assert big == [f.max_size, f.max_size + 1]
     assert len([q for q in plain.probes if q["k"] > 64]) > len(big)
+
+
+# -- policies searched in worker processes (--jobs) ----------------------------------------------
+PARALLEL_CASES = [
+    # an LRU chain (superneurons, offload: one task) beside policies searched on their own
+    ["maxdepth", "--family", "resnet", "--batch", "1", "--budget", BUDGET,
+     "--policy", "liveness,superneurons,offload,recompute"],
+    ["maxdepth", "--family", "vgg", "--batch", "1", "--budget", "1.9GiB",
+     "--policy", "liveness,offload,vdnn"],
+    ["maxdepth", "--family", "gpt", "--batch", "1", "--seq", "128", "--budget", "3GiB",
+     "--policy", "liveness,superneurons,offload,checkpoint"],
+    ["maxbatch", "--network", "cifar_resnet32", "--budget", "300MiB",
+     "--policy", "liveness,superneurons,recompute"],
+]
+
+
+def _cli(capsys, argv):
+    code = main(argv)
+    captured = capsys.readouterr()
+    # the table's footer gives the search's wall time, the one figure that may differ
+    return code, re.sub(r"simulations, [0-9.]+ s;", "simulations, _ s;", captured.out), \
+        captured.err
+
+
+@pytest.mark.parametrize("argv", PARALLEL_CASES, ids=lambda a: a[2])
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_jobs_2_prints_what_jobs_1_prints(capsys, argv, fmt):
+    one = _cli(capsys, argv + ["--format", fmt, "--jobs", "1"])
+    two = _cli(capsys, argv + ["--format", fmt, "--jobs", "2"])
+    assert one[0] == 0 and len(one[1].splitlines()) >= 3
+    assert two == one
+
+
+def _report_fields(rep):
+    return {**{f.name: getattr(rep, f.name) for f in dataclasses.fields(rep)
+               if f.name != "wall_s"},
+            # every field of the runs at the answers but their own wall time
+            "results": [dataclasses.replace(r.result, sim_wall_s=0.0) for r in rep.rows]}
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_parallel_search_leaves_the_report_and_progress_of_one_process(monkeypatch,
+                                                                       start_method):
+    if start_method == "spawn":    # as on a platform without fork: workers get a pickled prober
+        monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    elif "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("this platform does not fork")
+    reports, probes = [], []
+    for jobs in (1, 3):
+        seen = []
+        reports.append(max_depth("resnet", batch=1, budget_bytes=BUDGET, jobs=jobs,
+                                 policies="liveness,superneurons,offload,recompute,chen_sqrt",
+                                 on_probe=lambda p, k, r, seen=seen: seen.append((p, k,
+                                                                                  r.feasible))))
+        probes.append(seen)
+    assert _report_fields(reports[1]) == _report_fields(reports[0])
+    # every run, in the order the search in one process runs them (the probes too)
+    assert probes[1] == probes[0] and len(probes[0]) == len(reports[0].probes) > 10
+
+
+def test_bad_jobs_is_one_line(capsys):
+    for bad in ("0", "-2"):
+        assert main(["maxdepth", "--batch", "1", "--budget", BUDGET, "--jobs", bad]) == 2
+        err = capsys.readouterr().err
+        assert err == f"snsim: error: jobs (={bad}) must be a positive integer: the number of " \
+                      f"worker processes (1: search in this process)\n"
+    with pytest.raises(ConfigError, match="jobs"):
+        max_batch("lenet", policies="keep_all", jobs=0)
+
+
+def _failing_beyond(monkeypatch, steps, fail):
+    """Simulations of recompute's plans of programs longer than ``steps`` call ``fail``."""
+    real = search.run_plan
+
+    def run_plan(program, plan, *a, **kw):
+        if len(program.steps) > steps and plan.policy == "recompute":
+            fail()
+        return real(program, plan, *a, **kw)
+    monkeypatch.setattr(search, "run_plan", run_plan)
+
+
+def test_an_error_in_a_worker_is_the_one_line_of_one_process(monkeypatch, capsys):
+    from snsim.errors import PlanError
+
+    def fail():
+        raise PlanError("tensor 7 freed twice")
+    # ResNet (3, 4, k, 3) at batch 1 has 351 steps at k = 1 (every policy's first run, in the
+    # searching process), 379 at k = 2, 435 at k = 4: recompute's search fails at k = 4
+    _failing_beyond(monkeypatch, 400, fail)
+    argv = PARALLEL_CASES[0]
+    one, two = _cli(capsys, argv + ["--jobs", "1"]), _cli(capsys, argv + ["--jobs", "2"])
+    assert one[0] == 2 and one[1] == "" and one[2].count("\n") == 1
+    assert "policy 'recompute' on resnet:3,4,4,3" in one[2] and "tensor 7 freed twice" in one[2]
+    assert two == one
+
+
+def test_a_worker_that_dies_is_one_line(monkeypatch, capsys):
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("the failure is patched in, which only a forked worker inherits")
+    pid = os.getpid()
+
+    def die():
+        # only a worker dies: should this process ever run the failing simulation, it fails
+        # the test instead of ending pytest
+        assert os.getpid() != pid, "the simulation ran in the searching process"
+        os._exit(9)
+    _failing_beyond(monkeypatch, 400, die)   # recompute at k = 4, in a worker (above)
+    code, out, err = _cli(capsys, PARALLEL_CASES[0] + ["--jobs", "2"])
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("snsim: error: a search worker process ended abruptly")

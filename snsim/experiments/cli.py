@@ -18,6 +18,9 @@ from ..verdict import format_ms
 def _progress(desc):
     """A tqdm bar on stderr (off when stderr is not a terminal) and its per-simulation callback."""
     from tqdm import tqdm
+    # no monitor thread: a search with --jobs forks its workers, and a process should not fork
+    # while it runs other threads
+    tqdm.monitor_interval = 0
     bar = tqdm(desc=desc, unit="sim", leave=False, disable=not sys.stderr.isatty())
 
     def on_probe(policy, size, result):
@@ -46,6 +49,10 @@ def _common(p):
                    help="table for people (default), json or csv for programs (every field)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="the whole reason the next size fails, not a shortened one")
+    p.add_argument("--jobs", "-j", type=int, default=None,
+                   help="worker processes searching the policies concurrently (default: one "
+                   "per CPU, at most one per policy; 1: in this process); the output is the "
+                   "same for every value")
 
 
 def _table(rep, size_cols, verbose=False):
@@ -111,7 +118,8 @@ def cmd_maxdepth(args):
                         optimizer=args.optimizer,
                         input_size=seq_input_size(fam.name, seq=args.seq,
                                                   input_size=args.input_size),
-                        variant=args.variant, on_probe=on_probe, framework=args.framework)
+                        variant=args.variant, on_probe=on_probe, framework=args.framework,
+                        jobs=args.jobs)
     finally:
         bar.close()
     import textwrap
@@ -157,7 +165,8 @@ def cmd_maxbatch(args):
                         optimizer=args.optimizer,
                         input_size=seq_input_size(args.network, seq=args.seq,
                                                   input_size=args.input_size),
-                        variant=args.variant, on_probe=on_probe, framework=args.framework)
+                        variant=args.variant, on_probe=on_probe, framework=args.framework,
+                        jobs=args.jobs)
     finally:
         bar.close()
     title = (f"largest batch of {canonical_name(args.network)}"

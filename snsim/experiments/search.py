@@ -46,7 +46,11 @@ How the search stays fast (``snsim maxdepth --policy all`` in a few seconds):
 from __future__ import annotations
 
 import dataclasses
+import functools
+import gc
 import math
+import os
+import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -54,7 +58,7 @@ from typing import Callable
 
 from ..api import resolve_hardware
 from ..engine.core import run_plan
-from ..errors import ConfigError, PlanError, UnknownNameError
+from ..errors import ConfigError, PlanError, SnsimError, UnknownNameError
 from ..gcpause import without_gc
 from ..policies import all_policies, applicable_policies, get_policy
 from ..policies.base import Policy
@@ -85,14 +89,17 @@ def _resnet_graph(k, *, batch, input_size=None, variant="torchvision", twin=Fals
     return resnet((3, 4, k, 3), batch=batch, input_size=input_size, variant=variant, twin=twin)
 
 
+def _transformer_member(base, k, *, batch, input_size=None, variant="torchvision", twin=False):
+    cfg = TRANSFORMERS[base].with_options(layers=k)
+    return transformer(cfg, batch=batch, input_size=input_size, variant=variant, twin=twin,
+                       name=f"{base}[{k} layers]")
+
+
 def _transformer_family(base):
     """Members of a zoo transformer grown in layers at the base's width; ``input_size`` is the
-    sequence length (default: the base's)."""
-    def build(k, *, batch, input_size=None, variant="torchvision", twin=False):
-        cfg = TRANSFORMERS[base].with_options(layers=k)
-        return transformer(cfg, batch=batch, input_size=input_size, variant=variant, twin=twin,
-                           name=f"{base}[{k} layers]")
-    return build
+    sequence length (default: the base's). A partial, not a closure: a search's started (not
+    forked) workers receive the family pickled."""
+    return functools.partial(_transformer_member, base)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -250,6 +257,11 @@ class _Prober:
         # learned from small members this prober keeps
         self.splicer = splicer or (Splicer(base=space.family.min_size + 1)
                                    if isinstance(space, _DepthSpace) else None)
+
+    def __getstate__(self):
+        """Pickled for a started (not forked) worker: without the program cache (rebuilt on
+        demand) and the progress callback (reported by the searching process)."""
+        return {**self.__dict__, "_programs": OrderedDict(), "on_probe": None}
 
     def _built(self, size):
         """The program built from the DAG (cached, no bound: the splicer's small sizes)."""
@@ -682,46 +694,13 @@ def _rewrites_program(name, policy_options):
     return type(pol).bound_program is not Policy.bound_program
 
 
-def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0):
-    what = "depth" if space.axis == "depth" else "batch"
-    if limit < lo:
-        raise ConfigError(f"the largest {what} to try ({_show(space, limit)}) is below the "
-                          f"smallest ({_show(space, lo)})")
-    if isinstance(names, _AllPolicies):
-        names = names.applicable(prober.program(lo))
-    # a policy that rewrites the program (zero_offload) has its own static bound: searched
-    # on its own prober, so that its bound neither caps nor uncaps the others
-    own = [n for n in names if _rewrites_program(n, prober.policy_options)]
-    if own and len(own) < len(names):
-        rest = [n for n in names if n not in own]
-        main = _search(space, prober, rest, lo, limit, subject=subject, parameter=parameter,
-                       batch=batch, wall0=wall0)
-        subs = [_search(space, prober.fresh(), [n], lo, limit, subject=subject,
-                        parameter=parameter, batch=batch, wall0=wall0) for n in own]
-        rows = {r.policy: r for rep in (main, *subs) for r in rep.rows}
-        return dataclasses.replace(
-            main, rows=[rows[n] for n in names],
-            probes=main.probes + [p for rep in subs for p in rep.probes],
-            wall_s=time.perf_counter() - wall0)
-    prober.policies = tuple(names)
-    if not prober.within_bound(lo):
-        raise ConfigError(f"even the smallest {what} ({_show(space, lo)}, {space.label(lo)}) "
-                          f"is infeasible on {prober.hw.name}: "
-                          + prober.bound_reason(lo).replace("; not simulated", ""))
-    first = {n: prober.run(n, lo) for n in names}
-    if not any(r.feasible for r in first.values()):
-        n, r = next(iter(first.items()))
-        raise ConfigError(f"even the smallest {what} ({_show(space, lo)}, {space.label(lo)}) is "
-                          f"infeasible under {', '.join(first)} on {prober.hw.name} "
-                          f"(budget {prober.budget:,} B); {n}: {r.failure}")
-    cap = _bound_cap(prober, lo, limit)
-    # LRU policies first: they probe near the cap, whose program the bound search just built
-    order = sorted(names, key=lambda n: not prober.lru.get(n, False))
+def _search_policies(prober, policies, lo, cap):
+    """``{policy: (largest feasible size, smallest infeasible or beyond)}`` of ``policies``
+    (all feasible at ``lo``), searched one after the other in ``[lo, cap]``: an LRU policy
+    starts where the LRU policy searched before it ended. The one search of every policy, run
+    in the search's own process or in a worker (:func:`_run_tasks`)."""
     best = {}
-    for n in order:
-        if not first[n].feasible:
-            best[n] = (None, lo)
-            continue
+    for n in policies:
         if prober.lru.get(n):
             # the cap, or the answer of the LRU policy searched before: LRU caches end close
             # together, on programs already built
@@ -754,6 +733,137 @@ def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0
         best[n] = _largest_true(lambda s, n=n: prober.feasible(n, s), lo, cap + 1, start,
                                 lambda a, b, n=n: prober.predict(n, a, b),
                                 from_above=bool(prober.lru.get(n)))
+    return best
+
+
+def default_jobs():
+    """Worker processes a search uses when not told: the CPUs this process may run on."""
+    count = getattr(os, "process_cpu_count", None) or os.cpu_count   # Python 3.13+: affinity
+    return count() or 1
+
+
+def _check_jobs(jobs):
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ConfigError(f"jobs (={jobs!r}) must be a positive integer: the number of worker "
+                          f"processes (1: search in this process)")
+
+
+def _run_tasks(prober, tasks, lo, cap, jobs):
+    """:func:`_search_policies` of every task (a list of policies) on ``prober``, merged into
+    ``{policy: (largest feasible, smallest infeasible)}``.
+
+    With ``jobs`` > 1 (None: :func:`default_jobs`) and more than one task, the tasks run in up
+    to ``jobs`` worker processes, forked where the platform forks safely (they inherit the
+    prober, its programs, bounds and learned splice records, copy-on-write) and started afresh
+    with a pickled prober elsewhere. Each worker returns its policies' answers and runs, and the
+    bounds of the programs it built; they are merged here in the tasks' order, so the prober
+    ends as an in-process search leaves it (the tasks share no state that changes a result:
+    runs are keyed by policy, programs and bounds are functions of the size). A worker's error
+    is raised here, the first in the tasks' order.
+    """
+    jobs = min(default_jobs() if jobs is None else jobs, len(tasks))
+    best = {}
+    if jobs <= 1:
+        for task in tasks:
+            best.update(_search_policies(prober, task, lo, cap))
+        return best
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    # fork where it is safe (not on macOS, whose system libraries may not survive it)
+    fork = "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin"
+    context = multiprocessing.get_context("fork" if fork else "spawn")
+    on_probe, prober.on_probe = prober.on_probe, None   # progress is reported here
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_start,
+                                 initargs=(prober, lo, cap)) as pool:
+            futures = [pool.submit(_worker_search, task) for task in tasks]
+            try:
+                for future in futures:
+                    task_best, results, simulations, lru, bounds = future.result()
+                    best.update(task_best)
+                    prober.simulations.update(simulations)
+                    prober.lru.update(lru)
+                    prober.bounds.update(bounds)
+                    for key, r in results:
+                        prober.results[key] = r
+                        if on_probe is not None:
+                            on_probe(*key, r)
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)   # not the tasks still queued
+                raise
+    except BrokenProcessPool as e:
+        raise SnsimError(f"a search worker process ended abruptly ({e}); out of host memory? "
+                         f"--jobs 1 searches in this process") from e
+    finally:
+        prober.on_probe = on_probe
+    return best
+
+
+#: in a search's worker process: (prober, lo, cap, runs and bounds it started with)
+_WORKER = None
+
+
+def _worker_start(prober, lo, cap):
+    global _WORKER
+    gc.disable()    # as in the search (:mod:`snsim.gcpause`); a started (not forked) worker
+    _WORKER = (prober, lo, cap, set(prober.results), set(prober.bounds))
+
+
+def _worker_search(policies):
+    """One task in a worker: the policies' answers, their runs (in the order run), simulation
+    counts and LRU flags, and the bounds of the programs this worker built."""
+    prober, lo, cap, known, known_bounds = _WORKER
+    best = _search_policies(prober, policies, lo, cap)
+    mine = set(policies)
+    return (best, [(key, r) for key, r in prober.results.items()
+                   if key[0] in mine and key not in known],
+            {n: prober.simulations.get(n, 0) for n in policies},
+            {n: prober.lru[n] for n in policies if n in prober.lru},
+            {s: b for s, b in prober.bounds.items() if s not in known_bounds})
+
+
+def _search(space, prober, names, lo, limit, *, subject, parameter, batch, wall0, jobs=1):
+    what = "depth" if space.axis == "depth" else "batch"
+    if limit < lo:
+        raise ConfigError(f"the largest {what} to try ({_show(space, limit)}) is below the "
+                          f"smallest ({_show(space, lo)})")
+    if isinstance(names, _AllPolicies):
+        names = names.applicable(prober.program(lo))
+    # a policy that rewrites the program (zero_offload) has its own static bound: searched
+    # on its own prober, so that its bound neither caps nor uncaps the others
+    own = [n for n in names if _rewrites_program(n, prober.policy_options)]
+    if own and len(own) < len(names):
+        rest = [n for n in names if n not in own]
+        main = _search(space, prober, rest, lo, limit, subject=subject, parameter=parameter,
+                       batch=batch, wall0=wall0, jobs=jobs)
+        subs = [_search(space, prober.fresh(), [n], lo, limit, subject=subject,
+                        parameter=parameter, batch=batch, wall0=wall0) for n in own]
+        rows = {r.policy: r for rep in (main, *subs) for r in rep.rows}
+        return dataclasses.replace(
+            main, rows=[rows[n] for n in names],
+            probes=main.probes + [p for rep in subs for p in rep.probes],
+            wall_s=time.perf_counter() - wall0)
+    prober.policies = tuple(names)
+    if not prober.within_bound(lo):
+        raise ConfigError(f"even the smallest {what} ({_show(space, lo)}, {space.label(lo)}) "
+                          f"is infeasible on {prober.hw.name}: "
+                          + prober.bound_reason(lo).replace("; not simulated", ""))
+    first = {n: prober.run(n, lo) for n in names}
+    if not any(r.feasible for r in first.values()):
+        n, r = next(iter(first.items()))
+        raise ConfigError(f"even the smallest {what} ({_show(space, lo)}, {space.label(lo)}) is "
+                          f"infeasible under {', '.join(first)} on {prober.hw.name} "
+                          f"(budget {prober.budget:,} B); {n}: {r.failure}")
+    cap = _bound_cap(prober, lo, limit)
+    # LRU policies first: they probe near the cap, whose program the bound search just built
+    order = sorted(names, key=lambda n: not prober.lru.get(n, False))
+    best = {n: (None, lo) for n in order if not first[n].feasible}
+    # the LRU policies' searches form one chain (each starts where the one before ended); every
+    # other policy's search is a task of its own
+    lru = [n for n in order if n not in best and prober.lru.get(n)]
+    tasks = ([lru] if lru else []) + [[n] for n in order if n not in best and n not in lru]
+    best.update(_run_tasks(prober, tasks, lo, cap, jobs))
     rows = []
     for n in names:
         top, nxt = best[n]
@@ -794,7 +904,7 @@ def _show(space, size):
 def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_depth=None,
               max_depth=None, budget_bytes=None, allocator="ideal", optimizer="sgd-momentum",
               input_size=None, variant="torchvision", policy_options=None, on_probe=None,
-              framework="superneurons"):
+              framework="superneurons", jobs=1):
     """The deepest member of ``family`` each policy trains within the budget.
 
     Parameters
@@ -818,6 +928,10 @@ def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_
         Called as ``on_probe(policy, k, result)`` after every simulation (progress bars).
     framework : {"superneurons", "pytorch"}
         Program semantics (:func:`snsim.api.make_program`).
+    jobs : int or None
+        Worker processes that search the policies concurrently (None: one per CPU, at most
+        one per policy; 1, the default: in this process). The report is the same for every
+        ``jobs`` but its ``wall_s``.
 
     Returns
     -------
@@ -839,6 +953,7 @@ def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_
     (True, True)
     """
     wall0 = time.perf_counter()
+    _check_jobs(jobs)
     fam = get_family(family)
     if int(batch) <= 0:
         raise ConfigError(f"batch (={batch}) must be a positive integer")
@@ -857,18 +972,18 @@ def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_
     prober = _Prober(space, hw, budget, allocator=allocator, optimizer=optimizer,
                      policy_options=policy_options, on_probe=on_probe)
     return _search(space, prober, names, lo, limit, subject=fam.name, parameter=fam.parameter,
-                   batch=int(batch), wall0=wall0)
+                   batch=int(batch), wall0=wall0, jobs=jobs)
 
 
 @without_gc
 def max_batch(network="resnet50", *, hardware="k40c", policies=None, min_batch=1,
               max_batch=None, budget_bytes=None, allocator="ideal", optimizer="sgd-momentum",
               input_size=None, variant="torchvision", policy_options=None, on_probe=None,
-              framework="superneurons"):
+              framework="superneurons", jobs=1):
     """The largest mini-batch of zoo ``network`` each policy trains within the budget.
 
-    Parameters are those of :func:`max_depth`, with ``network`` (a zoo name) and a batch range
-    (default 1 .. 2**20) instead of a family and a depth range.
+    Parameters are those of :func:`max_depth` (``jobs`` included), with ``network`` (a zoo name)
+    and a batch range (default 1 .. 2**20) instead of a family and a depth range.
 
     Examples
     --------
@@ -878,6 +993,7 @@ def max_batch(network="resnet50", *, hardware="k40c", policies=None, min_batch=1
     True
     """
     wall0 = time.perf_counter()
+    _check_jobs(jobs)
     hw, budget, names = _resolve(hardware, budget_bytes, policies)
     lo = int(min_batch)
     if lo <= 0:
@@ -889,7 +1005,7 @@ def max_batch(network="resnet50", *, hardware="k40c", policies=None, min_batch=1
     prober = _Prober(space, hw, budget, allocator=allocator, optimizer=optimizer,
                      policy_options=policy_options, on_probe=on_probe)
     return _search(space, prober, names, lo, limit, subject=network, parameter="batch",
-                   batch=None, wall0=wall0)
+                   batch=None, wall0=wall0, jobs=jobs)
 
 
 @without_gc

@@ -491,6 +491,11 @@ class Splicer:
         self._makers = None
         self.failed = None     # why the family is not spliced (None: not tried, or spliced)
 
+    def __getstate__(self):
+        """Pickled (for a search's started, not forked, worker) unlearned: the learned makers
+        are generated code; the copy learns them again on first use."""
+        return {**self.__dict__, "_makers": None}
+
     def learn(self, build):
         """Learn the runs from ``build(k) -> Program`` at four small sizes and certify them at
         ``certified_size``; False (and ``failed`` says why) if the family must be built."""
