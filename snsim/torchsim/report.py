@@ -783,6 +783,26 @@ def build_report(traces_dir="traces/h200"):
                       "selective checkpointing was refused by the prediction (its blocks "
                       "modify a saved tensor in place) and by PyTorch on the GPU alike. ")
 
+    _held_out_section(L, traces_dir, captured, "plans_heldout8",
+                      "### 1n. An eighth held-out set, with session 8's merged code\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout8` "
+                      "(`traces/h200/plans_heldout8/`, 2026-12-01 04:12 UTC, one device call): "
+                      "written into the suite (commit 223c70c, 02:40 UTC) before any of it ran "
+                      "and before any of that session's changes, then run once with the code "
+                      "of that session's last model merge (the kernel table's matnet rows came "
+                      "after it), predicted on the device's CPU, each plan in a fresh process, "
+                      "the GPU's clocks logged (`gpu_clocks.csv`: 1980 MHz whenever busy, no "
+                      "throttle reasons): networks run before, each at a batch, precision, "
+                      "optimizer and plan never run with it (Wide ResNet-50-2 b48 bf16 AdamW "
+                      "with selective checkpointing, ConvNeXt-S b32 fp16 save_on_cpu, "
+                      "RegNetX-8GF b64 SGD superneurons, DenseNet-169 b32 bf16 AdamW every "
+                      "other block, ViT-L/16 b8 bf16 AdamW selective checkpointing, GoogLeNet "
+                      "b128 fp16 superneurons, EfficientNet-B2 b64 Adam pageable save_on_cpu, "
+                      "MaxViT-T b32 bf16 every other block, ResNet-152 b96 bf16 fused AdamW "
+                      "every third Bottleneck) and two Hugging Face models at sequence lengths "
+                      "never run with them (Qwen2-0.5B b8 s256 bf16 AdamW save_on_cpu, GPT-2 "
+                      "b16 s512 fp16 Adam selective checkpointing). ")
+
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "
