@@ -72,31 +72,11 @@ def first_gemm(name):
     return next((v for k, v in FIRST_GEMM_ALLOCATION.items() if name.startswith(k + "_")), None)
 
 
-def replay(doc, window_bytes, cublas_bytes=0, gemm_at=None):
-    """The history's measured requests and frees through the engine's pytorch allocator
-    ("driver" placement), the window opened after the step's first allocation, cuBLAS's
-    memory mapped into it before allocation number ``gemm_at``."""
-    from snsim.engine.allocators import PytorchAllocator
-    a = PytorchAllocator(segment_placement="driver", lazy_window_bytes=window_bytes)
-    first = doc["iterations"][0][0]
-    live, n = {}, 0
-    for action, addr, size, stream in doc["events"]:
-        if action == "alloc":
-            if n == gemm_at:
-                a.map_into_window(cublas_bytes)
-            live[addr] = a.alloc(size, stream)
-            n += 1
-            if n == first + 1:
-                a.open_lazy_window()
-        elif action == "free_completed":
-            a.free(live.pop(addr))
-    return a.peak_reserved_bytes
-
-
 def main(argv=None):
     names = (argv if argv is not None else sys.argv[1:]) or sorted(
         os.path.basename(p)[:-len(".json.gz")] for pat in ("*_fresh*", "*_harness_cpu", "*_lazy", "*_eager")
         for p in glob.glob(os.path.join(_DIR, pat + ".json.gz")))
+    from snsim.engine.allocators import replay_history
     from snsim.hardware.spec import load_hardware
     h200 = load_hardware("h200")
     w, c = h200.lazy_loading_window_bytes, h200.lazy_loading_cublas_bytes
@@ -117,7 +97,7 @@ def main(argv=None):
         def err(v):
             return "exact" if v == meas else f"{(v - meas) / meas * 100:+.2f}%"
         g = first_gemm(name)
-        lazy, eager_ = replay(doc, w, c, g), replay(doc, 0)
+        lazy, eager_ = replay_history(doc, w, g, c), replay_history(doc, 0)
         model, other = (eager_, lazy) if eager else (lazy, eager_)
         print(f"{name:50s} {'eager' if eager else 'lazy':7s} {size:>10s} "
               f"{0 if win is None else len(win[2]):5d} {meas:12d} {err(model):>7s} "

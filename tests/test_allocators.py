@@ -14,6 +14,7 @@ from snsim.engine.allocators import (
     PoolAllocator,
     PytorchAllocator,
     make_allocator,
+    replay_history,
 )
 from snsim.errors import ConfigError, InfeasibleError, PlanError, SnsimError, UnknownNameError
 
@@ -700,28 +701,8 @@ def test_pytorch_replays_the_real_allocators_history(name):
     a.check_invariants()
 
 
-def _replay_history(doc, window_bytes, gemm_at=None, cublas_bytes=64 * 2**20):
-    """A history's requests and frees through the "driver" placement, the lazy-loading window
-    opened after the first training step's first allocation (as the engine opens it after
-    the step's first operation) and cuBLAS's memory mapped into it before allocation number
-    ``gemm_at`` (the first GEMM's output, as the engine maps it before the FC step)."""
-    a = PytorchAllocator(segment_placement="driver", lazy_window_bytes=window_bytes)
-    first = doc["iterations"][0][0]   # allocations made before the first step
-    live, n = {}, 0
-    for action, addr, size, stream in doc["events"]:
-        if action == "alloc":
-            if n == gemm_at:
-                a.map_into_window(cublas_bytes)
-            live[addr] = a.alloc(size, stream)
-            n += 1
-            if n == first + 1:
-                a.open_lazy_window()
-        elif action == "free_completed":
-            a.free(live.pop(addr))
-    return a.peak_reserved_bytes
-
-
 _H200_WINDOW_BYTES = 414 * 2**20   # the H200 preset's lazy_loading_window_bytes
+_CUBLAS_BYTES = 64 * 2**20   # the H200 preset's lazy_loading_cublas_bytes
 
 
 @pytest.mark.parametrize("name, window_bytes, gemm_at, other_bytes", [
@@ -763,8 +744,8 @@ def test_driver_placement_replays_fresh_process_histories(name, window_bytes, ge
     with gzip.open(os.path.join(_HISTORIES, f"{name}.json.gz"), "rt") as f:
         doc = json.load(f)
     measured = doc["measured"]["peak_reserved_bytes"]
-    assert _replay_history(doc, window_bytes, gemm_at) == measured
-    other = _replay_history(doc, _H200_WINDOW_BYTES - window_bytes, gemm_at)
+    assert replay_history(doc, window_bytes, gemm_at, _CUBLAS_BYTES) == measured
+    other = replay_history(doc, _H200_WINDOW_BYTES - window_bytes, gemm_at, _CUBLAS_BYTES)
     assert other == (measured if other_bytes is None else other_bytes)
 
 

@@ -1043,6 +1043,33 @@ class PytorchAllocator(Allocator):
         _require(sum(b.requested for b in live) == self.requested_bytes, "requested_bytes drift")
 
 
+def replay_history(doc, window_bytes, gemm_at=None, cublas_bytes=0):
+    """Peak reserved bytes of a real caching allocator's event history replayed through
+    :class:`PytorchAllocator` with the "driver" placement.
+
+    ``doc`` is a history of ``scripts/plan_alloc_history.py`` (``events`` ``[action, addr,
+    size, stream]``, ``iterations``): its requests and completed frees in order, the
+    lazy-loading window of ``window_bytes`` opened after the first training step's first
+    allocation (as the engine opens it after the step's first operation), and cuBLAS's
+    ``cublas_bytes`` mapped into it before allocation number ``gemm_at`` (the first GEMM's
+    output, as the engine maps it before the FC step).
+    """
+    a = PytorchAllocator(segment_placement="driver", lazy_window_bytes=window_bytes)
+    first = doc["iterations"][0][0]   # allocations made before the first step
+    live, n = {}, 0
+    for action, addr, size, stream in doc["events"]:
+        if action == "alloc":
+            if n == gemm_at:
+                a.map_into_window(cublas_bytes)
+            live[addr] = a.alloc(size, stream)
+            n += 1
+            if n == first + 1:
+                a.open_lazy_window()
+        elif action == "free_completed":
+            a.free(live.pop(addr))
+    return a.peak_reserved_bytes
+
+
 def _segment_size(rounded):
     """torch's ``get_allocation_size``: bytes of the segment created for a rounded request."""
     if rounded <= _SMALL_SIZE:
