@@ -751,6 +751,12 @@ class Calibrator:
           fast path.
 
         Bytes as the recorder counts them: the inputs' elements read, the output's written."""
+        self._over_strided_grid("strided copy", self._strided_one, dtypes, max_elements)
+
+    def _over_strided_grid(self, what, one, dtypes, max_elements):
+        """``one(n, c, hw, dtype)`` over :attr:`STRIDED_NUMELS` (the first two on a CPU),
+        each size's channels and map from :attr:`STRIDED_CHANNELS` / :attr:`STRIDED_MAPS`,
+        in fp32, bf16 and fp16 unless ``dtypes``; sizes above ``max_elements`` skipped."""
         torch = self.torch
         dtypes = dtypes or (torch.float32, torch.bfloat16, torch.float16)
         numels = self.STRIDED_NUMELS if self.device == "cuda" else self.STRIDED_NUMELS[:2]
@@ -763,7 +769,7 @@ class Calibrator:
             for dtype in dtypes:
                 if self.late():
                     return
-                self.guarded("strided copy", self._strided_one, n, c, hw, dtype)
+                self.guarded(what, one, n, c, hw, dtype)
 
     def _strided_one(self, n, c, hw, dtype):
         torch = self.torch
@@ -798,19 +804,7 @@ class Calibrator:
         rsqrt(var)`` over the last dim), a weight over the last dim ``w[W] * x``, and a mean's
         backward, a stride-0 expand divided by a number. Bytes as the recorder counts them:
         the operands' elements (an expand's logical ones) and the output's."""
-        torch = self.torch
-        dtypes = dtypes or (torch.float32, torch.bfloat16, torch.float16)
-        numels = self.STRIDED_NUMELS if self.device == "cuda" else self.STRIDED_NUMELS[:2]
-        for i, m in enumerate(numels):
-            if m > max_elements:
-                continue
-            c = self.STRIDED_CHANNELS[i % len(self.STRIDED_CHANNELS)]
-            hw = self.STRIDED_MAPS[i % len(self.STRIDED_MAPS)]
-            n = max(1, int(round(m / (c * hw * hw))))
-            for dtype in dtypes:
-                if self.late():
-                    return
-                self.guarded("generic elementwise", self._generic_one, n, c, hw, dtype)
+        self._over_strided_grid("generic elementwise", self._generic_one, dtypes, max_elements)
 
     def _generic_one(self, n, c, hw, dtype):
         torch = self.torch
