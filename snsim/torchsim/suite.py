@@ -90,7 +90,8 @@ def main(argv=None):
                         "written before session 6 changed anything; heldout6: a sixth, written "
                         "before session 6's changes were merged; heldout7: a seventh, written "
                         "before session 7 changed anything; heldout8: an eighth, written before "
-                        "session 8 changed anything; pageable: "
+                        "session 8 changed anything; heldout9: a ninth, written before session 9 "
+                        "changed anything; pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--same-process", action="store_true",
                    help="execute every run in this process (faster; runs after the first find "
@@ -461,6 +462,35 @@ _HELDOUT8_HF = (
      {"optimizer": "adam", "amp": "fp16"}),
 )
 PLAN_HELDOUT8 = _plan_set(_HELDOUT8, _HELDOUT8_HF)
+# a ninth held-out set, written (2026-12-01, 05:25 UTC, on commit 6ea3c09) before any of it ran
+# and before any of session 9's changes, to be run once with the session's final code:
+# networks seldom or never run in a plan suite (ResNeXt-50, Swin-T, EfficientNetV2-S, VGG19-BN,
+# MNASNet-1.3, RegNetY-16GF, Inception-v3, ViT-L/32, DenseNet-161, OPT-350M, Pythia-410M), each
+# at a batch, precision, optimizer and plan never run with it
+_HELDOUT9 = (
+    ("torchvision:resnext50_32x4d", 64, {"plain": [], "checkpoint": ["modules=Bottleneck"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:swin_t", 32, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("torchvision:efficientnet_v2_s", 48, {"plain": [], "superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:vgg19_bn", 32, {"plain": [], "checkpoint": ["every=2"]}, {"optimizer": "sgd"}),
+    ("torchvision:mnasnet1_3", 128, {"plain": [], "cpu_offload": ["pin_memory=false"]},
+     {"optimizer": "adam"}),
+    ("torchvision:regnet_y_16gf", 32,
+     {"plain": [], "checkpoint": ["modules=ResBottleneckBlock", "selective=true"]},
+     {"amp": "fp16"}),
+    ("torchvision:inception_v3", 64, {"plain": [], "superneurons": []}, {"optimizer": "adam"}),
+    ("torchvision:vit_l_32", 32, {"plain": [], "checkpoint": ["modules=EncoderBlock"]},
+     {"optimizer": "adamw", "optimizer_impl": "fused"}),
+    ("torchvision:densenet161", 24, {"plain": [], "superneurons": []}, {"amp": "fp16"}),
+)
+_HELDOUT9_HF = (
+    ("hf:facebook/opt-350m", 8, (512,), {"plain": [], "checkpoint": ["modules=OPTDecoderLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:EleutherAI/pythia-410m", 4, (1024,), {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adam", "amp": "bf16"}),
+)
+PLAN_HELDOUT9 = _plan_set(_HELDOUT9, _HELDOUT9_HF)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -478,7 +508,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout3": PLAN_HELDOUT3, "heldout4": PLAN_HELDOUT4,
              "heldout5": PLAN_HELDOUT5,
              "heldout6": PLAN_HELDOUT6, "heldout7": PLAN_HELDOUT7,
-             "heldout8": PLAN_HELDOUT8,
+             "heldout8": PLAN_HELDOUT8, "heldout9": PLAN_HELDOUT9,
              "pageable": PLAN_PAGEABLE}
 
 
