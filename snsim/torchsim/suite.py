@@ -24,6 +24,7 @@ prediction) would pass ``--deadline-s`` is skipped and recorded as skipped.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import traceback
@@ -59,7 +60,9 @@ def _name(model, batch, policy=None):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m snsim.torchsim.suite", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default="traces/h200")
+    p.add_argument("--out", default=None,
+                   help="output directory (default: traces/h200; with --only plans, "
+                        "traces/h200/plans_SET, so that plan bundles never mix with captures)")
     p.add_argument("--only", choices=("capture", "execute", "all", "plans"), default="all")
     p.add_argument("--match", default="",
                    help="run only configurations whose name has one of these comma-separated "
@@ -100,11 +103,13 @@ def main(argv=None):
     g.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.only == "plans":
-        return run_plans(PLAN_SETS[args.set], args.out, match=args.match, warmup=args.warmup,
+        out = args.out or os.path.join("traces", "h200", f"plans_{args.set}")
+        return run_plans(PLAN_SETS[args.set], out, match=args.match, warmup=args.warmup,
                          iters=args.iters, deadline_s=args.deadline_s, workers=args.workers,
                          mode=args.mode, dry_run=args.dry_run, device=args.device,
                          predict_first=not args.overlap,
                          fresh_process=False if args.same_process else None)
+    args.out = args.out or os.path.join("traces", "h200")
     from .capture import capture, write_capture
     from .execute import execute
     from .validate import validate
@@ -127,7 +132,6 @@ def main(argv=None):
                               plain_iters=args.plain_iters)
             else:
                 plain = f"{args.out}/{_name(model, batch)}.json.gz"
-                import os
                 doc = execute(model, batch, policy, timing_iters=args.timing_iters,
                               plain_iters=args.plain_iters,
                               plain_trace=plain if os.path.exists(plain) else None)
@@ -561,7 +565,6 @@ def predict_run(run):
 
 
 def _worker_init():
-    import os
     for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[k] = "1"
     # errors come back with the results; the workers' warnings would only bury the log
@@ -591,7 +594,6 @@ def _write_bundle(path, docs, versions):
     with gzip.open(tmp, "wt") as f:
         json.dump({"suite": "snsim.torchsim.suite --only plans", "versions": versions,
                    "runs": docs}, f, separators=(",", ":"), default=str)
-    import os
     os.replace(tmp, path)
 
 
@@ -651,7 +653,6 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
         0 if every run that was attempted succeeded, else 1.
     """
     import csv
-    import os
     import time
     t_start = time.perf_counter()
     os.makedirs(out, exist_ok=True)
