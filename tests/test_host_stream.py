@@ -13,7 +13,8 @@ from snsim.torchsim.opcost import host_issue_s, op_times_s
 US = 1e-6
 # the table's tight-loop issue costs alone: ratio 1, nothing per call, module, node or parameter
 NO_EXTRA = {"innet": {"ratio": {"*": 1.0}, "per_call_s": {}, "per_module_s": 0.0,
-                      "per_node_s": 0.0, "per_param_s": 0.0, "per_read_s": 0.0}}
+                      "per_node_s": 0.0, "per_param_s": 0.0, "per_read_s": 0.0,
+                      "per_accumulate_s": 0.0, "per_cat_input_s": 0.0}}
 # rel=1e-3 below: GPU times of off-row sizes are interpolated (within 0.03% here); the patterns
 # each test tells apart differ by 10% or more
 
@@ -283,7 +284,8 @@ def test_checkpoint_argument_cost_fits_per_extra_tensor_argument():
 def _innet(**kw):
     inn = {"ratio": {"*": 2.0, "relu_": 3.0}, "per_module_s": 5 * US,
            "per_call_s": {"F": 0.5 * US, "B": 0.25 * US}, "per_node_s": 4 * US,
-           "per_param_s": 10 * US, "per_read_s": 1 * US}
+           "per_param_s": 10 * US, "per_read_s": 1 * US, "per_accumulate_s": 0.0,
+           "per_cat_input_s": 0.0}
     inn.update(kw)
     return dict(NO_EXTRA, innet=inn)
 
@@ -314,6 +316,24 @@ def test_in_network_costs_charge_each_call_module_node_and_parameter_once():
     marks.append(("recompute:relu", "B", "ReLU", 0))
     got = host_issue_s(ops + [(5, "relu_", (0,), (), 0, 1000)], marks, tab, _innet())
     assert got[-1] == pytest.approx(41.5 * US)
+
+
+def test_engine_gradient_sums_and_cat_inputs_cost_the_engines_figures_not_a_python_call():
+    tab = _table()
+    # backward: a CatBackward0 node (4 µs) hands its two inputs' gradients on as slices (3 µs
+    # each, per_cat_input_s), then the engine sums one of them into a gradient already waiting
+    # (an add, op 3, in ``accumulations``): 7 µs (per_accumulate_s), not the add's Python
+    # call (8 µs at ratio 2 plus 0.25 per call: 16.25). An add the node's own formula issues
+    # (op 4, not a sum) keeps the call cost. A slice in another node is a view: nothing.
+    marks = [("cat", "B", "CatBackward0@3", 0), ("v", "B", "ViewBackward0@2", 0)]
+    ops = [(0, "slice", (0,), (), 0, 1000), (0, "slice", (0,), (), 0, 1000),
+           (0, "add", (0, 1), (2,), 0, 1000), (0, "add", (0, 1), (3,), 0, 1000),
+           (1, "slice", (0,), (), 0, 1000)]
+    costs = _innet(per_accumulate_s=7 * US, per_cat_input_s=3 * US)
+    got = host_issue_s(ops, marks, tab, costs, accumulations={2})
+    assert got == pytest.approx([7 * US, 3 * US, 7 * US, 16.25 * US, 4 * US])
+    # without the sums marked, op 2 is a Python add again
+    assert host_issue_s(ops, marks, tab, costs)[2] == pytest.approx(16.25 * US)
 
 
 def test_in_network_costs_file_names_what_it_lacks(tmp_path):
