@@ -323,7 +323,7 @@ def _innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
                 str(marks[op[0]][2]).startswith("CatBackward"):
             out[i] = h + inn["per_cat_input_s"]   # one input's gradient, handed on
             continue
-        if i in accumulations:
+        if i in accumulations and op[1] not in NO_KERNEL_OPS:
             out[i] = h + inn["per_accumulate_s"]    # an add_ from C++, at any size
             continue
         if op[1] in NO_KERNEL_OPS or op[1] in COPY_WAIT_OPS:
