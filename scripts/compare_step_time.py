@@ -70,7 +70,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     from snsim.hardware import load_hardware
-    from snsim.kernel_table import HOST_READ_OPS, load_kernel_table
+    from snsim.kernel_table import load_kernel_table
     from snsim.torchsim.models import resolve_model
     from snsim.torchsim.opcost import op_times_s
     from snsim.torchsim.predict import record_fake
@@ -98,18 +98,18 @@ def main(argv=None):
         if cached is not None and cached.exists():
             with open(cached, "rb") as f:
                 got = pickle.load(f)
-            if len(got) == 2:   # an older cache without the host storages: exact when the
-                # recording reads no scalar (.item()), else recorded again
-                got = (*got, set()) if not any(op[1] in HOST_READ_OPS for op in got[0]) else ()
+        if len(got) != 4:   # a cache from before the gradient sums were kept: recorded again
+            got = ()
         if got:
-            ops, marks, host_sids = got
+            ops, marks, host_sids, acc = got
         else:
             rec = record_fake(spec, prov["batch"], prov.get("optimizer", "sgd-momentum"))["rec"]
             ops, marks, host_sids = rec.ops, rec.marks, set(rec.excluded)
+            acc = rec.accumulation_ops
             if cached is not None:
                 cached.parent.mkdir(parents=True, exist_ok=True)
                 with open(cached, "wb") as f:
-                    pickle.dump((ops, marks, host_sids), f)
+                    pickle.dump((ops, marks, host_sids, acc), f)
         group = ("heldout" if path.parent.name == "cpu_bound_heldout" else
                  "cpu" if path.parent.name == "cpu_bound" else "gpu")
         row = {"capture": f"{path.parent.name}/{path.name}", "network": spec.name,
@@ -122,7 +122,8 @@ def main(argv=None):
             rep = {}
             # host_sids: a foreach Adam's step counters live on the host; their .item() does
             # not wait for the GPU (as snsim predict passes them)
-            op_times_s(ops, hw, marks, table=tab, host=host, report=rep, host_sids=host_sids)
+            op_times_s(ops, hw, marks, table=tab, host=host, report=rep, host_sids=host_sids,
+                       accumulations=acc)
             row[f"{label}_ms"] = rep["step_s"] * 1e3
             row[f"{label}_err_pct"] = 100 * (rep["step_s"] - meas) / meas
             if label == "table_host":

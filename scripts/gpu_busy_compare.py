@@ -44,7 +44,7 @@ def main(argv=None):
                 setup = TrainSetup(r["optimizer"], r["impl"],
                                    None if r["amp"] in ("", "none") else r["amp"])
                 try:
-                    name, (ops, marks, host_sids, _) = cached_recording(
+                    name, (ops, marks, host_sids, _, _) = cached_recording(
                         r["model"], int(r["batch"]), setup, args.cache)
                 except Exception as e:   # one configuration that cannot be recorded: a line
                     print(f"{r['config']}: {type(e).__name__}: {e}", file=sys.stderr)

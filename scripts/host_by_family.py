@@ -34,7 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ("traces/h200/profile_host/profile", "traces/h200/profile/heldout4_profile",
-            "traces/h200/profile/heldout5_profile")
+            "traces/h200/profile/heldout5_profile", "traces/h200/profile_heldout7/profile",
+            "traces/h200/profile_host/engine/profile")
 # profile_host/ was taken before profile_ops.py timed every configuration's walls ahead of any
 # profile (commit f33ff43): a CUDA profile leaves CUPTI attached and the process slower (the
 # same ViT-B/16 forward: 8.9 ms first in its process, 15.7 ms eighth), so only the first
@@ -103,7 +104,7 @@ def read_profiles(paths):
 
 
 def recording(row, cache):
-    """``(ops, marks, host_sids, nested)`` of configuration ``row``, recorded on the CPU (the
+    """``(ops, marks, host_sids, nested, accumulations)`` of configuration ``row``, recorded on the CPU (the
     pickle ``scripts/op_breakdown.py --cache`` writes, reused)."""
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.predict import cached_recording
@@ -122,15 +123,15 @@ def modelled(rec, table, costs):
     seconds; a nested op (autocast's cast) is charged to the next op that is not nested."""
     from snsim.kernel_table import HOST_READ_OPS
     from snsim.torchsim.opcost import host_issue_s
-    ops, marks, host_sids, nested = rec
+    ops, marks, host_sids, nested, acc = rec
     syncs = [i for i, op in enumerate(ops)
              if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
-    host = host_issue_s(ops, marks, table, costs, syncs)
+    host = host_issue_s(ops, marks, table, costs, syncs, accumulations=acc)
     # the module calls' and autograd nodes' share, charged where a mark is entered: a group
     # of its own ("(module/node)"), which the profiler counts outside any aten op
     bare = dict(costs, innet=dict(costs["innet"], per_module_s=0.0, per_node_s=0.0,
                                   per_param_s=0.0))
-    own = host_issue_s(ops, marks, table, bare, syncs)
+    own = host_issue_s(ops, marks, table, bare, syncs, accumulations=acc)
     last = max(m[3] for m in marks)
     out = collections.defaultdict(lambda: [0.0, 0.0])
     carry = 0.0

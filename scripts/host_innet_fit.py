@@ -27,6 +27,12 @@ Rows (``kind,name,phase,value,n,source``):
   Adam's ``.item()`` of each step counter).
 * ``overhead,per_param_scaler,U`` (with ``--optstep``): GradScaler's per parameter
   (:func:`scaler_row`), from ``scripts/optstep_host_probe.py``'s fp16 configurations.
+* ``overhead,per_accumulate,B`` and ``overhead,per_cat_input,B`` (``--engine``): the autograd
+  engine's own calls, which no Python line issues -- a sum of two gradients
+  (``InputBuffer::accumulate``'s ``add_``) and ``CatBackward0``'s handing on of each input's
+  gradient -- from ``scripts/engine_host_probe.py`` (:func:`read_engine`). The probe replays
+  every call from Python, so its backward ``add`` calls are left out of the ratios and priced
+  by these before the backward's per-node and per-call costs are fitted.
 
 Seconds are the kernel table's lease's (:func:`lease_factor`): the machine's CPU speed differs
 from one lease to the next (docs/VALIDATION.md, the lease table), and calibrate is the model's
@@ -34,7 +40,8 @@ measure of the machine. Best: run the probe in calibrate's lease.
 
     PYTHONPATH=. python scripts/host_innet_fit.py traces/h200/profile_host/innet --gpu h200 \\
         --cache /tmp/records --optstep traces/h200/profile_host/optstep/optstep_host.csv \\
-        --optstep-configs "$(cat traces/h200/profile_host/optstep/configs.txt)"
+        --optstep-configs "$(cat traces/h200/profile_host/optstep/configs.txt)" \
+        --engine traces/h200/profile_host/engine/engine_p*.csv
 """
 from __future__ import annotations
 
@@ -49,45 +56,66 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def table_issue_by_family(steps, table, cache=None):
-    """``({family: seconds}, {family: calls}, {config: host reads})``: the kernel table's
-    tight-loop issue cost
+    """``({family: seconds}, {family: calls}, {config: host reads}, {config: (gradient sums,
+    CatBackward0 inputs)})``: the kernel table's tight-loop issue cost
     (:meth:`snsim.kernel_table.KernelTable.issue_s`) summed over the calls with a kernel of
     the steady iteration of every probed configuration, recorded on the CPU as ``snsim
     predict`` records it (FakeTensorMode; ``cache``: a folder for the recordings), and each
     configuration's reads of host tensors in its optimizer step (``.item()`` of a foreach
-    Adam's step counters)."""
+    Adam's step counters), and its backward's gradient sums by autograd's engine and the
+    inputs of its ``CatBackward0`` nodes (priced by
+    :func:`snsim.kernel_table.accumulate_call_s` and ``per_cat_input_s``, left out of the
+    families' sums)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     from host_by_family import recording
 
     from snsim.kernel_table import HOST_READ_OPS, NO_KERNEL_OPS, family_of
-    from snsim.torchsim.opcost import _issue_s
+    from snsim.torchsim.opcost import CAT_GRAD_VIEWS, _issue_s
     out, count = collections.Counter(), collections.Counter()
     memo = {}
-    reads = {}
+    reads, engine = {}, {}
     for s in steps:
-        ops, marks, _, _ = recording(s, cache)
+        ops, marks, _, _, acc = recording(s, cache)
         last = max(m[3] for m in marks)
         reads[s["config"]] = sum(1 for op in ops if op[0] >= 0 and marks[op[0]][3] == last
                                  and op[1] in HOST_READ_OPS and marks[op[0]][1] == "U")
-        for op in ops:
-            if op[0] >= 0 and marks[op[0]][3] == last and op[1] not in NO_KERNEL_OPS:
+        steady = [i for i, op in enumerate(ops) if op[0] >= 0 and marks[op[0]][3] == last]
+        sums = {i for i in steady if i in acc and ops[i][1] not in NO_KERNEL_OPS}
+        engine[s["config"]] = (
+            len(sums),
+            sum(1 for i in steady if ops[i][1] in CAT_GRAD_VIEWS and marks[ops[i][0]][1] == "B"
+                and str(marks[ops[i][0]][2]).startswith("CatBackward")))
+        for i in steady:
+            op = ops[i]
+            if op[1] not in NO_KERNEL_OPS and i not in sums:
                 out[family_of(op[1])] += _issue_s(table, op, memo)
                 count[family_of(op[1])] += 1
-    return out, count, reads
+    return out, count, reads, engine
 
 
-def fit(calls, steps, table_s, table_n, reads, min_calls=20, lease=1.0):
+def fit(calls, steps, table_s, table_n, reads, engine_n, engine_s, min_calls=20, lease=1.0):
     """Rows of ``<preset>_host_innet.csv`` from the probe's call and step rows and the kernel
     table's issue cost of the same calls (:func:`table_issue_by_family`). A family whose
     recorded call count differs from the probe's by more than a tenth (the recording and the
     real dispatch name its calls differently) takes ``ratio,*``. The probe's seconds are
-    multiplied by ``lease`` (:func:`lease_factor`)."""
+    multiplied by ``lease`` (:func:`lease_factor`). The backward's gradient sums (the probe's
+    ``add``/``add_`` calls in B: autograd's engine issues them, no node's formula does in
+    these networks) and ``CatBackward0``'s inputs (``engine_n``: per configuration, from its
+    recording) cost ``engine_s`` (:func:`read_engine`), taken off the backward's wall before
+    its per-node and per-call costs are fitted."""
     import numpy as np
     from scipy.optimize import nnls
 
     from snsim.kernel_table import NO_KERNEL_OPS
     configs = sorted({r["config"] for r in steps})
     src = f"host_innet_probe over {len(configs)} configurations"
+    sums = collections.Counter(r["config"] for r in calls if r["phase"] == "B"
+                               and r["family"] in ("add", "add_"))
+    for c in configs:
+        if abs(sums[c] - engine_n[c][0]) > 0.1 * max(sums[c], 1):
+            print(f"{c}: the probe's backward adds ({sums[c]}) are not the recording's "
+                  f"gradient sums ({engine_n[c][0]})", file=sys.stderr)
+    calls = [r for r in calls if not (r["phase"] == "B" and r["family"] in ("add", "add_"))]
     seq, n = collections.Counter(), collections.Counter()
     for r in calls:
         if r["family"] not in NO_KERNEL_OPS:
@@ -116,12 +144,56 @@ def fit(calls, steps, table_s, table_n, reads, min_calls=20, lease=1.0):
                        else float(reads.get(s["config"], 0)) if c == "reads"
                        else float(s[c]) for c in cols] for s in steps])
         y = np.array([float(s[f"wall_{phase}_s"]) * lease - kern_s[(s["config"], phase)]
-                      for s in steps])
+                      - (engine_n[s["config"]][0] * engine_s["accumulate_s"]
+                         + engine_n[s["config"]][1] * engine_s["cat_input_s"]
+                         if phase == "B" else 0.0) for s in steps])
         coef, _ = nnls(A, np.maximum(y, 0.0))
         for c, v in zip(cols, coef):
             out.append({"kind": "overhead", "name": names[c], "phase": phase,
                         "value": float(v), "n": len(steps), "source": src})
+    for name, key in (("per_accumulate", "accumulate_s"), ("per_cat_input", "cat_input_s")):
+        out.append({"kind": "overhead", "name": name, "phase": "B", "value": engine_s[key],
+                    "n": engine_s["n"], "source": engine_s["source"]})
     return out
+
+
+def read_engine(paths, table):
+    """``{"accumulate_s", "cat_input_s", "n", "source"}``: the autograd engine's host seconds
+    per gradient sum and per ``CatBackward0`` input from ``scripts/engine_host_probe.py``'s
+    CSVs (one per fresh process), in the kernel table's lease (the table's smallest ``add``
+    over the median of the processes' ``gauge_add``, as :func:`lease_factor`), each the median
+    over processes and tensor sizes.
+
+    A gradient sum is one ``add_`` the engine issues from C++ between nodes: priced as what a
+    kernel adds to a node in the engine, a chain of ``MulBackward0`` nodes (one kernel each)
+    less a chain of ``ViewBackward0`` nodes (none), per node. A ``CatBackward0`` input costs
+    the probe's per-input slope less one node without a kernel (``view_node``): each input
+    of the probe's cat is a leaf that ``autograd.grad`` captures, its ``AccumulateGrad``
+    node evaluated for it, where in a network the gradient goes on to a node that runs
+    anyway. The probe's direct difference, ``k`` consumers of one leaf against ``k`` leaves,
+    agrees: on the H200 it came out 0-7 us below zero per consumer, a sum less one such
+    node (``view_node``, 5-7 us), i.e. a sum of 0-5 us, against 4-8 us by the chains."""
+    got = collections.defaultdict(list)
+    gauges = []
+    for path in paths:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+        v = {(r["part"], r["numel"]): float(r["value_s"]) for r in rows}
+        gauges += [x for (part, _), x in v.items() if part == "gauge_add"]
+        for (part, numel), x in v.items():
+            if part in ("mul_chain", "cat_input") and ("view_node", numel) in v:
+                got["accumulate" if part == "mul_chain" else part].append(
+                    x - v[("view_node", numel)])
+    missing = [p for p in ("accumulate", "cat_input") if not got[p]]
+    if missing or not gauges:
+        raise SystemExit(f"host_innet_fit: --engine files lack {', '.join(missing or ['gauge_add'])}"
+                         " rows (scripts/engine_host_probe.py)")
+    factor = table.aten_host["add"] / statistics.median(gauges) if "add" in table.aten_host \
+        else 1.0
+    return {"accumulate_s": max(0.0, statistics.median(got["accumulate"]) * factor),
+            "cat_input_s": max(0.0, statistics.median(got["cat_input"]) * factor),
+            "n": len(got["accumulate"]),
+            "source": f"engine_host_probe over {len(paths)} processes"}
 
 
 def scaler_row(rows, optstep_csv, configs, table, cache=None):
@@ -154,14 +226,14 @@ def scaler_row(rows, optstep_csv, configs, table, cache=None):
         text, batch, optimizer, impl, amp = cfg.rsplit(":", 4)
         if amp != "fp16":
             continue
-        name, (ops, marks, host_sids, _) = cached_recording(
+        name, (ops, marks, host_sids, _, acc) = cached_recording(
             text, int(batch), TrainSetup(optimizer, impl, amp), cache)
         got = meas.get(name, {})
         if "opt_step" not in got or "zero_grad" not in got:
             continue
         syncs = [i for i, op in enumerate(ops)
                  if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
-        host = host_issue_s(ops, marks, table, {"innet": innet}, syncs)
+        host = host_issue_s(ops, marks, table, {"innet": innet}, syncs, accumulations=acc)
         last = max(m[3] for m in marks)
         u = sum(h for op, h in zip(ops, host)
                 if op[0] >= 0 and marks[op[0]][3] == last and marks[op[0]][1] == "U")
@@ -196,6 +268,8 @@ def main(argv=None):
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--min-calls", type=int, default=20)
     ap.add_argument("--cache", default=None, help="folder for the recordings (pickled)")
+    ap.add_argument("--engine", nargs="+", required=True,
+                    help="scripts/engine_host_probe.py's CSVs (one per fresh process)")
     ap.add_argument("--out", default=None, help="default configs/kernels/<gpu>_host_innet.csv")
     ap.add_argument("--optstep", default=None,
                     help="optstep_host.csv of scripts/optstep_host_probe.py: GradScaler's "
@@ -211,10 +285,11 @@ def main(argv=None):
         steps = list(csv.DictReader(f))
     from snsim.kernel_table import load_kernel_table
     table = load_kernel_table(args.gpu)
-    table_s, table_n, reads = table_issue_by_family(steps, table, args.cache)
+    table_s, table_n, reads, engine_n = table_issue_by_family(steps, table, args.cache)
     lease = lease_factor(steps, table)
     print(f"lease factor (the table's add over the probe's gauge): {lease:.3f}")
-    rows = fit(calls, steps, table_s, table_n, reads, args.min_calls, lease)
+    engine_s = read_engine(args.engine, table)
+    rows = fit(calls, steps, table_s, table_n, reads, engine_n, engine_s, args.min_calls, lease)
     if args.optstep:
         sys.path.insert(0, str(ROOT / "scripts"))
         from optstep_host_probe import DEFAULT_CONFIGS

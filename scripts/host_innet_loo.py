@@ -4,7 +4,11 @@ phase walls predicted (:func:`snsim.torchsim.opcost.host_issue_s` of their CPU r
 -- the host model on networks it was not fitted to, in the probe's own lease of the machine
 (no lease factor), so the CPU's speed is the same on both sides.
 
-    PYTHONPATH=. python scripts/host_innet_loo.py traces/h200/profile_host/innet --cache /tmp/rec
+    PYTHONPATH=. python scripts/host_innet_loo.py traces/h200/profile_host/innet --cache /tmp/rec \
+        --engine traces/h200/profile_host/engine/engine_p*.csv
+
+The autograd engine's costs (``--engine``, :func:`host_innet_fit.read_engine`) are taken back
+from the table's lease to the probe's (divided by :func:`host_innet_fit.lease_factor`).
 """
 import argparse
 import collections
@@ -22,6 +26,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder")
     ap.add_argument("--cache", default=None, help="folder for the recordings (pickled)")
+    ap.add_argument("--engine", nargs="+", required=True,
+                    help="scripts/engine_host_probe.py's CSVs (one per fresh process)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -34,12 +40,17 @@ def main(argv=None):
     folder = Path(args.folder)
     calls = list(csv.DictReader(open(folder / "host_innet_calls.csv", newline="")))
     steps = list(csv.DictReader(open(folder / "host_innet_steps.csv", newline="")))
+    engine_s = fitting.read_engine(args.engine, table)
+    lease = fitting.lease_factor(steps, table)
+    engine_s = dict(engine_s, accumulate_s=engine_s["accumulate_s"] / lease,
+                    cat_input_s=engine_s["cat_input_s"] / lease)
     errs = collections.defaultdict(list)
     for net in sorted({s["model"] for s in steps}):
         train = [s for s in steps if s["model"] != net]
         names = {s["config"] for s in train}
-        ts, tn, reads = fitting.table_issue_by_family(train, table, args.cache)
-        rows = fitting.fit([r for r in calls if r["config"] in names], train, ts, tn, reads)
+        ts, tn, reads, engine_n = fitting.table_issue_by_family(train, table, args.cache)
+        rows = fitting.fit([r for r in calls if r["config"] in names], train, ts, tn, reads,
+                           engine_n, engine_s)
         with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False, newline="") as f:
             w = csv.DictWriter(f, fieldnames=["kind", "name", "phase", "value", "n", "source"])
             w.writeheader()

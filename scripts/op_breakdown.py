@@ -47,15 +47,15 @@ def main(argv=None):
     from snsim.torchsim.predict import cached_recording
 
     setup = TrainSetup(args.optimizer, args.impl, args.amp)
-    name, (ops, marks, host_sids, _) = cached_recording(args.model, args.batch, setup,
-                                                        args.cache)
+    name, (ops, marks, host_sids, _, acc) = cached_recording(args.model, args.batch, setup,
+                                                             args.cache)
     hw = load_hardware(args.gpu)
     table = load_kernel_table(args.table or args.gpu)
     if table is None:
         print(f"no kernel table for {args.table or args.gpu}", file=sys.stderr)
         return 2
     rep = {}
-    op_times_s(ops, hw, marks, table=table, report=rep, host_sids=host_sids)
+    op_times_s(ops, hw, marks, table=table, report=rep, host_sids=host_sids, accumulations=acc)
     syncs = [i for i, op in enumerate(ops)
              if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
     costs = load_host_costs(hw.name)
@@ -63,7 +63,7 @@ def main(argv=None):
         print(f"no in-network host costs for {hw.name} (configs/kernels/{hw.name}_host_innet.csv)",
               file=sys.stderr)
         return 2
-    host = host_issue_s(ops, marks, table, costs, syncs)
+    host = host_issue_s(ops, marks, table, costs, syncs, accumulations=acc)
     last = max(m[3] for m in marks)
     agg = collections.defaultdict(lambda: {"gpu_s": 0.0, "host_s": 0.0, "n": 0, "d": []})
     by_family = collections.Counter()

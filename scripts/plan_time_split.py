@@ -41,10 +41,10 @@ def split(model, batch, policy, options, optimizer, impl, amp, input_shape=None,
     gpu_s = op_times_s(ops, hw, marks, table=table, host=False)
     syncs = {i for i, op in enumerate(ops)
              if op[1] in HOST_READ_OPS and any(s not in rec.excluded for s in op[2])}
-    host_ops = _innet_host_s(ops, marks, table, costs["innet"], syncs)
+    host_ops = _innet_host_s(ops, marks, table, costs["innet"], syncs, rec.accumulation_ops)
     report = {}
     op_times_s(ops, hw, marks, table=table, report=report, host_sids=rec.excluded,
-               host_events=rec.host_events)
+               host_events=rec.host_events, accumulations=rec.accumulation_ops)
     last = max(m[3] for m in marks)
 
     def phase_of(i):

@@ -60,7 +60,7 @@ def main(argv=None):
     from snsim.torchsim.predict import cached_recording
 
     setup = TrainSetup(args.optimizer, args.impl, args.amp)
-    name, (ops, marks, _, _) = cached_recording(args.model, args.batch, setup, args.cache)
+    name, (ops, marks, _, _, _) = cached_recording(args.model, args.batch, setup, args.cache)
     hw = load_hardware(args.gpu)
     table = load_kernel_table(args.table or args.gpu)
     if table is None:

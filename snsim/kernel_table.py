@@ -966,7 +966,10 @@ def innet_call_s(innet, family, phase, issue_s, before_s=0.0):
 
 
 INNET_OVERHEADS = (("per_module", "F"), ("per_call", "F"), ("per_node", "B"),
-                   ("per_call", "B"), ("per_param", "U"), ("per_read", "U"))
+                   ("per_call", "B"), ("per_param", "U"), ("per_read", "U"),
+                   # the autograd engine's own calls (scripts/engine_host_probe.py): a sum of
+                   # two gradients, CatBackward0's per input
+                   ("per_accumulate", "B"), ("per_cat_input", "B"))
 # overheads a file may lack (0 then): GradScaler's per parameter (scripts/host_innet_fit.py
 # --optstep, from scripts/optstep_host_probe.py's fp16 configurations)
 INNET_OPTIONAL = (("per_param_scaler", "U"),)
@@ -981,7 +984,9 @@ def read_host_innet(path):
     ``per_param_s`` (optimizer step and ``zero_grad``, per parameter), ``per_read_s`` (a
     read of a host tensor in the optimizer step, ``.item()`` of a step counter) and
     ``per_param_scaler_s`` (GradScaler's ``unscale_``, per parameter; 0 when the file has
-    no such row).
+    no such row), ``per_accumulate_s`` (autograd's engine sums two gradients, an ``add_``
+    from C++ whatever its size) and ``per_cat_input_s`` (``CatBackward0`` per input, the
+    ``slice`` it hands on).
 
     Raises
     ------
@@ -1015,6 +1020,8 @@ def read_host_innet(path):
     out["per_param_s"] = over[("per_param", "U")]
     out["per_read_s"] = over[("per_read", "U")]
     out["per_param_scaler_s"] = over.get(("per_param_scaler", "U"), 0.0)
+    out["per_accumulate_s"] = over[("per_accumulate", "B")]
+    out["per_cat_input_s"] = over[("per_cat_input", "B")]
     out["per_call_s"] = {"F": over[("per_call", "F")], "B": over[("per_call", "B")]}
     return out
 

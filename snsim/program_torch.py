@@ -320,7 +320,8 @@ def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype):
     plus the phase's per-call cost; in forward ``per_module_s`` for its module call, each
     block and stage its dotted name enters (``layer1``, ``layer1.0``) and the model's own
     call; in backward ``per_node_s`` for each of its autograd nodes (:data:`_NODES`) and its
-    parameters' ``AccumulateGrad``; the autograd engine's gradient sums (an ``add``); the
+    parameters' ``AccumulateGrad`` (a concatenation's also ``per_cat_input_s`` per input); the
+    autograd engine's gradient sums (``per_accumulate_s`` each: an ``add_`` from C++); the
     optimizer step's foreach calls (:data:`FOREACH_CALLS`) by tensor count and bytes,
     ``per_param_s`` per parameter and ``per_read_s`` per read of a host step counter."""
     from .costs import _layer_ops
@@ -356,8 +357,7 @@ def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype):
                                       ntensors=lists * n_params, math_="float32")
                 h = innet_call_s(inn, fam, "U", issue, h)
         elif st.type == "JOIN" and st.name.endswith(".grad_sum"):
-            nb = _numel(a["out_shape"]) * dtype
-            h = calls([("add", 0, 3 * nb, "", "float32")], "B", 0.0)
+            h = inn["per_accumulate_s"]     # the engine's add_ from C++, at any size
         elif (st.layer, st.phase) not in charged and typ is not None:
             charged.add((st.layer, st.phase))
             ops = _layer_ops(a, dtype)
@@ -374,7 +374,9 @@ def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype):
                 h = calls(part, "F", inn["per_module_s"] * modules)
             else:
                 n_nodes = _NODES.get(typ, 0) + len(parameter_pieces(a))
-                h = calls(part, "B", inn["per_node_s"] * n_nodes)
+                h = calls(part, "B", inn["per_node_s"] * n_nodes + (
+                    inn["per_cat_input_s"] * len(a.get("in_shapes", ()))
+                    if typ == "CONCAT" else 0.0))
         host.append(h)
     return host
 

@@ -13,7 +13,8 @@ from snsim.torchsim.opcost import host_issue_s, op_times_s
 US = 1e-6
 # the table's tight-loop issue costs alone: ratio 1, nothing per call, module, node or parameter
 NO_EXTRA = {"innet": {"ratio": {"*": 1.0}, "per_call_s": {}, "per_module_s": 0.0,
-                      "per_node_s": 0.0, "per_param_s": 0.0, "per_read_s": 0.0}}
+                      "per_node_s": 0.0, "per_param_s": 0.0, "per_read_s": 0.0,
+                      "per_accumulate_s": 0.0, "per_cat_input_s": 0.0}}
 # rel=1e-3 below: GPU times of off-row sizes are interpolated (within 0.03% here); the patterns
 # each test tells apart differ by 10% or more
 
@@ -283,7 +284,8 @@ def test_checkpoint_argument_cost_fits_per_extra_tensor_argument():
 def _innet(**kw):
     inn = {"ratio": {"*": 2.0, "relu_": 3.0}, "per_module_s": 5 * US,
            "per_call_s": {"F": 0.5 * US, "B": 0.25 * US}, "per_node_s": 4 * US,
-           "per_param_s": 10 * US, "per_read_s": 1 * US}
+           "per_param_s": 10 * US, "per_read_s": 1 * US, "per_accumulate_s": 0.0,
+           "per_cat_input_s": 0.0}
     inn.update(kw)
     return dict(NO_EXTRA, innet=inn)
 
@@ -316,6 +318,25 @@ def test_in_network_costs_charge_each_call_module_node_and_parameter_once():
     assert got[-1] == pytest.approx(41.5 * US)
 
 
+def test_engine_gradient_sums_and_cat_inputs_cost_the_engines_figures_not_a_python_call():
+    tab = _table()
+    # backward: a CatBackward0 node (4 µs) hands its two inputs' gradients on as slices (3 µs
+    # each, per_cat_input_s), then the engine sums one of them into a gradient already waiting
+    # (an add, op 3, in ``accumulations``): 7 µs (per_accumulate_s), not the add's Python
+    # call (8 µs at ratio 2 plus 0.25 per call: 16.25); the engine's metadata calls around
+    # the sum (a device query, op 3) launch nothing. An add the node's own formula issues
+    # (op 4, not a sum) keeps the call cost. A slice in another node is a view: nothing.
+    marks = [("cat", "B", "CatBackward0@3", 0), ("v", "B", "ViewBackward0@2", 0)]
+    ops = [(0, "slice", (0,), (), 0, 1000), (0, "slice", (0,), (), 0, 1000),
+           (0, "add", (0, 1), (2,), 0, 1000), (0, "device", (0,), (), 0, 0),
+           (0, "add", (0, 1), (3,), 0, 1000), (1, "slice", (0,), (), 0, 1000)]
+    costs = _innet(per_accumulate_s=7 * US, per_cat_input_s=3 * US)
+    got = host_issue_s(ops, marks, tab, costs, accumulations={2, 3})
+    assert got == pytest.approx([7 * US, 3 * US, 7 * US, 0.0, 16.25 * US, 4 * US])
+    # without the sums marked, op 2 is a Python add again
+    assert host_issue_s(ops, marks, tab, costs)[2] == pytest.approx(16.25 * US)
+
+
 def test_in_network_costs_file_names_what_it_lacks(tmp_path):
     from snsim.errors import ConfigError
     from snsim.kernel_table import read_host_innet
@@ -323,6 +344,14 @@ def test_in_network_costs_file_names_what_it_lacks(tmp_path):
     p.write_text("kind,name,phase,value,n,source\nratio,*,,1.5,10,t\n"
                  "overhead,per_module,F,1e-6,3,t\n")
     with pytest.raises(ConfigError, match="lacks overhead per_call F"):
+        read_host_innet(p)
+    # the autograd engine's rows are required too (scripts/engine_host_probe.py)
+    p.write_text("kind,name,phase,value,n,source\nratio,*,,1.5,10,t\n" + "".join(
+        f"overhead,{n},{ph},1e-6,3,t\n" for n, ph in (
+            ("per_module", "F"), ("per_call", "F"), ("per_node", "B"), ("per_call", "B"),
+            ("per_param", "U"), ("per_read", "U"))))
+    with pytest.raises(ConfigError, match="lacks overhead per_accumulate B, overhead "
+                                          "per_cat_input B"):
         read_host_innet(p)
     p.write_text("kind,name,phase,value,n,source\nratio,*,,fast,10,t\n")
     with pytest.raises(ConfigError, match=r"x_host_innet.csv:2: needs kind, name, phase and a "
@@ -352,7 +381,8 @@ def test_grad_scaler_costs_its_parameters_before_its_unscale_kernel(tmp_path):
     rows = ("kind,name,phase,value,n,source\nratio,*,,1.5,10,t\n"
             + "".join(f"overhead,{n},{p},1e-6,3,t\n" for n, p in (
                 ("per_module", "F"), ("per_call", "F"), ("per_node", "B"), ("per_call", "B"),
-                ("per_param", "U"), ("per_read", "U"))))
+                ("per_param", "U"), ("per_read", "U"), ("per_accumulate", "B"),
+                ("per_cat_input", "B"))))
     p = tmp_path / "x_host_innet.csv"
     p.write_text(rows)
     assert read_host_innet(p)["per_param_scaler_s"] == 0.0

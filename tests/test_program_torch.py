@@ -305,7 +305,8 @@ def test_zoo_host_is_what_predict_charges_the_recorded_step(net, batch, optimize
         r = record_fake(resolve_model(f"torchvision:{net}"), batch, TrainSetup(opt))["rec"]
         syncs = [i for i, op in enumerate(r.ops) if op[1] in HOST_READ_OPS
                  and any(s not in r.excluded for s in op[2])]
-        host = host_issue_s(r.ops, r.marks, table, costs, syncs)
+        host = host_issue_s(r.ops, r.marks, table, costs, syncs,
+                            accumulations=r.accumulation_ops)
         gpu = op_times_s(r.ops, H200, r.marks, table=table, host=False)
         last = max(m[3] for m in r.marks)
         rec, rec_gpu = {}, {}

@@ -59,6 +59,9 @@ FRESH_PAGES_BYTES = 32 << 20
 SIDE_COPY_OPS = {"d2h_pinned_async": "d2h_pinned", "h2d_pinned_async": "h2d_pinned"}
 # waits for a side copy: the host (Event.synchronize), the compute stream (wait_event)
 COPY_WAIT_OPS = frozenset({"copy_sync", "copy_wait"})
+# the views a CatBackward0 node hands each input's gradient on as (cat_tensors_backward's
+# narrow, recorded as the aten slice below it)
+CAT_GRAD_VIEWS = frozenset({"slice", "narrow"})
 
 
 def op_time_s(name, flops, nbytes, hw, dtype="float32"):
@@ -253,7 +256,7 @@ def plan_host_s(mechanism, phase, count, costs):
                      f"(known: {', '.join(PLAN_HOST_MECHANISMS)})")
 
 
-def host_issue_s(ops, marks, table, costs, syncs=(), events=()):
+def host_issue_s(ops, marks, table, costs, syncs=(), events=(), accumulations=()):
     """Host seconds the launching thread spends before each op can start, from the preset's
     in-network host model ``costs["innet"]`` (:func:`snsim.kernel_table.load_host_costs`;
     :func:`_innet_host_s`), the one the zoo's programs charge too
@@ -264,15 +267,16 @@ def host_issue_s(ops, marks, table, costs, syncs=(), events=()):
     ``events`` (:attr:`snsim.torchsim.record.Recorder.host_events`) is the host work of memory
     plans that no aten op shows -- checkpoint calls and recomputations, saved-tensor hooks --
     charged (:func:`plan_host_s`: measured in a chain of real blocks) to the op issued after
-    it."""
-    out = _innet_host_s(ops, marks, table, costs["innet"], set(syncs))
+    it. ``accumulations`` (:attr:`snsim.torchsim.record.Recorder.accumulation_ops`) are the
+    op indexes of autograd's engine's gradient sums, issued from C++ (``per_accumulate_s``)."""
+    out = _innet_host_s(ops, marks, table, costs["innet"], set(syncs), set(accumulations))
     for at, mechanism, phase, count in events:
         if ops:
             out[min(at, len(ops) - 1)] += plan_host_s(mechanism, phase, count, costs)
     return out
 
 
-def _innet_host_s(ops, marks, table, inn, syncs):
+def _innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
     """:func:`host_issue_s` from in-network costs measured in real steps
     (:func:`snsim.kernel_table.read_host_innet`): an aten call with a kernel costs its
     tight-loop issue cost at its shape (:meth:`KernelTable.issue_s`) times its family's
@@ -283,7 +287,10 @@ def _innet_host_s(ops, marks, table, inn, syncs):
     ``per_node_s``; the optimizer step adds ``per_param_s`` per parameter (the iteration's
     ``AccumulateGrad`` nodes), charged to its first op, ``per_read_s`` per read of a host
     tensor (a step counter's ``.item()``), and GradScaler's ``per_param_scaler_s`` per
-    parameter, charged to its unscale kernel's call."""
+    parameter, charged to its unscale kernel's call. The autograd engine's own calls are no
+    Python call: a gradient sum (op index in ``accumulations``) costs ``per_accumulate_s``
+    and each ``slice`` a ``CatBackward0``
+    node hands on ``per_cat_input_s``."""
     ratio = inn["ratio"]
     params = collections.Counter(m[3] for m in marks
                                  if m[1] == "B" and str(m[2]).startswith("AccumulateGrad"))
@@ -312,6 +319,13 @@ def _innet_host_s(ops, marks, table, inn, syncs):
             # GradScaler.unscale_'s Python loop over the parameters, before its kernel (and
             # before the .item() that waits for the GPU)
             h += inn.get("per_param_scaler_s", 0.0) * params[it]
+        if op[1] in CAT_GRAD_VIEWS and phase == "B" and \
+                str(marks[op[0]][2]).startswith("CatBackward"):
+            out[i] = h + inn["per_cat_input_s"]   # one input's gradient, handed on
+            continue
+        if i in accumulations and op[1] not in NO_KERNEL_OPS:
+            out[i] = h + inn["per_accumulate_s"]    # an add_ from C++, at any size
+            continue
         if op[1] in NO_KERNEL_OPS or op[1] in COPY_WAIT_OPS:
             # views, metadata: in the per-call figure of the calls with a kernel; a .item()
             # of a device tensor is a pageable copy's issue
@@ -327,7 +341,7 @@ def _innet_host_s(ops, marks, table, inn, syncs):
 
 
 def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
-               host_costs=None, host_sids=frozenset(), host_events=()):
+               host_costs=None, host_sids=frozenset(), host_events=(), accumulations=()):
     """Modelled time of every recorded op ``(mark, name, reads, news, flops, bytes[, sig])``.
 
     Parameters
@@ -351,6 +365,9 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         ``.item()`` of one does not wait for the GPU.
     host_events : list of (int, str, str, int)
         The recording's plan host work (:func:`host_issue_s`).
+    accumulations : set of int
+        The recording's gradient sums by autograd's engine
+        (:attr:`snsim.torchsim.record.Recorder.accumulation_ops`: :func:`host_issue_s`).
     report : dict, optional
         Filled with the seconds of the last iteration by source (``table``, ``fitted``,
         ``proxy``, ``roofline``), ``gpu_s``, ``host_s`` and ``wait_s`` (the GPU idle for the
@@ -380,7 +397,7 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         # read without the GPU
         syncs = [i for i, op in enumerate(ops)
                  if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
-        host_s = host_issue_s(ops, marks, table, costs, syncs, host_events)
+        host_s = host_issue_s(ops, marks, table, costs, syncs, host_events, accumulations)
         iters = [marks[op[0]][3] if op[0] >= 0 else -1 for op in ops]
         # a pageable copy holds the launching thread until its data has moved
         blocking = [op[1] in PAGEABLE_COPY_OPS for op in ops]

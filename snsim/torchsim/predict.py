@@ -291,12 +291,13 @@ class _Retry(Exception):
 
 
 def cached_recording(model, batch, setup, cache=None):
-    """``(name, (ops, marks, host_sids, nested))``: :func:`record_fake` of model spec ``model``
+    """``(name, (ops, marks, host_sids, nested, accumulations))``: :func:`record_fake` of
+    model spec ``model``
     (``name@CxHxW`` for another input size) at ``batch`` under ``setup`` (a
     :class:`~snsim.torchsim.amp.TrainSetup`), as the diagnosis scripts read it
     (``scripts/op_breakdown.py``, ``shape_compare.py``, ``host_by_family.py``). With a
     ``cache`` folder it is kept there as ``<name>.pkl`` and read back; a file of another shape
-    (one from before nested ops were kept) is recorded again. ``name`` is
+    (one from before the gradient sums were kept) is recorded again. ``name`` is
     ``<network>_b<batch><setup slug>``, the configuration name of ``scripts/profile_ops.py``."""
     import pickle
     from pathlib import Path
@@ -308,10 +309,10 @@ def cached_recording(model, batch, setup, cache=None):
     if path is not None and path.exists():
         with open(path, "rb") as f:
             got = pickle.load(f)
-        if len(got) == 4:
+        if len(got) == 5:
             return name, got
     rec = record_fake(spec, batch, setup)["rec"]
-    got = (rec.ops, rec.marks, set(rec.excluded), rec.nested_ops)
+    got = (rec.ops, rec.marks, set(rec.excluded), rec.nested_ops, rec.accumulation_ops)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as f:
@@ -510,7 +511,7 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
                                          exclude=hidden_exclude)
     time_report = {}
     times = op_times_s(rec.ops, hw, rec.marks, report=time_report, host_sids=rec.excluded,
-                       host_events=rec.host_events)
+                       host_events=rec.host_events, accumulations=rec.accumulation_ops)
     prog = build_program(marks=rec.marks, ops=rec.ops, stream=stream, info=info,
                          iteration=rec.iteration, static_names=r["static_names"],
                          op_times_s=times, name=spec.name, batch=batch,
