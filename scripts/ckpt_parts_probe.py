@@ -14,7 +14,8 @@ Two measurements, to explain the per-call host cost of a checkpoint plan as a me
    U optimizer step) from an idle GPU with the garbage collector off, and the checkpoint
    calls per step and the determinism check's calls per step (``packed``: a function that wraps
    the default one, in the ``ckpt`` variant only; called per tensor packed in forward and per
-   tensor recomputed in backward).
+   tensor recomputed in backward) and selective checkpointing's policy calls per step
+   (``policy``: forward and recomputation).
 2. **The parts alone** in a tight loop on the device (median of 5 runs of 2000 calls): the
    CPU RNG state get (``torch.get_rng_state``: a copy of the Mersenne-Twister state), the CUDA
    RNG state get/set, ``get_device_states`` of one tensor, a ``fork_rng`` enter/exit on the
@@ -24,10 +25,10 @@ Two measurements, to explain the per-call host cost of a checkpoint plan as a me
    mul by a Python scalar saves nothing) forward and backward beside the bare op.
 
 Outputs (flat, under ``--out``): ``ckpt_parts_blocks.csv`` (model, variant, round, step_s,
-host_F_s, host_B_s, host_U_s, calls, packed), ``ckpt_parts_micro.csv`` (part, per_call_s) and
+host_F_s, host_B_s, host_U_s, calls, packed, policy), ``ckpt_parts_micro.csv`` (part, per_call_s) and
 ``ckpt_parts.log``.
 
-    # on the GPU (about 100 s):
+    # on the GPU (about 2-2.5 minutes):
     OUT=dir PYTHONPATH=. python3 scripts/ckpt_parts_probe.py --out "$OUT"
     # a dry run on the CPU (RNG parts of the device left out):
     PYTHONPATH=. python scripts/ckpt_parts_probe.py --out /tmp/ckparts --device cpu --quick
@@ -50,6 +51,9 @@ CONFIGS = [
     ("hf:HuggingFaceTB/SmolLM2-135M@16", 1, "LlamaDecoderLayer", "adamw", "bf16"),
     ("torchvision:vit_b_16", 1, "EncoderBlock", "adamw", "bf16"),
     ("torchvision:efficientnet_b0@3x64x64", 2, "MBConv", "sgd-momentum", "none"),
+    # selective checkpointing's per-op cost in a transformer block (held-out set 8's GPT-2
+    # selective plan was over-predicted)
+    ("hf:gpt2@64", 1, "GPT2Block", "adam", "fp16"),
 ]
 QUICK = [("torchvision:resnet18@3x32x32", 2, "BasicBlock", "sgd-momentum", "none")]
 VARIANTS = {   # name: checkpoint keyword overrides (None: the plain model)
@@ -58,9 +62,10 @@ VARIANTS = {   # name: checkpoint keyword overrides (None: the plain model)
     "norng": {"preserve_rng_state": False},
     "nocheck": {"determinism_check": "none"},
     "norng_nocheck": {"preserve_rng_state": False, "determinism_check": "none"},
+    "selective": {},      # the plan with selective=true (its policy calls counted)
 }
 PHASES = ("F", "B", "U")
-_COUNT = {"calls": 0, "packed": 0}
+_COUNT = {"calls": 0, "packed": 0, "policy": 0}
 _COUNT_CHECK = "probe_count"
 
 
@@ -85,11 +90,20 @@ def _checkpoint_kwargs(over):
     import torch.utils.checkpoint as ck
     orig = ck.checkpoint
 
+    from snsim.torchsim.plans import _POLICY_CALLS, selective_context_fn
+    counted = selective_context_fn(counted=True)
+
     @functools.wraps(orig)
     def patched(fn, *args, **kwargs):
         _COUNT["calls"] += 1
         kwargs.update(over)
-        return orig(fn, *args, **kwargs)
+        if "context_fn" in kwargs:       # selective: the same policy, its calls counted
+            kwargs["context_fn"] = counted
+        before = _POLICY_CALLS[0]
+        try:
+            return orig(fn, *args, **kwargs)
+        finally:
+            _COUNT["policy"] += _POLICY_CALLS[0] - before
     ck.checkpoint = patched
     try:
         yield
@@ -119,8 +133,9 @@ def build(model, batch, block, optimizer, amp, variant, dev):
         over = dict(over)
         if variant == "ckpt":
             over["determinism_check"] = _COUNT_CHECK
+        opts = [f"modules={block}"] + (["selective=true"] if variant == "selective" else [])
         with _checkpoint_kwargs(over):
-            net = make_transform(as_plan("checkpoint", [f"modules={block}"]))(net)
+            net = make_transform(as_plan("checkpoint", opts))(net)
     opt = setup.make_optimizer(net.parameters())
     autocast = setup.autocast(dev) or contextlib.nullcontext
     scaler = setup.grad_scaler(dev)
@@ -174,7 +189,7 @@ def measure(step, iters, dev):
         gc.collect()
         gc.disable()
         try:
-            _COUNT.update(calls=0, packed=0)
+            _COUNT.update(calls=0, packed=0, policy=0)
             for _ in range(iters):
                 sync()
                 clock = [time.perf_counter()]
@@ -182,12 +197,12 @@ def measure(step, iters, dev):
                 sync()
                 for i, p in enumerate(PHASES):
                     host[p].append(clock[i + 1] - clock[i])
-            calls, packed = _COUNT["calls"] / iters, _COUNT["packed"] / iters
+            calls, packed, policy = (_COUNT[k] / iters for k in ("calls", "packed", "policy"))
         finally:
             gc.enable()
     med = statistics.median
     return {"step_s": med(steps), **{f"host_{p}_s": med(v) for p, v in host.items()},
-            "calls": calls, "packed": packed}
+            "calls": calls, "packed": packed, "policy": policy}
 
 
 def micro(dev, n=2000):
@@ -259,7 +274,7 @@ def micro(dev, n=2000):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--iters", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--quick", action="store_true", help="one small configuration")
@@ -288,7 +303,8 @@ def main(argv=None):
                     say(f"{cfg[0]} {cfg[4]} {v:<14} r{rnd}: step {r['step_s'] * 1e3:7.2f} ms"
                         f" host F/B/U " + "/".join(f"{r[f'host_{p}_s'] * 1e3:.2f}"
                                                     for p in PHASES)
-                        + f" ms, calls {r['calls']:.0f}, packed {r['packed']:.0f}")
+                        + f" ms, calls {r['calls']:.0f}, packed {r['packed']:.0f}, policy "
+                        f"{r['policy']:.0f}")
         except Exception as e:       # one line, then the next configuration
             say(f"  {cfg}: {type(e).__name__}: {e}")
         built = None
@@ -297,7 +313,7 @@ def main(argv=None):
             torch.cuda.empty_cache()
         say(f"  ({time.perf_counter() - t0:.1f} s)")
     keys = ["model", "batch", "block", "optimizer", "amp", "variant", "round", "step_s",
-            "host_F_s", "host_B_s", "host_U_s", "calls", "packed"]
+            "host_F_s", "host_B_s", "host_U_s", "calls", "packed", "policy"]
     with open(os.path.join(args.out, "ckpt_parts_blocks.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
