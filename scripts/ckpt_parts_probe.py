@@ -28,7 +28,7 @@ Outputs (flat, under ``--out``): ``ckpt_parts_blocks.csv`` (model, variant, roun
 host_F_s, host_B_s, host_U_s, calls, packed, policy), ``ckpt_parts_micro.csv`` (part, per_call_s) and
 ``ckpt_parts.log``.
 
-    # on the GPU (about 2-2.5 minutes):
+    # on the GPU (about 2 minutes):
     OUT=dir PYTHONPATH=. python3 scripts/ckpt_parts_probe.py --out "$OUT"
     # a dry run on the CPU (RNG parts of the device left out):
     PYTHONPATH=. python scripts/ckpt_parts_probe.py --out /tmp/ckparts --device cpu --quick
@@ -50,7 +50,7 @@ import time
 CONFIGS = [
     ("hf:HuggingFaceTB/SmolLM2-135M@16", 1, "LlamaDecoderLayer", "adamw", "bf16"),
     ("torchvision:vit_b_16", 1, "EncoderBlock", "adamw", "bf16"),
-    ("torchvision:efficientnet_b0@3x64x64", 2, "MBConv", "sgd-momentum", "none"),
+    # (EfficientNet-B0's MBConv at 64x64, batch 2: its plan's extra was predicted within 5%)
     # selective checkpointing's per-op cost in a transformer block (held-out set 8's GPT-2
     # selective plan was over-predicted)
     ("hf:gpt2@64", 1, "GPT2Block", "adam", "fp16"),
