@@ -271,6 +271,16 @@ def micro(dev, n=2000):
     return out
 
 
+def _write_rows(rows, out):
+    keys = ["model", "batch", "block", "optimizer", "amp", "variant", "round", "step_s",
+            "host_F_s", "host_B_s", "host_U_s", "calls", "packed", "policy"]
+    with open(os.path.join(out, "ckpt_parts_blocks.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{r[k]:.6e}" if k.endswith("_s") else r[k]) for k in keys})
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
@@ -312,13 +322,7 @@ def main(argv=None):
         if args.device == "cuda":
             torch.cuda.empty_cache()
         say(f"  ({time.perf_counter() - t0:.1f} s)")
-    keys = ["model", "batch", "block", "optimizer", "amp", "variant", "round", "step_s",
-            "host_F_s", "host_B_s", "host_U_s", "calls", "packed", "policy"]
-    with open(os.path.join(args.out, "ckpt_parts_blocks.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{r[k]:.6e}" if k.endswith("_s") else r[k]) for k in keys})
+        _write_rows(rows, args.out)        # after every configuration: a cut-short run keeps them
     parts = micro(args.device, n=50 if args.quick else 2000)
     with open(os.path.join(args.out, "ckpt_parts_micro.csv"), "w", newline="") as f:
         w = csv.writer(f)
