@@ -28,8 +28,8 @@ Outputs (flat, under ``--out``): ``ckpt_parts_blocks.csv`` (model, variant, roun
 host_F_s, host_B_s, host_U_s, calls, packed, policy), ``ckpt_parts_micro.csv`` (part, per_call_s) and
 ``ckpt_parts.log``.
 
-    # on the GPU (about 2 minutes):
-    OUT=dir PYTHONPATH=. python3 scripts/ckpt_parts_probe.py --out "$OUT"
+    # on the GPU (about 2 minutes; the GPT-2 block and the parts alone, about 1):
+    OUT=dir PYTHONPATH=. python3 scripts/ckpt_parts_probe.py --out "$OUT" [--only hf:gpt2@64]
     # a dry run on the CPU (RNG parts of the device left out):
     PYTHONPATH=. python scripts/ckpt_parts_probe.py --out /tmp/ckparts --device cpu --quick
 """
@@ -288,6 +288,7 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--quick", action="store_true", help="one small configuration")
+    ap.add_argument("--only", default="", help="comma-separated models of CONFIGS to keep")
     args = ap.parse_args(argv)
     import torch
     os.makedirs(args.out, exist_ok=True)
@@ -300,7 +301,13 @@ def main(argv=None):
     say(f"torch {torch.__version__} cuda {torch.version.cuda} "
         f"device {torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}")
     rows = []
-    for cfg in (QUICK if args.quick else CONFIGS):
+    configs = QUICK if args.quick else CONFIGS
+    if args.only:
+        keep = set(args.only.split(","))
+        configs = [c for c in configs if c[0] in keep]
+        if not configs:
+            ap.error(f"--only {args.only}: none of {', '.join(c[0] for c in CONFIGS)}")
+    for cfg in configs:
         t0 = time.perf_counter()
         try:
             built = {v: build(*cfg, v, args.device) for v in VARIANTS}
