@@ -297,3 +297,35 @@ def test_calibrate_only_generic_matnet_adds_their_rows_and_keeps_the_others(tmp_
     assert {r["shape"].split()[1] for r in net} == {"fwd", "dgrad", "wgrad"}
     assert {r["family"] for r in net} == {"addmm", "mm"}
     assert all(r["cls"] == "a8" for r in net)
+
+
+def test_calibrate_only_lmhead_times_vocabulary_gemms_classed_by_alignment(tmp_path,
+                                                                           monkeypatch):
+    """--only lmhead adds an LM head's three bias-free GEMMs (shape ``vocab fwd|dgrad|wgrad``,
+    all ``mm``) against vocabularies, classed by their operands' leading dimensions: GPT-2's
+    50257 unaligned (``""``), 32000 aligned (``a8``); a --merge replaces an earlier run's
+    vocab rows and keeps the Linear rows. Tiny tokens and widths (the class attributes) keep
+    the CPU smoke test fast."""
+    from snsim.cli import main
+    from snsim.torchsim.calibrate import Calibrator, read_table, write_table
+    monkeypatch.setattr(Calibrator, "HEAD_TOKENS", (8,))
+    monkeypatch.setattr(Calibrator, "HEAD_WIDTHS", (16,))
+    monkeypatch.setattr(Calibrator, "VOCABS", (50257, 32000))
+    base = tmp_path / "base.csv.gz"
+    old = [{"family": "mm", "dtype": "float16", "math": "fp16", "cls": "", "flops": 1e9,
+            "bytes": 1e6, "ntensors": 0, "time_s": 1e-4, "host_s": 1e-5, "shape": sh,
+            "ops": ""} for sh in ("net dgrad b1 m512 k384 n384", "vocab fwd b1 m8 k16 n7")]
+    write_table(old, {"tool": "snsim calibrate"}, base)
+    out = tmp_path / "merged.csv.gz"
+    assert main(["calibrate", "--device", "cpu", "--only", "lmhead", "--merge", str(base),
+                 "--out", str(out), "--max-seconds", "20", "--scale", "0.5"]) == 0
+    rows, _ = read_table(out)
+    shapes = [r["shape"] for r in rows]
+    assert old[0]["shape"] in shapes and old[1]["shape"] not in shapes
+    vocab = [r for r in rows if str(r["shape"]).startswith("vocab ")]
+    assert {r["shape"].split()[1] for r in vocab} == {"fwd", "dgrad", "wgrad"}
+    assert {r["family"] for r in vocab} == {"mm"}
+    assert {r["cls"] for r in vocab} == {"", "a8"}
+    for r in vocab:
+        dims = [int(v[1:]) for v in r["shape"].split()[3:]]
+        assert r["cls"] == ("" if 50257 in dims else "a8"), r["shape"]

@@ -524,44 +524,70 @@ class Calibrator:
     NET_TOKENS = (512, 1576, 2056, 4096, 6304, 8192, 12608, 16384, 32768)
     NET_WIDTHS = (384, 768, 1024, 1280, 1536, 2048, 3072, 4096, 5120)
 
-    def net_matmuls(self, count, dtype, math_, max_flops):
-        """A Linear's three GEMMs at ``count`` sampled (tokens, in, out) of
-        :attr:`NET_TOKENS` x :attr:`NET_WIDTHS`: the forward ``addmm(b, x[T, in],
-        W[out, in].t())``, the input gradient ``mm(dy[T, out], W)`` and the weight gradient
-        ``mm(dy.t(), x)`` (rows' shape ``net <form> b1 m.. k.. n..``). The class is the
-        operands' leading dimensions' alignment, as a recorded call's
-        (:func:`snsim.torchsim.record.matmul_layout`): the tokens are no leading dimension."""
+    # a language model's head: a bias-free Linear from the model width to the vocabulary
+    # (BERT's 30522, Llama-2's 32000, SmolLM2's 49152, GPT-2's 50257 -- no multiple of 8, so
+    # its GEMMs' leading dimensions are unaligned --, Llama-3's 128256, Qwen2's 151936), by
+    # token counts; the widest GEMMs of a small LM's step. Not 50304 (GPT-NeoX's padded
+    # vocabulary): Pythia-410M is in held-out set 9, whose head must be interpolated
+    VOCABS = (30522, 32000, 49152, 50257, 128256, 151936)
+    HEAD_TOKENS = (512, 2048, 4096, 8192, 16384)
+    HEAD_WIDTHS = (576, 768, 896, 1024, 1536, 2048)
+
+    def net_matmuls(self, count, dtype, math_, max_flops, *, tokens=None, widths_in=None,
+                    widths_out=None, bias=True, tag="net"):
+        """A Linear's three GEMMs at ``count`` sampled (tokens, in, out) of ``tokens`` x
+        ``widths_in`` x ``widths_out`` (default :attr:`NET_TOKENS` x :attr:`NET_WIDTHS` x
+        :attr:`NET_WIDTHS`): the forward ``addmm(b, x[T, in], W[out, in].t())`` (``bias``;
+        else ``mm(x, W.t())``, as a bias-free Linear such as an LM head calls it), the input
+        gradient ``mm(dy[T, out], W)`` and the weight gradient ``mm(dy.t(), x)`` (rows' shape
+        ``<tag> <form> b1 m.. k.. n..``). The class is the operands' leading dimensions'
+        alignment, as a recorded call's (:func:`snsim.torchsim.record.matmul_layout`): the
+        tokens are no leading dimension, an unaligned vocabulary is."""
         torch = self.torch
         aten = torch.ops.aten
         from ..kernel_table import matmul_class
         from .record import matmul_layout
+        tokens = tokens or self.NET_TOKENS
+        widths_in = widths_in or self.NET_WIDTHS
+        widths_out = widths_out or self.NET_WIDTHS
         rng = self.rng
         made = 0
         tries = 0
         while made < count and tries < count * 20 and not self.late():
             tries += 1
-            t = rng.choice(self.NET_TOKENS)
-            din, dout = rng.choice(self.NET_WIDTHS), rng.choice(self.NET_WIDTHS)
+            t = rng.choice(tokens)
+            din, dout = rng.choice(widths_in), rng.choice(widths_out)
             if 2 * t * din * dout > max_flops:
                 continue
             made += 1
 
             def one(t=t, din=din, dout=dout):
                 x, w = self.t(t, din, dtype=dtype), self.t(dout, din, dtype=dtype)
-                b, dy = self.t(dout, dtype=dtype), self.t(t, dout, dtype=dtype)
+                dy = self.t(t, dout, dtype=dtype)
+                fwd = ((aten.addmm.default, (self.t(dout, dtype=dtype), x, w.t())) if bias
+                       else (aten.mm.default, (x, w.t())))
                 for form, fn, args, (m, k, n) in (
-                        ("fwd", aten.addmm.default, (b, x, w.t()), (t, din, dout)),
+                        ("fwd", *fwd, (t, din, dout)),
                         ("dgrad", aten.mm.default, (dy, w), (t, dout, din)),
                         ("wgrad", aten.mm.default, (dy.t(), x), (dout, t, din))):
                     out = fn(*args)
                     cls = matmul_class("", matmul_layout(fn._overloadpacket.__name__, args,
                                                          [out]))
-                    self.add("addmm" if form == "fwd" else "mm", dtype, math_, cls,
+                    self.add(fn._overloadpacket.__name__, dtype, math_, cls,
                              lambda fn=fn, args=args: fn(*args),
                              flops=_flops(torch, fn, args, {}, out),
                              nbytes=_nbytes(torch, args, out),
-                             shape=f"net {form} b1 m{m} k{k} n{n}")
-            self.guarded("net matmul", one)
+                             shape=f"{tag} {form} b1 m{m} k{k} n{n}")
+                    del out
+            self.guarded(f"{tag} matmul", one)
+
+    def vocab_matmuls(self, count, dtype, math_, max_flops):
+        """An LM head's three GEMMs (:meth:`net_matmuls` without bias) at ``count`` sampled
+        (tokens, width, vocabulary) of :attr:`HEAD_TOKENS` x :attr:`HEAD_WIDTHS` x
+        :attr:`VOCABS`; rows' shape ``vocab <form> b1 m.. k.. n..``."""
+        self.net_matmuls(count, dtype, math_, max_flops, tokens=self.HEAD_TOKENS,
+                         widths_in=self.HEAD_WIDTHS, widths_out=self.VOCABS, bias=False,
+                         tag="vocab")
 
     def matmuls(self, count, dtype, math_, max_flops):
         torch = self.torch
@@ -1167,6 +1193,11 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # random shapes: fp32 ones 1-1.5 e-folds from GPT-2's and ViT's GEMMs)
         "matnet": ("matmul net ", ("mm", "addmm"), lambda r: str(r.get("shape", "")).startswith(
             "net ")),
+        # an LM head's three GEMMs against vocabularies (Calibrator.vocab_matmuls),
+        # fp32/bf16/fp16: tables before 2026-12-01 06:00 had no GEMM of a vocabulary's width
+        # (GPT-2's 8192 x 768 x 50257, unaligned, sat 1.4 e-folds from the nearest fp16 row)
+        "lmhead": ("matmul vocab ", ("mm",), lambda r: str(r.get("shape", "")).startswith(
+            "vocab ")),
         "stage": ("stage conv", ("convolution", "convolution_backward"), lambda r: (
             str(r.get("shape", "")).startswith("stage "))),
         # the backward ops calibrate timed through torch.autograd.grad before 2026-11-30, whose
@@ -1271,6 +1302,12 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
                                                           4e12 * cap)),
         ("matmul net fp16", 0.01, lambda: cal.net_matmuls(cal.n(20), torch.float16, "fp16",
                                                           4e12 * cap)),
+        ("matmul vocab fp32", 0.01, lambda: _with_tf32(torch, False, lambda: cal.vocab_matmuls(
+            cal.n(12), torch.float32, "fp32", 2e12 * cap))),
+        ("matmul vocab bf16", 0.01, lambda: cal.vocab_matmuls(cal.n(16), torch.bfloat16,
+                                                              "bf16", 1e13 * cap)),
+        ("matmul vocab fp16", 0.01, lambda: cal.vocab_matmuls(cal.n(16), torch.float16,
+                                                              "fp16", 1e13 * cap)),
         ("stage conv tf32", 0.05, lambda: _with_tf32(torch, True, lambda: cal.layout_convs(
             cal.n(1200), torch.float32, "tf32"))),
         ("stage conv bf16", 0.03, lambda: cal.layout_convs(cal.n(500), torch.bfloat16, "bf16")),
@@ -1498,7 +1535,8 @@ def _add_calibrate(sub):
                    "TF32/bf16/fp16), strided (copies of non-contiguous tensors: channel "
                    "shuffle, NCHW<->NHWC permutes, cat of a chunk view), generic "
                    "(elementwise ops on the generic kernel: broadcast operands), matnet (a "
-                   "Linear's three GEMMs at model widths by token counts), bnfp16 (fp16 "
+                   "Linear's three GEMMs at model widths by token counts), lmhead (an LM head's "
+                   "three GEMMs against vocabularies, aligned and not), bnfp16 (fp16 "
                    "batch norm: cuDNN's), convbias (a convolution's bias add and grad_bias "
                    "reduction by output size), convcl "
                    "(channels-last convolutions: grouped, depthwise and dense; TF32/bf16/fp16), "
