@@ -46,6 +46,18 @@ regnet_x_8gf_b64_fp16_plain, where the nearest probed widths, 64 and 128, take ~
     PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 8 --seed 2 \
         --kinds grouped --skip-nets --group-widths 40,56,72,80,96,112,120,144,160,168,192,232,256,264 \
         --merge configs/kernels/h200_conv_workspaces.json.gz
+
+16-bit network layers and dtype pairs (the layers above ran in fp32 and bf16 only, so an fp16
+network convolution took the bf16 row, and the H200 histories contradict it: a 3-channel stem
+in fp16 pads x to 4 channels, bf16 to 8; 1x1 convolutions on 7x7 and 14x14 maps in fp16 took
+none, x + y or the per-sample weight-gradient engine by batch): the calibration CNNs' and two
+more networks' layers in fp16 at six batches, and random dense and depthwise convolutions each
+in fp16 and bf16, with the output each workspace follows (``slots``):
+
+    PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 2.4 --seed 3 \
+        --kinds dense,dw --net-dtypes float16 --net-batches 128,32,8,64,16,256 \
+        --sample-dtypes float16,bfloat16 --merge configs/kernels/h200_conv_workspaces.json.gz \
+        --nets resnet50:224,densenet121:224,inception_v3:299,vgg16:224,mobilenet_v2:224,efficientnet_b0:224,resnet18:224
 """
 import argparse
 import datetime
@@ -242,6 +254,9 @@ def main(argv=None):
                     help="dtypes the calibration CNNs' layers run in (comma-separated)")
     ap.add_argument("--net-batches", default=",".join(map(str, NET_BATCHES)),
                     help="batches the calibration CNNs' layers run at (comma-separated)")
+    ap.add_argument("--nets", default=",".join(f"{m}:{side}" for m, side in NET_MODELS),
+                    help="torchvision CNNs whose layers are probed, NAME:INPUT_SIDE "
+                         "(comma-separated)")
     ap.add_argument("--sample-dtypes", default=None,
                     help="run each random convolution in every one of these dtypes "
                          "(comma-separated; pairs of one shape: does the engine, so the "
@@ -273,6 +288,14 @@ def main(argv=None):
             sys.exit(f"conv_workspace_probe: {flag} (={','.join(got)!r}) must name some of "
                      f"{', '.join(dtypes)}")
     try:
+        nets = tuple((m, int(side)) for m, side in
+                     (v.split(":") for v in args.nets.split(",") if v))
+    except ValueError:
+        nets = ()
+    if not nets:
+        sys.exit(f"conv_workspace_probe: --nets (={args.nets!r}) must be comma-separated "
+                 f"NAME:INPUT_SIDE (torchvision models)")
+    try:
         net_batches = tuple(int(v) for v in args.net_batches.split(",") if v)
     except ValueError:
         net_batches = ()
@@ -303,10 +326,10 @@ def main(argv=None):
     configs = [] if args.skip_nets else [
         (n, c, h, co, k, s, p, g, bias, dt)
         for n in net_batches for dt in net_dtypes
-        for c, h, co, k, s, p, g, bias in _net_layers()]
+        for c, h, co, k, s, p, g, bias in _net_layers(nets)]
     pending = []       # the other dtypes of the last random sample (--sample-dtypes)
     if args.dry_run:
-        print(f"{len(configs)} network-layer calls ({len(_net_layers())} layers x "
+        print(f"{len(configs)} network-layer calls ({len(_net_layers(nets))} layers x "
               f"{len(net_batches)} batches x {len(net_dtypes)} dtypes), then random "
               f"{','.join(kinds)} convolutions in {','.join(sample_dtypes) or 'one dtype'} "
               f"each until {args.minutes} min")
@@ -359,7 +382,8 @@ def main(argv=None):
             "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32, "seed": args.seed,
             "configs_tried": i, "skipped": skipped, "kinds": list(kinds),
             "group_widths": list(widths),
-            "nets": not args.skip_nets, "net_dtypes": list(net_dtypes),
+            "nets": not args.skip_nets, "net_models": [f"{m}:{side}" for m, side in nets],
+            "net_dtypes": list(net_dtypes),
             "net_batches": list(net_batches), "sample_dtypes": list(sample_dtypes),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     # slots: per signature, how many outputs each workspace followed (see _workspaces); a
