@@ -217,7 +217,11 @@ def _read_probe(path, mtime_ns):
 
 def _index_probe(path):
     with gzip.open(path, "rt") as f:
-        rows = json.load(f)["rows"]
+        doc = json.load(f)
+    rows = doc["rows"]
+    # per signature, how many of the call's outputs each workspace followed (probes since
+    # seed 3 record it; earlier rows have none)
+    slots = {sig: [int(k) for k in ks] for sig, ks in doc.get("slots", {}).items()}
     exact = {}
     for sig, sizes in rows:
         exact.setdefault(sig, [int(s) for s in sizes])
@@ -226,9 +230,9 @@ def _index_probe(path):
     scaled = {}
     for sig, call in calls.items():
         if call["x"][0] > 0:
-            scaled.setdefault(normalize(sig, call["x"][0]), []).append((call["x"][0],
-                                                                         exact[sig]))
-    return {"exact": exact, "grouped": _grouped_index(exact, calls),
+            scaled.setdefault(normalize(sig, call["x"][0]), []).append(
+                (call["x"][0], exact[sig], slots.get(sig)))
+    return {"exact": exact, "slots": slots, "grouped": _grouped_index(exact, calls),
             "dense": _dense_index(exact, calls), "scaled": scaled,
             "file": os.path.basename(path)}
 
@@ -240,6 +244,14 @@ def _passes(call):
     if call["mask"] is None:
         return ("fwd",)
     return tuple(p for p, on in zip(("bwd_data", "bwd_filter"), call["mask"][:2]) if on)
+
+
+def _outputs_before(call, pass_name):
+    """How many of a convolution call's outputs exist when ``pass_name`` takes its workspace:
+    each cuDNN pass allocates its gradient, then its workspace (``_workspace_slots``)."""
+    if pass_name == "bwd_filter":
+        return 2 if call["mask"][0] else 1
+    return 1
 
 
 def _grouped_key(call, pass_name):
@@ -303,11 +315,16 @@ def probed_grouped_workspaces(probe, sig):
     (within 5%: 87%, 86%, 74% of calls), against 24%, 48% and 35% (72%, 67%, 48%) for
     :func:`modelled_conv_workspaces`.
     None when the call is not a grouped convolution or a pass has no neighbour."""
-    call = conv_call(sig)
+    found = _grouped_per_pass(probe, conv_call(sig))
+    return None if found is None else [s for _, s in found if s]
+
+
+def _grouped_per_pass(probe, call):
+    """``[(pass, workspace bytes or 0), ...]`` of :func:`probed_grouped_workspaces`."""
     if probe is None or call is None or not 1 < call["groups"] < call["x"][1]:
         return None
     per_pass = nearest_grouped(probe.get("grouped", {}), call)
-    return None if per_pass is None else [s for s in per_pass if s]
+    return None if per_pass is None else list(zip(_passes(call), per_pass))
 
 
 def nearest_grouped(index, call, *, skip=None):
@@ -406,7 +423,12 @@ def probed_dense_workspaces(probe, sig):
     traces/h200/plans_history/regnet_y_8gf_b32_adamw_bf16_*, efficientnet_b1_b96_fp16_*),
     where the neighbours' per-sample engine had given up to 25.7 MB. None when the call is not a
     dense 2-D convolution or a pass has no probed neighbour."""
-    call = conv_call(sig)
+    found = _dense_per_pass(probe, conv_call(sig))
+    return None if found is None else [s for _, s in found if s]
+
+
+def _dense_per_pass(probe, call):
+    """``[(pass, workspace bytes or 0), ...]`` of :func:`probed_dense_workspaces`."""
     if probe is None or call is None or call["groups"] != 1 or min(call["x"]) <= 0:
         return None
     if _ELEMENT_BYTES[call["dtype"]] == 2 and call["x"][2] * call["x"][3] == 1:
@@ -426,8 +448,7 @@ def probed_dense_workspaces(probe, sig):
         else:
             other = near[~per_sample]            # the others' engines, by their ratio
             ws = int(round(float(np.median(rows[other, 4])) * _model_bytes(call, p)))
-        if ws:
-            out.append(ws)
+        out.append((p, ws))
     return out
 
 
@@ -435,19 +456,28 @@ def probed_scaled_workspaces(probe, sig, batch):
     """The probed workspaces of the same call at the nearest other batch, scaled by the batch
     ratio (the probe measured its networks' layers at ten batches, zeros included: a layer a
     capture does not list because it took none stays at none)."""
+    found = _probe_scaled(probe, sig, batch)
+    return None if found is None else found[0]
+
+
+def _probe_scaled(probe, sig, batch):
+    """``(sizes, slots or None)`` of :func:`probed_scaled_workspaces`."""
     if probe is None or not probe.get("scaled"):
         return None
-    return _at_nearest_batch(probe["scaled"], normalizations(sig, batch), batch)
+    return _at_nearest_batch(probe["scaled"], normalizations(sig, batch), batch,
+                             with_slots=True)
 
 
-def _at_nearest_batch(index, norms, batch):
-    """The sizes ``index`` (normalised signature -> ``[(batch, sizes), ...]``) holds for the
-    first of ``norms`` it has, from its nearest batch, scaled to ``batch``; None if none."""
+def _at_nearest_batch(index, norms, batch, *, with_slots=False):
+    """The sizes ``index`` (normalised signature -> ``[(batch, sizes[, slots]), ...]``) holds
+    for the first of ``norms`` it has, from its nearest batch, scaled to ``batch``; None if
+    none. ``with_slots``: ``(sizes, slots or None)``."""
     for norm in norms:
         cands = index.get(norm)
         if cands:
-            b_ref, sizes = min(cands, key=lambda c: abs(c[0] - batch))
-            return [int(round(v * batch / b_ref)) for v in sizes]
+            best = min(cands, key=lambda c: abs(c[0] - batch))
+            sizes = [int(round(v * batch / best[0])) for v in best[1]]
+            return (sizes, best[2] if len(best) > 2 else None) if with_slots else sizes
     return None
 
 
@@ -552,31 +582,47 @@ def half_sibling(sig):
 
 
 def lookup(tables, sig, batch):
-    """Workspace sizes of one call of ``sig`` at ``batch`` (``[]`` when unknown)."""
+    """Workspace sizes of one call of ``sig`` at ``batch`` (``[]`` when unknown) and the level
+    that gave them (:func:`lookup_slots` without the slots)."""
+    sizes, how, _ = lookup_slots(tables, sig, batch)
+    return sizes, how
+
+
+def _pass_slots(call, per_pass):
+    """Sizes and slots (outputs allocated before each workspace) of per-pass workspaces."""
+    kept = [(p, s) for p, s in per_pass if s]
+    return [s for _, s in kept], [_outputs_before(call, p) for p, _ in kept]
+
+
+def lookup_slots(tables, sig, batch):
+    """``(sizes, level, slots)`` of one call of ``sig`` at ``batch``: the workspace sizes in
+    the order taken, the level of the module docstring that gave them, and how many of the
+    call's outputs each follows where that level knows it (a probed row that recorded it, or
+    a per-pass level), else None (:func:`_workspace_slots` places them)."""
     sizes = tables["exact"].get(sig)
     if sizes is not None:
-        return list(sizes), "exact"
+        return list(sizes), "exact", None
     probe = tables.get("probe")
+    probe_slots = probe.get("slots", {}) if probe is not None else {}
     if probe is not None and sig in probe["exact"]:
-        return list(probe["exact"][sig]), "probe"
+        return list(probe["exact"][sig]), "probe", probe_slots.get(sig)
     twin = half_sibling(sig)
     if twin is not None:
         for source in (tables["exact"], probe["exact"] if probe is not None else {}):
             if twin in source:
-                return list(source[twin]), "half_sibling"
+                return list(source[twin]), "half_sibling", probe_slots.get(twin)
     norms = normalizations(sig, batch)
     sizes = _at_nearest_batch(tables["scaled"], norms, batch)
     if sizes is not None:
-        return sizes, "scaled"
-    sizes = probed_scaled_workspaces(tables.get("probe"), sig, batch)
-    if sizes is not None:
-        return sizes, "probe_scaled"
-    sizes = probed_grouped_workspaces(tables.get("probe"), sig)
-    if sizes is not None:
-        return sizes, "probe_near"
-    sizes = probed_dense_workspaces(tables.get("probe"), sig)
-    if sizes is not None:
-        return sizes, "probe_near"
+        return sizes, "scaled", None
+    found = _probe_scaled(probe, sig, batch)
+    if found is not None:
+        return found[0], "probe_scaled", found[1]
+    call = conv_call(sig)
+    for per_pass in (_grouped_per_pass(probe, call), _dense_per_pass(probe, call)):
+        if per_pass is not None:
+            sizes, slots = _pass_slots(call, per_pass)
+            return sizes, "probe_near", slots
     # another dtype's row scaled by element size, after the probe's rows of this dtype: on the
     # probe's 16-bit dense calls with an fp32 twin (leaving each shape out), the same-dtype
     # neighbours miss by 0.1-18% of the bytes per pass and kernel class, the halved fp32 row
@@ -586,14 +632,16 @@ def lookup(tables, sig, batch):
         cands = tables.get("dtyped", {}).get(bare) if bare is not None else None
         if cands:
             b_ref, el_ref, sizes = min(cands, key=lambda c: (abs(c[0] - batch), c[1] != elsize))
-            return [int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype"
+            return ([int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype",
+                    None)
     sizes = modelled_conv_workspaces(sig)
     if sizes is not None:
-        return sizes, "modelled"
-    return [], "none"
+        passes = _passes(call) if sizes else ()
+        return sizes, "modelled", [_outputs_before(call, p) for p in passes] or None
+    return [], "none", None
 
 
-def _workspace_slots(op_name, n_workspaces, n_outputs):
+def _workspace_slots(op_name, n_workspaces, n_outputs, outputs_before=None):
     """After which of its own allocations (0-based) each of an op's workspaces is taken.
 
     ``convolution_backward`` on cuDNN (ATen ``Convolution.cpp`` / ``cudnn/ConvShared.cpp``)
@@ -605,10 +653,20 @@ def _workspace_slots(op_name, n_workspaces, n_outputs):
     other op's workspaces follow all its outputs. A table with fewer workspaces than
     gradients (one kernel took none) cannot say which one; the rule then puts them first.
 
+    ``outputs_before``: where the table knows it, how many of the op's outputs exist when
+    each workspace is taken (the probe records it; a per-pass level knows its passes): a lone
+    workspace of a two-pass backward can be the backward-filter one (GoogLeNet's and
+    DenseNet-121's 1x1 backward passes in fp16, traces/h200/plans_history: after
+    grad_weight). Slot -1: before the first output.
+
     >>> _workspace_slots("convolution_backward", 4, 3), _workspace_slots("convolution", 1, 1)
     ([0, 1, 2, 2], [0])
+    >>> _workspace_slots("convolution_backward", 1, 3, [2])
+    [1]
     """
     last = max(0, n_outputs - 1)
+    if outputs_before is not None and len(outputs_before) == n_workspaces:
+        return [min(k, n_outputs) - 1 for k in outputs_before]
     if op_name != "convolution_backward":
         return [last] * n_workspaces
     return [min(j, last) for j in range(n_workspaces)]
@@ -689,9 +747,9 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             # the recorder gave this op its CUDA kernel's temporaries from the strides it saw,
             # which a table keyed by shapes only cannot tell apart
             continue
-        sizes, how = lookup(tables, sig, batch or 0)
+        sizes, how, before = lookup_slots(tables, sig, batch or 0)
         counts[how] += 1
-        slots = _workspace_slots(op[1], len(sizes), made.get(k, 0))
+        slots = _workspace_slots(op[1], len(sizes), made.get(k, 0), before)
         copy = rec.dy_copies.get(k)
         if copy is not None:
             # cuDNN's backward passes each copy a non-contiguous grad_output into a contiguous
