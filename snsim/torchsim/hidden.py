@@ -597,8 +597,20 @@ def _pass_slots(call, per_pass):
 def lookup_slots(tables, sig, batch):
     """``(sizes, level, slots)`` of one call of ``sig`` at ``batch``: the workspace sizes in
     the order taken, the level of the module docstring that gave them, and how many of the
-    call's outputs each follows where that level knows it (a probed row that recorded it, or
-    a per-pass level), else None (:func:`_workspace_slots` places them)."""
+    call's outputs each follows where that is known (a probed row that recorded it, a
+    per-pass level, or a lone backward workspace of exactly the per-sample weight-gradient
+    engine's size, :func:`per_sample_filter_bytes`: a backward-filter engine), else None
+    (:func:`_workspace_slots` places them)."""
+    sizes, how, slots = _lookup_levels(tables, sig, batch)
+    if slots is None and len(sizes) == 1:
+        call = conv_call(sig)
+        if (call is not None and len(_passes(call)) == 2
+                and sizes[0] == per_sample_filter_bytes(call)):
+            slots = [_outputs_before(call, "bwd_filter")]
+    return sizes, how, slots
+
+
+def _lookup_levels(tables, sig, batch):
     sizes = tables["exact"].get(sig)
     if sizes is not None:
         return list(sizes), "exact", None
