@@ -233,7 +233,7 @@ def _index_probe(path):
             scaled.setdefault(normalize(sig, call["x"][0]), []).append(
                 (call["x"][0], exact[sig], slots.get(sig)))
     return {"exact": exact, "slots": slots, "grouped": _grouped_index(exact, calls),
-            "dense": _dense_index(exact, calls), "scaled": scaled,
+            "dense": _dense_index(exact, calls, slots), "scaled": scaled,
             "file": os.path.basename(path)}
 
 
@@ -360,31 +360,67 @@ def _model_bytes(call, pass_name):
     return conv_workspace_bytes(a, pass_name, _ELEMENT_BYTES[call["dtype"]])
 
 
-def _dense_index(exact, calls):
-    """The probed dense convolutions by (pass, element size, kernel, stride): per key the
-    features (log batch, in and out channels, input pixels) and the ratio of each pass's
-    measured workspace to :func:`snsim.program_torch.conv_workspace_bytes` (0: none taken),
-    for the calls whose workspaces can be told apart by pass (``calls`` as for
-    :func:`_grouped_index`)."""
-    index = {}
+def per_pass_sizes(call, sizes, slots=None):
+    """Each pass's workspace (0: none) of a probed or captured convolution ``call``
+    (:func:`conv_call`) that took ``sizes``, or None where the table cannot say which pass
+    took which: a list as long as :func:`_passes`. A backward that took fewer workspaces than
+    it ran passes is told apart by the outputs each followed (``slots``, recorded by the
+    probe since seed 3) or, for a lone one of exactly the per-sample weight-gradient engine's
+    size (:func:`per_sample_filter_bytes`), as the backward-filter's; workspaces after the
+    last pass's gradient (a bias sum's reduction buffers) are no pass's.
+
+    >>> c = conv_call("convolution_backward float16[8, 4, 5, 5] float16[8, 2, 5, 5] "
+    ...               "float16[4, 2, 1, 1] 0 1 1 0 0 1 1 False 0 0 1 True True False")
+    >>> per_pass_sizes(c, [256]), per_pass_sizes(c, [1000]), per_pass_sizes(c, [1000], [2])
+    ([0, 256], None, [0, 1000])
+    """
+    passes = _passes(call)
+    if not sizes:
+        return [0] * len(passes)
+    if slots is not None and len(slots) == len(sizes):
+        out = [0] * len(passes)
+        for size, k in zip(sizes, slots):
+            j = next((j for j, p in enumerate(passes) if _outputs_before(call, p) == k), None)
+            if j is not None:
+                if out[j]:
+                    return None          # two workspaces after one gradient: not one pass's
+                out[j] = size
+        return out
+    if len(sizes) == len(passes):
+        return list(sizes)
+    if (len(sizes) == 1 and passes == ("bwd_data", "bwd_filter")
+            and sizes[0] == per_sample_filter_bytes(call)):
+        return [0, sizes[0]]
+    return None
+
+
+def _dense_index(exact, calls, slots=None, *, with_sigs=False):
+    """The probed dense convolutions by :func:`_dense_key`: per key the features (log batch,
+    in and out channels, input pixels), the ratio of each pass's measured workspace to
+    :func:`snsim.program_torch.conv_workspace_bytes` (0: none taken) and whether it is the
+    per-sample engine's, for the calls whose workspaces can be told apart by pass
+    (:func:`per_pass_sizes`; ``calls`` as for :func:`_grouped_index`, ``slots`` the probe's).
+    ``with_sigs``: also each key's signatures, row by row."""
+    index, sigs = {}, {}
+    slots = slots or {}
     for sig, call in calls.items():
-        sizes = exact[sig]
         if call["groups"] != 1 or min(call["x"]) <= 0:
             continue
-        passes = _passes(call)
-        if sizes and len(sizes) != len(passes):
+        per_pass = per_pass_sizes(call, exact[sig], slots.get(sig))
+        if per_pass is None:
             continue
         feat = _dense_feats(call)
-        for j, p in enumerate(passes):
+        for p, ws in zip(_passes(call), per_pass):
             model = _model_bytes(call, p)
             if model > 0:
-                ws = sizes[j] if sizes else 0
-                index.setdefault((p, _ELEMENT_BYTES[call["dtype"]], tuple(call["w"][2:]),
-                                  tuple(call["stride"])), []).append(
+                key = _dense_key(call, p)
+                index.setdefault(key, []).append(
                     feat + (ws / model,
                             float(p == "bwd_filter" and ws > 0
                                   and ws == per_sample_filter_bytes(call))))
-    return {k: np.array(v) for k, v in index.items()}
+                sigs.setdefault(key, []).append(sig)
+    out = {k: np.array(v) for k, v in index.items()}
+    return (out, sigs) if with_sigs else out
 
 
 def per_sample_filter_bytes(call):
@@ -433,23 +469,34 @@ def _dense_per_pass(probe, call):
         return None
     if _ELEMENT_BYTES[call["dtype"]] == 2 and call["x"][2] * call["x"][3] == 1:
         return []     # a 16-bit 1x1 map, a GEMM in NCHW and NHWC alike (see the docstring)
-    feat = np.array(_dense_feats(call))
     out = []
     for p in _passes(call):
-        rows = probe.get("dense", {}).get((p, _ELEMENT_BYTES[call["dtype"]],
-                                           tuple(call["w"][2:]), tuple(call["stride"])))
+        rows = probe.get("dense", {}).get(_dense_key(call, p))
         if rows is None or not len(rows):
             return None
-        d = np.abs(rows[:, :4] - feat).sum(axis=1)
-        near = np.argsort(d, kind="stable")[:DENSE_NEIGHBOURS]
-        per_sample = rows[near, 5] > 0
-        if 2 * per_sample.sum() > len(near):
-            ws = per_sample_filter_bytes(call)   # most neighbours ran the per-sample engine
-        else:
-            other = near[~per_sample]            # the others' engines, by their ratio
-            ws = int(round(float(np.median(rows[other, 4])) * _model_bytes(call, p)))
-        out.append((p, ws))
+        out.append((p, dense_pass_bytes(rows, call, p)))
     return out
+
+
+def _dense_key(call, pass_name):
+    """What a dense convolution's probed neighbours share: the pass, element size, kernel and
+    stride."""
+    return (pass_name, _ELEMENT_BYTES[call["dtype"]], tuple(call["w"][2:]),
+            tuple(call["stride"]))
+
+
+def dense_pass_bytes(rows, call, pass_name):
+    """One pass's workspace of a dense ``call`` from probed ``rows`` of its :func:`_dense_key`
+    (:func:`_dense_index`'s arrays): the per-sample engine's if most of the nearest
+    :data:`DENSE_NEIGHBOURS` ran it, else their median ratio to the x + y + w model times
+    this call's."""
+    d = np.abs(rows[:, :4] - np.array(_dense_feats(call))).sum(axis=1)
+    near = np.argsort(d, kind="stable")[:DENSE_NEIGHBOURS]
+    per_sample = rows[near, 5] > 0
+    if 2 * per_sample.sum() > len(near):
+        return per_sample_filter_bytes(call)     # most neighbours ran the per-sample engine
+    other = near[~per_sample]                    # the others' engines, by their ratio
+    return int(round(float(np.median(rows[other, 4])) * _model_bytes(call, pass_name)))
 
 
 def probed_scaled_workspaces(probe, sig, batch):
