@@ -232,7 +232,7 @@ def _index_probe(path):
         if call["x"][0] > 0:
             scaled.setdefault(normalize(sig, call["x"][0]), []).append(
                 (call["x"][0], exact[sig], slots.get(sig)))
-    return {"exact": exact, "slots": slots, "grouped": _grouped_index(exact, calls),
+    return {"exact": exact, "slots": slots, "grouped": _grouped_index(exact, calls, slots),
             "dense": _dense_index(exact, calls, slots), "scaled": scaled,
             "file": os.path.basename(path)}
 
@@ -271,27 +271,24 @@ def _transposed_bytes(call):
     return (n * c * h * w + n * k * ho * wo) * el
 
 
-def _grouped_index(exact, calls):
+def _grouped_index(exact, calls, slots=None):
     """The probed grouped (not depthwise) convolutions by :func:`_grouped_key`: per key a
     list of ``(log groups, log batch x input pixels, transposed bytes, workspace bytes)``,
-    one per pass of each probed call whose workspaces can be told apart (a backward that
-    listed fewer workspaces than it ran passes, but some, cannot say which pass took none).
-    ``calls``: the probed signatures' :func:`conv_call`, in signature order."""
+    one per pass of each probed call whose workspaces can be told apart by pass
+    (:func:`per_pass_sizes`). ``calls``: the probed signatures' :func:`conv_call`, in
+    signature order; ``slots``: the probe's."""
     index = {}
+    slots = slots or {}
     for sig, call in calls.items():
-        sizes = exact[sig]
         if not 1 < call["groups"] < call["x"][1]:
             continue
-        passes = _passes(call)
-        if sizes and len(sizes) < len(passes):
-            continue
         n, _, h, w = call["x"]
-        if n * h * w <= 0:
+        per_pass = per_pass_sizes(call, exact[sig], slots.get(sig))
+        if per_pass is None or n * h * w <= 0:
             continue
         feat = (math.log(call["groups"]), math.log(n * h * w), _transposed_bytes(call))
-        for j, p in enumerate(passes):
-            index.setdefault(_grouped_key(call, p), []).append(
-                feat + (sizes[j] if j < len(sizes) else 0,))
+        for p, ws in zip(_passes(call), per_pass):
+            index.setdefault(_grouped_key(call, p), []).append(feat + (ws,))
     return index
 
 
@@ -386,8 +383,8 @@ def per_pass_sizes(call, sizes, slots=None):
                     return None          # two workspaces after one gradient: not one pass's
                 out[j] = size
         return out
-    if len(sizes) == len(passes):
-        return list(sizes)
+    if len(sizes) >= len(passes):
+        return list(sizes[:len(passes)])     # any beyond: after the last gradient
     if (len(sizes) == 1 and passes == ("bwd_data", "bwd_filter")
             and sizes[0] == per_sample_filter_bytes(call)):
         return [0, sizes[0]]
