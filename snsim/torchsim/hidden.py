@@ -476,10 +476,23 @@ def _dense_per_pass(probe, call):
 
 
 def _dense_key(call, pass_name):
-    """What a dense convolution's probed neighbours share: the pass, element size, kernel and
+    """What a dense convolution's probed neighbours share: the pass, element size (the dtype
+    for a 16-bit call whose channels need padding, :func:`_pads_by_dtype`), kernel and
     stride."""
-    return (pass_name, _ELEMENT_BYTES[call["dtype"]], tuple(call["w"][2:]),
-            tuple(call["stride"]))
+    el = call["dtype"] if _pads_by_dtype(call) else _ELEMENT_BYTES[call["dtype"]]
+    return (pass_name, el, tuple(call["w"][2:]), tuple(call["stride"]))
+
+
+def _pads_by_dtype(call):
+    """Whether a 16-bit convolution's input channels per group are not a multiple of 8: its
+    cuDNN engines then differ by dtype. fp16 pads a 3-channel stem to 4 channels, bf16 to 8
+    (configs/kernels/h200_conv_workspaces.json.gz, ResNet-50's 7x7 stem forward at batch 32:
+    fp16 64,250,384 B = y + x and w at 4 channels + 16, bf16 77,120,528 B = y + x and w at
+    8 channels + 16; hand calculation); of the probe's dense fp16/bf16 forward pairs (seed 3),
+    21 of 72 with unaligned channels differ, by 23-133% of the bytes per kernel size, against
+    54 of 1,123 with aligned ones, by at most 0.7%."""
+    return (_ELEMENT_BYTES[call["dtype"]] == 2
+            and (call["x"][1] // max(1, call["groups"])) % 8 != 0)
 
 
 def dense_pass_bytes(rows, call, pass_name):
@@ -612,15 +625,20 @@ def half_sibling(sig):
     (``use_cudnn_depthwise``), never bf16 ones (the probe: 28 pairs, fp16 with workspaces,
     bf16 none).
 
-    >>> half_sibling("convolution float16[8, 4, 5, 5] float16[6, 4, 1, 1] None 1 1 0 0 "
+    A call whose channels need padding is excluded too (:func:`_pads_by_dtype`).
+
+    >>> half_sibling("convolution float16[8, 16, 5, 5] float16[6, 16, 1, 1] None 1 1 0 0 "
     ...              "1 1 False 0 0 1")
-    'convolution bfloat16[8, 4, 5, 5] bfloat16[6, 4, 1, 1] None 1 1 0 0 1 1 False 0 0 1'
+    'convolution bfloat16[8, 16, 5, 5] bfloat16[6, 16, 1, 1] None 1 1 0 0 1 1 False 0 0 1'
+    >>> half_sibling("convolution float16[8, 3, 5, 5] float16[6, 3, 1, 1] None 1 1 0 0 "
+    ...              "1 1 False 0 0 1") is None
+    True
     """
     dtypes = set(_DTYPE.findall(sig))
     call = conv_call(sig)
     if len(dtypes) != 1 or call is None or call["dtype"] not in _OTHER_HALF:
         return None
-    if 1 < call["groups"] == call["x"][1]:
+    if 1 < call["groups"] == call["x"][1] or _pads_by_dtype(call):
         return None
     return _HALF_DTYPE.sub(lambda m: _OTHER_HALF[m.group(1)] + "[", sig)
 
@@ -642,14 +660,14 @@ def lookup_slots(tables, sig, batch):
     """``(sizes, level, slots)`` of one call of ``sig`` at ``batch``: the workspace sizes in
     the order taken, the level of the module docstring that gave them, and how many of the
     call's outputs each follows where that is known (a probed row that recorded it, a
-    per-pass level, or a lone backward workspace of exactly the per-sample weight-gradient
-    engine's size, :func:`per_sample_filter_bytes`: a backward-filter engine), else None
-    (:func:`_workspace_slots` places them)."""
+    per-pass level), else None (:func:`_workspace_slots` places them). A lone workspace of a
+    backward that runs both passes is taken as the backward-filter's: of the 609 the probe
+    recorded with their slots (seed 3), 575 followed grad_weight (fp16 545 of 572, bf16 30 of
+    37), among them every one of the per-sample engine's size (:func:`per_sample_filter_bytes`)."""
     sizes, how, slots = _lookup_levels(tables, sig, batch)
     if slots is None and len(sizes) == 1:
         call = conv_call(sig)
-        if (call is not None and len(_passes(call)) == 2
-                and sizes[0] == per_sample_filter_bytes(call)):
+        if call is not None and len(_passes(call)) == 2:
             slots = [_outputs_before(call, "bwd_filter")]
     return sizes, how, slots
 
@@ -706,14 +724,11 @@ def _workspace_slots(op_name, n_workspaces, n_outputs, outputs_before=None):
     grad_bias (``grad_output.sum``) and that reduction's buffers. So the j-th workspace
     follows the j-th output and the ones beyond the outputs follow the last. The H200 history
     of VGG-19 (traces/h200/plans_history/vgg19_b48_plain) shows exactly this order; every
-    other op's workspaces follow all its outputs. A table with fewer workspaces than
-    gradients (one kernel took none) cannot say which one; the rule then puts them first.
-
-    ``outputs_before``: where the table knows it, how many of the op's outputs exist when
-    each workspace is taken (the probe records it; a per-pass level knows its passes): a lone
-    workspace of a two-pass backward can be the backward-filter one (GoogLeNet's and
-    DenseNet-121's 1x1 backward passes in fp16, traces/h200/plans_history: after
-    grad_weight). Slot -1: before the first output.
+    other op's workspaces follow all its outputs. Where one kernel took none, the j-th
+    workspace is not the j-th gradient's: ``outputs_before`` (:func:`lookup_slots`) then
+    says how many of the op's outputs exist when each is taken (a lone workspace of a
+    two-pass backward mostly follows grad_weight: GoogLeNet's and DenseNet-121's fp16 1x1
+    backward passes, traces/h200/plans_history). Slot -1: before the first output.
 
     >>> _workspace_slots("convolution_backward", 4, 3), _workspace_slots("convolution", 1, 1)
     ([0, 1, 2, 2], [0])
