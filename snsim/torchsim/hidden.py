@@ -14,8 +14,9 @@ them into a CPU recording:
   same signature at another batch size, scaled by the batch ratio [E]; failing that, the
   same call probed at another batch, scaled by the batch
   (:func:`probed_scaled_workspaces`; the probe's zeros included) [E]; failing that, for
-  a grouped convolution (none is captured), the nearest probed one of its kernel family
-  scaled by activation bytes (:func:`probed_grouped_workspaces`) [E], for a dense one the
+  a grouped convolution (none is captured), depthwise included (of its own dtype), the
+  nearest probed one of its kernel family scaled by activation bytes
+  (:func:`probed_grouped_workspaces`) [E], for a dense one the
   median ratio of its nearest probed calls to the x + y + w model
   (:func:`probed_dense_workspaces`) [E]; failing that, of the same shapes in another
   floating-point dtype (an fp32 capture's table for a bf16/fp16 autocast run), scaled by
@@ -255,11 +256,24 @@ def _outputs_before(call, pass_name):
 
 
 def _grouped_key(call, pass_name):
-    """What picks a grouped convolution's cuDNN kernel family: the pass, element size,
-    kernel, stride and the channels per group (in, out)."""
+    """What picks a grouped convolution's cuDNN kernel family: the pass, element size (the
+    dtype for a depthwise one, :func:`_is_depthwise`), kernel, stride and the channels per
+    group (in, out)."""
     g = call["groups"]
-    return (pass_name, _ELEMENT_BYTES[call["dtype"]], tuple(call["w"][2:]),
-            tuple(call["stride"]), call["x"][1] // g, call["y"][1] // g)
+    el = call["dtype"] if _is_depthwise(call) else _ELEMENT_BYTES[call["dtype"]]
+    return (pass_name, el, tuple(call["w"][2:]), tuple(call["stride"]),
+            call["x"][1] // g, call["y"][1] // g)
+
+
+def _is_depthwise(call):
+    """A convolution of one input channel per group. ATen runs it on its own CUDA kernel (no
+    workspace) but sends some fp16 ones to cuDNN (``use_cudnn_depthwise``: fp16 only, by a
+    shape heuristic), so its probed neighbours are of its own dtype: the seed-3 probe's
+    depthwise fp16/bf16 pairs took the same in every forward (none) and differed in 79 of 344
+    backward passes, bf16 none, fp16 up to 925,657,050 B (72 channels at 112x112, batch 256);
+    MobileNetV3-Small b512 fp16's 5x5 depthwise backward took 48,452,096 B in its H200
+    history (traces/h200/plans_history/mobilenet_v3_small_b512_fp16_superneurons_lazy)."""
+    return 1 < call["groups"] == call["x"][1]
 
 
 def _transposed_bytes(call):
@@ -272,7 +286,7 @@ def _transposed_bytes(call):
 
 
 def _grouped_index(exact, calls, slots=None):
-    """The probed grouped (not depthwise) convolutions by :func:`_grouped_key`: per key a
+    """The probed grouped convolutions, depthwise included, by :func:`_grouped_key`: per key a
     list of ``(log groups, log batch x input pixels, transposed bytes, workspace bytes)``,
     one per pass of each probed call whose workspaces can be told apart by pass
     (:func:`per_pass_sizes`). ``calls``: the probed signatures' :func:`conv_call`, in
@@ -280,7 +294,7 @@ def _grouped_index(exact, calls, slots=None):
     index = {}
     slots = slots or {}
     for sig, call in calls.items():
-        if not 1 < call["groups"] < call["x"][1]:
+        if not 1 < call["groups"] <= call["x"][1]:
             continue
         n, _, h, w = call["x"]
         per_pass = per_pass_sizes(call, exact[sig], slots.get(sig))
@@ -318,7 +332,7 @@ def probed_grouped_workspaces(probe, sig):
 
 def _grouped_per_pass(probe, call):
     """``[(pass, workspace bytes or 0), ...]`` of :func:`probed_grouped_workspaces`."""
-    if probe is None or call is None or not 1 < call["groups"] < call["x"][1]:
+    if probe is None or call is None or not 1 < call["groups"] <= call["x"][1]:
         return None
     per_pass = nearest_grouped(probe.get("grouped", {}), call)
     return None if per_pass is None else list(zip(_passes(call), per_pass))
@@ -364,7 +378,10 @@ def per_pass_sizes(call, sizes, slots=None):
     it ran passes is told apart by the outputs each followed (``slots``, recorded by the
     probe since seed 3) or, for a lone one of exactly the per-sample weight-gradient engine's
     size (:func:`per_sample_filter_bytes`), as the backward-filter's; workspaces after the
-    last pass's gradient (a bias sum's reduction buffers) are no pass's.
+    last pass's gradient (a bias sum's reduction buffers) are no pass's. Without slots, more
+    workspaces than passes cannot be told apart either: fp16 depthwise backward passes
+    recorded by the seed-3 probe took [filter's, bias buffers...] (slots 2, 3, 3), not
+    [data's, filter's, ...].
 
     >>> c = conv_call("convolution_backward float16[8, 4, 5, 5] float16[8, 2, 5, 5] "
     ...               "float16[4, 2, 1, 1] 0 1 1 0 0 1 1 False 0 0 1 True True False")
@@ -383,8 +400,8 @@ def per_pass_sizes(call, sizes, slots=None):
                     return None          # two workspaces after one gradient: not one pass's
                 out[j] = size
         return out
-    if len(sizes) >= len(passes):
-        return list(sizes[:len(passes)])     # any beyond: after the last gradient
+    if len(sizes) == len(passes):
+        return list(sizes)
     if (len(sizes) == 1 and passes == ("bwd_data", "bwd_filter")
             and sizes[0] == per_sample_filter_bytes(call)):
         return [0, sizes[0]]
