@@ -411,15 +411,16 @@ def per_pass_sizes(call, sizes, slots=None):
 def _dense_index(exact, calls, slots=None, *, with_sigs=False):
     """The probed dense convolutions by :func:`_dense_key`: per key the features (log batch,
     in and out channels, input pixels), the ratio of each pass's measured workspace to
-    :func:`snsim.program_torch.conv_workspace_bytes` (0: none taken) and whether it is the
-    per-sample engine's, for the calls whose workspaces can be told apart by pass
+    :func:`snsim.program_torch.conv_workspace_bytes` (0: none taken), whether it is the
+    per-sample engine's and an id of the call's shape whatever its dtype, for the calls whose workspaces can be told apart by pass
     (:func:`per_pass_sizes`; ``calls`` as for :func:`_grouped_index`, ``slots`` the probe's).
     ``with_sigs``: also each key's signatures, row by row."""
-    index, sigs = {}, {}
+    index, sigs, shapes = {}, {}, {}
     slots = slots or {}
     for sig, call in calls.items():
         if call["groups"] != 1 or min(call["x"]) <= 0:
             continue
+        shape = shapes.setdefault(undtyped(sig)[0] or sig, len(shapes))
         per_pass = per_pass_sizes(call, exact[sig], slots.get(sig))
         if per_pass is None:
             continue
@@ -431,7 +432,7 @@ def _dense_index(exact, calls, slots=None, *, with_sigs=False):
                 index.setdefault(key, []).append(
                     feat + (ws / model,
                             float(p == "bwd_filter" and ws > 0
-                                  and ws == per_sample_filter_bytes(call))))
+                                  and ws == per_sample_filter_bytes(call)), shape))
                 sigs.setdefault(key, []).append(sig)
     out = {k: np.array(v) for k, v in index.items()}
     return (out, sigs) if with_sigs else out
@@ -518,7 +519,11 @@ def dense_pass_bytes(rows, call, pass_name):
     :data:`DENSE_NEIGHBOURS` ran it, else their median ratio to the x + y + w model times
     this call's."""
     d = np.abs(rows[:, :4] - np.array(_dense_feats(call))).sum(axis=1)
-    near = np.argsort(d, kind="stable")[:DENSE_NEIGHBOURS]
+    order = np.argsort(d, kind="stable")
+    # one neighbour per shape: a shape probed in fp16 and bf16 (the seed-3 pairs, nearly
+    # always equal) is one observation, not two of the three
+    _, first = np.unique(rows[order, 6], return_index=True)
+    near = order[np.sort(first)][:DENSE_NEIGHBOURS]
     per_sample = rows[near, 5] > 0
     if 2 * per_sample.sum() > len(near):
         return per_sample_filter_bytes(call)     # most neighbours ran the per-sample engine
