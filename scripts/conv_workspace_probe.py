@@ -46,6 +46,18 @@ regnet_x_8gf_b64_fp16_plain, where the nearest probed widths, 64 and 128, take ~
     PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 8 --seed 2 \
         --kinds grouped --skip-nets --group-widths 40,56,72,80,96,112,120,144,160,168,192,232,256,264 \
         --merge configs/kernels/h200_conv_workspaces.json.gz
+
+16-bit network layers and dtype pairs (the layers above ran in fp32 and bf16 only, so an fp16
+network convolution took the bf16 row, and the H200 histories contradict it: a 3-channel stem
+in fp16 pads x to 4 channels, bf16 to 8; 1x1 convolutions on 7x7 and 14x14 maps in fp16 took
+none, x + y or the per-sample weight-gradient engine by batch): the calibration CNNs' and two
+more networks' layers in fp16 at six batches, and random dense and depthwise convolutions each
+in fp16 and bf16, with the output each workspace follows (``slots``):
+
+    PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 2.4 --seed 3 \
+        --kinds dense,dw --net-dtypes float16 --net-batches 128,32,8,64,16,256 \
+        --sample-dtypes float16,bfloat16 --merge configs/kernels/h200_conv_workspaces.json.gz \
+        --nets resnet50:224,densenet121:224,inception_v3:299,vgg16:224,mobilenet_v2:224,efficientnet_b0:224,resnet18:224
 """
 import argparse
 import datetime
@@ -87,16 +99,41 @@ def _sample(rng, kinds=tuple(KINDS), group_widths=GROUP_WIDTHS):
     return n, c, h, co, k, s, g, rng.random() < 0.3, dtype
 
 
-def _net_layers():
-    """(c, h, co, k, s, pad, groups, bias) of the calibration CNNs' convolutions."""
-    from snsim.torchsim.calibrate import Calibrator
-    cal = Calibrator.__new__(Calibrator)
+#: the calibration CNNs (``snsim calibrate``'s NET_MODELS) and their input sides
+NET_MODELS = (("resnet50", 224), ("densenet121", 224), ("inception_v3", 299),
+              ("vgg16", 224), ("mobilenet_v2", 224))
+
+
+def _net_layers(models=NET_MODELS):
+    """(c, h, co, k, s, pad, groups, bias) of the distinct square ``nn.Conv2d`` layers of
+    ``models`` (torchvision names and input sides), traced at batch 1 on the meta device."""
     import torch
-    cal.torch = torch
-    out = []
-    for c, h, w, co, kh, kw, s, ph, pw, g, bias, model in cal.net_conv_shapes():
-        if kh == kw and h == w and ph == pw:
-            out.append((c, h, co, kh, s, ph, g, bias))
+    import torchvision
+    seen, out = set(), []
+    for name, side in models:
+        kw = {"init_weights": False, "aux_logits": False} if name == "inception_v3" else {}
+        with torch.device("meta"):
+            m = getattr(torchvision.models, name)(**kw)
+        found = []
+
+        def hook(mod, inp, _out):
+            x = inp[0]
+            if (mod.kernel_size[0] == mod.kernel_size[1] and x.shape[2] == x.shape[3]
+                    and mod.padding[0] == mod.padding[1] and mod.stride[0] == mod.stride[1]
+                    and mod.dilation == (1, 1)):
+                found.append((x.shape[1], x.shape[2], mod.out_channels, mod.kernel_size[0],
+                              mod.stride[0], mod.padding[0], mod.groups,
+                              mod.bias is not None))
+        hs = [mod.register_forward_hook(hook) for mod in m.modules()
+              if isinstance(mod, torch.nn.Conv2d)]
+        with torch.no_grad():
+            m.eval()(torch.empty(1, 3, side, side, device="meta"))
+        for hd in hs:
+            hd.remove()
+        for f in found:
+            if f not in seen:
+                seen.add(f)
+                out.append(f)
     return out
 
 
@@ -126,9 +163,18 @@ class _Probe:
         self.mode = Mode
 
 
+def _rounded(nbytes):
+    """The caching allocator's block size for a request of ``nbytes``."""
+    return 512 if nbytes <= 512 else (nbytes + 511) // 512 * 512
+
+
 def _workspaces(events, calls):
     """Split the allocator history at the markers; drop each call's outputs (first
-    allocation of each output size, in order); what is left are its workspaces."""
+    allocation of each output size, in order); what is left are its workspaces. Returns
+    ``[signature, sizes, slots]`` per call: ``slots[j]`` is how many of the call's outputs
+    were allocated before its j-th workspace (a ``convolution_backward`` on cuDNN allocates
+    grad_input, takes the backward-data workspace, allocates grad_weight, takes the
+    backward-filter workspace: which pass took a lone workspace)."""
     segments, cur, inside = [], [], False
     for action, size in events:
         if action != "alloc":
@@ -143,11 +189,19 @@ def _workspaces(events, calls):
         raise RuntimeError(f"{len(segments)} marked spans for {len(calls)} calls")
     rows = []
     for (sig, outs), allocs in zip(calls, segments):
-        rest = list(allocs)
-        for o in outs:
-            if o in rest:
-                rest.remove(o)
-        rows.append([sig, rest])
+        # the history may list a block's size rounded up to 512 B
+        want = [o for o in outs]
+        rest, slots, made = [], [], 0
+        for size in allocs:
+            same = [k for k in range(made, len(want)) if size in (want[k], _rounded(want[k]))]
+            if same and same[0] == made:
+                made += 1
+            elif same:                     # an output allocated out of the listed order
+                del want[same[0]]
+            else:
+                rest.append(size)
+                slots.append(made)
+        rows.append([sig, rest, slots])
     return rows
 
 
@@ -196,6 +250,19 @@ def main(argv=None):
     ap.add_argument("--skip-nets", action="store_true",
                     help="random convolutions only (the calibration CNNs' layers are in the "
                          "table already)")
+    ap.add_argument("--net-dtypes", default="float32,bfloat16",
+                    help="dtypes the calibration CNNs' layers run in (comma-separated)")
+    ap.add_argument("--net-batches", default=",".join(map(str, NET_BATCHES)),
+                    help="batches the calibration CNNs' layers run at (comma-separated)")
+    ap.add_argument("--nets", default=",".join(f"{m}:{side}" for m, side in NET_MODELS),
+                    help="torchvision CNNs whose layers are probed, NAME:INPUT_SIDE "
+                         "(comma-separated)")
+    ap.add_argument("--sample-dtypes", default=None,
+                    help="run each random convolution in every one of these dtypes "
+                         "(comma-separated; pairs of one shape: does the engine, so the "
+                         "workspace, depend on the dtype?); default one random dtype each")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="list what would run and run a few calls on the CPU (no history)")
     ap.add_argument("--merge", default=None,
                     help="a table written before (configs/kernels/<gpu>_conv_workspaces."
                          "json.gz): the output holds its rows first, then the new "
@@ -213,17 +280,40 @@ def main(argv=None):
     if not widths or min(widths) < 1:
         sys.exit(f"conv_workspace_probe: --group-widths (={args.group_widths!r}) must be "
                  f"comma-separated positive integers")
-    old_rows, old_prov = [], None
+    dtypes = ("float32", "bfloat16", "float16")
+    net_dtypes = tuple(d for d in args.net_dtypes.split(",") if d)
+    sample_dtypes = tuple(d for d in (args.sample_dtypes or "").split(",") if d)
+    for flag, got in (("--net-dtypes", net_dtypes), ("--sample-dtypes", sample_dtypes)):
+        if any(d not in dtypes for d in got):
+            sys.exit(f"conv_workspace_probe: {flag} (={','.join(got)!r}) must name some of "
+                     f"{', '.join(dtypes)}")
+    try:
+        nets = tuple((m, int(side)) for m, side in
+                     (v.split(":") for v in args.nets.split(",") if v))
+    except ValueError:
+        nets = ()
+    if not nets:
+        sys.exit(f"conv_workspace_probe: --nets (={args.nets!r}) must be comma-separated "
+                 f"NAME:INPUT_SIDE (torchvision models)")
+    try:
+        net_batches = tuple(int(v) for v in args.net_batches.split(",") if v)
+    except ValueError:
+        net_batches = ()
+    if not net_batches or min(net_batches) < 1:
+        sys.exit(f"conv_workspace_probe: --net-batches (={args.net_batches!r}) must be "
+                 f"comma-separated positive integers")
+    old_rows, old_prov, old_slots = [], None, {}
     if args.merge:
         try:
             with gzip.open(args.merge, "rt") as f:
                 doc = json.load(f)
             old_rows, old_prov = doc["rows"], doc.get("provenance")
+            old_slots = doc.get("slots", {})
         except (OSError, ValueError, KeyError) as e:
             sys.exit(f"conv_workspace_probe: --merge {args.merge}: {e}")
     import torch
     import torch.nn.functional as F
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available() and not args.dry_run:
         sys.exit("conv_workspace_probe: needs a CUDA device")
     torch.backends.cudnn.benchmark = False
     rng = random.Random(args.seed)
@@ -235,8 +325,24 @@ def main(argv=None):
     # measured at every batch a user is likely to train with.
     configs = [] if args.skip_nets else [
         (n, c, h, co, k, s, p, g, bias, dt)
-        for n in NET_BATCHES for dt in ("float32", "bfloat16")
-        for c, h, co, k, s, p, g, bias in _net_layers()]
+        for n in net_batches for dt in net_dtypes
+        for c, h, co, k, s, p, g, bias in _net_layers(nets)]
+    pending = []       # the other dtypes of the last random sample (--sample-dtypes)
+    if args.dry_run:
+        print(f"{len(configs)} network-layer calls ({len(_net_layers(nets))} layers x "
+              f"{len(net_batches)} batches x {len(net_dtypes)} dtypes), then random "
+              f"{','.join(kinds)} convolutions in {','.join(sample_dtypes) or 'one dtype'} "
+              f"each until {args.minutes} min")
+        probe = _Probe(torch, device="cpu")
+        n, c, h, co, k, s, g, bias, _ = _sample(random.Random(args.seed), kinds, widths)
+        for n, c, h, co, k, s, pad, g, bias, _ in configs[:2] + [
+                (n, c, h, co, k, s, k // 2, g, bias, None)]:
+            # tiny batch and map: the dispatch records signatures on the CPU in seconds
+            run_one(torch, F, probe, 2, c, min(h, 16), co, k, s, pad, g, bias, "float32",
+                    device="cpu")
+        for sig, sizes in probe.calls:
+            print("  would record:", sig)
+        return
     probe = _Probe(torch)
     rows, skipped = [], {}
     for dtype in ("float32", "bfloat16", "float16"):   # handles and lazy buffers made here
@@ -246,9 +352,14 @@ def main(argv=None):
     while time.perf_counter() < deadline:
         if i % 2 == 0 and i // 2 < len(configs):
             n, c, h, co, k, s, pad, g, bias, dtype = configs[i // 2]
+        elif pending:
+            n, c, h, co, k, s, pad, g, bias, dtype = pending.pop()
         else:
             n, c, h, co, k, s, g, bias, dtype = _sample(rng, kinds, widths)
             pad = k // 2
+            if sample_dtypes:
+                dtype = sample_dtypes[0]
+                pending = [(n, c, h, co, k, s, pad, g, bias, d) for d in sample_dtypes[1:]]
         i += 1
         el = 4 if dtype == "float32" else 2
         ho = (h + 2 * pad - k) // s + 1
@@ -271,16 +382,23 @@ def main(argv=None):
             "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32, "seed": args.seed,
             "configs_tried": i, "skipped": skipped, "kinds": list(kinds),
             "group_widths": list(widths),
-            "nets": not args.skip_nets,
+            "nets": not args.skip_nets, "net_models": [f"{m}:{side}" for m, side in nets],
+            "net_dtypes": list(net_dtypes),
+            "net_batches": list(net_batches), "sample_dtypes": list(sample_dtypes),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    # slots: per signature, how many outputs each workspace followed (see _workspaces); a
+    # separate key so that readers of [signature, sizes] rows stay as they are
+    slots = {r[0]: r[2] for r in rows if r[1]}
+    rows = [r[:2] for r in rows]
     if args.merge:
         seen = {r[0] for r in old_rows}
         rows = old_rows + [r for r in rows if r[0] not in seen]
+        slots = {**{k: v for k, v in slots.items() if k not in seen}, **old_slots}
         prov = {**prov, "merged_into": old_prov}
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "h200_conv_workspaces.json.gz")
     with gzip.open(path, "wt") as f:
-        json.dump({"provenance": prov, "rows": rows}, f)
+        json.dump({"provenance": prov, "rows": rows, "slots": slots}, f)
     print(f"{len(rows)} calls, {sum(1 for r in rows if r[1])} with a workspace -> {path}")
 
 

@@ -13,6 +13,12 @@ Usage (no GPU; the prediction takes seconds to a minute):
     PYTHONPATH=$PWD python scripts/history_vs_prediction.py HISTORY MODEL BATCH POLICY \\
         [--option K=V ...] [--optimizer O] [--impl I] [--amp A] [--top N]
 
+--align: also the two iterations' allocation sequences aligned (difflib), each stretch where
+they differ with the predicted allocations' layer and phase and, for a workspace, the
+convolution signature and the lookup level that gave it (:func:`snsim.torchsim.hidden.
+lookup_slots`): which calls' workspaces are wrong, missing or placed elsewhere (``--min-bytes``
+hides stretches of smaller requests).
+
 HISTORY: a name under traces/h200/plans_history without .json.gz, e.g.
 ``densenet121_b16_fp16_cpu_offload_lazy torchvision:densenet121 16 cpu_offload --option
 pin_memory=true --amp fp16``.
@@ -56,14 +62,26 @@ def main(argv=None):
     ap.add_argument("--impl", default="foreach")
     ap.add_argument("--amp", default=None)
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--align", action="store_true")
+    ap.add_argument("--min-bytes", type=int, default=65536)
     args = ap.parse_args(argv)
     path = os.path.join(_DIR, f"{args.history}.json.gz")
     if not os.path.exists(path):
         sys.exit(f"history_vs_prediction: no history {path}")
     with gzip.open(path, "rt") as f:
         doc = json.load(f)
+    from snsim.torchsim import hidden
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.execute import predict_plan
+    looked_up = {}      # workspace bytes -> (signature, level) of the first call that took it
+    levels = hidden._lookup_levels
+
+    def recording(tables, sig, batch):
+        out = levels(tables, sig, batch)
+        for size in out[0]:
+            looked_up.setdefault(size, (sig, out[1]))
+        return out
+    hidden._lookup_levels = recording
     r, prog = predict_plan(args.model, args.batch, args.policy, options=args.option,
                            optimizer=TrainSetup.parse(args.optimizer, args.impl, args.amp))
     tensors = prog["tensors"]
@@ -82,6 +100,30 @@ def main(argv=None):
     print(f"{len(diff)} request sizes with other counts (size B: history, predicted):")
     for size, h, p in diff[:args.top]:
         print(f"  {size:>12d}: {h:5d} {p:5d}")
+    if args.align:
+        _print_alignment(hist, prog, looked_up, args.min_bytes)
+
+
+def _print_alignment(hist, prog, looked_up, min_bytes):
+    import difflib
+    tensors, steps = prog["tensors"], prog["steps"]
+    allocs = [(e[0], e[2]) for e in prog["events"] if e[1] == "alloc"]
+    pred = [_rounded(tensors[t][3]) for _, t in allocs]
+    hist = [_rounded(s) for s in hist]
+    ops = difflib.SequenceMatcher(None, hist, pred, autojunk=False).get_opcodes()
+    for tag, i1, i2, j1, j2 in ops:
+        if tag == "equal" or max(hist[i1:i2] + pred[j1:j2]) < min_bytes:
+            continue
+        at = steps[allocs[min(j1, len(allocs) - 1)][0]]
+        print(f"{tag} history[{i1}:{i2}] predicted[{j1}:{j2}] (at {at[1]} {at[3]})")
+        for size in hist[i1:i2]:
+            print(f"    history   {size:>12d}")
+        for (step, t), size in zip(allocs[j1:j2], pred[j1:j2]):
+            kind = tensors[t][2]
+            sig, level = looked_up.get(tensors[t][3], ("", "")) if kind == "workspace" \
+                else ("", "")
+            print(f"    predicted {size:>12d} {kind} {steps[step][1]} {steps[step][3]} "
+                  f"{level} {sig}")
 
 
 if __name__ == "__main__":

@@ -306,6 +306,71 @@ def test_conv_backward_workspaces_follow_the_gradient_their_kernel_computes(monk
         assert seq[j + 1] == ("f", key)
 
 
+def test_lone_backward_workspace_follows_the_pass_that_took_it(monkeypatch):
+    """A convolution backward that computes grad_input and grad_weight but took one workspace:
+    it follows the gradient of the pass the probe recorded it after (its slots), else
+    grad_weight (575 of the 609 such workspaces the seed-3 probe recorded with slots,
+    configs/kernels/h200_conv_workspaces.json.gz). The H200 history of DenseNet-121 b16 fp16
+    cpu_offload (traces/h200/plans_history/densenet121_b16_fp16_cpu_offload_lazy,
+    denselayer16.conv1's backward) shows grad_input 1555456 B, grad_weight 253952 B, then the
+    workspace 8126464 B = 16 x 128 x 992 x 4 (per-sample fp32 partial weight gradients)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from snsim.torchsim.record import Recorder
+    with FakeTensorMode():
+        x = torch.empty(2, 3, 8, 8, requires_grad=True)
+        w = torch.empty(4, 3, 1, 1, requires_grad=True)
+        y = torch.nn.functional.conv2d(x, w)
+        rec = Recorder(device_type="cpu")
+        with rec.active():
+            y.backward(torch.ones_like(y))
+    k = next(i for i, op in enumerate(rec.ops) if op[1] == "convolution_backward")
+    sig = rec.ops[k][6]
+    grads = rec.ops[k][3]            # grad_input, grad_weight
+    assert len(grads) == 2
+    stream = [(m, kind, sid) for m, kind, sid, op in rec.events]
+    info = {sid: (st[0], "") for sid, st in enumerate(rec.storages)}
+
+    def placed(exact, probe):
+        monkeypatch.setattr(hidden, "load_tables", lambda hw, exclude=(): {
+            "exact": exact, "scaled": {}, "dtyped": {}, "sources": ["test"],
+            "persistent": {"F": [], "B": []}, "probe": probe})
+        out, info2, _ = hidden.add_hidden(rec, stream, info, "h200", batch=2)
+        allocs = [key for m, kind, key in out if kind == "a"]
+        i0 = allocs.index(grads[0])
+        return [info2[key][0] if isinstance(key, tuple) else key for key in allocs[i0:i0 + 3]]
+    # a capture's lone workspace (no slots): the backward-filter's
+    assert placed({sig: [1001]}, None) == [grads[0], grads[1], 1001]
+    # the probe recorded it after one output: the backward-data's
+    probe = {"exact": {sig: [1001]}, "slots": {sig: [1]}, "scaled": {}, "file": "test"}
+    assert placed({}, probe) == [grads[0], 1001, grads[1]]
+    # two workspaces, one per pass, each after its gradient
+    assert placed({sig: [1001, 1002]}, None) == [grads[0], 1001, grads[1]]
+
+
+def test_fp16_workspaces_from_the_probed_table():
+    """The committed probe (configs/kernels/h200_conv_workspaces.json.gz, seed 3 added fp16
+    network layers and slots) against two H200 measurements no probe row holds:
+
+    * a 3-channel stem in fp16 at batch 96 (probed at 64 and 128 only) takes the fp16 rows
+      scaled, not the bf16 row of batch 96: within 0.1% of y + x and w padded to 4 channels
+      + 16 B (hand calculation: 96x64x112x112x2 + 96x4x224x224x2 + 64x4x7x7x2 + 16 =
+      192,700,944 B; the bf16 row pads to 8: 231,261,200 B);
+    * GoogLeNet b128 fp16's inception4b.branch4.1 backward (a 1x1 512->64 convolution at
+      14x14, never probed): one workspace of 16,777,216 B after grad_weight, as its H200
+      history (traces/h200/plans_history/googlenet_b128_fp16_superneurons_lazy) shows; the
+      neighbours had given a backward-data workspace too (28.9 MB) when the index dropped
+      backward rows with one workspace for two passes."""
+    tables = hidden.load_tables("h200")
+    stem = ("convolution float16[96, 3, 224, 224] float16[64, 3, 7, 7] None 2 2 3 3 1 1 "
+            "False 0 0 1")
+    sizes, how, _ = hidden.lookup_slots(tables, stem, 96)
+    assert how == "probe_scaled" and len(sizes) == 1
+    assert abs(sizes[0] / 192_700_944 - 1) < 1e-3
+    bwd = ("convolution_backward float16[128, 64, 14, 14] float16[128, 512, 14, 14] "
+           "float16[64, 512, 1, 1] 0 1 1 0 0 1 1 False 0 0 1 True True False")
+    assert hidden.lookup_slots(tables, bwd, 128) == ([16_777_216], "probe_near", [2])
+
+
 def _probe_of(tmp_path, monkeypatch, rows):
     """``rows`` (``[signature, [workspace bytes, ...]]``) as the GPU's probed workspace table,
     read as :func:`snsim.torchsim.hidden.add_hidden` reads it."""

@@ -14,8 +14,9 @@ them into a CPU recording:
   same signature at another batch size, scaled by the batch ratio [E]; failing that, the
   same call probed at another batch, scaled by the batch
   (:func:`probed_scaled_workspaces`; the probe's zeros included) [E]; failing that, for
-  a grouped convolution (none is captured), the nearest probed one of its kernel family
-  scaled by activation bytes (:func:`probed_grouped_workspaces`) [E], for a dense one the
+  a grouped convolution (none is captured), depthwise included (of its own dtype), the
+  nearest probed one of its kernel family scaled by activation bytes
+  (:func:`probed_grouped_workspaces`) [E], for a dense one the
   median ratio of its nearest probed calls to the x + y + w model
   (:func:`probed_dense_workspaces`) [E]; failing that, of the same shapes in another
   floating-point dtype (an fp32 capture's table for a bf16/fp16 autocast run), scaled by
@@ -217,7 +218,11 @@ def _read_probe(path, mtime_ns):
 
 def _index_probe(path):
     with gzip.open(path, "rt") as f:
-        rows = json.load(f)["rows"]
+        doc = json.load(f)
+    rows = doc["rows"]
+    # per signature, how many of the call's outputs each workspace followed (probes since
+    # seed 3 record it; earlier rows have none)
+    slots = {sig: [int(k) for k in ks] for sig, ks in doc.get("slots", {}).items()}
     exact = {}
     for sig, sizes in rows:
         exact.setdefault(sig, [int(s) for s in sizes])
@@ -226,10 +231,10 @@ def _index_probe(path):
     scaled = {}
     for sig, call in calls.items():
         if call["x"][0] > 0:
-            scaled.setdefault(normalize(sig, call["x"][0]), []).append((call["x"][0],
-                                                                         exact[sig]))
-    return {"exact": exact, "grouped": _grouped_index(exact, calls),
-            "dense": _dense_index(exact, calls), "scaled": scaled,
+            scaled.setdefault(normalize(sig, call["x"][0]), []).append(
+                (call["x"][0], exact[sig], slots.get(sig)))
+    return {"exact": exact, "slots": slots, "grouped": _grouped_index(exact, calls, slots),
+            "dense": _dense_index(exact, calls, slots), "scaled": scaled,
             "file": os.path.basename(path)}
 
 
@@ -242,12 +247,33 @@ def _passes(call):
     return tuple(p for p, on in zip(("bwd_data", "bwd_filter"), call["mask"][:2]) if on)
 
 
+def _outputs_before(call, pass_name):
+    """How many of a convolution call's outputs exist when ``pass_name`` takes its workspace:
+    each cuDNN pass allocates its gradient, then its workspace (``_workspace_slots``)."""
+    if pass_name == "bwd_filter":
+        return 2 if call["mask"][0] else 1
+    return 1
+
+
 def _grouped_key(call, pass_name):
-    """What picks a grouped convolution's cuDNN kernel family: the pass, element size,
-    kernel, stride and the channels per group (in, out)."""
+    """What picks a grouped convolution's cuDNN kernel family: the pass, element size (the
+    dtype for a depthwise one, :func:`_is_depthwise`), kernel, stride and the channels per
+    group (in, out)."""
     g = call["groups"]
-    return (pass_name, _ELEMENT_BYTES[call["dtype"]], tuple(call["w"][2:]),
-            tuple(call["stride"]), call["x"][1] // g, call["y"][1] // g)
+    el = call["dtype"] if _is_depthwise(call) else _ELEMENT_BYTES[call["dtype"]]
+    return (pass_name, el, tuple(call["w"][2:]), tuple(call["stride"]),
+            call["x"][1] // g, call["y"][1] // g)
+
+
+def _is_depthwise(call):
+    """A convolution of one input channel per group. ATen runs it on its own CUDA kernel (no
+    workspace) but sends some fp16 ones to cuDNN (``use_cudnn_depthwise``: fp16 only, by a
+    shape heuristic), so its probed neighbours are of its own dtype: the seed-3 probe's
+    depthwise fp16/bf16 pairs took the same in every forward (none) and differed in 79 of 344
+    backward passes, bf16 none, fp16 up to 925,657,050 B (72 channels at 112x112, batch 256);
+    MobileNetV3-Small b512 fp16's 5x5 depthwise backward took 48,452,096 B in its H200
+    history (traces/h200/plans_history/mobilenet_v3_small_b512_fp16_superneurons_lazy)."""
+    return 1 < call["groups"] == call["x"][1]
 
 
 def _transposed_bytes(call):
@@ -259,27 +285,24 @@ def _transposed_bytes(call):
     return (n * c * h * w + n * k * ho * wo) * el
 
 
-def _grouped_index(exact, calls):
-    """The probed grouped (not depthwise) convolutions by :func:`_grouped_key`: per key a
+def _grouped_index(exact, calls, slots=None):
+    """The probed grouped convolutions, depthwise included, by :func:`_grouped_key`: per key a
     list of ``(log groups, log batch x input pixels, transposed bytes, workspace bytes)``,
-    one per pass of each probed call whose workspaces can be told apart (a backward that
-    listed fewer workspaces than it ran passes, but some, cannot say which pass took none).
-    ``calls``: the probed signatures' :func:`conv_call`, in signature order."""
+    one per pass of each probed call whose workspaces can be told apart by pass
+    (:func:`per_pass_sizes`). ``calls``: the probed signatures' :func:`conv_call`, in
+    signature order; ``slots``: the probe's."""
     index = {}
+    slots = slots or {}
     for sig, call in calls.items():
-        sizes = exact[sig]
-        if not 1 < call["groups"] < call["x"][1]:
-            continue
-        passes = _passes(call)
-        if sizes and len(sizes) < len(passes):
+        if not 1 < call["groups"] <= call["x"][1]:
             continue
         n, _, h, w = call["x"]
-        if n * h * w <= 0:
+        per_pass = per_pass_sizes(call, exact[sig], slots.get(sig))
+        if per_pass is None or n * h * w <= 0:
             continue
         feat = (math.log(call["groups"]), math.log(n * h * w), _transposed_bytes(call))
-        for j, p in enumerate(passes):
-            index.setdefault(_grouped_key(call, p), []).append(
-                feat + (sizes[j] if j < len(sizes) else 0,))
+        for p, ws in zip(_passes(call), per_pass):
+            index.setdefault(_grouped_key(call, p), []).append(feat + (ws,))
     return index
 
 
@@ -303,11 +326,16 @@ def probed_grouped_workspaces(probe, sig):
     (within 5%: 87%, 86%, 74% of calls), against 24%, 48% and 35% (72%, 67%, 48%) for
     :func:`modelled_conv_workspaces`.
     None when the call is not a grouped convolution or a pass has no neighbour."""
-    call = conv_call(sig)
-    if probe is None or call is None or not 1 < call["groups"] < call["x"][1]:
+    found = _grouped_per_pass(probe, conv_call(sig))
+    return None if found is None else [s for _, s in found if s]
+
+
+def _grouped_per_pass(probe, call):
+    """``[(pass, workspace bytes or 0), ...]`` of :func:`probed_grouped_workspaces`."""
+    if probe is None or call is None or not 1 < call["groups"] <= call["x"][1]:
         return None
     per_pass = nearest_grouped(probe.get("grouped", {}), call)
-    return None if per_pass is None else [s for s in per_pass if s]
+    return None if per_pass is None else list(zip(_passes(call), per_pass))
 
 
 def nearest_grouped(index, call, *, skip=None):
@@ -343,31 +371,71 @@ def _model_bytes(call, pass_name):
     return conv_workspace_bytes(a, pass_name, _ELEMENT_BYTES[call["dtype"]])
 
 
-def _dense_index(exact, calls):
-    """The probed dense convolutions by (pass, element size, kernel, stride): per key the
-    features (log batch, in and out channels, input pixels) and the ratio of each pass's
-    measured workspace to :func:`snsim.program_torch.conv_workspace_bytes` (0: none taken),
-    for the calls whose workspaces can be told apart by pass (``calls`` as for
-    :func:`_grouped_index`)."""
-    index = {}
+def per_pass_sizes(call, sizes, slots=None):
+    """Each pass's workspace (0: none) of a probed or captured convolution ``call``
+    (:func:`conv_call`) that took ``sizes``, or None where the table cannot say which pass
+    took which: a list as long as :func:`_passes`. A backward that took fewer workspaces than
+    it ran passes is told apart by the outputs each followed (``slots``, recorded by the
+    probe since seed 3) or, for a lone one of exactly the per-sample weight-gradient engine's
+    size (:func:`per_sample_filter_bytes`), as the backward-filter's; workspaces after the
+    last pass's gradient (a bias sum's reduction buffers) are no pass's. Without slots, more
+    workspaces than passes cannot be told apart either: fp16 depthwise backward passes
+    recorded by the seed-3 probe took [filter's, bias buffers...] (slots 2, 3, 3), not
+    [data's, filter's, ...].
+
+    >>> c = conv_call("convolution_backward float16[8, 4, 5, 5] float16[8, 2, 5, 5] "
+    ...               "float16[4, 2, 1, 1] 0 1 1 0 0 1 1 False 0 0 1 True True False")
+    >>> per_pass_sizes(c, [256]), per_pass_sizes(c, [1000]), per_pass_sizes(c, [1000], [2])
+    ([0, 256], None, [0, 1000])
+    """
+    passes = _passes(call)
+    if not sizes:
+        return [0] * len(passes)
+    if slots is not None and len(slots) == len(sizes):
+        out = [0] * len(passes)
+        for size, k in zip(sizes, slots):
+            j = next((j for j, p in enumerate(passes) if _outputs_before(call, p) == k), None)
+            if j is not None:
+                if out[j]:
+                    return None          # two workspaces after one gradient: not one pass's
+                out[j] = size
+        return out
+    if len(sizes) == len(passes):
+        return list(sizes)
+    if (len(sizes) == 1 and passes == ("bwd_data", "bwd_filter")
+            and sizes[0] == per_sample_filter_bytes(call)):
+        return [0, sizes[0]]
+    return None
+
+
+def _dense_index(exact, calls, slots=None, *, with_sigs=False):
+    """The probed dense convolutions by :func:`_dense_key`: per key the features (log batch,
+    in and out channels, input pixels), the ratio of each pass's measured workspace to
+    :func:`snsim.program_torch.conv_workspace_bytes` (0: none taken), whether it is the
+    per-sample engine's and an id of the call's shape whatever its dtype, for the calls whose workspaces can be told apart by pass
+    (:func:`per_pass_sizes`; ``calls`` as for :func:`_grouped_index`, ``slots`` the probe's).
+    ``with_sigs``: also each key's signatures, row by row."""
+    index, sigs, shapes = {}, {}, {}
+    slots = slots or {}
     for sig, call in calls.items():
-        sizes = exact[sig]
         if call["groups"] != 1 or min(call["x"]) <= 0:
             continue
-        passes = _passes(call)
-        if sizes and len(sizes) != len(passes):
+        shape = shapes.setdefault(undtyped(sig)[0] or sig, len(shapes))
+        per_pass = per_pass_sizes(call, exact[sig], slots.get(sig))
+        if per_pass is None:
             continue
         feat = _dense_feats(call)
-        for j, p in enumerate(passes):
+        for p, ws in zip(_passes(call), per_pass):
             model = _model_bytes(call, p)
             if model > 0:
-                ws = sizes[j] if sizes else 0
-                index.setdefault((p, _ELEMENT_BYTES[call["dtype"]], tuple(call["w"][2:]),
-                                  tuple(call["stride"])), []).append(
+                key = _dense_key(call, p)
+                index.setdefault(key, []).append(
                     feat + (ws / model,
                             float(p == "bwd_filter" and ws > 0
-                                  and ws == per_sample_filter_bytes(call))))
-    return {k: np.array(v) for k, v in index.items()}
+                                  and ws == per_sample_filter_bytes(call)), shape))
+                sigs.setdefault(key, []).append(sig)
+    out = {k: np.array(v) for k, v in index.items()}
+    return (out, sigs) if with_sigs else out
 
 
 def per_sample_filter_bytes(call):
@@ -406,48 +474,89 @@ def probed_dense_workspaces(probe, sig):
     traces/h200/plans_history/regnet_y_8gf_b32_adamw_bf16_*, efficientnet_b1_b96_fp16_*),
     where the neighbours' per-sample engine had given up to 25.7 MB. None when the call is not a
     dense 2-D convolution or a pass has no probed neighbour."""
-    call = conv_call(sig)
+    found = _dense_per_pass(probe, conv_call(sig))
+    return None if found is None else [s for _, s in found if s]
+
+
+def _dense_per_pass(probe, call):
+    """``[(pass, workspace bytes or 0), ...]`` of :func:`probed_dense_workspaces`."""
     if probe is None or call is None or call["groups"] != 1 or min(call["x"]) <= 0:
         return None
     if _ELEMENT_BYTES[call["dtype"]] == 2 and call["x"][2] * call["x"][3] == 1:
         return []     # a 16-bit 1x1 map, a GEMM in NCHW and NHWC alike (see the docstring)
-    feat = np.array(_dense_feats(call))
     out = []
     for p in _passes(call):
-        rows = probe.get("dense", {}).get((p, _ELEMENT_BYTES[call["dtype"]],
-                                           tuple(call["w"][2:]), tuple(call["stride"])))
+        rows = probe.get("dense", {}).get(_dense_key(call, p))
         if rows is None or not len(rows):
             return None
-        d = np.abs(rows[:, :4] - feat).sum(axis=1)
-        near = np.argsort(d, kind="stable")[:DENSE_NEIGHBOURS]
-        per_sample = rows[near, 5] > 0
-        if 2 * per_sample.sum() > len(near):
-            ws = per_sample_filter_bytes(call)   # most neighbours ran the per-sample engine
-        else:
-            other = near[~per_sample]            # the others' engines, by their ratio
-            ws = int(round(float(np.median(rows[other, 4])) * _model_bytes(call, p)))
-        if ws:
-            out.append(ws)
+        out.append((p, dense_pass_bytes(rows, call, p)))
     return out
+
+
+def _dense_key(call, pass_name):
+    """What a dense convolution's probed neighbours share: the pass, element size (the dtype
+    for a 16-bit call whose channels need padding, :func:`_pads_by_dtype`), kernel and
+    stride."""
+    el = call["dtype"] if _pads_by_dtype(call) else _ELEMENT_BYTES[call["dtype"]]
+    return (pass_name, el, tuple(call["w"][2:]), tuple(call["stride"]))
+
+
+def _pads_by_dtype(call):
+    """Whether a 16-bit convolution's input channels per group are not a multiple of 8: its
+    cuDNN engines then differ by dtype. fp16 pads a 3-channel stem to 4 channels, bf16 to 8
+    (configs/kernels/h200_conv_workspaces.json.gz, ResNet-50's 7x7 stem forward at batch 32:
+    fp16 64,250,384 B = y + x and w at 4 channels + 16, bf16 77,120,528 B = y + x and w at
+    8 channels + 16; hand calculation); of the probe's dense fp16/bf16 forward pairs (seed 3),
+    21 of 72 with unaligned channels differ, by 23-133% of the bytes per kernel size, against
+    54 of 1,123 with aligned ones, by at most 0.7%."""
+    return (_ELEMENT_BYTES[call["dtype"]] == 2
+            and (call["x"][1] // max(1, call["groups"])) % 8 != 0)
+
+
+def dense_pass_bytes(rows, call, pass_name):
+    """One pass's workspace of a dense ``call`` from probed ``rows`` of its :func:`_dense_key`
+    (:func:`_dense_index`'s arrays): the per-sample engine's if most of the nearest
+    :data:`DENSE_NEIGHBOURS` ran it, else their median ratio to the x + y + w model times
+    this call's."""
+    d = np.abs(rows[:, :4] - np.array(_dense_feats(call))).sum(axis=1)
+    order = np.argsort(d, kind="stable")
+    # one neighbour per shape: a shape probed in fp16 and bf16 (the seed-3 pairs, nearly
+    # always equal) is one observation, not two of the three
+    _, first = np.unique(rows[order, 6], return_index=True)
+    near = order[np.sort(first)][:DENSE_NEIGHBOURS]
+    per_sample = rows[near, 5] > 0
+    if 2 * per_sample.sum() > len(near):
+        return per_sample_filter_bytes(call)     # most neighbours ran the per-sample engine
+    other = near[~per_sample]                    # the others' engines, by their ratio
+    return int(round(float(np.median(rows[other, 4])) * _model_bytes(call, pass_name)))
 
 
 def probed_scaled_workspaces(probe, sig, batch):
     """The probed workspaces of the same call at the nearest other batch, scaled by the batch
     ratio (the probe measured its networks' layers at ten batches, zeros included: a layer a
     capture does not list because it took none stays at none)."""
+    found = _probe_scaled(probe, sig, batch)
+    return None if found is None else found[0]
+
+
+def _probe_scaled(probe, sig, batch):
+    """``(sizes, slots or None)`` of :func:`probed_scaled_workspaces`."""
     if probe is None or not probe.get("scaled"):
         return None
-    return _at_nearest_batch(probe["scaled"], normalizations(sig, batch), batch)
+    return _at_nearest_batch(probe["scaled"], normalizations(sig, batch), batch,
+                             with_slots=True)
 
 
-def _at_nearest_batch(index, norms, batch):
-    """The sizes ``index`` (normalised signature -> ``[(batch, sizes), ...]``) holds for the
-    first of ``norms`` it has, from its nearest batch, scaled to ``batch``; None if none."""
+def _at_nearest_batch(index, norms, batch, *, with_slots=False):
+    """The sizes ``index`` (normalised signature -> ``[(batch, sizes[, slots]), ...]``) holds
+    for the first of ``norms`` it has, from its nearest batch, scaled to ``batch``; None if
+    none. ``with_slots``: ``(sizes, slots or None)``."""
     for norm in norms:
         cands = index.get(norm)
         if cands:
-            b_ref, sizes = min(cands, key=lambda c: abs(c[0] - batch))
-            return [int(round(v * batch / b_ref)) for v in sizes]
+            best = min(cands, key=lambda c: abs(c[0] - batch))
+            sizes = [int(round(v * batch / best[0])) for v in best[1]]
+            return (sizes, best[2] if len(best) > 2 else None) if with_slots else sizes
     return None
 
 
@@ -538,45 +647,78 @@ def half_sibling(sig):
     (``use_cudnn_depthwise``), never bf16 ones (the probe: 28 pairs, fp16 with workspaces,
     bf16 none).
 
-    >>> half_sibling("convolution float16[8, 4, 5, 5] float16[6, 4, 1, 1] None 1 1 0 0 "
+    A call whose channels need padding is excluded too (:func:`_pads_by_dtype`).
+
+    >>> half_sibling("convolution float16[8, 16, 5, 5] float16[6, 16, 1, 1] None 1 1 0 0 "
     ...              "1 1 False 0 0 1")
-    'convolution bfloat16[8, 4, 5, 5] bfloat16[6, 4, 1, 1] None 1 1 0 0 1 1 False 0 0 1'
+    'convolution bfloat16[8, 16, 5, 5] bfloat16[6, 16, 1, 1] None 1 1 0 0 1 1 False 0 0 1'
+    >>> half_sibling("convolution float16[8, 3, 5, 5] float16[6, 3, 1, 1] None 1 1 0 0 "
+    ...              "1 1 False 0 0 1") is None
+    True
     """
     dtypes = set(_DTYPE.findall(sig))
     call = conv_call(sig)
     if len(dtypes) != 1 or call is None or call["dtype"] not in _OTHER_HALF:
         return None
-    if 1 < call["groups"] == call["x"][1]:
+    if 1 < call["groups"] == call["x"][1] or _pads_by_dtype(call):
         return None
     return _HALF_DTYPE.sub(lambda m: _OTHER_HALF[m.group(1)] + "[", sig)
 
 
 def lookup(tables, sig, batch):
-    """Workspace sizes of one call of ``sig`` at ``batch`` (``[]`` when unknown)."""
+    """Workspace sizes of one call of ``sig`` at ``batch`` (``[]`` when unknown) and the level
+    that gave them (:func:`lookup_slots` without the slots)."""
+    sizes, how, _ = lookup_slots(tables, sig, batch)
+    return sizes, how
+
+
+def _pass_slots(call, per_pass):
+    """Sizes and slots (outputs allocated before each workspace) of per-pass workspaces."""
+    kept = [(p, s) for p, s in per_pass if s]
+    return [s for _, s in kept], [_outputs_before(call, p) for p, _ in kept]
+
+
+def lookup_slots(tables, sig, batch):
+    """``(sizes, level, slots)`` of one call of ``sig`` at ``batch``: the workspace sizes in
+    the order taken, the level of the module docstring that gave them, and how many of the
+    call's outputs each follows where that is known (a probed row that recorded it, a
+    per-pass level), else None (:func:`_workspace_slots` places them). A lone workspace of a
+    backward that runs both passes is taken as the backward-filter's: of the 609 the probe
+    recorded with their slots (seed 3), 575 followed grad_weight (fp16 545 of 572, bf16 30 of
+    37), among them every one of the per-sample engine's size (:func:`per_sample_filter_bytes`)."""
+    sizes, how, slots = _lookup_levels(tables, sig, batch)
+    if slots is None and len(sizes) == 1:
+        call = conv_call(sig)
+        if call is not None and len(_passes(call)) == 2:
+            slots = [_outputs_before(call, "bwd_filter")]
+    return sizes, how, slots
+
+
+def _lookup_levels(tables, sig, batch):
     sizes = tables["exact"].get(sig)
     if sizes is not None:
-        return list(sizes), "exact"
+        return list(sizes), "exact", None
     probe = tables.get("probe")
+    probe_slots = probe.get("slots", {}) if probe is not None else {}
     if probe is not None and sig in probe["exact"]:
-        return list(probe["exact"][sig]), "probe"
+        return list(probe["exact"][sig]), "probe", probe_slots.get(sig)
     twin = half_sibling(sig)
     if twin is not None:
         for source in (tables["exact"], probe["exact"] if probe is not None else {}):
             if twin in source:
-                return list(source[twin]), "half_sibling"
+                return list(source[twin]), "half_sibling", probe_slots.get(twin)
     norms = normalizations(sig, batch)
     sizes = _at_nearest_batch(tables["scaled"], norms, batch)
     if sizes is not None:
-        return sizes, "scaled"
-    sizes = probed_scaled_workspaces(tables.get("probe"), sig, batch)
-    if sizes is not None:
-        return sizes, "probe_scaled"
-    sizes = probed_grouped_workspaces(tables.get("probe"), sig)
-    if sizes is not None:
-        return sizes, "probe_near"
-    sizes = probed_dense_workspaces(tables.get("probe"), sig)
-    if sizes is not None:
-        return sizes, "probe_near"
+        return sizes, "scaled", None
+    found = _probe_scaled(probe, sig, batch)
+    if found is not None:
+        return found[0], "probe_scaled", found[1]
+    call = conv_call(sig)
+    for per_pass in (_grouped_per_pass(probe, call), _dense_per_pass(probe, call)):
+        if per_pass is not None:
+            sizes, slots = _pass_slots(call, per_pass)
+            return sizes, "probe_near", slots
     # another dtype's row scaled by element size, after the probe's rows of this dtype: on the
     # probe's 16-bit dense calls with an fp32 twin (leaving each shape out), the same-dtype
     # neighbours miss by 0.1-18% of the bytes per pass and kernel class, the halved fp32 row
@@ -586,14 +728,16 @@ def lookup(tables, sig, batch):
         cands = tables.get("dtyped", {}).get(bare) if bare is not None else None
         if cands:
             b_ref, el_ref, sizes = min(cands, key=lambda c: (abs(c[0] - batch), c[1] != elsize))
-            return [int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype"
+            return ([int(round(s * batch / b_ref * elsize / el_ref)) for s in sizes], "dtype",
+                    None)
     sizes = modelled_conv_workspaces(sig)
     if sizes is not None:
-        return sizes, "modelled"
-    return [], "none"
+        passes = _passes(call) if sizes else ()
+        return sizes, "modelled", [_outputs_before(call, p) for p in passes] or None
+    return [], "none", None
 
 
-def _workspace_slots(op_name, n_workspaces, n_outputs):
+def _workspace_slots(op_name, n_workspaces, n_outputs, outputs_before=None):
     """After which of its own allocations (0-based) each of an op's workspaces is taken.
 
     ``convolution_backward`` on cuDNN (ATen ``Convolution.cpp`` / ``cudnn/ConvShared.cpp``)
@@ -602,13 +746,20 @@ def _workspace_slots(op_name, n_workspaces, n_outputs):
     grad_bias (``grad_output.sum``) and that reduction's buffers. So the j-th workspace
     follows the j-th output and the ones beyond the outputs follow the last. The H200 history
     of VGG-19 (traces/h200/plans_history/vgg19_b48_plain) shows exactly this order; every
-    other op's workspaces follow all its outputs. A table with fewer workspaces than
-    gradients (one kernel took none) cannot say which one; the rule then puts them first.
+    other op's workspaces follow all its outputs. Where one kernel took none, the j-th
+    workspace is not the j-th gradient's: ``outputs_before`` (:func:`lookup_slots`) then
+    says how many of the op's outputs exist when each is taken (a lone workspace of a
+    two-pass backward mostly follows grad_weight: GoogLeNet's and DenseNet-121's fp16 1x1
+    backward passes, traces/h200/plans_history). Slot -1: before the first output.
 
     >>> _workspace_slots("convolution_backward", 4, 3), _workspace_slots("convolution", 1, 1)
     ([0, 1, 2, 2], [0])
+    >>> _workspace_slots("convolution_backward", 1, 3, [2])
+    [1]
     """
     last = max(0, n_outputs - 1)
+    if outputs_before is not None and len(outputs_before) == n_workspaces:
+        return [min(k, n_outputs) - 1 for k in outputs_before]
     if op_name != "convolution_backward":
         return [last] * n_workspaces
     return [min(j, last) for j in range(n_workspaces)]
@@ -689,9 +840,9 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             # the recorder gave this op its CUDA kernel's temporaries from the strides it saw,
             # which a table keyed by shapes only cannot tell apart
             continue
-        sizes, how = lookup(tables, sig, batch or 0)
+        sizes, how, before = lookup_slots(tables, sig, batch or 0)
         counts[how] += 1
-        slots = _workspace_slots(op[1], len(sizes), made.get(k, 0))
+        slots = _workspace_slots(op[1], len(sizes), made.get(k, 0), before)
         copy = rec.dy_copies.get(k)
         if copy is not None:
             # cuDNN's backward passes each copy a non-contiguous grad_output into a contiguous
