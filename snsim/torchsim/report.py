@@ -815,6 +815,32 @@ def build_report(traces_dir="traces/h200"):
                       "fit tie between two free 24 MiB segments breaks the other way, and the "
                       "step ends one 1572 MiB segment higher. ")
 
+    _held_out_section(L, traces_dir, captured, "plans_heldout9",
+                      "### 1o. A ninth held-out set, with session 9's merged code\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout9` "
+                      "(`traces/h200/plans_heldout9/`, 2026-12-01 06:36 UTC; the deadline cut "
+                      "Pythia-410M's two runs, run at 06:45 in a second call, "
+                      "`suite_pythia.log`): written into the suite (commit ed5da66, 05:25 UTC) "
+                      "before any of it ran and before any of that session's changes, then run "
+                      "once with the code of commit 5dbec2a (the session's host, plan-cost, "
+                      "LM-head and workspace changes merged; the driver-placement work came "
+                      "after), predicted on the device's CPU, each plan in a fresh process: "
+                      "networks seldom or never run in a plan suite, each at a batch, "
+                      "precision, optimizer and plan never run with it (ResNeXt-50 b64 bf16 "
+                      "AdamW checkpointing every Bottleneck, Swin-T b32 fp16 AdamW save_on_cpu, "
+                      "EfficientNetV2-S b48 bf16 superneurons, VGG19-BN b32 SGD every other "
+                      "block, MNASNet-1.3 b128 Adam pageable save_on_cpu, RegNetY-16GF b32 fp16 "
+                      "selective checkpointing, Inception-v3 b64 Adam superneurons, ViT-L/32 "
+                      "b32 fused AdamW checkpointing every EncoderBlock, DenseNet-161 b24 fp16 "
+                      "superneurons, OPT-350M b8 s512 bf16 AdamW checkpointing every decoder "
+                      "layer, Pythia-410M b4 s1024 bf16 Adam save_on_cpu). The kernel table's "
+                      "LM-head rows leave out Pythia's vocabulary (50304) and the workspace "
+                      "probe leaves out Inception-v3, so that neither informed this set. "
+                      "OPT-350M ran but was not predicted: on the device's transformers its "
+                      "decoder branches on a tensor's value under FakeTensorMode "
+                      "(`aten._local_scalar_dense`), and the prediction stopped with one line "
+                      "naming the module (item 5); this machine's transformers predicts it. ")
+
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "
