@@ -18,7 +18,9 @@ on), in one fresh process per run, and records, with the allocator's allocation 
   ``Module._apply`` with a recording ``Tensor.to``): the map's changes (ranges of 64 KiB or
   more) and the segments made since the last record;
 * at the start of each training step (``record.train_step`` wrapped, as
-  plan_alloc_history does): the same;
+  plan_alloc_history does): the same; in the first step's forward also before and after each
+  module call where the reserved bytes or the map changed (global forward hooks: they alter
+  no dispatch and allocate nothing on the device);
 * the whole map after CUDA's initialisation, after the model is built and at the end; glibc's
   version and the transparent-huge-page setting.
 
@@ -134,10 +136,31 @@ def probe(name, device="cuda", batch=0):
             return getattr(spec, attr)
         build = staticmethod(recording_build)
     step = record.train_step
+    steps = [0]
+
+    def on_module(module, *args):   # the first step's forward: where its segments go
+        if not cuda:
+            return
+        reserved = torch.cuda.memory_reserved()
+        now = read_maps()
+        if reserved != state["reserved"] or now != state["maps"]:
+            state["reserved"] = reserved
+            record_point("module", module=type(module).__name__)
 
     def marked_step(*a, **kw):
         record_point("step")
-        return step(*a, **kw)
+        steps[0] += 1
+        if steps[0] > 1:
+            return step(*a, **kw)
+        from torch.nn.modules import module as nn_module
+        state["reserved"] = torch.cuda.memory_reserved() if cuda else 0
+        handles = [nn_module.register_module_forward_pre_hook(on_module),
+                   nn_module.register_module_forward_hook(on_module)]
+        try:
+            return step(*a, **kw)
+        finally:
+            for h in handles:
+                h.remove()
     record.train_step = marked_step
     plan = as_plan(None if policy == "plain" else policy, dict(opts))
     history = None
