@@ -31,7 +31,8 @@ Usage (one H200, from the repository root, about 1 minute):
 writes ``$OUT/host_va_<run>.json.gz`` per run (``--only RUN,...``, a run named twice is run
 again in another fresh process, ``_2`` added to its file's name; ``--run RUN`` measures one in
 this process; ``--device cpu`` exercises the code without a GPU, no addresses). Commit them
-under traces/h200/host_va/.
+under traces/h200/host_va/. ``--summary FILE...`` prints each record that made a segment or
+changed the map, addresses in MiB from the run's first segment (no GPU).
 """
 import argparse
 import gzip
@@ -194,6 +195,29 @@ def probe(name, device="cuda", batch=0):
             "records": recs, "full_maps": full, "events": history}
 
 
+def summary(path, out=sys.stdout):
+    """Print a result file's records that made segments or changed the map (MiB from the
+    first segment; ``+[lo,hi)`` a range mapped, ``-[lo,hi)`` one unmapped)."""
+    with gzip.open(path, "rt") as f:
+        doc = json.load(f)
+    recs = doc["records"]
+    base = next((r["new_segments"][0][0] for r in recs if r.get("new_segments")), 0)
+
+    def rel(a):
+        return f"{(a - base) / (1 << 20):+.2f}"
+    print(f"== {doc['run']} ({doc['device']}, torch {doc['torch']}, {doc['glibc']}, "
+          f"{doc['torch_threads']} threads, THP {doc['thp']}): reserved "
+          f"{doc['measured'].get('peak_reserved_bytes')}, first segment at {base:#x}", file=out)
+    for r in recs:
+        segs = " ".join(f"SEG {rel(a)}:{s / (1 << 20):g}" for a, s in r.get("new_segments", []))
+        maps = " ".join([f"+[{rel(lo)},{rel(hi)}){p}{'/' + pa.split('/')[-1] if pa else ''}"
+                         for lo, hi, p, pa in r["maps"]["added"]]
+                        + [f"-[{rel(lo)},{rel(hi)}){p}" for lo, hi, p, pa in r["maps"]["removed"]])
+        what = r.get("module") or (f"{r['nbytes'] / (1 << 20):.2f} MiB" if "nbytes" in r else "")
+        if segs or maps or r["label"] not in ("upload", "module"):
+            print(f"{r['label']:8s} n={r.get('allocations')} {what} | {segs} | {maps}", file=out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
@@ -201,8 +225,13 @@ def main(argv=None):
     ap.add_argument("--run", default="", help="measure this run in this process")
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--tag", default="", help="suffix of the output file name (--run)")
+    ap.add_argument("--summary", nargs="+", metavar="FILE", help="print result files")
     ap.add_argument("--batch", type=int, default=0, help="override the runs' batch (CPU dry run)")
     args = ap.parse_args(argv)
+    if args.summary:
+        for path in args.summary:
+            summary(path)
+        return
     names = [s for s in args.only.split(",") if s] or list(RUNS)
     unknown = [n for n in names + ([args.run] if args.run else []) if n not in RUNS]
     if unknown:
