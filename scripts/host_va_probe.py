@@ -19,8 +19,9 @@ on), in one fresh process per run, and records, with the allocator's allocation 
   more) and the segments made since the last record;
 * at the start of each training step (``record.train_step`` wrapped, as
   plan_alloc_history does): the same; in the first step's forward also before and after each
-  module call where the reserved bytes or the map changed (global forward hooks: they alter
-  no dispatch and allocate nothing on the device);
+  module call where the reserved bytes, the device memory in use (``cudaMemGetInfo``: also
+  the module code lazy loading maps) or the map changed (global forward hooks: they alter no
+  dispatch and allocate nothing on the device);
 * the whole map after CUDA's initialisation, after the model is built and at the end; glibc's
   version and the transparent-huge-page setting.
 
@@ -107,6 +108,9 @@ def probe(name, device="cuda", batch=0):
         if cuda:
             st = torch.cuda.memory_stats()
             rec["allocations"] = int(st.get("allocation.all.allocated", 0))
+            free_b, total_b = torch.cuda.mem_get_info()   # module code the driver maps too
+            rec["device_used_bytes"] = int(total_b - free_b)
+            rec["reserved_bytes"] = int(torch.cuda.memory_reserved())
             segs = {(int(s["address"]), int(s["total_size"]))
                     for s in torch.cuda.memory_snapshot()}
             rec["new_segments"] = sorted(segs - state["segs"])
@@ -142,10 +146,11 @@ def probe(name, device="cuda", batch=0):
     def on_module(module, *args):   # the first step's forward: where its segments go
         if not cuda:
             return
-        reserved = torch.cuda.memory_reserved()
+        free_b, total_b = torch.cuda.mem_get_info()
+        used = (torch.cuda.memory_reserved(), total_b - free_b)
         now = read_maps()
-        if reserved != state["reserved"] or now != state["maps"]:
-            state["reserved"] = reserved
+        if used != state["reserved"] or now != state["maps"]:
+            state["reserved"] = used
             record_point("module", module=type(module).__name__)
 
     def marked_step(*a, **kw):
@@ -154,7 +159,7 @@ def probe(name, device="cuda", batch=0):
         if steps[0] > 1:
             return step(*a, **kw)
         from torch.nn.modules import module as nn_module
-        state["reserved"] = torch.cuda.memory_reserved() if cuda else 0
+        state["reserved"] = None
         handles = [nn_module.register_module_forward_pre_hook(on_module),
                    nn_module.register_module_forward_hook(on_module)]
         try:
@@ -214,7 +219,10 @@ def summary(path, out=sys.stdout):
                          for lo, hi, p, pa in r["maps"]["added"]]
                         + [f"-[{rel(lo)},{rel(hi)}){p}" for lo, hi, p, pa in r["maps"]["removed"]])
         what = r.get("module") or (f"{r['nbytes'] / (1 << 20):.2f} MiB" if "nbytes" in r else "")
-        if segs or maps or r["label"] not in ("upload", "module"):
+        if "device_used_bytes" in r:
+            what += (f" used-reserved {(r['device_used_bytes'] - r['reserved_bytes']) / (1 << 20):.1f}"
+                     f" MiB")
+        if segs or maps or r["label"] != "upload":
             print(f"{r['label']:8s} n={r.get('allocations')} {what} | {segs} | {maps}", file=out)
 
 
