@@ -15,16 +15,12 @@ Rows (``kind,name,phase,value,n,source``):
   with a kernel, for families probed fewer than ``--min-calls`` times or recorded with another
   call count.
 * ``overhead,per_module,F`` and ``overhead,per_call,F``: what the real forward adds to its aten
-  calls with a kernel and its views in sequence (the launching thread's wall less their sum),
-  split by non-negative least squares over the configurations into a cost per module call
-  (Python ``nn.Module.__call__`` and its ``forward``) and per call with a kernel (the
-  ``detach``, ``device`` and ``empty`` calls around it -- a CPU recording under
-  FakeTensorMode makes them in other numbers than a CUDA step,
-  :data:`snsim.torchsim.opcost.UNMATCHED_NO_KERNEL_OPS`, so they are not charged one by one
-  -- the Python call into torch, autograd recording its node, autocast's dispatch);
-  ``per_view,F`` and ``per_view,B``: a call without a kernel (a view, metadata; the others),
-  the probe's mean in-sequence seconds, measured, not fitted (``CatBackward0``'s slices are
-  ``per_cat_input``'s); ``per_node,B``
+  calls with a kernel in sequence (the launching thread's wall less their sum), split by
+  non-negative least squares over the configurations into a cost per module call (Python
+  ``nn.Module.__call__`` and its ``forward``) and per call with a kernel (the views and
+  metadata calls around it -- a CPU recording under FakeTensorMode makes more of them than a
+  CUDA step, ``detach`` and ``device`` above all, so they are not charged one by one -- the
+  Python call into torch, autograd recording its node, autocast's dispatch); ``per_node,B``
   and ``per_call,B``: the backward's (the autograd engine per node, per call);
   ``per_param,U``: the optimizer step's and ``zero_grad``'s per parameter (the Python loops
   over parameters and their state) and ``per_read,U`` per read of a host tensor (a foreach
@@ -74,7 +70,7 @@ def table_issue_by_family(steps, table, cache=None):
     from host_by_family import recording
 
     from snsim.kernel_table import HOST_READ_OPS, NO_KERNEL_OPS, family_of
-    from snsim.torchsim.opcost import CAT_GRAD_VIEWS, UNMATCHED_NO_KERNEL_OPS, _issue_s
+    from snsim.torchsim.opcost import CAT_GRAD_VIEWS, _issue_s
     out, count = collections.Counter(), collections.Counter()
     memo = {}
     reads, engine = {}, {}
@@ -88,9 +84,7 @@ def table_issue_by_family(steps, table, cache=None):
         engine[s["config"]] = (
             len(sums),
             sum(1 for i in steady if ops[i][1] in CAT_GRAD_VIEWS and marks[ops[i][0]][1] == "B"
-                and str(marks[ops[i][0]][2]).startswith("CatBackward")),
-            collections.Counter(marks[ops[i][0]][1] for i in steady if ops[i][1]
-                                in NO_KERNEL_OPS - UNMATCHED_NO_KERNEL_OPS))
+                and str(marks[ops[i][0]][2]).startswith("CatBackward")))
         for i in steady:
             op = ops[i]
             if op[1] not in NO_KERNEL_OPS and i not in sums:
@@ -113,7 +107,6 @@ def fit(calls, steps, table_s, table_n, reads, engine_n, engine_s, min_calls=20,
     from scipy.optimize import nnls
 
     from snsim.kernel_table import NO_KERNEL_OPS
-    from snsim.torchsim.opcost import CAT_GRAD_VIEWS, UNMATCHED_NO_KERNEL_OPS
     configs = sorted({r["config"] for r in steps})
     src = f"host_innet_probe over {len(configs)} configurations"
     sums = collections.Counter(r["config"] for r in calls if r["phase"] == "B"
@@ -136,24 +129,13 @@ def fit(calls, steps, table_s, table_n, reads, engine_n, engine_s, min_calls=20,
         if n[fam] >= min_calls:
             out.append({"kind": "ratio", "name": fam, "phase": "",
                         "value": seq[fam] / table_s[fam], "n": n[fam], "source": src})
-    # per phase and configuration: the calls with a kernel, their in-sequence seconds, and
-    # the calls without one (views, metadata, allocations), measured in the same sequence
+    # per phase and configuration: the calls with a kernel, their in-sequence seconds
     kern = collections.Counter()
     kern_s = collections.Counter()
-    view, view_s = collections.Counter(), collections.Counter()
     for r in calls:
-        key = (r["config"], r["phase"])
         if r["family"] not in NO_KERNEL_OPS:
-            kern[key] += 1
-            kern_s[key] += float(r["seq_s"]) * lease
-        elif r["phase"] in ("F", "B") and r["family"] not in UNMATCHED_NO_KERNEL_OPS:
-            view[key] += 1
-            view_s[key] += float(r["seq_s"]) * lease
-    for c in configs:   # CatBackward0's slices: per_cat_input (engine_n), not views
-        cut = [float(r["seq_s"]) * lease for r in calls if r["config"] == c
-               and r["phase"] == "B" and r["family"] in CAT_GRAD_VIEWS][:engine_n[c][1]]
-        view[(c, "B")] -= len(cut)
-        view_s[(c, "B")] -= sum(cut)
+            kern[(r["config"], r["phase"])] += 1
+            kern_s[(r["config"], r["phase"])] += float(r["seq_s"]) * lease
     names = {"module_calls": "per_module", "autograd_nodes": "per_node", "params": "per_param",
              "kernel_calls": "per_call", "reads": "per_read"}
     for phase, cols in (("F", ("module_calls", "kernel_calls")),
@@ -162,7 +144,6 @@ def fit(calls, steps, table_s, table_n, reads, engine_n, engine_s, min_calls=20,
                        else float(reads.get(s["config"], 0)) if c == "reads"
                        else float(s[c]) for c in cols] for s in steps])
         y = np.array([float(s[f"wall_{phase}_s"]) * lease - kern_s[(s["config"], phase)]
-                      - view_s[(s["config"], phase)]
                       - (engine_n[s["config"]][0] * engine_s["accumulate_s"]
                          + engine_n[s["config"]][1] * engine_s["cat_input_s"]
                          if phase == "B" else 0.0) for s in steps])
@@ -170,16 +151,6 @@ def fit(calls, steps, table_s, table_n, reads, engine_n, engine_s, min_calls=20,
         for c, v in zip(cols, coef):
             out.append({"kind": "overhead", "name": names[c], "phase": phase,
                         "value": float(v), "n": len(steps), "source": src})
-    for c in configs:   # what the model will charge per_view to: the recording's calls
-        print(f"{c}: calls without a kernel, probe / recording: F {view[(c, 'F')]} / "
-              f"{engine_n[c][2]['F']}, B {view[(c, 'B')] + engine_n[c][1]} / "
-              f"{engine_n[c][2]['B']}", file=sys.stderr)
-    for phase in ("F", "B"):    # measured, not fitted: the mean in-sequence call
-        n_views = sum(view[(c, phase)] for c in configs)
-        out.append({"kind": "overhead", "name": "per_view", "phase": phase,
-                    "value": sum(view_s[(c, phase)] for c in configs) / max(n_views, 1),
-                    "n": n_views, "source": f"host_innet_probe's calls without a kernel over "
-                                            f"{len(configs)} configurations"})
     for name, key in (("per_accumulate", "accumulate_s"), ("per_cat_input", "cat_input_s")):
         out.append({"kind": "overhead", "name": name, "phase": "B", "value": engine_s[key],
                     "n": engine_s["n"], "source": engine_s["source"]})

@@ -972,8 +972,7 @@ INNET_OVERHEADS = (("per_module", "F"), ("per_call", "F"), ("per_node", "B"),
                    ("per_accumulate", "B"), ("per_cat_input", "B"))
 # overheads a file may lack (0 then): GradScaler's per parameter (scripts/host_innet_fit.py
 # --optstep, from scripts/optstep_host_probe.py's fp16 configurations)
-# optional: 0 when a file lacks them (an older fit, whose per-call figures hold the views)
-INNET_OPTIONAL = (("per_param_scaler", "U"), ("per_view", "F"), ("per_view", "B"))
+INNET_OPTIONAL = (("per_param_scaler", "U"),)
 
 
 def read_host_innet(path):
@@ -986,10 +985,8 @@ def read_host_innet(path):
     read of a host tensor in the optimizer step, ``.item()`` of a step counter) and
     ``per_param_scaler_s`` (GradScaler's ``unscale_``, per parameter; 0 when the file has
     no such row), ``per_accumulate_s`` (autograd's engine sums two gradients, an ``add_``
-    from C++ whatever its size), ``per_cat_input_s`` (``CatBackward0`` per input, the
-    ``slice`` it hands on) and ``per_view_s`` ``{phase: s}`` (a call without a kernel in
-    forward or backward -- a view, metadata, an allocation -- measured in network; 0 when
-    the file has no such row: an older fit, whose ``per_call_s`` holds them).
+    from C++ whatever its size) and ``per_cat_input_s`` (``CatBackward0`` per input, the
+    ``slice`` it hands on).
 
     Raises
     ------
@@ -1026,7 +1023,6 @@ def read_host_innet(path):
     out["per_accumulate_s"] = over[("per_accumulate", "B")]
     out["per_cat_input_s"] = over[("per_cat_input", "B")]
     out["per_call_s"] = {"F": over[("per_call", "F")], "B": over[("per_call", "B")]}
-    out["per_view_s"] = {p: over.get(("per_view", p), 0.0) for p in ("F", "B")}
     return out
 
 

@@ -407,32 +407,3 @@ def test_synchronous_pinned_copy_holds_the_host_until_it_has_run():
                       table=tab, host_costs=NO_EXTRA)
     assert sum(sync) == pytest.approx(1141 * US, rel=1e-3)
     assert sum(free) == pytest.approx(1129 * US, rel=1e-3)
-
-
-def test_views_cost_their_phases_per_view_but_the_recording_only_calls_nothing(tmp_path):
-    """A call without a kernel costs its phase's per_view_s (forward 5 µs, backward 3 µs,
-    hand-set); detach, device and empty -- which the CPU recording makes in other numbers than
-    a CUDA step -- and a CatBackward0's slice (per_cat_input_s) do not; an older file without
-    the per_view rows reads 0 (its per-call figures hold the views)."""
-    from snsim.kernel_table import read_host_innet
-    tab = _table()
-    marks = [("m", "F", "", 0), ("n", "B", "MulBackward0", 0), ("c", "B", "CatBackward0", 0)]
-    ops = [(0, "view", (0,), (1,), 0, 0), (0, "permute", (1,), (2,), 0, 0),
-           (0, "detach", (2,), (3,), 0, 0), (0, "device", (2,), (), 0, 0),
-           (0, "empty", (), (4,), 0, 0),
-           (1, "t", (0,), (5,), 0, 0), (1, "detach", (5,), (6,), 0, 0),
-           (2, "slice", (0,), (7,), 0, 0)]
-    base = host_issue_s(ops, marks, tab, _innet())
-    got = host_issue_s(ops, marks, tab, _innet(per_view_s={"F": 5 * US, "B": 3 * US}))
-    assert [g - b for g, b in zip(got, base)] == pytest.approx(
-        [5 * US, 5 * US, 0, 0, 0, 3 * US, 0, 0])
-    rows = ("kind,name,phase,value,n,source\nratio,*,,1.5,10,t\n"
-            + "".join(f"overhead,{n},{p},1e-6,3,t\n" for n, p in (
-                ("per_module", "F"), ("per_call", "F"), ("per_node", "B"), ("per_call", "B"),
-                ("per_param", "U"), ("per_read", "U"), ("per_accumulate", "B"),
-                ("per_cat_input", "B"))))
-    p = tmp_path / "x_host_innet.csv"
-    p.write_text(rows)
-    assert read_host_innet(p)["per_view_s"] == {"F": 0.0, "B": 0.0}
-    p.write_text(rows + "overhead,per_view,F,5.2e-06,2490,t\noverhead,per_view,B,5e-06,3198,t\n")
-    assert read_host_innet(p)["per_view_s"] == pytest.approx({"F": 5.2e-6, "B": 5e-6})

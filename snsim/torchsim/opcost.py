@@ -62,12 +62,6 @@ COPY_WAIT_OPS = frozenset({"copy_sync", "copy_wait"})
 # the views a CatBackward0 node hands each input's gradient on as (cat_tensors_backward's
 # narrow, recorded as the aten slice below it)
 CAT_GRAD_VIEWS = frozenset({"slice", "narrow"})
-# calls without a kernel that the CPU recording (FakeTensorMode) makes in other numbers than a
-# CUDA step dispatches (scripts/host_innet_fit.py prints both per configuration: over the
-# H200 probe's 14 configurations detach 5584 recorded / 254 dispatched in forward, 5804 /
-# 2502 in backward, device 0 dispatched, empty 456 / 276; the views themselves within 2 %):
-# not charged per_view, their cost left in the fitted per-call figures
-UNMATCHED_NO_KERNEL_OPS = frozenset({"detach", "device", "empty"})
 
 
 def op_time_s(name, flops, nbytes, hw, dtype="float32"):
@@ -287,10 +281,8 @@ def _innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
     (:func:`snsim.kernel_table.read_host_innet`): an aten call with a kernel costs its
     tight-loop issue cost at its shape (:meth:`KernelTable.issue_s`) times its family's
     ratio (the same calls in a real step's sequence over the table's cost) plus its phase's
-    ``per_call_s``; a call without a kernel (a view, metadata) in forward or backward costs
-    its phase's ``per_view_s`` (measured in network: the probe's mean), but for those a CPU
-    recording makes in other numbers (:data:`UNMATCHED_NO_KERNEL_OPS`, in ``per_call_s``); every
-    module call (forward, a recomputation too) adds
+    ``per_call_s`` (which holds the views and metadata calls around it: a call without a
+    kernel costs nothing of its own); every module call (forward, a recomputation too) adds
     ``per_module_s`` and every autograd node (backward, ``AccumulateGrad`` included)
     ``per_node_s``; the optimizer step adds ``per_param_s`` per parameter (the iteration's
     ``AccumulateGrad`` nodes), charged to its first op, ``per_read_s`` per read of a host
@@ -335,14 +327,11 @@ def _innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
             out[i] = h + inn["per_accumulate_s"]    # an add_ from C++, at any size
             continue
         if op[1] in NO_KERNEL_OPS or op[1] in COPY_WAIT_OPS:
-            # views, metadata: their phase's per_view_s, measured in network; a .item() of a
-            # device tensor is a pageable copy's issue
+            # views, metadata: in the per-call figure of the calls with a kernel; a .item()
+            # of a device tensor is a pageable copy's issue
             out[i] = h + (table.aten_host.get("copy_d2h_pageable", 0.0) * ratio["*"]
                           if i in syncs else inn["per_read_s"]
-                          if op[1] in HOST_READ_OPS and phase == "U"
-                          else inn.get("per_view_s", {}).get(phase, 0.0)
-                          if op[1] in NO_KERNEL_OPS and op[1] not in UNMATCHED_NO_KERNEL_OPS
-                          else 0.0)
+                          if op[1] in HOST_READ_OPS and phase == "U" else 0.0)
             continue
         if op[1] in PAGEABLE_COPY_OPS:   # its data's movement, timed in its own pattern
             out[i] = h + _issue_s(table, op, memo)
