@@ -43,6 +43,8 @@ import subprocess
 import sys
 import time
 
+import va_probe   # scripts/: this script's directory is first on sys.path
+
 _KIB = 1 << 10
 RUNS = {
     # name: (model, batch, policy, plan options, setup, input_shape)
@@ -57,24 +59,8 @@ RUNS = {
 
 
 def read_maps(min_bytes=64 * _KIB):
-    """``[[start, end, perms, path], ...]`` of this process's ranges of at least ``min_bytes``."""
-    out = []
-    try:
-        with open("/proc/self/maps") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        parts = line.split(None, 5)
-        lo, hi = (int(x, 16) for x in parts[0].split("-"))
-        if hi - lo >= min_bytes:
-            out.append([lo, hi, parts[1], parts[5] if len(parts) > 5 else ""])
-    return out
-
-
-def _diff(before, after):
-    b, a = {tuple(r) for r in before}, {tuple(r) for r in after}
-    return {"added": sorted(list(r) for r in a - b), "removed": sorted(list(r) for r in b - a)}
+    """This process's map (:func:`va_probe.read_maps`), ranges of at least 64 KiB by default."""
+    return va_probe.read_maps(min_bytes)
 
 
 def _read(path):
@@ -103,7 +89,7 @@ def probe(name, device="cuda", batch=0):
 
     def record_point(label, **extra):
         now = read_maps()
-        rec = {"label": label, "maps": _diff(state["maps"], now), **extra}
+        rec = {"label": label, "maps": va_probe.maps_diff(state["maps"], now), **extra}
         state["maps"] = now
         if cuda:
             st = torch.cuda.memory_stats()
