@@ -169,37 +169,36 @@ def measure(step, iters, dev):
     def sync():
         if cuda:
             torch.cuda.synchronize()
-    if True:     # the plan's closures hold build()'s patched checkpoint
-        for _ in range(3):
-            step()
+    for _ in range(3):
+        step()
+    sync()
+    steps = []
+    for _ in range(iters):
+        if cuda:
+            e0, e1 = (torch.cuda.Event(enable_timing=True),
+                      torch.cuda.Event(enable_timing=True))
+            e0.record()
+        t0 = time.perf_counter()
+        step()
+        if cuda:
+            e1.record()
         sync()
-        steps = []
+        steps.append(e0.elapsed_time(e1) * 1e-3 if cuda else time.perf_counter() - t0)
+    host = {p: [] for p in PHASES}
+    gc.collect()
+    gc.disable()
+    try:
+        _COUNT.update(calls=0, packed=0, policy=0)
         for _ in range(iters):
-            if cuda:
-                e0, e1 = (torch.cuda.Event(enable_timing=True),
-                          torch.cuda.Event(enable_timing=True))
-                e0.record()
-            t0 = time.perf_counter()
-            step()
-            if cuda:
-                e1.record()
             sync()
-            steps.append(e0.elapsed_time(e1) * 1e-3 if cuda else time.perf_counter() - t0)
-        host = {p: [] for p in PHASES}
-        gc.collect()
-        gc.disable()
-        try:
-            _COUNT.update(calls=0, packed=0, policy=0)
-            for _ in range(iters):
-                sync()
-                clock = [time.perf_counter()]
-                step(clock)
-                sync()
-                for i, p in enumerate(PHASES):
-                    host[p].append(clock[i + 1] - clock[i])
-            calls, packed, policy = (_COUNT[k] / iters for k in ("calls", "packed", "policy"))
-        finally:
-            gc.enable()
+            clock = [time.perf_counter()]
+            step(clock)
+            sync()
+            for i, p in enumerate(PHASES):
+                host[p].append(clock[i + 1] - clock[i])
+        calls, packed, policy = (_COUNT[k] / iters for k in ("calls", "packed", "policy"))
+    finally:
+        gc.enable()
     med = statistics.median
     return {"step_s": med(steps), **{f"host_{p}_s": med(v) for p, v in host.items()},
             "calls": calls, "packed": packed, "policy": policy}
