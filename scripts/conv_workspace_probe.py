@@ -107,30 +107,14 @@ NET_MODELS = (("resnet50", 224), ("densenet121", 224), ("inception_v3", 299),
 def _net_layers(models=NET_MODELS):
     """(c, h, co, k, s, pad, groups, bias) of the distinct square ``nn.Conv2d`` layers of
     ``models`` (torchvision names and input sides), traced at batch 1 on the meta device."""
-    import torch
-    import torchvision
+    from snsim.torchsim.calibrate import traced_conv2d_calls
     seen, out = set(), []
-    for name, side in models:
-        kw = {"init_weights": False, "aux_logits": False} if name == "inception_v3" else {}
-        with torch.device("meta"):
-            m = getattr(torchvision.models, name)(**kw)
-        found = []
-
-        def hook(mod, inp, _out):
-            x = inp[0]
-            if (mod.kernel_size[0] == mod.kernel_size[1] and x.shape[2] == x.shape[3]
-                    and mod.padding[0] == mod.padding[1] and mod.stride[0] == mod.stride[1]
-                    and mod.dilation == (1, 1)):
-                found.append((x.shape[1], x.shape[2], mod.out_channels, mod.kernel_size[0],
-                              mod.stride[0], mod.padding[0], mod.groups,
-                              mod.bias is not None))
-        hs = [mod.register_forward_hook(hook) for mod in m.modules()
-              if isinstance(mod, torch.nn.Conv2d)]
-        with torch.no_grad():
-            m.eval()(torch.empty(1, 3, side, side, device="meta"))
-        for hd in hs:
-            hd.remove()
-        for f in found:
+    for _name, c, h, w, mod in traced_conv2d_calls(models):
+        if (mod.kernel_size[0] == mod.kernel_size[1] and h == w
+                and mod.padding[0] == mod.padding[1] and mod.stride[0] == mod.stride[1]
+                and mod.dilation == (1, 1)):
+            f = (c, h, mod.out_channels, mod.kernel_size[0], mod.stride[0], mod.padding[0],
+                 mod.groups, mod.bias is not None)
             if f not in seen:
                 seen.add(f)
                 out.append(f)
@@ -234,6 +218,18 @@ def run_one(torch, F, probe, n, c, h, co, k, s, pad, g, bias, dtype, device="cud
     del x, w, b, y
 
 
+def _positive_ints(flag, text):
+    """``text``'s comma-separated positive integers; else exit with one line naming ``flag``."""
+    try:
+        values = tuple(int(v) for v in text.split(",") if v)
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1:
+        sys.exit(f"conv_workspace_probe: {flag} (={text!r}) must be comma-separated positive "
+                 f"integers")
+    return values
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
@@ -273,13 +269,7 @@ def main(argv=None):
     if bad or not kinds:
         sys.exit(f"conv_workspace_probe: --kinds (={args.kinds!r}) must name some of "
                  f"{', '.join(KINDS)}")
-    try:
-        widths = tuple(int(v) for v in args.group_widths.split(",") if v)
-    except ValueError:
-        widths = ()
-    if not widths or min(widths) < 1:
-        sys.exit(f"conv_workspace_probe: --group-widths (={args.group_widths!r}) must be "
-                 f"comma-separated positive integers")
+    widths = _positive_ints("--group-widths", args.group_widths)
     dtypes = ("float32", "bfloat16", "float16")
     net_dtypes = tuple(d for d in args.net_dtypes.split(",") if d)
     sample_dtypes = tuple(d for d in (args.sample_dtypes or "").split(",") if d)
@@ -295,13 +285,7 @@ def main(argv=None):
     if not nets:
         sys.exit(f"conv_workspace_probe: --nets (={args.nets!r}) must be comma-separated "
                  f"NAME:INPUT_SIDE (torchvision models)")
-    try:
-        net_batches = tuple(int(v) for v in args.net_batches.split(",") if v)
-    except ValueError:
-        net_batches = ()
-    if not net_batches or min(net_batches) < 1:
-        sys.exit(f"conv_workspace_probe: --net-batches (={args.net_batches!r}) must be "
-                 f"comma-separated positive integers")
+    net_batches = _positive_ints("--net-batches", args.net_batches)
     old_rows, old_prov, old_slots = [], None, {}
     if args.merge:
         try:
@@ -323,13 +307,13 @@ def main(argv=None):
     # 214,958,227 B at 64 and 179,306,915 B at 48 (H200 captures and history), neither the
     # batch-scaled 168,296,668 nor the interpolated 163,578,003. So the common layers are
     # measured at every batch a user is likely to train with.
-    configs = [] if args.skip_nets else [
-        (n, c, h, co, k, s, p, g, bias, dt)
-        for n in net_batches for dt in net_dtypes
-        for c, h, co, k, s, p, g, bias in _net_layers(nets)]
+    layers = [] if args.skip_nets else _net_layers(nets)   # traced once, not per batch
+    configs = [(n, c, h, co, k, s, p, g, bias, dt)
+               for n in net_batches for dt in net_dtypes
+               for c, h, co, k, s, p, g, bias in layers]
     pending = []       # the other dtypes of the last random sample (--sample-dtypes)
     if args.dry_run:
-        print(f"{len(configs)} network-layer calls ({len(_net_layers(nets))} layers x "
+        print(f"{len(configs)} network-layer calls ({len(layers)} layers x "
               f"{len(net_batches)} batches x {len(net_dtypes)} dtypes), then random "
               f"{','.join(kinds)} convolutions in {','.join(sample_dtypes) or 'one dtype'} "
               f"each until {args.minutes} min")

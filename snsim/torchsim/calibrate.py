@@ -36,6 +36,30 @@ COLUMNS = ("family", "dtype", "math", "cls", "flops", "bytes", "ntensors", "time
            "shape", "ops")
 
 
+def traced_conv2d_calls(models):
+    """``(model, c, h, w, conv)`` of every ``nn.Conv2d`` call of ``models`` (torchvision names
+    and input sides), in forward order, traced at batch 1 on the meta device: ``c, h, w`` the
+    input's channels, height and width, ``conv`` the module (its kernel, stride, padding,
+    dilation, groups and bias)."""
+    import torch
+    import torchvision
+    out = []
+    for name, side in models:
+        kw = {"init_weights": False, "aux_logits": False} if name == "inception_v3" else {}
+        with torch.device("meta"):
+            m = getattr(torchvision.models, name)(**kw)
+
+        def hook(mod, inp, _out, name=name):
+            out.append((name, *inp[0].shape[1:4], mod))
+        hs = [mod.register_forward_hook(hook) for mod in m.modules()
+              if isinstance(mod, torch.nn.Conv2d)]
+        with torch.no_grad():
+            m.eval()(torch.empty(1, 3, side, side, device="meta"))
+        for hd in hs:
+            hd.remove()
+    return out
+
+
 class _Bench:
     """Time callables on ``device``: GPU time and host issue time per call."""
 
@@ -360,30 +384,15 @@ class Calibrator:
         """The distinct ``nn.Conv2d`` layers of :attr:`NET_MODELS` at batch 1, traced on the
         meta device: ``(c, h, w, co, kh, kw, s, ph, pw, g, model)`` (a bias is timed apart:
         :meth:`conv_biases`)."""
-        torch = self.torch
-        import torchvision
         seen, out = set(), []
-        for name, side in self.NET_MODELS:
-            kw = {"init_weights": False, "aux_logits": False} if name == "inception_v3" else {}
-            with torch.device("meta"):
-                m = getattr(torchvision.models, name)(**kw)
-            found = []
-
-            def hook(mod, inp, _out):
-                x = inp[0]
-                found.append((x.shape[1], x.shape[2], x.shape[3], mod.out_channels,
-                              *mod.kernel_size, mod.stride[0], *mod.padding, mod.groups))
-            hs = [mod.register_forward_hook(hook) for mod in m.modules()
-                  if isinstance(mod, torch.nn.Conv2d) and mod.dilation == (1, 1)
-                  and mod.stride[0] == mod.stride[1]]
-            with torch.no_grad():
-                m.eval()(torch.empty(1, 3, side, side, device="meta"))
-            for hd in hs:
-                hd.remove()
-            for f in found:
-                if f not in seen:
-                    seen.add(f)
-                    out.append(f + (name,))
+        for name, c, h, w, mod in traced_conv2d_calls(self.NET_MODELS):
+            if mod.dilation != (1, 1) or mod.stride[0] != mod.stride[1]:
+                continue
+            f = (c, h, w, mod.out_channels, *mod.kernel_size, mod.stride[0], *mod.padding,
+                 mod.groups)
+            if f not in seen:
+                seen.add(f)
+                out.append(f + (name,))
         return out
 
     def net_convs(self, dtype, math_, *, models=None, max_bytes=1.5 * 2**31):
