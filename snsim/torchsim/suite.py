@@ -94,6 +94,7 @@ def main(argv=None):
                         "before session 6's changes were merged; heldout7: a seventh, written "
                         "before session 7 changed anything; heldout8: an eighth, written before "
                         "session 8 changed anything; heldout9: a ninth, written before session 9 "
+                        "changed anything; heldout10: a tenth, written before session 10 "
                         "changed anything; pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--same-process", action="store_true",
@@ -495,6 +496,35 @@ _HELDOUT9_HF = (
      {"optimizer": "adam", "amp": "bf16"}),
 )
 PLAN_HELDOUT9 = _plan_set(_HELDOUT9, _HELDOUT9_HF)
+# a tenth held-out set, written (2026-12-01, 09:20 UTC, on commit 3fb7ec3) before any of it ran
+# and before any of session 10's changes, to be run once with the session's final code:
+# networks seldom or never run in a plan suite (ShuffleNetV2-x2.0, ResNet-34, ConvNeXt-B, VGG11,
+# EfficientNet-B1, Wide-ResNet-101, ViT-B/32, SqueezeNet-1.1, RegNetX-3.2GF, GPT-2 medium,
+# SmolLM2-135M), each at a batch, precision, optimizer and plan never run with it
+_HELDOUT10 = (
+    ("torchvision:shufflenet_v2_x2_0", 256, {"plain": [], "superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:resnet34", 128, {"plain": [], "checkpoint": ["modules=BasicBlock"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("torchvision:convnext_base", 24,
+     {"plain": [], "checkpoint": ["modules=CNBlock", "selective=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:vgg11", 64, {"plain": [], "cpu_offload": ["pin_memory=true"]}, {}),
+    ("torchvision:efficientnet_b1", 96, {"plain": [], "checkpoint": ["every=2"]}, {"amp": "fp16"}),
+    ("torchvision:wide_resnet101_2", 24, {"plain": [], "superneurons": []}, {"optimizer": "adam"}),
+    ("torchvision:vit_b_32", 96, {"plain": [], "cpu_offload": ["pin_memory=false"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:squeezenet1_1", 256, {"plain": [], "checkpoint": ["every=3"]},
+     {"optimizer": "sgd"}),
+    ("torchvision:regnet_x_3_2gf", 128, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"amp": "bf16"}),
+)
+_HELDOUT10_HF = (
+    ("hf:gpt2-medium", 4, (512,), {"plain": [], "checkpoint": ["modules=GPT2Block"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:HuggingFaceTB/SmolLM2-135M", 8, (256,), {"plain": [], "superneurons": []},
+     {"optimizer": "adam", "amp": "fp16"}),
+)
+PLAN_HELDOUT10 = _plan_set(_HELDOUT10, _HELDOUT10_HF)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -513,6 +543,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout5": PLAN_HELDOUT5,
              "heldout6": PLAN_HELDOUT6, "heldout7": PLAN_HELDOUT7,
              "heldout8": PLAN_HELDOUT8, "heldout9": PLAN_HELDOUT9,
+             "heldout10": PLAN_HELDOUT10,
              "pageable": PLAN_PAGEABLE}
 
 
