@@ -65,6 +65,16 @@ CONFIGS = {
         ("torchvision:efficientnet_b6", 12, "plain", "", "sgd-momentum", "none"),
         ("torchvision:efficientnet_b6", 12, "superneurons", "", "sgd-momentum", "none"),
     ],
+    # the host at batch 4 (scripts/host_innet_probe.py's batch) and at a held-out set's batch
+    # in one process: DenseNet-161 fp16 b24 stepped in 59 ms (traces/h200/gc_probe) while the
+    # probe's b4 host walls summed 94 ms
+    "batch10": [
+        (m, b, "plain", "", opt, amp)
+        for m, bs, opt, amp in (("torchvision:densenet161", (4, 24), "sgd-momentum", "fp16"),
+                                ("torchvision:swin_t", (4, 32), "adamw", "fp16"),
+                                ("torchvision:maxvit_t", (4, 32), "sgd-momentum", "bf16"),
+                                ("torchvision:resnet18", (4, 256), "sgd-momentum", "none"))
+        for b in bs],
     # tiny inputs (the host is the bottleneck): checkpoint's host cost per call in real blocks,
     # bf16 autocast and fp32
     "tinyckpt": [
