@@ -115,12 +115,16 @@ RUNS = [
     ("densenet161_b48_sgd_superneurons", "torchvision:densenet161", 48,
      {"policy": "superneurons", "setup": ("sgd", "foreach", None)}),
     # held-out set 5's memory misses (traces/h200/plans_heldout5: reserved +15.2% / +8.3% /
-    # +5.9%, allocated -2.0%) and RegNetY-8GF's plain run as the reference
+    # +5.9%, allocated -2.0%) and RegNetY-8GF's plain run as the reference; set 10's
+    # EfficientNet-B1 checkpoint(every=2) (traces/h200/plans_heldout10: allocated -2.81%,
+    # reserved +8.12%)
     ("efficientnet_b1_b96_fp16_cpu_offload", "torchvision:efficientnet_b1", 96,
      {"policy": "cpu_offload", "pin_memory": "true",
       "setup": ("sgd-momentum", "foreach", "fp16")}),
     ("efficientnet_b1_b96_fp16_plain", "torchvision:efficientnet_b1", 96,
      {"policy": "plain", "setup": ("sgd-momentum", "foreach", "fp16")}),
+    ("efficientnet_b1_b96_fp16_checkpoint", "torchvision:efficientnet_b1", 96,
+     {"policy": "checkpoint", "every": "2", "setup": ("sgd-momentum", "foreach", "fp16")}),
     ("regnet_x_400mf_b512_plain", "torchvision:regnet_x_400mf", 512, {"policy": "plain"}),
     ("regnet_y_8gf_b32_adamw_bf16_checkpoint", "torchvision:regnet_y_8gf", 32,
      {"policy": "checkpoint", "modules": "ResBottleneckBlock",

@@ -139,6 +139,19 @@ def test_hf_gpt2_from_the_shipped_config():
     assert sum(p.numel() for p in model.parameters()) == 124_439_808
 
 
+def test_hf_model_has_fp32_weights_whatever_the_config_dtype():
+    """SmolLM2's config names torch_dtype bfloat16; transformers 5 builds in it, and the H200's
+    fp16 GradScaler then stopped on the bf16 gradients (held-out set 10). snsim's models train
+    fp32 master weights, autocast or not."""
+    pytest.importorskip("transformers")
+    import torch
+    from snsim.torchsim.models import hf_config, resolve_model
+    assert hf_config("SmolLM2-135M").torch_dtype == torch.bfloat16
+    with torch.device("meta"):
+        model = resolve_model("hf:SmolLM2-135M", input_shape=(16,)).build()
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+
+
 def test_hf_config_missing_or_seq_too_long_is_one_line():
     pytest.importorskip("transformers")
     from snsim.torchsim.models import resolve_model

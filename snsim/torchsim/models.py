@@ -348,6 +348,8 @@ def hf_classes():
     """``HFCausalLM``: an ``AutoModelForCausalLM`` built from a config with no weights, whose
     ``forward(tokens)`` returns the model's own loss (``labels=tokens``: next-token cross
     entropy, Hugging Face shifts the labels). ``use_cache=False`` (training keeps no KV cache).
+    Weights are fp32 even where the config names another ``torch_dtype`` (SmolLM2: bfloat16),
+    as for every other snsim model: ``--amp`` means autocast over fp32 master weights.
 
     Attention is Hugging Face's ``sdpa`` kernel under the name ``snsim_sdpa``, whose mask
     function returns no mask: our inputs have no padding and no packing, where Hugging Face's
@@ -365,8 +367,12 @@ def hf_classes():
             super().__init__()
             config = copy.deepcopy(config)
             config.use_cache = False
+            # fp32 weights whatever the config's torch_dtype (transformers 5 builds in it):
+            # snsim trains fp32 master weights, under autocast with --amp (fp16's GradScaler
+            # cannot unscale bf16 gradients at all). The keyword is dtype from 4.56 on.
             self.model = tf.AutoModelForCausalLM.from_config(
-                config, attn_implementation=hf_classes().attn_implementation)
+                config, attn_implementation=hf_classes().attn_implementation,
+                **{hf_classes().dtype_keyword: torch.float32})
 
         def forward(self, tokens):
             return self.model(input_ids=tokens, labels=tokens, use_cache=False).loss
@@ -381,7 +387,10 @@ def hf_classes():
         tf.AttentionMaskInterface.register("snsim_sdpa", no_mask)
         impl = "snsim_sdpa"
     # older releases return no mask for unpadded inputs themselves (fake tensors included)
-    return types.SimpleNamespace(HFCausalLM=HFCausalLM, attn_implementation=impl)
+    major, minor = (int(p) for p in tf.__version__.split(".")[:2])
+    dtype_keyword = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+    return types.SimpleNamespace(HFCausalLM=HFCausalLM, attn_implementation=impl,
+                                 dtype_keyword=dtype_keyword)
 
 
 # -- transformers written with plain torch.nn (snsim:NAME) ----------------------------------------
