@@ -31,9 +31,8 @@ def one(core, device, step):
     os.sched_setaffinity(0, {core})
     import torch
     torch.set_num_threads(1)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from gc_probe import gauge_add_us
-    out = {"core": core, "gauge_add_us": gauge_add_us(device)}
+    from snsim.torchsim.hostpace import gauge_add_s
+    out = {"core": core, "gauge_add_us": gauge_add_s(device) * 1e6}
     if step:
         from snsim.torchsim.amp import TrainSetup
         from snsim.torchsim.execute import measure
@@ -41,7 +40,7 @@ def one(core, device, step):
         setup = TrainSetup.parse("sgd-momentum", "foreach", None if amp == "none" else amp)
         m = measure(model, int(batch), "plain", optimizer=setup, iters=7, device=device)
         out["step_s"] = m["step_time_s"]
-        out["gauge_after_us"] = gauge_add_us(device)
+        out["gauge_after_us"] = gauge_add_s(device) * 1e6
     return out
 
 

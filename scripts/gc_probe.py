@@ -29,7 +29,6 @@ import argparse
 import gc
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -64,28 +63,12 @@ def parse(text):
     return model, shape, int(batch), policy, opts.split(), optimizer, amp
 
 
-def gauge_add_us(device, n=2000):
-    """Microseconds per small ``torch.add`` issued in a tight loop (the CPU's pace now)."""
-    import torch
-    a = torch.ones(16, device=device)
-    for _ in range(50):
-        torch.add(a, a)
-    best = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            torch.add(a, a)
-        best.append((time.perf_counter() - t0) / n * 1e6)
-    if device == "cuda":
-        torch.cuda.synchronize()
-    return statistics.median(best)
-
-
 def run_config(text, device, iters):
     """Measure one configuration in this process (see the module docstring)."""
     from snsim.torchsim import record
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.execute import measure
+    from snsim.torchsim.hostpace import gauge_add_s
     model, shape, batch, policy, opts, optimizer, amp = parse(text)
     setup = TrainSetup.parse(optimizer, "foreach", None if amp == "none" else amp)
     inner = record.train_step
@@ -135,7 +118,7 @@ def run_config(text, device, iters):
                     for g in (0, 1, 2)}
         out["gen_counts"] = gc.get_count()
         out["gen_sizes"] = [len(gc.get_objects(generation=g)) for g in (0, 1, 2)]
-        out["gauge_add_us"] = gauge_add_us(device)
+        out["gauge_add_us"] = gauge_add_s(device) * 1e6
     finally:
         record.train_step = inner
         gc.callbacks.remove(on_gc)

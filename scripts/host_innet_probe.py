@@ -82,28 +82,13 @@ def _graph_nodes(loss):
     return len(seen)
 
 
-def _gauge_add_s(torch, dev, n=2000):
-    """Host seconds of one small ``torch.add`` in a tight loop (best of 3): this CPU's speed
-    at the moment, to set beside the kernel table's ``add`` (calibrate's smallest calls), taken
-    on another lease of the machine."""
-    a = torch.ones(1024, device=dev)
-    best = float("inf")
-    for _ in range(3):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            torch.add(a, a)
-        best = min(best, (time.perf_counter() - t0) / n)
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-    return best
-
-
 def probe(text, batch, optimizer, impl, amp, *, device, repeats):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from snsim.kernel_table import family_of
     from snsim.torchsim.record import train_step, warm_training
+    from snsim.torchsim.hostpace import gauge_add_s
 
     w = warm_training(text, batch, optimizer, impl, amp, device)
     text, spec, setup, net, opt, x, y, kw, sync = (w.text, w.spec, w.setup, w.net, w.opt, w.x,
@@ -174,7 +159,7 @@ def probe(text, batch, optimizer, impl, amp, *, device, repeats):
         sync()
     torch.set_grad_enabled(grad)
     name = f"{spec.name}_b{batch}{setup.slug}"
-    gauge = _gauge_add_s(torch, torch.device(device))
+    gauge = gauge_add_s(device)
     rows = [{"config": name, "index": i, "phase": ph, "op": func._overloadpacket.__name__,
              "family": family_of(func._overloadpacket.__name__),
              "seq_s": statistics.median(per[i]) * 1e-9, "tight_s": tight[i] * 1e-9}

@@ -139,7 +139,7 @@ def _add_capture(sub):
 PREDICT_KEYS = ("network", "batch", "optimizer", "optimizer_impl", "amp", "hardware", "plan", "peak_allocated_bytes",
                 "peak_reserved_bytes", "peak_requested_bytes", "static_bytes", "step_time_s",
                 "feasible", "failure", "budget_bytes", "step_time_source", "host_copy_time_s",
-                "torch_version", "cuda_modelled")
+                "host_pace_factor", "torch_version", "cuda_modelled")
 
 
 def predict_verdict(r):
@@ -176,6 +176,17 @@ def _budget(args):
     return budget
 
 
+def _host_gauge_s(args):
+    """``--host-gauge-us`` in seconds, or None."""
+    us = getattr(args, "host_gauge_us", None)
+    if us is None:
+        return None
+    if not us > 0 or us == float("inf"):
+        raise ConfigError(f"--host-gauge-us (={us}) must be a positive number of microseconds "
+                          "(snsim gauge prints it)")
+    return us * 1e-6
+
+
 def cmd_predict(args):
     from .execute import predict_plan
     from .plans import PlanSpec
@@ -185,13 +196,14 @@ def cmd_predict(args):
             raise ConfigError(f"--policy {args.policy} takes no --option or --plain-trace")
         r, prog = predict_zero(args.model, args.batch, args.policy, optimizer=_setup(args),
                                gpu=args.gpu, input_shape=_input_shape(args),
-                               budget_bytes=_budget(args))
+                               budget_bytes=_budget(args), host_gauge_s=_host_gauge_s(args))
         plan = PlanSpec.parse(torch_base_plan(args.policy))
     else:
         plan = _plan(args)
         r, prog = predict_plan(args.model, args.batch, plan, optimizer=_setup(args),
                                gpu=args.gpu, input_shape=_input_shape(args),
-                               budget_bytes=_budget(args), plain_trace=args.plain_trace)
+                               budget_bytes=_budget(args), plain_trace=args.plain_trace,
+                               host_gauge_s=_host_gauge_s(args))
     if args.out:
         from ..trace import write_trace
         output_path(args.out, "--out")
@@ -231,10 +243,52 @@ def _add_predict(sub):
     from .zero import ZERO_POLICIES
     _plan_args(p, extra=ZERO_POLICIES)
     p.add_argument("--gpu", default="h200", help="hardware preset (default h200)")
+    p.add_argument("--host-gauge-us", type=float, default=None, metavar="US",
+                   help="the launching thread's pace on the machine that will run the step "
+                        "(`snsim gauge` there): the modelled host time is scaled by US over "
+                        "the kernel table's own (default: the table's pace)")
     p.add_argument("--out", default=None, help="also write the predicted program as a trace "
                    "(under a ZeRO policy: the program of the torch plan beneath it)")
     p.add_argument("--format", default="table", choices=("table", "json", "csv"))
     p.set_defaults(func=cmd_predict)
+
+
+# -- gauge -----------------------------------------------------------------------------------
+def cmd_gauge(args):
+    from .capture import require_cuda
+    from .hostpace import gauge_add_s
+    if args.device == "cuda":
+        require_cuda()
+    else:
+        from .models import _torch
+        _torch()     # one line where torch is not installed
+    g = gauge_add_s(args.device)
+    row = {"device": args.device, "host_gauge_add_us": round(g * 1e6, 3)}
+    if args.device == "cuda":
+        from ..kernel_table import load_kernel_table
+        from .hostpace import pace_factor
+        table = load_kernel_table(args.gpu)
+        if table is not None and (table.aten_host or {}).get("add"):
+            row[f"pace_vs_{args.gpu}_table"] = round(pace_factor(g, table), 3)
+    if args.format == "json":
+        emit([row], "json")
+    else:
+        _print_kv(row)
+        print(f"pass --host-gauge-us {row['host_gauge_add_us']} to snsim predict to model this "
+              "machine's host" + ("" if args.device == "cuda" else
+                                  " (a CPU gauge is not a launch cost: dry runs only)"))
+    return 0
+
+
+@command("gauge")
+def _add_gauge(sub):
+    p = sub.add_parser("gauge", help="time this machine's kernel launches (a small torch.add "
+                       "in a tight loop) for snsim predict --host-gauge-us")
+    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    p.add_argument("--gpu", default="h200", help="the preset whose kernel table the gauge is "
+                   "compared with (default h200)")
+    p.add_argument("--format", default="table", choices=("table", "json"))
+    p.set_defaults(func=cmd_gauge)
 
 
 # -- validate --------------------------------------------------------------------------------

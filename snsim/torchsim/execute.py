@@ -86,7 +86,7 @@ def cuda_modelled(notes=None, save_on_cpu_blocks=None):
 
 def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
                  gpu="h200", input_shape=None, plain_trace=None, budget_bytes=None,
-                 hidden=True, hidden_exclude=(), save_on_cpu_blocks=None):
+                 hidden=True, hidden_exclude=(), save_on_cpu_blocks=None, host_gauge_s=None):
     """CPU-only prediction of a plan (``snsim predict --policy``; what ``snsim execute``
     stores before it runs the same plan). No GPU needed.
 
@@ -105,6 +105,10 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
         Whether the torch that runs the plan packs ``save_on_cpu``'s pinned copies
         synchronously (:func:`snsim.torchsim.plans.save_on_cpu_pack_blocks`); None: the
         installed torch (the one ``snsim execute`` runs the plan with).
+    host_gauge_s : float, optional
+        The gauge of the machine the plan will run on (:func:`snsim.torchsim.hostpace.
+        gauge_add_s`, ``snsim gauge``): the modelled host seconds are scaled by its ratio to
+        the kernel table's (the summary's ``host_pace_factor``); None: the table's pace.
 
     Returns
     -------
@@ -128,7 +132,8 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
         models.append(m)
         return m
     r = predict(spec, batch, optimizer=optimizer, gpu=gpu, transform=transform, hidden=hidden,
-                hidden_exclude=hidden_exclude, budget_bytes=budget_bytes)
+                hidden_exclude=hidden_exclude, budget_bytes=budget_bytes,
+                host_gauge_s=host_gauge_s)
     prog = r["program"]
     m0 = models[0] if models else None
     off = getattr(m0, "_snsim_offloader", None)
@@ -158,7 +163,10 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
                cuda_modelled=cuda_modelled(prog.get("notes"), save_on_cpu_blocks),
                data_dependent_ops=r["provenance"].get("data_dependent_ops", []),
                time_sources=r["provenance"].get("time_sources"),
-               record_wall_s=r["provenance"].get("record_wall_s"))
+               record_wall_s=r["provenance"].get("record_wall_s"),
+               host_pace_factor=r["provenance"]["host_pace_factor"])
+    if host_gauge_s is not None:
+        out["host_gauge_add_s"] = float(host_gauge_s)
     return out, prog
 
 
@@ -226,11 +234,16 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     ``reset_peak_memory_stats()`` and ``iters`` iterations timed between CUDA events
     (median). ``device="cpu"`` runs the same code on the CPU (tests; no peaks).
 
+    The launching thread's pace is gauged (:func:`snsim.torchsim.hostpace.gauge_add_s`) before
+    the model is built and after the timed iterations, outside the peaks:
+    ``host_gauge_add_s_before`` / ``_after``.
+
     Returns
     -------
     dict
         ``peak_allocated_bytes``, ``peak_reserved_bytes``, ``peak_requested_bytes``,
-        ``step_time_s`` (median), ``step_times_s``, allocator counters, ``wall_s``.
+        ``step_time_s`` (median), ``step_times_s``, allocator counters, the two gauges,
+        ``wall_s``.
     """
     import functools
     import statistics
@@ -253,6 +266,8 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     if batch <= 0:
         raise ConfigError(f"--batch (={batch}) must be a positive integer")
     wall0 = time.perf_counter()
+    from .hostpace import gauge_add_s
+    gauge_before = gauge_add_s(device)
     if cuda:
         _clean_cuda(torch)
         _fits(torch, budget_bytes)
@@ -298,7 +313,9 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
             out = {"device": "cpu"}
         out.update(**setup.to_dict(), step_time_s=float(statistics.median(times)),
                    step_times_s=[round(t, 6) for t in times], warmup_iters=warmup_iters,
-                   iters=iters, segments=list(getattr(net, "_snsim_segments", [])))
+                   iters=iters, segments=list(getattr(net, "_snsim_segments", [])),
+                   host_gauge_add_s_before=gauge_before,
+                   host_gauge_add_s_after=gauge_add_s(device))
     finally:
         del net, opt, x, y
         if cuda:

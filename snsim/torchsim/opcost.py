@@ -341,7 +341,8 @@ def _innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
 
 
 def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
-               host_costs=None, host_sids=frozenset(), host_events=(), accumulations=()):
+               host_costs=None, host_sids=frozenset(), host_events=(), accumulations=(),
+               host_pace=1.0):
     """Modelled time of every recorded op ``(mark, name, reads, news, flops, bytes[, sig])``.
 
     Parameters
@@ -368,6 +369,9 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
     accumulations : set of int
         The recording's gradient sums by autograd's engine
         (:attr:`snsim.torchsim.record.Recorder.accumulation_ops`: :func:`host_issue_s`).
+    host_pace : float
+        The host seconds' multiplier: the machine's gauge over the table's
+        (:func:`snsim.torchsim.hostpace.pace_factor`); 1 is the table's own pace.
     report : dict, optional
         Filled with the seconds of the last iteration by source (``table``, ``fitted``,
         ``proxy``, ``roofline``), ``gpu_s``, ``host_s`` and ``wait_s`` (the GPU idle for the
@@ -397,7 +401,8 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         # read without the GPU
         syncs = [i for i, op in enumerate(ops)
                  if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
-        host_s = host_issue_s(ops, marks, table, costs, syncs, host_events, accumulations)
+        host_s = [h * host_pace for h in
+                  host_issue_s(ops, marks, table, costs, syncs, host_events, accumulations)]
         iters = [marks[op[0]][3] if op[0] >= 0 else -1 for op in ops]
         # a pageable copy holds the launching thread until its data has moved
         blocking = [op[1] in PAGEABLE_COPY_OPS for op in ops]

@@ -482,8 +482,12 @@ def _streams(rec, static_names, n_params):
 
 
 def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=None,
-                    transform=None, hidden=True, hidden_exclude=()):
+                    transform=None, hidden=True, hidden_exclude=(), host_gauge_s=None):
     """The trace ``program`` dict of a CPU-only prediction (modelled op times).
+
+    ``host_gauge_s``: the gauge (:func:`snsim.torchsim.hostpace.gauge_add_s`) of the machine
+    the step will run on; its ratio to the kernel table's scales the modelled host seconds.
+    None: the table's own pace.
 
     Returns
     -------
@@ -498,6 +502,11 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     if batch <= 0:
         raise ConfigError(f"--batch (={batch}) must be a positive integer")
     hw = load_hardware(gpu)
+    pace = 1.0
+    if host_gauge_s is not None:
+        from ..kernel_table import load_kernel_table
+        from .hostpace import pace_factor
+        pace = pace_factor(host_gauge_s, load_kernel_table(hw.name))
     wall = time.perf_counter()
     from .amp import as_setup
     setup = as_setup(optimizer)
@@ -511,7 +520,8 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
                                          exclude=hidden_exclude)
     time_report = {}
     times = op_times_s(rec.ops, hw, rec.marks, report=time_report, host_sids=rec.excluded,
-                       host_events=rec.host_events, accumulations=rec.accumulation_ops)
+                       host_events=rec.host_events, accumulations=rec.accumulation_ops,
+                       host_pace=pace)
     prog = build_program(marks=rec.marks, ops=rec.ops, stream=stream, info=info,
                          iteration=rec.iteration, static_names=r["static_names"],
                          op_times_s=times, name=spec.name, batch=batch,
@@ -523,7 +533,10 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     prov = {"kind": "modeled", "hardware": hw.name, "tool": "snsim predict", "model": spec.text,
             "batch": batch, **setup.to_dict(), "input_shape": list(spec.input_shape),
             "parameters": r["n_params"], "record_wall_s": round(time.perf_counter() - wall, 3),
-            "input_dtype": spec.input_dtype, "time_sources": time_report}
+            "input_dtype": spec.input_dtype, "time_sources": time_report,
+            "host_pace_factor": pace}
+    if host_gauge_s is not None:
+        prov["host_gauge_add_s"] = float(host_gauge_s)
     if rec.data_dependent:
         prov["data_dependent_ops"] = sorted({f"{op} in {label}"
                                              for op, label in rec.data_dependent})
@@ -546,7 +559,8 @@ def prov_setup(prov):
 
 
 def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=None,
-            transform=None, hidden=True, hidden_exclude=(), budget_bytes=None):
+            transform=None, hidden=True, hidden_exclude=(), budget_bytes=None,
+            host_gauge_s=None):
     """Predict peak allocated/reserved bytes and step time of one training iteration.
 
     Parameters
@@ -577,7 +591,7 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
     from ..hardware import load_hardware
     prog, prov = predict_program(model, batch, optimizer=optimizer, gpu=gpu,
                                  input_shape=input_shape, transform=transform, hidden=hidden,
-                                 hidden_exclude=hidden_exclude)
+                                 hidden_exclude=hidden_exclude, host_gauge_s=host_gauge_s)
     hw = load_hardware(gpu)
     fit = replay_capture(prog, hw, budget_bytes=hw.budget_bytes if budget_bytes is None
                          else int(budget_bytes))

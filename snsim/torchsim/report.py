@@ -841,6 +841,40 @@ def build_report(traces_dir="traces/h200"):
                       "(`aten._local_scalar_dense`), and the prediction stopped with one line "
                       "naming the module (item 5); this machine's transformers predicts it. ")
 
+    _held_out_section(L, traces_dir, captured, "plans_heldout10",
+                      "### 1p. A tenth held-out set\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout10` "
+                      "(`traces/h200/plans_heldout10/`, 2026-12-01 21:37 UTC): written into the "
+                      "suite (commit de7f5f7) before any of it ran and before any change of "
+                      "session 10, then run once with that code, predicted on the device's CPU, "
+                      "each plan in a fresh process: networks at a batch, precision, optimizer "
+                      "and plan never run with them (ShuffleNetV2-x2.0 b256 bf16 superneurons, "
+                      "ResNet-34 b128 fp16 AdamW checkpointing every BasicBlock, ConvNeXt-Base "
+                      "b24 bf16 AdamW selective checkpointing of CNBlock, VGG11 b64 pinned "
+                      "save_on_cpu, EfficientNet-B1 b96 fp16 every other block, "
+                      "Wide-ResNet-101-2 b24 Adam superneurons, ViT-B/32 b96 bf16 AdamW pageable "
+                      "save_on_cpu, SqueezeNet-1.1 b256 SGD every third block, RegNetX-3.2GF b128 "
+                      "bf16 pinned save_on_cpu, GPT-2 medium b4 s512 bf16 AdamW checkpointing "
+                      "every GPT2Block, SmolLM2-135M b8 s256 fp16 Adam superneurons), each also "
+                      "plain. SmolLM2's two runs failed on the GPU in that call: transformers 5 "
+                      "builds a model in its config's `torch_dtype` (bfloat16 for SmolLM2), and "
+                      "fp16's GradScaler cannot unscale bf16 gradients, while the CPU prediction "
+                      "had silently predicted bf16 weights. `hf:` models are now built with fp32 "
+                      "weights, as every snsim model trains fp32 master weights; SmolLM2's pair "
+                      "ran again at 21:50 with that one change, predicted before the run "
+                      "(`*_smollm2.json.gz`, `suite_smollm2.log`). Its plain step measured "
+                      "162.6 ms in a first process (whose files did not come back) and 129.1 ms "
+                      "in this one: the host pace of docs/DESIGN.md's known limits. Earlier "
+                      "sets' Qwen2-0.5B, Pythia-410M and SmolLM2 runs were predicted and run "
+                      "with their configs' bf16 or fp16 weights under autocast; their stored "
+                      "figures stay as they ran. EfficientNet-B1's checkpoint miss (allocated "
+                      "-2.81 %, reserved +8.12 %) is cuDNN's workspace for one 1x1 convolution "
+                      "(1152 to 192 channels at 7x7, fp16) recomputed in backward: 81 MiB at "
+                      "batch 96 in its allocator history (`traces/h200/plans_history/"
+                      "efficientnet_b1_b96_fp16_checkpoint.json.gz`), where the workspace table "
+                      "holds 15 MB at batch 64 and 17 MB at 128; cuDNN's heuristic picks by the "
+                      "exact shape. ")
+
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "

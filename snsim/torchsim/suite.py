@@ -631,7 +631,8 @@ def _write_bundle(path, docs, versions):
 _SUMMARY = ("name", "status", "network", "batch", "plan", "pred_allocated_bytes",
             "meas_allocated_bytes", "err_allocated_pct", "pred_reserved_bytes",
             "meas_reserved_bytes", "err_reserved_pct", "pred_step_time_s", "meas_step_time_s",
-            "err_step_time_pct", "pred_feasible", "estimate_s", "wall_s", "error")
+            "err_step_time_pct", "host_gauge_add_us_before", "host_gauge_add_us_after",
+            "pred_feasible", "estimate_s", "wall_s", "error")
 
 
 def _err(p, m):
@@ -651,6 +652,9 @@ def _summary_row(doc):
         row[f"pred_{col}_bytes" if col != "step_time" else "pred_step_time_s"] = p
         row[f"meas_{col}_bytes" if col != "step_time" else "meas_step_time_s"] = m
         row[f"err_{col}_pct"] = _err(p, m)
+    for when in ("before", "after"):     # the run's process's host pace (hostpace.py)
+        g = meas.get(f"host_gauge_add_s_{when}")
+        row[f"host_gauge_add_us_{when}"] = round(g * 1e6, 3) if g is not None else None
     return row
 
 

@@ -1,0 +1,79 @@
+"""The launching thread's pace (snsim.torchsim.hostpace, ``snsim predict --host-gauge-us``,
+``snsim gauge``): CPU only."""
+import doctest
+
+import pytest
+
+from snsim.cli import main
+from snsim.errors import ConfigError
+
+
+def test_doctests():
+    from snsim.torchsim import hostpace
+    assert doctest.testmod(hostpace).failed == 0
+
+
+def test_pace_factor_rejects_what_is_not_a_time():
+    from snsim.kernel_table import load_kernel_table
+    from snsim.torchsim.hostpace import pace_factor
+    table = load_kernel_table("h200")
+    for bad in (0, -1e-6, float("nan"), float("inf"), "fast"):
+        with pytest.raises(ConfigError, match="--host-gauge-us"):
+            pace_factor(bad, table)
+    with pytest.raises(ConfigError, match="no host costs"):
+        pace_factor(1e-5, None)
+
+
+def test_gauge_on_the_cpu_is_a_positive_time():
+    pytest.importorskip("torch")
+    from snsim.torchsim.hostpace import gauge_add_s
+    g = gauge_add_s("cpu", n=50, rounds=2)
+    assert 0 < g < 1e-2
+
+
+def test_host_gauge_scales_the_host_and_nothing_else():
+    """A small CNN at batch 2 is host-bound: its host seconds at twice the table's pace double
+    its step (within what the GPU overlaps); the table's own gauge changes nothing; the peaks
+    are untouched."""
+    pytest.importorskip("torchvision")
+    from snsim.kernel_table import load_kernel_table
+    from snsim.torchsim.execute import predict_plan
+    ref = load_kernel_table("h200").aten_host["add"]
+    runs = {}
+    for name, gauge in (("none", None), ("same", ref), ("double", 2 * ref)):
+        runs[name], _ = predict_plan("torchvision:resnet18", 2, "plain", input_shape=(3, 64, 64),
+                                     host_gauge_s=gauge)
+    assert runs["same"]["step_time_s"] == runs["none"]["step_time_s"]
+    assert runs["none"]["host_pace_factor"] == 1.0 and runs["double"]["host_pace_factor"] == 2.0
+    ratio = runs["double"]["step_time_s"] / runs["none"]["step_time_s"]
+    assert 1.8 < ratio <= 2.0
+    for key in ("peak_allocated_bytes", "peak_reserved_bytes"):
+        assert runs["double"][key] == runs["none"][key]
+
+
+def test_host_gauge_bad_input_is_one_line(capsys):
+    rc = main(["predict", "--model", "torchvision:resnet18", "--batch", "2",
+               "--host-gauge-us", "0"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.count("\n") == 0
+    assert err == ("snsim: error: --host-gauge-us (=0.0) must be a positive number of "
+                   "microseconds (snsim gauge prints it)")
+
+
+def test_gauge_command_without_cuda_is_one_line(capsys):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    assert main(["gauge"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no CUDA device" in err
+    assert main(["gauge", "--device", "cpu", "--format", "json"]) == 0
+    assert '"host_gauge_add_us"' in capsys.readouterr().out
+
+
+def test_measure_records_the_gauge_around_the_steps():
+    pytest.importorskip("torchvision")
+    from snsim.torchsim.execute import measure
+    m = measure("torchvision:resnet18", 2, "plain", input_shape=(3, 32, 32), warmup_iters=1,
+                iters=1, device="cpu")
+    assert m["host_gauge_add_s_before"] > 0 and m["host_gauge_add_s_after"] > 0
