@@ -11,6 +11,12 @@ kept (a cut-short run resumes).
 
     PYTHONPATH=. python scripts/repredict_plans.py --csv plans_repredicted.csv \\
         [--folder plans,plans_heldout] [--policies plain,cpu_offload,superneurons,checkpoint]
+        [--gauge before]
+
+``--gauge before``: each run predicted with the host pace its own process read before the model
+was built (``measured.host_gauge_add_s_before``, :mod:`snsim.torchsim.hostpace`; what a user
+passes as ``snsim predict --host-gauge-us`` after ``snsim gauge`` on their machine); runs
+measured without a gauge are skipped.
 """
 from __future__ import annotations
 
@@ -24,7 +30,8 @@ import time
 FIELDS = ["run", "policy", "model", "batch", "setup", "options", "meas_step_s", "stored_pred_step_s",
           "stored_err_pct", "repred_step_s", "repred_err_pct", "repred_wall_s", "folder",
           "meas_allocated_bytes", "stored_err_allocated_pct", "repred_err_allocated_pct",
-          "meas_reserved_bytes", "stored_err_reserved_pct", "repred_err_reserved_pct"]
+          "meas_reserved_bytes", "stored_err_reserved_pct", "repred_err_reserved_pct",
+          "host_gauge_add_us"]
 # step time, then the peaks (rows written before the peaks were kept have none)
 ERROR_COLUMNS = (("stored_err_pct", "repred_err_pct"),
                  ("stored_err_allocated_pct", "repred_err_allocated_pct"),
@@ -71,6 +78,8 @@ def main(argv=None):
     ap.add_argument("--policies", default="cpu_offload,superneurons,checkpoint",
                     help="comma-separated; plain counts too")
     ap.add_argument("--csv", required=True)
+    ap.add_argument("--gauge", default="none", choices=("none", "before"),
+                    help="the host pace to predict each run at (default none: the table's)")
     args = ap.parse_args(argv)
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.execute import predict_plan
@@ -92,13 +101,17 @@ def main(argv=None):
         if p is None:   # no before-run prediction stored (the model could not be predicted)
             print(f"run={run['name']} skipped: no stored prediction", flush=True)
             continue
+        gauge = m.get("host_gauge_add_s_before") if args.gauge == "before" else None
+        if args.gauge == "before" and gauge is None:
+            print(f"run={run['name']} skipped: measured without a gauge", flush=True)
+            continue
         t0 = time.time()
         # the run's whole training setup: optimizer, its kernels and autocast
         setup = TrainSetup.parse(p.get("optimizer", "sgd-momentum"),
                                  p.get("optimizer_impl") or "foreach", p.get("amp"))
         out, _ = predict_plan(run["model"], int(run["batch"]), run["policy"], options=opts,
                               optimizer=setup, input_shape=tuple(run["input_shape"]),
-                              save_on_cpu_blocks=save_on_cpu_blocks(run))
+                              save_on_cpu_blocks=save_on_cpu_blocks(run), host_gauge_s=gauge)
         meas = m["step_time_s"]
         row = {"run": run["name"], "policy": run["policy"], "model": run["model"],
                "batch": run["batch"], "setup": setup.slug or "-",
@@ -107,7 +120,8 @@ def main(argv=None):
                "stored_err_pct": f"{100 * (p['step_time_s'] / meas - 1):.2f}",
                "repred_step_s": f"{out['step_time_s']:.6g}",
                "repred_err_pct": f"{100 * (out['step_time_s'] / meas - 1):.2f}",
-               "repred_wall_s": f"{time.time() - t0:.0f}", "folder": run["folder"]}
+               "repred_wall_s": f"{time.time() - t0:.0f}", "folder": run["folder"],
+               "host_gauge_add_us": f"{gauge * 1e6:.3f}" if gauge is not None else ""}
         for q in ("allocated", "reserved"):
             key = f"peak_{q}_bytes"
             row[f"meas_{q}_bytes"] = m[key]

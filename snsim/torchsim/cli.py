@@ -284,10 +284,12 @@ def cmd_gauge(args):
 def _add_gauge(sub):
     p = sub.add_parser("gauge", help="time this machine's kernel launches (a small torch.add "
                        "in a tight loop) for snsim predict --host-gauge-us")
-    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                   help="where the adds run (default cuda; cpu: a dry run, not a launch cost)")
     p.add_argument("--gpu", default="h200", help="the preset whose kernel table the gauge is "
                    "compared with (default h200)")
-    p.add_argument("--format", default="table", choices=("table", "json"))
+    p.add_argument("--format", default="table", choices=("table", "json"),
+                   help="output format (default table)")
     p.set_defaults(func=cmd_gauge)
 
 

@@ -132,6 +132,53 @@ def _lease_section(traces_dir, first, second):
             f"{len(both)} runs.\n"]
 
 
+GAUGE_CSV = os.path.join("docs", "data", "plans_heldout10_gauge_repredicted_gauge_h200.csv")
+
+
+def _gauge_section(traces_dir):
+    """Section 1q's test of ``snsim predict --host-gauge-us``: each run of
+    ``plans_heldout10_gauge`` predicted at the pace its own process gauged before the model was
+    built, against the before-run prediction at the kernel table's pace."""
+    rep = _read_csv(GAUGE_CSV)
+    if not rep:
+        return []
+    import numpy as np
+    runs = {r["name"]: r for r in plan_runs(traces_dir, "plans_heldout10_gauge")}
+    body, stored, scaled, ratio, before, after = [], [], [], [], [], []
+    for r in rep:
+        m = runs[r["run"]]["measured"]
+        body.append([r["run"], r["host_gauge_add_us"],
+                     f"{m['host_gauge_add_s_after'] * 1e6:.2f}",
+                     f"{float(r['meas_step_s']) * 1e3:.1f}", _pct(float(r["stored_err_pct"])),
+                     _pct(float(r["repred_err_pct"]))])
+        stored.append(abs(float(r["stored_err_pct"])))
+        scaled.append(abs(float(r["repred_err_pct"])))
+        ratio.append(float(r["meas_step_s"]) / float(r["stored_pred_step_s"]))
+        before.append(float(r["host_gauge_add_us"]))
+        after.append(m["host_gauge_add_s_after"] * 1e6)
+    corr = float(np.corrcoef(before, ratio)[0, 1])
+    corr_after = float(np.corrcoef(after, ratio)[0, 1])
+    return [
+        "Each run predicted at the pace its own process read before the model was built "
+        "(`PYTHONPATH=. python scripts/repredict_plans.py --folder plans_heldout10_gauge "
+        "--policies plain,checkpoint,cpu_offload,superneurons --gauge before --csv "
+        f"{GAUGE_CSV}`: what `snsim gauge` then `snsim predict --host-gauge-us` does; the "
+        "kernel table's own pace is 8.201 us), next to the before-run prediction at the "
+        "table's pace. The rule, set before the run: if the median and the mean |error| both "
+        "fall, the documentation recommends the gauge.\n",
+        _table(["run", "gauge before us", "gauge after us", "measured ms",
+                "table pace err %", "gauged pace err %"], body) + "\n",
+        f"Step time |error| over {len(rep)} runs: at the table's pace mean "
+        f"{statistics.mean(stored):.2f} %, median {statistics.median(stored):.2f} %, max "
+        f"{max(stored):.2f} %; at each run's gauged pace mean {statistics.mean(scaled):.2f} %, "
+        f"median {statistics.median(scaled):.2f} %, max {max(scaled):.2f} %. The measured "
+        "step over the predicted one correlates with the gauge read before the run at "
+        f"{corr:+.2f} and with the one read after it at {corr_after:+.2f}: a tight loop of "
+        "small adds does not read the pace these steps ran at, so the rule is not met and "
+        "`--host-gauge-us` is not recommended on this machine (a machine whose launches are "
+        "steadily faster or slower than the H200's is what it is for).\n"]
+
+
 def _plan_section(runs, captured):
     """Table and gate summary of before-run predictions against executed plans."""
     L = []
@@ -874,6 +921,17 @@ def build_report(traces_dir="traces/h200"):
                       "efficientnet_b1_b96_fp16_checkpoint.json.gz`), where the workspace table "
                       "holds 15 MB at batch 64 and 17 MB at 128; cuDNN's heuristic picks by the "
                       "exact shape. ")
+
+    _held_out_section(L, traces_dir, captured, "plans_heldout10_gauge",
+                      "### 1q. Set 10 again, each run's host pace gauged\n",
+                      "The same 22 runs (`traces/h200/plans_heldout10_gauge/`, 2026-12-01 "
+                      "22:07 UTC, about 30 minutes after section 1p's, on another lease of the machine), with "
+                      "commit c5c3878: the code of 1p plus the host gauge "
+                      "(`snsim.torchsim.hostpace`), which `measure` reads in each run's "
+                      "process before the model is built and after the timed steps; the "
+                      "predictions are those of 1p. ")
+    L.extend(_lease_section(traces_dir, "plans_heldout10", "plans_heldout10_gauge"))
+    L.extend(_gauge_section(traces_dir))
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
