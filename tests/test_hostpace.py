@@ -77,3 +77,15 @@ def test_measure_records_the_gauge_around_the_steps():
     m = measure("torchvision:resnet18", 2, "plain", input_shape=(3, 32, 32), warmup_iters=1,
                 iters=1, device="cpu")
     assert m["host_gauge_add_s_before"] > 0 and m["host_gauge_add_s_after"] > 0
+
+
+def test_gauge_command_compares_with_the_table(monkeypatch, capsys):
+    """The CUDA path of ``snsim gauge`` with the GPU's parts stubbed: the gauge in us and its
+    ratio to the h200 table's own add (8.201 us)."""
+    torch = pytest.importorskip("torch")
+    from snsim.torchsim import capture, hostpace
+    monkeypatch.setattr(capture, "require_cuda", lambda: torch)
+    monkeypatch.setattr(hostpace, "gauge_add_s", lambda device: 8.201e-6 * 1.5)
+    assert main(["gauge", "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    assert '"host_gauge_add_us": 12.302' in out and '"pace_vs_h200_table": 1.5' in out
