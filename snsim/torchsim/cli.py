@@ -1,4 +1,4 @@
-"""``snsim capture | predict | validate | execute | gauge`` (registered as a :mod:`snsim.cli` plugin).
+"""``snsim capture | predict | validate | execute | gauge`` (a :mod:`snsim.cli` plugin).
 
 torch is imported only when a command that needs it runs, so ``snsim validate`` works where
 torch is not installed.
