@@ -268,7 +268,7 @@ def cmd_gauge(args):
         from ..kernel_table import load_kernel_table
         from .hostpace import pace_factor
         table = load_kernel_table(args.gpu)
-        if table is not None and (table.aten_host or {}).get("add"):
+        if table is not None and table.aten_host.get("add"):
             row[f"pace_vs_{args.gpu}_table"] = round(pace_factor(g, table), 3)
     if args.format == "json":
         emit([row], "json")

@@ -66,7 +66,7 @@ def pace_factor(gauge_s, table, source="--host-gauge-us"):
         raise ConfigError(f"{source}: {gauge_s!r} is not a number") from None
     if not g > 0 or g == float("inf"):
         raise ConfigError(f"{source} (={gauge_s}) must be a positive, finite time")
-    ref = (table.aten_host or {}).get("add") if table is not None else None
+    ref = table.aten_host.get("add") if table is not None else None
     if not ref:
         raise ConfigError(f"{source}: the hardware preset's kernel table has no host costs "
                           "(no 'add' issue time), so there is no host model to scale")

@@ -158,13 +158,21 @@ def _gauge_section(traces_dir):
         after.append(m["host_gauge_add_s_after"] * 1e6)
     corr = float(np.corrcoef(before, ratio)[0, 1])
     corr_after = float(np.corrcoef(after, ratio)[0, 1])
+    from ..kernel_table import load_kernel_table
+    table_us = load_kernel_table("h200").aten_host["add"] * 1e6
+    met = (statistics.median(scaled) < statistics.median(stored)
+           and statistics.mean(scaled) < statistics.mean(stored))
+    verdict = ("the rule is met: `--host-gauge-us` is recommended" if met else
+               "the rule is not met, and `--host-gauge-us` is not recommended on this machine "
+               "(a machine whose launches are steadily faster or slower than the H200's is "
+               "what it is for)")
     return [
         "Each run predicted at the pace its own process read before the model was built "
         "(`PYTHONPATH=. python scripts/repredict_plans.py --folder plans_heldout10_gauge "
         "--policies plain,checkpoint,cpu_offload,superneurons --gauge before --csv "
         f"{GAUGE_CSV}`: what `snsim gauge` then `snsim predict --host-gauge-us` does; the "
-        "kernel table's own pace is 8.201 us), next to the before-run prediction at the "
-        "table's pace. The rule, set before the run: if the median and the mean |error| both "
+        f"kernel table's own pace is {table_us:.3f} us), next to the before-run prediction "
+        "at the table's pace. The rule, set before the run: if the median and the mean |error| both "
         "fall, the documentation recommends the gauge.\n",
         _table(["run", "gauge before us", "gauge after us", "measured ms",
                 "table pace err %", "gauged pace err %"], body) + "\n",
@@ -173,10 +181,7 @@ def _gauge_section(traces_dir):
         f"{max(stored):.2f} %; at each run's gauged pace mean {statistics.mean(scaled):.2f} %, "
         f"median {statistics.median(scaled):.2f} %, max {max(scaled):.2f} %. The measured "
         "step over the predicted one correlates with the gauge read before the run at "
-        f"{corr:+.2f} and with the one read after it at {corr_after:+.2f}: a tight loop of "
-        "small adds does not read the pace these steps ran at, so the rule is not met and "
-        "`--host-gauge-us` is not recommended on this machine (a machine whose launches are "
-        "steadily faster or slower than the H200's is what it is for).\n"]
+        f"{corr:+.2f} and with the one read after it at {corr_after:+.2f}; {verdict}.\n"]
 
 
 def _plan_section(runs, captured):
