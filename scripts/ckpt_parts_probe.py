@@ -116,7 +116,7 @@ def build(model, batch, block, optimizer, amp, variant, dev):
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.models import resolve_model
     from snsim.torchsim.plans import as_plan, make_transform
-    from snsim.torchsim.predict import infer_num_classes_of
+    from snsim.torchsim.predict import infer_target_of
     from snsim.torchsim.record import compute_loss
     text, _, size = model.partition("@")
     spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
@@ -124,10 +124,10 @@ def build(model, batch, block, optimizer, amp, variant, dev):
     setup = TrainSetup(optimizer, "foreach", None if amp == "none" else amp)
     torch.manual_seed(0)
     net = spec.build().train()
-    n_classes = infer_num_classes_of(net, spec.make_input(2))
+    target = infer_target_of(net, spec.make_input(2))
     net = net.to(dev)
     x = spec.make_input(batch, dev)
-    y = torch.randint(0, n_classes, (batch,), device=dev)
+    y = target.make(batch, dev)
     over = VARIANTS[variant]
     if over is not None:
         over = dict(over)

@@ -143,7 +143,7 @@ def run_one(model, batch, policy, opts, optimizer, amp, args):
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.models import resolve_model
     from snsim.torchsim.plans import as_plan, make_transform
-    from snsim.torchsim.predict import infer_num_classes_of
+    from snsim.torchsim.predict import infer_target_of
     from snsim.torchsim.record import compute_loss
     cuda = args.device == "cuda"
     dev = args.device
@@ -152,10 +152,10 @@ def run_one(model, batch, policy, opts, optimizer, amp, args):
                          else None)
     setup = TrainSetup(optimizer, "foreach", None if amp == "none" else amp)
     net = spec.build().train()
-    n_classes = infer_num_classes_of(net, spec.make_input(2))   # on the CPU, as capture does
+    target = infer_target_of(net, spec.make_input(2))   # on the CPU, as capture does
     net = net.to(dev)
     x = spec.make_input(batch, dev)
-    y = torch.randint(0, n_classes, (batch,), device=dev)
+    y = target.make(batch, dev)
     net = make_transform(as_plan(policy, [o for o in opts.split() if o]))(net)
     opt = setup.make_optimizer(net.parameters())
     autocast = setup.autocast(dev) or contextlib.nullcontext

@@ -82,6 +82,67 @@ def test_bad_specs_are_one_line_errors(spec, err, match):
     assert "\n" not in str(e.value)
 
 
+def test_segmentation_and_video_models_resolve_with_their_training_inputs():
+    # torchvision's references: segmentation crops 480 x 480, video clips of 16 frames at the
+    # crop of each model's weights (112 for the R(2+1)D family, 224 for MViT)
+    assert resolve_model("torchvision:fcn_resnet50").input_shape == (3, 480, 480)
+    assert resolve_model("torchvision:r3d_18").input_shape == (3, 16, 112, 112)
+    assert resolve_model("torchvision:mvit_v2_s").input_shape == (3, 16, 224, 224)
+    assert resolve_model("torchvision:r3d_18", input_shape=(3, 8, 64, 64)).input_shape == \
+        (3, 8, 64, 64)
+
+
+@pytest.mark.parametrize("spec, shape, match", [
+    ("torchvision:r3d_18", (3, 112, 112), "takes video clips: its input shape is \\(channels, "
+                                          "frames, height, width\\)"),
+    ("torchvision:fcn_resnet50", (3, 16, 64, 64), "takes images"),
+    ("torchvision:fasterrcnn_resnet50_fpn", None, "detection models are not supported"),
+    ("torchvision:raft_small", None, "optical_flow models are not supported"),
+])
+def test_model_families_reject_what_they_cannot_train_on(spec, shape, match):
+    with pytest.raises(ConfigError, match=match) as e:
+        resolve_model(spec, input_shape=shape)
+    assert "\n" not in str(e.value)
+
+
+def test_dense_logits_train_on_a_class_map():
+    """A segmentation model's ``{"out": N x C x H x W}`` takes an ``N x H x W`` target of C
+    classes (torchvision's default 21, Pascal VOC's); a classifier's ``N x C`` takes ``N``."""
+    from snsim.torchsim.predict import Target, infer_target_of
+    from snsim.torchsim.record import compute_loss
+    spec = resolve_model("torchvision:lraspp_mobilenet_v3_large", input_shape=(3, 64, 48))
+    net, x = spec.build(), spec.make_input(2)
+    target = infer_target_of(net, x)
+    assert target == Target(21, (64, 48))
+    y = target.make(2)
+    assert y.shape == (2, 64, 48) and y.dtype == torch.int64 and int(y.max()) < 21
+    assert compute_loss(net(x), y).dim() == 0
+    clf = resolve_model("torchvision:resnet18", input_shape=(3, 32, 32))
+    assert infer_target_of(clf.build(), clf.make_input(2)) == Target(1000)
+
+
+@pytest.mark.parametrize("spec, shape", [
+    ("torchvision:lraspp_mobilenet_v3_large", (3, 64, 64)),
+    ("torchvision:r3d_18", (3, 4, 32, 32)),
+])
+def test_segmentation_and_video_captures_match_their_fake_predictions(spec, shape, monkeypatch,
+                                                                      tmp_path):
+    """What a real CPU run of a dense and a 3-D model allocates, the fake run predicts."""
+    from snsim.torchsim.capture import capture
+    from snsim.torchsim.predict import predict
+    monkeypatch.setenv("SNSIM_TRACES", str(tmp_path / "no_traces"))
+    monkeypatch.setattr(hidden, "probe_path", lambda hardware: tmp_path / "no_probe.json.gz")
+    doc = capture(spec, 2, input_shape=shape, device="cpu", timing_iters=1, plain_iters=1)
+    r = predict(spec, 2, input_shape=shape)
+    assert r["peak_allocated_bytes"] == doc["measured"]["peak_allocated_bytes"]
+    assert r["peak_reserved_bytes"] == doc["measured"]["peak_reserved_bytes"]
+    # the target: a class map of int64 (2 x 64 x 64) for the segmentation model, 2 labels for
+    # the video classifier, in both runs
+    target_bytes = 8 * (2 * 64 * 64 if "lraspp" in spec else 2)
+    for prog in (r["program"], doc["program"]):
+        assert ["input.y", "input", target_bytes] in prog["static_tensors"]
+
+
 def test_unknown_callable_in_known_module(user_models):
     with pytest.raises(UnknownNameError, match="has no callable 'nope'"):
         resolve_model(f"{user_models}:nope")

@@ -357,7 +357,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
         import torch
     from .build import build_program, iteration_marks, step_marks
     from .plans import container_paths
-    from .predict import _streams, infer_num_classes_of
+    from .predict import _streams, infer_target_of
     from .amp import as_setup, warm_up
     from .record import (EventTimer, Instrument, Recorder, register_static, optimizer_state,
                          train_step)
@@ -385,7 +385,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
             raise ConfigError(f"model {spec.text!r} cannot be built: {e}") from None
         net.train()
         try:
-            n_classes = infer_num_classes_of(net, spec.make_input(2))   # on the CPU: see there
+            target = infer_target_of(net, spec.make_input(2))   # on the CPU: see there
         except Exception as e:
             raise ConfigError(f"model {spec.text!r} cannot be traced: "
                               f"{str(e).strip().splitlines()[0] if str(e).strip() else e!r}") \
@@ -396,7 +396,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
         raise
     net.to(dev)
     x = spec.make_input(batch, dev)
-    y = torch.randint(0, n_classes, (batch,), device=dev)
+    y = target.make(batch, dev)
     if transform is not None:
         net = transform(net)
     opt = setup.make_optimizer(net.parameters())

@@ -255,7 +255,7 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     else:
         import torch
     from .plans import as_plan, make_transform
-    from .predict import infer_num_classes_of
+    from .predict import infer_target_of
     from .amp import as_setup, skipped_since, warm_up
     from .record import train_step
     setup = as_setup(optimizer)
@@ -276,10 +276,10 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     try:
         net = spec.build()
         net.train()
-        n_classes = infer_num_classes_of(net, spec.make_input(2))   # on the CPU: see there
+        target = infer_target_of(net, spec.make_input(2))   # on the CPU: see there
         net.to(device)
         x = spec.make_input(batch, device)
-        y = torch.randint(0, n_classes, (batch,), device=device)
+        y = target.make(batch, device)
         net = make_transform(plan)(net)
         opt = setup.make_optimizer(net.parameters())
         aux = spec.aux_loss_weight

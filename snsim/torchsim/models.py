@@ -2,7 +2,10 @@
 ``hf:NAME``, ``zoo:NAME`` (the torch twin of a zoo transformer: ``zoo:gpt2``,
 ``zoo:gpt:layers=4,width=256``, ``zoo:vit-b16``) or ``module:callable``.
 
-A spec names how to build an ``nn.Module`` for classification training. The same spec builds
+A spec names how to build an ``nn.Module`` for classification training: image
+classification, dense (per-pixel) classification -- torchvision's segmentation models, whose
+output is ``{"out": N x C x H x W}`` and whose target is an ``N x H x W`` class map -- and video
+classification (torchvision's video models: a sample is ``3 x T x H x W``). The same spec builds
 the model for a real capture on a GPU and for a CPU-only prediction, so both see the same
 module tree, parameter order and forward code.
 
@@ -32,6 +35,13 @@ from ..errors import ConfigError, UnknownNameError
 DEFAULT_INPUT_SHAPE = (3, 224, 224)
 # torchvision models that need another input size
 _INPUT_SHAPES = {"inception_v3": (3, 299, 299)}
+# torchvision's segmentation reference trains on 480 x 480 crops
+# (references/segmentation/presets.py: SegmentationPresetTrain(base_size=520, crop_size=480))
+SEGMENTATION_INPUT_SHAPE = (3, 480, 480)
+# torchvision's video reference trains on 16-frame clips (references/video_classification:
+# --clip-len 16); each model's crop is its weights' own (112 for the R(2+1)D family, 224 for
+# S3D, MViT and Swin3D)
+VIDEO_CLIP_FRAMES = 16
 # torchvision models whose training forward returns auxiliary logits (weights of their losses)
 _AUX_WEIGHT = {"inception_v3": 0.4, "googlenet": 0.3}
 
@@ -121,14 +131,16 @@ def resolve_model(spec, *, input_shape=None):
     Parameters
     ----------
     spec : str
-        ``torchvision:NAME`` (any classification model in ``torchvision.models``),
+        ``torchvision:NAME`` (any classification, segmentation or video model in
+        ``torchvision.models``),
         ``torchvision:resnet:B1,B2,B3,B4`` (``ResNet(Bottleneck, [B1, B2, B3, B4])``) or
         ``snsim:transformer_encoder`` / ``snsim:gpt`` (token-id inputs),
         ``hf:NAME`` (a Hugging Face causal LM from its config, token-id inputs) or
         ``package.module:callable`` (a function or class returning an ``nn.Module``, or
         ``(module, make_input)``).
     input_shape : tuple of int, optional
-        One sample's shape; default 3×224×224 (3×299×299 for inception_v3), ``(seq,)`` for the
+        One sample's shape; default 3×224×224 (3×299×299 for inception_v3, 3×480×480 for
+        segmentation, 3×16×crop×crop for video models), ``(seq,)`` for the
         ``snsim:`` transformers (default 512) and ``hf:`` models (default 512, at most the
         config's positions), or the callable's ``input_shape`` attribute.
 
@@ -178,26 +190,79 @@ def resolve_model(spec, *, input_shape=None):
         return ModelSpec(text=spec, name=rest.split("/")[-1], input_shape=(seq,),
                          input_dtype="int64", vocab_size=int(config.vocab_size))
     if head == "torchvision":
-        if shape is not None and len(shape) != 3:
-            raise ConfigError(f"model spec {spec!r} takes images: its input shape is (channels, "
-                              f"height, width), e.g. --input-shape 3,224,224, not {shape} "
-                              f"(--seq is for token models)")
         if rest.startswith("resnet:"):
+            _check_image_shape(spec, shape, 3)
             blocks = _parse_blocks(rest.split(":", 1)[1], spec)
             name = "resnet_" + "-".join(map(str, blocks))
             return ModelSpec(text=spec, name=name, input_shape=shape or DEFAULT_INPUT_SHAPE)
-        tv = _tv()
-        known = tv.models.list_models(module=tv.models)
-        if rest not in known:
-            raise UnknownNameError(f"torchvision model {rest!r} is unknown; known classification "
-                                   f"models include {', '.join(sorted(known)[:12])}, ...")
-        return ModelSpec(text=spec, name=rest,
-                         input_shape=shape or _INPUT_SHAPES.get(rest, DEFAULT_INPUT_SHAPE),
+        kind = torchvision_kind(rest, spec)
+        if kind == "video":
+            _check_image_shape(spec, shape, 4)
+            return ModelSpec(text=spec, name=rest, input_shape=shape or _video_shape(rest))
+        _check_image_shape(spec, shape, 3)
+        default = SEGMENTATION_INPUT_SHAPE if kind == "segmentation" else \
+            _INPUT_SHAPES.get(rest, DEFAULT_INPUT_SHAPE)
+        return ModelSpec(text=spec, name=rest, input_shape=shape or default,
                          aux_loss_weight=_AUX_WEIGHT.get(rest, 0.4))
     fn = _import_callable(head, rest, spec)
     attr = getattr(fn, "input_shape", None)
     return ModelSpec(text=spec, name=rest.split(".")[-1],
                      input_shape=shape or (tuple(attr) if attr else DEFAULT_INPUT_SHAPE))
+
+
+# torchvision's model families that train as classification (``torchvision.models`` itself is
+# image classification); detection and optical flow take targets of another kind
+_TV_FAMILIES = ("segmentation", "video")
+_TV_UNSUPPORTED = {"detection": "detection models take lists of boxes as targets",
+                   "optical_flow": "optical-flow models take image pairs and flow targets"}
+
+
+def torchvision_kind(name, spec=None):
+    """``"classification"``, ``"segmentation"`` or ``"video"``: the torchvision family of
+    model ``name``.
+
+    Raises
+    ------
+    UnknownNameError
+        No family has it.
+    ConfigError
+        A detection or optical-flow model: no target of their kind is built here (a
+        ``module:callable`` that returns ``(model, make_input)`` and a model computing its own
+        loss can run them).
+    """
+    tv = _tv()
+    if name in tv.models.list_models(module=tv.models):
+        return "classification"
+    for family in _TV_FAMILIES:
+        if name in tv.models.list_models(module=getattr(tv.models, family)):
+            return family
+    for family, why in _TV_UNSUPPORTED.items():
+        module = getattr(tv.models, family, None)
+        if module is not None and name in tv.models.list_models(module=module):
+            raise ConfigError(f"model spec {spec or name!r}: torchvision {family} models are not "
+                              f"supported ({why}); wrap the model in a module:callable whose "
+                              f"forward returns its 0-d loss")
+    known = ", ".join(sorted(tv.models.list_models(module=tv.models))[:8])
+    extra = "; ".join(f"{f}: " + ", ".join(sorted(tv.models.list_models(
+        module=getattr(tv.models, f)))[:4]) for f in _TV_FAMILIES)
+    raise UnknownNameError(f"torchvision model {name!r} is unknown; known: classification "
+                           f"{known}, ...; {extra}, ...")
+
+
+def _check_image_shape(spec, shape, dims):
+    if shape is None or len(shape) == dims:
+        return
+    what = "(channels, height, width), e.g. --input-shape 3,224,224" if dims == 3 else \
+        "(channels, frames, height, width), e.g. --input-shape 3,16,112,112"
+    raise ConfigError(f"model spec {spec!r} takes {'images' if dims == 3 else 'video clips'}: "
+                      f"its input shape is {what}, not {shape} (--seq is for token models)")
+
+
+def _video_shape(name):
+    """``(3, 16, crop, crop)``: the crop of the model's own weights' transforms."""
+    tv = _tv()
+    crop = tv.models.get_model_weights(name).DEFAULT.transforms().crop_size
+    return (3, VIDEO_CLIP_FRAMES, int(crop[0]), int(crop[-1]))
 
 
 def _zoo_twin(spec, name, shape):
@@ -277,6 +342,8 @@ def _build(spec, input_shape=None):
         kwargs = {"weights": None}
         if rest in _AUX_WEIGHT:
             kwargs["init_weights"] = True
+        if torchvision_kind(rest) == "segmentation":
+            kwargs["weights_backbone"] = None   # its default downloads ImageNet weights
         return tv.models.get_model(rest, **kwargs)
     if head == "hf":
         return hf_classes().HFCausalLM(hf_config(rest))

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import dataclass
 
 from ..errors import ConfigError
 from .models import resolve_model
@@ -150,8 +151,25 @@ def no_init():
             setattr(init, n, f)
 
 
-def infer_num_classes(model, x):
-    """Classes of a classification model: the last dimension of its logits (fake run)."""
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The labels a model trains on: class ids below ``classes``, ``sample_shape`` of them per
+    sample (``()`` for a classifier's ``N x C`` logits, ``(H, W)`` for dense ``N x C x H x W``
+    ones, a segmentation model's)."""
+
+    classes: int
+    sample_shape: tuple = ()
+
+    def make(self, batch, device=None):
+        """Random labels for ``batch`` samples (int64, as ``cross_entropy`` takes them)."""
+        import torch
+        return torch.randint(0, self.classes, (batch, *self.sample_shape), device=device)
+
+
+def infer_target(model, x):
+    """The :class:`Target` of a model: its logits' class dimension and, for dense logits, the
+    class map's shape (a run of two samples without gradients; fake under ``FakeTensorMode``).
+    A model whose output is its 0-d loss takes no labels (``Target(1)``)."""
     import torch
     from .record import split_outputs
     was = model.training
@@ -161,7 +179,11 @@ def infer_num_classes(model, x):
             logits, _ = split_outputs(model(x[:2]))
     finally:
         model.train(was)
-    return int(logits.shape[-1]) if logits.dim() > 0 else 1
+    if logits.dim() == 0:
+        return Target(1)
+    if logits.dim() <= 2:
+        return Target(int(logits.shape[-1]))
+    return Target(int(logits.shape[1]), tuple(int(d) for d in logits.shape[2:]))
 
 
 _DATA_DEPENDENT = ("DataDependentOutputException", "DynamicOutputShapeException",
@@ -220,8 +242,8 @@ def _data_dependent_error(spec, e, where):
                        f"snsim capture")
 
 
-def infer_num_classes_of(net, x):
-    """:func:`infer_num_classes` of a real model: a fake run of two samples, or, for a model
+def infer_target_of(net, x):
+    """:func:`infer_target` of a real model: a fake run of two samples, or, for a model
     whose forward reads tensor values (``.item()``), a real one without gradients.
 
     Call it with the model and ``x`` on the CPU, before the model goes to a GPU (the
@@ -239,11 +261,11 @@ def infer_num_classes_of(net, x):
     from torch._subclasses.fake_tensor import FakeTensorMode
     try:
         with FakeTensorMode(allow_non_fake_inputs=True):
-            return infer_num_classes(net, torch.empty_like(x[:2]))
+            return infer_target(net, torch.empty_like(x[:2]))
     except Exception as e:
         if not _is_data_dependent(e):
             raise
-    return infer_num_classes(net, x)
+    return infer_target(net, x)
 
 
 def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transform=None,
@@ -381,7 +403,7 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
         where = _ModuleStack(model)
         try:
             with where:
-                n_classes = infer_num_classes(model, x)
+                target = infer_target(model, x)
         except Exception as e:
             if _is_data_dependent(e):
                 if not symbolic:
@@ -390,7 +412,7 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
             loc = f" (in {where.where()})" if where.last else ""
             raise ConfigError(f"model {spec.text!r} cannot be traced on input "
                               f"{tuple(x.shape)}{loc}: {_first_line(e)}") from None
-        y = torch.randint(0, n_classes, (batch,))
+        y = target.make(batch)
         if transform is not None:
             model = transform(model)
         opt = setup.make_optimizer(model.parameters())

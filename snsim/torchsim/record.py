@@ -902,17 +902,32 @@ def inplace_accumulation(rec):
 
 # -- the training iteration ----------------------------------------------------------------------
 def split_outputs(out):
-    """``(logits, [aux logits...])`` of a classification model's output."""
+    """``(logits, [aux logits...])`` of a classification model's output: a tensor, a tuple
+    (Inception's and GoogLeNet's auxiliary logits after the main ones) or a mapping
+    (torchvision's segmentation models: ``"out"``, then ``"aux"``)."""
+    import collections.abc
+    if isinstance(out, collections.abc.Mapping):
+        items = [v for v in out.values() if isinstance(v, torch.Tensor)]
+        main = out.get("out", items[0] if items else None)
+        if not isinstance(main, torch.Tensor):
+            raise TypeError(f"model output {type(out).__name__} with keys {list(out)} holds no "
+                            f"tensor to train on")
+        return main, [v for v in items if v is not main]
     if isinstance(out, torch.Tensor):
         return out, []
     if isinstance(out, (tuple, list)):
         rest = [o for o in out[1:] if isinstance(o, torch.Tensor)]
         return out[0], rest
-    raise TypeError(f"model output of type {type(out).__name__} is neither a tensor nor a tuple")
+    raise TypeError(f"model output of type {type(out).__name__} is neither a tensor, a tuple "
+                    f"nor a mapping")
 
 
 def compute_loss(out, y, aux_loss_weight=0.4):
-    """Cross entropy of the logits (plus weighted auxiliary losses); a 0-d output is the loss."""
+    """Cross entropy of the logits (plus weighted auxiliary losses); a 0-d output is the loss.
+
+    Dense logits (``N x C x H x W``) take a class map ``y`` (``N x H x W``):
+    :class:`~snsim.torchsim.predict.Target` makes the one that fits.
+    """
     import torch.nn.functional as F
     logits, aux = split_outputs(out)
     if logits.dim() == 0:
@@ -976,17 +991,17 @@ def warm_training(text, batch, optimizer, impl, amp, device, warmup=3):
 
     from .amp import TrainSetup
     from .models import resolve_model
-    from .predict import infer_num_classes_of
+    from .predict import infer_target_of
     setup = TrainSetup(optimizer, impl, None if amp == "none" else amp)
     text, _, size = text.partition("@")
     spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
                          else None)
     dev = torch.device(device)
     net = spec.build().train()
-    n_classes = infer_num_classes_of(net, spec.make_input(2))   # on the CPU: see there
+    target = infer_target_of(net, spec.make_input(2))   # on the CPU: see there
     net.to(dev)
     x = spec.make_input(batch, dev)
-    y = torch.randint(0, n_classes, (batch,), device=dev)
+    y = target.make(batch, dev)
     opt = setup.make_optimizer(net.parameters())
     kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device),
           "step_scope": setup.step_scope(device), "aux_loss_weight": spec.aux_loss_weight}

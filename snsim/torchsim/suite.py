@@ -95,7 +95,8 @@ def main(argv=None):
                         "before session 7 changed anything; heldout8: an eighth, written before "
                         "session 8 changed anything; heldout9: a ninth, written before session 9 "
                         "changed anything; heldout10: a tenth, written before session 10 "
-                        "changed anything; pageable: "
+                        "changed anything; heldout11: segmentation and video models, new in "
+                        "session 12; pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--same-process", action="store_true",
                    help="execute every run in this process (faster; runs after the first find "
@@ -525,6 +526,26 @@ _HELDOUT10_HF = (
      {"optimizer": "adam", "amp": "fp16"}),
 )
 PLAN_HELDOUT10 = _plan_set(_HELDOUT10, _HELDOUT10_HF)
+# an eleventh held-out set, written (2026-12-02, 00:20 UTC) before any of it ran: the model
+# families snsim could not build before this session -- torchvision's segmentation models
+# (dense N x H x W targets, 480 x 480 crops) and video models (3-D convolutions, 16-frame
+# clips) -- under every plan kind and precision
+_HELDOUT11 = (
+    ("torchvision:fcn_resnet50", 8, {"plain": [], "checkpoint": ["modules=Bottleneck"]}, {}),
+    ("torchvision:deeplabv3_resnet50", 8, {"plain": [], "superneurons": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:lraspp_mobilenet_v3_large", 16,
+     {"plain": [], "cpu_offload": ["pin_memory=true"]}, {}),
+    ("torchvision:r3d_18", 16, {"plain": [], "checkpoint": ["modules=BasicBlock"]},
+     {"amp": "fp16"}),
+    ("torchvision:r2plus1d_18", 8, {"plain": [], "superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:mvit_v2_s", 8, {"plain": [], "checkpoint": ["modules=MultiscaleBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:swin3d_t", 4, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:s3d", 8, {"plain": [], "superneurons": []}, {"amp": "fp16"}),
+)
+PLAN_HELDOUT11 = _plan_set(_HELDOUT11)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -543,7 +564,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout5": PLAN_HELDOUT5,
              "heldout6": PLAN_HELDOUT6, "heldout7": PLAN_HELDOUT7,
              "heldout8": PLAN_HELDOUT8, "heldout9": PLAN_HELDOUT9,
-             "heldout10": PLAN_HELDOUT10,
+             "heldout10": PLAN_HELDOUT10, "heldout11": PLAN_HELDOUT11,
              "pageable": PLAN_PAGEABLE}
 
 

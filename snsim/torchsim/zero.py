@@ -212,7 +212,7 @@ def measure_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum
     """
     from .models import resolve_model
     from .plans import make_transform
-    from .predict import infer_num_classes_of
+    from .predict import infer_target_of
     if policy not in ZERO_POLICIES:
         raise ConfigError(f"policy {policy!r} is not a ZeRO policy; known: "
                           f"{', '.join(ZERO_POLICIES)}")
@@ -234,7 +234,7 @@ def measure_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum
         net = spec.build()          # on the CPU: its parameters become the host masters
         net.train()
         x = spec.make_input(batch, device)
-        y = torch.randint(0, infer_num_classes_of(net, x.cpu()), (batch,), device=device)
+        y = infer_target_of(net, x.cpu()).make(batch, device)
         if policy == "superneurons+zero_offload":
             net = make_transform("superneurons")(net)
         zero = ZeroOffload(net, optimizer, device=device)
