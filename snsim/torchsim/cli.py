@@ -59,7 +59,8 @@ def _plan_args(p, *, required=False, extra=()):
 
 def _model_args(p, *, gpu=False):
     p.add_argument("--model", required=True,
-                   help="torchvision:NAME, torchvision:resnet:3,4,36,3, snsim:gpt, "
+                   help="torchvision:NAME (classification, segmentation or video), "
+                        "torchvision:resnet:3,4,36,3, hf:NAME, snsim:gpt, "
                         "snsim:transformer_encoder, zoo:NAME (a zoo GPT/ViT's twin) or "
                         "package.module:callable")
     p.add_argument("--batch", type=int, required=True, help="mini-batch size")
