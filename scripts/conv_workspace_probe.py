@@ -32,6 +32,18 @@ calibration CNNs' layers first, then random convolutions until the time is up):
 
     PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT [--minutes 7]
 
+3-D convolutions (torchvision's video models: Conv3d layers, none in the 2-D sampler; the H200
+history of r3d_18 b16 fp16, traces/h200/plans_history, shows two workspaces of ~2x the
+activation per 3-D convolution backward and one per forward, where the prediction had none):
+each model's whole training forward and backward at its default clip, at several batches and
+in every --net-dtypes dtype (a half-precision model: the dtypes autocast gives its convolutions;
+the input takes no gradient, as a training batch):
+
+    PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 3 \
+        --video-nets r3d_18,mc3_18,r2plus1d_18,s3d,mvit_v2_s,swin3d_t --skip-nets \
+        --video-batches 1,2,4,8,16,32 --net-dtypes float32,bfloat16,float16 \
+        --merge configs/kernels/h200_conv_workspaces.json.gz
+
 More grouped convolutions for the table a grouped convolution's nearest probed neighbour
 comes from (:func:`snsim.torchsim.hidden.probed_grouped_workspaces`), added to the committed
 table (another seed: other shapes; the output replaces configs/kernels/h200_conv_workspaces.json.gz):
@@ -218,6 +230,20 @@ def run_one(torch, F, probe, n, c, h, co, k, s, pad, g, bias, dtype, device="cud
     del x, w, b, y
 
 
+def run_video_net(torch, probe, name, n, dtype, device="cuda"):
+    """One training forward and backward of torchvision video model ``name`` at batch ``n``
+    in ``dtype`` (its default clip: snsim.torchsim.models), under the probe."""
+    from snsim.torchsim.models import resolve_model
+    spec = resolve_model(f"torchvision:{name}")
+    dt = getattr(torch, dtype)
+    net = spec.build().to(device=device, dtype=dt).train()
+    x = torch.randn(n, *spec.input_shape, device=device, dtype=dt)
+    with probe.mode():
+        out = net(x)
+        out.float().sum().backward()
+    del net, x, out
+
+
 def _positive_ints(flag, text):
     """``text``'s comma-separated positive integers; else exit with one line naming ``flag``."""
     try:
@@ -263,7 +289,14 @@ def main(argv=None):
                     help="a table written before (configs/kernels/<gpu>_conv_workspaces."
                          "json.gz): the output holds its rows first, then the new "
                          "signatures")
+    ap.add_argument("--video-nets", default="",
+                    help="torchvision video models whose 3-D convolutions are probed, whole "
+                         "training steps (comma-separated names), before anything else")
+    ap.add_argument("--video-batches", default="1,2,4,8,16,32",
+                    help="batches the --video-nets run at (comma-separated)")
     args = ap.parse_args(argv)
+    video_nets = tuple(v for v in args.video_nets.split(",") if v)
+    video_batches = _positive_ints("--video-batches", args.video_batches)
     kinds = tuple(k for k in args.kinds.split(",") if k)
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds:
@@ -318,6 +351,11 @@ def main(argv=None):
               f"{','.join(kinds)} convolutions in {','.join(sample_dtypes) or 'one dtype'} "
               f"each until {args.minutes} min")
         probe = _Probe(torch, device="cpu")
+        if video_nets:
+            run_video_net(torch, probe, video_nets[0], 1, "float32", device="cpu")
+            print(f"{video_nets[0]}: {len(probe.calls)} convolution calls per step, e.g. "
+                  f"{probe.calls[0][0]}")
+            probe.calls = []
         n, c, h, co, k, s, g, bias, _ = _sample(random.Random(args.seed), kinds, widths)
         for n, c, h, co, k, s, pad, g, bias, _ in configs[:2] + [
                 (n, c, h, co, k, s, k // 2, g, bias, None)]:
@@ -332,6 +370,20 @@ def main(argv=None):
     for dtype in ("float32", "bfloat16", "float16"):   # handles and lazy buffers made here
         run_one(torch, F, probe, 2, 8, 8, 8, 3, 1, 1, 1, True, dtype)
     _restart(torch, probe)
+    for name in video_nets:
+        for dtype in net_dtypes:
+            for n in video_batches:
+                if time.perf_counter() > deadline:
+                    break
+                try:
+                    run_video_net(torch, probe, name, n, dtype)
+                except torch.OutOfMemoryError:
+                    skipped["oom"] = skipped.get("oom", 0) + 1
+                    _restart(torch, probe)
+                    continue
+                rows += _flush(torch, probe)
+    if video_nets and args.skip_nets:
+        deadline = time.perf_counter()      # the video models' rows only
     i = 0
     while time.perf_counter() < deadline:
         if i % 2 == 0 and i // 2 < len(configs):
@@ -369,9 +421,15 @@ def main(argv=None):
             "nets": not args.skip_nets, "net_models": [f"{m}:{side}" for m, side in nets],
             "net_dtypes": list(net_dtypes),
             "net_batches": list(net_batches), "sample_dtypes": list(sample_dtypes),
+            "video_nets": list(video_nets), "video_batches": list(video_batches),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     # slots: per signature, how many outputs each workspace followed (see _workspaces); a
     # separate key so that readers of [signature, sizes] rows stay as they are
+    # one row per signature: a network calls the same layer shape many times a step
+    unique = {}
+    for r in rows:
+        unique.setdefault(r[0], r)
+    rows = list(unique.values())
     slots = {r[0]: r[2] for r in rows if r[1]}
     rows = [r[:2] for r in rows]
     if args.merge:

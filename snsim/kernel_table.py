@@ -180,25 +180,39 @@ def conv_class(sig):
     >>> conv_class("convolution float32[8, 336, 28, 28] float32[336, 24, 3, 3] None 1 1 1 1 "
     ...            "1 1 False 0 0 14")
     'g14k3x3s1:c336o336hw784'
+
+    A 3-D convolution (a video model's) names its three kernel sides, its strides where they
+    differ, and the map's D*H*W:
+
+    >>> conv_class("convolution float16[16, 64, 16, 56, 56] float16[128, 64, 3, 3, 3] None "
+    ...            "1 2 2 1 1 1 1 1 1 False 0 0 0 1")
+    'k3x3x3s1x2x2:c64o128hw50176'
     """
     tensors = [(d, [int(v) for v in s.split(",") if v.strip()])
                for d, s in _TENSOR.findall(sig)]
     rest = _TENSOR.sub("", sig).split()[1:]
     toks = [t for t in rest if t != "None"]
-    if len(tensors) < 2 or len(toks) < 10:
-        return ""
     backward = sig.startswith("convolution_backward")
-    x = tensors[1][1] if backward else tensors[0][1]
-    w = tensors[2][1] if backward and len(tensors) > 2 else tensors[1][1]
-    if len(x) != 4 or len(w) != 4:
+    if len(tensors) < (3 if backward else 2):
         return ""
+    x = tensors[1][1] if backward else tensors[0][1]
+    w = tensors[2][1] if backward else tensors[1][1]
+    k = len(x) - 2
+    if k not in (2, 3) or len(w) != len(x):
+        return ""
+    # stride, padding, dilation (k each), transposed, output padding (k), groups[, mask (3)]
+    tail = toks[len(toks) - (4 * k + 2 + (3 if backward else 0)):]
     try:
-        groups = int(toks[-4] if backward else toks[-1])
-        stride = int(toks[len(toks) - (13 if backward else 10)])
+        groups = int(tail[4 * k + 1])
+        stride = [int(v) for v in tail[:k]]
     except (ValueError, IndexError):
         return ""
     g = "dw" if groups > 1 and groups == x[1] else (f"g{groups}" if groups > 1 else "")
-    return f"{g}k{w[2]}x{w[3]}s{stride}:c{x[1]}o{w[0]}hw{x[2] * x[3]}"
+    kernel = "x".join(map(str, w[2:]))
+    # a 2-D class names its first stride (torchvision's are square); a 3-D one each stride
+    # where they differ (a video model's (1, 2, 2))
+    s = str(stride[0]) if k == 2 or len(set(stride)) == 1 else "x".join(map(str, stride))
+    return f"{g}k{kernel}s{s}:c{x[1]}o{w[0]}hw{math.prod(x[2:])}"
 
 
 MATMUL_FAMILIES = frozenset({"mm", "addmm", "bmm"})
@@ -478,7 +492,7 @@ def _group_prefix(cls):
 # squared distance per (e-fold in input channels, output channels, input H*W)^2 of a conv
 CONV_SHAPE_WEIGHT = 1.0
 _CONV_DIMS = re.compile(r"^c(\d+)o(\d+)hw(\d+)$")
-_SHAPE_DIMS = re.compile(r"x\[\d+, (\d+), (\d+), (\d+)\] w\[(\d+),")
+_SHAPE_DIMS = re.compile(r"x\[\d+, (\d+), ((?:\d+, )*\d+)\] w\[(\d+),")
 
 
 def _conv_base(cls):
@@ -519,8 +533,8 @@ def _shape_dims(shape):
     m = _SHAPE_DIMS.search(shape or "")
     if not m:
         return [math.nan] * 3
-    c, h, w, co = (int(v) for v in m.groups())
-    return [math.log(c), math.log(co), math.log(h * w)]
+    c, spatial, co = int(m.group(1)), m.group(2), int(m.group(3))
+    return [math.log(c), math.log(co), math.log(math.prod(int(v) for v in spatial.split(", ")))]
 
 
 _SHAPE_GROUPS = re.compile(r"\bg(\d+)\b")
@@ -931,7 +945,7 @@ def load_host_costs(name):
     --------
     >>> c = load_host_costs("h200")
     >>> sorted(c["innet"])[:3], load_host_costs("k40c")
-    (['per_call_s', 'per_module_s', 'per_node_s'], {})
+    (['per_accumulate_s', 'per_call_s', 'per_cat_input_s'], {})
     """
     out = {}
     for folder in dict.fromkeys(p.parent for p in table_paths(name)):

@@ -373,6 +373,29 @@ def test_conv_lookup_weighs_channels_and_map_size():
     assert src == "table" and got == pytest.approx(60e-6, rel=0.1)
 
 
+def test_a_3d_convolution_reads_the_3d_rows_of_its_kernel():
+    """A video model's 3x3x3 convolution (r3d_18's layer1, fp16 b16) among made-up 2-D 3x3
+    rows at 100 us and 3-D 3x3x3 rows at 300 us per 1e10 FLOPs, of the same FLOPs and bytes:
+    it reads the 3-D rows (its class, ``k3x3x3s1``, and D*H*W as the map size); a 2-D 3x3 call
+    of the same FLOPs reads the 2-D ones."""
+    sig3 = ("convolution float16[16, 64, 16, 56, 56] float16[64, 64, 3, 3, 3] None 1 1 1 1 1 1 "
+            "1 1 1 False 0 0 0 1")
+    sig2 = "convolution float16[16, 64, 224, 224] float16[64, 64, 3, 3] None 1 1 1 1 1 1 False 0 0 1"
+    assert conv_class(sig3) == "k3x3x3s1:c64o64hw50176"
+    assert conv_class(sig2) == "k3x3s1:c64o64hw50176"
+    t = KernelTable(pd.DataFrame(
+        _conv_rows("k3x3s1", "net x[16, 64, 224, 224] w[64, 64, 3, 3] s1", 100.0, "float16", "fp16")
+        + _conv_rows("k3x3x3s1", "net3d x[16, 64, 16, 56, 56] w[64, 64, 3, 3, 3] s[1, 1, 1]",
+                     300.0, "float16", "fp16")))
+    f = 1e10
+    got3, src = t.time_s("convolution", flops=f, nbytes=f / 100, cls=conv_class(sig3),
+                         dtype="float16", math_="fp16")
+    got2, _ = t.time_s("convolution", flops=f, nbytes=f / 100, cls=conv_class(sig2),
+                       dtype="float16", math_="fp16")
+    assert src == "table"
+    assert got3 == pytest.approx(300e-6, rel=0.05) and got2 == pytest.approx(100e-6, rel=0.05)
+
+
 # -- a convolution's bias (conv_bias_add / conv_bias_grad) ------------------------------------
 # SqueezeNet-like layer: [256, 16, 55, 55] -> 64 channels, 3x3, pad 1: output [256, 64, 55, 55]
 # = 49,561,600 bf16 elements; the add reads and writes it and reads the 64-element bias:

@@ -143,6 +143,21 @@ def test_segmentation_and_video_captures_match_their_fake_predictions(spec, shap
         assert ["input.y", "input", target_bytes] in prog["static_tensors"]
 
 
+def test_3d_convolution_workspaces_come_from_the_probed_video_layers():
+    """r3d_18's layer1 convolution in fp16: the H200 probe (configs/kernels/
+    h200_conv_workspaces.json.gz, whole video-model steps) measured a 205,742,096 B workspace
+    at batch 16 -- the history of r3d_18 b16 fp16 (traces/h200/plans_history) shows that block
+    rounded to 205,742,592 B in every forward of the layer; at an unprobed batch the nearest
+    probed batch's, scaled by the batch."""
+    from snsim.torchsim.hidden import load_tables, lookup
+    tables = load_tables("h200")
+    sig = ("convolution float16[{b}, 64, 16, 56, 56] float16[64, 64, 3, 3, 3] None 1 1 1 1 1 1 "
+           "1 1 1 False 0 0 0 1")
+    assert lookup(tables, sig.format(b=16), 16) == ([205_742_096], "probe")
+    assert lookup(tables, sig.format(b=12), 12) == ([round(205_742_096 * 12 / 16)],
+                                                    "probe_scaled")
+
+
 def test_unknown_callable_in_known_module(user_models):
     with pytest.raises(UnknownNameError, match="has no callable 'nope'"):
         resolve_model(f"{user_models}:nope")

@@ -60,6 +60,40 @@ def traced_conv2d_calls(models):
     return out
 
 
+#: torchvision's video models whose Conv3d layers calibrate times (``conv3d`` rows): the R(2+1)D
+#: family's full, (1,k,k) and (k,1,1) kernels, S3D's separable ones, MViT's and Swin3D's patch
+#: embeddings and MViT's depthwise pooling
+VIDEO_MODELS = ("r3d_18", "r2plus1d_18", "mc3_18", "s3d", "mvit_v2_s", "swin3d_t")
+
+
+def traced_conv3d_calls(models=VIDEO_MODELS):
+    """``(model, input shape [C, D, H, W], conv)`` of every distinct ``nn.Conv3d`` call of
+    torchvision video ``models`` at their default clips (snsim.torchsim.models), traced at
+    batch 1 on the meta device."""
+    import torch
+    from .models import resolve_model
+    out, seen = [], set()
+    for name in models:
+        spec = resolve_model(f"torchvision:{name}")
+        with torch.device("meta"):
+            m = spec.build()
+
+        def hook(mod, inp, _out, name=name):
+            shape = tuple(int(v) for v in inp[0].shape[1:])
+            key = (shape, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
+                   mod.dilation, mod.groups)
+            if key not in seen:
+                seen.add(key)
+                out.append((name, shape, mod))
+        hs = [mod.register_forward_hook(hook) for mod in m.modules()
+              if isinstance(mod, torch.nn.Conv3d)]
+        with torch.no_grad():
+            m.eval()(torch.empty(1, *spec.input_shape, device="meta"))
+        for hd in hs:
+            hd.remove()
+    return out
+
+
 class _Bench:
     """Time callables on ``device``: GPU time and host issue time per call."""
 
@@ -421,6 +455,61 @@ class Calibrator:
                 cls_g = "dw" if g > 1 and g == c else ("g" if g > 1 else "")
                 self.guarded("convolution", self._conv, n, c, h, w, co, kh, kw, s, g, cls_g,
                              dtype, math_, (ph, pw), f"net {model} ")
+
+    #: batches the video models' 3-D convolutions are timed at
+    NET3D_BATCHES = (1, 4, 16)
+
+    def net_convs3d(self, dtype, math_, *, max_bytes=1.5 * 2**31):
+        """Forward and backward of every distinct ``nn.Conv3d`` layer of :data:`VIDEO_MODELS`
+        at :attr:`NET3D_BATCHES`, without bias (rows' shape starts with ``net3d``, their class
+        :func:`snsim.kernel_table.conv_class`'s for a 3-D call: ``k3x3x3s1``, ``k1x3x3s1x2x2``)."""
+        torch = self.torch
+        try:
+            layers = traced_conv3d_calls()
+        except ImportError:
+            self.skipped["conv3d: ImportError"] = 1
+            return
+        batches = self.NET3D_BATCHES
+        if self.device != "cuda":     # a smoke test: the smallest layer at batch 1
+            layers = sorted(layers, key=lambda ly: math.prod(ly[1]))[:1]
+            batches = (1,)
+        el = torch.tensor([], dtype=dtype).element_size()
+        for n in batches:
+            for model, shape, mod in layers:
+                if self.late():
+                    return
+                if n * math.prod(shape) * el * 4 > max_bytes:
+                    continue
+                self.guarded("convolution", self._conv3d, n, shape, mod, dtype, math_,
+                             f"net3d {model} ")
+
+    def _conv3d(self, n, shape, mod, dtype, math_, tag):
+        """One 3-D convolution's forward and backward, as :meth:`_conv` times a 2-D one."""
+        from ..kernel_table import conv_class
+        from .record import signature
+        torch = self.torch
+        aten = torch.ops.aten
+        x = self.t(n, *shape, dtype=dtype)
+        c, g = shape[0], mod.groups
+        wt = self.t(mod.out_channels, c // g, *mod.kernel_size, dtype=dtype)
+        args = (x, wt, None, list(mod.stride), list(mod.padding), list(mod.dilation), False,
+                [0, 0, 0], g)
+        y = aten.convolution.default(*args)
+        cls = conv_class(signature("convolution", args, {})).partition(":")[0]
+        shape_s = (f"{tag}x{list(x.shape)} w{list(wt.shape)} s{list(mod.stride)} "
+                   f"p{list(mod.padding)} g{g} bias0")
+        self.add("convolution", dtype, math_, cls, lambda: aten.convolution.default(*args),
+                 flops=_flops(torch, aten.convolution.default, args, {}, y),
+                 nbytes=_nbytes(torch, args, y), shape=shape_s)
+        dy = torch.randn_like(y)
+        mask = [c != 3, True, False]
+        bargs = (dy, x, wt, None, list(mod.stride), list(mod.padding), list(mod.dilation),
+                 False, [0, 0, 0], g, mask)
+        bo = aten.convolution_backward.default(*bargs)
+        self.add("convolution_backward", dtype, math_, cls,
+                 lambda: aten.convolution_backward.default(*bargs),
+                 flops=_flops(torch, aten.convolution_backward.default, bargs, {}, bo),
+                 nbytes=_nbytes(torch, bargs, bo), shape=shape_s + f" mask{mask}")
 
     def _conv(self, n, c, h, w, co, kh, kw, s, g, cls_g, dtype, math_, pad=None, tag="",
               layout=""):
@@ -1225,6 +1314,11 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # TF32, bf16 and fp16 (Calibrator._conv's layout); tables before 2026-11-30 19:00 had
         # none and read the NCHW rows for them
         "convcl": ("conv cl ", ("convolution_cl", "convolution_backward_cl"), "all"),
+        # the video models' 3-D convolutions (Calibrator.net_convs3d), TF32, bf16 and fp16;
+        # tables before 2026-12-02 had none and read 2-D rows for them by FLOPs and bytes
+        # (r3d_18 b16 fp16 forward convs 3.5 ms predicted, 5.3 measured: profile_heldout11)
+        "conv3d": ("conv3d ", ("convolution", "convolution_backward"), lambda r: str(
+            r.get("shape", "")).startswith("net3d ")),
         "convbias": ("conv bias", BIAS_FAMILIES + ("convolution", "convolution_backward"),
                      lambda r: r.get("family") in BIAS_FAMILIES or str(
                          r.get("shape", "")).startswith(tuple(f"net {m} "
@@ -1335,6 +1429,11 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
                                                  layout="_cl")),
         ("conv cl fp16", 0.02, lambda: cal.convs(cal.n(150), torch.float16, "fp16", 6e12 * cap,
                                                  layout="_cl")),
+        # 3-D convolutions of the video models (Calibrator.net_convs3d)
+        ("conv3d tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.net_convs3d(
+            torch.float32, "tf32"))),
+        ("conv3d bf16", 0.02, lambda: cal.net_convs3d(torch.bfloat16, "bf16")),
+        ("conv3d fp16", 0.02, lambda: cal.net_convs3d(torch.float16, "fp16")),
     ]
     if only is not None:
         # --only bnlarge: the BN grid's batches from BN_LARGE on (a full run's batch norm steps

@@ -229,10 +229,14 @@ def _index_probe(path):
     calls = {sig: conv_call(sig) for sig in sorted(exact)}   # each signature parsed once
     calls = {sig: c for sig, c in calls.items() if c is not None}
     scaled = {}
-    for sig, call in calls.items():
-        if call["x"][0] > 0:
-            scaled.setdefault(normalize(sig, call["x"][0]), []).append(
-                (call["x"][0], exact[sig], slots.get(sig)))
+    for sig in sorted(exact):
+        # the batch: the first tensor's leading dimension (the input, or a backward's
+        # grad_output), for 2-D and 3-D convolutions alike (conv_call reads 2-D ones only)
+        m = _SHAPE.search(sig)
+        batch = int(m.group(1)) if m else 0
+        if batch > 0:
+            scaled.setdefault(normalize(sig, batch), []).append(
+                (batch, exact[sig], slots.get(sig)))
     return {"exact": exact, "slots": slots, "grouped": _grouped_index(exact, calls, slots),
             "dense": _dense_index(exact, calls, slots), "scaled": scaled,
             "file": os.path.basename(path)}
