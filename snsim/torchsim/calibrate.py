@@ -919,6 +919,64 @@ class Calibrator:
             self.add(fam, dtype, dn, cls, f, nbytes=_nbytes(torch, ins, out),
                      shape=f"strided {variant} {shape}")
 
+    # upsampling as segmentation and detection heads call it: (channels, input side, scale);
+    # the logits' 8x (output stride 8: FCN, DeepLabV3, LR-ASPP) and 4x/16x, features' 2x/4x
+    UPSAMPLE_GRID = ((21, 60, 8), (21, 30, 16), (19, 64, 8), (21, 120, 4), (128, 30, 2),
+                     (256, 28, 4), (64, 56, 2), (256, 14, 2), (40, 60, 8))
+    UPSAMPLE_BATCHES = (1, 4, 16, 32)
+
+    def upsamples(self, dtypes=None, *, max_bytes=1.5 * 2**30):
+        """``F.interpolate``'s kernels, forward and backward (families ``upsample_bilinear2d``,
+        ``upsample_nearest2d`` and their ``_backward``), over :attr:`UPSAMPLE_GRID` x
+        :attr:`UPSAMPLE_BATCHES` in fp32, bf16 and fp16 (rows' shape ``upsample <mode>
+        x[N, C, H, W] x<scale>``). The bilinear backward scatters each grad_output element
+        into four grad_input ones with atomic adds (ATen's upsample_bilinear2d_backward_out_frame,
+        after zeroing grad_input): an 8x upsample of 21-class logits to 480x480 took 3.18 ms at
+        batch 16 on the H200 (traces/h200/profile_heldout11), ~100 GB/s of grad_output, where a
+        bandwidth proxy says 0.1 ms. Bytes as the recorder counts them: input read, output
+        written."""
+        torch = self.torch
+        aten = torch.ops.aten
+        dtypes = dtypes or (torch.float32, torch.bfloat16, torch.float16)
+        grid, batches = self.UPSAMPLE_GRID, self.UPSAMPLE_BATCHES
+        if self.device != "cuda":      # a smoke test
+            grid, batches = grid[:1], batches[:1]
+        for dtype in dtypes:
+            dn = str(dtype)[6:]
+            el = torch.tensor([], dtype=dtype).element_size()
+            for c, side, scale in grid:
+                for n in batches:
+                    if self.late():
+                        return
+                    if n * c * (side * scale) ** 2 * el > max_bytes:
+                        continue
+                    for mode in ("bilinear", "nearest"):
+                        self.guarded("upsample", self._upsample_one, aten, n, c, side, scale,
+                                     mode, dtype, dn)
+
+    def _upsample_one(self, aten, n, c, side, scale, mode, dtype, dn):
+        x = self.t(n, c, side, side, dtype=dtype)
+        size, in_size = [side * scale] * 2, [n, c, side, side]
+        if mode == "bilinear":
+            def fwd():
+                return aten.upsample_bilinear2d.default(x, size, False)
+        else:
+            def fwd():
+                return aten.upsample_nearest2d.default(x, size)
+        y = fwd()
+        dy = self.torch.randn_like(y)
+        if mode == "bilinear":
+            def bwd():
+                return aten.upsample_bilinear2d_backward.default(dy, size, in_size, False)
+        else:
+            def bwd():
+                return aten.upsample_nearest2d_backward.default(dy, size, in_size)
+        shape = f"upsample {mode} x{in_size} x{scale}"
+        fam = f"upsample_{mode}2d"
+        self.add(fam, dtype, dn, "", fwd, nbytes=_nbytes(self.torch, x, y), shape=shape)
+        self.add(fam + "_backward", dtype, dn, "", bwd, nbytes=_nbytes(self.torch, dy, x),
+                 shape=shape)
+
     def generic_elementwise(self, dtypes=None, *, max_elements=3e8):
         """Elementwise ops on TensorIterator's generic (non-vectorized) kernel
         (:func:`snsim.torchsim.record.elementwise_layout`), family ``elementwise_generic``,
@@ -1314,6 +1372,11 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # TF32, bf16 and fp16 (Calibrator._conv's layout); tables before 2026-11-30 19:00 had
         # none and read the NCHW rows for them
         "convcl": ("conv cl ", ("convolution_cl", "convolution_backward_cl"), "all"),
+        # F.interpolate's bilinear and nearest kernels, forward and backward
+        # (Calibrator.upsamples); tables before 2026-12-02 had none and timed them as a
+        # bandwidth proxy (the bilinear backward's atomic adds run ~30x slower)
+        "upsample": ("upsample", ("upsample_bilinear2d", "upsample_bilinear2d_backward",
+                                  "upsample_nearest2d", "upsample_nearest2d_backward"), "all"),
         # the video models' 3-D convolutions (Calibrator.net_convs3d), TF32, bf16 and fp16;
         # tables before 2026-12-02 had none and read 2-D rows for them by FLOPs and bytes
         # (r3d_18 b16 fp16 forward convs 3.5 ms predicted, 5.3 measured: profile_heldout11)
@@ -1429,6 +1492,7 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
                                                  layout="_cl")),
         ("conv cl fp16", 0.02, lambda: cal.convs(cal.n(150), torch.float16, "fp16", 6e12 * cap,
                                                  layout="_cl")),
+        ("upsample", 0.02, lambda: cal.upsamples()),
         # 3-D convolutions of the video models (Calibrator.net_convs3d)
         ("conv3d tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.net_convs3d(
             torch.float32, "tf32"))),

@@ -96,7 +96,8 @@ def main(argv=None):
                         "session 8 changed anything; heldout9: a ninth, written before session 9 "
                         "changed anything; heldout10: a tenth, written before session 10 "
                         "changed anything; heldout11: segmentation and video models, new in "
-                        "session 12; pageable: "
+                        "session 12; heldout12: the same families after set 11 informed the "
+                        "tables; pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--same-process", action="store_true",
                    help="execute every run in this process (faster; runs after the first find "
@@ -546,6 +547,24 @@ _HELDOUT11 = (
     ("torchvision:s3d", 8, {"plain": [], "superneurons": []}, {"amp": "fp16"}),
 )
 PLAN_HELDOUT11 = _plan_set(_HELDOUT11)
+# a twelfth, written (2026-12-02, 01:40 UTC) after set 11 informed the 3-D convolution rows,
+# their workspaces and the upsample rows, before any of it ran: the same families at other
+# batches, depths and precisions
+_HELDOUT12 = (
+    ("torchvision:r3d_18", 24, {"plain": [], "checkpoint": ["modules=BasicBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:mc3_18", 8, {"plain": [], "superneurons": []}, {}),
+    ("torchvision:r2plus1d_18", 16, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"amp": "fp16"}),
+    ("torchvision:fcn_resnet101", 4, {"plain": [], "checkpoint": ["modules=Bottleneck"]},
+     {"amp": "bf16"}),
+    ("torchvision:deeplabv3_mobilenet_v3_large", 16, {"plain": [], "superneurons": []},
+     {"amp": "fp16"}),
+    ("torchvision:lraspp_mobilenet_v3_large", 8,
+     {"plain": [], "checkpoint": ["modules=InvertedResidual"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT12 = _plan_set(_HELDOUT12)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -565,6 +584,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout6": PLAN_HELDOUT6, "heldout7": PLAN_HELDOUT7,
              "heldout8": PLAN_HELDOUT8, "heldout9": PLAN_HELDOUT9,
              "heldout10": PLAN_HELDOUT10, "heldout11": PLAN_HELDOUT11,
+             "heldout12": PLAN_HELDOUT12,
              "pageable": PLAN_PAGEABLE}
 
 
