@@ -187,6 +187,12 @@ def conv_class(sig):
     >>> conv_class("convolution float16[16, 64, 16, 56, 56] float16[128, 64, 3, 3, 3] None "
     ...            "1 2 2 1 1 1 1 1 1 False 0 0 0 1")
     'k3x3x3s1x2x2:c64o128hw50176'
+
+    A dilated (atrous) one names its dilation:
+
+    >>> conv_class("convolution float32[4, 256, 60, 60] float32[256, 256, 3, 3] None 1 1 2 2 "
+    ...            "2 2 False 0 0 1")
+    'k3x3s1d2:c256o256hw3600'
     """
     tensors = [(d, [int(v) for v in s.split(",") if v.strip()])
                for d, s in _TENSOR.findall(sig)]
@@ -205,14 +211,17 @@ def conv_class(sig):
     try:
         groups = int(tail[4 * k + 1])
         stride = [int(v) for v in tail[:k]]
+        dilation = [int(v) for v in tail[2 * k:3 * k]]
     except (ValueError, IndexError):
         return ""
     g = "dw" if groups > 1 and groups == x[1] else (f"g{groups}" if groups > 1 else "")
     kernel = "x".join(map(str, w[2:]))
     # a 2-D class names its first stride (torchvision's are square); a 3-D one each stride
-    # where they differ (a video model's (1, 2, 2))
+    # where they differ (a video model's (1, 2, 2)); a dilated one its dilation (segmentation
+    # backbones' atrous layers run other kernels)
     s = str(stride[0]) if k == 2 or len(set(stride)) == 1 else "x".join(map(str, stride))
-    return f"{g}k{kernel}s{s}:c{x[1]}o{w[0]}hw{math.prod(x[2:])}"
+    d = "" if max(dilation) == 1 else f"d{max(dilation)}"
+    return f"{g}k{kernel}s{s}{d}:c{x[1]}o{w[0]}hw{math.prod(x[2:])}"
 
 
 MATMUL_FAMILIES = frozenset({"mm", "addmm", "bmm"})

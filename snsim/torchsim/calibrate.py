@@ -60,6 +60,41 @@ def traced_conv2d_calls(models):
     return out
 
 
+#: torchvision's segmentation models whose dilated (atrous) Conv2d layers calibrate times
+#: (``dilated`` rows): the ResNet backbones' layer3/layer4 at dilation 2 and 4, the ASPP head's
+#: 12/24/36 and the MobileNetV3 backbone's last stage
+SEGMENTATION_MODELS = ("fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large",
+                       "lraspp_mobilenet_v3_large")
+
+
+def traced_dilated_conv2d_calls(models=SEGMENTATION_MODELS):
+    """``(model, input shape [C, H, W], conv)`` of every distinct dilated ``nn.Conv2d`` call of
+    torchvision segmentation ``models`` at their default crop (snsim.torchsim.models), traced at
+    batch 1 on the meta device."""
+    import torch
+    from .models import resolve_model
+    out, seen = [], set()
+    for name in models:
+        spec = resolve_model(f"torchvision:{name}")
+        with torch.device("meta"):
+            m = spec.build()
+
+        def hook(mod, inp, _out, name=name):
+            shape = tuple(int(v) for v in inp[0].shape[1:])
+            key = (shape, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
+                   mod.dilation, mod.groups)
+            if max(mod.dilation) > 1 and key not in seen:
+                seen.add(key)
+                out.append((name, shape, mod))
+        hs = [mod.register_forward_hook(hook) for mod in m.modules()
+              if isinstance(mod, torch.nn.Conv2d)]
+        with torch.no_grad():
+            m.eval()(torch.empty(1, *spec.input_shape, device="meta"))
+        for hd in hs:
+            hd.remove()
+    return out
+
+
 #: torchvision's video models whose Conv3d layers calibrate times (``conv3d`` rows): the R(2+1)D
 #: family's full, (1,k,k) and (k,1,1) kernels, S3D's separable ones, MViT's and Swin3D's patch
 #: embeddings and MViT's depthwise pooling
@@ -459,17 +494,23 @@ class Calibrator:
     #: batches the video models' 3-D convolutions are timed at
     NET3D_BATCHES = (1, 4, 16)
 
-    def net_convs3d(self, dtype, math_, *, max_bytes=1.5 * 2**31):
-        """Forward and backward of every distinct ``nn.Conv3d`` layer of :data:`VIDEO_MODELS`
-        at :attr:`NET3D_BATCHES`, without bias (rows' shape starts with ``net3d``, their class
-        :func:`snsim.kernel_table.conv_class`'s for a 3-D call: ``k3x3x3s1``, ``k1x3x3s1x2x2``)."""
+    #: batches the segmentation models' dilated convolutions are timed at
+    NET_DILATED_BATCHES = (2, 8, 16)
+
+    def net_convs_dilated(self, dtype, math_, *, max_bytes=1.5 * 2**31):
+        """Forward and backward of every distinct dilated ``nn.Conv2d`` layer of
+        :data:`SEGMENTATION_MODELS` at :attr:`NET_DILATED_BATCHES`, without bias (rows' shape
+        starts with ``dilated``, their class names the dilation: ``k3x3s1d2``)."""
+        self._net_layers(traced_dilated_conv2d_calls, self.NET_DILATED_BATCHES, dtype, math_,
+                         "dilated", max_bytes)
+
+    def _net_layers(self, trace, batches, dtype, math_, tag, max_bytes):
         torch = self.torch
         try:
-            layers = traced_conv3d_calls()
+            layers = trace()
         except ImportError:
-            self.skipped["conv3d: ImportError"] = 1
+            self.skipped[f"{tag}: ImportError"] = 1
             return
-        batches = self.NET3D_BATCHES
         if self.device != "cuda":     # a smoke test: the smallest layer at batch 1
             layers = sorted(layers, key=lambda ly: math.prod(ly[1]))[:1]
             batches = (1,)
@@ -480,11 +521,20 @@ class Calibrator:
                     return
                 if n * math.prod(shape) * el * 4 > max_bytes:
                     continue
-                self.guarded("convolution", self._conv3d, n, shape, mod, dtype, math_,
-                             f"net3d {model} ")
+                self.guarded("convolution", self._conv_module, n, shape, mod, dtype, math_,
+                             f"{tag} {model} ")
 
-    def _conv3d(self, n, shape, mod, dtype, math_, tag):
-        """One 3-D convolution's forward and backward, as :meth:`_conv` times a 2-D one."""
+    def net_convs3d(self, dtype, math_, *, max_bytes=1.5 * 2**31):
+        """Forward and backward of every distinct ``nn.Conv3d`` layer of :data:`VIDEO_MODELS`
+        at :attr:`NET3D_BATCHES`, without bias (rows' shape starts with ``net3d``, their class
+        :func:`snsim.kernel_table.conv_class`'s for a 3-D call: ``k3x3x3s1``, ``k1x3x3s1x2x2``)."""
+        self._net_layers(traced_conv3d_calls, self.NET3D_BATCHES, dtype, math_, "net3d",
+                         max_bytes)
+
+    def _conv_module(self, n, shape, mod, dtype, math_, tag):
+        """One ``nn.Conv2d``/``nn.Conv3d`` layer's convolution forward and backward at batch
+        ``n`` (its stride, padding, dilation and groups; no bias), as :meth:`_conv` times one
+        of the sampled grid."""
         from ..kernel_table import conv_class
         from .record import signature
         torch = self.torch
@@ -492,19 +542,20 @@ class Calibrator:
         x = self.t(n, *shape, dtype=dtype)
         c, g = shape[0], mod.groups
         wt = self.t(mod.out_channels, c // g, *mod.kernel_size, dtype=dtype)
+        zeros = [0] * len(mod.kernel_size)
         args = (x, wt, None, list(mod.stride), list(mod.padding), list(mod.dilation), False,
-                [0, 0, 0], g)
+                zeros, g)
         y = aten.convolution.default(*args)
         cls = conv_class(signature("convolution", args, {})).partition(":")[0]
         shape_s = (f"{tag}x{list(x.shape)} w{list(wt.shape)} s{list(mod.stride)} "
-                   f"p{list(mod.padding)} g{g} bias0")
+                   f"p{list(mod.padding)} d{list(mod.dilation)} g{g} bias0")
         self.add("convolution", dtype, math_, cls, lambda: aten.convolution.default(*args),
                  flops=_flops(torch, aten.convolution.default, args, {}, y),
                  nbytes=_nbytes(torch, args, y), shape=shape_s)
         dy = torch.randn_like(y)
         mask = [c != 3, True, False]
         bargs = (dy, x, wt, None, list(mod.stride), list(mod.padding), list(mod.dilation),
-                 False, [0, 0, 0], g, mask)
+                 False, zeros, g, mask)
         bo = aten.convolution_backward.default(*bargs)
         self.add("convolution_backward", dtype, math_, cls,
                  lambda: aten.convolution_backward.default(*bargs),
@@ -1372,6 +1423,11 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # TF32, bf16 and fp16 (Calibrator._conv's layout); tables before 2026-11-30 19:00 had
         # none and read the NCHW rows for them
         "convcl": ("conv cl ", ("convolution_cl", "convolution_backward_cl"), "all"),
+        # the segmentation backbones' dilated convolutions (Calibrator.net_convs_dilated),
+        # TF32, bf16 and fp16; tables before 2026-12-02 read undilated rows for them
+        # (segmentation steps -10..-40 % in held-out set 12)
+        "dilated": ("dilated conv ", ("convolution", "convolution_backward"), lambda r: str(
+            r.get("shape", "")).startswith("dilated ")),
         # F.interpolate's bilinear and nearest kernels, forward and backward
         # (Calibrator.upsamples); tables before 2026-12-02 had none and timed them as a
         # bandwidth proxy (the bilinear backward's atomic adds run ~30x slower)
@@ -1493,6 +1549,11 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("conv cl fp16", 0.02, lambda: cal.convs(cal.n(150), torch.float16, "fp16", 6e12 * cap,
                                                  layout="_cl")),
         ("upsample", 0.02, lambda: cal.upsamples()),
+        # dilated convolutions of the segmentation backbones (Calibrator.net_convs_dilated)
+        ("dilated conv tf32", 0.02, lambda: _with_tf32(torch, True, lambda: cal.net_convs_dilated(
+            torch.float32, "tf32"))),
+        ("dilated conv bf16", 0.02, lambda: cal.net_convs_dilated(torch.bfloat16, "bf16")),
+        ("dilated conv fp16", 0.02, lambda: cal.net_convs_dilated(torch.float16, "fp16")),
         # 3-D convolutions of the video models (Calibrator.net_convs3d)
         ("conv3d tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.net_convs3d(
             torch.float32, "tf32"))),

@@ -97,7 +97,8 @@ def main(argv=None):
                         "changed anything; heldout10: a tenth, written before session 10 "
                         "changed anything; heldout11: segmentation and video models, new in "
                         "session 12; heldout12: the same families after set 11 informed the "
-                        "tables; pageable: "
+                        "tables; heldout13: segmentation after set 12 informed the dilated "
+                        "convolutions; pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--same-process", action="store_true",
                    help="execute every run in this process (faster; runs after the first find "
@@ -565,6 +566,17 @@ _HELDOUT12 = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT12 = _plan_set(_HELDOUT12)
+# a thirteenth, written (2026-12-02, 01:10 UTC) after set 12 informed the dilated convolution
+# rows, before any of it ran: segmentation networks at other batches, depths and precisions
+_HELDOUT13 = (
+    ("torchvision:deeplabv3_resnet101", 4, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:fcn_resnet50", 16, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:deeplabv3_mobilenet_v3_large", 8,
+     {"plain": [], "checkpoint": ["modules=InvertedResidual"]}, {"amp": "bf16"}),
+    ("torchvision:lraspp_mobilenet_v3_large", 32, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:deeplabv3_resnet50", 4, {"plain": []}, {}),
+)
+PLAN_HELDOUT13 = _plan_set(_HELDOUT13)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -584,7 +596,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout6": PLAN_HELDOUT6, "heldout7": PLAN_HELDOUT7,
              "heldout8": PLAN_HELDOUT8, "heldout9": PLAN_HELDOUT9,
              "heldout10": PLAN_HELDOUT10, "heldout11": PLAN_HELDOUT11,
-             "heldout12": PLAN_HELDOUT12,
+             "heldout12": PLAN_HELDOUT12, "heldout13": PLAN_HELDOUT13,
              "pageable": PLAN_PAGEABLE}
 
 
