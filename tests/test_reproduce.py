@@ -1,10 +1,11 @@
 """snsim reproduce: claims, verdicts and the report (snsim.experiments.reproduce).
 
 The real report (K40c, ResNet2500, seven networks) takes ~25 s; these tests run the same code
-on a shrunken configuration (a 700 MiB budget, small networks) and check the verdict logic on
-synthetic measurements.
+on a shrunken configuration (a 700 MiB budget, small networks, the ZeRO-Offload depth search
+capped at depth 300) and check the verdict logic on synthetic measurements.
 """
 import dataclasses
+import functools
 import re
 from types import SimpleNamespace
 
@@ -13,6 +14,7 @@ import pandas as pd
 import pytest
 
 from snsim.cli import main
+from snsim.experiments import beyond_zero
 from snsim.experiments import reproduce as R
 from snsim.hardware import load_hardware
 
@@ -37,6 +39,10 @@ def small():
         mp.setattr(R, "BEYOND_NETWORK", "gpt:layers=2")
         mp.setattr(R, "BEYOND_SEQS", (64, 128))
         mp.setattr(R, "BEYOND_OPTIMIZER", "sgd")
+        # at 700 MiB superneurons+zero_offload trains ResNets past depth 3,000, which takes its
+        # search a minute; capped at 300 it still goes past superneurons' depth (~100)
+        mp.setattr(beyond_zero, "measure_zero_depth",
+                   functools.partial(beyond_zero.measure_zero_depth, limit_depth=300))
         yield hw
 
 
@@ -80,6 +86,10 @@ def test_beyond_the_paper_transformers(report):
     assert "## Beyond the paper: transformers" in text
     assert "### Deepest gpt decoder, batch 1, sequence 64" in text
     assert "### ZeRO-Offload: past the static wall" in text
+    zero_section = text.split("### ZeRO-Offload: past the static wall")[1].split("\n#")[0]
+    sn, zero = (re.search(rf"^\| {p} \| (\d+) \|", zero_section, re.M)
+                for p in (r"superneurons", r"superneurons\+zero_offload"))
+    assert sn and zero and int(zero[1]) > int(sn[1])     # past superneurons' depth
     depth = report.tables["transformer_depth"].set_index("policy")
     # the shrunken K40c trains a few GPT-2 blocks, recompute at least as many as liveness
     assert depth.loc["liveness", "max_depth"] >= 1
