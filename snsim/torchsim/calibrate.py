@@ -69,30 +69,9 @@ SEGMENTATION_MODELS = ("fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilene
 
 def traced_dilated_conv2d_calls(models=SEGMENTATION_MODELS):
     """``(model, input shape [C, H, W], conv)`` of every distinct dilated ``nn.Conv2d`` call of
-    torchvision segmentation ``models`` at their default crop (snsim.torchsim.models), traced at
-    batch 1 on the meta device."""
+    torchvision segmentation ``models`` at their default crop (:func:`traced_layer_calls`)."""
     import torch
-    from .models import resolve_model
-    out, seen = [], set()
-    for name in models:
-        spec = resolve_model(f"torchvision:{name}")
-        with torch.device("meta"):
-            m = spec.build()
-
-        def hook(mod, inp, _out, name=name):
-            shape = tuple(int(v) for v in inp[0].shape[1:])
-            key = (shape, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
-                   mod.dilation, mod.groups)
-            if max(mod.dilation) > 1 and key not in seen:
-                seen.add(key)
-                out.append((name, shape, mod))
-        hs = [mod.register_forward_hook(hook) for mod in m.modules()
-              if isinstance(mod, torch.nn.Conv2d)]
-        with torch.no_grad():
-            m.eval()(torch.empty(1, *spec.input_shape, device="meta"))
-        for hd in hs:
-            hd.remove()
-    return out
+    return traced_layer_calls(models, torch.nn.Conv2d, lambda mod: max(mod.dilation) > 1)
 
 
 #: torchvision's video models whose Conv3d layers calibrate times (``conv3d`` rows): the R(2+1)D
@@ -103,8 +82,16 @@ VIDEO_MODELS = ("r3d_18", "r2plus1d_18", "mc3_18", "s3d", "mvit_v2_s", "swin3d_t
 
 def traced_conv3d_calls(models=VIDEO_MODELS):
     """``(model, input shape [C, D, H, W], conv)`` of every distinct ``nn.Conv3d`` call of
-    torchvision video ``models`` at their default clips (snsim.torchsim.models), traced at
-    batch 1 on the meta device."""
+    torchvision video ``models`` at their default clips (:func:`traced_layer_calls`)."""
+    import torch
+    return traced_layer_calls(models, torch.nn.Conv3d)
+
+
+def traced_layer_calls(models, conv_type, keep=lambda mod: True):
+    """``(model, input shape without the batch, conv)`` of every distinct call of a
+    ``conv_type`` module that ``keep`` accepts, in torchvision ``models`` (names; each at its
+    default input, snsim.torchsim.models), traced at batch 1 on the meta device. Distinct: by
+    input shape, output channels, kernel, stride, padding, dilation and groups."""
     import torch
     from .models import resolve_model
     out, seen = [], set()
@@ -117,11 +104,11 @@ def traced_conv3d_calls(models=VIDEO_MODELS):
             shape = tuple(int(v) for v in inp[0].shape[1:])
             key = (shape, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
                    mod.dilation, mod.groups)
-            if key not in seen:
+            if keep(mod) and key not in seen:
                 seen.add(key)
                 out.append((name, shape, mod))
         hs = [mod.register_forward_hook(hook) for mod in m.modules()
-              if isinstance(mod, torch.nn.Conv3d)]
+              if isinstance(mod, conv_type)]
         with torch.no_grad():
             m.eval()(torch.empty(1, *spec.input_shape, device="meta"))
         for hd in hs:
