@@ -445,6 +445,22 @@ def test_sac_knapsack_physical_peak_next_to_its_budget(fraction, saved, physical
     assert n["physical_peak_bytes"] == physical == r.peak_ideal_bytes
 
 
+def test_sac_knapsack_at_one_saves_every_candidate():
+    # 100 + 400 + 1000 B quantise to 667 + 2667 + 6667 = 10,001 ten-thousandths: the dp alone
+    # would drop one at capacity 1.0. torch returns the runtime-optimal set at a budget of 1
+    # (choose_saved_values_set), and so does the policy: liveness' 1500 B, nothing replayed
+    # (found by test_no_memory_policy_needs_more_than_liveness: auto at liveness' peak
+    # planned 40 B over it)
+    sizes = [100, 400, 1000]
+    assert len(knapsack([s / 1500 for s in sizes], [1.0] * 3, 1.0, "dp")) == 2
+    p = chain([1, 2, 3], b_reads={3: [3], 2: [2], 1: [1]}, sizes=sizes)
+    plan, r = plan_and_run(p, "sac_knapsack", 10**6, activation_memory_budget="1",
+                           ws_policy="none")
+    assert plan.notes["saved_bytes"] == 1500 and plan.notes["dropped_tensors"] == 0
+    _, auto = plan_and_run(p, "sac_knapsack", 1500, ws_policy="none")
+    assert auto.feasible and auto.peak_ideal_bytes == 1500
+
+
 @pytest.mark.parametrize("budget, fraction, saved, physical", [
     # auto sets the fraction a user trusting the proxy would: unsaved bytes = liveness' excess
     # (400 B - budget) over the 400 B of candidates. 300 B: 0.75, the knapsack keeps x2..x4

@@ -113,7 +113,11 @@ class SacKnapsack(Policy):
         runtime = [pb.cost_s[pb.prod[x]] for x in cands]
 
         def at(frac):
-            saved = {cands[i] for i in knapsack(memory, runtime, frac, o["solver"])}
+            # torch short-circuits a budget of 1 to the runtime-optimal set (everything):
+            # the quantised knapsack could drop an item to rounding there
+            keep = range(len(cands)) if frac >= 1.0 else knapsack(memory, runtime, frac,
+                                                                  o["solver"])
+            saved = {cands[i] for i in keep}
             dropped = {x: x for x in cands if x not in saved}
             ins = build_instructions(program, recompute="speed", drop_groups=dropped) \
                 if dropped else build_instructions(program)
