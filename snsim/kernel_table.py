@@ -358,6 +358,60 @@ def call_conv_flops(sig):
                       mask if sig.startswith("convolution_backward") else None)
 
 
+# F.interpolate's backward kernels (ATen's upsample_bilinear2d_backward_out_frame, one thread
+# per grad_output element adding into grad_input with atomics; the nearest kernel sums each
+# input's window in one thread): the time follows how many outputs land on one input element,
+# not bytes. A DeepLabV3 ASPP pooling branch's 1x1 -> 60x60 upsample of 8 x 256 channels took
+# 13.5 ms of backward on the H200 for 29 MB (traces/h200/profile_heldout11), calibrate's 8x
+# upsample of 8 x 21 x 60 x 60 1.6 ms for 157 MB. Their work feature ("flops" in the table)
+# is grad_output's elements times the outputs per input element.
+UPSAMPLE_BACKWARD_FAMILIES = frozenset({"upsample_bilinear2d_backward",
+                                        "upsample_nearest2d_backward"})
+_ROW_UPSAMPLE = re.compile(r"x\[(\d+), (\d+), (\d+), (\d+)\] x(\d+)")
+
+
+def upsample_backward_work(out_numel, in_numel):
+    """The table's work feature of an upsample backward call: grad_output's ``out_numel``
+    elements times the outputs per input element (``out_numel / in_numel``).
+
+    >>> upsample_backward_work(8 * 256 * 60 * 60, 8 * 256)   # ASPP pooling: 1x1 -> 60x60
+    26542080000
+    """
+    return int(out_numel * out_numel // in_numel) if in_numel else 0
+
+
+def call_upsample_work(sig):
+    """:func:`upsample_backward_work` of a recorded ``upsample_*2d_backward`` signature
+    (``name dtype[grad_output shape] Ho Wo N C Hi Wi ...``); None when it cannot be read.
+
+    >>> call_upsample_work("upsample_bilinear2d_backward float32[8, 256, 60, 60] 60 60 8 256 "
+    ...                    "1 1 False None None")
+    26542080000
+    """
+    m = _TENSOR.search(sig or "")
+    if not m or not sig.split(" ", 1)[0] in UPSAMPLE_BACKWARD_FAMILIES:
+        return None
+    grad = [int(v) for v in m.group(2).split(",")] if m.group(2).strip() else []
+    ints = [int(v) for v in sig[m.end():].split() if v.isdigit()]
+    if len(grad) != 4 or len(ints) < 6:
+        return None
+    return upsample_backward_work(math.prod(grad), math.prod(ints[2:6]))
+
+
+def row_upsample_work(shape):
+    """:func:`upsample_backward_work` of a calibrate upsample row from its ``shape``
+    (``upsample <mode> x[N, C, H, W] x<scale>``); None when the shape does not say.
+
+    >>> row_upsample_work("upsample bilinear x[16, 21, 60, 60] x8")   # 16 x 21 x 480 x 480 x 64
+    4954521600
+    """
+    m = _ROW_UPSAMPLE.search(shape or "")
+    if not m:
+        return None
+    n, c, h, w, s = (int(v) for v in m.groups())
+    return upsample_backward_work(n * c * h * w * s * s, n * c * h * w)
+
+
 _ROW_CONV = re.compile(r"x\[(\d+), (\d+), (\d+), (\d+)\] w\[(\d+), (\d+), (\d+), (\d+)\] "
                        r"s(\d+)(?: p\[(\d+), (\d+)\])?")
 _ROW_MASK = re.compile(r"mask\[(\w+), (\w+), (\w+)\]")
@@ -589,6 +643,9 @@ class KernelTable:
                 flops = np.array([f if (t := row_conv_flops(sh, "backward" in fam)) is None
                                   else t for f, sh in zip(flops, g["shape"].astype(str))],
                                  dtype=float)
+            elif fam in UPSAMPLE_BACKWARD_FAMILIES and "shape" in g:
+                flops = np.array([f if (t := row_upsample_work(sh)) is None else t
+                                  for f, sh in zip(flops, g["shape"].astype(str))], dtype=float)
             nbytes = g["bytes"].to_numpy(float)
             lr = np.log(g["time_s"].to_numpy(float))    # made relative below
             feats = np.stack([np.log1p(flops), np.log1p(nbytes),
@@ -632,7 +689,10 @@ class KernelTable:
             peak = (REF_FLOPS_PER_S, REF_BYTES_PER_S)
             dense = (flops > 0) & np.array([_group_prefix(c) not in ("g", "dw")
                                             for c in classes], dtype=bool)
-            if key[0] in COMPUTE_FAMILIES and dense.any():   # and its best byte rate
+            # (an upsample backward's: its best rate of work, outputs times outputs per
+            # input, UPSAMPLE_BACKWARD_FAMILIES)
+            if (key[0] in COMPUTE_FAMILIES or key[0] in UPSAMPLE_BACKWARD_FAMILIES) \
+                    and dense.any():   # and its best byte rate
                 peak = (float(np.max(flops[dense] / np.exp(logt[dense]))),
                         float(np.max(nbytes[dense] / np.exp(logt[dense]))))
             self._peak[key] = peak

@@ -855,3 +855,43 @@ def test_copy_time_is_linear_between_measured_sizes_and_floored_below():
     assert tab.copy_time_s("copy_d2h_pinned", 256)[0] == pytest.approx(2e-6 + 4096 / 50e9)
     assert tab.copy_time_s("copy_d2h_pinned", 1 << 30)[0] == pytest.approx(2e-6 + 2**30 / 50e9)
     assert tab.copy_time_s("copy_h2d_pinned", 4096) == (None, "roofline")
+
+
+def test_upsample_backward_is_read_by_its_contention_not_its_bytes():
+    """F.interpolate's backward adds each grad_output element into grad_input with atomics:
+    its time follows outputs x outputs per input element (kernel_table.upsample_backward_work).
+    The recorder writes the call's signature, the lookup reads the work from it, and the
+    committed H200 table, whose rows reach 256 outputs per input (a 16x upsample), prices
+    DeepLabV3's ASPP pooling branch (8 x 256 channels, 1x1 -> 60x60, fp32 under bf16
+    autocast: 3600 outputs per input) within 40 % of the 13.50 ms the H200 profiler measured
+    (traces/h200/profile_heldout11/profile_ops.csv, deeplabv3_resnet50_b8_adamw_bf16); read by
+    its 29 MB alone, the rows of that size said 0.10 ms."""
+    torch = pytest.importorskip("torch")
+    from snsim.kernel_table import call_upsample_work, load_kernel_table, upsample_backward_work
+    from snsim.torchsim.opcost import _table_args, _table_time
+    from snsim.torchsim.record import Recorder, signature
+    dy = torch.zeros(8, 256, 60, 60)
+    sig = signature("upsample_bilinear2d_backward", (dy, [60, 60], [8, 256, 1, 1], False),
+                    {})
+    work = upsample_backward_work(8 * 256 * 3600, 8 * 256)
+    assert call_upsample_work(sig) == work == 8 * 256 * 3600 * 3600
+    # a real recording of the pooling branch's backward names its work
+    x = torch.zeros(2, 4, 1, 1, requires_grad=True)
+    rec = Recorder(device_type="cpu")
+    rec.register(x, "x")
+    with rec.active():
+        y = torch.nn.functional.interpolate(x, size=(6, 6), mode="bilinear",
+                                            align_corners=False)
+        y.sum().backward()
+    ups = [op for op in rec.ops if op[1] == "upsample_bilinear2d_backward"]
+    assert len(ups) == 1
+    assert _table_args(ups[0])[1]["flops"] == upsample_backward_work(2 * 4 * 36, 2 * 4)
+    table = load_kernel_table("h200")
+    if table is None:
+        pytest.skip("no H200 kernel table")
+    op = (0, "upsample_bilinear2d_backward", (), (), 0, 29499392, sig, "")
+    got, src = _table_time(table, op)
+    assert src == "table" and got == pytest.approx(13.50e-3, rel=0.4)
+    bytes_only, _ = table.time_s("upsample_bilinear2d_backward", nbytes=29499392,
+                                 dtype="float32", math_="float32")
+    assert bytes_only < 1e-3

@@ -28,7 +28,7 @@ import re
 import statistics
 import time
 
-from ..kernel_table import BIAS_FAMILIES
+from ..kernel_table import BIAS_FAMILIES, upsample_backward_work
 
 STRIDED_FAMILIES = ("clone_strided", "cat_strided")   # kernel_table.STRIDED_FAMILIES' rows
 
@@ -960,7 +960,13 @@ class Calibrator:
     # upsampling as segmentation and detection heads call it: (channels, input side, scale);
     # the logits' 8x (output stride 8: FCN, DeepLabV3, LR-ASPP) and 4x/16x, features' 2x/4x
     UPSAMPLE_GRID = ((21, 60, 8), (21, 30, 16), (19, 64, 8), (21, 120, 4), (128, 30, 2),
-                     (256, 28, 4), (64, 56, 2), (256, 14, 2), (40, 60, 8))
+                     (256, 28, 4), (64, 56, 2), (256, 14, 2), (40, 60, 8),
+                     # pooled branches brought back to the map (DeepLabV3's ASPP pooling at
+                     # output stride 8 and 16, pyramid pooling's 2x2, 3x3 and 6x6 bins): up to
+                     # 3600 outputs per input element, the backward's atomics all on a few
+                     # addresses (kernel_table.upsample_backward_work)
+                     (256, 1, 60), (256, 1, 30), (512, 2, 30), (512, 3, 20), (512, 6, 10))
+    UPSAMPLE_MAX_WORK = 4e10   # skip calls beyond (a bf16 backward of 4e10 took ~0.1 s)
     UPSAMPLE_BATCHES = (1, 4, 16, 32)
 
     def upsamples(self, dtypes=None, *, max_bytes=1.5 * 2**30):
@@ -986,7 +992,9 @@ class Calibrator:
                 for n in batches:
                     if self.late():
                         return
-                    if n * c * (side * scale) ** 2 * el > max_bytes:
+                    if n * c * (side * scale) ** 2 * el > max_bytes or upsample_backward_work(
+                            n * c * (side * scale) ** 2, n * c * side * side) \
+                            > self.UPSAMPLE_MAX_WORK:
                         continue
                     for mode in ("bilinear", "nearest"):
                         self.guarded("upsample", self._upsample_one, aten, n, c, side, scale,
@@ -1013,7 +1021,7 @@ class Calibrator:
         fam = f"upsample_{mode}2d"
         self.add(fam, dtype, dn, "", fwd, nbytes=_nbytes(self.torch, x, y), shape=shape)
         self.add(fam + "_backward", dtype, dn, "", bwd, nbytes=_nbytes(self.torch, dy, x),
-                 shape=shape)
+                 flops=upsample_backward_work(dy.numel(), x.numel()), shape=shape)
 
     def generic_elementwise(self, dtypes=None, *, max_elements=3e8):
         """Elementwise ops on TensorIterator's generic (non-vectorized) kernel

@@ -25,7 +25,8 @@ from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENTWISE_FAMILIES,  # noqa: F401
                             GENERIC_FALLBACK, GENERIC_FAMILY, HOST_READ_OPS,
                             LAYOUT_FAMILIES, MATMUL_FAMILIES, STRIDED_FAMILIES,
-                            bias_time_s, call_conv_flops, NO_KERNEL_OPS, bn_class, conv_bias_calls,
+                            UPSAMPLE_BACKWARD_FAMILIES, bias_time_s, call_conv_flops,
+                            call_upsample_work, NO_KERNEL_OPS, bn_class, conv_bias_calls,
                             conv_class, family_of, host_stream, innet_call_s,
                             load_host_costs,
                             load_kernel_table, matmul_class, sig_dtype)
@@ -129,6 +130,8 @@ def _table_args(op):
         mth, cls = ("bf16" if half else "float32"), bn_class(sig)
     else:
         mth, cls = ("bf16" if half else "float32"), ""
+        if fam in UPSAMPLE_BACKWARD_FAMILIES:   # atomics onto shared inputs: the table's work
+            flops = call_upsample_work(sig) or flops
         if _layout(op) in ("strided", "permuted") and fam in STRIDED_FAMILIES:
             fam, cls = STRIDED_FAMILIES[fam], ("perm" if _layout(op) == "permuted" else "")
         elif _layout(op).startswith("generic:") and fam in ELEMENTWISE_FAMILIES:
