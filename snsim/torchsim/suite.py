@@ -98,7 +98,8 @@ def main(argv=None):
                         "changed anything; heldout11: segmentation and video models, new in "
                         "session 12; heldout12: the same families after set 11 informed the "
                         "tables; heldout13: segmentation after set 12 informed the dilated "
-                        "convolutions; pageable: "
+                        "convolutions; heldout14: after the upsample contention model; "
+                        "pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--same-process", action="store_true",
                    help="execute every run in this process (faster; runs after the first find "
@@ -577,6 +578,28 @@ _HELDOUT13 = (
     ("torchvision:deeplabv3_resnet50", 4, {"plain": []}, {}),
 )
 PLAN_HELDOUT13 = _plan_set(_HELDOUT13)
+# a fourteenth, written (2026-12-02, 04:40 UTC, after eb22aee: the upsample backward's
+# contention, the pooled branches' rows) before any of it ran: DeepLabV3 at batches and
+# precisions not profiled (batch 16's ASPP pooling beyond every row), networks no suite ran
+# (RegNetY-800MF, RegNetX-32GF, Swin3D-S, EfficientNet-B0 under bf16) and GPT-2 at another
+# sequence length
+_HELDOUT14 = (
+    ("torchvision:deeplabv3_resnet50", 16, {"plain": [], "checkpoint": ["modules=Bottleneck"]},
+     {"amp": "fp16"}),
+    ("torchvision:deeplabv3_resnet101", 2, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:deeplabv3_mobilenet_v3_large", 32, {"plain": []}, {}),
+    ("torchvision:regnet_y_800mf", 128, {"plain": [], "superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:regnet_x_32gf", 16, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:swin3d_s", 2, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:efficientnet_b0", 128, {"plain": [], "checkpoint": ["modules=MBConv"]},
+     {"amp": "bf16"}),
+)
+_HELDOUT14_HF = (
+    ("hf:gpt2", 32, (256,), {"plain": [], "checkpoint": ["modules=GPT2Block"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT14 = _plan_set(_HELDOUT14, _HELDOUT14_HF)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -597,7 +620,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout8": PLAN_HELDOUT8, "heldout9": PLAN_HELDOUT9,
              "heldout10": PLAN_HELDOUT10, "heldout11": PLAN_HELDOUT11,
              "heldout12": PLAN_HELDOUT12, "heldout13": PLAN_HELDOUT13,
-             "pageable": PLAN_PAGEABLE}
+             "heldout14": PLAN_HELDOUT14, "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
