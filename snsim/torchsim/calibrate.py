@@ -966,8 +966,8 @@ class Calibrator:
                      # 3600 outputs per input element, the backward's atomics all on a few
                      # addresses (kernel_table.upsample_backward_work)
                      (256, 1, 60), (256, 1, 30), (512, 2, 30), (512, 3, 20), (512, 6, 10))
-    UPSAMPLE_MAX_WORK = 4e10   # skip calls beyond (a bf16 backward of 4e10 took ~0.1 s)
-    UPSAMPLE_BATCHES = (1, 4, 16, 32)
+    UPSAMPLE_MAX_WORK = 1.2e11   # skip calls beyond (a bf16 backward of 1e11: ~0.3 s)
+    UPSAMPLE_BATCHES = (1, 4, 8, 16, 32)
 
     def upsamples(self, dtypes=None, *, max_bytes=1.5 * 2**30):
         """``F.interpolate``'s kernels, forward and backward (families ``upsample_bilinear2d``,
