@@ -1002,7 +1002,7 @@ def build_report(traces_dir="traces/h200"):
     _held_out_section(L, traces_dir, captured, "plans_heldout14",
                       "### 1u. A fourteenth held-out set: after the upsample contention model\n",
                       "`python -m snsim.torchsim.suite --only plans --set heldout14` "
-                      "(`traces/h200/plans_heldout14/`, 2026-12-02 04:45 UTC): written into the "
+                      "(`traces/h200/plans_heldout14/`, 2026-12-02 03:13 UTC): written into the "
                       "suite (commit e79ee1f) once DeepLabV3's profiles had shown "
                       "`F.interpolate`'s backward priced by bytes (the ASPP pooling branch, "
                       "1x1 -> 60x60: 0.10 ms modelled, 13.5 ms measured at batch 8) and the "

@@ -578,7 +578,7 @@ _HELDOUT13 = (
     ("torchvision:deeplabv3_resnet50", 4, {"plain": []}, {}),
 )
 PLAN_HELDOUT13 = _plan_set(_HELDOUT13)
-# a fourteenth, written (2026-12-02, 04:40 UTC, after eb22aee: the upsample backward's
+# a fourteenth, written (2026-12-02, 03:11 UTC, after eb22aee: the upsample backward's
 # contention, the pooled branches' rows) before any of it ran: DeepLabV3 at batches and
 # precisions not profiled (batch 16's ASPP pooling beyond every row), networks no suite ran
 # (RegNetY-800MF, RegNetX-32GF, Swin3D-S, EfficientNet-B0 under bf16) and GPT-2 at another
