@@ -69,7 +69,7 @@ in fp16 and bf16, with the output each workspace follows (``slots``):
     PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 2.4 --seed 3 \
         --kinds dense,dw --net-dtypes float16 --net-batches 128,32,8,64,16,256 \
         --sample-dtypes float16,bfloat16 --merge configs/kernels/h200_conv_workspaces.json.gz \
-        --nets resnet50:224,densenet121:224,inception_v3:299,vgg16:224,mobilenet_v2:224,efficientnet_b0:224,resnet18:224
+        --nets resnet50,densenet121,inception_v3,vgg16,mobilenet_v2,efficientnet_b0,resnet18
 """
 import argparse
 import datetime
@@ -111,17 +111,18 @@ def _sample(rng, kinds=tuple(KINDS), group_widths=GROUP_WIDTHS):
     return n, c, h, co, k, s, g, rng.random() < 0.3, dtype
 
 
-#: the calibration CNNs (``snsim calibrate``'s NET_MODELS) and their input sides
-NET_MODELS = (("resnet50", 224), ("densenet121", 224), ("inception_v3", 299),
-              ("vgg16", 224), ("mobilenet_v2", 224))
+#: the calibration CNNs (``snsim calibrate``'s NET_MODELS), each at its default input
+NET_MODELS = ("resnet50", "densenet121", "inception_v3", "vgg16", "mobilenet_v2")
 
 
 def _net_layers(models=NET_MODELS):
     """(c, h, co, k, s, pad, groups, bias) of the distinct square ``nn.Conv2d`` layers of
-    ``models`` (torchvision names and input sides), traced at batch 1 on the meta device."""
-    from snsim.torchsim.calibrate import traced_conv2d_calls
+    ``models`` (torchvision names, each at its default input), traced at batch 1 on the meta
+    device."""
+    import torch
+    from snsim.torchsim.calibrate import traced_layer_calls
     seen, out = set(), []
-    for _name, c, h, w, mod in traced_conv2d_calls(models):
+    for _name, (c, h, w), mod in traced_layer_calls(models, torch.nn.Conv2d):
         if (mod.kernel_size[0] == mod.kernel_size[1] and h == w
                 and mod.padding[0] == mod.padding[1] and mod.stride[0] == mod.stride[1]
                 and mod.dilation == (1, 1)):
@@ -276,9 +277,9 @@ def main(argv=None):
                     help="dtypes the calibration CNNs' layers run in (comma-separated)")
     ap.add_argument("--net-batches", default=",".join(map(str, NET_BATCHES)),
                     help="batches the calibration CNNs' layers run at (comma-separated)")
-    ap.add_argument("--nets", default=",".join(f"{m}:{side}" for m, side in NET_MODELS),
-                    help="torchvision CNNs whose layers are probed, NAME:INPUT_SIDE "
-                         "(comma-separated)")
+    ap.add_argument("--nets", default=",".join(NET_MODELS),
+                    help="torchvision CNNs whose layers are probed, each at its default "
+                         "input (comma-separated names)")
     ap.add_argument("--sample-dtypes", default=None,
                     help="run each random convolution in every one of these dtypes "
                          "(comma-separated; pairs of one shape: does the engine, so the "
@@ -310,14 +311,10 @@ def main(argv=None):
         if any(d not in dtypes for d in got):
             sys.exit(f"conv_workspace_probe: {flag} (={','.join(got)!r}) must name some of "
                      f"{', '.join(dtypes)}")
-    try:
-        nets = tuple((m, int(side)) for m, side in
-                     (v.split(":") for v in args.nets.split(",") if v))
-    except ValueError:
-        nets = ()
-    if not nets:
+    nets = tuple(v for v in args.nets.split(",") if v)
+    if not nets or any(not v.isidentifier() for v in nets):
         sys.exit(f"conv_workspace_probe: --nets (={args.nets!r}) must be comma-separated "
-                 f"NAME:INPUT_SIDE (torchvision models)")
+                 f"torchvision model names")
     net_batches = _positive_ints("--net-batches", args.net_batches)
     old_rows, old_prov, old_slots = [], None, {}
     if args.merge:

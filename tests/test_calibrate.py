@@ -160,7 +160,7 @@ def test_net_bias_models_are_the_net_models_with_conv_bias():
     tv = pytest.importorskip("torchvision")
     from snsim.torchsim.calibrate import NET_BIAS_MODELS, Calibrator
     biased = set()
-    for name, _ in Calibrator.NET_MODELS:
+    for name in Calibrator.NET_MODELS:
         kw = {"init_weights": False, "aux_logits": False} if name == "inception_v3" else {}
         with torch.device("meta"):
             m = getattr(tv.models, name)(**kw)

@@ -36,30 +36,6 @@ COLUMNS = ("family", "dtype", "math", "cls", "flops", "bytes", "ntensors", "time
            "shape", "ops")
 
 
-def traced_conv2d_calls(models):
-    """``(model, c, h, w, conv)`` of every ``nn.Conv2d`` call of ``models`` (torchvision names
-    and input sides), in forward order, traced at batch 1 on the meta device: ``c, h, w`` the
-    input's channels, height and width, ``conv`` the module (its kernel, stride, padding,
-    dilation, groups and bias)."""
-    import torch
-    import torchvision
-    out = []
-    for name, side in models:
-        kw = {"init_weights": False, "aux_logits": False} if name == "inception_v3" else {}
-        with torch.device("meta"):
-            m = getattr(torchvision.models, name)(**kw)
-
-        def hook(mod, inp, _out, name=name):
-            out.append((name, *inp[0].shape[1:4], mod))
-        hs = [mod.register_forward_hook(hook) for mod in m.modules()
-              if isinstance(mod, torch.nn.Conv2d)]
-        with torch.no_grad():
-            m.eval()(torch.empty(1, 3, side, side, device="meta"))
-        for hd in hs:
-            hd.remove()
-    return out
-
-
 #: torchvision's segmentation models whose dilated (atrous) Conv2d layers calibrate times
 #: (``dilated`` rows): the ResNet backbones' layer3/layer4 at dilation 2 and 4, the ASPP head's
 #: 12/24/36 and the MobileNetV3 backbone's last stage
@@ -91,7 +67,7 @@ def traced_layer_calls(models, conv_type, keep=lambda mod: True):
     """``(model, input shape without the batch, conv)`` of every distinct call of a
     ``conv_type`` module that ``keep`` accepts, in torchvision ``models`` (names; each at its
     default input, snsim.torchsim.models), traced at batch 1 on the meta device. Distinct: by
-    input shape, output channels, kernel, stride, padding, dilation and groups."""
+    input shape, output channels, kernel, stride, padding, dilation, groups and bias."""
     import torch
     from .models import resolve_model
     out, seen = [], set()
@@ -103,7 +79,7 @@ def traced_layer_calls(models, conv_type, keep=lambda mod: True):
         def hook(mod, inp, _out, name=name):
             shape = tuple(int(v) for v in inp[0].shape[1:])
             key = (shape, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
-                   mod.dilation, mod.groups)
+                   mod.dilation, mod.groups, mod.bias is not None)
             if keep(mod) and key not in seen:
                 seen.add(key)
                 out.append((name, shape, mod))
@@ -432,8 +408,7 @@ class Calibrator:
             made += 1
 
     # the CNN layers of torchvision models (conv shapes by network, not sampled at random)
-    NET_MODELS = (("resnet50", 224), ("densenet121", 224), ("inception_v3", 299),
-                  ("vgg16", 224), ("mobilenet_v2", 224))
+    NET_MODELS = ("resnet50", "densenet121", "inception_v3", "vgg16", "mobilenet_v2")
     NET_BATCHES = (128, 64, 256, 32)
 
     def net_conv_shapes(self):
@@ -441,7 +416,8 @@ class Calibrator:
         meta device: ``(c, h, w, co, kh, kw, s, ph, pw, g, model)`` (a bias is timed apart:
         :meth:`conv_biases`)."""
         seen, out = set(), []
-        for name, c, h, w, mod in traced_conv2d_calls(self.NET_MODELS):
+        import torch
+        for name, (c, h, w), mod in traced_layer_calls(self.NET_MODELS, torch.nn.Conv2d):
             if mod.dilation != (1, 1) or mod.stride[0] != mod.stride[1]:
                 continue
             f = (c, h, w, mod.out_channels, *mod.kernel_size, mod.stride[0], *mod.padding,
