@@ -22,7 +22,8 @@ Usage::
 
 Sets: ``tv`` (every torchvision classification model, fp32), ``tv-bf16``, ``tv-fp16`` (the
 same under autocast), ``amp`` (one model per family under fp16, half of them under bf16),
-``plans`` (every family checkpointed, and a rotation of the other plans), ``plans-all`` (every
+``plans`` (every family checkpointed, and a rotation of the other plans), ``dense`` (every
+segmentation and video model, plain and under a rotation of plans and autocast), ``plans-all`` (every
 family under every plan), ``optim`` (optimizers and their implementations), ``hf`` (the Hugging
 Face presets at several sequence lengths), ``builtin`` (``snsim:`` and ``zoo:`` models),
 ``shapes`` (other input sizes), ``batches`` (odd batches), ``options`` (plan options off the
@@ -31,7 +32,9 @@ under autocast, one-token sequences, training-size batches), ``inputs`` (values 
 the command's rules), ``zero`` (the ZeRO plans).
 
 docs/data/predict_sweep.csv is the run of ``--sets tv,shapes,batches,builtin,zero,hf,options,
-plans,amp,optim,gpus,edge,inputs`` (326 configurations; about 45 minutes on two busy cores).
+plans,amp,optim,gpus,edge,inputs`` (326 configurations; about 45 minutes on two busy cores);
+docs/data/predict_sweep_dense.csv is ``--sets dense`` (30 configurations, all ok, none
+flagged; 4.5 minutes).
 """
 from __future__ import annotations
 
@@ -110,6 +113,14 @@ def configs(sets):
                 out.append(_argv(f"torchvision:{m}", policy="checkpoint", amp="bf16"))
                 out.append(_argv(f"torchvision:{m}", policy="cpu_offload", amp="fp16",
                                  options=("pin_memory=true",)))
+        elif s == "dense":      # torchvision's segmentation and video models (session 12)
+            dense = (torchvision.models.list_models(module=torchvision.models.segmentation)
+                     + torchvision.models.list_models(module=torchvision.models.video))
+            for i, m in enumerate(dense):
+                out.append(_argv(f"torchvision:{m}"))
+                (policy,), opts = PLANS[i % len(PLANS)]
+                out.append(_argv(f"torchvision:{m}", policy=policy, options=opts,
+                                 amp=("bf16", "fp16", None)[i % 3]))
         elif s == "plans-all":  # every family under every plan
             for m in FAMILIES:
                 for (policy,), opts in PLANS:
