@@ -104,6 +104,70 @@ def conv_workspace_bytes(a, pass_name, dtype_bytes=4):
     return x + y + filt
 
 
+def conv_signatures(a):
+    """The aten signatures of a CONV layer's ``convolution`` and ``convolution_backward``
+    calls as :mod:`snsim.torchsim.record` writes them (fp32 NCHW, no dilation): the keys of
+    the workspace tables recorded programs read (:mod:`snsim.torchsim.hidden`).
+
+    >>> a = {"in_shapes": [(8, 3, 32, 32)], "out_shape": (8, 16, 16, 16), "kernel": (3, 3),
+    ...      "stride": (2, 2), "pad": (1, 1), "out_channels": 16, "bias": True}
+    >>> conv_signatures(a)[0]
+    'convolution float32[8, 3, 32, 32] float32[16, 3, 3, 3] float32[16] 2 2 1 1 1 1 False 0 0 1'
+    >>> conv_signatures(a)[1].split(" ", 4)[4]
+    '16 2 2 1 1 1 1 False 0 0 1'
+    """
+    from .costs import _conv_geom
+    g = _conv_geom(a, 4)
+    x = f"float32[{g.n}, {g.c}, {g.h}, {g.w}]"
+    w = f"float32[{g.k}, {g.c // g.groups}, {g.kh}, {g.kw}]"
+    tail = f"{g.sh} {g.sw} {g.ph} {g.pw} 1 1 False 0 0 {g.groups}"
+    bias = bool(a.get("bias"))
+    fwd = f"convolution {x} {w} {f'float32[{g.k}]' if bias else 'None'} {tail}"
+    bwd = (f"convolution_backward float32[{g.n}, {g.k}, {g.ho}, {g.wo}] {x} {w} "
+           f"{g.k if bias else 0} {tail}")
+    return fwd, bwd
+
+
+def workspace_tables(hardware):
+    """The workspace tables recorded programs read (:func:`snsim.torchsim.hidden.load_tables`:
+    the preset's captures and its probed table), or None where the preset has neither."""
+    if hardware is None:
+        return None
+    from .torchsim.hidden import load_tables    # numpy only: no torch
+    t = load_tables(hardware.name)
+    return t if (t["exact"] or t.get("probe")) else None
+
+
+def measured_conv_workspaces(tables, a, needs_dx):
+    """``(fwd, bwd_data, bwd_filter)`` workspace bytes of a CONV layer from ``tables``
+    (:func:`workspace_tables`), by the lookup recorded programs use
+    (:func:`snsim.torchsim.hidden.lookup_slots`: the layer's own call in a capture or the
+    probe, at another batch, its probed neighbours ...); ``bwd_data`` is 0 where the backward
+    computes no input gradient. None where the tables cannot say (no level knew the call, or
+    which pass took which workspace): the first-principles :func:`conv_workspace_bytes` then
+    applies. A backward's workspaces beyond its passes' (the bias gradient's reduction
+    buffers, a few KiB) are not modelled."""
+    from .torchsim.hidden import conv_call, lookup_slots, per_pass_sizes
+    fwd_sig, bwd_sig = conv_signatures(a)
+    batch = int(a["in_shapes"][0][0])
+    sizes, how, _ = lookup_slots(tables, fwd_sig, batch)
+    if how in ("none", "modelled"):
+        return None
+    fwd = sizes[0] if sizes else 0
+    bwd_sig += f" {needs_dx} True {bool(a.get('bias'))}"
+    sizes, how, slots = lookup_slots(tables, bwd_sig, batch)
+    if how in ("none", "modelled"):
+        return None
+    call = conv_call(bwd_sig)
+    per = per_pass_sizes(call, sizes, slots)
+    n_pass = 2 if needs_dx else 1
+    if per is None and slots is None and len(sizes) > n_pass:
+        per = list(sizes[:n_pass])     # captures: the passes', then the bias sum's buffers
+    if per is None:
+        return None
+    return (fwd, per[0], per[1]) if needs_dx else (fwd, 0, per[0])
+
+
 def _embed_forward(a, n, new, dtype):
     """An EMBED layer's forward storages: ``(outputs, temporaries, saved)`` in allocation order.
 
@@ -464,6 +528,21 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         for p in ins[n]:
             users[p].append(n)
     is_data = {n: nodes[n]["type"] == "DATA" for n in G}
+    # cuDNN workspaces: where the preset has the tables recorded programs read (its captures,
+    # its probed table), the same lookup, else the first-principles model; one lookup per
+    # layer. fp32 only: the tables' keys carry the dtype, and a zoo graph says its element
+    # size, not which 16-bit type
+    ws_tables = workspace_tables(hardware) if workspaces and dtype == 4 else None
+    ws_measured = {}
+
+    def conv_ws(n, pass_name):
+        if ws_tables is not None and n not in ws_measured:
+            ws_measured[n] = measured_conv_workspaces(ws_tables, nodes[n],
+                                                      not is_data[ins[n][0]])
+        got = ws_measured.get(n)
+        if got is None:
+            return conv_workspace_bytes(nodes[n], pass_name, dtype)
+        return got[("fwd", "bwd_data", "bwd_filter").index(pass_name)]
 
     tensors = []
     steps = []
@@ -506,7 +585,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         if typ == "CONV":
             outs = [new(f"{name}.y", "activation", y_bytes, n)]
             if workspaces:
-                ws = [new(f"{name}.ws_fwd", "workspace", conv_workspace_bytes(a, "fwd", dtype), n)]
+                ws = [new(f"{name}.ws_fwd", "workspace", conv_ws(n, "fwd"), n)]
             saved[n] = [x]
         elif typ == "BN":
             c = a["out_shape"][1]
@@ -689,12 +768,12 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             t_data = t_b / 2 if needs_dx[0] else 0.0
             if needs_dx[0]:
                 dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n)
-                ws = ([new(f"{name}.ws_bwd_data", "workspace",
-                           conv_workspace_bytes(a, "bwd_data", dtype), n)] if workspaces else [])
+                ws = ([new(f"{name}.ws_bwd_data", "workspace", conv_ws(n, "bwd_data"), n)]
+                      if workspaces else [])
                 add_step(n, "B", t_data, [dy, dx] + ws)
             pg = params_of(n, ("weight", params - bias))
-            ws = ([new(f"{name}.ws_bwd_filter", "workspace",
-                       conv_workspace_bytes(a, "bwd_filter", dtype), n)] if workspaces else [])
+            ws = ([new(f"{name}.ws_bwd_filter", "workspace", conv_ws(n, "bwd_filter"), n)]
+                  if workspaces else [])
             pg += params_of(n, ("bias", bias))
             add_step(n, "B", t_b - t_data, sv + [dy] + pg[:1] + ws + pg[1:])
             out_grads = [dx]

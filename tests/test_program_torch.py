@@ -170,6 +170,38 @@ def test_peak_allocated_within_2pct_of_the_h200(net, batch, path):
     assert abs(err) <= 0.02, f"{net} b{batch}: {100 * err:+.2f}%"
 
 
+def test_conv_workspaces_are_the_recorded_programs_lookup():
+    """A zoo CONV layer takes its cuDNN workspaces by the lookup recorded programs use
+    (snsim.torchsim.hidden.lookup_slots) where the preset has tables: VGG-16's first conv at
+    batch 64 has its exact H200 capture row (forward 1,644,314,771 B; backward-data
+    1,644,314,771 B, backward-filter 1,646,379,687 B, then the bias sum's buffers), where the
+    first-principles model says x + y + w; without tables (the K40c) the model applies."""
+    from snsim.hardware import load_hardware
+    from snsim.program_torch import (conv_signatures, measured_conv_workspaces,
+                                     workspace_tables)
+    a = {"in_shapes": [(64, 64, 224, 224)], "out_shape": (64, 64, 224, 224), "kernel": (3, 3),
+         "stride": (1, 1), "pad": (1, 1), "out_channels": 64, "bias": True}
+    assert conv_signatures(a)[0] == ("convolution float32[64, 64, 224, 224] float32[64, 64, "
+                                     "3, 3] float32[64] 1 1 1 1 1 1 False 0 0 1")
+    tables = workspace_tables(H200)
+    assert measured_conv_workspaces(tables, a, True) == (1644314771, 1644314771, 1646379687)
+    assert conv_workspace_bytes(a, "bwd_filter") != 1646379687
+    assert workspace_tables(load_hardware("k40c")) is None
+
+
+@pytest.mark.parametrize("net,batch,measured_reserved_bytes", [
+    # the H200 captures' max_memory_reserved (traces/h200/vgg16_b64, resnet34_b128): the
+    # first-principles workspaces said 8.66 and 5.25 GiB (-22.5 %, -17.5 %)
+    ("vgg16", 64, 11993612288), ("resnet34", 128, 6836715520)])
+def test_zoo_reserved_with_the_tables_workspaces(net, batch, measured_reserved_bytes):
+    with gzip.open(os.path.join(ROOT, "traces", "h200", f"{net}_b{batch}.json.gz"), "rt") as f:
+        assert json.load(f)["measured"]["peak_reserved_bytes"] == measured_reserved_bytes
+    r = simulate(net, batch=batch, hardware="h200", framework="pytorch", allocator="pytorch",
+                 policy="liveness", record=False)
+    err = r.peak_reserved_bytes / measured_reserved_bytes - 1
+    assert abs(err) <= 0.05, f"{net} b{batch}: {100 * err:+.2f}%"
+
+
 # -- against snsim predict (FakeTensorMode on the CPU) ------------------------------------------
 def _small_densenet_spec():
     import torchvision

@@ -1050,8 +1050,8 @@ def build_report(traces_dir="traces/h200"):
                      "step meas ms", "err %"], zrow) + "\n")
     a, b, t, c = _stats(za)[::2], _stats(zr)[::2], _stats(zt), _stats(zc)
     L.append(f"Allocated: mean |err| {a[0]}%, max {a[1]}%. Reserved: mean |err| {b[0]}%, max "
-             f"{b[1]}% (VGG16 and AlexNet: a backward-filter workspace a few MiB larger than "
-             f"the backward-data one opens a new segment in reality; not modelled). Step "
+             f"{b[1]}% (cuDNN workspaces from the tables `snsim predict` reads, here the "
+             f"captures' own rows: `program_torch.measured_conv_workspaces`). Step "
              f"time: each layer's aten ops timed from the H200 kernel table and issued by a "
              f"host stream at the in-network costs `snsim predict` charges (each aten call "
              f"at its shape times its family's ratio plus the per-call cost, module calls, "
