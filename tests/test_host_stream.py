@@ -407,3 +407,37 @@ def test_synchronous_pinned_copy_holds_the_host_until_it_has_run():
                       table=tab, host_costs=NO_EXTRA)
     assert sum(sync) == pytest.approx(1141 * US, rel=1e-3)
     assert sum(free) == pytest.approx(1129 * US, rel=1e-3)
+
+
+def test_idle_gaps_attributes_each_gpu_gap_to_what_ended_it():
+    """scripts/idle_gaps.py on a hand-made trace of one step (us): the launching thread
+    (tid 1) starts the step at 0; kernel 1 (launched at 10) runs 20-60: a 20 us start gap;
+    kernel 2, launched at 100 inside aten::conv after the GPU went idle at 60, runs 110-300:
+    a 50 us launch gap named aten::conv; kernel 3, launched at 200 (before 300), runs
+    350-400: a 50 us wait gap (the GPU waited on something else); a 3 us gap is below the
+    threshold."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "idle_gaps.py"
+    spec = importlib.util.spec_from_file_location("idle_gaps", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def x(cat, name, ts, dur, tid=1, **args):
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "tid": tid,
+                "args": args}
+    events = [x("user_annotation", "snsim_step", 0, 1000),
+              x("cpu_op", "aten::conv", 95, 10),
+              x("cuda_runtime", "cudaLaunchKernel", 10, 2, correlation=1),
+              x("cuda_runtime", "cudaLaunchKernel", 100, 2, correlation=2),
+              x("cuda_runtime", "cudaLaunchKernel", 200, 2, correlation=3),
+              x("cuda_runtime", "cudaLaunchKernel", 210, 2, correlation=4),
+              x("kernel", "k1", 20, 40, tid=7, correlation=1),
+              x("kernel", "k2", 110, 190, tid=7, correlation=2),
+              x("kernel", "k3", 350, 50, tid=7, correlation=3),
+              x("kernel", "k4", 403, 7, tid=7, correlation=4)]
+    steps, rows = mod.gaps(events, min_gap_us=5.0)
+    assert rows == [("start", "F", "<python>", 20), ("launch", "F", "aten::conv", 50),
+                    ("wait", "F", "<python>", 50)]
+    (lo, first, end, busy, _span), = steps
+    assert (lo, first, end, busy) == (0, 20, 410, 40 + 190 + 50 + 7)
