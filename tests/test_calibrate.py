@@ -331,3 +331,31 @@ def test_calibrate_only_lmhead_times_vocabulary_gemms_classed_by_alignment(tmp_p
     for r in vocab:
         dims = [int(v[1:]) for v in r["shape"].split()[3:]]
         assert r["cls"] == ("" if 50257 in dims else "a8"), r["shape"]
+
+
+def test_calibrate_only_segnet_times_segmentation_layers_and_keeps_the_dilated_rows(tmp_path):
+    """--only segnet adds rows of the segmentation models' undilated Conv2d layers (shape
+    ``segnet <model> ...``; on the CPU the smallest layer at batch 1, forward and backward)
+    and keeps a base table's dilated rows; the tracer finds the LR-ASPP backbone's 16 -> 64
+    1x1 layer on its 240x240 map and no dilated layer."""
+    pytest.importorskip("torchvision")
+    from snsim.cli import main
+    from snsim.torchsim.calibrate import (read_table, traced_segmentation_conv2d_calls,
+                                          write_table)
+    layers = traced_segmentation_conv2d_calls()
+    assert all(max(m.dilation) == 1 for _, _, m in layers)
+    assert any(shape == (16, 240, 240) and m.out_channels == 64 and m.kernel_size == (1, 1)
+               for _, shape, m in layers)
+    base = tmp_path / "base.csv.gz"
+    old = [{"family": "convolution", "dtype": "float32", "math": "tf32", "cls": "k3x3s1d2",
+            "flops": 1e9, "bytes": 1e6, "ntensors": 0, "time_s": 1e-4, "host_s": 1e-5,
+            "shape": "dilated fcn_resnet50 x[2, 256, 60, 60] w[256, 256, 3, 3] s[1, 1]",
+            "ops": ""}]
+    write_table(old, {"tool": "snsim calibrate"}, base)
+    out = tmp_path / "merged.csv.gz"
+    assert main(["calibrate", "--device", "cpu", "--only", "segnet", "--merge", str(base),
+                 "--out", str(out), "--max-seconds", "60"]) == 0
+    rows, _ = read_table(out)
+    seg = [r for r in rows if str(r["shape"]).startswith("segnet ")]
+    assert {r["family"] for r in seg} == {"convolution", "convolution_backward"}
+    assert old[0]["shape"] in [r["shape"] for r in rows]

@@ -50,6 +50,16 @@ def traced_dilated_conv2d_calls(models=SEGMENTATION_MODELS):
     return traced_layer_calls(models, torch.nn.Conv2d, lambda mod: max(mod.dilation) > 1)
 
 
+def traced_segmentation_conv2d_calls(models=SEGMENTATION_MODELS):
+    """``(model, input shape [C, H, W], conv)`` of every distinct undilated ``nn.Conv2d`` call
+    of torchvision segmentation ``models`` at their default crop (:func:`traced_layer_calls`):
+    their backbones' layers at 2x the ImageNet maps (a 480x480 crop), where small channel
+    counts meet large maps (LR-ASPP's 16 -> 64 1x1 at 240x240: a weight-gradient engine
+    ~4x slower per FLOP than the neighbours the table interpolated)."""
+    import torch
+    return traced_layer_calls(models, torch.nn.Conv2d, lambda mod: max(mod.dilation) == 1)
+
+
 #: torchvision's video models whose Conv3d layers calibrate times (``conv3d`` rows): the R(2+1)D
 #: family's full, (1,k,k) and (k,1,1) kernels, S3D's separable ones, MViT's and Swin3D's patch
 #: embeddings and MViT's depthwise pooling
@@ -466,6 +476,13 @@ class Calibrator:
         starts with ``dilated``, their class names the dilation: ``k3x3s1d2``)."""
         self._net_layers(traced_dilated_conv2d_calls, self.NET_DILATED_BATCHES, dtype, math_,
                          "dilated", max_bytes)
+
+    def net_convs_segmentation(self, dtype, math_, *, max_bytes=1.5 * 2**31):
+        """Forward and backward of every distinct undilated ``nn.Conv2d`` layer of
+        :data:`SEGMENTATION_MODELS` at :attr:`NET_DILATED_BATCHES`, without bias (rows' shape
+        starts with ``segnet``)."""
+        self._net_layers(traced_segmentation_conv2d_calls, self.NET_DILATED_BATCHES, dtype,
+                         math_, "segnet", max_bytes)
 
     def _net_layers(self, trace, batches, dtype, math_, tag, max_bytes):
         torch = self.torch
@@ -1399,6 +1416,11 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # (segmentation steps -10..-40 % in held-out set 12)
         "dilated": ("dilated conv ", ("convolution", "convolution_backward"), lambda r: str(
             r.get("shape", "")).startswith("dilated ")),
+        # the segmentation models' undilated convolutions at their 480x480 crops
+        # (Calibrator.net_convs_segmentation), TF32, bf16 and fp16: small channel counts on
+        # large maps, which the ImageNet-sized rows interpolated (2026-12-02)
+        "segnet": ("segnet conv ", ("convolution", "convolution_backward"), lambda r: str(
+            r.get("shape", "")).startswith("segnet ")),
         # F.interpolate's bilinear and nearest kernels, forward and backward
         # (Calibrator.upsamples); tables before 2026-12-02 had none and timed them as a
         # bandwidth proxy (the bilinear backward's atomic adds run ~30x slower)
@@ -1525,6 +1547,11 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
             torch.float32, "tf32"))),
         ("dilated conv bf16", 0.02, lambda: cal.net_convs_dilated(torch.bfloat16, "bf16")),
         ("dilated conv fp16", 0.02, lambda: cal.net_convs_dilated(torch.float16, "fp16")),
+        # the segmentation models' undilated convolutions (Calibrator.net_convs_segmentation)
+        ("segnet conv tf32", 0.02, lambda: _with_tf32(torch, True, lambda: (
+            cal.net_convs_segmentation(torch.float32, "tf32")))),
+        ("segnet conv bf16", 0.02, lambda: cal.net_convs_segmentation(torch.bfloat16, "bf16")),
+        ("segnet conv fp16", 0.02, lambda: cal.net_convs_segmentation(torch.float16, "fp16")),
         # 3-D convolutions of the video models (Calibrator.net_convs3d)
         ("conv3d tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.net_convs3d(
             torch.float32, "tf32"))),
