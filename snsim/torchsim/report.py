@@ -1024,7 +1024,13 @@ def build_report(traces_dir="traces/h200"):
                       "12's plain runs, sets 13 and 14; not a held-out figure): step mean "
                       "|err| 13.69 -> 10.58 %, median 11.11 -> 8.09 %, DeepLabV3-ResNet50 b16 "
                       "fp16 +19.3 -> +4.8 %, b4 fp32 -12.8 -> +2.5 %, DeepLabV3-MobileNetV3 "
-                      "b8 bf16 -15.7 -> +0.2 %, b16 fp16 -39.6 -> -15.6 %. ")
+                      "b8 bf16 -15.7 -> +0.2 %, b16 fp16 -39.6 -> -15.6 %. Then `snsim calibrate "
+                      "--only segnet` timed the segmentation models' undilated convolutions at "
+                      "their crops (LR-ASPP's 16 -> 64 1x1 backward on 240x240: 1.24 ms "
+                      "measured, 0.34 ms interpolated); sets 11-14 re-predicted with it "
+                      "(`docs/data/plans_heldout11_14_repredicted_segnet_h200.csv`, informed, "
+                      "not held out): the 22 segmentation runs' step mean |err| 17.1 -> 9.4 %, "
+                      "median 14.3 -> 8.9 %, max 39.6 -> 27.3 %. ")
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
