@@ -52,6 +52,7 @@ weight decay makes a temporary copy of every gradient, freed at the end of the s
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 
@@ -130,11 +131,18 @@ def conv_signatures(a):
 
 def workspace_tables(hardware):
     """The workspace tables recorded programs read (:func:`snsim.torchsim.hidden.load_tables`:
-    the preset's captures and its probed table), or None where the preset has neither."""
-    if hardware is None:
-        return None
+    the preset's captures and its probed table), or None where the preset has neither; read
+    once per process (0.5 s: ``maxbatch`` and ``maxdepth`` build hundreds of programs)."""
+    return None if hardware is None else _workspace_tables(hardware.name)
+
+
+_WS_LOOKUPS = {}    # (preset, forward signature, computes dx) -> measured_conv_workspaces
+
+
+@functools.lru_cache(maxsize=4)
+def _workspace_tables(name):
     from .torchsim.hidden import load_tables    # numpy only: no torch
-    t = load_tables(hardware.name)
+    t = load_tables(name)
     return t if (t["exact"] or t.get("probe")) else None
 
 
@@ -537,8 +545,11 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
 
     def conv_ws(n, pass_name):
         if ws_tables is not None and n not in ws_measured:
-            ws_measured[n] = measured_conv_workspaces(ws_tables, nodes[n],
-                                                      not is_data[ins[n][0]])
+            dx = not is_data[ins[n][0]]
+            key = (hardware.name, conv_signatures(nodes[n])[0], dx)
+            if key not in _WS_LOOKUPS:     # a search builds one batch's program many times
+                _WS_LOOKUPS[key] = measured_conv_workspaces(ws_tables, nodes[n], dx)
+            ws_measured[n] = _WS_LOOKUPS[key]
         got = ws_measured.get(n)
         if got is None:
             return conv_workspace_bytes(nodes[n], pass_name, dtype)
