@@ -98,7 +98,8 @@ def main(argv=None):
                         "changed anything; heldout11: segmentation and video models, new in "
                         "session 12; heldout12: the same families after set 11 informed the "
                         "tables; heldout13: segmentation after set 12 informed the dilated "
-                        "convolutions; heldout14: after the upsample contention model; "
+                        "convolutions; heldout14: after the upsample contention model; heldout15: "
+                        "after session 13's segmentation rows; "
                         "pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--same-process", action="store_true",
@@ -600,6 +601,23 @@ _HELDOUT14_HF = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT14 = _plan_set(_HELDOUT14, _HELDOUT14_HF)
+# a fifteenth, written (2026-12-02, 04:21 UTC) after session 13's upsample, segnet and zoo
+# workspace changes, before any of it ran: segmentation networks at batches and precisions no
+# calibrate group or profile used, and classification networks at new batches/precisions
+_HELDOUT15 = (
+    ("torchvision:deeplabv3_resnet101", 8, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:fcn_resnet50", 4, {"plain": [], "superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:lraspp_mobilenet_v3_large", 24,
+     {"plain": [], "checkpoint": ["modules=InvertedResidual"]}, {"amp": "bf16"}),
+    ("torchvision:deeplabv3_mobilenet_v3_large", 24, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:fcn_resnet101", 8, {"plain": []}, {}),
+    ("torchvision:mobilenet_v2", 256, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"amp": "bf16"}),
+    ("torchvision:resnet152", 32, {"plain": [], "checkpoint": ["modules=Bottleneck"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("torchvision:vit_b_16", 48, {"plain": []}, {"optimizer": "adamw", "amp": "fp16"}),
+)
+PLAN_HELDOUT15 = _plan_set(_HELDOUT15)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -620,7 +638,8 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout8": PLAN_HELDOUT8, "heldout9": PLAN_HELDOUT9,
              "heldout10": PLAN_HELDOUT10, "heldout11": PLAN_HELDOUT11,
              "heldout12": PLAN_HELDOUT12, "heldout13": PLAN_HELDOUT13,
-             "heldout14": PLAN_HELDOUT14, "pageable": PLAN_PAGEABLE}
+             "heldout14": PLAN_HELDOUT14, "heldout15": PLAN_HELDOUT15,
+             "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
