@@ -1032,6 +1032,20 @@ def build_report(traces_dir="traces/h200"):
                       "not held out): the 22 segmentation runs' step mean |err| 17.1 -> 9.4 %, "
                       "median 14.3 -> 8.9 %, max 39.6 -> 27.3 %. ")
 
+    _held_out_section(L, traces_dir, captured, "plans_heldout15",
+                      "### 1v. A fifteenth held-out set: after session 13's segmentation rows\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout15` "
+                      "(`traces/h200/plans_heldout15/`, 2026-12-02 04:22 UTC): written into the "
+                      "suite (commit 8deb66d, after the upsample contention "
+                      "model, `--only segnet`, the zoo's workspace lookup) before any of it "
+                      "ran, predicted on the device's CPU: segmentation networks at batches "
+                      "and precisions no calibrate group or profile used (DeepLabV3-ResNet101 "
+                      "b8 fp16, FCN-ResNet50 b4 bf16 plain and superneurons, LR-ASPP b24 bf16 "
+                      "plain and checkpointing every InvertedResidual, DeepLabV3-MobileNetV3 "
+                      "b24 fp16, FCN-ResNet101 b8 fp32), MobileNetV2 b256 bf16 plain and pinned "
+                      "save_on_cpu, ResNet-152 b32 fp16 AdamW plain and checkpointing every "
+                      "Bottleneck, ViT-B/16 b48 fp16 AdamW. ")
+
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "
