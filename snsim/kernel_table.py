@@ -389,7 +389,7 @@ def call_upsample_work(sig):
     26542080000
     """
     m = _TENSOR.search(sig or "")
-    if not m or not sig.split(" ", 1)[0] in UPSAMPLE_BACKWARD_FAMILIES:
+    if not m or sig.split(" ", 1)[0] not in UPSAMPLE_BACKWARD_FAMILIES:
         return None
     grad = [int(v) for v in m.group(2).split(",")] if m.group(2).strip() else []
     ints = [int(v) for v in sig[m.end():].split() if v.isdigit()]

@@ -105,17 +105,18 @@ def conv_workspace_bytes(a, pass_name, dtype_bytes=4):
     return x + y + filt
 
 
-def conv_signatures(a):
+def conv_signatures(a, needs_dx=True):
     """The aten signatures of a CONV layer's ``convolution`` and ``convolution_backward``
-    calls as :mod:`snsim.torchsim.record` writes them (fp32 NCHW, no dilation): the keys of
-    the workspace tables recorded programs read (:mod:`snsim.torchsim.hidden`).
+    calls (the backward's mask: ``needs_dx``, the weight, the bias) as
+    :mod:`snsim.torchsim.record` writes them (fp32 NCHW, no dilation): the keys of the
+    workspace tables recorded programs read (:mod:`snsim.torchsim.hidden`).
 
     >>> a = {"in_shapes": [(8, 3, 32, 32)], "out_shape": (8, 16, 16, 16), "kernel": (3, 3),
     ...      "stride": (2, 2), "pad": (1, 1), "out_channels": 16, "bias": True}
     >>> conv_signatures(a)[0]
     'convolution float32[8, 3, 32, 32] float32[16, 3, 3, 3] float32[16] 2 2 1 1 1 1 False 0 0 1'
-    >>> conv_signatures(a)[1].split(" ", 4)[4]
-    '16 2 2 1 1 1 1 False 0 0 1'
+    >>> conv_signatures(a, needs_dx=False)[1].rsplit("] ", 1)[1]
+    '16 2 2 1 1 1 1 False 0 0 1 False True True'
     """
     from .costs import _conv_geom
     g = _conv_geom(a, 4)
@@ -125,7 +126,7 @@ def conv_signatures(a):
     bias = bool(a.get("bias"))
     fwd = f"convolution {x} {w} {f'float32[{g.k}]' if bias else 'None'} {tail}"
     bwd = (f"convolution_backward float32[{g.n}, {g.k}, {g.ho}, {g.wo}] {x} {w} "
-           f"{g.k if bias else 0} {tail}")
+           f"{g.k if bias else 0} {tail} {bool(needs_dx)} True {bias}")
     return fwd, bwd
 
 
@@ -136,9 +137,6 @@ def workspace_tables(hardware):
     return None if hardware is None else _workspace_tables(hardware.name)
 
 
-_WS_LOOKUPS = {}    # (preset, forward signature, computes dx) -> measured_conv_workspaces
-
-
 @functools.lru_cache(maxsize=4)
 def _workspace_tables(name):
     from .torchsim.hidden import load_tables    # numpy only: no torch
@@ -146,28 +144,35 @@ def _workspace_tables(name):
     return t if (t["exact"] or t.get("probe")) else None
 
 
-def measured_conv_workspaces(tables, a, needs_dx):
-    """``(fwd, bwd_data, bwd_filter)`` workspace bytes of a CONV layer from ``tables``
-    (:func:`workspace_tables`), by the lookup recorded programs use
+def measured_conv_workspaces(hardware, a, needs_dx):
+    """``(fwd, bwd_data, bwd_filter)`` workspace bytes of a CONV layer from the preset's
+    tables (:func:`workspace_tables`), by the lookup recorded programs use
     (:func:`snsim.torchsim.hidden.lookup_slots`: the layer's own call in a capture or the
     probe, at another batch, its probed neighbours ...); ``bwd_data`` is 0 where the backward
-    computes no input gradient. None where the tables cannot say (no level knew the call, or
-    which pass took which workspace): the first-principles :func:`conv_workspace_bytes` then
-    applies. A backward's workspaces beyond its passes' (the bias gradient's reduction
-    buffers, a few KiB) are not modelled."""
+    computes no input gradient. None where the preset has no tables or they cannot say (no
+    level knew the call, or which pass took which workspace): the first-principles
+    :func:`conv_workspace_bytes` then applies. A backward's workspaces beyond its passes'
+    (the bias gradient's reduction buffers, a few KiB) are not modelled."""
+    if hardware is None:
+        return None
+    return _measured_conv_workspaces(hardware.name, *conv_signatures(a, needs_dx),
+                                     int(a["in_shapes"][0][0]), bool(needs_dx))
+
+
+@functools.lru_cache(maxsize=1 << 16)   # a search builds one batch's program many times
+def _measured_conv_workspaces(name, fwd_sig, bwd_sig, batch, needs_dx):
+    tables = _workspace_tables(name)
+    if tables is None:
+        return None
     from .torchsim.hidden import conv_call, lookup_slots, per_pass_sizes
-    fwd_sig, bwd_sig = conv_signatures(a)
-    batch = int(a["in_shapes"][0][0])
     sizes, how, _ = lookup_slots(tables, fwd_sig, batch)
     if how in ("none", "modelled"):
         return None
     fwd = sizes[0] if sizes else 0
-    bwd_sig += f" {needs_dx} True {bool(a.get('bias'))}"
     sizes, how, slots = lookup_slots(tables, bwd_sig, batch)
     if how in ("none", "modelled"):
         return None
-    call = conv_call(bwd_sig)
-    per = per_pass_sizes(call, sizes, slots)
+    per = per_pass_sizes(conv_call(bwd_sig), sizes, slots)
     n_pass = 2 if needs_dx else 1
     if per is None and slots is None and len(sizes) > n_pass:
         per = list(sizes[:n_pass])     # captures: the passes', then the bias sum's buffers
@@ -537,20 +542,13 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             users[p].append(n)
     is_data = {n: nodes[n]["type"] == "DATA" for n in G}
     # cuDNN workspaces: where the preset has the tables recorded programs read (its captures,
-    # its probed table), the same lookup, else the first-principles model; one lookup per
-    # layer. fp32 only: the tables' keys carry the dtype, and a zoo graph says its element
+    # its probed table), the same lookup (kept per call signature), else the first-principles
+    # model. fp32 only: the tables' keys carry the dtype, and a zoo graph says its element
     # size, not which 16-bit type
-    ws_tables = workspace_tables(hardware) if workspaces and dtype == 4 else None
-    ws_measured = {}
 
     def conv_ws(n, pass_name):
-        if ws_tables is not None and n not in ws_measured:
-            dx = not is_data[ins[n][0]]
-            key = (hardware.name, conv_signatures(nodes[n])[0], dx)
-            if key not in _WS_LOOKUPS:     # a search builds one batch's program many times
-                _WS_LOOKUPS[key] = measured_conv_workspaces(ws_tables, nodes[n], dx)
-            ws_measured[n] = _WS_LOOKUPS[key]
-        got = ws_measured.get(n)
+        got = (measured_conv_workspaces(hardware, nodes[n], not is_data[ins[n][0]])
+               if dtype == 4 else None)
         if got is None:
             return conv_workspace_bytes(nodes[n], pass_name, dtype)
         return got[("fwd", "bwd_data", "bwd_filter").index(pass_name)]

@@ -985,9 +985,9 @@ class Calibrator:
                 for n in batches:
                     if self.late():
                         return
-                    if n * c * (side * scale) ** 2 * el > max_bytes or upsample_backward_work(
-                            n * c * (side * scale) ** 2, n * c * side * side) \
-                            > self.UPSAMPLE_MAX_WORK:
+                    out = n * c * (side * scale) ** 2
+                    if out * el > max_bytes or upsample_backward_work(
+                            out, n * c * side * side) > self.UPSAMPLE_MAX_WORK:
                         continue
                     for mode in ("bilinear", "nearest"):
                         self.guarded("upsample", self._upsample_one, aten, n, c, side, scale,
