@@ -14,7 +14,19 @@ idle GPU with the garbage collector off), per checkpoint call:
   metadata per packed tensor, its comparison per recomputed one);
 * ``sel F/B``: ``selective - ckpt``, beside the model's ``selective`` events.
 
+**In-network ratios.** Per configuration and measurement (each round of the probe, and each
+configuration of ``--busy``: ``scripts/plan_gpu_busy.py``'s CSV of the same blocks, its
+collector-off phases), the checkpoint mechanism's measured per-call cost over the one fitted to
+the synthetic chains (``configs/kernels/<gpu>_checkpoint_costs.csv``, before any ratio):
+forward ``(F extra - the model's change of the forward's ops) / plan F``, backward ``(B extra
+- R ops - dB) / plan R``. Their medians, with ``--write-ratios PATH``, are the preset's
+``<gpu>_checkpoint_innet.csv`` (:func:`snsim.kernel_table.load_host_costs` scales the chain's
+checkpoint costs by them).
+
     PYTHONPATH=. python scripts/ckpt_parts_analyse.py device_out/c/ckpt_parts_blocks.csv
+    PYTHONPATH=. python scripts/ckpt_parts_analyse.py traces/h200/plan_host/ckpt_parts_blocks.csv \
+        --busy traces/h200/plan_host/plan_gpu_busy_tinyckpt.csv \
+        --write-ratios configs/kernels/h200_checkpoint_innet.csv
 """
 from __future__ import annotations
 
@@ -25,9 +37,9 @@ import statistics
 import sys
 
 
-def measured(path):
-    """``{(model, amp): {variant: {host_F_s, host_B_s, host_U_s, step_s, calls, packed,
-    policy}}}``: medians over rounds."""
+def rounds(path):
+    """``({(model, amp): {variant: [row per round]}}, {(model, amp): (batch, block,
+    optimizer)})`` of a ``ckpt_parts_blocks.csv``."""
     acc = collections.defaultdict(lambda: collections.defaultdict(list))
     meta = {}
     with open(path, newline="") as f:
@@ -35,6 +47,26 @@ def measured(path):
             key = (r["model"], r["amp"])
             meta[key] = (int(r["batch"]), r["block"], r["optimizer"])
             acc[key][r["variant"]].append(r)
+    return acc, meta
+
+
+def busy_pairs(path):
+    """``{(model, amp): (plain row, checkpoint row)}`` of ``scripts/plan_gpu_busy.py``'s CSV,
+    its collector-off phases as ``host_F_s`` / ``host_B_s`` (what the probe's rounds time)."""
+    out = collections.defaultdict(dict)
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["policy"] in ("plain", "checkpoint") and "selective" not in r["options"]:
+                out[(r["model"], r["amp"])][r["policy"]] = {
+                    "host_F_s": float(r["host_nogc_F_s"]), "host_B_s": float(r["host_nogc_B_s"])}
+    return {k: (v["plain"], v["checkpoint"]) for k, v in out.items()
+            if "plain" in v and "checkpoint" in v}
+
+
+def measured(path):
+    """``{(model, amp): {variant: {host_F_s, host_B_s, host_U_s, step_s, calls, packed,
+    policy}}}``: medians over rounds."""
+    acc, meta = rounds(path)
     out = {}
     for key, variants in acc.items():
         out[key] = {v: {k: statistics.median(float(r[k]) for r in rows)
@@ -52,20 +84,66 @@ def modelled(model, batch, block, optimizer, amp):
     text, _, size = model.partition("@")
     shape = tuple(int(v) for v in size.split("x")) if size else None
     out = {}
+    from snsim.errors import ConfigError
     for name, opts in (("plain", None), ("ckpt", [f"modules={block}"]),
                        ("selective", [f"modules={block}", "selective=true"])):
-        rows, mech, step = split(text, batch, "plain" if opts is None else "checkpoint",
-                                 opts or [], optimizer, "foreach", amp, shape)
+        try:
+            rows, mech, step = split(text, batch, "plain" if opts is None else "checkpoint",
+                                     opts or [], optimizer, "foreach", amp, shape)
+        except ConfigError as e:     # selective checkpointing refuses in-place blocks
+            print(f"  ({name}: {e})")
+            continue
         out[name] = (rows, mech, step)
     return out
+
+
+def chain_ratios(mod, pairs, calls):
+    """Per measured ``(plain, ckpt)`` pair of phase dicts, ``(F ratio, B ratio)``: the
+    measured per-call cost beyond the model's ops over the chain-fitted checkpoint cost
+    (the model's ``checkpoint`` events divided by the in-network ratio it applied)."""
+    from snsim.kernel_table import load_host_costs
+    applied = load_host_costs("h200").get("checkpoint_innet", {})
+    pr, cr = mod["plain"][0], mod["ckpt"][0]
+    ops_f = (cr["F"]["host_ops"] - pr["F"]["host_ops"]) / calls
+    ops_b = (cr["R"]["host_ops"] + cr["B"]["host_ops"] - pr["B"]["host_ops"]) / calls
+    plan_f = cr["F"]["host_plan"] / calls / applied.get("F", 1.0)
+    plan_b = cr["R"]["host_plan"] / calls / applied.get("B", 1.0)
+    out = []
+    for p, c in pairs:
+        f = (c["host_F_s"] - p["host_F_s"]) / calls - ops_f
+        b = (c["host_B_s"] - p["host_B_s"]) / calls - ops_b
+        out.append((f / plan_f, b / plan_b))
+    return out
+
+
+def write_ratios(path, per_config, sources):
+    """The medians of ``per_config``'s ratios, one row per phase."""
+    rows = []
+    for k, phase in enumerate("FB"):
+        vals = [r[k] for rs in per_config.values() for r in rs]
+        rows.append({"phase": phase, "ratio": f"{statistics.median(vals):.4g}",
+                     "n": len(vals), "source": "median over " + sources})
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["phase", "ratio", "n", "source"])
+        w.writeheader()
+        w.writerows(rows)
+    return rows
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv", help="ckpt_parts_blocks.csv of scripts/ckpt_parts_probe.py")
     ap.add_argument("--no-model", action="store_true", help="measured parts only")
+    ap.add_argument("--busy", default=None,
+                    help="scripts/plan_gpu_busy.py's CSV of the same blocks: one more "
+                         "measurement per configuration for the ratios")
+    ap.add_argument("--write-ratios", default=None,
+                    help="write the median in-network ratios (phase,ratio,n,source) here")
     args = ap.parse_args(argv)
     meas, meta = measured(args.csv)
+    per_round, _ = rounds(args.csv)
+    busy = busy_pairs(args.busy) if args.busy else {}
+    ratios = {}
     us = 1e6
     for key, v in meas.items():
         if "plain" not in v or "ckpt" not in v:
@@ -94,10 +172,17 @@ def main(argv=None):
         if args.no_model:
             continue
         mod = modelled(key[0], batch, block, optimizer, key[1])
-        pr, cr, sr = (mod[k][0] for k in ("plain", "ckpt", "selective"))
+        pr, cr = mod["plain"][0], mod["ckpt"][0]
         mech = mod["ckpt"][1]
         calls = mech.get(("checkpoint", "F", "events"), 0) or 1
         saved = mech.get(("checkpoint", "F", "count"), 0) / calls
+        pairs = [({f"host_{ph}_s": float(a[f"host_{ph}_s"]) for ph in "FB"},
+                  {f"host_{ph}_s": float(b[f"host_{ph}_s"]) for ph in "FB"})
+                 for a, b in zip(per_round[key]["plain"], per_round[key]["ckpt"])]
+        pairs += [busy[key]] if key in busy else []
+        ratios[key] = chain_ratios(mod, pairs, calls)
+        print("  measured over chain-fitted per call: " + ", ".join(
+            f"F {f:.2f} B {b:.2f}" for f, b in ratios[key]))
         print(f"  modelled per call (us), {calls} calls, {saved:.1f} saved tensors per call: "
               f"F extra {(cr['F']['host_ops'] + cr['F']['host_plan'] - pr['F']['host_ops']) / calls * us:7.1f}"
               f" (plan F {cr['F']['host_plan'] / calls * us:.1f})  B extra "
@@ -105,13 +190,24 @@ def main(argv=None):
               f" (R ops {cr['R']['host_ops'] / calls * us:.1f}, plan R "
               f"{cr['R']['host_plan'] / calls * us:.1f}, dB "
               f"{(cr['B']['host_ops'] - pr['B']['host_ops']) / calls * us:.1f})")
-        smech = mod["selective"][1]
+        if "selective" not in mod:
+            continue
+        sr, smech = mod["selective"][0], mod["selective"][1]
         print(f"    selective  F {(sr['F']['host_plan'] - cr['F']['host_plan']) / calls * us:7.1f}"
               f"  B {(sr['R']['host_plan'] + sr['R']['host_ops'] - cr['R']['host_plan'] - cr['R']['host_ops']) / calls * us:7.1f}"
               f"  ({smech.get(('selective', 'F', 'count'), 0) / calls:.1f} policy calls per "
               f"call in forward)")
         print(f"  modelled step plain {mod['plain'][2] * 1e3:.2f} ckpt {mod['ckpt'][2] * 1e3:.2f}"
               f" selective {mod['selective'][2] * 1e3:.2f} ms")
+    if ratios:
+        for k, phase in enumerate("FB"):
+            vals = sorted(r[k] for rs in ratios.values() for r in rs)
+            print(f"{phase}: measured over chain-fitted, median {statistics.median(vals):.3f} "
+                  f"of {len(vals)} ({', '.join(f'{v:.2f}' for v in vals)})")
+    if args.write_ratios and ratios:
+        src = f"{len(ratios)} blocks of {args.csv}" + (f" and {args.busy}" if busy else "")
+        for r in write_ratios(args.write_ratios, ratios, src):
+            print(f"{args.write_ratios}: {r['phase']} {r['ratio']} (n={r['n']})")
     return 0
 
 

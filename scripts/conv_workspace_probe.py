@@ -87,16 +87,19 @@ NET_BATCHES = (32, 64, 128, 16, 48, 96, 256, 192, 8, 24)
 KINDS = {"dense": 4, "dw": 2, "grouped": 4}     # sampling weights
 # channels per group of the grouped convolutions sampled by default
 GROUP_WIDTHS = (4, 8, 16, 24, 32, 48, 64, 128)
+# square input maps of the random convolutions by default: a 224x224 network's
+SPATIAL = (7, 14, 28, 56, 112)
 
 
-def _sample(rng, kinds=tuple(KINDS), group_widths=GROUP_WIDTHS):
+def _sample(rng, kinds=tuple(KINDS), group_widths=GROUP_WIDTHS, spatial=SPATIAL):
     """One random convolution of one of ``kinds``: (n, c, h, co, k, s, groups, bias, dtype
-    name); a grouped one has one of ``group_widths`` channels per group."""
+    name); a grouped one has one of ``group_widths`` channels per group, each an ``h x h``
+    input map of one of ``spatial``."""
     n = rng.choice([8, 16, 32, 48, 64, 96, 128, 192, 256])
     kind = rng.choices(list(kinds), weights=[KINDS[k] for k in kinds])[0]
     k = rng.choice([1, 3, 3, 3, 5, 7]) if kind != "grouped" else rng.choice([1, 3, 3, 3, 5])
     s = rng.choice([1, 1, 2])
-    h = rng.choice([7, 14, 28, 56, 112])
+    h = rng.choice(list(spatial))
     if kind == "grouped":
         gw = rng.choice(list(group_widths))
         g = rng.choice([2, 3, 4, 5, 8, 14, 16, 32, 37, 64])
@@ -270,6 +273,9 @@ def main(argv=None):
     ap.add_argument("--group-widths", default=",".join(map(str, GROUP_WIDTHS)),
                     help="channels per group of the random grouped convolutions "
                          "(comma-separated positive integers)")
+    ap.add_argument("--spatial", default=",".join(map(str, SPATIAL)),
+                    help="side of the random convolutions' square input maps "
+                         "(comma-separated positive integers)")
     ap.add_argument("--skip-nets", action="store_true",
                     help="random convolutions only (the calibration CNNs' layers are in the "
                          "table already)")
@@ -304,6 +310,7 @@ def main(argv=None):
         sys.exit(f"conv_workspace_probe: --kinds (={args.kinds!r}) must name some of "
                  f"{', '.join(KINDS)}")
     widths = _positive_ints("--group-widths", args.group_widths)
+    spatial = _positive_ints("--spatial", args.spatial)
     dtypes = ("float32", "bfloat16", "float16")
     net_dtypes = tuple(d for d in args.net_dtypes.split(",") if d)
     sample_dtypes = tuple(d for d in (args.sample_dtypes or "").split(",") if d)
@@ -353,7 +360,7 @@ def main(argv=None):
             print(f"{video_nets[0]}: {len(probe.calls)} convolution calls per step, e.g. "
                   f"{probe.calls[0][0]}")
             probe.calls = []
-        n, c, h, co, k, s, g, bias, _ = _sample(random.Random(args.seed), kinds, widths)
+        n, c, h, co, k, s, g, bias, _ = _sample(random.Random(args.seed), kinds, widths, spatial)
         for n, c, h, co, k, s, pad, g, bias, _ in configs[:2] + [
                 (n, c, h, co, k, s, k // 2, g, bias, None)]:
             # tiny batch and map: the dispatch records signatures on the CPU in seconds
@@ -388,7 +395,7 @@ def main(argv=None):
         elif pending:
             n, c, h, co, k, s, pad, g, bias, dtype = pending.pop()
         else:
-            n, c, h, co, k, s, g, bias, dtype = _sample(rng, kinds, widths)
+            n, c, h, co, k, s, g, bias, dtype = _sample(rng, kinds, widths, spatial)
             pad = k // 2
             if sample_dtypes:
                 dtype = sample_dtypes[0]
@@ -414,8 +421,8 @@ def main(argv=None):
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
             "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32, "seed": args.seed,
             "configs_tried": i, "skipped": skipped, "kinds": list(kinds),
-            "group_widths": list(widths),
-            "nets": not args.skip_nets, "net_models": [f"{m}:{side}" for m, side in nets],
+            "group_widths": list(widths), "spatial": list(spatial),
+            "nets": not args.skip_nets, "net_models": list(nets),
             "net_dtypes": list(net_dtypes),
             "net_batches": list(net_batches), "sample_dtypes": list(sample_dtypes),
             "video_nets": list(video_nets), "video_batches": list(video_batches),

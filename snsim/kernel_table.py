@@ -1009,6 +1009,13 @@ def load_host_costs(name):
       (:func:`fit_plan_host_costs`) to ``<name>_checkpoint_costs.csv``
       (``scripts/steptime_probe.py ckpt``), when the preset has it; also ``conv_hook_call_s``
       and ``offloader_saved_s`` where that probe timed the SuperNeurons executor's hooks.
+    * ``checkpoint_innet``: ``{phase: ratio}`` of ``<name>_checkpoint_innet.csv``
+      (:func:`read_checkpoint_innet`, ``scripts/ckpt_parts_analyse.py --write-ratios``): a
+      checkpoint call in a real network costs the launching thread more than in the probe's
+      synthetic chains (the H200, three real blocks at tiny inputs, three measurements each:
+      median 1.31x in forward, 1.48x beyond the recomputation's ops in backward), as an aten
+      call does in a step against a tight loop (``innet``'s ratios); ``checkpoint_call_s``,
+      ``checkpoint_saved_s`` and ``checkpoint_arg_s`` are the chain's fit times these.
 
     Examples
     --------
@@ -1024,6 +1031,36 @@ def load_host_costs(name):
         cpath = folder / f"{name}_checkpoint_costs.csv"
         if "checkpoint_call_s" not in out and cpath.exists():
             out.update(fit_plan_host_costs(read_plan_host_rows(cpath)))
+            rpath = folder / f"{name}_checkpoint_innet.csv"
+            if rpath.exists():
+                ratio = out["checkpoint_innet"] = read_checkpoint_innet(rpath)
+                for key in ("checkpoint_call_s", "checkpoint_saved_s", "checkpoint_arg_s"):
+                    if key in out:
+                        out[key] = {ph: v * ratio.get(ph, 1.0) for ph, v in out[key].items()}
+    return out
+
+
+def read_checkpoint_innet(path):
+    """``{phase: ratio}`` of a ``<preset>_checkpoint_innet.csv`` (columns ``phase``, F or B,
+    and ``ratio``, a positive number; :func:`load_host_costs`).
+
+    Raises
+    ------
+    ConfigError
+        A row whose phase is not F or B or whose ratio is not a positive number.
+    """
+    import csv
+    out = {}
+    with open(path, newline="") as f:
+        for i, r in enumerate(csv.DictReader(f), 2):
+            try:
+                phase, v = r["phase"], float(r["ratio"])
+            except (KeyError, TypeError, ValueError):
+                v, phase = float("nan"), None
+            if phase not in ("F", "B") or not v > 0 or math.isinf(v):
+                raise ConfigError(f"{path}:{i}: needs phase F or B and ratio a positive "
+                                  f"number")
+            out[phase] = v
     return out
 
 

@@ -133,11 +133,20 @@ def test_h200_plan_host_costs_are_the_least_squares_fit_of_the_checkpoint_probe(
     hB = max(0.0, float((n * [v["hooks", "B"] - v["plain", "B"] for _, v in blocks]).sum()
                         / (n * n).sum()))
     c = load_host_costs("h200")
+    # the chain's checkpoint costs, scaled by the in-network ratios measured in real blocks
+    # (configs/kernels/h200_checkpoint_innet.csv, scripts/ckpt_parts_analyse.py)
+    r = pd.read_csv("configs/kernels/h200_checkpoint_innet.csv").set_index("phase")["ratio"]
+    assert c["checkpoint_innet"] == {"F": r["F"], "B": r["B"]}
+    assert 1.0 < r["F"] < 2.0 and 1.0 < r["B"] < 2.0     # costlier in a network than a chain
     assert len(blocks) >= 4       # at least the two runs the hand figures came from
-    assert c["checkpoint_call_s"]["F"] == pytest.approx(max(aF, 0.0), rel=1e-6, abs=1e-9)
-    assert c["checkpoint_saved_s"]["F"] == pytest.approx(max(bF, 0.0), rel=1e-6, abs=1e-9)
-    assert c["checkpoint_call_s"]["B"] == pytest.approx(max(aB, 0.0), rel=1e-6, abs=1e-9)
-    assert c["checkpoint_saved_s"]["B"] == pytest.approx(max(bB, 0.0), rel=1e-6, abs=1e-9)
+    assert c["checkpoint_call_s"]["F"] == pytest.approx(max(aF, 0.0) * r["F"], rel=1e-6,
+                                                        abs=1e-9)
+    assert c["checkpoint_saved_s"]["F"] == pytest.approx(max(bF, 0.0) * r["F"], rel=1e-6,
+                                                         abs=1e-9)
+    assert c["checkpoint_call_s"]["B"] == pytest.approx(max(aB, 0.0) * r["B"], rel=1e-6,
+                                                        abs=1e-9)
+    assert c["checkpoint_saved_s"]["B"] == pytest.approx(max(bB, 0.0) * r["B"], rel=1e-6,
+                                                         abs=1e-9)
     assert c["hook_saved_s"]["F"] == pytest.approx(hF, rel=1e-6, abs=1e-9)
     assert c["hook_saved_s"]["B"] == pytest.approx(hB, rel=1e-6, abs=1e-9)
     # checkpoint costs the host more than a bare pair of hooks, per saved tensor and per call
@@ -441,3 +450,17 @@ def test_idle_gaps_attributes_each_gpu_gap_to_what_ended_it():
                     ("wait", "F", "<python>", 50)]
     (lo, first, end, busy, _span), = steps
     assert (lo, first, end, busy) == (0, 20, 410, 40 + 190 + 50 + 7)
+
+
+def test_checkpoint_innet_ratio_file_is_checked(tmp_path):
+    # a ratio file with a bad row stops with one line naming the file, the row and the rule
+    from snsim.errors import ConfigError
+    from snsim.kernel_table import read_checkpoint_innet
+    good = tmp_path / "ok.csv"
+    good.write_text("phase,ratio,n,source\nF,1.25,3,x\nB,1.5,3,x\n")
+    assert read_checkpoint_innet(good) == {"F": 1.25, "B": 1.5}
+    for body in ("F,-1,3,x\n", "U,1.2,3,x\n", "F,abc,3,x\n", "F,inf,3,x\n"):
+        bad = tmp_path / "bad.csv"
+        bad.write_text("phase,ratio,n,source\n" + body)
+        with pytest.raises(ConfigError, match=r"bad\.csv:2: needs phase F or B and ratio"):
+            read_checkpoint_innet(bad)

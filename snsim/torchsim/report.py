@@ -235,6 +235,7 @@ REPRED_CSVS = ((REPRED_CSV, "plans_table"),) + tuple(
                    "plans_heldout4_rerun", "plans_heldout5", "plans_heldout6",
                    "plans_standard_fresh", "plans_pageable", "plans_standard_final",
                    "plans_heldout7"))
+REPRICED_CSV = os.path.join("docs", "data", "plans_repriced_checkpoint_innet_h200.csv")
 # (stored before-run column, re-predicted column, quantity) of repredict_plans.py's CSV
 _REPRED_ERRORS = (("stored_err_pct", "repred_err_pct", "step time"),
                   ("stored_err_allocated_pct", "repred_err_allocated_pct", "peak allocated"),
@@ -292,7 +293,13 @@ def _plan_host_model_text():
             f"unpack; {'; '.join(extra)}. These are least-squares fits "
             "(`snsim.kernel_table.fit_plan_host_costs`) to `scripts/steptime_probe.py ckpt` "
             "on the H200 (`configs/kernels/h200_checkpoint_costs.csv`: chains of "
-            "conv-BN-ReLU blocks of 1 to 8 layers, plain / hooks / checkpoint / selective). The "
+            "conv-BN-ReLU blocks of 1 to 8 layers, plain / hooks / checkpoint / selective)"
+            + (f"; the checkpoint call's costs (per call, per saved tensor, per extra argument) "
+               f"are those fits times the in-network ratios measured in real blocks, "
+               f"{c['checkpoint_innet'].get('F', 1.0):g} in forward and "
+               f"{c['checkpoint_innet'].get('B', 1.0):g} in backward "
+               "(`configs/kernels/h200_checkpoint_innet.csv`)" if "checkpoint_innet" in c
+               else "") + ". The "
             "SuperNeurons offloader's copies run on side streams: each D2H starts after the "
             "compute stream's queued work, the host waits for it when it retires the copy, "
             "each H2D prefetch is waited for by the compute stream, and kernels run slower "
@@ -398,7 +405,50 @@ def step_time_section():
                                      f"{statistics.median(e):.1f}", f"{max(e):.1f}"])
         L.append(_table(["policy", "quantity", "prediction", "runs", "mean |err| %",
                          "median |err| %", "max |err| %"], srow) + "\n")
+    L.extend(_repriced_text(_read_csv(REPRICED_CSV)))
     L.append("Replayed step times (section 5) are not predictions.\n")
+    return L
+
+
+def _repriced_text(rows):
+    """The executed checkpoint and superneurons plans re-priced with the checkpoint costs of
+    the synthetic chains and with the in-network ratios (``scripts/reprice_plans.py
+    --chain``)."""
+    if not rows:
+        return []
+    L = ["### Checkpoint host costs in real networks: every executed plan re-priced\n",
+         f"Every executed `checkpoint` and `superneurons` run of the plan sets ({len(rows)} "
+         "runs: the standard suite and held-out sets 1-15, each recorded once under its plan "
+         "by the fake run and priced with this commit's kernel table and host model, "
+         f"`PYTHONPATH=. python scripts/reprice_plans.py --chain --csv {REPRICED_CSV} "
+         "--policies checkpoint,superneurons --cache DIR --folder ...`): *chain* charges a "
+         "checkpoint call the costs fitted to the probe's synthetic chains, *in-network* those "
+         "times the ratios measured in real blocks (`configs/kernels/h200_checkpoint_innet.csv`,"
+         " `scripts/ckpt_parts_analyse.py --write-ratios`; docs/DESIGN.md). The ratios were "
+         "measured before and apart from these runs; the runs informed neither. These are "
+         "re-pricings after the fact, not before-run predictions.\n"]
+    head = ["runs", "policy", "chain: signed mean %", "chain: mean |err| %",
+            "chain: median |err| %", "in-network: signed mean %", "in-network: mean |err| %",
+            "in-network: median |err| %"]
+    body = []
+    for pol in sorted({r["policy"] for r in rows}) + ["all"]:
+        sel = [r for r in rows if pol == "all" or r["policy"] == pol]
+        row = [str(len(sel)), pol]
+        for col in ("chain_err_pct", "err_pct"):
+            e = [float(r[col]) for r in sel]
+            a = [abs(v) for v in e]
+            row += [_pct(statistics.mean(e)), f"{statistics.mean(a):.1f}",
+                    f"{statistics.median(a):.1f}"]
+        body.append(row)
+    L.append(_table(head, body) + "\n")
+    by = {}
+    for r in rows:
+        by.setdefault(r["folder"], []).append(r)
+    L.append(_table(["folder", "runs", "chain: signed median %", "in-network: signed median %"],
+                    [[f, str(len(v)),
+                      _pct(statistics.median(float(r["chain_err_pct"]) for r in v)),
+                      _pct(statistics.median(float(r["err_pct"]) for r in v))]
+                     for f, v in sorted(by.items())]) + "\n")
     return L
 
 

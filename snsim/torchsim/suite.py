@@ -99,7 +99,8 @@ def main(argv=None):
                         "session 12; heldout12: the same families after set 11 informed the "
                         "tables; heldout13: segmentation after set 12 informed the dilated "
                         "convolutions; heldout14: after the upsample contention model; heldout15: "
-                        "after session 13's segmentation rows; "
+                        "after session 13's segmentation rows; heldout16: checkpoint and "
+                        "superneurons plans after the in-network checkpoint costs; "
                         "pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--same-process", action="store_true",
@@ -618,6 +619,26 @@ _HELDOUT15 = (
     ("torchvision:vit_b_16", 48, {"plain": []}, {"optimizer": "adamw", "amp": "fp16"}),
 )
 PLAN_HELDOUT15 = _plan_set(_HELDOUT15)
+# a sixteenth, written (2026-12-02, 06:27 UTC) after session 14's in-network checkpoint costs
+# and broader workspace probe, before any of it ran: mostly checkpoint and superneurons plans
+# (the mechanism the change prices) on networks, batches and precisions never run
+_HELDOUT16 = (
+    ("torchvision:resnet101", 48, {"plain": [], "checkpoint": ["modules=Bottleneck"]},
+     {"amp": "bf16"}),
+    ("torchvision:densenet201", 32, {"checkpoint": ["modules=_DenseLayer"]}, {"amp": "bf16"}),
+    ("torchvision:mobilenet_v3_large", 192, {"plain": [], "superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:vit_b_16", 32, {"checkpoint": ["modules=EncoderBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:efficientnet_b2", 64, {"superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:convnext_tiny", 48, {"plain": [], "checkpoint": ["modules=CNBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:resnet50", 64, {"checkpoint": ["every=2", "modules=Bottleneck"]}, {}),
+)
+_HELDOUT16_HF = (
+    ("hf:gpt2", 8, (512,), {"checkpoint": ["modules=GPT2Block"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT16 = _plan_set(_HELDOUT16, _HELDOUT16_HF)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -639,7 +660,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout10": PLAN_HELDOUT10, "heldout11": PLAN_HELDOUT11,
              "heldout12": PLAN_HELDOUT12, "heldout13": PLAN_HELDOUT13,
              "heldout14": PLAN_HELDOUT14, "heldout15": PLAN_HELDOUT15,
-             "pageable": PLAN_PAGEABLE}
+             "heldout16": PLAN_HELDOUT16, "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
