@@ -464,3 +464,25 @@ def test_checkpoint_innet_ratio_file_is_checked(tmp_path):
         bad.write_text("phase,ratio,n,source\n" + body)
         with pytest.raises(ConfigError, match=r"bad\.csv:2: needs phase F or B and ratio"):
             read_checkpoint_innet(bad)
+
+
+def test_reprice_chain_costs_are_the_probe_fit_without_the_ratio():
+    """scripts/reprice_plans.py --chain prices with the chain probe's own fit: the ratios of
+    configs/kernels/h200_checkpoint_innet.csv divided out of load_host_costs', the other
+    mechanisms' costs untouched."""
+    import importlib.util
+    import pathlib
+    from snsim.kernel_table import fit_plan_host_costs, read_plan_host_rows
+    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "reprice_plans.py"
+    spec = importlib.util.spec_from_file_location("reprice_plans", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    c = load_host_costs("h200")
+    chain = mod.chain_costs(c)
+    fit = fit_plan_host_costs(read_plan_host_rows("configs/kernels/h200_checkpoint_costs.csv"))
+    assert "checkpoint_innet" not in chain and "checkpoint_innet" in c
+    for key in ("checkpoint_call_s", "checkpoint_saved_s", "checkpoint_arg_s", "hook_saved_s",
+                "selective_call_s"):
+        for ph in "FB":
+            assert chain[key][ph] == pytest.approx(fit[key][ph], rel=1e-9)
+    assert c["checkpoint_call_s"]["B"] > chain["checkpoint_call_s"]["B"]
