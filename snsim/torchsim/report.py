@@ -1124,7 +1124,7 @@ def build_report(traces_dir="traces/h200"):
                       "EfficientNet-B2 b64 fp16 superneurons +20.4 % (1.520 predicted, 1.262 "
                       "GiB measured, the same with the workspace table before the seed-4 probe) "
                       "and ConvNeXt-T checkpoint -9.7 %. Their allocator histories, taken "
-                      "afterwards in fresh processes (`scripts/plan_alloc_history.py`, "
+                      "afterwards in one process (`scripts/plan_alloc_history.py`, "
                       "`traces/h200/plans_history16/`): ConvNeXt-T reserved "
                       "1.498 GiB there against the suite's 1.717 (the prediction, 1.551, lies "
                       "between: best fit's address ties, section 1l); EfficientNet-B2 reserved "
