@@ -70,6 +70,14 @@ in fp16 and bf16, with the output each workspace follows (``slots``):
         --kinds dense,dw --net-dtypes float16 --net-batches 128,32,8,64,16,256 \
         --sample-dtypes float16,bfloat16 --merge configs/kernels/h200_conv_workspaces.json.gz \
         --nets resnet50,densenet121,inception_v3,vgg16,mobilenet_v2,efficientnet_b0,resnet18
+
+Maps other than a 224x224 network's (segmentation crops, other input sizes: the default sampler
+runs 7-112 pixel sides only), dense and depthwise, each shape in all three dtypes (seed 4,
+2026-12-02: 21,042 calls in 6 minutes, configs/kernels/h200_conv_workspaces_seed4.log):
+
+    PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 6 --seed 4 \
+        --kinds dense,dw --skip-nets --spatial 8,10,12,15,16,20,24,30,32,33,40,48,60,64,65,80,96,120 \
+        --sample-dtypes bfloat16,float16,float32 --merge configs/kernels/h200_conv_workspaces.json.gz
 """
 import argparse
 import datetime
