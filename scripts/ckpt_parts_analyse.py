@@ -63,17 +63,16 @@ def busy_pairs(path):
             if "plain" in v and "checkpoint" in v}
 
 
-def measured(path):
+def measured(acc):
     """``{(model, amp): {variant: {host_F_s, host_B_s, host_U_s, step_s, calls, packed,
-    policy}}}``: medians over rounds."""
-    acc, meta = rounds(path)
+    policy}}}``: medians over the rounds of :func:`rounds`' ``acc``."""
     out = {}
     for key, variants in acc.items():
         out[key] = {v: {k: statistics.median(float(r[k]) for r in rows)
                         for k in ("host_F_s", "host_B_s", "host_U_s", "step_s", "calls",
                                   "packed", "policy") if rows[0].get(k) not in (None, "")}
                     for v, rows in variants.items()}
-    return out, meta
+    return out
 
 
 def modelled(model, batch, block, optimizer, amp):
@@ -140,8 +139,8 @@ def main(argv=None):
     ap.add_argument("--write-ratios", default=None,
                     help="write the median in-network ratios (phase,ratio,n,source) here")
     args = ap.parse_args(argv)
-    meas, meta = measured(args.csv)
-    per_round, _ = rounds(args.csv)
+    per_round, meta = rounds(args.csv)
+    meas = measured(per_round)
     busy = busy_pairs(args.busy) if args.busy else {}
     ratios = {}
     us = 1e6

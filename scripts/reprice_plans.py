@@ -69,11 +69,10 @@ def price(doc, hw, table, costs=None):
 def chain_costs(costs):
     """``costs`` with the checkpoint costs of the synthetic chains, the in-network ratios
     (``checkpoint_innet``) divided out."""
+    from snsim.kernel_table import scale_checkpoint_costs
     out = dict(costs)
     ratio = out.pop("checkpoint_innet", {})
-    for key in ("checkpoint_call_s", "checkpoint_saved_s", "checkpoint_arg_s"):
-        if key in out:
-            out[key] = {ph: v / ratio.get(ph, 1.0) for ph, v in out[key].items()}
+    out.update(scale_checkpoint_costs(out, {ph: 1.0 / r for ph, r in ratio.items()}))
     return out
 
 

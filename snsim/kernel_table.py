@@ -1033,11 +1033,25 @@ def load_host_costs(name):
             out.update(fit_plan_host_costs(read_plan_host_rows(cpath)))
             rpath = folder / f"{name}_checkpoint_innet.csv"
             if rpath.exists():
-                ratio = out["checkpoint_innet"] = read_checkpoint_innet(rpath)
-                for key in ("checkpoint_call_s", "checkpoint_saved_s", "checkpoint_arg_s"):
-                    if key in out:
-                        out[key] = {ph: v * ratio.get(ph, 1.0) for ph, v in out[key].items()}
+                out["checkpoint_innet"] = read_checkpoint_innet(rpath)
+                out.update(scale_checkpoint_costs(out, out["checkpoint_innet"]))
     return out
+
+
+#: the host costs of a checkpoint call that :func:`load_host_costs` scales by the in-network
+#: ratios (selective checkpointing's and the hooks' are the chain's as fitted)
+CHECKPOINT_INNET_KEYS = ("checkpoint_call_s", "checkpoint_saved_s", "checkpoint_arg_s")
+
+
+def scale_checkpoint_costs(costs, ratio):
+    """``{key: {phase: seconds}}`` of :data:`CHECKPOINT_INNET_KEYS` in ``costs``, each phase's
+    seconds times ``ratio[phase]`` (1 where absent).
+
+    >>> scale_checkpoint_costs({"checkpoint_call_s": {"F": 2.0, "B": 3.0}}, {"F": 1.5})
+    {'checkpoint_call_s': {'F': 3.0, 'B': 3.0}}
+    """
+    return {key: {ph: v * ratio.get(ph, 1.0) for ph, v in costs[key].items()}
+            for key in CHECKPOINT_INNET_KEYS if key in costs}
 
 
 def read_checkpoint_innet(path):
