@@ -640,7 +640,7 @@ def _layer_ops(a, dtype_bytes=4):
         mm = 2 * n * i * o
         return ([("addmm", mm, x + w + y, "", "fp32")],
                 [("mm", mm, y + w + x, "", "fp32"), ("mm", mm, y + x + w, "", "fp32"),
-                 ("sum", 0, y, "", "float32")])
+                 ("sum_rows", 0, y, f"d{o}r{n}", "float32")])   # grad_bias: kernel_table
     if typ == "BN":
         shape = a["in_shapes"][0]
         cls = f"c{shape[1]}hw{_numel(shape[2:])}"     # as kernel_table.bn_class names it
@@ -684,6 +684,7 @@ def table_layer_times(G, table, dtype_bytes=4):
     """
     from .kernel_table import bias_calls, bias_time_s, family_of
     dtype = {2: "bfloat16", 8: "float64"}.get(dtype_bytes, "float32")
+    families = set(table.families())
     out, sources = {}, {}
     for n, a in G.nodes(data=True):
         ops = _layer_ops(a, dtype_bytes) if a.get("type") not in ("DATA", "FORK") else None
@@ -706,7 +707,9 @@ def table_layer_times(G, table, dtype_bytes=4):
                 srcs.append((src, t))
             for fam, flops, nbytes, cls, mth in part:
                 # the table's family of the aten name, as a recorded call looks it up (a
-                # Linear's addmm reads the mm rows)
+                # Linear's addmm reads the mm rows; a table without sum_rows, the sum rows)
+                if fam == "sum_rows" and fam not in families:
+                    fam, cls = "sum", ""
                 t, src = table.time_s(family_of(fam), flops=flops, nbytes=nbytes, cls=cls,
                                       math_=mth)
                 if t is None:

@@ -266,8 +266,18 @@ BIAS_FAMILIES = ("conv_bias_add", "conv_bias_grad", "conv_bias_add_cl", "conv_bi
 # as the elementwise op it is, by bytes
 BIAS_FALLBACK = {"conv_bias_add": "add_", "conv_bias_grad": "sum",
                  "conv_bias_add_cl": "add_", "conv_bias_grad_cl": "sum"}
-SHAPE_FAMILIES = BN_FAMILIES | frozenset(BIAS_FAMILIES)
-_BN_CLS = re.compile(r"^c(\d+)hw(\d+)$")
+# row-wise normalizations and reductions, read by their two dims: layer norm over the last
+# ``D`` elements of ``R`` rows (ATen's kernel takes a block per row: ConvNeXt's D = 96 on
+# 200k rows ran at 490 GB/s in fp32 on the H200, GPT-2's D = 768 at 1.8 TB/s,
+# traces/h200/profile), and ``sum_rows``, a sum over the leading (slowest-varying) dims
+# that keeps the innermost ``D`` -- a Linear's grad_bias, a channels-last tensor summed over
+# all but its channels -- whose reduce kernel splits the rows across blocks (``[50176, 192]``
+# at 0.4 TB/s, ``[200704, 384]`` at 2.3 TB/s). Their class is ``d<D>r<R>`` (:func:`ln_class`,
+# :func:`sum_rows_class`); a table without ``sum_rows`` times those sums as ``sum``
+ROW_FAMILIES = frozenset({"native_layer_norm", "native_layer_norm_backward", "sum_rows"})
+SHAPE_FAMILIES = BN_FAMILIES | frozenset(BIAS_FAMILIES) | ROW_FAMILIES
+# a shape class's two dims: ``c<C>hw<H*W>`` (batch norm, a conv bias) or ``d<D>r<R>``
+_SHAPE_CLS = re.compile(r"^(?:c(\d+)hw|d(\d+)r)(\d+)$")
 BN_SHAPE_WEIGHT = 1.0    # squared distance per (e-fold in channels)^2 and (e-fold in H*W)^2
 
 
@@ -289,6 +299,77 @@ def bn_class(sig):
     if len(dims) < 2:
         return ""
     return f"c{dims[1]}hw{math.prod(dims[2:])}"
+
+
+def _sig_tensor_ints(sig, skip=0):
+    """The dims of the first tensor of signature ``sig`` and the bare integers that follow
+    its ``skip + 1``-th tensor up to the next non-integer token (a list argument, as
+    :func:`snsim.torchsim.record.signature` flattens it); None without such a tensor."""
+    tokens = re.findall(r"\w+\[[\d, ]*\]|\S+", sig or "")
+    seen, dims, ints = 0, None, []
+    for tok in tokens[1:]:
+        m = _TENSOR.fullmatch(tok)
+        if m:
+            if dims is None:
+                dims = [int(v) for v in m.group(2).split(",") if v.strip()]
+            if seen > skip or (seen == skip and ints):
+                break
+            seen += 1
+            continue
+        if seen == skip + 1:
+            if not re.fullmatch(r"-?\d+", tok):
+                break
+            ints.append(int(tok))
+    return (dims, ints) if dims is not None else None
+
+
+def ln_class(sig):
+    """Shape class ``d<D>r<R>`` of a recorded layer-norm call (``native_layer_norm`` or its
+    backward): ``D`` the elements normalized together (the product of ``normalized_shape``),
+    ``R`` the rows; ``""`` for another op (group norm) or a signature without them.
+
+    Examples
+    --------
+    >>> ln_class("native_layer_norm float32[64, 56, 56, 96] 96 float32[96] float32[96] 1e-06")
+    'd96r200704'
+    >>> ln_class("native_layer_norm_backward float32[8, 197, 768] float32[8, 197, 768] 768 "
+    ...          "float32[8, 197, 1] float32[8, 197, 1] float32[768] float32[768] True True True")
+    'd768r1576'
+    """
+    name = (sig or "").split(" ", 1)[0]
+    if name not in ("native_layer_norm", "native_layer_norm_backward", "layer_norm"):
+        return ""
+    got = _sig_tensor_ints(sig, skip=1 if name.endswith("_backward") else 0)
+    if not got or not got[1] or min(got[1]) < 1:
+        return ""
+    dims, norm = got
+    d, n = math.prod(norm), math.prod(dims)
+    return f"d{d}r{n // d}" if d and n % d == 0 else ""
+
+
+def sum_rows_class(sig):
+    """Shape class ``d<D>r<R>`` of a recorded ``sum`` over some dims of its input: ``D`` the
+    elements kept (the dims not summed), ``R`` those summed into each; ``""`` for a sum of
+    every element or a signature without its dims. Which dims are innermost in memory is the
+    recorder's ``rows`` layout (:func:`snsim.torchsim.record.reduction_layout`).
+
+    Examples
+    --------
+    >>> sum_rows_class("sum float32[12544, 1536] 0 True")
+    'd1536r12544'
+    >>> sum_rows_class("sum float32[64, 96, 56, 56] 0 2 3 True")
+    'd96r200704'
+    """
+    got = _sig_tensor_ints(sig)
+    if not got or not got[1]:
+        return ""
+    dims, red = got
+    red = {r % len(dims) for r in red} if dims else set()
+    kept = math.prod(v for i, v in enumerate(dims) if i not in red)
+    n = math.prod(dims)
+    if not red or len(red) == len(dims) or not kept:
+        return ""
+    return f"d{kept}r{n // kept}"
 
 
 def _conv_dims(sig):
@@ -522,13 +603,15 @@ def bias_time_s(table, family, nbytes, cls, dtype):
 
 
 def _bn_feats(classes):
-    """(ln C, ln H*W) of each ``c<C>hw<HW>`` class; NaN where a row has none (an old table)."""
+    """(ln C, ln H*W) of each ``c<C>hw<HW>`` class, (ln D, ln R) of each ``d<D>r<R>``; NaN
+    where a row has none (an old table)."""
     import numpy as np
     out = np.full((len(classes), 2), np.nan)
     for i, c in enumerate(classes):
-        m = _BN_CLS.match(str(c))
+        m = _SHAPE_CLS.match(str(c))
         if m:
-            out[i] = math.log(int(m.group(1))), math.log(max(int(m.group(2)), 1))
+            out[i] = (math.log(int(m.group(1) or m.group(2))),
+                      math.log(max(int(m.group(3)), 1)))
     return out
 
 

@@ -256,6 +256,51 @@ def test_layout_convs_sample_stages_group_widths_and_small_dense_convs():
     assert {s for *_, s, _, _, _, _, _, _, _ in got} == {1, 2}
 
 
+def test_row_ops_rows_count_bytes_and_classes_as_a_recording_does():
+    """Calibrator.row_ops's rows (layer norm forward and backward, sum_rows) carry the class
+    and bytes that the recorder and opcost give the same calls in a real step: a row and a
+    recorded call of one shape are the same point of the table."""
+    from snsim.kernel_table import family_of
+    from snsim.torchsim.calibrate import Calibrator
+    from snsim.torchsim.opcost import _table_args
+    from snsim.torchsim.record import Recorder
+    cal = Calibrator(device="cpu", max_seconds=60)
+    cal.row_ops(torch.float32)
+    rows = {(r["family"], r["cls"]): r for r in cal.rows}
+    assert {f for f, _ in rows} == {"native_layer_norm", "native_layer_norm_backward",
+                                    "sum_rows"}
+    ln = torch.nn.LayerNorm(64)
+    lin = torch.nn.Linear(64, 64)
+    x = torch.randn(16, 64, requires_grad=True)
+    rec = Recorder(device_type="cpu")
+    with rec.active():
+        lin(ln(x)).backward(torch.randn(16, 64))
+    seen = 0
+    for op in rec.ops:
+        fam, kw = _table_args(op)
+        if (fam, kw["cls"]) in rows:
+            assert family_of(op[1]) in ("native_layer_norm", "native_layer_norm_backward",
+                                        "sum")
+            assert int(rows[fam, kw["cls"]]["bytes"]) == op[5], (fam, op[6])
+            seen += 1
+    assert seen == 3      # layer norm, its backward, the Linear's grad_bias
+
+
+def test_dw_cl_convs_span_the_grid_channels_last():
+    from snsim.torchsim.calibrate import Calibrator
+    cal = Calibrator(device="cpu", max_seconds=60)
+    cal.device = "cuda"          # the GPU's grid, without running it
+    got = []
+    cal.guarded = lambda family, fn, *args: got.append(args)
+    cal.dw_cl_convs(torch.float32, "tf32")
+    assert len(got) == len(set(got)) > 200
+    for n, c, h, w, co, kh, kw, s, g, cls_g, _, _, _, tag, layout in got:
+        assert (g, co, cls_g, tag, layout, s) == (c, c, "dw", "dwcl ", "_cl", 1)
+        assert n in Calibrator.DW_CL_BATCHES[kh] and n * c * h * w * 4 <= 1.5 * 2**31
+    assert {(c, h) for _, c, h, *_ in got} == {(c, h) for c in Calibrator.DW_CL_CHANNELS
+                                               for h in Calibrator.DW_CL_MAPS}
+
+
 def test_calibrate_only_stage_replaces_only_its_rows(tmp_path):
     from snsim.cli import main
     from snsim.torchsim.calibrate import read_table, write_table

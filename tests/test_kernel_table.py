@@ -203,6 +203,79 @@ def test_opcost_passes_the_bn_class():
     assert spy.seen == ("native_batch_norm_backward", "c256hw196")
 
 
+def _ln_time(d, r, nbytes):
+    # a synthetic GPU whose layer norm runs one block per row: short rows waste the block
+    return nbytes / 3e12 * (1 + 8 * (96 / d) ** 1.5) + 4e-6
+
+
+def test_layer_norm_and_sum_rows_lookup_uses_row_length_and_count():
+    """Layer norm and ``sum_rows`` rows are read by their row length D and row count R
+    (class ``d<D>r<R>``), not bytes alone: on a GPU where short rows run slower, ConvNeXt's
+    D = 96 on 200k rows and a transformer's D = 768 on 25k rows -- the same bytes -- get
+    their own times."""
+    from snsim.kernel_table import ln_class, sum_rows_class
+    rows = []
+    for fam, k in (("native_layer_norm", 2), ("native_layer_norm_backward", 3),
+                   ("sum_rows", 1)):
+        for d in (64, 96, 128, 192, 384, 768, 1536, 4096):
+            for r in (2 ** p for p in range(6, 19, 2)):
+                nb = k * d * r * 4
+                rows.append({"family": fam, "dtype": "float32", "math": "float32",
+                             "cls": f"d{d}r{r}", "flops": 0, "bytes": nb, "ntensors": 0,
+                             "time_s": _ln_time(d, r, nb), "host_s": 5e-6, "shape": ""})
+    tab = KernelTable(pd.DataFrame(rows), {})
+    short = "native_layer_norm float32[64, 56, 56, 96] 96 float32[96] float32[96] 1e-06"
+    long_ = "native_layer_norm float32[32, 784, 768] 768 float32[768] float32[768] 1e-06"
+    times = {}
+    for sig in (short, long_):
+        cls = ln_class(sig)
+        d, r = (int(v) for v in cls[1:].split("r"))
+        nb = 2 * d * r * 4
+        times[d], src = tab.time_s("native_layer_norm", nbytes=nb, cls=cls, dtype="float32")
+        assert src == "table"
+        assert times[d] == pytest.approx(_ln_time(d, r, nb), rel=0.15), sig
+    assert times[96] > 2 * times[768]      # same bytes (200704 x 96 = 25088 x 768 elements)
+    # a Linear's grad_bias and a channels-last tensor summed over all but its channels
+    cls = sum_rows_class("sum float32[64, 96, 56, 56] 0 2 3 True")
+    assert cls == "d96r200704" == sum_rows_class("sum float32[200704, 96] 0 True")
+    t, src = tab.time_s("sum_rows", nbytes=200704 * 96 * 4, cls=cls, dtype="float32")
+    assert src == "table" and t == pytest.approx(_ln_time(96, 200704, 200704 * 96 * 4),
+                                                 rel=0.15)
+
+
+def test_row_classes_of_other_calls_are_empty():
+    from snsim.kernel_table import ln_class, sum_rows_class
+    # group norm maps to layer norm's family but is not a layer norm over rows
+    assert ln_class("native_group_norm float32[8, 64, 28, 28] float32[64] float32[64] 8 64 "
+                    "784 32 1e-05") == ""
+    assert ln_class("native_layer_norm float32[4, 10, 12] 10 12 None None 1e-05") == "d120r4"
+    assert sum_rows_class("sum float32[64, 1000]") == ""                 # every element
+    assert sum_rows_class("sum float32[8, 16] 0 1 False") == ""          # every dim
+    assert sum_rows_class("sum float32[8, 16, 32] -1 True") == "d128r32"
+
+
+def test_opcost_reads_sum_rows_by_the_recorded_layout_and_falls_back_to_sum():
+    from snsim.torchsim.opcost import _lookup_args
+
+    class Tab:
+        def __init__(self, fams):
+            self.fams = fams
+
+        def families(self):
+            return self.fams
+    sig = "sum float32[12544, 1536] 0 True"
+    rows_op = (0, "sum", (), (), 0, 12544 * 1536 * 4, sig, "rows")
+    fam, kw = _lookup_args(Tab(["sum", "sum_rows"]), rows_op)
+    assert (fam, kw["cls"]) == ("sum_rows", "d1536r12544")
+    fam, kw = _lookup_args(Tab(["sum"]), rows_op)        # a table before sum_rows
+    assert (fam, kw["cls"]) == ("sum", "")
+    nchw = (0, "sum", (), (), 0, 1, "sum float32[64, 96, 56, 56] 0 2 3 True", "")
+    assert _lookup_args(Tab(["sum", "sum_rows"]), nchw)[0] == "sum"
+    ln = (0, "native_layer_norm", (), (), 0, 1,
+          "native_layer_norm float32[8, 197, 768] 768 float32[768] float32[768] 1e-06", "")
+    assert _lookup_args(Tab(["native_layer_norm"]), ln)[1]["cls"] == "d768r1576"
+
+
 def _mm_rows(cls, tflops, dtype="bfloat16", math_="bf16"):
     return [{"family": "mm", "dtype": dtype, "math": math_, "cls": cls, "flops": f,
              "bytes": 1e7, "ntensors": 0, "time_s": f / (tflops * 1e12), "host_s": 5e-6,
@@ -582,6 +655,33 @@ def test_recorder_names_strided_copies():
     assert copy_layout("clone", (x,)) == "" == copy_layout("cat", ([x, x], 1))
     assert copy_layout("relu", (shuffle,)) == ""
     assert copy_layout("clone", (torch.zeros(3, 4)[:1],)) == ""   # a slice of whole rows
+
+
+def test_recorder_names_column_sums():
+    """reduction_layout: a sum over the dims slowest in memory that keeps the innermost (a
+    Linear's grad_bias, a channels-last tensor summed over all but its channels) is ``rows``;
+    an NCHW tensor summed over (0, 2, 3), a sum over the last dim, a sum of every element,
+    and a strided view are not; and a CPU recording of a Linear's backward says so."""
+    torch = pytest.importorskip("torch")
+    from snsim.torchsim.record import reduction_layout
+    x = torch.zeros(2, 8, 5, 5)
+    cl = x.contiguous(memory_format=torch.channels_last)
+    assert reduction_layout("sum", (torch.zeros(6, 4), [0], False)) == "rows"
+    assert reduction_layout("sum", (torch.zeros(3, 6, 4), [0, 1], False)) == "rows"
+    assert reduction_layout("sum", (cl, [0, 2, 3], True)) == "rows"
+    assert reduction_layout("sum", (x, [0, 2, 3], True)) == ""
+    assert reduction_layout("sum", (torch.zeros(6, 4), [-1], False)) == ""
+    assert reduction_layout("sum", (torch.zeros(6, 4), [0, 1], False)) == ""
+    assert reduction_layout("sum", (torch.zeros(6, 4)[:, :2], [0], False)) == ""
+    assert reduction_layout("mean", (torch.zeros(6, 4), [0], False)) == ""
+    from snsim.torchsim.record import Recorder
+    lin = torch.nn.Linear(16, 8)
+    rec = Recorder(device_type="cpu")
+    inp = torch.randn(32, 16)
+    with rec.active():
+        lin(inp).backward(torch.randn(32, 8))     # a dense gradient, as a real loss gives
+    sums = [op for op in rec.ops if op[1] == "sum" and op[7] == "rows"]
+    assert sums and "float32[32, 8]" in sums[0][6]
 
 
 def test_strided_copy_reads_its_own_rows_and_contiguous_ones_without():

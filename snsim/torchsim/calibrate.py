@@ -28,7 +28,7 @@ import re
 import statistics
 import time
 
-from ..kernel_table import BIAS_FAMILIES, upsample_backward_work
+from ..kernel_table import BIAS_FAMILIES, ROW_FAMILIES, upsample_backward_work
 
 STRIDED_FAMILIES = ("clone_strided", "cat_strided")   # kernel_table.STRIDED_FAMILIES' rows
 
@@ -344,6 +344,33 @@ class Calibrator:
             self.guarded("convolution", self._conv, n, c, h, h, c, k, k, s, g, cls_g,
                          dtype, math_, None, "grouped ", layout)
             made += 1
+
+    # channels-last depthwise convolutions on a grid (ConvNeXt's blocks: 7x7 over 96-1536
+    # channels at 56..7; cuDNN's NHWC engines, whose choice for the backward changes with
+    # the batch: ConvNeXt-T's 384-channel 14x14 wgrad at batch 64 ran a direct kernel at
+    # 36 GB/s, the 96- and 192-channel ones implicit GEMMs, traces/h200/profile)
+    DW_CL_CHANNELS = (64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536)
+    DW_CL_MAPS = (7, 14, 28, 56)
+    DW_CL_BATCHES = {7: (8, 32, 64, 128), 3: (32,), 5: (32,)}
+
+    def dw_cl_convs(self, dtype, math_, *, max_bytes=1.5 * 2**31):
+        """Depthwise convolutions of every :attr:`DW_CL_CHANNELS` x :attr:`DW_CL_MAPS` at the
+        kernels and batches of :attr:`DW_CL_BATCHES`, stride 1, channels-last input
+        (:meth:`_conv` ``layout="_cl"``), forward and backward; rows' shape starts with
+        ``dwcl``. The order is shuffled so that a run cut short by its deadline still spans
+        the grid."""
+        el = self.torch.tensor([], dtype=dtype).element_size()
+        grid = [(k, c, h, n) for k, batches in self.DW_CL_BATCHES.items()
+                for c in self.DW_CL_CHANNELS for h in self.DW_CL_MAPS for n in batches
+                if n * c * h * h * el <= max_bytes]
+        if self.device != "cuda":     # a smoke test: small shapes
+            grid = [(7, 64, 7, 1), (3, 96, 7, 1)]
+        self.rng.shuffle(grid)
+        for k, c, h, n in grid:
+            if self.late():
+                return
+            self.guarded("convolution", self._conv, n, c, h, h, c, k, k, 1, c, "dw",
+                         dtype, math_, None, "dwcl ", "_cl")
 
     # convolutions as CNNs lay them out, stage by stage: (input H = W, channel range) of the
     # stages of ImageNet CNNs (stem output 112 .. last stage 7; RegNet's stage widths 24-7392,
@@ -877,6 +904,56 @@ class Calibrator:
                  nbytes=_nbytes(torch, bargs, bout), shape=shape)
         del x, dy, out, bout, fargs, bargs
 
+    # -- row-wise ops, by row length and row count ---------------------------------------------
+    # the elements per row (a layer norm's normalized size, the dims a sum keeps: ConvNeXt's and
+    # Swin's 96-1536 channels, transformers' 256-8192 hidden sizes) and the rows (tokens,
+    # N*H*W positions: 16 .. 2^18)
+    ROW_LENGTHS = (32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1280, 1536, 2048, 3072,
+                   4096, 8192)
+    ROW_COUNTS = tuple(2 ** k for k in range(4, 19))
+
+    def row_ops(self, dtype, *, max_elements=2**27):
+        """Layer norm forward and backward and ``sum_rows`` over :attr:`ROW_LENGTHS` x
+        :attr:`ROW_COUNTS` (``R * D`` at most ``max_elements``), on ``[R, D]`` inputs of
+        ``dtype`` (weights of the same dtype, as ``nn.LayerNorm`` in a model cast to it;
+        autocast runs layer norm in fp32): the aten calls autograd makes
+        (``native_layer_norm``, ``native_layer_norm_backward`` with the forward's saved
+        statistics, ``sum.dim_IntList(x, [0])``: a Linear's grad_bias), each timed alone.
+        Rows' class is ``d<D>r<R>`` (:func:`snsim.kernel_table.ln_class`,
+        :func:`snsim.kernel_table.sum_rows_class`), bytes those of every input and output
+        tensor, as the recorder counts them; shape ``rows x[R, D]``."""
+        lengths, counts = self.ROW_LENGTHS, self.ROW_COUNTS
+        if self.device != "cuda":     # a smoke test: a few small shapes
+            lengths, counts = (64, 768), (16, 256)
+        for d in lengths:
+            for r in counts:
+                if self.late():
+                    return
+                if r * d <= max_elements:
+                    self.guarded("row ops", self._row_ops_one, r, d, dtype)
+
+    def _row_ops_one(self, r, d, dtype):
+        torch = self.torch
+        aten = torch.ops.aten
+        dn = str(dtype)[6:]
+        x, w, b = self.t(r, d, dtype=dtype), self.t(d, dtype=dtype), self.t(d, dtype=dtype)
+        cls, shape = f"d{d}r{r}", f"rows x[{r}, {d}]"
+        fargs = (x, [d], w, b, 1e-5)
+        out = aten.native_layer_norm.default(*fargs)
+        self.add("native_layer_norm", dtype, dn, cls,
+                 lambda: aten.native_layer_norm.default(*fargs),
+                 nbytes=_nbytes(torch, fargs, out), shape=shape)
+        dy = torch.randn_like(x)
+        bargs = (dy, x, [d], out[1], out[2], w, b, [True, True, True])
+        bout = aten.native_layer_norm_backward.default(*bargs)
+        self.add("native_layer_norm_backward", dtype, dn, cls,
+                 lambda: aten.native_layer_norm_backward.default(*bargs),
+                 nbytes=_nbytes(torch, bargs, bout), shape=shape)
+        sout = aten.sum.dim_IntList(x, [0])
+        self.add("sum_rows", dtype, dn, cls, lambda: aten.sum.dim_IntList(x, [0]),
+                 nbytes=_nbytes(torch, x, sout), shape=shape)
+        del x, w, b, dy, out, bout, sout
+
     # -- memory-bound ops, by bytes ------------------------------------------------------------
     def bandwidth_ops(self, sizes, dtype=None):
         torch = self.torch
@@ -1114,22 +1191,6 @@ class Calibrator:
         torch = self.torch
         import torch.nn.functional as F
         aten = torch.ops.aten
-        d = 1024 if x4.numel() >= 4096 else hw     # a transformer's hidden size
-        xl = x4.detach().reshape(-1, d) if x4.numel() % d == 0 else x4[..., :d]
-        xl = xl.contiguous().reshape(-1, d)
-        ln_w, ln_b = self.t(d, dtype=dtype), self.t(d, dtype=dtype)
-        self.add("native_layer_norm", dtype, dn, "",
-                 lambda: F.layer_norm(xl, (d,), ln_w, ln_b),
-                 nbytes=2 * _nbytes(torch, xl), shape=sz + f" d{d}")
-        xlg = xl.detach().requires_grad_()
-        lw, lb = ln_w.detach().requires_grad_(), ln_b.detach().requires_grad_()
-        lo = F.layer_norm(xlg, (d,), lw, lb)
-        dlo = torch.randn_like(lo)
-        self.add("native_layer_norm_backward", dtype, dn, "",
-                 _node_call(torch, lambda: torch.autograd.grad(lo, (xlg, lw, lb), dlo,
-                                                               retain_graph=True),
-                            "native_layer_norm_backward"),
-                 nbytes=3 * _nbytes(torch, xl), shape=sz + f" d{d}")
         po, idx = aten.max_pool2d_with_indices.default(x4, [3, 3], [2, 2], [1, 1])
         dpo = torch.randn_like(po)
         pargs = (dpo, x4, [3, 3], [2, 2], [1, 1], [1, 1], False, idx)
@@ -1397,8 +1458,12 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
             str(r.get("shape", "")).startswith("stage "))),
         # the backward ops calibrate timed through torch.autograd.grad before 2026-11-30, whose
         # host cost then included a graph task's (_node_call): layer norm's and attention's
-        "nodes": (("bandwidth ", "sdpa"), ("native_layer_norm_backward", "sdpa_flash_backward",
-                                           "sdpa_efficient_backward"), "all"),
+        "nodes": ("sdpa", ("sdpa_flash_backward", "sdpa_efficient_backward"), "all"),
+        # layer norm forward and backward and sum_rows over row lengths x row counts
+        # (Calibrator.row_ops), fp32/bf16/fp16; tables before 2026-12-02 08:30 timed layer norm
+        # at one row length (1024) by bytes and had no sum_rows (ConvNeXt-T b64's layer norms
+        # 2.0 ms predicted, 5.4 measured: traces/h200/profile)
+        "rows": ("row ops", ROW_FAMILIES, "all"),
         # a convolution's bias add (forward) and grad_bias reduction (backward), by output
         # size, fp32/bf16/fp16, NCHW and channels-last (Calibrator.conv_biases), and the
         # conv layers of NET_BIAS_MODELS re-timed bias-free (TF32, bf16, fp16), replacing
@@ -1410,7 +1475,13 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # channels-last convolutions, grouped/depthwise over the grid and dense sampled, in
         # TF32, bf16 and fp16 (Calibrator._conv's layout); tables before 2026-11-30 19:00 had
         # none and read the NCHW rows for them
-        "convcl": ("conv cl ", ("convolution_cl", "convolution_backward_cl"), "all"),
+        "convcl": ("conv cl ", ("convolution_cl", "convolution_backward_cl"), lambda r: not str(
+            r.get("shape", "")).startswith("dwcl ")),
+        # channels-last depthwise convolutions on a grid (Calibrator.dw_cl_convs), TF32, bf16
+        # and fp16; tables before 2026-12-02 08:30 had 9 TF32 7x7 rows, none near ConvNeXt's
+        # (its 14x14 stage's wgrad read 5x5 rows: 0.42 ms predicted, 1.59 measured)
+        "dwcl": ("dwcl conv ", ("convolution_cl", "convolution_backward_cl"), lambda r: str(
+            r.get("shape", "")).startswith("dwcl ")),
         # the segmentation backbones' dilated convolutions (Calibrator.net_convs_dilated),
         # TF32, bf16 and fp16; tables before 2026-12-02 read undilated rows for them
         # (segmentation steps -10..-40 % in held-out set 12)
@@ -1491,6 +1562,10 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("batch norm bf16", 0.02, lambda: cal.batch_norms(torch.bfloat16)),
         # autocast's fp16 batch norm (fp32 parameters) runs in cuDNN, bf16 in ATen's kernels
         ("batch norm fp16", 0.02, lambda: cal.batch_norms(torch.float16)),
+        # layer norm and sum_rows by row length and count (Calibrator.row_ops)
+        ("row ops fp32", 0.02, lambda: cal.row_ops(torch.float32)),
+        ("row ops bf16", 0.015, lambda: cal.row_ops(torch.bfloat16)),
+        ("row ops fp16", 0.015, lambda: cal.row_ops(torch.float16)),
         ("amp conv fp16", 0.06, lambda: cal.convs(cal.n(80), torch.float16, "fp16",
                                                   6e12 * cap)),
         ("amp matmul fp16", 0.03, lambda: cal.matmuls(cal.n(60), torch.float16, "fp16",
@@ -1542,6 +1617,11 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("conv cl fp16", 0.02, lambda: cal.convs(cal.n(150), torch.float16, "fp16", 6e12 * cap,
                                                  layout="_cl")),
         ("upsample", 0.02, lambda: cal.upsamples()),
+        # channels-last depthwise convolutions on a grid (Calibrator.dw_cl_convs)
+        ("dwcl conv tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.dw_cl_convs(
+            torch.float32, "tf32"))),
+        ("dwcl conv bf16", 0.02, lambda: cal.dw_cl_convs(torch.bfloat16, "bf16")),
+        ("dwcl conv fp16", 0.02, lambda: cal.dw_cl_convs(torch.float16, "fp16")),
         # dilated convolutions of the segmentation backbones (Calibrator.net_convs_dilated)
         ("dilated conv tf32", 0.02, lambda: _with_tf32(torch, True, lambda: cal.net_convs_dilated(
             torch.float32, "tf32"))),

@@ -24,12 +24,12 @@ import collections
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENTWISE_FAMILIES,  # noqa: F401
                             GENERIC_FALLBACK, GENERIC_FAMILY, HOST_READ_OPS,
-                            LAYOUT_FAMILIES, MATMUL_FAMILIES, STRIDED_FAMILIES,
-                            UPSAMPLE_BACKWARD_FAMILIES, bias_time_s, call_conv_flops,
-                            call_upsample_work, NO_KERNEL_OPS, bn_class, conv_bias_calls,
-                            conv_class, family_of, host_stream, innet_call_s,
-                            load_host_costs,
-                            load_kernel_table, matmul_class, sig_dtype)
+                            LAYOUT_FAMILIES, MATMUL_FAMILIES, ROW_FAMILIES,
+                            STRIDED_FAMILIES, UPSAMPLE_BACKWARD_FAMILIES, bias_time_s,
+                            call_conv_flops, call_upsample_work, NO_KERNEL_OPS, bn_class,
+                            conv_bias_calls, conv_class, family_of, host_stream,
+                            innet_call_s, ln_class, load_host_costs, load_kernel_table,
+                            matmul_class, sig_dtype, sum_rows_class)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -128,6 +128,10 @@ def _table_args(op):
             fam = fam.replace("sdpa_efficient", "sdpa_flash")
     elif fam in BN_FAMILIES:
         mth, cls = ("bf16" if half else "float32"), bn_class(sig)
+    elif fam in ROW_FAMILIES or (fam == "sum" and _layout(op) == "rows"):
+        fam = "sum_rows" if fam == "sum" else fam
+        mth, cls = ("bf16" if half else "float32"), (
+            sum_rows_class(sig) if fam == "sum_rows" else ln_class(sig))
     else:
         mth, cls = ("bf16" if half else "float32"), ""
         if fam in UPSAMPLE_BACKWARD_FAMILIES:   # atomics onto shared inputs: the table's work
@@ -168,6 +172,8 @@ def _lookup_args(table, op):
         fam, kw = _CONTIGUOUS_FAMILY[fam], {**kw, "cls": ""}
     if fam.endswith("_new") and fam not in table.families():
         fam = fam[:-len("_new")]
+    if fam == "sum_rows" and fam not in table.families():   # tables before 2026-12-02 08:30
+        fam, kw = "sum", {**kw, "cls": ""}
     return fam, kw
 
 

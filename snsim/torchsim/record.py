@@ -384,6 +384,33 @@ def elementwise_layout(name, args, outs):
     return ""
 
 
+def reduction_layout(name, args):
+    """``"rows"`` when ``sum(x, dims)`` sums the dims that vary slowest in ``x``'s memory and
+    keeps the innermost (a dense ``x`` read as a ``[R, D]`` matrix summed over its rows: a
+    Linear's grad_bias, a channels-last tensor summed over all but its channels), else
+    ``""``. ATen's reduce kernel then reads ``D`` columns in parallel and splits the rows
+    across blocks, at a rate set by ``D`` and ``R`` (:data:`snsim.kernel_table.ROW_FAMILIES`,
+    family ``sum_rows``); an NCHW tensor summed over ``(0, 2, 3)`` keeps a middle dim and
+    stays ``sum``."""
+    if name != "sum" or len(args) < 2 or not isinstance(args[0], torch.Tensor):
+        return ""
+    x, dims = args[0], args[1]
+    if dims is None or x.dim() < 2 or not _dense(x):
+        return ""
+    red = {int(d) % x.dim() for d in (dims if isinstance(dims, (list, tuple)) else [dims])}
+    if not red or len(red) == x.dim():
+        return ""
+    # dims of more than one element, slowest-varying first
+    order = [i for _, i in sorted(((x.stride(i), i) for i in range(x.dim())
+                                   if x.shape[i] != 1), reverse=True)]
+    seen_kept = False
+    for i in order:
+        if i in red and seen_kept:
+            return ""
+        seen_kept = seen_kept or i not in red
+    return "rows" if seen_kept and any(i in red for i in order) else ""
+
+
 class _NullMarker:
     def mark(self, label, phase, kind=""):
         pass
@@ -591,7 +618,8 @@ class Recorder:
         self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig,
                          conv_layout(name, args) or copy_layout(name, args)
                          or elementwise_layout(name, args, outs)
-                         or matmul_layout(name, args, outs)))
+                         or matmul_layout(name, args, outs)
+                         or reduction_layout(name, args)))
 
     def host_read(self, t):
         """Record a device-to-host read of ``t`` (``Tensor.item()``, aten
