@@ -651,13 +651,15 @@ def _layer_ops(a, dtype_bytes=4):
         return ([("relu_", 0, 2 * x, "", "float32")],
                 [("threshold_backward", 0, 3 * x, "", "float32")])
     if typ == "POOL":
+        kh, kw = _pair(a["kernel"], 1)
+        cls = f"k{kh}x{kw}s{_pair(a.get('stride') or (kh, kw), 1)[0]}"   # kernel_table.pool_class
         if a.get("mode", "max") == "max":
-            return ([("max_pool2d_with_indices", 0, x + 3 * y, "", "float32")],
-                    [("max_pool2d_with_indices_backward", 0, 2 * x + 3 * y, "", "float32")])
+            return ([("max_pool2d_with_indices", 0, x + 3 * y, cls, "float32")],
+                    [("max_pool2d_with_indices_backward", 0, 2 * x + 3 * y, cls, "float32")])
         if a["out_shape"][-1] == 1 and a["out_shape"][-2] == 1:
             return ([("mean", 0, x + y, "", "float32")], [("div", 0, x + y, "", "float32")])
-        return ([("avg_pool2d", 0, x + y, "", "float32")],
-                [("max_pool2d_with_indices_backward", 0, 2 * x + y, "", "float32")])
+        return ([("avg_pool2d", 0, x + y, cls, "float32")],
+                [("avg_pool2d_backward", 0, 2 * x + y, cls, "float32")])
     if typ == "JOIN":
         return [("add_", 0, 3 * y, "", "float32")], []
     if typ == "SOFTMAX":    # and backward()'s seed, a one-element ones_like of the loss
@@ -682,7 +684,7 @@ def table_layer_times(G, table, dtype_bytes=4):
         node -> ``(fwd_s, bwd_s, fwd_ops, bwd_ops)`` for every layer the table can time (all
         its ops found); ``sources`` maps ``"table"``/``"fitted"``/``"proxy"`` to seconds.
     """
-    from .kernel_table import bias_calls, bias_time_s, family_of
+    from .kernel_table import POOL_FALLBACK, bias_calls, bias_time_s, family_of
     dtype = {2: "bfloat16", 8: "float64"}.get(dtype_bytes, "float32")
     families = set(table.families())
     out, sources = {}, {}
@@ -710,6 +712,7 @@ def table_layer_times(G, table, dtype_bytes=4):
                 # Linear's addmm reads the mm rows; a table without sum_rows, the sum rows)
                 if fam == "sum_rows" and fam not in families:
                     fam, cls = "sum", ""
+                fam = fam if fam in families else POOL_FALLBACK.get(fam, fam)
                 t, src = table.time_s(family_of(fam), flops=flops, nbytes=nbytes, cls=cls,
                                       math_=mth)
                 if t is None:

@@ -45,9 +45,10 @@ K_NEAREST = 4
 IDW_POWER = 2   # inverse-distance weights 1 / (d + 0.05) ** IDW_POWER
 FAR = math.log(8.0)          # beyond a factor 8 in work from every row: fitted, not table
 COMPUTE_FAMILIES = frozenset({"convolution", "convolution_backward", "convolution_cl",
-                              "convolution_backward_cl", "mm", "addmm", "bmm", "sdpa_flash", "sdpa_efficient", "sdpa_math",
+                              "convolution_backward_cl", "mm", "addmm", "bmm", "sdpa_flash",
+                              "sdpa_efficient", "sdpa_math", "sdpa_cudnn",
                               "sdpa_flash_backward", "sdpa_efficient_backward",
-                              "sdpa_math_backward"})
+                              "sdpa_math_backward", "sdpa_cudnn_backward"})
 # fp16 and bf16 rows are separate groups: cuDNN's fp16 and bf16 convolution engines differ
 # (fp16 CNN steps ran 10-20% faster than bf16 ones on the H200: traces/h200/amp, and the
 # table's fp16 and bf16 rows of the same network layers), so a lookup reads its own half type's
@@ -126,7 +127,6 @@ OP_FAMILY = {
     # time as mm of its dimensions, so the two families' rows are one (3x the rows nearby)
     "addmm": "mm",
     "_adaptive_avg_pool2d": "mean", "_adaptive_avg_pool2d_backward": "div",
-    "avg_pool2d_backward": "max_pool2d_with_indices_backward",
     "sigmoid": "relu", "tanh": "relu", "silu": "gelu", "hardswish": "gelu", "hardtanh": "relu",
     "relu6": "relu", "hardtanh_": "relu_", "silu_": "relu_", "hardswish_": "relu_",
     "sigmoid_backward": "threshold_backward", "tanh_backward": "threshold_backward",
@@ -142,8 +142,8 @@ OP_FAMILY = {
     "_scaled_dot_product_efficient_attention_backward": "sdpa_efficient_backward",
     "_scaled_dot_product_flash_attention": "sdpa_flash",
     "_scaled_dot_product_flash_attention_backward": "sdpa_flash_backward",
-    "_scaled_dot_product_cudnn_attention": "sdpa_flash",
-    "_scaled_dot_product_cudnn_attention_backward": "sdpa_flash_backward",
+    "_scaled_dot_product_cudnn_attention": "sdpa_cudnn",
+    "_scaled_dot_product_cudnn_attention_backward": "sdpa_cudnn_backward",
 }
 # a family the table lacks -> a timed family with the same memory behaviour
 PROXY = ("clone", "add")
@@ -321,6 +321,37 @@ def _sig_tensor_ints(sig, skip=0):
                 break
             ints.append(int(tok))
     return (dims, ints) if dims is not None else None
+
+
+# pooling, read by its window and stride (class ``k<kh>x<kw>s<stride>``: :func:`pool_class`):
+# a 3x3 window at stride 1 (Inception's and GoogLeNet's branch pools) reads each input nine
+# times where a 2x2 at stride 2 reads it once, at the same bytes (Inception-v3 b128's pools
+# 9.3 ms predicted by bytes from 3x3/2 and 2x2/2 rows, 16.2 measured: traces/h200/profile_s15)
+POOL_FAMILIES = frozenset({"max_pool2d_with_indices", "max_pool2d_with_indices_backward",
+                           "avg_pool2d", "avg_pool2d_backward"})
+# a table without avg_pool2d_backward rows (before 2026-12-02 09:00) reads the max pool's
+POOL_FALLBACK = {"avg_pool2d_backward": "max_pool2d_with_indices_backward"}
+
+
+def pool_class(sig):
+    """Shape class ``k<kh>x<kw>s<stride>`` of a recorded pooling call (its window and its
+    stride along H; a stride left out is the window's); ``""`` without them.
+
+    Examples
+    --------
+    >>> pool_class("avg_pool2d float32[128, 192, 35, 35] 3 3 1 1 1 1")
+    'k3x3s1'
+    >>> pool_class("max_pool2d_with_indices_backward float32[2, 8, 9, 9] float32[2, 8, 17, 17] "
+    ...            "3 3 2 2 1 1 1 1 False int64[2, 8, 9, 9]")
+    'k3x3s2'
+    """
+    name = (sig or "").split(" ", 1)[0]
+    got = _sig_tensor_ints(sig, skip=1 if name.endswith("_backward") else 0)
+    if not got or len(got[1]) < 2:
+        return ""
+    ints = got[1]
+    stride = ints[2] if len(ints) >= 4 else ints[0]
+    return f"k{ints[0]}x{ints[1]}s{stride}"
 
 
 def ln_class(sig):

@@ -1,4 +1,6 @@
 """``snsim calibrate`` end to end on the CPU (a smoke test of the code; its times mean nothing)."""
+import re
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -284,6 +286,34 @@ def test_row_ops_rows_count_bytes_and_classes_as_a_recording_does():
             assert int(rows[fam, kw["cls"]]["bytes"]) == op[5], (fam, op[6])
             seen += 1
     assert seen == 3      # layer norm, its backward, the Linear's grad_bias
+
+
+def test_pool_rows_count_bytes_and_classes_as_a_recording_does():
+    """Calibrator.pools's rows carry the class and bytes the recorder and opcost give the
+    same pooling calls (a max pool's int64 indices included), forward and backward."""
+    from snsim.torchsim.calibrate import Calibrator
+    from snsim.torchsim.opcost import _table_args
+    from snsim.torchsim.record import Recorder
+    cal = Calibrator(device="cpu", max_seconds=60)
+    cal.pools(torch.float32)
+    rows = {}
+    for r in cal.rows:    # (family, class) -> bytes of its rows (3x3/2 with and without padding)
+        rows.setdefault((r["family"], r["cls"]), set()).add(int(r["bytes"]))
+    assert {c for _, c in rows} == {"k3x3s2", "k2x2s2", "k3x3s1"}
+    rec = Recorder(device_type="cpu")
+    x = torch.randn(2, 8, 9, 9, requires_grad=True)
+    with rec.active():
+        y = torch.nn.AvgPool2d(3, 1, 1)(torch.nn.MaxPool2d(3, 2, 1)(x) * 1.0)
+        y.backward(torch.randn_like(y))
+    # the smoke grid's calls are on 9x9 inputs: the max pool's own, the average pool's not
+    matched = set()
+    for op in rec.ops:
+        fam, kw = _table_args(op)
+        tensors = re.findall(r"\w+\[[\d, ]*\]", op[6])
+        if "pool" in fam and tensors[int(fam.endswith("_backward"))] == "float32[2, 8, 9, 9]":
+            assert op[5] in rows[fam, kw["cls"]], op[6]
+            matched.add(fam)
+    assert matched == {"max_pool2d_with_indices", "max_pool2d_with_indices_backward"}
 
 
 def test_dw_cl_convs_span_the_grid_channels_last():

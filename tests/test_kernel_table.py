@@ -276,6 +276,62 @@ def test_opcost_reads_sum_rows_by_the_recorded_layout_and_falls_back_to_sum():
     assert _lookup_args(Tab(["native_layer_norm"]), ln)[1]["cls"] == "d768r1576"
 
 
+def test_pools_read_rows_of_their_window_and_stride():
+    """A 3x3 average pool at stride 1 reads its own class's rows (here 9x the time per byte
+    of the 2x2 / 2 rows, made up); a table without avg_pool2d_backward reads the max pool's
+    backward rows for it; opcost passes the class of the recorded call."""
+    from snsim.kernel_table import pool_class
+    from snsim.torchsim.opcost import _lookup_args
+    rows = [{"family": fam, "dtype": "float32", "math": "float32", "cls": cls, "flops": 0,
+             "bytes": nb, "ntensors": 0, "time_s": 2e-6 + k * nb / 3e12, "host_s": 5e-6,
+             "shape": ""}
+            for fam in ("avg_pool2d", "avg_pool2d_backward")
+            for cls, k in (("k3x3s1", 9.0), ("k2x2s2", 1.0))
+            for nb in np.geomspace(1e5, 1e10, 12)]
+    tab = KernelTable(pd.DataFrame(rows))
+    sig = "avg_pool2d float32[128, 192, 35, 35] 3 3 1 1 1 1"
+    nb = 2 * 128 * 192 * 35 * 35 * 4
+    t, src = tab.time_s("avg_pool2d", nbytes=nb, cls=pool_class(sig), dtype="float32")
+    assert src == "table" and t == pytest.approx(2e-6 + 9 * nb / 3e12, rel=0.05)
+    t2, _ = tab.time_s("avg_pool2d", nbytes=nb, cls="k2x2s2", dtype="float32")
+    assert t > 5 * t2
+    op = (0, "avg_pool2d_backward", (), (), 0, nb,
+          "avg_pool2d_backward float32[8, 4, 9, 9] float32[8, 4, 9, 9] 3 3 1 1 1 1 False "
+          "True None", "")
+
+    class Tab:
+        def __init__(self, fams):
+            self.fams = fams
+
+        def families(self):
+            return self.fams
+    assert _lookup_args(Tab(["avg_pool2d_backward"]), op)[0] == "avg_pool2d_backward"
+    assert _lookup_args(Tab(["avg_pool2d_backward"]), op)[1]["cls"] == "k3x3s1"
+    assert _lookup_args(Tab(["max_pool2d_with_indices_backward"]), op)[0] == \
+        "max_pool2d_with_indices_backward"
+
+
+def test_half_attention_reads_cudnn_rows_and_flash_without_them():
+    """A CPU recording names its own attention kernel; in half precision CUDA runs cuDNN's
+    attention on Hopper, so the call reads sdpa_cudnn rows, or flash's where a table has
+    none; fp32 stays memory-efficient."""
+    from snsim.torchsim.opcost import _lookup_args
+
+    class Tab:
+        def __init__(self, fams):
+            self.fams = fams
+
+        def families(self):
+            return self.fams
+    sig = ("_scaled_dot_product_flash_attention_for_cpu bfloat16[4, 12, 512, 64] "
+           "bfloat16[4, 12, 512, 64] bfloat16[4, 12, 512, 64] 0.0 True")
+    op = (0, "_scaled_dot_product_flash_attention_for_cpu", (), (), 1e9, 1e7, sig, "")
+    assert _lookup_args(Tab(["sdpa_cudnn", "sdpa_flash"]), op)[0] == "sdpa_cudnn"
+    assert _lookup_args(Tab(["sdpa_flash"]), op)[0] == "sdpa_flash"
+    op32 = (0, op[1], (), (), 1e9, 1e7, sig.replace("bfloat16", "float32"), "")
+    assert _lookup_args(Tab(["sdpa_cudnn", "sdpa_efficient"]), op32)[0] == "sdpa_efficient"
+
+
 def _mm_rows(cls, tflops, dtype="bfloat16", math_="bf16"):
     return [{"family": "mm", "dtype": dtype, "math": math_, "cls": cls, "flops": f,
              "bytes": 1e7, "ntensors": 0, "time_s": f / (tflops * 1e12), "host_s": 5e-6,

@@ -28,7 +28,7 @@ import re
 import statistics
 import time
 
-from ..kernel_table import BIAS_FAMILIES, ROW_FAMILIES, upsample_backward_work
+from ..kernel_table import BIAS_FAMILIES, POOL_FAMILIES, ROW_FAMILIES, upsample_backward_work
 
 STRIDED_FAMILIES = ("clone_strided", "cat_strided")   # kernel_table.STRIDED_FAMILIES' rows
 
@@ -833,6 +833,71 @@ class Calibrator:
                 key = f"sdpa_{name}: {type(e).__name__}"
                 self.skipped[key] = self.skipped.get(key, 0) + 1
 
+    # attention as a training step runs it: the backend CUDA picks by default for each dtype
+    # (fp32: memory-efficient; bf16 and fp16 on Hopper: cuDNN's), on a grid of sequence
+    # lengths, head sizes and batch x heads (GPT-2 medium's causal b4 h16 s1024 d64 fp32
+    # backward, 0.83 ms measured, read 1.51 ms from the 15 random efficient rows; ViT-B's
+    # b64 h12 s197 d64 1.01 ms read 0.57: traces/h200/profile_s15)
+    SDPA_HEADS = ((1, 8), (4, 12), (8, 16), (16, 12), (32, 16), (64, 12))
+    SDPA_LENGTHS = (128, 197, 256, 512, 1024, 2048)
+    SDPA_HEAD_DIMS = (64, 128)
+
+    def sdpa_grid(self, dtype, *, max_flops=1.5e12):
+        """``F.scaled_dot_product_attention`` forward and backward at the backend CUDA
+        dispatches to by default (no ``sdpa_kernel`` restriction), over :attr:`SDPA_HEADS` x
+        :attr:`SDPA_LENGTHS` x :attr:`SDPA_HEAD_DIMS`, causal and not (forward FLOPs at most
+        ``max_flops``). Each row's family is the aten op that ran (:func:`snsim.kernel_table.
+        family_of`: ``sdpa_efficient``, ``sdpa_cudnn``, ``sdpa_flash``), timed alone (the
+        backward's op through :func:`_node_call`); FLOPs and bytes as
+        :meth:`snsim.torchsim.record.Recorder` counts a recorded call (halved for a causal
+        one); shape ``sdpagrid b.. h.. s.. d.. causal..``."""
+        grid = [(b, h, s, d, causal) for b, h in self.SDPA_HEADS for s in self.SDPA_LENGTHS
+                for d in self.SDPA_HEAD_DIMS for causal in (False, True)]
+        if self.device != "cuda":     # a smoke test: small shapes
+            grid = [(1, 2, 16, 8, False), (1, 2, 16, 8, True)]
+        for b, h, s, d, causal in grid:
+            if self.late():
+                return
+            if 4 * b * h * s * s * d > max_flops:
+                continue
+            self.guarded("sdpa", self._sdpa_one, b, h, s, d, causal, dtype)
+
+    def _sdpa_one(self, b, h, s, d, causal, dtype):
+        torch = self.torch
+        import torch.nn.functional as F
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        from ..kernel_table import family_of
+        q, k, v = (self.t(b, h, s, d, dtype=dtype, grad=True) for _ in range(3))
+        seen = []
+
+        class Catch(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                if not seen and family_of(func._overloadpacket.__name__).startswith("sdpa"):
+                    seen.append(family_of(func._overloadpacket.__name__))
+                return func(*args, **(kwargs or {}))
+        with Catch():
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        if not seen:
+            raise RuntimeError("no fused attention kernel for this shape")
+        fam = seen[0]
+        flops = 4 * b * h * s * s * d // (2 if causal else 1)
+        nb = 4 * q.numel() * q.element_size()
+        mth = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")
+        shape = f"sdpagrid b{b} h{h} s{s} d{d} causal{int(causal)}"
+        dout = torch.randn_like(out)
+
+        def fwd():
+            with torch.no_grad():
+                F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        self.add(fam, dtype, mth, "fwd", fwd, flops=flops, nbytes=nb, shape=shape)
+        bwd = _node_call(torch, lambda: torch.autograd.grad(out, (q, k, v), dout,
+                                                            retain_graph=True),
+                         fam + "_backward")
+        self.add(fam + "_backward", dtype, mth, "bwd", bwd, flops=int(2.5 * flops),
+                 nbytes=2 * nb, shape=shape)
+        del q, k, v, out, dout
+
     # -- batch norm, over channels x spatial size x batch ----------------------------------------
     # few channels on large maps included: cuDNN's NCHW kernels give each channel its own
     # blocks, so with fewer channels than the GPU has SMs the time follows N*H*W per channel,
@@ -903,6 +968,66 @@ class Calibrator:
         self.add("native_batch_norm_backward", dtype, dn, cls, bwd,
                  nbytes=_nbytes(torch, bargs, bout), shape=shape)
         del x, dy, out, bout, fargs, bargs
+
+    # -- pooling, by window and stride ----------------------------------------------------------
+    # (mode, window, stride, padding) of CNNs' pools: ResNet's stem (3/2 p1), Inception's and
+    # VGG's/AlexNet's (3/2, 2/2), Inception's and GoogLeNet's branch pools (3/1 p1), DenseNet's
+    # transitions (avg 2/2), and maps / channels of their stages
+    POOL_KINDS = (("max", 3, 2, 1), ("max", 3, 2, 0), ("max", 2, 2, 0), ("max", 3, 1, 1),
+                  ("avg", 3, 1, 1), ("avg", 2, 2, 0), ("avg", 3, 2, 0))
+    POOL_MAPS = (7, 13, 17, 27, 35, 56, 73, 112, 147)
+    POOL_CHANNELS = (32, 64, 128, 256, 512, 1024)
+    POOL_BATCHES = (16, 128)
+
+    def pools(self, dtype, *, max_bytes=2**30):
+        """Max and average pooling, forward and backward (``max_pool2d_with_indices(_backward)``,
+        ``avg_pool2d(_backward)``), for each of :attr:`POOL_KINDS` over :attr:`POOL_MAPS` x
+        :attr:`POOL_CHANNELS` (batches alternating over :attr:`POOL_BATCHES`, inputs of at
+        most ``max_bytes``). Rows' class is ``k<k>x<k>s<stride>`` (:func:`snsim.kernel_table.
+        pool_class`), bytes every input and output tensor's (the max pool's int64 indices
+        included), as the recorder counts them; shape ``pool <mode> x[N, C, H, W] ...``."""
+        grid = [(kind, h, c) for kind in self.POOL_KINDS for h in self.POOL_MAPS
+                for c in self.POOL_CHANNELS]
+        if self.device != "cuda":     # a smoke test: small shapes
+            grid = [(kind, 9, 8) for kind in self.POOL_KINDS]
+        el = self.torch.tensor([], dtype=dtype).element_size()
+        for i, ((mode, k, st, pad), h, c) in enumerate(grid):
+            if self.late():
+                return
+            n = self.POOL_BATCHES[i % len(self.POOL_BATCHES)] if self.device == "cuda" else 2
+            while n > 1 and n * c * h * h * el > max_bytes:
+                n //= 2
+            self.guarded("pool", self._pool_one, mode, k, st, pad, n, c, h, dtype)
+
+    def _pool_one(self, mode, k, st, pad, n, c, h, dtype):
+        torch = self.torch
+        aten = torch.ops.aten
+        dn = str(dtype)[6:]
+        x = self.t(n, c, h, h, dtype=dtype)
+        kk, ss, pp = [k, k], [st, st], [pad, pad]
+        cls, shape = f"k{k}x{k}s{st}", f"pool {mode} x[{n}, {c}, {h}, {h}] k{k} s{st} p{pad}"
+        if mode == "max":
+            fargs = (x, kk, ss, pp)
+            out, idx = aten.max_pool2d_with_indices.default(*fargs)
+            self.add("max_pool2d_with_indices", dtype, dn, cls,
+                     lambda: aten.max_pool2d_with_indices.default(*fargs),
+                     nbytes=_nbytes(torch, fargs, (out, idx)), shape=shape)
+            dy = torch.randn_like(out)
+            bargs = (dy, x, kk, ss, pp, [1, 1], False, idx)
+            bop = aten.max_pool2d_with_indices_backward.default
+        else:
+            fargs = (x, kk, ss, pp)
+            out = aten.avg_pool2d.default(*fargs)
+            self.add("avg_pool2d", dtype, dn, cls, lambda: aten.avg_pool2d.default(*fargs),
+                     nbytes=_nbytes(torch, fargs, out), shape=shape)
+            dy = torch.randn_like(out)
+            bargs = (dy, x, kk, ss, pp, False, True, None)
+            bop = aten.avg_pool2d_backward.default
+        gx = bop(*bargs)
+        self.add(f"{'max_pool2d_with_indices' if mode == 'max' else 'avg_pool2d'}_backward",
+                 dtype, dn, cls, lambda: bop(*bargs), nbytes=_nbytes(torch, bargs, gx),
+                 shape=shape)
+        del x, out, dy, gx
 
     # -- row-wise ops, by row length and row count ---------------------------------------------
     # the elements per row (a layer norm's normalized size, the dims a sum keeps: ConvNeXt's and
@@ -1125,7 +1250,6 @@ class Calibrator:
 
     def _bandwidth_one(self, nb, el, dtype, dn):
         torch = self.torch
-        import torch.nn.functional as F
         aten = torch.ops.aten
         numel = max(int(nb // el), 64)
         c = 64
@@ -1162,11 +1286,6 @@ class Calibrator:
             ("sum", lambda: aten.sum.default(x), (x,), None),
             ("sum_dim", lambda: aten.sum.dim_IntList(x4, [0, 2, 3]), (x4,), None),
             ("mean", lambda: aten.mean.dim(x4, [-1, -2], True), (x4,), None),
-            ("max_pool2d_with_indices",
-             lambda: aten.max_pool2d_with_indices.default(x4, [3, 3], [2, 2], [1, 1]),
-             (x4,), None),
-            ("avg_pool2d", lambda: aten.avg_pool2d.default(x4, [2, 2], [2, 2]), (x4,),
-             None),
             ("cat", lambda: aten.cat.default([x4, x4], 1), (x4, x4), (x4, x4)),
             ("_softmax", lambda: aten._softmax.default(x4.view(-1, hw * hw), -1, False),
              (x4,), x4),
@@ -1174,7 +1293,7 @@ class Calibrator:
              lambda: aten._log_softmax.default(x4.view(-1, hw * hw), -1, False), (x4,), x4),
         ]
         for name, f, ins, outs in ops:
-            if name in ("mean", "max_pool2d_with_indices", "avg_pool2d", "sum_dim"):
+            if name in ("mean", "sum_dim"):
                 try:
                     outs = f()
                 except RuntimeError:
@@ -1182,21 +1301,14 @@ class Calibrator:
                     continue
             fam = "sum" if name == "sum_dim" else name
             self.add(fam, dtype, dn, "", f, nbytes=_nbytes(torch, ins, outs), shape=sz)
-        # backward ops of pooling / softmax / layer norm, via their aten calls (batch norm has
-        # its own grid: batch_norms)
+        # backward ops of softmax, via their aten calls (batch norm, layer norm and pooling
+        # have their own grids: batch_norms, row_ops, pools)
         self.guarded("bandwidth backward", self._bandwidth_backward, x4, dy4, w, b, rm, rv,
                      hw, dtype, dn, sz)
 
     def _bandwidth_backward(self, x4, dy4, w, b, rm, rv, hw, dtype, dn, sz):
         torch = self.torch
-        import torch.nn.functional as F
         aten = torch.ops.aten
-        po, idx = aten.max_pool2d_with_indices.default(x4, [3, 3], [2, 2], [1, 1])
-        dpo = torch.randn_like(po)
-        pargs = (dpo, x4, [3, 3], [2, 2], [1, 1], [1, 1], False, idx)
-        self.add("max_pool2d_with_indices_backward", dtype, dn, "",
-                 lambda: aten.max_pool2d_with_indices_backward.default(*pargs),
-                 nbytes=_nbytes(torch, pargs) + _nbytes(torch, x4), shape=sz)
         sm = aten._softmax.default(x4.view(-1, hw * hw), -1, False)
         self.add("_softmax_backward_data", dtype, dn, "",
                  lambda: aten._softmax_backward_data.default(sm, sm, -1, dtype),
@@ -1464,6 +1576,16 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # at one row length (1024) by bytes and had no sum_rows (ConvNeXt-T b64's layer norms
         # 2.0 ms predicted, 5.4 measured: traces/h200/profile)
         "rows": ("row ops", ROW_FAMILIES, "all"),
+        # pooling by window and stride (Calibrator.pools), fp32/bf16/fp16; tables before
+        # 2026-12-02 09:00 timed one max pool (3/2) and one average pool (2/2) by bytes, and
+        # read the average pool's backward as the max pool's
+        "pool": ("pool ", POOL_FAMILIES, "all"),
+        # attention at CUDA's default backend on a grid (Calibrator.sdpa_grid), fp32/bf16/fp16;
+        # tables before 2026-12-02 09:00 had 15 random rows per backend and none of cuDNN's
+        # attention, which bf16 and fp16 steps run on the H200
+        "sdpagrid": ("sdpa grid", ("sdpa_efficient", "sdpa_efficient_backward", "sdpa_cudnn",
+                                   "sdpa_cudnn_backward", "sdpa_flash", "sdpa_flash_backward"),
+                     lambda r: str(r.get("shape", "")).startswith("sdpagrid ")),
         # a convolution's bias add (forward) and grad_bias reduction (backward), by output
         # size, fp32/bf16/fp16, NCHW and channels-last (Calibrator.conv_biases), and the
         # conv layers of NET_BIAS_MODELS re-timed bias-free (TF32, bf16, fp16), replacing
@@ -1562,6 +1684,14 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("batch norm bf16", 0.02, lambda: cal.batch_norms(torch.bfloat16)),
         # autocast's fp16 batch norm (fp32 parameters) runs in cuDNN, bf16 in ATen's kernels
         ("batch norm fp16", 0.02, lambda: cal.batch_norms(torch.float16)),
+        # pooling by window and stride (Calibrator.pools)
+        ("pool fp32", 0.015, lambda: cal.pools(torch.float32)),
+        ("pool bf16", 0.01, lambda: cal.pools(torch.bfloat16)),
+        ("pool fp16", 0.01, lambda: cal.pools(torch.float16)),
+        # attention at CUDA's default backend on a grid (Calibrator.sdpa_grid)
+        ("sdpa grid fp32", 0.02, lambda: cal.sdpa_grid(torch.float32)),
+        ("sdpa grid bf16", 0.015, lambda: cal.sdpa_grid(torch.bfloat16)),
+        ("sdpa grid fp16", 0.015, lambda: cal.sdpa_grid(torch.float16)),
         # layer norm and sum_rows by row length and count (Calibrator.row_ops)
         ("row ops fp32", 0.02, lambda: cal.row_ops(torch.float32)),
         ("row ops bf16", 0.015, lambda: cal.row_ops(torch.bfloat16)),

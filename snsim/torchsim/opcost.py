@@ -24,12 +24,13 @@ import collections
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENTWISE_FAMILIES,  # noqa: F401
                             GENERIC_FALLBACK, GENERIC_FAMILY, HOST_READ_OPS,
-                            LAYOUT_FAMILIES, MATMUL_FAMILIES, ROW_FAMILIES,
+                            LAYOUT_FAMILIES, MATMUL_FAMILIES, POOL_FAMILIES, POOL_FALLBACK,
+                            ROW_FAMILIES,
                             STRIDED_FAMILIES, UPSAMPLE_BACKWARD_FAMILIES, bias_time_s,
                             call_conv_flops, call_upsample_work, NO_KERNEL_OPS, bn_class,
                             conv_bias_calls, conv_class, family_of, host_stream,
                             innet_call_s, ln_class, load_host_costs, load_kernel_table,
-                            matmul_class, sig_dtype, sum_rows_class)
+                            matmul_class, pool_class, sig_dtype, sum_rows_class)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -124,10 +125,15 @@ def _table_args(op):
     elif fam in MATMUL_FAMILIES or fam.startswith("sdpa"):
         mth, cls = (half or "fp32"), (matmul_class(sig, _layout(op)) if fam in MATMUL_FAMILIES
                                       else "")
-        if half and fam.startswith("sdpa_efficient"):   # CUDA picks flash for half inputs
-            fam = fam.replace("sdpa_efficient", "sdpa_flash")
+        if half and fam.startswith("sdpa_efficient"):
+            # CUDA's choice for half inputs (a CPU recording names its own kernel): cuDNN's
+            # attention on Hopper (torch 2.11: profile_heldout7/8, profile_host), read as
+            # flash where a table has no sdpa_cudnn rows (_lookup_args)
+            fam = fam.replace("sdpa_efficient", "sdpa_cudnn")
     elif fam in BN_FAMILIES:
         mth, cls = ("bf16" if half else "float32"), bn_class(sig)
+    elif fam in POOL_FAMILIES:
+        mth, cls = ("bf16" if half else "float32"), pool_class(sig)
     elif fam in ROW_FAMILIES or (fam == "sum" and _layout(op) == "rows"):
         fam = "sum_rows" if fam == "sum" else fam
         mth, cls = ("bf16" if half else "float32"), (
@@ -174,6 +180,10 @@ def _lookup_args(table, op):
         fam = fam[:-len("_new")]
     if fam == "sum_rows" and fam not in table.families():   # tables before 2026-12-02 08:30
         fam, kw = "sum", {**kw, "cls": ""}
+    if fam in POOL_FALLBACK and fam not in table.families():
+        fam = POOL_FALLBACK[fam]
+    if fam.startswith("sdpa_cudnn") and fam not in table.families():
+        fam = fam.replace("sdpa_cudnn", "sdpa_flash")
     return fam, kw
 
 
