@@ -100,7 +100,8 @@ def main(argv=None):
                         "tables; heldout13: segmentation after set 12 informed the dilated "
                         "convolutions; heldout14: after the upsample contention model; heldout15: "
                         "after session 13's segmentation rows; heldout16: checkpoint and "
-                        "superneurons plans after the in-network checkpoint costs; "
+                        "superneurons plans after the in-network checkpoint costs; heldout17: after "
+                        "session 15's row-op, depthwise, pooling and attention tables; "
                         "pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--same-process", action="store_true",
@@ -639,6 +640,26 @@ _HELDOUT16_HF = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT16 = _plan_set(_HELDOUT16, _HELDOUT16_HF)
+# a seventeenth, written (2026-12-02, 08:20 UTC) after session 15's row-op (layer norm,
+# column sums), channels-last depthwise, pooling and attention tables, before any of it ran:
+# networks whose steps those ops carry, at batches, precisions and plans never run
+_HELDOUT17 = (
+    ("torchvision:convnext_small", 32, {"plain": []}, {}),
+    ("torchvision:convnext_base", 32, {"plain": [], "checkpoint": ["modules=CNBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:swin_t", 64, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:inception_v3", 96, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:googlenet", 128, {"plain": []}, {}),
+    ("torchvision:vit_l_16", 16, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:densenet169", 64, {"superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:vgg19", 48, {"plain": []}, {"amp": "bf16"}),
+)
+_HELDOUT17_HF = (
+    ("hf:gpt2", 8, (1024,), {"plain": []}, {}),
+    ("hf:gpt2", 16, (512,), {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT17 = _plan_set(_HELDOUT17, _HELDOUT17_HF)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -660,7 +681,8 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout10": PLAN_HELDOUT10, "heldout11": PLAN_HELDOUT11,
              "heldout12": PLAN_HELDOUT12, "heldout13": PLAN_HELDOUT13,
              "heldout14": PLAN_HELDOUT14, "heldout15": PLAN_HELDOUT15,
-             "heldout16": PLAN_HELDOUT16, "pageable": PLAN_PAGEABLE}
+             "heldout16": PLAN_HELDOUT16, "heldout17": PLAN_HELDOUT17,
+             "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
