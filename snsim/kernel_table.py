@@ -765,9 +765,10 @@ class KernelTable:
             feats = np.stack([np.log1p(flops), np.log1p(nbytes),
                               np.log1p(g["ntensors"].to_numpy(float))], axis=1)
             host = g["host_s"].to_numpy(float)
-            # an attention row's class (calibrate's "fwd"/"bwd") is its family's direction:
-            # no class to match (a recorded call has none)
-            classes = g["cls"].astype(str) if not fam.startswith("sdpa") else [""] * len(g)
+            # an attention row's class is "causal" or "" (tables before 2026-12-02 09:00 wrote
+            # the direction, "fwd"/"bwd", which the family already says: no class then)
+            classes = g["cls"].astype(str).where(g["cls"].astype(str) == "causal", "") \
+                if fam.startswith("sdpa") else g["cls"].astype(str)
             grp = (feats, lr, np.array(classes, dtype=object), host)
             shapes = g["shape"].astype(str) if "shape" in g else [""] * len(g)
             gcount = np.array([math.log(int(m.group(1))) if _group_prefix(c) == "g" and (

@@ -818,13 +818,24 @@ def test_cpu_attention_counts_flops_as_calibrate_does():
     backward (torch's sdpa_backward_flop_count), halved when causal as calibrate's causal
     rows are; grouped-query keys count at the query's 9 heads."""
     torch = pytest.importorskip("torch")
-    from snsim.torchsim.record import SIGNATURE_OPS, cpu_attention_flops
+    from snsim.torchsim.record import SIGNATURE_OPS, causal_attention, cpu_attention_flops
     q, kv = torch.zeros(8, 9, 512, 64), torch.zeros(8, 3, 512, 64)
     fwd = "_scaled_dot_product_flash_attention_for_cpu"
-    assert cpu_attention_flops(fwd, (q, kv, kv, 0.0, False)) == 4 * 8 * 9 * 512 * 512 * 64
-    assert cpu_attention_flops(fwd, (q, kv, kv, 0.0, True)) == 2 * 8 * 9 * 512 * 512 * 64
-    assert cpu_attention_flops(fwd, (q, kv, kv), {"is_causal": True}) == \
-        2 * 8 * 9 * 512 * 512 * 64
+    aten = torch.ops.aten
+    cpu_op = aten._scaled_dot_product_flash_attention_for_cpu.default
+    for args, kwargs, causal in (((q, kv, kv, 0.0, False), {}, False),
+                                 ((q, kv, kv, 0.0, True), {}, True),
+                                 ((q, kv, kv), {"is_causal": True}, True)):
+        assert causal_attention(cpu_op, args, kwargs) is causal
+        assert cpu_attention_flops(fwd, args, causal) == (2 if causal else 4) * \
+            8 * 9 * 512 * 512 * 64
+    # CUDA's kernels: is_causal found by the op's schema wherever it sits
+    eff_bwd = aten._scaled_dot_product_efficient_attention_backward.default
+    assert causal_attention(eff_bwd, (q, q, kv, kv, None, q, q, q, q, 0.0,
+                                      [True, True, True, False], True))
+    assert not causal_attention(aten._scaled_dot_product_efficient_attention.default,
+                                (q, kv, kv, None, True, 0.0, False))
+    assert not causal_attention(aten.mm.default, (q, q))
     assert cpu_attention_flops(fwd + "_backward", (q, q, kv, kv, q, q, 0.0, False)) == \
         10 * 8 * 9 * 512 * 512 * 64
     assert cpu_attention_flops("mm", (q, kv)) == 0

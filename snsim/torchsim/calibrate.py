@@ -825,9 +825,10 @@ class Calibrator:
                     if name != "math":   # math's backward is many nodes: no one op to time
                         bwd = _node_call(torch, bwd, f"sdpa_{name}_backward")
                     mth = "bf16" if dtype == torch.bfloat16 else "fp32"
-                    self.add(f"sdpa_{name}", dtype, mth, "fwd", fwd, flops=flops,
+                    cls = "causal" if causal else ""    # causal kernels: rows of their own
+                    self.add(f"sdpa_{name}", dtype, mth, cls, fwd, flops=flops,
                              nbytes=nb, shape=shape)
-                    self.add(f"sdpa_{name}_backward", dtype, mth, "bwd", bwd,
+                    self.add(f"sdpa_{name}_backward", dtype, mth, cls, bwd,
                              flops=int(2.5 * flops), nbytes=2 * nb, shape=shape)
             except RuntimeError as e:
                 key = f"sdpa_{name}: {type(e).__name__}"
@@ -890,11 +891,12 @@ class Calibrator:
         def fwd():
             with torch.no_grad():
                 F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        self.add(fam, dtype, mth, "fwd", fwd, flops=flops, nbytes=nb, shape=shape)
+        cls = "causal" if causal else ""    # causal kernels skip tiles: rows of their own
+        self.add(fam, dtype, mth, cls, fwd, flops=flops, nbytes=nb, shape=shape)
         bwd = _node_call(torch, lambda: torch.autograd.grad(out, (q, k, v), dout,
                                                             retain_graph=True),
                          fam + "_backward")
-        self.add(fam + "_backward", dtype, mth, "bwd", bwd, flops=int(2.5 * flops),
+        self.add(fam + "_backward", dtype, mth, cls, bwd, flops=int(2.5 * flops),
                  nbytes=2 * nb, shape=shape)
         del q, k, v, out, dout
 

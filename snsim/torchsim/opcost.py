@@ -123,8 +123,10 @@ def _table_args(op):
         if _layout(op) == "channels_last":     # cuDNN's NHWC engines: rows of their own
             fam = LAYOUT_FAMILIES.get(fam, fam)
     elif fam in MATMUL_FAMILIES or fam.startswith("sdpa"):
+        # attention: a causal call reads the causal rows (its kernels skip the masked tiles
+        # and run at another rate per counted FLOP), a full one the others
         mth, cls = (half or "fp32"), (matmul_class(sig, _layout(op)) if fam in MATMUL_FAMILIES
-                                      else "")
+                                      else "causal" if _layout(op) == "causal" else "")
         if half and fam.startswith("sdpa_efficient"):
             # CUDA's choice for half inputs (a CPU recording names its own kernel): cuDNN's
             # attention on Hopper (torch 2.11: profile_heldout7/8, profile_host), read as
