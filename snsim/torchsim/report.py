@@ -235,6 +235,7 @@ REPRED_CSVS = ((REPRED_CSV, "plans_table"),) + tuple(
                    "plans_heldout4_rerun", "plans_heldout5", "plans_heldout6",
                    "plans_standard_fresh", "plans_pageable", "plans_standard_final",
                    "plans_heldout7"))
+ALL_REPRICED_CSV = os.path.join("docs", "data", "plans_repriced_s15_h200.csv")
 REPRICED_CSV = os.path.join("docs", "data", "plans_repriced_checkpoint_innet_h200.csv")
 # (stored before-run column, re-predicted column, quantity) of repredict_plans.py's CSV
 _REPRED_ERRORS = (("stored_err_pct", "repred_err_pct", "step time"),
@@ -406,6 +407,7 @@ def step_time_section():
         L.append(_table(["policy", "quantity", "prediction", "runs", "mean |err| %",
                          "median |err| %", "max |err| %"], srow) + "\n")
     L.extend(_repriced_text(_read_csv(REPRICED_CSV)))
+    L.extend(_all_repriced_text(_read_csv(ALL_REPRICED_CSV)))
     L.append("Replayed step times (section 5) are not predictions.\n")
     return L
 
@@ -450,6 +452,28 @@ def _repriced_text(rows):
                       _pct(statistics.median(float(r["err_pct"]) for r in v))]
                      for f, v in sorted(by.items())]) + "\n")
     return L
+
+
+def _all_repriced_text(rows):
+    """Every executed plan run, each policy, recorded again and priced with this commit's
+    code (``scripts/reprice_plans.py`` with a fresh cache)."""
+    if not rows:
+        return []
+    body = []
+    for pol in sorted({r["policy"] for r in rows}) + ["all"]:
+        e = [float(r["err_pct"]) for r in rows if pol == "all" or r["policy"] == pol]
+        a = [abs(v) for v in e]
+        body.append([pol, str(len(e)), _pct(statistics.mean(e)), f"{statistics.mean(a):.1f}",
+                     f"{statistics.median(a):.1f}", f"{max(a):.1f}"])
+    return ["### Every executed plan run re-recorded with session 15's tables\n",
+            f"All {len(rows)} completed runs of the standard suite and held-out sets 1-16 "
+            "(every policy), each recorded again by the fake run with the code that added the "
+            "row-op, depthwise, pooling and attention tables and priced with them "
+            f"(`PYTHONPATH=. python scripts/reprice_plans.py --cache NEW_DIR --folder ... "
+            f"--csv {ALL_REPRICED_CSV}`). Re-pricings after the fact, not before-run "
+            "predictions; most of these runs informed earlier changes.\n",
+            _table(["policy", "runs", "signed mean %", "mean |err| %", "median |err| %",
+                    "max |err| %"], body) + "\n"]
 
 
 def k40c_section():
