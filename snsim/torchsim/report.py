@@ -1335,6 +1335,10 @@ def build_report(traces_dir="traces/h200"):
              "OUT=dir bash scripts/device_zero.sh            # -> traces/h200/zero/ (section 8)\n"
              "python scripts/oom_edge.py --out traces/h200/edge/oom_edge.json\n"
              "OUT=out bash scripts/device_amp.sh  # tar xzf out/amp_traces.tar.gz -C traces/h200\n"
+             "ONLY=rows,dwcl bash scripts/device_calibrate_bn.sh     # kernel-table groups "
+             "(then pool,sdpagrid):\n"
+             "                                       # copy $OUT/h200.csv.gz to configs/kernels/\n"
+             "OUT=dir python3 scripts/profile_ops.py --configs MODEL:BATCH:OPT:IMPL:AMP,...\n"
              "snsim capture --model torchvision:resnet50 --batch 128 --out traces/h200/...\n"
              "# anywhere, no torch: replays and this page\n"
              "snsim validate traces/h200/\n"
@@ -1342,6 +1346,10 @@ def build_report(traces_dir="traces/h200"):
              "python scripts/compare_zero.py                 # section 8\n"
              "PYTHONPATH=. python scripts/amp_suite.py compare traces/h200/amp \\\n"
              "    --csv traces/h200/amp/predictions.csv     # section 9 (torch, CPU)\n"
+             "PYTHONPATH=. python scripts/compare_step_time.py traces/h200 traces/h200/cpu_bound "
+             "traces/h200/cpu_bound_heldout --no-zoo --csv docs/data/step_time_h200.csv  # torch\n"
+             "PYTHONPATH=. python scripts/reprice_plans.py --cache DIR --folder F1,F2,... "
+             "--csv docs/data/plans_repriced_s15_h200.csv  # torch, CPU\n"
              "python -m snsim.torchsim.report\n```\n")
     return "\n".join(L)
 
