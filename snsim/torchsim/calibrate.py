@@ -1983,7 +1983,11 @@ def _add_calibrate(sub):
                    "batch norm: cuDNN's), convbias (a convolution's bias add and grad_bias "
                    "reduction by output size), convcl "
                    "(channels-last convolutions: grouped, depthwise and dense; TF32/bf16/fp16), "
-                   "bnlarge (batch norm at batches 512 and 1024, added to the BN rows)")
+                   "bnlarge (batch norm at batches 512 and 1024, added to the BN rows), "
+                   "rows (layer norm and column sums by row length and row count), dwcl "
+                   "(channels-last depthwise convs on a grid), pool (max and average pooling "
+                   "by window and stride), sdpagrid (attention at CUDA's default backend, "
+                   "causal and not). Every group: " + ", ".join(sorted(ONLY)))
     p.add_argument("--merge", default=None, metavar="TABLE",
                    help="with --only: write TABLE with the new rows merged in (bn replaces "
                    "all BN rows; conv adds its rows, replacing an earlier conv run's; the "
