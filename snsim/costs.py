@@ -684,9 +684,8 @@ def table_layer_times(G, table, dtype_bytes=4):
         node -> ``(fwd_s, bwd_s, fwd_ops, bwd_ops)`` for every layer the table can time (all
         its ops found); ``sources`` maps ``"table"``/``"fitted"``/``"proxy"`` to seconds.
     """
-    from .kernel_table import POOL_FALLBACK, bias_calls, bias_time_s, family_of
+    from .kernel_table import bias_calls, bias_time_s, family_of, table_family
     dtype = {2: "bfloat16", 8: "float64"}.get(dtype_bytes, "float32")
-    families = set(table.families())
     out, sources = {}, {}
     for n, a in G.nodes(data=True):
         ops = _layer_ops(a, dtype_bytes) if a.get("type") not in ("DATA", "FORK") else None
@@ -709,10 +708,8 @@ def table_layer_times(G, table, dtype_bytes=4):
                 srcs.append((src, t))
             for fam, flops, nbytes, cls, mth in part:
                 # the table's family of the aten name, as a recorded call looks it up (a
-                # Linear's addmm reads the mm rows; a table without sum_rows, the sum rows)
-                if fam == "sum_rows" and fam not in families:
-                    fam, cls = "sum", ""
-                fam = fam if fam in families else POOL_FALLBACK.get(fam, fam)
+                # Linear's addmm reads the mm rows), and as a table without it reads it
+                fam, cls = table_family(table, fam, cls)
                 t, src = table.time_s(family_of(fam), flops=flops, nbytes=nbytes, cls=cls,
                                       math_=mth)
                 if t is None:

@@ -305,21 +305,16 @@ def _sig_tensor_ints(sig, skip=0):
     """The dims of the first tensor of signature ``sig`` and the bare integers that follow
     its ``skip + 1``-th tensor up to the next non-integer token (a list argument, as
     :func:`snsim.torchsim.record.signature` flattens it); None without such a tensor."""
-    tokens = re.findall(r"\w+\[[\d, ]*\]|\S+", sig or "")
     seen, dims, ints = 0, None, []
-    for tok in tokens[1:]:
+    for tok in re.findall(r"\w+\[[\d, ]*\]|\S+", sig or "")[1:]:
         m = _TENSOR.fullmatch(tok)
-        if m:
-            if dims is None:
-                dims = [int(v) for v in m.group(2).split(",") if v.strip()]
-            if seen > skip or (seen == skip and ints):
-                break
-            seen += 1
-            continue
-        if seen == skip + 1:
-            if not re.fullmatch(r"-?\d+", tok):
+        if seen == skip + 1:           # after that tensor: its run of integers
+            if m or not re.fullmatch(r"-?\d+", tok):
                 break
             ints.append(int(tok))
+        elif m:
+            dims = dims or [int(v) for v in m.group(2).split(",") if v.strip()]
+            seen += 1
     return (dims, ints) if dims is not None else None
 
 
@@ -329,8 +324,23 @@ def _sig_tensor_ints(sig, skip=0):
 # 9.3 ms predicted by bytes from 3x3/2 and 2x2/2 rows, 16.2 measured: traces/h200/profile_s15)
 POOL_FAMILIES = frozenset({"max_pool2d_with_indices", "max_pool2d_with_indices_backward",
                            "avg_pool2d", "avg_pool2d_backward"})
-# a table without avg_pool2d_backward rows (before 2026-12-02 09:00) reads the max pool's
-POOL_FALLBACK = {"avg_pool2d_backward": "max_pool2d_with_indices_backward"}
+# families newer than some tables -> what a table without them reads instead, and whether
+# the call's class carries over: sum_rows as a plain sum (tables before 2026-12-02 08:30), an
+# average pool's backward as the max pool's (before 09:00), cuDNN's attention as flash's
+NEW_FAMILY_FALLBACK = {"sum_rows": ("sum", False),
+                       "avg_pool2d_backward": ("max_pool2d_with_indices_backward", True),
+                       "sdpa_cudnn": ("sdpa_flash", True),
+                       "sdpa_cudnn_backward": ("sdpa_flash_backward", True)}
+
+
+def table_family(table, family, cls):
+    """``(family, cls)`` as ``table`` can answer a call: a family it lacks read as its
+    :data:`NEW_FAMILY_FALLBACK`; the one rule for recorded calls (:func:`snsim.torchsim.
+    opcost._lookup_args`) and the zoo (:func:`snsim.costs.table_layer_times`)."""
+    if family not in NEW_FAMILY_FALLBACK or family in table.families():
+        return family, cls
+    fallback, keep_cls = NEW_FAMILY_FALLBACK[family]
+    return fallback, (cls if keep_cls else "")
 
 
 def pool_class(sig):
@@ -767,8 +777,9 @@ class KernelTable:
             host = g["host_s"].to_numpy(float)
             # an attention row's class is "causal" or "" (tables before 2026-12-02 09:00 wrote
             # the direction, "fwd"/"bwd", which the family already says: no class then)
-            classes = g["cls"].astype(str).where(g["cls"].astype(str) == "causal", "") \
-                if fam.startswith("sdpa") else g["cls"].astype(str)
+            classes = g["cls"].astype(str)
+            if fam.startswith("sdpa"):
+                classes = classes.where(classes == "causal", "")
             grp = (feats, lr, np.array(classes, dtype=object), host)
             shapes = g["shape"].astype(str) if "shape" in g else [""] * len(g)
             gcount = np.array([math.log(int(m.group(1))) if _group_prefix(c) == "g" and (

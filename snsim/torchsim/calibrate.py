@@ -171,6 +171,15 @@ def _node_call(torch, run_backward, family):
     of issue against 11-19 us for its forward) to the op's own issue cost. The host model
     charges the engine per node (``per_node_s``), so the table times the op alone.
     """
+    func, args, kwargs = _first_call(torch, run_backward, lambda fam: fam == family,
+                                     f"the backward made no {family} call")
+    return lambda: func(*args, **kwargs)
+
+
+def _first_call(torch, run, match, missing="no matching aten call"):
+    """``(func, args, kwargs)`` of the first aten call ``run()`` makes whose family
+    (:func:`snsim.kernel_table.family_of`) ``match`` accepts; RuntimeError(``missing``) when
+    none does."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from ..kernel_table import family_of
@@ -178,16 +187,15 @@ def _node_call(torch, run_backward, family):
 
     class Catch(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if not seen and family_of(func._overloadpacket.__name__) == family:
+            if not seen and match(family_of(func._overloadpacket.__name__)):
                 seen.append((func, args, dict(kwargs or {})))
             return func(*args, **(kwargs or {}))
 
     with Catch():
-        run_backward()
+        run()
     if not seen:
-        raise RuntimeError(f"the backward made no {family} call")
-    func, args, kwargs = seen[0]
-    return lambda: func(*args, **kwargs)
+        raise RuntimeError(missing)
+    return seen[0]
 
 
 def _flops(torch, func, args, kwargs, out):
@@ -866,22 +874,14 @@ class Calibrator:
     def _sdpa_one(self, b, h, s, d, causal, dtype):
         torch = self.torch
         import torch.nn.functional as F
-        from torch.utils._python_dispatch import TorchDispatchMode
 
         from ..kernel_table import family_of
         q, k, v = (self.t(b, h, s, d, dtype=dtype, grad=True) for _ in range(3))
-        seen = []
-
-        class Catch(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                if not seen and family_of(func._overloadpacket.__name__).startswith("sdpa"):
-                    seen.append(family_of(func._overloadpacket.__name__))
-                return func(*args, **(kwargs or {}))
-        with Catch():
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        if not seen:
-            raise RuntimeError("no fused attention kernel for this shape")
-        fam = seen[0]
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        func = _first_call(torch, lambda: F.scaled_dot_product_attention(
+            q, k, v, is_causal=causal), lambda fam: fam.startswith("sdpa"),
+            "no fused attention kernel for this shape")[0]
+        fam = family_of(func._overloadpacket.__name__)
         flops = 4 * b * h * s * s * d // (2 if causal else 1)
         nb = 4 * q.numel() * q.element_size()
         mth = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")
@@ -1008,27 +1008,18 @@ class Calibrator:
         x = self.t(n, c, h, h, dtype=dtype)
         kk, ss, pp = [k, k], [st, st], [pad, pad]
         cls, shape = f"k{k}x{k}s{st}", f"pool {mode} x[{n}, {c}, {h}, {h}] k{k} s{st} p{pad}"
-        if mode == "max":
-            fargs = (x, kk, ss, pp)
-            out, idx = aten.max_pool2d_with_indices.default(*fargs)
-            self.add("max_pool2d_with_indices", dtype, dn, cls,
-                     lambda: aten.max_pool2d_with_indices.default(*fargs),
-                     nbytes=_nbytes(torch, fargs, (out, idx)), shape=shape)
-            dy = torch.randn_like(out)
-            bargs = (dy, x, kk, ss, pp, [1, 1], False, idx)
-            bop = aten.max_pool2d_with_indices_backward.default
-        else:
-            fargs = (x, kk, ss, pp)
-            out = aten.avg_pool2d.default(*fargs)
-            self.add("avg_pool2d", dtype, dn, cls, lambda: aten.avg_pool2d.default(*fargs),
-                     nbytes=_nbytes(torch, fargs, out), shape=shape)
-            dy = torch.randn_like(out)
-            bargs = (dy, x, kk, ss, pp, False, True, None)
-            bop = aten.avg_pool2d_backward.default
-        gx = bop(*bargs)
-        self.add(f"{'max_pool2d_with_indices' if mode == 'max' else 'avg_pool2d'}_backward",
-                 dtype, dn, cls, lambda: bop(*bargs), nbytes=_nbytes(torch, bargs, gx),
+        fam = "max_pool2d_with_indices" if mode == "max" else "avg_pool2d"
+        fop, bop = getattr(aten, fam).default, getattr(aten, fam + "_backward").default
+        fargs = (x, kk, ss, pp)
+        out = fop(*fargs)        # the max pool's: (output, indices)
+        self.add(fam, dtype, dn, cls, lambda: fop(*fargs), nbytes=_nbytes(torch, fargs, out),
                  shape=shape)
+        dy = torch.randn_like(out[0] if mode == "max" else out)
+        bargs = ((dy, x, kk, ss, pp, [1, 1], False, out[1]) if mode == "max"
+                 else (dy, x, kk, ss, pp, False, True, None))
+        gx = bop(*bargs)
+        self.add(fam + "_backward", dtype, dn, cls, lambda: bop(*bargs),
+                 nbytes=_nbytes(torch, bargs, gx), shape=shape)
         del x, out, dy, gx
 
     # -- row-wise ops, by row length and row count ---------------------------------------------

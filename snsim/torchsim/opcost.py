@@ -24,13 +24,14 @@ import collections
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENTWISE_FAMILIES,  # noqa: F401
                             GENERIC_FALLBACK, GENERIC_FAMILY, HOST_READ_OPS,
-                            LAYOUT_FAMILIES, MATMUL_FAMILIES, POOL_FAMILIES, POOL_FALLBACK,
+                            LAYOUT_FAMILIES, MATMUL_FAMILIES, POOL_FAMILIES,
                             ROW_FAMILIES,
                             STRIDED_FAMILIES, UPSAMPLE_BACKWARD_FAMILIES, bias_time_s,
                             call_conv_flops, call_upsample_work, NO_KERNEL_OPS, bn_class,
                             conv_bias_calls, conv_class, family_of, host_stream,
                             innet_call_s, ln_class, load_host_costs, load_kernel_table,
-                            matmul_class, pool_class, sig_dtype, sum_rows_class)
+                            matmul_class, pool_class, sig_dtype, sum_rows_class,
+                            table_family)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -180,13 +181,8 @@ def _lookup_args(table, op):
         fam, kw = _CONTIGUOUS_FAMILY[fam], {**kw, "cls": ""}
     if fam.endswith("_new") and fam not in table.families():
         fam = fam[:-len("_new")]
-    if fam == "sum_rows" and fam not in table.families():   # tables before 2026-12-02 08:30
-        fam, kw = "sum", {**kw, "cls": ""}
-    if fam in POOL_FALLBACK and fam not in table.families():
-        fam = POOL_FALLBACK[fam]
-    if fam.startswith("sdpa_cudnn") and fam not in table.families():
-        fam = fam.replace("sdpa_cudnn", "sdpa_flash")
-    return fam, kw
+    read, cls = table_family(table, fam, kw.get("cls", ""))
+    return (fam, kw) if read == fam else (read, {**kw, "cls": cls})
 
 
 def _table_time(table, op):
