@@ -408,6 +408,7 @@ def step_time_section():
                          "median |err| %", "max |err| %"], srow) + "\n")
     L.extend(_repriced_text(_read_csv(REPRICED_CSV)))
     L.extend(_all_repriced_text(_read_csv(ALL_REPRICED_CSV)))
+    L.extend(_repeatability_text(repeated_runs(), _read_csv(ALL_REPRICED_CSV)))
     L.append("Replayed step times (section 5) are not predictions.\n")
     return L
 
@@ -474,6 +475,76 @@ def _all_repriced_text(rows):
             "predictions; most of these runs informed earlier changes.\n",
             _table(["policy", "runs", "signed mean %", "mean |err| %", "median |err| %",
                     "max |err| %"], body) + "\n"]
+
+
+def repeated_runs(root="traces/h200"):
+    """``{run name: [(folder, measured step seconds), ...]}`` of every plan-suite run name
+    executed in two or more folders with one torch version (the same network, batch, setup
+    and plan, in another process and often on another lease)."""
+    import glob
+    import gzip
+    found, torch_of = {}, {}
+    for path in sorted(glob.glob(os.path.join(root, "plans_*", "*.json.gz"))):
+        folder = os.path.basename(os.path.dirname(path))
+        with gzip.open(path, "rt") as f:
+            doc = json.load(f)
+        for r in doc.get("runs", []) if isinstance(doc, dict) else []:   # plan bundles only
+            step = (r.get("measured") or {}).get("step_time_s") if r.get("status") == "ok" \
+                else None
+            if step:
+                found.setdefault(r["name"], []).append((folder, float(step)))
+                torch_of.setdefault(r["name"], set()).add(
+                    (r.get("provenance") or {}).get("torch"))
+    return {k: v for k, v in found.items() if len(v) >= 2 and len(torch_of[k]) == 1}
+
+
+def _repeatability_text(runs, repriced, worst=10):
+    """How far one executed run's step is from the median of the same run repeated, beside
+    the re-priced prediction's distance to each run and to that median."""
+    if not runs:
+        return []
+    price = {(r["folder"], r["run"]): float(r["repriced_step_s"]) for r in repriced}
+    dev, single, central, spread = [], [], [], []
+    for name, got in sorted(runs.items()):
+        steps = [s for _, s in got]
+        med = statistics.median(steps)
+        dev += [100 * abs(s / med - 1) for s in steps]
+        spread.append((100 * (max(steps) / min(steps) - 1), name, steps))
+        preds = [price[(f, name)] for f, _ in got if (f, name) in price]
+        if preds:
+            p = statistics.median(preds)
+            central.append(100 * abs(p / med - 1))
+            single += [100 * abs(p / s - 1) for s in steps]
+
+    def row(what, e):
+        e = sorted(e)
+        return [what, str(len(e)), f"{statistics.mean(e):.1f}", f"{statistics.median(e):.1f}",
+                f"{e[int(0.9 * (len(e) - 1))]:.1f}", f"{e[-1]:.1f}"]
+    body = [row("one run against the median of its repeats", dev),
+            row("re-priced prediction against each run", single),
+            row("re-priced prediction against the median of the repeats", central)]
+    spread.sort(reverse=True)
+    top = [[name, str(len(steps)), " / ".join(f"{s * 1e3:.1f}" for s in steps), f"{sp:.1f}"]
+           for sp, name, steps in spread[:worst]]
+    half = sum(1 for _, name, _ in spread[:worst] if "bf16" in name or "fp16" in name)
+    adam = sum(1 for _, name, _ in spread[:worst] if "_adam" in name)
+    return ["### How repeatable a measured step is\n",
+            f"{len(runs)} plan-suite runs were executed in two or more folders with the same "
+            "torch (the same network, batch, setup and plan, in another process and often on "
+            "another lease; `report.repeated_runs`). How far a single run's step lies from the "
+            "median of its repeats is a floor under any prediction's error on one run. Some "
+            "repeats were made after a fix to the measuring harness (the `*_rerun` folders, "
+            "section 1l), so part of the spread is the harness's. The re-priced predictions "
+            f"are those of the table above. Of the {worst} runs that varied most, {half} ran "
+            f"under half-precision autocast and {adam} with Adam or AdamW: steps that the "
+            "launching thread bounds, whose pace differs between processes and leases "
+            "(traces/h200/probe_s16: the forward of ViT-B/16 b32 bf16 took 15.9 ms on one lease "
+            "and 11.7 ms on the next).\n",
+            _table(["distance, abs(x / y - 1)", "n", "mean %", "median %", "p90 %", "max %"],
+                   body) + "\n",
+            f"The {worst} configurations that varied the most (measured steps in ms, "
+            "in folder order):\n",
+            _table(["run", "runs", "measured steps ms", "max/min - 1 %"], top) + "\n"]
 
 
 def k40c_section():

@@ -1,0 +1,40 @@
+"""VALIDATION section 6's repeatability table (snsim.torchsim.report)."""
+import gzip
+import json
+
+from snsim.torchsim.report import _repeatability_text, repeated_runs
+
+
+def _bundle(path, runs):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt") as f:
+        json.dump({"suite": "plans", "runs": runs}, f)
+
+
+def _run(name, step, torch="2.11"):
+    return {"name": name, "status": "ok", "measured": {"step_time_s": step},
+            "provenance": {"torch": torch}}
+
+
+def test_repeated_runs_keeps_names_run_twice_with_one_torch(tmp_path):
+    _bundle(tmp_path / "plans_a" / "plain.json.gz", [_run("x", 0.010), _run("y", 0.020),
+                                                      _run("z", 0.030)])
+    _bundle(tmp_path / "plans_b" / "plain.json.gz", [_run("x", 0.012), _run("z", 0.031, "2.9")])
+    # a file of a plans_ folder that is no bundle is skipped
+    with gzip.open(tmp_path / "plans_b" / "other.json.gz", "wt") as f:
+        json.dump([1, 2], f)
+    assert repeated_runs(str(tmp_path)) == {"x": [("plans_a", 0.010), ("plans_b", 0.012)]}
+
+
+def test_repeatability_distances_by_hand():
+    runs = {"x": [("a", 0.010), ("b", 0.012), ("c", 0.020)]}
+    priced = [{"folder": "a", "run": "x", "repriced_step_s": "0.012"}]
+    text = "".join(_repeatability_text(runs, priced))
+    # median 12 ms: runs 10, 12, 20 lie 16.7, 0 and 66.7 % from it (mean 27.8, median 16.7,
+    # max 66.7)
+    assert "| one run against the median of its repeats | 3 | 27.8 | 16.7 | 16.7 | 66.7 |" \
+        in text
+    # the prediction (12 ms) against each run: 20.0, 0.0, 40.0 % (mean 20.0, median 20.0)
+    assert "| re-priced prediction against each run | 3 | 20.0 | 20.0 |" in text
+    assert "| re-priced prediction against the median of the repeats | 1 | 0.0 | 0.0 |" in text
+    assert "| x | 3 | 10.0 / 12.0 / 20.0 | 100.0 |" in text
