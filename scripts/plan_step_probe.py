@@ -1,8 +1,9 @@
 """Where a memory plan's step time goes on a real GPU: the launching thread's wall time per
 phase, the CUDA runtime calls that block it, and the Python garbage collector.
 
-For each configuration ``MODEL:BATCH:OPTIMIZER:AMP:PLAN`` (``PLAN`` one of ``plain``,
-``checkpoint=CLASS``, ``offload_pinned``; built, placed and transformed as ``snsim execute``
+For each configuration ``MODEL:BATCH:OPTIMIZER:AMP:PLAN`` (``PLAN`` a policy and its
+``KEY=VALUE`` options, ``/``-separated: ``plain``, ``checkpoint/modules=EncoderBlock``,
+``cpu_offload/pin_memory=true``; built, placed and transformed as ``snsim execute``
 does it, :func:`snsim.torchsim.execute.measure`), in a process of its own:
 
 * ``--iters`` steps between CUDA events after ``--warmup`` warm-ups (as ``execute``), with the
@@ -18,10 +19,10 @@ Writes ``plan_step_probe.csv`` (one row per configuration and collector setting)
 ``plan_step_runtime.csv`` (runtime calls per configuration) under ``--out``.
 
     OUT=dir PYTHONPATH=. python3 scripts/plan_step_probe.py --out "$OUT" \\
-        --configs torchvision:vit_b_16:32:adamw:bf16:checkpoint=EncoderBlock
+        --configs torchvision:vit_b_16:32:adamw:bf16:checkpoint/modules=EncoderBlock
     # a dry run of the code on the CPU:
     PYTHONPATH=. python scripts/plan_step_probe.py --out /tmp/probe --device cpu \\
-        --configs torchvision:resnet18:2:sgd-momentum:none:checkpoint=BasicBlock --iters 1
+        --configs torchvision:resnet18:2:sgd-momentum:none:checkpoint/modules=BasicBlock --iters 1
 """
 from __future__ import annotations
 
@@ -33,18 +34,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-
-def _plan(text):
-    if text == "plain":
-        return "plain", {}
-    if text.startswith("checkpoint="):
-        return "checkpoint", {"modules": text.split("=", 1)[1]}
-    if text == "offload_pinned":
-        return "cpu_offload", {"pin_memory": "true"}
-    if text == "offload_pageable":
-        return "cpu_offload", {"pin_memory": "false"}
-    raise SystemExit(f"plan_step_probe: unknown plan {text!r}")
 
 
 class _Phases:
@@ -82,7 +71,7 @@ def run_one(config, warmup, iters, device="cuda"):
     model, batch, opt_name, amp, plan_text = config.rsplit(":", 4)
     from snsim.torchsim.amp import TrainSetup
     setup = TrainSetup(opt_name, "foreach", None if amp == "none" else amp)
-    policy, options = _plan(plan_text)
+    policy, *options = plan_text.split("/")
     spec = resolve_model(model)
     net = spec.build()
     net.train()

@@ -20,9 +20,10 @@ def test_repeated_runs_keeps_names_run_twice_with_one_torch(tmp_path):
     _bundle(tmp_path / "plans_a" / "plain.json.gz", [_run("x", 0.010), _run("y", 0.020),
                                                       _run("z", 0.030)])
     _bundle(tmp_path / "plans_b" / "plain.json.gz", [_run("x", 0.012), _run("z", 0.031, "2.9")])
-    # a file of a plans_ folder that is no bundle is skipped
-    with gzip.open(tmp_path / "plans_b" / "other.json.gz", "wt") as f:
-        json.dump([1, 2], f)
+    # a document of a plans_ folder that is no bundle (a capture, as plans_history keeps
+    # them) is skipped
+    with gzip.open(tmp_path / "plans_b" / "capture.json.gz", "wt") as f:
+        json.dump({"config": {}, "measured": {"step_time_s": 0.5}, "events": []}, f)
     assert repeated_runs(str(tmp_path)) == {"x": [("plans_a", 0.010), ("plans_b", 0.012)]}
 
 

@@ -407,8 +407,9 @@ def step_time_section():
         L.append(_table(["policy", "quantity", "prediction", "runs", "mean |err| %",
                          "median |err| %", "max |err| %"], srow) + "\n")
     L.extend(_repriced_text(_read_csv(REPRICED_CSV)))
-    L.extend(_all_repriced_text(_read_csv(ALL_REPRICED_CSV)))
-    L.extend(_repeatability_text(repeated_runs(), _read_csv(ALL_REPRICED_CSV)))
+    repriced = _read_csv(ALL_REPRICED_CSV)
+    L.extend(_all_repriced_text(repriced))
+    L.extend(_repeatability_text(repeated_runs(), repriced))
     L.append("Replayed step times (section 5) are not predictions.\n")
     return L
 
@@ -482,15 +483,11 @@ def repeated_runs(root="traces/h200"):
     executed in two or more folders with one torch version (the same network, batch, setup
     and plan, in another process and often on another lease)."""
     import glob
-    import gzip
     found, torch_of = {}, {}
-    for path in sorted(glob.glob(os.path.join(root, "plans_*", "*.json.gz"))):
-        folder = os.path.basename(os.path.dirname(path))
-        with gzip.open(path, "rt") as f:
-            doc = json.load(f)
-        for r in doc.get("runs", []) if isinstance(doc, dict) else []:   # plan bundles only
-            step = (r.get("measured") or {}).get("step_time_s") if r.get("status") == "ok" \
-                else None
+    for path in sorted(glob.glob(os.path.join(root, "plans_*"))):
+        folder = os.path.basename(path)
+        for r in plan_runs(root, folder):
+            step = (r.get("measured") or {}).get("step_time_s")
             if step:
                 found.setdefault(r["name"], []).append((folder, float(step)))
                 torch_of.setdefault(r["name"], set()).add(

@@ -130,11 +130,13 @@ def plain_captures(root="traces/h200"):
 
 
 def plan_runs(root="traces/h200", folder="plans"):
-    """Every completed run of a plan-suite folder, with its stored before-run prediction."""
+    """Every completed run of a plan-suite folder, with its stored before-run prediction.
+    A document of the folder that is no suite bundle (a single run's capture, as
+    ``plans_history`` keeps them) holds no runs."""
     runs = []
     for path in sorted(glob.glob(os.path.join(root, folder, "*.json.gz"))):
         with gzip.open(path, "rt") as f:
-            runs += [r for r in json.load(f)["runs"] if r.get("status") == "ok"]
+            runs += [r for r in json.load(f).get("runs", []) if r.get("status") == "ok"]
     return runs
 
 
