@@ -10,6 +10,9 @@ does it, :func:`snsim.torchsim.execute.measure`), in a process of its own:
   collector on, then the same with ``gc.disable()``;
 * the launching thread's seconds per phase (forward and loss F, backward B, optimizer U) in
   those steps, without synchronising inside the step;
+* this process's host pace (:func:`snsim.torchsim.hostpace.gauge_add_s`, in µs per call)
+  before and after the timed steps, so that a phase's wall can be set against the model at
+  this process's pace;
 * one step under ``torch.profiler`` (CPU and CUDA activities): the GPU busy time, and per CUDA
   runtime call name the calls and host seconds (``cudaStreamSynchronize``,
   ``cudaMemcpyAsync``, ``cudaHostAlloc``, ``cudaMalloc``, ...), so that a call that waits for
@@ -89,6 +92,8 @@ def run_one(config, warmup, iters, device="cuda"):
     def sync():
         if cuda:
             torch.cuda.synchronize()
+    from snsim.torchsim.hostpace import gauge_add_s
+    gauge_before_s = gauge_add_s(device)
     rows = []
     for collector in ("on", "off"):
         if collector == "off":
@@ -117,6 +122,10 @@ def run_one(config, warmup, iters, device="cuda"):
                      **{f"wall_{p}_s": statistics.median(ph[p] for ph in phases)
                         for p in "FBU"},
                      "gc_objects": len(gc.get_objects()), "torch": torch.__version__})
+    gauge_after_s = gauge_add_s(device)
+    for r in rows:
+        r["gauge_before_us"] = round(gauge_before_s * 1e6, 3)
+        r["gauge_after_us"] = round(gauge_after_s * 1e6, 3)
     from torch.profiler import ProfilerActivity, profile
     sync()
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
@@ -177,6 +186,7 @@ def main(argv=None):
                   f"(min {r['step_min_s'] * 1e3:.1f} max {r['step_max_s'] * 1e3:.1f}) "
                   f"F {r['wall_F_s'] * 1e3:.1f} B {r['wall_B_s'] * 1e3:.1f} "
                   f"U {r['wall_U_s'] * 1e3:.1f} busy {r['gpu_busy_s'] * 1e3:.1f} "
+                  f"gauge {r['gauge_before_us']}/{r['gauge_after_us']} us "
                   f"objects {r['gc_objects']}", flush=True)
         for r in doc["runtime"]:
             print(f"   {r['call']:<34} {r['calls']:6d} {r['host_s'] * 1e3:9.2f} ms", flush=True)

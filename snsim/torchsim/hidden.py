@@ -209,11 +209,13 @@ def probe_path(hardware):
 @functools.lru_cache(maxsize=8)
 def _read_probe(path, mtime_ns):
     """The probe file's tables, kept in the user cache per version of the file and of this
-    module (:func:`snsim.usercache.load_derived`): parsing and indexing 100k probed calls
-    costs seconds of every prediction."""
-    from ..usercache import load_derived
-    return load_derived("conv_workspaces", path, __file__, _index_probe,
-                        valid=lambda t: isinstance(t, dict) and "exact" in t)
+    module (:func:`snsim.usercache.load_derived_keyed`): parsing and indexing 100k probed
+    calls costs seconds, and so would unpickling all of them, so the per-signature tables
+    (``exact``, ``slots``, ``scaled``) are read a row per lookup."""
+    from ..usercache import load_derived_keyed
+    return load_derived_keyed("conv_workspaces", path, __file__, _index_probe,
+                              keyed=("exact", "slots", "scaled"),
+                              valid=lambda t: isinstance(t, dict) and "grouped" in t)
 
 
 def _index_probe(path):
