@@ -434,3 +434,26 @@ def test_calibrate_only_segnet_times_segmentation_layers_and_keeps_the_dilated_r
     seg = [r for r in rows if str(r["shape"]).startswith("segnet ")]
     assert {r["family"] for r in seg} == {"convolution", "convolution_backward"}
     assert old[0]["shape"] in [r["shape"] for r in rows]
+
+
+def test_calibrate_only_patchify_times_non_overlapping_convolutions(tmp_path):
+    """--only patchify adds rows of the patch embeddings and patch-wise downsampling
+    (kernel = stride > 1; shape ``patchify <model> ...``) in their own classes (k16x16s16, ...),
+    which no other calibrated class has; the tracer finds ViT-B/16's 3 -> 768 16x16 and
+    ConvNeXt-T's 2x2 downsampling, and nothing overlapping."""
+    pytest.importorskip("torchvision")
+    from snsim.cli import main
+    from snsim.torchsim.calibrate import read_table, traced_patchify_conv2d_calls
+    layers = traced_patchify_conv2d_calls()
+    assert all(m.kernel_size == m.stride and max(m.kernel_size) > 1 for _, _, m in layers)
+    assert any(model == "vit_b_16" and shape == (3, 224, 224) and m.out_channels == 768
+               and m.kernel_size == (16, 16) for model, shape, m in layers)
+    assert any(model == "convnext_tiny" and m.kernel_size == (2, 2) for model, _, m in layers)
+    out = tmp_path / "patchify.csv.gz"
+    assert main(["calibrate", "--device", "cpu", "--only", "patchify", "--out", str(out),
+                 "--max-seconds", "60"]) == 0
+    rows, _ = read_table(out)
+    assert rows and all(str(r["shape"]).startswith("patchify ") for r in rows)
+    assert {r["family"] for r in rows} == {"convolution", "convolution_backward"}
+    assert all(r["cls"].startswith(("k2x2s2", "k4x4s4", "k14x14s14", "k16x16s16", "k32x32s32"))
+               for r in rows)

@@ -60,6 +60,25 @@ def traced_segmentation_conv2d_calls(models=SEGMENTATION_MODELS):
     return traced_layer_calls(models, torch.nn.Conv2d, lambda mod: max(mod.dilation) == 1)
 
 
+#: torchvision networks whose patch embeddings and patch-wise downsampling calibrate times
+#: (``patchify`` rows): non-overlapping convolutions, kernel = stride > 1 (ViT's 16x16, 32x32 and
+#: 14x14, Swin's and ConvNeXt's 4x4 stems, ConvNeXt's 2x2 downsampling), which no other
+#: calibrated class has; on the H200 a ViT-B/16 patch embedding's cuDNN call costs the
+#: launching thread ~0.8 ms (fp32) / ~0.2 ms (bf16) per step where the 1x1 and 3x3 rows the
+#: table read it from cost ~40 us (traces/h200/probe_s17/aten_counts.csv)
+PATCHIFY_MODELS = ("vit_b_16", "vit_l_32", "vit_h_14", "swin_t", "convnext_tiny")
+
+
+def traced_patchify_conv2d_calls(models=PATCHIFY_MODELS):
+    """``(model, input shape [C, H, W], conv)`` of every distinct non-overlapping
+    ``nn.Conv2d`` call (kernel = stride, larger than 1) of torchvision ``models`` at their
+    default input (:func:`traced_layer_calls`)."""
+    import torch
+    return traced_layer_calls(models, torch.nn.Conv2d, lambda mod: (
+        tuple(mod.kernel_size) == tuple(mod.stride) and max(mod.kernel_size) > 1
+        and max(mod.dilation) == 1))
+
+
 #: torchvision's video models whose Conv3d layers calibrate times (``conv3d`` rows): the R(2+1)D
 #: family's full, (1,k,k) and (k,1,1) kernels, S3D's separable ones, MViT's and Swin3D's patch
 #: embeddings and MViT's depthwise pooling
@@ -538,6 +557,16 @@ class Calibrator:
                     continue
                 self.guarded("convolution", self._conv_module, n, shape, mod, dtype, math_,
                              f"{tag} {model} ")
+
+    #: batches the patch embeddings are timed at (a transformer's batches, small to large)
+    PATCHIFY_BATCHES = (2, 8, 32, 128)
+
+    def net_convs_patchify(self, dtype, math_, *, max_bytes=1.5 * 2**31):
+        """Forward and backward of every distinct non-overlapping ``nn.Conv2d`` layer of
+        :data:`PATCHIFY_MODELS` at :attr:`PATCHIFY_BATCHES`, without bias (rows' shape starts
+        with ``patchify``, their class ``k16x16s16`` and the like)."""
+        self._net_layers(traced_patchify_conv2d_calls, self.PATCHIFY_BATCHES, dtype, math_,
+                         "patchify", max_bytes)
 
     def net_convs3d(self, dtype, math_, *, max_bytes=1.5 * 2**31):
         """Forward and backward of every distinct ``nn.Conv3d`` layer of :data:`VIDEO_MODELS`
@@ -1607,6 +1636,11 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # large maps, which the ImageNet-sized rows interpolated (2026-12-02)
         "segnet": ("segnet conv ", ("convolution", "convolution_backward"), lambda r: str(
             r.get("shape", "")).startswith("segnet ")),
+        # non-overlapping convolutions, kernel = stride (Calibrator.net_convs_patchify), TF32,
+        # bf16 and fp16; tables before 2026-12-02 16:00 UTC had none and read the 1x1/3x3
+        # classes for them (a ViT-B/16 patch embedding's host cost ~20x low)
+        "patchify": ("patchify conv ", ("convolution", "convolution_backward"), lambda r: str(
+            r.get("shape", "")).startswith("patchify ")),
         # F.interpolate's bilinear and nearest kernels, forward and backward
         # (Calibrator.upsamples); tables before 2026-12-02 had none and timed them as a
         # bandwidth proxy (the bilinear backward's atomic adds run ~30x slower)
@@ -1755,6 +1789,11 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
             cal.net_convs_segmentation(torch.float32, "tf32")))),
         ("segnet conv bf16", 0.02, lambda: cal.net_convs_segmentation(torch.bfloat16, "bf16")),
         ("segnet conv fp16", 0.02, lambda: cal.net_convs_segmentation(torch.float16, "fp16")),
+        # the transformers' and ConvNeXt's patch embeddings (Calibrator.net_convs_patchify)
+        ("patchify conv tf32", 0.02, lambda: _with_tf32(torch, True, lambda: (
+            cal.net_convs_patchify(torch.float32, "tf32")))),
+        ("patchify conv bf16", 0.02, lambda: cal.net_convs_patchify(torch.bfloat16, "bf16")),
+        ("patchify conv fp16", 0.02, lambda: cal.net_convs_patchify(torch.float16, "fp16")),
         # 3-D convolutions of the video models (Calibrator.net_convs3d)
         ("conv3d tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.net_convs3d(
             torch.float32, "tf32"))),
