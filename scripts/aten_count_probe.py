@@ -19,34 +19,20 @@ from __future__ import annotations
 
 import argparse
 import csv
-import functools
+import os
 import sys
 from pathlib import Path
+
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # plan_step_probe
 
 
 def run_one(config, warmup, iters, device="cuda"):
     import torch
     from torch.profiler import ProfilerActivity, profile
-    from snsim.torchsim.amp import TrainSetup, warm_up
-    from snsim.torchsim.models import resolve_model
-    from snsim.torchsim.plans import as_plan, make_transform
-    from snsim.torchsim.predict import infer_target_of
+    from plan_step_probe import warmed_step
     from snsim.torchsim.record import train_step
-    model, batch, opt_name, amp, plan_text = config.rsplit(":", 4)
-    setup = TrainSetup(opt_name, "foreach", None if amp == "none" else amp)
-    policy, *options = plan_text.split("/")
-    spec = resolve_model(model)
-    net = spec.build()
-    net.train()
-    target = infer_target_of(net, spec.make_input(2))
-    net.to(device)
-    x = spec.make_input(int(batch), device)
-    y = target.make(int(batch), device)
-    net = make_transform(as_plan(policy, dict(o.split("=", 1) for o in options) or None))(net)
-    opt = setup.make_optimizer(net.parameters())
-    kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device),
-          "step_scope": setup.step_scope(device), "aux_loss_weight": spec.aux_loss_weight}
-    warm_up(functools.partial(train_step, net, opt, x, y, **kw), kw["scaler"], warmup)
+    net, opt, x, y, kw = warmed_step(config, warmup, device)
     if device == "cuda":
         torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CPU]) as prof:

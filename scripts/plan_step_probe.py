@@ -63,16 +63,17 @@ class _Phases:
         self._last = ("B", now)
 
 
-def run_one(config, warmup, iters, device="cuda"):
+def warmed_step(config, warmup, device="cuda"):
+    """``(net, opt, x, y, kw)`` of configuration ``MODEL:BATCH:OPTIMIZER:AMP:PLAN``, built,
+    placed and transformed as ``snsim execute`` does it, after ``warmup`` steps of
+    ``train_step(net, opt, x, y, **kw)`` (also :mod:`aten_count_probe`'s)."""
     import functools
-    import torch
-    from snsim.torchsim.amp import warm_up
+    from snsim.torchsim.amp import TrainSetup, warm_up
     from snsim.torchsim.models import resolve_model
     from snsim.torchsim.plans import as_plan, make_transform
     from snsim.torchsim.predict import infer_target_of
     from snsim.torchsim.record import train_step
     model, batch, opt_name, amp, plan_text = config.rsplit(":", 4)
-    from snsim.torchsim.amp import TrainSetup
     setup = TrainSetup(opt_name, "foreach", None if amp == "none" else amp)
     policy, *options = plan_text.split("/")
     spec = resolve_model(model)
@@ -87,6 +88,13 @@ def run_one(config, warmup, iters, device="cuda"):
     kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device),
           "step_scope": setup.step_scope(device), "aux_loss_weight": spec.aux_loss_weight}
     warm_up(functools.partial(train_step, net, opt, x, y, **kw), kw["scaler"], warmup)
+    return net, opt, x, y, kw
+
+
+def run_one(config, warmup, iters, device="cuda"):
+    import torch
+    from snsim.torchsim.record import train_step
+    net, opt, x, y, kw = warmed_step(config, warmup, device)
     cuda = device == "cuda"
 
     def sync():
