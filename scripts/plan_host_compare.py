@@ -18,24 +18,30 @@ from __future__ import annotations
 import argparse
 import collections
 import csv
+import os
 import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # plan_step_probe
+
+
+def fake_recording(config, gpu="h200"):
+    """The fake run of a probe configuration's plan, as ``snsim predict --policy`` records
+    it (:func:`plan_step_probe.parse_config`): the Recorder."""
+    from plan_step_probe import parse_config
+    from snsim.torchsim.plans import make_transform
+    from snsim.torchsim.predict import record_fake
+    spec, batch, setup, plan = parse_config(config)
+    return record_fake(spec, batch, setup, transform=make_transform(plan, shadow=True),
+                       gpu=gpu)["rec"]
 
 
 def modelled_host_s(config, gpu="h200"):
     """``{phase: seconds}`` (F, B with the recomputation, U) at the table's pace, and the
     recomputation's share ``R`` and the plan events' ``events_F`` / ``events_B`` apart."""
     from snsim.kernel_table import load_host_costs, load_kernel_table
-    from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.models import resolve_model
     from snsim.torchsim.opcost import host_issue_s, plan_host_s
-    from snsim.torchsim.plans import as_plan, make_transform
-    from snsim.torchsim.predict import record_fake
-    model, batch, opt, amp, plan_text = config.rsplit(":", 4)
-    policy, *options = plan_text.split("/")
-    plan = as_plan(policy, dict(o.split("=", 1) for o in options) or None)
-    setup = TrainSetup(opt, "foreach", None if amp == "none" else amp)
-    rec = record_fake(resolve_model(model), int(batch), setup,
-                      transform=make_transform(plan, shadow=True), gpu=gpu)["rec"]
+    rec = fake_recording(config, gpu)
     ops, marks = rec.ops, rec.marks
     table, costs = load_kernel_table(gpu), load_host_costs(gpu)
     host = host_issue_s(ops, marks, table, costs, (), (), rec.accumulation_ops)

@@ -63,27 +63,37 @@ class _Phases:
         self._last = ("B", now)
 
 
+def parse_config(config):
+    """``(model spec, batch, TrainSetup, PlanSpec)`` of a probe configuration
+    ``MODEL:BATCH:OPTIMIZER:AMP:PLAN`` (``PLAN``: a policy and its ``/``-separated
+    ``KEY=VALUE`` options; the probes and their comparison scripts read it alike)."""
+    from snsim.torchsim.amp import TrainSetup
+    from snsim.torchsim.models import resolve_model
+    from snsim.torchsim.plans import as_plan
+    model, batch, opt_name, amp, plan_text = config.rsplit(":", 4)
+    policy, *options = plan_text.split("/")
+    return (resolve_model(model), int(batch),
+            TrainSetup(opt_name, "foreach", None if amp == "none" else amp),
+            as_plan(policy, options))
+
+
 def warmed_step(config, warmup, device="cuda"):
     """``(net, opt, x, y, kw)`` of configuration ``MODEL:BATCH:OPTIMIZER:AMP:PLAN``, built,
     placed and transformed as ``snsim execute`` does it, after ``warmup`` steps of
     ``train_step(net, opt, x, y, **kw)`` (also :mod:`aten_count_probe`'s)."""
     import functools
-    from snsim.torchsim.amp import TrainSetup, warm_up
-    from snsim.torchsim.models import resolve_model
-    from snsim.torchsim.plans import as_plan, make_transform
+    from snsim.torchsim.amp import warm_up
+    from snsim.torchsim.plans import make_transform
     from snsim.torchsim.predict import infer_target_of
     from snsim.torchsim.record import train_step
-    model, batch, opt_name, amp, plan_text = config.rsplit(":", 4)
-    setup = TrainSetup(opt_name, "foreach", None if amp == "none" else amp)
-    policy, *options = plan_text.split("/")
-    spec = resolve_model(model)
+    spec, batch, setup, plan = parse_config(config)
     net = spec.build()
     net.train()
     target = infer_target_of(net, spec.make_input(2))
     net.to(device)
-    x = spec.make_input(int(batch), device)
-    y = target.make(int(batch), device)
-    net = make_transform(as_plan(policy, options))(net)
+    x = spec.make_input(batch, device)
+    y = target.make(batch, device)
+    net = make_transform(plan)(net)
     opt = setup.make_optimizer(net.parameters())
     kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device),
           "step_scope": setup.step_scope(device), "aux_loss_weight": spec.aux_loss_weight}

@@ -18,6 +18,14 @@ def cache_file(kind, *key_parts, suffix):
     return Path(root) / "snsim" / kind / f"{key}{suffix}"
 
 
+def _derived_file(kind, source, code, suffix):
+    """The cache file of a table derived from ``source`` by the module file ``code``, for this
+    version of both (path, modification time and size)."""
+    st, me = os.stat(source), os.stat(code)
+    return cache_file(kind, Path(source).resolve(), st.st_mtime_ns, st.st_size,
+                      me.st_mtime_ns, me.st_size, suffix=suffix)
+
+
 def write_atomic(path, data):
     """Write ``data`` (bytes) to ``path`` through a temporary file and a rename, so that a
     reader never sees half a file; an unwritable cache is skipped."""
@@ -35,9 +43,7 @@ def load_derived(kind, source, code, build, valid=lambda obj: True):
     ``code`` that derives it (path, modification time and size of both): a pickled table that
     costs seconds to derive loads in a fraction of that. An entry that cannot be read, or that
     ``valid`` rejects, is derived again."""
-    st, me = os.stat(source), os.stat(code)
-    cached = cache_file(kind, Path(source).resolve(), st.st_mtime_ns, st.st_size,
-                        me.st_mtime_ns, me.st_size, suffix=".pickle")
+    cached = _derived_file(kind, source, code, ".pickle")
     try:
         with open(cached, "rb") as f:
             obj = pickle.load(f)
@@ -125,9 +131,7 @@ def load_derived_keyed(kind, source, code, build, keyed, valid=lambda obj: True)
     (source)`` returns a dict whose entries named in ``keyed`` map strings to picklable
     values; the cache keeps them as :class:`KeyedTable` tables of an SQLite file (read a row
     per lookup) and the rest pickled. The first call returns the built dict itself."""
-    st, me = os.stat(source), os.stat(code)
-    cached = cache_file(kind, Path(source).resolve(), st.st_mtime_ns, st.st_size,
-                        me.st_mtime_ns, me.st_size, suffix=".sqlite")
+    cached = _derived_file(kind, source, code, ".sqlite")
     try:
         if cached.exists():
             db = sqlite3.connect(f"file:{cached}?mode=ro", uri=True)

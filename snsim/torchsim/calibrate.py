@@ -63,9 +63,9 @@ def traced_segmentation_conv2d_calls(models=SEGMENTATION_MODELS):
 #: torchvision networks whose patch embeddings and patch-wise downsampling calibrate times
 #: (``patchify`` rows): non-overlapping convolutions, kernel = stride > 1 (ViT's 16x16, 32x32 and
 #: 14x14, Swin's and ConvNeXt's 4x4 stems, ConvNeXt's 2x2 downsampling), which no other
-#: calibrated class has; on the H200 a ViT-B/16 patch embedding's cuDNN call costs the
-#: launching thread ~0.8 ms (fp32) / ~0.2 ms (bf16) per step where the 1x1 and 3x3 rows the
-#: table read it from cost ~40 us (traces/h200/probe_s17/aten_counts.csv)
+#: calibrated class has: the table read them from the 1x1 and 3x3 rows by FLOPs and bytes, and
+#: priced ViT-B/16's at batch 32 3-5x low on the GPU (measured: 503 us forward, 263 us backward
+#: in TF32; configs/kernels/h200_calibrate_patchify.log)
 PATCHIFY_MODELS = ("vit_b_16", "vit_l_32", "vit_h_14", "swin_t", "convnext_tiny")
 
 
@@ -1638,7 +1638,7 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
             r.get("shape", "")).startswith("segnet ")),
         # non-overlapping convolutions, kernel = stride (Calibrator.net_convs_patchify), TF32,
         # bf16 and fp16; tables before 2026-12-02 16:00 UTC had none and read the 1x1/3x3
-        # classes for them (a ViT-B/16 patch embedding's host cost ~20x low)
+        # classes for them (ViT-B/16's patch embedding 3-5x low on the GPU)
         "patchify": ("patchify conv ", ("convolution", "convolution_backward"), lambda r: str(
             r.get("shape", "")).startswith("patchify ")),
         # F.interpolate's bilinear and nearest kernels, forward and backward

@@ -43,6 +43,7 @@ try:
 except ImportError:  # pragma: no cover
     _FLOP_REGISTRY = {}
 
+
 def leaves(tree):
     """The leaves of an aten call's arguments or outputs, in ``torch.utils._pytree.
     tree_leaves``'s order for the containers aten uses (tuples, ``torch.Size`` and return
@@ -57,10 +58,8 @@ def leaves(tree):
     stack = [tree]
     while stack:
         t = stack.pop()
-        if type(t) is tuple or type(t) is list:
+        if isinstance(t, (tuple, list)):
             stack.extend(reversed(t))
-        elif isinstance(t, (tuple, list)):
-            stack.extend(reversed(list(t)))
         elif isinstance(t, dict):
             stack.extend(reversed(list(t.values())))
         else:
