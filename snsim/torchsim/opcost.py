@@ -193,6 +193,14 @@ def _table_time(table, op):
     return table.time_s(fam, **kw)
 
 
+def copy_ops(op):
+    """The contiguous copies recorded op ``op``'s CUDA kernel makes of its arguments
+    (:func:`snsim.torchsim.record.copy_calls`, the op's ninth field), as recorded ``clone``
+    ops: each a strided clone's kernel and a clone call's issue, from C++."""
+    return [(op[0], "clone", (), (), 0, nbytes, sig, layout)
+            for sig, nbytes, layout in (op[8] if len(op) > 8 else ())]
+
+
 def conv_bias_time_s(table, op, hw):
     """GPU seconds of the kernels ATen adds to recorded convolution call ``op`` for its bias
     (:func:`snsim.kernel_table.conv_bias_calls`: the broadcast add after cuDNN's forward, the
@@ -354,6 +362,10 @@ def _innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
             out[i] = h + _issue_s(table, op, memo)
             continue
         out[i] = innet_call_s(inn, family_of(op[1]), phase, _issue_s(table, op, memo), h)
+        for c in copy_ops(op):
+            # a clone the kernel calls from C++: its issue at the family's in-network ratio,
+            # no Python call around it (no per-call cost)
+            out[i] += _issue_s(table, c, memo) * ratio.get("clone", ratio["*"])
     return out
 
 
@@ -407,6 +419,9 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
             t, src = op_time_s(op[1], op[4], op[5], hw,
                                sig_dtype(op[6] if len(op) > 6 else "")), "roofline"
         t += conv_bias_time_s(table, op, hw)     # the conv's bias kernels: its source's
+        for c in copy_ops(op):   # the kernel's own copies of non-contiguous arguments
+            tc = _table_time(table, c)[0] if table is not None else None
+            t += tc if tc is not None else op_time_s("clone", 0, c[5], hw, sig_dtype(c[6]))
         gpu.append(t)
         source.append(src)
     times = list(gpu)

@@ -245,6 +245,46 @@ def efficient_attention_backward_temporaries(args):
     return before, after
 
 
+def kernel_copies(name, args):
+    """The contiguous copies op ``name``'s CUDA kernel makes of its non-contiguous tensor
+    arguments, each as a call of its own: ``((tensor, passes), ...)``. A copy is a kernel (a
+    strided clone's) and a dispatcher call from C++, which a fake (meta) kernel never makes
+    and the kernel table, timed on contiguous tensors, does not hold.
+
+    * LayerNorm (aten/src/ATen/native/cuda/layer_norm_kernel.cu): ``layer_norm_cuda`` copies
+      a non-contiguous input (``input.expect_contiguous()``); ``layer_norm_backward_cuda`` a
+      non-contiguous input and dY. torchvision's ViT adds its attention's output, transposed
+      back to batch-first, to its residual: the sum keeps the transposed strides and 24 of
+      ViT-B's 25 LayerNorms copy their input (``layer_norm>native_layer_norm>contiguous>clone``
+      on the H200, traces/h200/probe_s16/profile_ops.csv); Swin's and ConvNeXt's run on
+      permuted tensors.
+    * cuDNN's convolution backward (:func:`cudnn_grad_output_copy`): each pass (data, weight)
+      copies a non-contiguous grad_output.
+    """
+    if name in ("native_layer_norm", "native_layer_norm_backward"):
+        idx = (0,) if name == "native_layer_norm" else (1, 0)
+        return tuple((args[i], 1) for i in idx
+                     if i < len(args) and isinstance(args[i], torch.Tensor)
+                     and not args[i].is_contiguous() and args[i].numel() > 0)
+    if name == "convolution_backward" and cudnn_grad_output_copy(args):
+        mask = args[10] if len(args) > 10 and isinstance(args[10], (list, tuple)) else (1, 1)
+        passes = sum(1 for m in mask[:2] if m)
+        return ((args[0], passes),) if passes else ()
+    return ()
+
+
+def copy_calls(name, args):
+    """:func:`kernel_copies` as the recorder keeps them with the op (its ninth field): one
+    ``(signature, bytes read and written, layout)`` per copy call, the layout as
+    :func:`copy_layout` names a clone of that tensor."""
+    out = []
+    for t, passes in kernel_copies(name, args):
+        call = (signature("clone", (t,), {}), 2 * concrete_int(t.numel()) * t.element_size(),
+                copy_layout("clone", (t,)))
+        out += [call] * passes
+    return tuple(out)
+
+
 def cuda_temporaries(name, args, device_type):
     """Bytes of the storages op ``name``'s CUDA kernel makes for itself and frees before it
     returns, which a fake (meta) kernel never makes: ``(before, after)``, allocated before
@@ -275,13 +315,12 @@ def cuda_temporaries(name, args, device_type):
     def nbytes(t):
         return concrete_int(t.numel()) * t.element_size()
 
-    def copied(i):
-        t = args[i] if i < len(args) else None
-        return isinstance(t, torch.Tensor) and not t.is_contiguous() and nbytes(t) > 0
     if name == "native_layer_norm":
-        return ([nbytes(args[0])] if copied(0) else []), ()
-    if name == "native_layer_norm_backward":
-        return ([nbytes(args[1])] if copied(1) else []), ([nbytes(args[0])] if copied(0) else [])
+        return [nbytes(t) for t, _ in kernel_copies(name, args)], ()
+    if name == "native_layer_norm_backward":   # the input's copy before dX, dY's after
+        copies = [t for t, _ in kernel_copies(name, args)]
+        return ([nbytes(args[1])] if any(t is args[1] for t in copies) else [],
+                [nbytes(args[0])] if any(t is args[0] for t in copies) else [])
     if name == "roll" and len(args) > 2 and isinstance(args[0], torch.Tensor):
         dims = args[2] if isinstance(args[2], (list, tuple)) else [args[2]]
         return [nbytes(args[0])] * max(0, len(dims) - 1), ()
@@ -472,7 +511,9 @@ class Recorder:
         In the order they happened. Storages registered before any mark carry mark -1.
     marks : list of (label, phase, kind, iteration)
     ops : list of (mark, op name, read storage ids, new storage ids, flops, bytes, signature,
-        layout)
+        layout, copy calls)
+        The copy calls (:func:`copy_calls`): the contiguous copies of its arguments the op's
+        CUDA kernel makes (a fake run's; a CUDA run's profiler-free recording has none).
     saved : set of storage ids that autograd saved for backward (pack hook)
     host_events : list of (op index, mechanism, phase, count)
         Host work a memory plan adds that is no aten op (:meth:`host_event`): before op
@@ -659,7 +700,8 @@ class Recorder:
                          or elementwise_layout(name, args, outs)
                          or matmul_layout(name, args, outs)
                          or reduction_layout(name, args)
-                         or ("causal" if causal else "")))
+                         or ("causal" if causal else ""),
+                         copy_calls(name, args) if self.device_type != "cuda" else ()))
 
     def host_read(self, t):
         """Record a device-to-host read of ``t`` (``Tensor.item()``, aten
