@@ -40,6 +40,8 @@ def main(argv=None):
     ap.add_argument("--rows", default=None, help="rows to predict (default: --table's)")
     ap.add_argument("--tag", default="", help="only rows whose shape starts with this")
     ap.add_argument("--math", default="", help="only this math mode (tf32, bf16, fp16)")
+    ap.add_argument("--grouping", default="", choices=["", "dense", "g", "dw"],
+                    help="only dense, grouped (g) or depthwise (dw) convolutions")
     args = ap.parse_args(argv)
 
     import numpy as np
@@ -51,7 +53,8 @@ def main(argv=None):
     rows, _ = read_table(args.rows or args.table)
     rows = [r for r in rows if family_of(r["family"]).startswith("convolution")
             and r["shape"].startswith(args.tag) and (not args.math or r["math"] == args.math)
-            and float(r["time_s"] or 0) > 0 and " bias1" not in r["shape"]]
+            and float(r["time_s"] or 0) > 0 and " bias1" not in r["shape"]
+            and (not args.grouping or (r["cls"].split("k")[0] or "dense") == args.grouping)]
     if not rows:
         print("no rows to predict", file=sys.stderr)
         return 1
@@ -59,7 +62,6 @@ def main(argv=None):
     shapes = collections.defaultdict(list)
     tab_rows, _ = read_table(args.table)
     tab_rows = [r for r in tab_rows if float(r["time_s"] or 0) > 0]
-    ops = [r for r in tab_rows if r["family"] != "host_step"]
     index = {}
     for (fam, mth), grp in table._groups.items():
         index[(fam, mth)] = grp

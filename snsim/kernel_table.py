@@ -678,6 +678,17 @@ def _group_prefix(cls):
 
 # squared distance per (e-fold in input channels, output channels, input H*W)^2 of a conv
 CONV_SHAPE_WEIGHT = 1.0
+# squared distance per (e-fold in a grouped convolution's group width, C_in / groups)^2. cuDNN
+# picks a grouped convolution's engine by the channels each group holds: in the table's TF32
+# stage rows, 16 channels a group run at 15-18 TFLOP/s at 2 to 58 groups, 24 at 1.4 (2-3
+# groups) or 14-18 (6-10 groups), 40 at 2.3 whatever the count. Channels and count weighed
+# apart put a 64-channel 4-group call (16 a group) as near the 72-channel 3-group rows (24) as
+# its own width's: RegNetY-800MF's first grouped conv at b128 was priced 4.76 ms, measured
+# 0.43 (traces/h200/probe_s18/profile). Leave-one-out over the table's 3956 grouped rows
+# (scripts/conv_table_loo.py --grouping g): median |err| 25.0 % without this term, 19.2 % at
+# weight 4, 13.8 % at 16, 12.7 % at 32; 16, where more weight buys little and more calls fall
+# beyond FAR to the fitted efficiency (146 rows at 0, 363 at 16, 413 at 32).
+GROUP_WIDTH_WEIGHT = 16.0
 _CONV_DIMS = re.compile(r"^c(\d+)o(\d+)hw(\d+)$")
 _SHAPE_DIMS = re.compile(r"x\[\d+, (\d+), ((?:\d+, )*\d+)\] w\[(\d+),")
 
@@ -966,6 +977,10 @@ class KernelTable:
             if dims is not None:       # a conv call: how far its channels and map are
                 d2 = d2 + CONV_SHAPE_WEIGHT * np.nan_to_num(
                     ((self._cdims[key] - dims) ** 2).sum(axis=1), nan=0.0)
+                if math.isfinite(count):   # and how far its channels per group are
+                    d2 = d2 + GROUP_WIDTH_WEIGHT * np.nan_to_num(
+                        ((self._cdims[key][:, 0] - self._gcount[key])
+                         - (dims[0] - math.log(count))) ** 2, nan=0.0)
                 aligned = float(conv_aligned(*np.exp(dims[:2]), dtype))
                 d2 = d2 + CONV_ALIGN_WEIGHT * np.nan_to_num(
                     (self._calign[key] - aligned) ** 2, nan=0.0)

@@ -422,6 +422,35 @@ def test_grouped_conv_lookup_weighs_the_group_count():
     assert conv_class(sig) == "g4k3x3s1:c128o128hw784"
 
 
+def test_grouped_conv_lookup_weighs_the_channels_per_group(monkeypatch):
+    """Made-up TF32 grouped 3x3 rows: 16 channels a group at 10 TFLOP/s (48 channels in 3
+    groups, 80 in 5), 24 a group at 1 TFLOP/s (72 in 3, 48 in 2) -- cuDNN's engine follows the
+    channels each group holds (RegNetY's 16 vs the 24 of other stage rows, kernel_table's
+    GROUP_WIDTH_WEIGHT). A 64-channel 4-group call (16 a group) reads the 16-a-group rows,
+    though the 72-channel 3-group rows are as near in channels and count; without the term it
+    reads them."""
+    import snsim.kernel_table as kt
+    rows = []
+    for c, g, rate in ((48, 3, 10e12), (80, 5, 10e12), (72, 3, 1e12), (48, 2, 1e12)):
+        for n in (16, 64, 256):
+            f = 2 * n * c * 3136 * (c // g) * 9
+            rows.append({"family": "convolution", "dtype": "float32", "math": "tf32",
+                         "cls": "gk3x3s1", "flops": f, "bytes": 4 * 2 * n * c * 3136,
+                         "ntensors": 0, "time_s": f / rate, "host_s": 3e-5,
+                         "shape": f"stage x[{n}, {c}, 56, 56] w[{c}, {c // g}, 3, 3] s1 "
+                                  f"p[1, 1] g{g} bias0"})
+    tab = KernelTable(pd.DataFrame(rows))
+    f = 2 * 64 * 64 * 3136 * 16 * 9
+
+    def lookup():
+        return tab.time_s("convolution", flops=f, nbytes=4 * 2 * 64 * 64 * 3136,
+                          cls="g4k3x3s1:c64o64hw3136", math_="tf32")
+    t, src = lookup()
+    assert src == "table" and t == pytest.approx(f / 10e12, rel=0.15)
+    monkeypatch.setattr(kt, "GROUP_WIDTH_WEIGHT", 0.0)
+    assert lookup()[0] > 2 * f / 10e12
+
+
 def test_fp16_batch_norm_reads_cudnn_fp32_rows_at_its_shape_not_bf16_native_rows():
     """Autocast's fp16 batch norm runs in cuDNN (torch._batch_norm_impl_index), bf16 in ATen's
     native kernels: without fp16 rows, an fp16 call reads the fp32 rows of its shape (their
