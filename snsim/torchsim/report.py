@@ -246,6 +246,59 @@ _GROUPS = (("gpu", "GPU-bound (traces/h200/)"), ("cpu", "CPU-bound (traces/h200/
                        "the host model's inputs, informed nothing)"))
 
 
+PROBE_STEP_CSV = os.path.join("docs", "data", "probe_s18_step_h200.csv")
+
+
+def _probe_step_section():
+    """Predicted step time against steps measured in several processes, and on networks no
+    capture holds (``scripts/probe_predict_compare.py``)."""
+    rows = _read_csv(PROBE_STEP_CSV)
+    if not rows:
+        return []
+    L = ["### Repeated processes, and configurations never run before\n",
+         "`scripts/plan_step_probe.py` on the H200 (2026-12-02, torch 2.11.0+cu130; "
+         "traces/h200/probe_s18, README there): the CPU-bound held-out captures' configurations "
+         "and one of the CPU-bound set's, each in three processes, and 20 configurations "
+         "(network, batch, precision, optimizer) that no capture, calibration or plan run here "
+         "held, each once: CNNs, vision transformers and GPT-2, fp32 and bf16 autocast, "
+         "SGD-momentum and AdamW (most of these networks ran before at other batches, "
+         "precisions or plans; GoogLeNet and MobileNetV2 at batch 4 informed the host model's "
+         "fit). *pace* is the process's gauge "
+         "over the kernel table's (`snsim.torchsim.hostpace`); *predicted* is `snsim "
+         "predict`'s step at the table's own pace, *at pace* at the process's gauge "
+         "(`--host-gauge-us`). `PYTHONPATH=. python scripts/probe_predict_compare.py "
+         "traces/h200/probe_s18/plan_step_probe.csv traces/h200/probe_s18/unseen/"
+         "plan_step_probe.csv --csv " + PROBE_STEP_CSV.replace(os.sep, "/") + "`. Predictions "
+         "by the code of this file's commit, made after the runs (the grouped-convolution "
+         "lookup's group width came from RegNetY-800MF's row here: that row is no held-out "
+         "figure).\n"]
+    body = []
+    for r in rows:
+        at = r["err_at_pace_pct"]
+        body.append([r["config"].rsplit(":plain", 1)[0], r["process"],
+                     f"{float(r['meas_ms']):.1f}", f"{float(r['pace']):.2f}",
+                     f"{float(r['pred_ms']):.1f}", _pct(float(r["err_pct"])),
+                     _pct(float(at)) if at else ""])
+    L.append(_table(["configuration", "process", "measured ms", "pace", "predicted ms",
+                     "err %", "err at pace %"], body) + "\n")
+    multi = {r["config"] for r in rows if r["process"] == "median"}
+    summ = []
+    for label, sel in (
+            ("repeated configurations, against each process", [
+                r for r in rows if r["config"] in multi and r["process"] != "median"]),
+            ("repeated configurations, against the median of the processes", [
+                r for r in rows if r["process"] == "median"]),
+            ("configurations never run before (one process each)", [
+                r for r in rows if r["config"] not in multi])):
+        e = [abs(float(r["err_pct"])) for r in sel]
+        if e:
+            summ.append([label, len(e), f"{statistics.median(e):.1f}",
+                         f"{statistics.mean(e):.1f}", f"{max(e):.1f}"])
+    L.append(_table(["rows", "n", "median |err| %", "mean |err| %", "max |err| %"], summ)
+             + "\n")
+    return L
+
+
 def _read_csv(path):
     import csv
     if not os.path.exists(path):
@@ -355,6 +408,7 @@ def step_time_section():
                          "before err %", "GPU ms", "host ms"], body) + "\n")
         L.append(_table(["captures", "model", "n", "median |err| %", "max |err| %"], summ)
                  + "\n")
+    L.extend(_probe_step_section())
     slow = _read_csv(os.path.join("configs", "kernels", "h200_copy_slowdown.csv"))
     if slow:
         L.append("### Copies and compute\n")
