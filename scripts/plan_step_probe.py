@@ -167,7 +167,9 @@ def run_one(config, warmup, iters, device="cuda"):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--configs", required=True)
+    ap.add_argument("--configs", required=True,
+                    help="comma-separated MODEL:BATCH:OPTIMIZER:AMP:PLAN (semicolons when a "
+                         "model spec has commas)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=8)
     ap.add_argument("--device", default="cuda", help="cuda; cpu: a dry run of the code")
@@ -184,7 +186,8 @@ def main(argv=None):
     import json
     t0 = time.perf_counter()
     rows, runtime = [], []
-    for config in args.configs.split(","):
+    # ";"-separated when a model spec has commas of its own (torchvision:resnet:3,16,62,3)
+    for config in args.configs.split(";" if ";" in args.configs else ","):
         if time.perf_counter() - t0 > args.deadline_s:
             print(f"deadline: {config} not run", flush=True)
             continue
