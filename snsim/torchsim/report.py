@@ -235,7 +235,13 @@ REPRED_CSVS = ((REPRED_CSV, "plans_table"),) + tuple(
                    "plans_heldout4_rerun", "plans_heldout5", "plans_heldout6",
                    "plans_standard_fresh", "plans_pageable", "plans_standard_final",
                    "plans_heldout7"))
-ALL_REPRICED_CSV = os.path.join("docs", "data", "plans_repriced_s15_h200.csv")
+ALL_REPRICED_CSV = os.path.join("docs", "data", "plans_repriced_h200.csv")
+# the folders ALL_REPRICED_CSV re-prices (every plan-suite set with runs of torch 2.11)
+ALL_REPRICED_FOLDERS = ("plans_standard_fresh,plans_heldout,plans_heldout2_rerun,"
+                        "plans_heldout3_rerun,plans_heldout4_rerun,plans_heldout5,plans_heldout6,"
+                        "plans_heldout7,plans_heldout8,plans_heldout9,plans_heldout10_gauge,"
+                        "plans_heldout11,plans_heldout12,plans_heldout13,plans_heldout14,"
+                        "plans_heldout15,plans_heldout16,plans_heldout17")
 REPRICED_CSV = os.path.join("docs", "data", "plans_repriced_checkpoint_innet_h200.csv")
 # (stored before-run column, re-predicted column, quantity) of repredict_plans.py's CSV
 _REPRED_ERRORS = (("stored_err_pct", "repred_err_pct", "step time"),
@@ -560,13 +566,16 @@ def _all_repriced_text(rows):
         a = [abs(v) for v in e]
         body.append([pol, str(len(e)), _pct(statistics.mean(e)), f"{statistics.mean(a):.1f}",
                      f"{statistics.median(a):.1f}", f"{max(a):.1f}"])
-    return ["### Every executed plan run re-recorded with session 15's tables\n",
-            f"All {len(rows)} completed runs of the standard suite and held-out sets 1-16 "
-            "(every policy), each recorded again by the fake run with the code that added the "
-            "row-op, depthwise, pooling and attention tables and priced with them "
-            f"(`PYTHONPATH=. python scripts/reprice_plans.py --cache NEW_DIR --folder ... "
-            f"--csv {ALL_REPRICED_CSV}`). Re-pricings after the fact, not before-run "
-            "predictions; most of these runs informed earlier changes.\n",
+    return ["### Every executed plan run re-recorded with session 18's code\n",
+            f"All {len(rows)} completed runs of the standard suite and held-out sets 1-17 "
+            "(every policy), each recorded again by the fake run with the code of 2026-12-02 "
+            "(commit 82339d0: a kernel's own copies of non-contiguous arguments timed, grouped "
+            "convolutions looked up by their channels per group) and priced with it "
+            f"(`PYTHONPATH=. python scripts/reprice_plans.py --cache NEW_DIR --folder "
+            f"{ALL_REPRICED_FOLDERS} --csv {ALL_REPRICED_CSV}`). Session 15's re-recording of "
+            "sets 1-16 gave checkpoint 12.1 %, all 10.7 % mean |err| (median 7.8 %). "
+            "Re-pricings after the fact, not before-run predictions; most of these runs "
+            "informed earlier changes.\n",
             _table(["policy", "runs", "signed mean %", "mean |err| %", "median |err| %",
                     "max |err| %"], body) + "\n"]
 
@@ -1513,7 +1522,7 @@ def build_report(traces_dir="traces/h200"):
              "PYTHONPATH=. python scripts/compare_step_time.py traces/h200 traces/h200/cpu_bound "
              "traces/h200/cpu_bound_heldout --no-zoo --csv docs/data/step_time_h200.csv  # torch\n"
              "PYTHONPATH=. python scripts/reprice_plans.py --cache DIR --folder F1,F2,... "
-             "--csv docs/data/plans_repriced_s15_h200.csv  # torch, CPU\n"
+             f"--csv {ALL_REPRICED_CSV}  # torch, CPU\n"
              "python -m snsim.torchsim.report\n```\n")
     return "\n".join(L)
 
