@@ -101,7 +101,8 @@ def main(argv=None):
                         "convolutions; heldout14: after the upsample contention model; heldout15: "
                         "after session 13's segmentation rows; heldout16: checkpoint and "
                         "superneurons plans after the in-network checkpoint costs; heldout17: after "
-                        "session 15's row-op, depthwise, pooling and attention tables; "
+                        "session 15's row-op, depthwise, pooling and attention tables; heldout18: "
+                        "after session 18's kernel copies and grouped-conv channels per group; "
                         "pageable: "
                         "cpu_offload with pin_memory=false")
     g.add_argument("--same-process", action="store_true",
@@ -660,6 +661,29 @@ _HELDOUT17_HF = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT17 = _plan_set(_HELDOUT17, _HELDOUT17_HF)
+# written 2026-12-02 (session 18) after the kernels' own copies were timed and grouped convs
+# looked up by channels per group, before any of it ran: plans on networks and batches the
+# plan suites never ran, grouped convs and LayerNorm networks among them
+_HELDOUT18 = (
+    ("torchvision:regnet_y_800mf", 96,
+     {"plain": [], "checkpoint": ["modules=ResBottleneckBlock"]}, {}),
+    ("torchvision:resnext50_32x4d", 48, {"superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:vit_b_16", 16, {"checkpoint": ["modules=EncoderBlock"]}, {}),
+    ("torchvision:swin_s", 16, {"checkpoint": ["modules=SwinTransformerBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:efficientnet_b1", 64, {"cpu_offload": ["pin_memory=true"]}, {}),
+    ("torchvision:mobilenet_v3_large", 96, {"checkpoint": ["modules=InvertedResidual"]},
+     {"amp": "bf16"}),
+    ("torchvision:resnet50", 96, {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:densenet121", 48, {"checkpoint": ["modules=_DenseLayer"]}, {}),
+    ("torchvision:vgg16_bn", 32, {"superneurons": []}, {}),
+)
+_HELDOUT18_HF = (
+    ("hf:gpt2", 4, (1024,), {"checkpoint": ["modules=GPT2Block"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT18 = _plan_set(_HELDOUT18, _HELDOUT18_HF)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -682,6 +706,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout12": PLAN_HELDOUT12, "heldout13": PLAN_HELDOUT13,
              "heldout14": PLAN_HELDOUT14, "heldout15": PLAN_HELDOUT15,
              "heldout16": PLAN_HELDOUT16, "heldout17": PLAN_HELDOUT17,
+             "heldout18": PLAN_HELDOUT18,
              "pageable": PLAN_PAGEABLE}
 
 
