@@ -241,7 +241,7 @@ ALL_REPRICED_FOLDERS = ("plans_standard_fresh,plans_heldout,plans_heldout2_rerun
                         "plans_heldout3_rerun,plans_heldout4_rerun,plans_heldout5,plans_heldout6,"
                         "plans_heldout7,plans_heldout8,plans_heldout9,plans_heldout10_gauge,"
                         "plans_heldout11,plans_heldout12,plans_heldout13,plans_heldout14,"
-                        "plans_heldout15,plans_heldout16,plans_heldout17")
+                        "plans_heldout15,plans_heldout16,plans_heldout17,plans_heldout18")
 REPRICED_CSV = os.path.join("docs", "data", "plans_repriced_checkpoint_innet_h200.csv")
 # (stored before-run column, re-predicted column, quantity) of repredict_plans.py's CSV
 _REPRED_ERRORS = (("stored_err_pct", "repred_err_pct", "step time"),
@@ -567,7 +567,7 @@ def _all_repriced_text(rows):
         body.append([pol, str(len(e)), _pct(statistics.mean(e)), f"{statistics.mean(a):.1f}",
                      f"{statistics.median(a):.1f}", f"{max(a):.1f}"])
     return ["### Every executed plan run re-recorded with session 18's code\n",
-            f"All {len(rows)} completed runs of the standard suite and held-out sets 1-17 "
+            f"All {len(rows)} completed runs of the standard suite and held-out sets 1-18 "
             "(every policy), each recorded again by the fake run with the code of 2026-12-02 "
             "(commit 82339d0: a kernel's own copies of non-contiguous arguments timed, grouped "
             "convolutions looked up by their channels per group) and priced with it "
