@@ -849,15 +849,14 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
         sizes, how, before = lookup_slots(tables, sig, batch or 0)
         counts[how] += 1
         slots = _workspace_slots(op[1], len(sizes), made.get(k, 0), before)
-        copy = rec.dy_copies.get(k)
-        if copy is not None:
+        if op[1] == "convolution_backward":
             # cuDNN's backward passes each copy a non-contiguous grad_output into a contiguous
-            # tensor after the pass's gradient and before its workspace, freed after it
-            call = conv_call(sig)
-            for j in range(len(_passes(call)) if call is not None else 0):
+            # tensor after the pass's gradient and before its workspace, freed after it: the
+            # recorder's copy calls (record.kernel_copies), one a pass, bytes read and written
+            for j, (_, copy_rw, _) in enumerate(op[8] if len(op) > 8 else ()):
                 key = ("h", n)
                 n += 1
-                info[key] = (copy, "cuda_temp")
+                info[key] = (copy_rw // 2, "cuda_temp")
                 extra.append(((k, 1, 2 * j + 1, -1), (mark, "a", key)))
                 extra.append(((k, 1, 2 * j + 1, 1 << 20), (mark, "f", key)))
         for j, size in enumerate(sizes):

@@ -263,14 +263,19 @@ def kernel_copies(name, args):
     """
     if name in ("native_layer_norm", "native_layer_norm_backward"):
         idx = (0,) if name == "native_layer_norm" else (1, 0)
-        return tuple((args[i], 1) for i in idx
-                     if i < len(args) and isinstance(args[i], torch.Tensor)
-                     and not args[i].is_contiguous() and args[i].numel() > 0)
+        return tuple((args[i], 1) for i in idx if _copied_arg(args, i))
     if name == "convolution_backward" and cudnn_grad_output_copy(args):
         mask = args[10] if len(args) > 10 and isinstance(args[10], (list, tuple)) else (1, 1)
         passes = sum(1 for m in mask[:2] if m)
         return ((args[0], passes),) if passes else ()
     return ()
+
+
+def _copied_arg(args, i):
+    """Whether a kernel that makes its ``i``-th argument contiguous copies it: a tensor with
+    elements, not contiguous."""
+    t = args[i] if i < len(args) else None
+    return isinstance(t, torch.Tensor) and not t.is_contiguous() and t.numel() > 0
 
 
 def copy_calls(name, args):
@@ -316,11 +321,10 @@ def cuda_temporaries(name, args, device_type):
         return concrete_int(t.numel()) * t.element_size()
 
     if name == "native_layer_norm":
-        return [nbytes(t) for t, _ in kernel_copies(name, args)], ()
+        return ([nbytes(args[0])] if _copied_arg(args, 0) else []), ()
     if name == "native_layer_norm_backward":   # the input's copy before dX, dY's after
-        copies = [t for t, _ in kernel_copies(name, args)]
-        return ([nbytes(args[1])] if any(t is args[1] for t in copies) else [],
-                [nbytes(args[0])] if any(t is args[0] for t in copies) else [])
+        return (([nbytes(args[1])] if _copied_arg(args, 1) else []),
+                ([nbytes(args[0])] if _copied_arg(args, 0) else []))
     if name == "roll" and len(args) > 2 and isinstance(args[0], torch.Tensor):
         dims = args[2] if isinstance(args[2], (list, tuple)) else [args[2]]
         return [nbytes(args[0])] * max(0, len(dims) - 1), ()
@@ -513,7 +517,9 @@ class Recorder:
     ops : list of (mark, op name, read storage ids, new storage ids, flops, bytes, signature,
         layout, copy calls)
         The copy calls (:func:`copy_calls`): the contiguous copies of its arguments the op's
-        CUDA kernel makes (a fake run's; a CUDA run's profiler-free recording has none).
+        CUDA kernel makes (a fake run's; a CUDA run's profiler-free recording has none); their
+        time is :func:`snsim.torchsim.opcost.copy_ops`', the memory of cuDNN backward's
+        grad_output copies :func:`snsim.torchsim.hidden.add_hidden`'s.
     saved : set of storage ids that autograd saved for backward (pack hook)
     host_events : list of (op index, mechanism, phase, count)
         Host work a memory plan adds that is no aten op (:meth:`host_event`): before op
@@ -529,10 +535,6 @@ class Recorder:
     temp_ops : set of op indexes
         Ops of a fake run given the temporaries their CUDA kernels make
         (:func:`cuda_temporaries`), as storages named ``cuda_temp``.
-    dy_copies : dict
-        Op index -> bytes of the contiguous copy of a non-contiguous grad_output that each
-        cuDNN backward pass of a fake run's ``convolution_backward`` makes
-        (:func:`cudnn_grad_output_copy`; placed by :func:`snsim.torchsim.hidden.add_hidden`).
     reductions : dict
         Op index -> geometry (:func:`snsim.torchsim.reduce_buffers.reduce_geometry`) of a fake
         run's ``sum`` and ``mean`` calls, whose CUDA kernel's buffers depend on the GPU
@@ -553,7 +555,6 @@ class Recorder:
         self.accumulation_ops = set()
         self.temp_ops = set()        # ops given cuda_temporaries storages
         self.reductions = {}         # op index -> reduce_buffers.reduce_geometry (fake runs)
-        self.dy_copies = {}          # op index -> bytes of cuDNN's grad_output copy per pass
         self.accumulating = False    # between a backward node's end and the next node's start
         self.excluded = set()
         self.data_dependent = []      # (op name, mark label) of data-dependent ops met
@@ -634,10 +635,6 @@ class Recorder:
         name = func._overloadpacket.__name__
         order = CUDA_ALLOC_ORDER.get(name) if self.device_type != "cuda" else None
         before, after = cuda_temporaries(name, args, self.device_type)
-        if name == "convolution_backward" and self.device_type != "cuda":
-            copy = cudnn_grad_output_copy(args)
-            if copy:
-                self.dy_copies[op_index] = copy
         if name in _REDUCTIONS and self.device_type != "cuda" and args \
                 and isinstance(args[0], torch.Tensor):
             from .reduce_buffers import reduce_geometry
