@@ -21,17 +21,18 @@ import sys
 
 def _call_class(row):
     """The recorded-call class (:func:`snsim.kernel_table.conv_class`) of a calibrate row."""
-    from snsim.kernel_table import _ROW_CONV, _SHAPE_GROUPS
-    m = _ROW_CONV.search(row["shape"])
-    if not m:
+    from snsim.kernel_table import _SHAPE_GROUPS, row_conv_dims
+    dims = row_conv_dims(row["shape"])
+    if dims is None:
         return row["cls"]
-    n, c, h, w, co = (int(v) for v in m.groups()[:5])
+    x, w = dims[:2]
+    c, co, hw = x[1], w[0], math.prod(x[2:])
     g = _SHAPE_GROUPS.search(row["shape"])
     groups = int(g.group(1)) if g else 1
     base = row["cls"]
     if base.startswith("g") and not base.startswith("g" + str(groups)):
         base = f"g{groups}" + base[1:]
-    return f"{base}:c{c}o{co}hw{h * w}"
+    return f"{base}:c{c}o{co}hw{hw}"
 
 
 def main(argv=None):

@@ -323,6 +323,8 @@ def _show(k, v):
         return "—"
     if k.endswith("_bytes") and isinstance(v, int):
         return f"{v:,} B ({format_bytes(v)})"
+    if k.endswith("_per_s") and isinstance(v, float):   # a rate: images_per_s
+        return f"{v:.6g} /s"
     if k.endswith("_s") and isinstance(v, float):
         return f"{v:.6g} s"
     if isinstance(v, float):

@@ -534,32 +534,64 @@ def row_upsample_work(shape):
     return upsample_backward_work(n * c * h * w * s * s, n * c * h * w)
 
 
-_ROW_CONV = re.compile(r"x\[(\d+), (\d+), (\d+), (\d+)\] w\[(\d+), (\d+), (\d+), (\d+)\] "
-                       r"s(\d+)(?: p\[(\d+), (\d+)\])?")
+_ROW_CONV = re.compile(r"x\[([\d, ]+)\] w\[([\d, ]+)\] s(?:\[([\d, ]+)\]|(\d+))"
+                       r"(?: p\[([\d, ]+)\])?(?: d\[([\d, ]+)\])?")
 _ROW_MASK = re.compile(r"mask\[(\w+), (\w+), (\w+)\]")
 
 
-def row_conv_flops(shape, backward):
-    """:func:`conv_flops` of a calibrate convolution row from its ``shape`` (``x[N, C, H, W]
-    w[Co, C/g, kh, kw] s<stride> [p[ph, pw]] ... [mask[...]]``; no padding written: calibrate's
-    default ``k // 2``; no mask: grad_input unless C is 3, and grad_weight); None when the
-    shape does not say.
+def row_conv_dims(shape):
+    """``(x, w, stride, padding, dilation)`` of a calibrate convolution row's ``shape``, as
+    lists of ints, for 1-, 2- or 3-D convolutions: ``x[N, C, *spatial] w[Co, C/g, *kernel]``
+    then the stride (``s2``, one for every spatial dim, or ``s[1, 2, 2]``), the padding
+    (``p[...]``; none written: calibrate's default ``k // 2``) and the dilation (``d[...]``;
+    default 1); None when the shape does not say.
 
-    >>> row_conv_flops("grouped x[32, 96, 56, 56] w[96, 1, 7, 7] s1 p[3, 3] g96 bias0 "
-    ...                "mask[True, True, False]", True)   # 2 x the forward's 944111616
-    1888223232
+    >>> row_conv_dims("net3d mvit_v2_s x[4, 96, 8, 14, 14] w[96, 1, 3, 3, 3] s[1, 2, 2] "
+    ...               "p[1, 1, 1] g96 bias0")
+    ([4, 96, 8, 14, 14], [96, 1, 3, 3, 3], [1, 2, 2], [1, 1, 1], [1, 1, 1])
+    >>> row_conv_dims("x[32, 64, 56, 56] w[64, 64, 3, 3] s2 g1")[2:]
+    ([2, 2], [1, 1], [1, 1])
     """
     m = _ROW_CONV.search(shape or "")
     if not m:
         return None
-    n, c, h, wd, co, cg, kh, kw, s = (int(v) for v in m.groups()[:9])
-    ph, pw = (int(v) for v in m.groups()[9:]) if m.group(10) else (kh // 2, kw // 2)
-    out = [n, co, (h + 2 * ph - kh) // s + 1, (wd + 2 * pw - kw) // s + 1]
+    x, w = ([int(v) for v in m.group(i).split(",")] for i in (1, 2))
+    k = len(x) - 2
+    if k < 1 or len(w) != len(x):
+        return None
+    stride = ([int(v) for v in m.group(3).split(",")] if m.group(3)
+              else [int(m.group(4))] * k)
+    pad = [int(v) for v in m.group(5).split(",")] if m.group(5) else [kk // 2 for kk in w[2:]]
+    dil = [int(v) for v in m.group(6).split(",")] if m.group(6) else [1] * k
+    if not len(stride) == len(pad) == len(dil) == k:
+        return None
+    return x, w, stride, pad, dil
+
+
+def row_conv_flops(shape, backward):
+    """:func:`conv_flops` of a calibrate convolution row from its ``shape``
+    (:func:`row_conv_dims`; no mask written: grad_input unless C is 3, and grad_weight), the
+    count a recorded call gets (:func:`call_conv_flops`), so rows and calls are compared on
+    one formula; None when the shape does not say.
+
+    >>> row_conv_flops("grouped x[32, 96, 56, 56] w[96, 1, 7, 7] s1 p[3, 3] g96 bias0 "
+    ...                "mask[True, True, False]", True)   # 2 x the forward's 944111616
+    1888223232
+    >>> row_conv_flops("net3d mvit_v2_s x[4, 96, 8, 14, 14] w[96, 1, 3, 3, 3] s[1, 2, 2] "
+    ...                "p[1, 1, 1] g96 bias0 mask[True, True, False]", True)  # 2 x 4*96*8*7*7*27*2
+    16257024
+    """
+    dims = row_conv_dims(shape)
+    if dims is None:
+        return None
+    x, w, s, p, d = dims
+    out = [x[0], w[0], *((x[2 + i] + 2 * p[i] - d[i] * (w[2 + i] - 1) - 1) // s[i] + 1
+                         for i in range(len(s)))]
     mask = None
     if backward:
         mm = _ROW_MASK.search(shape)
-        mask = [v == "True" for v in mm.groups()] if mm else [c != 3, True, False]
-    return conv_flops([n, c, h, wd], [co, cg, kh, kw], out, mask=mask)
+        mask = [v == "True" for v in mm.groups()] if mm else [x[1] != 3, True, False]
+    return conv_flops(x, w, out, mask=mask)
 
 
 def conv_bias_calls(sig, layout=""):

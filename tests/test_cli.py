@@ -78,6 +78,10 @@ def test_run_table_leads_with_the_verdict(capsys):
     assert "step_time_s" not in out and "cache_hits" not in out   # behind --verbose
     code, out, _ = run_cli(capsys, "run", "--network", "resnet18", "--batch", "4", "--verbose")
     assert "step_time_s" in out and "cache_hits" in out
+    # a rate is per second, a time in seconds
+    rate = next(l for l in out.splitlines() if l.startswith("images_per_s"))
+    step = next(l for l in out.splitlines() if l.startswith("step_time_s"))
+    assert rate.split()[2] == "/s" and step.split()[2] == "s", (rate, step)
 
 
 def test_run_table_does_not_fit(capsys):

@@ -541,9 +541,11 @@ def test_a_3d_convolution_reads_the_3d_rows_of_its_kernel():
     sig2 = "convolution float16[16, 64, 224, 224] float16[64, 64, 3, 3] None 1 1 1 1 1 1 False 0 0 1"
     assert conv_class(sig3) == "k3x3x3s1:c64o64hw50176"
     assert conv_class(sig2) == "k3x3s1:c64o64hw50176"
+    # the shapes give the maps and channels but no stride, so the made-up FLOPs stand (a row
+    # with its full geometry is counted from it: test_calibrate_rows_count_flops_as_...)
     t = KernelTable(pd.DataFrame(
-        _conv_rows("k3x3s1", "net x[16, 64, 224, 224] w[64, 64, 3, 3] s1", 100.0, "float16", "fp16")
-        + _conv_rows("k3x3x3s1", "net3d x[16, 64, 16, 56, 56] w[64, 64, 3, 3, 3] s[1, 1, 1]",
+        _conv_rows("k3x3s1", "net x[16, 64, 224, 224] w[64, 64, 3, 3]", 100.0, "float16", "fp16")
+        + _conv_rows("k3x3x3s1", "net3d x[16, 64, 16, 56, 56] w[64, 64, 3, 3, 3]",
                      300.0, "float16", "fp16")))
     f = 1e10
     got3, src = t.time_s("convolution", flops=f, nbytes=f / 100, cls=conv_class(sig3),
@@ -1092,3 +1094,32 @@ def test_upsample_backward_is_read_by_its_contention_not_its_bytes():
     bytes_only, _ = table.time_s("upsample_bilinear2d_backward", nbytes=29499392,
                                  dtype="float32", math_="float32")
     assert bytes_only < 1e-3
+
+
+@pytest.mark.parametrize("shape, sig", [
+    # MViT's pooling: a 3-D depthwise, strided convolution (calibrate's net3d rows)
+    ("net3d mvit_v2_s x[4, 96, 8, 14, 14] w[96, 1, 3, 3, 3] s[1, 2, 2] p[1, 1, 1] g96 bias0 "
+     "mask[True, True, False]",
+     "convolution_backward bfloat16[4, 96, 8, 7, 7] bfloat16[4, 96, 8, 14, 14] "
+     "bfloat16[96, 1, 3, 3, 3] None 1 2 2 1 1 1 1 1 1 False 0 0 0 96 True True False"),
+    # a dilated convolution (DeepLab's), list strides and dilation written
+    ("dilated fcn_resnet50 x[2, 256, 60, 60] w[256, 256, 3, 3] s[1, 1] p[2, 2] d[2, 2] g1 "
+     "bias0 mask[True, True, False]",
+     "convolution_backward float32[2, 256, 60, 60] float32[2, 256, 60, 60] "
+     "float32[256, 256, 3, 3] None 1 1 2 2 2 2 False 0 0 1 True True False"),
+    # ViT's patch embedding: stride 16, grad_input of the 3-channel image not asked for
+    ("patchify vit_b_16 x[2, 3, 224, 224] w[768, 3, 16, 16] s[16, 16] p[0, 0] d[1, 1] g1 bias0",
+     "convolution_backward float32[2, 768, 14, 14] float32[2, 3, 224, 224] "
+     "float32[768, 3, 16, 16] None 16 16 0 0 1 1 False 0 0 1 False True False"),
+])
+def test_calibrate_rows_count_flops_as_the_recorded_call(shape, sig):
+    """A calibrate row and the recorded call of the same convolution get one FLOP count, so
+    the lookup's distance between them is their true distance: rows written with list
+    strides, padding or dilation (3-D, dilated, segmentation and patch rows) kept torch's
+    own count before, which counts a depthwise backward's grad_weight as dense (96x here) and
+    put MViT's pooling convolutions next to rows of 1/24 their batch."""
+    from snsim.kernel_table import call_conv_flops, row_conv_flops
+    assert row_conv_flops(shape, backward=True) == call_conv_flops(sig)
+    # hand count of the first: grad_input and grad_weight, each 4*96*8*7*7 outputs x 27 MACs
+    if "mvit" in shape:
+        assert call_conv_flops(sig) == 2 * 4 * 96 * 8 * 7 * 7 * 27 * 2
