@@ -250,11 +250,86 @@ def matmul_class(sig, layout=""):
     >>> matmul_class("addmm bfloat16[5120] bfloat16[1028, 1280] bfloat16[1280, 5120]", "aligned")
     'a8'
     """
-    if layout in ("aligned", "unaligned"):
+    if layout == "aligned" or layout.startswith("unaligned"):
         return "a8" if layout == "aligned" else ""
     dims = [int(v) for _, shape in _TENSOR.findall(sig) for v in shape.split(",")[-2:]
             if v.strip()]
     return "a8" if dims and all(v % 8 == 0 for v in dims) else ""
+
+
+# squared distance per (doubling of a matmul's operand alignment)^2 between an unaligned call
+# and an unaligned row (:func:`matmul_align`, :func:`row_matmul_align`): cuBLAS's kernels load
+# operands in vectors as wide as every leading dimension allows (8, 4, 2 or 1 half-precision
+# elements), and the narrow ones run slower: explicit attention over 393 pooled tokens (MViT-V2-S
+# fp16 b16, attn @ v [64, 1569, 393] x [64, 393, 96]: 114-178 us, traces/h200/profile_s19)
+# read rows over 196 tokens (4-element vectors, 70-88 us for the same FLOPs)
+MATMUL_ALIGN_WEIGHT = 1.0
+_ROW_MATMUL = re.compile(r"^(?:(attn|net|vocab) (\w+) )?b(\d+) m(\d+) k(\d+) n(\d+)")
+
+
+def _pow2_align(values, cap=8):
+    """The largest power of two up to ``cap`` dividing every one of ``values``."""
+    a = cap
+    while a > 1 and any(v % a for v in values):
+        a //= 2
+    return a
+
+
+def _split_matmul_cls(family, cls):
+    """A matmul call's lookup class and its operands' alignment (``":al2"`` -> ``("", 2)``,
+    :func:`matmul_lookup_class`); other families' classes as they are, with None."""
+    if family not in MATMUL_FAMILIES or ":al" not in (cls or ""):
+        return cls, None
+    base, _, al = cls.partition(":al")
+    return base, int(al) if al.isdigit() else None
+
+
+def matmul_lookup_class(sig, layout=""):
+    """The class a recorded matmul is looked up by: :func:`matmul_class`, and for an
+    unaligned call whose recording says how far (:func:`matmul_align`) the vector width after
+    ``:al``, which the lookup weighs as a distance (:data:`MATMUL_ALIGN_WEIGHT`).
+
+    >>> matmul_lookup_class("bmm bfloat16[64, 1569, 393] bfloat16[64, 393, 96]", "unaligned:1")
+    ':al1'
+    >>> matmul_lookup_class("mm bfloat16[64, 64] bfloat16[64, 64]", "aligned")
+    'a8'
+    """
+    cls, align = matmul_class(sig, layout), matmul_align(layout)
+    return cls if align is None else f"{cls}:al{align}"
+
+
+def matmul_align(layout):
+    """Elements per vector an unaligned matmul's operands allow (1, 2 or 4), from the
+    recorder's layout (``"unaligned:2"``: :func:`snsim.torchsim.record.matmul_layout`); None
+    for an aligned call or a recording that did not say.
+
+    >>> matmul_align("unaligned:2"), matmul_align("aligned"), matmul_align("unaligned")
+    (2, None, None)
+    """
+    head, _, n = (layout or "").partition(":")
+    return int(n) if head == "unaligned" and n.isdigit() else None
+
+
+def row_matmul_align(shape, cls=""):
+    """Elements per vector a calibrate matmul row's operands allow (:func:`matmul_align`;
+    8 for an aligned row), from its ``shape``: calibrate's operands are contiguous or
+    transposed views of contiguous tensors, so the leading dimensions are k and n (a random
+    or a Linear's forward and input-gradient GEMM, an attention's ``qk``, ``av``, ``dattn``,
+    ``dq``), or m and n (a weight gradient, ``wgrad``; an attention's ``dv`` and ``dk``, whose
+    first operand is a transposed view); None when the shape does not say.
+
+    >>> row_matmul_align("attn av b64 m1569 k393 n96"), row_matmul_align("attn dk b8 m96 k50 n196")
+    (1, 4)
+    >>> row_matmul_align("net wgrad b1 m768 k1576 n3072", "a8"), row_matmul_align("b3 m5 k10 n6")
+    (8, 2)
+    """
+    if cls == "a8":
+        return 8
+    m = _ROW_MATMUL.match(shape or "")
+    if not m:
+        return None
+    form, mm, k, n = m.group(2), int(m.group(4)), int(m.group(5)), int(m.group(6))
+    return _pow2_align((mm, n) if form in ("wgrad", "dv", "dk") else (k, n))
 
 
 BN_FAMILIES = frozenset({"native_batch_norm", "native_batch_norm_backward"})
@@ -274,6 +349,30 @@ BIAS_FALLBACK = {"conv_bias_add": "add_", "conv_bias_grad": "sum",
 # all but its channels -- whose reduce kernel splits the rows across blocks (``[50176, 192]``
 # at 0.4 TB/s, ``[200704, 384]`` at 2.3 TB/s). Their class is ``d<D>r<R>`` (:func:`ln_class`,
 # :func:`sum_rows_class`); a table without ``sum_rows`` times those sums as ``sum``
+# advanced indexing (``t[idx]``: a relative position bias table read by a window's
+# position-pair index): the gather, and its backward's ``index_put`` with accumulate, which
+# sorts the indices and sums each run, its time set by the indices more than the bytes (Swin3D's
+# 2535 x 12 table at 153,664 indices: 94 us forward, 130 us backward on the H200,
+# traces/h200/profile_s19; 2-4 us by the bandwidth proxy). Class ``acc`` for an accumulating
+# index_put (:func:`index_class`)
+INDEX_FAMILIES = frozenset({"index", "index_put"})
+
+
+def index_class(sig):
+    """``"acc"`` for an ``index_put`` that accumulates (its first boolean argument: autograd's
+    backward of a gather), else ``""``.
+
+    >>> index_class("index_put float32[2535, 12] int64[153664] float32[153664, 12] True")
+    'acc'
+    >>> index_class("index float32[2535, 12] int64[153664]")
+    ''
+    """
+    if not (sig or "").startswith(("index_put", "_index_put_impl_")):
+        return ""
+    bools = [t for t in sig.split() if t in ("True", "False")]
+    return "acc" if bools and bools[0] == "True" else ""
+
+
 ROW_FAMILIES = frozenset({"native_layer_norm", "native_layer_norm_backward", "sum_rows"})
 SHAPE_FAMILIES = BN_FAMILIES | frozenset(BIAS_FAMILIES) | ROW_FAMILIES
 # a shape class's two dims: ``c<C>hw<H*W>`` (batch norm, a conv bias) or ``d<D>r<R>``
@@ -322,8 +421,14 @@ def _sig_tensor_ints(sig, skip=0):
 # a 3x3 window at stride 1 (Inception's and GoogLeNet's branch pools) reads each input nine
 # times where a 2x2 at stride 2 reads it once, at the same bytes (Inception-v3 b128's pools
 # 9.3 ms predicted by bytes from 3x3/2 and 2x2/2 rows, 16.2 measured: traces/h200/profile_s15)
-POOL_FAMILIES = frozenset({"max_pool2d_with_indices", "max_pool2d_with_indices_backward",
-                           "avg_pool2d", "avg_pool2d_backward"})
+POOL2D_FAMILIES = frozenset({"max_pool2d_with_indices", "max_pool2d_with_indices_backward",
+                             "avg_pool2d", "avg_pool2d_backward"})
+# a video model's (S3D's stem and branch pools, MViT's pool skip): ATen's own kernels, whose
+# backward scatters per window (traces/h200/profile_s19: S3D b16 bf16's 8.3 ms of max-pool
+# backward, 0.67 ms priced by bytes from the 2-D rows' proxy)
+POOL3D_FAMILIES = frozenset({"max_pool3d_with_indices", "max_pool3d_with_indices_backward",
+                             "avg_pool3d", "avg_pool3d_backward"})
+POOL_FAMILIES = POOL2D_FAMILIES | POOL3D_FAMILIES
 # families newer than some tables -> what a table without them reads instead, and whether
 # the call's class carries over: sum_rows as a plain sum (tables before 2026-12-02 08:30), an
 # average pool's backward as the max pool's (before 09:00), cuDNN's attention as flash's
@@ -354,12 +459,26 @@ def pool_class(sig):
     >>> pool_class("max_pool2d_with_indices_backward float32[2, 8, 9, 9] float32[2, 8, 17, 17] "
     ...            "3 3 2 2 1 1 1 1 False int64[2, 8, 9, 9]")
     'k3x3s2'
+
+    A 3-D pool names its three window sides and its strides where they differ (as
+    :func:`conv_class` a 3-D convolution):
+
+    >>> pool_class("max_pool3d_with_indices bfloat16[16, 64, 32, 112, 112] 1 3 3 1 2 2 0 1 1 "
+    ...            "1 1 1 False")
+    'k1x3x3s1x2x2'
     """
     name = (sig or "").split(" ", 1)[0]
     got = _sig_tensor_ints(sig, skip=1 if name.endswith("_backward") else 0)
     if not got or len(got[1]) < 2:
         return ""
-    ints = got[1]
+    dims, ints = got
+    if len(dims) == 5:       # a 3-D pool: its three window sides, its strides where they differ
+        if len(ints) < 3:
+            return ""
+        win = ints[:3]
+        stride = ints[3:6] if len(ints) >= 6 else win
+        st = str(stride[0]) if len(set(stride)) == 1 else "x".join(map(str, stride))
+        return f"k{'x'.join(map(str, win))}s{st}"
     stride = ints[2] if len(ints) >= 4 else ints[0]
     return f"k{ints[0]}x{ints[1]}s{stride}"
 
@@ -802,6 +921,7 @@ class KernelTable:
         self._gcount = {}         # conv key -> ln(group count) of its grouped rows, else NaN
         self._cdims = {}          # conv key -> (ln C_in, ln C_out, ln H*W) per row, else NaN
         self._calign = {}         # conv key -> 1 / 0 channels aligned (conv_aligned), else NaN
+        self._malign = {}         # matmul key -> log2 of row_matmul_align, else NaN
         for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
             fam = family_of(fam)
             key = (fam, mth if fam in COMPUTE_FAMILIES else dt)
@@ -832,6 +952,8 @@ class KernelTable:
                               else [math.nan] * 3 for sh in shapes]).reshape(-1, 3)
             calign = np.array([float(conv_aligned(*np.exp(cd[:2]), dt)) if np.isfinite(
                 cd[:2]).all() else math.nan for cd in cdims])
+            malign = np.array([math.log2(a) if fam in MATMUL_FAMILIES and (
+                a := row_matmul_align(sh, c)) else math.nan for c, sh in zip(grp[2], shapes)])
             if key in self._groups:   # a compute family's math mode from two dtypes: merge
                 f0, l0, c0, h0 = self._groups[key]
                 grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]),
@@ -839,7 +961,9 @@ class KernelTable:
                 gcount = np.concatenate([self._gcount[key], gcount])
                 cdims = np.vstack([self._cdims[key], cdims])
                 calign = np.concatenate([self._calign[key], calign])
+                malign = np.concatenate([self._malign[key], malign])
             self._groups[key] = grp
+            self._malign[key] = malign
             self._gcount[key] = gcount
             self._cdims[key] = cdims
             self._calign[key] = calign
@@ -964,6 +1088,7 @@ class KernelTable:
         call's bytes as the rows count them) of a lookup, or None when the table has no rows
         for ``family`` nor a proxy."""
         import numpy as np
+        cls, align = _split_matmul_cls(family, cls)
         key = self._key(family, dtype, math_, cls)
         if key is not None and (family, dtype, key[1]) in _BY_SHAPE:
             nbytes = nbytes * _ELEMENT_BYTES[key[1]] / _ELEMENT_BYTES[dtype]
@@ -1016,6 +1141,9 @@ class KernelTable:
                 aligned = float(conv_aligned(*np.exp(dims[:2]), dtype))
                 d2 = d2 + CONV_ALIGN_WEIGHT * np.nan_to_num(
                     (self._calign[key] - aligned) ** 2, nan=0.0)
+        if align is not None and key in self._malign:   # an unaligned matmul's vectors
+            d2 = d2 + MATMUL_ALIGN_WEIGHT * np.nan_to_num(
+                (self._malign[key] - math.log2(align)) ** 2, nan=0.0)
         d = np.sqrt(d2)
         if same is not None and same.any() and d[same].min() <= FAR:
             # the call's own kernel/stride class where it was measured near: another class
@@ -1045,6 +1173,7 @@ class KernelTable:
         ref = float(self._ref(np.array(flops, float), np.array(nbytes, float),
                               *self._peak.get(key, (REF_FLOPS_PER_S, REF_BYTES_PER_S))))
         if w is None:
+            cls = _split_matmul_cls(family, cls)[0]
             fitted = self._fitted.get((key, _group_prefix(cls)), self._fitted[key])
             return ref * math.exp(fitted), ("fitted" if src == "table" else src)
         # a grouped or depthwise convolution's neighbours: the weighted arithmetic mean of

@@ -832,11 +832,16 @@ def test_matmul_class_is_the_leading_dimensions_alignment():
     assert matmul_layout("mm", (dy, w), [x]) == "aligned"
     assert matmul_layout("mm", (dy.t(), x), [w]) == "aligned"
     assert matmul_layout("bmm", (torch.zeros(8, 197, 64), torch.zeros(8, 64, 197)),
-                         [torch.zeros(8, 197, 197)]) == "unaligned"
+                         [torch.zeros(8, 197, 197)]) == "unaligned:1"
     assert matmul_layout("mm", (torch.zeros(16, 255), torch.zeros(255, 64)),
-                         [torch.zeros(16, 64)]) == "unaligned"
+                         [torch.zeros(16, 64)]) == "unaligned:1"
     assert matmul_layout("mm", (torch.zeros(16, 72)[:, 3:67], torch.zeros(64, 64)),
-                         [torch.zeros(16, 64)]) == "unaligned"
+                         [torch.zeros(16, 64)]) == "unaligned:1"
+    # how far: scores over 196 tokens (a 14 x 14 map) load 4-element vectors, over 50 two
+    assert matmul_layout("bmm", (torch.zeros(8, 196, 64), torch.zeros(8, 64, 196)),
+                         [torch.zeros(8, 196, 196)]) == "unaligned:4"
+    assert matmul_layout("bmm", (torch.zeros(8, 50, 64), torch.zeros(8, 64, 50)),
+                         [torch.zeros(8, 50, 50)]) == "unaligned:2"
     assert matmul_layout("relu", (x,), [x]) == ""
     sig = "addmm bfloat16[5120] bfloat16[1028, 1280] bfloat16[1280, 5120]"
     assert matmul_class(sig) == "" and matmul_class(sig, "aligned") == "a8"
@@ -1123,3 +1128,47 @@ def test_calibrate_rows_count_flops_as_the_recorded_call(shape, sig):
     # hand count of the first: grad_input and grad_weight, each 4*96*8*7*7 outputs x 27 MACs
     if "mvit" in shape:
         assert call_conv_flops(sig) == 2 * 4 * 96 * 8 * 7 * 7 * 27 * 2
+
+
+def test_unaligned_matmul_reads_rows_of_its_own_vector_width():
+    """Made-up unaligned bf16 bmm rows of equal FLOPs and bytes, those whose shapes allow
+    4-element vectors (196 tokens) at 80 us and those allowing 1 (393 tokens) at 160 us: a call
+    recorded as 1-element-aligned reads the slow rows, a 4-element one the fast; a call whose
+    recording does not say how far (an older one) reads both."""
+    from snsim.kernel_table import matmul_lookup_class
+    rows = []
+    for toks, us in ((196, 80.0), (393, 160.0)):
+        for f in np.geomspace(1e9, 1e11, 6):
+            rows.append({"family": "bmm", "dtype": "bfloat16", "math": "bf16", "cls": "",
+                         "flops": f, "bytes": f / 100, "ntensors": 0,
+                         "time_s": us * 1e-6 * f / 1e10, "host_s": 1e-5,
+                         "shape": f"attn av b64 m1569 k{toks} n96"})
+    t = KernelTable(pd.DataFrame(rows))
+    sig = "bmm bfloat16[64, 1569, 393] bfloat16[64, 393, 96]"
+    got = {lay: t.time_s("bmm", flops=1e10, nbytes=1e8, cls=matmul_lookup_class(sig, lay),
+                         dtype="bfloat16", math_="bf16")
+           for lay in ("unaligned:1", "unaligned:4", "unaligned")}
+    assert got["unaligned:1"][1] == "table"
+    assert got["unaligned:1"][0] == pytest.approx(160e-6, rel=0.05)
+    assert got["unaligned:4"][0] == pytest.approx(80e-6, rel=0.05)
+    assert 80e-6 * 1.05 < got["unaligned"][0] < 160e-6 * 0.95
+
+
+def test_an_accumulating_index_put_reads_the_accumulating_rows():
+    """autograd's backward of a gather (index_put with accumulate: sort, then sum each run)
+    reads the table's ``acc`` rows (made-up 120 us), a plain ``t[idx] = v`` the others (15 us),
+    both by bytes; the recorder's signature says which."""
+    from snsim.torchsim.opcost import _lookup_args
+    rows = [{"family": "index_put", "dtype": "float32", "math": "float32", "cls": cls,
+             "flops": 0, "bytes": nb, "ntensors": 0, "time_s": us * 1e-6, "host_s": 1e-5,
+             "shape": "index"}
+            for cls, us in (("acc", 120.0), ("", 15.0)) for nb in np.geomspace(1e6, 1e8, 5)]
+    t = KernelTable(pd.DataFrame(rows))
+    got = {}
+    for acc in (True, False):
+        sig = f"index_put float32[2535, 12] int64[153664] float32[153664, 12] {acc}"
+        op = (0, "index_put", (), (), 0, 9e6, sig, "", ())
+        fam, kw = _lookup_args(t, op)
+        got[acc] = t.time_s(fam, **kw)
+    assert got[True][1] == "table" and got[True][0] == pytest.approx(120e-6, rel=0.05)
+    assert got[False][0] == pytest.approx(15e-6, rel=0.05)

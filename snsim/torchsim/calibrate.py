@@ -28,7 +28,8 @@ import re
 import statistics
 import time
 
-from ..kernel_table import BIAS_FAMILIES, POOL_FAMILIES, ROW_FAMILIES, upsample_backward_work
+from ..kernel_table import (BIAS_FAMILIES, INDEX_FAMILIES, POOL2D_FAMILIES, POOL3D_FAMILIES,
+                            ROW_FAMILIES, upsample_backward_work)
 
 STRIDED_FAMILIES = ("clone_strided", "cat_strided")   # kernel_table.STRIDED_FAMILIES' rows
 
@@ -782,6 +783,59 @@ class Calibrator:
                          widths_in=self.HEAD_WIDTHS, widths_out=self.VOCABS, bias=False,
                          tag="vocab")
 
+    # an explicit attention's batched GEMMs (MultiheadAttention's math path, MViT's pooled
+    # attention, Swin's windows: q @ k^T and attn @ v as torch.matmul calls them) at token
+    # counts that are and are not multiples of 8 (a class token, a window of 7 x 7): cuBLAS
+    # runs an unaligned half-precision one on slower kernels (MViT-V2-S's [32, 1569, 393] x
+    # [32, 393, 96] bf16: 93 us on the H200, traces/h200/profile_heldout11, 40 TFLOP/s)
+    ATTN_TOKENS = (49, 50, 64, 196, 197, 256, 257, 392, 393, 577, 784, 785, 1024, 1569,
+                   3136, 3137, 6272, 6273)
+    ATTN_HEAD_DIMS = (32, 64, 80, 96, 128)
+    ATTN_BATCH_HEADS = (8, 16, 32, 64, 96, 128, 192, 384, 768, 1536)
+
+    def attention_matmuls(self, count, dtype, math_, max_flops):
+        """An explicit attention's six batched GEMMs at ``count`` sampled (batch x heads,
+        queries S, keys S' <= S, head dim d) of :attr:`ATTN_BATCH_HEADS` x :attr:`ATTN_TOKENS`
+        x :attr:`ATTN_HEAD_DIMS`: forward ``bmm(q, k^T)`` and ``bmm(attn, v)``, and their
+        gradients as autograd's bmm backward calls them (``bmm(g, b^T)``, ``bmm(a^T, g)``),
+        the transposed operands as views. Rows' shape ``attn <form> b.. m.. k.. n..``; the
+        class is the operands' leading dimensions' alignment, as a recorded call's
+        (:func:`snsim.torchsim.record.matmul_layout`)."""
+        torch = self.torch
+        aten = torch.ops.aten
+        from ..kernel_table import matmul_class
+        from .record import matmul_layout
+        rng = self.rng
+        made = tries = 0
+        while made < count and tries < count * 20 and not self.late():
+            tries += 1
+            bh, d = rng.choice(self.ATTN_BATCH_HEADS), rng.choice(self.ATTN_HEAD_DIMS)
+            s = rng.choice(self.ATTN_TOKENS)
+            s2 = s if rng.random() < 0.5 else rng.choice([v for v in self.ATTN_TOKENS
+                                                           if v <= s])
+            if 2 * bh * s * s2 * d > max_flops or bh * s * s2 * 2 * 4 > 2.5e9:
+                continue
+            made += 1
+
+            def one(bh=bh, s=s, s2=s2, d=d):
+                q, k, v = (self.t(bh, n, d, dtype=dtype) for n in (s, s2, s2))
+                attn, dattn = self.t(bh, s, s2, dtype=dtype), self.t(bh, s, s2, dtype=dtype)
+                dout = self.t(bh, s, d, dtype=dtype)
+                for form, a, b in (("qk", q, k.transpose(1, 2)), ("av", attn, v),
+                                   ("dattn", dout, v.transpose(1, 2)),
+                                   ("dv", attn.transpose(1, 2), dout),
+                                   ("dq", dattn, k), ("dk", q.transpose(1, 2), dattn)):
+                    out = aten.bmm.default(a, b)
+                    cls = matmul_class("", matmul_layout("bmm", (a, b), [out]))
+                    self.add("bmm", dtype, math_, cls,
+                             lambda a=a, b=b: aten.bmm.default(a, b),
+                             flops=_flops(torch, aten.bmm.default, (a, b), {}, out),
+                             nbytes=_nbytes(torch, (a, b), out),
+                             shape=f"attn {form} b{bh} m{a.shape[1]} k{a.shape[2]} "
+                                   f"n{b.shape[2]}")
+                    del out
+            self.guarded("attention matmul", one)
+
     def matmuls(self, count, dtype, math_, max_flops):
         torch = self.torch
         aten = torch.ops.aten
@@ -1050,6 +1104,121 @@ class Calibrator:
         self.add(fam + "_backward", dtype, dn, cls, lambda: bop(*bargs),
                  nbytes=_nbytes(torch, bargs, gx), shape=shape)
         del x, out, dy, gx
+
+    # (mode, window, stride, padding) of video models' 3-D pools: S3D's stem (1x3x3/1x2x2) and
+    # stage pools (3x3x3/2, 2x2x2/2), its Inception branches' (3x3x3/1), MViT's pool skip
+    # (1x3x3/1x2x2), a per-frame 3x3/1 pool, S3D's final average (2x7x7/1); by (frames, side)
+    # of their stages, channels and batches
+    POOL3D_KINDS = (("max", (1, 3, 3), (1, 2, 2), (0, 1, 1)),
+                    ("max", (3, 3, 3), (2, 2, 2), (1, 1, 1)),
+                    ("max", (2, 2, 2), (2, 2, 2), (0, 0, 0)),
+                    ("max", (3, 3, 3), (1, 1, 1), (1, 1, 1)),
+                    ("max", (1, 3, 3), (1, 1, 1), (0, 1, 1)),
+                    ("avg", (2, 7, 7), (1, 1, 1), (0, 0, 0)),
+                    ("avg", (3, 3, 3), (1, 1, 1), (1, 1, 1)))
+    POOL3D_MAPS = ((2, 7), (4, 7), (8, 14), (8, 28), (16, 28), (16, 56), (32, 112))
+    POOL3D_CHANNELS = (64, 96, 192, 480, 832)
+    POOL3D_BATCHES = (2, 8, 16)
+
+    def pools3d(self, dtype, *, max_bytes=2**30):
+        """3-D max and average pooling, forward and backward (``max_pool3d_with_indices
+        (_backward)``, ``avg_pool3d(_backward)``), for each of :attr:`POOL3D_KINDS` over
+        :attr:`POOL3D_MAPS` x :attr:`POOL3D_CHANNELS` (batches cycling over
+        :attr:`POOL3D_BATCHES`, inputs of at most ``max_bytes``; windows larger than the map
+        left out). Rows' class is :func:`snsim.kernel_table.pool_class`'s
+        (``k1x3x3s1x2x2``), bytes every input and output tensor's (the max pool's int64
+        indices included), as the recorder counts them; shape ``pool3d <mode> x[N, C, D, H,
+        W] ...``."""
+        grid = [(kind, dh, c) for kind in self.POOL3D_KINDS for dh in self.POOL3D_MAPS
+                for c in self.POOL3D_CHANNELS
+                if all(w <= m + 2 * p for w, m, p in zip(kind[1], (dh[0], dh[1], dh[1]),
+                                                          kind[3]))]
+        if self.device != "cuda":     # a smoke test: small shapes
+            grid = [(kind, (4, 9), 8) for kind in self.POOL3D_KINDS]
+        el = self.torch.tensor([], dtype=dtype).element_size()
+        for i, ((mode, k, st, pad), (d, h), c) in enumerate(grid):
+            if self.late():
+                return
+            n = self.POOL3D_BATCHES[i % len(self.POOL3D_BATCHES)] if self.device == "cuda" else 2
+            while n > 1 and n * c * d * h * h * el > max_bytes:
+                n //= 2
+            self.guarded("pool3d", self._pool3d_one, mode, k, st, pad, n, c, d, h, dtype)
+
+    def _pool3d_one(self, mode, k, st, pad, n, c, d, h, dtype):
+        from ..kernel_table import pool_class
+        from .record import signature
+        torch = self.torch
+        aten = torch.ops.aten
+        dn = str(dtype)[6:]
+        x = self.t(n, c, d, h, h, dtype=dtype)
+        kk, ss, pp = list(k), list(st), list(pad)
+        fam = "max_pool3d_with_indices" if mode == "max" else "avg_pool3d"
+        fop, bop = getattr(aten, fam).default, getattr(aten, fam + "_backward").default
+        fargs = ((x, kk, ss, pp, [1, 1, 1], False) if mode == "max"
+                 else (x, kk, ss, pp, False, True, None))
+        cls = pool_class(signature(fam, fargs, {}))
+        shape = f"pool3d {mode} x[{n}, {c}, {d}, {h}, {h}] k{kk} s{ss} p{pp}"
+        out = fop(*fargs)        # the max pool's: (output, indices)
+        self.add(fam, dtype, dn, cls, lambda: fop(*fargs), nbytes=_nbytes(torch, fargs, out),
+                 shape=shape)
+        dy = torch.randn_like(out[0] if mode == "max" else out)
+        bargs = ((dy, x, kk, ss, pp, [1, 1, 1], False, out[1]) if mode == "max"
+                 else (dy, x, kk, ss, pp, False, True, None))
+        gx = bop(*bargs)
+        self.add(fam + "_backward", dtype, dn, cls, lambda: bop(*bargs),
+                 nbytes=_nbytes(torch, bargs, gx), shape=shape)
+        del x, out, dy, gx
+
+    # -- advanced indexing ---------------------------------------------------------------------
+    # a table read by an index (a relative position bias: Swin's 7 x 7 window, 49^2 = 2401 pairs
+    # into 169 rows; Swin-V2's 8 x 8, 4096 into 225; Swin3D's 8 x 7 x 7, 153,664 into 2535; a
+    # batch's gather of rows), by index count, table rows and columns (heads, features)
+    INDEX_COUNTS = (256, 2401, 4096, 9604, 38416, 153664, 614656, 2458624)
+    INDEX_ROWS = (169, 2535, 65536)
+    INDEX_COLS = (1, 3, 12, 32, 96, 768)
+
+    def indexing(self, dtype, *, max_bytes=2**30):
+        """``index`` (``table[idx]``, a gather of rows) and ``index_put`` into a zeroed table,
+        accumulating (autograd's backward of the gather: class ``acc``,
+        :func:`snsim.kernel_table.index_class`) and not (``t[idx] = v``), over
+        :attr:`INDEX_COUNTS` x :attr:`INDEX_ROWS` x :attr:`INDEX_COLS` (random int64 indices
+        into the table's rows; gathered values of at most ``max_bytes``). Bytes every input
+        and output tensor's, as the recorder counts them; shape ``index n.. rows.. cols..``."""
+        counts, rows, cols = self.INDEX_COUNTS, self.INDEX_ROWS, self.INDEX_COLS
+        if self.device != "cuda":     # a smoke test: small shapes
+            counts, rows, cols = (256,), (169,), (3,)
+        el = self.torch.tensor([], dtype=dtype).element_size()
+        for n in counts:
+            for r in rows:
+                for c in cols:
+                    if self.late():
+                        return
+                    if n * c * el > max_bytes:
+                        continue
+                    self.guarded("index", self._index_one, n, r, c, dtype)
+
+    def _index_one(self, n, r, c, dtype):
+        from ..kernel_table import index_class
+        from .record import signature
+        torch = self.torch
+        aten = torch.ops.aten
+        dn = str(dtype)[6:]
+        table = self.t(r, c, dtype=dtype)
+        idx = torch.randint(0, r, (n,), device=self.device)
+        shape = f"index n{n} rows{r} cols{c}"
+        fargs = (table, [idx])
+        out = aten.index.Tensor(*fargs)
+        self.add("index", dtype, dn, "", lambda: aten.index.Tensor(*fargs),
+                 nbytes=_nbytes(torch, fargs, out), shape=shape)
+        for acc in (True, False):
+            pargs = (torch.zeros_like(table), [idx], out, acc)
+            got = aten.index_put.default(*pargs)
+            cls = index_class(signature("index_put", pargs, {}))
+            self.add("index_put", dtype, dn, cls,
+                     lambda pargs=pargs: aten.index_put.default(*pargs),
+                     nbytes=_nbytes(torch, pargs, got), shape=shape)
+            del got
+        del table, idx, out
 
     # -- row-wise ops, by row length and row count ---------------------------------------------
     # the elements per row (a layer norm's normalized size, the dims a sum keeps: ConvNeXt's and
@@ -1586,6 +1755,11 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # an LM head's three GEMMs against vocabularies (Calibrator.vocab_matmuls),
         # fp32/bf16/fp16: tables before 2026-12-01 06:00 had no GEMM of a vocabulary's width
         # (GPT-2's 8192 x 768 x 50257, unaligned, sat 1.4 e-folds from the nearest fp16 row)
+        # an explicit attention's six batched GEMMs at aligned and unaligned token counts
+        # (Calibrator.attention_matmuls), fp32/bf16/fp16: tables before 2026-12-02 23:30 had
+        # 13 unaligned half-precision bmm rows, of random shapes
+        "attnmm": ("matmul attn ", ("bmm",), lambda r: str(r.get("shape", "")).startswith(
+            "attn ")),
         "lmhead": ("matmul vocab ", ("mm",), lambda r: str(r.get("shape", "")).startswith(
             "vocab ")),
         "stage": ("stage conv", ("convolution", "convolution_backward"), lambda r: (
@@ -1601,7 +1775,13 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # pooling by window and stride (Calibrator.pools), fp32/bf16/fp16; tables before
         # 2026-12-02 09:00 timed one max pool (3/2) and one average pool (2/2) by bytes, and
         # read the average pool's backward as the max pool's
-        "pool": ("pool ", POOL_FAMILIES, "all"),
+        "pool": ("pool ", POOL2D_FAMILIES, "all"),
+        # 3-D pooling by window and stride (Calibrator.pools3d), fp32/bf16/fp16; tables
+        # before 2026-12-02 23:00 had none and read 2-D pools' rows by bytes
+        "pool3d": ("pool3d ", POOL3D_FAMILIES, "all"),
+        # advanced indexing (Calibrator.indexing), fp32/bf16: tables before 2026-12-02 23:00
+        # had none and read a bandwidth proxy's rows
+        "index": ("index ", INDEX_FAMILIES, "all"),
         # attention at CUDA's default backend on a grid (Calibrator.sdpa_grid), fp32/bf16/fp16;
         # tables before 2026-12-02 09:00 had 15 random rows per backend and none of cuDNN's
         # attention, which bf16 and fp16 steps run on the H200
@@ -1715,6 +1895,13 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("pool fp32", 0.015, lambda: cal.pools(torch.float32)),
         ("pool bf16", 0.01, lambda: cal.pools(torch.bfloat16)),
         ("pool fp16", 0.01, lambda: cal.pools(torch.float16)),
+        # advanced indexing (Calibrator.indexing)
+        ("index fp32", 0.01, lambda: cal.indexing(torch.float32)),
+        ("index bf16", 0.01, lambda: cal.indexing(torch.bfloat16)),
+        # 3-D pooling by window and stride (Calibrator.pools3d)
+        ("pool3d fp32", 0.01, lambda: cal.pools3d(torch.float32)),
+        ("pool3d bf16", 0.01, lambda: cal.pools3d(torch.bfloat16)),
+        ("pool3d fp16", 0.01, lambda: cal.pools3d(torch.float16)),
         # attention at CUDA's default backend on a grid (Calibrator.sdpa_grid)
         ("sdpa grid fp32", 0.02, lambda: cal.sdpa_grid(torch.float32)),
         ("sdpa grid bf16", 0.015, lambda: cal.sdpa_grid(torch.bfloat16)),
@@ -1749,6 +1936,13 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
                                                           4e12 * cap)),
         ("matmul net fp16", 0.01, lambda: cal.net_matmuls(cal.n(20), torch.float16, "fp16",
                                                           4e12 * cap)),
+        ("matmul attn fp32", 0.01, lambda: _with_tf32(
+            torch, False, lambda: cal.attention_matmuls(cal.n(30), torch.float32, "fp32",
+                                                        1e12 * cap))),
+        ("matmul attn bf16", 0.01, lambda: cal.attention_matmuls(cal.n(40), torch.bfloat16,
+                                                                 "bf16", 4e12 * cap)),
+        ("matmul attn fp16", 0.01, lambda: cal.attention_matmuls(cal.n(30), torch.float16,
+                                                                 "fp16", 4e12 * cap)),
         ("matmul vocab fp32", 0.01, lambda: _with_tf32(torch, False, lambda: cal.vocab_matmuls(
             cal.n(12), torch.float32, "fp32", 2e12 * cap))),
         ("matmul vocab bf16", 0.01, lambda: cal.vocab_matmuls(cal.n(16), torch.bfloat16,
@@ -2016,8 +2210,11 @@ def _add_calibrate(sub):
                    "bnlarge (batch norm at batches 512 and 1024, added to the BN rows), "
                    "rows (layer norm and column sums by row length and row count), dwcl "
                    "(channels-last depthwise convs on a grid), pool (max and average pooling "
-                   "by window and stride), sdpagrid (attention at CUDA's default backend, "
-                   "causal and not). Every group: " + ", ".join(sorted(ONLY)))
+                   "by window and stride), pool3d (3-D pooling by window and stride), index "
+                   "(a gather by an index and index_put, accumulating and not), attnmm (an "
+                   "explicit attention's batched GEMMs at aligned and unaligned token counts), "
+                   "sdpagrid (attention at CUDA's default backend, causal and not). Every "
+                   "group: " + ", ".join(sorted(ONLY)))
     p.add_argument("--merge", default=None, metavar="TABLE",
                    help="with --only: write TABLE with the new rows merged in (bn replaces "
                    "all BN rows; conv adds its rows, replacing an earlier conv run's; the "

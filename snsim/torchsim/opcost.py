@@ -24,14 +24,16 @@ import collections
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENTWISE_FAMILIES,  # noqa: F401
                             GENERIC_FALLBACK, GENERIC_FAMILY, HOST_READ_OPS,
-                            LAYOUT_FAMILIES, MATMUL_FAMILIES, POOL_FAMILIES,
+                            INDEX_FAMILIES, LAYOUT_FAMILIES, MATMUL_FAMILIES,
+                            POOL_FAMILIES,
                             ROW_FAMILIES,
                             STRIDED_FAMILIES, UPSAMPLE_BACKWARD_FAMILIES, bias_time_s,
                             call_conv_flops, call_upsample_work, NO_KERNEL_OPS, bn_class,
                             conv_bias_calls, conv_class, family_of, host_stream,
+                            index_class,
                             innet_call_s, ln_class, load_host_costs, load_kernel_table,
-                            matmul_class, pool_class, sig_dtype, sum_rows_class,
-                            table_family)
+                            matmul_lookup_class, pool_class, sig_dtype,
+                            sum_rows_class, table_family)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -126,7 +128,8 @@ def _table_args(op):
     elif fam in MATMUL_FAMILIES or fam.startswith("sdpa"):
         # attention: a causal call reads the causal rows (its kernels skip the masked tiles
         # and run at another rate per counted FLOP), a full one the others
-        mth, cls = (half or "fp32"), (matmul_class(sig, _layout(op)) if fam in MATMUL_FAMILIES
+        mth, cls = (half or "fp32"), (matmul_lookup_class(sig, _layout(op))
+                                      if fam in MATMUL_FAMILIES
                                       else "causal" if _layout(op) == "causal" else "")
         if half and fam.startswith("sdpa_efficient"):
             # CUDA's choice for half inputs (a CPU recording names its own kernel): cuDNN's
@@ -137,6 +140,8 @@ def _table_args(op):
         mth, cls = ("bf16" if half else "float32"), bn_class(sig)
     elif fam in POOL_FAMILIES:
         mth, cls = ("bf16" if half else "float32"), pool_class(sig)
+    elif fam in INDEX_FAMILIES:
+        mth, cls = ("bf16" if half else "float32"), index_class(sig)
     elif fam in ROW_FAMILIES or (fam == "sum" and _layout(op) == "rows"):
         fam = "sum_rows" if fam == "sum" else fam
         mth, cls = ("bf16" if half else "float32"), (

@@ -77,7 +77,10 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
                            "nll_loss_forward", "nll_loss_backward", "_log_softmax",
                            "_log_softmax_backward_data", "max_pool2d_with_indices",
                            "max_pool2d_with_indices_backward", "avg_pool2d",
-                           "avg_pool2d_backward", "_adaptive_avg_pool2d",
+                           "avg_pool2d_backward", "max_pool3d_with_indices",
+                           "max_pool3d_with_indices_backward", "avg_pool3d",
+                           "avg_pool3d_backward", "index", "index_put", "_index_put_impl_",
+                           "_adaptive_avg_pool2d",
                            "_adaptive_avg_pool2d_backward", "cat", "native_dropout",
                            "native_dropout_backward", "native_layer_norm",
                            "native_layer_norm_backward", "embedding_dense_backward",
@@ -414,19 +417,26 @@ MATMUL_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
 def matmul_layout(name, args, outs):
     """``"aligned"`` when every matrix operand and the output of matmul ``name(*args)`` has a
     leading dimension (its non-unit stride) and a storage offset that are multiples of 8
-    elements, else ``"unaligned"`` (``""`` for other ops): what cuBLAS's fastest kernels need
-    (:func:`snsim.kernel_table.matmul_class`). A 1-D operand (addmm's bias) is left out."""
+    elements, else ``"unaligned:N"``, N the largest of 4, 2 and 1 that divides them all (the
+    vector width cuBLAS's kernels can load; ``"unaligned:1"`` for an operand with no unit
+    stride), or ``""`` for other ops: what cuBLAS's fastest kernels need
+    (:func:`snsim.kernel_table.matmul_class`, :func:`snsim.kernel_table.matmul_align`). A 1-D
+    operand (addmm's bias) is left out."""
     if name not in MATMUL_OPS:
         return ""
     out = next((t for t in outs if isinstance(t, torch.Tensor)), None)
+    align = 8
     for t in [a for a in args if isinstance(a, torch.Tensor)] + [out]:
         if t is None or t.dim() < 2:
             continue
         rows, cols = t.stride()[-2:]
         ld = rows if cols == 1 else cols if rows == 1 else None
-        if ld is None or concrete_int(ld) % 8 or concrete_int(t.storage_offset()) % 8:
-            return "unaligned"
-    return "aligned"
+        if ld is None:
+            return "unaligned:1"
+        while align > 1 and (concrete_int(ld) % align or
+                             concrete_int(t.storage_offset()) % align):
+            align //= 2
+    return "aligned" if align == 8 else f"unaligned:{align}"
 
 
 def _dense(t):

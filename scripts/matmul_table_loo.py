@@ -1,0 +1,85 @@
+"""Leave-one-shape-out over the kernel table's matmul rows (mm, addmm, bmm): each row predicted
+from the others, its own shape's rows left out (an attention shape's six GEMMs share FLOPs and
+bytes, and go together), looked up as a recorded call of the same operands would be (its class
+and, unaligned, its operands' vector width: ``kernel_table.matmul_lookup_class``), at each
+``--weights`` value of ``kernel_table.MATMUL_ALIGN_WEIGHT``.
+
+    PYTHONPATH=. python scripts/matmul_table_loo.py --unaligned --weights 0,1,4,16
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import math
+import sys
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--table", default="configs/kernels/h200.csv.gz")
+    ap.add_argument("--tag", default="", help="only rows whose shape starts with this")
+    ap.add_argument("--math", default="", help="only this math mode (fp32, bf16, fp16)")
+    ap.add_argument("--unaligned", action="store_true", help="only unaligned rows")
+    ap.add_argument("--weights", default="4", help="comma list of MATMUL_ALIGN_WEIGHT values")
+    args = ap.parse_args(argv)
+
+    import numpy as np
+
+    from snsim import kernel_table as kt
+    from snsim.torchsim.calibrate import read_table
+
+    table = kt.KernelTable.read(args.table)
+    rows, _ = read_table(args.table)
+    rows = [r for r in rows if kt.family_of(r["family"]) in kt.MATMUL_FAMILIES
+            and float(r["time_s"] or 0) > 0 and r["shape"].startswith(args.tag)
+            and (not args.math or r["math"] == args.math)
+            and (not args.unaligned or r["cls"] != "a8")]
+    if not rows:
+        print("no rows to predict", file=sys.stderr)
+        return 1
+    for weight in (float(w) for w in args.weights.split(",")):
+        kt.MATMUL_ALIGN_WEIGHT = weight
+        stats = collections.defaultdict(list)
+        for r in rows:
+            fam = kt.family_of(r["family"])
+            grp = table._groups.get((fam, r["math"]))
+            if grp is None:
+                continue
+            feats = grp[0]
+            flops, nbytes = float(r["flops"]), float(r["bytes"])
+            q = np.array([math.log1p(flops), math.log1p(nbytes),
+                          math.log1p(float(r["ntensors"] or 0))])
+            same = np.where((np.abs(feats - q) < 1e-9).all(axis=1))[0]
+            saved = feats[same].copy()
+            feats[same] = 1e9          # out of reach while this shape is predicted
+            align = kt.row_matmul_align(r["shape"], r["cls"])
+            cls = r["cls"] if align in (None, 8) else f"{r['cls']}:al{align}"
+            try:
+                t, src = table.time_s(fam, flops=flops, nbytes=nbytes,
+                                      ntensors=float(r["ntensors"] or 0), cls=cls,
+                                      dtype=r["dtype"], math_=r["math"])
+            finally:
+                feats[same] = saved
+            if t is None:
+                continue
+            stats[(fam, r["math"], f"al{align}")].append((t, float(r["time_s"]), src))
+        print(f"MATMUL_ALIGN_WEIGHT {weight:g}")
+        allerr, allp, allm = [], 0.0, 0.0
+        for k in sorted(stats):
+            v = stats[k]
+            e = np.array([abs(p - m) / m for p, m, _ in v]) * 100
+            allerr += list(e)
+            sp, sm = sum(p for p, _, _ in v), sum(m for _, m, _ in v)
+            allp, allm = allp + sp, allm + sm
+            print(f"  {k[0]:<6} {k[1]:<5} {k[2]:<7} n={len(v):4d} median |err| "
+                  f"{np.median(e):6.1f}%  p90 {np.percentile(e, 90):6.1f}%  "
+                  f"sum pred/meas {sp / sm:.3f}")
+        e = np.array(allerr)
+        print(f"  all: {len(e)} rows, median |err| {np.median(e):.1f}%, p90 "
+              f"{np.percentile(e, 90):.1f}%, within 10%: {np.mean(e < 10) * 100:.0f}%, sum "
+              f"pred/meas {allp / allm:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
