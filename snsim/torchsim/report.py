@@ -297,6 +297,9 @@ GPU_BUSY_S19_BEFORE_CSV = os.path.join("docs", "data",
                                        "gpu_busy_profile_s19_before_attnmm_h200.csv")
 GPU_BUSY_S19_CSV = os.path.join("docs", "data", "gpu_busy_profile_s19_h200.csv")
 GPU_BUSY_ALL_CSV = os.path.join("docs", "data", "gpu_busy_profiles_h200.csv")
+GPU_BUSY_HELDOUT_CSV = os.path.join("docs", "data", "gpu_busy_profile_s19_heldout_h200.csv")
+GPU_BUSY_HELDOUT_OLD_CSV = os.path.join("docs", "data",
+                                        "gpu_busy_profile_s19_heldout_at_d5b9e20_h200.csv")
 
 
 def _gpu_busy_section():
@@ -339,6 +342,27 @@ def _gpu_busy_section():
         summ.append(["every profile in traces/h200 (now; most informed the table)", len(e),
                      f"{statistics.median(e):.2f}", f"{max(e):.2f}"])
     L.append(_table(["model", "n", "median |err| %", "max |err| %"], summ) + "\n")
+    held, old = _read_csv(GPU_BUSY_HELDOUT_CSV), _read_csv(GPU_BUSY_HELDOUT_OLD_CSV)
+    if held:
+        was = {r["config"]: r for r in old}
+        L.append("Then 10 more configurations never profiled, run after those changes were "
+                 "committed (33aaeba) and before anything they could inform: window attention "
+                 "(Swin, Swin-V2, MaxViT), Swin3D's relative position bias, MViT-V2-S, S3D, "
+                 "R3D-18, ViT-B/32 and DeepLabV3-MobileNetV3 (`traces/h200/profile_s19_heldout/`"
+                 ", README there). *then* is the code of the session's start (d5b9e20, its own "
+                 "table) on the same files.\n")
+        body = [[r["config"], f"{float(r['meas_gpu_busy_ms']):.2f}",
+                 f"{float(r['pred_gpu_ms']):.2f}", _pct(float(r["err_pct"])),
+                 _pct(float(was[r["config"]]["err_pct"])) if r["config"] in was else ""]
+                for r in held]
+        L.append(_table(["configuration", "GPU busy ms", "predicted ms", "err %",
+                         "then err %"], body) + "\n")
+        summ = []
+        for label, rows in (("33aaeba, before the run", held), ("d5b9e20 (then)", old)):
+            if rows:
+                e = [abs(float(r["err_pct"])) for r in rows]
+                summ.append([label, len(e), f"{statistics.median(e):.2f}", f"{max(e):.2f}"])
+        L.append(_table(["code", "n", "median |err| %", "max |err| %"], summ) + "\n")
     return L
 
 
