@@ -684,6 +684,27 @@ _HELDOUT18_HF = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT18 = _plan_set(_HELDOUT18, _HELDOUT18_HF)
+# a nineteenth held-out set, written (2026-12-02 22:35 UTC, session 19) after the attention
+# GEMM, 3-D pooling, indexing and conv-row FLOP changes and before any of it ran: window
+# attention (Swin-T, MaxViT), MViT-V2-S, S3D and Swin3D-T (3-D pools, relative position bias),
+# mixed precision and every plan kind, at batches no plan run used
+_HELDOUT19 = (
+    ("torchvision:swin_t", 48, {"plain": [], "checkpoint": ["modules=SwinTransformerBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:mvit_v2_s", 4, {"plain": [], "checkpoint": ["modules=MultiscaleBlock"]}, {}),
+    ("torchvision:s3d", 8, {"plain": [], "cpu_offload": ["pin_memory=true"]}, {"amp": "bf16"}),
+    ("torchvision:swin3d_t", 2, {"plain": [], "superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:maxvit_t", 24, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:resnet50", 48, {"checkpoint": ["every=2", "modules=Bottleneck"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("torchvision:convnext_small", 24, {"superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:regnet_y_3_2gf", 48, {"plain": []}, {}),
+)
+_HELDOUT19_HF = (
+    ("hf:gpt2", 6, (512,), {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT19 = _plan_set(_HELDOUT19, _HELDOUT19_HF)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -706,7 +727,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout12": PLAN_HELDOUT12, "heldout13": PLAN_HELDOUT13,
              "heldout14": PLAN_HELDOUT14, "heldout15": PLAN_HELDOUT15,
              "heldout16": PLAN_HELDOUT16, "heldout17": PLAN_HELDOUT17,
-             "heldout18": PLAN_HELDOUT18,
+             "heldout18": PLAN_HELDOUT18, "heldout19": PLAN_HELDOUT19,
              "pageable": PLAN_PAGEABLE}
 
 
