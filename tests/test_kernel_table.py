@@ -1172,3 +1172,16 @@ def test_an_accumulating_index_put_reads_the_accumulating_rows():
         got[acc] = t.time_s(fam, **kw)
     assert got[True][1] == "table" and got[True][0] == pytest.approx(120e-6, rel=0.05)
     assert got[False][0] == pytest.approx(15e-6, rel=0.05)
+
+
+def test_host_ratios_were_fitted_against_this_table():
+    """Each in-network ratio is a family's in-sequence host cost over the kernel table's
+    tight-loop issue cost of the same calls (scripts/host_innet_fit.py): physically 1-2x (a
+    step's mix of calls refetches code and data), and far outside that only when the table's
+    issue cost changed after the fit -- index_put's 16.4, fitted when a bandwidth proxy priced
+    it at ~10 us, charged 2.5 ms per call once the table had its own ~150 us rows (session 19:
+    MViT-V2-S b4's backward host 128 ms modelled, 19 ms profiled). Refit after a table change."""
+    from snsim.kernel_table import load_host_costs
+    ratios = load_host_costs("h200")["innet"]["ratio"]
+    off = {f: r for f, r in ratios.items() if not 0.5 <= r <= 4.0}
+    assert not off, off
