@@ -340,7 +340,8 @@ def _gpu_busy_section():
     every = _read_csv(GPU_BUSY_ALL_CSV)
     if every:
         e = [abs(float(r["err_pct"])) for r in every]
-        summ.append(["every profile in traces/h200 (now; most informed the table)", len(e),
+        summ.append(["every earlier profile in traces/h200 and these 14 (now; most informed "
+                     "the table)", len(e),
                      f"{statistics.median(e):.2f}", f"{max(e):.2f}"])
     L.append(_table(["model", "n", "median |err| %", "max |err| %"], summ) + "\n")
     held, old = _read_csv(GPU_BUSY_HELDOUT_CSV), _read_csv(GPU_BUSY_HELDOUT_OLD_CSV)
