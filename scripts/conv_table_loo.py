@@ -35,6 +35,29 @@ def _call_class(row):
     return f"{base}:c{c}o{co}hw{hw}"
 
 
+def print_loo(stats, label, indent=""):
+    """Print a leave-one-out's figures: per key of ``stats`` (``{key: [(predicted, measured,
+    source), ...]}``, ``label(key)`` naming it) the rows, median and p90 |err|, the share
+    within 10 %, the time-weighted sum and the rows read from the fitted efficiency; then all
+    rows together."""
+    import numpy as np
+    allerr, allp, allm = [], 0.0, 0.0
+    for k in sorted(stats):
+        v = stats[k]
+        e = np.array([abs(p - m) / m for p, m, _ in v]) * 100
+        allerr += list(e)
+        sp, sm = sum(p for p, _, _ in v), sum(m for _, m, _ in v)
+        allp, allm = allp + sp, allm + sm
+        nf = sum(s != "table" for *_, s in v)
+        print(f"{indent}{label(k)} {len(v):5d} {np.median(e):8.1f} "
+              f"{np.percentile(e, 90):8.1f} {np.mean(e < 10) * 100:5.0f}% "
+              f"{sp / sm:14.3f} {nf:6d}")
+    e = np.array(allerr)
+    print(f"{indent}all: {len(e)} rows, median |err| {np.median(e):.1f}%, p90 "
+          f"{np.percentile(e, 90):.1f}%, within 10%: {np.mean(e < 10) * 100:.0f}%, sum "
+          f"pred/meas {allp / allm:.3f}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--table", default="configs/kernels/h200.csv.gz")
@@ -95,20 +118,7 @@ def main(argv=None):
     shapes.clear()
     print(f"{'family':<24} {'math':<5} {'group':<6} {'s':<3} {'n':>5} {'med|e|%':>8} "
           f"{'p90|e|%':>8} {'<10%':>6} {'sum pred/meas':>14} {'fitted':>6}")
-    allerr, allp, allm = [], 0.0, 0.0
-    for k in sorted(stats):
-        v = stats[k]
-        e = np.array([abs(p - m) / m for p, m, _ in v]) * 100
-        allerr += list(e)
-        sp, sm = sum(p for p, _, _ in v), sum(m for _, m, _ in v)
-        allp, allm = allp + sp, allm + sm
-        nf = sum(s != "table" for *_, s in v)
-        print(f"{k[0]:<24} {k[1]:<5} {k[2]:<6} {k[3]:<3} {len(v):5d} {np.median(e):8.1f} "
-              f"{np.percentile(e, 90):8.1f} {np.mean(e < 10) * 100:5.0f}% "
-              f"{sp / sm:14.3f} {nf:6d}")
-    e = np.array(allerr)
-    print(f"all: {len(e)} rows, median |err| {np.median(e):.1f}%, p90 {np.percentile(e, 90):.1f}%,"
-          f" within 10%: {np.mean(e < 10) * 100:.0f}%, sum pred/meas {allp / allm:.3f}")
+    print_loo(stats, lambda k: f"{k[0]:<24} {k[1]:<5} {k[2]:<6} {k[3]:<3}")
     return 0
 
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 import collections
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # conv_table_loo
 
 
 def main(argv=None):
@@ -24,6 +27,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     import numpy as np
+
+    from conv_table_loo import print_loo
 
     from snsim import kernel_table as kt
     from snsim.torchsim.calibrate import read_table
@@ -64,20 +69,7 @@ def main(argv=None):
                 continue
             stats[(fam, r["math"], f"al{align}")].append((t, float(r["time_s"]), src))
         print(f"MATMUL_ALIGN_WEIGHT {weight:g}")
-        allerr, allp, allm = [], 0.0, 0.0
-        for k in sorted(stats):
-            v = stats[k]
-            e = np.array([abs(p - m) / m for p, m, _ in v]) * 100
-            allerr += list(e)
-            sp, sm = sum(p for p, _, _ in v), sum(m for _, m, _ in v)
-            allp, allm = allp + sp, allm + sm
-            print(f"  {k[0]:<6} {k[1]:<5} {k[2]:<7} n={len(v):4d} median |err| "
-                  f"{np.median(e):6.1f}%  p90 {np.percentile(e, 90):6.1f}%  "
-                  f"sum pred/meas {sp / sm:.3f}")
-        e = np.array(allerr)
-        print(f"  all: {len(e)} rows, median |err| {np.median(e):.1f}%, p90 "
-              f"{np.percentile(e, 90):.1f}%, within 10%: {np.mean(e < 10) * 100:.0f}%, sum "
-              f"pred/meas {allp / allm:.3f}")
+        print_loo(stats, lambda k: f"{k[0]:<6} {k[1]:<5} {k[2]:<5}", indent="  ")
     return 0
 
 
