@@ -267,8 +267,13 @@ MATMUL_ALIGN_WEIGHT = 1.0
 _ROW_MATMUL = re.compile(r"^(?:(attn|net|vocab) (\w+) )?b(\d+) m(\d+) k(\d+) n(\d+)")
 
 
-def _pow2_align(values, cap=8):
-    """The largest power of two up to ``cap`` dividing every one of ``values``."""
+def pow2_align(values, cap=8):
+    """The largest power of two up to ``cap`` dividing every one of ``values``: the vector
+    width, in elements, that leading dimensions and offsets of ``values`` allow.
+
+    >>> pow2_align((393, 96)), pow2_align((196, 96)), pow2_align((768, 3072))
+    (1, 4, 8)
+    """
     a = cap
     while a > 1 and any(v % a for v in values):
         a //= 2
@@ -329,26 +334,9 @@ def row_matmul_align(shape, cls=""):
     if not m:
         return None
     form, mm, k, n = m.group(2), int(m.group(4)), int(m.group(5)), int(m.group(6))
-    return _pow2_align((mm, n) if form in ("wgrad", "dv", "dk") else (k, n))
+    return pow2_align((mm, n) if form in ("wgrad", "dv", "dk") else (k, n))
 
 
-BN_FAMILIES = frozenset({"native_batch_norm", "native_batch_norm_backward"})
-# a convolution's bias, timed apart from it (``snsim calibrate --only convbias``): the
-# broadcast add after cuDNN's convolution and the grad_bias reduction, on NCHW outputs and
-# (``_cl``) channels-last ones; read like batch norm, by bytes, channels and map size
-BIAS_FAMILIES = ("conv_bias_add", "conv_bias_grad", "conv_bias_add_cl", "conv_bias_grad_cl")
-# a table without them (made before the group, or none: the preset's roofline) charges each
-# as the elementwise op it is, by bytes
-BIAS_FALLBACK = {"conv_bias_add": "add_", "conv_bias_grad": "sum",
-                 "conv_bias_add_cl": "add_", "conv_bias_grad_cl": "sum"}
-# row-wise normalizations and reductions, read by their two dims: layer norm over the last
-# ``D`` elements of ``R`` rows (ATen's kernel takes a block per row: ConvNeXt's D = 96 on
-# 200k rows ran at 490 GB/s in fp32 on the H200, GPT-2's D = 768 at 1.8 TB/s,
-# traces/h200/profile), and ``sum_rows``, a sum over the leading (slowest-varying) dims
-# that keeps the innermost ``D`` -- a Linear's grad_bias, a channels-last tensor summed over
-# all but its channels -- whose reduce kernel splits the rows across blocks (``[50176, 192]``
-# at 0.4 TB/s, ``[200704, 384]`` at 2.3 TB/s). Their class is ``d<D>r<R>`` (:func:`ln_class`,
-# :func:`sum_rows_class`); a table without ``sum_rows`` times those sums as ``sum``
 # advanced indexing (``t[idx]``: a relative position bias table read by a window's
 # position-pair index): the gather, and its backward's ``index_put`` with accumulate, which
 # sorts the indices and sums each run, its time set by the indices more than the bytes (Swin3D's
@@ -373,6 +361,23 @@ def index_class(sig):
     return "acc" if bools and bools[0] == "True" else ""
 
 
+BN_FAMILIES = frozenset({"native_batch_norm", "native_batch_norm_backward"})
+# a convolution's bias, timed apart from it (``snsim calibrate --only convbias``): the
+# broadcast add after cuDNN's convolution and the grad_bias reduction, on NCHW outputs and
+# (``_cl``) channels-last ones; read like batch norm, by bytes, channels and map size
+BIAS_FAMILIES = ("conv_bias_add", "conv_bias_grad", "conv_bias_add_cl", "conv_bias_grad_cl")
+# a table without them (made before the group, or none: the preset's roofline) charges each
+# as the elementwise op it is, by bytes
+BIAS_FALLBACK = {"conv_bias_add": "add_", "conv_bias_grad": "sum",
+                 "conv_bias_add_cl": "add_", "conv_bias_grad_cl": "sum"}
+# row-wise normalizations and reductions, read by their two dims: layer norm over the last
+# ``D`` elements of ``R`` rows (ATen's kernel takes a block per row: ConvNeXt's D = 96 on
+# 200k rows ran at 490 GB/s in fp32 on the H200, GPT-2's D = 768 at 1.8 TB/s,
+# traces/h200/profile), and ``sum_rows``, a sum over the leading (slowest-varying) dims
+# that keeps the innermost ``D`` -- a Linear's grad_bias, a channels-last tensor summed over
+# all but its channels -- whose reduce kernel splits the rows across blocks (``[50176, 192]``
+# at 0.4 TB/s, ``[200704, 384]`` at 2.3 TB/s). Their class is ``d<D>r<R>`` (:func:`ln_class`,
+# :func:`sum_rows_class`); a table without ``sum_rows`` times those sums as ``sum``
 ROW_FAMILIES = frozenset({"native_layer_norm", "native_layer_norm_backward", "sum_rows"})
 SHAPE_FAMILIES = BN_FAMILIES | frozenset(BIAS_FAMILIES) | ROW_FAMILIES
 # a shape class's two dims: ``c<C>hw<H*W>`` (batch norm, a conv bias) or ``d<D>r<R>``

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import math
 import re
 import statistics
@@ -727,6 +728,20 @@ class Calibrator:
     HEAD_TOKENS = (512, 2048, 4096, 8192, 16384)
     HEAD_WIDTHS = (576, 768, 896, 1024, 1536, 2048)
 
+    def _add_matmul(self, fn, args, dtype, math_, shape):
+        """Time matmul ``fn(*args)`` as a row of the class a recorded call of the same operands
+        gets (:func:`snsim.kernel_table.matmul_class` of
+        :func:`snsim.torchsim.record.matmul_layout`: their leading dimensions' alignment)."""
+        from ..kernel_table import matmul_class
+        from .record import matmul_layout
+        torch = self.torch
+        name = fn._overloadpacket.__name__
+        out = fn(*args)
+        self.add(name, dtype, math_, matmul_class("", matmul_layout(name, args, [out])),
+                 lambda: fn(*args), flops=_flops(torch, fn, args, {}, out),
+                 nbytes=_nbytes(torch, args, out), shape=shape)
+        del out
+
     def net_matmuls(self, count, dtype, math_, max_flops, *, tokens=None, widths_in=None,
                     widths_out=None, bias=True, tag="net"):
         """A Linear's three GEMMs at ``count`` sampled (tokens, in, out) of ``tokens`` x
@@ -737,10 +752,7 @@ class Calibrator:
         ``<tag> <form> b1 m.. k.. n..``). The class is the operands' leading dimensions'
         alignment, as a recorded call's (:func:`snsim.torchsim.record.matmul_layout`): the
         tokens are no leading dimension, an unaligned vocabulary is."""
-        torch = self.torch
-        aten = torch.ops.aten
-        from ..kernel_table import matmul_class
-        from .record import matmul_layout
+        aten = self.torch.ops.aten
         tokens = tokens or self.NET_TOKENS
         widths_in = widths_in or self.NET_WIDTHS
         widths_out = widths_out or self.NET_WIDTHS
@@ -764,15 +776,7 @@ class Calibrator:
                         ("fwd", *fwd, (t, din, dout)),
                         ("dgrad", aten.mm.default, (dy, w), (t, dout, din)),
                         ("wgrad", aten.mm.default, (dy.t(), x), (dout, t, din))):
-                    out = fn(*args)
-                    cls = matmul_class("", matmul_layout(fn._overloadpacket.__name__, args,
-                                                         [out]))
-                    self.add(fn._overloadpacket.__name__, dtype, math_, cls,
-                             lambda fn=fn, args=args: fn(*args),
-                             flops=_flops(torch, fn, args, {}, out),
-                             nbytes=_nbytes(torch, args, out),
-                             shape=f"{tag} {form} b1 m{m} k{k} n{n}")
-                    del out
+                    self._add_matmul(fn, args, dtype, math_, f"{tag} {form} b1 m{m} k{k} n{n}")
             self.guarded(f"{tag} matmul", one)
 
     def vocab_matmuls(self, count, dtype, math_, max_flops):
@@ -801,10 +805,7 @@ class Calibrator:
         the transposed operands as views. Rows' shape ``attn <form> b.. m.. k.. n..``; the
         class is the operands' leading dimensions' alignment, as a recorded call's
         (:func:`snsim.torchsim.record.matmul_layout`)."""
-        torch = self.torch
-        aten = torch.ops.aten
-        from ..kernel_table import matmul_class
-        from .record import matmul_layout
+        aten = self.torch.ops.aten
         rng = self.rng
         made = tries = 0
         while made < count and tries < count * 20 and not self.late():
@@ -825,15 +826,9 @@ class Calibrator:
                                    ("dattn", dout, v.transpose(1, 2)),
                                    ("dv", attn.transpose(1, 2), dout),
                                    ("dq", dattn, k), ("dk", q.transpose(1, 2), dattn)):
-                    out = aten.bmm.default(a, b)
-                    cls = matmul_class("", matmul_layout("bmm", (a, b), [out]))
-                    self.add("bmm", dtype, math_, cls,
-                             lambda a=a, b=b: aten.bmm.default(a, b),
-                             flops=_flops(torch, aten.bmm.default, (a, b), {}, out),
-                             nbytes=_nbytes(torch, (a, b), out),
-                             shape=f"attn {form} b{bh} m{a.shape[1]} k{a.shape[2]} "
-                                   f"n{b.shape[2]}")
-                    del out
+                    self._add_matmul(aten.bmm.default, (a, b), dtype, math_,
+                                     f"attn {form} b{bh} m{a.shape[1]} k{a.shape[2]} "
+                                     f"n{b.shape[2]}")
             self.guarded("attention matmul", one)
 
     def matmuls(self, count, dtype, math_, max_flops):
@@ -1085,25 +1080,35 @@ class Calibrator:
             self.guarded("pool", self._pool_one, mode, k, st, pad, n, c, h, dtype)
 
     def _pool_one(self, mode, k, st, pad, n, c, h, dtype):
+        x = self.t(n, c, h, h, dtype=dtype)
+        self._pool_pair(mode, x, [k, k], [st, st], [pad, pad], dtype,
+                        f"pool {mode} x[{n}, {c}, {h}, {h}] k{k} s{st} p{pad}")
+        del x
+
+    def _pool_pair(self, mode, x, kk, ss, pp, dtype, shape):
+        """A max (``mode`` ``"max"``) or average pool of ``x`` (2-D or 3-D, by its window
+        ``kk``), forward and backward, timed as rows of class
+        :func:`snsim.kernel_table.pool_class` (what a recorded call of it gets)."""
+        from ..kernel_table import pool_class
+        from .record import signature
         torch = self.torch
         aten = torch.ops.aten
         dn = str(dtype)[6:]
-        x = self.t(n, c, h, h, dtype=dtype)
-        kk, ss, pp = [k, k], [st, st], [pad, pad]
-        cls, shape = f"k{k}x{k}s{st}", f"pool {mode} x[{n}, {c}, {h}, {h}] k{k} s{st} p{pad}"
-        fam = "max_pool2d_with_indices" if mode == "max" else "avg_pool2d"
+        nd = len(kk)
+        fam = f"max_pool{nd}d_with_indices" if mode == "max" else f"avg_pool{nd}d"
         fop, bop = getattr(aten, fam).default, getattr(aten, fam + "_backward").default
         fargs = (x, kk, ss, pp)
+        cls = pool_class(signature(fam, fargs, {}))
         out = fop(*fargs)        # the max pool's: (output, indices)
         self.add(fam, dtype, dn, cls, lambda: fop(*fargs), nbytes=_nbytes(torch, fargs, out),
                  shape=shape)
         dy = torch.randn_like(out[0] if mode == "max" else out)
-        bargs = ((dy, x, kk, ss, pp, [1, 1], False, out[1]) if mode == "max"
+        bargs = ((dy, x, kk, ss, pp, [1] * nd, False, out[1]) if mode == "max"
                  else (dy, x, kk, ss, pp, False, True, None))
         gx = bop(*bargs)
         self.add(fam + "_backward", dtype, dn, cls, lambda: bop(*bargs),
                  nbytes=_nbytes(torch, bargs, gx), shape=shape)
-        del x, out, dy, gx
+        del out, dy, gx
 
     # (mode, window, stride, padding) of video models' 3-D pools: S3D's stem (1x3x3/1x2x2) and
     # stage pools (3x3x3/2, 2x2x2/2), its Inception branches' (3x3x3/1), MViT's pool skip
@@ -1145,29 +1150,11 @@ class Calibrator:
             self.guarded("pool3d", self._pool3d_one, mode, k, st, pad, n, c, d, h, dtype)
 
     def _pool3d_one(self, mode, k, st, pad, n, c, d, h, dtype):
-        from ..kernel_table import pool_class
-        from .record import signature
-        torch = self.torch
-        aten = torch.ops.aten
-        dn = str(dtype)[6:]
         x = self.t(n, c, d, h, h, dtype=dtype)
         kk, ss, pp = list(k), list(st), list(pad)
-        fam = "max_pool3d_with_indices" if mode == "max" else "avg_pool3d"
-        fop, bop = getattr(aten, fam).default, getattr(aten, fam + "_backward").default
-        fargs = ((x, kk, ss, pp, [1, 1, 1], False) if mode == "max"
-                 else (x, kk, ss, pp, False, True, None))
-        cls = pool_class(signature(fam, fargs, {}))
-        shape = f"pool3d {mode} x[{n}, {c}, {d}, {h}, {h}] k{kk} s{ss} p{pp}"
-        out = fop(*fargs)        # the max pool's: (output, indices)
-        self.add(fam, dtype, dn, cls, lambda: fop(*fargs), nbytes=_nbytes(torch, fargs, out),
-                 shape=shape)
-        dy = torch.randn_like(out[0] if mode == "max" else out)
-        bargs = ((dy, x, kk, ss, pp, [1, 1, 1], False, out[1]) if mode == "max"
-                 else (dy, x, kk, ss, pp, False, True, None))
-        gx = bop(*bargs)
-        self.add(fam + "_backward", dtype, dn, cls, lambda: bop(*bargs),
-                 nbytes=_nbytes(torch, bargs, gx), shape=shape)
-        del x, out, dy, gx
+        self._pool_pair(mode, x, kk, ss, pp, dtype,
+                        f"pool3d {mode} x[{n}, {c}, {d}, {h}, {h}] k{kk} s{ss} p{pp}")
+        del x
 
     # -- advanced indexing ---------------------------------------------------------------------
     # a table read by an index (a relative position bias: Swin's 7 x 7 window, 49^2 = 2401 pairs
@@ -1188,14 +1175,11 @@ class Calibrator:
         if self.device != "cuda":     # a smoke test: small shapes
             counts, rows, cols = (256,), (169,), (3,)
         el = self.torch.tensor([], dtype=dtype).element_size()
-        for n in counts:
-            for r in rows:
-                for c in cols:
-                    if self.late():
-                        return
-                    if n * c * el > max_bytes:
-                        continue
-                    self.guarded("index", self._index_one, n, r, c, dtype)
+        for n, r, c in itertools.product(counts, rows, cols):
+            if self.late():
+                return
+            if n * c * el <= max_bytes:
+                self.guarded("index", self._index_one, n, r, c, dtype)
 
     def _index_one(self, n, r, c, dtype):
         from ..kernel_table import index_class

@@ -25,15 +25,13 @@ from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENTWISE_FAMILIES,  # noqa: F401
                             GENERIC_FALLBACK, GENERIC_FAMILY, HOST_READ_OPS,
                             INDEX_FAMILIES, LAYOUT_FAMILIES, MATMUL_FAMILIES,
-                            POOL_FAMILIES,
-                            ROW_FAMILIES,
+                            POOL_FAMILIES, ROW_FAMILIES,
                             STRIDED_FAMILIES, UPSAMPLE_BACKWARD_FAMILIES, bias_time_s,
                             call_conv_flops, call_upsample_work, NO_KERNEL_OPS, bn_class,
-                            conv_bias_calls, conv_class, family_of, host_stream,
-                            index_class,
+                            conv_bias_calls, conv_class, family_of, host_stream, index_class,
                             innet_call_s, ln_class, load_host_costs, load_kernel_table,
-                            matmul_lookup_class, pool_class, sig_dtype,
-                            sum_rows_class, table_family)
+                            matmul_lookup_class, pool_class, sig_dtype, sum_rows_class,
+                            table_family)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}

@@ -33,6 +33,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
+from ..kernel_table import pow2_align
+
 try:
     from torch.autograd import _get_sequence_nr
 except ImportError:  # pragma: no cover - very old torch
@@ -433,9 +435,7 @@ def matmul_layout(name, args, outs):
         ld = rows if cols == 1 else cols if rows == 1 else None
         if ld is None:
             return "unaligned:1"
-        while align > 1 and (concrete_int(ld) % align or
-                             concrete_int(t.storage_offset()) % align):
-            align //= 2
+        align = pow2_align((concrete_int(ld), concrete_int(t.storage_offset())), cap=align)
     return "aligned" if align == 8 else f"unaligned:{align}"
 
 
