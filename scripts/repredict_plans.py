@@ -11,7 +11,7 @@ kept (a cut-short run resumes).
 
     PYTHONPATH=. python scripts/repredict_plans.py --csv plans_repredicted.csv \\
         [--folder plans,plans_heldout] [--policies plain,cpu_offload,superneurons,checkpoint]
-        [--gauge before]
+        [--gauge before] [--match REGEX]
 
 ``--gauge before``: each run predicted with the host pace its own process read before the model
 was built (``measured.host_gauge_add_s_before``, :mod:`snsim.torchsim.hostpace`; what a user
@@ -80,7 +80,10 @@ def main(argv=None):
     ap.add_argument("--csv", required=True)
     ap.add_argument("--gauge", default="none", choices=("none", "before"),
                     help="the host pace to predict each run at (default none: the table's)")
+    ap.add_argument("--match", default=None,
+                    help="only the runs whose name this regular expression finds")
     args = ap.parse_args(argv)
+    import re
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.execute import predict_plan
     from snsim.torchsim.validate import plan_runs
@@ -89,7 +92,8 @@ def main(argv=None):
         done = {r["run"]: r for r in csv.DictReader(open(args.csv, newline=""))}
     order = args.policies.split(",")
     runs = sorted(({**r, "folder": folder} for folder in args.folder.split(",")
-                   for r in plan_runs(args.root, folder) if r["policy"] in order),
+                   for r in plan_runs(args.root, folder) if r["policy"] in order
+                   and (args.match is None or re.search(args.match, r["name"]))),
                   key=lambda r: (order.index(r["policy"]), r["folder"], r["name"]))
     rows = []
     for run in runs:

@@ -704,6 +704,25 @@ def test_cuda_temporaries_follow_the_strides_a_fake_run_sees():
     assert cuda_temporaries("native_layer_norm", (x, [96]), "cuda") == ((), ())
 
 
+def test_softmax_backward_takes_the_product_of_grad_and_output():
+    """softmax_backward_cuda_out computes ``grad * output`` into a temporary after grad_input
+    (H200 C++ stacks, traces/h200/alloc_frames: Swin3D-T b4 bf16's 12 softmax backward calls
+    each allocate 472,055,808 B twice: grad_input and the ``mul``)."""
+    from snsim.torchsim.record import cuda_temporaries
+    # Swin3D-T b4, stage 1: 256 windows x 3 heads x 392 x 392 fp32 = 472,055,808 B
+    g = torch.empty(256, 3, 392, 392, device="meta")
+    assert cuda_temporaries("_softmax_backward_data", (g, g, -1, torch.float32), "cpu") == \
+        ((), [472_055_808])
+    # a 16-bit softmax's gradient: the product in its own dtype (2 bytes an element)
+    h = torch.empty(4, 10, dtype=torch.bfloat16)
+    assert cuda_temporaries("_softmax_backward_data", (h, h, -1, torch.bfloat16), "cpu") == \
+        ((), [80])
+    assert cuda_temporaries("_log_softmax_backward_data", (h, h, -1, torch.bfloat16),
+                            "cpu") == ((), ())
+    assert cuda_temporaries("_softmax_backward_data", (g, g, -1, torch.float32), "cuda") == \
+        ((), ())
+
+
 def _mha_grad(b, heads, m, k, device="cpu"):
     """The gradient nn.MultiheadAttention's ``attn_output.permute(2, 0, 1, 3).contiguous()``
     hands its attention: a [B, H, M, K] view of an [M, B, H, K] tensor."""

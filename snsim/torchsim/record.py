@@ -317,6 +317,14 @@ def cuda_temporaries(name, args, device_type):
     * fp32 ``_scaled_dot_product_efficient_attention_backward``: the grad_out copy, delta's
       temporaries and the kernel's workspace, some freed inside the kernel (``after`` holds
       :class:`TempFree` entries; :func:`efficient_attention_backward_temporaries`).
+    * ``_softmax_backward_data`` (softmax_backward_cuda_out, aten/src/ATen/native/cuda/
+      SoftMax.cu) computes ``tmp = grad * output`` into a new tensor after grad_input and
+      hands it to the kernel: one temporary of the gradient's size in the product's dtype.
+      The H200 allocator histories with C++ stacks (``scripts/alloc_frames_probe.py``,
+      traces/h200/alloc_frames) show it in every softmax backward of Swin-T, Swin3D-T and
+      MViT-V2-S (``mul`` inside ``structured_softmax_backward_cuda_out``): the fp32
+      attention-sized block of their backward the fake run did not make. ``log_softmax``'s
+      backward takes none.
     """
     import torch
     if device_type == "cuda":
@@ -335,6 +343,12 @@ def cuda_temporaries(name, args, device_type):
         return [nbytes(args[0])] * max(0, len(dims) - 1), ()
     if name == "_scaled_dot_product_efficient_attention_backward" and len(args) > 5:
         return efficient_attention_backward_temporaries(args)
+    if name == "_softmax_backward_data" and len(args) > 1 \
+            and all(isinstance(t, torch.Tensor) for t in args[:2]):
+        grad, output = args[0], args[1]
+        product = torch.promote_types(grad.dtype, output.dtype)
+        numel = concrete_int(grad.numel())
+        return (), ([numel * product.itemsize] if numel else [])
     return (), ()
 
 
