@@ -705,6 +705,29 @@ _HELDOUT19_HF = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT19 = _plan_set(_HELDOUT19, _HELDOUT19_HF)
+# a twentieth held-out set, written (2026-12-03 02:25 UTC, session 20) after the softmax
+# backward's temporary (record.cuda_temporaries) and before any of it ran: explicit-softmax
+# attention (Swin3D-S, Swin-B, Swin-V2-T, MViT-V2-S, MaxViT-T) under every plan kind, at
+# batches and precisions no run used, OPT-350M (never run), and two CNNs
+_HELDOUT20 = (
+    ("torchvision:swin3d_s", 2, {"cpu_offload": ["pin_memory=true"],
+                                 "checkpoint": ["modules=SwinTransformerBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:swin_b", 24, {"plain": [], "superneurons": [],
+                                "checkpoint": ["modules=SwinTransformerBlock"]}, {"amp": "fp16"}),
+    ("torchvision:mvit_v2_s", 6, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("torchvision:maxvit_t", 12, {"checkpoint": ["every=2"]}, {}),
+    ("torchvision:swin_v2_t", 24, {"superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:resnet101", 64, {"superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:efficientnet_b2", 48, {"checkpoint": ["modules=MBConv"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+_HELDOUT20_HF = (
+    ("hf:opt-350m", 4, (512,), {"plain": [], "checkpoint": ["modules=OPTDecoderLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT20 = _plan_set(_HELDOUT20, _HELDOUT20_HF)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -728,7 +751,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout14": PLAN_HELDOUT14, "heldout15": PLAN_HELDOUT15,
              "heldout16": PLAN_HELDOUT16, "heldout17": PLAN_HELDOUT17,
              "heldout18": PLAN_HELDOUT18, "heldout19": PLAN_HELDOUT19,
-             "pageable": PLAN_PAGEABLE}
+             "heldout20": PLAN_HELDOUT20, "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
