@@ -181,6 +181,14 @@ RUNS = [
      {"policy": "superneurons", "setup": ("sgd-momentum", "foreach", "fp16")}),
     ("convnext_tiny_b48_adamw_bf16_checkpoint", "torchvision:convnext_tiny", 48,
      {"policy": "checkpoint", "modules": "CNBlock", "setup": ("adamw", "foreach", "bf16")}),
+    # held-out set 20's memory misses (traces/h200/plans_heldout20: MViT-V2-S fp16 allocated
+    # +0.7 % plain, +9.7 % under save_on_cpu; EfficientNet-B2 checkpoint reserved +26.5 %)
+    ("mvit_v2_s_b6_adamw_fp16_plain", "torchvision:mvit_v2_s", 6,
+     {"policy": "plain", "setup": ("adamw", "foreach", "fp16")}),
+    ("mvit_v2_s_b6_adamw_fp16_cpu_offload", "torchvision:mvit_v2_s", 6,
+     {"policy": "cpu_offload", "pin_memory": "true", "setup": ("adamw", "foreach", "fp16")}),
+    ("efficientnet_b2_b48_adamw_bf16_checkpoint", "torchvision:efficientnet_b2", 48,
+     {"policy": "checkpoint", "modules": "MBConv", "setup": ("adamw", "foreach", "bf16")}),
 ]
 
 
