@@ -345,6 +345,7 @@ def _kernel(op, policy, cache, low_dtype):
     # the input is not copied (set_opt_dtype: only when the first argument is eligible)
     if policy == "fp32_set_opt_dtype":
         i = schema_args.index("dtype")
+        fused = _HALF_TO_FLOAT.get(op.name())
 
         def set_dtype(*args, **kwargs):
             if not (args and _eligible(args[0])):
@@ -354,6 +355,11 @@ def _kernel(op, policy, cache, low_dtype):
                     args = args[:i] + (torch.float32,) + args[i + 1:]
             elif kwargs.get("dtype") is None:
                 kwargs["dtype"] = torch.float32
+            want = args[i] if i < len(args) else kwargs.get("dtype")
+            if fused is not None and want == torch.float32 and _fake_half(args[0]):
+                dim = args[1] if len(args) > 1 else kwargs["dim"]
+                with torch._C._ExcludeDispatchKeyGuard(keys):
+                    return fused()(args[0], dim, True)
             return below(*args, **kwargs)
         return set_dtype
     # norm.Scalar -> norm.ScalarOpt_dtype; norm.X (ScalarOpt_dim, names_ScalarOpt_dim, ...)
@@ -371,6 +377,26 @@ def _kernel(op, policy, cache, low_dtype):
         with torch._C._ExcludeDispatchKeyGuard(keys):
             return target(*args, **kwargs, dtype=torch.float32)
     return append_dtype
+
+
+# softmax and log_softmax of an fp16 tensor into fp32 (autocast's fp32_set_opt_dtype): CUDA
+# runs one kernel that reads fp16 and writes fp32 (aten/src/ATen/native/SoftMax.cpp,
+# ``input_.is_cuda() && input_.scalar_type() == ScalarType::Half && dtype == Float`` ->
+# ``_softmax(input, dim, half_to_float=true)``), where a CPU tensor is first copied to fp32;
+# its backward hands an fp16 gradient back (``_softmax_backward_data(..., input_dtype=Half)``).
+# bf16 takes the copy on CUDA too. The H200 history of MViT-V2-S b6 fp16
+# (traces/h200/plans_history) has no fp32 copy of the attention before its softmax.
+_HALF_TO_FLOAT = {"aten::softmax.int": lambda: __import__("torch").ops.aten._softmax.default,
+                  "aten::log_softmax.int":
+                      lambda: __import__("torch").ops.aten._log_softmax.default}
+
+
+def _fake_half(t):
+    """An fp16 fake tensor (what ``snsim predict`` records: a real CPU tensor's kernel cannot
+    convert half to float, the meta kernel a fake one runs can)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    import torch
+    return isinstance(t, FakeTensor) and t.dtype == torch.float16
 
 
 def _fallthrough(op, below):
