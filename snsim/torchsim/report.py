@@ -642,17 +642,16 @@ def _all_repriced_text(rows):
         a = [abs(v) for v in e]
         body.append([pol, str(len(e)), _pct(statistics.mean(e)), f"{statistics.mean(a):.1f}",
                      f"{statistics.median(a):.1f}", f"{max(a):.1f}"])
-    return ["### Every executed plan run re-recorded with session 19's code\n",
-            f"All {len(rows)} completed runs of the standard suite and held-out sets 1-19 "
-            "(every policy), each recorded again by the fake run with session 19's code "
-            "(a matmul's operand vector width, 3-D pools' and indexing ops' signatures "
-            "recorded) and priced with it (the attention-GEMM, 3-D pooling and indexing rows, "
-            "every convolution row's FLOPs counted as a recorded call's, the host ratios "
-            "refitted to the table) "
+    return ["### Every executed plan run re-recorded with session 20's code\n",
+            f"All {len(rows)} completed runs of the standard suite and held-out sets 1-20 "
+            "(every policy), each recorded again by the fake run with session 20's code "
+            "(every softmax backward's `grad * output` temporary, an fp16 softmax into fp32 "
+            "as one half_to_float kernel) and priced with it "
             f"(`PYTHONPATH=. python scripts/reprice_plans.py --cache NEW_DIR --folder "
             f"{ALL_REPRICED_FOLDERS} --csv {ALL_REPRICED_CSV}`). Session 15's re-recording of "
             "sets 1-16 gave checkpoint 12.1 %, all 10.7 % mean |err| (median 7.8 %); "
-            "session 18's of sets 1-18 checkpoint 11.5 %, all 10.2 % (median 7.1 %). "
+            "session 18's of sets 1-18 checkpoint 11.5 %, all 10.2 % (median 7.1 %); "
+            "session 19's of sets 1-19 checkpoint 11.3 %, all 10.1 % (median 7.2 %). "
             "Re-pricings after the fact, not before-run predictions; most of these runs "
             "informed earlier changes.\n",
             _table(["policy", "runs", "signed mean %", "mean |err| %", "median |err| %",
@@ -1532,10 +1531,13 @@ def build_report(traces_dir="traces/h200"):
                       "|err| 9.67 -> 0.26 %, MViT-V2-S save_on_cpu reserved +14.9 -> 0.00 %, "
                       "reserved mean 6.71 -> 4.55 %. What stays: EfficientNet-B2's checkpoint "
                       "reserved +26.5 % (its own reserved peak moved 1.08 -> 1.23 GiB between "
-                      "two processes: `traces/h200/plans_history`), Swin-B and Swin-V2-T "
-                      "superneurons reserved -9.5 / -10.4 % (allocated within 0.2 %; their "
-                      "allocator histories replay to the measured peak, so the requests differ, "
-                      "not the allocator). OPT-350M stopped before its prediction with one "
+                      "two processes: `traces/h200/plans_history`), Swin-B superneurons reserved "
+                      "-9.5 % (in a second process, the one its allocator history recorded, "
+                      "the peak was 1.939 GiB against the prediction's 1.938 GiB: the suite's "
+                      "process reserved 2.141), Swin-V2-T superneurons -10.4 % (1.258 GiB in "
+                      "both processes; its history replays to the measured peak in the "
+                      "allocator model, so the requests differ from the prediction's; "
+                      "allocated within 0.2 %). OPT-350M stopped before its prediction with one "
                       "line: the transformers release on the H200 branches on "
                       "`torch.all(attention_mask == 1)`, a value FakeTensorMode does not know "
                       "(issue 8 item 5; the local release predicts it). ")
