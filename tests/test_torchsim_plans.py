@@ -93,6 +93,15 @@ def tiny(tmp_path, monkeypatch):
                 if y.sum().item() > 0:
                     y = y * 2
                 return y
+
+        class OnesMaskNet(ItemNet):
+            # a transformers release's causal-mask code: torch.all(attention_mask == 1)
+            def forward(self, x):
+                mask = torch.ones(x.shape[0], dtype=torch.long)
+                y = self.fc(x)
+                if torch.all(mask == 1):
+                    return y * 2
+                return self.fc(torch.cat([x, x, x, x]))[: x.shape[0]]
         """))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("SNSIM_TRACES", str(tmp_path / "no_traces"))
@@ -351,6 +360,19 @@ def test_data_dependent_ops_fall_back_or_stop_in_one_line(tiny):
     msg = str(e.value)
     assert "\n" not in msg and "module '<model>' (BranchNet)" in msg
     assert "_local_scalar_dense" in msg and "snsim capture" in msg
+
+
+def test_a_branch_on_a_constant_tensor_goes_the_way_the_inputs_send_it(tiny):
+    # torch.all(mask == 1) of an all-ones mask the forward makes: the third attempt gives the
+    # tensors made from constants their values (FakeTensorMode propagating real tensors),
+    # never the parameters; the branch taken is the GPU's (y * 2: no cat of 4 x the batch)
+    from snsim.torchsim.predict import predict
+    r = predict(f"{tiny}:OnesMaskNet", 8, hidden=False)
+    assert r["provenance"].get("value_branches") is True
+    names = {row[1] for row in r["program"]["ops"]}
+    assert "mul" in names and "cat" not in names
+    plain = predict(f"{tiny}:ItemNet", 8, hidden=False)
+    assert "value_branches" not in plain["provenance"]
 
 
 # -- the device suite's logic -------------------------------------------------------------------

@@ -162,6 +162,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
                torch_version=r["provenance"].get("torch", ""),
                cuda_modelled=cuda_modelled(prog.get("notes"), save_on_cpu_blocks),
                data_dependent_ops=r["provenance"].get("data_dependent_ops", []),
+               value_branches=bool(r["provenance"].get("value_branches")),
                time_sources=r["provenance"].get("time_sources"),
                record_wall_s=r["provenance"].get("record_wall_s"),
                host_pace_factor=r["provenance"]["host_pace_factor"])

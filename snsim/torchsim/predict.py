@@ -304,12 +304,34 @@ def record_fake(spec, batch, optimizer="sgd-momentum", *, iterations=3, transfor
         return _record_fake(spec, batch, optimizer, iterations=iterations, transform=transform,
                             symbolic=False, gpu=gpu)
     except _Retry:
+        pass
+    try:
         return _record_fake(spec, batch, optimizer, iterations=iterations, transform=transform,
                             symbolic=True, gpu=gpu)
+    except _RetryValues as retry:
+        stop = retry.error
+    try:
+        return _record_fake(spec, batch, optimizer, iterations=iterations, transform=transform,
+                            symbolic=True, gpu=gpu, values=True)
+    except Exception:
+        # the real values could not be computed on the CPU (an op with no CPU kernel, such as
+        # a CUDA attention kernel the fake run dispatches, reached by a value it propagated):
+        # the branch is the one line of the symbolic attempt
+        raise stop from None
 
 
 class _Retry(Exception):
     pass
+
+
+class _RetryValues(Exception):
+    """A branch on a tensor's value that symbolic shapes cannot follow: the third attempt
+    gives the tensors snsim itself makes from constants their real values
+    (:func:`_record_fake`'s ``values``). ``error``: the one line if that fails too."""
+
+    def __init__(self, error):
+        super().__init__(str(error))
+        self.error = error
 
 
 def cached_recording(model, batch, setup, cache=None):
@@ -375,19 +397,45 @@ def _fake_parameters(model, mode):
     return model
 
 
-def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu):
-    import torch
+def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu,
+                 values=False):
+    """One fake run of the training step (:func:`record_fake`). ``symbolic``: sizes that
+    depend on tensor values are unbacked symbols. ``values`` (after a branch on a tensor's
+    value that symbols cannot follow, e.g. ``if torch.all(attention_mask == 1)`` in a
+    transformers release's causal-mask code): FakeTensorMode also computes the real value
+    of every tensor whose inputs all have one -- the input batch, masks and positions made by
+    factory functions (``torch.ones``, ``arange``), never the parameters, which are made
+    without values -- so such a branch goes the way the same inputs send it on a GPU."""
+    import logging
+    import torch._functorch.config as functorch_config
     from torch._subclasses.fake_tensor import FakeTensorMode
     from .amp import as_setup
-    from .record import (Instrument, Recorder, inplace_accumulation, optimizer_state,
-                         register_static, train_step)
     setup = as_setup(optimizer)
 
     shape_env = None
     if symbolic:
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
         shape_env = ShapeEnv()
-    mode = FakeTensorMode(shape_env=shape_env)
+    with functorch_config.patch(fake_tensor_propagate_real_tensors=values):
+        mode = FakeTensorMode(shape_env=shape_env)
+    mode.propagate_real_tensors = False      # the parameters are made without values
+    quiet = logging.getLogger("torch.fx.experimental.symbolic_shapes")
+    level = quiet.level
+    if values:   # it logs a warning per branch taken on a real value
+        quiet.setLevel(logging.ERROR)
+    try:
+        out = _record_in_mode(spec, batch, setup, mode, iterations=iterations,
+                              transform=transform, symbolic=symbolic, gpu=gpu, values=values)
+    finally:
+        quiet.setLevel(level)
+    out["value_branches"] = values
+    return out
+
+
+def _record_in_mode(spec, batch, setup, mode, *, iterations, transform, symbolic, gpu, values):
+    import torch
+    from .record import (Instrument, Recorder, inplace_accumulation, optimizer_state,
+                         register_static, train_step)
     with mode, torch.device("cpu"), cuda_like_dispatch(gpu):
         try:
             model = _build(spec)
@@ -397,6 +445,7 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
             model = None
     if model is None:          # its constructor reads tensor values (RegNet's widths)
         model = _fake_parameters(_build(spec), mode)
+    mode.propagate_real_tensors = values
     with mode, torch.device("cpu"), cuda_like_dispatch(gpu):
         model.train()
         x = spec.make_input(batch)
@@ -408,6 +457,8 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
             if _is_data_dependent(e):
                 if not symbolic:
                     raise _Retry() from None
+                if not values:
+                    raise _RetryValues(_data_dependent_error(spec, e, where.where())) from None
                 raise _data_dependent_error(spec, e, where.where()) from None
             loc = f" (in {where.where()})" if where.last else ""
             raise ConfigError(f"model {spec.text!r} cannot be traced on input "
@@ -437,6 +488,9 @@ def _record_fake(spec, batch, optimizer, *, iterations, transform, symbolic, gpu
                         if _is_data_dependent(e):
                             if not symbolic:
                                 raise _Retry() from None
+                            if not values:
+                                raise _RetryValues(_data_dependent_error(
+                                    spec, e, where.where())) from None
                             raise _data_dependent_error(spec, e, where.where()) from None
                         raise _training_error(spec, x, e, where) from None
                 if it == 0:
@@ -562,6 +616,8 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     if rec.data_dependent:
         prov["data_dependent_ops"] = sorted({f"{op} in {label}"
                                              for op, label in rec.data_dependent})
+    if r.get("value_branches"):
+        prov["value_branches"] = True
     try:
         import torch
         prov["torch"] = torch.__version__
