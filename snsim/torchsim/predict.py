@@ -105,6 +105,12 @@ def cuda_like_dispatch(gpu="h200"):
                                  for t in (query, key, value))
         kind = cuda_sdpa_backend(query, key, value, attn_mask, dropout_p, enable_gqa,
                                  cudnn_first=gpu in CUDNN_ATTENTION_FIRST)
+        if kind in ("cudnn", "flash", "efficient"):
+            # a CUDA-only kernel: a fake run that propagates real values (predict's third
+            # attempt, _record_fake's values) must not try to run it on the CPU
+            for t in (query, key, value):
+                if getattr(t, "real_tensor", None) is not None:
+                    t.real_tensor = None
         if kind == "cudnn":
             grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
             return torch.ops.aten._scaled_dot_product_cudnn_attention(
