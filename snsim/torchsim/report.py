@@ -1546,7 +1546,8 @@ def build_report(traces_dir="traces/h200"):
                       "with it after the run on the H200's CPU "
                       "(`traces/h200/plans_heldout20/opt_repredicted`; no measured figure "
                       "informed it): plain allocated +0.00 %, reserved -0.20 %, step -3.6 %; "
-                      "checkpoint allocated -0.02 %, reserved -0.05 %, step +16.6 % "(issue 8 item 5). ")
+                      "checkpoint allocated -0.02 %, reserved -0.05 %, step +16.6 % "
+                      "(issue 8 item 5). ")
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
