@@ -302,7 +302,8 @@ def _eager_attention_forward(a, n, x, new, add_step, dtype, t_f):
 
 def _eager_attention_backward(a, n, dy, saved, new, add_step, x_bytes, dtype, t_b):
     """Eager attention's backward, op by op: a contiguous copy of dy; ``probs @ v``'s dv and
-    dprobs; the softmax's, the mask's and the scale's gradients (``S x S`` each); ``q @ k^T``'s
+    dprobs; the softmax's (with CUDA's ``grad * output`` temporary), the mask's and the
+    scale's gradients (``S x S`` each); ``q @ k^T``'s
     dq and dk; contiguous copies of dk and dv (grouped-query: the sums over each group of
     heads); ``cat`` into the packed gradient. Returns it."""
     name = a["name"]
@@ -318,7 +319,10 @@ def _eager_attention_backward(a, n, dy, saved, new, add_step, x_bytes, dtype, t_
     dv, dprobs = grad("dv", q_b), grad("dprobs", ss_b)
     add_step(n, "B", t_b / 2, [dyc, probs, v, dv, dprobs], name=f"{name}.pv_backward")
     g = grad("dscores_softmax", ss_b)
-    add_step(n, "B", 0.0, [dprobs, probs, g], name=f"{name}.softmax_backward")
+    # CUDA's softmax backward computes grad * output into a temporary after grad_input
+    # (snsim.torchsim.record.cuda_temporaries), freed when the step ends
+    tmp = grad("softmax_backward_product", ss_b)
+    add_step(n, "B", 0.0, [dprobs, probs, g, tmp], name=f"{name}.softmax_backward")
     if mask:
         g2 = grad("dscores_masked", ss_b)
         add_step(n, "B", 0.0, [g] + mask + [g2], name=f"{name}.masked_fill_backward")
