@@ -728,6 +728,25 @@ _HELDOUT20_HF = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT20 = _plan_set(_HELDOUT20, _HELDOUT20_HF)
+# a twenty-first held-out set, written (2026-12-03 03:15 UTC, session 20) after the fp16
+# softmax (half_to_float) and the value-propagating fake run, before any of it ran: fp16
+# explicit-softmax attention under each plan kind, a fused-attention control, and OPT-350M in
+# fp16 (its causal-mask branch on values)
+_HELDOUT21 = (
+    ("torchvision:swin_t", 64, {"plain": [], "cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("torchvision:swin_v2_s", 16, {"checkpoint": ["modules=SwinTransformerBlockV2"]},
+     {"amp": "fp16"}),
+    ("torchvision:mvit_v2_s", 4, {"checkpoint": ["modules=MultiscaleBlock"]}, {"amp": "fp16"}),
+    ("torchvision:maxvit_t", 16, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:swin3d_t", 2, {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("torchvision:vit_b_16", 32, {"checkpoint": ["modules=EncoderBlock"]}, {"amp": "fp16"}),
+)
+_HELDOUT21_HF = (
+    ("hf:opt-350m", 2, (512,), {"plain": []}, {"optimizer": "adamw", "amp": "fp16"}),
+)
+PLAN_HELDOUT21 = _plan_set(_HELDOUT21, _HELDOUT21_HF)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -751,7 +770,8 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout14": PLAN_HELDOUT14, "heldout15": PLAN_HELDOUT15,
              "heldout16": PLAN_HELDOUT16, "heldout17": PLAN_HELDOUT17,
              "heldout18": PLAN_HELDOUT18, "heldout19": PLAN_HELDOUT19,
-             "heldout20": PLAN_HELDOUT20, "pageable": PLAN_PAGEABLE}
+             "heldout20": PLAN_HELDOUT20, "heldout21": PLAN_HELDOUT21,
+             "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
