@@ -265,6 +265,25 @@ class _Ops(torch.utils._python_dispatch.TorchDispatchMode):
         return out
 
 
+def test_fp16_softmax_into_fp32_is_one_kernel_as_on_cuda():
+    # ATen's softmax sends a CUDA fp16 input with dtype=float32 to _softmax(half_to_float=True):
+    # no fp32 copy of the input (the H200 history of MViT-V2-S b6 fp16, traces/h200/
+    # plans_history); its backward hands back an fp16 gradient. bf16 is copied, on CUDA too.
+    with FakeTensorMode():
+        h = torch.empty(4, 16, dtype=torch.float16, requires_grad=True)
+        b = torch.empty(4, 16, dtype=torch.bfloat16)
+        with _Ops() as ops, _region(torch.float16):
+            s = h.softmax(-1)
+            s.sum().backward()
+        with _Ops() as ops_bf16, _region(torch.bfloat16):
+            b.softmax(-1)
+    assert s.dtype == torch.float32 and h.grad.dtype == torch.float16
+    assert ops.ops[0] == "_softmax ['torch.float32']"
+    assert not any(o.startswith("_to_copy") for o in ops.ops)
+    assert "_softmax_backward_data ['torch.float16']" in ops.ops
+    assert ops_bf16.ops[:2] == ["_to_copy ['torch.float32']", "_softmax ['torch.float32']"]
+
+
 class _Mixed(torch.nn.Module):
     """conv, BN, GroupNorm, linear, LayerNorm, matmul, softmax, cat, exp, pow, sum."""
 

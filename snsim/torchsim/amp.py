@@ -359,7 +359,7 @@ def _kernel(op, policy, cache, low_dtype):
             if fused is not None and want == torch.float32 and _fake_half(args[0]):
                 dim = args[1] if len(args) > 1 else kwargs["dim"]
                 with torch._C._ExcludeDispatchKeyGuard(keys):
-                    return fused()(args[0], dim, True)
+                    return getattr(torch.ops.aten, fused).default(args[0], dim, True)
             return below(*args, **kwargs)
         return set_dtype
     # norm.Scalar -> norm.ScalarOpt_dtype; norm.X (ScalarOpt_dim, names_ScalarOpt_dim, ...)
@@ -386,9 +386,7 @@ def _kernel(op, policy, cache, low_dtype):
 # its backward hands an fp16 gradient back (``_softmax_backward_data(..., input_dtype=Half)``).
 # bf16 takes the copy on CUDA too. The H200 history of MViT-V2-S b6 fp16
 # (traces/h200/plans_history) has no fp32 copy of the attention before its softmax.
-_HALF_TO_FLOAT = {"aten::softmax.int": lambda: __import__("torch").ops.aten._softmax.default,
-                  "aten::log_softmax.int":
-                      lambda: __import__("torch").ops.aten._log_softmax.default}
+_HALF_TO_FLOAT = {"aten::softmax.int": "_softmax", "aten::log_softmax.int": "_log_softmax"}
 
 
 def _fake_half(t):
