@@ -212,12 +212,12 @@ def cmd_predict(args):
             "kind": "modeled", "tool": "snsim predict", "hardware": r["hardware"],
             "model": r["model"], "batch": args.batch, **_setup(args).to_dict(),
             "plan": plan.to_dict(), "torch": r["torch_version"]})
-    if r.get("value_branches"):
+    if r.get("value_branches"):   # the values were computed: none is unknown
         print("snsim: warning: the model branches on tensor values; each branch went the way "
               "snsim's own inputs (and tensors made from constants, e.g. an all-ones "
               "attention mask) send it, computed on the CPU", file=sys.stderr)
-    for op in r["data_dependent_ops"]:
-        if op.endswith(" in optimizer.step") or r.get("value_branches"):
+    for op in () if r.get("value_branches") else r["data_dependent_ops"]:
+        if op.endswith(" in optimizer.step"):
             continue    # Adam's step counter read (``_get_value``): no size depends on it
         print(f"snsim: warning: data-dependent op {op}: its value is unknown on a CPU; sizes "
               f"that depend on it are taken at their upper bound", file=sys.stderr)

@@ -330,6 +330,15 @@ class _Retry(Exception):
     pass
 
 
+def _next_attempt(spec, e, where, symbolic, values):
+    """What a fake run that hit data-dependent error ``e`` raises: the retry with symbolic
+    shapes, then the one with propagated values, then the one line naming op and module."""
+    if not symbolic:
+        return _Retry()
+    error = _data_dependent_error(spec, e, where.where())
+    return error if values else _RetryValues(error)
+
+
 class _RetryValues(Exception):
     """A branch on a tensor's value that symbolic shapes cannot follow: the third attempt
     gives the tensors snsim itself makes from constants their real values
@@ -461,11 +470,7 @@ def _record_in_mode(spec, batch, setup, mode, *, iterations, transform, symbolic
                 target = infer_target(model, x)
         except Exception as e:
             if _is_data_dependent(e):
-                if not symbolic:
-                    raise _Retry() from None
-                if not values:
-                    raise _RetryValues(_data_dependent_error(spec, e, where.where())) from None
-                raise _data_dependent_error(spec, e, where.where()) from None
+                raise _next_attempt(spec, e, where, symbolic, values) from None
             loc = f" (in {where.where()})" if where.last else ""
             raise ConfigError(f"model {spec.text!r} cannot be traced on input "
                               f"{tuple(x.shape)}{loc}: {_first_line(e)}") from None
@@ -492,12 +497,7 @@ def _record_in_mode(spec, batch, setup, mode, *, iterations, transform, symbolic
                         raise
                     except Exception as e:
                         if _is_data_dependent(e):
-                            if not symbolic:
-                                raise _Retry() from None
-                            if not values:
-                                raise _RetryValues(_data_dependent_error(
-                                    spec, e, where.where())) from None
-                            raise _data_dependent_error(spec, e, where.where()) from None
+                            raise _next_attempt(spec, e, where, symbolic, values) from None
                         raise _training_error(spec, x, e, where) from None
                 if it == 0:
                     for name, key, t in optimizer_state(opt, param_names):
