@@ -71,6 +71,7 @@ import math
 from dataclasses import dataclass
 
 from .errors import ConfigError, GraphError, UnknownNameError
+from .kernel_table import linear_gemm_classes
 
 PASSES = ("fwd", "bwd_data", "bwd_filter")
 PHASES = ("F", "B", "R")
@@ -638,8 +639,9 @@ def _layer_ops(a, dtype_bytes=4):
         i, o = a["in_features"], a["out_features"]
         w = a["params"] * b
         mm = 2 * n * i * o
-        return ([("addmm", mm, x + w + y, "", "fp32")],
-                [("mm", mm, y + w + x, "", "fp32"), ("mm", mm, y + x + w, "", "fp32"),
+        fwd, dgrad, wgrad = linear_gemm_classes(n, i, o)    # as a recorded Linear's calls
+        return ([("addmm", mm, x + w + y, fwd, "fp32")],
+                [("mm", mm, y + w + x, dgrad, "fp32"), ("mm", mm, y + x + w, wgrad, "fp32"),
                  ("sum_rows", 0, y, f"d{o}r{n}", "float32")])   # grad_bias: kernel_table
     if typ == "BN":
         shape = a["in_shapes"][0]

@@ -250,6 +250,7 @@ def matmul_class(sig, layout=""):
     >>> matmul_class("addmm bfloat16[5120] bfloat16[1028, 1280] bfloat16[1280, 5120]", "aligned")
     'a8'
     """
+    layout = (layout or "").partition("/")[0]
     if layout == "aligned" or layout.startswith("unaligned"):
         return "a8" if layout == "aligned" else ""
     dims = [int(v) for _, shape in _TENSOR.findall(sig) for v in shape.split(",")[-2:]
@@ -264,6 +265,9 @@ def matmul_class(sig, layout=""):
 # fp16 b16, attn @ v [64, 1569, 393] x [64, 393, 96]: 114-178 us, traces/h200/profile_s19)
 # read rows over 196 tokens (4-element vectors, 70-88 us for the same FLOPs)
 MATMUL_ALIGN_WEIGHT = 1.0
+MATMUL_FORM_WEIGHT = 0.5
+MATMUL_TILE_WEIGHT = 0.1
+MATMUL_SHAPE_WEIGHT = 0.25
 _ROW_MATMUL = re.compile(r"^(?:(attn|net|vocab) (\w+) )?b(\d+) m(\d+) k(\d+) n(\d+)")
 
 
@@ -281,26 +285,92 @@ def pow2_align(values, cap=8):
 
 
 def _split_matmul_cls(family, cls):
-    """A matmul call's lookup class and its operands' alignment (``":al2"`` -> ``("", 2)``,
-    :func:`matmul_lookup_class`); other families' classes as they are, with None."""
-    if family not in MATMUL_FAMILIES or ":al" not in (cls or ""):
-        return cls, None
+    """A matmul call's lookup class, its operands' alignment and its dimensions
+    (``":al2@b1m64k32n8"`` -> ``("", 2, (1, 64, 32, 8))``, :func:`matmul_lookup_class`);
+    other families' classes as they are, with None and None."""
+    if family not in MATMUL_FAMILIES:
+        return cls, None, None
+    cls, _, shape = (cls or "").partition("@")
+    shape = _MATMUL_SHAPE.fullmatch(shape)
+    shape = ((tuple(int(v) for v in shape.groups()[:4]), shape.group(5) or None) if shape
+             else None)
+    if ":al" not in cls:
+        return cls, None, shape
     base, _, al = cls.partition(":al")
-    return base, int(al) if al.isdigit() else None
+    return base, int(al) if al.isdigit() else None, shape
+
+
+_MATMUL_SHAPE = re.compile(r"b(\d+)m(\d+)k(\d+)n(\d+)([nt]{2})?")
+
+
+def matmul_dims(sig):
+    """``(batch, m, k, n)`` of a recorded ``mm``/``addmm``/``bmm``/``baddbmm`` signature (the
+    product ``[b,] m x k`` by ``[b,] k x n``), or None when it has no two matrix operands.
+
+    >>> matmul_dims("addmm float32[3072] float32[1576, 768] float32[768, 3072]")
+    (1, 1576, 768, 3072)
+    >>> matmul_dims("bmm bfloat16[64, 197, 64] bfloat16[64, 64, 197]")
+    (64, 197, 64, 197)
+    """
+    mats = [[int(v) for v in shape.split(",") if v.strip()]
+            for _, shape in _TENSOR.findall(sig)]
+    mats = [s for s in mats if len(s) >= 2]
+    if len(mats) < 2:
+        return None
+    (a, b) = mats[-2:]
+    return (math.prod(a[:-2]) or 1, a[-2], a[-1], b[-1])
 
 
 def matmul_lookup_class(sig, layout=""):
-    """The class a recorded matmul is looked up by: :func:`matmul_class`, and for an
-    unaligned call whose recording says how far (:func:`matmul_align`) the vector width after
-    ``:al``, which the lookup weighs as a distance (:data:`MATMUL_ALIGN_WEIGHT`).
+    """The class a recorded matmul is looked up by: :func:`matmul_class`, for an unaligned
+    call whose recording says how far (:func:`matmul_align`) the vector width after ``:al``,
+    and after ``@`` its batch, m, k and n (:func:`matmul_dims`) and, where the recording
+    says, its operands' form (:func:`snsim.torchsim.record.matmul_layout`), which the lookup
+    weighs as distances (:data:`MATMUL_ALIGN_WEIGHT`, :data:`MATMUL_SHAPE_WEIGHT`,
+    :data:`MATMUL_FORM_WEIGHT`).
 
     >>> matmul_lookup_class("bmm bfloat16[64, 1569, 393] bfloat16[64, 393, 96]", "unaligned:1")
-    ':al1'
-    >>> matmul_lookup_class("mm bfloat16[64, 64] bfloat16[64, 64]", "aligned")
-    'a8'
+    ':al1@b64m1569k393n96'
+    >>> matmul_lookup_class("mm bfloat16[64, 32] bfloat16[32, 16]", "aligned/nt")
+    'a8@b1m64k32n16nt'
     """
     cls, align = matmul_class(sig, layout), matmul_align(layout)
-    return cls if align is None else f"{cls}:al{align}"
+    cls = cls if align is None else f"{cls}:al{align}"
+    dims = matmul_dims(sig)
+    if dims is None:
+        return cls
+    return cls + "@b{}m{}k{}n{}".format(*dims) + (layout or "").partition("/")[2]
+
+
+def matmul_tile_align(m, n):
+    """The largest power of two up to 128 dividing both output dimensions of a GEMM: how
+    evenly cuBLAS's 64- to 256-wide tiles can cover its output, which picks its kernel more
+    than the rows a ragged tile wastes (ViT-B/16 b64's 12608-row FP32 Linears, 98.5 tiles
+    of 128, ran at 36 TFLOP/s; 12288 and 16384 rows at 50). The lookup weighs the
+    difference of its log2 as a distance (:data:`MATMUL_TILE_WEIGHT`).
+
+    >>> matmul_tile_align(12608, 768), matmul_tile_align(12288, 768), matmul_tile_align(197, 64)
+    (64, 128, 1)
+    """
+    return pow2_align((m, n), cap=128)
+
+
+def linear_gemm_classes(rows, d_in, d_out):
+    """Lookup classes (:func:`matmul_lookup_class`) of a Linear's three GEMMs over ``rows``
+    tokens from ``d_in`` to ``d_out`` features, as a recorded step's calls get them: the
+    forward ``x[rows, in] @ W.t()`` (``nt``), the input gradient ``dy @ W`` (``nn``) and the
+    weight gradient ``dy.t() @ x`` (``tn``); every leading dimension is ``d_in`` or ``d_out``.
+
+    >>> linear_gemm_classes(1576, 768, 3072)
+    ('a8@b1m1576k768n3072nt', 'a8@b1m1576k3072n768nn', 'a8@b1m3072k1576n768tn')
+    """
+    al = pow2_align((d_in, d_out))
+    lay = "aligned" if al == 8 else f"unaligned:{al}"
+    f = "float32[{}, {}]".format
+    return (matmul_lookup_class(f"addmm float32[{d_out}] {f(rows, d_in)} {f(d_in, d_out)}",
+                                lay + "/nt"),
+            matmul_lookup_class(f"mm {f(rows, d_out)} {f(d_out, d_in)}", lay + "/nn"),
+            matmul_lookup_class(f"mm {f(d_out, rows)} {f(rows, d_in)}", lay + "/tn"))
 
 
 def matmul_align(layout):
@@ -311,7 +381,7 @@ def matmul_align(layout):
     >>> matmul_align("unaligned:2"), matmul_align("aligned"), matmul_align("unaligned")
     (2, None, None)
     """
-    head, _, n = (layout or "").partition(":")
+    head, _, n = (layout or "").partition("/")[0].partition(":")
     return int(n) if head == "unaligned" and n.isdigit() else None
 
 
@@ -335,6 +405,35 @@ def row_matmul_align(shape, cls=""):
         return None
     form, mm, k, n = m.group(2), int(m.group(4)), int(m.group(5)), int(m.group(6))
     return pow2_align((mm, n) if form in ("wgrad", "dv", "dk") else (k, n))
+
+
+# the operand forms of calibrate's matmul rows (:func:`snsim.torchsim.record.matmul_layout`):
+# a Linear's forward reads its weight transposed, its weight gradient ``dy`` transposed; an
+# attention's q @ k^T and dout @ v^T the second, attn^T @ dout and dattn^T @ q the first
+_ROW_FORMS = {"fwd": "nt", "dgrad": "nn", "wgrad": "tn", "qk": "nt", "av": "nn",
+              "dattn": "nt", "dv": "tn", "dq": "nn", "dk": "tn"}
+
+
+def row_matmul_form(family, shape):
+    """The operand form (``nn``, ``nt``, ``tn``) of a calibrate matmul row of ``family``
+    from its ``shape``: a network row's by its name, a random row's by its trailing form
+    (``b1 m5 k10 n6 nt``); before tables wrote that, a random ``addmm`` row read ``nt`` and
+    a ``bmm`` row ``nn``, and an ``mm`` row either (``""``: unknown).
+
+    >>> row_matmul_form("mm", "net fwd b1 m1576 k768 n3072"), row_matmul_form("bmm", "b3 m5 k10 n6")
+    ('nt', 'nn')
+    >>> row_matmul_form("mm", "b1 m5 k10 n6"), row_matmul_form("mm", "b1 m5 k10 n6 nt")
+    ('', 'nt')
+    """
+    m = _ROW_MATMUL.match(shape or "")
+    if not m:
+        return ""
+    if m.group(2):
+        return _ROW_FORMS.get(m.group(2), "")
+    tail = (shape or "")[m.end():].split()
+    if tail and tail[0] in ("nn", "nt", "tn", "tt"):
+        return tail[0]
+    return {"addmm": "nt", "bmm": "nn"}.get(family, "")
 
 
 # advanced indexing (``t[idx]``: a relative position bias table read by a window's
@@ -927,6 +1026,9 @@ class KernelTable:
         self._cdims = {}          # conv key -> (ln C_in, ln C_out, ln H*W) per row, else NaN
         self._calign = {}         # conv key -> 1 / 0 channels aligned (conv_aligned), else NaN
         self._malign = {}         # matmul key -> log2 of row_matmul_align, else NaN
+        self._mdims = {}          # matmul key -> ln(batch, m, k, n) per row, else NaN
+        self._mform = {}          # matmul key -> its rows' operand forms (row_matmul_form)
+        self._mtile = {}          # matmul key -> log2 of matmul_tile_align per row, else NaN
         for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
             fam = family_of(fam)
             key = (fam, mth if fam in COMPUTE_FAMILIES else dt)
@@ -959,6 +1061,13 @@ class KernelTable:
                 cd[:2]).all() else math.nan for cd in cdims])
             malign = np.array([math.log2(a) if fam in MATMUL_FAMILIES and (
                 a := row_matmul_align(sh, c)) else math.nan for c, sh in zip(grp[2], shapes)])
+            mdims = np.array([[math.log(int(v)) for v in m.groups()[2:]]
+                              if fam in MATMUL_FAMILIES and (m := _ROW_MATMUL.match(sh))
+                              else [math.nan] * 4 for sh in shapes]).reshape(-1, 4)
+            mform = np.array([row_matmul_form(fam, sh) for sh in shapes], dtype=object)
+            mtile = np.array([math.log2(matmul_tile_align(round(math.exp(d[1])),
+                                                          round(math.exp(d[3]))))
+                              if np.isfinite(d).all() else math.nan for d in mdims])
             if key in self._groups:   # a compute family's math mode from two dtypes: merge
                 f0, l0, c0, h0 = self._groups[key]
                 grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]),
@@ -967,8 +1076,14 @@ class KernelTable:
                 cdims = np.vstack([self._cdims[key], cdims])
                 calign = np.concatenate([self._calign[key], calign])
                 malign = np.concatenate([self._malign[key], malign])
+                mdims = np.vstack([self._mdims[key], mdims])
+                mform = np.concatenate([self._mform[key], mform])
+                mtile = np.concatenate([self._mtile[key], mtile])
             self._groups[key] = grp
             self._malign[key] = malign
+            self._mdims[key] = mdims
+            self._mform[key] = mform
+            self._mtile[key] = mtile
             self._gcount[key] = gcount
             self._cdims[key] = cdims
             self._calign[key] = calign
@@ -1093,7 +1208,7 @@ class KernelTable:
         call's bytes as the rows count them) of a lookup, or None when the table has no rows
         for ``family`` nor a proxy."""
         import numpy as np
-        cls, align = _split_matmul_cls(family, cls)
+        cls, align, mshape = _split_matmul_cls(family, cls)
         key = self._key(family, dtype, math_, cls)
         if key is not None and (family, dtype, key[1]) in _BY_SHAPE:
             nbytes = nbytes * _ELEMENT_BYTES[key[1]] / _ELEMENT_BYTES[dtype]
@@ -1149,6 +1264,20 @@ class KernelTable:
         if align is not None and key in self._malign:   # an unaligned matmul's vectors
             d2 = d2 + MATMUL_ALIGN_WEIGHT * np.nan_to_num(
                 (self._malign[key] - math.log2(align)) ** 2, nan=0.0)
+        if mshape is not None and key in self._mdims:
+            # how far the call's output (batch x m x n) and reduction (k) are from a row's,
+            # and whether its operands are read as the row's (a transposed view or not)
+            (b, m, k, n), form = mshape
+            rd = self._mdims[key]
+            near = np.stack([rd[:, 0] + rd[:, 1] + rd[:, 3], rd[:, 2]], axis=1)
+            d2 = d2 + MATMUL_SHAPE_WEIGHT * np.nan_to_num(
+                ((near - [math.log(b * m * n), math.log(k)]) ** 2).sum(axis=1), nan=1.0)
+            # how evenly tiles cover the output (matmul_tile_align): another kernel
+            d2 = d2 + MATMUL_TILE_WEIGHT * np.nan_to_num(
+                (self._mtile[key] - math.log2(matmul_tile_align(m, n))) ** 2, nan=1.0)
+            if form is not None:    # a row of unknown form: half the distance
+                rf = self._mform[key]
+                d2 = d2 + MATMUL_FORM_WEIGHT * np.where(rf == "", 0.5, rf != form)
         d = np.sqrt(d2)
         if same is not None and same.any() and d[same].min() <= FAR:
             # the call's own kernel/stride class where it was measured near: another class

@@ -823,29 +823,33 @@ def test_matmul_class_is_the_leading_dimensions_alignment():
     dimensions 1280 and 5120 in its forward and both backward GEMMs (the tokens are rows or
     the reduction, never a leading dimension): aligned, class a8, where the shapes alone
     (1028 % 8 = 4) said unaligned; attention scores over 197 tokens, an odd width and a
-    view at an odd offset are not; other ops have no matmul layout."""
+    view at an odd offset are not; other ops have no matmul layout. After the ``/``, the
+    operands' form: the forward reads the weight transposed (``nt``), the weight gradient
+    ``dy`` (``tn``), which picks cuBLAS's kernel (ViT-B/16 b64's forward fc2 alone: 1297 us
+    ``nn``, 1441 ``nt``, 1208 ``tn``; traces/h200/gemm_context)."""
     torch = pytest.importorskip("torch")
-    from snsim.kernel_table import matmul_class
+    from snsim.kernel_table import matmul_align, matmul_class
     from snsim.torchsim.record import matmul_layout
     x, w, dy = torch.zeros(1028, 1280), torch.zeros(5120, 1280), torch.zeros(1028, 5120)
-    assert matmul_layout("addmm", (torch.zeros(5120), x, w.t()), [dy]) == "aligned"
-    assert matmul_layout("mm", (dy, w), [x]) == "aligned"
-    assert matmul_layout("mm", (dy.t(), x), [w]) == "aligned"
+    assert matmul_layout("addmm", (torch.zeros(5120), x, w.t()), [dy]) == "aligned/nt"
+    assert matmul_layout("mm", (dy, w), [x]) == "aligned/nn"
+    assert matmul_layout("mm", (dy.t(), x), [w]) == "aligned/tn"
     assert matmul_layout("bmm", (torch.zeros(8, 197, 64), torch.zeros(8, 64, 197)),
-                         [torch.zeros(8, 197, 197)]) == "unaligned:1"
+                         [torch.zeros(8, 197, 197)]) == "unaligned:1/nn"
     assert matmul_layout("mm", (torch.zeros(16, 255), torch.zeros(255, 64)),
-                         [torch.zeros(16, 64)]) == "unaligned:1"
+                         [torch.zeros(16, 64)]) == "unaligned:1/nn"
     assert matmul_layout("mm", (torch.zeros(16, 72)[:, 3:67], torch.zeros(64, 64)),
-                         [torch.zeros(16, 64)]) == "unaligned:1"
+                         [torch.zeros(16, 64)]) == "unaligned:1/nn"
     # how far: scores over 196 tokens (a 14 x 14 map) load 4-element vectors, over 50 two
     assert matmul_layout("bmm", (torch.zeros(8, 196, 64), torch.zeros(8, 64, 196)),
-                         [torch.zeros(8, 196, 196)]) == "unaligned:4"
+                         [torch.zeros(8, 196, 196)]) == "unaligned:4/nn"
     assert matmul_layout("bmm", (torch.zeros(8, 50, 64), torch.zeros(8, 64, 50)),
-                         [torch.zeros(8, 50, 50)]) == "unaligned:2"
+                         [torch.zeros(8, 50, 50)]) == "unaligned:2/nn"
     assert matmul_layout("relu", (x,), [x]) == ""
     sig = "addmm bfloat16[5120] bfloat16[1028, 1280] bfloat16[1280, 5120]"
     assert matmul_class(sig) == "" and matmul_class(sig, "aligned") == "a8"
     assert matmul_class("mm bfloat16[64, 64] bfloat16[64, 64]", "unaligned") == ""
+    assert matmul_class(sig, "aligned/nt") == "a8" and matmul_align("unaligned:2/tn") == 2
 
 
 def test_cpu_attention_counts_flops_as_calibrate_does():
@@ -1185,3 +1189,37 @@ def test_host_ratios_were_fitted_against_this_table():
     ratios = load_host_costs("h200")["innet"]["ratio"]
     off = {f: r for f, r in ratios.items() if not 0.5 <= r <= 4.0}
     assert not off, off
+
+
+def test_a_matmul_reads_rows_of_its_operands_form_and_tiling():
+    """cuBLAS's kernel follows the operands' form and how evenly tiles cover the output:
+    ViT-B/16 b64's forward fc2 (12608 x 3072 x 768 FP32) ran 1297 us with both operands
+    contiguous, 1441 us with the weight transposed as a Linear's forward reads it, 1208 us
+    with the first transposed (traces/h200/gemm_context). Made-up FP32 rows of equal FLOPs
+    and bytes: a Linear's forward (``nt``) at 1.4 ms, its input gradient (``nn``) at 1.3,
+    its weight gradient (``tn``) at 1.2, each at 8192 rows; and forward rows of 8256 rows
+    (a multiple of 64, not of 128) at 1.9 ms. A call reads the rows of its own form, and a
+    forward over 12608 rows (also 64's) the 8256-row rows rather than 8192's."""
+    from snsim.kernel_table import linear_gemm_classes, matmul_lookup_class
+    rows = []
+    for shape, us in (("net fwd b1 m8192 k3072 n768", 1400.0),
+                      ("net dgrad b1 m8192 k3072 n768", 1300.0),
+                      ("net wgrad b1 m8192 k3072 n768", 1200.0),
+                      ("net fwd b1 m8256 k3072 n768", 1900.0)):
+        fam = "addmm" if "fwd" in shape else "mm"
+        rows.append({"family": fam, "dtype": "float32", "math": "fp32", "cls": "a8",
+                     "flops": 3.9e10, "bytes": 1.3e8, "ntensors": 0, "time_s": us * 1e-6,
+                     "host_s": 1e-5, "shape": shape})
+    t = KernelTable(pd.DataFrame(rows))
+    sig = "mm float32[8192, 3072] float32[3072, 768]"
+    got = {form: t.time_s("mm", flops=3.9e10, nbytes=1.3e8,
+                          cls=matmul_lookup_class(sig, "aligned/" + form), math_="fp32")[0]
+           for form in ("nt", "nn", "tn")}
+    assert got["nt"] < 1.9e-3 and got["nt"] == pytest.approx(1.4e-3, rel=0.15)
+    assert got["tn"] < got["nn"] < got["nt"]
+    # the same forward over 12608 rows (12608 = 98.5 x 128): the 8256-row rows, not 8192's
+    fwd = linear_gemm_classes(12608, 3072, 768)[0]
+    slow = t.time_s("mm", flops=3.9e10, nbytes=1.3e8, cls=fwd, math_="fp32")[0]
+    even = t.time_s("mm", flops=3.9e10, nbytes=1.3e8,
+                    cls=linear_gemm_classes(8192, 3072, 768)[0], math_="fp32")[0]
+    assert slow > 1.6e-3 > even

@@ -716,8 +716,16 @@ class Calibrator:
     # -- matmuls -----------------------------------------------------------------------------
     # a Linear's GEMMs as networks lay them out: tokens (batch x sequence or patches, aligned
     # or not: ViT's 197 and 257 per image) by model widths
-    NET_TOKENS = (512, 1576, 2056, 4096, 6304, 8192, 12608, 16384, 32768)
-    NET_WIDTHS = (384, 768, 1024, 1280, 1536, 2048, 3072, 4096, 5120)
+    # A GEMM's time moves with its shape in steps no flop or byte count shows (which kernel
+    # and tile cuBLAS picks, how many waves of tiles the SMs run): ViT-B/16 b64's forward
+    # fc2, 12608 x 3072 x 768 FP32, ran 1436 us in its step and 1441 us alone in the same
+    # layout, where the 40 rows of the table then had read 1211 (traces/h200/gemm_context).
+    # So the grid is dense and log-spaced (ratio 1.33-1.5), not network shapes: token counts
+    # and widths between its points are interpolated as unseen networks' are.
+    NET_TOKENS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,
+                  24576, 32768, 49152, 65536)
+    NET_WIDTHS = (64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 5120,
+                  6144)
 
     # a language model's head: a bias-free Linear from the model width to the vocabulary
     # (BERT's 30522, Llama-2's 32000, SmolLM2's 49152, GPT-2's 50257 -- no multiple of 8, so
@@ -744,9 +752,9 @@ class Calibrator:
 
     def net_matmuls(self, count, dtype, math_, max_flops, *, tokens=None, widths_in=None,
                     widths_out=None, bias=True, tag="net"):
-        """A Linear's three GEMMs at ``count`` sampled (tokens, in, out) of ``tokens`` x
-        ``widths_in`` x ``widths_out`` (default :attr:`NET_TOKENS` x :attr:`NET_WIDTHS` x
-        :attr:`NET_WIDTHS`): the forward ``addmm(b, x[T, in], W[out, in].t())`` (``bias``;
+        """A Linear's three GEMMs at ``count`` (tokens, in, out) drawn without repeats from
+        ``tokens`` x ``widths_in`` x ``widths_out`` (default :attr:`NET_TOKENS` x
+        :attr:`NET_WIDTHS` x :attr:`NET_WIDTHS`) under ``max_flops``: the forward ``addmm(b, x[T, in], W[out, in].t())`` (``bias``;
         else ``mm(x, W.t())``, as a bias-free Linear such as an LM head calls it), the input
         gradient ``mm(dy[T, out], W)`` and the weight gradient ``mm(dy.t(), x)`` (rows' shape
         ``<tag> <form> b1 m.. k.. n..``). The class is the operands' leading dimensions'
@@ -756,16 +764,18 @@ class Calibrator:
         tokens = tokens or self.NET_TOKENS
         widths_in = widths_in or self.NET_WIDTHS
         widths_out = widths_out or self.NET_WIDTHS
-        rng = self.rng
-        made = 0
-        tries = 0
-        while made < count and tries < count * 20 and not self.late():
-            tries += 1
-            t = rng.choice(tokens)
-            din, dout = rng.choice(widths_in), rng.choice(widths_out)
-            if 2 * t * din * dout > max_flops:
-                continue
-            made += 1
+        grid = [(t, din, dout) for t in tokens for din in widths_in for dout in widths_out
+                if 2 * t * din * dout <= max_flops]
+        for t, din, dout in self.rng.sample(grid, min(count, len(grid))):
+            if self.late():
+                break
+            # token counts are batch x sequence (ViT's 197 per image): cuBLAS tiles the rows
+            # by 64-256, and a count that no tile divides runs other kernels (ViT-B/16 b64's
+            # 12608 rows at 36 TFLOP/s in FP32 where 12288 and 16384 ran at 50): a share of
+            # the rows is off the grid's multiples of 128, by 8 or by any count
+            u = self.rng.random()
+            t = t if u < 0.4 else t + (8 * self.rng.randint(1, 15) if u < 0.8
+                                      else self.rng.randint(1, 127))
 
             def one(t=t, din=din, dout=dout):
                 x, w = self.t(t, din, dtype=dtype), self.t(dout, din, dtype=dtype)
@@ -863,12 +873,15 @@ class Calibrator:
                 if rng.random() < 0.5:   # backward's transposed operands
                     b = self.t(n, k, dtype=dtype).t()
                 fn, args = aten.mm.default, (a, b)
+            # the operands' form (kernel_table.row_matmul_form): cuBLAS's kernel follows it
+            form = "nt" if op == "addmm" or not args[-1].is_contiguous() else "nn"
 
             def one():
                 out = fn(*args)
                 self.add(op, dtype, math_, cls, lambda: fn(*args),
                          flops=_flops(torch, fn, args, {}, out),
-                         nbytes=_nbytes(torch, args, out), shape=f"b{bt} m{m} k{k} n{n}")
+                         nbytes=_nbytes(torch, args, out),
+                         shape=f"b{bt} m{m} k{k} n{n} {form}")
             self.guarded(op, one)
             made += 1
 

@@ -437,20 +437,31 @@ def matmul_layout(name, args, outs):
     vector width cuBLAS's kernels can load; ``"unaligned:1"`` for an operand with no unit
     stride), or ``""`` for other ops: what cuBLAS's fastest kernels need
     (:func:`snsim.kernel_table.matmul_class`, :func:`snsim.kernel_table.matmul_align`). A 1-D
-    operand (addmm's bias) is left out."""
+    operand (addmm's bias) is left out. After a ``/`` the two operands' form, ``n`` or ``t``
+    each (a transposed view: :func:`_matrix_form`), which picks cuBLAS's kernel
+    (``"aligned/nt"``: a Linear's forward, ``x @ W.t()``)."""
     if name not in MATMUL_OPS:
         return ""
     out = next((t for t in outs if isinstance(t, torch.Tensor)), None)
+    mats = [a for a in args if isinstance(a, torch.Tensor) and a.dim() >= 2]
+    form = "/" + "".join(_matrix_form(t) for t in mats[-2:]) if len(mats) >= 2 else ""
     align = 8
-    for t in [a for a in args if isinstance(a, torch.Tensor)] + [out]:
+    for t in mats + [out]:
         if t is None or t.dim() < 2:
             continue
         rows, cols = t.stride()[-2:]
         ld = rows if cols == 1 else cols if rows == 1 else None
         if ld is None:
-            return "unaligned:1"
+            return "unaligned:1" + form
         align = pow2_align((concrete_int(ld), concrete_int(t.storage_offset())), cap=align)
-    return "aligned" if align == 8 else f"unaligned:{align}"
+    return ("aligned" if align == 8 else f"unaligned:{align}") + form
+
+
+def _matrix_form(t):
+    """``"t"`` for a matmul operand that is a transposed view (unit stride on its rows, as a
+    Linear's forward reads its weight), else ``"n"``."""
+    rows, cols = t.stride()[-2:]
+    return "t" if cols != 1 and rows == 1 else "n"
 
 
 def _dense(t):
