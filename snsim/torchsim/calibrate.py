@@ -733,8 +733,8 @@ class Calibrator:
     # token counts; the widest GEMMs of a small LM's step. Not 50304 (GPT-NeoX's padded
     # vocabulary): Pythia-410M is in held-out set 9, whose head must be interpolated
     VOCABS = (30522, 32000, 49152, 50257, 128256, 151936)
-    HEAD_TOKENS = (512, 2048, 4096, 8192, 16384)
-    HEAD_WIDTHS = (576, 768, 896, 1024, 1536, 2048)
+    HEAD_TOKENS = (256, 512, 1024, 2048, 4096, 8192, 16384)
+    HEAD_WIDTHS = (512, 576, 768, 896, 1024, 1280, 1536, 2048, 2560, 4096)
 
     def _add_matmul(self, fn, args, dtype, math_, shape):
         """Time matmul ``fn(*args)`` as a row of the class a recorded call of the same operands
