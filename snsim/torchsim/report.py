@@ -490,6 +490,7 @@ GEMM_LOOKUP_OLD_CSV = os.path.join("docs", "data", "gemm_lookup_at_0dca22e_h200.
 GPU_BUSY_ALL_OLD_CSV = os.path.join("docs", "data", "gpu_busy_profiles_at_0dca22e_h200.csv")
 PROBE_S21_DIR = os.path.join("traces", "h200", "probe_s21")
 PROBE_S21_CSV = os.path.join("docs", "data", "probe_s21_step_h200.csv")
+PROBE_S21_LM_CSV = os.path.join("docs", "data", "probe_s21_lm_step_h200.csv")
 GPU_BUSY_S21_CSV = os.path.join("docs", "data", "gpu_busy_probe_s21_h200.csv")
 
 
@@ -654,6 +655,23 @@ def _probe_s21_section():
                  "(53.2 and 37.3 ms).\n")
         L.append(_table(["configuration", "step ms", "predicted before run ms", "err %",
                          "GPU busy ms", "modelled GPU ms", "GPU err %"], body) + "\n")
+    lm = _read_csv(PROBE_S21_LM_CSV)
+    lm_before = {r["config"]: r for r in _read_csv(os.path.join(PROBE_S21_DIR, "lm",
+                                                                "predicted_before_run.csv"))}
+    if lm and lm_before:
+        L.append("Then six Hugging Face language models at batches never run here, predicted "
+                 "before they ran with the denser LM-head rows in the table "
+                 "(`traces/h200/probe_s21/lm/`, README there; `scripts/probe_predict_compare.py "
+                 "traces/h200/probe_s21/lm/plan_step_probe.csv --csv "
+                 + PROBE_S21_LM_CSV.replace(os.sep, "/") + "`):\n")
+        body = [[r["config"], f"{float(r['meas_ms']):.1f}", f"{float(r['pace']):.2f}",
+                 f"{float(lm_before[r['config']]['step_time_s']) * 1e3:.1f}"
+                 if r["config"] in lm_before else "", _pct(float(r["err_pct"])),
+                 _pct(float(r["err_at_pace_pct"]))] for r in lm]
+        L.append(_table(["configuration", "measured ms", "pace", "predicted before run ms",
+                         "err %", "err at pace %"], body) + "\n")
+        e = [abs(float(r["err_pct"])) for r in lm]
+        L.append(f"Median |err| {statistics.median(e):.1f} %, max {max(e):.1f} %.\n")
     return L
 
 
