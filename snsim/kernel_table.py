@@ -265,9 +265,15 @@ def matmul_class(sig, layout=""):
 # fp16 b16, attn @ v [64, 1569, 393] x [64, 393, 96]: 114-178 us, traces/h200/profile_s19)
 # read rows over 196 tokens (4-element vectors, 70-88 us for the same FLOPs)
 MATMUL_ALIGN_WEIGHT = 1.0
+# squared distances of a matmul call from a row in shape space (session 21, traces/h200/
+# gemm_context: a network's GEMM runs as the same GEMM alone in the same operand form): per
+# (e-fold of output size b*m*n)^2 and of the reduction k; per mismatched operand form (nn /
+# nt / tn: 1297, 1441 and 1208 us for ViT-B/16 b64's fc2), half of it for a row of unknown
+# form; per (doubling of matmul_tile_align)^2. Chosen among a few values against every
+# profiled step's GEMMs (scripts/gemm_lookup_compare.py; docs/VALIDATION.md section 6)
+MATMUL_SHAPE_WEIGHT = 0.25
 MATMUL_FORM_WEIGHT = 0.5
 MATMUL_TILE_WEIGHT = 0.1
-MATMUL_SHAPE_WEIGHT = 0.25
 _ROW_MATMUL = re.compile(r"^(?:(attn|net|vocab) (\w+) )?b(\d+) m(\d+) k(\d+) n(\d+)")
 
 
@@ -337,7 +343,7 @@ def matmul_lookup_class(sig, layout=""):
     cls, align = matmul_class(sig, layout), matmul_align(layout)
     cls = cls if align is None else f"{cls}:al{align}"
     dims = matmul_dims(sig)
-    if dims is None:
+    if dims is None or 0 in dims:     # an empty product: no shape to place
         return cls
     return cls + "@b{}m{}k{}n{}".format(*dims) + (layout or "").partition("/")[2]
 

@@ -1223,3 +1223,5 @@ def test_a_matmul_reads_rows_of_its_operands_form_and_tiling():
     even = t.time_s("mm", flops=3.9e10, nbytes=1.3e8,
                     cls=linear_gemm_classes(8192, 3072, 768)[0], math_="fp32")[0]
     assert slow > 1.6e-3 > even
+    # an empty product has no shape to place: its class alone
+    assert matmul_lookup_class("mm float32[0, 64] float32[64, 8]", "aligned/nn") == "a8"
