@@ -1744,9 +1744,10 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # Calibrator.generic_elementwise); tables before 2026-12-01 03:00 had none and read
         # the strided copies' rows for them (kernel_table.GENERIC_FALLBACK)
         "generic": ("generic elementwise", ("elementwise_generic",), "all"),
-        # a Linear's three GEMMs at model widths by token counts (Calibrator.net_matmuls),
+        # a Linear's three GEMMs on a grid of token counts by widths (Calibrator.net_matmuls),
         # fp32/bf16/fp16, added to the matmul rows (tables before 2026-12-01 03:30 had only
-        # random shapes: fp32 ones 1-1.5 e-folds from GPT-2's and ViT's GEMMs)
+        # random shapes: fp32 ones 1-1.5 e-folds from GPT-2's and ViT's GEMMs; before
+        # 2026-12-03 40 sampled network shapes, ViT-B/16's FP32 Linears read 15-25 % short)
         "matnet": ("matmul net ", ("mm", "addmm"), lambda r: str(r.get("shape", "")).startswith(
             "net ")),
         # an LM head's three GEMMs against vocabularies (Calibrator.vocab_matmuls),
@@ -2199,7 +2200,8 @@ def _add_calibrate(sub):
                    "TF32/bf16/fp16), strided (copies of non-contiguous tensors: channel "
                    "shuffle, NCHW<->NHWC permutes, cat of a chunk view), generic "
                    "(elementwise ops on the generic kernel: broadcast operands), matnet (a "
-                   "Linear's three GEMMs at model widths by token counts), lmhead (an LM head's "
+                   "Linear's three GEMMs on a log-spaced grid of token counts and widths, part "
+                   "of the token counts off the multiples of 128), lmhead (an LM head's "
                    "three GEMMs against vocabularies, aligned and not), bnfp16 (fp16 "
                    "batch norm: cuDNN's), convbias (a convolution's bias add and grad_bias "
                    "reduction by output size), convcl "
