@@ -1032,7 +1032,7 @@ class KernelTable:
         self._cdims = {}          # conv key -> (ln C_in, ln C_out, ln H*W) per row, else NaN
         self._calign = {}         # conv key -> 1 / 0 channels aligned (conv_aligned), else NaN
         self._malign = {}         # matmul key -> log2 of row_matmul_align, else NaN
-        self._mdims = {}          # matmul key -> ln(batch, m, k, n) per row, else NaN
+        self._mshape = {}         # matmul key -> (ln(batch m n), ln k) per row, else NaN
         self._mform = {}          # matmul key -> its rows' operand forms (row_matmul_form)
         self._mtile = {}          # matmul key -> log2 of matmul_tile_align per row, else NaN
         for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
@@ -1067,13 +1067,14 @@ class KernelTable:
                 cd[:2]).all() else math.nan for cd in cdims])
             malign = np.array([math.log2(a) if fam in MATMUL_FAMILIES and (
                 a := row_matmul_align(sh, c)) else math.nan for c, sh in zip(grp[2], shapes)])
-            mdims = np.array([[math.log(int(v)) for v in m.groups()[2:]]
-                              if fam in MATMUL_FAMILIES and (m := _ROW_MATMUL.match(sh))
-                              else [math.nan] * 4 for sh in shapes]).reshape(-1, 4)
+            bmkn = [tuple(int(v) for v in m.groups()[2:])
+                    if fam in MATMUL_FAMILIES and (m := _ROW_MATMUL.match(sh)) else None
+                    for sh in shapes]
+            mshape = np.array([(math.log(d[0] * d[1] * d[3]), math.log(d[2])) if d
+                               else (math.nan, math.nan) for d in bmkn]).reshape(-1, 2)
             mform = np.array([row_matmul_form(fam, sh) for sh in shapes], dtype=object)
-            mtile = np.array([math.log2(matmul_tile_align(round(math.exp(d[1])),
-                                                          round(math.exp(d[3]))))
-                              if np.isfinite(d).all() else math.nan for d in mdims])
+            mtile = np.array([math.log2(matmul_tile_align(d[1], d[3])) if d else math.nan
+                              for d in bmkn])
             if key in self._groups:   # a compute family's math mode from two dtypes: merge
                 f0, l0, c0, h0 = self._groups[key]
                 grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]),
@@ -1082,12 +1083,12 @@ class KernelTable:
                 cdims = np.vstack([self._cdims[key], cdims])
                 calign = np.concatenate([self._calign[key], calign])
                 malign = np.concatenate([self._malign[key], malign])
-                mdims = np.vstack([self._mdims[key], mdims])
+                mshape = np.vstack([self._mshape[key], mshape])
                 mform = np.concatenate([self._mform[key], mform])
                 mtile = np.concatenate([self._mtile[key], mtile])
             self._groups[key] = grp
             self._malign[key] = malign
-            self._mdims[key] = mdims
+            self._mshape[key] = mshape
             self._mform[key] = mform
             self._mtile[key] = mtile
             self._gcount[key] = gcount
@@ -1214,7 +1215,7 @@ class KernelTable:
         call's bytes as the rows count them) of a lookup, or None when the table has no rows
         for ``family`` nor a proxy."""
         import numpy as np
-        cls, align, mshape = _split_matmul_cls(family, cls)
+        cls, align, mcall = _split_matmul_cls(family, cls)
         key = self._key(family, dtype, math_, cls)
         if key is not None and (family, dtype, key[1]) in _BY_SHAPE:
             nbytes = nbytes * _ELEMENT_BYTES[key[1]] / _ELEMENT_BYTES[dtype]
@@ -1270,14 +1271,13 @@ class KernelTable:
         if align is not None and key in self._malign:   # an unaligned matmul's vectors
             d2 = d2 + MATMUL_ALIGN_WEIGHT * np.nan_to_num(
                 (self._malign[key] - math.log2(align)) ** 2, nan=0.0)
-        if mshape is not None and key in self._mdims:
+        if mcall is not None and key in self._mshape:
             # how far the call's output (batch x m x n) and reduction (k) are from a row's,
             # and whether its operands are read as the row's (a transposed view or not)
-            (b, m, k, n), form = mshape
-            rd = self._mdims[key]
-            near = np.stack([rd[:, 0] + rd[:, 1] + rd[:, 3], rd[:, 2]], axis=1)
+            (b, m, k, n), form = mcall
             d2 = d2 + MATMUL_SHAPE_WEIGHT * np.nan_to_num(
-                ((near - [math.log(b * m * n), math.log(k)]) ** 2).sum(axis=1), nan=1.0)
+                ((self._mshape[key] - [math.log(b * m * n), math.log(k)]) ** 2).sum(axis=1),
+                nan=1.0)
             # how evenly tiles cover the output (matmul_tile_align): another kernel
             d2 = d2 + MATMUL_TILE_WEIGHT * np.nan_to_num(
                 (self._mtile[key] - math.log2(matmul_tile_align(m, n))) ** 2, nan=1.0)
