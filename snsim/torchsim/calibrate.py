@@ -754,12 +754,13 @@ class Calibrator:
                     widths_out=None, bias=True, tag="net"):
         """A Linear's three GEMMs at ``count`` (tokens, in, out) drawn without repeats from
         ``tokens`` x ``widths_in`` x ``widths_out`` (default :attr:`NET_TOKENS` x
-        :attr:`NET_WIDTHS` x :attr:`NET_WIDTHS`) under ``max_flops``: the forward ``addmm(b, x[T, in], W[out, in].t())`` (``bias``;
-        else ``mm(x, W.t())``, as a bias-free Linear such as an LM head calls it), the input
-        gradient ``mm(dy[T, out], W)`` and the weight gradient ``mm(dy.t(), x)`` (rows' shape
-        ``<tag> <form> b1 m.. k.. n..``). The class is the operands' leading dimensions'
-        alignment, as a recorded call's (:func:`snsim.torchsim.record.matmul_layout`): the
-        tokens are no leading dimension, an unaligned vocabulary is."""
+        :attr:`NET_WIDTHS` x :attr:`NET_WIDTHS`) under ``max_flops``: the forward
+        ``addmm(b, x[T, in], W[out, in].t())`` (``bias``; else ``mm(x, W.t())``, as a
+        bias-free Linear such as an LM head calls it), the input gradient ``mm(dy[T, out], W)``
+        and the weight gradient ``mm(dy.t(), x)`` (rows' shape ``<tag> <form> b1 m.. k..
+        n..``). The class is the operands' leading dimensions' alignment, as a recorded call's
+        (:func:`snsim.torchsim.record.matmul_layout`): the tokens are no leading dimension, an
+        unaligned vocabulary is."""
         aten = self.torch.ops.aten
         tokens = tokens or self.NET_TOKENS
         widths_in = widths_in or self.NET_WIDTHS
@@ -842,6 +843,7 @@ class Calibrator:
             self.guarded("attention matmul", one)
 
     def matmuls(self, count, dtype, math_, max_flops):
+        from .record import matmul_layout
         torch = self.torch
         aten = torch.ops.aten
         rng = self.rng
@@ -873,11 +875,12 @@ class Calibrator:
                 if rng.random() < 0.5:   # backward's transposed operands
                     b = self.t(n, k, dtype=dtype).t()
                 fn, args = aten.mm.default, (a, b)
-            # the operands' form (kernel_table.row_matmul_form): cuBLAS's kernel follows it
-            form = "nt" if op == "addmm" or not args[-1].is_contiguous() else "nn"
 
             def one():
                 out = fn(*args)
+                # the operands' form as a recorded call's (kernel_table.row_matmul_form reads
+                # it back): cuBLAS's kernel follows it
+                form = matmul_layout(op, args, [out]).partition("/")[2]
                 self.add(op, dtype, math_, cls, lambda: fn(*args),
                          flops=_flops(torch, fn, args, {}, out),
                          nbytes=_nbytes(torch, args, out),
