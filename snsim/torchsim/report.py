@@ -586,6 +586,17 @@ def _matmul_lookup_section():
     return L
 
 
+def _before_run_table(rows, before):
+    """``probe_predict_compare.py`` rows beside the predictions stored before the run
+    (``predicted_before_run.csv`` by configuration), as a table."""
+    body = [[r["config"], f"{float(r['meas_ms']):.1f}", f"{float(r['pace']):.2f}",
+             f"{float(before[r['config']]['step_time_s']) * 1e3:.1f}"
+             if r["config"] in before else "", _pct(float(r["err_pct"])),
+             _pct(float(r["err_at_pace_pct"]))] for r in rows]
+    return _table(["configuration", "measured ms", "pace", "predicted before run ms",
+                   "err %", "err at pace %"], body) + "\n"
+
+
 def _probe_s21_section():
     """Held-out set s21: 13 configurations predicted before they ran
     (``traces/h200/probe_s21``), their measured steps, and four of them profiled on a
@@ -605,14 +616,7 @@ def _probe_s21_section():
          "*at pace* re-prices the same recording at it (`scripts/probe_predict_compare.py "
          "traces/h200/probe_s21/plan_step_probe.csv --csv "
          + PROBE_S21_CSV.replace(os.sep, "/") + "`, after the run).\n"]
-    body = []
-    for r in rows:
-        b = before.get(r["config"])
-        body.append([r["config"], f"{float(r['meas_ms']):.1f}", f"{float(r['pace']):.2f}",
-                     f"{float(b['step_time_s']) * 1e3:.1f}" if b else "",
-                     _pct(float(r["err_pct"])), _pct(float(r["err_at_pace_pct"]))])
-    L.append(_table(["configuration", "measured ms", "pace", "predicted before run ms",
-                     "err %", "err at pace %"], body) + "\n")
+    L.append(_before_run_table(rows, before))
     # host-bound: the launching thread's walls (forward, backward, optimizer, without a
     # synchronisation inside the step) fill 90 % of the measured step or more
     walls = {r["config"]: sum(float(r[f"wall_{ph}_s"]) for ph in "FBU") / float(r["step_s"])
@@ -664,12 +668,7 @@ def _probe_s21_section():
                  "(`traces/h200/probe_s21/lm/`, README there; `scripts/probe_predict_compare.py "
                  "traces/h200/probe_s21/lm/plan_step_probe.csv --csv "
                  + PROBE_S21_LM_CSV.replace(os.sep, "/") + "`):\n")
-        body = [[r["config"], f"{float(r['meas_ms']):.1f}", f"{float(r['pace']):.2f}",
-                 f"{float(lm_before[r['config']]['step_time_s']) * 1e3:.1f}"
-                 if r["config"] in lm_before else "", _pct(float(r["err_pct"])),
-                 _pct(float(r["err_at_pace_pct"]))] for r in lm]
-        L.append(_table(["configuration", "measured ms", "pace", "predicted before run ms",
-                         "err %", "err at pace %"], body) + "\n")
+        L.append(_before_run_table(lm, lm_before))
         e = [abs(float(r["err_pct"])) for r in lm]
         L.append(f"Median |err| {statistics.median(e):.1f} %, max {max(e):.1f} %.\n")
     return L
