@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ("traces/h200/profile_host/profile", "traces/h200/profile/heldout4_profile",
             "traces/h200/profile/heldout5_profile", "traces/h200/profile_heldout7/profile",
-            "traces/h200/profile_host/engine/profile")
+            "traces/h200/profile_host/engine/profile", "traces/h200/probe_s21/profile/profile")
 # profile_host/ was taken before profile_ops.py timed every configuration's walls ahead of any
 # profile (commit f33ff43): a CUDA profile leaves CUPTI attached and the process slower (the
 # same ViT-B/16 forward: 8.9 ms first in its process, 15.7 ms eighth), so only the first

@@ -4,9 +4,9 @@ before-run figures, which stay as they were in the suite files).
 For every completed run of ``traces/h200/plans_table/`` (or the ``--folder`` list),
 ``predict_plan`` (what ``snsim predict --policy`` does, CPU only) with the run's model, batch,
 plan options and training setup (optimizer, its kernels, autocast), and ``save_on_cpu`` as the
-run's torch packs (:func:`save_on_cpu_blocks`); prints and writes one CSV
-row per run with the stored before-run step time and peaks, the re-predicted ones and the
-measured ones, and the mean / median / max |err| per policy. Rows already in ``--csv`` are
+run's torch packs (:func:`run_torch`, :func:`snsim.torchsim.plans.pack_blocks_of`); prints and
+writes one CSV row per run with the stored before-run step time and peaks, the re-predicted
+ones and the measured ones, and the mean / median / max |err| per policy. Rows already in ``--csv`` are
 kept (a cut-short run resumes).
 
     PYTHONPATH=. python scripts/repredict_plans.py --csv plans_repredicted.csv \\
@@ -53,17 +53,9 @@ def summary(rows):
     return lines
 
 
-def save_on_cpu_blocks(run):
-    """Whether the torch that ran ``run`` packed ``save_on_cpu``'s pinned copies
-    synchronously: torch 2.11 and earlier did (``pack_to_cpu``'s ``copy_`` took no
-    ``non_blocking`` before pytorch PR #175421; the H200's torch 2.11, ``steptime_probe.py
-    soc``); a later run's torch, as the installed one's source says (None)."""
-    version = (run.get("provenance") or {}).get("torch", "")
-    try:
-        major, minor = (int(v) for v in version.split("+")[0].split(".")[:2])
-    except ValueError:
-        return None
-    return True if (major, minor) <= (2, 11) else None
+def run_torch(run):
+    """The torch release that ran ``run`` (its provenance), or None (the installed one)."""
+    return (run.get("provenance") or {}).get("torch") or None
 
 
 def _pct(pred, meas):
@@ -115,7 +107,7 @@ def main(argv=None):
                                  p.get("optimizer_impl") or "foreach", p.get("amp"))
         out, _ = predict_plan(run["model"], int(run["batch"]), run["policy"], options=opts,
                               optimizer=setup, input_shape=tuple(run["input_shape"]),
-                              save_on_cpu_blocks=save_on_cpu_blocks(run), host_gauge_s=gauge)
+                              torch_version=run_torch(run), host_gauge_s=gauge)
         meas = m["step_time_s"]
         row = {"run": run["name"], "policy": run["policy"], "model": run["model"],
                "batch": run["batch"], "setup": setup.slug or "-",

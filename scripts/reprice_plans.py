@@ -32,10 +32,10 @@ import time
 
 def record(run, folder, path):
     """Record ``run`` under its plan's shadow transform and pickle what pricing needs."""
-    from repredict_plans import save_on_cpu_blocks
+    from repredict_plans import run_torch
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.models import resolve_model
-    from snsim.torchsim.plans import as_plan, make_transform
+    from snsim.torchsim.plans import as_plan, make_transform, pack_blocks_of
     from snsim.torchsim.predict import record_fake
     p = run["prediction"]
     setup = TrainSetup.parse(p.get("optimizer", "sgd-momentum"),
@@ -44,7 +44,7 @@ def record(run, folder, path):
     spec = resolve_model(run["model"], input_shape=tuple(run["input_shape"]))
     rec = record_fake(spec, int(run["batch"]), setup,
                       transform=make_transform(plan, shadow=True,
-                                               save_on_cpu_blocks=save_on_cpu_blocks(run)),
+                                               save_on_cpu_blocks=pack_blocks_of(run_torch(run))),
                       gpu="h200")["rec"]
     doc = {"folder": folder, "name": run["name"], "policy": run["policy"],
            "meas_step_s": run["measured"]["step_time_s"], "ops": rec.ops, "marks": rec.marks,

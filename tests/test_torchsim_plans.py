@@ -303,6 +303,30 @@ def test_shadow_save_on_cpu_pack_is_synchronous_where_the_installed_torch_blocks
     assert ("d2h_pinned" if blocks else "d2h_pinned_sync") not in names
 
 
+def test_predict_models_the_save_on_cpu_of_the_torch_that_will_run_it(capsys):
+    """`snsim predict --torch-version`: torch before 2.12 waits for every pinned pack (pytorch
+    PR #175421), so the same plan takes longer predicted for 2.11 than for 2.12; the default
+    is the torch the preset's kernel table was measured with (the H200's 2.11)."""
+    from snsim.cli import main
+    from snsim.kernel_table import load_kernel_table
+    from snsim.torchsim.plans import pack_blocks_of
+    assert pack_blocks_of("2.11.0+cu130") and not pack_blocks_of("2.12")
+    argv = ["predict", "--model", "snsim:gpt", "--seq", "64", "--batch", "2", "--policy",
+            "cpu_offload", "--option", "pin_memory=true", "--format", "json"]
+    got = {}
+    for version in ("2.11", "2.12", None):
+        assert main(argv + (["--torch-version", version] if version else [])) == 0
+        got[version] = json.loads(capsys.readouterr().out)
+    assert got["2.11"]["step_time_s"] > got["2.12"]["step_time_s"]
+    assert got["2.11"]["peak_allocated_bytes"] == got["2.12"]["peak_allocated_bytes"]
+    assert "waits for its copy" in got["2.11"]["cuda_modelled"]["host_copies"]
+    assert "does not wait" in got["2.12"]["cuda_modelled"]["host_copies"]
+    assert got[None]["torch_modelled"] == load_kernel_table("h200").meta["torch"]
+    assert got[None]["step_time_s"] == got["2.11"]["step_time_s"]
+    assert main(argv + ["--torch-version", "latest"]) == 2
+    assert "--torch-version (='latest') must be a torch release" in capsys.readouterr().err
+
+
 def test_attention_is_predicted_as_cuda_runs_it(tiny):
     """SPEC §15: CUDA's fused attention saves output + logsumexp, never the s×s scores."""
     from snsim.torchsim.predict import predict

@@ -140,7 +140,7 @@ def _add_capture(sub):
 PREDICT_KEYS = ("network", "batch", "optimizer", "optimizer_impl", "amp", "hardware", "plan", "peak_allocated_bytes",
                 "peak_reserved_bytes", "peak_requested_bytes", "static_bytes", "step_time_s",
                 "feasible", "failure", "budget_bytes", "step_time_source", "host_copy_time_s",
-                "host_pace_factor", "torch_version", "cuda_modelled")
+                "host_pace_factor", "torch_version", "torch_modelled", "cuda_modelled")
 
 
 def predict_verdict(r):
@@ -188,6 +188,23 @@ def _host_gauge_s(args):
     return us * 1e-6
 
 
+def _torch_modelled(args):
+    """``--torch-version``: the torch release that will run the step, whose runtime behaviour
+    the prediction models. Default: the one the GPU preset's kernel table was measured with
+    (the software stack its times describe), else the installed torch; ``installed``: the
+    installed torch."""
+    from .plans import torch_release
+    given = getattr(args, "torch_version", None)
+    if given is not None:
+        if given.strip() != "installed":
+            torch_release(given)      # one line for a value that is no release
+        return given.strip()
+    from ..hardware import load_hardware
+    from ..kernel_table import load_kernel_table
+    table = load_kernel_table(load_hardware(getattr(args, "gpu", None) or "h200").name)
+    return (table.meta.get("torch") if table is not None else None) or "installed"
+
+
 def cmd_predict(args):
     from .execute import predict_plan
     from .plans import PlanSpec
@@ -197,14 +214,16 @@ def cmd_predict(args):
             raise ConfigError(f"--policy {args.policy} takes no --option or --plain-trace")
         r, prog = predict_zero(args.model, args.batch, args.policy, optimizer=_setup(args),
                                gpu=args.gpu, input_shape=_input_shape(args),
-                               budget_bytes=_budget(args), host_gauge_s=_host_gauge_s(args))
+                               budget_bytes=_budget(args), host_gauge_s=_host_gauge_s(args),
+                               torch_version=_torch_modelled(args))
         plan = PlanSpec.parse(torch_base_plan(args.policy))
     else:
         plan = _plan(args)
         r, prog = predict_plan(args.model, args.batch, plan, optimizer=_setup(args),
                                gpu=args.gpu, input_shape=_input_shape(args),
                                budget_bytes=_budget(args), plain_trace=args.plain_trace,
-                               host_gauge_s=_host_gauge_s(args))
+                               host_gauge_s=_host_gauge_s(args),
+                               torch_version=_torch_modelled(args))
     if args.out:
         from ..trace import write_trace
         output_path(args.out, "--out")
@@ -252,6 +271,11 @@ def _add_predict(sub):
                    help="the launching thread's pace on the machine that will run the step "
                         "(`snsim gauge` there): the modelled host time is scaled by US over "
                         "the kernel table's own (default: the table's pace)")
+    p.add_argument("--torch-version", default=None, metavar="VERSION",
+                   help="the torch release that will run the step (e.g. 2.11), for its "
+                        "runtime behaviour: save_on_cpu's pinned pack waits for its copy "
+                        "before 2.12; 'installed': this machine's torch (default: the torch "
+                        "the GPU preset's kernel table was measured with)")
     p.add_argument("--out", default=None, help="also write the predicted program as a trace "
                    "(under a ZeRO policy: the program of the torch plan beneath it)")
     p.add_argument("--format", default="table", choices=("table", "json", "csv"))

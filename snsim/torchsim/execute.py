@@ -58,12 +58,12 @@ def default_plain_trace(name, batch, optimizer, root="traces/h200"):
     return path if os.path.exists(path) else None
 
 
-def cuda_modelled(notes=None, save_on_cpu_blocks=None):
-    """What the CPU prediction models as CUDA does it (provenance of a prediction)."""
-    from .plans import save_on_cpu_pack_blocks
+def cuda_modelled(notes=None, torch_version=None):
+    """What the CPU prediction models as CUDA does it (provenance of a prediction), for the
+    torch release ``torch_version`` that will run the step (None: the installed one)."""
+    from .plans import pack_blocks_of
     notes = notes or {}
-    if save_on_cpu_blocks is None:
-        save_on_cpu_blocks = save_on_cpu_pack_blocks()
+    save_on_cpu_blocks = pack_blocks_of(torch_version)
     return {
         "device": "fake CPU tensors (FakeTensorMode); CUDA dispatch modelled per op",
         "dropout": "native_dropout (1-byte mask), as CUDA",
@@ -78,15 +78,17 @@ def cuda_modelled(notes=None, save_on_cpu_blocks=None):
                     "forward; fp16: GradScaler, steps without overflow",
         "host_copies": "save_on_cpu copies on the compute stream, timed by the kernel "
                        "table's pinned/pageable copy rows; the pinned pack "
-                       + ("waits for its copy (this torch's save_on_cpu copies without "
-                          "non_blocking)" if save_on_cpu_blocks else
+                       + ("waits for its copy (save_on_cpu copies without non_blocking "
+                          "before torch 2.12)" if save_on_cpu_blocks else
                           "does not wait for its copy (non_blocking)"),
+        "torch": f"{torch_version or 'installed'} (runtime behaviour modelled: save_on_cpu's "
+                 f"pack)",
     }
 
 
 def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
                  gpu="h200", input_shape=None, plain_trace=None, budget_bytes=None,
-                 hidden=True, hidden_exclude=(), save_on_cpu_blocks=None, host_gauge_s=None):
+                 hidden=True, hidden_exclude=(), torch_version=None, host_gauge_s=None):
     """CPU-only prediction of a plan (``snsim predict --policy``; what ``snsim execute``
     stores before it runs the same plan). No GPU needed.
 
@@ -101,10 +103,11 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
         op times (recomputed blocks at their forward time, plus the host copies).
     budget_bytes : int, optional
         Memory the run may reserve; default the preset's budget (memory minus the context).
-    save_on_cpu_blocks : bool, optional
-        Whether the torch that runs the plan packs ``save_on_cpu``'s pinned copies
-        synchronously (:func:`snsim.torchsim.plans.save_on_cpu_pack_blocks`); None: the
-        installed torch (the one ``snsim execute`` runs the plan with).
+    torch_version : str, optional
+        The torch release that will run the plan, for its runtime behaviour (whether
+        ``save_on_cpu`` waits for each pinned pack: :func:`snsim.torchsim.plans.
+        pack_blocks_of`); None: the installed torch (the one ``snsim execute`` runs the plan
+        with).
     host_gauge_s : float, optional
         The gauge of the machine the plan will run on (:func:`snsim.torchsim.hostpace.
         gauge_add_s`, ``snsim gauge``): the modelled host seconds are scaled by its ratio to
@@ -119,12 +122,13 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
     from ..hardware import load_hardware
     from ..trace import load_trace_doc
     from .opcost import host_copy_time_s
-    from .plans import as_plan, make_transform
+    from .plans import as_plan, make_transform, pack_blocks_of
     from .predict import predict
     spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
     plan = as_plan(plan, options)
     hw = load_hardware(gpu)
-    shadow = make_transform(plan, shadow=True, save_on_cpu_blocks=save_on_cpu_blocks)
+    shadow = make_transform(plan, shadow=True,
+                            save_on_cpu_blocks=pack_blocks_of(torch_version))
     models = []
 
     def transform(m):
@@ -160,7 +164,8 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
                host_copied_bytes=copied,
                segments=list(getattr(m0, "_snsim_segments", [])) if m0 is not None else [],
                torch_version=r["provenance"].get("torch", ""),
-               cuda_modelled=cuda_modelled(prog.get("notes"), save_on_cpu_blocks),
+               torch_modelled=torch_version or r["provenance"].get("torch", ""),
+               cuda_modelled=cuda_modelled(prog.get("notes"), torch_version),
                data_dependent_ops=r["provenance"].get("data_dependent_ops", []),
                value_branches=bool(r["provenance"].get("value_branches")),
                time_sources=r["provenance"].get("time_sources"),

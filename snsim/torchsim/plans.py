@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import re
 import warnings
 from dataclasses import dataclass
 
@@ -772,6 +773,45 @@ def save_on_cpu_pack_blocks():
         return pack_copy_blocks(inspect.getsource(torch.autograd.graph.save_on_cpu.__init__))
     except (OSError, TypeError):
         return False
+
+
+# the first torch release whose save_on_cpu packs with ``non_blocking`` (pytorch PR #175421,
+# merged 2026-02-20): the H200's 2.11.0 blocks (``steptime_probe.py soc``), 2.14.1's source
+# passes ``non_blocking``; 2.12 is the first release branched after the merge
+SAVE_ON_CPU_NON_BLOCKING_FROM = (2, 12)
+
+
+def torch_release(version):
+    """``(major, minor)`` of a torch version string (``2.11.0+cu130``, ``2.12``).
+
+    Raises
+    ------
+    ConfigError
+        Not a version (one line naming ``--torch-version``).
+
+    Examples
+    --------
+    >>> torch_release("2.11.0+cu130"), torch_release("2.12")
+    ((2, 11), (2, 12))
+    """
+    m = re.match(r"^\s*(\d+)\.(\d+)(?:[.+a-z0-9]*)?\s*$", str(version))
+    if not m:
+        raise ConfigError(f"--torch-version (={version!r}) must be a torch release such as "
+                          f"2.11 or 2.11.0+cu130, or 'installed'")
+    return int(m.group(1)), int(m.group(2))
+
+
+def pack_blocks_of(version):
+    """Whether torch ``version``'s ``save_on_cpu(pin_memory=True)`` waits for each pack's
+    copy (:data:`SAVE_ON_CPU_NON_BLOCKING_FROM`); ``None`` or ``"installed"``: the
+    installed torch's own source (:func:`save_on_cpu_pack_blocks`).
+
+    >>> pack_blocks_of("2.11.0+cu130"), pack_blocks_of("2.14.1")
+    (True, False)
+    """
+    if version is None or str(version).strip() == "installed":
+        return save_on_cpu_pack_blocks()
+    return torch_release(version) < SAVE_ON_CPU_NON_BLOCKING_FROM
 
 
 def pack_copy_blocks(source):

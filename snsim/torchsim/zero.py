@@ -303,7 +303,7 @@ def torch_base_plan(policy):
 
 
 def predict_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum", gpu="h200",
-                 input_shape=None, budget_bytes=None, host_gauge_s=None):
+                 input_shape=None, budget_bytes=None, host_gauge_s=None, torch_version=None):
     """CPU-only prediction of a ZeRO run (``snsim predict --policy zero_offload``): the program
     ``snsim predict`` records for :func:`torch_base_plan` (FakeTensorMode, modelled op times),
     then :func:`simulate_zero` on it.
@@ -323,7 +323,7 @@ def predict_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum
     hw = load_hardware(gpu)
     r, prog = predict_plan(model, batch, torch_base_plan(policy), optimizer=optimizer, gpu=gpu,
                            input_shape=input_shape, budget_bytes=budget_bytes,
-                           host_gauge_s=host_gauge_s)
+                           host_gauge_s=host_gauge_s, torch_version=torch_version)
     res, plan = simulate_zero(prog, hw, policy, budget_bytes=budget_bytes)
     n = plan.notes
     out = dict(r)
