@@ -747,6 +747,36 @@ _HELDOUT21_HF = (
     ("hf:opt-350m", 2, (512,), {"plain": []}, {"optimizer": "adamw", "amp": "fp16"}),
 )
 PLAN_HELDOUT21 = _plan_set(_HELDOUT21, _HELDOUT21_HF)
+# a twenty-second held-out set, written (2026-12-03 08:00 UTC, session 22) before any of it
+# ran: (network, batch, precision, plan) combinations never run, one per family, with
+# save_on_cpu's own default (pageable) once, a fused optimizer once; predicted on this
+# session's CPU (torch 2.14.1, modelling the H200's 2.11: snsim predict --torch-version
+# default) before the device run, as well as by the suite on the device's CPU
+_HELDOUT22 = (
+    ("torchvision:resnet152", 48, {"checkpoint": ["modules=Bottleneck"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:densenet169", 64, {"cpu_offload": ["pin_memory=true"]}, {"amp": "fp16"}),
+    ("torchvision:vgg19_bn", 48, {"superneurons": []}, {}),
+    ("torchvision:efficientnet_b3", 64, {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("torchvision:convnext_tiny", 96, {"checkpoint": ["modules=CNBlock"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("torchvision:regnet_y_1_6gf", 128, {"plain": []}, {}),
+    ("torchvision:vit_b_32", 128, {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:swin_s", 32, {"superneurons": []}, {}),
+    ("torchvision:mobilenet_v3_large", 192, {"checkpoint": ["every=2"]}, {"amp": "fp16"}),
+    ("torchvision:wide_resnet101_2", 32, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:resnet34", 64, {"cpu_offload": []}, {}),
+    ("snsim:gpt", 8, {"checkpoint": ["modules=Block"]}, {"optimizer": "adamw", "amp": "fp16"}),
+)
+_HELDOUT22_TOKENS = (
+    ("snsim:transformer_encoder", 64, (512,), {"cpu_offload": ["pin_memory=true"]},
+     {"amp": "bf16"}),
+    ("hf:EleutherAI/pythia-410m", 8, (512,), {"checkpoint": ["modules=GPTNeoXLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT22 = _plan_set(_HELDOUT22, _HELDOUT22_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -771,7 +801,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout16": PLAN_HELDOUT16, "heldout17": PLAN_HELDOUT17,
              "heldout18": PLAN_HELDOUT18, "heldout19": PLAN_HELDOUT19,
              "heldout20": PLAN_HELDOUT20, "heldout21": PLAN_HELDOUT21,
-             "pageable": PLAN_PAGEABLE}
+             "heldout22": PLAN_HELDOUT22, "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
