@@ -81,8 +81,8 @@ def cuda_modelled(notes=None, torch_version=None):
                        + ("waits for its copy (save_on_cpu copies without non_blocking "
                           "before torch 2.12)" if save_on_cpu_blocks else
                           "does not wait for its copy (non_blocking)"),
-        "torch": f"{torch_version or 'installed'} (runtime behaviour modelled: save_on_cpu's "
-                 f"pack)",
+        "torch": f"{torch_version or 'installed'} (its runtime behaviour modelled: "
+                 f"save_on_cpu's pack)",
     }
 
 
@@ -164,7 +164,8 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
                host_copied_bytes=copied,
                segments=list(getattr(m0, "_snsim_segments", [])) if m0 is not None else [],
                torch_version=r["provenance"].get("torch", ""),
-               torch_modelled=torch_version or r["provenance"].get("torch", ""),
+               torch_modelled=(r["provenance"].get("torch", "")
+                               if torch_version in (None, "installed") else torch_version),
                cuda_modelled=cuda_modelled(prog.get("notes"), torch_version),
                data_dependent_ops=r["provenance"].get("data_dependent_ops", []),
                value_branches=bool(r["provenance"].get("value_branches")),
