@@ -116,6 +116,29 @@ def _held_out_section(L, traces_dir, captured, folder, heading, text):
     L.extend(_plan_section(done, captured))
 
 
+def _local_prediction_section(L, traces_dir, captured, folder, text):
+    """The runs of held-out ``folder`` against ``folder/predicted_before_run.csv``: the
+    predictions ``scripts/predict_set.py`` made with ``snsim predict`` on another machine (its
+    torch in the CSV) before the set ran, in :func:`_plan_section`'s table."""
+    local = {r["run"]: r for r in _read_csv(os.path.join(traces_dir, folder,
+                                                         "predicted_before_run.csv"))}
+    runs = []
+    for r in plan_runs(traces_dir, folder):
+        p = local.get(r["name"])
+        if p is None or not r.get("measured"):
+            continue
+        runs.append(dict(r, prediction={
+            "peak_allocated_bytes": int(p["peak_allocated_bytes"]),
+            "peak_reserved_bytes": int(p["peak_reserved_bytes"]),
+            "step_time_s": float(p["step_time_s"])}))
+    if not runs:
+        return
+    versions = sorted({(p["torch_version"], p["torch_modelled"]) for p in local.values()})
+    L.append(f"{text} Predicted by torch {', '.join(v for v, _ in versions)}, modelling "
+             f"torch {', '.join(m for _, m in versions)} (`torch_modelled`).\n")
+    L.extend(_plan_section(runs, captured))
+
+
 def _lease_section(traces_dir, first, second):
     """The measured step of each run in two plan-suite folders (the same configurations on two
     leases of the GPU machine): how much a measurement itself moves."""
@@ -1758,6 +1781,36 @@ def build_report(traces_dir="traces/h200"):
                       "reserved mean 1.23 %, max 6.5 % (MViT-V2-S checkpoint: autograd's view "
                       "replay on fake tensors, docs/DESIGN.md known limits); step mean |err| "
                       "7.9 %, median 6.6 %, max 16.6 % (OPT-350M, over). ")
+
+    _held_out_section(L, traces_dir, captured, "plans_heldout22",
+                      "### 1z'''. A twenty-second held-out set: one (network, batch, precision, "
+                      "plan) per family, predicted on two machines before it ran\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout22` "
+                      "(`traces/h200/plans_heldout22/`, 2026-12-03 08:19 UTC): written into the "
+                      "suite (commit 01c43ff) before any of it ran, each run a combination no "
+                      "earlier set, capture or profile held: ResNet-152 b48 bf16 AdamW "
+                      "checkpointing every Bottleneck, DenseNet-169 b64 fp16 with pinned "
+                      "save_on_cpu, VGG-19-BN b48 superneurons, EfficientNet-B3 b64 bf16 fused "
+                      "AdamW, ConvNeXt-T b96 fp16 AdamW checkpointing every CNBlock, "
+                      "RegNetY-1.6GF b128, ViT-B/32 b128 bf16 AdamW with pinned save_on_cpu, "
+                      "Swin-S b32 superneurons, MobileNetV3-L b192 fp16 checkpointing every "
+                      "second block, Wide-ResNet-101-2 b32 bf16, ResNet-34 b64 under "
+                      "save_on_cpu's own default (pageable), the GPT of `snsim:gpt` b8 fp16 "
+                      "AdamW checkpointing every Block, the `nn.TransformerEncoder` b64 bf16 "
+                      "with pinned save_on_cpu, Pythia-410M b8 bf16 AdamW checkpointing every "
+                      "GPTNeoXLayer. This table: the suite's own predictions, made on the "
+                      "device's CPU (torch 2.11) by the commit that ran it, before each run. "
+                      "Allocated mean |err| 0.24 %, max 1.30 % (EfficientNet-B3 fused); "
+                      "reserved mean 1.16 %, max 4.78 % (Swin-S superneurons); step mean "
+                      "|err| 8.8 %: Swin-S superneurons -33.8 %, its five steps bimodal "
+                      "(149.6-155.7 and 190.2-195.5 ms), the rest within 15 %; the pageable "
+                      "ResNet-34 plan, 1.7 s a step, within 0.1 %. ")
+    _local_prediction_section(
+        L, traces_dir, captured, "plans_heldout22",
+        "The same runs against the predictions `snsim predict` made of them on another machine "
+        "before the set ran (`traces/h200/plans_heldout22/predicted_before_run.csv`, "
+        "`scripts/predict_set.py heldout22`; commit 01c43ff, the same model code): what a "
+        "user predicting on a laptop for the H200 gets.")
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
