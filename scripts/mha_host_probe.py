@@ -122,10 +122,11 @@ def measure(device, batch, reps):
                   flush=True)
     by = {(r["amp"], r["variant"]): r for r in rows}
     for amp in ("none", "bf16"):
-        d = by[amp, "stock"]["forward_wall_s"] - by[amp, "lean"]["forward_wall_s"]
-        print(f"{amp}: stock - lean {d * 1e3:.2f} ms, {d / by[amp, 'stock']['attention_calls'] * 1e6:.1f}"
-              f" us per attention call; aten calls stock {by[amp, 'stock']['aten_calls']}, lean "
-              f"{by[amp, 'lean']['aten_calls']}")
+        stock, lean = by[amp, "stock"], by[amp, "lean"]
+        d = stock["forward_wall_s"] - lean["forward_wall_s"]
+        print(f"{amp}: stock - lean {d * 1e3:.2f} ms, "
+              f"{d / stock['attention_calls'] * 1e6:.1f} us per attention call; aten calls "
+              f"stock {stock['aten_calls']}, lean {lean['aten_calls']}")
     return rows
 
 

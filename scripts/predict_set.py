@@ -8,7 +8,8 @@ one it modelled, and how long the prediction took. Commit the CSV before the dev
 set; ``scripts/probe_predict_compare.py``-style comparisons read it against the suite's
 ``summary.csv``.
 
-    PYTHONPATH=. python scripts/predict_set.py heldout22 --csv traces/h200/plans_heldout22/predicted_before_run.csv
+    PYTHONPATH=. python scripts/predict_set.py heldout22 \\
+        --csv traces/h200/plans_heldout22/predicted_before_run.csv
 """
 from __future__ import annotations
 

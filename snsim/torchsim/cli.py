@@ -193,10 +193,10 @@ def _torch_modelled(args):
     the prediction models. Default: the one the GPU preset's kernel table was measured with
     (the software stack its times describe), else the installed torch; ``installed``: the
     installed torch."""
-    from .plans import torch_release
+    from .plans import is_installed_torch, torch_release
     given = getattr(args, "torch_version", None)
     if given is not None:
-        if given.strip() != "installed":
+        if not is_installed_torch(given):
             torch_release(given)      # one line for a value that is no release
         return given.strip()
     from ..hardware import load_hardware

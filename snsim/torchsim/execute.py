@@ -122,7 +122,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
     from ..hardware import load_hardware
     from ..trace import load_trace_doc
     from .opcost import host_copy_time_s
-    from .plans import as_plan, make_transform, pack_blocks_of
+    from .plans import as_plan, is_installed_torch, make_transform, pack_blocks_of
     from .predict import predict
     spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
     plan = as_plan(plan, options)
@@ -165,7 +165,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
                segments=list(getattr(m0, "_snsim_segments", [])) if m0 is not None else [],
                torch_version=r["provenance"].get("torch", ""),
                torch_modelled=(r["provenance"].get("torch", "")
-                               if torch_version in (None, "installed") else torch_version),
+                               if is_installed_torch(torch_version) else torch_version),
                cuda_modelled=cuda_modelled(prog.get("notes"), torch_version),
                data_dependent_ops=r["provenance"].get("data_dependent_ops", []),
                value_branches=bool(r["provenance"].get("value_branches")),

@@ -801,15 +801,21 @@ def torch_release(version):
     return int(m.group(1)), int(m.group(2))
 
 
+def is_installed_torch(version):
+    """Whether a ``--torch-version`` value names the installed torch (None or
+    ``"installed"``)."""
+    return version is None or str(version).strip() == "installed"
+
+
 def pack_blocks_of(version):
     """Whether torch ``version``'s ``save_on_cpu(pin_memory=True)`` waits for each pack's
-    copy (:data:`SAVE_ON_CPU_NON_BLOCKING_FROM`); ``None`` or ``"installed"``: the
-    installed torch's own source (:func:`save_on_cpu_pack_blocks`).
+    copy (:data:`SAVE_ON_CPU_NON_BLOCKING_FROM`); the installed torch
+    (:func:`is_installed_torch`): its own source (:func:`save_on_cpu_pack_blocks`).
 
     >>> pack_blocks_of("2.11.0+cu130"), pack_blocks_of("2.14.1")
     (True, False)
     """
-    if version is None or str(version).strip() == "installed":
+    if is_installed_torch(version):
         return save_on_cpu_pack_blocks()
     return torch_release(version) < SAVE_ON_CPU_NON_BLOCKING_FROM
 

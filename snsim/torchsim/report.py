@@ -1803,8 +1803,8 @@ def build_report(traces_dir="traces/h200"):
                       "with pinned save_on_cpu, Pythia-410M b8 bf16 AdamW checkpointing every "
                       "GPTNeoXLayer. This table: the suite's own predictions, made on the "
                       "device's CPU (torch 2.11) by the commit that ran it, before each run. "
-                      "Allocated mean |err| 0.24 %, max 1.30 % (EfficientNet-B3 fused); "
-                      "reserved mean 1.16 %, max 4.78 % (Swin-S superneurons); step mean "
+                      "Allocated mean |err| 0.24 %, max 1.29 % (EfficientNet-B3 fused); "
+                      "reserved mean 1.15 %, max 4.78 % (Swin-S superneurons); step mean "
                       "|err| 8.8 %: Swin-S superneurons -33.8 %, its five steps bimodal "
                       "(149.6-155.7 and 190.2-195.5 ms), the rest within 15 %; the pageable "
                       "ResNet-34 plan, 1.7 s a step, within 0.1 %. ")
