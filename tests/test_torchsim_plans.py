@@ -199,19 +199,23 @@ def test_checkpoint_and_cpu_offload_predictions(tiny):
     assert _pred(m, "plain", budget_bytes=1)[0]["feasible"] is False
 
 
-@pytest.mark.parametrize("model, batch, shape, plan, options", [
+@pytest.mark.parametrize("model, batch, shape, plan, options, hidden", [
     # a checkpointed block's replay makes its temporaries again and frees them as the replayed
     # forward does (they were kept from forward to backward: +11.9% on MobileNetV2, +10.5% on
     # the encoder, with the code before this test)
-    ("torchvision:mobilenet_v2", 64, (3, 96, 96), "checkpoint", []),
-    ("snsim:transformer_encoder", 8, None, "checkpoint", []),
+    ("torchvision:mobilenet_v2", 64, (3, 96, 96), "checkpoint", [], False),
+    ("snsim:transformer_encoder", 8, None, "checkpoint", [], False),
     # selective checkpointing caches the matmul/attention outputs until the block's replay,
     # kept by op, not by module type (-1.8% before this test)
-    ("snsim:gpt", 2, None, "checkpoint", ["modules=Block", "selective=true"]),
-    ("snsim:transformer_encoder", 8, None, "cpu_offload", ["pin_memory=true"]),
+    ("snsim:gpt", 2, None, "checkpoint", ["modules=Block", "selective=true"], False),
+    ("snsim:transformer_encoder", 8, None, "cpu_offload", ["pin_memory=true"], False),
+    # a recomputed tensor dies when its node's apply returns, before autograd sums the bias
+    # gradient and that sum's 64 MiB reduction buffer is made (CUDA's, hidden=True): +4.99%
+    # before the plan split the node there (policies/_unpack.py)
+    ("snsim:transformer_encoder", 32, None, "checkpoint", [], True),
 ])
 def test_engine_plans_match_the_fake_run_of_the_same_plan(tiny, model, batch, shape, plan,
-                                                          options):
+                                                          options, hidden):
     """The engine's checkpoint / cpu_offload policy on a predicted plain program against the
     FakeTensor run of the same plan (the real torch.utils.checkpoint and save_on_cpu, shadowed):
     peak allocated within issue 8's 1% (the oracle of the engine's plans on the CPU)."""
@@ -220,11 +224,12 @@ def test_engine_plans_match_the_fake_run_of_the_same_plan(tiny, model, batch, sh
     from snsim.torchsim.predict import predict
     from snsim.trace import program_from_dict
     model = model.format(tiny=tiny)
-    plain = predict(model, batch, input_shape=shape, hidden=False)
+    plain = predict(model, batch, input_shape=shape, hidden=hidden)
     prog = program_from_dict(plain["program"], source="plain")
     engine = replay_capture(prog, "h200", policy=plan,
                             policy_options=dict(o.split("=", 1) for o in options))
-    fake, _ = predict_plan(model, batch, plan, options=options, input_shape=shape, hidden=False)
+    fake, _ = predict_plan(model, batch, plan, options=options, input_shape=shape,
+                           hidden=hidden)
     err = engine.peak_allocated_bytes / fake["peak_allocated_bytes"] - 1
     assert abs(err) <= 0.01, (engine.peak_allocated_bytes, fake["peak_allocated_bytes"])
 
@@ -244,11 +249,17 @@ def test_cpu_offload_unpacks_a_device_copy_of_each_saved_weight(tiny):
     assert sorted((label, n) for _, _, _, n, label in plan.unpacked) == [
         ("unpacked fc1.weight", 4096 * 256 * 4), ("unpacked fc2.weight", 4096 * 4096 * 4),
         ("unpacked fc3.weight", 5 * 4096 * 4)]
+    # the plan's program splits each Linear's node where autograd sums the bias gradient
+    p = plan.program
+    born, _ = p.uses()
+    sums = {s.index for s in p.steps
+            if any(p.tensors[t].name == "sum" and born[t] == s.index for t in s.deps)}
     for pack, first, last, _, label in plan.unpacked:
         name = label.split()[1].rsplit(".", 1)[0]
-        own = [s.index for s in prog.steps if s.phase == "B" and s.name == name]
-        assert (first, last) == (own[0], own[-1])
-        assert pack == min(s.index for s in prog.steps if s.phase == "F" and s.name == name)
+        own = [s.index for s in p.steps if s.phase == "B" and s.name == name]
+        # held from the node's start until its apply returns, before the bias's reduction
+        assert first == own[0] and last + 1 in sums and p.steps[last + 1].name == name
+        assert pack == min(s.index for s in p.steps if s.phase == "F" and s.name == name)
     from snsim.engine.core import run_plan
     r = run_plan(prog, plan, hw, allocator="ideal", warmup_iterations=0)
     copies = sorted(d for _, cat, d in r.memory_events if cat == "activation" and abs(d) ==

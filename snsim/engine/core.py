@@ -61,6 +61,8 @@ class Engine:
     def __init__(self, program, plan, hardware, *, budget_bytes=None, allocator="ideal",
                  allocator_options=None, record=True, warmup_iterations=None,
                  check_invariants=None):
+        if plan.program is not None:   # the policy rewrote the program (zero_offload, hooks)
+            program = plan.program
         self.p = program
         self.plan = plan
         self.hw = hardware
@@ -1019,9 +1021,7 @@ def run_plan(program, plan, hardware, *, budget_bytes=None, allocator="ideal",
     :class:`~snsim.errors.InvariantError`. ``None`` means ``Engine.check_invariants_default``
     (off, on in the test suite).
     """
-    if plan.program is not None:   # the policy rewrote the program (zero_offload)
-        program = plan.program
-    plan.check(program)
+    plan.check(program if plan.program is None else plan.program)
     return Engine(program, plan, hardware, budget_bytes=budget_bytes, allocator=allocator,
                   allocator_options=allocator_options, record=record,
                   warmup_iterations=warmup_iterations, check_invariants=check_invariants).run()

@@ -342,7 +342,9 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
             chosen = {t.tensor_id for t in tensors if t.producer_type in ot}
         for t in tensors:
             # worth copying only if something in backward needs it
-            offloaded[t.tensor_id] = (t.kind == "activation" and t.tensor_id in chosen
+            # an explicit choice may name buffers no tensor owns that backward reads
+            offloaded[t.tensor_id] = ((t.kind == "activation" or offload_tensors is not None)
+                                      and t.tensor_id in chosen
                                       and not droppable[t.tensor_id]
                                       and steps[last[t.tensor_id]].phase == "B")
 

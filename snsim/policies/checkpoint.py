@@ -13,6 +13,7 @@ from ..errors import ConfigError
 from ..plan import Plan
 from ._groups import internal_tensors, select_modules
 from ._schedule import build_instructions
+from ._unpack import split_after_apply
 from .base import Policy, flag, integer, names, register
 
 
@@ -49,7 +50,11 @@ class Checkpoint(Policy):
         # selective checkpointing caches the kept outputs from forward until the block's replay
         # takes them back, whether backward reads them or not
         cached = {t: g for t, g in internal_tensors(program, paths).items() if t not in groups}
+        # what the replay (or the selective cache) hands to a backward node dies with it
+        given = program
+        program, _ = split_after_apply(program, set(groups) | set(cached))
         ins = build_instructions(program, recompute="speed", drop_groups=groups,
                                  cached=cached)
         return Plan(policy=self.name, instructions=ins,
-                    notes={**o, "wrapped": len(paths), "dropped_tensors": len(groups)})
+                    notes={**o, "wrapped": len(paths), "dropped_tensors": len(groups)},
+                    program=program if program is not given else None)

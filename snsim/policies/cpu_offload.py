@@ -16,6 +16,7 @@ while the parameter itself stays where it is. The plan carries these copies as
 from ..plan import Compute, Offload, Plan, Prefetch
 from ._groups import module_map, select_modules, steps_in
 from ._schedule import build_instructions
+from ._unpack import split_after_apply
 from .base import Policy, flag, names, register
 
 
@@ -36,20 +37,38 @@ class CpuOffload(Policy):
             chosen = {t for k in inside for t in program.steps[k].outputs}
         else:
             chosen = {t.tensor_id for t in program.tensors if t.kind == "activation"}
+            chosen |= saved_buffers(program)
+        within = (select_modules(program, self.name, o["modules"]) if o["modules"] else None)
+        given = program
+        program, after = split_after_apply(program, chosen,
+                                           {c[4].split()[1].rsplit(".", 1)[0] for c in
+                                            saved_parameter_copies(program, within)})
         ins = unpack_at_node_start(program, build_instructions(
             program, offload=True, offload_tensors=chosen, prefetch_depth=0,
-            offload_at_last_forward_use=True))
-        within = (select_modules(program, self.name, o["modules"]) if o["modules"] else None)
+            offload_at_last_forward_use=True), after)
         return Plan(policy=self.name, instructions=ins, free_after_offload=True,
                     sync_copies=True, pinned_host=o["pin_memory"], notes=dict(o),
-                    unpacked=saved_parameter_copies(program, within),
-                    extra_packs=packs_per_node(program, ins))
+                    unpacked=saved_parameter_copies(program, within, after),
+                    extra_packs=packs_per_node(program, ins),
+                    program=program if program is not given else None)
 
 
-def _nodes_reading(program, offloaded):
+def saved_buffers(program):
+    """Buffers no tensor owns (a capture's ``hidden`` blocks) that forward makes and backward
+    reads: what an autograd node saved without the capture seeing the tensor (the contiguous
+    copy a linear layer makes of a transposed input, for one). ``save_on_cpu`` packs them like
+    any saved tensor."""
+    made_in_forward = {t for s in program.steps if s.phase == "F" for t in s.outputs}
+    return {t for s in program.steps if s.phase == "B" for t in s.deps
+            if t in made_in_forward and program.tensors[t].kind == "workspace"}
+
+
+def _nodes_reading(program, offloaded, after=frozenset()):
     """``({tensor: [first step of each backward node reading it]}, {first step: last step})``.
 
-    A captured autograd node is split into op-granular steps (the same layer, in a row)."""
+    A captured autograd node is split into op-granular steps (the same layer, in a row); its
+    last step is the last of its ``apply`` (``after``: the steps of autograd's reduction after
+    a node returns, :func:`~snsim.policies._unpack.split_after_apply`)."""
     steps = program.steps
     start, end = {}, {}
     for s in steps:
@@ -57,7 +76,8 @@ def _nodes_reading(program, offloaded):
             prev = steps[s.index - 1] if s.index else None
             same = prev is not None and prev.phase == "B" and prev.layer == s.layer
             start[s.index] = start[prev.index] if same else s.index
-            end[start[s.index]] = s.index
+            if s.index not in after:
+                end[start[s.index]] = s.index
     nodes = {}
     for s in steps:
         if s.phase == "B":
@@ -85,17 +105,17 @@ def packs_per_node(program, instructions):
                  for t, lst in sorted(nodes.items()) if len(lst) > 1 and t in last_f)
 
 
-def unpack_at_node_start(program, instructions):
+def unpack_at_node_start(program, instructions, after=frozenset()):
     """Copy an offloaded tensor back for each autograd node that reads it, when the node
     begins, and release that device copy when the node ends.
 
     An autograd node unpacks all its saved tensors when its ``apply`` begins, and
     ``save_on_cpu``'s unpack makes a fresh device copy that dies when the node returns; a tensor
     saved by two nodes (a ReLU's output, saved by the ReLU and by the next convolution) comes
-    back twice.
+    back twice. ``after``: the program's steps that run after their node returned.
     """
     offloaded = {i.tensor for i in instructions if type(i) is Offload}
-    nodes, end = _nodes_reading(program, offloaded)
+    nodes, end = _nodes_reading(program, offloaded, after)
     fetch, drop = {}, {}
     for t, lst in nodes.items():
         for k in lst:
@@ -129,10 +149,16 @@ SAVED_PARAMETERS = {
 }
 
 
-def saved_parameter_copies(program, within=None):
+#: module classes whose weight one autograd node saves (linear layers: ``addmm``/``mm``)
+ONE_NODE_SAVERS = frozenset({"Linear", "NonDynamicallyQuantizableLinear"})
+
+
+def saved_parameter_copies(program, within=None, after=frozenset()):
     """``(first F step, first B step, last B step, bytes, label)`` per parameter that a
     module's op saves, for every module called in forward and backward (only those under the
-    ``within`` paths, if given).
+    ``within`` paths, if given); the last B step is the module's last, or for a module whose
+    one node saves the weight (:data:`ONE_NODE_SAVERS`), the end of that node's ``apply``
+    where ``after`` (steps that run once their node returned) says where it is.
 
     Modules and parameters are matched by path (``layer1.0.conv1`` saves
     ``layer1.0.conv1.weight``); a program without a module tree has none.
@@ -144,11 +170,17 @@ def saved_parameter_copies(program, within=None):
     for st in program.static_tensors:
         if st.kind in ("parameter", "buffer"):
             size[st.name] = size.get(st.name, 0) + st.nbytes
-    span, packed = {}, {}
+    span, packed, returned = {}, {}, set()
     for s in program.steps:
         if s.phase == "F" and s.name in mods:
             packed.setdefault(s.name, s.index)
-        elif s.phase == "B" and s.name in mods:
+        elif s.phase == "B" and s.name in mods and s.name not in returned:
+            if s.index in after:
+                # the weight's node returned: a layer that saves its weight in one node
+                # (linear: addmm) releases the copy there, before autograd's reduction
+                if mods[s.name] in ONE_NODE_SAVERS:
+                    returned.add(s.name)
+                continue
             first, _ = span.get(s.name, (s.index, s.index))
             span[s.name] = (first, s.index)
     out = []
