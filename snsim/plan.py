@@ -136,6 +136,10 @@ class Plan:
         Further copies out that a saved-tensor hook makes after forward step ``step`` beyond
         the ``Offload`` instructions (``save_on_cpu`` packs a tensor once per op that saves
         it, and each pack is unpacked by its own node), on the compute stream's critical path.
+    staged_packs : tuple of (step, nbytes)
+        Device memory a saved-tensor hook's pack holds for a moment when forward step ``step``
+        starts (``save_on_cpu`` makes a transposed weight contiguous before its copy out):
+        allocated and released before the step's own allocations.
     """
 
     policy: str
@@ -155,6 +159,7 @@ class Plan:
     program: object = None
     unpacked: tuple = ()
     extra_packs: tuple = ()
+    staged_packs: tuple = ()
     algos: dict = field(default_factory=dict)
 
     def __post_init__(self):

@@ -12,6 +12,7 @@ With ``check_invariants=True`` the engine asserts its own rules as it runs and r
 """
 from __future__ import annotations
 
+import difflib
 import heapq
 import time
 from collections import OrderedDict
@@ -106,19 +107,18 @@ class Engine:
         steady = self.warmup is not None or allocator == "pytorch"
         self.warmup_iterations = ((warm_runs if steady else 0)
                                   if warmup_iterations is None else int(warmup_iterations))
-        # the optimizer state a real run makes at its first optimizer step, into the cache the
-        # first iteration's activations left (set_to_none grads, lazily made momentum): under
-        # another plan than the captured one, made there too, not with the parameters
-        self.deferred = []
+        # the static tensors a real run makes during its first iteration (the optimizer state
+        # at the first optimizer step, set_to_none grads and lazily made momentum; cuBLAS's
+        # workspaces at the first GEMM of each pass), into the cache that iteration's
+        # activations leave: under another plan than the captured one, made there too, not
+        # at setup — each once the engine's first iteration has made as many tensors of its
+        # own as the recorded one had (state_positions)
+        self.deferred, self.own_made = [], 0
         if self.warmup is not None and not plan.as_captured and starts \
                 and self.warmup_iterations > 0:
-            static = program.static_tensors
-            first_iter = [i for i, ev in enumerate(program.extra["warmup_events"])
-                          if i >= starts[0] and ev[0] == "alloc" and 0 <= int(ev[1]) < len(static)
-                          and static[int(ev[1])].kind == "optimizer_state"]
-            keys = {int(program.extra["warmup_events"][i][1]) for i in first_iter}
-            self.deferred = [ev for ev in self.warmup if int(ev[1]) in keys]
-            self.warmup = [ev for ev in self.warmup if int(ev[1]) not in keys]
+            self.deferred = state_positions(program)
+            later = {int(ev[1]) for _, ev in self.deferred}
+            self.warmup = [ev for ev in self.warmup if int(ev[1]) not in later]
         self.record = record
         n = len(program.tensors)
         self.size, self.kind, self.stream, self.optional = _tensor_columns(program)
@@ -155,6 +155,9 @@ class Engine:
             self.unpack_at.setdefault(first, []).append((last, nbytes, label))
         for step, nbytes in plan.extra_packs:
             self.pack_at[step] = self.pack_at.get(step, 0) + nbytes
+        self.staged_at = {}       # forward step -> bytes a pack stages on the device first
+        for step, nbytes in plan.staged_packs:
+            self.staged_at.setdefault(step, []).append(nbytes)
         self.unpacked_held = {}   # last step -> handles of its unpacked copies
         self.hooked = bool(self.pack_at or self.unpack_at)
         self._transfer_memo = {}  # (nbytes, direction, pinned) -> seconds
@@ -487,6 +490,8 @@ class Engine:
             self._advance(now)
         if self.hooked and phase == "B" and step.index in self.unpack_at:
             now = self._unpack(step.index, now)
+        if self.hooked and phase == "F" and step.index in self.staged_at:
+            now = self._staged(step.index, now)
         if fresh is not None:
             if self.lean_alloc:
                 # _alloc inline while the allocator places the tensor at once (it fits):
@@ -510,6 +515,11 @@ class Engine:
                 for t in fresh:
                     c["first_touch"] += 1
                     now = alloc(t, now)[0]
+        if self.deferred:
+            if fresh is not None and phase != "R":   # the program's own tensors, made once
+                self.own_made += len(fresh)
+            if self.deferred[0][0] <= self.own_made:
+                now = self._make_deferred(now)
         if self.check:
             if now < t0 or t0 < self._last_step_end:
                 self._violation(f"step {step.index} ({step.name} {phase}) starts at t={now!r} s, "
@@ -588,6 +598,18 @@ class Engine:
             now, h = self._alloc(-1, now, nbytes, category="activation", label=label)
             self.unpacked_held.setdefault(last, []).append((h, nbytes))
             now = self._host_copy(nbytes, "h2d", now)
+        return now
+
+    def _staged(self, k, now):
+        """The device copies the packs of forward step k stage before copying out: each
+        allocated and released again; returns when the step can run."""
+        for nbytes in self.staged_at[k]:
+            now, h = self._alloc(-1, now, nbytes, category="activation",
+                                 label="a pack's contiguous copy")
+            self.mem.free(h)
+            if self.record:
+                self.mem_events.append((now, "activation", -nbytes))
+                self.alloc_trace.append((now, self.mem.allocated_bytes, self.mem.reserved_bytes))
         return now
 
     def _host_copy(self, nbytes, direction, now):
@@ -821,7 +843,7 @@ class Engine:
                     self.mem.free(h)
         if window_at is not None:
             self._cublas_bytes = 0   # the recorded steps ran their GEMMs
-        later = {int(ev[1]) for ev in self.deferred}
+        later = {int(ev[1]) for _, ev in self.deferred}
         missing = [i for i, h in enumerate(handles) if h is None and i not in later]
         if temps or missing:
             raise PlanError(f"warmup_events leave {len(temps)} temporaries allocated and never "
@@ -830,16 +852,20 @@ class Engine:
             self.alloc_trace.append((0.0, self.mem.allocated_bytes, self.mem.reserved_bytes))
         self.peak_tensor = self.mem.requested_bytes
 
-    def _first_optimizer_step(self):
-        """Allocate the optimizer state the first optimizer step makes (``self.deferred``)."""
+    def _make_deferred(self, now, every=False):
+        """Allocate the static tensors the first iteration makes (``self.deferred``) whose
+        turn has come: those due after at most ``own_made`` tensors of the iteration's own
+        (``every``: all that are left). Returns when they are there."""
         static = self.p.static_tensors
-        for ev in self.deferred:
+        made = float("inf") if every else self.own_made
+        while self.deferred and self.deferred[0][0] <= made:
+            _, ev = self.deferred.pop(0)
             st = static[int(ev[1])]
-            self._alloc(-1, self.t_compute, int(ev[2]), category=st.kind,
-                        label=f"static tensor {st.name} ({st.kind})")
+            now = self._alloc(-1, now, int(ev[2]), category=st.kind,
+                              label=f"static tensor {st.name} ({st.kind})")[0]
             self.n_static_allocs += 1
             self.static_alloc_bytes += int(ev[2])
-        self.deferred = []
+        return now
 
     def _iteration_state(self):
         """Per-iteration state: tensor states, stream clocks, counters and records."""
@@ -879,6 +905,8 @@ class Engine:
     def _next_iteration(self):
         """Forget an unmeasured iteration: clocks, counters and records start again; the
         allocator keeps its cached segments, as a real allocator does between iterations."""
+        if self.deferred:   # a plan that made fewer tensors of its own than the recorded one
+            self._make_deferred(self.t_compute, every=True)
         self._iteration_state()
         del self.mem_events[self._setup_events:]
         del self.alloc_trace[self._setup_trace:]
@@ -923,8 +951,8 @@ class Engine:
                 if planned:
                     self.ins_index = i    # read by _choose: the key of plan.algos
                 s = steps[ins[0]]
-                if self.deferred and s.phase == "U":
-                    self._first_optimizer_step()
+                if self.deferred and self.deferred[0][0] <= self.own_made:
+                    self._make_deferred(self.t_compute)
                 if self._cublas_bytes and s.type == "FC":
                     self.mem.map_into_window(self._cublas_bytes)
                     self._cublas_bytes = 0
@@ -1002,6 +1030,53 @@ class Engine:
             options=dict(self.plan.notes), sim_wall_s=wall_s, steps=self.steps_rec,
             transfers=self.transfers, memory_events=self.mem_events,
             allocator_trace=self.alloc_trace, framework=p.framework or p.source)
+
+
+def state_positions(program):
+    """``[(n, event)]``: the static allocations of a captured program's history that its first
+    iteration made (``warmup_events`` from ``warmup_iteration_starts[0]`` on), each with the
+    number of the program's own tensors made before it.
+
+    The recorded first iteration is the steady one plus these allocations, so each comes
+    after as many of the iteration's own allocations as it follows in the record; those are
+    matched to the program's tensors in the order they are made (by size: a GPU capture's
+    allocator record and its op record differ in a few allocations), and under any plan that
+    makes the program's tensors in that order a static allocation comes at the same point.
+    The optimizer state is not made before the program's first update step.
+    """
+    events = program.extra.get("warmup_events") or ()
+    starts = program.extra.get("warmup_iteration_starts") or ()
+    if not starts:
+        return []
+    n_static = len(program.static_tensors)
+    out, own = [], []
+    for ev in events[starts[0]:starts[1] if len(starts) > 1 else len(events)]:
+        if ev[0] != "alloc":
+            continue
+        if 0 <= int(ev[1]) < n_static:
+            out.append((len(own), ev))
+        else:
+            own.append(int(ev[2]))
+    if not out:
+        return []
+    born, _ = program.uses()
+    made = [program.tensors[t].nbytes for s in program.steps for t in s.deps
+            if born[t] == s.index]
+    blocks = difflib.SequenceMatcher(a=own, b=made, autojunk=False).get_matching_blocks()
+    # the optimizer state comes from optimizer.step(): not before the program's update steps
+    first_u = next((s.index for s in program.steps if s.phase == "U"), len(program.steps))
+    before_u = sum(1 for b in born if 0 <= b < first_u)
+
+    def mapped(n):   # own allocations before -> program tensors before
+        m = 0
+        for i, j, size in blocks:
+            if i > n:
+                break
+            m = j + min(n - i, size)
+        return m
+    static = program.static_tensors
+    return [(max(mapped(n), before_u) if static[int(ev[1])].kind == "optimizer_state"
+             else mapped(n), ev) for n, ev in out]
 
 
 def run_plan(program, plan, hardware, *, budget_bytes=None, allocator="ideal",

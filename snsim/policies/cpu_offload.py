@@ -46,9 +46,10 @@ class CpuOffload(Policy):
         ins = unpack_at_node_start(program, build_instructions(
             program, offload=True, offload_tensors=chosen, prefetch_depth=0,
             offload_at_last_forward_use=True), after)
+        copies = saved_parameter_copies(program, within, after)
         return Plan(policy=self.name, instructions=ins, free_after_offload=True,
                     sync_copies=True, pinned_host=o["pin_memory"], notes=dict(o),
-                    unpacked=saved_parameter_copies(program, within, after),
+                    unpacked=copies, staged_packs=staged_packs(program, copies),
                     extra_packs=packs_per_node(program, ins),
                     program=program if program is not given else None)
 
@@ -122,6 +123,11 @@ def unpack_at_node_start(program, instructions, after=frozenset()):
             fetch.setdefault(k, []).append(t)
         for k in lst[:-1]:   # the last node's copy is freed where the tensor dies
             drop.setdefault(end[k], []).append(t)
+    # a node unpacks its saved variables in the order its function declares them: inputs
+    # before outputs, i.e. in the order forward made them
+    born, _ = program.uses()
+    for k in fetch:
+        fetch[k].sort(key=lambda t: (born[t], t))
     out = []
     for i in instructions:
         if type(i) is Compute and i.step in fetch:
@@ -151,6 +157,8 @@ SAVED_PARAMETERS = {
 
 #: module classes whose weight one autograd node saves (linear layers: ``addmm``/``mm``)
 ONE_NODE_SAVERS = frozenset({"Linear", "NonDynamicallyQuantizableLinear"})
+#: module classes whose ops save their weights transposed (``F.linear``: ``weight.t()``)
+TRANSPOSED_SAVERS = ONE_NODE_SAVERS | {"MultiheadAttention"}
 
 
 def saved_parameter_copies(program, within=None, after=frozenset()):
@@ -183,6 +191,7 @@ def saved_parameter_copies(program, within=None, after=frozenset()):
                 continue
             first, _ = span.get(s.name, (s.index, s.index))
             span[s.name] = (first, s.index)
+    aliases = program.extra.get("param_aliases") or {}   # tied weights: lm_head.weight
     out = []
     for path, (first, last) in span.items():
         if path not in packed:
@@ -192,6 +201,18 @@ def saved_parameter_copies(program, within=None, after=frozenset()):
             continue
         for leaf in SAVED_PARAMETERS.get(mods[path], ()):
             name = f"{path}.{leaf}"
-            if size.get(name):
-                out.append((packed[path], first, last, size[name], f"unpacked {name}"))
+            nbytes = size.get(name) or size.get(aliases.get(name), 0)
+            if nbytes:
+                out.append((packed[path], first, last, nbytes, f"unpacked {name}"))
     return tuple(sorted(out))
+
+
+def staged_packs(program, copies):
+    """``(step, bytes)``: the device copy ``save_on_cpu``'s pack makes of a saved weight that
+    is a transposed view (a linear layer's ``addmm``/``mm`` saves ``weight.t()``):
+    ``packed.copy_(tensor)`` into a contiguous host buffer first makes the source contiguous
+    on the device. It lives for the copy, before the op's outputs (autograd saves an op's
+    inputs before it runs the op)."""
+    mods = module_map(program) or {}
+    return tuple((pack, nbytes) for pack, _, _, nbytes, label in copies
+                 if mods.get(label.split()[1].rsplit(".", 1)[0]) in TRANSPOSED_SAVERS)

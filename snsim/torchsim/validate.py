@@ -119,13 +119,23 @@ def summarize(rows):
 
 
 def plain_captures(root="traces/h200"):
-    """``{(model, batch, optimizer): path}`` of the captures of runs without a plan."""
+    """``{(model, batch, optimizer): path}`` of the captures of runs without a plan; of two
+    captures of one configuration, one that recorded its first iteration
+    (``warmup_iteration_starts``: where a run makes its optimizer state and cuBLAS its
+    workspaces, which another plan's first iteration makes at the same points) —
+    ``plain_history/`` holds such captures of configurations first captured without it."""
     from ..trace import load_trace_doc
-    out = {}
-    for f in sorted(glob.glob(f"{root}/*.json.gz") + glob.glob(f"{root}/cpu_bound/*.json.gz")):
-        prov = load_trace_doc(f)["provenance"]
-        if not prov.get("policy"):
-            out[(prov["model"], int(prov["batch"]), prov.get("optimizer", "sgd-momentum"))] = f
+    out, history = {}, {}
+    for f in sorted(glob.glob(f"{root}/*.json.gz") + glob.glob(f"{root}/cpu_bound/*.json.gz")
+                    + glob.glob(f"{root}/plain_history/*.json.gz")):
+        doc = load_trace_doc(f)
+        prov = doc["provenance"]
+        if prov.get("policy"):
+            continue
+        key = (prov["model"], int(prov["batch"]), prov.get("optimizer", "sgd-momentum"))
+        recorded = bool((doc.get("program") or {}).get("warmup_iteration_starts"))
+        if key not in out or (recorded and not history[key]):
+            out[key], history[key] = f, recorded
     return out
 
 
