@@ -305,3 +305,25 @@ def test_engine_plans_on_plain_captures_meet_the_allocated_mean_gate():
     wf, _ = whatif_rows(TRACES)
     assert len(wf) >= 20
     assert wf["err_allocated_pct"].abs().mean() <= 1.0
+
+
+def test_checkpoint_replays_a_block_when_its_first_node_unpacks_anything_it_saved():
+    # a Bottleneck's last ReLU saves its result, the block's output, which the next block
+    # reads and the engine keeps; torch.utils.checkpoint saves it through its pack hook all
+    # the same, so the ReLU's backward node (the block's first) replays the block before it
+    # runs, not the later node that first reads a dropped activation
+    from snsim.hardware import load_hardware
+    from snsim.plan import Compute, Recompute
+    from snsim.policies import get_policy
+    hw = load_hardware("h200")
+    p = read_trace(os.path.join(TRACES, "resnet50_b128.json.gz"))
+    plan = get_policy("checkpoint", modules="Bottleneck").plan(p, hw, hw.budget_bytes)
+    prog = plan.program or p
+    ins = plan.instructions
+    first_b = next(k for k, i in enumerate(ins) if type(i) is Compute
+                   and prog.steps[i.step].phase == "B"
+                   and prog.steps[i.step].name.startswith("layer4.2."))
+    assert prog.steps[ins[first_b].step].name == "layer4.2.relu"
+    replay = [k for k, i in enumerate(ins) if type(i) is Recompute
+              and prog.steps[i.step].name.startswith("layer4.2.")]
+    assert replay and max(replay) < first_b

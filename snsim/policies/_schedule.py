@@ -200,7 +200,8 @@ def liveness_peak(program):
 def build_instructions(program, *, recompute=None, offload=False, offload_types=("CONV",),
                        prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES,
                        checkpoint_layers=None, offload_inputs_of=None, drop_groups=None,
-                       offload_tensors=None, offload_at_last_forward_use=False, cached=None):
+                       offload_tensors=None, offload_at_last_forward_use=False, cached=None,
+                       replay_when=None):
     """Instructions for liveness, optionally with offload/prefetch and recomputation.
 
     Recomputation never needs more memory than liveness (issue 9, D11): when the plan's
@@ -236,6 +237,11 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
         ``{tensor_id: group}``: kept tensors of a ``drop_groups`` group (selective
         checkpointing's saved op outputs) that stay until the group's replay, the first
         backward step that reads a dropped tensor of the group, even when nothing reads them.
+    replay_when : dict, optional
+        ``{backward step: groups}``: a ``drop_groups`` group is replayed at the first of its
+        steps here, if no dropped tensor asked for it earlier (``torch.utils.checkpoint``
+        replays a block when one of its nodes first unpacks anything the block's ops saved,
+        the block's own output included).
     """
     if recompute is not None and recompute not in RECOMPUTE_MODES:
         raise ConfigError(f"recompute mode {recompute!r} must be one of {RECOMPUTE_MODES}")
@@ -245,7 +251,8 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
               checkpoint_types=checkpoint_types, checkpoint_layers=checkpoint_layers,
               offload_inputs_of=offload_inputs_of, drop_groups=drop_groups,
               offload_tensors=offload_tensors,
-              offload_at_last_forward_use=offload_at_last_forward_use, cached=cached)
+              offload_at_last_forward_use=offload_at_last_forward_use, cached=cached,
+              replay_when=replay_when)
     out = _instructions(program, recompute=recompute, **kw)
     if recompute is None or drop_groups is not None:
         return out   # a user's plan (torch.utils.checkpoint) is simulated as written
@@ -268,7 +275,7 @@ _KEEP_ROUNDS = 8   # rounds of keeping the layers replayed at the peak before gi
 def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                   prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES, checkpoint_layers=None,
                   offload_inputs_of=None, kept_layers=(), drop_groups=None, offload_tensors=None,
-                  offload_at_last_forward_use=False, cached=None):
+                  offload_at_last_forward_use=False, cached=None, replay_when=None):
     steps = program.steps
     tensors = program.tensors
     _, last = program.uses()
@@ -320,6 +327,8 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
         replay_at = {}    # group -> the first backward step that reads a dropped tensor of it
         for s in steps:
             if s.phase == "B":
+                for g in (replay_when or {}).get(s.index, ()):
+                    replay_at.setdefault(g, s.index)
                 for t in s.deps:
                     if droppable[t]:
                         replay_at.setdefault(drop_groups[t], s.index)
@@ -448,11 +457,13 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 # before the first op-granular step of the node that reads a dropped tensor
                 need = [t for j in node_steps.get(k, ()) for t in steps[j].deps
                         if t in dropped]
-            if drop_groups is not None and need:
+            asked = ({g for j in node_steps.get(k, ()) for g in replay_when.get(j, ())}
+                     if replay_when and drop_groups is not None else ())
+            if drop_groups is not None and (need or asked):
                 # the whole group comes back at once: every tensor of it that backward still
                 # reads, with the group's temporaries made again on the way and released
                 # after their last reader, as the replayed forward releases them
-                groups = {drop_groups[t] for t in need}
+                groups = {drop_groups[t] for t in need} | set(asked)
                 need = sorted((t for g in groups for t in members[g]
                                if t in dropped and need_until[t] >= k),
                               key=lambda t: (producer_step[t], t))

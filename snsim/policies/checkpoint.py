@@ -54,7 +54,30 @@ class Checkpoint(Policy):
         given = program
         program, _ = split_after_apply(program, set(groups) | set(cached))
         ins = build_instructions(program, recompute="speed", drop_groups=groups,
-                                 cached=cached)
+                                 cached=cached, replay_when=first_unpacks(program, paths))
         return Plan(policy=self.name, instructions=ins,
                     notes={**o, "wrapped": len(paths), "dropped_tensors": len(groups)},
                     program=program if program is not given else None)
+
+
+def first_unpacks(program, paths):
+    """``{backward step: {path}}``: the steps of each wrapped module's nodes that read what an
+    op of the module saved — its own output included (a block's last ReLU saves its result,
+    which the next block reads too). ``torch.utils.checkpoint`` saves everything through its
+    pack hook, so the first such node replays the block, before it computes anything."""
+    made = {}
+    for p in paths:
+        pre = p + "."
+        for s in program.steps:
+            if s.phase == "F" and (s.name == p or s.name.startswith(pre)):
+                for t in s.outputs:
+                    made.setdefault(t, p)
+    out = {}
+    for s in program.steps:
+        if s.phase != "B":
+            continue
+        for t in s.deps:
+            p = made.get(t)
+            if p is not None and (s.name == p or s.name.startswith(p + ".")):
+                out.setdefault(s.index, set()).add(p)
+    return out
