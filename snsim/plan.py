@@ -140,6 +140,11 @@ class Plan:
         Device memory a saved-tensor hook's pack holds for a moment when forward step ``step``
         starts (``save_on_cpu`` makes a transposed weight contiguous before its copy out):
         allocated and released before the step's own allocations.
+    remade : tuple of (first_step, last_step, nbytes, label)
+        Device memory a replay makes again besides the tensors it replays
+        (``torch.utils.checkpoint`` recomputes a block's saved output as new storage while the
+        program keeps the one forward made): allocated when backward step ``first_step``
+        starts, released when ``last_step`` ends.
     """
 
     policy: str
@@ -160,6 +165,7 @@ class Plan:
     unpacked: tuple = ()
     extra_packs: tuple = ()
     staged_packs: tuple = ()
+    remade: tuple = ()
     algos: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -186,10 +192,18 @@ class Plan:
                     and program.steps[ins.step].type == "CONV"):
                 raise PlanError(f"plan.algos[{i}] must belong to a Compute or Recompute of a "
                                 f"CONV step, as {{pass: algorithm name}}")
-        for step, nbytes in self.extra_packs:
-            if not (0 <= step < n_steps and program.steps[step].phase == "F" and nbytes >= 0):
-                raise PlanError(f"plan.extra_packs entry ({step}, {nbytes}) must name a "
-                                f"forward step and bytes >= 0")
+        for what, entries in (("extra_packs", self.extra_packs),
+                              ("staged_packs", self.staged_packs)):
+            for step, nbytes in entries:
+                if not (0 <= step < n_steps and program.steps[step].phase == "F"
+                        and nbytes >= 0):
+                    raise PlanError(f"plan.{what} entry ({step}, {nbytes}) must name a "
+                                    f"forward step and bytes >= 0")
+        for first, last, nbytes, label in self.remade:
+            if not (0 <= first <= last < n_steps and program.steps[first].phase == "B"
+                    and program.steps[last].phase == "B" and nbytes >= 0):
+                raise PlanError(f"plan.remade entry ({first}, {last}, {nbytes}, {label!r}) "
+                                f"must name backward steps first <= last and bytes >= 0")
 
     def _instructions_valid(self, n_steps, n_tensors, steps):
         """Whether every instruction is of a known kind and names an existing step (a forward
@@ -241,6 +255,8 @@ class Plan:
                 "host_buffered": list(self.host_buffered),
                 "unpacked": [list(u) for u in self.unpacked],
                 "extra_packs": [list(e) for e in self.extra_packs],
+                "staged_packs": [list(e) for e in self.staged_packs],
+                "remade": [list(r) for r in self.remade],
                 "algos": {str(i): dict(v) for i, v in sorted(self.algos.items())},
                 "instructions": [[type(i).__name__, i[0]] for i in self.instructions]}
         if self.program is not None:
@@ -278,6 +294,9 @@ class Plan:
                    unpacked=tuple((int(f), int(a), int(b), int(n), str(lab))
                                   for f, a, b, n, lab in d.get("unpacked", ())),
                    extra_packs=tuple((int(k), int(n)) for k, n in d.get("extra_packs", ())),
+                   staged_packs=tuple((int(k), int(n)) for k, n in d.get("staged_packs", ())),
+                   remade=tuple((int(a), int(b), int(n), str(lab))
+                                for a, b, n, lab in d.get("remade", ())),
                    algos=_algos_from(d.get("algos", {}), source))
 
     def save(self, path):

@@ -75,13 +75,25 @@ def graph_from_dict(d, *, source="trace"):
     return G
 
 
+#: a captured program's extras that :func:`program_from_dict` reads back
+PROGRAM_EXTRAS = ("warmup_events", "warmup_iteration_starts", "warmup_first_gemm",
+                  "segment_addresses", "modules", "containers", "param_aliases")
+
+
 def program_to_dict(p):
-    return {"name": p.name, "batch": p.batch, "optimizer": p.optimizer, "source": p.source,
-            "hardware": p.hardware, "static_bytes": dict(p.static_bytes),
-            "steps": [[s.layer, s.name, s.type, s.phase, s.time_s, list(s.deps),
-                       list(s.outputs), list(s.inputs)] for s in p.steps],
-            "tensors": [[t.tensor_id, t.name, t.kind, t.nbytes, t.producer, t.producer_type]
-                        for t in p.tensors]}
+    """A program's ``program`` section; a captured program's individual static allocations,
+    history and module tree (:data:`PROGRAM_EXTRAS`) with it, so that a program a policy
+    rewrote (``Plan.program``) replays as it was planned."""
+    d = {"name": p.name, "batch": p.batch, "optimizer": p.optimizer, "source": p.source,
+         "hardware": p.hardware, "static_bytes": dict(p.static_bytes),
+         "steps": [[s.layer, s.name, s.type, s.phase, s.time_s, list(s.deps),
+                    list(s.outputs), list(s.inputs)] for s in p.steps],
+         "tensors": [[t.tensor_id, t.name, t.kind, t.nbytes, t.producer, t.producer_type]
+                     for t in p.tensors]}
+    if p.static_tensors:
+        d["static_tensors"] = [[st.name, st.kind, st.nbytes] for st in p.static_tensors]
+    d.update({k: p.extra[k] for k in PROGRAM_EXTRAS if k in p.extra})
+    return d
 
 
 def _field(d, key, kind, source, where="trace"):
@@ -173,11 +185,9 @@ def program_from_dict(d, *, graph=None, source="trace"):
                 tensors=tensors, static_bytes=dict(static), graph=graph,
                 source=d.get("source", "capture"), hardware=d.get("hardware", ""),
                 optimizer=d.get("optimizer", "sgd-momentum"),
-                static_tensors=static_tensors if "events" in d else [])
-    p.extra = {k: d[k] for k in ("warmup_events", "warmup_iteration_starts",
-                                 "warmup_first_gemm", "segment_addresses", "modules", "containers",
-                                 "param_aliases") if k in d}
-    if "events" in d and graph is None:
+                static_tensors=static_tensors if "events" in d or static_tensors else [])
+    p.extra = {k: d[k] for k in PROGRAM_EXTRAS if k in d}
+    if ("events" in d or static_tensors) and graph is None:   # a capture's, or one rewritten
         p.graph = layer_graph(p)
         p.adjacency = None
     return p

@@ -327,3 +327,33 @@ def test_checkpoint_replays_a_block_when_its_first_node_unpacks_anything_it_save
     replay = [k for k, i in enumerate(ins) if type(i) is Recompute
               and prog.steps[i.step].name.startswith("layer4.2.")]
     assert replay and max(replay) < first_b
+    # the replay makes that output again as new storage (the recomputed bn3 output, then
+    # added to and ReLU'd in place), held until the ReLU's node returns: one per Bottleneck
+    remade = [r for r in plan.remade if r[3].endswith(" of layer4.2")]
+    assert len(plan.remade) == 16 and len(remade) == 1
+    first, last, nbytes, _ = remade[0]
+    assert first == last == ins[first_b].step
+    assert nbytes == 128 * 2048 * 7 * 7 * 4   # layer4's output, fp32
+
+
+@pytest.mark.parametrize("capture, policy", [("resnet50_b128.json.gz", "checkpoint"),
+                                             ("gpt_b8.json.gz", "cpu_offload")])
+def test_a_saved_hook_plan_replays_identically(tmp_path, capture, policy):
+    # what the hooks add to a plan (its split program, the replay's remade storage, the
+    # packs' staging copies, the unpacked weights) survives Plan.save / Plan.load
+    from snsim.engine.core import run_plan
+    from snsim.hardware import load_hardware
+    from snsim.plan import Plan
+    from snsim.policies import get_policy
+    hw = load_hardware("h200")
+    p = read_trace(os.path.join(TRACES, capture))
+    plan = get_policy(policy).plan(p, hw, hw.budget_bytes)
+    assert plan.remade or plan.staged_packs
+    plan.save(tmp_path / "plan.json")
+    loaded = Plan.load(tmp_path / "plan.json")
+    assert (loaded.remade, loaded.staged_packs, loaded.unpacked) == \
+        (plan.remade, plan.staged_packs, plan.unpacked)
+    a = run_plan(p, plan, hw, allocator="pytorch")
+    b = run_plan(p, loaded, hw, allocator="pytorch")
+    assert (a.peak_allocated_bytes, a.peak_reserved_bytes, a.step_time_s) == \
+        (b.peak_allocated_bytes, b.peak_reserved_bytes, b.step_time_s)

@@ -149,15 +149,17 @@ class Engine:
         self.copy_k = {d: k for (d, pinned), k in copy_slowdown(hardware.name).items()
                        if pinned == bool(plan.pinned_host)}
         self.pack_at = {}         # forward step -> bytes copied out after it: plan.unpacked
-        self.unpack_at = {}       # backward step -> [(last step, bytes, label)]
+        self.unpack_at = {}       # backward step -> [(last step, bytes, label, copied in)]
         for pack, first, last, nbytes, label in plan.unpacked:
             self.pack_at[pack] = self.pack_at.get(pack, 0) + nbytes
-            self.unpack_at.setdefault(first, []).append((last, nbytes, label))
+            self.unpack_at.setdefault(first, []).append((last, nbytes, label, True))
         for step, nbytes in plan.extra_packs:
             self.pack_at[step] = self.pack_at.get(step, 0) + nbytes
         self.staged_at = {}       # forward step -> bytes a pack stages on the device first
         for step, nbytes in plan.staged_packs:
             self.staged_at.setdefault(step, []).append(nbytes)
+        for first, last, nbytes, label in plan.remade:   # made again, with no copy in
+            self.unpack_at.setdefault(first, []).append((last, nbytes, label, False))
         self.unpacked_held = {}   # last step -> handles of its unpacked copies
         self.hooked = bool(self.pack_at or self.unpack_at)
         self._transfer_memo = {}  # (nbytes, direction, pinned) -> seconds
@@ -593,11 +595,13 @@ class Engine:
 
     def _unpack(self, k, now):
         """The plan's unpacked copies that start at backward step k: allocated, then copied in
-        on the compute stream (the step waits); returns when the step can run."""
-        for last, nbytes, label in self.unpack_at[k]:
+        on the compute stream (the step waits; a replay's remade storage is not copied);
+        returns when the step can run."""
+        for last, nbytes, label, copied in self.unpack_at[k]:
             now, h = self._alloc(-1, now, nbytes, category="activation", label=label)
             self.unpacked_held.setdefault(last, []).append((h, nbytes))
-            now = self._host_copy(nbytes, "h2d", now)
+            if copied:
+                now = self._host_copy(nbytes, "h2d", now)
         return now
 
     def _staged(self, k, now):

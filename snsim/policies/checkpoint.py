@@ -57,14 +57,12 @@ class Checkpoint(Policy):
                                  cached=cached, replay_when=first_unpacks(program, paths))
         return Plan(policy=self.name, instructions=ins,
                     notes={**o, "wrapped": len(paths), "dropped_tensors": len(groups)},
-                    program=program if program is not given else None)
+                    program=program if program is not given else None,
+                    remade=remade_outputs(program, paths, set(groups) | set(cached)))
 
 
-def first_unpacks(program, paths):
-    """``{backward step: {path}}``: the steps of each wrapped module's nodes that read what an
-    op of the module saved — its own output included (a block's last ReLU saves its result,
-    which the next block reads too). ``torch.utils.checkpoint`` saves everything through its
-    pack hook, so the first such node replays the block, before it computes anything."""
+def _made_in(program, paths):
+    """``{tensor: path}``: what each module's forward steps make."""
     made = {}
     for p in paths:
         pre = p + "."
@@ -72,6 +70,36 @@ def first_unpacks(program, paths):
             if s.phase == "F" and (s.name == p or s.name.startswith(pre)):
                 for t in s.outputs:
                     made.setdefault(t, p)
+    return made
+
+
+def remade_outputs(program, paths, internal):
+    """``(first, last, bytes, label)`` per tensor a wrapped module makes, keeps for the steps
+    outside it (not ``internal``) and saves for its own backward nodes (a Bottleneck's output,
+    saved by its last ReLU): the replay recomputes it as new storage, held from the first of
+    the module's backward steps that read it to the last."""
+    made = _made_in(program, paths)
+    span = {}
+    for s in program.steps:
+        if s.phase != "B":
+            continue
+        for t in s.deps:
+            p = made.get(t)
+            if p is not None and t not in internal and (s.name == p
+                                                        or s.name.startswith(p + ".")):
+                first, _ = span.get(t, (s.index, s.index))
+                span[t] = (first, s.index)
+    return tuple(sorted((first, last, program.tensors[t].nbytes,
+                         f"replayed {program.tensors[t].name} of {made[t]}")
+                        for t, (first, last) in span.items()))
+
+
+def first_unpacks(program, paths):
+    """``{backward step: {path}}``: the steps of each wrapped module's nodes that read what an
+    op of the module saved — its own output included (a block's last ReLU saves its result,
+    which the next block reads too). ``torch.utils.checkpoint`` saves everything through its
+    pack hook, so the first such node replays the block, before it computes anything."""
+    made = _made_in(program, paths)
     out = {}
     for s in program.steps:
         if s.phase != "B":
