@@ -777,6 +777,33 @@ _HELDOUT22_TOKENS = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT22 = _plan_set(_HELDOUT22, _HELDOUT22_TOKENS)
+# held-out set 23 (2026-12-03): (network, batch, precision, optimizer, plan) combinations no
+# earlier set, capture or profile ran; predicted on this CPU before the device ran them
+_HELDOUT23 = (
+    ("torchvision:resnext50_32x4d", 96, {"cpu_offload": ["pin_memory=true"]}, {"amp": "bf16"}),
+    ("torchvision:googlenet", 192, {"checkpoint": ["modules=Inception"]},
+     {"optimizer": "adamw"}),
+    ("torchvision:shufflenet_v2_x2_0", 256, {"superneurons": []}, {}),
+    ("torchvision:efficientnet_v2_s", 48, {"checkpoint": ["every=2"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:regnet_x_3_2gf", 96, {"cpu_offload": ["pin_memory=true"]}, {}),
+    ("torchvision:vit_l_32", 64, {"checkpoint": ["modules=EncoderBlock"]}, {"amp": "fp16"}),
+    ("torchvision:swin_t", 48, {"plain": []}, {"optimizer": "adam", "amp": "fp16"}),
+    ("torchvision:densenet201", 48, {"cpu_offload": ["pin_memory=true"]}, {"amp": "bf16"}),
+    ("torchvision:mnasnet1_3", 192, {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused"}),
+    ("torchvision:convnext_small", 48, {"checkpoint": ["modules=CNBlock", "selective=true"]},
+     {"amp": "bf16"}),
+    ("torchvision:resnet101", 96, {"superneurons": []}, {}),
+    ("torchvision:inception_v3", 64, {"plain": []}, {"amp": "fp16"}),
+)
+_HELDOUT23_TOKENS = (
+    ("snsim:gpt", 16, (512,), {"checkpoint": ["modules=Block", "selective=true"]},
+     {"amp": "bf16"}),
+    ("snsim:transformer_encoder", 128, (512,),
+     {"checkpoint": ["modules=TransformerEncoderLayer"]}, {"optimizer": "adamw", "amp": "fp16"}),
+)
+PLAN_HELDOUT23 = _plan_set(_HELDOUT23, _HELDOUT23_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -801,7 +828,8 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout16": PLAN_HELDOUT16, "heldout17": PLAN_HELDOUT17,
              "heldout18": PLAN_HELDOUT18, "heldout19": PLAN_HELDOUT19,
              "heldout20": PLAN_HELDOUT20, "heldout21": PLAN_HELDOUT21,
-             "heldout22": PLAN_HELDOUT22, "pageable": PLAN_PAGEABLE}
+             "heldout22": PLAN_HELDOUT22, "heldout23": PLAN_HELDOUT23,
+             "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
