@@ -61,13 +61,24 @@ class Checkpoint(Policy):
                     remade=remade_outputs(program, paths, set(groups) | set(cached)))
 
 
+def _owner(name, wanted):
+    """The outermost of the ``wanted`` module paths that ``name`` is or lies under, or None."""
+    i = name.find(".")
+    while i >= 0:
+        if name[:i] in wanted:
+            return name[:i]
+        i = name.find(".", i + 1)
+    return name if name in wanted else None
+
+
 def _made_in(program, paths):
-    """``{tensor: path}``: what each module's forward steps make."""
+    """``{tensor: path}``: what each module's forward steps make (one pass over the steps)."""
+    wanted = frozenset(paths)
     made = {}
-    for p in paths:
-        pre = p + "."
-        for s in program.steps:
-            if s.phase == "F" and (s.name == p or s.name.startswith(pre)):
+    for s in program.steps:
+        if s.phase == "F" and s.outputs:
+            p = _owner(s.name, wanted)
+            if p is not None:
                 for t in s.outputs:
                     made.setdefault(t, p)
     return made
