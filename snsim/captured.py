@@ -108,6 +108,22 @@ def op_granular(rows, events, n_tensors):
     return steps, streams
 
 
+def last_parts(n_rows, events):
+    """The index of each captured step's last op-granular part (:func:`op_granular`'s steps).
+
+    >>> last_parts(2, [[0, "alloc", 0], [0, "free", 0], [0, "alloc", 1], [1, "free", 1]])
+    [1, 2]
+    """
+    per_step = [[] for _ in range(n_rows)]
+    for ev in events:
+        per_step[ev[0]].append((ev[1], ev[2]))
+    out, n = [], 0
+    for evs in per_step:
+        n += len(_groups(evs))
+        out.append(n - 1)
+    return out
+
+
 def layer_graph(program):
     """The forward layer DAG of a captured program (one node per module call).
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import networkx as nx
 
 from . import checks
-from .captured import layer_graph, op_granular
+from .captured import last_parts, layer_graph, op_granular
 from .errors import TraceError
 from .graph import check_graph
 from .program import (MANAGED_KINDS, OPTIMIZER_STATE_FACTOR, STATIC_KINDS, Program,
@@ -77,7 +77,8 @@ def graph_from_dict(d, *, source="trace"):
 
 #: a captured program's extras that :func:`program_from_dict` reads back
 PROGRAM_EXTRAS = ("warmup_events", "warmup_iteration_starts", "warmup_first_gemm",
-                  "segment_addresses", "modules", "containers", "param_aliases")
+                  "segment_addresses", "modules", "containers", "param_aliases",
+                  "saved_released")
 
 
 def program_to_dict(p):
@@ -177,8 +178,13 @@ def program_from_dict(d, *, graph=None, source="trace"):
               and (len(row) == 3 or checks.is_int(row[3])), source,
               f"program.events[{i}]", row,
               "[step, 'alloc' or 'free', tensor index[, stream]] naming a step and a tensor")
+    released = None
     if "events" in d:   # a capture: op-granular steps, streams, static allocations, its DAG
         steps, streams = op_granular(raw_steps, d["events"], len(tensors))
+        if d.get("saved_released"):   # after a captured step: after its last part
+            last = last_parts(len(raw_steps), d["events"])
+            released = [[int(t), last[int(k)] if int(k) >= 0 else -1]
+                        for t, k in d["saved_released"]]
         tensors = [dataclasses.replace(t, stream=k) if k else t
                    for t, k in zip(tensors, streams)]
     p = Program(name=d.get("name", "captured"), batch=d.get("batch", 1), steps=steps,
@@ -187,6 +193,8 @@ def program_from_dict(d, *, graph=None, source="trace"):
                 optimizer=d.get("optimizer", "sgd-momentum"),
                 static_tensors=static_tensors if "events" in d or static_tensors else [])
     p.extra = {k: d[k] for k in PROGRAM_EXTRAS if k in d}
+    if released is not None:
+        p.extra["saved_released"] = released
     if ("events" in d or static_tensors) and graph is None:   # a capture's, or one rewritten
         p.graph = layer_graph(p)
         p.adjacency = None

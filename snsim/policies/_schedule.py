@@ -201,7 +201,7 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
                        prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES,
                        checkpoint_layers=None, offload_inputs_of=None, drop_groups=None,
                        offload_tensors=None, offload_at_last_forward_use=False, cached=None,
-                       replay_when=None):
+                       replay_when=None, dropped_after=None):
     """Instructions for liveness, optionally with offload/prefetch and recomputation.
 
     Recomputation never needs more memory than liveness (issue 9, D11): when the plan's
@@ -237,6 +237,11 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
         ``{tensor_id: group}``: kept tensors of a ``drop_groups`` group (selective
         checkpointing's saved op outputs) that stay until the group's replay, the first
         backward step that reads a dropped tensor of the group, even when nothing reads them.
+    dropped_after : dict, optional
+        ``{tensor: step}``: with ``offload_at_last_forward_use``, forward still references
+        the tensor until that step ends (a module's local or argument outlives its last
+        reader): the copy out and the release come then, not before (in forward at the
+        latest).
     replay_when : dict, optional
         ``{backward step: groups}``: a ``drop_groups`` group is replayed at the first of its
         steps here, if no dropped tensor asked for it earlier (``torch.utils.checkpoint``
@@ -252,7 +257,7 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
               offload_inputs_of=offload_inputs_of, drop_groups=drop_groups,
               offload_tensors=offload_tensors,
               offload_at_last_forward_use=offload_at_last_forward_use, cached=cached,
-              replay_when=replay_when)
+              replay_when=replay_when, dropped_after=dropped_after)
     out = _instructions(program, recompute=recompute, **kw)
     if recompute is None or drop_groups is not None:
         return out   # a user's plan (torch.utils.checkpoint) is simulated as written
@@ -275,7 +280,8 @@ _KEEP_ROUNDS = 8   # rounds of keeping the layers replayed at the peak before gi
 def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                   prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES, checkpoint_layers=None,
                   offload_inputs_of=None, kept_layers=(), drop_groups=None, offload_tensors=None,
-                  offload_at_last_forward_use=False, cached=None, replay_when=None):
+                  offload_at_last_forward_use=False, cached=None, replay_when=None,
+                  dropped_after=None):
     steps = program.steps
     tensors = program.tensors
     _, last = program.uses()
@@ -357,6 +363,16 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                                       and not droppable[t.tensor_id]
                                       and steps[last[t.tensor_id]].phase == "B")
 
+    offload_after = {}   # forward step -> tensors copied out once it ends
+    if offload and offload_at_last_forward_use:
+        last_f = max((x.index for x in steps if x.phase == "F"), default=-1)
+        later = dropped_after or {}
+        for x in steps:
+            if x.phase == "F":
+                for t in x.deps:
+                    if offloaded[t] and last_f_use.get(t) == x.index:
+                        k = max(x.index, min(later.get(t, -1), last_f))
+                        offload_after.setdefault(k, []).append(t)
     node_steps = {}   # first step of a backward node (a captured step's parts) -> its steps
     members = {}      # group -> its tensors (a scan of every dropped tensor per step is O(n^2))
     if drop_groups is not None:
@@ -475,9 +491,8 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
         emit(computes[k])
         if phase == "F":
             if offload_at_last_forward_use:
-                for t in s.deps:
-                    if offloaded[t] and last_f_use.get(t) == k:
-                        emit(offloads[t])
+                for t in offload_after.get(k, ()):
+                    emit(offloads[t])
             elif offload:
                 for t in s.outputs:
                     if offloaded[t]:

@@ -45,7 +45,8 @@ class CpuOffload(Policy):
                                             saved_parameter_copies(program, within)})
         ins = unpack_at_node_start(program, build_instructions(
             program, offload=True, offload_tensors=chosen, prefetch_depth=0,
-            offload_at_last_forward_use=True), after)
+            offload_at_last_forward_use=True,
+            dropped_after=dict(program.extra.get("saved_released") or ())), after)
         copies = saved_parameter_copies(program, within, after)
         return Plan(policy=self.name, instructions=ins, free_after_offload=True,
                     sync_copies=True, pinned_host=o["pin_memory"], notes=dict(o),

@@ -90,7 +90,8 @@ def iteration_marks(marks, iteration):
 
 def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=None,
                   op_times_s=None, name="model", batch=1, optimizer="sgd-momentum",
-                  hardware="", source="capture", saved=(), step_times_s=None, containers=()):
+                  hardware="", source="capture", saved=(), step_times_s=None, containers=(),
+                  released=None):
     """Build the trace ``program`` dict of iteration ``iteration``.
 
     Parameters
@@ -121,6 +122,10 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
     containers : iterable of str
         Module paths that are containers (``Sequential`` and the like), kept with the module
         tree so the engine's ``checkpoint`` picks the block class as the torch side does.
+    released : dict, optional
+        ``{key: mark}``: where forward dropped the last tensor object it saved of a storage
+        (:attr:`Recorder.released`); listed as ``saved_released``, ``[tensor, step]``: the
+        tensor is dropped once ``step`` ends (-1: before the iteration's first step).
 
     Returns
     -------
@@ -301,6 +306,11 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
                   "raw_marks": m1 - m0},
         "ops": op_rows,
         "saved": sorted(tid_of[k] for k in saved if k in tid_of),
+        "saved_released": sorted(
+            # a mark that starts a step: dropped before it, i.e. once the step before ends
+            [tid_of[k], step_of_mark[m - m0] - (kept[step_of_mark[m - m0]] == m - m0)]
+            for k, m in (released or {}).items()
+            if k in tid_of and m0 <= m < m1 and marks[m][1] == "F"),
         # the module tree: every module path called in forward and its class (the groups a
         # plan can name, e.g. every Bottleneck)
         "modules": {label: kind for label, phase, kind, it in marks[m0:m1]

@@ -608,6 +608,7 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
                          iteration=rec.iteration, static_names=r["static_names"],
                          op_times_s=times, name=spec.name, batch=batch,
                          optimizer=setup.optimizer, hardware=hw.name, source="predict", saved=rec.saved,
+                         released=rec.released,
                          containers=container_paths(r["model"]))
     prog["notes"].update(notes)
     from .capture import param_aliases

@@ -585,6 +585,8 @@ class Recorder:
         self.marks = []
         self.ops = []
         self.saved = set()
+        self.released = {}           # saved storage id -> mark where forward dropped it
+        self._packed_alive = {}
         self.host_events = []
         self.nested_ops = set()      # op indexes issued from C++ inside another op's call
         self.accumulation_ops = set()
@@ -753,9 +755,20 @@ class Recorder:
         sid = self.sid_of(t)
         if sid is not None:
             self.saved.add(sid)
+            # when forward drops the tensor it saved (its storage lives on in what this hook
+            # returns): where save_on_cpu, which keeps no device reference, frees it
+            self._packed_alive[sid] = self._packed_alive.get(sid, 0) + 1
+            f = weakref.finalize(t, self._packed_dropped, sid)
+            f.atexit = False
         # detach: never store an output together with its own grad_fn (a reference cycle
         # would delay the free); the storage and version counter are shared
         return t.detach()
+
+    def _packed_dropped(self, sid):
+        n = self._packed_alive[sid] - 1
+        self._packed_alive[sid] = n
+        if n == 0:
+            self.released[sid] = self.cur
 
     @staticmethod
     def unpack(t):
