@@ -123,9 +123,9 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
         Module paths that are containers (``Sequential`` and the like), kept with the module
         tree so the engine's ``checkpoint`` picks the block class as the torch side does.
     released : dict, optional
-        ``{key: mark}``: where forward dropped the last tensor object it saved of a storage
-        (:attr:`Recorder.released`); listed as ``saved_released``, ``[tensor, step]``: the
-        tensor is dropped once ``step`` ends (-1: before the iteration's first step).
+        ``{key: (mark, ops before)}``: where forward dropped the last tensor object it saved
+        of a storage (:attr:`Recorder.released`); listed as ``saved_released``,
+        ``[tensor, step]``: the tensor is dropped once ``step`` ends.
 
     Returns
     -------
@@ -307,9 +307,10 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
         "ops": op_rows,
         "saved": sorted(tid_of[k] for k in saved if k in tid_of),
         "saved_released": sorted(
-            # a mark that starts a step: dropped before it, i.e. once the step before ends
-            [tid_of[k], step_of_mark[m - m0] - (kept[step_of_mark[m - m0]] == m - m0)]
-            for k, m in (released or {}).items()
+            # dropped before any op of its step ran: once the step before ends
+            [tid_of[k], step_of_mark[m - m0]
+             - all(j >= at for j in step_ops[step_of_mark[m - m0]])]
+            for k, (m, at) in (released or {}).items()
             if k in tid_of and m0 <= m < m1 and marks[m][1] == "F"),
         # the module tree: every module path called in forward and its class (the groups a
         # plan can name, e.g. every Bottleneck)

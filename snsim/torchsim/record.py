@@ -585,7 +585,8 @@ class Recorder:
         self.marks = []
         self.ops = []
         self.saved = set()
-        self.released = {}           # saved storage id -> mark where forward dropped it
+        self.released = {}           # saved storage id -> (mark, ops so far) where forward
+        #                              dropped the last tensor object it saved
         self._packed_alive = {}
         self.host_events = []
         self.nested_ops = set()      # op indexes issued from C++ inside another op's call
@@ -768,7 +769,7 @@ class Recorder:
         n = self._packed_alive[sid] - 1
         self._packed_alive[sid] = n
         if n == 0:
-            self.released[sid] = self.cur
+            self.released[sid] = (self.cur, len(self.ops))
 
     @staticmethod
     def unpack(t):
