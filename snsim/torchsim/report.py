@@ -268,7 +268,8 @@ ALL_REPRICED_FOLDERS = ("plans_standard_fresh,plans_heldout,plans_heldout2_rerun
                         "plans_heldout7,plans_heldout8,plans_heldout9,plans_heldout10_gauge,"
                         "plans_heldout11,plans_heldout12,plans_heldout13,plans_heldout14,"
                         "plans_heldout15,plans_heldout16,plans_heldout17,plans_heldout18,"
-                        "plans_heldout19,plans_heldout20,plans_heldout21,plans_heldout22")
+                        "plans_heldout19,plans_heldout20,plans_heldout21,plans_heldout22,"
+                        "plans_heldout23")
 REPRICED_CSV = os.path.join("docs", "data", "plans_repriced_checkpoint_innet_h200.csv")
 # (stored before-run column, re-predicted column, quantity) of repredict_plans.py's CSV
 _REPRED_ERRORS = (("stored_err_pct", "repred_err_pct", "step time"),
@@ -861,18 +862,20 @@ def _all_repriced_text(rows):
         body.append([pol, str(len(e)), _pct(statistics.mean(e)), f"{statistics.mean(a):.1f}",
                      f"{statistics.median(a):.1f}", f"{max(a):.1f}"])
     return ["### Every executed plan run re-recorded with session 21's code\n",
-            f"All {len(rows)} completed runs of the standard suite and held-out sets 1-22 "
+            f"All {len(rows)} completed runs of the standard suite and held-out sets 1-23 "
             "(every policy), each recorded again by the fake run with session 21's recorder "
             "(every softmax backward's `grad * output` temporary, an fp16 softmax into fp32 "
             "as one half_to_float kernel, a matmul's operand form) and priced with the "
             "kernel table and host model of session 21 (set 22's runs recorded in session "
-            "22, whose changes leave the other runs' figures the same to the digit) "
+            "22, set 23's in session 23, whose changes leave the other runs' figures the "
+            "same to the digit) "
             f"(`PYTHONPATH=. python scripts/reprice_plans.py --cache NEW_DIR --folder "
             f"{ALL_REPRICED_FOLDERS} --csv {ALL_REPRICED_CSV}`). Session 15's re-recording of "
             "sets 1-16 gave checkpoint 12.1 %, all 10.7 % mean |err| (median 7.8 %); "
             "session 18's of sets 1-18 checkpoint 11.5 %, all 10.2 % (median 7.1 %); "
             "session 19's of sets 1-19 checkpoint 11.3 %, all 10.1 % (median 7.2 %); "
-            "session 21's of sets 1-21 checkpoint 11.0 %, all 10.1 % (median 7.2 %). "
+            "session 21's of sets 1-21 checkpoint 11.0 %, all 10.1 % (median 7.2 %); "
+            "session 22's of sets 1-22 checkpoint 10.8 %, all 10.1 % (median 7.2 %). "
             "Re-pricings after the fact, not before-run predictions; most of these runs "
             "informed earlier changes.\n",
             _table(["policy", "runs", "signed mean %", "mean |err| %", "median |err| %",
