@@ -84,25 +84,31 @@ def _made_in(program, paths):
     return made
 
 
+def _own_reads(program, paths):
+    """``(step, tensor, path)`` for every read by a wrapped module's backward step of a tensor
+    the module's forward made, in step order."""
+    made = _made_in(program, paths)
+    for s in program.steps:
+        if s.phase == "B":
+            for t in s.deps:
+                p = made.get(t)
+                if p is not None and (s.name == p or s.name.startswith(p + ".")):
+                    yield s.index, t, p
+
+
 def remade_outputs(program, paths, internal):
     """``(first, last, bytes, label)`` per tensor a wrapped module makes, keeps for the steps
     outside it (not ``internal``) and saves for its own backward nodes (a Bottleneck's output,
     saved by its last ReLU): the replay recomputes it as new storage, held from the first of
     the module's backward steps that read it to the last."""
-    made = _made_in(program, paths)
     span = {}
-    for s in program.steps:
-        if s.phase != "B":
-            continue
-        for t in s.deps:
-            p = made.get(t)
-            if p is not None and t not in internal and (s.name == p
-                                                        or s.name.startswith(p + ".")):
-                first, _ = span.get(t, (s.index, s.index))
-                span[t] = (first, s.index)
+    for k, t, p in _own_reads(program, paths):
+        if t not in internal:
+            first, _, _ = span.get(t, (k, k, p))
+            span[t] = (first, k, p)
     return tuple(sorted((first, last, program.tensors[t].nbytes,
-                         f"replayed {program.tensors[t].name} of {made[t]}")
-                        for t, (first, last) in span.items()))
+                         f"replayed {program.tensors[t].name} of {p}")
+                        for t, (first, last, p) in span.items()))
 
 
 def first_unpacks(program, paths):
@@ -110,13 +116,7 @@ def first_unpacks(program, paths):
     op of the module saved — its own output included (a block's last ReLU saves its result,
     which the next block reads too). ``torch.utils.checkpoint`` saves everything through its
     pack hook, so the first such node replays the block, before it computes anything."""
-    made = _made_in(program, paths)
     out = {}
-    for s in program.steps:
-        if s.phase != "B":
-            continue
-        for t in s.deps:
-            p = made.get(t)
-            if p is not None and (s.name == p or s.name.startswith(p + ".")):
-                out.setdefault(s.index, set()).add(p)
+    for k, _, p in _own_reads(program, paths):
+        out.setdefault(k, set()).add(p)
     return out
