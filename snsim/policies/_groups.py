@@ -144,19 +144,13 @@ def steps_in(program, path):
             if s.phase == "F" and (s.name == path or s.name.startswith(pre))]
 
 
-def internal_tensors(program, paths, *, keep_types=(), keep_ops=()):
-    """``{tensor_id: path}``: activations made inside each module that no forward step outside
-    it reads (what ``torch.utils.checkpoint`` does not keep), and the buffers no tensor owns
-    that the module's forward makes and backward frees, except outputs of ``keep_types``
-    steps (selective checkpointing keeps conv/matmul outputs).
-
-    ``keep_ops`` names the aten ops whose outputs are kept where the program names its tensors
-    by the op that made them (captures and predictions); a program that does not (the zoo:
-    ``layer.y``) keeps the outputs of its ``keep_types`` steps instead."""
-    steps = program.steps
+def step_owners(program, paths):
+    """``{forward step: path}``: the module of ``paths`` each forward step lies in (its name
+    is the path or lies under it; of nested paths, the later in ``paths``), in one pass over
+    the steps (:func:`steps_in` for every path)."""
     wanted = set(paths)
-    inside = {p: [] for p in wanted}   # steps_in(program, p) for every p, in one pass
-    for s in steps:
+    inside = {p: [] for p in wanted}
+    for s in program.steps:
         if s.phase == "F":
             name = s.name
             if name in wanted:
@@ -170,6 +164,20 @@ def internal_tensors(program, paths, *, keep_types=(), keep_ops=()):
     for path in paths:
         for k in inside[path]:
             owner[k] = path
+    return owner
+
+
+def internal_tensors(program, paths, *, keep_types=(), keep_ops=()):
+    """``{tensor_id: path}``: activations made inside each module that no forward step outside
+    it reads (what ``torch.utils.checkpoint`` does not keep), and the buffers no tensor owns
+    that the module's forward makes and backward frees, except outputs of ``keep_types``
+    steps (selective checkpointing keeps conv/matmul outputs).
+
+    ``keep_ops`` names the aten ops whose outputs are kept where the program names its tensors
+    by the op that made them (captures and predictions); a program that does not (the zoo:
+    ``layer.y``) keeps the outputs of its ``keep_types`` steps instead."""
+    steps = program.steps
+    owner = step_owners(program, paths)
     _, last = program.uses()
     keep_ops = frozenset(keep_ops)
     by_op = bool(keep_ops) and any(t.name in keep_ops for t in program.tensors)

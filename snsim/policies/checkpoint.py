@@ -11,7 +11,7 @@ the ops :data:`SELECTIVE_SAVE_OPS`, which ``snsim execute`` saves with
 """
 from ..errors import ConfigError
 from ..plan import Plan
-from ._groups import internal_tensors, select_modules
+from ._groups import internal_tensors, select_modules, step_owners
 from ._schedule import build_instructions
 from ._unpack import split_after_apply
 from .base import Policy, flag, integer, names, register
@@ -61,27 +61,10 @@ class Checkpoint(Policy):
                     remade=remade_outputs(program, paths, set(groups) | set(cached)))
 
 
-def _owner(name, wanted):
-    """The outermost of the ``wanted`` module paths that ``name`` is or lies under, or None."""
-    i = name.find(".")
-    while i >= 0:
-        if name[:i] in wanted:
-            return name[:i]
-        i = name.find(".", i + 1)
-    return name if name in wanted else None
-
-
 def _made_in(program, paths):
-    """``{tensor: path}``: what each module's forward steps make (one pass over the steps)."""
-    wanted = frozenset(paths)
-    made = {}
-    for s in program.steps:
-        if s.phase == "F" and s.outputs:
-            p = _owner(s.name, wanted)
-            if p is not None:
-                for t in s.outputs:
-                    made.setdefault(t, p)
-    return made
+    """``{tensor: path}``: what each module's forward steps make."""
+    steps = program.steps
+    return {t: p for k, p in step_owners(program, paths).items() for t in steps[k].outputs}
 
 
 def _own_reads(program, paths):
