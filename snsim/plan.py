@@ -140,11 +140,12 @@ class Plan:
         Device memory a saved-tensor hook's pack holds for a moment when forward step ``step``
         starts (``save_on_cpu`` makes a transposed weight contiguous before its copy out):
         allocated and released before the step's own allocations.
-    remade : tuple of (first_step, last_step, nbytes, label)
-        Device memory a replay makes again besides the tensors it replays
-        (``torch.utils.checkpoint`` recomputes a block's saved output as new storage while the
-        program keeps the one forward made): allocated when backward step ``first_step``
-        starts, released when ``last_step`` ends.
+    remade : tuple of (first_step, last_step, tensor, label)
+        Tensors a replay makes again as new storage that backward steps ``first_step`` ..
+        ``last_step`` read in place of the one forward made (``torch.utils.checkpoint``
+        recomputes a block's saved output; the program's own copy dies after its last reader
+        outside the block): made by the replay of the step that makes ``tensor`` when the
+        replay runs it, else when ``first_step`` starts; released when ``last_step`` ends.
     """
 
     policy: str
@@ -199,11 +200,11 @@ class Plan:
                         and nbytes >= 0):
                     raise PlanError(f"plan.{what} entry ({step}, {nbytes}) must name a "
                                     f"forward step and bytes >= 0")
-        for first, last, nbytes, label in self.remade:
+        for first, last, t, label in self.remade:
             if not (0 <= first <= last < n_steps and program.steps[first].phase == "B"
-                    and program.steps[last].phase == "B" and nbytes >= 0):
-                raise PlanError(f"plan.remade entry ({first}, {last}, {nbytes}, {label!r}) "
-                                f"must name backward steps first <= last and bytes >= 0")
+                    and program.steps[last].phase == "B" and 0 <= t < n_tensors):
+                raise PlanError(f"plan.remade entry ({first}, {last}, {t}, {label!r}) must "
+                                f"name backward steps first <= last and a tensor")
 
     def _instructions_valid(self, n_steps, n_tensors, steps):
         """Whether every instruction is of a known kind and names an existing step (a forward
@@ -295,8 +296,8 @@ class Plan:
                                   for f, a, b, n, lab in d.get("unpacked", ())),
                    extra_packs=tuple((int(k), int(n)) for k, n in d.get("extra_packs", ())),
                    staged_packs=tuple((int(k), int(n)) for k, n in d.get("staged_packs", ())),
-                   remade=tuple((int(a), int(b), int(n), str(lab))
-                                for a, b, n, lab in d.get("remade", ())),
+                   remade=tuple((int(a), int(b), int(t), str(lab))
+                                for a, b, t, lab in d.get("remade", ())),
                    algos=_algos_from(d.get("algos", {}), source))
 
     def save(self, path):

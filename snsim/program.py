@@ -8,6 +8,7 @@ Policies and the engine work on programs only.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -105,6 +106,17 @@ class Program:
         if self._plan_memo is None:
             self._plan_memo = {}
         return self._plan_memo
+
+    def derive(self, **changes):
+        """A copy of the program with ``changes`` (fields, as ``dataclasses.replace``): what a
+        policy runs instead (its steps split or rewired, its tensors moved). The memos start
+        empty; a copy with as many steps and tensors notes ``indices_of`` (this program), so
+        that the plans of both share their instruction instances (values of a kind and an
+        index: :func:`snsim.policies._schedule._instruction_table`)."""
+        new = dataclasses.replace(self, **changes)
+        if len(new.steps) == len(self.steps) and len(new.tensors) == len(self.tensors):
+            new.plan_memo()["indices_of"] = self
+        return new
 
     def layer_types(self):
         """``{layer: type}`` of the layer graph's nodes, in the graph's order; None for a

@@ -809,6 +809,26 @@ def test_lazy_window_places_segments_upward_above_earlier_ones_while_they_fit():
     a.check_invariants()
 
 
+def test_lazy_window_opens_after_the_first_allocation_of_the_step():
+    # hand calculation: the engine's first training step asks for the window once its first
+    # allocation is made, as a capture's history opens it after the step's first event: a
+    # conv's output (20 MiB) goes below the earlier segment, its workspace (30 MiB) into the
+    # window; a cuBLAS mapping asked for before any new segment opens it as well
+    mib = 2**20
+    a = PytorchAllocator(segment_placement="driver", lazy_window_bytes=100 * mib)
+    setup = a.alloc(20 * mib)
+    a.open_lazy_window_after(a.allocations)
+    out, ws = a.alloc(20 * mib), a.alloc(30 * mib)
+    top = 1 << 56
+    assert [a.address_of(h) for h in (setup, out, ws)] == [top - 20 * mib, top - 40 * mib, top]
+    b = PytorchAllocator(segment_placement="driver", lazy_window_bytes=100 * mib)
+    b.open_lazy_window_after(b.allocations)
+    b.alloc(512)                  # small pool, no large segment: the step's first allocation
+    b.map_into_window(64 * mib)   # its first GEMM
+    assert b.address_of(b.alloc(20 * mib)) == top + 64 * mib
+    a.check_invariants()
+
+
 def test_lazy_window_option_and_module_loading_are_checked(monkeypatch):
     with pytest.raises(ConfigError, match="lazy_window_bytes"):
         PytorchAllocator(segment_placement="driver", lazy_window_bytes=-1)

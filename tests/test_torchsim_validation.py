@@ -331,9 +331,14 @@ def test_checkpoint_replays_a_block_when_its_first_node_unpacks_anything_it_save
     # added to and ReLU'd in place), held until the ReLU's node returns: one per Bottleneck
     remade = [r for r in plan.remade if r[3].endswith(" of layer4.2")]
     assert len(plan.remade) == 16 and len(remade) == 1
-    first, last, nbytes, _ = remade[0]
+    first, last, t, _ = remade[0]
     assert first == last == ins[first_b].step
-    assert nbytes == 128 * 2048 * 7 * 7 * 4   # layer4's output, fp32
+    assert prog.tensors[t].nbytes == 128 * 2048 * 7 * 7 * 4   # layer4's output, fp32
+    # the ReLU's node reads the replay's copy: the output forward made dies after its last
+    # reader outside the block, the average pool's forward (which saves only a shape)
+    assert t not in prog.steps[first].deps
+    _, last_use = prog.uses()
+    assert prog.steps[last_use[t]].phase == "F" and prog.steps[last_use[t]].name == "avgpool"
 
 
 @pytest.mark.parametrize("capture, policy", [("resnet50_b128.json.gz", "checkpoint"),

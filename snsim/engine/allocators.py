@@ -720,6 +720,7 @@ class PytorchAllocator(Allocator):
                               f"(={lazy_window_bytes!r}) must be an int >= 0")
         self.lazy_window_bytes = lazy_window_bytes
         self._window = None   # [next address, end] once open_lazy_window() has run
+        self._window_after = None   # open it once more allocations than this were made
         self._made = 0   # segments ever created (num_segments drops when they are released)
         if expandable_segments is not False:
             raise ConfigError(
@@ -929,6 +930,8 @@ class PytorchAllocator(Allocator):
                         f"reserved + {size} B > capacity {cap} B after releasing cached segments "
                         f"({self.allocated_bytes} B allocated)",
                         requested_bytes=nbytes, short_bytes=self.reserved_bytes + size - cap)
+        if self._window_after is not None:
+            self._open_pending_window()
         if self._made < len(self._addresses):
             addr = self._addresses[self._made]
         elif self.segment_placement == "driver":
@@ -967,11 +970,24 @@ class PytorchAllocator(Allocator):
             # above the top-down segments (which start below 1 << 56) and below nothing
             self._window = [1 << 56, (1 << 56) + self.lazy_window_bytes]
 
+    def open_lazy_window_after(self, allocations):
+        """Open the window (:meth:`open_lazy_window`) once more than ``allocations``
+        allocations have been made: the engine's first training step opens it after the
+        step's first allocation, as a capture's recorded history does."""
+        self._window_after = int(allocations)
+
+    def _open_pending_window(self):
+        if self.allocations > self._window_after:
+            self._window_after = None
+            self.open_lazy_window()
+
     def map_into_window(self, nbytes):
         """Memory the driver maps at the open window's next address, outside the caching
         allocator (cuBLAS's first GEMM: 64 MiB on the H200, the hole after transformer_encoder's
         first ``in_proj`` output in its histories and before the GEMM's workspace in
         ``scripts/va_probe.py``'s); nothing if the window is not open or it does not fit."""
+        if self._window_after is not None:
+            self._open_pending_window()
         window = self._window
         if window is not None and window[0] + nbytes <= window[1]:
             window[0] += nbytes

@@ -92,9 +92,9 @@ class Engine:
             options.setdefault("lazy_window_bytes",
                                hardware.lazy_loading_window_bytes if lazy else 0)
         self.mem = make_allocator(allocator, self.budget, **options)
-        # the window opens after the first operation of the first training step (a replayed
-        # capture's, or else the engine's first iteration's); cuBLAS maps its memory there at
-        # the first GEMM (an FC step)
+        # the window opens once the first training step has made its first allocation (a
+        # replayed capture's, or else the engine's first iteration's); cuBLAS maps its memory
+        # there at the first GEMM (an FC step)
         self._open_window = getattr(self.mem, "open_lazy_window", None)
         replayed = self.warmup is not None and plan.as_captured and bool(starts)
         self._window_at = int(starts[0]) if replayed else None
@@ -149,17 +149,22 @@ class Engine:
         self.copy_k = {d: k for (d, pinned), k in copy_slowdown(hardware.name).items()
                        if pinned == bool(plan.pinned_host)}
         self.pack_at = {}         # forward step -> bytes copied out after it: plan.unpacked
-        self.unpack_at = {}       # backward step -> [(last step, bytes, label, copied in)]
+        # backward step -> [(last step, bytes, label, copied in, tensor remade or None)]
+        self.unpack_at = {}
         for pack, first, last, nbytes, label in plan.unpacked:
             self.pack_at[pack] = self.pack_at.get(pack, 0) + nbytes
-            self.unpack_at.setdefault(first, []).append((last, nbytes, label, True))
+            self.unpack_at.setdefault(first, []).append((last, nbytes, label, True, None))
         for step, nbytes in plan.extra_packs:
             self.pack_at[step] = self.pack_at.get(step, 0) + nbytes
         self.staged_at = {}       # forward step -> bytes a pack stages on the device first
         for step, nbytes in plan.staged_packs:
             self.staged_at.setdefault(step, []).append(nbytes)
-        for first, last, nbytes, label in plan.remade:   # made again, with no copy in
-            self.unpack_at.setdefault(first, []).append((last, nbytes, label, False))
+        self.remade_last = {}     # tensor -> the last backward step reading its replay's copy
+        for first, last, t, label in plan.remade:   # made again, with no copy in
+            self.unpack_at.setdefault(first, []).append(
+                (last, program.tensors[t].nbytes, label, False, t))
+            self.remade_last[t] = last
+        self.remade_early = set()   # remade tensors the replay of their step made already
         self.unpacked_held = {}   # last step -> handles of its unpacked copies
         self.hooked = bool(self.pack_at or self.unpack_at)
         self._transfer_memo = {}  # (nbytes, direction, pinned) -> seconds
@@ -495,7 +500,17 @@ class Engine:
         if self.hooked and phase == "F" and step.index in self.staged_at:
             now = self._staged(step.index, now)
         if fresh is not None:
-            if self.lean_alloc:
+            if self.deferred and phase != "R":
+                # the first iteration's static tensors come between the program's own ones,
+                # each after as many of them as the record made before it (state_positions)
+                alloc, deferred = self._alloc, self.deferred
+                for t in fresh:
+                    if deferred and deferred[0][0] <= self.own_made:
+                        now = self._make_deferred(now)
+                    c["first_touch"] += 1
+                    now = alloc(t, now)[0]
+                    self.own_made += 1
+            elif self.lean_alloc:
                 # _alloc inline while the allocator places the tensor at once (it fits):
                 # outputs are most of a replay's allocations
                 mem = self.mem
@@ -517,11 +532,8 @@ class Engine:
                 for t in fresh:
                     c["first_touch"] += 1
                     now = alloc(t, now)[0]
-        if self.deferred:
-            if fresh is not None and phase != "R":   # the program's own tensors, made once
-                self.own_made += len(fresh)
-            if self.deferred[0][0] <= self.own_made:
-                now = self._make_deferred(now)
+        if self.deferred and self.deferred[0][0] <= self.own_made:
+            now = self._make_deferred(now)
         if self.check:
             if now < t0 or t0 < self._last_step_end:
                 self._violation(f"step {step.index} ({step.name} {phase}) starts at t={now!r} s, "
@@ -597,7 +609,10 @@ class Engine:
         """The plan's unpacked copies that start at backward step k: allocated, then copied in
         on the compute stream (the step waits; a replay's remade storage is not copied);
         returns when the step can run."""
-        for last, nbytes, label, copied in self.unpack_at[k]:
+        for last, nbytes, label, copied, t in self.unpack_at[k]:
+            if t is not None and t in self.remade_early:
+                self.remade_early.discard(t)
+                continue
             now, h = self._alloc(-1, now, nbytes, category="activation", label=label)
             self.unpacked_held.setdefault(last, []).append((h, nbytes))
             if copied:
@@ -646,8 +661,23 @@ class Engine:
         self.replaying = None
         self.recomputed.append(step.name)   # only replays that ran
         for t in byproducts:
-            self._release_gpu(t, self.t_compute)
+            if t in self.remade_last:   # the copy backward reads: held to its last reader
+                self._hold_remade(t)
+            else:
+                self._release_gpu(t, self.t_compute)
             self.state[t] = FREED
+
+    def _hold_remade(self, t):
+        """A replay made tensor ``t`` again, which ``plan.remade`` gives to backward steps in
+        place of the copy forward made: its storage stays until the last of them ends."""
+        self.unpacked_held.setdefault(self.remade_last[t], []).append(
+            (self.handle[t], self.size[t]))
+        self.remade_early.add(t)
+        self.handle[t] = None
+        self.idle_release[t] = False
+        self.release_seq[t] = 0
+        if self.lru is not None:
+            self.lru.pop(t, None)
 
     def _free(self, t):
         state = self.state
@@ -949,6 +979,11 @@ class Engine:
         on_tensor = {Offload: self._offload, Drop: self._drop, Evict: self._evict}
         instructions = self.plan.instructions
         serves_until, serves = -1, None   # Recomputes before serves_until serve step serves
+        if self._open_window is not None:
+            # the first training step: the window opens once its first allocation is made
+            # (as a replayed capture's opens after the recorded step's first allocation)
+            self.mem.open_lazy_window_after(self.mem.allocations)
+            self._open_window = None
         for i, ins in enumerate(instructions):
             kind = type(ins)
             if kind is Compute:
@@ -966,9 +1001,6 @@ class Engine:
                     dtr.before_step(s)
                     run_step(s, s.phase, s.time_s)
                     dtr.after_step(s)
-                if self._open_window is not None:
-                    self._open_window()
-                    self._open_window = None
                 continue
             if kind is Prefetch:
                 # most find the tensor resident: a prefetch does something only for a tensor

@@ -458,6 +458,15 @@ class SplicedProgram(Program):
         layers = getattr(self, "_layers", None)
         return super().graph_attrs() if layers is None else layers[2]
 
+    def derive(self, **changes):
+        """As :meth:`Program.derive`, with the graph still to be made from the same records."""
+        layers = getattr(self, "_layers", None)
+        if layers is None or "graph" in changes:
+            return super().derive(**changes)
+        new = super().derive(graph=None, **changes)
+        new._layers = layers
+        return new
+
 
 class Splicer:
     """Programs of one family (one batch, hardware, optimizer, framework) by splicing.

@@ -88,6 +88,8 @@ def _instruction_table(program):
     the others as plans ask for them."""
     memo = program.plan_memo()
     hit = memo.get("instructions")
+    if hit is None and "indices_of" in memo:   # a derived program with the same indices
+        hit = memo["instructions"] = _instruction_table(memo["indices_of"])
     if hit is None:
         new = tuple.__new__
         hit = memo["instructions"] = {k: _Made(k) for k in (Recompute, Drop, Offload, Prefetch)}
@@ -238,10 +240,10 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
         checkpointing's saved op outputs) that stay until the group's replay, the first
         backward step that reads a dropped tensor of the group, even when nothing reads them.
     dropped_after : dict, optional
-        ``{tensor: step}``: with ``offload_at_last_forward_use``, forward still references
-        the tensor until that step ends (a module's local or argument outlives its last
-        reader): the copy out and the release come then, not before (in forward at the
-        latest).
+        ``{tensor: step}``: forward still references the tensor until that step ends (a
+        module's local or argument outlives its last reader): with
+        ``offload_at_last_forward_use`` the copy out and the release come then, and a
+        ``drop_groups`` tensor is dropped then, not before (in forward at the latest).
     replay_when : dict, optional
         ``{backward step: groups}``: a ``drop_groups`` group is replayed at the first of its
         steps here, if no dropped tensor asked for it earlier (``torch.utils.checkpoint``
@@ -363,10 +365,16 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                                       and not droppable[t.tensor_id]
                                       and steps[last[t.tensor_id]].phase == "B")
 
+    last_f = max((x.index for x in steps if x.phase == "F"), default=-1)
+    later = dropped_after or {}
+    drop_late = {}   # forward step -> group tensors dropped once it ends, after their last reader
+    if drop_groups is not None and later:
+        for t, k in later.items():
+            if droppable[t] and t in last_f_use and min(k, last_f) > last_f_use[t]:
+                drop_late.setdefault(min(k, last_f), []).append(t)
+    late = {t for ts in drop_late.values() for t in ts}
     offload_after = {}   # forward step -> tensors copied out once it ends
     if offload and offload_at_last_forward_use:
-        last_f = max((x.index for x in steps if x.phase == "F"), default=-1)
-        later = dropped_after or {}
         for x in steps:
             if x.phase == "F":
                 for t in x.deps:
@@ -405,6 +413,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                     out.append(prefetches[t])
 
     transient = []          # by-products of this step's replays that nothing needs
+    forward_temps = {}      # replayed group tensors backward never reads -> last forward reader
     now = [0]               # index of the step being scheduled
     any_memory = "memory" in seg_mode.values()
 
@@ -429,8 +438,23 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
             stack.pop()
             replay(producer_step[frame[0]], keep)
 
+    def drop_forward_temporaries(before, keep):
+        """Drop the replayed group temporaries that only forward reads and whose last reader
+        comes before step ``before`` (``None``: all of them; the replayed forward returned):
+        the replay of a step that made nothing dropped (an in-place add) is not emitted, so
+        its reads free nothing on their own."""
+        for x, j in list(forward_temps.items()):
+            if before is None or j < before:
+                del forward_temps[x]
+                if x in replayed and x not in keep:
+                    out.append(drops[x])
+                    replayed.discard(x)
+                    dropped.add(x)
+
     def replay(k, keep):
         s = steps[k]
+        if forward_temps:
+            drop_forward_temporaries(k, keep)
         out.append(recomputes[k])
         for y in s.outputs:
             if y in dropped:    # a freed by-product (e.g. another fork copy) stays freed
@@ -438,6 +462,8 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 replayed.add(y)
                 if need_until[y] <= now[0]:
                     transient.append(y)   # revived only as a by-product: free after the step
+                if drop_groups is not None and steps[last[y]].phase == "F":
+                    forward_temps[y] = last_f_use.get(y, k)
         if seg_mode.get(seg.get(s.layer)) == "memory":
             for x in s.inputs:
                 if x in replayed and x not in keep:
@@ -488,6 +514,8 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 for t in need:
                     if t in dropped:
                         ensure(t, keep)
+                if forward_temps:   # the replayed forward has returned
+                    drop_forward_temporaries(None, keep)
         emit(computes[k])
         if phase == "F":
             if offload_at_last_forward_use:
@@ -503,9 +531,13 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                     # step's op-level temporaries that backward reads): torch keeps none
                     if droppable[t] and last_f_use.get(t) == k \
                             and (t not in s.outputs or drop_groups is not None) \
-                            and (need_until[t] > k or drop_groups is not None):
+                            and (need_until[t] > k or drop_groups is not None) \
+                            and t not in late:
                         emit(drops[t])       # replayed in backward where needed
                         dropped.add(t)
+                for t in drop_late.get(k, ()):
+                    emit(drops[t])
+                    dropped.add(t)
             for t in free_after[k]:     # need_until may point at a step not reading t
                 if dropped:
                     if t in dropped and drop_groups is not None:

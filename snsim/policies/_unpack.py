@@ -66,4 +66,4 @@ def split_after_apply(program, hooked, modules=()):
         steps.append(dataclasses.replace(s, index=len(steps), deps=head))
         after.add(len(steps))
         steps.append(dataclasses.replace(s, index=len(steps), deps=tail, time_s=0.0))
-    return dataclasses.replace(program, steps=steps, _uses=None), frozenset(after)
+    return program.derive(steps=steps, _uses=None), frozenset(after)

@@ -9,6 +9,8 @@ outputs of convolutions, matmuls and fused attention (SPEC §12.3's selective ch
 the ops :data:`SELECTIVE_SAVE_OPS`, which ``snsim execute`` saves with
 ``create_selective_checkpoint_contexts``).
 """
+import dataclasses
+
 from ..errors import ConfigError
 from ..plan import Plan
 from ._groups import internal_tensors, select_modules, step_owners
@@ -53,12 +55,16 @@ class Checkpoint(Policy):
         # what the replay (or the selective cache) hands to a backward node dies with it
         given = program
         program, _ = split_after_apply(program, set(groups) | set(cached))
+        replay_when = first_unpacks(program, paths)
+        program, remade = remade_outputs(program, paths, set(groups) | set(cached))
+        # a tensor the block saved dies where forward drops its last reference to it (a
+        # DenseNet layer's concatenated input lives until the layer's bn_function returns)
         ins = build_instructions(program, recompute="speed", drop_groups=groups,
-                                 cached=cached, replay_when=first_unpacks(program, paths))
+                                 cached=cached, replay_when=replay_when,
+                                 dropped_after=dict(program.extra.get("saved_released") or ()))
         return Plan(policy=self.name, instructions=ins,
                     notes={**o, "wrapped": len(paths), "dropped_tensors": len(groups)},
-                    program=program if program is not given else None,
-                    remade=remade_outputs(program, paths, set(groups) | set(cached)))
+                    program=program if program is not given else None, remade=remade)
 
 
 def _made_in(program, paths):
@@ -80,18 +86,37 @@ def _own_reads(program, paths):
 
 
 def remade_outputs(program, paths, internal):
-    """``(first, last, bytes, label)`` per tensor a wrapped module makes, keeps for the steps
+    """``(program, remade)`` for the tensors a wrapped module makes, keeps for the steps
     outside it (not ``internal``) and saves for its own backward nodes (a Bottleneck's output,
-    saved by its last ReLU): the replay recomputes it as new storage, held from the first of
-    the module's backward steps that read it to the last."""
-    span = {}
+    saved by its last ReLU). Its nodes hold the replay's copy, not the tensor forward made:
+    ``remade`` is ``(first, last, tensor, label)`` per such tensor (:attr:`Plan.remade`), new
+    storage held from the replay to the last of the module's backward steps that read it, and ``program`` is the
+    program without those reads, so that the tensor forward made dies after its last reader
+    outside the module (ResNet-50's last Bottleneck's output after the average pool's
+    forward, as nothing outside saves it). ``program`` comes back unchanged (the same
+    object) when no module saves such a tensor; once per program, paths and ``internal``
+    (the program's plans share its instructions: :func:`_schedule._instruction_table`)."""
+    memo = program.plan_memo()
+    key = ("remade_outputs", tuple(sorted(paths)), frozenset(internal))
+    if key not in memo:
+        memo[key] = _remade_outputs(program, paths, internal)
+    return memo[key]
+
+
+def _remade_outputs(program, paths, internal):
+    span, own = {}, {}
     for k, t, p in _own_reads(program, paths):
         if t not in internal:
             first, _, _ = span.get(t, (k, k, p))
             span[t] = (first, k, p)
-    return tuple(sorted((first, last, program.tensors[t].nbytes,
-                         f"replayed {program.tensors[t].name} of {p}")
-                        for t, (first, last, p) in span.items()))
+            own.setdefault(k, set()).add(t)
+    remade = tuple(sorted((first, last, t, f"replayed {program.tensors[t].name} of {p}")
+                          for t, (first, last, p) in span.items()))
+    if not own:
+        return program, remade
+    steps = [dataclasses.replace(s, deps=tuple(t for t in s.deps if t not in own[s.index]))
+             if s.index in own else s for s in program.steps]
+    return program.derive(steps=steps, _uses=None), remade
 
 
 def first_unpacks(program, paths):

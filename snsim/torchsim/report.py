@@ -1923,7 +1923,10 @@ def build_report(traces_dir="traces/h200"):
                  f"{wf['err_reserved_pct'].abs().max():.2f}%), step time "
                  f"{wf['err_step_time_pct'].abs().mean():.2f}%. Before session 23's changes "
                  "(the hooks' unpacks, the first iteration's static tensors, the captures that "
-                 "recorded it): allocated 1.31% (max 10.94%), reserved 6.07% (max 19.20%).\n")
+                 "recorded it): allocated 1.31% (max 10.94%), reserved 6.07% (max 19.20%); "
+                 "before session 24's (what checkpoint's replay remakes and when forward drops "
+                 "it, the lazy window in another plan's first iteration): allocated 0.49% (max "
+                 "4.88%), reserved 3.41% (max 12.74%).\n")
     oracle = ENGINE_ORACLE_CSV
     if os.path.exists(oracle):
         import pandas as pd
@@ -1942,16 +1945,18 @@ def build_report(traces_dir="traces/h200"):
                  f"{oc['err_allocated_pct'].abs().max():.2f}%), reserved "
                  f"{oc['err_reserved_pct'].abs().mean():.2f}% (max "
                  f"{oc['err_reserved_pct'].abs().max():.2f}%).\n")
-    L.append("Not modelled by the engine (open): checkpoint's replay of a Bottleneck in "
-             "ResNet-50 reserves 7 % more than the real replay (ResNet-34's and ResNet-152's "
-             "agree; what differs is not known); the GPU captures of ViT-B/16 hold buffers no "
-             "tensor owns whose capture-time attribution spans several blocks (ViT-B/16 under "
-             "checkpoint +4.9 % allocated in the capture rows, 0.0 % on the predicted program); "
-             "reserved peaks that follow the setup's order where a capture's history differs "
-             "from the FakeTensor run's (ResNet-50 and ResNet-152 under `save_on_cpu`, "
-             "`nn.TransformerEncoder`: the capture rows only). Predictions of these plans "
-             "should come from `snsim predict --policy` (section 1), which runs the real "
-             "`torch.utils.checkpoint` and `save_on_cpu`.\n")
+    L.append("Not modelled by the engine (open): a plain program's step holds every "
+             "allocation between two frees of the recording, so a plan that frees a tensor the "
+             "plain run saved cannot free it between two of them (`nn.TransformerEncoderLayer` "
+             "under checkpoint: the in-projection's input dies before the next allocation of "
+             "its step; +8.6 % reserved on the predicted program); the GPU captures of "
+             "ViT-B/16 hold buffers no tensor owns whose capture-time attribution spans several "
+             "blocks (ViT-B/16 under checkpoint +4.9 % allocated in the capture rows, 0.0 % on "
+             "the predicted program); reserved peaks that follow the setup's order where a "
+             "capture's history differs from the FakeTensor run's (ResNet-50 and ResNet-152 "
+             "under `save_on_cpu`, `nn.TransformerEncoder`: the capture rows only). "
+             "Predictions of these plans should come from `snsim predict --policy` (section "
+             "1), which runs the real `torch.utils.checkpoint` and `save_on_cpu`.\n")
 
     # -- 4. fit verdicts at the out-of-memory edge ----------------------------------------------
     L.append("## 4. Fit verdicts at the out-of-memory edge\n")
