@@ -298,13 +298,16 @@ def test_cpu_offload_packs_what_backward_reads_that_no_tensor_owns():
     assert abs(r.peak_allocated_bytes / run["measured"]["peak_allocated_bytes"] - 1) < 0.03
 
 
-def test_engine_plans_on_plain_captures_meet_the_allocated_mean_gate():
+def test_engine_plans_on_plain_captures_meet_the_mean_gates():
     # issue 8's gate on the engine's checkpoint / cpu_offload on the plain captures against
     # the same plans executed on the H200 (docs/VALIDATION.md section 3): mean |err| <= 1 %
     from snsim.torchsim.validate import whatif_rows
     wf, _ = whatif_rows(TRACES)
     assert len(wf) >= 20
     assert wf["err_allocated_pct"].abs().mean() <= 1.0
+    # and its reserved gate, mean |err| <= 3 % (2.43 % in docs/VALIDATION.md section 3 when
+    # this was written; 3.41 % before session 24's changes)
+    assert wf["err_reserved_pct"].abs().mean() <= 3.0
 
 
 def test_checkpoint_replays_a_block_when_its_first_node_unpacks_anything_it_saved():

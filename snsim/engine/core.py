@@ -83,9 +83,10 @@ class Engine:
             warm_runs = max(1, len(starts) - 1)
             self.warmup = [ev for ev in self.warmup if ev[0] == "alloc" and int(ev[1]) >= 0]
         if allocator == "pytorch":
-            # place segments as the CUDA driver does (SPEC §10; where a capture recorded them)
+            # place segments as the CUDA driver does (SPEC §10; where a capture recorded them:
+            # its own history only, as another plan's n-th segment is not the capture's)
             options.setdefault("segment_placement", "driver")
-            if self.warmup is not None:
+            if self.warmup is not None and plan.as_captured:
                 options.setdefault("segment_addresses", program.extra.get("segment_addresses"))
             # CUDA's lazy module loading: an address window for the first step's segments
             lazy = module_loading(options.pop("module_loading", None)) == "lazy"
