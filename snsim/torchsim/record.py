@@ -1020,10 +1020,11 @@ def inplace_accumulation(rec):
     :attr:`Recorder.accumulation_ops` whose first (else second) input's storage dies right
     after it, of the output's size, is rewritten in place: its output is that input's
     storage, which lives on until the output would have died. Edits ``rec.events`` and
-    ``rec.ops``; returns the number of sums rewritten.
+    ``rec.ops``; returns ``{sum's storage: storage it reuses}`` (a GPU capture applies it to
+    the allocator's record too: :func:`snsim.torchsim.capture.sums_in_place`).
     """
     if not rec.accumulation_ops:
-        return 0
+        return {}
     free_at = {}      # storage id -> (index in rec.events, op index when it was freed)
     alloc_at = {}
     for i, (_, kind, sid, op) in enumerate(rec.events):
@@ -1048,13 +1049,13 @@ def inplace_accumulation(rec):
                 rec.ops[k] = (mark, name, reads, (), *rest)
                 break
     if not rename:
-        return 0
+        return {}
     rec.events = [(m, kind, resolve(sid), op) for i, (m, kind, sid, op) in enumerate(rec.events)
                   if i not in drop]
     for k, (m, nm, reads, new, *rest) in enumerate(rec.ops):
         if any(r in rename for r in reads):
             rec.ops[k] = (m, nm, tuple(resolve(r) for r in reads), new, *rest)
-    return len(rename)
+    return rename
 
 
 # -- the training iteration ----------------------------------------------------------------------
