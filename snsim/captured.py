@@ -1,9 +1,10 @@
 """A captured (or FakeTensor-predicted) PyTorch step as an op-granular program and a layer DAG.
 
 A capture records, per step (a module call, an autograd node, the optimizer), the exact order
-of every allocation and free. :func:`op_granular` splits each step where a free is followed by
-an allocation, so that each resulting step allocates first and frees last — the shape the
-engine executes (allocate a step's new tensors at its start, free at its end). A ``liveness``
+of every allocation and free (and, in a prediction, of every op's reads). :func:`op_granular`
+splits each step where a free or a read is followed by an allocation, so that each resulting
+step allocates first and frees last — the shape the engine executes (allocate a step's new
+tensors at its start, free at its end) — and reads what its ops read. A ``liveness``
 plan then frees every tensor exactly where PyTorch freed it, and the engine's peaks equal a
 replay of the recorded event order. Reads of a tensor are placed inside its lifetime.
 
@@ -21,17 +22,25 @@ _LAYER_KEYS = ("CONV", "FC", "BN", "ACT", "POOL", "LRN", "DROPOUT", "SOFTMAX", "
 
 
 def _groups(events):
-    """Split one step's ``(kind, tid)`` events into runs of allocations followed by frees."""
-    groups = [([], [])]
+    """Split one step's ``(kind, tid)`` events into runs of allocations followed by the rest:
+    ``[(allocs, frees, reads, releases)]``. An allocation after a free, a read or a release
+    starts a run (an op that reads what an earlier op of the step made, then the next op's
+    output: the tensor it last read may die in between under a plan, though not in the
+    recorded run)."""
+    groups = [([], [], [], [])]
     for kind, tid in events:
-        allocs, frees = groups[-1]
+        allocs, frees, reads, releases = groups[-1]
         if kind == "alloc":
-            if frees:
-                groups.append(([tid], []))
+            if frees or reads or releases:
+                groups.append(([tid], [], [], []))
             else:
                 allocs.append(tid)
-        else:
+        elif kind == "free":
             frees.append(tid)
+        elif kind == "read":
+            reads.append(tid)
+        else:
+            releases.append(tid)
     return groups
 
 
@@ -50,16 +59,18 @@ def op_granular(rows, events, n_tensors):
 
     Returns
     -------
-    (steps, streams)
-        :class:`~snsim.program.Step` records (a step's time is shared equally by its parts)
-        and the CUDA stream of each tensor's allocation (0 = default).
+    (steps, streams, released)
+        :class:`~snsim.program.Step` records (a step's time is shared equally by its parts),
+        the CUDA stream of each tensor's allocation (0 = default) and ``{tensor: step}``: the
+        forward step after which forward dropped a tensor autograd saved (its ``release``
+        events).
 
     Examples
     --------
     >>> rows = [[1, "a", "CONV", "F", 2.0, [0, 1]], [2, "b", "BN", "F", 1.0, [0, 2]]]
     >>> ev = [[0, "alloc", 0], [0, "alloc", 1], [0, "free", 1], [1, "alloc", 2], [1, "free", 0],
     ...       [1, "free", 2]]
-    >>> steps, _ = op_granular(rows, ev, 3)
+    >>> steps, _, _ = op_granular(rows, ev, 3)
     >>> [(s.name, s.deps) for s in steps]
     [('a', (0, 1)), ('b', (2, 0))]
     """
@@ -76,16 +87,18 @@ def op_granular(rows, events, n_tensors):
     for s, evs in enumerate(per_step):
         groups = _groups(evs)
         parts.append(groups)
-        for g, (allocs, frees) in enumerate(groups):
+        for g, (allocs, frees, _, _) in enumerate(groups):
             for t in allocs:
                 born[t] = (s, g)
             for t in frees:
                 dies[t] = (s, g)
     steps = []
+    released = {}
     for s, (layer, name, typ, phase, time_s, deps) in enumerate(rows):
         groups = parts[s]
-        reads = [[] for _ in groups]
-        own = {t for a, f in groups for t in a + f}
+        # where the recording saw them read (what a part makes and reads is its own)
+        reads = [[t for t in r if t not in a] for a, _, r, _ in groups]
+        own = {t for a, f, r, _ in groups for t in a + f + r}
         last = len(groups) - 1
         for t in deps:
             if t in own:
@@ -97,7 +110,10 @@ def op_granular(rows, events, n_tensors):
                 g = max(g, born[t][1])
             reads[g].append(t)
         share = float(time_s) / len(groups)
-        for g, (allocs, frees) in enumerate(groups):
+        for g, (allocs, frees, _, releases) in enumerate(groups):
+            if phase == "F":
+                for t in releases:   # once this part ends
+                    released[t] = len(steps)
             dep = list(dict.fromkeys(allocs + frees + reads[g]))
             ins = ()
             if phase == "F":   # what it reads: what it frees (made earlier) and what it reads
@@ -105,7 +121,7 @@ def op_granular(rows, events, n_tensors):
                                           + reads[g]))
             steps.append(Step(len(steps), layer, str(name), str(typ), phase, share,
                               tuple(dep), tuple(allocs) if phase == "F" else (), ins))
-    return steps, streams
+    return steps, streams, released
 
 
 def last_parts(n_rows, events):

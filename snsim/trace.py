@@ -15,7 +15,9 @@ Format (``snsim_trace_version`` 1)::
 name, type, phase, time_s, [tensor ids]], ...], "tensors": [[tensor_id, name, kind, nbytes,
 producer_layer, producer_type], ...]}``, plus optional ``"static_tensors": [[name, kind, nbytes],
 ...]`` (the individual static allocations, for allocator replay) and ``"events"`` (an exact
-``[[step, "alloc"|"free", tensor_or_static_index], ...]`` order, for allocator-exact replays).
+``[[step, "alloc"|"free"|"read"|"release", tensor_or_static_index], ...]`` order, for
+allocator-exact replays; a ``read`` is an op reading the tensor, a ``release`` forward dropping
+its last reference to a tensor autograd saved, each where it happened among the allocations).
 Reading checks the schema and reports the first problem as one line naming file and field.
 """
 from __future__ import annotations
@@ -173,18 +175,20 @@ def program_from_dict(d, *, graph=None, source="trace"):
         static_tensors.append(StaticTensor(row[0], row[1], row[2], 0))
     for i, row in enumerate(d.get("events") or ()):
         _need(isinstance(row, list) and len(row) in (3, 4) and checks.is_int(row[0])
-              and 0 <= row[0] < len(raw_steps) and row[1] in ("alloc", "free")
+              and 0 <= row[0] < len(raw_steps) and row[1] in ("alloc", "free", "read", "release")
               and checks.is_int(row[2]) and 0 <= row[2] < len(tensors)
               and (len(row) == 3 or checks.is_int(row[3])), source,
               f"program.events[{i}]", row,
-              "[step, 'alloc' or 'free', tensor index[, stream]] naming a step and a tensor")
+              "[step, 'alloc', 'free', 'read' or 'release', tensor index[, stream]] naming a "
+              "step and a tensor")
     released = None
     if "events" in d:   # a capture: op-granular steps, streams, static allocations, its DAG
-        steps, streams = op_granular(raw_steps, d["events"], len(tensors))
+        steps, streams, dropped = op_granular(raw_steps, d["events"], len(tensors))
+        released = [[t, k] for t, k in dropped.items()] or None
         if d.get("saved_released"):   # after a captured step: after its last part
             last = last_parts(len(raw_steps), d["events"])
-            released = [[int(t), last[int(k)] if int(k) >= 0 else -1]
-                        for t, k in d["saved_released"]]
+            released = (released or []) + [[int(t), last[int(k)] if int(k) >= 0 else -1]
+                                           for t, k in d["saved_released"]]
         tensors = [dataclasses.replace(t, stream=k) if k else t
                    for t, k in zip(tensors, streams)]
     p = Program(name=d.get("name", "captured"), batch=d.get("batch", 1), steps=steps,

@@ -217,7 +217,9 @@ def test_capture_on_cpu_matches_fake_prediction_under_bf16(mlp):
     r = predict(mlp, 4, optimizer=setup, hidden=False)   # no cuBLAS workspaces on a CPU
     assert r["amp"] == "bf16" and doc["provenance"]["amp"] == "bf16"
     assert r["peak_allocated_bytes"] == doc["measured"]["peak_allocated_bytes"]
-    assert len(r["program"]["events"]) == len(doc["program"]["events"])
+    # the same allocations and frees (the reads follow each run's own op calls)
+    assert [e for e in r["program"]["events"] if e[1] in ("alloc", "free")] == \
+        [e for e in doc["program"]["events"] if e[1] in ("alloc", "free")]
 
 
 def test_bf16_saves_less_than_fp32(mlp):

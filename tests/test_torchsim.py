@@ -191,7 +191,10 @@ def test_cpu_capture_matches_fake_prediction(user_models):
     r = predict(f"{user_models}:make_net", 4)
     assert r["peak_allocated_bytes"] == doc["measured"]["peak_allocated_bytes"]
     assert r["peak_reserved_bytes"] == doc["measured"]["peak_reserved_bytes"]
-    assert len(r["program"]["events"]) == len(prog["events"])
+    # the same allocations and frees (the reads follow each run's own op calls: a fake
+    # convolution is several aten calls where the CPU runs one)
+    assert [e for e in r["program"]["events"] if e[1] in ("alloc", "free")] == \
+        [e for e in prog["events"] if e[1] in ("alloc", "free")]
 
 
 def test_predict_a_functional_residual_model(user_models):

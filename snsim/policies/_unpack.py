@@ -28,8 +28,10 @@ def split_after_apply(program, hooked, modules=()):
     split in two — the node's ``apply`` (the step's earlier allocations, every read, the
     hooked tensors) and the reduction (its allocations and the tensors that die in the step,
     hooked ones excepted) — and the set of the reduction steps' indices. The step's time stays
-    with ``apply``. A program without such a step comes back unchanged (the same object) with
-    an empty set.
+    with ``apply``. Where the reduction is a step of its own already (the next part of the
+    node's step, in a program whose steps follow its ops' reads), the hooked tensors it would
+    release move to the step before it, and it counts among the reduction steps. A program
+    without such a step comes back unchanged (the same object) with an empty set.
 
     ``hooked``: tensor ids that a saved-tensor hook hands to backward; ``modules``: module
     paths whose nodes unpack something the program does not manage (``save_on_cpu``'s copy of
@@ -38,8 +40,10 @@ def split_after_apply(program, hooked, modules=()):
     hooked, modules = frozenset(hooked), frozenset(modules)
     first, last = program.uses()
     names = [t.name for t in program.tensors]
+    steps = program.steps
     cut = {}   # step index -> (apply deps, reduction deps)
-    for s in program.steps:
+    moved = {}  # reduction step of its own -> hooked tensors its node's apply step releases
+    for s in steps:
         if s.phase != "B" or not (s.name in modules or any(
                 t in hooked and first[t] < s.index for t in s.deps)):
             continue
@@ -49,16 +53,34 @@ def split_after_apply(program, hooked, modules=()):
             k -= 1
         while k < len(made) and names[made[k]] not in ENGINE_REDUCTIONS:
             k += 1   # buffers before the first reduction belong to apply
+        if k == 0 and made and s.index and _same_node(steps[s.index - 1], s):
+            # a step of the reduction alone (a program whose steps follow its ops' reads):
+            # the hooked tensors it releases go with the node's step before it
+            moved[s.index] = tuple(t for t in s.deps if t in hooked and first[t] < s.index
+                                   and last[t] == s.index)
+            continue
         if k == len(made) or k == 0:
             continue
         tail = made[k:]
         dying = [t for t in s.deps if last[t] == s.index and t not in hooked and t not in tail]
         head = [t for t in s.deps if t not in tail]
         cut[s.index] = (tuple(head), tuple(dict.fromkeys(tail + dying)))
-    if not cut:
-        return program, frozenset()
+    if not cut and not any(moved.values()):
+        return program, frozenset(moved)   # the reductions are steps of their own already
+    alone = set(moved)
+    moved = {k: ts for k, ts in moved.items() if ts}
+    back = {k - 1: ts for k, ts in moved.items()}
     steps, after = [], set()
     for s in program.steps:
+        if s.index in alone:
+            after.add(len(steps))
+        if s.index in moved or s.index in back:
+            deps = s.deps
+            if s.index in moved:
+                deps = tuple(t for t in deps if t not in moved[s.index])
+            if s.index in back:
+                deps = deps + back[s.index]
+            s = dataclasses.replace(s, deps=deps)
         if s.index not in cut:
             steps.append(dataclasses.replace(s, index=len(steps)))
             continue
@@ -67,3 +89,8 @@ def split_after_apply(program, hooked, modules=()):
         after.add(len(steps))
         steps.append(dataclasses.replace(s, index=len(steps), deps=tail, time_s=0.0))
     return program.derive(steps=steps, _uses=None), frozenset(after)
+
+
+def _same_node(a, b):
+    """Whether backward steps ``a`` then ``b`` are parts of one autograd node's step."""
+    return a.phase == b.phase == "B" and a.layer == b.layer and a.name == b.name

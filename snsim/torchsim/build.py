@@ -69,7 +69,7 @@ def step_marks(marks, ops, stream, m0, m1):
             ops_of[op[0] - m0].append(k)
     busy = [bool(o) for o in ops_of]
     for m, kind, key, *_ in stream:
-        if m0 <= m < m1:
+        if m0 <= m < m1 and kind in ("a", "f"):   # reads and drops change no memory
             busy[m - m0] = True
     step_of_mark = []
     kept = []
@@ -192,6 +192,8 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
     for m, kind, key, *rest in stream:
         if m >= m0:
             break
+        if kind in ("r", "d"):
+            continue
         if kind == "a":
             live[key] = None
         else:
@@ -243,6 +245,7 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
                              f"before the steady iteration")
 
     tensors = []
+    release_events = set()   # saved storages whose drop by forward is an event of its own
     tid_of = {}          # key -> tensor id, for every storage born in the iteration
     alive = set()
     events = []
@@ -266,6 +269,11 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
             tensors.append([tid, nm, tkind, info[key][0], layer, typ])
             events.append([s, "alloc", tid] + ([rest[0]] if rest and rest[0] else []))
             deps[s].append(tid)
+        elif kind in ("r", "d"):   # an op's read; forward's drop of what autograd saved
+            if key in tid_of and tid_of[key] in alive:
+                events.append([s, "read" if kind == "r" else "release", tid_of[key]])
+                if kind == "d" and meta[s][1] == "F":
+                    release_events.add(key)
         elif key in tid_of:
             tid = tid_of[key]
             alive.discard(tid)
@@ -311,7 +319,8 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
             [tid_of[k], step_of_mark[m - m0]
              - all(j >= at for j in step_ops[step_of_mark[m - m0]])]
             for k, (m, at) in (released or {}).items()
-            if k in tid_of and m0 <= m < m1 and marks[m][1] == "F"),
+            if k in tid_of and m0 <= m < m1 and marks[m][1] == "F"
+            and k not in release_events),
         # the module tree: every module path called in forward and its class (the groups a
         # plan can name, e.g. every Bottleneck)
         "modules": {label: kind for label, phase, kind, it in marks[m0:m1]

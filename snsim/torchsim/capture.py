@@ -28,6 +28,7 @@ import subprocess
 import time
 
 from ..errors import ConfigError, TraceError
+from .hidden import event_positions, with_reads
 from .models import resolve_model
 
 _WINDOW = 512
@@ -118,9 +119,11 @@ def align(rec, entries, s0, m_first, warm_starts=()):
 
     Returns
     -------
-    (stream, info, stats)
-        ``stream`` of ``(mark, "a" | "f", key)`` — warm-up entries carry mark -1 — ``info``
-        (``key -> (nbytes, name)``) and alignment counts.
+    (stream, info, stats, hidden_ops)
+        ``stream`` of ``(mark, "a" | "f" | "r" | "d", key)`` — warm-up entries carry mark -1;
+        the recorded iteration's reads and drops of saved storages
+        (:func:`~snsim.torchsim.hidden.event_positions`) among its allocations — ``info``
+        (``key -> (nbytes, name)``), alignment counts and each hidden key's ops.
     """
     info = {}
     for sid, (nbytes, ptr, name) in enumerate(rec.storages):
@@ -180,6 +183,7 @@ def align(rec, entries, s0, m_first, warm_starts=()):
         stream.insert(0, (-1, "a", sid))
 
     R = [(m, k, sid, op) for m, k, sid, op in rec.events if m >= m_first]
+    where = {}           # stream index -> position of its recorded event (event_positions)
     used = [False] * len(R)
     j = 0
     head_age = 0
@@ -211,6 +215,8 @@ def align(rec, entries, s0, m_first, warm_starts=()):
                 key = R[hit][2]
                 mark = R[hit][0]
             live[addr] = key
+            if hit is not None:
+                where[len(stream)] = (R[hit][3], 1, 0, 0)
             stream.append((mark, "a", key, stream_of(e)))
         else:
             key = live.pop(addr, None)
@@ -226,6 +232,7 @@ def align(rec, entries, s0, m_first, warm_starts=()):
                         break
                 if hit is not None:
                     mark = R[hit][0]
+                    where[len(stream)] = (R[hit][3], 0, 0, 0)
             stream.append((mark, "f", key))
         if hit is not None:
             used[hit] = True
@@ -242,6 +249,10 @@ def align(rec, entries, s0, m_first, warm_starts=()):
     stats = {"matched_events": n_matched, "unmatched_recorder_events": unmatched_R,
              "hidden_allocations": n_hidden, "warmup_temporaries": n_temp,
              "statics_before_history": len(missing), "streams": len(streams)}
+    # each op's reads and forward's drops of saved storages, where the recorder saw them
+    pos, _ = event_positions(rec)
+    stream = with_reads([(where.get(i), e) for i, e in enumerate(stream)],
+                        [p for p in pos if p[1][1] in "rd" and p[1][0] >= m_first])
     return stream, info, stats, hidden_ops
 
 
@@ -273,11 +284,13 @@ def sums_in_place(stream, rename):
         elif kind == "a":
             if key not in rename:
                 out.append((m, kind, key, *rest))
-        else:
+        elif kind == "f":
             root = rename.get(key, key)
             if root in last_free and last_free[root] != i:
                 continue
             out.append((m, kind, root, *rest))
+        else:   # a read or a drop of the sum is one of the storage it reuses
+            out.append((m, kind, rename.get(key, key), *rest))
     return out
 
 

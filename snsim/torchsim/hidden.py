@@ -771,26 +771,19 @@ def _workspace_slots(op_name, n_workspaces, n_outputs, outputs_before=None):
     return [min(j, last) for j in range(n_workspaces)]
 
 
-def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
-    """Insert modelled hidden allocations into a recording's event stream.
-
-    Returns
-    -------
-    (stream, info, notes)
-    """
-    tables = load_tables(hardware, exclude=exclude)
-    notes = {"hidden_model": "capture tables" if tables["sources"] else "none",
-             "hidden_sources": len(tables["sources"])}
-    if tables.get("probe") is not None:
-        notes["hidden_probe"] = tables["probe"]["file"]
-    if not tables["sources"] and tables.get("probe") is None:
-        return stream, info, notes
-    info = dict(info)
-    # the position of every recorded event: (op, 0) frees seen before op ran, (op, 1, 2i) the
-    # i-th allocation op made; a hidden workspace of op k goes at (k, 1, 2j+1), after the
-    # allocation of the output its kernel computes (see _workspace_slots)
-    # a kernel temporary freed inside op k (record.TempFree: its free carries op k, after
-    # some of k's allocations) stays where it was recorded, after k's latest allocation
+def event_positions(rec):
+    """``(positions, made)``: every recorded event of ``rec`` (excluded storages left out) as
+    ``(position, (mark, kind, storage))``, and how many allocations each op made. Positions
+    sort in the order things happen: ``(op, 0, ...)`` the frees seen before op ran,
+    ``(op, 1, 2i, 0)`` the i-th allocation op made (a hidden workspace of op k goes at
+    ``(k, 1, 2j+1, ...)``, after the allocation of the output its kernel computes: see
+    :func:`_workspace_slots`), a kernel temporary freed inside op k (``record.TempFree``: its
+    free carries op k, after some of k's allocations) where it was recorded, after k's latest
+    allocation, ``(op, 3, 0, j)`` the op's j-th read of a storage it did not make (once its
+    outputs exist, before anything it leaves is freed: what tells a program's steps where
+    each tensor is last read, op by op), and ``(op, 0, 1, 0)`` where forward dropped a tensor
+    autograd saved, before op ran (:attr:`~snsim.torchsim.record.Recorder.released`). Reads
+    (kind ``r``) and drops (``d``) come after the recorded events in the list."""
     pos = []
     made = {}
     inside = 0
@@ -806,6 +799,55 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             pos.append(((op, 1, 2 * (made[op] - 1), inside), (m, kind, sid)))
         else:
             pos.append(((op, 0, 0, 0), (m, kind, sid)))
+    for k, op in enumerate(rec.ops):
+        new = set(op[3])
+        for j, sid in enumerate(op[2]):
+            if sid not in new and sid not in rec.excluded:
+                pos.append(((k, 3, 0, j), (op[0], "r", sid)))
+    for sid, (m, at) in rec.released.items():   # forward dropped what it saved, before op at
+        if sid not in rec.excluded:
+            pos.append(((at, 0, 1, 0), (m, "d", sid)))
+    return pos, made
+
+
+def with_reads(positioned, derived):
+    """The entries of ``positioned`` (``(position or None, entry)`` in recorded order) with the
+    ``derived`` ones (reads and drops: ``(position, entry)``, :func:`event_positions`) each
+    before the first recorded entry placed after it; an entry without a position (or one of
+    the setup's, op -1) moves none. The recorded order is kept as it is.
+
+    >>> with_reads([((0, 1, 0, 0), "a0"), (None, "h"), ((1, 0, 0, 0), "f0")],
+    ...            [((0, 3, 0, 0), "r0"), ((2, 3, 0, 0), "r2")])
+    ['a0', 'h', 'r0', 'f0', 'r2']
+    """
+    derived = sorted(derived, key=lambda x: x[0])
+    out, j = [], 0
+    for p, e in positioned:
+        while p is not None and p[0] >= 0 and j < len(derived) and derived[j][0] < p:
+            out.append(derived[j][1])
+            j += 1
+        out.append(e)
+    out.extend(e for _, e in derived[j:])
+    return out
+
+
+def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
+    """Insert modelled hidden allocations into a recording's event stream.
+
+    Returns
+    -------
+    (stream, info, notes)
+    """
+    tables = load_tables(hardware, exclude=exclude)
+    notes = {"hidden_model": "capture tables" if tables["sources"] else "none",
+             "hidden_sources": len(tables["sources"])}
+    if tables.get("probe") is not None:
+        notes["hidden_probe"] = tables["probe"]["file"]
+    if not tables["sources"] and tables.get("probe") is None:
+        return stream, info, notes
+    info = dict(info)
+    # where every recorded event happened (event_positions), and the hidden allocations
+    pos, made = event_positions(rec)
     extra = []
     n = 0
     counts = {"exact": 0, "probe": 0, "half_sibling": 0, "scaled": 0, "dtype": 0,

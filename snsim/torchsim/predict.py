@@ -556,9 +556,12 @@ def _streams(rec, static_names, n_params):
             op_name[sid] = rec.ops[op][1] if op < len(rec.ops) else ""
     for sid, nm in op_name.items():
         info[sid] = (info[sid][0], nm)
-    for m, kind, sid, op in rec.events:
-        if sid not in rec.excluded:
-            stream.append((m, kind, sid))
+    # the recorded events in their order, each op's reads after its allocations and forward's
+    # drops of saved tensors between ops (hidden.event_positions)
+    from .hidden import event_positions, with_reads
+    pos, _ = event_positions(rec)
+    stream = with_reads([p for p in pos if p[1][1] not in "rd"],
+                        [p for p in pos if p[1][1] in "rd"])
     return {"rec": rec, "static_names": static_names, "info": info, "stream": stream,
             "n_params": n_params}
 

@@ -586,8 +586,9 @@ class Recorder:
         self.ops = []
         self.saved = set()
         self.released = {}           # saved storage id -> (mark, ops so far) where forward
-        #                              dropped the last tensor object it saved
-        self._packed_alive = {}
+        #                              dropped the last tensor object on the storage
+        self._alive = {}             # storage id -> live tensor objects on it (_hold)
+        self._packing = False        # inside pack: its alias is autograd's, not forward's
         self.host_events = []
         self.nested_ops = set()      # op indexes issued from C++ inside another op's call
         self.accumulation_ops = set()
@@ -696,6 +697,8 @@ class Recorder:
                     new.append(sid)
                 elif sid not in reads:
                     reads.append(sid)
+                if not self._packing:
+                    self._hold(t, sid)
         if self.device_type != "cuda":
             for i in CUDA_HOST_OUTPUTS.get(name, ()):   # kept, as host memory (excluded)
                 sid = self.sid_of(outs[i]) if i < len(outs) else None
@@ -756,19 +759,32 @@ class Recorder:
         sid = self.sid_of(t)
         if sid is not None:
             self.saved.add(sid)
-            # when forward drops the tensor it saved (its storage lives on in what this hook
-            # returns): where save_on_cpu, which keeps no device reference, frees it
-            self._packed_alive[sid] = self._packed_alive.get(sid, 0) + 1
-            f = weakref.finalize(t, self._packed_dropped, sid)
-            f.atexit = False
+            self._hold(t, sid)
         # detach: never store an output together with its own grad_fn (a reference cycle
-        # would delay the free); the storage and version counter are shared
-        return t.detach()
+        # would delay the free); the storage and version counter are shared. Autograd's
+        # alias is not one of forward's objects (_hold)
+        self._packing = True
+        try:
+            return t.detach()
+        finally:
+            self._packing = False
 
-    def _packed_dropped(self, sid):
-        n = self._packed_alive[sid] - 1
-        self._packed_alive[sid] = n
-        if n == 0:
+    def _hold(self, t, sid):
+        """Count tensor object ``t`` (an op's output or view, a tensor autograd saves) among
+        those on storage ``sid``: when the last of them dies, forward has dropped the storage
+        but for what :meth:`pack` returned (autograd's copy, a detached alias), which is where
+        ``save_on_cpu`` and ``torch.utils.checkpoint``, which keep no device reference, free
+        it (:attr:`released`, the first time for a saved storage). A view's or a local's
+        object outlives the op that read it: a nested call's argument, a ``Sequential``'s loop
+        variable, a function's local until it returns."""
+        self._alive[sid] = self._alive.get(sid, 0) + 1
+        f = weakref.finalize(t, self._dropped, sid)
+        f.atexit = False
+
+    def _dropped(self, sid):
+        n = self._alive[sid] - 1
+        self._alive[sid] = n
+        if n == 0 and sid in self.saved and sid not in self.released:
             self.released[sid] = (self.cur, len(self.ops))
 
     @staticmethod
