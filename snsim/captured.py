@@ -109,8 +109,14 @@ def op_granular(rows, events, n_tensors):
             if t in born and born[t][0] == s:
                 g = max(g, born[t][1])
             reads[g].append(t)
+        # a step's time is shared by its parts, in forward by those that make something: a
+        # part that only reads or frees (the reads before a call's first allocation) runs no
+        # op of its own, and a replay, which re-makes what was dropped, never runs it
+        making = sum(1 for a, *_ in groups if a) if phase == "F" else 0
         share = float(time_s) / len(groups)
         for g, (allocs, frees, _, releases) in enumerate(groups):
+            if making:
+                share = float(time_s) / making if allocs else 0.0
             if phase == "F":
                 for t in releases:   # once this part ends
                     released[t] = len(steps)

@@ -1889,9 +1889,10 @@ def build_report(traces_dir="traces/h200"):
              "run's program (its op-granular steps and measured per-step times) under the "
              "engine's own `checkpoint` and `cpu_offload` policies, against the suite's "
              "executed run of the same plan (section 1). Where two captures of a configuration "
-             "exist, the one that recorded its first iteration (`plain_history/`: eight "
-             "configurations captured again on 2026-12-03 11:20 UTC, torch 2.11, for this "
-             "table, with where forward dropped each tensor it saved). The "
+             "exist, the one that recorded its first iteration and its ops' reads "
+             "(`plain_history/`: nine configurations captured again on 2026-12-03 13:47 UTC, "
+             "torch 2.11, for this table, with where forward dropped each tensor it saved and "
+             "the gradient sums in place). The "
              "engine keeps the capture's static allocations in their order and makes those the "
              "recorded first iteration made (the optimizer state in the first optimizer step, "
              "after the step's own temporaries; cuBLAS's workspaces at each pass's first GEMM) "
@@ -1925,8 +1926,9 @@ def build_report(traces_dir="traces/h200"):
                  "(the hooks' unpacks, the first iteration's static tensors, the captures that "
                  "recorded it): allocated 1.31% (max 10.94%), reserved 6.07% (max 19.20%); "
                  "before session 24's (what checkpoint's replay remakes and when forward drops "
-                 "it, the lazy window in another plan's first iteration): allocated 0.49% (max "
-                 "4.88%), reserved 3.41% (max 12.74%).\n")
+                 "it, the lazy window in another plan's first iteration, steps that follow the "
+                 "ops' reads, captures with the gradient sums in place): allocated 0.49% (max "
+                 "4.88%), reserved 3.41% (max 12.74%), step time 8.63%.\n")
     oracle = ENGINE_ORACLE_CSV
     if os.path.exists(oracle):
         import pandas as pd
@@ -1945,16 +1947,13 @@ def build_report(traces_dir="traces/h200"):
                  f"{oc['err_allocated_pct'].abs().max():.2f}%), reserved "
                  f"{oc['err_reserved_pct'].abs().mean():.2f}% (max "
                  f"{oc['err_reserved_pct'].abs().max():.2f}%).\n")
-    L.append("Not modelled by the engine (open): a plain program's step holds every "
-             "allocation between two frees of the recording, so a plan that frees a tensor the "
-             "plain run saved cannot free it between two of them (`nn.TransformerEncoderLayer` "
-             "under checkpoint: the in-projection's input dies before the next allocation of "
-             "its step; +8.6 % reserved on the predicted program); the GPU captures of "
-             "ViT-B/16 hold buffers no tensor owns whose capture-time attribution spans several "
-             "blocks (ViT-B/16 under checkpoint +4.9 % allocated in the capture rows, 0.0 % on "
-             "the predicted program); reserved peaks that follow the setup's order where a "
-             "capture's history differs from the FakeTensor run's (ResNet-50 and ResNet-152 "
-             "under `save_on_cpu`, `nn.TransformerEncoder`: the capture rows only). "
+    L.append("Not modelled by the engine (open): the GPU captures of ViT-B/16 hold buffers "
+             "no tensor owns whose capture-time attribution spans several blocks (ViT-B/16 "
+             "under checkpoint +6.8 % allocated in the capture rows, 0.0 % on the predicted "
+             "program); reserved peaks where a capture's history differs from the FakeTensor "
+             "run's (`nn.TransformerEncoder` under both plans, ResNet-34 under checkpoint: the "
+             "capture rows only; ResNet-152 under `save_on_cpu`, +8.7 %, is the FakeTensor "
+             "run's own difference from the executed run, which the engine matches). "
              "Predictions of these plans should come from `snsim predict --policy` (section "
              "1), which runs the real `torch.utils.checkpoint` and `save_on_cpu`.\n")
 

@@ -122,10 +122,12 @@ def plain_captures(root="traces/h200"):
     """``{(model, batch, optimizer): path}`` of the captures of runs without a plan; of two
     captures of one configuration, one that recorded its first iteration
     (``warmup_iteration_starts``: where a run makes its optimizer state and cuBLAS its
-    workspaces, which another plan's first iteration makes at the same points) —
-    ``plain_history/`` holds such captures of configurations first captured without it."""
+    workspaces, which another plan's first iteration makes at the same points), and of those
+    one that recorded its ops' reads (``read`` events: steps that follow the ops, gradient
+    sums in place) — ``plain_history/`` holds such captures of configurations first captured
+    without them."""
     from ..trace import load_trace_doc
-    out, history = {}, {}
+    out, rank = {}, {}
     for f in sorted(glob.glob(f"{root}/*.json.gz") + glob.glob(f"{root}/cpu_bound/*.json.gz")
                     + glob.glob(f"{root}/plain_history/*.json.gz")):
         doc = load_trace_doc(f)
@@ -133,9 +135,11 @@ def plain_captures(root="traces/h200"):
         if prov.get("policy"):
             continue
         key = (prov["model"], int(prov["batch"]), prov.get("optimizer", "sgd-momentum"))
-        recorded = bool((doc.get("program") or {}).get("warmup_iteration_starts"))
-        if key not in out or (recorded and not history[key]):
-            out[key], history[key] = f, recorded
+        prog = doc.get("program") or {}
+        r = (bool(prog.get("warmup_iteration_starts")),
+             any(e[1] == "read" for e in prog.get("events") or ()))
+        if key not in out or r > rank[key]:
+            out[key], rank[key] = f, r
     return out
 
 
