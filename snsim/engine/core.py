@@ -313,11 +313,7 @@ class Engine:
                             f"while a step reads it (until t={self.in_use_until[t]!r} s; "
                             f"current step {s.index}: {s.name} {s.phase})")
         self.mem.free(h)
-        self.handle[t] = None
-        self.idle_release[t] = False
-        self.release_seq[t] = 0
-        if self.lru is not None:
-            self.lru.pop(t, None)
+        self._forget_handle(t)
         if self.record:
             self.mem_events.append((when, self.kind[t], 0 if self.fallback[t] else -self.size[t]))
             self.alloc_trace.append((when, self.mem.allocated_bytes, self.mem.reserved_bytes))
@@ -674,6 +670,11 @@ class Engine:
         self.unpacked_held.setdefault(self.remade_last[t], []).append(
             (self.handle[t], self.size[t]))
         self.remade_early.add(t)
+        self._forget_handle(t)
+
+    def _forget_handle(self, t):
+        """Tensor ``t`` no longer owns its storage (released, or handed on): no handle, no
+        pending release, out of the LRU cache."""
         self.handle[t] = None
         self.idle_release[t] = False
         self.release_seq[t] = 0
