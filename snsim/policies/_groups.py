@@ -192,8 +192,7 @@ def internal_tensors(program, paths, *, keep_types=(), keep_ops=()):
             # a buffer no tensor owns that the block's forward makes and backward frees
             # (a capture's hidden allocation held by the block's autograd nodes) is state the
             # block keeps for backward, as a saved activation is: checkpoint keeps neither
-            if kind == "activation" or (kind == "workspace" and last[t] >= 0
-                                        and steps[last[t]].phase == "B"):
+            if kind == "activation" or (kind == "workspace" and last[t] > k):
                 made[t] = path
     for s in steps:
         if s.phase == "F":

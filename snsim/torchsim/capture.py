@@ -183,6 +183,7 @@ def align(rec, entries, s0, m_first, warm_starts=()):
         stream.insert(0, (-1, "a", sid))
 
     R = [(m, k, sid, op) for m, k, sid, op in rec.events if m >= m_first]
+    ahead = _next_alloc_at(entries[s0:])
     where = {}           # stream index -> position of its recorded event (event_positions)
     used = [False] * len(R)
     j = 0
@@ -192,7 +193,7 @@ def align(rec, entries, s0, m_first, warm_starts=()):
     hidden_ops = {}      # hidden key -> [op at alloc, op at free]
     unmatched_R = 0
     n_matched = 0
-    for e in entries[s0:]:
+    for n, e in enumerate(entries[s0:]):
         act = e["action"]
         if act not in ("alloc", "free_completed"):
             continue
@@ -203,7 +204,8 @@ def align(rec, entries, s0, m_first, warm_starts=()):
             for i in range(j, min(j + _WINDOW, len(R))):
                 if not used[i] and R[i][1] == "a" and rec.storages[R[i][2]][1] == addr \
                         and rec.storages[R[i][2]][0] == size:
-                    hit = i
+                    if not _overtakes(i, n, R, used, j, last_op, rec.storages, ahead):
+                        hit = i
                     break
             if hit is None:
                 key = ("h", n_hidden)
@@ -249,11 +251,91 @@ def align(rec, entries, s0, m_first, warm_starts=()):
     stats = {"matched_events": n_matched, "unmatched_recorder_events": unmatched_R,
              "hidden_allocations": n_hidden, "warmup_temporaries": n_temp,
              "statics_before_history": len(missing), "streams": len(streams)}
+    stream = _temporaries_into_their_step(stream)
     # each op's reads and forward's drops of saved storages, where the recorder saw them
     pos, _ = event_positions(rec)
     stream = with_reads([(where.get(i), e) for i, e in enumerate(stream)],
                         [p for p in pos if p[1][1] in "rd" and p[1][0] >= m_first])
     return stream, info, stats, hidden_ops
+
+
+def _temporaries_into_their_step(stream):
+    """The allocator's record with each buffer no tensor owns that is still held when the
+    next op's first output is allocated moved into that op's step (its mark), with what
+    follows it up to that output.
+
+    Such a block comes after the last output the recorder matched and before the next one,
+    and nothing marks where the next step began in between; one still held when that step's
+    first output is made is the step's own (a LayerNorm kernel copies a non-contiguous input
+    before it allocates Y, mean and rstd, and frees the copy when it returns), not a buffer
+    the previous step left. Kept in the previous step, a block wrapped by ``checkpoint``
+    would seem to hold it across the block boundary.
+
+    >>> h0, h1 = ("h", 0), ("h", 1)
+    >>> _temporaries_into_their_step([(1, "a", 7), (1, "a", h0), (1, "f", h0), (1, "a", h1),
+    ...                               (2, "a", 8), (2, "f", h1)])
+    [(1, 'a', 7), (1, 'a', ('h', 0)), (1, 'f', ('h', 0)), (2, 'a', ('h', 1)), (2, 'a', 8), (2, 'f', ('h', 1))]
+    """
+    out = list(stream)
+    i, n = 0, len(out)
+    while i < n:
+        if not isinstance(out[i][2], tuple) or out[i][0] < 0:
+            i += 1
+            continue
+        k = i
+        while k < n and isinstance(out[k][2], tuple):
+            k += 1
+        if k < n and out[k][1] == "a":   # out[i:k]: no tensor owns them; out[k]: an output
+            freed = {e[2] for e in out[i:k] if e[1] == "f"}
+            first = next((q for q in range(i, k)
+                          if out[q][1] == "a" and out[q][2] not in freed), None)
+            if first is not None and out[k][0] > out[first][0]:
+                for q in range(first, k):
+                    out[q] = (out[k][0], *out[q][1:])
+        i = k
+    return out
+
+
+def _next_alloc_at(entries):
+    """``next(addr, size, n)``: index of the next allocation of ``size`` bytes at ``addr``
+    after entry ``n`` of ``entries`` and within ``_WINDOW`` entries of it, or None."""
+    import bisect
+    at = {}
+    for n, e in enumerate(entries):
+        if e["action"] == "alloc":
+            at.setdefault((e["addr"], _size(e)), []).append(n)
+
+    def nxt(addr, size, n):
+        seq = at.get((addr, size), ())
+        k = bisect.bisect_right(seq, n)
+        return seq[k] if k < len(seq) and seq[k] <= n + _WINDOW else None
+    return nxt
+
+
+def _overtakes(i, n, R, used, j, last_op, storages, ahead):
+    """Whether matching allocator entry ``n`` to recorder event ``R[i]`` (same address and
+    size) would put ``R[i]``'s op before an earlier op's allocation still to come.
+
+    The caching allocator hands a freed block's address to the next request of its size, so a
+    buffer no tensor owns (a LayerNorm kernel's contiguous copy of its input, say) can sit at
+    the address and size a later op's output will take. Taken for that output, it moves the
+    output ahead of the ops between and the alignment drifts from there on (ViT-B/16's
+    attention output, transposed, is copied by every ``ln_2``). An allocation of an op after
+    the last matched one, earlier than ``R[i]``'s, whose own address and size come next in the
+    trace before ``R[i]``'s do again, has not happened yet: entry ``n`` is not ``R[i]``.
+    """
+    storage = storages[R[i][2]]
+    again = ahead(storage[1], storage[0], n)
+    if again is None:
+        return False
+    op = R[i][3]
+    for k in range(j, i):
+        if not used[k] and R[k][1] == "a" and last_op <= R[k][3] < op:
+            other = storages[R[k][2]]
+            due = ahead(other[1], other[0], n)
+            if due is not None and due < again:
+                return True
+    return False
 
 
 def sums_in_place(stream, rename):
