@@ -71,24 +71,45 @@ def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_g
 
 
 @contextlib.contextmanager
+def linear_bias_in_place():
+    """``F.linear`` adding the bias in place, as a run without a dispatch mode does.
+
+    torch's composite linear (aten/src/ATen/native/Linear.cpp) sends a bias-carrying input
+    that is neither 2-D nor contiguous through matmul and then adds the bias in place
+    (``output.add_(bias)``), unless the bias is "tensor-subclass-like" -- which a FakeTensor,
+    or any tensor while a dispatch mode is on (the recorder's, on the GPU too), is: the add
+    then goes out of place, one output-sized allocation (and free) a plain run never makes
+    (``nn.MultiheadAttention``'s in-projection of a batch-first input)."""
+    import torch
+    import torch.nn.functional as F
+    orig_linear = F.linear
+
+    def linear(input, weight, bias=None):
+        if bias is not None and input.dim() != 2 and not input.is_contiguous():
+            return torch.matmul(input, weight.t()).add_(bias)
+        return orig_linear(input, weight, bias)
+
+    F.linear = linear
+    try:
+        yield
+    finally:
+        F.linear = orig_linear
+
+
+@contextlib.contextmanager
 def cuda_like_dispatch(gpu="h200"):
     """Make CPU fake tensors take the ops CUDA tensors of GPU preset ``gpu`` take (fused
-    dropout, fused attention, linear's in-place bias add)."""
+    dropout, fused attention, linear's in-place bias add: :func:`linear_bias_in_place`)."""
+    with linear_bias_in_place(), _cuda_like_kernels(gpu):
+        yield
+
+
+@contextlib.contextmanager
+def _cuda_like_kernels(gpu):
     import torch
     import torch.nn.functional as F
     orig = F.dropout
     orig_sdpa = F.scaled_dot_product_attention
-    orig_linear = F.linear
-
-    def linear(input, weight, bias=None):
-        # torch's composite linear (aten/src/ATen/native/Linear.cpp) sends a bias-carrying input
-        # that is neither 2-D nor contiguous through matmul and then adds the bias in place
-        # (output.add_(bias)), unless the bias is "tensor-subclass-like" -- which a FakeTensor,
-        # or any tensor while a dispatch mode is on, is: the add then goes out of place, one
-        # output-sized allocation (and free) a CUDA run never makes
-        if bias is not None and input.dim() != 2 and not input.is_contiguous():
-            return torch.matmul(input, weight.t()).add_(bias)
-        return orig_linear(input, weight, bias)
 
     def dropout(input, p=0.5, training=True, inplace=False):
         if training and 0.0 < p < 1.0 and not inplace and input.numel() > 0:
@@ -127,13 +148,11 @@ def cuda_like_dispatch(gpu="h200"):
 
     F.dropout = dropout
     F.scaled_dot_product_attention = sdpa
-    F.linear = linear
     try:
         yield
     finally:
         F.dropout = orig
         F.scaled_dot_product_attention = orig_sdpa
-        F.linear = orig_linear
 
 
 @contextlib.contextmanager

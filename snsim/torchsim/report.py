@@ -1928,7 +1928,9 @@ def build_report(traces_dir="traces/h200"):
                  "before session 24's (what checkpoint's replay remakes and when forward drops "
                  "it, the lazy window in another plan's first iteration, steps that follow the "
                  "ops' reads, captures with the gradient sums in place): allocated 0.49% (max "
-                 "4.88%), reserved 3.41% (max 12.74%), step time 8.63%.\n")
+                 "4.88%), reserved 3.41% (max 12.74%), step time 8.63%; before session 25's "
+                 "(the ViT-B/16 captures' alignment): allocated 0.53% (max 6.75%), reserved "
+                 "1.78% (max 14.35%), step time 8.01%.\n")
     oracle = ENGINE_ORACLE_CSV
     if os.path.exists(oracle):
         import pandas as pd
@@ -1947,10 +1949,17 @@ def build_report(traces_dir="traces/h200"):
                  f"{oc['err_allocated_pct'].abs().max():.2f}%), reserved "
                  f"{oc['err_reserved_pct'].abs().mean():.2f}% (max "
                  f"{oc['err_reserved_pct'].abs().max():.2f}%).\n")
-    L.append("Not modelled by the engine (open): the GPU captures of ViT-B/16 hold buffers "
-             "no tensor owns whose capture-time attribution spans several blocks (ViT-B/16 "
-             "under checkpoint +6.8 % allocated in the capture rows, 0.0 % on the predicted "
-             "program); reserved peaks where a capture's history differs from the FakeTensor "
+    L.append("ViT-B/16's captures were made again at 15:05 UTC the same day, after a fix to "
+             "how a capture aligns the allocator's record with the recorder's tensors: a "
+             "LayerNorm kernel's copy of its transposed input sat at the address and size of "
+             "a later op's output and was taken for it, and the alignment drifted from there "
+             "(425 of 1696 recorder events unmatched, the plain replay +2.2 % allocated, "
+             "ViT-B/16 under checkpoint +6.8 %); now every event matches and a buffer no "
+             "tensor owns that is still held when the next op's first output is made belongs "
+             "to that op's step (`capture.align`, docs/DESIGN.md). `nn.TransformerEncoder` "
+             "was captured again with them; its rows did not move.\n")
+    L.append("Not modelled by the engine (open): reserved peaks where a capture's history "
+             "differs from the FakeTensor "
              "run's (`nn.TransformerEncoder` under both plans, ResNet-34 under checkpoint: the "
              "capture rows only; ResNet-152 under `save_on_cpu`, +8.7 %, is the FakeTensor "
              "run's own difference from the executed run, which the engine matches). "
