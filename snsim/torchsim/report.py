@@ -81,12 +81,14 @@ def _stats(errs, gates=None):
 
 def _captured_configs(traces_dir):
     """``{(model, batch): date of its first capture}``: the captures whose workspace tables a
-    prediction made later could use."""
+    prediction made later could use (a capture made again keeps the date of the one it
+    replaced as ``first_captured``)."""
     out = {}
     for f in expand([traces_dir]) + expand([os.path.join(traces_dir, "cpu_bound")]):
         prov = load_trace_doc(f)["provenance"]
         key = (prov.get("model"), int(prov.get("batch", 0)))
-        out[key] = min(out.get(key, "9999"), str(prov.get("date", "")))
+        date = prov.get("first_captured") or prov.get("date", "")
+        out[key] = min(out.get(key, "9999"), str(date))
     return out
 
 
@@ -1949,22 +1951,22 @@ def build_report(traces_dir="traces/h200"):
                  f"{oc['err_allocated_pct'].abs().max():.2f}%), reserved "
                  f"{oc['err_reserved_pct'].abs().mean():.2f}% (max "
                  f"{oc['err_reserved_pct'].abs().max():.2f}%).\n")
-    L.append("ViT-B/16's captures were made again at 15:05 UTC the same day, after a fix to "
-             "how a capture aligns the allocator's record with the recorder's tensors: a "
-             "LayerNorm kernel's copy of its transposed input sat at the address and size of "
-             "a later op's output and was taken for it, and the alignment drifted from there "
-             "(425 of 1696 recorder events unmatched, the plain replay +2.2 % allocated, "
-             "ViT-B/16 under checkpoint +6.8 %); now every event matches and a buffer no "
-             "tensor owns that is still held when the next op's first output is made belongs "
-             "to that op's step (`capture.align`, docs/DESIGN.md). `nn.TransformerEncoder` "
-             "was captured again with them; its rows did not move.\n")
-    L.append("Not modelled by the engine (open): reserved peaks where a capture's history "
-             "differs from the FakeTensor "
-             "run's (`nn.TransformerEncoder` under both plans, ResNet-34 under checkpoint: the "
-             "capture rows only; ResNet-152 under `save_on_cpu`, +8.7 %, is the FakeTensor "
-             "run's own difference from the executed run, which the engine matches). "
-             "Predictions of these plans should come from `snsim predict --policy` (section "
-             "1), which runs the real `torch.utils.checkpoint` and `save_on_cpu`.\n")
+    L.append("ViT-B/16's and `nn.TransformerEncoder`'s captures were made again at 15:14 UTC "
+             "the same day, after two fixes to `snsim capture` (docs/DESIGN.md): how it aligns "
+             "the allocator's record with the recorder's tensors (a LayerNorm kernel's copy "
+             "of its transposed input sat at the address and size of a later op's output and "
+             "was taken for it, and the alignment drifted from there: 425 of ViT-B/16's 1696 "
+             "recorder events unmatched, the plain replay +2.2 % allocated, ViT-B/16 under "
+             "checkpoint +6.8 %; now every event matches), and linear's bias added in place "
+             "while the recorder records, as the plain run does (`nn.MultiheadAttention`'s "
+             "in-projection; `nn.TransformerEncoder` under `save_on_cpu` -14.4 % reserved "
+             "before).\n")
+    L.append("Not modelled by the engine (open): reserved peaks where the executed run's "
+             "allocator differs from the one the engine and the FakeTensor run of the plan "
+             "share (`nn.TransformerEncoder` under checkpoint -9.0 %, ResNet-152 under "
+             "`save_on_cpu` +8.7 %, ResNet-34 under checkpoint +4.6 %: the same on the "
+             "predicted programs, and in `snsim predict --policy`, which runs the real "
+             "`torch.utils.checkpoint` and `save_on_cpu` under FakeTensorMode).\n")
 
     # -- 4. fit verdicts at the out-of-memory edge ----------------------------------------------
     L.append("## 4. Fit verdicts at the out-of-memory edge\n")
