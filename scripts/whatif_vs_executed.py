@@ -1,10 +1,11 @@
 """The engine's plans on plain captures against the same plans executed on the H200.
 
-For every executed `checkpoint` / `cpu_offload` run of the plan suite (traces/h200/plans/)
-whose network and batch also have a plain capture (traces/h200/ or traces/h200/cpu_bound/),
+For every executed `checkpoint` / `cpu_offload` run of the standard plan suite (its latest
+run: traces/h200/plans/ and its re-runs after harness fixes, `validate.latest_runs`) whose
+network and batch also have a plain capture (traces/h200/, cpu_bound/ or plain_history/),
 the plain capture's program runs through the engine under the same policy and options; its
 peaks and step time (from the plain capture's measured per-step times) are compared with the
-executed run. No torch needed.
+executed run, and with the first run (plans/). No torch needed.
 
     python scripts/whatif_vs_executed.py [--csv out.csv]
 """
@@ -22,7 +23,8 @@ def main(argv=None):
         print(f"{run}: not simulated: {why}")
     if args.csv:
         df.to_csv(args.csv, index=False)
-    cols = ["run", "err_allocated_pct", "err_reserved_pct", "err_step_time_pct"]
+    cols = ["run", "executed", "err_allocated_pct", "err_reserved_pct", "err_step_time_pct",
+            "first_err_reserved_pct"]
     print(df[cols].to_string(index=False))
     for q in ("allocated", "reserved", "step_time"):
         a = df[f"err_{q}_pct"].abs()

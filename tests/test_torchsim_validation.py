@@ -298,19 +298,23 @@ def test_cpu_offload_packs_what_backward_reads_that_no_tensor_owns():
     assert abs(r.peak_allocated_bytes / run["measured"]["peak_allocated_bytes"] - 1) < 0.03
 
 
-def test_engine_plans_on_plain_captures_meet_the_allocated_gates_and_the_reserved_mean():
-    # issue 8's gate on the engine's checkpoint / cpu_offload on the plain captures against
-    # the same plans executed on the H200 (docs/VALIDATION.md section 3): mean |err| <= 1 %
+def test_engine_plans_on_plain_captures_meet_issue_8s_gates():
+    # issue 8's gates on the engine's checkpoint / cpu_offload on the plain captures against
+    # the latest executed run of the same plans on the H200 (docs/VALIDATION.md section 3):
+    # allocated mean |err| <= 1 %, max <= 3 %; reserved mean <= 3 %, max <= 8 %; step time
+    # mean <= 10 %. When this was written: 0.03 / 0.36, 0.21 / 3.54, 5.86 %; against the
+    # first runs (plans/, one process), reserved 1.25 % (max 9.02 %) and step 7.93 %.
     from snsim.torchsim.validate import whatif_rows
     wf, _ = whatif_rows(TRACES)
     assert len(wf) >= 20
     assert wf["err_allocated_pct"].abs().mean() <= 1.0
-    # and the allocated max, <= 3 % (0.37 % when this was written, once the ViT-B/16 captures'
-    # alignment was fixed; 6.75 % before)
     assert wf["err_allocated_pct"].abs().max() <= 3.0
-    # and its reserved gate, mean |err| <= 3 % (1.78 % in docs/VALIDATION.md section 3 when
-    # this was written; 3.41 % before session 24's changes)
     assert wf["err_reserved_pct"].abs().mean() <= 3.0
+    assert wf["err_reserved_pct"].abs().max() <= 8.0
+    assert wf["err_step_time_pct"].abs().mean() <= 10.0
+    # the executed runs come from the standard suite and its re-runs
+    assert set(wf["executed"]) <= {"plans", "plans_standard_fresh", "plans_standard_mem7",
+                                   "plans_standard_final"}
 
 
 def test_checkpoint_replays_a_block_when_its_first_node_unpacks_anything_it_saved():
