@@ -1978,6 +1978,21 @@ def build_report(traces_dir="traces/h200"):
              "while the recorder records, as the plain run does (`nn.MultiheadAttention`'s "
              "in-projection; `nn.TransformerEncoder` under `save_on_cpu` -14.4 % reserved "
              "before).\n")
+    sn, _ = whatif_rows(traces_dir, policies=("superneurons",))
+    if sn is not None and len(sn):
+        L.append("Not gated, and open: `superneurons` on the same captures. The engine's "
+                 "`superneurons` is SuperNeurons' own algorithm on the layer graph (SPEC §5: "
+                 "liveness, every convolution's output offloaded, cost-aware recomputation "
+                 "between checkpoint layers); the plan `snsim execute --policy superneurons` "
+                 "runs, and `snsim predict --policy superneurons` shadows (section 1), is "
+                 "SuperNeurons' placed on module boundaries (`torchsim.plans`: each block "
+                 "checkpointed, the convolution outputs saved outside blocks offloaded on a "
+                 "side stream). They are different plans, and the engine does not yet run the "
+                 "second on a capture:\n")
+        L.append(_table(["run", "executed", "alloc err %", "reserved err %", "step err %"],
+                        [[r["run"], r["executed"] + "/", _pct(r["err_allocated_pct"]),
+                          _pct(r["err_reserved_pct"]), _pct(r["err_step_time_pct"])]
+                         for _, r in sn.iterrows()]) + "\n")
     L.append("The reserved errors against the first runs that the latest runs do not have "
              "(`nn.TransformerEncoder` under checkpoint -9.0 %, ResNet-152 under `save_on_cpu` "
              "+8.7 %, ResNet-34 under checkpoint +4.6 %) are the first runs' own: the engine's "

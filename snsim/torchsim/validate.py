@@ -176,11 +176,11 @@ def latest_runs(root="traces/h200", folders=STANDARD_RUNS):
     return out
 
 
-def whatif_rows(root="traces/h200"):
+def whatif_rows(root="traces/h200", policies=("checkpoint", "cpu_offload")):
     """The engine's plans on plain captures against the same plans executed.
 
-    Every executed ``checkpoint``/``cpu_offload`` run of the plan suite whose network, batch
-    and optimizer have a plain capture: that capture's program under the same policy and
+    Every executed run of the plan suite under one of ``policies`` whose network, batch and
+    optimizer have a plain capture: that capture's program under the same policy and
     options, against the plan's latest run (:func:`latest_runs`); the error against its first
     run comes along (``first_err_*``).
 
@@ -201,7 +201,7 @@ def whatif_rows(root="traces/h200"):
         # the plan suite's runs record no optimizer: they ran the default, SGD with momentum
         opt = run.get("optimizer") or run["provenance"].get("optimizer") or "sgd-momentum"
         src = plain.get((run["model"], int(run["batch"]), opt))
-        if run["policy"] not in ("checkpoint", "cpu_offload") or src is None:
+        if run["policy"] not in policies or src is None:
             continue
         opts = dict(o.split("=", 1) for o in run["options"])
         try:
