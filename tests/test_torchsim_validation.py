@@ -298,6 +298,27 @@ def test_cpu_offload_packs_what_backward_reads_that_no_tensor_owns():
     assert abs(r.peak_allocated_bytes / run["measured"]["peak_allocated_bytes"] - 1) < 0.03
 
 
+def test_latest_runs_takes_each_plans_newest_run_and_keeps_its_first(tmp_path):
+    # validate.latest_runs over a suite and its re-run, by hand: the re-run's date wins, the
+    # first run stays beside it, and a plan only the first folder ran keeps that run
+    import gzip
+    from snsim.torchsim.validate import latest_runs
+
+    def bundle(folder, runs):
+        (tmp_path / folder).mkdir()
+        with gzip.open(tmp_path / folder / "suite.json.gz", "wt") as f:
+            json.dump({"runs": runs}, f)
+    a = {"name": "a", "status": "ok", "provenance": {"date": "2026-11-30T08:00"}}
+    b = {"name": "b", "status": "ok", "provenance": {"date": "2026-11-30T08:00"}}
+    a2 = {"name": "a", "status": "ok", "provenance": {"date": "2026-11-30T23:00"}}
+    failed = {"name": "b", "status": "oom", "provenance": {"date": "2026-12-01T00:00"}}
+    bundle("first", [a, b])
+    bundle("again", [a2, failed])
+    got = latest_runs(str(tmp_path), ("first", "again"))
+    assert got["a"] == (a2, "again", a)
+    assert got["b"] == (b, "first", b)
+
+
 def test_engine_plans_on_plain_captures_meet_issue_8s_gates():
     # issue 8's gates on the engine's checkpoint / cpu_offload on the plain captures against
     # the latest executed run of the same plans on the H200 (docs/VALIDATION.md section 3):
