@@ -170,8 +170,9 @@ def step_owners(program, paths):
 def internal_tensors(program, paths, *, keep_types=(), keep_ops=()):
     """``{tensor_id: path}``: activations made inside each module that no forward step outside
     it reads (what ``torch.utils.checkpoint`` does not keep), and the buffers no tensor owns
-    that the module's forward makes and backward frees, except outputs of ``keep_types``
-    steps (selective checkpointing keeps conv/matmul outputs).
+    that the module's forward makes and a later step reads (backward, or the module's own
+    forward), except outputs of ``keep_types`` steps (selective checkpointing keeps
+    conv/matmul outputs).
 
     ``keep_ops`` names the aten ops whose outputs are kept where the program names its tensors
     by the op that made them (captures and predictions); a program that does not (the zoo:
@@ -189,9 +190,10 @@ def internal_tensors(program, paths, *, keep_types=(), keep_ops=()):
             kind = program.tensors[t].kind
             if by_op and program.tensors[t].name in keep_ops:
                 continue
-            # a buffer no tensor owns that the block's forward makes and backward frees
-            # (a capture's hidden allocation held by the block's autograd nodes) is state the
-            # block keeps for backward, as a saved activation is: checkpoint keeps neither
+            # a buffer no tensor owns that the block's forward makes and a later step frees
+            # (a capture's hidden allocation held by the block's autograd nodes, or by a later
+            # op of its forward) is the block's own, as an activation is: checkpoint keeps
+            # neither past the block's forward, and its replay makes them again
             if kind == "activation" or (kind == "workspace" and last[t] > k):
                 made[t] = path
     for s in steps:

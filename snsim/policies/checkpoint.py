@@ -90,8 +90,8 @@ def remade_outputs(program, paths, internal):
     outside it (not ``internal``) and saves for its own backward nodes (a Bottleneck's output,
     saved by its last ReLU). Its nodes hold the replay's copy, not the tensor forward made:
     ``remade`` is ``(first, last, tensor, label)`` per such tensor (:attr:`Plan.remade`), new
-    storage held from the replay to the last of the module's backward steps that read it, and ``program`` is the
-    program without those reads, so that the tensor forward made dies after its last reader
+    storage held from the replay to the last of the module's backward steps that read it,
+    and ``program`` is the program without those reads, so that the tensor forward made dies after its last reader
     outside the module (ResNet-50's last Bottleneck's output after the average pool's
     forward, as nothing outside saves it). ``program`` comes back unchanged (the same
     object) when no module saves such a tensor; once per program, paths and ``internal``

@@ -18,6 +18,7 @@ One capture, in one process, on a clean allocator:
 """
 from __future__ import annotations
 
+import bisect
 import datetime
 import functools
 import gc
@@ -299,7 +300,6 @@ def _temporaries_into_their_step(stream):
 def _next_alloc_at(entries):
     """``next(addr, size, n)``: index of the next allocation of ``size`` bytes at ``addr``
     after entry ``n`` of ``entries`` and within ``_WINDOW`` entries of it, or None."""
-    import bisect
     at = {}
     for n, e in enumerate(entries):
         if e["action"] == "alloc":

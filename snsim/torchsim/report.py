@@ -1919,8 +1919,10 @@ def build_report(traces_dir="traces/h200"):
              "returns, before autograd sums broadcast gradients (docs/DESIGN.md, \"What a "
              "hook's unpack changes\").\n")
     from .validate import whatif_rows
-    wf, _ = whatif_rows(traces_dir)
-    if wf is not None and len(wf):
+    every, _ = whatif_rows(traces_dir, policies=("checkpoint", "cpu_offload", "superneurons"))
+    sn = every[every["policy"] == "superneurons"] if len(every) else every
+    wf = every[every["policy"] != "superneurons"] if len(every) else every
+    if len(wf):
         L.append(_table(["run", "plain capture", "executed", "alloc err %", "reserved err %",
                          "step err %", "reserved err % vs plans/", "step err % vs plans/"],
                         [[r["run"], r["plain_capture"], r["executed"] + "/",
@@ -1978,8 +1980,7 @@ def build_report(traces_dir="traces/h200"):
              "while the recorder records, as the plain run does (`nn.MultiheadAttention`'s "
              "in-projection; `nn.TransformerEncoder` under `save_on_cpu` -14.4 % reserved "
              "before).\n")
-    sn, _ = whatif_rows(traces_dir, policies=("superneurons",))
-    if sn is not None and len(sn):
+    if len(sn):
         L.append("Not gated, and open: `superneurons` on the same captures. The engine's "
                  "`superneurons` is SuperNeurons' own algorithm on the layer graph (SPEC §5: "
                  "liveness, every convolution's output offloaded, cost-aware recomputation "

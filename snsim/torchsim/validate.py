@@ -196,6 +196,7 @@ def whatif_rows(root="traces/h200", policies=("checkpoint", "cpu_offload")):
     from ..errors import ConfigError
     from ..trace import read_trace
     plain = plain_captures(root)
+    programs = {}    # capture path -> its program, read once for all its plans
     out, skipped = [], []
     for run, folder, first in latest_runs(root).values():
         # the plan suite's runs record no optimizer: they ran the default, SGD with momentum
@@ -205,7 +206,9 @@ def whatif_rows(root="traces/h200", policies=("checkpoint", "cpu_offload")):
             continue
         opts = dict(o.split("=", 1) for o in run["options"])
         try:
-            r = replay_capture(read_trace(src), "h200", policy=run["policy"],
+            if src not in programs:
+                programs[src] = read_trace(src)
+            r = replay_capture(programs[src], "h200", policy=run["policy"],
                                policy_options=opts)
         except ConfigError as e:   # e.g. VGG: no block class (the suite wrapped conv runs)
             skipped.append((run["name"], str(e)))
