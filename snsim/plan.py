@@ -18,7 +18,8 @@ Semantics, in plan order (the host issues them; devices run them on their stream
                      device copy is released at once, its host copy being current).
 ``Prefetch(tensor)`` copy a host-resident tensor back host→device, allocated at issue.
 ``Evict(tensor)``    release the GPU copy of a tensor whose host copy is current (a fetched
-                     parameter of ``zero_offload``); it is on the host again.
+                     parameter of ``zero_offload``); it is on the host again. If its offload
+                     copy is still running, the compute stream waits for it first.
 """
 from __future__ import annotations
 

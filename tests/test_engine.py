@@ -448,3 +448,25 @@ def test_unrecorded_unchecked_replay_equals_the_checked_one(policy, allocator):
             if f.name not in ("sim_wall_s", "steps", "transfers", "memory_events",
                               "allocator_trace"):
                 assert getattr(lean, f.name) == getattr(checked, f.name), (budget, f.name)
+
+
+def test_evict_of_a_tensor_still_copying_out_waits_for_its_copy(tiny_chain):
+    # the module-boundary Offloader releases a GPU copy once its copy to the host has ended
+    # (event.synchronize()): an Evict issued while the copy runs makes the compute stream wait
+    # for it, and the tensor comes back from the host when backward reads it
+    from snsim.plan import Evict, Offload
+    p = make_program(tiny_chain, hardware=K40C)
+    live = get_policy("liveness").plan(p, K40C, BIG)
+    conv = next(s for s in p.steps if s.phase == "F" and s.name == "conv")
+    (t,) = [y for y in conv.outputs if p.tensors[y].name == "conv.y"]
+    ins = []
+    for x in live.instructions:
+        ins.append(x)
+        if type(x) is Compute and x.step == conv.index:
+            ins += [Offload(t), Evict(t)]
+    r = run_plan(p, dataclasses.replace(live, policy="evict", instructions=ins), K40C,
+                 budget_bytes=BIG)
+    base = run_plan(p, live, K40C, budget_bytes=BIG)
+    assert r.stall_time_s > 0
+    assert r.d2h_bytes == r.h2d_bytes == p.tensors[t].nbytes
+    assert r.step_time_s > base.step_time_s

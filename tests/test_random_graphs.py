@@ -35,16 +35,20 @@ ALLOCATORS = [("ideal", None), ("pool", None), ("pytorch", None),
 
 # every option of every registered policy, with the values it accepts
 _types = st.lists(st.sampled_from(LAYER_TYPES), min_size=1, max_size=3, unique=True).map(tuple)
+# a random graph has no module tree: SuperNeurons' plans act on its layer graph
+_layer_placement = st.sampled_from(["auto", "layers"])
 OPTION_SPACE = {
     "keep_all": {},
     "liveness": {},
     "workspace": {"ws_policy": st.sampled_from(WORKSPACE_MODES)},
     "offload": {"offload_types": _types, "prefetch_depth": st.integers(0, 3),
-                "free_after_offload": st.booleans(), "lru": st.booleans()},
-    "recompute": {"mode": st.sampled_from(RECOMPUTE_MODES)},
+                "free_after_offload": st.booleans(), "lru": st.booleans(),
+                "placement": _layer_placement},
+    "recompute": {"mode": st.sampled_from(RECOMPUTE_MODES), "placement": _layer_placement},
     "superneurons": {"mode": st.sampled_from(RECOMPUTE_MODES), "offload_types": _types,
                      "prefetch_depth": st.integers(0, 3), "free_after_offload": st.booleans(),
-                     "ws_policy": st.sampled_from(WORKSPACE_MODES), "release": st.booleans()},
+                     "ws_policy": st.sampled_from(WORKSPACE_MODES), "release": st.booleans(),
+                     "placement": _layer_placement},
     "vdnn": {"layers": st.sampled_from(["conv", "all"]),
              "algos": st.sampled_from(["memory", "performance"]),
              "prefetch_depth": st.integers(0, 3)},

@@ -53,6 +53,10 @@ class _Stop(Exception):
         self.failure = failure
 
 
+#: unmeasured iterations a plan may run after its warm-up until the allocator is steady
+SETTLE_ITERATIONS = 6
+
+
 class Engine:
     """Replays one plan. Use :func:`run_plan`; the class keeps the hot loop's state."""
 
@@ -108,6 +112,10 @@ class Engine:
         steady = self.warmup is not None or allocator == "pytorch"
         self.warmup_iterations = ((warm_runs if steady else 0)
                                   if warmup_iterations is None else int(warmup_iterations))
+        # another static plan than the captured one runs on until the allocator is steady
+        # (a run-time policy, DTR or an LRU cache, decides anew each iteration)
+        self.settle = (warmup_iterations is None and allocator == "pytorch"
+                       and not plan.as_captured and not plan.dtr and not plan.lru)
         # the static tensors a real run makes during its first iteration (the optimizer state
         # at the first optimizer step, set_to_none grads and lazily made momentum; cuBLAS's
         # workspaces at the first GEMM of each pass), into the cache that iteration's
@@ -711,6 +719,17 @@ class Engine:
         st = self.state[t]
         if st == HOST:
             return   # the LRU cache released it already
+        if st == D2H:
+            # its copy to the host is still running: the host waits for it (the module
+            # boundary Offloader's event.synchronize()), and the copy's end makes it clean
+            end = self.busy_until[t]
+            if end > self.t_compute:
+                self.stall_time += end - self.t_compute
+                self.t_compute = end
+            self._advance(self.t_compute)
+            st = self.state[t]
+            if st == HOST:
+                return
         if st != CLEAN:
             raise PlanError(f"Evict({t}) of tensor {self.p.tensors[t].name}, which is "
                             f"{STATE_NAMES[st]}: only a GPU copy of a current host tensor can go")
@@ -938,6 +957,19 @@ class Engine:
         self.algos_chosen = {}
         self.steps_rec, self.transfers = [], []
 
+    def _settle(self, steps):
+        """Run unmeasured iterations until one leaves the allocator's reserved bytes as it
+        found them (at most :data:`SETTLE_ITERATIONS`): a plan's blocks can split the cached
+        segments a little differently each iteration, and a real run, measured after many,
+        reserves what the steady state does."""
+        for _ in range(SETTLE_ITERATIONS):
+            before = self.mem.reserved_bytes
+            self._iteration(steps)
+            grew = self.mem.reserved_bytes != before
+            self._next_iteration()
+            if not grew:
+                return
+
     def _next_iteration(self):
         """Forget an unmeasured iteration: clocks, counters and records start again; the
         allocator keeps its cached segments, as a real allocator does between iterations."""
@@ -965,6 +997,8 @@ class Engine:
             for _ in range(self.warmup_iterations):
                 self._iteration(steps)
                 self._next_iteration()
+            if self.settle:
+                self._settle(steps)
             self._iteration(steps)
         except _Stop as stop:
             failure = stop.failure

@@ -28,7 +28,7 @@ def _parse_classes(value):
     return (value,) if isinstance(value, str) else tuple(value)
 
 
-def select_modules(program, policy, modules=None, every=None):
+def select_modules(program, policy, modules=None, every=None, segments_without_block=False):
     """Module paths a plan wraps, in forward order.
 
     Parameters
@@ -38,6 +38,10 @@ def select_modules(program, policy, modules=None, every=None):
         block class, i.e. the non-container class with children that has the most instances.
     every : int, optional
         Keep every N-th selected instance (the 1st, N+1-th, …), as ``if i % N == 0``.
+    segments_without_block : bool
+        Without ``modules``, in a model with no repeated block class (VGG, AlexNet), take the
+        segments of :func:`recompute_segments` (``{segment: member paths}``), as the torch
+        side's ``checkpoint`` does.
 
     Raises
     ------
@@ -64,9 +68,13 @@ def select_modules(program, policy, modules=None, every=None):
     else:
         blk = block_class(mods, parents, program.extra.get("containers") or
                           program.graph_attrs().get("containers", ()))
-        if blk is None:
+        segs = recompute_segments(program) if blk is None and segments_without_block else {}
+        if blk is None and not segs:
             raise ConfigError(f"policy {policy}: {program.name!r} has no repeated block class "
                               f"to wrap; name one with --option modules=CLASS")
+        if blk is None:
+            keys = list(segs)[::int(every or 1)]
+            return {k: segs[k] for k in keys}
         classes = (blk,)
     chosen, taken = [], set()
     for p in paths:
@@ -145,26 +153,140 @@ def steps_in(program, path):
 
 
 def step_owners(program, paths):
-    """``{forward step: path}``: the module of ``paths`` each forward step lies in (its name
-    is the path or lies under it; of nested paths, the later in ``paths``), in one pass over
-    the steps (:func:`steps_in` for every path)."""
-    wanted = set(paths)
-    inside = {p: [] for p in wanted}
+    """``{forward step: group}``: the group of ``paths`` each forward step lies in, in one
+    pass over the steps (:func:`steps_in` for every group).
+
+    ``paths`` are module paths, each its own group, or ``{group: member paths}``
+    (:func:`recompute_segments`' runs of layers, ``features[0:4]``); a step lies in a member
+    when its name is the member's path or lies under it, and of nested members in the
+    innermost."""
+    member = member_groups(paths)
+    owner = {}
     for s in program.steps:
         if s.phase == "F":
-            name = s.name
-            if name in wanted:
-                inside[name].append(s.index)
-            i = name.find(".")
-            while i >= 0:
-                if name[:i] in wanted:
-                    inside[name[:i]].append(s.index)
-                i = name.find(".", i + 1)
-    owner = {}
-    for path in paths:
-        for k in inside[path]:
-            owner[k] = path
+            g = group_of(s.name, member)
+            if g is not None:
+                owner[s.index] = g
     return owner
+
+
+def member_groups(paths):
+    """``{module path: group}`` of :func:`step_owners`' ``paths``."""
+    if isinstance(paths, dict):
+        return {m: g for g, ms in paths.items() for m in ms}
+    return {p: p for p in paths}
+
+
+def group_of(name, member):
+    """The group of the innermost member path that is ``name`` or lies above it, or None: a
+    lookup per enclosing path (``member``: ``{module path: group}``)."""
+    while True:
+        g = member.get(name)
+        if g is not None:
+            return g
+        i = name.rfind(".")
+        if i < 0:
+            return None
+        name = name[:i]
+
+
+#: module classes ``find_segments`` takes for convolutions and for the pooling layers that end
+#: a run of layers (``torch.nn``'s ``_ConvNd`` subclasses and the four pools it names)
+CONV_CLASSES = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+                          "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
+                          "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"})
+POOL_CLASSES = frozenset({"MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"})
+
+
+def recompute_segments(program):
+    """``{segment: member module paths}``, in forward order: the blocks SuperNeurons' plans
+    placed on module boundaries checkpoint, as :func:`snsim.torchsim.plans.find_segments`
+    finds them on the model, from the program's module tree.
+
+    Inside a container (and inside a module that holds a container of two or more blocks of
+    one class: ViT's ``Encoder``), every non-leaf child that is not a container is a segment,
+    and a container is searched in turn; a container of leaf layers with a convolution is cut
+    into runs that end at a pooling layer (VGG's ``features[0:4]``). The model's own children
+    are searched the same way (its leaves are not segments). The tree records each module's
+    class, not its base classes: a container whose class is neither ``ModuleList`` nor
+    ``ModuleDict`` is taken for a ``Sequential`` (torchvision's ``_Transition``,
+    ``Conv2dNormActivation``).
+
+    Raises
+    ------
+    ConfigError
+        A program without a module tree.
+    """
+    mods = module_map(program)
+    if mods is None:
+        raise ConfigError(f"program {program.name!r} has no module tree (a user graph, or a "
+                          f"capture older than 2026-11-29): SuperNeurons' plans placed on "
+                          f"module boundaries need one; use --option placement=layers")
+    containers = set(program.extra.get("containers") or
+                     program.graph_attrs().get("containers", ()))
+    kids, placed = {"": []}, set()
+    for p in list(mods) + sorted(containers):
+        # a container never called (a ModuleList) is in no module map: its path comes from
+        # its children's
+        while p and p not in placed:
+            placed.add(p)
+            kids.setdefault(p, [])
+            parent = p.rpartition(".")[0]
+            kids.setdefault(parent, []).append(p)
+            p = parent
+
+    def leaf(p):
+        return not kids[p]
+
+    def is_container(p):
+        # a module never called whose children were is iterated by its parent: a ModuleList
+        return p in containers or mods.get(p, "ModuleList") in _CONTAINERS
+
+    def holds_blocks(p):
+        for g in kids[p]:
+            ks = kids[g]
+            if is_container(g) and len(ks) >= 2 and len({mods.get(k) for k in ks}) == 1 \
+                    and not leaf(ks[0]) and not is_container(ks[0]):
+                return True
+        return False
+
+    out = {}
+
+    def search(p):
+        for c in kids[p]:
+            if leaf(c):
+                continue
+            if is_container(c) or holds_blocks(c):
+                container(c)
+            else:
+                out[c] = (c,)
+
+    def container(p):
+        ks = kids[p]
+        if not all(leaf(c) for c in ks):
+            search(p)
+            return
+        if mods.get(p) in ("ModuleList", "ModuleDict") or \
+                not any(mods.get(c) in CONV_CLASSES for c in ks):
+            return
+        run = []
+        for c in ks:
+            run.append(c)
+            if mods.get(c) in POOL_CLASSES:
+                if len(run) > 1:
+                    out[_run_label(p, run)] = tuple(run)
+                run = []
+        if len(run) > 1 and any(mods.get(c) in CONV_CLASSES for c in run):
+            out[_run_label(p, run)] = tuple(run)
+
+    search("")
+    return out
+
+
+def _run_label(container, run):
+    """``features[0:4]``: a run of a container's children, as ``find_segments`` names it."""
+    first, last = (c.rpartition(".")[2] for c in (run[0], run[-1]))
+    return f"{container}[{first}:{last}]"
 
 
 def internal_tensors(program, paths, *, keep_types=(), keep_ops=()):

@@ -203,7 +203,7 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
                        prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES,
                        checkpoint_layers=None, offload_inputs_of=None, drop_groups=None,
                        offload_tensors=None, offload_at_last_forward_use=False, cached=None,
-                       replay_when=None, dropped_after=None):
+                       replay_when=None, dropped_after=None, group_outputs=None):
     """Instructions for liveness, optionally with offload/prefetch and recomputation.
 
     Recomputation never needs more memory than liveness (issue 9, D11): when the plan's
@@ -249,6 +249,11 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
         steps here, if no dropped tensor asked for it earlier (``torch.utils.checkpoint``
         replays a block when one of its nodes first unpacks anything the block's ops saved,
         the block's own output included).
+    group_outputs : dict, optional
+        ``{tensor_id: group}``: what a ``drop_groups`` group makes and keeps for the steps
+        outside it (its output). Its replay makes them again from the group's inputs: one
+        that a replayed step reads is not kept for the replay but released at its last use
+        (``Drop``), made again by the replay and released once the replayed forward returns.
     """
     if recompute is not None and recompute not in RECOMPUTE_MODES:
         raise ConfigError(f"recompute mode {recompute!r} must be one of {RECOMPUTE_MODES}")
@@ -259,7 +264,7 @@ def build_instructions(program, *, recompute=None, offload=False, offload_types=
               offload_inputs_of=offload_inputs_of, drop_groups=drop_groups,
               offload_tensors=offload_tensors,
               offload_at_last_forward_use=offload_at_last_forward_use, cached=cached,
-              replay_when=replay_when, dropped_after=dropped_after)
+              replay_when=replay_when, dropped_after=dropped_after, group_outputs=group_outputs)
     out = _instructions(program, recompute=recompute, **kw)
     if recompute is None or drop_groups is not None:
         return out   # a user's plan (torch.utils.checkpoint) is simulated as written
@@ -283,7 +288,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                   prefetch_depth=1, checkpoint_types=CHECKPOINT_TYPES, checkpoint_layers=None,
                   offload_inputs_of=None, kept_layers=(), drop_groups=None, offload_tensors=None,
                   offload_at_last_forward_use=False, cached=None, replay_when=None,
-                  dropped_after=None):
+                  dropped_after=None, group_outputs=None):
     steps = program.steps
     tensors = program.tensors
     _, last = program.uses()
@@ -319,15 +324,19 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
         # the group is made again by the replay, so only what comes from outside it must be
         # kept; carry[x] is how long a replay may need the producer of group-internal x
         carry = [-1] * len(tensors)
+        outputs = group_outputs or {}
         for s in reversed(steps):
             if s.phase == "F":
                 for y in s.outputs:
-                    if droppable[y]:
+                    # a group's output that a replay reads is made again by it, from inputs
+                    # the replay needs in turn
+                    if droppable[y] or (y in outputs and carry[y] > need_until[y]):
                         req = max(need_until[y], carry[y])
                         for x in s.inputs:
-                            if drop_groups is not None and drop_groups[y] == (
+                            if drop_groups is not None and (
+                                    drop_groups[y] if droppable[y] else outputs[y]) == (
                                     drop_groups.get(x) if droppable[x]
-                                    else (cached or {}).get(x)):
+                                    else (cached or {}).get(x, outputs.get(x))):
                                 carry[x] = max(carry[x], req)
                             else:
                                 need_until[x] = max(need_until[x], req)
@@ -347,6 +356,9 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
     for t, k in enumerate(need_until):
         if k >= 0:
             free_after[k].append(t)
+    # group outputs a later replay makes again: dropped at their last use, not freed
+    regrow = (frozenset(t for t in group_outputs if carry[t] > need_until[t])
+              if group_outputs and recompute is not None else frozenset())
     offloaded = [False] * len(tensors)
     if offload:
         ot = frozenset(offload_types)
@@ -462,7 +474,7 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                 replayed.add(y)
                 if need_until[y] <= now[0]:
                     transient.append(y)   # revived only as a by-product: free after the step
-                if drop_groups is not None and steps[last[y]].phase == "F":
+                if drop_groups is not None and (steps[last[y]].phase == "F" or y in regrow):
                     forward_temps[y] = last_f_use.get(y, k)
         if seg_mode.get(seg.get(s.layer)) == "memory":
             for x in s.inputs:
@@ -539,14 +551,22 @@ def _instructions(program, *, recompute, offload=False, offload_types=("CONV",),
                     emit(drops[t])
                     dropped.add(t)
             for t in free_after[k]:     # need_until may point at a step not reading t
+                if t in regrow:
+                    emit(drops[t])
+                    dropped.add(t)
+                    continue
                 if dropped:
                     if t in dropped and drop_groups is not None:
                         continue   # a group temporary: a replay makes it again
                     dropped.discard(t)
                 emit(frees[t])
         elif phase == "B":
-            if dropped or replayed:
+            if dropped or replayed or regrow:
                 for t in free_after[k]:
+                    if t in regrow and t not in replayed and t not in dropped:
+                        emit(drops[t])
+                        dropped.add(t)
+                        continue
                     emit(frees[t])
                     dropped.discard(t)
                     replayed.discard(t)

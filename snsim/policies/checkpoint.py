@@ -13,7 +13,7 @@ import dataclasses
 
 from ..errors import ConfigError
 from ..plan import Plan
-from ._groups import internal_tensors, select_modules, step_owners
+from ._groups import member_groups, group_of, internal_tensors, select_modules, step_owners
 from ._schedule import build_instructions
 from ._unpack import split_after_apply
 from .base import Policy, flag, integer, names, register
@@ -38,33 +38,49 @@ class Checkpoint(Policy):
 
     def unsupported(self, program):
         try:
-            select_modules(program, self.name, self.options["modules"], self.options["every"])
+            select_modules(program, self.name, self.options["modules"], self.options["every"],
+                           segments_without_block=True)
         except ConfigError as e:
             return str(e).split(": ", 1)[-1]
         return None
 
     def plan(self, program, hardware, budget_bytes):
         o = self.options
-        paths = select_modules(program, self.name, o["modules"], o["every"])
-        keep = ("CONV", "FC") if o["selective"] else ()
-        ops = SELECTIVE_SAVE_OPS if o["selective"] else ()
-        groups = internal_tensors(program, paths, keep_types=keep, keep_ops=ops)
-        # selective checkpointing caches the kept outputs from forward until the block's replay
-        # takes them back, whether backward reads them or not
-        cached = {t: g for t, g in internal_tensors(program, paths).items() if t not in groups}
-        # what the replay (or the selective cache) hands to a backward node dies with it
+        paths = select_modules(program, self.name, o["modules"], o["every"],
+                               segments_without_block=True)
         given = program
-        program, _ = split_after_apply(program, set(groups) | set(cached))
-        replay_when = first_unpacks(program, paths)
-        program, remade = remade_outputs(program, paths, set(groups) | set(cached))
-        # a tensor the block saved dies where forward drops its last reference to it (a
-        # DenseNet layer's concatenated input lives until the layer's bn_function returns)
-        ins = build_instructions(program, recompute="speed", drop_groups=groups,
-                                 cached=cached, replay_when=replay_when,
-                                 dropped_after=dict(program.extra.get("saved_released") or ()))
+        program, ins, remade, dropped = checkpoint_instructions(program, paths, o["selective"])
         return Plan(policy=self.name, instructions=ins,
-                    notes={**o, "wrapped": len(paths), "dropped_tensors": len(groups)},
+                    notes={**o, "wrapped": len(paths), "dropped_tensors": dropped},
                     program=program if program is not given else None, remade=remade)
+
+
+def checkpoint_instructions(program, paths, selective=False):
+    """``(program, instructions, remade, dropped)``: every group of ``paths`` (module paths,
+    or ``{group: member paths}``) run under ``torch.utils.checkpoint``; ``program`` is the
+    one the instructions run (the given one, or one derived from it: the reads a hook's
+    unpack moves, :func:`split_after_apply` and :func:`remade_outputs`), ``dropped`` the
+    number of tensors dropped after forward."""
+    keep = ("CONV", "FC") if selective else ()
+    ops = SELECTIVE_SAVE_OPS if selective else ()
+    groups = internal_tensors(program, paths, keep_types=keep, keep_ops=ops)
+    # selective checkpointing caches the kept outputs from forward until the block's replay
+    # takes them back, whether backward reads them or not
+    cached = {t: g for t, g in internal_tensors(program, paths).items() if t not in groups}
+    # what the replay (or the selective cache) hands to a backward node dies with it
+    program, _ = split_after_apply(program, set(groups) | set(cached))
+    replay_when = first_unpacks(program, paths)
+    program, remade = remade_outputs(program, paths, set(groups) | set(cached))
+    # a tensor the block saved dies where forward drops its last reference to it (a
+    # DenseNet layer's concatenated input lives until the layer's bn_function returns)
+    # what a group keeps for the steps after it, its replay makes again
+    outputs = {t: g for t, g in _made_in(program, paths).items()
+               if t not in groups and t not in cached and program.tensors[t].kind == "activation"}
+    ins = build_instructions(program, recompute="speed", drop_groups=groups,
+                             cached=cached, replay_when=replay_when,
+                             dropped_after=dict(program.extra.get("saved_released") or ()),
+                             group_outputs=outputs)
+    return program, ins, remade, len(groups)
 
 
 def _made_in(program, paths):
@@ -74,14 +90,15 @@ def _made_in(program, paths):
 
 
 def _own_reads(program, paths):
-    """``(step, tensor, path)`` for every read by a wrapped module's backward step of a tensor
-    the module's forward made, in step order."""
+    """``(step, tensor, group)`` for every read by a wrapped group's backward step of a tensor
+    the group's forward made, in step order."""
     made = _made_in(program, paths)
+    member = member_groups(paths)
     for s in program.steps:
         if s.phase == "B":
             for t in s.deps:
                 p = made.get(t)
-                if p is not None and (s.name == p or s.name.startswith(p + ".")):
+                if p is not None and group_of(s.name, member) == p:
                     yield s.index, t, p
 
 
@@ -97,7 +114,7 @@ def remade_outputs(program, paths, internal):
     object) when no module saves such a tensor; once per program, paths and ``internal``
     (the program's plans share its instructions: :func:`_schedule._instruction_table`)."""
     memo = program.plan_memo()
-    key = ("remade_outputs", tuple(sorted(paths)), frozenset(internal))
+    key = ("remade_outputs", tuple(sorted(member_groups(paths).items())), frozenset(internal))
     if key not in memo:
         memo[key] = _remade_outputs(program, paths, internal)
     return memo[key]

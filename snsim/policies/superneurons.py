@@ -5,8 +5,14 @@ no eager offload or prefetch, only the LRU tensor cache with synchronous swaps (
 zero-workspace conv algorithms because the release's workspace search is dormant (Q9). FORK
 copies and separate BN/ReLU outputs (Q2, Q4) hold in both modes. The release's id-filtered
 liveness (Q1), LRU recency (Q5) and the other quirks are not modelled.
+
+On a PyTorch program (``placement=auto`` on a capture or a prediction, or ``modules``) it is
+the plan ``snsim execute`` runs, SuperNeurons placed on module boundaries: the segments
+checkpointed, the convolution outputs saved outside them offloaded
+(:mod:`snsim.policies._boundary`); the other options apply to the layer graph only.
 """
 from ..plan import WORKSPACE_MODES, Plan
+from ._boundary import PLACEMENTS, boundary_plan, on_modules
 from ._schedule import RECOMPUTE_MODES, build_instructions
 from .base import Policy, choice, flag, integer, layer_types, register
 
@@ -20,10 +26,13 @@ class SuperNeurons(Policy):
     OPTIONS = {"mode": choice("cost-aware", RECOMPUTE_MODES),
                "offload_types": layer_types(("CONV",)),
                "prefetch_depth": integer(1, minimum=0), "free_after_offload": flag(False),
-               "ws_policy": choice("dynamic", WORKSPACE_MODES), "release": flag(False)}
+               "ws_policy": choice("dynamic", WORKSPACE_MODES), "release": flag(False),
+               "placement": choice("auto", PLACEMENTS)}
 
     def plan(self, program, hardware, budget_bytes):
         o = self.options
+        if on_modules(program, o["placement"]):
+            return boundary_plan(self.name, program, recompute=True, offload=True)
         release = o["release"]
         ins = build_instructions(program, recompute=o["mode"], offload=not release,
                                  offload_types=o["offload_types"],

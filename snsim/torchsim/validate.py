@@ -176,7 +176,7 @@ def latest_runs(root="traces/h200", folders=STANDARD_RUNS):
     return out
 
 
-def whatif_rows(root="traces/h200", policies=("checkpoint", "cpu_offload")):
+def whatif_rows(root="traces/h200", policies=("checkpoint", "cpu_offload", "superneurons")):
     """The engine's plans on plain captures against the same plans executed.
 
     Every executed run of the plan suite under one of ``policies`` whose network, batch and
