@@ -1,12 +1,13 @@
 """The engine's plans against the FakeTensor run of the same plans, on this CPU.
 
-For every run of docs/VALIDATION.md section 3 (an executed ``checkpoint`` / ``cpu_offload``
-plan of the suite with a plain capture), the same network, batch, optimizer and plan twice,
-both without a GPU: the engine's policy on the *predicted* plain program (``snsim predict``'s
-FakeTensor run without a plan), and the FakeTensor run of the plan itself (the real
-``torch.utils.checkpoint`` / ``save_on_cpu``, what ``snsim predict --policy`` reports). The
-second matches the executed runs' peaks (section 1), so the difference is the engine's own:
-what section 3's errors owe to the engine rather than to the captures. One CSV row per run.
+For every run of docs/VALIDATION.md section 3 (an executed ``checkpoint`` / ``cpu_offload`` /
+``superneurons`` plan of the suite with a plain capture), the same network, batch, optimizer
+and plan twice, both without a GPU: the engine's policy on the *predicted* plain program
+(``snsim predict``'s FakeTensor run without a plan), and the FakeTensor run of the plan itself
+(the real ``torch.utils.checkpoint`` / ``save_on_cpu`` / SuperNeurons' ``Offloader``, what
+``snsim predict --policy`` reports). The second matches the executed runs' peaks (section 1),
+so the difference is the engine's own: what section 3's errors owe to the engine rather than
+to the captures. One CSV row per run.
 
     PYTHONPATH=. python scripts/engine_oracle.py --csv docs/data/engine_oracle_cpu.csv
 """
@@ -33,7 +34,7 @@ def rows(root="traces/h200"):
     programs = {}
     for run in plan_runs(root):
         opt = run.get("optimizer") or run["provenance"].get("optimizer") or "sgd-momentum"
-        if run["policy"] not in ("checkpoint", "cpu_offload") or \
+        if run["policy"] not in ("checkpoint", "cpu_offload", "superneurons") or \
                 (run["model"], int(run["batch"]), opt) not in plain:
             continue
         key = (run["model"], int(run["batch"]), opt)

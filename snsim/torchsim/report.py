@@ -264,6 +264,15 @@ ALL_REPRICED_CSV = os.path.join("docs", "data", "plans_repriced_h200.csv")
 #: the engine's plans on predicted programs against the FakeTensor run of each plan
 #: (scripts/engine_oracle.py), section 3
 ENGINE_ORACLE_CSV = os.path.join("docs", "data", "engine_oracle_cpu.csv")
+
+
+def fresh_rows(traces_dir):
+    """:func:`~snsim.torchsim.validate.fresh_capture_rows` of ``traces_dir``'s fresh captures
+    (an empty frame when there are none)."""
+    import pandas as pd
+    from .validate import FRESH_CAPTURES, fresh_capture_rows
+    root = os.path.join(traces_dir, FRESH_CAPTURES)
+    return fresh_capture_rows(root) if os.path.isdir(root) else pd.DataFrame()
 # the folders ALL_REPRICED_CSV re-prices (every plan-suite set with runs of torch 2.11)
 ALL_REPRICED_FOLDERS = ("plans_standard_fresh,plans_heldout,plans_heldout2_rerun,"
                         "plans_heldout3_rerun,plans_heldout4_rerun,plans_heldout5,plans_heldout6,"
@@ -1887,9 +1896,11 @@ def build_report(traces_dir="traces/h200"):
 
     # -- 3. the engine's plans on plain captures ----------------------------------------------
     L.append("## 3. The engine's plans on plain captures against the same plans executed\n")
-    L.append("`snsim run --trace <plain capture> --policy checkpoint|cpu_offload`: the plain "
-             "run's program (its op-granular steps and measured per-step times) under the "
-             "engine's own `checkpoint` and `cpu_offload` policies, against the latest "
+    L.append("`snsim run --trace <plain capture> --policy checkpoint|cpu_offload|superneurons`: "
+             "the plain run's program (its op-granular steps and measured per-step times) "
+             "under the engine's own `checkpoint`, `cpu_offload` and `superneurons` policies "
+             "(on a capture, SuperNeurons placed on module boundaries, the plan `snsim "
+             "execute` runs: below), against the latest "
              "executed run of the same plan: the standard suite (section 1, `plans/`, every "
              "plan in one process) was run again after two fixes to the harness, each plan in "
              "a fresh process (`plans_standard_fresh/`, section 1k: an earlier plan's cached "
@@ -1919,9 +1930,7 @@ def build_report(traces_dir="traces/h200"):
              "returns, before autograd sums broadcast gradients (docs/DESIGN.md, \"What a "
              "hook's unpack changes\").\n")
     from .validate import whatif_rows
-    every, _ = whatif_rows(traces_dir, policies=("checkpoint", "cpu_offload", "superneurons"))
-    sn = every[every["policy"] == "superneurons"] if len(every) else every
-    wf = every[every["policy"] != "superneurons"] if len(every) else every
+    wf, _ = whatif_rows(traces_dir, policies=("checkpoint", "cpu_offload", "superneurons"))
     if len(wf):
         L.append(_table(["run", "plain capture", "executed", "alloc err %", "reserved err %",
                          "step err %", "reserved err % vs plans/", "step err % vs plans/"],
@@ -1930,7 +1939,8 @@ def build_report(traces_dir="traces/h200"):
                           _pct(r["err_step_time_pct"]), _pct(r["first_err_reserved_pct"]),
                           _pct(r["first_err_step_time_pct"])]
                          for _, r in wf.iterrows()]) + "\n")
-        L.append("Mean |err| against the latest runs: allocated "
+        old = wf[wf["policy"] != "superneurons"]
+        L.append(f"Mean |err| over the {len(wf)} runs against the latest runs: allocated "
                  f"{wf['err_allocated_pct'].abs().mean():.2f}% (max "
                  f"{wf['err_allocated_pct'].abs().max():.2f}%), reserved "
                  f"{wf['err_reserved_pct'].abs().mean():.2f}% (max "
@@ -1942,7 +1952,13 @@ def build_report(traces_dir="traces/h200"):
                  f"{wf['first_err_allocated_pct'].abs().max():.2f}%), reserved "
                  f"{wf['first_err_reserved_pct'].abs().mean():.2f}% (max "
                  f"{wf['first_err_reserved_pct'].abs().max():.2f}%), step time "
-                 f"{wf['first_err_step_time_pct'].abs().mean():.2f}%. Against the first runs, "
+                 f"{wf['first_err_step_time_pct'].abs().mean():.2f}%. The {len(old)} "
+                 "`checkpoint` and `cpu_offload` runs alone, against the latest runs: allocated "
+                 f"{old['err_allocated_pct'].abs().mean():.2f}% (max "
+                 f"{old['err_allocated_pct'].abs().max():.2f}%), reserved "
+                 f"{old['err_reserved_pct'].abs().mean():.2f}% (max "
+                 f"{old['err_reserved_pct'].abs().max():.2f}%), step time "
+                 f"{old['err_step_time_pct'].abs().mean():.2f}%. Against the first runs, "
                  "before session 23's changes "
                  "(the hooks' unpacks, the first iteration's static tensors, the captures that "
                  "recorded it): allocated 1.31% (max 10.94%), reserved 6.07% (max 19.20%); "
@@ -1951,14 +1967,81 @@ def build_report(traces_dir="traces/h200"):
                  "ops' reads, captures with the gradient sums in place): allocated 0.49% (max "
                  "4.88%), reserved 3.41% (max 12.74%), step time 8.63%; before session 25's "
                  "(the ViT-B/16 captures' alignment): allocated 0.53% (max 6.75%), reserved "
-                 "1.78% (max 14.35%), step time 8.01%.\n")
+                 "1.78% (max 14.35%), step time 8.01%. Before session 26 the engine's "
+                 "`superneurons` on a capture was SuperNeurons' own algorithm on the layer "
+                 "graph (SPEC §5), a different plan from the one executed: +24 % to +249 % "
+                 "allocated on these ten runs; that algorithm is still there as "
+                 "`--option placement=layers`, and is the default on the zoo.\n")
+        L.append("`superneurons` on a capture (`placement=auto` on a program that records its "
+                 "module tree, `policies/_boundary.py`) is the plan `snsim execute` runs: the "
+                 "segments `torchsim.plans.find_segments` finds on the model, derived from the "
+                 "program's module tree (`policies._groups.recompute_segments`: the blocks "
+                 "inside containers, and in a plain conv stack the runs of layers that end at a "
+                 "pooling layer, VGG's `features[0:4]`), each under `torch.utils.checkpoint`, "
+                 "and the `Offloader`'s window on what ops outside them save: a convolution's "
+                 "output of 1 MiB or more is copied out when the op packs it, its GPU copy "
+                 "released once two later offloads are packed (the host waiting for its copy) "
+                 "or when the model's forward returns, and brought back, with the two packed "
+                 "before it, when the first backward node that reads it begins. A checkpointed "
+                 "group's output that its own replay reads (MobileNetV2's stem, whose in-place "
+                 "ReLU6 makes the BatchNorm's output the block's) is made again by the replay, "
+                 "as torch's replay does, not kept from forward for it; a plan other than the "
+                 "captured one runs on, unmeasured, until an iteration leaves the allocator's "
+                 "reserved bytes as it found them (the executed runs are measured after a "
+                 "dozen). `checkpoint` without `modules=` on a model with no repeated block "
+                 "class (VGG) wraps the same segments, as the torch side does. The one run past "
+                 "a gate: DenseNet-121 under `superneurons`, -3.27 % allocated. Its plain "
+                 "captures (this one, and a second made at 17:00 UTC the same day, below) hold "
+                 "no cuDNN workspace in the backward of the 3x3 convolution of the last dense "
+                 "layers of each block (245 MiB in the first block), where the executed plan, "
+                 "and its FakeTensor run, make one: the plan's convolutions there run "
+                 "differently from the plain run's, which a capture of the plain run cannot "
+                 "show.\n")
+    fresh = fresh_rows(traces_dir)
+    if len(fresh):
+        L.append("Seven networks this table had never used (ConvNeXt-T b32, DenseNet-121 b128 "
+                 "captured again, MobileNetV3-L b128, RegNetY-1.6GF b64, ResNet-101 b64, "
+                 "ResNeXt-50 b64, VGG19-BN b32), each captured plain and then run under "
+                 "SuperNeurons' three plans placed on module boundaries (`superneurons`, "
+                 "`offload`: the `Offloader` alone, `recompute`: the segments alone) on the "
+                 "H200 on 2026-12-03 between 16:59 and 17:07 UTC, after the engine's plans "
+                 "were written (`traces/h200/plans_on_fresh_captures/`, torch 2.11.0+cu130, CUDA "
+                 "13.0, cuDNN 9.19, driver 580.159.04; `scripts/plans_on_fresh_captures.sh`, "
+                 "`snsim execute --fast`: 2 warm-up and 10 measured iterations): the engine on "
+                 "each plain capture against the executed plan, and `snsim predict --policy`'s "
+                 "error on the same run, made on the device's CPU before it ran "
+                 "(`PYTHONPATH=. python scripts/engine_on_fresh_captures.py`):\n")
+        L.append(_table(["run", "alloc err %", "reserved err %", "step err %",
+                         "predict alloc err %", "predict reserved err %",
+                         "predict step err %"],
+                        [[r["run"], _pct(r["err_allocated_pct"]), _pct(r["err_reserved_pct"]),
+                          _pct(r["err_step_time_pct"]), _pct(r["predict_err_allocated_pct"]),
+                          _pct(r["predict_err_reserved_pct"]),
+                          _pct(r["predict_err_step_time_pct"])]
+                         for _, r in fresh.iterrows()]) + "\n")
+        parts = []
+        for who, col in (("the engine on the captures", "err"),
+                         ("`snsim predict`", "predict_err")):
+            parts.append(f"{who}: allocated "
+                         f"{fresh[f'{col}_allocated_pct'].abs().mean():.2f}% (max "
+                         f"{fresh[f'{col}_allocated_pct'].abs().max():.2f}%), reserved "
+                         f"{fresh[f'{col}_reserved_pct'].abs().mean():.2f}% (max "
+                         f"{fresh[f'{col}_reserved_pct'].abs().max():.2f}%), step time "
+                         f"{fresh[f'{col}_step_time_pct'].abs().mean():.2f}% (max "
+                         f"{fresh[f'{col}_step_time_pct'].abs().max():.2f}%)")
+        L.append(f"Mean |err| over the {len(fresh)} runs, " + "; ".join(parts) + ". The "
+                 "engine's step times of the checkpointing plans are short on these "
+                 "CPU-bound runs: it charges a capture's program no host time for the "
+                 "checkpoint calls, their recomputations and the hooks (open, issue 8), which "
+                 "`snsim predict` models (`opcost.plan_host_s`).\n")
     oracle = ENGINE_ORACLE_CSV
     if os.path.exists(oracle):
         import pandas as pd
         oc = pd.read_csv(oracle)
         L.append("The same plans on this CPU, with no capture: the engine's policy on the "
                  "*predicted* plain program against the FakeTensor run of the plan (the real "
-                 "`torch.utils.checkpoint` / `save_on_cpu`, shadowed; it matches the executed "
+                 "`torch.utils.checkpoint` / `save_on_cpu` / SuperNeurons' `Offloader`, "
+                 "shadowed; it matches the executed "
                  "peaks, section 1), so that what remains is the engine's own error "
                  "(`PYTHONPATH=. python scripts/engine_oracle.py --csv "
                  f"docs/data/engine_oracle_cpu.csv`, torch {oc['torch'].iloc[0]}):\n")
@@ -1980,20 +2063,6 @@ def build_report(traces_dir="traces/h200"):
              "while the recorder records, as the plain run does (`nn.MultiheadAttention`'s "
              "in-projection; `nn.TransformerEncoder` under `save_on_cpu` -14.4 % reserved "
              "before).\n")
-    if len(sn):
-        L.append("Not gated, and open: `superneurons` on the same captures. The engine's "
-                 "`superneurons` is SuperNeurons' own algorithm on the layer graph (SPEC §5: "
-                 "liveness, every convolution's output offloaded, cost-aware recomputation "
-                 "between checkpoint layers); the plan `snsim execute --policy superneurons` "
-                 "runs, and `snsim predict --policy superneurons` shadows (section 1), is "
-                 "SuperNeurons' placed on module boundaries (`torchsim.plans`: each block "
-                 "checkpointed, the convolution outputs saved outside blocks offloaded on a "
-                 "side stream). They are different plans, and the engine does not yet run the "
-                 "second on a capture:\n")
-        L.append(_table(["run", "executed", "alloc err %", "reserved err %", "step err %"],
-                        [[r["run"], r["executed"] + "/", _pct(r["err_allocated_pct"]),
-                          _pct(r["err_reserved_pct"]), _pct(r["err_step_time_pct"])]
-                         for _, r in sn.iterrows()]) + "\n")
     L.append("The reserved errors against the first runs that the latest runs do not have "
              "(`nn.TransformerEncoder` under checkpoint -9.0 %, ResNet-152 under `save_on_cpu` "
              "+8.7 %, ResNet-34 under checkpoint +4.6 %) are the first runs' own: the engine's "

@@ -227,3 +227,50 @@ def whatif_rows(root="traces/h200", policies=("checkpoint", "cpu_offload", "supe
             row[f"first_err_{q}_pct"] = round(100 * (pred / was - 1), 3)
         out.append(row)
     return pd.DataFrame(out), skipped
+
+
+#: captures of networks section 3 never used, each with the module-boundary plans executed
+#: right after it on the same lease (scripts/plans_on_fresh_captures.sh)
+FRESH_CAPTURES = "plans_on_fresh_captures"
+
+
+def fresh_capture_rows(root=os.path.join("traces", "h200", FRESH_CAPTURES)):
+    """The engine's plans on fresh plain captures against the same plans executed.
+
+    For every ``NAME.json.gz`` capture in ``root`` and every ``NAME_POLICY.json`` that
+    ``snsim execute --format json`` wrote for it, the capture's program under ``POLICY``
+    (SuperNeurons' plans placed on module boundaries) against the executed run, and beside
+    it the error of ``snsim predict --policy``'s prediction that ``snsim execute`` made on the
+    device's CPU before the run.
+
+    Returns
+    -------
+    DataFrame
+        One row per run: ``run``, ``policy``, then per quantity (``allocated``,
+        ``reserved``, ``step_time``) ``pred_*``, ``meas_*``, ``err_*_pct`` (the engine on the
+        capture) and ``predict_err_*_pct``.
+    """
+    import pandas as pd
+    from ..captured import replay_capture
+    from ..trace import read_trace
+    keys = {"allocated": "peak_allocated_bytes", "reserved": "peak_reserved_bytes",
+            "step_time": "step_time_s"}
+    out = []
+    for cap in sorted(glob.glob(os.path.join(root, "*.json.gz"))):
+        name = os.path.basename(cap)[:-len(".json.gz")]
+        program = None
+        for run in sorted(glob.glob(os.path.join(root, f"{name}_*.json"))):
+            policy = os.path.basename(run)[len(name) + 1:-len(".json")]
+            with open(run) as fh:
+                measured = {r["quantity"]: r for r in json.load(fh)["rows"]}
+            if program is None:
+                program = read_trace(cap)
+            r = replay_capture(program, "h200", policy=policy)
+            row = {"run": f"{name}_{policy}", "policy": policy}
+            for q, key in keys.items():
+                pred, meas = getattr(r, key), measured[key]["measured"]
+                row[f"pred_{q}"], row[f"meas_{q}"] = pred, meas
+                row[f"err_{q}_pct"] = round(pct_error(pred, meas), 3)
+                row[f"predict_err_{q}_pct"] = measured[key]["error_pct"]
+            out.append(row)
+    return pd.DataFrame(out)
