@@ -338,8 +338,10 @@ def print_run(r, program, args, out=None):
     out = out or sys.stdout
     w = out.write
     w(verdict(r, program) + "\n")
-    w(f"{program.name} batch {program.batch}, policy {r.policy}, {_allocator_label(args)}, "
-      f"{program.framework or program.source} semantics\n")
+    placed = {"modules": " on module boundaries", "layers": " on the layer graph"}.get(
+        (r.options or {}).get("placement"), "")
+    w(f"{program.name} batch {program.batch}, policy {r.policy}{placed}, "
+      f"{_allocator_label(args)}, {program.framework or program.source} semantics\n")
     rows = {LABELS.get(k, k): v for k, v in peak_breakdown(r).items()}
     w(("memory at the peak" if r.feasible else "memory at the largest point before it stopped")
       + " (simulated):\n")

@@ -28,4 +28,5 @@ class Offload(Policy):
         ins = build_instructions(program, offload=True, offload_types=o["offload_types"],
                                  prefetch_depth=o["prefetch_depth"])
         return Plan(policy=self.name, instructions=ins, lru=o["lru"],
-                    free_after_offload=o["free_after_offload"], notes=dict(o))
+                    free_after_offload=o["free_after_offload"],
+                    notes={**o, "placement": "layers"})

@@ -24,4 +24,5 @@ class Recompute(Policy):
         if on_modules(program, self.options["placement"]):
             return boundary_plan(self.name, program, recompute=True, offload=False)
         ins = build_instructions(program, recompute=self.options["mode"])
-        return Plan(policy=self.name, instructions=ins, notes=dict(self.options))
+        return Plan(policy=self.name, instructions=ins,
+                    notes={**self.options, "placement": "layers"})

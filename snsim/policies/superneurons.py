@@ -39,4 +39,5 @@ class SuperNeurons(Policy):
                                  prefetch_depth=o["prefetch_depth"])
         return Plan(policy=self.name, instructions=ins, lru=True,
                     workspace="none" if release else o["ws_policy"],
-                    free_after_offload=o["free_after_offload"], notes=dict(o))
+                    free_after_offload=o["free_after_offload"],
+                    notes={**o, "placement": "layers"})
