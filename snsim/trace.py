@@ -80,7 +80,7 @@ def graph_from_dict(d, *, source="trace"):
 #: a captured program's extras that :func:`program_from_dict` reads back
 PROGRAM_EXTRAS = ("warmup_events", "warmup_iteration_starts", "warmup_first_gemm",
                   "segment_addresses", "modules", "containers", "param_aliases",
-                  "saved_released")
+                  "saved_released", "saved_views")
 
 
 def program_to_dict(p):
@@ -173,6 +173,10 @@ def program_from_dict(d, *, graph=None, source="trace"):
               and row[1] in STATIC_KINDS and checks.COUNT[1](row[2]), source,
               f"program.static_tensors[{i}]", row, "[name, static kind, nbytes >= 0]")
         static_tensors.append(StaticTensor(row[0], row[1], row[2], 0))
+    views = d.get("saved_views") or []
+    _need(isinstance(views, list) and all(checks.is_int(t) and 0 <= t < len(tensors)
+                                          for t in views), source, "program.saved_views",
+          views, "a list of tensor indexes")
     for i, row in enumerate(d.get("events") or ()):
         _need(isinstance(row, list) and len(row) in (3, 4) and checks.is_int(row[0])
               and 0 <= row[0] < len(raw_steps) and row[1] in ("alloc", "free", "read", "release")

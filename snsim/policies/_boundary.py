@@ -70,13 +70,18 @@ def offloaded_tensors(program, segments, min_bytes):
     A tensor a convolution's module call made (its output, whose storage the conv's forward
     hook marks), that backward reads from a node outside every segment, of ``min_bytes`` or
     more, packed by the first forward step outside the segments that reads it; none that a
-    segment's forward reads."""
+    segment's forward reads, and none that autograd saved as a part or a non-contiguous view
+    of it (``Program.extra["saved_views"]``, recorded since 2026-12-03 17:30 UTC: the
+    ``Offloader`` packs only whole contiguous storages)."""
     mods = module_map(program) or {}
     member = member_groups(segments)
     steps = program.steps
+    # a tensor packed as a view (a permuted conv output a LayerNorm saves) is not offloaded,
+    # and autograd holds its GPU storage all the same
+    views = {int(t) for t in program.extra.get("saved_views") or ()}
     conv_made = {t for s in steps if s.phase == "F" and mods.get(s.name) in CONV_CLASSES
                  for t in s.outputs if program.tensors[t].kind == "activation"
-                 and program.tensors[t].nbytes >= min_bytes}
+                 and program.tensors[t].nbytes >= min_bytes and t not in views}
     if not conv_made:
         return []
     inside = {}   # forward step -> whether it lies in a segment

@@ -91,7 +91,7 @@ def iteration_marks(marks, iteration):
 def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=None,
                   op_times_s=None, name="model", batch=1, optimizer="sgd-momentum",
                   hardware="", source="capture", saved=(), step_times_s=None, containers=(),
-                  released=None):
+                  released=None, saved_views=()):
     """Build the trace ``program`` dict of iteration ``iteration``.
 
     Parameters
@@ -314,6 +314,8 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
                   "raw_marks": m1 - m0},
         "ops": op_rows,
         "saved": sorted(tid_of[k] for k in saved if k in tid_of),
+        # saved at least once as a part or a non-contiguous view of the storage
+        "saved_views": sorted(tid_of[k] for k in saved_views if k in tid_of),
         "saved_released": sorted(
             # dropped before any op of its step ran: once the step before ends
             [tid_of[k], step_of_mark[m - m0]

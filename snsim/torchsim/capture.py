@@ -660,7 +660,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
                          step_times_s=step_times,
                          name=spec.name, batch=batch, optimizer=setup.optimizer,
                          hardware="h200",
-                         source="capture", saved=rec.saved, released=rec.released,
+                         source="capture", saved=rec.saved, saved_views=rec.saved_views, released=rec.released,
                          containers=container_paths(net))
     prog["param_aliases"] = param_aliases(net)
     prog["notes"].update(align_stats)

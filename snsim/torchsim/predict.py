@@ -629,7 +629,7 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     prog = build_program(marks=rec.marks, ops=rec.ops, stream=stream, info=info,
                          iteration=rec.iteration, static_names=r["static_names"],
                          op_times_s=times, name=spec.name, batch=batch,
-                         optimizer=setup.optimizer, hardware=hw.name, source="predict", saved=rec.saved,
+                         optimizer=setup.optimizer, hardware=hw.name, source="predict", saved=rec.saved, saved_views=rec.saved_views,
                          released=rec.released,
                          containers=container_paths(r["model"]))
     prog["notes"].update(notes)

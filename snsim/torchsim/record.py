@@ -585,6 +585,8 @@ class Recorder:
         self.marks = []
         self.ops = []
         self.saved = set()
+        self.saved_views = set()     # saved storages packed at least once as a part or a
+        #                              non-contiguous view of it (a permuted conv output)
         self.released = {}           # saved storage id -> (mark, ops so far) where forward
         #                              dropped the last tensor object on the storage
         self._alive = {}             # storage id -> live tensor objects on it (_hold)
@@ -759,6 +761,8 @@ class Recorder:
         sid = self.sid_of(t)
         if sid is not None:
             self.saved.add(sid)
+            if not _whole_storage(t):
+                self.saved_views.add(sid)
             self._hold(t, sid)
         # detach: never store an output together with its own grad_fn (a reference cycle
         # would delay the free); the storage and version counter are shared. Autograd's
@@ -1229,3 +1233,13 @@ def optimizer_state(optimizer, param_names):
             if isinstance(v, torch.Tensor):
                 out.append((f"{param_names.get(id(p), '?')}.{key}", key, v))
     return out
+
+
+def _whole_storage(t):
+    """Whether ``t`` is its whole storage, contiguous from its start: what a saved-tensor hook
+    can copy out and release (SuperNeurons' ``Offloader`` packs only such tensors)."""
+    try:
+        return (t.is_contiguous() and t.storage_offset() == 0
+                and t.numel() * t.element_size() == t.untyped_storage().nbytes())
+    except (RuntimeError, NotImplementedError):   # a tensor without a storage to ask
+        return True
