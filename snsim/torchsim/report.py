@@ -1990,13 +1990,16 @@ def build_report(traces_dir="traces/h200"):
                  "reserved bytes as it found them (the executed runs are measured after a "
                  "dozen). `checkpoint` without `modules=` on a model with no repeated block "
                  "class (VGG) wraps the same segments, as the torch side does. The one run past "
-                 "a gate: DenseNet-121 under `superneurons`, -3.27 % allocated. Its plain "
-                 "captures (this one, and a second made at 17:00 UTC the same day, below) hold "
-                 "no cuDNN workspace in the backward of the 3x3 convolution of the last dense "
-                 "layers of each block (245 MiB in the first block), where the executed plan, "
-                 "and its FakeTensor run, make one: the plan's convolutions there run "
-                 "differently from the plain run's, which a capture of the plain run cannot "
-                 "show.\n")
+                 "a gate: DenseNet-121 under `superneurons`, -3.27 % allocated. The plain run "
+                 "makes the cuDNN workspaces of every dense layer's 3x3 convolution backward "
+                 "(245 and 249 MiB, six times each in the first block: the allocator's history "
+                 "on the H200 at 17:48 UTC the same day, plain, recompute and checkpoint "
+                 "alike), but both its captures (this one, and a second made at 17:00 UTC, "
+                 "below) put five of the six on the op before, autograd's gradient sum of the "
+                 "concatenation: `capture.align` gives a buffer no tensor owns to the last "
+                 "matched op. The plain replay does not feel it; the plan, whose peak is at "
+                 "those convolutions, does. Open: an op's start is not in the allocator's "
+                 "record.\n")
     fresh = fresh_rows(traces_dir)
     if len(fresh):
         L.append("Seven networks this table had never used (ConvNeXt-T b32, DenseNet-121 b128 "
