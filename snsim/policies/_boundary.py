@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..plan import Compute, Evict, Offload, Plan, Prefetch
 from ._groups import CONV_CLASSES, group_of, member_groups, module_map, recompute_segments
 from ._schedule import build_instructions
-from .cpu_offload import _nodes_reading
+from .cpu_offload import nodes_reading
 
 #: the ``Offloader``'s settings that ``snsim execute`` and ``snsim predict`` use
 OFFLOADER = {"keep_inflight": 2, "prefetch_depth": 2, "min_bytes": 1 << 20}
@@ -134,7 +134,7 @@ def offloader_instructions(program, instructions, segments, *, keep_inflight, pr
             evict_before.setdefault(pack_at[order[i + keep_inflight]], []).append(t)
         else:
             evict_after.setdefault(max(ref, model_end), []).append(t)
-    nodes, _ = _nodes_reading(program, set(order))
+    nodes, _ = nodes_reading(program, set(order))
     readers = {}
     for t, starts in nodes.items():
         for k in starts:

@@ -65,7 +65,7 @@ def saved_buffers(program):
             if t in made_in_forward and program.tensors[t].kind == "workspace"}
 
 
-def _nodes_reading(program, offloaded, after=frozenset()):
+def nodes_reading(program, offloaded, after=frozenset()):
     """``({tensor: [first step of each backward node reading it]}, {first step: last step})``.
 
     A captured autograd node is split into op-granular steps (the same layer, in a row); its
@@ -101,7 +101,7 @@ def packs_per_node(program, instructions):
         if s.phase == "F":
             for t in s.deps:
                 last_f[t] = s.index
-    nodes, _ = _nodes_reading(program, offloaded)
+    nodes, _ = nodes_reading(program, offloaded)
     size = [t.nbytes for t in program.tensors]
     return tuple((last_f[t], size[t] * (len(lst) - 1))
                  for t, lst in sorted(nodes.items()) if len(lst) > 1 and t in last_f)
@@ -117,7 +117,7 @@ def unpack_at_node_start(program, instructions, after=frozenset()):
     back twice. ``after``: the program's steps that run after their node returned.
     """
     offloaded = {i.tensor for i in instructions if type(i) is Offload}
-    nodes, end = _nodes_reading(program, offloaded, after)
+    nodes, end = nodes_reading(program, offloaded, after)
     fetch, drop = {}, {}
     for t, lst in nodes.items():
         for k in lst:
