@@ -470,3 +470,13 @@ def test_evict_of_a_tensor_still_copying_out_waits_for_its_copy(tiny_chain):
     assert r.stall_time_s > 0
     assert r.d2h_bytes == r.h2d_bytes == p.tensors[t].nbytes
     assert r.step_time_s > base.step_time_s
+
+
+def test_module_placement_needs_a_recorded_module_tree():
+    # a zoo network's module tree holds only its blocks: SuperNeurons' plans on module
+    # boundaries need a capture's or a prediction's (one line, not a silent liveness plan)
+    for policy in ("recompute", "offload", "superneurons"):
+        with pytest.raises(ConfigError, match=rf"policy {policy}: option placement=modules "
+                           r"needs a program that records its module tree"):
+            simulate("resnet50", batch=1, policy=policy,
+                     policy_options={"placement": "modules"})

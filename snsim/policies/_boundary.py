@@ -188,8 +188,19 @@ def _model_forward_end(program):
 PLACEMENTS = ("auto", "layers", "modules")
 
 
-def on_modules(program, placement):
-    """Whether a SuperNeurons plan with option ``placement`` acts on module boundaries."""
-    if placement == "auto":
-        return program.extra.get("modules") is not None
-    return placement == "modules"
+def on_modules(program, placement, policy):
+    """Whether a SuperNeurons plan with option ``placement`` acts on module boundaries.
+
+    Raises
+    ------
+    ConfigError
+        ``placement=modules`` on a program that does not record its module tree (a zoo
+        network's holds only its blocks, no convolution or pooling layer to place a plan on).
+    """
+    from ..errors import ConfigError
+    recorded = program.extra.get("modules") is not None
+    if placement == "modules" and not recorded:
+        raise ConfigError(f"policy {policy}: option placement=modules needs a program that "
+                          f"records its module tree (a capture or a prediction), and "
+                          f"{program.name!r} does not; use placement=layers or auto")
+    return recorded if placement == "auto" else placement == "modules"

@@ -23,7 +23,7 @@ class Offload(Policy):
 
     def plan(self, program, hardware, budget_bytes):
         o = self.options
-        if on_modules(program, o["placement"]):
+        if on_modules(program, o["placement"], self.name):
             return boundary_plan(self.name, program, recompute=False, offload=True)
         ins = build_instructions(program, offload=True, offload_types=o["offload_types"],
                                  prefetch_depth=o["prefetch_depth"])

@@ -21,7 +21,7 @@ class Recompute(Policy):
                "placement": choice("auto", PLACEMENTS)}
 
     def plan(self, program, hardware, budget_bytes):
-        if on_modules(program, self.options["placement"]):
+        if on_modules(program, self.options["placement"], self.name):
             return boundary_plan(self.name, program, recompute=True, offload=False)
         ins = build_instructions(program, recompute=self.options["mode"])
         return Plan(policy=self.name, instructions=ins,

@@ -31,7 +31,7 @@ class SuperNeurons(Policy):
 
     def plan(self, program, hardware, budget_bytes):
         o = self.options
-        if on_modules(program, o["placement"]):
+        if on_modules(program, o["placement"], self.name):
             return boundary_plan(self.name, program, recompute=True, offload=True)
         release = o["release"]
         ins = build_instructions(program, recompute=o["mode"], offload=not release,
