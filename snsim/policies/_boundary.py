@@ -23,9 +23,11 @@ reference to it for the replay, so releasing the offloader's would free nothing.
 """
 from __future__ import annotations
 
+from ..errors import ConfigError
 from ..plan import Compute, Evict, Offload, Plan, Prefetch
 from ._groups import CONV_CLASSES, group_of, member_groups, module_map, recompute_segments
-from ._schedule import build_instructions
+from ._schedule import _step_tables, build_instructions
+from .checkpoint import checkpoint_instructions
 from .cpu_offload import nodes_reading
 
 #: the ``Offloader``'s settings that ``snsim execute`` and ``snsim predict`` use
@@ -41,8 +43,6 @@ def boundary_plan(policy, program, *, recompute, offload):
     ConfigError
         No module tree, or (``recompute``) no segment to checkpoint.
     """
-    from ..errors import ConfigError
-    from .checkpoint import checkpoint_instructions
     segments = recompute_segments(program)
     if recompute and not segments:
         raise ConfigError(f"policy {policy}: {program.name!r} has no block or conv stack to "
@@ -84,15 +84,14 @@ def offloaded_tensors(program, segments, min_bytes):
                  and program.tensors[t].nbytes >= min_bytes and t not in views}
     if not conv_made:
         return []
-    inside = {}   # forward step -> whether it lies in a segment
     pack, segment_input = {}, set()
     for s in steps:
         if s.phase != "F":
             continue
-        inside[s.index] = group_of(s.name, member) is not None if member else False
+        inside = bool(member) and group_of(s.name, member) is not None
         for t in s.deps:
             if t in conv_made and t not in s.outputs:
-                if inside[s.index]:
+                if inside:
                     segment_input.add(t)
                 else:
                     pack.setdefault(t, s.index)
@@ -115,14 +114,10 @@ def offloader_instructions(program, instructions, segments, *, keep_inflight, pr
     entries = offloaded_tensors(program, segments, min_bytes)
     if not entries:
         return instructions, ()
-    steps = program.steps
     order = [t for _, t in entries]
     pack_at = {t: k for k, t in entries}
-    last_ref = {}
-    for s in steps:
-        if s.phase == "F":
-            for t in s.deps:
-                last_ref[t] = s.index
+    _, last_f_use, _ = _step_tables(program)
+    last_ref = {t: last_f_use[t] for t in order if t in last_f_use}
     for t, k in dict(program.extra.get("saved_released") or ()).items():
         if t in pack_at:
             last_ref[t] = max(last_ref.get(t, k), k)
@@ -197,7 +192,6 @@ def on_modules(program, placement, policy):
         ``placement=modules`` on a program that does not record its module tree (a zoo
         network's holds only its blocks, no convolution or pooling layer to place a plan on).
     """
-    from ..errors import ConfigError
     recorded = program.extra.get("modules") is not None
     if placement == "modules" and not recorded:
         raise ConfigError(f"policy {policy}: option placement=modules needs a program that "

@@ -68,13 +68,12 @@ def select_modules(program, policy, modules=None, every=None, segments_without_b
     else:
         blk = block_class(mods, parents, program.extra.get("containers") or
                           program.graph_attrs().get("containers", ()))
-        segs = recompute_segments(program) if blk is None and segments_without_block else {}
-        if blk is None and not segs:
-            raise ConfigError(f"policy {policy}: {program.name!r} has no repeated block class "
-                              f"to wrap; name one with --option modules=CLASS")
         if blk is None:
-            keys = list(segs)[::int(every or 1)]
-            return {k: segs[k] for k in keys}
+            segs = recompute_segments(program) if segments_without_block else {}
+            if not segs:
+                raise ConfigError(f"policy {policy}: {program.name!r} has no repeated block "
+                                  f"class to wrap; name one with --option modules=CLASS")
+            return {k: segs[k] for k in list(segs)[::int(every or 1)]}
         classes = (blk,)
     chosen, taken = [], set()
     for p in paths:

@@ -13,7 +13,7 @@ import dataclasses
 
 from ..errors import ConfigError
 from ..plan import Plan
-from ._groups import member_groups, group_of, internal_tensors, select_modules, step_owners
+from ._groups import group_of, internal_tensors, member_groups, select_modules, step_owners
 from ._schedule import build_instructions
 from ._unpack import split_after_apply
 from .base import Policy, flag, integer, names, register
@@ -71,11 +71,11 @@ def checkpoint_instructions(program, paths, selective=False):
     program, _ = split_after_apply(program, set(groups) | set(cached))
     replay_when = first_unpacks(program, paths)
     program, remade = remade_outputs(program, paths, set(groups) | set(cached))
-    # a tensor the block saved dies where forward drops its last reference to it (a
-    # DenseNet layer's concatenated input lives until the layer's bn_function returns)
     # what a group keeps for the steps after it, its replay makes again
     outputs = {t: g for t, g in _made_in(program, paths).items()
                if t not in groups and t not in cached and program.tensors[t].kind == "activation"}
+    # a tensor the block saved dies where forward drops its last reference to it (a
+    # DenseNet layer's concatenated input lives until the layer's bn_function returns)
     ins = build_instructions(program, recompute="speed", drop_groups=groups,
                              cached=cached, replay_when=replay_when,
                              dropped_after=dict(program.extra.get("saved_released") or ()),
