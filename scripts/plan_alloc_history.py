@@ -194,6 +194,15 @@ RUNS = [
      {"policy": "superneurons", "setup": ("sgd-momentum", "foreach", "fp16")}),
     ("swin_v2_t_b24_bf16_superneurons", "torchvision:swin_v2_t", 24,
      {"policy": "superneurons", "setup": ("sgd-momentum", "foreach", "bf16")}),
+    # the fresh captures' reserved misses (traces/h200/plans_on_fresh_captures: ConvNeXt-T
+    # b32 recompute predicted -16.65 %; RegNetY-1.6GF b64 recompute -7.96 % on the capture,
+    # offload predicted +8.46 %) and their plain runs
+    ("convnext_tiny_b32_plain", "torchvision:convnext_tiny", 32, {"policy": "plain"}),
+    ("convnext_tiny_b32_recompute", "torchvision:convnext_tiny", 32, {"policy": "recompute"}),
+    ("regnet_y_1_6gf_b64_plain", "torchvision:regnet_y_1_6gf", 64, {"policy": "plain"}),
+    ("regnet_y_1_6gf_b64_recompute", "torchvision:regnet_y_1_6gf", 64,
+     {"policy": "recompute"}),
+    ("regnet_y_1_6gf_b64_offload", "torchvision:regnet_y_1_6gf", 64, {"policy": "offload"}),
 ]
 
 

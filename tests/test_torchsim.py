@@ -738,6 +738,41 @@ def test_capture_alignment_leaves_a_kernels_copy_at_a_later_outputs_address_hidd
     assert stats["unmatched_recorder_events"] == 0 and stats["hidden_allocations"] == 1
 
 
+def test_capture_alignment_gives_a_workspace_to_the_op_whose_call_made_it():
+    # capture.align, by hand: op 0 (a gradient sum, step 0) makes X; op 1 (a convolution
+    # backward, step 1) makes cuDNN's workspace W and frees it before its output Y exists.
+    # The recorder stamps each allocator entry with the aten call it happened in
+    # (record.OP_TAG); by the last matched op alone, W would be op 0's, in step 0 (DenseNet-121
+    # b128: five of the six conv2 backward workspaces of its first dense block, seen on the
+    # H200 in the allocator's history of 2026-12-03 17:48 UTC).
+    from types import SimpleNamespace
+    from snsim.torchsim.capture import OP_TAG, align, hidden_table
+    S, X, Y, W = 1024, 0x1000, 0x9000, 0x20000
+    rec = SimpleNamespace(
+        storages=[[S, X, ""], [S, Y, ""]],
+        events=[(0, "a", 0, 0), (1, "a", 1, 1)],
+        ops=[(0, "add", (), (0,), 0, 0, ""), (1, "convolution_backward", (0,), (1,), 0, 0,
+                                               "sig")],
+        op_of_call=[0, 1], excluded=set(), released={})
+
+    def entries(tagged):
+        tag = (lambda c: {"user_metadata": f"{OP_TAG}{c}"}) if tagged else (lambda c: {})
+        return [{"action": "alloc", "addr": X, "size": S, **tag(0)},
+                {"action": "alloc", "addr": W, "size": 4 * S, **tag(1)},
+                {"action": "free_completed", "addr": W, "size": 4 * S, **tag(1)},
+                {"action": "alloc", "addr": Y, "size": S, **tag(1)}]
+    h = ("h", 0)
+    stream, info, _, hidden_ops = align(rec, entries(True), 0, 0)
+    assert [(m, kind, key) for m, kind, key, *_ in stream if kind in "af"] == \
+        [(0, "a", 0), (1, "a", h), (1, "f", h), (1, "a", 1)]
+    assert hidden_table(rec, hidden_ops, info) == [["convolution_backward", "sig", 4 * S,
+                                                    True, 1]]
+    # an allocator trace without the stamps (an older torch): the last matched op's step
+    stream, info, _, hidden_ops = align(rec, entries(False), 0, 0)
+    assert [(m, kind, key) for m, kind, key, *_ in stream if kind in "af"][1] == (0, "a", h)
+    assert hidden_ops[h] == [0, 0]
+
+
 # -- CUDA kernels' own temporaries (record.cuda_temporaries, reduce_buffers) -------------------
 def test_cuda_temporaries_follow_the_strides_a_fake_run_sees():
     from snsim.torchsim.record import cuda_temporaries

@@ -302,7 +302,10 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
     op_rows = []
     for s in range(n_steps):
         for k in step_ops[s]:
-            op_rows.append([s, ops[k][1], int(ops[k][4]), int(ops[k][5])])
+            # with the call's signature and layout where the recorder kept them: the shapes
+            # a host model prices an aten call's issue by (kernel_table.KernelTable.issue_s)
+            op_rows.append([s, ops[k][1], int(ops[k][4]), int(ops[k][5]),
+                            *(ops[k][6:8] if len(ops[k]) > 7 else ())])
     return {
         "name": name, "batch": int(batch), "optimizer": optimizer, "source": source,
         "hardware": hardware, "static_bytes": static_bytes, "steps": steps,

@@ -32,6 +32,12 @@ from ..errors import ConfigError, TraceError
 from .hidden import event_positions, with_reads
 from .models import resolve_model
 
+#: Prefix of the metadata a capture's recorder stamps on the allocator's trace entries made
+#: inside an aten call (``torch.cuda.memory._set_memory_metadata``, thread-local: autograd's
+#: device thread stamps its own), then the call's number
+#: (:attr:`~snsim.torchsim.record.Recorder.op_of_call`).
+OP_TAG = "snsim-call:"
+
 _WINDOW = 512
 
 
@@ -184,6 +190,17 @@ def align(rec, entries, s0, m_first, warm_starts=()):
         stream.insert(0, (-1, "a", sid))
 
     R = [(m, k, sid, op) for m, k, sid, op in rec.events if m >= m_first]
+
+    def op_running(e):
+        """The op whose aten call made trace entry ``e`` (its :data:`OP_TAG`), or None: an
+        allocation no recorded event matches (a kernel's workspace) belongs to the op that
+        was running, not to the last op whose outputs were matched before it."""
+        tag = e.get("user_metadata") or ""
+        if not tag.startswith(OP_TAG):
+            return None
+        call = int(tag[len(OP_TAG):])
+        op = rec.op_of_call[call] if call < len(rec.op_of_call) else None
+        return op if op is not None and rec.ops[op][0] >= m_first else None
     ahead = _next_alloc_at(entries[s0:])
     where = {}           # stream index -> position of its recorded event (event_positions)
     used = [False] * len(R)
@@ -212,8 +229,9 @@ def align(rec, entries, s0, m_first, warm_starts=()):
                 key = ("h", n_hidden)
                 n_hidden += 1
                 info[key] = (size, "hidden")
-                hidden_ops[key] = [last_op, None]
-                mark = last_mark
+                op = op_running(e)
+                hidden_ops[key] = [last_op if op is None else op, None]
+                mark = last_mark if op is None else rec.ops[op][0]
             else:
                 key = R[hit][2]
                 mark = R[hit][0]
@@ -227,7 +245,10 @@ def align(rec, entries, s0, m_first, warm_starts=()):
                 continue
             mark = last_mark
             if key in hidden_ops:
-                hidden_ops[key][1] = last_op
+                op = op_running(e)
+                hidden_ops[key][1] = last_op if op is None else op
+                if op is not None:
+                    mark = rec.ops[op][0]
             if not isinstance(key, tuple):
                 for i in range(j, min(j + _WINDOW, len(R))):
                     if not used[i] and R[i][1] == "f" and R[i][2] == key:

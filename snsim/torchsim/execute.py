@@ -241,9 +241,12 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     ``reset_peak_memory_stats()`` and ``iters`` iterations timed between CUDA events
     (median). ``device="cpu"`` runs the same code on the CPU (tests; no peaks).
 
-    The launching thread's pace is gauged (:func:`snsim.torchsim.hostpace.gauge_add_s`) before
-    the model is built and after the timed iterations, outside the peaks:
-    ``host_gauge_add_s_before`` / ``_after``.
+    The launching thread's pace is gauged (:func:`snsim.torchsim.hostpace.gauge_add_s`) after
+    the timed iterations, outside the peaks: ``host_gauge_add_s_after``. Not before them: the
+    gauge's own CUDA work (its kernel's module loaded lazily, a small segment made and given
+    back) moves where the driver places the run's later segments, and so its reserved peak
+    (RegNetY-1.6GF b64 under recompute: 1984 MiB measured after the gauge, where the capture,
+    which runs none, places segments as a user's process does).
 
     Returns
     -------
@@ -255,6 +258,7 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     import functools
     import statistics
     import time
+    from .hostpace import gauge_add_s
     cuda = device == "cuda"
     if cuda:
         from .capture import measured_peaks, require_cuda
@@ -273,8 +277,6 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     if batch <= 0:
         raise ConfigError(f"--batch (={batch}) must be a positive integer")
     wall0 = time.perf_counter()
-    from .hostpace import gauge_add_s
-    gauge_before = gauge_add_s(device)
     if cuda:
         _clean_cuda(torch)
         _fits(torch, budget_bytes)
@@ -321,7 +323,6 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
         out.update(**setup.to_dict(), step_time_s=float(statistics.median(times)),
                    step_times_s=[round(t, 6) for t in times], warmup_iters=warmup_iters,
                    iters=iters, segments=list(getattr(net, "_snsim_segments", [])),
-                   host_gauge_add_s_before=gauge_before,
                    host_gauge_add_s_after=gauge_add_s(device))
     finally:
         del net, opt, x, y

@@ -487,7 +487,7 @@ def side_copies(ops):
 
 def host_copy_time_s(op_rows, hw):
     """Seconds of the shadow host copies among a program's ``ops`` rows
-    ``[step, name, flops, bytes]``."""
+    ``[step, name, flops, bytes, (signature, layout)]``."""
     total = 0.0
     for row in op_rows:
         if row[1] in HOST_COPY_OPS:

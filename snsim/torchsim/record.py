@@ -34,6 +34,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
 from ..kernel_table import pow2_align
+from .capture import OP_TAG
 
 try:
     from torch.autograd import _get_sequence_nr
@@ -541,7 +542,8 @@ class Recorder:
         ``"cpu"`` under a CPU ``FakeTensorMode``).
     track_pointers : bool
         Keep each storage's ``data_ptr()`` (real tensors only), to align with the allocator's
-        own trace.
+        own trace; on CUDA every aten call also stamps the allocator's trace entries made
+        inside it with :data:`OP_TAG` and its call number (:attr:`op_of_call`).
 
     Attributes
     ----------
@@ -555,6 +557,10 @@ class Recorder:
         CUDA kernel makes (a fake run's; a CUDA run's profiler-free recording has none); their
         time is :func:`snsim.torchsim.opcost.copy_ops`', the memory of cuDNN backward's
         grad_output copies :func:`snsim.torchsim.hidden.add_hidden`'s.
+    op_of_call : list of int
+        With ``track_pointers``: the op index of each aten call in the order the calls
+        began (a nested call ends, and is recorded, before the call around it), for the
+        allocator trace entries tagged ``OP_TAG + str(call number)``.
     saved : set of storage ids that autograd saved for backward (pack hook)
     host_events : list of (op index, mechanism, phase, count)
         Host work a memory plan adds that is no aten op (:meth:`host_event`): before op
@@ -584,6 +590,7 @@ class Recorder:
         self.events = []
         self.marks = []
         self.ops = []
+        self.op_of_call = []
         self.saved = set()
         self.saved_views = set()     # saved storages packed at least once as a part or a
         #                              non-contiguous view of it (a permuted conv output)
@@ -820,14 +827,35 @@ def record_host_read(t):
         rec.host_read(t)
 
 
+def _metadata_setter(rec):
+    """``torch.cuda.memory._set_memory_metadata`` where ``rec`` tags the allocator's trace
+    (a real CUDA capture, on a torch that has it), else None."""
+    if not (rec.track_pointers and rec.device_type == "cuda"):
+        return None
+    return getattr(torch.cuda.memory, "_set_memory_metadata", None)
+
+
 class _RecordMode(TorchDispatchMode):
     def __init__(self, rec):
         super().__init__()
         self.rec = rec
+        self._set_metadata = _metadata_setter(rec)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
+        if self._set_metadata is None:
+            out = func(*args, **kwargs)
+        else:
+            calls = self.rec.op_of_call
+            call = len(calls)
+            calls.append(None)
+            outer = torch.cuda.memory._get_memory_metadata()
+            self._set_metadata(f"{OP_TAG}{call}")
+            try:
+                out = func(*args, **kwargs)
+            finally:
+                self._set_metadata(outer)
+            calls[call] = len(self.rec.ops)
         self.rec._op(func, args, kwargs, out)
         return out
 
