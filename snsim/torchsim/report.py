@@ -1989,17 +1989,18 @@ def build_report(traces_dir="traces/h200"):
                  "captured one runs on, unmeasured, until an iteration leaves the allocator's "
                  "reserved bytes as it found them (the executed runs are measured after a "
                  "dozen). `checkpoint` without `modules=` on a model with no repeated block "
-                 "class (VGG) wraps the same segments, as the torch side does. The one run past "
-                 "a gate: DenseNet-121 under `superneurons`, -3.27 % allocated. The plain run "
+                 "class (VGG) wraps the same segments, as the torch side does. DenseNet-121 "
+                 "under `superneurons` was -3.27 % allocated, past the 3 % gate, until its "
+                 "plain run was captured again (2026-12-03 19:15 UTC) with each allocator "
+                 "trace entry stamped with the aten call it happened in "
+                 "(`torch.cuda.memory._set_memory_metadata`, `capture.OP_TAG`): the plain run "
                  "makes the cuDNN workspaces of every dense layer's 3x3 convolution backward "
                  "(245 and 249 MiB, six times each in the first block: the allocator's history "
-                 "on the H200 at 17:48 UTC the same day, plain, recompute and checkpoint "
-                 "alike), but both its captures (this one, and a second made at 17:00 UTC, "
-                 "below) put five of the six on the op before, autograd's gradient sum of the "
-                 "concatenation: `capture.align` gives a buffer no tensor owns to the last "
-                 "matched op. The plain replay does not feel it; the plan, whose peak is at "
-                 "those convolutions, does. Open: an op's start is not in the allocator's "
-                 "record.\n")
+                 "on the H200 at 17:48 UTC the same day), and the earlier captures, matching "
+                 "by the last op whose outputs they had seen, put five of the six on the op "
+                 "before, autograd's gradient sum of the concatenation. The plain replay does "
+                 "not feel it; the plan, whose peak is at those convolutions, does "
+                 "(-1.57 % now).\n")
     fresh = fresh_rows(traces_dir)
     if len(fresh):
         L.append("Seven networks this table had never used (ConvNeXt-T b32, DenseNet-121 b128 "
@@ -2013,7 +2014,17 @@ def build_report(traces_dir="traces/h200"):
                  "`snsim execute --fast`: 2 warm-up and 10 measured iterations): the engine on "
                  "each plain capture against the executed plan, and `snsim predict --policy`'s "
                  "error on the same run, made on the device's CPU before it ran "
-                 "(`PYTHONPATH=. python scripts/engine_on_fresh_captures.py`):\n")
+                 "(`PYTHONPATH=. python scripts/engine_on_fresh_captures.py`). The plain runs "
+                 "were captured again at 19:15 UTC, each allocator entry stamped with its aten "
+                 "call (above), and four plans executed again at 19:23 UTC "
+                 "(RegNetY-1.6GF's three, ConvNeXt-T's `recompute`) after `snsim execute` "
+                 "stopped gauging the host before it builds the model: the gauge's CUDA work "
+                 "moved where the driver placed the run's later segments (RegNetY under "
+                 "`recompute`: 1984 MiB reserved after the gauge, 1826 MiB without, the "
+                 "engine's figure; the runs it replaced are in `with_gauge/`). The other "
+                 "seventeen runs were measured after the gauge too, and their reserved peaks "
+                 "match the engine on the captures; their step times are of another lease "
+                 "than the captures':\n")
         L.append(_table(["run", "alloc err %", "reserved err %", "step err %",
                          "predict alloc err %", "predict reserved err %",
                          "predict step err %"],
@@ -2033,10 +2044,6 @@ def build_report(traces_dir="traces/h200"):
                          f"{fresh[f'{col}_step_time_pct'].abs().mean():.2f}% (max "
                          f"{fresh[f'{col}_step_time_pct'].abs().max():.2f}%)")
         L.append(f"Mean |err| over the {len(fresh)} runs, " + "; ".join(parts) + ". The "
-                 "captures predate the recorders' `saved_views` (the tensors autograd saves "
-                 "as a view of their storage, which the `Offloader` leaves on the GPU): "
-                 "ConvNeXt-T's `offload` row is -1.88 % allocated for it, where the engine "
-                 "on a predicted program, which records them, is exact. The "
                  "engine's step times of the checkpointing plans are short on these "
                  "CPU-bound runs: it charges a capture's program no host time for the "
                  "checkpoint calls, their recomputations and the hooks (open, issue 8), which "
