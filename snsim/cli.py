@@ -334,7 +334,7 @@ def _show(k, v):
 
 def print_run(r, program, args, out=None):
     """The table output of ``snsim run``: verdict, what it ran, the breakdown at the peak."""
-    from .verdict import LABELS, peak_breakdown, verdict
+    from .verdict import LABELS, capture_step_note, peak_breakdown, verdict
     out = out or sys.stdout
     w = out.write
     w(verdict(r, program) + "\n")
@@ -342,6 +342,9 @@ def print_run(r, program, args, out=None):
         (r.options or {}).get("placement"), "")
     w(f"{program.name} batch {program.batch}, policy {r.policy}{placed}, "
       f"{_allocator_label(args)}, {program.framework or program.source} semantics\n")
+    note = capture_step_note(program)
+    if note:
+        w(f"({note})\n")
     rows = {LABELS.get(k, k): v for k, v in peak_breakdown(r).items()}
     w(("memory at the peak" if r.feasible else "memory at the largest point before it stopped")
       + " (simulated):\n")

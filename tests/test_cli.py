@@ -1,5 +1,6 @@
 """The command line: the README's commands, output formats and one-line errors."""
 import json
+import os
 import subprocess
 import sys
 
@@ -82,6 +83,23 @@ def test_run_table_leads_with_the_verdict(capsys):
     rate = next(l for l in out.splitlines() if l.startswith("images_per_s"))
     step = next(l for l in out.splitlines() if l.startswith("step_time_s"))
     assert rate.split()[2] == "/s" and step.split()[2] == "s", (rate, step)
+
+
+def test_run_on_a_capture_says_its_step_times_are_the_hooked_ones(capsys):
+    # a capture times each step between the hooks that mark it; on a host-bound run the
+    # hooks stretch the intervals, so the table says what the capture measured without them
+    # (RegNetY-1.6GF b64 on the H200, 2026-12-03 19:15 UTC: intervals 87.6 ms, step 62.8 ms)
+    trace = os.path.join("traces", "h200", "plans_on_fresh_captures",
+                         "regnet_y_1_6gf_b64.json.gz")
+    code, out, _ = run_cli(capsys, "run", "--trace", trace, "--gpu", "h200", "--policy",
+                           "liveness")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].endswith("step 87.6 ms (measured) on h200")
+    assert lines[2] == ("(step times as captured between the hooks that mark each step, "
+                        "87.6 ms for the plain plan; the capture measured a plain step of "
+                        "62.8 ms without hooks)")
+    code, out, _ = run_cli(capsys, "run", "--network", "resnet18", "--batch", "4")
+    assert "without hooks" not in out      # a modelled program has no such note
 
 
 def test_run_table_does_not_fit(capsys):
