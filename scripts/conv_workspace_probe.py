@@ -78,6 +78,18 @@ runs 7-112 pixel sides only), dense and depthwise, each shape in all three dtype
     PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 6 --seed 4 \
         --kinds dense,dw --skip-nets --spatial 8,10,12,15,16,20,24,30,32,33,40,48,60,64,65,80,96,120 \
         --sample-dtypes bfloat16,float16,float32 --merge configs/kernels/h200_conv_workspaces.json.gz
+
+Channels-last inputs (``--layout channels_last``: each input made NHWC, as a network that
+permutes NHWC activations back feeds its convolutions, ConvNeXt's blocks): ATen sends a
+depthwise convolution whose input or weight suggests channels-last to cuDNN
+(``use_cudnn_depthwise``, aten/src/ATen/native/Convolution.cpp), not to its own kernel, and
+cuDNN's NHWC depthwise backward takes workspaces the contiguous rows above (none) do not
+show. The rows go to their own table, ``h200_conv_workspaces_channels_last.json.gz``, which
+a CPU prediction reads for the convolutions its recorder saw run channels-last
+(:func:`snsim.torchsim.record.conv_layout`):
+
+    PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 6 --seed 5 \
+        --kinds dw --skip-nets --sample-dtypes float32,bfloat16,float16 --layout channels_last
 """
 import argparse
 import datetime
@@ -231,9 +243,13 @@ def _flush(torch, probe):
     return rows
 
 
-def run_one(torch, F, probe, n, c, h, co, k, s, pad, g, bias, dtype, device="cuda"):
+def run_one(torch, F, probe, n, c, h, co, k, s, pad, g, bias, dtype, device="cuda",
+            layout=""):
     dt = getattr(torch, dtype)
-    x = torch.randn(n, c, h, h, device=device, dtype=dt, requires_grad=c != 3)
+    x = torch.randn(n, c, h, h, device=device, dtype=dt)
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    x.requires_grad_(c != 3)
     w = torch.randn(co, c // g, k, k, device=device, dtype=dt, requires_grad=True)
     b = torch.randn(co, device=device, dtype=dt, requires_grad=True) if bias else None
     with probe.mode():
@@ -309,6 +325,9 @@ def main(argv=None):
                          "training steps (comma-separated names), before anything else")
     ap.add_argument("--video-batches", default="1,2,4,8,16,32",
                     help="batches the --video-nets run at (comma-separated)")
+    ap.add_argument("--layout", default="", choices=("", "channels_last"),
+                    help="channels_last: every input NHWC, the rows written to "
+                         "h200_conv_workspaces_channels_last.json.gz (default: NCHW)")
     args = ap.parse_args(argv)
     video_nets = tuple(v for v in args.video_nets.split(",") if v)
     video_batches = _positive_ints("--video-batches", args.video_batches)
@@ -414,7 +433,8 @@ def main(argv=None):
         if ho < 1 or max(n * c * h * h, n * co * ho * ho) * el > args.max_bytes:
             continue
         try:
-            run_one(torch, F, probe, n, c, h, co, k, s, pad, g, bias, dtype)
+            run_one(torch, F, probe, n, c, h, co, k, s, pad, g, bias, dtype,
+                    layout=args.layout)
         except torch.OutOfMemoryError:
             # a call cut short leaves an unpaired marker: drop this stretch of the history
             skipped["oom"] = skipped.get("oom", 0) + 1
@@ -434,6 +454,7 @@ def main(argv=None):
             "net_dtypes": list(net_dtypes),
             "net_batches": list(net_batches), "sample_dtypes": list(sample_dtypes),
             "video_nets": list(video_nets), "video_batches": list(video_batches),
+            "layout": args.layout or "contiguous",
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     # slots: per signature, how many outputs each workspace followed (see _workspaces); a
     # separate key so that readers of [signature, sizes] rows stay as they are
@@ -450,7 +471,8 @@ def main(argv=None):
         slots = {**{k: v for k, v in slots.items() if k not in seen}, **old_slots}
         prov = {**prov, "merged_into": old_prov}
     os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "h200_conv_workspaces.json.gz")
+    path = os.path.join(args.out, "h200_conv_workspaces" + (f"_{args.layout}" if args.layout
+                                                            else "") + ".json.gz")
     with gzip.open(path, "wt") as f:
         json.dump({"provenance": prov, "rows": rows, "slots": slots}, f)
     print(f"{len(rows)} calls, {sum(1 for r in rows if r[1])} with a workspace -> {path}")

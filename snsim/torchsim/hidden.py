@@ -167,7 +167,8 @@ def load_tables(hardware, *, exclude=()):
         ``exact``: signature -> workspace sizes of one call; ``scaled``: normalised signature
         -> list of (batch, sizes); ``dtyped``: normalised signature without dtypes -> list of
         (batch, element bytes, sizes); ``persistent``: phase -> sizes; ``sources``: file
-        names.
+        names; ``probe`` and ``probe_channels_last``: the GPU's probed tables of NCHW and
+        NHWC calls (:func:`_probe_table`; None where not measured).
     """
     exact, scaled, dtyped, sources = {}, {}, {}, []
     persistent = None
@@ -193,7 +194,8 @@ def load_tables(hardware, *, exclude=()):
             persistent = {"F": hid[:2], "B": hid[2:]}
     probe = _probe_table(hardware)
     return {"exact": exact, "scaled": scaled, "dtyped": dtyped, "sources": sources,
-            "persistent": persistent or _DEFAULT_PERSISTENT, "probe": probe}
+            "persistent": persistent or _DEFAULT_PERSISTENT, "probe": probe,
+            "probe_channels_last": _probe_table(hardware, "channels_last")}
 
 
 # -- convolutions no capture has seen ---------------------------------------------------------
@@ -566,9 +568,14 @@ def _at_nearest_batch(index, norms, batch, *, with_slots=False):
     return None
 
 
-def _probe_table(hardware):
-    """The probed convolution workspaces of ``hardware`` (None when none were measured)."""
+def _probe_table(hardware, layout=""):
+    """The probed convolution workspaces of ``hardware`` (None when none were measured);
+    ``layout="channels_last"``: those of the same calls made with NHWC inputs
+    (``scripts/conv_workspace_probe.py --layout channels_last``), in the file beside
+    :func:`probe_path`'s named ``..._conv_workspaces_channels_last.json.gz``."""
     path = probe_path(hardware)
+    if layout:
+        path = path.with_name(path.name.replace(".json.gz", f"_{layout}.json.gz"))
     try:
         return _read_probe(str(path), path.stat().st_mtime_ns)
     except (OSError, ValueError, KeyError):
@@ -684,14 +691,28 @@ def _pass_slots(call, per_pass):
     return [s for _, s in kept], [_outputs_before(call, p) for p, _ in kept]
 
 
-def lookup_slots(tables, sig, batch):
+def lookup_slots(tables, sig, batch, layout=""):
     """``(sizes, level, slots)`` of one call of ``sig`` at ``batch``: the workspace sizes in
     the order taken, the level of the module docstring that gave them, and how many of the
     call's outputs each follows where that is known (a probed row that recorded it, a
     per-pass level), else None (:func:`_workspace_slots` places them). A lone workspace of a
     backward that runs both passes is taken as the backward-filter's: of the 609 the probe
     recorded with their slots (seed 3), 575 followed grad_weight (fp16 545 of 572, bf16 30 of
-    37), among them every one of the per-sample engine's size (:func:`per_sample_filter_bytes`)."""
+    37), among them every one of the per-sample engine's size (:func:`per_sample_filter_bytes`).
+
+    ``layout``: the call's memory layout as the recorder saw it
+    (:func:`snsim.torchsim.record.conv_layout`). A depthwise convolution whose input or
+    weight suggests channels-last runs on cuDNN, not on ATen's own kernel
+    (``use_cudnn_depthwise`` in aten/src/ATen/native/Convolution.cpp), and cuDNN's NHWC
+    depthwise backward takes workspaces where the NCHW probe's rows take none: ConvNeXt-T's
+    7x7 depthwise backward at batch 32 took 318,219,895 + 19,267,584 + 8 B (96 channels at
+    56x56) on the H200 with NHWC inputs and nothing with NCHW ones (scripts/
+    conv_workspace_probe.py on that GPU, torch 2.11). Its probe levels read the channels-last
+    table (``probe_channels_last``) instead, where one was measured."""
+    if layout == "channels_last" and tables.get("probe_channels_last") is not None:
+        call = conv_call(sig)
+        if call is not None and _is_depthwise(call):
+            tables = {**tables, "probe": tables["probe_channels_last"]}
     sizes, how, slots = _lookup_levels(tables, sig, batch)
     if slots is None and len(sizes) == 1:
         call = conv_call(sig)
@@ -843,6 +864,8 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
              "hidden_sources": len(tables["sources"])}
     if tables.get("probe") is not None:
         notes["hidden_probe"] = tables["probe"]["file"]
+    if tables.get("probe_channels_last") is not None:
+        notes["hidden_probe_channels_last"] = tables["probe_channels_last"]["file"]
     if not tables["sources"] and tables.get("probe") is None:
         return stream, info, notes
     info = dict(info)
@@ -888,7 +911,8 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             # the recorder gave this op its CUDA kernel's temporaries from the strides it saw,
             # which a table keyed by shapes only cannot tell apart
             continue
-        sizes, how, before = lookup_slots(tables, sig, batch or 0)
+        sizes, how, before = lookup_slots(tables, sig, batch or 0,
+                                          layout=op[7] if len(op) > 7 else "")
         counts[how] += 1
         slots = _workspace_slots(op[1], len(sizes), made.get(k, 0), before)
         if op[1] == "convolution_backward":
