@@ -5,7 +5,7 @@ committed one, traces/h200/plans_on_fresh_captures/): each plain capture's progr
 ``superneurons``, ``offload`` and ``recompute`` against the executed run of that plan, with
 ``snsim predict --policy``'s error beside it. No torch needed.
 
-    PYTHONPATH=. python scripts/engine_on_fresh_captures.py [FOLDER] [--unhooked]
+    PYTHONPATH=. python scripts/engine_on_fresh_captures.py [FOLDER]
 """
 import argparse
 import os
@@ -16,11 +16,8 @@ from snsim.torchsim.validate import FRESH_CAPTURES, fresh_capture_rows
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", nargs="?", default=os.path.join("traces", "h200", FRESH_CAPTURES))
-    ap.add_argument("--unhooked", action="store_true",
-                    help="scale each capture's step times to its plain step measured without "
-                         "hooks first (validate.unhooked_steps)")
     args = ap.parse_args(argv)
-    df = fresh_capture_rows(args.folder, unhooked=args.unhooked)
+    df = fresh_capture_rows(args.folder)
     cols = ["run", "err_allocated_pct", "err_reserved_pct", "err_step_time_pct",
             "predict_err_allocated_pct", "predict_err_reserved_pct",
             "predict_err_step_time_pct"]

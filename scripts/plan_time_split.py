@@ -25,7 +25,7 @@ def split(model, batch, policy, options, optimizer, impl, amp, input_shape=None,
     from snsim.kernel_table import HOST_READ_OPS, load_host_costs, load_kernel_table
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.models import resolve_model
-    from snsim.torchsim.opcost import (HOST_COPY_OPS, SIDE_COPY_OPS, _innet_host_s,
+    from snsim.torchsim.opcost import (HOST_COPY_OPS, SIDE_COPY_OPS, innet_host_s,
                                        op_times_s, plan_host_s)
     from snsim.torchsim.plans import make_transform
     from snsim.torchsim.predict import record_fake
@@ -41,7 +41,7 @@ def split(model, batch, policy, options, optimizer, impl, amp, input_shape=None,
     gpu_s = op_times_s(ops, hw, marks, table=table, host=False)
     syncs = {i for i, op in enumerate(ops)
              if op[1] in HOST_READ_OPS and any(s not in rec.excluded for s in op[2])}
-    host_ops = _innet_host_s(ops, marks, table, costs["innet"], syncs, rec.accumulation_ops)
+    host_ops = innet_host_s(ops, marks, table, costs["innet"], syncs, rec.accumulation_ops)
     report = {}
     op_times_s(ops, hw, marks, table=table, report=report, host_sids=rec.excluded,
                host_events=rec.host_events, accumulations=rec.accumulation_ops)

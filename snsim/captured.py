@@ -59,20 +59,23 @@ def op_granular(rows, events, n_tensors):
 
     Returns
     -------
-    (steps, streams, released)
+    (steps, streams, released, shares)
         :class:`~snsim.program.Step` records (a step's time is shared equally by its parts),
-        the CUDA stream of each tensor's allocation (0 = default) and ``{tensor: step}``: the
+        the CUDA stream of each tensor's allocation (0 = default), ``{tensor: step}``: the
         forward step after which forward dropped a tensor autograd saved (its ``release``
-        events).
+        events), and per step ``(captured step, its share of that step's time)``, so that
+        another per-step measure of the capture (``gpu_times_s``) is shared as the time is.
 
     Examples
     --------
     >>> rows = [[1, "a", "CONV", "F", 2.0, [0, 1]], [2, "b", "BN", "F", 1.0, [0, 2]]]
     >>> ev = [[0, "alloc", 0], [0, "alloc", 1], [0, "free", 1], [1, "alloc", 2], [1, "free", 0],
     ...       [1, "free", 2]]
-    >>> steps, _, _ = op_granular(rows, ev, 3)
+    >>> steps, _, _, shares = op_granular(rows, ev, 3)
     >>> [(s.name, s.deps) for s in steps]
     [('a', (0, 1)), ('b', (2, 0))]
+    >>> shares
+    [(0, 1.0), (1, 1.0)]
     """
     per_step = [[] for _ in rows]
     streams = [0] * n_tensors
@@ -93,6 +96,7 @@ def op_granular(rows, events, n_tensors):
             for t in frees:
                 dies[t] = (s, g)
     steps = []
+    shares = []
     released = {}
     for s, (layer, name, typ, phase, time_s, deps) in enumerate(rows):
         groups = parts[s]
@@ -113,10 +117,12 @@ def op_granular(rows, events, n_tensors):
         # part that only reads or frees (the reads before a call's first allocation) runs no
         # op of its own, and a replay, which re-makes what was dropped, never runs it
         making = sum(1 for a, *_ in groups if a) if phase == "F" else 0
-        share = float(time_s) / len(groups)
+        fraction = 1.0 / len(groups)
         for g, (allocs, frees, _, releases) in enumerate(groups):
             if making:
-                share = float(time_s) / making if allocs else 0.0
+                fraction = 1.0 / making if allocs else 0.0
+            share = float(time_s) * fraction
+            shares.append((s, fraction))
             if phase == "F":
                 for t in releases:   # once this part ends
                     released[t] = len(steps)
@@ -127,7 +133,40 @@ def op_granular(rows, events, n_tensors):
                                           + reads[g]))
             steps.append(Step(len(steps), layer, str(name), str(typ), phase, share,
                               tuple(dep), tuple(allocs) if phase == "F" else (), ins))
-    return steps, streams, released
+    return steps, streams, released, shares
+
+
+def step_stream_times(rows, op_rows, gpu_times_s, shares, hardware):
+    """``(gpu_s, host_s)`` per op-granular step of a capture that recorded its kernels, or
+    None where the preset has no in-network host model.
+
+    ``gpu_s``: each captured step's kernel time (``program.gpu_times_s``, one profiled
+    iteration: :func:`snsim.torchsim.capture.step_kernel_times`), shared among its parts as
+    its time is (``shares``, :func:`op_granular`). ``host_s``: what the launching thread
+    spends issuing each captured step's ops (``program.ops``, with their signatures), from the
+    preset's in-network host model as a prediction charges it
+    (:func:`snsim.torchsim.opcost.innet_host_s`: each call at its shape, a module call per
+    forward step, an autograd node per backward step), shared the same way."""
+    from .kernel_table import load_host_costs, load_kernel_table
+    from .torchsim.opcost import innet_host_s
+    table = load_kernel_table(hardware) if hardware else None
+    inn = load_host_costs(hardware).get("innet") if table is not None else None
+    if inn is None:
+        return None
+    marks = []
+    for _, name, typ, phase, *_ in rows:
+        # a forward step is a module call; a backward step an autograd node (AccumulateGrad
+        # for a parameter's gradient); the update, the optimizer's own
+        kind = (typ if phase == "F" else
+                ("AccumulateGrad@" if typ == "GRAD" else "node@") if phase == "B" else "")
+        marks.append((name, phase, kind, 0))
+    ops = [(r[0], r[1], (), (), int(r[2]), int(r[3]), r[4] if len(r) > 4 else "",
+            r[5] if len(r) > 5 else "", ()) for r in op_rows]
+    per_op = innet_host_s(ops, marks, table, inn, set())
+    host = [0.0] * len(rows)
+    for op, h in zip(ops, per_op):
+        host[op[0]] += h
+    return ([gpu_times_s[r] * f for r, f in shares], [host[r] * f for r, f in shares])
 
 
 def last_parts(n_rows, events):

@@ -141,6 +141,12 @@ class Plan:
         Device memory a saved-tensor hook's pack holds for a moment when forward step ``step``
         starts (``save_on_cpu`` makes a transposed weight contiguous before its copy out):
         allocated and released before the step's own allocations.
+    host_events : tuple of (instruction index, mechanism, phase, count)
+        The launching thread's work the plan adds before that instruction, as a recorded
+        plan's :attr:`snsim.torchsim.record.Recorder.host_events` (mechanisms of
+        :data:`snsim.torchsim.opcost.PLAN_HOST_MECHANISMS`: a checkpoint call or its
+        recomputation, a saved-tensor hook's pack or unpack, the Offloader's hooks). Charged
+        on a program whose steps carry host times (a capture that recorded its kernels).
     remade : tuple of (first_step, last_step, tensor, label)
         Tensors a replay makes again as new storage that backward steps ``first_step`` ..
         ``last_step`` read in place of the one forward made (``torch.utils.checkpoint``
@@ -169,6 +175,7 @@ class Plan:
     staged_packs: tuple = ()
     remade: tuple = ()
     algos: dict = field(default_factory=dict)
+    host_events: tuple = ()
 
     def __post_init__(self):
         if self.workspace not in PLAN_WORKSPACE_MODES:
@@ -259,6 +266,7 @@ class Plan:
                 "extra_packs": [list(e) for e in self.extra_packs],
                 "staged_packs": [list(e) for e in self.staged_packs],
                 "remade": [list(r) for r in self.remade],
+                "host_events": [list(e) for e in self.host_events],
                 "algos": {str(i): dict(v) for i, v in sorted(self.algos.items())},
                 "instructions": [[type(i).__name__, i[0]] for i in self.instructions]}
         if self.program is not None:
@@ -299,6 +307,8 @@ class Plan:
                    staged_packs=tuple((int(k), int(n)) for k, n in d.get("staged_packs", ())),
                    remade=tuple((int(a), int(b), int(t), str(lab))
                                 for a, b, t, lab in d.get("remade", ())),
+                   host_events=tuple((int(i), str(m), str(ph), int(n))
+                                     for i, m, ph, n in d.get("host_events", ())),
                    algos=_algos_from(d.get("algos", {}), source))
 
     def save(self, path):

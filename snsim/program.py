@@ -67,6 +67,11 @@ class Step:
     deps: tuple        # managed tensor ids touched (read or written), aliases resolved
     outputs: tuple = ()  # F: the layer's output tensors (FORK: one copy per branch)
     inputs: tuple = ()   # F: the layer's managed input tensors in port order
+    # a capture that recorded its kernels (program.gpu_times_s): the step's device time and
+    # the launching thread's time to issue its ops, which the engine streams in place of
+    # time_s (engine.core: the host as a stream); None elsewhere
+    gpu_s: float = None
+    host_s: float = None
 
 
 @dataclass(slots=True)

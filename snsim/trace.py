@@ -31,7 +31,7 @@ from pathlib import Path
 import networkx as nx
 
 from . import checks
-from .captured import last_parts, layer_graph, op_granular
+from .captured import last_parts, layer_graph, op_granular, step_stream_times
 from .errors import TraceError
 from .graph import check_graph
 from .program import (MANAGED_KINDS, OPTIMIZER_STATE_FACTOR, STATIC_KINDS, Program,
@@ -81,6 +81,9 @@ def graph_from_dict(d, *, source="trace"):
 PROGRAM_EXTRAS = ("warmup_events", "warmup_iteration_starts", "warmup_first_gemm",
                   "segment_addresses", "modules", "containers", "param_aliases",
                   "saved_released", "saved_views")
+#: a capture's extras indexed by its captured steps, read with its events (a program a plan
+#: rewrote has other steps, and does not carry them)
+CAPTURE_EXTRAS = ("ops", "gpu_times_s")
 
 
 def program_to_dict(p):
@@ -173,6 +176,16 @@ def program_from_dict(d, *, graph=None, source="trace"):
               and row[1] in STATIC_KINDS and checks.COUNT[1](row[2]), source,
               f"program.static_tensors[{i}]", row, "[name, static kind, nbytes >= 0]")
         static_tensors.append(StaticTensor(row[0], row[1], row[2], 0))
+    gpu = d.get("gpu_times_s")
+    _need(gpu is None or (isinstance(gpu, list) and len(gpu) == len(raw_steps)
+                          and all(checks.TIME_S[1](t) for t in gpu)), source,
+          "program.gpu_times_s", gpu, f"a list of {len(raw_steps)} step times in seconds >= 0")
+    for i, row in enumerate(d.get("ops") or ()):
+        _need(isinstance(row, list) and 4 <= len(row) <= 6 and checks.is_int(row[0])
+              and 0 <= row[0] < len(raw_steps) and isinstance(row[1], str)
+              and checks.COUNT[1](row[2]) and checks.COUNT[1](row[3])
+              and all(isinstance(v, str) for v in row[4:]), source, f"program.ops[{i}]", row,
+              "[step, op name, flops >= 0, bytes >= 0(, signature, layout)] naming a step")
     views = d.get("saved_views") or []
     _need(isinstance(views, list) and all(checks.is_int(t) and 0 <= t < len(tensors)
                                           for t in views), source, "program.saved_views",
@@ -187,7 +200,7 @@ def program_from_dict(d, *, graph=None, source="trace"):
               "step and a tensor")
     released = None
     if "events" in d:   # a capture: op-granular steps, streams, static allocations, its DAG
-        steps, streams, dropped = op_granular(raw_steps, d["events"], len(tensors))
+        steps, streams, dropped, shares = op_granular(raw_steps, d["events"], len(tensors))
         released = [[t, k] for t, k in dropped.items()] or None
         if d.get("saved_released"):   # after a captured step: after its last part
             last = last_parts(len(raw_steps), d["events"])
@@ -201,6 +214,14 @@ def program_from_dict(d, *, graph=None, source="trace"):
                 optimizer=d.get("optimizer", "sgd-momentum"),
                 static_tensors=static_tensors if "events" in d or static_tensors else [])
     p.extra = {k: d[k] for k in PROGRAM_EXTRAS if k in d}
+    if "events" in d:
+        p.extra.update({k: d[k] for k in CAPTURE_EXTRAS if k in d})
+        if d.get("gpu_times_s") is not None and d.get("ops"):
+            times = step_stream_times(raw_steps, d["ops"], d["gpu_times_s"], shares,
+                                      p.hardware)
+            if times is not None:
+                p.steps = [dataclasses.replace(s, gpu_s=g, host_s=h)
+                           for s, g, h in zip(p.steps, *times)]
     if released is not None:
         p.extra["saved_released"] = released
     if ("events" in d or static_tensors) and graph is None:   # a capture's, or one rewritten

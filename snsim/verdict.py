@@ -54,25 +54,35 @@ def time_source(program):
 
 
 def capture_step_note(program):
-    """What a capture's per-step times are, for a reader of ``snsim run --trace``: each step
-    as the capture timed it, between marks its module and autograd hooks set, beside the
-    plain step the capture measured without hooks. On a host-bound run the hooks' own host
-    time stretches the intervals (RegNetY-1.6GF b64 on the H200: 87.6 ms of intervals, a
-    62.8 ms step). None for other programs, or a capture without both figures.
+    """What a capture's step times are, for a reader of ``snsim run --trace``, beside the
+    plain step the capture measured without hooks: each step's kernel time streamed with the
+    launching thread's modelled issue time, where the capture recorded its kernels
+    (:attr:`snsim.program.Step.gpu_s`); else each step as the capture timed it between the
+    marks its module and autograd hooks set, intervals the hooks' own host time stretches on
+    a host-bound run (RegNetY-1.6GF b64 on the H200: 87.6 ms of intervals, a 62.8 ms step).
+    None for other programs, or a capture without a measured step.
 
     >>> from types import SimpleNamespace as NS
-    >>> steps = [NS(time_s=0.05), NS(time_s=0.0376)]
+    >>> steps = [NS(time_s=0.05, gpu_s=None), NS(time_s=0.0376, gpu_s=None)]
     >>> capture_step_note(NS(source="capture", steps=steps, extra={"measured": {
     ...     "step_time_s": 0.0628}}))
     'step times as captured between the hooks that mark each step, 87.6 ms for the plain plan; the capture measured a plain step of 62.8 ms without hooks'
+    >>> steps = [NS(time_s=0.05, gpu_s=0.04), NS(time_s=0.0376, gpu_s=0.01)]
+    >>> capture_step_note(NS(source="capture", steps=steps, extra={"measured": {
+    ...     "step_time_s": 0.0628}}))
+    "step times: each step's kernel time as captured, launched as the host model issues it; the capture measured a plain step of 62.8 ms without hooks"
     """
     measured = (program.extra or {}).get("measured") or {}
     if program.source != "capture" or not measured.get("step_time_s"):
         return None
+    plain = f"the capture measured a plain step of {format_ms(measured['step_time_s'])} " \
+            "without hooks"
+    if program.steps and all(s.gpu_s is not None for s in program.steps):
+        return ("step times: each step's kernel time as captured, launched as the host model "
+                f"issues it; {plain}")
     hooked = sum(s.time_s for s in program.steps)
     return (f"step times as captured between the hooks that mark each step, "
-            f"{format_ms(hooked)} for the plain plan; the capture measured a plain step of "
-            f"{format_ms(measured['step_time_s'])} without hooks")
+            f"{format_ms(hooked)} for the plain plan; {plain}")
 
 
 def peak_breakdown(result):

@@ -85,19 +85,24 @@ def test_run_table_leads_with_the_verdict(capsys):
     assert rate.split()[2] == "/s" and step.split()[2] == "s", (rate, step)
 
 
-def test_run_on_a_capture_says_its_step_times_are_the_hooked_ones(capsys):
-    # a capture times each step between the hooks that mark it; on a host-bound run the
-    # hooks stretch the intervals, so the table says what the capture measured without them
-    # (RegNetY-1.6GF b64 on the H200, 2026-12-03 19:15 UTC: intervals 87.6 ms, step 62.8 ms)
-    trace = os.path.join("traces", "h200", "plans_on_fresh_captures",
+def test_run_on_a_capture_says_what_its_step_times_are(capsys):
+    # a capture that recorded its kernels streams them with the host's issue time; an older
+    # one times each step between the hooks that mark it, which a host-bound run stretches:
+    # either way the table says so, beside the plain step the capture measured without hooks
+    # (RegNetY-1.6GF b64 on the H200, 2026-12-03 19:41 UTC: 49.5 ms; ResNet-50 b128,
+    # 2026-12-03 13:47 UTC, no kernel times: 61.4 ms of intervals, 60.6 ms measured)
+    fresh = os.path.join("traces", "h200", "plans_on_fresh_captures",
                          "regnet_y_1_6gf_b64.json.gz")
-    code, out, _ = run_cli(capsys, "run", "--trace", trace, "--gpu", "h200", "--policy",
+    code, out, _ = run_cli(capsys, "run", "--trace", fresh, "--gpu", "h200", "--policy",
                            "liveness")
-    lines = out.splitlines()
-    assert code == 0 and lines[0].endswith("step 87.6 ms (measured) on h200")
-    assert lines[2] == ("(step times as captured between the hooks that mark each step, "
-                        "87.6 ms for the plain plan; the capture measured a plain step of "
-                        "62.8 ms without hooks)")
+    assert code == 0 and out.splitlines()[2] == (
+        "(step times: each step's kernel time as captured, launched as the host model issues "
+        "it; the capture measured a plain step of 49.5 ms without hooks)")
+    older = os.path.join("traces", "h200", "plain_history", "resnet50_b128.json.gz")
+    code, out, _ = run_cli(capsys, "run", "--trace", older, "--gpu", "h200", "--policy",
+                           "liveness")
+    assert code == 0 and out.splitlines()[2].startswith(
+        "(step times as captured between the hooks that mark each step, ")
     code, out, _ = run_cli(capsys, "run", "--network", "resnet18", "--batch", "4")
     assert "without hooks" not in out      # a modelled program has no such note
 

@@ -472,6 +472,38 @@ def test_evict_of_a_tensor_still_copying_out_waits_for_its_copy(tiny_chain):
     assert r.step_time_s > base.step_time_s
 
 
+def test_steps_with_host_times_stream_the_launching_thread(tiny_chain):
+    # a capture that recorded its kernels gives each step its kernel time and the host's
+    # time to issue it (Step.gpu_s, host_s): a step starts once the GPU is free and the
+    # thread has issued it, so the iteration is the two-resource schedule
+    # (kernel_table.host_stream), and a plan's host events delay the launches after them
+    from snsim.kernel_table import host_stream
+    p = make_program(tiny_chain, hardware=K40C)
+    live = get_policy("liveness").plan(p, K40C, BIG)
+    n = len(p.steps)
+    gpu = [1e-3 * (1 + i % 3) for i in range(n)]
+    for host in ([0.5e-3] * n, [2.5e-3] * n, [3e-3 if i % 2 else 0.1e-3 for i in range(n)]):
+        q = dataclasses.replace(p, steps=[dataclasses.replace(s, gpu_s=g, host_s=h)
+                                          for s, g, h in zip(p.steps, gpu, host)])
+        r = run_plan(q, live, K40C, budget_bytes=BIG)
+        order = [ins.step for ins in live.instructions if type(ins) is Compute]
+        want = sum(host_stream([gpu[k] for k in order], [host[k] for k in order]))
+        assert r.step_time_s == pytest.approx(want, rel=1e-9)
+    # a checkpoint call's host cost (snsim.torchsim.opcost.plan_host_s) before a
+    # host-bound step lengthens the iteration by its cost
+    from snsim.hardware import load_hardware
+    from snsim.kernel_table import load_host_costs
+    from snsim.torchsim.opcost import plan_host_s
+    h200 = load_hardware("h200")
+    first = next(i for i, ins in enumerate(live.instructions) if type(ins) is Compute)
+    ev = dataclasses.replace(live, host_events=((first, "checkpoint", "F", 4),))
+    cost = plan_host_s("checkpoint", "F", 4, load_host_costs("h200"))
+    assert cost > 4e-4      # the H200's fitted call cost, about 0.43 ms in forward
+    r0 = run_plan(q, live, h200, budget_bytes=BIG)
+    r1 = run_plan(q, ev, h200, budget_bytes=BIG)
+    assert r1.step_time_s == pytest.approx(r0.step_time_s + cost, rel=1e-9)
+
+
 def test_module_placement_needs_a_recorded_module_tree():
     # a zoo network's module tree holds only its blocks: SuperNeurons' plans on module
     # boundaries need a capture's or a prediction's (one line, not a silent liveness plan)

@@ -177,7 +177,30 @@ class Engine:
         self.unpacked_held = {}   # last step -> handles of its unpacked copies
         self.hooked = bool(self.pack_at or self.unpack_at)
         self._transfer_memo = {}  # (nbytes, direction, pinned) -> seconds
+        self._host_stream(program, plan, hardware)
         self._conv_tables()
+
+    # -- the launching thread --------------------------------------------------------------
+    def _host_stream(self, program, plan, hardware):
+        """The host as a stream, where the program's steps carry host times (a capture that
+        recorded its kernels, :attr:`snsim.program.Step.host_s`): each step runs its kernel
+        time (``gpu_s``), and not before the launching thread has issued it, which takes the
+        step's ``host_s`` plus what the plan adds before it (:attr:`Plan.host_events`, priced
+        by :func:`snsim.torchsim.opcost.plan_host_s`); an ``Evict`` makes the thread wait
+        for the copy it synchronizes with. Elsewhere steps take their ``time_s``."""
+        steps = program.steps
+        self.host_on = bool(steps) and all(st.host_s is not None and st.gpu_s is not None
+                                           for st in steps)
+        self.host_ev = {}
+        self.host_wait = 0.0
+        if not self.host_on or not plan.host_events:
+            return
+        from ..kernel_table import load_host_costs
+        from ..torchsim.opcost import plan_host_s
+        costs = load_host_costs(hardware.name)
+        for i, mechanism, phase, count in plan.host_events:
+            self.host_ev[i] = self.host_ev.get(i, 0.0) + plan_host_s(mechanism, phase, count,
+                                                                     costs)
 
     # -- conv algorithm tables -------------------------------------------------------------
     def _conv_tables(self):
@@ -662,7 +685,7 @@ class Engine:
                 if st == FREED:
                     byproducts.append(t)
         self.replaying = step.index
-        self._run_step(step, "R", step.time_s)
+        self._run_step(step, "R", step.gpu_s if self.host_on else step.time_s)
         self.replaying = None
         self.recomputed.append(step.name)   # only replays that ran
         for t in byproducts:
@@ -1020,8 +1043,17 @@ class Engine:
             # (as a replayed capture's opens after the recorded step's first allocation)
             self.mem.open_lazy_window_after(self.mem.allocations)
             self._open_window = None
+        host_on, host_ev = self.host_on, self.host_ev
+        host_t = self.t_compute   # the thread starts the iteration with the GPU (it synced)
         for i, ins in enumerate(instructions):
             kind = type(ins)
+            if host_on:
+                host_t += host_ev.get(i, 0.0)
+                if kind is Compute or kind is Recompute:
+                    host_t += steps[ins[0]].host_s
+                    if host_t > self.t_compute:   # the GPU waits for the launch
+                        self.host_wait += host_t - self.t_compute
+                        self.t_compute = host_t
             if kind is Compute:
                 if planned:
                     self.ins_index = i    # read by _choose: the key of plan.algos
@@ -1031,11 +1063,12 @@ class Engine:
                 if self._cublas_bytes and s.type == "FC":
                     self.mem.map_into_window(self._cublas_bytes)
                     self._cublas_bytes = 0
+                duration = s.gpu_s if host_on else s.time_s
                 if dtr is None:
-                    run_step(s, s.phase, s.time_s)
+                    run_step(s, s.phase, duration)
                 else:
                     dtr.before_step(s)
-                    run_step(s, s.phase, s.time_s)
+                    run_step(s, s.phase, duration)
                     dtr.after_step(s)
                 continue
             if kind is Prefetch:
@@ -1051,6 +1084,8 @@ class Engine:
             handler = on_tensor.get(kind)
             if handler is not None:
                 handler(ins[0])
+                if host_on and kind is Evict:     # the thread synchronized with the copy
+                    host_t = max(host_t, self.t_compute)
             elif kind is Recompute:
                 if i >= serves_until:   # the B step it serves: the next Compute in plan order
                     serves_until = i + 1

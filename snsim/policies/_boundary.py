@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from ..plan import Compute, Evict, Offload, Plan, Prefetch
-from ._groups import CONV_CLASSES, group_of, member_groups, module_map, recompute_segments
+from ._groups import (CONV_CLASSES, group_of, member_groups, module_map, recompute_segments,
+                      step_owners)
+from ._host import checkpoint_events, conv_hook_events, hook_events
 from ._schedule import _step_tables, build_instructions
 from .checkpoint import checkpoint_instructions
 from .cpu_offload import nodes_reading
@@ -48,7 +50,7 @@ def boundary_plan(policy, program, *, recompute, offload):
         raise ConfigError(f"policy {policy}: {program.name!r} has no block or conv stack to "
                           f"recompute")
     given = program
-    remade, dropped = (), 0
+    remade, dropped = (), {}
     if recompute:
         program, ins, remade, dropped = checkpoint_instructions(program, segments)
     else:
@@ -57,11 +59,22 @@ def boundary_plan(policy, program, *, recompute, offload):
     entries = ()
     if offload:
         ins, entries = offloader_instructions(program, ins, segments, **OFFLOADER)
+    # the host's share: checkpoint's calls and recomputations; the Offloader's pack and
+    # unpack of every tensor saved outside the segments, and its hook on every convolution
+    events = (checkpoint_events(program, ins, step_owners(program, segments), dropped)
+              if recompute else [])
+    if offload:
+        members = member_groups(segments)
+        events += hook_events(program, ins, "offloader_hook",
+                              steps={s.index for s in program.steps
+                                     if group_of(s.name, members) is None})
+        events += conv_hook_events(program, ins)
     notes = {"placement": "modules", "segments": len(segments) if recompute else 0,
-             "dropped_tensors": dropped, "offloaded_tensors": len(entries),
+             "dropped_tensors": len(dropped), "offloaded_tensors": len(entries),
              "offloaded_bytes": sum(program.tensors[t].nbytes for t in entries), **OFFLOADER}
     return Plan(policy=policy, instructions=ins, notes=notes, remade=remade,
-                program=program if program is not given else None)
+                program=program if program is not given else None,
+                host_events=tuple(sorted(events)))
 
 
 def offloaded_tensors(program, segments, min_bytes):

@@ -87,7 +87,9 @@ def split_after_apply(program, hooked, modules=()):
         head, tail = cut[s.index]
         steps.append(dataclasses.replace(s, index=len(steps), deps=head))
         after.add(len(steps))
-        steps.append(dataclasses.replace(s, index=len(steps), deps=tail, time_s=0.0))
+        steps.append(dataclasses.replace(s, index=len(steps), deps=tail, time_s=0.0,
+                                         gpu_s=None if s.gpu_s is None else 0.0,
+                                         host_s=None if s.host_s is None else 0.0))
     return program.derive(steps=steps, _uses=None), frozenset(after)
 
 

@@ -14,6 +14,7 @@ import dataclasses
 from ..errors import ConfigError
 from ..plan import Plan
 from ._groups import group_of, internal_tensors, member_groups, select_modules, step_owners
+from ._host import checkpoint_events
 from ._schedule import build_instructions
 from ._unpack import split_after_apply
 from .base import Policy, flag, integer, names, register
@@ -51,8 +52,10 @@ class Checkpoint(Policy):
         given = program
         program, ins, remade, dropped = checkpoint_instructions(program, paths, o["selective"])
         return Plan(policy=self.name, instructions=ins,
-                    notes={**o, "wrapped": len(paths), "dropped_tensors": dropped},
-                    program=program if program is not given else None, remade=remade)
+                    notes={**o, "wrapped": len(paths), "dropped_tensors": len(dropped)},
+                    program=program if program is not given else None, remade=remade,
+                    host_events=tuple(checkpoint_events(program, ins,
+                                                        step_owners(program, paths), dropped)))
 
 
 def checkpoint_instructions(program, paths, selective=False):
@@ -60,7 +63,7 @@ def checkpoint_instructions(program, paths, selective=False):
     or ``{group: member paths}``) run under ``torch.utils.checkpoint``; ``program`` is the
     one the instructions run (the given one, or one derived from it: the reads a hook's
     unpack moves, :func:`split_after_apply` and :func:`remade_outputs`), ``dropped`` the
-    number of tensors dropped after forward."""
+    tensors dropped after forward, ``{tensor: group}``."""
     keep = ("CONV", "FC") if selective else ()
     ops = SELECTIVE_SAVE_OPS if selective else ()
     groups = internal_tensors(program, paths, keep_types=keep, keep_ops=ops)
@@ -80,7 +83,7 @@ def checkpoint_instructions(program, paths, selective=False):
                              cached=cached, replay_when=replay_when,
                              dropped_after=dict(program.extra.get("saved_released") or ()),
                              group_outputs=outputs)
-    return program, ins, remade, len(groups)
+    return program, ins, remade, groups
 
 
 def _made_in(program, paths):

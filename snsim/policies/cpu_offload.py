@@ -15,6 +15,7 @@ while the parameter itself stays where it is. The plan carries these copies as
 """
 from ..plan import Compute, Offload, Plan, Prefetch
 from ._groups import module_map, select_modules, steps_in
+from ._host import hook_events, steps_under
 from ._schedule import build_instructions
 from ._unpack import split_after_apply
 from .base import Policy, flag, names, register
@@ -48,10 +49,13 @@ class CpuOffload(Policy):
             offload_at_last_forward_use=True,
             dropped_after=dict(program.extra.get("saved_released") or ())), after)
         copies = saved_parameter_copies(program, within, after)
+        # save_on_cpu's pack per saved tensor in forward, unpack per read in backward
+        events = hook_events(program, ins, "saved_tensors_hook",
+                             steps=steps_under(program, within) if within else None)
         return Plan(policy=self.name, instructions=ins, free_after_offload=True,
                     sync_copies=True, pinned_host=o["pin_memory"], notes=dict(o),
                     unpacked=copies, staged_packs=staged_packs(program, copies),
-                    extra_packs=packs_per_node(program, ins),
+                    extra_packs=packs_per_node(program, ins), host_events=tuple(events),
                     program=program if program is not given else None)
 
 

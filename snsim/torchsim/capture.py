@@ -397,6 +397,87 @@ def sums_in_place(stream, rename):
     return out
 
 
+def step_kernel_times(events, kept, n_marks):
+    """Each step's GPU seconds from one profiled iteration, and the seconds no step took.
+
+    Parameters
+    ----------
+    events : iterable of (kind, start_ns, duration_ns, correlation_id, linked_id)
+        The profiler's events: ``"mark"`` (a :class:`~snsim.torchsim.record.KernelMarker`
+        mark, in order), ``"cpu"`` (an op on the host: its correlation id) and ``"gpu"`` (a
+        kernel, copy or memset on the device: the id of the op that launched it).
+    kept : list of int
+        The raw marks that start a step (:func:`snsim.torchsim.build.step_marks`).
+    n_marks : int
+        The raw marks of the iteration; a profile with another count is not this iteration.
+
+    Returns
+    -------
+    (list of float, float) or None
+        Per step the summed time of the device work its ops launched (a launch belongs to the
+        last mark before its op began), and the seconds whose op is unknown or began before
+        the first mark; None when the marks do not match.
+
+    >>> ev = [("mark", 0, 0, 0, 0), ("cpu", 5, 1, 7, 0), ("gpu", 9, 3000, 0, 7),
+    ...       ("mark", 10, 0, 0, 0), ("mark", 20, 0, 0, 0), ("cpu", 25, 1, 8, 0),
+    ...       ("gpu", 30, 2000, 0, 8), ("gpu", 40, 500, 0, 99)]
+    >>> step_kernel_times(ev, [0, 2], 3)     # raw mark 1 did nothing: it folds into step 0
+    ([3e-06, 2e-06], 5e-07)
+    """
+    marks, cpu, gpu = [], {}, []
+    for kind, start, dur, corr, linked in events:
+        if kind == "mark":
+            marks.append(start)
+        elif kind == "cpu":
+            cpu[corr] = start
+        else:
+            gpu.append((linked, dur))
+    if len(marks) != n_marks:
+        return None
+    marks.sort()
+    out_ns = [0] * len(kept)
+    lost_ns = 0
+    for linked, dur in gpu:
+        t = cpu.get(linked)
+        r = bisect.bisect_right(marks, t) - 1 if t is not None else -1
+        if r < 0:
+            lost_ns += dur
+            continue
+        out_ns[bisect.bisect_right(kept, r) - 1] += dur
+    return [t / 1e9 for t in out_ns], lost_ns / 1e9
+
+
+def _instrumented_step(inst, net, opt, x, y, **kw):
+    """One training step with ``inst``'s hooks on."""
+    from .record import train_step
+    with inst:
+        train_step(net, opt, x, y, inst=inst, **kw)
+
+
+def _profiled_kernel_times(torch, run, kept, n_marks):
+    """:func:`step_kernel_times` of one iteration ``run()`` under ``torch.profiler`` (CPU and
+    CUDA activity), its marks made by the :class:`~snsim.torchsim.record.KernelMarker` of an
+    :class:`~snsim.torchsim.record.Instrument` that ``run`` enters."""
+    from torch._C._autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    from .record import KERNEL_MARK
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    events = []
+    for e in prof.profiler.kineto_results.events():
+        name, dev = e.name(), e.device_type()
+        if name == KERNEL_MARK:
+            if dev == DeviceType.CPU:
+                events.append(("mark", e.start_ns(), 0, 0, 0))
+            continue        # its range on the device timeline is no kernel
+        kind = "gpu" if dev == DeviceType.CUDA else "cpu" if dev == DeviceType.CPU else None
+        if kind is not None:
+            events.append((kind, e.start_ns(), e.end_ns() - e.start_ns(), e.correlation_id(),
+                           e.linked_correlation_id()))
+    return step_kernel_times(events, kept, n_marks)
+
+
 def segment_addresses(entries):
     """Base addresses of the allocator's segments in creation order, relative to the lowest
     (the replay places its model's segments there; see the pytorch allocator's ``segment_placement="driver"``)."""
@@ -652,6 +733,19 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
                          f"not deterministic")
     step_times = [_median([r[i] for r in runs]) for i in range(len(kept))]
     hooked = [sum(r) for r in runs]
+    # each step's kernel time, which the marks' hooks do not stretch as they stretch the
+    # intervals of a host-bound step: one iteration under the profiler
+    kernel_times = None
+    if cuda:
+        from .record import KernelMarker
+        kinst = Instrument(net, KernelMarker())
+        try:
+            kernel_times = _profiled_kernel_times(
+                torch, functools.partial(_instrumented_step, kinst, net, opt, x, y,
+                                         aux_loss_weight=aux, **amp_kw), kept, m1 - m0)
+        except Exception as e:    # a profiler that cannot run here: the intervals alone
+            kernel_times = None
+            print(f"snsim capture: no kernel times ({type(e).__name__}: {e})", flush=True)
 
     # -- ground truth ---------------------------------------------------------------------
     st = []
@@ -685,6 +779,10 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
                          containers=container_paths(net))
     prog["param_aliases"] = param_aliases(net)
     prog["notes"].update(align_stats)
+    if kernel_times is not None:
+        # each step's device time from the profiled iteration (step_kernel_times)
+        prog["gpu_times_s"] = [round(t, 9) for t in kernel_times[0]]
+        prog["notes"]["gpu_time_unattributed_s"] = round(kernel_times[1], 9)
     prog["notes"]["timing_runs"] = len(runs)
     prog["notes"]["timing_runs_discarded"] = bad
     if sample_entry:

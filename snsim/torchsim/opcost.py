@@ -287,7 +287,7 @@ def plan_host_s(mechanism, phase, count, costs):
 def host_issue_s(ops, marks, table, costs, syncs=(), events=(), accumulations=()):
     """Host seconds the launching thread spends before each op can start, from the preset's
     in-network host model ``costs["innet"]`` (:func:`snsim.kernel_table.load_host_costs`;
-    :func:`_innet_host_s`), the one the zoo's programs charge too
+    :func:`innet_host_s`), the one the zoo's programs charge too
     (:func:`snsim.program_torch.build_torch_program`). A ``.item()`` read (op index in
     ``syncs``) costs a scalar pageable copy's issue (``copy_d2h_pageable``);
     :func:`snsim.kernel_table.host_stream` makes it wait for the GPU.
@@ -297,14 +297,14 @@ def host_issue_s(ops, marks, table, costs, syncs=(), events=(), accumulations=()
     charged (:func:`plan_host_s`: measured in a chain of real blocks) to the op issued after
     it. ``accumulations`` (:attr:`snsim.torchsim.record.Recorder.accumulation_ops`) are the
     op indexes of autograd's engine's gradient sums, issued from C++ (``per_accumulate_s``)."""
-    out = _innet_host_s(ops, marks, table, costs["innet"], set(syncs), set(accumulations))
+    out = innet_host_s(ops, marks, table, costs["innet"], set(syncs), set(accumulations))
     for at, mechanism, phase, count in events:
         if ops:
             out[min(at, len(ops) - 1)] += plan_host_s(mechanism, phase, count, costs)
     return out
 
 
-def _innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
+def innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
     """:func:`host_issue_s` from in-network costs measured in real steps
     (:func:`snsim.kernel_table.read_host_innet`): an aten call with a kernel costs its
     tight-loop issue cost at its shape (:meth:`KernelTable.issue_s`) times its family's

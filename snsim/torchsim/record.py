@@ -860,6 +860,30 @@ class _RecordMode(TorchDispatchMode):
         return out
 
 
+#: the name of the user annotation :class:`KernelMarker` leaves in the profiler's timeline
+KERNEL_MARK = "snsim_mark"
+
+
+class KernelMarker:
+    """A marker for one profiled iteration: each mark is an empty ``record_function`` range,
+    so that the profiler's timeline says where each step began on the host;
+    :func:`snsim.torchsim.capture.step_kernel_times` gives each step the kernels its ops
+    launched. Unlike :class:`EventTimer`'s intervals, a kernel's time does not grow with the
+    host time the marks' hooks take."""
+
+    def __init__(self):
+        self._i = 0
+
+    def mark(self, label, phase, kind=""):
+        self._i += 1
+        with torch.profiler.record_function(KERNEL_MARK):
+            pass
+
+    @property
+    def num_marks(self):
+        return self._i
+
+
 class EventTimer:
     """A marker that records one CUDA event per mark; :meth:`intervals_s` gives step times."""
 

@@ -266,14 +266,13 @@ ALL_REPRICED_CSV = os.path.join("docs", "data", "plans_repriced_h200.csv")
 ENGINE_ORACLE_CSV = os.path.join("docs", "data", "engine_oracle_cpu.csv")
 
 
-def fresh_rows(traces_dir, unhooked=False):
+def fresh_rows(traces_dir):
     """:func:`~snsim.torchsim.validate.fresh_capture_rows` of ``traces_dir``'s fresh captures
     (an empty frame when there are none)."""
     import pandas as pd
     from .validate import FRESH_CAPTURES, fresh_capture_rows
     root = os.path.join(traces_dir, FRESH_CAPTURES)
-    return (fresh_capture_rows(root, unhooked=unhooked) if os.path.isdir(root)
-            else pd.DataFrame())
+    return fresh_capture_rows(root) if os.path.isdir(root) else pd.DataFrame()
 # the folders ALL_REPRICED_CSV re-prices (every plan-suite set with runs of torch 2.11)
 ALL_REPRICED_FOLDERS = ("plans_standard_fresh,plans_heldout,plans_heldout2_rerun,"
                         "plans_heldout3_rerun,plans_heldout4_rerun,plans_heldout5,plans_heldout6,"
@@ -2004,7 +2003,6 @@ def build_report(traces_dir="traces/h200"):
                  "(-1.57 % now).\n")
     fresh = fresh_rows(traces_dir)
     if len(fresh):
-        unhooked = fresh_rows(traces_dir, unhooked=True)
         L.append("Seven networks this table had never used (ConvNeXt-T b32, DenseNet-121 b128 "
                  "captured again, MobileNetV3-L b128, RegNetY-1.6GF b64, ResNet-101 b64, "
                  "ResNeXt-50 b64, VGG19-BN b32), each captured plain and then run under "
@@ -2045,22 +2043,24 @@ def build_report(traces_dir="traces/h200"):
                          f"{fresh[f'{col}_reserved_pct'].abs().max():.2f}%), step time "
                          f"{fresh[f'{col}_step_time_pct'].abs().mean():.2f}% (max "
                          f"{fresh[f'{col}_step_time_pct'].abs().max():.2f}%)")
-        L.append(f"Mean |err| over the {len(fresh)} runs, " + "; ".join(parts) + ". The "
-                 "engine's step times of the checkpointing plans are short on these "
-                 "host-bound runs (ResNet-101 b64 under `recompute`: 106 ms measured, plain "
-                 "50.5 ms): it charges a capture's program no host time for the checkpoint "
-                 "calls, their recomputations and the hooks (open, issue 8), which `snsim "
-                 "predict` models (`opcost.plan_host_s`: about 0.43 ms per checkpoint call in "
-                 "forward and 0.55 ms in its recomputation on the H200). What hides part of "
-                 "that: a capture times each step between the hooks that mark it, and on a "
-                 "host-bound run the hooks' own host time stretches the intervals (the plain "
-                 "step each capture measured without hooks is 0.72 to 0.99 of its intervals' "
-                 "sum on these seven; `snsim run --trace` says so). Scaled to the unhooked step first "
-                 f"(`--unhooked`), the same plans are {unhooked['err_step_time_pct'].abs().mean():.2f}% "
-                 f"(max {unhooked['err_step_time_pct'].abs().max():.2f}%) off: the missing "
-                 "plan host time, no longer covered by the hooks'. A capture that records "
-                 "each step's kernel time (profiler) and a host stream over the plan's "
-                 "steps, as `snsim predict` runs, would make these a model; not built.\n")
+        L.append(f"Mean |err| over the {len(fresh)} runs, " + "; ".join(parts) + ". Step "
+                 "times: these captures (the third, 19:41 UTC) recorded each step's kernel "
+                 "time (one iteration under `torch.profiler`, `capture.step_kernel_times`), and "
+                 "the engine runs each step for its kernel time, not before the launching "
+                 "thread has issued it: the step's ops at the in-network host model's cost "
+                 "(`opcost.innet_host_s`, as `snsim predict` charges them), plus what the plan "
+                 "adds before it (`Plan.host_events`, `policies/_host.py`: a checkpoint call "
+                 "and its recomputation, about 0.43 and 0.55 ms on the H200; a saved-tensor "
+                 "hook's pack and unpack per saved tensor; the Offloader's hook per "
+                 "convolution; priced by `opcost.plan_host_s`). Before, the engine ran each "
+                 "step for the interval the capture timed between its hooks, which carries the "
+                 "hooks' own host time on a host-bound run and no plan's: ResNet-101 b64 under "
+                 "`recompute` (106 ms measured, plain 50 ms) was -32 %, now -12 %; the 21 "
+                 "runs' step error was 9.66 % (max 32.08 %) on the second captures. The "
+                 "executed runs are of other leases than the captures, and the H200's host "
+                 "pace moves between leases (RegNetY-1.6GF's plain step measured 62.8 ms at "
+                 "19:15 and 49.5 ms at 19:41): on its own capture the plain step streams to "
+                 "60.2 ms, the host model's pace, not that lease's.\n")
     oracle = ENGINE_ORACLE_CSV
     if os.path.exists(oracle):
         import pandas as pd

@@ -234,31 +234,14 @@ def whatif_rows(root="traces/h200", policies=("checkpoint", "cpu_offload", "supe
 FRESH_CAPTURES = "plans_on_fresh_captures"
 
 
-def unhooked_steps(program):
-    """``program`` with its captured step times scaled so that they add up to the plain step
-    the capture measured without hooks (``measured.step_time_s``): the hooks that mark each
-    step add their host time to the intervals of a host-bound run. An experiment on where a
-    plan's missing host time hides, not a model: the hooks' time is no step's in particular."""
-    import dataclasses
-    total = sum(s.time_s for s in program.steps)
-    measured = (program.extra.get("measured") or {}).get("step_time_s")
-    if not measured or total <= 0:
-        return program
-    k = measured / total
-    return dataclasses.replace(program, steps=[dataclasses.replace(s, time_s=s.time_s * k)
-                                               for s in program.steps])
-
-
-def fresh_capture_rows(root=os.path.join("traces", "h200", FRESH_CAPTURES), *,
-                       unhooked=False):
+def fresh_capture_rows(root=os.path.join("traces", "h200", FRESH_CAPTURES)):
     """The engine's plans on fresh plain captures against the same plans executed.
 
     For every ``NAME.json.gz`` capture in ``root`` and every ``NAME_POLICY.json`` that
     ``snsim execute --format json`` wrote for it, the capture's program under ``POLICY``
     (SuperNeurons' plans placed on module boundaries) against the executed run, and beside
     it the error of ``snsim predict --policy``'s prediction that ``snsim execute`` made on the
-    device's CPU before the run. ``unhooked``: each capture's step times scaled to the
-    plain step it measured without hooks (:func:`unhooked_steps`).
+    device's CPU before the run.
 
     Returns
     -------
@@ -282,8 +265,6 @@ def fresh_capture_rows(root=os.path.join("traces", "h200", FRESH_CAPTURES), *,
                 measured = {r["quantity"]: r for r in json.load(fh)["rows"]}
             if program is None:
                 program = read_trace(cap)
-                if unhooked:
-                    program = unhooked_steps(program)
             r = replay_capture(program, "h200", policy=policy)
             row = {"run": f"{name}_{policy}", "policy": policy}
             for q, key in keys.items():
