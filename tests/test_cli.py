@@ -89,8 +89,8 @@ def test_run_on_a_capture_says_what_its_step_times_are(capsys):
     # a capture that recorded its kernels streams them with the host's issue time; an older
     # one times each step between the hooks that mark it, which a host-bound run stretches:
     # either way the table says so, beside the plain step the capture measured without hooks
-    # (RegNetY-1.6GF b64 on the H200, 2026-12-03 19:41 UTC: 49.5 ms; ResNet-50 b128,
-    # 2026-12-03 13:47 UTC, no kernel times: 61.4 ms of intervals, 60.6 ms measured)
+    # (RegNetY-1.6GF b64 on the H200, 2026-12-03 19:41 UTC: 49.5 ms; ResNet-50 b64 of
+    # traces/h200/cpu_bound/, captured before kernel times: intervals and its measured step)
     fresh = os.path.join("traces", "h200", "plans_on_fresh_captures",
                          "regnet_y_1_6gf_b64.json.gz")
     code, out, _ = run_cli(capsys, "run", "--trace", fresh, "--gpu", "h200", "--policy",
@@ -98,7 +98,7 @@ def test_run_on_a_capture_says_what_its_step_times_are(capsys):
     assert code == 0 and out.splitlines()[2] == (
         "(step times: each step's kernel time as captured, launched as the host model issues "
         "it; the capture measured a plain step of 49.5 ms without hooks)")
-    older = os.path.join("traces", "h200", "plain_history", "resnet50_b128.json.gz")
+    older = os.path.join("traces", "h200", "cpu_bound", "resnet50_b64.json.gz")
     code, out, _ = run_cli(capsys, "run", "--trace", older, "--gpu", "h200", "--policy",
                            "liveness")
     assert code == 0 and out.splitlines()[2].startswith(
