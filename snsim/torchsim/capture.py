@@ -26,6 +26,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import time
 
 from ..errors import ConfigError, TraceError
@@ -745,7 +746,8 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
                                          aux_loss_weight=aux, **amp_kw), kept, m1 - m0)
         except Exception as e:    # a profiler that cannot run here: the intervals alone
             kernel_times = None
-            print(f"snsim capture: no kernel times ({type(e).__name__}: {e})", flush=True)
+            print(f"snsim capture: no kernel times ({type(e).__name__}: {e}); steps keep "
+                  f"their hooked intervals", file=sys.stderr, flush=True)
 
     # -- ground truth ---------------------------------------------------------------------
     st = []

@@ -2066,6 +2066,22 @@ def build_report(traces_dir="traces/h200"):
                  "pace moves between leases (RegNetY-1.6GF's plain step measured 62.8 ms at "
                  "19:15 and 49.5 ms at 19:41): on its own capture the plain step streams to "
                  "60.2 ms, the host model's pace, not that lease's.\n")
+    repred = os.path.join("docs", "data", "fresh_repredicted_h200.csv")
+    if len(fresh) and os.path.exists(repred):
+        import pandas as pd
+        rp = pd.read_csv(repred)
+        parts = [f"{q.replace('_', ' ')} {rp[f'err_{q}_pct'].abs().mean():.2f}% (max "
+                 f"{rp[f'err_{q}_pct'].abs().max():.2f}%)"
+                 for q in ("allocated", "reserved", "step_time")]
+        L.append(f"`snsim predict --policy` on the same {len(rp)} runs re-predicted with the "
+                 f"current code on this repository's CPU (torch {rp['torch'].iloc[0]}; a "
+                 "re-prediction, not made before the runs: `PYTHONPATH=. python "
+                 "scripts/repredict_fresh.py --csv docs/data/fresh_repredicted_h200.csv`): "
+                 + ", ".join(parts) + ". ConvNeXt-T's reserved misses went with its "
+                 "channels-last depthwise workspaces (`hidden.lookup_slots`); RegNetY-1.6GF's "
+                 "offload (+8.46 %) is one grouped convolution's workspace, which cuDNN's "
+                 "heuristics pick by shape (153 MiB measured, 115 MiB from the nearest probed "
+                 "neighbour, `hidden.probed_grouped_workspaces`).\n")
     oracle = ENGINE_ORACLE_CSV
     if os.path.exists(oracle):
         import pandas as pd
