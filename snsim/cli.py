@@ -310,7 +310,7 @@ _EXPLAIN = {
     "lower_bound_bytes": "static + the largest step's working set: no policy needs less",
     "step_time_s": "one iteration",
     "compute_time_s": "compute stream busy",
-    "stall_time_s": "compute waiting for memory or copies",
+    "stall_time_s": "compute waiting for memory, copies or the launching thread",
     "cache_hits": "tensor-cache reads found on the GPU",
     "cache_misses": "reads fetched back from the host",
     "prefetch_late": "prefetches that arrived after the step wanted them",

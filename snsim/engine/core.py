@@ -192,7 +192,6 @@ class Engine:
         self.host_on = bool(steps) and all(st.host_s is not None and st.gpu_s is not None
                                            for st in steps)
         self.host_ev = {}
-        self.host_wait = 0.0
         if not self.host_on or not plan.host_events:
             return
         from ..kernel_table import load_host_costs
@@ -1051,8 +1050,8 @@ class Engine:
                 host_t += host_ev.get(i, 0.0)
                 if kind is Compute or kind is Recompute:
                     host_t += steps[ins[0]].host_s
-                    if host_t > self.t_compute:   # the GPU waits for the launch
-                        self.host_wait += host_t - self.t_compute
+                    if host_t > self.t_compute:   # the GPU waits for the launch: a stall
+                        self.stall_time += host_t - self.t_compute
                         self.t_compute = host_t
             if kind is Compute:
                 if planned:
