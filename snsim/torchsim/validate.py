@@ -234,6 +234,39 @@ def whatif_rows(root="traces/h200", policies=("checkpoint", "cpu_offload", "supe
 FRESH_CAPTURES = "plans_on_fresh_captures"
 
 
+def streamed_plain_rows(paths):
+    """The plain step of each capture that recorded its kernels, streamed by the engine (each
+    step's kernel time, launched as the in-network host model issues it: docs/DESIGN.md, "The
+    host as a stream on a capture") against the step the capture measured without hooks: a
+    model of the plain step from measured kernels, not a replay. Captures without kernel
+    times are left out.
+
+    Returns
+    -------
+    DataFrame
+        ``capture``, ``gpu_s`` (the kernels' sum), ``host_s`` (the modelled issue time),
+        ``pred_step_s``, ``meas_step_s``, ``err_pct``.
+    """
+    import pandas as pd
+    from ..captured import replay_capture
+    from ..trace import read_trace
+    out = []
+    for path in paths:
+        program = read_trace(path)
+        if not program.steps or program.steps[0].gpu_s is None:
+            continue
+        measured = (program.extra.get("measured") or {}).get("step_time_s")
+        if not measured:
+            continue
+        r = replay_capture(program, "h200")
+        out.append({"capture": os.path.relpath(path, os.path.join("traces", "h200")),
+                    "gpu_s": sum(s.gpu_s for s in program.steps),
+                    "host_s": sum(s.host_s for s in program.steps),
+                    "pred_step_s": r.step_time_s, "meas_step_s": measured,
+                    "err_pct": round(pct_error(r.step_time_s, measured), 3)})
+    return pd.DataFrame(out)
+
+
 def fresh_capture_rows(root=os.path.join("traces", "h200", FRESH_CAPTURES)):
     """The engine's plans on fresh plain captures against the same plans executed.
 
