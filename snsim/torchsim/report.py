@@ -2004,7 +2004,13 @@ def build_report(traces_dir="traces/h200"):
                  "by the last op whose outputs they had seen, put five of the six on the op "
                  "before, autograd's gradient sum of the concatenation. The plain replay does "
                  "not feel it; the plan, whose peak is at those convolutions, does "
-                 "(-1.57 % now).\n")
+                 "(-1.57 % now). What is left there is one 49 MiB buffer "
+                 "(51,380,224 B) at the peak, the backward of the first dense block's last "
+                 "conv2 under both `recompute` and `superneurons`: the FakeTensor run of the "
+                 "plan, which matches the executed peak to the byte, makes the contiguous copy "
+                 "of that convolution's grad_output (a channel slice of the concatenation's "
+                 "gradient) that cuDNN's backward takes (`record.cudnn_grad_output_copy`), and "
+                 "the plain capture shows no such allocation in the same call; not found why.\n")
     fresh = fresh_rows(traces_dir)
     if len(fresh):
         L.append("Seven networks this table had never used (ConvNeXt-T b32, DenseNet-121 b128 "
