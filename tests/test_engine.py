@@ -182,6 +182,16 @@ def test_plan_save_load_replays_identically(tmp_path, tiny_block):
     assert a.peak_ideal_bytes == b.peak_ideal_bytes and a.step_time_s == b.step_time_s
 
 
+def test_plan_host_events_survive_save_and_load(tmp_path, tiny_block):
+    # Plan.host_events (policies/_host.py) are part of a saved plan, as its instructions are
+    p = make_program(tiny_block, hardware=K40C)
+    plan = dataclasses.replace(get_policy("liveness").plan(p, K40C, BIG),
+                               host_events=((0, "checkpoint", "F", 3),
+                                            (2, "saved_tensors_hook", "B", 1)))
+    plan.save(tmp_path / "plan.json")
+    assert Plan.load(tmp_path / "plan.json").host_events == plan.host_events
+
+
 @pytest.mark.parametrize("mode", ["speed", "memory", "cost-aware"])
 def test_recompute_modes(mode):
     p = make_program("resnet50", batch=8, hardware=K40C)

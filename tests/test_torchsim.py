@@ -773,6 +773,28 @@ def test_capture_alignment_gives_a_workspace_to_the_op_whose_call_made_it():
     assert hidden_ops[h] == [0, 0]
 
 
+def test_captured_steps_share_kernel_and_host_time_as_they_share_time():
+    # captured.step_stream_times: each op-granular part of a captured step gets the share of
+    # the step's kernel time (program.gpu_times_s) that op_granular gave it of the step's
+    # interval, and the same share of the host's time to issue the step's ops (the H200's
+    # in-network host model, as a prediction charges it: a convolution costs more to issue
+    # than a ReLU, and a step without ops costs its module call alone)
+    from snsim.captured import step_stream_times
+    from snsim.kernel_table import load_host_costs
+    rows = [[1, "conv", "CONV", "F", 2e-3, []], [2, "relu", "ACT", "F", 1e-3, []],
+            [3, "pool", "POOL", "F", 1e-3, []]]
+    conv = ("convolution float32[8, 3, 32, 32] float32[16, 3, 3, 3] None 1 1 1 1 1 1 False "
+            "0 0 1")
+    ops = [[0, "convolution", 7077888, 140864, conv, ""], [1, "relu", 0, 131072, "", ""]]
+    gpu, host = step_stream_times(rows, ops, [1e-3, 2e-4, 0.0],
+                                  [(0, 0.5), (0, 0.5), (1, 1.0), (2, 1.0)], "h200")
+    assert gpu == pytest.approx([5e-4, 5e-4, 2e-4, 0.0])
+    assert host[0] == host[1] and host[0] + host[1] > host[2] > 0
+    inn = load_host_costs("h200")["innet"]   # the H200's per_module_s is fitted to 0
+    assert host[3] == pytest.approx(inn["per_module_s"])
+    assert step_stream_times(rows, ops, [0.0] * 3, [(0, 1.0)] * 3, "k40c") is None
+
+
 # -- CUDA kernels' own temporaries (record.cuda_temporaries, reduce_buffers) -------------------
 def test_cuda_temporaries_follow_the_strides_a_fake_run_sees():
     from snsim.torchsim.record import cuda_temporaries
