@@ -81,9 +81,6 @@ def graph_from_dict(d, *, source="trace"):
 PROGRAM_EXTRAS = ("warmup_events", "warmup_iteration_starts", "warmup_first_gemm",
                   "segment_addresses", "modules", "containers", "param_aliases",
                   "saved_released", "saved_views")
-#: a capture's extras indexed by its captured steps, read with its events (a program a plan
-#: rewrote has other steps, and does not carry them)
-CAPTURE_EXTRAS = ("ops", "gpu_times_s")
 
 
 def program_to_dict(p):
@@ -214,14 +211,13 @@ def program_from_dict(d, *, graph=None, source="trace"):
                 optimizer=d.get("optimizer", "sgd-momentum"),
                 static_tensors=static_tensors if "events" in d or static_tensors else [])
     p.extra = {k: d[k] for k in PROGRAM_EXTRAS if k in d}
-    if "events" in d:
-        p.extra.update({k: d[k] for k in CAPTURE_EXTRAS if k in d})
-        if d.get("gpu_times_s") is not None and d.get("ops"):
-            times = step_stream_times(raw_steps, d["ops"], d["gpu_times_s"], shares,
-                                      p.hardware)
-            if times is not None:
-                p.steps = [dataclasses.replace(s, gpu_s=g, host_s=h)
-                           for s, g, h in zip(p.steps, *times)]
+    if "events" in d and d.get("gpu_times_s") is not None and d.get("ops"):
+        # a capture's kernel times and ops, indexed by its captured steps, become each
+        # op-granular step's gpu_s and host_s (a program a plan rewrote keeps them per step)
+        times = step_stream_times(raw_steps, d["ops"], d["gpu_times_s"], shares, p.hardware)
+        if times is not None:
+            p.steps = [dataclasses.replace(s, gpu_s=g, host_s=h)
+                       for s, g, h in zip(p.steps, *times)]
     if released is not None:
         p.extra["saved_released"] = released
     if ("events" in d or static_tensors) and graph is None:   # a capture's, or one rewritten

@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..errors import ConfigError
 from ..plan import Compute, Evict, Offload, Plan, Prefetch
 from ._groups import (CONV_CLASSES, group_of, member_groups, module_map, recompute_segments,
-                      step_owners)
+                      step_owners, steps_in_groups)
 from ._host import checkpoint_events, conv_hook_events, hook_events
 from ._schedule import _step_tables, build_instructions
 from .checkpoint import checkpoint_instructions
@@ -64,10 +64,9 @@ def boundary_plan(policy, program, *, recompute, offload):
     events = (checkpoint_events(program, ins, step_owners(program, segments), dropped)
               if recompute else [])
     if offload:
-        members = member_groups(segments)
+        inside = steps_in_groups(program, segments)
         events += hook_events(program, ins, "offloader_hook",
-                              steps={s.index for s in program.steps
-                                     if group_of(s.name, members) is None})
+                              steps={s.index for s in program.steps} - inside)
         events += conv_hook_events(program, ins)
     notes = {"placement": "modules", "segments": len(segments) if recompute else 0,
              "dropped_tensors": len(dropped), "offloaded_tensors": len(entries),

@@ -189,6 +189,13 @@ def group_of(name, member):
         name = name[:i]
 
 
+def steps_in_groups(program, paths):
+    """The steps, forward and backward, that lie in a group of ``paths`` (module paths, or
+    ``{group: member paths}``): :func:`group_of` of each step's name."""
+    member = member_groups(paths)
+    return {s.index for s in program.steps if group_of(s.name, member) is not None}
+
+
 #: module classes ``find_segments`` takes for convolutions and for the pooling layers that end
 #: a run of layers (``torch.nn``'s ``_ConvNd`` subclasses and the four pools it names)
 CONV_CLASSES = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",

@@ -84,12 +84,6 @@ def hook_events(program, instructions, mechanism, steps=None):
     return out
 
 
-def steps_under(program, paths):
-    """The steps, forward and backward, of the modules ``paths`` and those inside them."""
-    pre = tuple(p + "." for p in paths)
-    return {s.index for s in program.steps if s.name in paths or s.name.startswith(pre)}
-
-
 def conv_hook_events(program, instructions):
     """The ``Offloader``'s forward hook on each convolution: once per convolution step in
     forward, and again in each recomputation."""

@@ -14,8 +14,8 @@ while the parameter itself stays where it is. The plan carries these copies as
 :attr:`~snsim.plan.Plan.unpacked`, from the first to the last backward step of the module.
 """
 from ..plan import Compute, Offload, Plan, Prefetch
-from ._groups import module_map, select_modules, steps_in
-from ._host import hook_events, steps_under
+from ._groups import module_map, select_modules, steps_in, steps_in_groups
+from ._host import hook_events
 from ._schedule import build_instructions
 from ._unpack import split_after_apply
 from .base import Policy, flag, names, register
@@ -51,7 +51,7 @@ class CpuOffload(Policy):
         copies = saved_parameter_copies(program, within, after)
         # save_on_cpu's pack per saved tensor in forward, unpack per read in backward
         events = hook_events(program, ins, "saved_tensors_hook",
-                             steps=steps_under(program, within) if within else None)
+                             steps=steps_in_groups(program, within) if within else None)
         return Plan(policy=self.name, instructions=ins, free_after_offload=True,
                     sync_copies=True, pinned_host=o["pin_memory"], notes=dict(o),
                     unpacked=copies, staged_packs=staged_packs(program, copies),
