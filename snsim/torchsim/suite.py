@@ -804,6 +804,36 @@ _HELDOUT23_TOKENS = (
      {"checkpoint": ["modules=TransformerEncoderLayer"]}, {"optimizer": "adamw", "amp": "fp16"}),
 )
 PLAN_HELDOUT23 = _plan_set(_HELDOUT23, _HELDOUT23_TOKENS)
+# held-out set 24 (2026-12-03 21:20 UTC), written before any of it ran and before any change of
+# session 28: small CPU-bound batches, fp16 with plain SGD, Nesterov and fused Adam, selective
+# checkpointing of a CNN in fp16, cpu_offload of chosen modules, superneurons in half precision,
+# and a GPT-NeoX checkpoint -- combinations no earlier set, capture or profile held
+_HELDOUT24 = (
+    ("torchvision:resnet18", 32, {"plain": []}, {"optimizer": "sgd"}),
+    ("torchvision:vgg13", 128, {"superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:efficientnet_b3", 64, {"cpu_offload": ["pin_memory=true", "modules=MBConv"]},
+     {"amp": "bf16"}),
+    ("torchvision:regnet_y_800mf", 256, {"checkpoint": ["modules=ResBottleneckBlock"]},
+     {"amp": "fp16", "optimizer": "sgd"}),
+    ("torchvision:wide_resnet50_2", 64, {"plain": []},
+     {"optimizer": "adam", "optimizer_impl": "fused"}),
+    ("torchvision:convnext_tiny", 64, {"superneurons": []}, {"optimizer": "nesterov"}),
+    ("torchvision:mobilenet_v3_small", 512, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:densenet169", 64, {"checkpoint": ["modules=_DenseLayer", "selective=true"]},
+     {"amp": "fp16"}),
+    ("torchvision:vit_b_32", 256, {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("torchvision:swin_s", 32, {"checkpoint": ["modules=SwinTransformerBlock", "every=2"]},
+     {"amp": "bf16", "optimizer": "adamw"}),
+    ("torchvision:resnet152", 32, {"cpu_offload": ["pin_memory=true"]}, {"amp": "fp16"}),
+    ("torchvision:inception_v3", 16, {"plain": []}, {"amp": "fp16"}),
+)
+_HELDOUT24_TOKENS = (
+    ("hf:EleutherAI/pythia-410m", 8, (512,), {"checkpoint": ["modules=GPTNeoXLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("snsim:gpt", 4, (1024,), {"plain": []}, {"optimizer": "adamw"}),
+)
+PLAN_HELDOUT24 = _plan_set(_HELDOUT24, _HELDOUT24_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -829,6 +859,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout18": PLAN_HELDOUT18, "heldout19": PLAN_HELDOUT19,
              "heldout20": PLAN_HELDOUT20, "heldout21": PLAN_HELDOUT21,
              "heldout22": PLAN_HELDOUT22, "heldout23": PLAN_HELDOUT23,
+             "heldout24": PLAN_HELDOUT24,
              "pageable": PLAN_PAGEABLE}
 
 
