@@ -560,8 +560,11 @@ class Calibrator:
                 self.guarded("convolution", self._conv_module, n, shape, mod, dtype, math_,
                              f"{tag} {model} ")
 
-    #: batches the patch embeddings are timed at (a transformer's batches, small to large)
-    PATCHIFY_BATCHES = (2, 8, 32, 128)
+    #: batches the patch embeddings are timed at (a transformer's batches, small to large).
+    #: cuDNN changes engine with the batch, not smoothly: bf16 ViT-B/32's weight gradient ran
+    #: 3.0 ms at batch 256 (``wgrad_alg1_engine``, traces/h200/profile_s28) where the batch-128
+    #: row of ViT-L/32's wider one read 0.66 ms, so the grid spans the batches users train at
+    PATCHIFY_BATCHES = (2, 8, 32, 64, 128, 256, 512)
 
     def net_convs_patchify(self, dtype, math_, *, max_bytes=1.5 * 2**31):
         """Forward and backward of every distinct non-overlapping ``nn.Conv2d`` layer of
