@@ -11,12 +11,14 @@ ones and the measured ones, and the mean / median / max |err| per policy. Rows a
 
     PYTHONPATH=. python scripts/repredict_plans.py --csv plans_repredicted.csv \\
         [--folder plans,plans_heldout] [--policies plain,cpu_offload,superneurons,checkpoint]
-        [--gauge before] [--match REGEX]
+        [--gauge before|after] [--match REGEX]
 
 ``--gauge before``: each run predicted with the host pace its own process read before the model
 was built (``measured.host_gauge_add_s_before``, :mod:`snsim.torchsim.hostpace`; what a user
 passes as ``snsim predict --host-gauge-us`` after ``snsim gauge`` on their machine); runs
-measured without a gauge are skipped.
+measured without a gauge are skipped. ``--gauge after``: the pace read after the timed steps
+(``measured.host_gauge_add_s_after``: ``snsim execute`` gauges only after its steps since the
+gauge's CUDA work before the model moved the driver's placement of later segments).
 """
 from __future__ import annotations
 
@@ -70,7 +72,7 @@ def main(argv=None):
     ap.add_argument("--policies", default="cpu_offload,superneurons,checkpoint",
                     help="comma-separated; plain counts too")
     ap.add_argument("--csv", required=True)
-    ap.add_argument("--gauge", default="none", choices=("none", "before"),
+    ap.add_argument("--gauge", default="none", choices=("none", "before", "after"),
                     help="the host pace to predict each run at (default none: the table's)")
     ap.add_argument("--match", default=None,
                     help="only the runs whose name this regular expression finds")
@@ -97,8 +99,8 @@ def main(argv=None):
         if p is None:   # no before-run prediction stored (the model could not be predicted)
             print(f"run={run['name']} skipped: no stored prediction", flush=True)
             continue
-        gauge = m.get("host_gauge_add_s_before") if args.gauge == "before" else None
-        if args.gauge == "before" and gauge is None:
+        gauge = m.get(f"host_gauge_add_s_{args.gauge}") if args.gauge != "none" else None
+        if args.gauge != "none" and gauge is None:
             print(f"run={run['name']} skipped: measured without a gauge", flush=True)
             continue
         t0 = time.time()
