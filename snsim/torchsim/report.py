@@ -266,6 +266,12 @@ ALL_REPRICED_CSV = os.path.join("docs", "data", "plans_repriced_h200.csv")
 ENGINE_ORACLE_CSV = os.path.join("docs", "data", "engine_oracle_cpu.csv")
 
 
+def _regnet_offload_reserved(rp):
+    """RegNetY-1.6GF offload's reserved error in the fresh re-prediction, e.g. ``+8.96 %``."""
+    row = rp[rp["run"].str.startswith("regnet_y_1_6gf") & (rp["policy"] == "offload")]
+    return f"{row['err_reserved_pct'].iloc[0]:+.2f} %" if len(row) else "not re-predicted"
+
+
 def fresh_rows(traces_dir):
     """:func:`~snsim.torchsim.validate.fresh_capture_rows` of ``traces_dir``'s fresh captures
     (an empty frame when there are none)."""
@@ -1891,9 +1897,14 @@ def build_report(traces_dir="traces/h200"):
                       "mean -5.5 %. The lease ran slow: its gauges read a median 9.81 us "
                       "against the table's 8.20 (366 suite gauges: median 7.81). Re-predicted "
                       "after the run (informed by it, not held-out figures): with calibrate's "
-                      "patch embeddings timed up to batch 512 "
-                      "(`docs/data/plans_heldout24_repredicted_h200.csv`), step mean 10.3 %, "
-                      "max 29.8 % (ViT-B/32 -31.1 -> -29.8 %), memory unchanged; and each run at "
+                      "patch embeddings timed up to batch 512 and ResNet-18's and "
+                      "EfficientNet-B0's layers added to the workspace probe in fp32 and bf16 "
+                      "(`configs/kernels/h200_conv_workspaces_seed5.log`; "
+                      "`docs/data/plans_heldout24_repredicted_h200.csv`), step mean 10.3 %, "
+                      "max 29.8 % (ViT-B/32 -31.1 -> -29.8 %), reserved mean 1.71 -> 1.32 % "
+                      "(ResNet-18 -5.41 -> 0.00 %; Inception-v3 b16 fp16 stays -5.68 %: its "
+                      "fp16 layers read the bf16 rows, and cuDNN picks otherwise in fp16); and "
+                      "each run at "
                       "the pace its own process gauged after its steps (`scripts/"
                       "repredict_plans.py --gauge after`, what `snsim predict --host-gauge-us` "
                       "does; `docs/data/plans_heldout24_repredicted_gauge_h200.csv`): median "
@@ -2162,9 +2173,10 @@ def build_report(traces_dir="traces/h200"):
                  "scripts/repredict_fresh.py --csv docs/data/fresh_repredicted_h200.csv`): "
                  + ", ".join(parts) + ". ConvNeXt-T's reserved misses went with its "
                  "channels-last depthwise workspaces (`hidden.lookup_slots`); RegNetY-1.6GF's "
-                 "offload (+8.46 %) is one grouped convolution's workspace, which cuDNN's "
-                 "heuristics pick by shape (153 MiB measured, 115 MiB from the nearest probed "
-                 "neighbour, `hidden.probed_grouped_workspaces`).\n")
+                 f"offload ({_regnet_offload_reserved(rp)}) is its grouped convolutions' "
+                 "workspaces, which cuDNN's heuristics pick by shape (one took 153 MiB where "
+                 "the nearest probed neighbour gives 115 MiB, "
+                 "`hidden.probed_grouped_workspaces`).\n")
     oracle = ENGINE_ORACLE_CSV
     if os.path.exists(oracle):
         import pandas as pd
