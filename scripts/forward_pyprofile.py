@@ -10,6 +10,7 @@ forwards (after warm-up), and the forward's wall time per step with and without 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import pstats
@@ -25,6 +26,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     import torch
 
+    from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.models import resolve_model
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -33,10 +35,11 @@ def main(argv=None):
         spec = resolve_model(model)
         m = spec.build().cuda().train()
         x = spec.make_input(int(batch), "cuda")
-        dt = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp)
+        autocast = TrainSetup("sgd", "foreach", None if amp == "none" else amp).autocast(
+            "cuda") or contextlib.nullcontext
 
-        def fwd(m=m, x=x, dt=dt):
-            with torch.autocast("cuda", dtype=dt, enabled=dt is not None):
+        def fwd(m=m, x=x, autocast=autocast):
+            with autocast():
                 y = m(x)
             return y
 

@@ -13,6 +13,7 @@ waits for the GPU inside (a synchronising call, a full launch queue).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import statistics
 import time
@@ -28,6 +29,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     import torch
 
+    from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.models import resolve_model
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -38,15 +40,15 @@ def main(argv=None):
             model, amp = cfg.rsplit(":", 1)
             spec = resolve_model(model)
             m = spec.build().cuda().train()
-            dt = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp)
+            autocast = TrainSetup("sgd", "foreach", None if amp == "none" else amp).autocast(
+                "cuda") or contextlib.nullcontext
             for b in [int(v) for v in args.batches.split(",")]:
                 x = spec.make_input(b, "cuda")
                 issue, done = [], []
                 for i in range(args.reps + 3):
                     torch.cuda.synchronize()
                     t0 = time.perf_counter()
-                    with torch.autocast("cuda", dtype=dt or torch.float32,
-                                        enabled=dt is not None):
+                    with autocast():
                         y = m(x)
                     t1 = time.perf_counter()
                     torch.cuda.synchronize()

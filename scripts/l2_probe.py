@@ -1,20 +1,22 @@
 """How much of a kernel's tight-loop time is its inputs staying in the GPU's L2 cache.
 
 ``snsim calibrate`` times each shape by calling it over and over on the same tensors: an input
-smaller than the L2 (50 MB on an H200) is read from the cache on every call after the first,
-where a real step reads most of a kernel's inputs -- activations saved in forward, weights --
-from device memory. For each op and size this times the same call three ways:
+smaller than the L2 (60 MiB on the H200: ``L2_cache_size`` 62,914,560 B) is read from the cache
+on every call after the first, where a real step reads most of a kernel's inputs --
+activations saved in forward, weights -- from device memory. For each op and size this times
+the same call three ways:
 
 * ``hot``: the same tensors every call (how the table is timed);
-* ``cold``: ``K`` sets of tensors used in turn, ``K`` times the inputs at least 4 x the L2, so
-  no call finds its inputs in the cache;
+* ``cold``: ``K`` sets of tensors used in turn, ``K`` times the inputs at least
+  4 x :data:`L2_PROBE_BYTES` (K at most 64: 128 MiB and more in all, over twice the L2), so no
+  call finds its inputs in the cache;
 * ``fresh``: each call on tensors a fill kernel has just written (the in-network case of an op
   reading its producer's output), the fill's own time taken off.
 
     OUT=dir PYTHONPATH=. python3 scripts/l2_probe.py --out "$OUT"
 
-Writes ``l2_probe.csv``: op, dtype, bytes the call reads and writes, hot / cold / fresh GPU
-seconds per call.
+Writes ``l2_probe.csv``: op (its dtype in the name), input MiB, bytes the call reads and writes
+(empty for the GEMM), hot / cold / fresh GPU seconds per call, and K.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import csv
 import statistics
 from pathlib import Path
 
-L2_PROBE_BYTES = 50 * 2**20   # H200 L2, for choosing K only
+L2_PROBE_BYTES = 50 * 2**20   # for choosing K only; below the H200's 60 MiB L2
 
 
 def _time(torch, fns, reps):
