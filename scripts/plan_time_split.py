@@ -17,7 +17,8 @@ import collections
 import sys
 
 
-def split(model, batch, policy, options, optimizer, impl, amp, input_shape=None, gpu="h200"):
+def split(model, batch, policy, options, optimizer, impl, amp, input_shape=None, gpu="h200",
+          torch_version="installed"):
     """``(rows, mechanisms, step_s)``: per phase ``{phase: {host_ops, host_plan, gpu, copies,
     n_copies, copy_bytes, n_ops}}`` of the last recorded iteration, the plan host seconds per
     mechanism, and the modelled step."""
@@ -27,13 +28,14 @@ def split(model, batch, policy, options, optimizer, impl, amp, input_shape=None,
     from snsim.torchsim.models import resolve_model
     from snsim.torchsim.opcost import (HOST_COPY_OPS, SIDE_COPY_OPS, innet_host_s,
                                        op_times_s, plan_host_s)
-    from snsim.torchsim.plans import make_transform
+    from snsim.torchsim.plans import make_transform, pack_blocks_of
     from snsim.torchsim.predict import record_fake
     hw = load_hardware(gpu)
     spec = resolve_model(model, input_shape=input_shape)
     setup = TrainSetup(optimizer, impl, None if amp == "none" else amp)
-    r = record_fake(spec, batch, setup, transform=make_transform(policy, shadow=True,
-                                                                  options=options), gpu=hw.name)
+    r = record_fake(spec, batch, setup, transform=make_transform(
+        policy, shadow=True, options=options, save_on_cpu_blocks=pack_blocks_of(torch_version)),
+        gpu=hw.name)
     rec = r["rec"]
     ops, marks = rec.ops, rec.marks
     table = load_kernel_table(hw.name)
@@ -90,10 +92,13 @@ def main(argv=None):
     ap.add_argument("--optimizer-impl", default="foreach")
     ap.add_argument("--amp", default="none")
     ap.add_argument("--input-shape", default=None)
+    ap.add_argument("--torch-version", default="installed",
+                    help="the torch that runs the plan (save_on_cpu's pack: 2.11 waits for its "
+                         "copy, 2.12 on does not); default: the installed one")
     a = ap.parse_args(argv)
     shape = tuple(int(v) for v in a.input_shape.split(",")) if a.input_shape else None
     rows, mech, step = split(a.model, a.batch, a.policy, a.option, a.optimizer,
-                             a.optimizer_impl, a.amp, shape)
+                             a.optimizer_impl, a.amp, shape, torch_version=a.torch_version)
     print(f"{a.model} b{a.batch} {a.policy} {' '.join(a.option)} {a.optimizer} "
           f"{a.amp}: step {step * 1e3:.2f} ms")
     for p, c in rows.items():

@@ -1385,6 +1385,40 @@ class KernelTable:
             return float(np.median(pos)) if len(pos) else self._aten_host(family)
         return float(np.exp((w * np.log(host[order])).sum() / w.sum()))
 
+    def pinned_alloc_s(self):
+        """Host seconds of the pinned host tensor ``save_on_cpu(pin_memory=True)`` allocates
+        for each saved tensor: the median of calibrate's ``host_alloc_pinned`` rows (a block
+        the caching host allocator hands out again; the H200's rows, 4 KiB to 256 MiB, lie
+        within 6.0-6.6 us: the cost does not grow with the size). 0 for a table without them.
+
+        >>> 3e-6 < load_kernel_table("h200").pinned_alloc_s() < 12e-6
+        True
+        """
+        import numpy as np
+        key = self._key("host_alloc_pinned", "float32", "")
+        if key is None:
+            return 0.0
+        host = self._groups[key][3]
+        return float(np.median(host)) if len(host) else 0.0
+
+    def sync_wake_s(self, nbytes):
+        """Seconds a blocking pinned D2H copy of ``nbytes`` holds the launching thread beyond
+        the non-blocking copy's issue and the copy's run (calibrate's ``sync_d2h_pinned`` round
+        trips from an idle GPU, less the ``copy_d2h_pinned`` rows' issue and time): the copy
+        starting on the idle GPU and the thread returning once it has run. 0 for a table
+        without those rows, and where the round trip is within the two.
+
+        >>> t = load_kernel_table("h200")
+        >>> 0.0 <= t.sync_wake_s(4 << 20) < 50e-6
+        True
+        """
+        if self._key("sync_d2h_pinned", "float32", "") is None:
+            return 0.0
+        kw = {"nbytes": nbytes, "dtype": "float32", "math_": ""}
+        run = self.copy_time_s("copy_d2h_pinned", nbytes)[0] or 0.0
+        return max(0.0, self.issue_s("sync_d2h_pinned", **kw) - run
+                   - self.issue_s("copy_d2h_pinned", **kw))
+
     def copy_model(self):
         """Host<->device copy rates fitted to the table's ``copy_*`` rows, in the hardware
         preset's terms (SPEC §9): per ``h2d_pinned`` / ``d2h_pinned`` / ``h2d_pageable`` /
@@ -1451,6 +1485,9 @@ def load_host_costs(name):
       (:func:`fit_plan_host_costs`) to ``<name>_checkpoint_costs.csv``
       (``scripts/steptime_probe.py ckpt``), when the preset has it; also ``conv_hook_call_s``
       and ``offloader_saved_s`` where that probe timed the SuperNeurons executor's hooks.
+    * ``pinned_pack_s``: ``{"F": seconds}`` per pinned host tensor ``save_on_cpu(pin_memory=
+      True)``'s pack allocates (:meth:`KernelTable.pinned_alloc_s` at the in-network ratio of
+      every call, ``innet``'s ``*``), where the table has calibrate's ``pack`` rows.
     * ``checkpoint_innet``: ``{phase: ratio}`` of ``<name>_checkpoint_innet.csv``
       (:func:`read_checkpoint_innet`, ``scripts/ckpt_parts_analyse.py --write-ratios``): a
       checkpoint call in a real network costs the launching thread more than in the probe's
@@ -1477,6 +1514,11 @@ def load_host_costs(name):
             if rpath.exists():
                 out["checkpoint_innet"] = read_checkpoint_innet(rpath)
                 out.update(scale_checkpoint_costs(out, out["checkpoint_innet"]))
+    table = load_kernel_table(name) if "innet" in out else None
+    if table is not None and table.pinned_alloc_s():
+        # save_on_cpu's pinned host allocation, a call in the step's sequence like an aten
+        # call's: the tight loop's cost at the in-network ratio of every call
+        out["pinned_pack_s"] = {"F": table.pinned_alloc_s() * out["innet"]["ratio"]["*"]}
     return out
 
 
@@ -1753,7 +1795,9 @@ def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=(), side=No
     the GPU to finish before it is issued, ``H_i = max(H_{i-1}, G_{i-1}) + host_s[i]``: the
     host then issues the next kernels to an idle GPU. An op in ``synchronous`` (a copy the
     host waits for: ``save_on_cpu``'s pinned pack on torch before 2.12) is issued and queued
-    as any op, and the host returns only when it has run, ``H_i = G_i``.
+    as any op, and the host returns only when it has run, ``H_i = G_i``, plus the op's
+    seconds in ``synchronous`` where it is a mapping (the copy's start on an idle GPU and the
+    thread's return after it: :meth:`KernelTable.sync_wake_s`).
 
     Copies on side streams (the SuperNeurons offloader's): ``side`` ``{i: direction}`` marks
     op ``i`` as a copy on that direction's stream, issued after the compute stream's queued
@@ -1777,6 +1821,8 @@ def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=(), side=No
     [1.5, 3.0, 0.75]
     >>> host_stream([1.0, 0.5, 1.0], [0.5, 0.25, 0.5], synchronous={1})  # issued at 0.75,
     [1.5, 0.5, 1.5]
+    >>> host_stream([1.0, 0.5, 1.0], [0.5, 0.25, 0.5], synchronous={1: 0.25})  # back at 1.75
+    [1.5, 0.5, 1.75]
 
     A D2H copy of 2 s after a 1 s kernel (it runs 1.0-3.0); the next kernel overlaps it, the
     host then waits for the copy (op 3, issued at 3.0), issues an H2D copy (3.0-4.0) and a
@@ -1825,7 +1871,8 @@ def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=(), side=No
                 t = slowed_duration_s(t, start, busy, slowdown)
             end = start + t if (t or c) else g
         if i in synchronous:
-            h = max(h, end)
+            h = max(h, end) + (synchronous.get(i, 0.0) if isinstance(synchronous, dict)
+                               else 0.0)
         out.append(end - g0)
         g = end
     return out

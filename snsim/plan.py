@@ -104,6 +104,11 @@ class Plan:
         stream and the host waits), instead of overlapping on a copy stream.
     pinned_host : bool
         Host buffers are pinned (page-locked); False copies at the pageable bandwidth.
+    blocking_packs : bool
+        With ``sync_copies``: the launching thread waits for each copy out to end before it
+        issues anything more (``save_on_cpu(pin_memory=True)`` on torch before 2.12 copies
+        with a blocking ``copy_``), returning :meth:`snsim.kernel_table.KernelTable.sync_wake_s`
+        after it; otherwise only the compute stream waits.
     dtr : dict or None
         Dynamic Tensor Rematerialization at run time (``snsim/engine/dtr.py``):
         ``{"heuristic": name, "remat_limit": multiple of compute time or None}``. On an
@@ -163,6 +168,7 @@ class Plan:
     preallocate: bool = False
     sync_copies: bool = False
     pinned_host: bool = True
+    blocking_packs: bool = False
     as_captured: bool = False
     dtr: dict | None = None
     notes: dict = field(default_factory=dict)

@@ -13,6 +13,7 @@ With ``check_invariants=True`` the engine asserts its own rules as it runs and r
 from __future__ import annotations
 
 import difflib
+import functools
 import heapq
 import time
 from collections import OrderedDict
@@ -158,13 +159,16 @@ class Engine:
         self.copy_k = {d: k for (d, pinned), k in copy_slowdown(hardware.name).items()
                        if pinned == bool(plan.pinned_host)}
         self.pack_at = {}         # forward step -> bytes copied out after it: plan.unpacked
+        self.packs_at = {}        # forward step -> how many copies those bytes are
         # backward step -> [(last step, bytes, label, copied in, tensor remade or None)]
         self.unpack_at = {}
         for pack, first, last, nbytes, label in plan.unpacked:
             self.pack_at[pack] = self.pack_at.get(pack, 0) + nbytes
+            self.packs_at[pack] = self.packs_at.get(pack, 0) + 1
             self.unpack_at.setdefault(first, []).append((last, nbytes, label, True, None))
         for step, nbytes in plan.extra_packs:
             self.pack_at[step] = self.pack_at.get(step, 0) + nbytes
+            self.packs_at[step] = self.packs_at.get(step, 0) + 1
         self.staged_at = {}       # forward step -> bytes a pack stages on the device first
         for step, nbytes in plan.staged_packs:
             self.staged_at.setdefault(step, []).append(nbytes)
@@ -192,6 +196,12 @@ class Engine:
         self.host_on = bool(steps) and all(st.host_s is not None and st.gpu_s is not None
                                            for st in steps)
         self.host_ev = {}
+        self._wake = None
+        if self.host_on and plan.blocking_packs:
+            from ..kernel_table import load_kernel_table
+            table = load_kernel_table(hardware.name)
+            self._wake = functools.lru_cache(maxsize=None)(
+                table.sync_wake_s if table is not None else (lambda nbytes: 0.0))
         if not self.host_on or not plan.host_events:
             return
         from ..kernel_table import load_host_costs
@@ -1069,6 +1079,11 @@ class Engine:
                     dtr.before_step(s)
                     run_step(s, s.phase, duration)
                     dtr.after_step(s)
+                if self._wake is not None and s.phase == "F" and ins[0] in self.packs_at:
+                    # the hook's packs after the step (plan.unpacked, extra_packs), waited for
+                    n = self.packs_at[ins[0]]
+                    host_t = max(host_t, self.t_compute) + n * self._wake(
+                        self.pack_at[ins[0]] // n)
                 continue
             if kind is Prefetch:
                 # most find the tensor resident: a prefetch does something only for a tensor
@@ -1082,9 +1097,18 @@ class Engine:
                 continue
             handler = on_tensor.get(kind)
             if handler is not None:
+                if host_on and kind is Offload and self.plan.sync_copies \
+                        and host_t > self.t_compute:
+                    # a hook's copy on the compute stream: issued once the thread gets there
+                    self.stall_time += host_t - self.t_compute
+                    self.t_compute = host_t
+                copied = self.d2h_bytes
                 handler(ins[0])
                 if host_on and kind is Evict:     # the thread synchronized with the copy
                     host_t = max(host_t, self.t_compute)
+                elif self._wake is not None and self.d2h_bytes != copied:
+                    # a pack's copy the thread waits for
+                    host_t = max(host_t, self.t_compute) + self._wake(self.size[ins[0]])
             elif kind is Recompute:
                 if i >= serves_until:   # the B step it serves: the next Compute in plan order
                     serves_until = i + 1

@@ -52,11 +52,36 @@ class CpuOffload(Policy):
         # save_on_cpu's pack per saved tensor in forward, unpack per read in backward
         events = hook_events(program, ins, "saved_tensors_hook",
                              steps=steps_in_groups(program, within) if within else None)
+        if o["pin_memory"]:     # each pinned pack allocates the host tensor it copies into
+            events += [(i, "pinned_pack", ph, n) for i, _, ph, n in events if ph == "F"]
         return Plan(policy=self.name, instructions=ins, free_after_offload=True,
-                    sync_copies=True, pinned_host=o["pin_memory"], notes=dict(o),
+                    sync_copies=True, pinned_host=o["pin_memory"],
+                    blocking_packs=o["pin_memory"] and packs_block(program), notes=dict(o),
                     unpacked=copies, staged_packs=staged_packs(program, copies),
                     extra_packs=packs_per_node(program, ins), host_events=tuple(events),
                     program=program if program is not given else None)
+
+
+def packs_block(program):
+    """Whether ``save_on_cpu(pin_memory=True)`` waits for each pack's copy in the torch that
+    runs ``program``: a capture's own torch (its provenance), before 2.12 (the blocking
+    ``copy_``: :data:`snsim.torchsim.plans.SAVE_ON_CPU_NON_BLOCKING_FROM`); a program with no
+    recorded torch (the zoo's) is taken to run on a current one, whose pack does not wait.
+
+    >>> from types import SimpleNamespace as NS
+    >>> packs_block(NS(extra={"provenance": {"torch": "2.11.0+cu130"}}))
+    True
+    >>> packs_block(NS(extra={"provenance": {"torch": "2.14.1"}})), packs_block(NS(extra={}))
+    (False, False)
+    """
+    from ..torchsim.plans import SAVE_ON_CPU_NON_BLOCKING_FROM, torch_release
+    version = ((program.extra or {}).get("provenance") or {}).get("torch")
+    if not version:
+        return False
+    try:
+        return torch_release(version) < SAVE_ON_CPU_NON_BLOCKING_FROM
+    except ValueError:      # an unreadable version string: the current behaviour
+        return False
 
 
 def saved_buffers(program):

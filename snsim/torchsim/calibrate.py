@@ -1653,6 +1653,35 @@ class Calibrator:
             self.pageable_pattern(d)
             del d
 
+    def pinned_packs(self, sizes):
+        """``save_on_cpu(pin_memory=True)``'s pack beyond its copy, by size: the pinned host
+        tensor it allocates for each saved tensor (``torch.empty(size, dtype=..., layout=...,
+        pin_memory=True)``, a block the caching host allocator hands out again: the
+        ``host_alloc_pinned`` rows, host seconds only), and the blocking D2H copy into it that
+        torch before 2.12 makes (``sync_d2h_pinned``: the call's wall from an idle GPU,
+        the copy's run and the thread's return after it included). The model charges each
+        pinned pack the allocation, and each blocking copy the round trip beyond the
+        non-blocking copy's issue and run (:meth:`snsim.kernel_table.KernelTable.sync_wake_s`).
+        ``scripts/pack_probe.py`` (traces/h200/pack_probe_s29) measured both in real forwards
+        first: 12-22 us per allocation in ResNet-152, DenseNet-121, ViT-B/16 and a GPT, which
+        the table's tight loop at its in-network ratio gives."""
+        torch = self.torch
+        if self.device != "cuda":
+            return
+        for nb in sizes:
+            if self.late():
+                return
+            numel = max(nb // 4, 1)
+            d = torch.empty(numel, device="cuda")
+            h = torch.empty(numel, pin_memory=True)
+            size, dt, lay = d.size(), d.dtype, d.layout
+            self.add("host_alloc_pinned", "float32", "", "",
+                     lambda: torch.empty(size, dtype=dt, layout=lay, pin_memory=True),
+                     nbytes=numel * 4, shape=f"{numel * 4}")
+            self.add("sync_d2h_pinned", "float32", "", "", lambda: h.copy_(d),
+                     nbytes=numel * 4, shape=f"{numel * 4}", blocking=True)
+            del d, h
+
     def pageable_pattern(self, d):
         """``save_on_cpu()``'s pageable copies of device tensors like ``d``: the pack
         ``d.cpu()`` makes a new host tensor per saved activation, all held until backward,
@@ -1738,6 +1767,10 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # the sleep kernel _Bench queues (a pageable copy waits for it: 2-3x its real time)
         "pageable": ("copies", ("copy_d2h_pageable", "copy_h2d_pageable",
                                 "copy_d2h_pageable_new", "copy_h2d_pageable_new"), "all"),
+        # save_on_cpu(pin_memory=True)'s pack beyond its copy (Calibrator.pinned_packs): the
+        # pinned host allocation and the blocking copy's round trip; tables before 2026-12-04
+        # had neither, and charged a pack its copy's issue and run only
+        "pack": ("pinned pack", ("host_alloc_pinned", "sync_d2h_pinned"), "all"),
         "grouped": ("grouped conv", ("convolution", "convolution_backward"), lambda r: (
             str(r.get("shape", "")).startswith("grouped "))),
         # convolutions sampled as CNNs lay them out (Calibrator.layout_convs: grouped 3x3 at
@@ -1888,6 +1921,7 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("foreach", 0.05, lambda: cal.foreach()),
         ("embedding/loss", 0.03, lambda: cal.embedding_and_loss(cal.n(24))),
         ("copies", 0.10, lambda: cal.copies([2**p for p in range(12, 31, 2)])),
+        ("pinned pack", 0.01, lambda: cal.pinned_packs([2**p for p in range(12, 29, 2)])),
         ("conv bf16", 0.14, lambda: cal.convs(cal.n(140), torch.bfloat16, "bf16", 6e12 * cap)),
         ("matmul bf16", 0.05, lambda: cal.matmuls(cal.n(100), torch.bfloat16, "bf16", 4e12 * cap)),
         ("sdpa", 0.06, lambda: cal.sdpa(cal.n(60))),
@@ -2218,7 +2252,8 @@ def _add_calibrate(sub):
                    "by window and stride), pool3d (3-D pooling by window and stride), index "
                    "(a gather by an index and index_put, accumulating and not), attnmm (an "
                    "explicit attention's batched GEMMs at aligned and unaligned token counts), "
-                   "sdpagrid (attention at CUDA's default backend, causal and not). Every "
+                   "sdpagrid (attention at CUDA's default backend, causal and not), pack "
+                   "(save_on_cpu's pinned host allocation and blocking copy by size). Every "
                    "group: " + ", ".join(sorted(ONLY)))
     p.add_argument("--merge", default=None, metavar="TABLE",
                    help="with --only: write TABLE with the new rows merged in (bn replaces "

@@ -236,7 +236,7 @@ def _issue_s(table, op, memo):
 
 # host work of memory plans outside aten ops (:meth:`snsim.torchsim.record.Recorder.host_event`)
 PLAN_HOST_MECHANISMS = ("checkpoint", "checkpoint_args", "saved_tensors_hook",
-                        "offloader_hook", "conv_hook", "selective")
+                        "pinned_pack", "offloader_hook", "conv_hook", "selective")
 
 
 def plan_host_s(mechanism, phase, count, costs):
@@ -246,7 +246,10 @@ def plan_host_s(mechanism, phase, count, costs):
     its first (``checkpoint_args``: an RNG state stashed per argument in F, got and set twice
     per argument in B, the argument saved), ``count * checkpoint_arg_s`` (0 where not timed);
     ``count`` calls of a ``saved_tensors_hook`` (pack in F,
-    unpack in B), ``count * hook_saved_s``; ``count`` calls of the SuperNeurons offloader's
+    unpack in B), ``count * hook_saved_s``; ``count`` pinned host tensors
+    ``save_on_cpu(pin_memory=True)``'s pack allocates (``pinned_pack``, F),
+    ``count * pinned_pack_s`` (0 for a table without calibrate's ``host_alloc_pinned`` rows:
+    the SuperNeurons offloader keeps its buffers); ``count`` calls of the SuperNeurons offloader's
     pack/unpack (``offloader_hook``), ``count * offloader_saved_s`` where the probe timed it,
     else the bare hook's ``hook_saved_s`` (a lower bound: it is a saved-tensor hook too);
     ``count`` calls of its forward hook on a convolution (``conv_hook``, forward and
@@ -272,6 +275,8 @@ def plan_host_s(mechanism, phase, count, costs):
         return count * costs.get("checkpoint_arg_s", {}).get(phase, 0.0)
     if mechanism == "saved_tensors_hook":
         return count * costs.get("hook_saved_s", {}).get(phase, 0.0)
+    if mechanism == "pinned_pack":
+        return count * costs.get("pinned_pack_s", {}).get(phase, 0.0)
     if mechanism == "offloader_hook":
         per = costs.get("offloader_saved_s", costs.get("hook_saved_s", {}))
         return count * per.get(phase, 0.0)
@@ -445,7 +450,8 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         slow = {d: k for (d, pinned), k in copy_slowdown(hw.name).items() if pinned}
         times = host_stream(gpu, host_s, iters, blocking, syncs, side=side, waits=waits,
                             host_waits=host_waits, slowdown=slow,
-                            synchronous={i for i, op in enumerate(ops)
+                            synchronous={i: table.sync_wake_s(op[5])
+                                         for i, op in enumerate(ops)
                                          if op[1] in SYNC_COPY_OPS})
     if report is not None:
         last = max((marks[op[0]][3] for op in ops if op[0] >= 0), default=-1) \

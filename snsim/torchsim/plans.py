@@ -907,7 +907,8 @@ class ShadowSaveOnCpu:
     ``pack`` keeps no reference to the device tensor (its storage dies when the forward's own
     references do, as with the real host copy), allocates the device temporary ``copy_`` makes
     of a tensor it cannot copy directly, and records the D2H copy (``d2h_pinned_sync`` where the
-    installed torch's pinned pack waits for it: :func:`save_on_cpu_pack_blocks`). ``unpack``
+    installed torch's pinned pack waits for it: :func:`save_on_cpu_pack_blocks`) after a
+    ``pinned_pack`` host event (the pinned host tensor it allocates). ``unpack``
     allocates a new device tensor and records the H2D copy.
     """
 
@@ -924,6 +925,8 @@ class ShadowSaveOnCpu:
         rec = active_recorder()
         if rec is not None and rec.sid_of(t) in rec.excluded:
             return t    # in host memory on CUDA (a philox seed): packed and unpacked there
+        if self.pin_memory:     # the pinned host tensor the copy goes into
+            _hook_event("F", "pinned_pack")
         ops = copy_ops()
         src = t
         # pinned: copy_ into a contiguous host tensor; pageable: .cpu() keeps dense strides

@@ -834,6 +834,34 @@ _HELDOUT24_TOKENS = (
     ("snsim:gpt", 4, (1024,), {"plain": []}, {"optimizer": "adamw"}),
 )
 PLAN_HELDOUT24 = _plan_set(_HELDOUT24, _HELDOUT24_TOKENS)
+# session 29 (2026-12-04), written before any of it ran and after save_on_cpu's pinned pack
+# gained its host allocation and the blocking copy's return: five pinned save_on_cpu runs
+# (fp32, bf16, fp16; a module class only; a ViT-L and a GPT), each combination of network,
+# batch, precision and plan new, as are the others'
+_HELDOUT25 = (
+    ("torchvision:resnet101", 40, {"cpu_offload": ["pin_memory=true"]}, {}),
+    ("torchvision:mobilenet_v3_large", 96, {"cpu_offload": ["pin_memory=true"]},
+     {"amp": "bf16"}),
+    ("torchvision:convnext_small", 24, {"cpu_offload": ["pin_memory=true", "modules=CNBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:regnet_y_3_2gf", 48, {"cpu_offload": ["pin_memory=true"]}, {"amp": "fp16"}),
+    ("torchvision:vit_l_16", 6, {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:resnext101_32x8d", 24, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:efficientnet_b2", 96, {"checkpoint": ["modules=MBConv"]}, {"amp": "bf16"}),
+    ("torchvision:vgg19_bn", 48, {"superneurons": []}, {}),
+    ("torchvision:swin_t", 48, {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("torchvision:densenet161", 32, {"checkpoint": ["modules=_DenseLayer"]}, {}),
+    ("torchvision:shufflenet_v2_x2_0", 128, {"plain": []}, {"optimizer": "sgd"}),
+    ("torchvision:googlenet", 64, {"superneurons": []}, {"amp": "fp16"}),
+)
+_HELDOUT25_TOKENS = (
+    ("snsim:gpt", 6, (512,), {"cpu_offload": ["pin_memory=true"]}, {"optimizer": "adamw"}),
+    ("hf:HuggingFaceTB/SmolLM2-135M", 4, (1024,), {"checkpoint": ["modules=LlamaDecoderLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT25 = _plan_set(_HELDOUT25, _HELDOUT25_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -859,7 +887,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout18": PLAN_HELDOUT18, "heldout19": PLAN_HELDOUT19,
              "heldout20": PLAN_HELDOUT20, "heldout21": PLAN_HELDOUT21,
              "heldout22": PLAN_HELDOUT22, "heldout23": PLAN_HELDOUT23,
-             "heldout24": PLAN_HELDOUT24,
+             "heldout24": PLAN_HELDOUT24, "heldout25": PLAN_HELDOUT25,
              "pageable": PLAN_PAGEABLE}
 
 
