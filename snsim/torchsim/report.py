@@ -866,7 +866,10 @@ def _pack_text(before, after):
          "capture charges the same, and makes the thread wait for each pack where the "
          "capture's torch is older than 2.12.\n"]
     body = []
-    for proc in sorted(os.listdir(PACK_PROBE_DIR)) if os.path.isdir(PACK_PROBE_DIR) else []:
+    procs = sorted(d for d in os.listdir(PACK_PROBE_DIR)
+                   if os.path.isdir(os.path.join(PACK_PROBE_DIR, d))) \
+        if os.path.isdir(PACK_PROBE_DIR) else []
+    for proc in procs:
         folder = os.path.join(PACK_PROBE_DIR, proc)
         meas = {r["model"]: r for r in _read_csv(os.path.join(folder, "pack_probe.csv"))}
         with open(os.path.join(folder, "pack_probe_micro.json")) as f:
@@ -2020,6 +2023,33 @@ def build_report(traces_dir="traces/h200"):
         "heldout24`, commit 88d4afc). Started before the device call and finished while it "
         "ran (the suite on the device predicts each run before running it); nothing of the "
         "run was read, and the figures equal the device's to 0.01 %.")
+
+    _held_out_section(L, traces_dir, captured, "plans_heldout25",
+                      "### 1z''''''. A twenty-fifth held-out set: pinned save_on_cpu after its "
+                      "pack's host costs\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout25` "
+                      "(`traces/h200/plans_heldout25/`, 2026-12-04 00:35 UTC): written into the "
+                      "suite (commit fcf73e6) after session 29's change to the pinned pack "
+                      "(its host allocation and the blocking copy's return: section 6, "
+                      "\"`save_on_cpu`'s pinned pack beyond its copy\") and before any of it "
+                      "ran, each run a combination of network, batch, precision and plan no "
+                      "earlier set, capture or probe held: pinned save_on_cpu of ResNet-101 b40 "
+                      "fp32, MobileNetV3-L b96 bf16, ConvNeXt-S b24 bf16 AdamW (its CNBlocks "
+                      "only), RegNetY-3.2GF b48 fp16, ViT-L/16 b6 bf16 AdamW and the GPT of "
+                      "`snsim:gpt` b6 s512 AdamW; ResNeXt-101 32x8d b24 fp16, Swin-T b48 bf16 "
+                      "fused AdamW and ShuffleNetV2 x2.0 b128 plain SGD, plain; EfficientNet-B2 "
+                      "b96 bf16 checkpointing its MBConvs, DenseNet-161 b32 its _DenseLayers, "
+                      "SmolLM2-135M b4 s1024 bf16 AdamW its decoder layers; VGG-19-BN b48 and "
+                      "GoogLeNet b64 fp16 under superneurons. This table: the suite's own "
+                      "predictions on the device's CPU, before each run. The six save_on_cpu "
+                      "runs' steps: -10.1 to +6.4 % (the re-pricing of the 59 earlier runs "
+                      "without the pack's costs: signed mean -8.1 %). ")
+    _local_prediction_section(
+        L, traces_dir, captured, "plans_heldout25",
+        "The same runs against the predictions `snsim predict` made of them on this CPU "
+        "(torch 2.14.1, modelling the H200's torch 2.11) with the same code, committed before "
+        "the device call (`traces/h200/plans_heldout25/predicted_before_run.csv`, "
+        "`scripts/predict_set.py heldout25`, commit 6d8fea9).")
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
