@@ -71,6 +71,17 @@ in fp16 and bf16, with the output each workspace follows (``slots``):
         --sample-dtypes float16,bfloat16 --merge configs/kernels/h200_conv_workspaces.json.gz \
         --nets resnet50,densenet121,inception_v3,vgg16,mobilenet_v2,efficientnet_b0,resnet18
 
+1x1 convolutions on small maps by batch (session 29: held-out set 25's EfficientNet-B2 b96
+bf16 checkpoint run reserved 12.8 % less than predicted, its 1x1 backward-filter passes read
+as the per-sample engine's from EfficientNet-B0's neighbours, which ran it up to batch 96 and
+not from 128): a grid of channel counts none of the calibration networks' 1x1 layers has, each
+expanded and projected, at nine batches, fp16 and bf16:
+
+    PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 4 --seed 6 \
+        --skip-nets --pointwise-grid 96,160,224,448,640 --no-random \
+        --net-batches 32,48,64,80,96,112,128,160,192 --net-dtypes bfloat16,float16 \
+        --merge configs/kernels/h200_conv_workspaces.json.gz
+
 Maps other than a 224x224 network's (segmentation crops, other input sizes: the default sampler
 runs 7-112 pixel sides only), dense and depthwise, each shape in all three dtypes (seed 4,
 2026-12-02: 21,042 calls in 6 minutes, configs/kernels/h200_conv_workspaces_seed4.log):
@@ -325,6 +336,15 @@ def main(argv=None):
                     help="run each random convolution in every one of these dtypes "
                          "(comma-separated; pairs of one shape: does the engine, so the "
                          "workspace, depend on the dtype?); default one random dtype each")
+    ap.add_argument("--pointwise-grid", default="",
+                    help="also 1x1 stride-1 dense convolutions on a grid, at --net-batches "
+                         "in --net-dtypes: these input channel counts (comma-separated), "
+                         "each expanded 4x and 6x and projected back (c -> 4c, 6c and 4c, 6c "
+                         "-> c), on 7x7 and 14x14 maps: where cuDNN's weight-gradient engine "
+                         "changes with the batch (per-sample partial sums or not)")
+    ap.add_argument("--no-random", action="store_true",
+                    help="the network layers and grid only, no random convolutions between "
+                         "them (stop when those are done)")
     ap.add_argument("--dry-run", action="store_true",
                     help="list what would run and run a few calls on the CPU (no history)")
     ap.add_argument("--merge", default=None,
@@ -383,6 +403,11 @@ def main(argv=None):
     # batch-scaled 168,296,668 nor the interpolated 163,578,003. So the common layers are
     # measured at every batch a user is likely to train with.
     layers = [] if args.skip_nets else _net_layers(nets)   # traced once, not per batch
+    for c in _positive_ints("--pointwise-grid", args.pointwise_grid) \
+            if args.pointwise_grid else ():
+        for e in (4, 6):
+            for h in (7, 14):
+                layers += [(c, h, c * e, 1, 1, 0, 1, False), (c * e, h, c, 1, 1, 0, 1, False)]
     configs = [(n, c, h, co, k, s, p, g, bias, dt)
                for n in net_batches for dt in net_dtypes
                for c, h, co, k, s, p, g, bias in layers]
@@ -428,7 +453,11 @@ def main(argv=None):
         deadline = time.perf_counter()      # the video models' rows only
     i = 0
     while time.perf_counter() < deadline:
-        if i % 2 == 0 and i // 2 < len(configs):
+        if args.no_random:
+            if i >= len(configs):
+                break
+            n, c, h, co, k, s, pad, g, bias, dtype = configs[i]
+        elif i % 2 == 0 and i // 2 < len(configs):
             n, c, h, co, k, s, pad, g, bias, dtype = configs[i // 2]
         elif pending:
             n, c, h, co, k, s, pad, g, bias, dtype = pending.pop()

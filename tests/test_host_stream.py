@@ -418,6 +418,40 @@ def test_synchronous_pinned_copy_holds_the_host_until_it_has_run():
     assert sum(free) == pytest.approx(1129 * US, rel=1e-3)
 
 
+def test_blocking_pinned_copy_returns_after_the_tables_round_trip():
+    # calibrate's sync_d2h_pinned rows: the blocking copy's wall from an idle GPU, 1015 us,
+    # against the non-blocking copy's 10 us issue and 1000 us run: the thread comes back 5 us
+    # after the copy has run (KernelTable.sync_wake_s), so the relu_ of the test above ends
+    # 5 us later (1146 us); the non-blocking copy is unchanged (1129 us)
+    tab = _table((("copy_d2h_pinned", 1000 * US, 10 * US), ("sync_d2h_pinned", 1015 * US, 1015 * US),
+                  ("relu_", 2 * US, 12 * US), ("threshold_backward", 100 * US, 27 * US)))
+    assert tab.sync_wake_s(10**6) == pytest.approx(5 * US, rel=1e-3)
+    marks = [("m", "F", "", 0)]
+    kernel = (0, "threshold_backward", (0,), (1,), 0, 1000)
+    relu = (0, "relu_", (1,), (), 0, 1000)
+    hw = load_hardware("h200")
+    sync = op_times_s([kernel, (0, "d2h_pinned_sync", (1,), (), 0, 1e6), relu], hw, marks,
+                      table=tab, host_costs=NO_EXTRA)
+    free = op_times_s([kernel, (0, "d2h_pinned", (1,), (), 0, 1e6), relu], hw, marks,
+                      table=tab, host_costs=NO_EXTRA)
+    assert sum(sync) == pytest.approx(1146 * US, rel=1e-3)
+    assert sum(free) == pytest.approx(1129 * US, rel=1e-3)
+    # a table without the rows (before calibrate's pack group): no wake, no allocation
+    assert _table().sync_wake_s(10**6) == 0.0 and _table().pinned_alloc_s() == 0.0
+
+
+def test_pinned_pack_costs_the_tables_allocation_at_the_in_network_ratio():
+    from snsim.kernel_table import load_kernel_table
+    from snsim.torchsim.opcost import plan_host_s
+    costs = load_host_costs("h200")
+    alloc = load_kernel_table("h200").pinned_alloc_s()
+    assert 3 * US < alloc < 12 * US     # the H200's tight loop: 6.0-6.6 us at every size
+    per = costs["pinned_pack_s"]["F"]
+    assert per == pytest.approx(alloc * costs["innet"]["ratio"]["*"])
+    assert plan_host_s("pinned_pack", "F", 3, costs) == pytest.approx(3 * per)
+    assert plan_host_s("pinned_pack", "B", 3, costs) == 0.0
+
+
 def test_idle_gaps_attributes_each_gpu_gap_to_what_ended_it():
     """scripts/idle_gaps.py on a hand-made trace of one step (us): the launching thread
     (tid 1) starts the step at 0; kernel 1 (launched at 10) runs 20-60: a 20 us start gap;

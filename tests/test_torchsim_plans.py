@@ -346,6 +346,27 @@ def test_shadow_save_on_cpu_releases_the_device_tensor():
         b.sum().backward()
     names = [op[1] for op in rec.ops]
     assert names.count("d2h_pinned") == sh.packs >= 1 and "h2d_pinned" in names
+    # each pinned pack allocates its host tensor first: one pinned_pack event per pack, in
+    # forward, before the pack's copy (save_on_cpu's torch.empty(..., pin_memory=True))
+    allocs = [(at, phase, n) for at, mech, phase, n in rec.host_events if mech == "pinned_pack"]
+    copies = [i for i, op in enumerate(rec.ops) if op[1] == "d2h_pinned"]
+    assert len(allocs) == sh.packs and all(ph == "F" and n == 1 for _, ph, n in allocs)
+    assert [at for at, _, _ in allocs] == copies
+
+
+def test_shadow_pageable_save_on_cpu_allocates_no_pinned_tensor():
+    from snsim.torchsim.plans import ShadowSaveOnCpu
+    from snsim.torchsim.record import Recorder
+    rec = Recorder(device_type="cpu")
+    sh = ShadowSaveOnCpu(pin_memory=False)
+    x = torch.randn(64, 64, requires_grad=True)
+    rec.register(x, "x")
+    with rec.active():
+        with torch.autograd.graph.saved_tensors_hooks(sh.pack, sh.unpack):
+            b = (x * 2.0).sin()
+        b.sum().backward()
+    assert sh.packs >= 1
+    assert not [e for e in rec.host_events if e[1] == "pinned_pack"]
 
 
 @pytest.mark.parametrize("blocks", [False, True])

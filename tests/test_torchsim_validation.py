@@ -222,6 +222,36 @@ def test_cpu_offload_moves_every_saved_activation_and_serialises_the_copies():
     assert pageable.step_time_s > pinned.step_time_s
 
 
+def test_cpu_offload_waits_for_its_packs_where_the_captures_torch_blocks():
+    # VGG16 b64 was captured with torch 2.11, whose pinned save_on_cpu pack copies with a
+    # blocking copy_: the engine's plan makes the launching thread wait for each pack's copy
+    # (and return sync_wake_s later) and charges each pack its pinned host allocation; the
+    # same capture said to come from torch 2.12 (a non-blocking pack) only charges the
+    # allocation, so its step is no longer; a pageable plan allocates nothing pinned
+    import copy
+    from snsim.hardware import load_hardware
+    from snsim.policies import get_policy
+    from snsim.policies.cpu_offload import packs_block
+    hw = load_hardware("h200")
+    p = read_trace(os.path.join(TRACES, "vgg16_b64.json.gz"))
+    assert p.extra["provenance"]["torch"].startswith("2.11") and packs_block(p)
+    plan = get_policy("cpu_offload").plan(p, hw, hw.budget_bytes)
+    assert plan.blocking_packs
+    hooks = {(i, n) for i, m, ph, n in plan.host_events if m == "saved_tensors_hook"
+             and ph == "F"}
+    allocs = {(i, n) for i, m, ph, n in plan.host_events if m == "pinned_pack"}
+    assert allocs == hooks and allocs
+    later = copy.copy(p)
+    later.extra = {**p.extra, "provenance": {**p.extra["provenance"], "torch": "2.12.0"}}
+    assert not get_policy("cpu_offload").plan(later, hw, hw.budget_bytes).blocking_packs
+    blocking = replay_capture(p, "h200", policy="cpu_offload")
+    free = replay_capture(later, "h200", policy="cpu_offload")
+    assert blocking.step_time_s >= free.step_time_s
+    pageable = get_policy("cpu_offload", pin_memory=False).plan(p, hw, hw.budget_bytes)
+    assert not pageable.blocking_packs
+    assert not [e for e in pageable.host_events if e[1] == "pinned_pack"]
+
+
 @pytest.mark.parametrize("policy", ["checkpoint", "cpu_offload"])
 def test_another_plan_makes_the_first_iterations_static_tensors_where_the_capture_did(policy):
     # gpt_b8's capture recorded its warm-up: parameters and input before the first iteration;
