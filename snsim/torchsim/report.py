@@ -2043,7 +2043,23 @@ def build_report(traces_dir="traces/h200"):
                       "GoogLeNet b64 fp16 under superneurons. This table: the suite's own "
                       "predictions on the device's CPU, before each run. The six save_on_cpu "
                       "runs' steps: -10.1 to +6.4 % (the re-pricing of the 59 earlier runs "
-                      "without the pack's costs: signed mean -8.1 %). ")
+                      "without the pack's costs: signed mean -8.1 %). Re-predicted after "
+                      "the run (informed by it, not held-out figures): with the workspace "
+                      "probe's grid of 1x1 convolutions by batch (`scripts/"
+                      "conv_workspace_probe.py --pointwise-grid`, seeds 6 and 7: input "
+                      "channels 96-640 that leave out EfficientNet-B2's 352, each expanded "
+                      "4x and 6x and projected back, on 7x7 and 14x14 maps, fp16 and bf16, "
+                      "batches 32-192; `configs/kernels/h200_conv_workspaces_seed6.log`, "
+                      "`seed7.log`), cuDNN's per-sample weight-gradient engine runs up to "
+                      "384 input channels and batch 112 and not from 416 channels, and "
+                      "EfficientNet-B2's 352 -> 2112 expansion at batch 96 takes its "
+                      "285,474,816 B workspace as the run's allocator history shows "
+                      "(`traces/h200/plans_history/efficientnet_b2_b96_bf16_checkpoint.json."
+                      "gz`); its allocated and reserved peaks re-predict exactly (reserved "
+                      "+12.78 -> 0.00 %; one workspace the prediction lacked had left the "
+                      "allocator's segments laid out otherwise), and the set's reserved mean "
+                      "2.45 -> 1.44 %, max 11.30 % (RegNetY-3.2GF b48 fp16 save_on_cpu, "
+                      "unexplained; `docs/data/plans_heldout25_repredicted_h200.csv`). ")
     _local_prediction_section(
         L, traces_dir, captured, "plans_heldout25",
         "The same runs against the predictions `snsim predict` made of them on this CPU "
