@@ -404,18 +404,23 @@ def test_synchronous_pinned_copy_holds_the_host_until_it_has_run():
     # kernel (issued at 27, ends 127), the 1000 µs copy (issued at 37, runs 127-1127), then a
     # relu_ the host issues only after the copy returns: 1127 + 12 = 1139, ends 1141 µs. The
     # same copy non-blocking lets the relu_ queue behind it: it ends at 1127 + 2 = 1129 µs.
-    tab = _table((("copy_d2h_pinned", 1000 * US, 10 * US), ("relu_", 2 * US, 12 * US),
-                  ("threshold_backward", 100 * US, 27 * US)))
+    sync, free = _kernel_copy_relu(_table((("copy_d2h_pinned", 1000 * US, 10 * US),
+                                           ("relu_", 2 * US, 12 * US),
+                                           ("threshold_backward", 100 * US, 27 * US))))
+    assert sync == pytest.approx(1141 * US, rel=1e-3)
+    assert free == pytest.approx(1129 * US, rel=1e-3)
+
+
+def _kernel_copy_relu(tab):
+    """The step of a 100 us kernel, a 1 MB pinned D2H copy of its output (blocking, then
+    non-blocking) and a relu_ after it, priced with ``tab``: ``(blocking, non-blocking)``."""
     marks = [("m", "F", "", 0)]
     kernel = (0, "threshold_backward", (0,), (1,), 0, 1000)
     relu = (0, "relu_", (1,), (), 0, 1000)
     hw = load_hardware("h200")
-    sync = op_times_s([kernel, (0, "d2h_pinned_sync", (1,), (), 0, 1e6), relu], hw, marks,
-                      table=tab, host_costs=NO_EXTRA)
-    free = op_times_s([kernel, (0, "d2h_pinned", (1,), (), 0, 1e6), relu], hw, marks,
-                      table=tab, host_costs=NO_EXTRA)
-    assert sum(sync) == pytest.approx(1141 * US, rel=1e-3)
-    assert sum(free) == pytest.approx(1129 * US, rel=1e-3)
+    return tuple(sum(op_times_s([kernel, (0, name, (1,), (), 0, 1e6), relu], hw, marks,
+                                table=tab, host_costs=NO_EXTRA))
+                 for name in ("d2h_pinned_sync", "d2h_pinned"))
 
 
 def test_blocking_pinned_copy_returns_after_the_tables_round_trip():
@@ -426,16 +431,9 @@ def test_blocking_pinned_copy_returns_after_the_tables_round_trip():
     tab = _table((("copy_d2h_pinned", 1000 * US, 10 * US), ("sync_d2h_pinned", 1015 * US, 1015 * US),
                   ("relu_", 2 * US, 12 * US), ("threshold_backward", 100 * US, 27 * US)))
     assert tab.sync_wake_s(10**6) == pytest.approx(5 * US, rel=1e-3)
-    marks = [("m", "F", "", 0)]
-    kernel = (0, "threshold_backward", (0,), (1,), 0, 1000)
-    relu = (0, "relu_", (1,), (), 0, 1000)
-    hw = load_hardware("h200")
-    sync = op_times_s([kernel, (0, "d2h_pinned_sync", (1,), (), 0, 1e6), relu], hw, marks,
-                      table=tab, host_costs=NO_EXTRA)
-    free = op_times_s([kernel, (0, "d2h_pinned", (1,), (), 0, 1e6), relu], hw, marks,
-                      table=tab, host_costs=NO_EXTRA)
-    assert sum(sync) == pytest.approx(1146 * US, rel=1e-3)
-    assert sum(free) == pytest.approx(1129 * US, rel=1e-3)
+    sync, free = _kernel_copy_relu(tab)
+    assert sync == pytest.approx(1146 * US, rel=1e-3)
+    assert free == pytest.approx(1129 * US, rel=1e-3)
     # a table without the rows (before calibrate's pack group): no wake, no allocation
     assert _table().sync_wake_s(10**6) == 0.0 and _table().pinned_alloc_s() == 0.0
 

@@ -359,11 +359,9 @@ def test_shadow_pageable_save_on_cpu_allocates_no_pinned_tensor():
     from snsim.torchsim.record import Recorder
     rec = Recorder(device_type="cpu")
     sh = ShadowSaveOnCpu(pin_memory=False)
-    x = torch.randn(64, 64, requires_grad=True)
-    rec.register(x, "x")
     with rec.active():
         with torch.autograd.graph.saved_tensors_hooks(sh.pack, sh.unpack):
-            b = (x * 2.0).sin()
+            b = (torch.randn(64, 64, requires_grad=True) * 2.0).sin()
         b.sum().backward()
     assert sh.packs >= 1
     assert not [e for e in rec.host_events if e[1] == "pinned_pack"]

@@ -1633,13 +1633,7 @@ class Calibrator:
         out again), and ``save_on_cpu()``'s pageable pattern into new host memory
         (:meth:`pageable_pattern`)."""
         torch = self.torch
-        if self.device != "cuda":
-            return
-        for nb in sizes:
-            if self.late():
-                return
-            numel = max(nb // 4, 1)
-            d = torch.empty(numel, device="cuda")
+        for numel, d in self._device_buffers(sizes):
             for pinned in (True, False):
                 h = torch.empty(numel, pin_memory=pinned)
                 kind = "pinned" if pinned else "pageable"
@@ -1651,7 +1645,18 @@ class Calibrator:
                          shape=f"{numel * 4}", blocking=not pinned)
                 del h
             self.pageable_pattern(d)
-            del d
+            del d     # before the next size's buffer
+
+    def _device_buffers(self, sizes):
+        """``(numel, device fp32 buffer of that many elements)`` per size in bytes, on CUDA
+        only, until the run's time is up."""
+        if self.device != "cuda":
+            return
+        for nb in sizes:
+            if self.late():
+                return
+            numel = max(nb // 4, 1)
+            yield numel, self.torch.empty(numel, device="cuda")
 
     def pinned_packs(self, sizes):
         """``save_on_cpu(pin_memory=True)``'s pack beyond its copy, by size: the pinned host
@@ -1663,16 +1668,10 @@ class Calibrator:
         pinned pack the allocation, and each blocking copy the round trip beyond the
         non-blocking copy's issue and run (:meth:`snsim.kernel_table.KernelTable.sync_wake_s`).
         ``scripts/pack_probe.py`` (traces/h200/pack_probe_s29) measured both in real forwards
-        first: 12-22 us per allocation in ResNet-152, DenseNet-121, ViT-B/16 and a GPT, which
-        the table's tight loop at its in-network ratio gives."""
+        first: a median 11 us per allocation over 12 forwards of six networks, near the
+        table's tight loop at its in-network ratio (9.2 us)."""
         torch = self.torch
-        if self.device != "cuda":
-            return
-        for nb in sizes:
-            if self.late():
-                return
-            numel = max(nb // 4, 1)
-            d = torch.empty(numel, device="cuda")
+        for numel, d in self._device_buffers(sizes):
             h = torch.empty(numel, pin_memory=True)
             size, dt, lay = d.size(), d.dtype, d.layout
             self.add("host_alloc_pinned", "float32", "", "",
