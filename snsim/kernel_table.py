@@ -1515,10 +1515,11 @@ def load_host_costs(name):
                 out["checkpoint_innet"] = read_checkpoint_innet(rpath)
                 out.update(scale_checkpoint_costs(out, out["checkpoint_innet"]))
     table = load_kernel_table(name) if "innet" in out else None
-    if table is not None and table.pinned_alloc_s():
+    alloc = table.pinned_alloc_s() if table is not None else 0.0
+    if alloc:
         # save_on_cpu's pinned host allocation, a call in the step's sequence like an aten
         # call's: the tight loop's cost at the in-network ratio of every call
-        out["pinned_pack_s"] = {"F": table.pinned_alloc_s() * out["innet"]["ratio"]["*"]}
+        out["pinned_pack_s"] = {"F": alloc * out["innet"]["ratio"]["*"]}
     return out
 
 
@@ -1782,7 +1783,7 @@ def fit_plan_host_costs(rows):
 
 
 def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=(), side=None,
-                waits=None, host_waits=None, slowdown=None, synchronous=()):
+                waits=None, host_waits=None, slowdown=None, synchronous=None):
     """Each op's share of a schedule where the host issues ops in order and the GPU runs them.
 
     Op ``i`` is issued at ``H_i = H_{i-1} + host_s[i]`` and runs from
@@ -1795,9 +1796,9 @@ def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=(), side=No
     the GPU to finish before it is issued, ``H_i = max(H_{i-1}, G_{i-1}) + host_s[i]``: the
     host then issues the next kernels to an idle GPU. An op in ``synchronous`` (a copy the
     host waits for: ``save_on_cpu``'s pinned pack on torch before 2.12) is issued and queued
-    as any op, and the host returns only when it has run, ``H_i = G_i``, plus the op's
-    seconds in ``synchronous`` where it is a mapping (the copy's start on an idle GPU and the
-    thread's return after it: :meth:`KernelTable.sync_wake_s`).
+    as any op, and the host returns only when it has run, plus its seconds in ``synchronous``
+    ``{i: seconds}`` (the thread's return after the copy: :meth:`KernelTable.sync_wake_s`),
+    ``H_i = G_i + synchronous[i]``.
 
     Copies on side streams (the SuperNeurons offloader's): ``side`` ``{i: direction}`` marks
     op ``i`` as a copy on that direction's stream, issued after the compute stream's queued
@@ -1819,7 +1820,7 @@ def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=(), side=No
     [1.5, 0.25, 1.5]
     >>> host_stream([1.0, 2.0, 0.25], [0.5, 3.0, 0.5], blocking=[False, True, False])
     [1.5, 3.0, 0.75]
-    >>> host_stream([1.0, 0.5, 1.0], [0.5, 0.25, 0.5], synchronous={1})  # issued at 0.75,
+    >>> host_stream([1.0, 0.5, 1.0], [0.5, 0.25, 0.5], synchronous={1: 0.0})  # issued at 0.75,
     [1.5, 0.5, 1.5]
     >>> host_stream([1.0, 0.5, 1.0], [0.5, 0.25, 0.5], synchronous={1: 0.25})  # back at 1.75
     [1.5, 0.5, 1.75]
@@ -1837,6 +1838,7 @@ def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=(), side=No
     from .engine.contention import slowed_duration_s
     out = []
     syncs = set(syncs)
+    synchronous = synchronous or {}
     side, waits, host_waits = side or {}, waits or {}, host_waits or {}
     slowdown = slowdown or {}
     h = g = 0.0
@@ -1871,8 +1873,7 @@ def host_stream(gpu_s, host_s, iterations=None, blocking=None, syncs=(), side=No
                 t = slowed_duration_s(t, start, busy, slowdown)
             end = start + t if (t or c) else g
         if i in synchronous:
-            h = max(h, end) + (synchronous.get(i, 0.0) if isinstance(synchronous, dict)
-                               else 0.0)
+            h = max(h, end) + synchronous[i]
         out.append(end - g0)
         g = end
     return out

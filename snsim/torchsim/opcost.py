@@ -20,6 +20,7 @@ PCIe time for their bytes, on the compute stream as ``save_on_cpu``'s copies do.
 from __future__ import annotations
 
 import collections
+import functools
 
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENTWISE_FAMILIES,  # noqa: F401
@@ -450,9 +451,7 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         slow = {d: k for (d, pinned), k in copy_slowdown(hw.name).items() if pinned}
         times = host_stream(gpu, host_s, iters, blocking, syncs, side=side, waits=waits,
                             host_waits=host_waits, slowdown=slow,
-                            synchronous={i: table.sync_wake_s(op[5])
-                                         for i, op in enumerate(ops)
-                                         if op[1] in SYNC_COPY_OPS})
+                            synchronous=_sync_wakes(ops, table))
     if report is not None:
         last = max((marks[op[0]][3] for op in ops if op[0] >= 0), default=-1) \
             if marks is not None else None
@@ -466,6 +465,14 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         report["wait_s"] = report["step_s"] - report["gpu_s"]
         report["kernel_table"] = table.source if table is not None else ""
     return times
+
+
+def _sync_wakes(ops, table):
+    """``{op index: seconds}`` of :func:`snsim.kernel_table.host_stream`'s ``synchronous``: each
+    blocking copy's :meth:`~snsim.kernel_table.KernelTable.sync_wake_s`, looked up once per
+    size (a step packs the same sizes every block and iteration)."""
+    wake = functools.lru_cache(maxsize=None)(table.sync_wake_s)
+    return {i: wake(op[5]) for i, op in enumerate(ops) if op[1] in SYNC_COPY_OPS}
 
 
 def side_copies(ops):
