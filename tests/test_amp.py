@@ -408,6 +408,56 @@ def test_half_precision_attention_is_cudnn_on_sm90():
         assert cuda_sdpa_backend(q32, q32, q32, cudnn_first=True) == "efficient"
 
 
+def test_attention_backend_is_the_one_the_h200_ran_in_every_probed_case():
+    """scripts/sdpa_choice_probe.py on the H200 (torch 2.11, cuDNN 9.19): 510 calls of 8
+    shapes, 5 stride layouts, 3 dtypes, with and without masks, dropout and grouped-query
+    heads; the kernel each ran (forward and backward) is the one cuda_sdpa_backend names."""
+    import csv
+    import importlib.util
+    from pathlib import Path
+
+    from snsim.torchsim.predict import cuda_sdpa_backend
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("sdpa_probe",
+                                                  root / "scripts/sdpa_choice_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    shapes = {s[0]: s[1:] for s in probe.SHAPES}
+    with open(root / "traces/h200/sdpa_choice/sdpa_choice.csv") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    assert len(rows) == 510
+    ran = {"cudnn": 0, "efficient": 0, "math": 0}
+    with FakeTensorMode():
+        for r in rows:
+            b, h, hkv, s, d = shapes[r["shape"]]
+            q, k, v = probe.make_qkv(torch, r["layout"], b, h, hkv, s, d,
+                                     getattr(torch, r["dtype"]), "cpu")
+            mask = torch.ones(s, s, dtype=torch.bool) if r["mask"] else None
+            kind = next((n for n in ("cudnn", "flash", "efficient") if n in r["ran"]), "math")
+            assert cuda_sdpa_backend(q, k, v, mask, float(r["dropout"]), hkv != h,
+                                     cudnn_first=True) == kind, r
+            ran[kind] += 1
+    assert ran == {"cudnn": 340, "efficient": 150, "math": 20}
+
+
+def test_attention_bias_is_what_cuda_sdpa_hands_the_kernel():
+    """A boolean mask becomes a new additive bias of the query's dtype (-65504 for cuDNN,
+    -inf for the memory-efficient kernel, which also pads an unaligned bias to a multiple of
+    8 columns and reads it expanded to batch x heads); a float mask is passed as it is."""
+    from snsim.torchsim.predict import attention_bias
+    q = torch.zeros(2, 3, 50, 8, dtype=torch.bfloat16)
+    keep = torch.ones(50, 50, dtype=torch.bool).tril()
+    b = attention_bias(keep, q, q, "cudnn")
+    assert b.dtype == torch.bfloat16 and b.shape == (50, 50)
+    assert b[0, 1].item() < -6e4 and b[1, 0].item() == 0.0   # -65504 rounded to bf16
+    e = attention_bias(keep, q.float(), q.float(), "efficient")
+    assert e.shape == (2, 3, 50, 50) and e.stride()[:2] == (0, 0)
+    assert e.stride(2) == 56 and e[0, 0, 0, 1].item() == float("-inf")   # 50 + 8 - 50 % 8
+    f = torch.zeros(64, 64)
+    assert attention_bias(f, q.float()[..., :1, :], q.float(), "cudnn") is f
+    assert attention_bias(None, q, q, "cudnn") is None
+
+
 def test_norm_overloads_of_other_torch_releases_get_a_kernel():
     """torch 2.11's autocast_mode.h lists ``norm.names_ScalarOpt_dim`` for fp32_append_dtype
     (every H200 prediction under amp failed on it with a KeyError): any norm overload gets

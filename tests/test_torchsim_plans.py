@@ -102,6 +102,22 @@ def tiny(tmp_path, monkeypatch):
                 if torch.all(mask == 1):
                     return y * 2
                 return self.fc(torch.cat([x, x, x, x]))[: x.shape[0]]
+
+        class CausalEncoder(nn.Module):
+            # a causal mask registered as a buffer: nn.TransformerEncoder compares it with its
+            # own causal mask (torch.equal, a branch on two tensors' values) to pick the kernel
+            input_shape = (16, 32)
+
+            def __init__(self):
+                super().__init__()
+                layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+                self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+                self.fc = nn.Linear(32, 3)
+                keep = torch.ones(16, 16, dtype=torch.bool).tril()
+                self.register_buffer("mask", torch.zeros(16, 16).masked_fill(~keep, -1e9))
+
+            def forward(self, x):
+                return self.fc(self.enc(x, mask=self.mask).mean(1))
         """))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("SNSIM_TRACES", str(tmp_path / "no_traces"))
@@ -484,6 +500,17 @@ def test_a_branch_on_a_constant_tensor_goes_the_way_the_inputs_send_it(tiny):
     assert "mul" in names and "cat" not in names
     plain = predict(f"{tiny}:ItemNet", 8, hidden=False)
     assert "value_branches" not in plain["provenance"]
+
+
+def test_a_branch_on_a_registered_buffer_goes_the_way_its_values_send_it(tiny):
+    # the values attempt builds the model with real tensors and keeps the buffers' values
+    # (never the parameters'): TransformerEncoder finds its mask causal, as on the GPU, and
+    # attention runs causal with no mask (F.multi_head_attention_forward drops it)
+    from snsim.torchsim.predict import predict
+    r = predict(f"{tiny}:CausalEncoder", 8, hidden=False)
+    assert r["provenance"].get("value_branches") is True
+    sdpa = [row for row in r["program"]["ops"] if "attention" in row[1]]
+    assert sdpa and all("efficient" in row[1] for row in sdpa)   # fp32 on the H200
 
 
 # -- the device suite's logic -------------------------------------------------------------------

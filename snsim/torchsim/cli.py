@@ -233,8 +233,8 @@ def cmd_predict(args):
             "plan": plan.to_dict(), "torch": r["torch_version"]})
     if r.get("value_branches"):   # the values were computed: none is unknown
         print("snsim: warning: the model branches on tensor values; each branch went the way "
-              "snsim's own inputs (and tensors made from constants, e.g. an all-ones "
-              "attention mask) send it, computed on the CPU", file=sys.stderr)
+              "snsim's own inputs, the model's buffers (a registered mask) and tensors made "
+              "from constants (an all-ones attention mask) send it, computed on the CPU", file=sys.stderr)
     for op in () if r.get("value_branches") else r["data_dependent_ops"]:
         if op.endswith(" in optimizer.step"):
             continue    # Adam's step counter read (``_get_value``): no size depends on it

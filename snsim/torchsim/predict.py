@@ -52,22 +52,60 @@ def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_g
                       cudnn_first=False):
     """The fused kernel CUDA's ``scaled_dot_product_attention`` picks on sm80+: ``"cudnn"``
     (sm90 with ``cudnn_first``), ``"flash"``, ``"efficient"`` or ``"math"`` (torch's
-    ``sdp_utils`` checks, the ones our models meet)."""
+    ``sdp_utils`` checks, the ones our models meet).
+
+    On the H200 (torch 2.11, cuDNN 9.19; ``scripts/sdpa_choice_probe.py``,
+    traces/h200/sdpa_choice/sdpa_choice.csv: 510 cases of 8 shapes, 5 stride layouts, 3
+    dtypes, causal, boolean and additive masks, dropout) every fp16/bf16 call ran cuDNN's
+    kernel, with a mask, with fewer key/value heads (``enable_gqa``), with head dims up to
+    256 and in every layout; every fp32 call ran the memory-efficient kernel, masks
+    included, except grouped-query ones, which ran the math composite. Elsewhere (no
+    ``cudnn_first``) flash takes half-precision calls without a mask and the memory-efficient
+    kernel the rest it can."""
     import torch
-    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or enable_gqa:
+    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4:
         return "math"
     d = query.shape[-1]
     if any(t.stride(-1) != 1 for t in (query, key, value)) or value.shape[-1] != d:
         return "math"
+    gqa = enable_gqa and key.shape[1] != query.shape[1]
     half = query.dtype in (torch.float16, torch.bfloat16)
-    if cudnn_first and half and attn_mask is None and d % 8 == 0 and d <= 128:
+    if (cudnn_first and half and d % 8 == 0 and d <= 256 and key.shape[2] > 1
+            and not (query.shape[2] == 1 and dropout_p > 0)):
         return "cudnn"
+    if gqa:
+        return "math"
     if half and attn_mask is None and d % 8 == 0 and d <= 256:
         return "flash"
-    if query.dtype in (torch.float32, torch.float16, torch.bfloat16) and attn_mask is None \
+    if query.dtype in (torch.float32, torch.float16, torch.bfloat16) \
             and d % (16 // query.element_size()) == 0:
         return "efficient"
     return "math"
+
+
+def attention_bias(attn_mask, query, key, kind):
+    """The additive bias CUDA's ``scaled_dot_product_attention`` hands kernel ``kind`` for
+    ``attn_mask`` (aten/src/ATen/native/transformers/attention.cpp): a boolean mask becomes a
+    new tensor of the query's dtype, 0 where attended and -65504 (cuDNN) or -inf elsewhere;
+    the memory-efficient kernel's bias must have every stride but the last a multiple of 8
+    (``preprocess_mask``), else it is padded by ``8 - S % 8`` columns and sliced back, and is
+    read expanded to (batch, heads, L, S)."""
+    import torch
+    import torch.nn.functional as F
+    if attn_mask is None:
+        return None
+    bias = attn_mask
+    if attn_mask.dtype == torch.bool:
+        fill = -65504.0 if kind == "cudnn" else float("-inf")
+        bias = torch.where(attn_mask.logical_not(), fill,
+                           torch.scalar_tensor(0.0, dtype=query.dtype))
+    if kind == "efficient":
+        aligned = bias.stride(-1) == 1 and all(st % 8 == 0 for st in bias.stride()[:-1])
+        if not aligned:
+            s = bias.shape[-1]
+            bias = F.pad(bias, (0, 8 - s % 8))[..., :s]
+        bias = bias.expand(query.shape[0], query.shape[1], query.shape[2], key.shape[2])
+    return bias
 
 
 @contextlib.contextmanager
@@ -122,8 +160,9 @@ def _cuda_like_kernels(gpu):
             # CUDA autocast casts scaled_dot_product_attention's inputs to the low dtype
             # before the kernel is picked (autocast_mode.h: AT_FORALL_LOWER_PRECISION_FP)
             low = torch.get_autocast_dtype("cpu")
-            query, key, value = (t.to(low) if t.is_floating_point() else t
-                                 for t in (query, key, value))
+            query, key, value, attn_mask = (
+                t.to(low) if t is not None and t.is_floating_point() else t
+                for t in (query, key, value, attn_mask))
         kind = cuda_sdpa_backend(query, key, value, attn_mask, dropout_p, enable_gqa,
                                  cudnn_first=gpu in CUDNN_ATTENTION_FIRST)
         if kind in ("cudnn", "flash", "efficient"):
@@ -132,17 +171,18 @@ def _cuda_like_kernels(gpu):
             for t in (query, key, value):
                 if getattr(t, "real_tensor", None) is not None:
                     t.real_tensor = None
+        grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
         if kind == "cudnn":
-            grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
             return torch.ops.aten._scaled_dot_product_cudnn_attention(
-                query, key, value, None, grad, dropout_p, is_causal, False, scale=scale)[0]
+                query, key, value, attention_bias(attn_mask, query, key, kind), grad,
+                dropout_p, is_causal, False, scale=scale)[0]
         if kind == "flash":
             return torch.ops.aten._scaled_dot_product_flash_attention(
                 query, key, value, dropout_p, is_causal, False, scale=scale)[0]
         if kind == "efficient":
-            grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
             return torch.ops.aten._scaled_dot_product_efficient_attention(
-                query, key, value, None, grad, dropout_p, is_causal, scale=scale)[0]
+                query, key, value, attention_bias(attn_mask, query, key, kind), grad,
+                dropout_p, is_causal, scale=scale)[0]
         kw = {"enable_gqa": True} if enable_gqa else {}
         return orig_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, **kw)
 
@@ -413,21 +453,25 @@ def _build(spec):
         raise ConfigError(f"model {spec.text!r} cannot be built: {_first_line(e)}") from None
 
 
-def _fake_parameters(model, mode):
+def _fake_parameters(model, mode, *, buffer_values=False):
     """Swap a real model's parameters and buffers for fake ones (``from_tensor`` keeps a
     parameter a parameter, with its ``requires_grad``; a tensor shared by two modules stays
-    shared)."""
+    shared). ``buffer_values``: the fake buffers keep their real values, for a mode that
+    propagates them (a causal mask a module registered, which ``nn.TransformerEncoder``
+    compares with its own to choose a kernel); parameters never do."""
     fakes = {}
 
-    def fake(t):
+    def fake(t, keep):
         if id(t) not in fakes:
-            fakes[id(t)] = mode.from_tensor(t)
+            f = fakes[id(t)] = mode.from_tensor(t)
+            if not keep:         # from_tensor keeps the value whatever the mode propagates
+                f.real_tensor = None
         return fakes[id(t)]
     for m in model.modules():
-        for d in (m._parameters, m._buffers):
+        for d, keep in ((m._parameters, False), (m._buffers, buffer_values)):
             for name, t in list(d.items()):
                 if t is not None:
-                    d[name] = fake(t)
+                    d[name] = fake(t, keep)
     return model
 
 
@@ -470,15 +514,19 @@ def _record_in_mode(spec, batch, setup, mode, *, iterations, transform, symbolic
     import torch
     from .record import (Instrument, Recorder, inplace_accumulation, optimizer_state,
                          register_static, train_step)
-    with mode, torch.device("cpu"), cuda_like_dispatch(gpu):
-        try:
-            model = _build(spec)
-        except Exception as e:
-            if not _is_data_dependent(e):
-                raise
-            model = None
-    if model is None:          # its constructor reads tensor values (RegNet's widths)
-        model = _fake_parameters(_build(spec), mode)
+    model = None
+    if not values:
+        with mode, torch.device("cpu"), cuda_like_dispatch(gpu):
+            try:
+                model = _build(spec)
+            except Exception as e:
+                if not _is_data_dependent(e):
+                    raise
+    if model is None:
+        # its constructor reads tensor values (RegNet's widths), or its forward branches on a
+        # buffer's (a registered mask): built with real tensors (no init: parameters are
+        # never written), then faked, the buffers keeping their values in the values attempt
+        model = _fake_parameters(_build(spec), mode, buffer_values=values)
     mode.propagate_real_tensors = values
     with mode, torch.device("cpu"), cuda_like_dispatch(gpu):
         model.train()

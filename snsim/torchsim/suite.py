@@ -862,6 +862,38 @@ _HELDOUT25_TOKENS = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT25 = _plan_set(_HELDOUT25, _HELDOUT25_TOKENS)
+# held-out set 26 (2026-12-04, session 30), written before any of it ran, after attention's
+# kernel choice was measured (traces/h200/sdpa_choice: cuDNN for every fp16/bf16 call, masks
+# and grouped-query heads included; memory-efficient for fp32 with a mask) and buffers' values
+# reached the fake run's value branches: nn.TransformerEncoder classifiers with a registered
+# causal or banded mask (scripts/attention_models.py, never predictable before: the encoder's
+# causal-mask test reads the mask's values), two grouped-query Hugging Face models at new
+# lengths and precisions, and vision networks at batches, precisions and plans never run
+_HELDOUT26 = (
+    ("scripts.attention_models:causal_encoder", 32,
+     {"plain": [], "checkpoint": ["modules=TransformerEncoderLayer"]}, {"optimizer": "adamw"}),
+    ("scripts.attention_models:banded_encoder", 48,
+     {"plain": [], "cpu_offload": ["pin_memory=true"]}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("scripts.attention_models:banded_encoder", 24, {"plain": []}, {}),
+    ("scripts.attention_models:causal_encoder", 64, {"superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:resnet50", 160, {"checkpoint": ["every=3"]}, {"amp": "bf16"}),
+    ("torchvision:efficientnet_b0", 192, {"superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:swin_s", 24, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:mobilenet_v2", 256, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:vit_b_16", 48, {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("torchvision:convnext_tiny", 96, {"superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:regnet_x_1_6gf", 96, {"checkpoint": ["modules=ResBottleneckBlock"]},
+     {"amp": "fp16"}),
+    ("torchvision:wide_resnet50_2", 48, {"plain": []}, {"optimizer": "nesterov"}),
+)
+_HELDOUT26_TOKENS = (
+    ("hf:Qwen/Qwen2-0.5B", 2, (1024,), {"checkpoint": ["modules=Qwen2DecoderLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:HuggingFaceTB/SmolLM2-135M", 8, (512,), {"plain": []},
+     {"optimizer": "adamw", "amp": "fp16"}),
+)
+PLAN_HELDOUT26 = _plan_set(_HELDOUT26, _HELDOUT26_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -888,6 +920,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout20": PLAN_HELDOUT20, "heldout21": PLAN_HELDOUT21,
              "heldout22": PLAN_HELDOUT22, "heldout23": PLAN_HELDOUT23,
              "heldout24": PLAN_HELDOUT24, "heldout25": PLAN_HELDOUT25,
+             "heldout26": PLAN_HELDOUT26,
              "pageable": PLAN_PAGEABLE}
 
 
