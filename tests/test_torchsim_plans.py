@@ -118,6 +118,13 @@ def tiny(tmp_path, monkeypatch):
 
             def forward(self, x):
                 return self.fc(self.enc(x, mask=self.mask).mean(1))
+
+        class BandedEncoder(CausalEncoder):
+            # a band the encoder cannot take for causal: the mask goes to the kernel as a bias
+            def __init__(self):
+                super().__init__()
+                i = torch.arange(16)
+                self.mask = torch.zeros(16, 16).masked_fill((i[:, None] - i).abs() > 3, -1e9)
         """))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("SNSIM_TRACES", str(tmp_path / "no_traces"))
@@ -511,6 +518,19 @@ def test_a_branch_on_a_registered_buffer_goes_the_way_its_values_send_it(tiny):
     assert r["provenance"].get("value_branches") is True
     sdpa = [row for row in r["program"]["ops"] if "attention" in row[1]]
     assert sdpa and all("efficient" in row[1] for row in sdpa)   # fp32 on the H200
+
+
+def test_offloaded_tensors_come_back_without_values_the_run_does_not_know(tiny):
+    # the values attempt (a registered mask) gives factory tensors real values; a stand-in for
+    # a tensor unpacked from the host must not have one, or cuDNN attention's backward runs on
+    # the CPU and fails (banded encoder, bf16, cpu_offload stopped with 'exited 2' before)
+    from snsim.torchsim.amp import TrainSetup
+    r, prog = _pred(f"{tiny}:BandedEncoder", "cpu_offload", ["pin_memory=true"], batch=8,
+                    optimizer=TrainSetup("adamw", "foreach", "bf16"))
+    names = [row[1] for row in prog["ops"]]
+    assert any("cudnn_attention_backward" in n for n in names)
+    assert {"d2h_pinned", "h2d_pinned"} <= set(names)
+    assert r["feasible"] is True and r["host_copied_bytes"] > 0
 
 
 # -- the device suite's logic -------------------------------------------------------------------

@@ -67,8 +67,9 @@ def cuda_modelled(notes=None, torch_version=None):
     return {
         "device": "fake CPU tensors (FakeTensorMode); CUDA dispatch modelled per op",
         "dropout": "native_dropout (1-byte mask), as CUDA",
-        "attention": "scaled_dot_product_attention as CUDA's flash (fp16/bf16) or "
-                     "memory-efficient (fp32) kernel: output + logsumexp saved",
+        "attention": "scaled_dot_product_attention's CUDA kernel as the H200 chose it "
+                     "(traces/h200/sdpa_choice): cuDNN for fp16/bf16, memory-efficient for "
+                     "fp32 (math with grouped-query heads); a mask handed as the kernel's bias",
         "workspaces": f"{notes.get('hidden_model', 'none')} "
                       f"({notes.get('hidden_sources', 0)} captures)",
         "optimizer": "foreach or fused kernels (--optimizer-impl), state made at the first "
