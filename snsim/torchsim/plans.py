@@ -571,7 +571,7 @@ class Offloader:
         if e.gpu is not None or e.unpacked >= e.packs:
             return
         if self.shadow:
-            e.gpu = _without_value(torch.empty(e.numel, dtype=e.dtype))
+            e.gpu = torch.empty(e.numel, dtype=e.dtype)
             side_copy_ops()["h2d_pinned_async"](e.gpu)
             e.event = True
             return
@@ -944,20 +944,9 @@ class ShadowSaveOnCpu:
         if isinstance(packed, torch.Tensor):
             return packed
         shape, dtype = packed
-        out = _without_value(torch.empty(shape, dtype=dtype))
+        out = torch.empty(shape, dtype=dtype)
         copy_ops()[("h2d", self.pin_memory)](out)
         return out
-
-
-def _without_value(t):
-    """A shadow's stand-in for a tensor brought back from the host: under a fake mode that
-    propagates real values (``predict``'s values attempt) a factory's tensor gets one, which
-    would send the backward's CUDA-only kernels (cuDNN attention) to run on the CPU; the
-    tensor it stands for holds what the forward saved, whose value the fake run does not
-    know."""
-    if getattr(t, "real_tensor", None) is not None:
-        t.real_tensor = None
-    return t
 
 
 class _HooksAround:

@@ -547,7 +547,7 @@ def _record_in_mode(spec, batch, setup, mode, *, iterations, transform, symbolic
         opt = setup.make_optimizer(model.parameters())
         amp_kw = {"autocast": setup.autocast("cpu"), "scaler": setup.grad_scaler("cpu"),
               "step_scope": setup.step_scope("cpu")}
-        rec = Recorder(device_type="cpu")
+        rec = Recorder(device_type="cpu", values=values)
         static_names = register_static(rec, model, x, y)
         param_names = {id(p): n for n, p in model.named_parameters()}
         inst = Instrument(model, rec)

@@ -544,6 +544,9 @@ class Recorder:
         Keep each storage's ``data_ptr()`` (real tensors only), to align with the allocator's
         own trace; on CUDA every aten call also stamps the allocator's trace entries made
         inside it with :data:`OP_TAG` and its call number (:attr:`op_of_call`).
+    values : bool
+        A fake mode that propagates real values (``predict``'s values attempt): an op's
+        outputs keep a value only where :func:`known_values` says they are known.
 
     Attributes
     ----------
@@ -582,9 +585,10 @@ class Recorder:
         (:func:`snsim.torchsim.hidden.add_hidden` adds them).
     """
 
-    def __init__(self, *, device_type, track_pointers=False):
+    def __init__(self, *, device_type, track_pointers=False, values=False):
         self.device_type = device_type
         self.track_pointers = track_pointers
+        self.values = values
         self._sid = WeakIdKeyDictionary()
         self.storages = []
         self.events = []
@@ -856,8 +860,30 @@ class _RecordMode(TorchDispatchMode):
             finally:
                 self._set_metadata(outer)
             calls[call] = len(self.rec.ops)
+        if self.rec.values and not known_values(func, args, kwargs):
+            for t in torch.utils._pytree.tree_leaves(out):
+                if getattr(t, "real_tensor", None) is not None:
+                    t.real_tensor = None
         self.rec._op(func, args, kwargs, out)
         return out
+
+
+def known_values(func, args, kwargs):
+    """Whether a fake op's outputs have values the run knows: every fake tensor it reads has
+    one, and it is no ``empty`` factory. FakeTensorMode's own rule is weaker: a decomposed op
+    (``to``, ``_to_copy``) makes its output with a factory, which gets a value (garbage)
+    whatever the copy into it then does; an op over unknown values (the parameters, made
+    without) would then compute on garbage, on the CPU, at full size. (``torch.empty(n)
+    .fill_(v)`` has no value then: FakeTensorMode computes no op on a tensor without one.)"""
+    empty = {torch.ops.aten.empty.memory_format, torch.ops.aten.empty_strided.default,
+             torch.ops.aten.empty_like.default, torch.ops.aten.new_empty.default,
+             torch.ops.aten.new_empty_strided.default}
+    if func in empty:
+        return False
+    from torch._subclasses.fake_tensor import FakeTensor
+    return all(t.real_tensor is not None
+               for t in torch.utils._pytree.tree_leaves((args, kwargs))
+               if isinstance(t, FakeTensor))
 
 
 #: the name of the user annotation :class:`KernelMarker` leaves in the profiler's timeline
