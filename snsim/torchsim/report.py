@@ -2067,6 +2067,45 @@ def build_report(traces_dir="traces/h200"):
         "the device call (`traces/h200/plans_heldout25/predicted_before_run.csv`, "
         "`scripts/predict_set.py heldout25`, commit 6d8fea9).")
 
+    _held_out_section(L, traces_dir, captured, "plans_heldout26",
+                      "### 1z'''''''. A twenty-sixth held-out set: attention with masks, "
+                      "grouped-query heads and the kernel CUDA picks\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout26` "
+                      "(`traces/h200/plans_heldout26/`, 2026-12-04 09:58 UTC): written into the "
+                      "suite (commit 2aff1b4) with session 30's attention model (the kernel "
+                      "`scaled_dot_product_attention` runs as the H200 chose it in 510 probed "
+                      "calls, `traces/h200/sdpa_choice/`: cuDNN for fp16/bf16 with masks, "
+                      "grouped-query heads and head dims to 256, memory-efficient for fp32, "
+                      "math for fp32 grouped-query heads; a mask handed to the kernel as its "
+                      "bias) and before any of it ran: `nn.TransformerEncoder` classifiers "
+                      "with a registered mask (`scripts/attention_models.py`: a causal one, "
+                      "which the encoder finds causal by comparing values, fp32 AdamW b32 plain "
+                      "and checkpointing its layers, fp16 b64 superneurons; a banded boolean "
+                      "one, handed to the kernel as a bias, bf16 AdamW b48 plain and pinned "
+                      "save_on_cpu, fp32 b24 plain), Qwen2-0.5B b2 s1024 bf16 AdamW "
+                      "checkpointing its decoder layers and SmolLM2-135M b8 s512 fp16 AdamW "
+                      "plain (grouped-query attention), and vision networks at batches, "
+                      "precisions and plans no earlier set held: ResNet-50 b160 bf16 "
+                      "checkpointing every 3rd block, EfficientNet-B0 b192 fp16 and "
+                      "ConvNeXt-T b96 bf16 superneurons, Swin-S b24 bf16 AdamW, MobileNetV2 "
+                      "b256 bf16 AdamW and Wide-ResNet-50-2 b48 Nesterov plain, ViT-B/16 b48 "
+                      "fp16 AdamW pinned save_on_cpu, RegNetX-1.6GF b96 fp16 checkpointing "
+                      "its blocks. This table: the suite's own predictions on the device's "
+                      "CPU, before each run. The step-time misses are host-bound steps: "
+                      "`scripts/profile_ops.py` of five of them after the run "
+                      "(`traces/h200/profile_s30/`) puts the predicted GPU time within 1 % "
+                      "(SmolLM2 33.70 ms predicted, 33.68 ms busy) to 10 % of the measured, "
+                      "and the same configurations stepped 1.2-2.1x slower in another process "
+                      "on a freshly lent machine (`traces/h200/plan_host/"
+                      "plan_gpu_busy_heldout26.csv`: SmolLM2 b8 fp16 plain 75.8, 90.3 and "
+                      "186.7 ms in three processes).")
+    _local_prediction_section(
+        L, traces_dir, captured, "plans_heldout26",
+        "The same runs against the predictions `snsim predict` made of them on this CPU "
+        "(torch 2.14.1, modelling the H200's torch 2.11) with the same code, committed before "
+        "the device call (`traces/h200/plans_heldout26/predicted_before_run.csv`, "
+        "`scripts/predict_set.py heldout26`, commit c772af6).")
+
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "
