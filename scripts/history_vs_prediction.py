@@ -39,16 +39,26 @@ def _rounded(nbytes):
 
 
 def history_requests(doc):
-    """Request sizes of the history's last complete iteration, in order."""
-    starts = doc["iterations"]
-    a0, a1 = starts[-2][0], starts[-1][0]
-    out, n = [], 0
-    for action, _addr, size, _stream in doc["events"]:
-        if action == "alloc":
-            if a0 <= n < a1:
-                out.append(size)
-            n += 1
-    return out
+    """Request sizes of the history's last complete iteration, in order. The iteration marks
+    are the allocator's cumulative counts; where they run past the history's own allocations
+    (earlier runs of the same process counted, their events not recorded), the iteration is
+    taken where the last three marks, shifted alike, cut three equal runs of requests (the
+    steady iterations; which request comes first stays uncertain, the requests do not)."""
+    starts = [m[0] for m in doc["iterations"]]
+    sizes = [size for action, _addr, size, _stream in doc["events"] if action == "alloc"]
+    shift = 0
+    if starts[-1] > len(sizes):
+        p = starts[-1] - starts[-2]
+        last = starts[-3:]
+        fits = [c for c in range(max(0, starts[-1] + p - len(sizes)), last[0] + 1)
+                if len({tuple(sizes[m - c:m - c + p]) for m in last}) == 1]
+        if not fits:
+            raise SystemExit("history: its iteration marks count allocations before its first "
+                             "event, and no shift of them cuts three equal iterations")
+        shift = fits[len(fits) // 2]
+        print(f"history: iteration marks shifted by {shift} allocations made before its "
+              f"first event ({len(fits)} shifts cut equal iterations)")
+    return sizes[starts[-2] - shift:starts[-1] - shift]
 
 
 def main(argv=None):

@@ -457,3 +457,14 @@ def test_calibrate_only_patchify_times_non_overlapping_convolutions(tmp_path):
     assert {r["family"] for r in rows} == {"convolution", "convolution_backward"}
     assert all(r["cls"].startswith(("k2x2s2", "k4x4s4", "k14x14s14", "k16x16s16", "k32x32s32"))
                for r in rows)
+
+
+def test_layer_tracing_builds_a_network_whose_constructor_reads_values():
+    # RegNet computes its widths from tensors: it cannot be built on the meta device, so
+    # the workspace probe's --nets regnet_y_3_2gf stopped with 'Cannot copy out of meta tensor'
+    import torch
+    from snsim.torchsim.calibrate import traced_layer_calls
+    calls = traced_layer_calls(["regnet_y_400mf"], torch.nn.Conv2d)
+    groups = {mod.groups for _name, _shape, mod in calls}
+    assert calls[0][1] == (3, 224, 224) and max(groups) > 1      # grouped 3x3s, group width 8
+    assert all(p.is_meta for _n, _s, mod in calls for p in mod.parameters())

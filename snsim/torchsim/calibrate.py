@@ -104,8 +104,11 @@ def traced_layer_calls(models, conv_type, keep=lambda mod: True):
     out, seen = [], set()
     for name in models:
         spec = resolve_model(f"torchvision:{name}")
-        with torch.device("meta"):
-            m = spec.build()
+        try:
+            with torch.device("meta"):
+                m = spec.build()
+        except NotImplementedError:      # its constructor reads tensor values (RegNet's
+            m = spec.build().to("meta")  # widths): built on the CPU, then moved
 
         def hook(mod, inp, _out, name=name):
             shape = tuple(int(v) for v in inp[0].shape[1:])
