@@ -2124,7 +2124,19 @@ def build_report(traces_dir="traces/h200"):
                       "and the same configurations stepped 1.2-2.1x slower in another process "
                       "on a freshly lent machine (`traces/h200/plan_host/"
                       "plan_gpu_busy_heldout26.csv`: SmolLM2 b8 fp16 plain 75.8, 90.3 and "
-                      "186.7 ms in three processes).")
+                      "186.7 ms in three processes; `traces/h200/probe_s30/"
+                      "plan_step_probe.csv`, another lease whose gauge read 10.7-16.9 us: "
+                      "GoogLeNet b64 fp16 superneurons 142 ms against set 25's 87.7 at 6.9 us, "
+                      "RegNetX-1.6GF checkpoint 86-100 ms against 60.0 at 6.3 us). Sets 25 "
+                      "and 26 re-predicted at the pace each run's process read after its "
+                      "steps (`scripts/repredict_plans.py --gauge after`, 30 runs, "
+                      "`docs/data/plans_heldout25_26_repredicted_gauge_h200.csv`; the kernel "
+                      "table's own pace is 8.2 us; later code, and a reading taken after the "
+                      "run: no before-run figures): step mean |error| 8.22 -> 6.80 %, median "
+                      "4.04 -> 2.67 %, superneurons 15.3 -> 5.4 %, checkpoint 7.9 -> 4.0 %, "
+                      "but max 33.2 -> 47.4 % (SmolLM2 b8 fp16 plain, whose process read "
+                      "9.2 us: its host model is over at any pace, `traces/h200/"
+                      "host_innet_s30/README.md`).")
     _local_prediction_section(
         L, traces_dir, captured, "plans_heldout26",
         "The same runs against the predictions `snsim predict` made of them on this CPU "
