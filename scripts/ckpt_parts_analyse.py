@@ -80,8 +80,8 @@ def modelled(model, batch, block, optimizer, amp):
     (:func:`plan_time_split.split`)."""
     sys.path.insert(0, "scripts")
     from plan_time_split import split
-    text, _, size = model.partition("@")
-    shape = tuple(int(v) for v in size.split("x")) if size else None
+    from snsim.torchsim.models import split_sized
+    text, shape = split_sized(model)
     out = {}
     from snsim.errors import ConfigError
     for name, opts in (("plain", None), ("ckpt", [f"modules={block}"]),

@@ -114,13 +114,11 @@ def _checkpoint_kwargs(over):
 def build(model, batch, block, optimizer, amp, variant, dev):
     import torch
     from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.models import resolve_model
+    from snsim.torchsim.models import resolve_sized
     from snsim.torchsim.plans import as_plan, make_transform
     from snsim.torchsim.predict import infer_target_of
     from snsim.torchsim.record import compute_loss
-    text, _, size = model.partition("@")
-    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
-                         else None)
+    spec = resolve_sized(model)
     setup = TrainSetup(optimizer, "foreach", None if amp == "none" else amp)
     torch.manual_seed(0)
     net = spec.build().train()

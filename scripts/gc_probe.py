@@ -58,8 +58,8 @@ def parse(text):
         raise SystemExit(f"gc_probe: config {text!r}: need model:batch:policy:options:"
                          "optimizer:amp")
     model, batch, policy, opts, optimizer, amp = parts
-    model, _, size = model.partition("@")
-    shape = tuple(int(v) for v in size.split("x")) if size else None
+    from snsim.torchsim.models import split_sized
+    model, shape = split_sized(model)
     return model, shape, int(batch), policy, opts.split(), optimizer, amp
 
 

@@ -80,14 +80,12 @@ def run_config(model, batch, amp, args):
     import torch
 
     from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.models import resolve_model
+    from snsim.torchsim.models import resolve_sized
     from snsim.torchsim.predict import infer_target_of
     from snsim.torchsim.record import compute_loss
     cuda = args.device == "cuda"
     dev = args.device
-    text, _, size = model.partition("@")
-    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
-                         else None)
+    spec = resolve_sized(model)
     setup = TrainSetup("sgd-momentum", "foreach", None if amp == "none" else amp)
     net = spec.build().train()
     target = infer_target_of(net, spec.make_input(2))

@@ -166,15 +166,13 @@ def run_one(model, batch, policy, opts, optimizer, amp, args):
     from torch.profiler import ProfilerActivity, profile, record_function
 
     from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.models import resolve_model
+    from snsim.torchsim.models import resolve_sized
     from snsim.torchsim.plans import as_plan, make_transform
     from snsim.torchsim.predict import infer_target_of
     from snsim.torchsim.record import compute_loss
     cuda = args.device == "cuda"
     dev = args.device
-    text, _, size = model.partition("@")
-    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
-                         else None)
+    spec = resolve_sized(model)
     setup = TrainSetup(optimizer, "foreach", None if amp == "none" else amp)
     net = spec.build().train()
     target = infer_target_of(net, spec.make_input(2))   # on the CPU, as capture does

@@ -68,11 +68,11 @@ def parse_config(config):
     ``MODEL:BATCH:OPTIMIZER:AMP:PLAN`` (``PLAN``: a policy and its ``/``-separated
     ``KEY=VALUE`` options; the probes and their comparison scripts read it alike)."""
     from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.models import resolve_model
+    from snsim.torchsim.models import resolve_sized
     from snsim.torchsim.plans import as_plan
     model, batch, opt_name, amp, plan_text = config.rsplit(":", 4)
     policy, *options = plan_text.split("/")
-    return (resolve_model(model), int(batch),
+    return (resolve_sized(model), int(batch),
             TrainSetup(opt_name, "foreach", None if amp == "none" else amp),
             as_plan(policy, options))
 

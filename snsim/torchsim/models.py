@@ -125,6 +125,26 @@ def _parse_blocks(text, spec):
     return blocks
 
 
+def split_sized(text):
+    """``(model text, input shape or None)`` of ``MODEL@SIZE``, the diagnosis scripts' and
+    probes' way to name a model at another input size (``x``-separated: ``hf:gpt2@512``,
+    ``torchvision:resnet50@3x160x160``).
+
+    >>> split_sized("torchvision:resnet50@3x160x160")
+    ('torchvision:resnet50', (3, 160, 160))
+    >>> split_sized("hf:gpt2")
+    ('hf:gpt2', None)
+    """
+    text, _, size = text.partition("@")
+    return text, tuple(int(v) for v in size.split("x")) if size else None
+
+
+def resolve_sized(text):
+    """:func:`resolve_model` of ``MODEL@SIZE`` (:func:`split_sized`)."""
+    name, shape = split_sized(text)
+    return resolve_model(name, input_shape=shape)
+
+
 def resolve_model(spec, *, input_shape=None):
     """Resolve a model spec without building the model.
 

@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from .models import resolve_model
+from .models import resolve_model, resolve_sized
 
 
 # presets of sm90 GPUs (Hopper): torch's sdp_utils puts cuDNN attention first there for fp16/
@@ -419,9 +419,7 @@ def cached_recording(model, batch, setup, cache=None):
     ``<network>_b<batch><setup slug>``, the configuration name of ``scripts/profile_ops.py``."""
     import pickle
     from pathlib import Path
-    text, _, size = model.partition("@")
-    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
-                         else None)
+    spec = resolve_sized(model)
     name = f"{spec.name}_b{batch}{setup.slug}"
     path = Path(cache) / f"{name}.pkl" if cache else None
     if path is not None and path.exists():

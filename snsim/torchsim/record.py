@@ -1246,12 +1246,10 @@ def warm_training(text, batch, optimizer, impl, amp, device, warmup=3):
     import types
 
     from .amp import TrainSetup
-    from .models import resolve_model
+    from .models import resolve_sized
     from .predict import infer_target_of
     setup = TrainSetup(optimizer, impl, None if amp == "none" else amp)
-    text, _, size = text.partition("@")
-    spec = resolve_model(text, input_shape=tuple(int(v) for v in size.split("x")) if size
-                         else None)
+    spec = resolve_sized(text)
     dev = torch.device(device)
     net = spec.build().train()
     target = infer_target_of(net, spec.make_input(2))   # on the CPU: see there
