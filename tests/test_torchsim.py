@@ -953,3 +953,12 @@ def test_cudnn_backward_copies_a_non_contiguous_grad_output():
     dw = (torch.empty(4, 16, 8, 8)[:, :16], x, torch.empty(16, 1, 3, 3), [0], [1, 1],
           [1, 1], [1, 1], False, [0, 0], 16, [True, True, False])
     assert cudnn_grad_output_copy((cat_grad[:, :16],) + dw[1:]) == 0
+
+
+def test_a_model_at_another_input_size_is_named_model_at_size():
+    import doctest
+    from snsim.torchsim import models
+    assert doctest.testmod(models).failed == 0
+    spec = models.resolve_sized("torchvision:resnet18@3x64x64")
+    assert spec.input_shape == (3, 64, 64)
+    assert models.resolve_sized("torchvision:resnet18").input_shape == (3, 224, 224)
