@@ -100,3 +100,20 @@ def test_gauge_command_compares_with_the_table(monkeypatch, capsys):
     assert main(["gauge", "--format", "json"]) == 0
     out = capsys.readouterr().out
     assert '"host_gauge_add_us": 12.302' in out and '"pace_vs_h200_table": 1.5' in out
+
+
+def test_a_host_bound_prediction_says_its_step_moves_with_the_cpu(capsys):
+    """The table of `snsim predict` adds one line when most of the step is the GPU waiting for
+    the launching thread at the table's pace, and none once the machine is gauged."""
+    pytest.importorskip("torchvision")
+    from snsim.kernel_table import load_kernel_table
+    from snsim.torchsim.cli import host_bound_note
+    argv = ["predict", "--model", "torchvision:resnet18", "--batch", "2",
+            "--input-shape", "3,64,64"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "host-bound: " in out and "--host-gauge-us" in out
+    gauge_us = load_kernel_table("h200").aten_host["add"] * 2e6
+    assert main(argv + ["--host-gauge-us", f"{gauge_us:.3f}"]) == 0
+    assert "host-bound: " not in capsys.readouterr().out
+    assert host_bound_note(0.001, 0.010, 1.0) is None        # a GPU-bound step: no line

@@ -251,12 +251,35 @@ def cmd_predict(args):
                 f"{k[:-2]} {ts[k] * 1e3:.2f} ms" for k in ("table_s", "fitted_s", "proxy_s",
                                                            "roofline_s", "wait_s"))
                   + f" ({ts['kernel_table'] or 'no kernel table: roofline'})")
+            note = host_bound_note(ts.get("wait_s", 0.0), r["step_time_s"],
+                                   r.get("host_pace_factor"))
+            if note:
+                print(note)
     elif args.format == "csv":
         row["cuda_modelled"] = json.dumps(row["cuda_modelled"])
         emit([row], "csv")
     else:
         emit([row], "json")
     return 0 if r["feasible"] else 3   # as `snsim run`: 3 = it does not fit
+
+
+def host_bound_note(wait_s, step_s, pace_factor):
+    """The line ``snsim predict`` adds when much of its step is the GPU waiting for the
+    launching thread at the kernel table's CPU pace (no ``--host-gauge-us``): that share moves
+    with the machine's CPU and the process (docs/VALIDATION.md: the H200's leases stepped the
+    same host-bound plans 1.4-1.7x apart). None when under a third, or gauged.
+
+    >>> host_bound_note(0.006, 0.010, 1.0)[:31]
+    'host-bound: 60% of the step is '
+    >>> host_bound_note(0.002, 0.010, 1.0) is None, host_bound_note(0.006, 0.01, 0.8) is None
+    (True, True)
+    """
+    if step_s <= 0 or wait_s < step_s / 3 or (pace_factor not in (None, 1.0)):
+        return None
+    return (f"host-bound: {100 * wait_s / step_s:.0f}% of the step is the GPU waiting for the "
+            f"launching thread, modelled at the kernel table's CPU pace; this share moves "
+            f"with the CPU and process that run it: gauge that machine (snsim gauge) and "
+            f"pass --host-gauge-us")
 
 
 @command("predict")
