@@ -113,7 +113,8 @@ def test_a_host_bound_prediction_says_its_step_moves_with_the_cpu(capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "host-bound: " in out and "--host-gauge-us" in out
-    gauge_us = load_kernel_table("h200").aten_host["add"] * 2e6
-    assert main(argv + ["--host-gauge-us", f"{gauge_us:.3f}"]) == 0
-    assert "host-bound: " not in capsys.readouterr().out
-    assert host_bound_note(0.001, 0.010, 1.0) is None        # a GPU-bound step: no line
+    for factor in (1, 2):      # gauged, at the table's own pace or another: no line
+        gauge_us = load_kernel_table("h200").aten_host["add"] * factor * 1e6
+        assert main(argv + ["--host-gauge-us", f"{gauge_us:.6f}"]) == 0
+        assert "host-bound: " not in capsys.readouterr().out
+    assert host_bound_note(0.001, 0.010, gauged=False) is None    # a GPU-bound step: no line

@@ -252,7 +252,7 @@ def cmd_predict(args):
                                                            "roofline_s", "wait_s"))
                   + f" ({ts['kernel_table'] or 'no kernel table: roofline'})")
             note = host_bound_note(ts.get("wait_s", 0.0), r["step_time_s"],
-                                   r.get("host_pace_factor"))
+                                   gauged=args.host_gauge_us is not None)
             if note:
                 print(note)
     elif args.format == "csv":
@@ -263,18 +263,19 @@ def cmd_predict(args):
     return 0 if r["feasible"] else 3   # as `snsim run`: 3 = it does not fit
 
 
-def host_bound_note(wait_s, step_s, pace_factor):
+def host_bound_note(wait_s, step_s, *, gauged):
     """The line ``snsim predict`` adds when much of its step is the GPU waiting for the
     launching thread at the kernel table's CPU pace (no ``--host-gauge-us``): that share moves
     with the machine's CPU and the process (docs/VALIDATION.md: the H200's leases stepped the
-    same host-bound plans 1.4-1.7x apart). None when under a third, or gauged.
+    same host-bound plans 1.4-1.7x apart). None when under a third, or ``gauged`` (the user
+    gave the machine's pace, whatever it reads).
 
-    >>> host_bound_note(0.006, 0.010, 1.0)[:31]
+    >>> host_bound_note(0.006, 0.010, gauged=False)[:31]
     'host-bound: 60% of the step is '
-    >>> host_bound_note(0.002, 0.010, 1.0) is None, host_bound_note(0.006, 0.01, 0.8) is None
-    (True, True)
+    >>> host_bound_note(0.002, 0.010, gauged=False), host_bound_note(0.006, 0.01, gauged=True)
+    (None, None)
     """
-    if step_s <= 0 or wait_s < step_s / 3 or (pace_factor not in (None, 1.0)):
+    if step_s <= 0 or wait_s < step_s / 3 or gauged:
         return None
     return (f"host-bound: {100 * wait_s / step_s:.0f}% of the step is the GPU waiting for the "
             f"launching thread, modelled at the kernel table's CPU pace; this share moves "

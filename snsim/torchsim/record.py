@@ -868,6 +868,13 @@ class _RecordMode(TorchDispatchMode):
         return out
 
 
+#: factories whose output holds whatever memory it was given (:func:`known_values`)
+_EMPTY_FACTORIES = frozenset({
+    torch.ops.aten.empty.memory_format, torch.ops.aten.empty_strided.default,
+    torch.ops.aten.empty_like.default, torch.ops.aten.new_empty.default,
+    torch.ops.aten.new_empty_strided.default})
+
+
 def known_values(func, args, kwargs):
     """Whether a fake op's outputs have values the run knows: every fake tensor it reads has
     one, and it is no ``empty`` factory. FakeTensorMode's own rule is weaker: a decomposed op
@@ -875,10 +882,7 @@ def known_values(func, args, kwargs):
     whatever the copy into it then does; an op over unknown values (the parameters, made
     without) would then compute on garbage, on the CPU, at full size. (``torch.empty(n)
     .fill_(v)`` has no value then: FakeTensorMode computes no op on a tensor without one.)"""
-    empty = {torch.ops.aten.empty.memory_format, torch.ops.aten.empty_strided.default,
-             torch.ops.aten.empty_like.default, torch.ops.aten.new_empty.default,
-             torch.ops.aten.new_empty_strided.default}
-    if func in empty:
+    if func in _EMPTY_FACTORIES:
         return False
     from torch._subclasses.fake_tensor import FakeTensor
     return all(t.real_tensor is not None
