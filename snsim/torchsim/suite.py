@@ -894,6 +894,32 @@ _HELDOUT26_TOKENS = (
      {"optimizer": "adamw", "amp": "fp16"}),
 )
 PLAN_HELDOUT26 = _plan_set(_HELDOUT26, _HELDOUT26_TOKENS)
+# held-out set 27 (2026-12-04, session 31), written before any of it ran and before any change
+# of the session: SuperNeurons' own plans placed on module boundaries -- `recompute` (the
+# segments alone) and `offload` (the Offloader alone), which only ResNet-50 b256, VGG16 b64 and
+# seven fp32 captures of 2026-12-03 ever executed -- on networks, batches, precisions and
+# optimizers never run with them, transformers among them
+_HELDOUT27 = (
+    ("torchvision:resnet50", 96, {"recompute": [], "offload": []}, {"amp": "bf16"}),
+    ("torchvision:resnet152", 48, {"offload": []}, {"amp": "fp16"}),
+    ("torchvision:densenet169", 48, {"recompute": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:efficientnet_b1", 96, {"recompute": []}, {"amp": "fp16"}),
+    ("torchvision:vgg16", 96, {"offload": []}, {"optimizer": "adamw"}),
+    ("torchvision:mobilenet_v2", 192, {"offload": []}, {"amp": "bf16"}),
+    ("torchvision:convnext_small", 32, {"recompute": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:swin_t", 32, {"recompute": []}, {"amp": "bf16"}),
+    ("torchvision:vit_b_16", 32, {"offload": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:inception_v3", 64, {"recompute": []}, {}),
+    ("torchvision:wide_resnet50_2", 64, {"offload": []}, {"amp": "fp16"}),
+    ("torchvision:shufflenet_v2_x1_5", 256, {"recompute": []}, {}),
+    ("torchvision:resnext50_32x4d", 96, {"recompute": []}, {"amp": "bf16"}),
+    ("torchvision:regnet_x_3_2gf", 64, {"superneurons": []}, {"amp": "fp16"}),
+)
+_HELDOUT27_TOKENS = (
+    ("hf:gpt2", 8, (512,), {"recompute": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("snsim:gpt", 12, (512,), {"recompute": []}, {"optimizer": "adamw", "amp": "fp16"}),
+)
+PLAN_HELDOUT27 = _plan_set(_HELDOUT27, _HELDOUT27_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -920,7 +946,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout20": PLAN_HELDOUT20, "heldout21": PLAN_HELDOUT21,
              "heldout22": PLAN_HELDOUT22, "heldout23": PLAN_HELDOUT23,
              "heldout24": PLAN_HELDOUT24, "heldout25": PLAN_HELDOUT25,
-             "heldout26": PLAN_HELDOUT26,
+             "heldout26": PLAN_HELDOUT26, "heldout27": PLAN_HELDOUT27,
              "pageable": PLAN_PAGEABLE}
 
 
