@@ -17,7 +17,8 @@ autocast around forward and loss, GradScaler for fp16), after three warm-up step
 
 Set beside ``scripts/plan_time_split.py`` (the prediction's split of the same phases), it shows
 whether a plan's extra time is the thread (hooks, recomputation's issue) or the GPU (kernels,
-copies).
+copies). ``--kernels CSV``: every GPU event of the profiled steps by phase and kernel name
+(calls and seconds per step), to set a plan's kernels beside its plain step's one by one.
 
     # on the GPU (set heldout7: about 2-3 minutes; set tinyckpt, --no-profile: under 1):
     OUT=dir PYTHONPATH=. python3 scripts/plan_gpu_busy.py --set heldout7 --out "$OUT"
@@ -27,6 +28,7 @@ copies).
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
 import gc
 import os
@@ -115,6 +117,20 @@ CONFIGS = {
          "fp16"),
         ("hf:HuggingFaceTB/SmolLM2-135M@512", 8, "plain", "", "adamw", "fp16"),
     ],
+    # held-out set 27's step-time misses (traces/h200/plans_heldout27: -37 to -12 %), each
+    # with its plain step
+    "heldout27": [
+        ("torchvision:resnet152", 48, "plain", "", "sgd-momentum", "fp16"),
+        ("torchvision:resnet152", 48, "offload", "", "sgd-momentum", "fp16"),
+        ("hf:gpt2@512", 8, "plain", "", "adamw", "bf16"),
+        ("hf:gpt2@512", 8, "recompute", "", "adamw", "bf16"),
+        ("torchvision:densenet169", 48, "plain", "", "adamw", "bf16"),
+        ("torchvision:densenet169", 48, "recompute", "", "adamw", "bf16"),
+        ("torchvision:regnet_x_3_2gf", 64, "plain", "", "sgd-momentum", "fp16"),
+        ("torchvision:regnet_x_3_2gf", 64, "superneurons", "", "sgd-momentum", "fp16"),
+        ("torchvision:vit_b_16", 32, "plain", "", "adamw", "bf16"),
+        ("torchvision:vit_b_16", 32, "offload", "", "adamw", "bf16"),
+    ],
 }
 PHASES = ("F", "B", "U")
 
@@ -148,7 +164,9 @@ def _phase_busy(prof):
             continue
         a, b = e.time_range.start, e.time_range.end
         ph = next((p for s, t, p in ranges if s <= a <= t), None)
-        if ph not in kern or "sync" in e.name.lower():   # the phase's own synchronise
+        # the phase's own synchronise, and its range, which the profiler also puts on the
+        # GPU's timeline (before session 31 it was counted: kernels_P_s was the phase's wall)
+        if ph not in kern or "sync" in e.name.lower() or e.name.startswith("phase_"):
             continue
         if "memcpy" in e.name.lower():
             copy[ph].append((a, b))
@@ -157,6 +175,29 @@ def _phase_busy(prof):
             kern[ph].append((a, b))
     return ({p: _busy_s(v) for p, v in kern.items()}, {p: _busy_s(v) for p, v in copy.items()},
             ncopy)
+
+
+def _phase_kernels(prof):
+    """``{(phase, name): [count, seconds]}`` of the profiled steps' GPU events (kernels and
+    copies) and the launching thread's CUDA runtime calls (``cuda*``: launches, event
+    synchronisations, host allocations), each in the phase whose range it starts in (as
+    :func:`_phase_busy`). The phases' own ranges are left out (the profiler also puts them on
+    the GPU's timeline)."""
+    from torch.autograd import DeviceType
+    evts = prof.events()
+    ranges = [(e.time_range.start, e.time_range.end, e.name[len("phase_"):]) for e in evts
+              if e.name.startswith("phase_") and e.device_type == DeviceType.CPU]
+    out = collections.defaultdict(lambda: [0, 0.0])
+    for e in evts:
+        runtime = e.device_type == DeviceType.CPU and e.name.startswith("cuda")
+        if e.device_type != DeviceType.CUDA and not runtime or e.name.startswith("phase_"):
+            continue
+        a, b = e.time_range.start, e.time_range.end
+        ph = next((p for s, t, p in ranges if s <= a <= t), None)
+        if ph in PHASES:
+            out[(ph, e.name)][0] += 1
+            out[(ph, e.name)][1] += (b - a) * 1e-6
+    return out
 
 
 def run_one(model, batch, policy, opts, optimizer, amp, args):
@@ -266,6 +307,16 @@ def run_one(model, batch, policy, opts, optimizer, amp, args):
             for _ in range(n_prof):
                 step(marked=True)
         kern, copy, ncopy = _phase_busy(prof)
+        if args.kernels:
+            fresh = not os.path.exists(args.kernels)
+            with open(args.kernels, "a", newline="") as fh:
+                w = csv.writer(fh)
+                if fresh:
+                    w.writerow(["model", "batch", "policy", "options", "optimizer", "amp",
+                                "phase", "kernel", "calls", "seconds"])
+                for (ph, name), (n, sec) in sorted(_phase_kernels(prof).items()):
+                    w.writerow([model, batch, policy, opts, optimizer, amp, ph, name,
+                                n // n_prof, f"{sec / n_prof:.6e}"])
         kern = {p: v / n_prof for p, v in kern.items()}
         copy = {p: v / n_prof for p, v in copy.items()}
         ncopy = {p: v // n_prof for p, v in ncopy.items()}
@@ -298,6 +349,9 @@ def main(argv=None):
     ap.add_argument("--only", default="",
                     help="comma-separated model names (as in --set) to keep")
     ap.add_argument("--quick", action="store_true", help="one small configuration per plan")
+    ap.add_argument("--kernels", default="",
+                    help="also append every GPU event's count and seconds per step by phase "
+                         "and kernel name to this CSV (the profiled steps')")
     ap.add_argument("--no-profile", action="store_true",
                     help="skip the profiled steps (kernel and copy busy time)")
     args = ap.parse_args(argv)

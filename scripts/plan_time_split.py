@@ -5,7 +5,8 @@ Phases: ``F`` forward and loss, ``R`` recomputation (marks ``recompute:``, in ba
 the rest of backward, ``U`` optimizer step. Per phase: the host's issue seconds of the aten
 ops (``host_ops``), of the plan's own mechanisms (``host_plan``: checkpoint calls, saved-tensor
 hooks ..., by mechanism below), the GPU's kernel seconds (``gpu``, side-stream copies apart)
-and the host copies' seconds (``copies``, with their count and bytes).
+and the host copies' seconds (``copies``, with their count and bytes); ``span``: the phase's
+share of the modelled step (the ops' shares of the two-resource schedule, waits included).
 
     PYTHONPATH=. python scripts/plan_time_split.py --model torchvision:resnet50 --batch 2 \\
         --input-shape 3,64,64 --policy checkpoint --option modules=Bottleneck
@@ -45,8 +46,8 @@ def split(model, batch, policy, options, optimizer, impl, amp, input_shape=None,
              if op[1] in HOST_READ_OPS and any(s not in rec.excluded for s in op[2])}
     host_ops = innet_host_s(ops, marks, table, costs["innet"], syncs, rec.accumulation_ops)
     report = {}
-    op_times_s(ops, hw, marks, table=table, report=report, host_sids=rec.excluded,
-               host_events=rec.host_events, accumulations=rec.accumulation_ops)
+    shares = op_times_s(ops, hw, marks, table=table, report=report, host_sids=rec.excluded,
+                        host_events=rec.host_events, accumulations=rec.accumulation_ops)
     last = max(m[3] for m in marks)
 
     def phase_of(i):
@@ -63,6 +64,7 @@ def split(model, batch, policy, options, optimizer, impl, amp, input_shape=None,
             continue
         rows[p]["n_ops"] += 1
         rows[p]["host_ops"] += host_ops[i]
+        rows[p]["span"] += shares[i]
         if op[1] in HOST_COPY_OPS or op[1] in SIDE_COPY_OPS:
             rows[p]["copies"] += gpu_s[i]
             rows[p]["n_copies"] += 1
@@ -105,7 +107,7 @@ def main(argv=None):
         print(f"  {p}: ops {c['n_ops']:5d} host_ops {c['host_ops'] * 1e3:8.2f} ms  host_plan "
               f"{c['host_plan'] * 1e3:7.2f} ms  gpu {c['gpu'] * 1e3:8.2f} ms  copies "
               f"{c['copies'] * 1e3:7.2f} ms ({c['n_copies']} of {c['copy_bytes'] / 2**20:.1f} "
-              f"MiB)")
+              f"MiB)  span {c['span'] * 1e3:8.2f} ms")
     for (m, ph, kind), v in sorted(mech.items()):
         if kind == "s":
             print(f"  {m:<20} {ph}: {mech[(m, ph, 'events')]:5d} events, count "

@@ -99,7 +99,7 @@ def _ignore_extra(block, h, extras):
     return block(h)
 
 
-def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8), amp="none"):
+def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8), amp="none", only=None):
     """Host seconds per block of a chain of ``n_layers`` tiny conv-BN-ReLU layers (kernels of
     microseconds, so the host is the bottleneck), grouped ``k`` layers to a block for each
     ``k`` of ``layers_per_block``, forward issue and ``backward()`` return, for: ``plain``;
@@ -109,7 +109,13 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8), amp="none"):
     hooks, its bookkeeping and the recomputation); and the SuperNeurons executor's Python hooks
     (``snsim.torchsim.plans.Offloader``, its copies left out -- they are ops the model times):
     ``conv_hook`` (its forward hook on every convolution) and ``offloader`` (its
-    ``saved_tensors_hooks`` pack/unpack around the forward, nothing large enough to copy).
+    ``saved_tensors_hooks`` pack/unpack around the forward, nothing large enough to copy);
+    ``offloader_copies`` (CUDA only) is the ``Offloader`` as a plan runs it, hooks on the
+    convolutions and every convolution's output copied out in forward (its stream, event and
+    retiring wait) and prefetched back in backward (a device buffer, the H2D stream, the
+    compute stream's wait): against ``offloader`` and ``conv_hook``, the Python path of one
+    offloaded tensor (the copies of 1 KiB take microseconds of the copy engine). ``only``:
+    the variants to run (default all).
     ``selective`` is ``checkpoint`` with selective checkpointing's ``context_fn``
     (``snsim.torchsim.plans.selective_context_fn``: a Python dispatch mode and policy call per
     aten op, in forward and recomputation). ``saved_tensors`` is the pack calls per block of
@@ -150,7 +156,7 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8), amp="none"):
                 with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                     for b in blocks:
                         h = b(h)
-            elif variant == "offloader":
+            elif variant in ("offloader", "offloader_copies"):
                 off.begin(None, None)
                 for b in blocks:
                     h = b(h)
@@ -171,16 +177,23 @@ def host_checkpoint(n_layers, reps, layers_per_block=(1, 2, 4, 8), amp="none"):
         asked = _POLICY_CALLS[0]
         checkpoint(blocks[0], x0, use_reentrant=False, context_fn=counted)
         ops_per_block = _POLICY_CALLS[0] - asked
-        variants = ("plain", "hooks", "checkpoint", "conv_hook", "offloader", "selective",
-                    "checkpoint_args")
+        variants = tuple(v for v in ("plain", "hooks", "checkpoint", "conv_hook", "offloader",
+                                     "offloader_copies", "selective", "checkpoint_args")
+                         if (only is None or v in only)
+                         and (CUDA or v != "offloader_copies"))
         times = {v: ([], []) for v in variants}
+        # offloader_copies: one Offloader for all repetitions, as a training run keeps one
+        # (its pinned host buffers made once); every convolution's output is copied out
+        copier = Offloader(shadow=False, min_bytes=0) if "offloader_copies" in variants \
+            else None
         # variants interleaved within each repetition: a drift of the host's speed during the
         # probe falls on all of them alike (their differences are the figures)
         for i in range(reps + 2):
             for variant in variants:
-                off = Offloader(shadow=not CUDA, min_bytes=1 << 62)   # copies nothing
+                off = copier if variant == "offloader_copies" else \
+                    Offloader(shadow=not CUDA, min_bytes=1 << 62)   # copies nothing
                 handles = [m.register_forward_hook(off.on_conv) for m in layers_conv] \
-                    if variant == "conv_hook" else []
+                    if variant in ("conv_hook", "offloader_copies") else []
                 sync()
                 t0 = time.perf_counter()
                 with autocast():
@@ -504,6 +517,8 @@ def main(argv=None):
     p.add_argument("--amp", default="none", choices=("none", "bf16", "fp16"),
                    help="ckpt: run the blocks' forward under torch.autocast of this dtype")
     p.add_argument("--quick", action="store_true", help="tiny counts (a CPU dry run)")
+    p.add_argument("--variants", default="",
+                   help="ckpt: comma-separated variants to run (default all)")
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     print(f"torch {torch.__version__} device {DEV}"
@@ -513,7 +528,8 @@ def main(argv=None):
         write_rows(os.path.join(a.out, "copy_slowdown.csv"), copy_slowdown(a.quick))
     elif a.part == "ckpt":
         write_rows(os.path.join(a.out, "checkpoint_costs.csv"),
-                   host_checkpoint(8 if a.quick else 200, 1 if a.quick else 11, amp=a.amp))
+                   host_checkpoint(8 if a.quick else 200, 1 if a.quick else 11, amp=a.amp,
+                                   only=a.variants.split(",") if a.variants else None))
     elif a.part == "soc":
         write_rows(os.path.join(a.out, "save_on_cpu_costs.csv"), save_on_cpu_costs(a.quick))
     else:

@@ -1646,8 +1646,8 @@ def read_host_innet(path):
 
 
 # the ways scripts/steptime_probe.py ckpt times its chain of blocks
-PLAN_PROBE_VARIANTS = ("plain", "hooks", "checkpoint", "conv_hook", "offloader", "selective",
-                       "checkpoint_args")
+PLAN_PROBE_VARIANTS = ("plain", "hooks", "checkpoint", "conv_hook", "offloader",
+                       "offloader_copies", "selective", "checkpoint_args")
 
 
 def read_plan_host_rows(path):
@@ -1701,6 +1701,12 @@ def fit_plan_host_costs(rows):
       (making the two dispatch modes and entering one) and per op (the mode's Python
       ``__torch_dispatch__`` and, in forward, the policy call); through the origin (``r = 0``)
       where every block has one op count;
+    * where it timed the ``Offloader`` copying every convolution's output out in forward and
+      back in backward (``offloader_copies``, hooks on the convolutions too):
+      ``offloader_copies_P - offloader_P - (conv_hook_P - plain_P) = f_P k`` per offloaded
+      tensor (``k`` convolutions per block, each output saved): forward, the copy's issue on
+      its stream, the event recorded and the retiring wait; backward, the prefetch's device
+      buffer, its stream and event and the compute stream's wait;
     * where it timed checkpoint calls given ``A`` tensor arguments (``checkpoint_args``,
       against ``checkpoint``'s one): ``checkpoint_args_P - checkpoint_P = t_P (A - 1)`` (an
       RNG state per argument, stashed in forward, got and set twice around the
@@ -1714,8 +1720,8 @@ def fit_plan_host_costs(rows):
     dict
         ``checkpoint_call_s`` ``{F, B}`` (a), ``checkpoint_saved_s`` ``{F, B}`` (b),
         ``hook_saved_s`` ``{F, B}`` (c), and where timed ``conv_hook_call_s`` (d),
-        ``offloader_saved_s`` (e), ``selective_call_s`` (r), ``selective_op_s`` (s) and
-        ``checkpoint_arg_s`` (t).
+        ``offloader_saved_s`` (e), ``offload_copy_s`` (f), ``selective_call_s`` (r),
+        ``selective_op_s`` (s) and ``checkpoint_arg_s`` (t).
 
     Examples
     --------
@@ -1779,6 +1785,13 @@ def fit_plan_host_costs(rows):
                 else:
                     (d,), *_ = np.linalg.lstsq(x[:, None], y, rcond=None)
                 out.setdefault(key, {})[phase] = max(0.0, float(d))
+        need = [(v, phase) for v in ("offloader_copies", "offloader", "conv_hook", "plain")]
+        sel = [g for g in groups.values() if all(k in g for k in need)]
+        if sel:
+            x = np.array([g["layers"] for g in sel])
+            y = np.array([g[need[0]] - g[need[1]] - (g[need[2]] - g[need[3]]) for g in sel])
+            (f,), *_ = np.linalg.lstsq(x[:, None], y, rcond=None)
+            out.setdefault("offload_copy_s", {})[phase] = max(0.0, float(f))
     return out
 
 

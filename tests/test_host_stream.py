@@ -122,7 +122,8 @@ def test_h200_plan_host_costs_are_the_least_squares_fit_of_the_checkpoint_probe(
     blocks = []
     for _, g in t.groupby(["source", "layers_per_block"]):
         v = {(r["name"], r["phase"]): r["host_s"] for _, r in g.iterrows()}
-        blocks.append((g["saved_tensors"].iloc[0], v))
+        if ("checkpoint", "F") in v:   # runs of the offloader's variants alone inform no more
+            blocks.append((g["saved_tensors"].iloc[0], v))
     n = np.array([b[0] for b in blocks], dtype=float)
     dF = np.array([v["checkpoint", "F"] - v["plain", "F"] for _, v in blocks])
     dB = np.array([v["checkpoint", "B"] - v["plain", "B"] - v["plain", "F"] for _, v in blocks])
@@ -189,13 +190,14 @@ def test_checkpoint_host_charge_of_a_recorded_block_by_hand():
 
 def test_side_stream_copies_overlap_compute_until_someone_waits_for_them():
     # The SuperNeurons offloader (plans.Offloader): a pinned D2H copy on its own stream (20000
-    # µs GPU, 10 µs to issue) after a relu_ (2 µs GPU, 12 µs issue), a relu_ that overlaps it,
-    # then the host waits for the copy (copy_sync) and issues a last relu_.
-    # relu_ 0: issued 12, runs 12-14 µs. The copy: issued at 22, waits for the compute stream
-    # (14), runs 22-20022 µs, no share of the compute stream. relu_ 1: issued 34, runs from 34,
+    # µs GPU; its issue is the offloader's Python path, the plan's offload_copy event, none
+    # here) after a relu_ (2 µs GPU, 12 µs issue), a relu_ that overlaps it, then the host
+    # waits for the copy (copy_sync) and issues a last relu_.
+    # relu_ 0: issued 12, runs 12-14 µs. The copy: issued at 12, waits for the compute stream
+    # (14), runs 14-20014 µs, no share of the compute stream. relu_ 1: issued 24, runs from 24,
     # slowed by the copy in flight (pinned D2H k = 0.0429, configs/kernels/h200_copy_slowdown
-    # .csv): 2 · 1.0429 = 2.0858 µs, ends 36.0858 (share 22.0858). The host resumes at 20022,
-    # issues relu_ 2 at 20034, it runs 20034-20036: the step is 20036 µs.
+    # .csv): 2 · 1.0429 = 2.0858 µs, ends 26.0858 (share 12.0858). The host resumes at 20014,
+    # issues relu_ 2 at 20026, it runs 20026-20028: the step is 20028 µs.
     tab = _table((("copy_d2h_pinned", 20000 * US, 10 * US), ("relu_", 2 * US, 12 * US)))
     hw = load_hardware("h200")
     marks = [("m", "F", "", 0)]
@@ -206,13 +208,21 @@ def test_side_stream_copies_overlap_compute_until_someone_waits_for_them():
     t_copy = op_times_s(ops[1:2], hw, marks, table=tab, host=False)[0]
     assert t_copy == pytest.approx(20000 * US, rel=1e-2)
     got = op_times_s(ops, hw, marks, table=tab, host_costs=NO_EXTRA)
+    assert got[:4] == pytest.approx([14 * US, 0.0, 12.0858 * US, 0.0], rel=1e-3)
+    assert sum(got) == pytest.approx(28 * US + t_copy, rel=1e-6)
+    # the offloader's Python around the copy (offload_copy, 10 µs in forward) before it: the
+    # copy is issued at 22 and runs 22-20022, relu_ 1 issued 34 (share 22.0858), the host
+    # resumes at 20022 and relu_ 2 ends at 20036
+    costs = dict(NO_EXTRA, offload_copy_s={"F": 10 * US, "B": 0.0})
+    got = op_times_s(ops, hw, marks, table=tab, host_costs=costs,
+                     host_events=[(1, "offload_copy", "F", 1)])
     assert got[:4] == pytest.approx([14 * US, 0.0, 22.0858 * US, 0.0], rel=1e-3)
     assert sum(got) == pytest.approx(36 * US + t_copy, rel=1e-6)
-    # the compute stream waits instead (copy_wait): relu_ 2 is issued at 46 µs but starts when
-    # the copy ends (22 µs + T) and runs 2 µs: the step is 24 µs + T
+    # the compute stream waits instead (copy_wait): relu_ 2 is issued at 36 µs but starts when
+    # the copy ends (14 µs + T) and runs 2 µs: the step is 16 µs + T
     ops[3] = (0, "copy_wait", (5,), (), 0, 1e6)
     got = op_times_s(ops, hw, marks, table=tab, host_costs=NO_EXTRA)
-    assert sum(got) == pytest.approx(24 * US + t_copy, rel=1e-6)
+    assert sum(got) == pytest.approx(16 * US + t_copy, rel=1e-6)
 
 
 def test_superneurons_hook_costs_fit_per_conv_and_per_saved_tensor():
@@ -240,6 +250,36 @@ def test_superneurons_hook_costs_fit_per_conv_and_per_saved_tensor():
     # a preset whose probe lacks the offloader rows: the bare hook's cost, a lower bound
     assert plan_host_s("offloader_hook", "F", 5, {"hook_saved_s": {"F": 3 * US}}) == \
         pytest.approx(15 * US)
+    assert "offload_copy_s" not in c          # no offloader_copies rows: not fitted
+
+
+def test_offloader_copy_costs_fit_per_offloaded_tensor_beyond_its_hooks():
+    # probe rows (another source, the offloader's variants alone: no checkpoint rows) where
+    # each of the k convolutions' outputs copied out costs 100 µs in forward and its prefetch
+    # 70 µs in backward, on top of the offloader's hooks (2 / 1 µs per saved tensor) and its
+    # conv hook (3 µs per convolution in forward); hand figures: offload_copy_s = 100 / 70 µs
+    from snsim.kernel_table import fit_plan_host_costs
+    from snsim.torchsim.opcost import plan_host_s
+    rows = []
+    for src, names in (("r", ("plain", "hooks", "checkpoint")),
+                       ("c", ("plain", "conv_hook", "offloader", "offloader_copies"))):
+        for k in (1, 2, 4):
+            base = {"F": 90 * k * US, "B": 120 * k * US}
+            for ph in "FB":
+                conv = (3 * k if ph == "F" else 0) * US
+                hook = (2 if ph == "F" else 1) * 10 * k * US
+                extra = {"plain": 0.0, "hooks": 0.0, "checkpoint": 400 * US + (
+                    base["F"] if ph == "B" else 0), "conv_hook": conv, "offloader": hook,
+                    "offloader_copies": conv + hook + (100 if ph == "F" else 70) * k * US}
+                for name in names:
+                    rows.append(dict(source=src, layers=k, saved=10.0 * k, name=name,
+                                     phase=ph, host_s=base[ph] + extra[name]))
+    c = fit_plan_host_costs(rows)
+    assert c["offload_copy_s"] == pytest.approx({"F": 100 * US, "B": 70 * US})
+    assert c["conv_hook_call_s"]["F"] == pytest.approx(3 * US)
+    assert c["checkpoint_call_s"]["F"] == pytest.approx(400 * US)   # source c informs none
+    assert plan_host_s("offload_copy", "B", 3, c) == pytest.approx(210 * US)
+    assert plan_host_s("offload_copy", "F", 3, {}) == 0.0           # not timed: nothing
 
 
 def test_selective_checkpoint_costs_fit_per_call_and_per_op():

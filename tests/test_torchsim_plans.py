@@ -847,8 +847,15 @@ def test_shadow_offload_plans_record_hook_calls_and_side_copies(tiny):
         n = ops.count("d2h_pinned_async")
         assert n > 0 and ops.count("h2d_pinned_async") == n
         assert ops.count("copy_sync") == n and ops.count("copy_wait") == n
-        # checkpointed segments, the offloader's pack/unpack outside them, its conv hooks
-        assert {e[1] for e in seen["events"]} == {"checkpoint", "offloader_hook", "conv_hook"}
+        # checkpointed segments, the offloader's pack/unpack outside them, its conv hooks and
+        # its Python around each copy: one per D2H copy (F) and one per H2D prefetch (B)
+        assert {e[1] for e in seen["events"]} == {"checkpoint", "offloader_hook", "conv_hook",
+                                                  "offload_copy"}
+        copy_ev = [e for e in seen["events"] if e[1] == "offload_copy"]
+        assert sum(e[3] for e in copy_ev if e[2] == "F") == n
+        assert sum(e[3] for e in copy_ev if e[2] == "B") == n
+        # each charged to the op recorded next: the D2H copy; the prefetch's buffer
+        assert {seen["ops"][e[0]][1] for e in copy_ev} == {"d2h_pinned_async", "empty"}
         convs = [e for e in seen["events"] if e[1] == "conv_hook"]
         assert {e[2] for e in convs} == {"F", "B"}       # forward and recomputation
     finally:

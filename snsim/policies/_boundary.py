@@ -27,7 +27,7 @@ from ..errors import ConfigError
 from ..plan import Compute, Evict, Offload, Plan, Prefetch
 from ._groups import (CONV_CLASSES, group_of, member_groups, module_map, recompute_segments,
                       step_owners, steps_in_groups)
-from ._host import checkpoint_events, conv_hook_events, hook_events
+from ._host import checkpoint_events, conv_hook_events, hook_events, offload_copy_events
 from ._schedule import _step_tables, build_instructions
 from .checkpoint import checkpoint_instructions
 from .cpu_offload import nodes_reading
@@ -60,7 +60,8 @@ def boundary_plan(policy, program, *, recompute, offload):
     if offload:
         ins, entries = offloader_instructions(program, ins, segments, **OFFLOADER)
     # the host's share: checkpoint's calls and recomputations; the Offloader's pack and
-    # unpack of every tensor saved outside the segments, and its hook on every convolution
+    # unpack of every tensor saved outside the segments, its hook on every convolution and
+    # its Python around each copy
     events = (checkpoint_events(program, ins, step_owners(program, segments), dropped)
               if recompute else [])
     if offload:
@@ -68,6 +69,7 @@ def boundary_plan(policy, program, *, recompute, offload):
         events += hook_events(program, ins, "offloader_hook",
                               steps={s.index for s in program.steps} - inside)
         events += conv_hook_events(program, ins)
+        events += offload_copy_events(ins)
     notes = {"placement": "modules", "segments": len(segments) if recompute else 0,
              "dropped_tensors": len(dropped), "offloaded_tensors": len(entries),
              "offloaded_bytes": sum(program.tensors[t].nbytes for t in entries), **OFFLOADER}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import collections
 
-from ..plan import Compute, Recompute
+from ..plan import Compute, Offload, Prefetch, Recompute
 
 
 def checkpoint_events(program, instructions, owner, dropped):
@@ -90,3 +90,15 @@ def conv_hook_events(program, instructions):
     return [(i, "conv_hook", "F", 1) for i, ins in enumerate(instructions)
             if type(ins) in (Compute, Recompute) and program.steps[ins.step].type == "CONV"
             and (type(ins) is Recompute or program.steps[ins.step].phase == "F")]
+
+
+def offload_copy_events(instructions):
+    """The ``Offloader``'s Python path around each copy: one ``offload_copy`` (F) per
+    ``Offload`` (the copy's issue on its stream, its event, the retiring wait) and one (B) per
+    ``Prefetch`` (the device buffer, the H2D stream and event, the compute stream's wait).
+
+    >>> offload_copy_events([Compute(0), Offload(3), Compute(1), Prefetch(3), Compute(2)])
+    [(1, 'offload_copy', 'F', 1), (3, 'offload_copy', 'B', 1)]
+    """
+    return [(i, "offload_copy", "F" if type(ins) is Offload else "B", 1)
+            for i, ins in enumerate(instructions) if type(ins) in (Offload, Prefetch)]

@@ -237,7 +237,8 @@ def _issue_s(table, op, memo):
 
 # host work of memory plans outside aten ops (:meth:`snsim.torchsim.record.Recorder.host_event`)
 PLAN_HOST_MECHANISMS = ("checkpoint", "checkpoint_args", "saved_tensors_hook",
-                        "pinned_pack", "offloader_hook", "conv_hook", "selective")
+                        "pinned_pack", "offloader_hook", "conv_hook", "offload_copy",
+                        "selective")
 
 
 def plan_host_s(mechanism, phase, count, costs):
@@ -254,7 +255,10 @@ def plan_host_s(mechanism, phase, count, costs):
     pack/unpack (``offloader_hook``), ``count * offloader_saved_s`` where the probe timed it,
     else the bare hook's ``hook_saved_s`` (a lower bound: it is a saved-tensor hook too);
     ``count`` calls of its forward hook on a convolution (``conv_hook``, forward and
-    recomputation alike), ``count * conv_hook_call_s["F"]`` (0 where not timed); selective
+    recomputation alike), ``count * conv_hook_call_s["F"]`` (0 where not timed); ``count``
+    tensors the offloader copies out (``offload_copy``, F) or prefetches back (B), ``count *
+    offload_copy_s`` of the phase: the Python path around the copy, its issue included (the
+    copy op itself costs the host nothing more; 0 where not timed); selective
     checkpointing's dispatch modes in a checkpointed call whose forward asked their policy
     about ``count`` aten ops (forward: F, recomputation: B), ``selective_call_s + count *
     selective_op_s`` (0 where not timed). Costs from
@@ -283,6 +287,8 @@ def plan_host_s(mechanism, phase, count, costs):
         return count * per.get(phase, 0.0)
     if mechanism == "conv_hook":
         return count * costs.get("conv_hook_call_s", {}).get("F", 0.0)
+    if mechanism == "offload_copy":
+        return count * costs.get("offload_copy_s", {}).get(phase, 0.0)
     if mechanism == "selective":
         return (costs.get("selective_call_s", {}).get(phase, 0.0)
                 + count * costs.get("selective_op_s", {}).get(phase, 0.0))
@@ -359,6 +365,11 @@ def innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
             continue
         if i in accumulations and op[1] not in NO_KERNEL_OPS:
             out[i] = h + inn["per_accumulate_s"]    # an add_ from C++, at any size
+            continue
+        if op[1] in SIDE_COPY_OPS:
+            # the offloader's copy on its own stream: its issue is part of the Python path
+            # around it, priced as a whole by the plan's offload_copy event (plan_host_s)
+            out[i] = h
             continue
         if op[1] in NO_KERNEL_OPS or op[1] in COPY_WAIT_OPS:
             # views, metadata: in the per-call figure of the calls with a kernel; a .item()

@@ -545,6 +545,7 @@ class Offloader:
             self.offloaded_bytes += nbytes
             if self.shadow:
                 src = t.detach()
+                _hook_event("F", "offload_copy")
                 side_copy_ops()["d2h_pinned_async"](src)
                 self.pending.append((None, src))
             else:
@@ -571,6 +572,7 @@ class Offloader:
         if e.gpu is not None or e.unpacked >= e.packs:
             return
         if self.shadow:
+            _hook_event("B", "offload_copy")
             e.gpu = torch.empty(e.numel, dtype=e.dtype)
             side_copy_ops()["h2d_pinned_async"](e.gpu)
             e.event = True

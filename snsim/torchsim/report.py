@@ -478,11 +478,16 @@ def _plan_host_model_text():
         return []
     us = {k: {p: f"{v * 1e6:.1f}" for p, v in c[k].items()}
           for k in ("checkpoint_call_s", "checkpoint_saved_s", "hook_saved_s",
-                    "conv_hook_call_s", "offloader_saved_s", "checkpoint_arg_s",
+                    "conv_hook_call_s", "offloader_saved_s", "offload_copy_s",
+                    "checkpoint_arg_s",
                     "selective_call_s", "selective_op_s") if k in c}
     extra = []
     for key, what in (("offloader_saved_s", "the SuperNeurons offloader's pack/unpack per call"),
                       ("conv_hook_call_s", "its forward hook per convolution call"),
+                      ("offload_copy_s", "its Python around each copy (the copy's issue on "
+                                         "its stream, its event, the retiring wait; the "
+                                         "prefetch's buffer, stream, event and the compute "
+                                         "stream's wait)"),
                       ("checkpoint_arg_s", "a checkpoint call's RNG state stash and saved "
                                            "input per tensor argument beyond the first"),
                       ("selective_op_s", "selective checkpointing's dispatch modes")):
