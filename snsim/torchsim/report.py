@@ -2149,6 +2149,54 @@ def build_report(traces_dir="traces/h200"):
         "the device call (`traces/h200/plans_heldout26/predicted_before_run.csv`, "
         "`scripts/predict_set.py heldout26`, commit c772af6).")
 
+    _held_out_section(L, traces_dir, captured, "plans_heldout27",
+                      "### 1z''''''''. A twenty-seventh held-out set: SuperNeurons' recompute "
+                      "and offload plans\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout27` "
+                      "(`traces/h200/plans_heldout27/`, 2026-12-04 16:42 UTC): written into the "
+                      "suite (commit b21996e) before any of it ran and before any change of "
+                      "session 31: SuperNeurons' own plans placed on module boundaries -- "
+                      "`recompute` (the segments alone: ResNet-50 b96 bf16, DenseNet-169 b48 "
+                      "bf16 AdamW, EfficientNet-B1 b96 fp16, ConvNeXt-S b32 bf16 AdamW, Swin-T "
+                      "b32 bf16, Inception-v3 b64, ShuffleNetV2-x1.5 b256, ResNeXt-50 b96 bf16, "
+                      "GPT-2 b8 s512 bf16 AdamW, `snsim:gpt` b12 fp16 AdamW) and `offload` (the "
+                      "Offloader alone: ResNet-50 b96 bf16, ResNet-152 b48 fp16, VGG16 b96 "
+                      "AdamW, MobileNetV2 b192 bf16, ViT-B/16 b32 bf16 AdamW, Wide-ResNet-50-2 "
+                      "b64 fp16) and RegNetX-3.2GF b64 fp16 superneurons -- which only "
+                      "ResNet-50 b256, VGG16 b64 and seven fp32 captures of 2026-12-03 had "
+                      "executed. This lease's gauge read 6.5-10.7 us (the table's pace is "
+                      "8.2). Memory: allocated within 0.15 %, reserved within 6.84 % "
+                      "(ResNeXt-50 b96 bf16 recompute: its allocator history, "
+                      "`traces/h200/plans_history/resnext50_32x4d_b96_bf16_recompute.json.gz`, "
+                      "replays exactly with the engine's placement; the requests differ, "
+                      "grouped convolutions' cuDNN workspaces of 154 against 158 MB and the "
+                      "like, looked up from other batches). Step time: ResNet-152 b48 fp16 "
+                      "`offload` -36.6 %. Profiled after the run (`traces/h200/probe_s31/`): "
+                      "its kernels and its copies took what the model gave them (forward "
+                      "kernels 11.8 ms with and without the copies, copies 39.5 ms each way, "
+                      "predicted 13.5 and 39.5), and the launching thread was 40-75 ms slower "
+                      "in forward than plain: the Offloader's Python around each copy (its "
+                      "stream context, `wait_stream`, event and retiring wait, seven "
+                      "`torch.cuda.current_stream()` calls) costs about 100 us, where the "
+                      "model charged the copy's 7 us tight-loop issue. `scripts/steptime_probe"
+                      ".py ckpt` timed it (`offloader_copies`: 101 us per copy out, 70 us per "
+                      "prefetch; `configs/kernels/probe/checkpoint_costs_offcopies.csv`), the "
+                      "`offload_copy` plan host cost (session 31): ResNet-152 offload -36.6 -> "
+                      "-25.1 %, Wide-ResNet-50-2 -10.9 -> -9.0 %, RegNetY-1.6GF b64 offload "
+                      "(the fresh captures) -19.1 -> -10.0 %, DenseNet-121 b128 offload -16.7 "
+                      "-> -12.8 %. GPT-2 b8 recompute (-27.5 %; one segment, the whole model: "
+                      "`find_segments` finds no container of blocks directly under a Hugging "
+                      "Face model, and the prediction runs the same plan) steps 68-81 ms in "
+                      "four processes against 54 ms predicted, its GPU time (41.7 ms measured, "
+                      "39.6 predicted) and its host walls (50-54 ms in three of them) each "
+                      "below the step: not found why.")
+    _local_prediction_section(
+        L, traces_dir, captured, "plans_heldout27",
+        "The same runs against the predictions `snsim predict` made of them on this CPU "
+        "(torch 2.14.1, modelling the H200's torch 2.11) with the same code, committed before "
+        "the device call (`traces/h200/plans_heldout27/predicted_before_run.csv`, "
+        "`scripts/predict_set.py heldout27`, commit b21996e).")
+
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "
