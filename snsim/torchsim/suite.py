@@ -920,6 +920,19 @@ _HELDOUT27_TOKENS = (
     ("snsim:gpt", 12, (512,), {"recompute": []}, {"optimizer": "adamw", "amp": "fp16"}),
 )
 PLAN_HELDOUT27 = _plan_set(_HELDOUT27, _HELDOUT27_TOKENS)
+# held-out set 28 (2026-12-04, session 31), written before any of it ran and after the
+# offloader's Python around each copy became a measured plan host cost (offload_copy): the
+# offloader on networks, batches and precisions never run with it
+_HELDOUT28 = (
+    ("torchvision:resnet101", 64, {"offload": []}, {"amp": "fp16"}),
+    ("torchvision:densenet201", 32, {"offload": []}, {}),
+    ("torchvision:efficientnet_b3", 64, {"offload": []}, {"amp": "bf16"}),
+    ("torchvision:vgg19_bn", 48, {"offload": []}, {"amp": "fp16", "optimizer": "adamw"}),
+    ("torchvision:regnet_y_3_2gf", 64, {"superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:mobilenet_v3_large", 128, {"offload": []}, {"amp": "bf16"}),
+    ("torchvision:resnet34", 128, {"superneurons": []}, {"amp": "fp16"}),
+)
+PLAN_HELDOUT28 = _plan_set(_HELDOUT28)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -947,6 +960,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout22": PLAN_HELDOUT22, "heldout23": PLAN_HELDOUT23,
              "heldout24": PLAN_HELDOUT24, "heldout25": PLAN_HELDOUT25,
              "heldout26": PLAN_HELDOUT26, "heldout27": PLAN_HELDOUT27,
+             "heldout28": PLAN_HELDOUT28,
              "pageable": PLAN_PAGEABLE}
 
 
