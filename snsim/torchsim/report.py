@@ -2197,6 +2197,32 @@ def build_report(traces_dir="traces/h200"):
         "the device call (`traces/h200/plans_heldout27/predicted_before_run.csv`, "
         "`scripts/predict_set.py heldout27`, commit b21996e).")
 
+    _held_out_section(L, traces_dir, captured, "plans_heldout28",
+                      "### 1z'''''''''. A twenty-eighth held-out set: the offloader after its "
+                      "copies' host cost\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout28` "
+                      "(`traces/h200/plans_heldout28/`, 2026-12-04 17:20 UTC): written into the "
+                      "suite (commit e472353) after the `offload_copy` plan host cost (set 27 "
+                      "above) and before any of it ran: the SuperNeurons offloader on networks, "
+                      "batches and precisions never run with it -- `offload` on ResNet-101 b64 "
+                      "fp16, DenseNet-201 b32, EfficientNet-B3 b64 bf16, VGG19-BN b48 fp16 "
+                      "AdamW and MobileNetV3-L b128 bf16, `superneurons` on RegNetY-3.2GF b64 "
+                      "bf16 and ResNet-34 b128 fp16. This lease's gauge read 6.8-9.3 us. The "
+                      "two copy-heavy offloads of deep networks are still 15 % under (ResNet-"
+                      "101 b64 fp16 -15.4 %, DenseNet-201 b32 -14.7 %): as ResNet-152's in set "
+                      "27, their backward -- the prefetches' H2D copies on one stream, each "
+                      "gated by the compute stream's queued work and waited for by the node "
+                      "that reads it -- steps slower than the engine's schedule of the same "
+                      "copies and kernels (ResNet-152 b48 fp16: backward walls 57-74 ms in "
+                      "four processes, modelled 51 ms; the copies 39.6 ms and kernels 22.0 ms "
+                      "as modelled, `traces/h200/probe_s31/`): not found why.")
+    _local_prediction_section(
+        L, traces_dir, captured, "plans_heldout28",
+        "The same runs against the predictions `snsim predict` made of them on this CPU "
+        "(torch 2.14.1, modelling the H200's torch 2.11) with the same code, committed before "
+        "the device call (`traces/h200/plans_heldout28/predicted_before_run.csv`, "
+        "`scripts/predict_set.py heldout28`, commit e472353).")
+
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "
