@@ -117,6 +117,13 @@ CONFIGS = {
          "fp16"),
         ("hf:HuggingFaceTB/SmolLM2-135M@512", 8, "plain", "", "adamw", "fp16"),
     ],
+    # the offloader's host cost in real networks against the chain probe's (the in-network
+    # ratio of scripts/offload_innet.py): calibration networks no held-out set ran offloaded
+    "offload_innet": [
+        (m, b, pol, "", "sgd-momentum", "none")
+        for m, b in (("torchvision:resnet50", 32), ("torchvision:vgg16", 32),
+                     ("torchvision:densenet121", 32), ("torchvision:mobilenet_v2", 64))
+        for pol in ("plain", "offload")],
     # held-out set 27's step-time misses (traces/h200/plans_heldout27: -37 to -12 %), each
     # with its plain step
     "heldout27": [

@@ -67,12 +67,15 @@ def price(doc, hw, table, costs=None):
 
 
 def chain_costs(costs):
-    """``costs`` with the checkpoint costs of the synthetic chains, the in-network ratios
-    (``checkpoint_innet``) divided out."""
-    from snsim.kernel_table import scale_checkpoint_costs
+    """``costs`` with the plan costs of the synthetic chains, the in-network ratios
+    (``checkpoint_innet``, ``offload_innet``) divided out."""
+    from snsim.kernel_table import OFFLOAD_INNET_KEYS, scale_checkpoint_costs
     out = dict(costs)
     ratio = out.pop("checkpoint_innet", {})
     out.update(scale_checkpoint_costs(out, {ph: 1.0 / r for ph, r in ratio.items()}))
+    ratio = out.pop("offload_innet", {})
+    out.update(scale_checkpoint_costs(out, {ph: 1.0 / r for ph, r in ratio.items()},
+                                      OFFLOAD_INNET_KEYS))
     return out
 
 

@@ -1495,6 +1495,11 @@ def load_host_costs(name):
       median 1.31x in forward, 1.48x beyond the recomputation's ops in backward), as an aten
       call does in a step against a tight loop (``innet``'s ratios); ``checkpoint_call_s``,
       ``checkpoint_saved_s`` and ``checkpoint_arg_s`` are the chain's fit times these.
+    * ``offload_innet``: ``{phase: ratio}`` of ``<name>_offload_innet.csv`` (the same format,
+      ``scripts/offload_innet.py``): the SuperNeurons offloader's extra backward in four
+      calibration networks against the chain's costs (the H200: 2.84x, summed; the forward's
+      walls hold its waits for copies and do not measure it); ``offload_copy_s`` and
+      ``offloader_saved_s`` of that phase are the chain's fit times it.
 
     Examples
     --------
@@ -1514,6 +1519,11 @@ def load_host_costs(name):
             if rpath.exists():
                 out["checkpoint_innet"] = read_checkpoint_innet(rpath)
                 out.update(scale_checkpoint_costs(out, out["checkpoint_innet"]))
+            opath = folder / f"{name}_offload_innet.csv"
+            if opath.exists():
+                out["offload_innet"] = read_checkpoint_innet(opath)
+                out.update(scale_checkpoint_costs(out, out["offload_innet"],
+                                                  OFFLOAD_INNET_KEYS))
     table = load_kernel_table(name) if "innet" in out else None
     alloc = table.pinned_alloc_s() if table is not None else 0.0
     if alloc:
@@ -1526,17 +1536,19 @@ def load_host_costs(name):
 #: the host costs of a checkpoint call that :func:`load_host_costs` scales by the in-network
 #: ratios (selective checkpointing's and the hooks' are the chain's as fitted)
 CHECKPOINT_INNET_KEYS = ("checkpoint_call_s", "checkpoint_saved_s", "checkpoint_arg_s")
+#: the SuperNeurons offloader's, scaled by its own in-network ratios (``offload_innet``)
+OFFLOAD_INNET_KEYS = ("offload_copy_s", "offloader_saved_s")
 
 
-def scale_checkpoint_costs(costs, ratio):
-    """``{key: {phase: seconds}}`` of :data:`CHECKPOINT_INNET_KEYS` in ``costs``, each phase's
-    seconds times ``ratio[phase]`` (1 where absent).
+def scale_checkpoint_costs(costs, ratio, keys=CHECKPOINT_INNET_KEYS):
+    """``{key: {phase: seconds}}`` of ``keys`` in ``costs``, each phase's seconds times
+    ``ratio[phase]`` (1 where absent).
 
     >>> scale_checkpoint_costs({"checkpoint_call_s": {"F": 2.0, "B": 3.0}}, {"F": 1.5})
     {'checkpoint_call_s': {'F': 3.0, 'B': 3.0}}
     """
     return {key: {ph: v * ratio.get(ph, 1.0) for ph, v in costs[key].items()}
-            for key in CHECKPOINT_INNET_KEYS if key in costs}
+            for key in keys if key in costs}
 
 
 def read_checkpoint_innet(path):

@@ -558,3 +558,11 @@ def test_reprice_chain_costs_are_the_probe_fit_without_the_ratio():
         for ph in "FB":
             assert chain[key][ph] == pytest.approx(fit[key][ph], rel=1e-9)
     assert c["checkpoint_call_s"]["B"] > chain["checkpoint_call_s"]["B"]
+    # the offloader's backward costs likewise (configs/kernels/h200_offload_innet.csv)
+    assert "offload_innet" not in chain and "offload_innet" in c
+    for key in ("offload_copy_s", "offloader_saved_s"):
+        for ph in "FB":
+            assert chain[key][ph] == pytest.approx(fit[key][ph], rel=1e-9)
+    assert c["offload_copy_s"]["B"] == pytest.approx(
+        fit["offload_copy_s"]["B"] * c["offload_innet"]["B"], rel=1e-9)
+    assert c["offload_copy_s"]["F"] == pytest.approx(fit["offload_copy_s"]["F"], rel=1e-9)

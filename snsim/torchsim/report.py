@@ -2215,7 +2215,26 @@ def build_report(traces_dir="traces/h200"):
                       "that reads it -- steps slower than the engine's schedule of the same "
                       "copies and kernels (ResNet-152 b48 fp16: backward walls 57-74 ms in "
                       "four processes, modelled 51 ms; the copies 39.6 ms and kernels 22.0 ms "
-                      "as modelled, `traces/h200/probe_s31/`): not found why.")
+                      "as modelled, `traces/h200/probe_s31/`). A profiled step's timeline "
+                      "(`scripts/plan_timeline_probe.py`) shows the compute stream idle for "
+                      "the launching thread, not for the copies (ResNet-152: of a 92.5 ms "
+                      "backward, 22.0 ms kernels, 0.7 ms waiting for a copy, 69.6 ms other "
+                      "gaps; each copy started 18 us after its issue): the offloader's "
+                      "backward costs the thread more in a network than in the probe's chain. "
+                      "`scripts/offload_innet.py` measured how much on four calibration "
+                      "networks no held-out set ran offloaded (ResNet-50 b32, VGG16 b32, "
+                      "DenseNet-121 b32, MobileNetV2 b64, fp32; `traces/h200/offload_innet/`): "
+                      "their offload-less-plain backward walls, at the table's pace, over the "
+                      "modelled extra host, 44.1 against 15.5 ms, 2.84x "
+                      "(`configs/kernels/h200_offload_innet.csv`; 0.7-3.7x per network), "
+                      "which the offloader's backward costs (`offload_copy`, its unpack) now "
+                      "carry. Sets 27 and 28's offloader runs re-predicted with it (after the "
+                      "runs, no before-run figures; `docs/data/"
+                      "plans_heldout27_28_offload_repredicted_h200.csv`): `offload` step mean "
+                      "|error| 9.75 -> 5.80 %, max 36.6 -> 16.2 % (ResNet-152 -36.6 -> "
+                      "-9.7 %, ResNet-101 -15.4 -> -0.6 %, DenseNet-201 -14.7 -> -3.3 %; "
+                      "EfficientNet-B3 b64 bf16 +3.6 -> +16.2 % and MobileNetV3-L -3.2 -> "
+                      "+7.1 %, over now).")
     _local_prediction_section(
         L, traces_dir, captured, "plans_heldout28",
         "The same runs against the predictions `snsim predict` made of them on this CPU "
