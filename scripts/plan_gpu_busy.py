@@ -207,19 +207,24 @@ def _phase_kernels(prof):
     return out
 
 
-def run_one(model, batch, policy, opts, optimizer, amp, args):
-    """Measure one configuration (see the module docstring)."""
+def plan_step(model, batch, policy, opts, optimizer, amp, dev):
+    """``(step, sync)`` of one configuration built and trained as ``snsim execute`` runs it
+    (the plan's real transform, ``train_step``'s step: autocast around forward and loss,
+    GradScaler for fp16). ``step(marked=False, clock=None)``: one training step; ``marked``
+    puts each phase in a profiler range ``phase_F`` / ``_B`` / ``_U`` that ends with the GPU
+    synchronised (its kernels inside it), ``clock`` (a list) gets ``time.perf_counter()``
+    appended after each phase. ``opts``: the plan's options, space-separated. Shared by the
+    plan probes (``plan_host_pyprofile.py``, ``plan_timeline_probe.py``)."""
     import contextlib
     import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import record_function
 
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.models import resolve_sized
     from snsim.torchsim.plans import as_plan, make_transform
     from snsim.torchsim.predict import infer_target_of
     from snsim.torchsim.record import compute_loss
-    cuda = args.device == "cuda"
-    dev = args.device
+    cuda = dev == "cuda"
     spec = resolve_sized(model)
     setup = TrainSetup(optimizer, "foreach", None if amp == "none" else amp)
     net = spec.build().train()
@@ -273,7 +278,15 @@ def run_one(model, batch, policy, opts, optimizer, amp, args):
                 opt.zero_grad(set_to_none=True)
             if clock is not None:
                 clock.append(time.perf_counter())
+    return step, sync
 
+
+def run_one(model, batch, policy, opts, optimizer, amp, args):
+    """Measure one configuration (see the module docstring)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    cuda = args.device == "cuda"
+    step, sync = plan_step(model, batch, policy, opts, optimizer, amp, args.device)
     for _ in range(3):
         step()
     sync()

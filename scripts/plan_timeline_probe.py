@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import json
 import os
 import statistics
@@ -37,53 +36,14 @@ def main(argv=None):
     ap.add_argument("--amp", default="none")
     ap.add_argument("--slack-us", type=float, default=5.0)
     args = ap.parse_args(argv)
-    import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import ProfilerActivity, profile
 
-    from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.models import resolve_sized
-    from snsim.torchsim.plans import as_plan, make_transform
-    from snsim.torchsim.predict import infer_target_of
-    from snsim.torchsim.record import compute_loss
-    spec = resolve_sized(args.model)
-    setup = TrainSetup(args.optimizer, "foreach", None if args.amp == "none" else args.amp)
-    net = spec.build().train()
-    target = infer_target_of(net, spec.make_input(2))
-    net = net.to("cuda")
-    x, y = spec.make_input(args.batch, "cuda"), target.make(args.batch, "cuda")
-    net = make_transform(as_plan(args.policy, []))(net)
-    opt = setup.make_optimizer(net.parameters())
-    autocast = setup.autocast("cuda") or contextlib.nullcontext
-    scaler = setup.grad_scaler("cuda")
-
-    @contextlib.contextmanager
-    def phase(name, marked):
-        if not marked:
-            yield
-            return
-        with record_function("phase_" + name):
-            yield
-            torch.cuda.synchronize()
-
-    def step(marked=False):
-        with phase("F", marked):
-            with autocast():
-                loss = compute_loss(net(x), y, spec.aux_loss_weight)
-            if scaler is not None:
-                loss = scaler.scale(loss)
-        with phase("B", marked):
-            loss.backward()
-        with phase("U", marked):
-            if scaler is not None:
-                scaler.step(opt)
-                scaler.update()
-            else:
-                opt.step()
-            opt.zero_grad(set_to_none=True)
-
+    from plan_gpu_busy import plan_step
+    step, sync = plan_step(args.model, args.batch, args.policy, "", args.optimizer, args.amp,
+                           "cuda")
     for _ in range(4):
         step()
-    torch.cuda.synchronize()
+    sync()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         step(marked=True)
     path = os.path.join(tempfile.mkdtemp(), "trace.json")
