@@ -309,6 +309,24 @@ def test_recompute_segments_of_a_predicted_program_are_find_segments():
         assert list(recompute_segments(prog)) == [p for p, _ in find_segments(net)], model
 
 
+def test_recompute_segments_of_a_hugging_face_model_are_its_blocks():
+    """A Hugging Face model holds its blocks through wrappers (GPT2LMHeadModel.transformer.h):
+    SuperNeurons' recompute checkpoints each block, not the whole model as one segment, on the
+    torch side and in the engine alike."""
+    pytest.importorskip("transformers")
+    from snsim.policies._groups import recompute_segments
+    from snsim.torchsim.models import resolve_model
+    from snsim.torchsim.plans import find_segments
+    from snsim.torchsim.predict import predict
+    from snsim.trace import program_from_dict
+    spec = resolve_model("hf:gpt2", input_shape=(32,))
+    segs = [p for p, _ in find_segments(spec.build())]
+    assert segs == [f"model.transformer.h.{i}" for i in range(12)]     # GPT-2's 12 layers
+    prog = program_from_dict(predict("hf:gpt2", 1, input_shape=(32,))["program"],
+                             source="plain")
+    assert list(recompute_segments(prog)) == segs
+
+
 def test_cpu_offload_unpacks_a_device_copy_of_each_saved_weight(tiny):
     """save_on_cpu's pack hook also sees the weights addmm saves (as mat2): backward's unpack
     makes a device copy of each for its node, so the plan carries one per Linear, spanning that

@@ -210,7 +210,9 @@ def recompute_segments(program):
     finds them on the model, from the program's module tree.
 
     Inside a container (and inside a module that holds a container of two or more blocks of
-    one class: ViT's ``Encoder``), every non-leaf child that is not a container is a segment,
+    one class: ViT's ``Encoder``, or holds one through wrappers: a Hugging Face
+    ``GPT2LMHeadModel``'s ``transformer.h``), every non-leaf child that is not a container is a
+    segment,
     and a container is searched in turn; a container of leaf layers with a convolution is cut
     into runs that end at a pooling layer (VGG's ``features[0:4]``). The model's own children
     are searched the same way (its leaves are not segments). The tree records each module's
@@ -251,8 +253,11 @@ def recompute_segments(program):
     def holds_blocks(p):
         for g in kids[p]:
             ks = kids[g]
-            if is_container(g) and len(ks) >= 2 and len({mods.get(k) for k in ks}) == 1 \
-                    and not leaf(ks[0]) and not is_container(ks[0]):
+            if is_container(g):
+                if len(ks) >= 2 and len({mods.get(k) for k in ks}) == 1 \
+                        and not leaf(ks[0]) and not is_container(ks[0]):
+                    return True
+            elif ks and holds_blocks(g):      # a wrapper that holds one (transformer.h)
                 return True
         return False
 

@@ -229,18 +229,23 @@ def find_segments(model):
     list of (str, object)
         ``(path, nn.Module)`` for a block, ``(path, (container, [child names]))`` for a run of
         leaf layers inside a plain conv stack. A module that holds a container of blocks
-        (ViT's ``Encoder``, ``nn.TransformerEncoder``) is searched like a container, so its
-        blocks are the segments rather than the whole module.
+        (ViT's ``Encoder``, ``nn.TransformerEncoder``), or holds one through wrappers (a
+        Hugging Face ``GPT2LMHeadModel``: ``transformer.h``), is searched like a container, so
+        its blocks are the segments rather than the whole module.
     """
     out = []
 
     def holds_blocks(m):
-        # a container child of >= 2 modules of one non-container block class, nothing else
+        # a container child of >= 2 modules of one non-container block class, or a wrapper
+        # child (neither leaf nor container) that holds one: a Hugging Face model's
+        # GPT2LMHeadModel.transformer.h
         for g in m.children():
             kids = list(g.children())
-            if isinstance(g, _containers()) and len(kids) >= 2 and \
-                    len({type(k) for k in kids}) == 1 and not _is_leaf(kids[0]) and \
-                    not isinstance(kids[0], _containers()):
+            if isinstance(g, _containers()):
+                if len(kids) >= 2 and len({type(k) for k in kids}) == 1 and \
+                        not _is_leaf(kids[0]) and not isinstance(kids[0], _containers()):
+                    return True
+            elif kids and holds_blocks(g):
                 return True
         return False
 

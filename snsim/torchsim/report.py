@@ -2189,7 +2189,11 @@ def build_report(traces_dir="traces/h200"):
                       "Face model, and the prediction runs the same plan) steps 68-81 ms in "
                       "four processes against 54 ms predicted, its GPU time (41.7 ms measured, "
                       "39.6 predicted) and its host walls (50-54 ms in three of them) each "
-                      "below the step: not found why.")
+                      "below the step: not found why. Since this set, `find_segments` and "
+                      "the engine's `recompute_segments` search through such wrappers, so "
+                      "`recompute` and `superneurons` checkpoint GPT-2's 12 blocks, as a "
+                      "user would expect of SuperNeurons' plan (this set ran the "
+                      "whole-model plan; the per-block one has not run on the GPU).")
     _local_prediction_section(
         L, traces_dir, captured, "plans_heldout27",
         "The same runs against the predictions `snsim predict` made of them on this CPU "
