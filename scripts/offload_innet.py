@@ -37,7 +37,7 @@ def main(argv=None):
     sys.path.insert(0, str(ROOT / "scripts"))
     from plan_time_split import split
 
-    from snsim.kernel_table import load_kernel_table
+    from snsim.kernel_table import load_host_costs, load_kernel_table
     folder = Path(args.folder)
     gauge_us = float(re.search(r"gauge_add_us\s+([0-9.]+)",
                                (folder / "gauge.txt").read_text()).group(1))
@@ -62,7 +62,6 @@ def main(argv=None):
               f"{measured / modelled:.2f}")
     # the model already charges the ratio in force (load_host_costs): the new one is relative
     # to the chain's costs, which nearly all of the modelled extra is
-    from snsim.kernel_table import load_host_costs
     before = load_host_costs("h200").get("offload_innet", {}).get("B", 1.0)
     ratio = before * meas_sum / mod_sum
     print(f"B ratio {ratio:.3f} (sum measured {meas_sum * 1e3:.2f} ms over modelled "

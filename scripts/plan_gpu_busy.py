@@ -155,25 +155,35 @@ def _busy_s(spans):
     return busy * 1e-6
 
 
-def _phase_busy(prof):
-    """Per phase, the union of kernel intervals and of copy (memcpy) intervals, and the copies'
-    count and bytes, from a profile of steps that synchronise at the end of every phase range
-    (``phase_F`` ...): every GPU event then lies in the range of the phase that issued it."""
+def _phased_events(prof):
+    """``(phase, event, start_us, end_us)`` of every profiled event that starts inside a phase's
+    range (``phase_F`` ...; steps that synchronise at the end of every phase range, so every
+    GPU event lies in the range of the phase that issued it). The ranges themselves are left
+    out: the profiler puts them on the GPU's timeline too (before session 31 that copy was
+    counted as a kernel, so ``kernels_P_s`` was the phase's wall)."""
     from torch.autograd import DeviceType
     evts = prof.events()
     ranges = [(e.time_range.start, e.time_range.end, e.name[len("phase_"):]) for e in evts
               if e.name.startswith("phase_") and e.device_type == DeviceType.CPU]
-    kern = {p: [] for p in PHASES}
-    copy = {p: [] for p in PHASES}
-    ncopy = dict.fromkeys(PHASES, 0)
     for e in evts:
-        if e.device_type != DeviceType.CUDA:
+        if e.name.startswith("phase_"):
             continue
         a, b = e.time_range.start, e.time_range.end
         ph = next((p for s, t, p in ranges if s <= a <= t), None)
-        # the phase's own synchronise, and its range, which the profiler also puts on the
-        # GPU's timeline (before session 31 it was counted: kernels_P_s was the phase's wall)
-        if ph not in kern or "sync" in e.name.lower() or e.name.startswith("phase_"):
+        if ph in PHASES:
+            yield ph, e, a, b
+
+
+def _phase_busy(prof):
+    """Per phase, the union of kernel intervals and of copy (memcpy) intervals, and the copies'
+    count and bytes (:func:`_phased_events`)."""
+    from torch.autograd import DeviceType
+    kern = {p: [] for p in PHASES}
+    copy = {p: [] for p in PHASES}
+    ncopy = dict.fromkeys(PHASES, 0)
+    for ph, e, a, b in _phased_events(prof):
+        # GPU events only, less the phase's own synchronise
+        if e.device_type != DeviceType.CUDA or "sync" in e.name.lower():
             continue
         if "memcpy" in e.name.lower():
             copy[ph].append((a, b))
@@ -187,21 +197,12 @@ def _phase_busy(prof):
 def _phase_kernels(prof):
     """``{(phase, name): [count, seconds]}`` of the profiled steps' GPU events (kernels and
     copies) and the launching thread's CUDA runtime calls (``cuda*``: launches, event
-    synchronisations, host allocations), each in the phase whose range it starts in (as
-    :func:`_phase_busy`). The phases' own ranges are left out (the profiler also puts them on
-    the GPU's timeline)."""
+    synchronisations, host allocations), by phase (:func:`_phased_events`)."""
     from torch.autograd import DeviceType
-    evts = prof.events()
-    ranges = [(e.time_range.start, e.time_range.end, e.name[len("phase_"):]) for e in evts
-              if e.name.startswith("phase_") and e.device_type == DeviceType.CPU]
     out = collections.defaultdict(lambda: [0, 0.0])
-    for e in evts:
-        runtime = e.device_type == DeviceType.CPU and e.name.startswith("cuda")
-        if e.device_type != DeviceType.CUDA and not runtime or e.name.startswith("phase_"):
-            continue
-        a, b = e.time_range.start, e.time_range.end
-        ph = next((p for s, t, p in ranges if s <= a <= t), None)
-        if ph in PHASES:
+    for ph, e, a, b in _phased_events(prof):
+        if e.device_type == DeviceType.CUDA or \
+                e.device_type == DeviceType.CPU and e.name.startswith("cuda"):
             out[(ph, e.name)][0] += 1
             out[(ph, e.name)][1] += (b - a) * 1e-6
     return out

@@ -69,13 +69,11 @@ def price(doc, hw, table, costs=None):
 def chain_costs(costs):
     """``costs`` with the plan costs of the synthetic chains, the in-network ratios
     (``checkpoint_innet``, ``offload_innet``) divided out."""
-    from snsim.kernel_table import OFFLOAD_INNET_KEYS, scale_checkpoint_costs
+    from snsim.kernel_table import INNET_RATIOS, scale_plan_costs
     out = dict(costs)
-    ratio = out.pop("checkpoint_innet", {})
-    out.update(scale_checkpoint_costs(out, {ph: 1.0 / r for ph, r in ratio.items()}))
-    ratio = out.pop("offload_innet", {})
-    out.update(scale_checkpoint_costs(out, {ph: 1.0 / r for ph, r in ratio.items()},
-                                      OFFLOAD_INNET_KEYS))
+    for name, keys in INNET_RATIOS.items():
+        ratio = out.pop(name, {})
+        out.update(scale_plan_costs(out, {ph: 1.0 / r for ph, r in ratio.items()}, keys))
     return out
 
 

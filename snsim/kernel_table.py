@@ -1489,7 +1489,7 @@ def load_host_costs(name):
       True)``'s pack allocates (:meth:`KernelTable.pinned_alloc_s` at the in-network ratio of
       every call, ``innet``'s ``*``), where the table has calibrate's ``pack`` rows.
     * ``checkpoint_innet``: ``{phase: ratio}`` of ``<name>_checkpoint_innet.csv``
-      (:func:`read_checkpoint_innet`, ``scripts/ckpt_parts_analyse.py --write-ratios``): a
+      (:func:`read_innet_ratio`, ``scripts/ckpt_parts_analyse.py --write-ratios``): a
       checkpoint call in a real network costs the launching thread more than in the probe's
       synthetic chains (the H200, three real blocks at tiny inputs, three measurements each:
       median 1.31x in forward, 1.48x beyond the recomputation's ops in backward), as an aten
@@ -1515,15 +1515,11 @@ def load_host_costs(name):
         cpath = folder / f"{name}_checkpoint_costs.csv"
         if "checkpoint_call_s" not in out and cpath.exists():
             out.update(fit_plan_host_costs(read_plan_host_rows(cpath)))
-            rpath = folder / f"{name}_checkpoint_innet.csv"
-            if rpath.exists():
-                out["checkpoint_innet"] = read_checkpoint_innet(rpath)
-                out.update(scale_checkpoint_costs(out, out["checkpoint_innet"]))
-            opath = folder / f"{name}_offload_innet.csv"
-            if opath.exists():
-                out["offload_innet"] = read_checkpoint_innet(opath)
-                out.update(scale_checkpoint_costs(out, out["offload_innet"],
-                                                  OFFLOAD_INNET_KEYS))
+            for ratio, keys in INNET_RATIOS.items():
+                rpath = folder / f"{name}_{ratio}.csv"
+                if rpath.exists():
+                    out[ratio] = read_innet_ratio(rpath)
+                    out.update(scale_plan_costs(out, out[ratio], keys))
     table = load_kernel_table(name) if "innet" in out else None
     alloc = table.pinned_alloc_s() if table is not None else 0.0
     if alloc:
@@ -1533,27 +1529,30 @@ def load_host_costs(name):
     return out
 
 
-#: the host costs of a checkpoint call that :func:`load_host_costs` scales by the in-network
-#: ratios (selective checkpointing's and the hooks' are the chain's as fitted)
-CHECKPOINT_INNET_KEYS = ("checkpoint_call_s", "checkpoint_saved_s", "checkpoint_arg_s")
-#: the SuperNeurons offloader's, scaled by its own in-network ratios (``offload_innet``)
-OFFLOAD_INNET_KEYS = ("offload_copy_s", "offloader_saved_s")
+#: ``{ratio file: plan host costs it scales}``: the in-network ratios :func:`load_host_costs`
+#: reads from ``<preset>_<ratio file>.csv`` and the chain-fitted costs each multiplies -- a
+#: checkpoint call's (selective checkpointing's and the bare hooks' are the chain's as fitted)
+#: and the SuperNeurons offloader's
+INNET_RATIOS = {"checkpoint_innet": ("checkpoint_call_s", "checkpoint_saved_s",
+                                     "checkpoint_arg_s"),
+                "offload_innet": ("offload_copy_s", "offloader_saved_s")}
 
 
-def scale_checkpoint_costs(costs, ratio, keys=CHECKPOINT_INNET_KEYS):
+def scale_plan_costs(costs, ratio, keys):
     """``{key: {phase: seconds}}`` of ``keys`` in ``costs``, each phase's seconds times
     ``ratio[phase]`` (1 where absent).
 
-    >>> scale_checkpoint_costs({"checkpoint_call_s": {"F": 2.0, "B": 3.0}}, {"F": 1.5})
+    >>> scale_plan_costs({"checkpoint_call_s": {"F": 2.0, "B": 3.0}}, {"F": 1.5},
+    ...                  INNET_RATIOS["checkpoint_innet"])
     {'checkpoint_call_s': {'F': 3.0, 'B': 3.0}}
     """
     return {key: {ph: v * ratio.get(ph, 1.0) for ph, v in costs[key].items()}
             for key in keys if key in costs}
 
 
-def read_checkpoint_innet(path):
-    """``{phase: ratio}`` of a ``<preset>_checkpoint_innet.csv`` (columns ``phase``, F or B,
-    and ``ratio``, a positive number; :func:`load_host_costs`).
+def read_innet_ratio(path):
+    """``{phase: ratio}`` of a ``<preset>_checkpoint_innet.csv`` or ``_offload_innet.csv``
+    (columns ``phase``, F or B, and ``ratio``, a positive number; :func:`load_host_costs`).
 
     Raises
     ------

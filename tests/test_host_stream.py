@@ -527,15 +527,15 @@ def test_idle_gaps_attributes_each_gpu_gap_to_what_ended_it():
 def test_checkpoint_innet_ratio_file_is_checked(tmp_path):
     # a ratio file with a bad row stops with one line naming the file, the row and the rule
     from snsim.errors import ConfigError
-    from snsim.kernel_table import read_checkpoint_innet
+    from snsim.kernel_table import read_innet_ratio
     good = tmp_path / "ok.csv"
     good.write_text("phase,ratio,n,source\nF,1.25,3,x\nB,1.5,3,x\n")
-    assert read_checkpoint_innet(good) == {"F": 1.25, "B": 1.5}
+    assert read_innet_ratio(good) == {"F": 1.25, "B": 1.5}
     for body in ("F,-1,3,x\n", "U,1.2,3,x\n", "F,abc,3,x\n", "F,inf,3,x\n"):
         bad = tmp_path / "bad.csv"
         bad.write_text("phase,ratio,n,source\n" + body)
         with pytest.raises(ConfigError, match=r"bad\.csv:2: needs phase F or B and ratio"):
-            read_checkpoint_innet(bad)
+            read_innet_ratio(bad)
 
 
 def test_reprice_chain_costs_are_the_probe_fit_without_the_ratio():
