@@ -933,6 +933,29 @@ _HELDOUT28 = (
     ("torchvision:resnet34", 128, {"superneurons": []}, {"amp": "fp16"}),
 )
 PLAN_HELDOUT28 = _plan_set(_HELDOUT28)
+# held-out set 29 (2026-12-04, session 32), written before any of it ran and before any change
+# of the session: SuperNeurons' plans on Hugging Face decoders and transformers (recompute and
+# superneurons now checkpoint each block of a wrapped model: commit 5451576, never run on a GPU),
+# and networks, batches and precisions never run with these plans
+_HELDOUT29 = (
+    ("torchvision:vit_b_16", 64, {"recompute": []}, {"amp": "bf16"}),
+    ("torchvision:swin_s", 32, {"offload": []}, {"amp": "bf16", "optimizer": "adamw"}),
+    ("torchvision:resnet50", 128, {"superneurons": []}, {}),
+    ("torchvision:densenet121", 64, {"offload": []}, {"amp": "fp16"}),
+    ("torchvision:mobilenet_v2", 128, {"recompute": []}, {"amp": "bf16", "optimizer": "adamw"}),
+    ("torchvision:efficientnet_b0", 128, {"superneurons": []}, {"amp": "fp16"}),
+)
+_HELDOUT29_TOKENS = (
+    ("hf:gpt2", 8, (512,), {"recompute": [], "superneurons": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:gpt2-medium", 4, (512,), {"offload": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:EleutherAI/pythia-410m", 4, (512,), {"recompute": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:HuggingFaceTB/SmolLM2-135M", 8, (512,), {"superneurons": []}, {"amp": "bf16"}),
+    ("hf:facebook/opt-350m", 8, (256,), {"recompute": []}, {"optimizer": "adamw", "amp": "fp16"}),
+    ("snsim:transformer_encoder", 64, (512,), {"superneurons": []}, {}),
+)
+PLAN_HELDOUT29 = _plan_set(_HELDOUT29, _HELDOUT29_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -960,7 +983,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout22": PLAN_HELDOUT22, "heldout23": PLAN_HELDOUT23,
              "heldout24": PLAN_HELDOUT24, "heldout25": PLAN_HELDOUT25,
              "heldout26": PLAN_HELDOUT26, "heldout27": PLAN_HELDOUT27,
-             "heldout28": PLAN_HELDOUT28,
+             "heldout28": PLAN_HELDOUT28, "heldout29": PLAN_HELDOUT29,
              "pageable": PLAN_PAGEABLE}
 
 
