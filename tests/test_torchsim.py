@@ -919,6 +919,44 @@ def test_fake_efficient_attention_records_cuda_lifetimes():
     assert seq((kind, sid) for m, kind, sid in stream) == got
 
 
+@pytest.mark.parametrize("shape,dtype,workspace_bytes", [
+    # H200 allocator histories (traces/h200/plans_history, torch 2.11, cuDNN 9.19): the
+    # block taken after dQ, dK and dV in every attention backward
+    ((64, 12, 197, 64), torch.bfloat16, 39_337_216),   # vit_b_16_b64_bf16_recompute
+    ((128, 12, 50, 64), torch.bfloat16, 19_968_256),   # vit_b_32_b128_adamw_bf16_plain
+    ((16, 12, 512, 64), torch.float16, 25_559_296),    # gpt2_b16_adam_fp16_checkpoint_...
+])
+def test_cudnn_attention_backward_workspace_is_the_history_one(shape, dtype, workspace_bytes):
+    """B * H * M * (K + 1) * 4 + 256: the fp32 dQ accumulator and row sums, by hand
+    (64 * 12 * 197 * 65 * 4 = 39,336,960, + 256), freed inside the call."""
+    from snsim.torchsim.record import TempFree, cuda_temporaries
+    name = "_scaled_dot_product_cudnn_attention_backward"
+    args = _attention_args(_mha_grad(*shape, device="meta"), dtype)
+    assert cuda_temporaries(name, args, "cpu") == ((), [workspace_bytes, TempFree(0)])
+    assert cuda_temporaries(name, args, "cuda") == ((), ())   # a capture sees its own
+
+
+def test_fake_cudnn_attention_backward_takes_its_workspace_after_the_gradients():
+    """A bf16 fake run of the GPT (12 heads of 64) on the H200 preset runs cuDNN attention;
+    each backward allocates dQ, dK, dV ([2, 12, 16, 64] bf16), then the workspace
+    (2 * 12 * 16 * 65 * 4 + 256 B), freed before the call returns."""
+    from snsim.torchsim.amp import TrainSetup
+    from snsim.torchsim.predict import record_fake
+    rec = record_fake(resolve_model("snsim:gpt", input_shape=(16,)), 2,
+                      TrainSetup.parse("sgd-momentum", "foreach", "bf16"), iterations=1,
+                      gpu="h200")["rec"]
+    bwd = [k for k, op in enumerate(rec.ops)
+           if op[1] == "_scaled_dot_product_cudnn_attention_backward"]
+    assert len(bwd) == 12
+    k = bwd[0]
+    made = [sid for m, kind, sid, op in rec.events if kind == "a" and op == k]
+    work = 2 * 12 * 16 * 65 * 4 + 256
+    assert [rec.storages[sid][0] for sid in made] == [2 * 12 * 16 * 64 * 2] * 3 + [work]
+    assert rec.storages[made[3]][2] == "cuda_temp"
+    frees = [op for m, kind, sid, op in rec.events if kind == "f" and sid == made[3]]
+    assert frees == [k]                  # freed inside the call
+
+
 @pytest.mark.parametrize("geometry,expected", [
     # H200 histories (traces/h200/plans_history): convnext_base b32 bf16 checkpoint, a layer
     # scale's gradient, sum over (0, 2, 3) of a channels-last float32 [32, 128, 56, 56]

@@ -251,6 +251,35 @@ def efficient_attention_backward_temporaries(args):
     return before, after
 
 
+# bytes cuDNN's SDPA backward workspace takes beyond its fp32 dQ accumulator and softmax row
+# sums: the three H200 histories of cudnn_attention_backward_temporaries, all the same [M]
+CUDNN_SDPA_BACKWARD_EXTRA_BYTES = 256
+
+
+def cudnn_attention_backward_temporaries(args):
+    """``(before, after)`` of ``_scaled_dot_product_cudnn_attention_backward`` on CUDA
+    (:func:`cuda_temporaries`): the cuDNN graph's workspace, taken after dQ, dK and dV and
+    freed before the call returns (aten/src/ATen/native/cudnn/MHA.cpp, ``run_cudnn_SDP_bprop``:
+    ``at::empty`` of the graph's ``get_workspace_size()``). cuDNN's flash-attention backward
+    accumulates dQ in fp32 and keeps fp32 row sums of dO * O, so the workspace is
+    ``B * H * S_q * (D + 1) * 4`` bytes plus :data:`CUDNN_SDPA_BACKWARD_EXTRA_BYTES`, for
+    query ``[B, H, S_q, D]``. The H200 allocator histories (torch 2.11, cuDNN 9.19;
+    traces/h200/plans_history) hold exactly that after the three gradients in every
+    attention backward: ViT-B/16 b64 bf16 (12 x 64 x 197 x 65 x 4 + 256 = 39,337,216 B),
+    ViT-B/32 b128 bf16 (19,968,256 B) and GPT-2 b16 s512 fp16 (causal: 25,559,296 B).
+    No fake kernel makes it and no capture's table held it."""
+    import torch
+    query = args[1] if len(args) > 1 else None
+    if not isinstance(query, torch.Tensor) or query.dim() != 4:
+        return (), ()
+    b, heads, m, d = (concrete_int(v) for v in query.shape)
+    if b * heads * m * d == 0:
+        return (), ()
+    fp32 = 4
+    workspace = b * heads * m * (d + 1) * fp32 + CUDNN_SDPA_BACKWARD_EXTRA_BYTES
+    return (), [workspace, TempFree(0)]
+
+
 def kernel_copies(name, args):
     """The contiguous copies op ``name``'s CUDA kernel makes of its non-contiguous tensor
     arguments, each as a call of its own: ``((tensor, passes), ...)``. A copy is a kernel (a
@@ -318,6 +347,9 @@ def cuda_temporaries(name, args, device_type):
     * fp32 ``_scaled_dot_product_efficient_attention_backward``: the grad_out copy, delta's
       temporaries and the kernel's workspace, some freed inside the kernel (``after`` holds
       :class:`TempFree` entries; :func:`efficient_attention_backward_temporaries`).
+    * ``_scaled_dot_product_cudnn_attention_backward`` (fp16/bf16 attention on Hopper): the
+      cuDNN graph's workspace after the three gradients, freed inside the call
+      (:func:`cudnn_attention_backward_temporaries`).
     * ``_softmax_backward_data`` (softmax_backward_cuda_out, aten/src/ATen/native/cuda/
       SoftMax.cu) computes ``tmp = grad * output`` into a new tensor after grad_input and
       hands it to the kernel: one temporary of the gradient's size in the product's dtype.
@@ -344,6 +376,8 @@ def cuda_temporaries(name, args, device_type):
         return [nbytes(args[0])] * max(0, len(dims) - 1), ()
     if name == "_scaled_dot_product_efficient_attention_backward" and len(args) > 5:
         return efficient_attention_backward_temporaries(args)
+    if name == "_scaled_dot_product_cudnn_attention_backward":
+        return cudnn_attention_backward_temporaries(args)
     if name == "_softmax_backward_data" and len(args) > 1 \
             and all(isinstance(t, torch.Tensor) for t in args[:2]):
         grad, output = args[0], args[1]
