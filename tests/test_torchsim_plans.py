@@ -455,6 +455,28 @@ def test_predict_models_the_save_on_cpu_of_the_torch_that_will_run_it(capsys):
     assert "--torch-version (='latest') must be a torch release" in capsys.readouterr().err
 
 
+def test_predict_and_capture_record_the_model_libraries(capsys, monkeypatch):
+    """A prediction and a capture record the torchvision and transformers installed (a Hugging
+    Face model's code and build dtype move with transformers); a missing one reads ""."""
+    from importlib import metadata
+
+    from snsim.cli import main
+    from snsim.torchsim import capture
+    assert main(["predict", "--model", "torchvision:resnet18", "--batch", "2", "--input-shape",
+                 "3,32,32", "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)["libraries"]
+    assert got["torchvision"] == metadata.version("torchvision")
+    assert set(got) == set(capture.MODEL_LIBRARIES)
+    assert capture.provenance(torch, tool="test")["libraries"] == capture.library_versions()
+
+    def version(name):
+        if name == "transformers":
+            raise metadata.PackageNotFoundError(name)
+        return "9.9"
+    monkeypatch.setattr(metadata, "version", version)
+    assert capture.library_versions() == {"torchvision": "9.9", "transformers": ""}
+
+
 def test_attention_is_predicted_as_cuda_runs_it(tiny):
     """SPEC §15: CUDA's fused attention saves output + logsumexp, never the s×s scores."""
     from snsim.torchsim.predict import predict

@@ -64,6 +64,26 @@ def _driver_version():
         return ""
 
 
+#: model libraries whose installed version changes the program a model spec builds: a
+#: Hugging Face model's code, attention and build dtype move with transformers (transformers 5
+#: builds a model in its config's dtype: Pythia-410M b4 s1024 bf16 AdamW measured 9.56 GB on
+#: 2026-11-30 built in fp16, 11.97 GB as snsim builds it since commit 95bbbd0, in fp32)
+MODEL_LIBRARIES = ("torchvision", "transformers")
+
+
+def library_versions():
+    """``{library: installed version or ""}`` of :data:`MODEL_LIBRARIES`, read from the
+    installed packages' metadata (nothing imported)."""
+    from importlib import metadata
+    out = {}
+    for name in MODEL_LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = ""
+    return out
+
+
 def provenance(torch, *, tool, **extra):
     """Versions, GPU and settings of this run (SPEC §12: pin and record them)."""
     cuda = torch.cuda.is_available()
@@ -72,7 +92,7 @@ def provenance(torch, *, tool, **extra):
             "torch": torch.__version__, "cuda": torch.version.cuda or "",
             "cudnn": torch.backends.cudnn.version() if cuda else None,
             "driver": _driver_version() if cuda else "",
-            "python": platform.python_version(),
+            "python": platform.python_version(), "libraries": library_versions(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
             "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),

@@ -165,6 +165,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
                host_copied_bytes=copied,
                segments=list(getattr(m0, "_snsim_segments", [])) if m0 is not None else [],
                torch_version=r["provenance"].get("torch", ""),
+               libraries=r["provenance"].get("libraries", {}),
                torch_modelled=(r["provenance"].get("torch", "")
                                if is_installed_torch(torch_version) else torch_version),
                cuda_modelled=cuda_modelled(prog.get("notes"), torch_version),

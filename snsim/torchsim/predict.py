@@ -699,6 +699,8 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
         prov["cuda"] = torch.version.cuda or ""    # "": a CPU build (the fake run's torch)
     except ImportError:  # pragma: no cover
         pass
+    from .capture import library_versions
+    prov["libraries"] = library_versions()
     return prog, prov
 
 
