@@ -147,15 +147,17 @@ def test_3d_convolution_workspaces_come_from_the_probed_video_layers():
     """r3d_18's layer1 convolution in fp16: the H200 probe (configs/kernels/
     h200_conv_workspaces.json.gz, whole video-model steps) measured a 205,742,096 B workspace
     at batch 16 -- the history of r3d_18 b16 fp16 (traces/h200/plans_history) shows that block
-    rounded to 205,742,592 B in every forward of the layer; at an unprobed batch the nearest
-    probed batch's, scaled by the batch."""
+    rounded to 205,742,592 B in every forward of the layer; at an unprobed batch between two
+    probed ones, interpolated between them (the probe's batches 4, 8, 16, 32: 221,200 B plus
+    12,845,056 B a sample, affine), above the last the nearest one's times the batch ratio."""
     from snsim.torchsim.hidden import load_tables, lookup
     tables = load_tables("h200")
     sig = ("convolution float16[{b}, 64, 16, 56, 56] float16[64, 64, 3, 3, 3] None 1 1 1 1 1 1 "
            "1 1 1 False 0 0 0 1")
     assert lookup(tables, sig.format(b=16), 16) == ([205_742_096], "probe")
-    assert lookup(tables, sig.format(b=12), 12) == ([round(205_742_096 * 12 / 16)],
+    assert lookup(tables, sig.format(b=12), 12) == ([(102_981_648 + 205_742_096) // 2],
                                                     "probe_scaled")
+    assert lookup(tables, sig.format(b=64), 64) == ([411_262_992 * 2], "probe_scaled")
 
 
 def test_unknown_callable_in_known_module(user_models):
@@ -280,6 +282,24 @@ def test_hidden_lookup_scales_by_batch():
                                       [(64, [1000])]}, "persistent": {}, "sources": ["x"]}
     assert hidden.lookup(tables, "convolution f[128, 3]", 128) == ([2000], "scaled")
     assert hidden.lookup(tables, "convolution f[128, 4]", 128) == ([], "none")
+
+
+def test_hidden_lookup_interpolates_between_the_batches_around_it():
+    """Between probed batches on either side the workspace is affine in the batch (the H200
+    probe's ViT-B/16 patch embedding, forward, bf16, at 48 and 96: 56,131,600 and
+    109,117,456 B; at 64, by hand, 56,131,600 + 52,985,856 / 3 = 73,793,552 B, what the run's
+    allocator history took, rounded to 512 B: 73,794,048), outside them the nearest batch's
+    ratio; bracketing rows that took other numbers of workspaces fall back to the ratio."""
+    norm = hidden.normalize("convolution f[48, 3]", 48)
+    tables = {"exact": {}, "persistent": {}, "sources": ["x"],
+              "scaled": {norm: [(48, [56_131_600]), (96, [109_117_456])]}}
+    assert hidden.lookup(tables, "convolution f[64, 3]", 64) == ([73_793_552], "scaled")
+    assert hidden.lookup(tables, "convolution f[128, 3]", 128) == \
+        ([int(round(109_117_456 * 128 / 96))], "scaled")
+    assert hidden.lookup(tables, "convolution f[24, 3]", 24) == ([28_065_800], "scaled")
+    assert hidden.lookup(tables, "convolution f[96, 3]", 96) == ([109_117_456], "scaled")
+    tables["scaled"][norm] = [(48, [600, 100]), (96, [1200])]
+    assert hidden.lookup(tables, "convolution f[64, 3]", 64) == ([800, 133], "scaled")
 
 
 # -- on a GPU ------------------------------------------------------------------------------------
