@@ -43,7 +43,7 @@ class _Clock:
         self.wall = {}
         self.calls = {}
 
-    def wrap(self, cls, name, count=None):
+    def wrap(self, cls, name):
         fn = getattr(cls, name)
         clock = self
 

@@ -4,10 +4,11 @@ batches on either side, or scaled from the nearest by the batch ratio? (issue 8)
 Leaves each probed batch of each call (``configs/kernels/<gpu>_conv_workspaces.json.gz``,
 normalised signatures with distinct batches) that has a probed batch on both sides out in
 turn, and predicts its workspaces (8 MiB or more in all) both ways from the rest: the nearest
-batch's sizes times the batch ratio, and the linear interpolation between the nearest batches
-below and above (where both took as many workspaces; else the ratio). Prints the relative
+batch's sizes times the batch ratio (the lookup before session 32), and
+:func:`snsim.torchsim.hidden._at_nearest_batch` (the linear interpolation between the nearest
+batches below and above where both took as many workspaces; else the ratio). Prints the relative
 error (summed over the call's workspaces) of each: mean, median, 90th percentile, max, and the
-share within 1 %. :func:`snsim.torchsim.hidden._at_nearest_batch` interpolates.
+share within 1 %.
 
     PYTHONPATH=. python scripts/workspace_batch_loo.py [--gpu h200]
 """
@@ -18,9 +19,11 @@ import statistics
 
 
 def evaluate(index, min_bytes=8 << 20):
-    """``(ratio errors %, interpolation errors %)`` over the left-out probed batches."""
+    """``(ratio errors %, interpolation errors %)`` over the left-out probed batches; the
+    interpolation is :func:`snsim.torchsim.hidden._at_nearest_batch` on the rest."""
+    from snsim.torchsim.hidden import _at_nearest_batch
     by_ratio, by_line = [], []
-    for cands in index.values():
+    for norm, cands in index.items():
         rows = sorted(cands, key=lambda c: c[0])
         batches = [c[0] for c in rows]
         if len(set(batches)) != len(batches):
@@ -34,10 +37,9 @@ def evaluate(index, min_bytes=8 << 20):
             if len(near[1]) != len(sizes):
                 continue
             ratio = [v * batch / near[0] for v in near[1]]
-            lo, hi = rows[i - 1], rows[i + 1]
-            line = ([a + (b - a) * (batch - lo[0]) / (hi[0] - lo[0])
-                     for a, b in zip(lo[1], hi[1])]
-                    if len(lo[1]) == len(hi[1]) == len(sizes) else ratio)
+            line = _at_nearest_batch({norm: rest}, [norm], batch)
+            if len(line) != len(sizes):
+                continue
             total = sum(sizes)
             by_ratio.append(100 * sum(abs(p - s) for p, s in zip(ratio, sizes)) / total)
             by_line.append(100 * sum(abs(p - s) for p, s in zip(line, sizes)) / total)
