@@ -956,6 +956,32 @@ _HELDOUT29_TOKENS = (
     ("snsim:transformer_encoder", 64, (512,), {"superneurons": []}, {}),
 )
 PLAN_HELDOUT29 = _plan_set(_HELDOUT29, _HELDOUT29_TOKENS)
+# held-out set 30 (2026-12-04, session 33), written before any of it ran and before any change
+# of the session: networks, batches, precisions and optimizers never run with these plans
+# (bf16 with fused AdamW, plain SGD, fp32 offload), and Pythia-410M at
+# s1024 in the fp32 program snsim has built since 95bbbd0 (set 5 measured its config's fp16)
+_HELDOUT30 = (
+    ("torchvision:resnet152", 32, {"checkpoint": ["every=3"]},
+     {"amp": "bf16", "optimizer": "adamw", "optimizer_impl": "fused"}),
+    ("torchvision:vit_l_16", 16, {"cpu_offload": ["pin_memory=true"]}, {"amp": "fp16"}),
+    ("torchvision:efficientnet_v2_s", 64, {"superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:regnet_y_1_6gf", 64, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:convnext_tiny", 64, {"offload": []}, {}),
+    ("torchvision:wide_resnet101_2", 32, {"recompute": []}, {"optimizer": "sgd"}),
+    ("torchvision:densenet169", 96, {"superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:mobilenet_v3_small", 256, {"checkpoint": ["every=2"]}, {"amp": "fp16"}),
+    ("torchvision:maxvit_t", 32, {"plain": []}, {"amp": "bf16", "optimizer": "adamw"}),
+    ("torchvision:swin_v2_t", 32, {"offload": []}, {"amp": "fp16"}),
+)
+_HELDOUT30_TOKENS = (
+    ("hf:gpt2-large", 2, (512,), {"checkpoint": ["modules=GPT2Block"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:Qwen/Qwen2-0.5B", 2, (512,), {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:EleutherAI/pythia-410m", 4, (1024,), {"plain": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT30 = _plan_set(_HELDOUT30, _HELDOUT30_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -984,6 +1010,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout24": PLAN_HELDOUT24, "heldout25": PLAN_HELDOUT25,
              "heldout26": PLAN_HELDOUT26, "heldout27": PLAN_HELDOUT27,
              "heldout28": PLAN_HELDOUT28, "heldout29": PLAN_HELDOUT29,
+             "heldout30": PLAN_HELDOUT30,
              "pageable": PLAN_PAGEABLE}
 
 
