@@ -3,9 +3,9 @@
 #
 #   OUT=dir bash scripts/device_suite.sh plans [--match resnet50,gpt] [--iters 5]
 #       issue 8: every network under plain / checkpoint / superneurons / cpu_offload, each
-#       predicted on the CPU before it runs, then executed: $OUT/{plain,checkpoint,
-#       superneurons,cpu_offload}.json.gz, $OUT/summary.csv, $OUT/suite.log, the machine
-#       ($OUT/machine.txt) and its GPU clocks while it ran ($OUT/gpu_clocks.csv) (8 files)
+#       predicted on the CPU before it runs, then executed: $OUT/bundles.tar (one PLAN.json.gz
+#       per plan kind: tar xf it into the set's folder), $OUT/summary.csv, $OUT/suite.log, the
+#       machine ($OUT/machine.txt) and its GPU clocks while it ran ($OUT/gpu_clocks.csv)
 #   OUT=dir bash scripts/device_suite.sh [--only capture|execute]
 #       the captures of docs/VALIDATION.md: $OUT/traces.tar.gz
 set -o pipefail
@@ -29,6 +29,9 @@ if [ "${1:-}" = plans ]; then
     timeout -k 10 "${SUITE_TIMEOUT:-530}" python3 -m snsim.torchsim.suite --only plans \
         --out "$OUT" --deadline-s "${SUITE_DEADLINE:-470}" "$@" > "$OUT/suite.log" 2>&1
     rc=$?
+    # at most 8 files come back from a device call: the plan bundles (one per plan kind, up to
+    # six) travel as one tar beside summary.csv, suite.log, machine.txt and gpu_clocks.csv
+    (cd "$OUT" && ls *.json.gz >/dev/null 2>&1 && tar cf bundles.tar *.json.gz && rm -f *.json.gz)
     tail -c 11000 "$OUT/suite.log"
     echo "suite exit status $rc; files: $(cd "$OUT" && ls | tr '\n' ' ')"
     exit $rc

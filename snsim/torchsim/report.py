@@ -2326,6 +2326,40 @@ def build_report(traces_dir="traces/h200"):
                       "runs the step's mean |error| is 13.41 %, median 11.86 %, max 35.31 %. ")
     L.extend(_lease_section(traces_dir, "plans_heldout29", "plans_heldout29_rerun"))
 
+    _held_out_section(L, traces_dir, captured, "plans_heldout30",
+                      "### 1z''''''''''''. A thirtieth held-out set: new networks, precisions and optimizers under every plan kind\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout30` "
+                      "(`traces/h200/plans_heldout30/`, 2026-12-04 21:01 UTC): written into the "
+                      "suite (commit c4ed03d) before any of it ran and before any change of "
+                      "session 33: `checkpoint every=3` on ResNet-152 b32 bf16 with fused "
+                      "AdamW, `cpu_offload` on ViT-L/16 b16 fp16 and Qwen2-0.5B b2 s512 bf16 "
+                      "AdamW, `superneurons` on EfficientNetV2-S b64 and DenseNet-169 b96 bf16, "
+                      "plain RegNetY-1.6GF b64 fp16 and MaxViT-T b32 bf16 AdamW, `offload` on "
+                      "ConvNeXt-T b64 fp32 and Swin-V2-T b32 fp16, `recompute` with plain SGD "
+                      "on Wide ResNet-101-2 b32, `checkpoint every=2` on MobileNetV3-Small b256 "
+                      "fp16, GPT-2-large b2 s512 bf16 AdamW with every `GPT2Block` "
+                      "checkpointed, and Pythia-410M b4 s1024 bf16 AdamW in the fp32-weight "
+                      "program snsim has built since 95bbbd0 (set 5 measured a program built "
+                      "in its config's fp16). The two `superneurons` runs are from a second "
+                      "process three minutes after the first (2026-12-04 21:07 UTC, "
+                      "`suite_superneurons.log`): the first call's bundle of them did not come "
+                      "back from the device (at most 8 files; `scripts/device_suite.sh` now "
+                      "packs the bundles into one tar); the first process measured them at "
+                      "167.4 and 246.5 ms (`suite.log`), the second at 169.7 and 328.6 ms, "
+                      "with the same peaks to the byte. Memory: allocated within 0.12 %, "
+                      "reserved within 3.52 % (Wide ResNet-101-2 recompute). Step: mean "
+                      "|error| 10.17 %, median 9.75 %, max 25.47 % (MaxViT-T, whose process "
+                      "gauged 10.2 us against the table's 8.2); re-predicted after the run at "
+                      "the pace each process gauged after its steps (`scripts/repredict_plans.py "
+                      "--gauge after`): mean 7.15 %, median 5.56 %, max 22.13 % (RegNetY-1.6GF "
+                      "b64 fp16, 60 % of whose modelled step is the GPU waiting for the host). ")
+    _local_prediction_section(
+        L, traces_dir, captured, "plans_heldout30",
+        "The same runs against the predictions `snsim predict` made of them on this CPU "
+        "(torch 2.14.1, modelling the H200's torch 2.11) with the same code, committed before "
+        "the device call (`traces/h200/plans_heldout30/predicted_before_run.csv`, "
+        "`scripts/predict_set.py heldout30`, commit c4ed03d).")
+
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "
