@@ -450,24 +450,31 @@ def test_fp16_workspaces_from_the_probed_table():
     """The committed probe (configs/kernels/h200_conv_workspaces.json.gz, seed 3 added fp16
     network layers and slots) against two H200 measurements no probe row holds:
 
-    * a 3-channel stem in fp16 at batch 96 (probed at 64 and 128 only) takes the fp16 rows
-      scaled, not the bf16 row of batch 96: within 0.1% of y + x and w padded to 4 channels
-      + 16 B (hand calculation: 96x64x112x112x2 + 96x4x224x224x2 + 64x4x7x7x2 + 16 =
-      192,700,944 B; the bf16 row pads to 8: 231,261,200 B);
+    * a 3-channel stem in fp16 at batch 80 (probed at 16-64, 96, 128 and 256; 96 since the
+      session-33 probe of 64 torchvision networks' layers, whose row is the hand calculation
+      to the byte) takes the fp16 rows interpolated, not a bf16 row: within 0.1% of y + x and
+      w padded to 4 channels + 16 B (hand calculation: 80x64x112x112x2 + 80x4x224x224x2 +
+      64x4x7x7x2 + 16 = 160,588,304 B; at 96: 192,700,944 B; bf16 pads to 8: 231,261,200 B
+      at 96);
     * GoogLeNet b128 fp16's inception4b.branch4.1 backward (a 1x1 512->64 convolution at
-      14x14, never probed): one workspace of 16,777,216 B after grad_weight, as its H200
-      history (traces/h200/plans_history/googlenet_b128_fp16_superneurons_lazy) shows; the
-      neighbours had given a backward-data workspace too (28.9 MB) when the index dropped
-      backward rows with one workspace for two passes."""
+      14x14): one workspace of 16,777,216 B after grad_weight, as its H200 history
+      (traces/h200/plans_history/googlenet_b128_fp16_superneurons_lazy) shows and, since
+      session 33, the probe's own row of it; the same call at 13x13 (no row at any batch)
+      takes it from its neighbours, one workspace after grad_weight: the neighbours had given
+      a backward-data workspace too (28.9 MB at 14x14) when the index dropped backward rows
+      with one workspace for two passes."""
     tables = hidden.load_tables("h200")
-    stem = ("convolution float16[96, 3, 224, 224] float16[64, 3, 7, 7] None 2 2 3 3 1 1 "
+    stem = ("convolution float16[{}, 3, 224, 224] float16[64, 3, 7, 7] None 2 2 3 3 1 1 "
             "False 0 0 1")
-    sizes, how, _ = hidden.lookup_slots(tables, stem, 96)
+    sizes, how, _ = hidden.lookup_slots(tables, stem.format(80), 80)
     assert how == "probe_scaled" and len(sizes) == 1
-    assert abs(sizes[0] / 192_700_944 - 1) < 1e-3
-    bwd = ("convolution_backward float16[128, 64, 14, 14] float16[128, 512, 14, 14] "
+    assert abs(sizes[0] / 160_588_304 - 1) < 1e-3
+    assert hidden.lookup_slots(tables, stem.format(96), 96)[:2] == ([192_700_944], "probe")
+    bwd = ("convolution_backward float16[128, 64, {0}, {0}] float16[128, 512, {0}, {0}] "
            "float16[64, 512, 1, 1] 0 1 1 0 0 1 1 False 0 0 1 True True False")
-    assert hidden.lookup_slots(tables, bwd, 128) == ([16_777_216], "probe_near", [2])
+    assert hidden.lookup_slots(tables, bwd.format(14), 128) == ([16_777_216], "probe", [2])
+    sizes, how, slots = hidden.lookup_slots(tables, bwd.format(13), 128)
+    assert how == "probe_near" and len(sizes) == 1 and slots == [2]
 
 
 def _probe_of(tmp_path, monkeypatch, rows):

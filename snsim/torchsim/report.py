@@ -470,6 +470,63 @@ def _read_csv(path):
         return list(csv.DictReader(f))
 
 
+#: re-predictions of every held-out run before and after the 64 torchvision networks' layers
+#: were probed (session 33, configs/kernels/h200_conv_workspaces_s33_nets.log), by network group
+WS_S33_CSVS = tuple(
+    (group, os.path.join("docs", "data", f"plans_{group}_repredicted_{when}_s33_probe_h200.csv"))
+    for group in ("probed_nets", "other_conv_nets") for when in ("before", "after"))
+
+
+def _workspace_probe_s33_section():
+    """The held-out runs re-predicted with the committed workspace table before and after the
+    session-33 probe of 64 torchvision networks' layers (``scripts/repredict_plans.py``)."""
+    L = []
+    groups = {}
+    for group, path in WS_S33_CSVS:
+        groups.setdefault(group, []).append({(r["folder"], r["run"]): r for r in _read_csv(path)})
+    if not all(len(v) == 2 and all(v) for v in groups.values()):
+        return L
+    L.append("### Convolution workspaces of 64 torchvision networks, probed (a re-prediction)\n")
+    L.append("After set 30 ran, `scripts/conv_workspace_probe.py` measured the square 2-D "
+             "convolution layers of the 64 torchvision classification networks whose signatures "
+             "the table held for under 95 % at batches 32, 64 and 128 in fp32, bf16 and fp16 "
+             "(`scripts/conv_workspace_coverage.py`: RegNetX-8GF 10 %, MaxViT-T 12 %, "
+             "SqueezeNet and ShuffleNetV2 0 %), each at batches 32, 64, 128 and 16 (48 in part) in "
+             "the three dtypes, in isolation as a training step calls them "
+             "(`configs/kernels/h200_conv_workspaces_s33_nets.log`, 22,915 configurations, "
+             "7.6 min). It measures the GPU's choice of cuDNN engine per call; it saw no run. "
+             "Every completed held-out run of those networks, and of the other convolutional "
+             "networks (whose lookups could move through the probed neighbours), re-predicted "
+             "with the table before and after (`scripts/repredict_plans.py --folder "
+             "plans_heldout,... --match REGEX`; `docs/data/plans_{probed_nets,other_conv_nets}_"
+             "repredicted_{before,after}_s33_probe_h200.csv`). Runs at a probed network and "
+             "batch are no longer a test of the neighbour fallback: most now read their "
+             "workspaces exactly.\n")
+    rows = []
+    for group, (before, after) in groups.items():
+        keys = [k for k in before if k in after]
+        for q in ("allocated", "reserved"):
+            col = f"repred_err_{q}_pct"
+            eb = [float(before[k][col]) for k in keys if before[k][col]]
+            ea = [float(after[k][col]) for k in keys if after[k][col]]
+            closer = sum(1 for k in keys if abs(float(after[k][col])) < abs(float(before[k][col])))
+            further = sum(1 for k in keys if abs(float(after[k][col])) > abs(float(before[k][col])))
+            rows.append([group.replace("_", " "), q, str(len(eb)), " / ".join(_stats(eb)[:3]),
+                         " / ".join(_stats(ea)[:3]), str(closer), str(further)])
+    L.append(_table(["runs", "peak", "n", "before: mean / median / max abs err %",
+                     "after", "closer", "further"], rows))
+    before, after = groups["probed_nets"]
+    moved = sorted((k for k in before if k in after),
+                   key=lambda k: -abs(abs(float(after[k]["repred_err_reserved_pct"]))
+                                      - abs(float(before[k]["repred_err_reserved_pct"]))))[:8]
+    L.append("\nThe reserved peaks that moved most:\n")
+    L.append(_table(["folder", "run", "reserved err % before", "after"],
+                    [[k[0], k[1], f"{float(before[k]['repred_err_reserved_pct']):+.2f}",
+                      f"{float(after[k]['repred_err_reserved_pct']):+.2f}"] for k in moved]))
+    L.append("")
+    return L
+
+
 def _plan_host_model_text():
     """How a plan's step time is modelled beyond its ops, with the preset's fitted costs."""
     from ..kernel_table import load_host_costs
@@ -2359,6 +2416,7 @@ def build_report(traces_dir="traces/h200"):
         "(torch 2.14.1, modelling the H200's torch 2.11) with the same code, committed before "
         "the device call (`traces/h200/plans_heldout30/predicted_before_run.csv`, "
         "`scripts/predict_set.py heldout30`, commit c4ed03d).")
+    L.extend(_workspace_probe_s33_section())
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
