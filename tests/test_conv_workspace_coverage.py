@@ -36,3 +36,28 @@ def test_bad_arguments_get_one_line():
         main(["--dtypes", "int8"])
     with pytest.raises(SystemExit, match="--batches"):
         main(["--batches", "0"])
+
+
+def test_predict_says_what_its_workspaces_rest_on(capsys):
+    """``snsim predict``'s ``workspace_sources``: ResNet-18 at batch 32 (its layers probed at
+    8-256) reads every workspace measured; at a 200x200 input, whose layer shapes no probe
+    row holds at any batch, the probed neighbours give them, and the table output says so in
+    one line (snsim.torchsim.cli.guessed_workspaces_note)."""
+    import json
+
+    from snsim.cli import main
+    from snsim.torchsim import cli as tcli
+    from snsim.torchsim import hidden
+    args = ["predict", "--model", "torchvision:resnet18", "--batch", "32", "--gpu", "h200"]
+    assert main(args + ["--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)["workspace_sources"]
+    assert got["measured"] > 0 and got["neighbours"] == got["modelled"] == 0
+    assert main(args + ["--input-shape", "3,200,200"]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("workspaces: "))
+    assert "calls from probed neighbours or the first-principles model" in line
+    assert hidden.workspace_sources({"hidden_lookup_probe": 3, "hidden_lookup_half_sibling": 1,
+                                     "hidden_lookup_probe_scaled": 2, "hidden_lookup_dtype": 1,
+                                     "hidden_lookup_probe_near": 2, "hidden_lookup_none": 9}) \
+        == {"measured": 4, "other_batch_or_dtype": 3, "neighbours": 2, "modelled": 0}
+    assert tcli.guessed_workspaces_note(dict(got)) is None

@@ -124,6 +124,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
     from ..trace import load_trace_doc
     from .opcost import host_copy_time_s
     from .plans import as_plan, is_installed_torch, make_transform, pack_blocks_of
+    from .hidden import workspace_sources
     from .predict import predict
     spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
     plan = as_plan(plan, options)
@@ -169,6 +170,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
                torch_modelled=(r["provenance"].get("torch", "")
                                if is_installed_torch(torch_version) else torch_version),
                cuda_modelled=cuda_modelled(prog.get("notes"), torch_version),
+               workspace_sources=workspace_sources(prog.get("notes") or {}),
                data_dependent_ops=r["provenance"].get("data_dependent_ops", []),
                value_branches=bool(r["provenance"].get("value_branches")),
                time_sources=r["provenance"].get("time_sources"),
