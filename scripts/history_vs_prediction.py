@@ -114,12 +114,30 @@ def main(argv=None):
         _print_alignment(hist, prog, looked_up, args.min_bytes)
 
 
+def rotated_to(hist, pred, k=16):
+    """``hist`` (one steady iteration whose first request may be uncertain:
+    :func:`history_requests`) rotated to start where ``pred``'s first ``k`` requests come in
+    the same order, so that an alignment starts in step; unchanged where they never do.
+
+    >>> rotated_to([5, 6, 1, 2, 3, 4], [1, 2, 3, 9], k=3)
+    [1, 2, 3, 4, 5, 6]
+    >>> rotated_to([5, 6, 1, 2], [7, 8], k=2)
+    [5, 6, 1, 2]
+    """
+    n = len(hist)
+    if not n or len(pred) < k:
+        return hist
+    doubled = hist + hist
+    head = pred[:k]
+    return next((doubled[j:j + n] for j in range(n) if doubled[j:j + k] == head), hist)
+
+
 def _print_alignment(hist, prog, looked_up, min_bytes):
     import difflib
     tensors, steps = prog["tensors"], prog["steps"]
     allocs = [(e[0], e[2]) for e in prog["events"] if e[1] == "alloc"]
     pred = [_rounded(tensors[t][3]) for _, t in allocs]
-    hist = [_rounded(s) for s in hist]
+    hist = rotated_to([_rounded(s) for s in hist], pred)
     ops = difflib.SequenceMatcher(None, hist, pred, autojunk=False).get_opcodes()
     for tag, i1, i2, j1, j2 in ops:
         if tag == "equal" or max(hist[i1:i2] + pred[j1:j2]) < min_bytes:

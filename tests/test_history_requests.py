@@ -3,7 +3,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from history_vs_prediction import history_requests  # noqa: E402
+from history_vs_prediction import history_requests, rotated_to  # noqa: E402
 
 
 def _doc(warmups, steady, iterations, before=0):
@@ -31,3 +31,13 @@ def test_marks_that_count_an_earlier_run_are_shifted_onto_the_events(capsys):
     got = history_requests(_doc(WARM, STEADY, 4, before=12345))
     assert sorted(got) == sorted(STEADY)
     assert "shifted by" in capsys.readouterr().out
+
+
+def test_an_uncertain_iteration_is_rotated_to_start_with_the_prediction():
+    # the cut of a shifted history may start anywhere in the steady iteration
+    # (swin_v2_t b24 bf16 superneurons: 10,788 shifts cut equal iterations); the alignment
+    # rotates it to where the prediction's first requests come in order
+    hist = STEADY[3:] + STEADY[:3]
+    assert rotated_to(hist, STEADY, k=3) == STEADY
+    assert rotated_to(hist, [7, 7, 7], k=3) == hist       # nowhere: left as it was
+    assert rotated_to(hist, STEADY[:2], k=3) == hist      # a prediction shorter than k
