@@ -68,14 +68,17 @@ def main(argv=None):
     if unknown:
         sys.exit(f"conv_workspace_coverage: --models: {', '.join(unknown)} is not a "
                  f"torchvision classification model")
-    path = hidden.probe_path("h200")
-    table = hidden._read_probe(str(path), path.stat().st_mtime_ns)["exact"]
+    probe = hidden._probe_table("h200")
+    if probe is None:
+        sys.exit(f"conv_workspace_coverage: no probed workspace table "
+                 f"({hidden.probe_path('h200')})")
+    table = probe["exact"]
     rows = []
     for m in models:
         sigs, n_layers = model_signatures(m, batches, dtypes)
         held = sum(1 for s in sigs if s in table)
         rows.append((100.0 * held / len(sigs) if sigs else 100.0, m, n_layers, len(sigs)))
-    print(f"{path.name}: {len(table):,} signatures; batches {args.batches}, dtypes "
+    print(f"{probe['file']}: {len(table):,} signatures; batches {args.batches}, dtypes "
           f"{','.join(dtypes)}")
     for pct, m, n_layers, n_sigs in sorted(rows):
         if pct < args.below:
