@@ -1002,6 +1002,54 @@ def test_reduction_buffers_as_cuda_allocates_them(geometry, expected):
     assert reduction_buffers(geometry, "h200") == expected
 
 
+def test_layer_norm_backward_split_sums_as_the_h200_history_shows_them():
+    """Swin-V2-T b24 bf16 superneurons (traces/h200/plans_history): each backward of the
+    first stage's LayerNorms (75,264 rows of 96 float32) takes two [2352, 96] partial-sum
+    blocks, then per gradient its 384 B sum, a 466,944 B staging buffer and 8 B of
+    semaphores; the second stage's (18,816 rows) sums in one pass. A fake run of such a
+    LayerNorm and add_hidden give them in that order, the blocks freed when the call returns;
+    and dX is contiguous, as CUDA makes it (the meta kernel gives it dY's strides)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from snsim.torchsim.record import Recorder
+    from snsim.torchsim.reduce_buffers import layer_norm_backward_buffers
+    assert layer_norm_backward_buffers((75264, 96, 4, 2), "h200") == (903_168, [384, 466_944, 8])
+    assert layer_norm_backward_buffers((18816, 192, 4, 2), "h200") == (0, [])
+    # 2,112 columns: N / 32 = 66, not under 132 / 2 multiprocessors (the one-pass kernel)
+    assert layer_norm_backward_buffers((100_000, 2112, 4, 2), "h200") == (0, [])
+    # 2,080 columns: 65 blocks across, 32,768 // 65 = 504 down (the grid's cap, under
+    # 100,000 / 32 rows)
+    assert layer_norm_backward_buffers((100_000, 2080, 4, 1), "h200")[0] == 504 * 2080 * 4
+    # the multiprocessors count: 256 columns split on the H200, not on the K40c (15 SMX)
+    assert layer_norm_backward_buffers((75264, 256, 4, 2), "h200")[0] == 2352 * 256 * 4
+    assert layer_norm_backward_buffers((75264, 256, 4, 2), "k40c") == (0, [])
+    rec = Recorder(device_type="cpu")
+    seen = []
+    with FakeTensorMode():
+        norm = torch.nn.LayerNorm(96)
+        x = torch.empty(24, 96, 56, 56, requires_grad=True)
+        for p in norm.parameters():
+            rec.register(p, "p")
+        rec.register(x, "x")
+        with rec.active():
+            h = x.permute(0, 2, 3, 1)
+            h.register_hook(lambda g: seen.append(g.is_contiguous()))
+            # pooled over a permuted view, as Swin's classifier: an NCHW-strided dY
+            norm(h).permute(0, 3, 1, 2).mean((2, 3)).sum().backward()
+    assert seen == [True]
+    k, = [k for k, op in enumerate(rec.ops) if op[1] == "native_layer_norm_backward"]
+    assert rec.layer_norm_backwards[k] == (75264, 96, 4, 2)
+    events = [(m, kind, sid) for m, kind, sid, op in rec.events if sid not in rec.excluded]
+    info = {i: (st[0], st[2]) for i, st in enumerate(rec.storages)}
+    stream, info, notes = hidden.add_hidden(rec, events, info, "h200", batch=24)
+    assert notes["hidden_lookup_layer_norm_partials"] == 1
+    got = [(kind, info[key][0]) for _, kind, key in stream
+           if isinstance(key, tuple) and info[key][0] in (903_168, 384, 466_944, 8)]
+    per_grad = [("a", 384), ("a", 466_944), ("a", 8), ("f", 8), ("f", 466_944)]
+    assert got == [("a", 903_168)] * 2 + per_grad * 2 + [("f", 384)] * 2 + \
+        [("f", 903_168)] * 2
+
+
 def test_cudnn_backward_copies_a_non_contiguous_grad_output():
     # DenseNet: a conv's output is concatenated, so its grad_output is a channel slice of the
     # concatenation's gradient; each cuDNN pass copies it (H200 history of densenet161 b48

@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from ..usercache import cache_file, write_atomic
-from .reduce_buffers import reduction_buffers
+from .reduce_buffers import layer_norm_backward_buffers, reduction_buffers
 
 _SHAPE = re.compile(r"\[(\d+)((?:, \d+)*)\]")
 _DTYPE = re.compile(r"\b(float32|bfloat16|float16)\[")
@@ -925,7 +925,8 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
     n = 0
     counts = {"exact": 0, "probe": 0, "half_sibling": 0, "scaled": 0, "dtype": 0,
               "probe_scaled": 0,
-              "probe_near": 0, "modelled": 0, "none": 0, "reduction": 0}
+              "probe_near": 0, "modelled": 0, "none": 0, "reduction": 0,
+              "layer_norm_partials": 0}
     first_matmul = {}
     for k, op in enumerate(rec.ops):
         mark = op[0]
@@ -938,6 +939,36 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
                 n += 1
                 info[key] = (size, "hidden:persistent")
                 extra.append(((k, 2, 0, 0), (mark, "a", key)))
+        partial, per_grad = layer_norm_backward_buffers(
+            getattr(rec, "layer_norm_backwards", {}).get(k), hardware)
+        if partial:
+            # LayerNorm's split gamma/beta sums: a partial-sum block per gradient, then each
+            # gradient's sum(0) (its output, the reduction's staging buffer and semaphores,
+            # freed in reverse), the blocks freed when the call returns (beta's first)
+            counts["layer_norm_partials"] += 1
+            last = 2 * max(0, made.get(k, 0) - 1) + 1
+            seq = []
+            blocks = []
+            for _ in range(rec.layer_norm_backwards[k][3]):
+                key = ("h", n)
+                n += 1
+                info[key] = (partial, "hidden")
+                blocks.append(key)
+                seq.append(("a", key))
+            outs = []
+            for _ in blocks:
+                keys = []
+                for size in per_grad:
+                    key = ("h", n)
+                    n += 1
+                    info[key] = (size, "hidden")
+                    keys.append(key)
+                    seq.append(("a", key))
+                outs.append(keys[0])
+                seq += [("f", key) for key in reversed(keys[1:])]
+            seq += [("f", key) for key in outs + blocks[::-1]]
+            for j, (kind, key) in enumerate(seq):
+                extra.append(((k, 1, last, j), (mark, kind, key)))
         geometry = rec.reductions.get(k)
         if geometry is not None:
             # the reduction kernel's staging buffer and semaphores, both held through the call

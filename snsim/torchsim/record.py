@@ -387,6 +387,27 @@ def cuda_temporaries(name, args, device_type):
     return (), ()
 
 
+def cuda_output_layout(name, out, device_type):
+    """``out`` of op ``name`` with the strides its CUDA kernel gives where a fake (meta) kernel
+    gives others, so that what a fake run does next is what a CUDA step does.
+
+    * ``native_layer_norm_backward``: layer_norm_backward_cuda makes dX
+      ``empty_like(X, LEGACY_CONTIGUOUS_MEMORY_FORMAT)`` (the CPU kernel too); the meta kernel
+      gives it dY's strides. Swin's classifier pools a permuted view of the last stage
+      (``MeanBackward`` makes an NCHW gradient), so the fake run gave every LayerNorm backward
+      of that stage a permuted dX, and each layer after it a copy the H200 does not make (the
+      history of swin_v2_t b24 bf16 superneurons, traces/h200/plans_history: a float32 copy of
+      dY in each of its LayerNorm backwards and a bfloat16 copy in its MLP's backward, 3.6 and
+      1.8 MB at batch 24, none of them there).
+    """
+    if device_type == "cuda":
+        return out
+    if name == "native_layer_norm_backward" and isinstance(out, (tuple, list)) and out \
+            and isinstance(out[0], torch.Tensor) and not out[0].is_contiguous():
+        return (torch.empty_like(out[0], memory_format=torch.contiguous_format), *out[1:])
+    return out
+
+
 _DATA_DEPENDENT_OPS = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "unique",
                                  "_unique2", "unique_consecutive", "repeat_interleave"})
 
@@ -641,6 +662,7 @@ class Recorder:
         self.accumulation_ops = set()
         self.temp_ops = set()        # ops given cuda_temporaries storages
         self.reductions = {}         # op index -> reduce_buffers.reduce_geometry (fake runs)
+        self.layer_norm_backwards = {}   # op index -> reduce_buffers.layer_norm_backward_geometry
         self.accumulating = False    # between a backward node's end and the next node's start
         self.excluded = set()
         self.data_dependent = []      # (op name, mark label) of data-dependent ops met
@@ -729,6 +751,11 @@ class Recorder:
             geometry = reduce_geometry(args[0], dims, as_int=concrete_int)
             if geometry is not None:
                 self.reductions[op_index] = geometry
+        if name == "native_layer_norm_backward" and self.device_type != "cuda":
+            from .reduce_buffers import layer_norm_backward_geometry
+            geometry = layer_norm_backward_geometry(args, as_int=concrete_int)
+            if geometry is not None:
+                self.layer_norm_backwards[op_index] = geometry
         made = [self._temp(n, op_index) for n in before]
         for t in ([outs[i] for i in order] if order and len(outs) == len(order) else outs):
             if isinstance(t, torch.Tensor):
@@ -894,6 +921,7 @@ class _RecordMode(TorchDispatchMode):
             finally:
                 self._set_metadata(outer)
             calls[call] = len(self.rec.ops)
+        out = cuda_output_layout(func._overloadpacket.__name__, out, self.rec.device_type)
         if self.rec.values and not known_values(func, args, kwargs):
             for t in torch.utils._pytree.tree_leaves(out):
                 if getattr(t, "real_tensor", None) is not None:

@@ -171,3 +171,64 @@ def reduction_buffers(geometry, hardware):
     if not block_x_reduce:
         size *= bw * output_vec
     return [size, 4 * grid_x]
+
+
+#: LayerNorm's backward splits the gamma/beta gradients' column sums over thread blocks when
+#: there are many rows and few columns (``LaunchGammaBetaBackwardCUDAKernel``,
+#: aten/src/ATen/native/cuda/layer_norm_kernel.cu, torch 2.11): more rows than this, and
+#: ``N / 32 < multiProcessorCount / 2``
+_LN_SPLIT_ROWS = 64 * 1024
+_LN_ROWS_PER_BLOCK = 32
+_LN_MAX_GRID = 64 * 1024 // 2
+
+
+def layer_norm_backward_geometry(args, as_int=int):
+    """What :func:`layer_norm_backward_buffers` needs of a ``native_layer_norm_backward``
+    call's arguments ``(grad_out, input, normalized_shape, mean, rstd, weight, bias,
+    output_mask)``: ``(rows M, columns N, gradient element bytes, gradients)`` -- the
+    gradients of gamma and beta the call computes (0-2) -- or None when it computes
+    neither."""
+    if len(args) < 8:
+        return None
+    x, shape, weight, bias, mask = args[1], args[2], args[5], args[6], args[7]
+    grads = [t for t, want in ((weight, mask[1]), (bias, mask[2])) if want and t is not None]
+    if not grads:
+        return None
+    n = 1
+    for s in shape:
+        n *= as_int(s)
+    if n == 0:
+        return None
+    return (as_int(x.numel()) // n, n, grads[0].element_size(), len(grads))
+
+
+def layer_norm_backward_buffers(geometry, hardware):
+    """``(partial_bytes, per_gradient)``: the blocks the CUDA kernel takes for LayerNorm's
+    gamma and beta gradients when it splits their column sums over thread blocks -- one
+    ``[blocks_y, N]`` buffer per gradient (of the gradient's dtype), held through the call --
+    and, for each gradient in turn, what its final ``blocks.sum(0)`` takes: its output (``N``
+    elements: it replaces the gradient the call allocated) and that reduction's staging buffer
+    and semaphores (:func:`reduction_buffers`). ``(0, [])`` when the call sums in one pass
+    (``M <= 65536`` rows, or ``N / 32 >= multiProcessorCount / 2`` columns).
+
+    The H200 history of swin_v2_t b24 bf16 superneurons (traces/h200/plans_history) shows each
+    backward of its first stage's LayerNorms (M = 24 * 56 * 56 = 75,264 rows of N = 96,
+    float32) taking two 903,168 B blocks (2,352 x 96 x 4) and, per gradient, 384 B, 466,944 B
+    and 8 B:
+
+    >>> layer_norm_backward_buffers((75264, 96, 4, 2), "h200")
+    (903168, [384, 466944, 8])
+    >>> layer_norm_backward_buffers((18816, 192, 4, 2), "h200")     # its second stage
+    (0, [])
+    """
+    props = DEVICE_PROPERTIES.get(hardware)
+    if geometry is None or props is None:
+        return 0, []
+    m, n, el, _ = geometry
+    if not (m > _LN_SPLIT_ROWS and n // _WARP < props[0] // 2):
+        return 0, []
+    blocks_x = _div_up(n, _WARP)
+    blocks_y = min(_LN_MAX_GRID // blocks_x, _div_up(m, _LN_ROWS_PER_BLOCK))
+    acc = 8 if el == 8 else 4
+    return blocks_y * n * el, [n * el] + reduction_buffers(
+        ((blocks_y, n), (n, 1), 0, (0,), el, acc), hardware)
