@@ -194,10 +194,70 @@ _REDUCTIONS = frozenset({"sum", "mean"})
 
 @dataclass(frozen=True, slots=True)
 class TempFree:
-    """In :func:`cuda_temporaries`' ``after`` list: the kernel frees its ``index``-th
-    temporary (0-based, in allocation order: ``before`` then ``after``) here, before it
-    returns; the ones never freed this way are freed when it returns, the last made first."""
+    """In :func:`cuda_temporaries`' ``before`` or ``after`` list: the kernel frees its
+    ``index``-th temporary (0-based, in allocation order: ``before`` then ``after``) here,
+    before it returns; the ones never freed this way are freed when it returns, the last made
+    first."""
     index: int
+
+
+#: rows a thread of CUDA's embedding backward sums (``NROWS_PER_THREAD``,
+#: aten/src/ATen/native/cuda/EmbeddingBackwardKernel.cu), and the largest index count its
+#: one-kernel path takes (``embedding_dense_backward_cuda``: ``num_indices <= 3072``)
+_EMBEDDING_ROWS_PER_THREAD = 10
+_EMBEDDING_DIRECT_MAX = 3072
+#: cub's temporary storage as the H200 capture tables hold it (traces/h200: GPT-2's and the
+#: GPT zoo's ``embedding_dense_backward`` rows, torch 2.11): ``DeviceRadixSort::SortPairs``
+#: takes an alternate keys and values buffer and 20,991 B more at 16,384 indices; its
+#: ``DeviceSelect::UniqueByKey`` 1,279 B at 4,096 to 16,384 items, its ``DeviceScan::
+#: ExclusiveSum`` 1,279 B at 4,096 and 8,192 items and 1,535 B at 16,384
+_CUB_SORT_EXTRA_BYTES = 20_991
+_CUB_SMALL_BYTES = (1_279, 1_535)
+
+
+def embedding_backward_temporaries(args):
+    """``(before, after)`` of ``embedding_dense_backward`` on CUDA (:func:`cuda_temporaries`),
+    from torch 2.11's source: with more than 3,072 indices (or ``scale_grad_by_freq``)
+    ``embedding_dense_backward_cuda`` sorts them -- ``sorted_indices``, ``orig_indices``, an
+    ``arange`` of them and cub's radix-sort storage, the last two freed after the sort,
+    before grad_weight is made -- and ``embedding_backward_cuda_kernel`` takes, after
+    grad_weight, ``segment_offsets`` (one index each), a count, cub's ``unique_by_key``
+    output keys and storage (freed at once), ``partials_per_segment`` and its offsets
+    (``min(indices, rows)`` each), cub's exclusive-sum storage (freed at once), a count,
+    ``partial_segment_offset`` and ``grad_weight_per_segment`` (``indices // 10 +
+    min(indices, rows)`` of them, a float32 row each for 16-bit gradients). The H200 capture
+    table of the GPT zoo at 16,384 indices (32,000 rows of 512) holds exactly these sizes in
+    this order; GPT-2's, at 4,096 and 8,192 indices, exactly the kernel's part (its rows hold
+    no sort: that capture gave those blocks to no call).
+
+    >>> t = torch.empty(4, 4096, 512, device="meta")
+    >>> i = torch.empty(4, 4096, dtype=torch.int64, device="meta")
+    >>> before, after = embedding_backward_temporaries((t, i, 32000, -1, False))
+    >>> [b for b in before if isinstance(b, int)], after[-2:]
+    ([131072, 131072, 131072, 283135], [144176, 36909056])
+    """
+    grad, indices = args[0], args[1]
+    if not (isinstance(grad, torch.Tensor) and isinstance(indices, torch.Tensor)) \
+            or len(args) < 3:
+        return (), ()
+    n = concrete_int(indices.numel())
+    by_freq = bool(args[4]) if len(args) > 4 else False
+    if n <= _EMBEDDING_DIRECT_MAX and not by_freq:
+        return (), ()
+    ie = indices.element_size()
+    width = concrete_int(grad.shape[-1]) if grad.dim() else 1
+    segments = min(n, concrete_int(args[2]))
+    partials = n // _EMBEDDING_ROWS_PER_THREAD + segments
+    acc = 8 if grad.element_size() == 8 else 4
+    scan = _CUB_SMALL_BYTES[0] if segments <= 8192 else _CUB_SMALL_BYTES[1]
+    before = [n * ie, n * ie, n * ie, 2 * n * ie + _CUB_SORT_EXTRA_BYTES,
+              TempFree(3), TempFree(2)] + ([n * ie] if by_freq else [])
+    k = 4 + by_freq          # the index of the first temporary after grad_weight
+    after = [n * ie, 8, n * ie, _CUB_SMALL_BYTES[0],
+             TempFree(k + 3), TempFree(k + 2),
+             segments * ie, segments * ie, scan, TempFree(k + 6), 8,
+             partials * ie, partials * width * acc]
+    return before, after
 
 
 def efficient_attention_backward_temporaries(args):
@@ -378,6 +438,8 @@ def cuda_temporaries(name, args, device_type):
         return efficient_attention_backward_temporaries(args)
     if name == "_scaled_dot_product_cudnn_attention_backward":
         return cudnn_attention_backward_temporaries(args)
+    if name == "embedding_dense_backward":
+        return embedding_backward_temporaries(args)
     if name == "_softmax_backward_data" and len(args) > 1 \
             and all(isinstance(t, torch.Tensor) for t in args[:2]):
         grad, output = args[0], args[1]
@@ -756,7 +818,14 @@ class Recorder:
             geometry = layer_norm_backward_geometry(args, as_int=concrete_int)
             if geometry is not None:
                 self.layer_norm_backwards[op_index] = geometry
-        made = [self._temp(n, op_index) for n in before]
+        made = []
+        freed = set()
+        for item in before:
+            if isinstance(item, TempFree):   # freed inside the kernel, before its outputs
+                freed.add(made[item.index])
+                self.events.append((self.cur, "f", made[item.index], op_index))
+            else:
+                made.append(self._temp(item, op_index))
         for t in ([outs[i] for i in order] if order and len(outs) == len(order) else outs):
             if isinstance(t, torch.Tensor):
                 nbytes += concrete_int(t.numel()) * t.element_size()
@@ -778,7 +847,6 @@ class Recorder:
                 sid = self.sid_of(outs[i]) if i < len(outs) else None
                 if sid is not None:
                     self.excluded.add(sid)
-        freed = set()
         for item in after:
             if isinstance(item, TempFree):   # freed inside the kernel (op field: this op)
                 freed.add(made[item.index])

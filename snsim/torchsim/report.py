@@ -527,6 +527,63 @@ def _workspace_probe_s33_section():
     return L
 
 
+LN_S34_CSVS = tuple(os.path.join("docs", "data",
+                                 f"plans_layer_norm_nets_repredicted_{when}_s34_h200.csv")
+                    for when in ("before", "after"))
+
+
+def _layer_norm_s34_section():
+    """The held-out runs of the LayerNorm networks re-predicted before and after LayerNorm's
+    backward was modelled as CUDA runs it (``scripts/repredict_plans.py``)."""
+    before, after = ({(r["folder"], r["run"]): r for r in _read_csv(path)}
+                     for path in LN_S34_CSVS)
+    keys = [k for k in before if k in after]
+    if not keys:
+        return []
+    L = ["### LayerNorm's backward as CUDA runs it (a re-prediction)\n",
+         "Swin-V2-T b24 bf16 superneurons' allocator history (traces/h200/plans_history) held "
+         "requests the prediction lacked in each backward of its first-stage LayerNorms "
+         "(903,168 B twice, 466,944 B twice) and lacked ones the prediction made in its last "
+         "stage (3,612,672 and 1,806,336 B copies). The first are torch 2.11's split sums of "
+         "the gamma and beta gradients when a LayerNorm has more than 65,536 rows "
+         "(`LaunchGammaBetaBackwardCUDAKernel`: a `[2352, 96]` float32 partial block per "
+         "gradient and each block's `sum(0)` staging buffer), now modelled from the rows, "
+         "columns and the GPU's multiprocessor count "
+         "(`reduce_buffers.layer_norm_backward_buffers`). The second came from the meta "
+         "kernel, which gives LayerNorm's dX the strides of dY where CUDA makes it contiguous: "
+         "Swin's classifier hands its last stage an NCHW-strided gradient, and the fake run "
+         "carried it through every LayerNorm of that stage, each copying it "
+         "(`record.cuda_output_layout` restrides dX; `scripts/fake_stride_check.py`, a real "
+         "CPU step against a fake one op by op, finds no other op whose strides differ in 19 "
+         "torchvision networks, from ResNet-18 to MViT-V2-S, and GPT-2, fp32 and bf16). "
+         "Every completed held-out run of the networks with "
+         "LayerNorms (Swin V1/V2/3D, ConvNeXt, MaxViT, ViT, MViT) re-predicted before and "
+         "after (`scripts/repredict_plans.py --match 'swin|convnext|maxvit|vit_|mvit'`; "
+         "`docs/data/plans_layer_norm_nets_repredicted_{before,after}_s34_h200.csv`):\n"]
+    rows = []
+    for q in ("allocated", "reserved"):
+        col = f"repred_err_{q}_pct"
+        ks = [k for k in keys if before[k][col] and after[k][col]]
+        eb = [float(before[k][col]) for k in ks]
+        ea = [float(after[k][col]) for k in ks]
+        closer = sum(1 for b, a in zip(eb, ea) if abs(a) < abs(b))
+        further = sum(1 for b, a in zip(eb, ea) if abs(a) > abs(b))
+        rows.append([q, str(len(ks)), " / ".join(_stats(eb)[:3]), " / ".join(_stats(ea)[:3]),
+                     str(closer), str(further)])
+    L.append(_table(["peak", "n", "before: mean / median / max abs err %", "after", "closer",
+                     "further"], rows))
+    moved = sorted(keys, key=lambda k: -abs(abs(float(after[k]["repred_err_reserved_pct"]))
+                                          - abs(float(before[k]["repred_err_reserved_pct"]))))
+    moved = [k for k in moved if after[k]["repred_err_reserved_pct"]
+             != before[k]["repred_err_reserved_pct"]][:8]
+    L.append("\nThe reserved peaks that moved most:\n")
+    L.append(_table(["folder", "run", "reserved err % before", "after"],
+                    [[k[0], k[1], f"{float(before[k]['repred_err_reserved_pct']):+.2f}",
+                      f"{float(after[k]['repred_err_reserved_pct']):+.2f}"] for k in moved]))
+    L.append("")
+    return L
+
+
 def _plan_host_model_text():
     """How a plan's step time is modelled beyond its ops, with the preset's fitted costs."""
     from ..kernel_table import load_host_costs
@@ -2417,6 +2474,7 @@ def build_report(traces_dir="traces/h200"):
         "the device call (`traces/h200/plans_heldout30/predicted_before_run.csv`, "
         "`scripts/predict_set.py heldout30`, commit c4ed03d).")
     L.extend(_workspace_probe_s33_section())
+    L.extend(_layer_norm_s34_section())
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
