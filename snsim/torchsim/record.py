@@ -208,10 +208,13 @@ _EMBEDDING_ROWS_PER_THREAD = 10
 _EMBEDDING_DIRECT_MAX = 3072
 #: cub's temporary storage as the H200 capture tables hold it (traces/h200: GPT-2's and the
 #: GPT zoo's ``embedding_dense_backward`` rows, torch 2.11): ``DeviceRadixSort::SortPairs``
-#: takes an alternate keys and values buffer and 20,991 B more at 16,384 indices; its
+#: takes an alternate keys and values buffer and 20,991 B more at 16,384 indices, and 3,584 B
+#: in all where 4,096 pairs sort on one tile (Swin-V2-T's ``index_put`` backward, its H200
+#: allocator history: traces/h200/plans_history); its
 #: ``DeviceSelect::UniqueByKey`` 1,279 B at 4,096 to 16,384 items, its ``DeviceScan::
 #: ExclusiveSum`` 1,279 B at 4,096 and 8,192 items and 1,535 B at 16,384
 _CUB_SORT_EXTRA_BYTES = 20_991
+_CUB_ONE_TILE_SORT = (4096, 3_584)
 _CUB_SMALL_BYTES = (1_279, 1_535)
 
 
@@ -250,8 +253,10 @@ def embedding_backward_temporaries(args):
     partials = n // _EMBEDDING_ROWS_PER_THREAD + segments
     acc = 8 if grad.element_size() == 8 else 4
     scan = _CUB_SMALL_BYTES[0] if segments <= 8192 else _CUB_SMALL_BYTES[1]
-    before = [n * ie, n * ie, n * ie, 2 * n * ie + _CUB_SORT_EXTRA_BYTES,
-              TempFree(3), TempFree(2)] + ([n * ie] if by_freq else [])
+    sort = _CUB_ONE_TILE_SORT[1] if n <= _CUB_ONE_TILE_SORT[0] else \
+        2 * n * ie + _CUB_SORT_EXTRA_BYTES
+    before = [n * ie, n * ie, n * ie, sort, TempFree(3), TempFree(2)] + \
+        ([n * ie] if by_freq else [])
     k = 4 + by_freq          # the index of the first temporary after grad_weight
     after = [n * ie, 8, n * ie, _CUB_SMALL_BYTES[0],
              TempFree(k + 3), TempFree(k + 2),
