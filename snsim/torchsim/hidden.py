@@ -922,7 +922,14 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
     # where every recorded event happened (event_positions), and the hidden allocations
     pos, made = event_positions(rec)
     extra = []
-    n = 0
+    keys_made = []
+
+    def new(size, kind="hidden"):
+        """A hidden storage of ``size`` bytes: its key, its size and kind in ``info``."""
+        key = ("h", len(keys_made))
+        keys_made.append(key)
+        info[key] = (size, kind)
+        return key
     counts = {"exact": 0, "probe": 0, "half_sibling": 0, "scaled": 0, "dtype": 0,
               "probe_scaled": 0,
               "probe_near": 0, "modelled": 0, "none": 0, "reduction": 0,
@@ -935,10 +942,7 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
         if op[1] in _MATMUL and it == 0 and phase in ("F", "B") and phase not in first_matmul:
             first_matmul[phase] = k
             for size in tables["persistent"].get(phase, []):
-                key = ("h", n)
-                n += 1
-                info[key] = (size, "hidden:persistent")
-                extra.append(((k, 2, 0, 0), (mark, "a", key)))
+                extra.append(((k, 2, 0, 0), (mark, "a", new(size, "hidden:persistent"))))
         partial, per_grad = layer_norm_backward_buffers(
             getattr(rec, "layer_norm_backwards", {}).get(k), hardware)
         if partial:
@@ -950,20 +954,12 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             seq = []
             blocks = []
             for _ in range(rec.layer_norm_backwards[k][3]):
-                key = ("h", n)
-                n += 1
-                info[key] = (partial, "hidden")
-                blocks.append(key)
-                seq.append(("a", key))
+                blocks.append(new(partial))
+                seq.append(("a", blocks[-1]))
             outs = []
             for _ in blocks:
-                keys = []
-                for size in per_grad:
-                    key = ("h", n)
-                    n += 1
-                    info[key] = (size, "hidden")
-                    keys.append(key)
-                    seq.append(("a", key))
+                keys = [new(size) for size in per_grad]
+                seq += [("a", key) for key in keys]
                 outs.append(keys[0])
                 seq += [("f", key) for key in reversed(keys[1:])]
             seq += [("f", key) for key in outs + blocks[::-1]]
@@ -976,12 +972,7 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             sizes = reduction_buffers(geometry, hardware)
             counts["reduction"] += 1
             last = 2 * max(0, made.get(k, 0) - 1) + 1
-            keys = []
-            for size in sizes:
-                key = ("h", n)
-                n += 1
-                info[key] = (size, "hidden")
-                keys.append(key)
+            keys = [new(size) for size in sizes]
             for j, key in enumerate(keys):
                 extra.append(((k, 1, last, j), (mark, "a", key)))
             for j, key in enumerate(reversed(keys)):
@@ -1001,15 +992,11 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             # tensor after the pass's gradient and before its workspace, freed after it: the
             # recorder's copy calls (record.kernel_copies), one a pass, bytes read and written
             for j, (_, copy_rw, _) in enumerate(op[8] if len(op) > 8 else ()):
-                key = ("h", n)
-                n += 1
-                info[key] = (copy_rw // 2, "cuda_temp")
+                key = new(copy_rw // 2, "cuda_temp")
                 extra.append(((k, 1, 2 * j + 1, -1), (mark, "a", key)))
                 extra.append(((k, 1, 2 * j + 1, 1 << 20), (mark, "f", key)))
         for j, size in enumerate(sizes):
-            key = ("h", n)
-            n += 1
-            info[key] = (size, "hidden")
+            key = new(size)
             # one workspace at a time: each is freed before the next is taken
             extra.append(((k, 1, 2 * slots[j] + 1, 2 * j), (mark, "a", key)))
             extra.append(((k, 1, 2 * slots[j] + 1, 2 * j + 1), (mark, "f", key)))

@@ -515,16 +515,22 @@ def _workspace_probe_s33_section():
                          " / ".join(_stats(ea)[:3]), str(closer), str(further)])
     L.append(_table(["runs", "peak", "n", "before: mean / median / max abs err %",
                      "after", "closer", "further"], rows))
-    before, after = groups["probed_nets"]
-    moved = sorted((k for k in before if k in after),
-                   key=lambda k: -abs(abs(float(after[k]["repred_err_reserved_pct"]))
-                                      - abs(float(before[k]["repred_err_reserved_pct"]))))[:8]
-    L.append("\nThe reserved peaks that moved most:\n")
-    L.append(_table(["folder", "run", "reserved err % before", "after"],
-                    [[k[0], k[1], f"{float(before[k]['repred_err_reserved_pct']):+.2f}",
-                      f"{float(after[k]['repred_err_reserved_pct']):+.2f}"] for k in moved]))
-    L.append("")
+    L.extend(_moved_reserved(*groups["probed_nets"]))
     return L
+
+
+def _moved_reserved(before, after, top=8):
+    """The re-predicted runs (``{(folder, run): row}`` before and after a change) whose
+    reserved-peak error moved most, as a table."""
+    keys = [k for k in before if k in after and after[k]["repred_err_reserved_pct"]
+            != before[k]["repred_err_reserved_pct"]]
+    moved = sorted(keys, key=lambda k: -abs(abs(float(after[k]["repred_err_reserved_pct"]))
+                                          - abs(float(before[k]["repred_err_reserved_pct"]))))
+    return ["\nThe reserved peaks that moved most:\n",
+            _table(["folder", "run", "reserved err % before", "after"],
+                   [[k[0], k[1], f"{float(before[k]['repred_err_reserved_pct']):+.2f}",
+                     f"{float(after[k]['repred_err_reserved_pct']):+.2f}"]
+                    for k in moved[:top]]), ""]
 
 
 LN_S34_CSVS = tuple(os.path.join("docs", "data",
@@ -572,15 +578,7 @@ def _layer_norm_s34_section():
                      str(closer), str(further)])
     L.append(_table(["peak", "n", "before: mean / median / max abs err %", "after", "closer",
                      "further"], rows))
-    moved = sorted(keys, key=lambda k: -abs(abs(float(after[k]["repred_err_reserved_pct"]))
-                                          - abs(float(before[k]["repred_err_reserved_pct"]))))
-    moved = [k for k in moved if after[k]["repred_err_reserved_pct"]
-             != before[k]["repred_err_reserved_pct"]][:8]
-    L.append("\nThe reserved peaks that moved most:\n")
-    L.append(_table(["folder", "run", "reserved err % before", "after"],
-                    [[k[0], k[1], f"{float(before[k]['repred_err_reserved_pct']):+.2f}",
-                      f"{float(after[k]['repred_err_reserved_pct']):+.2f}"] for k in moved]))
-    L.append("")
+    L.extend(_moved_reserved(before, after))
     return L
 
 
