@@ -8,14 +8,35 @@ the launching thread's lease-to-lease spread (traces/h200/step_repeat: host-boun
         traces/h200/profile/profile_summary.csv --cache /tmp/records --csv out.csv
 
 Prints one line per configuration and the median / max |err|; ``--match`` keeps configurations
-whose name contains one of its comma-separated parts.
+whose name contains one of its comma-separated parts. A token model is recorded at the
+sequence length it was profiled at (:func:`sized_model`).
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import statistics
 import sys
+from pathlib import Path
+
+
+def sized_model(row, summary_path):
+    """The model spec of a ``profile_summary.csv`` row at the size it was profiled: a token
+    model's summaries name it without its sequence length (``hf:EleutherAI/pythia-410m``, run
+    at 1,024 where ``snsim predict`` takes 512), which its ``embedding`` call's token ids in
+    the ``profile_ops.csv`` beside it tell (``model@seq``); the row's model otherwise."""
+    model = row["model"]
+    ops = Path(summary_path).with_name(Path(summary_path).name.replace("summary", "ops"))
+    if "@" in model or not ops.exists():
+        return model
+    with open(ops, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["config"] == row["config"] and r["family"] == "embedding" \
+                    and r.get("phase", "F") == "F":
+                ids = json.loads(r["shapes"])[1]
+                return f"{model}@{ids[-1]}" if len(ids) == 2 else model
+    return model
 
 
 def main(argv=None):
@@ -45,7 +66,7 @@ def main(argv=None):
                                    None if r["amp"] in ("", "none") else r["amp"])
                 try:
                     name, (ops, marks, host_sids, _, _) = cached_recording(
-                        r["model"], int(r["batch"]), setup, args.cache)
+                        sized_model(r, path), int(r["batch"]), setup, args.cache)
                 except Exception as e:   # one configuration that cannot be recorded: a line
                     print(f"{r['config']}: {type(e).__name__}: {e}", file=sys.stderr)
                     continue

@@ -414,14 +414,16 @@ def cached_recording(model, batch, setup, cache=None):
     (``name@CxHxW`` for another input size) at ``batch`` under ``setup`` (a
     :class:`~snsim.torchsim.amp.TrainSetup`), as the diagnosis scripts read it
     (``scripts/op_breakdown.py``, ``shape_compare.py``, ``host_by_family.py``). With a
-    ``cache`` folder it is kept there as ``<name>.pkl`` and read back; a file of another shape
+    ``cache`` folder it is kept there as ``<name>@<input size>.pkl`` and read back; a file of another shape
     (one from before the gradient sums were kept) is recorded again. ``name`` is
     ``<network>_b<batch><setup slug>``, the configuration name of ``scripts/profile_ops.py``."""
     import pickle
     from pathlib import Path
     spec = resolve_sized(model)
     name = f"{spec.name}_b{batch}{setup.slug}"
-    path = Path(cache) / f"{name}.pkl" if cache else None
+    # the file names the input size too: the name does not (a profile's configuration name)
+    size = "x".join(map(str, spec.input_shape))
+    path = Path(cache) / f"{name}@{size}.pkl" if cache else None
     if path is not None and path.exists():
         with open(path, "rb") as f:
             got = pickle.load(f)
