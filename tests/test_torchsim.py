@@ -1100,6 +1100,33 @@ def test_embedding_backward_frees_the_sort_s_storage_before_its_output():
     assert ("a", p * 16 * 4) in seq and seq.index(("f", 1_279)) < seq.index(("a", p * 8))
 
 
+def test_index_backward_takes_the_sort_s_temporaries():
+    """A relative-position-bias gather (Swin's) in a fake run: its backward's accumulating
+    index_put takes, as the H200 history of Swin-V2-T shows, the remainder and the linear
+    index (the remainder freed at once), the values' contiguous copy, the sorted and original
+    indices, an arange and cub's one-tile storage (freed at once)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from snsim.torchsim.record import Recorder
+    rec = Recorder(device_type="cpu")
+    with FakeTensorMode():
+        table = torch.zeros(225, 24, requires_grad=True)
+        idx = torch.zeros(4096, dtype=torch.int64)
+        rec.register(table, "table")
+        rec.register(idx, "idx")
+        with rec.active():
+            bias = table[idx].view(64, 64, 24).permute(2, 0, 1).contiguous()
+            bias.sum().backward()
+    k, = [k for k, op in enumerate(rec.ops) if op[1] in ("index_put", "_index_put_impl_")]
+    temps = {sid for m, kind, sid, op in rec.events
+             if op == k and rec.storages[sid][2] == "cuda_temp"}
+    seq = [(kind, rec.storages[sid][0]) for m, kind, sid, op in rec.events if sid in temps]
+    n8 = 4096 * 8
+    assert seq[:9] == [("a", n8), ("a", n8), ("f", n8), ("a", 4096 * 24 * 4), ("a", n8),
+                       ("a", n8), ("a", n8), ("a", 3_584), ("f", 3_584)]
+    assert len(seq) == 14 and all(kind == "f" for kind, _ in seq[9:])
+
+
 def test_cudnn_backward_copies_a_non_contiguous_grad_output():
     # DenseNet: a conv's output is concatenated, so its grad_output is a channel slice of the
     # concatenation's gradient; each cuDNN pass copies it (H200 history of densenet161 b48

@@ -265,6 +265,75 @@ def embedding_backward_temporaries(args):
     return before, after
 
 
+def index_put_temporaries(args):
+    """``(before, after)`` of an accumulating ``index_put`` on CUDA (:func:`cuda_temporaries`;
+    ``index_put_with_sort_kernel``, aten/src/ATen/native/cuda/Indexing.cu, torch 2.11): per
+    index tensor its ``remainder`` by the dim's size and that times the dim's stride (the
+    first product is the linear index; the remainder, and a later product once added into
+    it, freed at once), the values copied contiguous unless they are, then the sorted and
+    original indices, an ``arange`` of them and cub's radix-sort storage (freed at once); the
+    rest freed when the call returns. autograd's ``IndexBackward0`` makes one (Swin's and
+    MaxViT's relative position bias): the H200 history of Swin-V2-T b24 bf16 superneurons
+    (traces/h200/plans_history) shows, in each window attention's backward, 32,768 B twice
+    (4,096 int64), the values' 196,608 B copy ([4096, 24] bf16), 32,768 B three times and
+    3,584 B. A non-accumulating call (TensorIterator's kernel) and a boolean mask (a
+    data-dependent ``nonzero``) take none here.
+
+    >>> t = torch.empty(225, 24, dtype=torch.bfloat16, device="meta")
+    >>> i = torch.empty(4096, dtype=torch.int64, device="meta")
+    >>> v = torch.empty(24, 4096, dtype=torch.bfloat16, device="meta").t()
+    >>> before, after = index_put_temporaries((t, [i], v, True))
+    >>> [a for a in after if isinstance(a, int)]
+    [32768, 32768, 196608, 32768, 32768, 32768, 3584]
+    """
+    if len(args) < 4 or not args[3]:
+        return (), ()
+    self, indices, value = args[0], args[1], args[2]
+    if not isinstance(self, torch.Tensor) or not isinstance(value, torch.Tensor):
+        return (), ()
+    idx = [(d, t) for d, t in enumerate(indices) if t is not None]
+    if not idx or any(not isinstance(t, torch.Tensor) or t.dtype in (torch.bool, torch.uint8)
+                      for _, t in idx):
+        return (), ()
+    shape = torch.broadcast_shapes(*(tuple(concrete_int(s) for s in t.shape) for _, t in idx))
+    n = 1
+    for s in shape:
+        n *= s
+    if n == 0:
+        return (), ()
+    after = []
+
+    def take(nbytes):       # an allocation: its index among the call's temporaries
+        after.append(nbytes)
+        return sum(1 for a in after if not isinstance(a, TempFree)) - 1
+
+    linear = None
+    for _, t in idx:
+        if t.dtype == torch.int32:
+            take(concrete_int(t.numel()) * 8)       # to(kLong), kept with the indices
+        rem = take(n * 8)                           # remainder by the dim's size
+        prod = take(n * 8)                          # times the dim's stride
+        after.append(TempFree(rem))
+        if linear is None:
+            linear = prod
+        else:                                       # added into the linear index
+            after.append(TempFree(prod))
+    rest = 1
+    indexed = {d for d, _ in idx}
+    for d, s in enumerate(self.shape):
+        if d not in indexed:
+            rest *= concrete_int(s)
+    vals = n * rest
+    if not (value.is_contiguous() and concrete_int(value.numel()) == vals):
+        take(vals * value.element_size())
+    for _ in range(3):                              # sorted, original indices, arange
+        take(n * 8)
+    sort = take(_CUB_ONE_TILE_SORT[1] if n <= _CUB_ONE_TILE_SORT[0]
+                else 2 * n * 8 + _CUB_SORT_EXTRA_BYTES)
+    after.append(TempFree(sort))
+    return (), after
+
+
 def efficient_attention_backward_temporaries(args):
     """``(before, after)`` of ``_scaled_dot_product_efficient_attention_backward`` on a CUDA
     fp32 call (:func:`cuda_temporaries`), from torch 2.11's source
@@ -445,6 +514,8 @@ def cuda_temporaries(name, args, device_type):
         return cudnn_attention_backward_temporaries(args)
     if name == "embedding_dense_backward":
         return embedding_backward_temporaries(args)
+    if name in ("index_put", "index_put_", "_index_put_impl_"):
+        return index_put_temporaries(args)
     if name == "_softmax_backward_data" and len(args) > 1 \
             and all(isinstance(t, torch.Tensor) for t in args[:2]):
         grad, output = args[0], args[1]
