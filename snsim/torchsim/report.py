@@ -744,6 +744,10 @@ def _matmul_lookup_section():
                  + GPU_BUSY_ALL_OLD_CSV.replace(os.sep, "/") + "):\n")
         L.append(_table(["steps", "n", "median |err| % before", "median |err| % now",
                          "mean |err| % before", "mean |err| % now"], summ) + "\n")
+        L.append("*now* records each token model at the sequence length it was profiled at "
+                 "(`gpu_busy_compare.sized_model`, session 34: the summaries name a Hugging "
+                 "Face model without it, and Pythia-410M b4's 1,024-token profile had been set "
+                 "against a 512-token prediction, -31.07 %); *before* keeps that error.\n")
     return L
 
 
