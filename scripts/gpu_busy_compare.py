@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import statistics
 import sys
@@ -30,13 +31,22 @@ def sized_model(row, summary_path):
     ops = Path(summary_path).with_name(Path(summary_path).name.replace("summary", "ops"))
     if "@" in model or not ops.exists():
         return model
-    with open(ops, newline="") as f:
+    seq = _token_lengths(str(ops)).get(row["config"])
+    return f"{model}@{seq}" if seq else model
+
+
+@functools.lru_cache(maxsize=None)
+def _token_lengths(ops_path):
+    """``{config: sequence length}`` of a ``profile_ops.csv``'s configurations with a
+    forward ``embedding`` call of ``[batch, seq]`` token ids (its first), read once."""
+    out = {}
+    with open(ops_path, newline="") as f:
         for r in csv.DictReader(f):
-            if r["config"] == row["config"] and r["family"] == "embedding" \
-                    and r.get("phase", "F") == "F":
+            if r["family"] == "embedding" and r.get("phase", "F") == "F" \
+                    and r["config"] not in out:
                 ids = json.loads(r["shapes"])[1]
-                return f"{model}@{ids[-1]}" if len(ids) == 2 else model
-    return model
+                out[r["config"]] = ids[-1] if len(ids) == 2 else None
+    return out
 
 
 def main(argv=None):

@@ -943,14 +943,14 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             first_matmul[phase] = k
             for size in tables["persistent"].get(phase, []):
                 extra.append(((k, 2, 0, 0), (mark, "a", new(size, "hidden:persistent"))))
-        partial, per_grad = layer_norm_backward_buffers(
-            getattr(rec, "layer_norm_backwards", {}).get(k), hardware)
+        last = 2 * max(0, made.get(k, 0) - 1) + 1    # after the op's latest allocation
+        partial, per_grad = layer_norm_backward_buffers(rec.layer_norm_backwards.get(k),
+                                                        hardware)
         if partial:
             # LayerNorm's split gamma/beta sums: a partial-sum block per gradient, then each
             # gradient's sum(0) (its output, the reduction's staging buffer and semaphores,
             # freed in reverse), the blocks freed when the call returns (beta's first)
             counts["layer_norm_partials"] += 1
-            last = 2 * max(0, made.get(k, 0) - 1) + 1
             seq = []
             blocks = []
             for _ in range(rec.layer_norm_backwards[k][3]):
@@ -971,7 +971,6 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             # and freed after its output exists (semaphores first: declared last)
             sizes = reduction_buffers(geometry, hardware)
             counts["reduction"] += 1
-            last = 2 * max(0, made.get(k, 0) - 1) + 1
             keys = [new(size) for size in sizes]
             for j, key in enumerate(keys):
                 extra.append(((k, 1, last, j), (mark, "a", key)))

@@ -414,8 +414,8 @@ def cached_recording(model, batch, setup, cache=None):
     (``name@CxHxW`` for another input size) at ``batch`` under ``setup`` (a
     :class:`~snsim.torchsim.amp.TrainSetup`), as the diagnosis scripts read it
     (``scripts/op_breakdown.py``, ``shape_compare.py``, ``host_by_family.py``). With a
-    ``cache`` folder it is kept there as ``<name>@<input size>.pkl`` and read back; a file of another shape
-    (one from before the gradient sums were kept) is recorded again. ``name`` is
+    ``cache`` folder it is kept there as ``<name>@<input size>.pkl`` and read back; a file of
+    another shape (one from before the gradient sums were kept) is recorded again. ``name`` is
     ``<network>_b<batch><setup slug>``, the configuration name of ``scripts/profile_ops.py``."""
     import pickle
     from pathlib import Path

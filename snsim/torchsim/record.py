@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 import weakref
 from dataclasses import dataclass
 
@@ -218,6 +219,14 @@ _CUB_ONE_TILE_SORT = (4096, 3_584)
 _CUB_SMALL_BYTES = (1_279, 1_535)
 
 
+def _cub_sort_pairs_bytes(n, item_bytes):
+    """cub's storage for a ``radix_sort_pairs`` of ``n`` key/value pairs of ``item_bytes``
+    each: one tile's, or an alternate keys and values buffer and the rest (above)."""
+    if n <= _CUB_ONE_TILE_SORT[0]:
+        return _CUB_ONE_TILE_SORT[1]
+    return 2 * n * item_bytes + _CUB_SORT_EXTRA_BYTES
+
+
 def embedding_backward_temporaries(args):
     """``(before, after)`` of ``embedding_dense_backward`` on CUDA (:func:`cuda_temporaries`),
     from torch 2.11's source: with more than 3,072 indices (or ``scale_grad_by_freq``)
@@ -253,9 +262,7 @@ def embedding_backward_temporaries(args):
     partials = n // _EMBEDDING_ROWS_PER_THREAD + segments
     acc = 8 if grad.element_size() == 8 else 4
     scan = _CUB_SMALL_BYTES[0] if segments <= 8192 else _CUB_SMALL_BYTES[1]
-    sort = _CUB_ONE_TILE_SORT[1] if n <= _CUB_ONE_TILE_SORT[0] else \
-        2 * n * ie + _CUB_SORT_EXTRA_BYTES
-    before = [n * ie, n * ie, n * ie, sort, TempFree(3), TempFree(2)] + \
+    before = [n * ie, n * ie, n * ie, _cub_sort_pairs_bytes(n, ie), TempFree(3), TempFree(2)] + \
         ([n * ie] if by_freq else [])
     k = 4 + by_freq          # the index of the first temporary after grad_weight
     after = [n * ie, 8, n * ie, _CUB_SMALL_BYTES[0],
@@ -295,10 +302,8 @@ def index_put_temporaries(args):
     if not idx or any(not isinstance(t, torch.Tensor) or t.dtype in (torch.bool, torch.uint8)
                       for _, t in idx):
         return (), ()
-    shape = torch.broadcast_shapes(*(tuple(concrete_int(s) for s in t.shape) for _, t in idx))
-    n = 1
-    for s in shape:
-        n *= s
+    n = math.prod(torch.broadcast_shapes(*(tuple(concrete_int(s) for s in t.shape)
+                                          for _, t in idx)))
     if n == 0:
         return (), ()
     after = []
@@ -307,30 +312,21 @@ def index_put_temporaries(args):
         after.append(nbytes)
         return sum(1 for a in after if not isinstance(a, TempFree)) - 1
 
-    linear = None
-    for _, t in idx:
+    for k, (_, t) in enumerate(idx):
         if t.dtype == torch.int32:
             take(concrete_int(t.numel()) * 8)       # to(kLong), kept with the indices
         rem = take(n * 8)                           # remainder by the dim's size
         prod = take(n * 8)                          # times the dim's stride
         after.append(TempFree(rem))
-        if linear is None:
-            linear = prod
-        else:                                       # added into the linear index
+        if k:                                       # added into the first: the linear index
             after.append(TempFree(prod))
-    rest = 1
     indexed = {d for d, _ in idx}
-    for d, s in enumerate(self.shape):
-        if d not in indexed:
-            rest *= concrete_int(s)
-    vals = n * rest
+    vals = n * math.prod(concrete_int(s) for d, s in enumerate(self.shape) if d not in indexed)
     if not (value.is_contiguous() and concrete_int(value.numel()) == vals):
         take(vals * value.element_size())
     for _ in range(3):                              # sorted, original indices, arange
         take(n * 8)
-    sort = take(_CUB_ONE_TILE_SORT[1] if n <= _CUB_ONE_TILE_SORT[0]
-                else 2 * n * 8 + _CUB_SORT_EXTRA_BYTES)
-    after.append(TempFree(sort))
+    after.append(TempFree(take(_cub_sort_pairs_bytes(n, 8))))
     return (), after
 
 
