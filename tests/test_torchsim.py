@@ -686,6 +686,133 @@ def test_autograd_sums_gradients_in_place_only_without_a_dispatch_mode():
     assert not _sum_reuses_a_part(Mode)
 
 
+class _ViewFirst(torch.nn.Module):
+    """``y`` feeds two consumers; the gradient from the one made last, which autograd runs
+    first, reaches ``y`` as a view (``PermuteBackward0``'s)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 8, 1)
+        self.scale = torch.nn.Parameter(torch.ones(8))
+
+    def forward(self, x):
+        y = self.conv(x)
+        doubled = y * 2
+        return doubled.sum() + (y.permute(0, 2, 3, 1) * self.scale).sum()
+
+
+def _fake_recording(model, x):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from snsim.torchsim.record import Instrument, Recorder
+    with FakeTensorMode():
+        m = model()
+        x = torch.randn(*x)
+        rec = Recorder(device_type="cpu")
+        inst = Instrument(m, rec)
+        with rec.active():
+            rec.begin_iteration()
+            with inst:
+                loss = m(x)
+                loss = loss if loss.dim() == 0 else loss.sum()
+                inst.before_backward(loss)
+                loss.backward()
+    return rec
+
+
+def test_a_view_is_never_the_buffer_a_sum_goes_into():
+    # InputBuffer::accumulate sums into the buffer's tensor only (can_accumulate_inplace),
+    # which a view never is: it holds its base, a second tensor on the storage. Checked on
+    # this torch (CPU tensors): the view came first, the sum is a new storage
+    from snsim.torchsim.record import inplace_accumulation
+    m = _ViewFirst()
+    x = torch.randn(2, 8, 3, 3)
+    y = m.conv(x)
+    out = (y * 2).sum() + (y.permute(0, 2, 3, 1) * m.scale).sum()
+    parts, total = [], []
+    first = out.grad_fn.next_functions[1][0]   # the permute path's sum, made last: run first
+    todo = [first]
+    while todo:
+        node = todo.pop()
+        if type(node).__name__ == "PermuteBackward0":
+            node.register_hook(lambda gi, go: parts.append(("view", gi[0].data_ptr())))
+            break
+        todo.extend(n for n, _ in node.next_functions if n is not None)
+    y.register_hook(lambda g: total.append(g.data_ptr()))
+    out.backward()
+    assert parts and total[0] != parts[0][1]
+    # the fake run: one sum, recorded as a view sum, left out of place
+    rec = _fake_recording(_ViewFirst, (2, 8, 3, 3))
+    sums = [k for k in sorted(rec.accumulation_ops) if rec.ops[k][1] == "add"]
+    assert len(sums) == 1 and sums[0] in rec.view_sums
+    assert inplace_accumulation(rec) == {}
+
+
+class _RelPos(torch.nn.Module):
+    """MViT's ``attn[:, :, 1:, 1:] += rel_pos``: an in-place add into a view two slices deep,
+    then the whole tensor read on."""
+
+    def __init__(self):
+        super().__init__()
+        self.rel = torch.nn.Parameter(torch.zeros(5, 4))
+
+    def forward(self, x):
+        attn = x * 2
+        attn[:, :, 1:, 1:] += self.rel
+        return attn.softmax(-1)
+
+
+def test_a_view_modified_in_place_backs_up_as_one_strided_block():
+    # a plain tensor: autograd regenerates the modified view's history as one
+    # AsStridedBackward0 on its base (whose backward zeroes one base-sized block); a
+    # FakeTensor replays the two slices (two slice_backward blocks, one of them extra), unless
+    # predict.regenerated_views_as_strided hands the view on as as_strided
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from snsim.torchsim.predict import regenerated_views_as_strided
+    x = torch.randn(2, 3, 6, 5, requires_grad=True)
+    y = x * 2
+    y[:, :, 1:, 1:] += torch.ones(5, 4, requires_grad=True)
+    assert type(y.grad_fn.next_functions[1][0]).__name__ == "AsStridedBackward0"
+    with FakeTensorMode():
+        x = torch.randn(2, 3, 6, 5, requires_grad=True)
+        y = x * 2
+        y[:, :, 1:, 1:] += torch.ones(5, 4, requires_grad=True)
+        assert type(y.grad_fn.next_functions[1][0]).__name__ == "SliceBackward0"
+        with regenerated_views_as_strided():
+            y = x * 2
+            y[:, :, 1:, 1:] += torch.ones(5, 4, requires_grad=True)
+        assert type(y.grad_fn.next_functions[1][0]).__name__ == "AsStridedBackward0"
+
+    def recorded(ctx):
+        with ctx:
+            rec = _fake_recording(_RelPos, (2, 3, 6, 5))
+        names = [op[1] for op in rec.ops]
+        made = {op[1]: [rec.storages[s][0] for s in op[3]] for op in rec.ops if op[3]}
+        return names, made
+    import contextlib
+    names, _ = recorded(contextlib.nullcontext())
+    assert names.count("slice_backward") == 2
+    names, made = recorded(regenerated_views_as_strided())
+    assert "slice_backward" not in names
+    assert made["new_zeros"] == [2 * 3 * 6 * 5 * 4]    # the base's storage, once
+
+
+def test_regenerated_views_keep_one_node_for_every_reader():
+    # a real run regenerates a modified view's history once: its readers' gradients sum into
+    # one AsStridedBackward0 (one zeroed block), not one each
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from snsim.torchsim.predict import regenerated_views_as_strided
+    with FakeTensorMode(), regenerated_views_as_strided():
+        x = torch.randn(2, 6, 5, requires_grad=True)
+        y = x * 2
+        v = y[:, 1:, 2:]
+        v.mul_(3)
+        a, b = v + 1, v * 2
+        assert a.grad_fn.next_functions[0][0] is b.grad_fn.next_functions[0][0]
+        assert type(a.grad_fn.next_functions[0][0]).__name__ == "AsStridedBackward0"
+        c = y[:, :, 1:]          # a view not modified since it was made: its own history
+        assert type((c + 1).grad_fn.next_functions[0][0]).__name__ == "SliceBackward0"
+
+
 def test_inplace_accumulation_removes_the_fake_runs_sum_buffer():
     from torch._subclasses.fake_tensor import FakeTensorMode
     from snsim.torchsim.record import Instrument, Recorder, inplace_accumulation

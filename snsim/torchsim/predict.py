@@ -138,7 +138,58 @@ def linear_bias_in_place():
 def cuda_like_dispatch(gpu="h200"):
     """Make CPU fake tensors take the ops CUDA tensors of GPU preset ``gpu`` take (fused
     dropout, fused attention, linear's in-place bias add: :func:`linear_bias_in_place`)."""
-    with linear_bias_in_place(), _cuda_like_kernels(gpu):
+    with linear_bias_in_place(), _cuda_like_kernels(gpu), regenerated_views_as_strided():
+        yield
+
+
+@contextlib.contextmanager
+def regenerated_views_as_strided():
+    """Autograd's history of a view modified in place, as it is for a plain tensor.
+
+    When a view (or its base) has been modified in place, autograd regenerates the view's
+    ``grad_fn`` on its next use (``VariableHooks::grad_fn``, torch/csrc/autograd/variable.cpp):
+    for a plain tensor one ``AsStridedBackward0`` on the base, whose backward makes one zeroed
+    block of the base's storage; for a tensor subclass, which a FakeTensor is, the view's chain
+    replayed from the base (its ``view_fn``), whose backward makes one zeroed block per level
+    of the chain (MViT's ``attn[:, :, 1:, 1:] += rel_pos``: two ``slice_backward``s, one of them
+    an extra attention-sized block a GPU step never makes). Here a view used after its version
+    moved on since it was made is handed to the call as ``as_strided`` on its base, which
+    autograd records as that ``AsStridedBackward0``. Views whose dtype differs from their base's
+    (``view_as_real``) replay on a GPU too and are left alone."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._pytree import tree_leaves, tree_map
+    from torch.utils.weak import WeakIdKeyDictionary
+
+    born = WeakIdKeyDictionary()   # view -> its version when it was made
+    history = WeakIdKeyDictionary()   # view -> (version, its as_strided stand-in)
+
+    def regenerated(t):
+        if not (isinstance(t, torch.Tensor) and t._is_view()) or t.is_inference():
+            return t
+        version = born.get(t)
+        base = t._base
+        if version is None or version == t._version or not base.requires_grad \
+                or t.dtype != base.dtype or not torch.is_grad_enabled():
+            return t
+        # one node per regeneration, whatever reads the view after it (a real run's two
+        # consumers sum their gradients into the one AsStridedBackward0)
+        kept = history.get(t)
+        if kept is None or kept[0] != t._version:
+            kept = (t._version, base.as_strided(t.size(), t.stride(), t.storage_offset()))
+            history[t] = kept
+        return kept[1]
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*tree_map(regenerated, args), **tree_map(regenerated, kwargs or {}))
+            for t in tree_leaves(out):
+                if isinstance(t, torch.Tensor) and t._is_view() and not t.is_inference() \
+                        and t not in born:
+                    born[t] = t._version
+            return out
+
+    with Mode():
         yield
 
 

@@ -765,6 +765,9 @@ class Recorder:
         began (an :class:`Instrument`'s node post-hooks say when): the sums of gradients
         that reach one input from two consumers (``InputBuffer::accumulate``), which
         :func:`inplace_accumulation` makes as a run without a dispatch mode makes them.
+    view_sums : set of op indexes
+        The ``add``s among :attr:`accumulation_ops` whose first input, the buffer autograd
+        sums into, is a view or not dense: summed out of place on a GPU too.
     temp_ops : set of op indexes
         Ops of a fake run given the temporaries their CUDA kernels make
         (:func:`cuda_temporaries`), as storages named ``cuda_temp``.
@@ -797,6 +800,7 @@ class Recorder:
         self.temp_ops = set()        # ops given cuda_temporaries storages
         self.reductions = {}         # op index -> reduce_buffers.reduce_geometry (fake runs)
         self.layer_norm_backwards = {}   # op index -> reduce_buffers.layer_norm_backward_geometry
+        self.view_sums = set()       # accumulation_ops whose buffer is a view or not dense
         self.accumulating = False    # between a backward node's end and the next node's start
         self.excluded = set()
         self.data_dependent = []      # (op name, mark label) of data-dependent ops met
@@ -947,6 +951,10 @@ class Recorder:
         sig = signature(name, args, kwargs) if name in SIGNATURE_OPS else ""
         if self.accumulating:
             self.accumulation_ops.add(op_index)
+            buffer = args[0] if args else None
+            if name == "add" and isinstance(buffer, torch.Tensor) and (
+                    buffer._is_view() or not _dense(buffer)):
+                self.view_sums.add(op_index)
         self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig,
                          conv_layout(name, args) or copy_layout(name, args)
                          or elementwise_layout(name, args, outs)
@@ -1312,8 +1320,11 @@ def inplace_accumulation(rec):
 
     Autograd's engine sums two gradients that reach one input (``InputBuffer::accumulate``,
     torch/csrc/autograd/input_buffer.cpp) into the buffer's tensor, ``old.add_(new)``, when
-    the buffer holds its last reference and it is dense (``can_accumulate_inplace``), else
-    into the incoming one, ``new.add_(old)``; out of place only when neither can be taken.
+    ``can_accumulate_inplace(old)``: it is dense, and the buffer holds the last reference to it
+    and to its storage; else out of place, ``old + new``. A view never qualifies: it holds its
+    base, a second tensor on the storage (MViT's ``r_q``, whose first gradient comes back as a
+    permuted view: a real CPU step sums its second gradient out of place and its third in
+    place, and its H200 history shows the extra 19,267,584 B buffer per block at batch 8).
     ``can_accumulate_inplace`` also requires that the tensor is not "subclass-like", which
     ``at::isTensorSubclassLike`` (ATen/TensorSubclassLikeUtils.h) reports of every tensor
     while any ``TorchDispatchMode`` is active and of every ``FakeTensor``: a recording (the
@@ -1321,11 +1332,12 @@ def inplace_accumulation(rec):
     an executed plan never makes (the H200 history of efficientnet_b4 b32 cpu_offload,
     traces/h200/plans_history: the squeeze-excitation's mean backward, 16,859,136 B, is
     freed right after the sum, with no sum buffer between). An ``add`` among
-    :attr:`Recorder.accumulation_ops` whose first (else second) input's storage dies right
-    after it, of the output's size, is rewritten in place: its output is that input's
-    storage, which lives on until the output would have died. Edits ``rec.events`` and
-    ``rec.ops``; returns ``{sum's storage: storage it reuses}`` (a GPU capture applies it to
-    the allocator's record too: :func:`snsim.torchsim.capture.sums_in_place`).
+    :attr:`Recorder.accumulation_ops`, not among its :attr:`Recorder.view_sums`, whose first
+    input's storage dies right after it (the buffer held the last reference), of the
+    output's size, is rewritten in place: its output is that input's storage, which lives on
+    until the output would have died. Edits ``rec.events`` and ``rec.ops``; returns ``{sum's
+    storage: storage it reuses}`` (a GPU capture applies it to the allocator's record too:
+    :func:`snsim.torchsim.capture.sums_in_place`).
     """
     if not rec.accumulation_ops:
         return {}
@@ -1343,15 +1355,15 @@ def inplace_accumulation(rec):
         mark, name, reads, new, *rest = rec.ops[k]
         if name != "add" or len(new) != 1 or len(reads) != 2 or new[0] not in alloc_at:
             continue
-        out = new[0]
-        for victim in reads:
-            f = free_at.get(victim)
-            if f is not None and f[1] == k + 1 and \
-                    rec.storages[victim][0] == rec.storages[out][0]:
-                drop.update((f[0], alloc_at[out][0]))
-                rename[out] = resolve(victim)
-                rec.ops[k] = (mark, name, reads, (), *rest)
-                break
+        if k in rec.view_sums:
+            continue
+        out, victim = new[0], reads[0]
+        f = free_at.get(victim)
+        if f is not None and f[1] == k + 1 and \
+                rec.storages[victim][0] == rec.storages[out][0]:
+            drop.update((f[0], alloc_at[out][0]))
+            rename[out] = resolve(victim)
+            rec.ops[k] = (mark, name, reads, (), *rest)
     if not rename:
         return {}
     rec.events = [(m, kind, resolve(sid), op) for i, (m, kind, sid, op) in enumerate(rec.events)
