@@ -18,13 +18,16 @@ the ops whose output strides differ (dims of size 1 left out: their strides mean
 and the ops only one run made (aligned by name with difflib; views the fake run names
 otherwise, ``detach`` and ``device`` calls are no ops of a step and left out). A real step on
 the CPU computes: keep batches small (1-2) and ``--input-size`` as small as the model takes.
-``--restride``: the fake run's outputs restrided as snsim's recorder restrides them (what is
-left is what the recorder still differs in).
+``--restride``: the fake run as snsim's recorder runs it, its outputs restrided
+(:func:`snsim.torchsim.record.cuda_output_layout`) and views modified in place handed on as
+``as_strided`` on their base (:func:`snsim.torchsim.predict.regenerated_views_as_strided`):
+what is left is what the recorder still differs in.
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import difflib
 import sys
 
@@ -39,14 +42,15 @@ def strides_of(t):
 
 def step_ops(spec, batch, *, fake, amp, size=None, restride=False):
     """``[(op name, output shapes and strides)]`` of one training step of ``spec``; with
-    ``restride``, a fake run's outputs restrided as snsim's recorder does
-    (:func:`snsim.torchsim.record.cuda_output_layout`)."""
+    ``restride``, a fake run as snsim's recorder runs it (its outputs restrided, views
+    modified in place handed on as ``as_strided``)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
 
-    from snsim.torchsim.record import cuda_output_layout
+    from snsim.torchsim.predict import regenerated_views_as_strided
+    from snsim.torchsim.record import cuda_output_layout, split_outputs
 
     class Log(TorchDispatchMode):
         def __init__(self):
@@ -75,9 +79,11 @@ def step_ops(spec, batch, *, fake, amp, size=None, restride=False):
 
     def loss_of(out):
         out = getattr(out, "logits", out)
-        out = out if isinstance(out, torch.Tensor) else out[0]
+        out = out if isinstance(out, torch.Tensor) else split_outputs(out)[0]
         if out.dim() == 0:      # a model that returns its own loss (snsim's causal LMs)
             return out
+        if out.dim() == 4:      # a segmentation model's class map: any loss of it will do
+            return out.float().mean()
         return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]),
                                                  labels.reshape(-1) % out.shape[-1])
 
@@ -92,7 +98,8 @@ def step_ops(spec, batch, *, fake, amp, size=None, restride=False):
              for k, v in model.named_parameters()}
     state.update({k: mode.from_tensor(v) for k, v in model.named_buffers()})
     x, labels = mode.from_tensor(x), mode.from_tensor(labels)
-    with mode:
+    views = regenerated_views_as_strided() if restride else contextlib.nullcontext()
+    with mode, views:
         with log, torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
             loss = loss_of(torch.func.functional_call(model, state, (x,)))
         with log:
@@ -124,7 +131,8 @@ def main(argv=None):
     ap.add_argument("--input-size", type=int, default=None,
                     help="an image model's input height and width (default: its own)")
     ap.add_argument("--restride", action="store_true",
-                    help="the fake run's outputs restrided as snsim's recorder does them")
+                    help="the fake run as snsim's recorder runs it (outputs restrided, "
+                         "views modified in place handed on as as_strided)")
     args = ap.parse_args(argv)
     from snsim.errors import ConfigError
     from snsim.torchsim.models import resolve_sized
