@@ -541,9 +541,7 @@ LN_S34_CSVS = tuple(os.path.join("docs", "data",
 def _layer_norm_s34_section():
     """The held-out runs of the LayerNorm networks re-predicted before and after LayerNorm's
     backward was modelled as CUDA runs it (``scripts/repredict_plans.py``)."""
-    before, after = ({(r["folder"], r["run"]): r for r in _read_csv(path)}
-                     for path in LN_S34_CSVS)
-    keys = [k for k in before if k in after]
+    before, after, keys = _repredicted_pair(LN_S34_CSVS)
     if not keys:
         return []
     L = ["### LayerNorm's backward as CUDA runs it (a re-prediction)\n",
@@ -567,6 +565,13 @@ def _layer_norm_s34_section():
          "after (`scripts/repredict_plans.py --match 'swin|convnext|maxvit|vit_|mvit'`; "
          "`docs/data/plans_layer_norm_nets_repredicted_{before,after}_s34_h200.csv`):\n"]
     return L + _before_after(before, after, keys)
+
+
+def _repredicted_pair(paths):
+    """``(before, after, keys)`` of a re-prediction's two CSVs (``{(folder, run): row}``
+    each, and the runs in both, in the first's order)."""
+    before, after = ({(r["folder"], r["run"]): r for r in _read_csv(path)} for path in paths)
+    return before, after, [k for k in before if k in after]
 
 
 def _before_after(before, after, keys):
@@ -594,9 +599,7 @@ VIEWS_S35_CSVS = tuple(os.path.join("docs", "data",
 def _autograd_views_s35_section():
     """The held-out runs of the networks whose fake recordings the two autograd view rules
     changed, re-predicted before and after them (``scripts/repredict_plans.py``)."""
-    before, after = ({(r["folder"], r["run"]): r for r in _read_csv(path)}
-                     for path in VIEWS_S35_CSVS)
-    keys = [k for k in before if k in after]
+    before, after, keys = _repredicted_pair(VIEWS_S35_CSVS)
     if not keys:
         return []
     L = ["### Autograd's views as a plain tensor has them (a re-prediction)\n",
