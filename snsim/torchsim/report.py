@@ -621,7 +621,8 @@ def _autograd_views_s35_section():
          "--match 'opt|gpt|convnext|efficientnet|maxvit|mvit|swin_v2'`; "
          "`docs/data/plans_view_nets_repredicted_{before,after}_s35_h200.csv`). MViT-V2-S b8 "
          "checkpoint's requests now match its history's to three blocks; its +13.0 % reserved "
-         "is the cuBLAS hole a fresh process maps (docs/DESIGN.md, Known limits):\n"]
+         "is the cuBLAS hole the prediction maps into the lazy-loading window, which neither "
+         "its history nor its fresh-process run shows (docs/DESIGN.md, Known limits):\n"]
     return L + _before_after(before, after, keys)
 
 
