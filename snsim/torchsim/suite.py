@@ -982,6 +982,35 @@ _HELDOUT30_TOKENS = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT30 = _plan_set(_HELDOUT30, _HELDOUT30_TOKENS)
+# held-out set 31 (2026-12-05, session 36), written before any of it ran and before any change
+# of the session: the networks whose fake autograd changed in session 35 (in-place-modified
+# views: MViT-V2, Swin-V2; tied embeddings: SmolLM2, GPT-2, Qwen2) at batches, lengths,
+# precisions and plans never run, ViT-B/16 past 65,536 LayerNorm rows (b384: 75,648), and
+# networks whose reserved peak the lazy-loading window moved (EfficientNet-B2, Swin-V2-T,
+# RegNetY-3.2GF, the snsim encoder under save_on_cpu)
+_HELDOUT31 = (
+    ("torchvision:mvit_v2_s", 12, {"superneurons": []}, {"amp": "bf16", "optimizer": "adamw"}),
+    ("torchvision:mvit_v2_s", 10, {"plain": []}, {}),
+    ("torchvision:swin_v2_s", 16, {"cpu_offload": ["pin_memory=true"]}, {"amp": "bf16"}),
+    ("torchvision:swin_v2_b", 12, {"checkpoint": ["modules=SwinTransformerBlockV2"]},
+     {"amp": "fp16"}),
+    ("torchvision:vit_b_16", 384, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:efficientnet_b2", 64, {"checkpoint": ["modules=MBConv"]}, {}),
+    ("torchvision:swin_v2_t", 48, {"superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:regnet_y_3_2gf", 96, {"superneurons": []}, {}),
+    ("torchvision:convnext_small", 48, {"checkpoint": ["every=2"]},
+     {"amp": "bf16", "optimizer": "adamw"}),
+    ("torchvision:resnet101", 96, {"cpu_offload": ["pin_memory=true"]}, {"amp": "fp16"}),
+)
+_HELDOUT31_TOKENS = (
+    ("hf:HuggingFaceTB/SmolLM2-135M", 4, (2048,), {"plain": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:gpt2", 2, (1024,), {"checkpoint": ["modules=GPT2Block"]}, {}),
+    ("hf:Qwen/Qwen2-0.5B", 1, (2048,), {"checkpoint": ["modules=Qwen2DecoderLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("snsim:transformer_encoder", 48, (512,), {"cpu_offload": ["pin_memory=true"]}, {}),
+)
+PLAN_HELDOUT31 = _plan_set(_HELDOUT31, _HELDOUT31_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1010,7 +1039,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout24": PLAN_HELDOUT24, "heldout25": PLAN_HELDOUT25,
              "heldout26": PLAN_HELDOUT26, "heldout27": PLAN_HELDOUT27,
              "heldout28": PLAN_HELDOUT28, "heldout29": PLAN_HELDOUT29,
-             "heldout30": PLAN_HELDOUT30,
+             "heldout30": PLAN_HELDOUT30, "heldout31": PLAN_HELDOUT31,
              "pageable": PLAN_PAGEABLE}
 
 
