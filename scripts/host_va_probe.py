@@ -84,7 +84,7 @@ def _read(path):
         return None
 
 
-def probe(name, device="cuda", batch=0):
+def probe(name, device="cuda", batch=0, history=True):
     import torch
     import snsim.torchsim.record as record
     from snsim.torchsim.amp import TrainSetup
@@ -92,6 +92,7 @@ def probe(name, device="cuda", batch=0):
     from snsim.torchsim.models import resolve_model
     from snsim.torchsim.plans import as_plan
     model, run_batch, policy, opts, setup, input_shape = RUNS[name]
+    history_on = history   # the allocator's history costs host memory, which moves host maps
     batch = batch or run_batch
     cuda = device == "cuda"
     if cuda:
@@ -169,19 +170,19 @@ def probe(name, device="cuda", batch=0):
     record.train_step = marked_step
     plan = as_plan(None if policy == "plain" else policy, dict(opts))
     history = None
-    if cuda:
+    if cuda and history_on:
         torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
                                                  max_entries=2_000_000)
     try:
         measured = measure(Recording(), batch, plan, optimizer=TrainSetup.parse(*setup),
                            device=device, **({} if cuda else {"iters": 1, "warmup_iters": 1}))
-        if cuda:
+        if cuda and history_on:
             snap = torch.cuda.memory._snapshot()
             history = [[e["action"], int(e.get("addr", 0)), int(e.get("size", 0)),
                         int(e.get("stream", 0))]
                        for trace in snap.get("device_traces", []) for e in trace]
     finally:
-        if cuda:
+        if cuda and history_on:
             torch.cuda.memory._record_memory_history(enabled=None)
     record_point("end")
     full["end"] = read_maps(0)
@@ -189,6 +190,7 @@ def probe(name, device="cuda", batch=0):
                                     "options": opts, "setup": list(setup)},
             "torch": torch.__version__,
             "CUDA_MODULE_LOADING": os.environ.get("CUDA_MODULE_LOADING", ""),
+            "allocator_history": history_on,
             "glibc": os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None,
             "thp": _read("/sys/kernel/mm/transparent_hugepage/enabled"),
             "malloc_env": {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")},
@@ -234,6 +236,8 @@ def main(argv=None):
     ap.add_argument("--tag", default="", help="suffix of the output file name (--run)")
     ap.add_argument("--summary", nargs="+", metavar="FILE", help="print result files")
     ap.add_argument("--batch", type=int, default=0, help="override the runs' batch (CPU dry run)")
+    ap.add_argument("--no-history", action="store_true",
+                    help="leave the allocator's event history off (segments and maps only)")
     args = ap.parse_args(argv)
     if args.summary:
         for path in args.summary:
@@ -246,7 +250,7 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     if args.run:
         t0 = time.perf_counter()
-        doc = probe(args.run, args.device, args.batch)
+        doc = probe(args.run, args.device, args.batch, history=not args.no_history)
         doc["wall_s"] = round(time.perf_counter() - t0, 1)
         tag = f"_{args.tag}" if args.tag else ""
         path = os.path.join(args.out, f"host_va_{args.run}{tag}.json.gz")
@@ -262,7 +266,8 @@ def main(argv=None):
         tag = str(seen[name]) if seen[name] > 1 else ""
         subprocess.run([sys.executable, os.path.abspath(__file__), "--run", name, "--out",
                         args.out, "--device", args.device, "--batch", str(args.batch),
-                        "--tag", tag], check=True)
+                        "--tag", tag] + (["--no-history"] if args.no_history else []),
+                       check=True)
 
 
 if __name__ == "__main__":

@@ -118,12 +118,12 @@ def _held_out_section(L, traces_dir, captured, folder, heading, text):
     L.extend(_plan_section(done, captured))
 
 
-def _local_prediction_section(L, traces_dir, captured, folder, text):
-    """The runs of held-out ``folder`` against ``folder/predicted_before_run.csv``: the
-    predictions ``scripts/predict_set.py`` made with ``snsim predict`` on another machine (its
-    torch in the CSV) before the set ran, in :func:`_plan_section`'s table."""
-    local = {r["run"]: r for r in _read_csv(os.path.join(traces_dir, folder,
-                                                         "predicted_before_run.csv"))}
+def _local_prediction_section(L, traces_dir, captured, folder, text,
+                              csv_name="predicted_before_run.csv"):
+    """The runs of held-out ``folder`` against ``folder/<csv_name>``: the predictions
+    ``scripts/predict_set.py`` made with ``snsim predict`` on another machine (its torch in the
+    CSV) before the set ran, in :func:`_plan_section`'s table."""
+    local = {r["run"]: r for r in _read_csv(os.path.join(traces_dir, folder, csv_name))}
     runs = []
     for r in plan_runs(traces_dir, folder):
         p = local.get(r["name"])
@@ -2522,6 +2522,43 @@ def build_report(traces_dir="traces/h200"):
     L.extend(_workspace_probe_s33_section())
     L.extend(_layer_norm_s34_section())
     L.extend(_autograd_views_s35_section())
+
+    _held_out_section(L, traces_dir, captured, "plans_heldout31",
+                      "### 1z'''''''''''''. A thirty-first held-out set: the networks whose fake autograd changed, ViT past 65,536 LayerNorm rows, and the lazy-loading window's networks\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout31` "
+                      "(`traces/h200/plans_heldout31/`, 2026-12-05 03:54 UTC): written into the "
+                      "suite (commit c2bdc49) before any of it ran and before any change of "
+                      "session 36. The networks whose fake run changed in session 35 (views "
+                      "modified in place, gradient sums into views): MViT-V2-S b12 bf16 AdamW "
+                      "`superneurons` and b10 fp32 plain, Swin-V2-S b16 bf16 `cpu_offload`, "
+                      "Swin-V2-B b12 fp16 with every `SwinTransformerBlockV2` checkpointed; "
+                      "tied embeddings at lengths never run: SmolLM2-135M b4 s2048 bf16 AdamW "
+                      "plain, GPT-2 b2 s1024 fp32 per-block checkpoint, Qwen2-0.5B b1 s2048 "
+                      "bf16 AdamW per-layer checkpoint; ViT-B/16 b384 bf16 plain (75,648 "
+                      "LayerNorm rows); and networks whose reserved peak the lazy-loading "
+                      "window decided before: EfficientNet-B2 b64 fp32 `checkpoint` of "
+                      "`MBConv`, Swin-V2-T b48 fp16 and RegNetY-3.2GF b96 fp32 "
+                      "`superneurons`, ConvNeXt-S b48 bf16 AdamW `checkpoint every=2`, "
+                      "ResNet-101 b96 fp16 and the snsim encoder b48 `cpu_offload`. Memory: "
+                      "allocated within 0.07 %; reserved within 3.50 % but GPT-2 b2 fp32 "
+                      "checkpoint, -12.31 % (without the lazy-loading window -0.62 %: the "
+                      "tables below). Step: mean |error| 8.08 %, median 6.38 %, max 21.92 % "
+                      "(SmolLM2-135M b4 s2048, predicted slow; 21.84 % in the CPU prediction below). ")
+    _local_prediction_section(
+        L, traces_dir, captured, "plans_heldout31",
+        "The same runs against the predictions `snsim predict` made of them on this CPU "
+        "(torch 2.14.1, modelling the H200's torch 2.11) with the same code and the default "
+        "lazy module loading, committed before the device call "
+        "(`traces/h200/plans_heldout31/predicted_before_run.csv`, `scripts/predict_set.py "
+        "heldout31`, commit c2bdc49).")
+    _local_prediction_section(
+        L, traces_dir, captured, "plans_heldout31",
+        "And against the predictions made at the same commit with `CUDA_MODULE_LOADING=EAGER` "
+        "(no lazy-loading window, no cuBLAS hole; "
+        "`traces/h200/plans_heldout31/predicted_before_run_eager.csv`), also committed before "
+        "the device call: the runs executed with the default lazy loading, so this is the "
+        "window model's test, not a prediction of another setting.",
+        csv_name="predicted_before_run_eager.csv")
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
