@@ -209,7 +209,8 @@ def layer_graph(program):
 
 
 def replay_capture(program, hardware, *, policy="liveness", policy_options=None,
-                   allocator="pytorch", budget_bytes=None, record=False):
+                   allocator="pytorch", budget_bytes=None, record=False,
+                   allocator_options=None):
     """Run a captured (or predicted) program through the engine under ``policy``.
 
     Under ``liveness`` — PyTorch's own behaviour — every tensor is allocated and freed where
@@ -233,4 +234,5 @@ def replay_capture(program, hardware, *, policy="liveness", policy_options=None,
     if isinstance(program, dict):
         program = program_from_dict(program, source="program")
     return simulate(program, hardware=hardware, policy=policy, budget_bytes=budget_bytes,
-                    allocator=allocator, policy_options=policy_options, record=record)
+                    allocator=allocator, policy_options=policy_options, record=record,
+                    allocator_options=allocator_options)

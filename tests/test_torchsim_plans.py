@@ -926,16 +926,25 @@ def test_module_loading_window_predicts_the_h200_fresh_process_runs(monkeypatch)
     from snsim.torchsim.execute import predict_plan
     runs = {"plain": [], "checkpoint": ["modules=TransformerEncoderLayer"],
             "cpu_offload": ["pin_memory=true"]}
-    got = {}
+    got, warm = {}, {}
     for loading, plans in (("", ("plain", "checkpoint", "cpu_offload")),
                            ("EAGER", ("checkpoint", "cpu_offload"))):
         monkeypatch.setenv("CUDA_MODULE_LOADING", loading)
         for plan in plans:
             r, _ = predict_plan("snsim:transformer_encoder", 32, plan, options=runs[plan])
             got[loading or "LAZY", plan] = r["peak_reserved_bytes"]
+            warm[loading or "LAZY", plan] = r["peak_reserved_warm_process_bytes"]
     assert got == {("LAZY", "plain"): 4412407808, ("LAZY", "checkpoint"): 1564475392,
                    ("LAZY", "cpu_offload"): 1293942784, ("EAGER", "checkpoint"): 1698693120,
                    ("EAGER", "cpu_offload"): 1159725056}
+    # a process that ran CUDA work before the model has no window left for the step: the
+    # lazy prediction's warm-process figure is the no-window one, as measured under EAGER
+    # (checkpoint and cpu_offload above; plain 4,412,407,808 B,
+    # plans_history/transformer_encoder_b32_plain_eager); with no window modelled it is the
+    # reserved peak itself
+    assert warm == {("LAZY", "plain"): 4412407808, ("LAZY", "checkpoint"): 1698693120,
+                    ("LAZY", "cpu_offload"): 1159725056, ("EAGER", "checkpoint"): 1698693120,
+                    ("EAGER", "cpu_offload"): 1159725056}
 
 
 def test_pinned_save_on_cpu_predicted_for_the_h200s_torch_meets_the_executed_run():

@@ -138,7 +138,7 @@ def _add_capture(sub):
 
 # -- predict ---------------------------------------------------------------------------------
 PREDICT_KEYS = ("network", "batch", "optimizer", "optimizer_impl", "amp", "hardware", "plan", "peak_allocated_bytes",
-                "peak_reserved_bytes", "peak_requested_bytes", "static_bytes", "step_time_s",
+                "peak_reserved_bytes", "peak_reserved_warm_process_bytes", "peak_requested_bytes", "static_bytes", "step_time_s",
                 "feasible", "failure", "budget_bytes", "step_time_source", "host_copy_time_s",
                 "host_pace_factor", "torch_version", "libraries", "torch_modelled",
                 "cuda_modelled", "workspace_sources")

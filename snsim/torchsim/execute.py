@@ -159,6 +159,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
            **prov_setup(r["provenance"]), "hardware": hw.name, "policy": plan.policy,
            "plan": plan.label}
     out.update({k: r[k] for k in ("peak_allocated_bytes", "peak_reserved_bytes",
+                                  "peak_reserved_warm_process_bytes",
                                   "peak_requested_bytes", "static_bytes")})
     out.update(step_time_s=step, feasible=bool(r["feasible"]), failure=r["failure"],
                budget_bytes=budget, step_time_source=source, host_copy_time_s=copy_s,

@@ -766,6 +766,26 @@ def prov_setup(prov):
     return {k: prov[k] for k in ("optimizer", "optimizer_impl", "amp")}
 
 
+def lazy_window_modelled(hw):
+    """Whether a prediction on preset ``hw`` models CUDA's lazy-loading address window: the
+    preset has one and the modelled run loads modules lazily (``CUDA_MODULE_LOADING``)."""
+    from ..engine.allocators import module_loading
+    return bool(hw.lazy_loading_window_bytes) and module_loading() == "lazy"
+
+
+def _warm_process_reserved_bytes(prog, hw, reserved_bytes, budget_bytes):
+    """The reserved peak of the same step in a process that ran CUDA work before building the
+    model (an evaluation, a benchmark, another model): its lazily loaded modules already mapped,
+    no address window is left for the first step's segments (docs/DESIGN.md, Known limits: the
+    lazy-loading window). ``reserved_bytes`` where the prediction models no window (eager
+    module loading, or a preset without one)."""
+    from ..captured import replay_capture
+    if not lazy_window_modelled(hw):
+        return int(reserved_bytes)
+    return int(replay_capture(prog, hw, budget_bytes=budget_bytes,
+                              allocator_options={"module_loading": "eager"}).peak_reserved_bytes)
+
+
 def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=None,
             transform=None, hidden=True, hidden_exclude=(), budget_bytes=None,
             host_gauge_s=None):
@@ -793,7 +813,9 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
     -------
     dict
         ``peak_allocated_bytes``, ``peak_reserved_bytes``, ``peak_requested_bytes``,
-        ``step_time_s``, ``feasible``, ``failure`` and ``program`` (the trace program).
+        ``step_time_s``, ``feasible``, ``failure`` and ``program`` (the trace program);
+        ``peak_reserved_warm_process_bytes``, the reserved peak in a process that ran CUDA
+        work before the model (:func:`_warm_process_reserved_bytes`).
     """
     from ..captured import replay_capture
     from ..hardware import load_hardware
@@ -809,6 +831,9 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
     # peaks would be those of a run cut short, below the budget it failed
     res = fit if fit.feasible else replay_capture(prog, hw, budget_bytes=UNLIMITED_BYTES)
     return {"network": prog["name"], "batch": batch, **prov_setup(prov), "hardware": hw.name,
+            "peak_reserved_warm_process_bytes": _warm_process_reserved_bytes(
+                prog, hw, res.peak_reserved_bytes, fit.budget_bytes if fit.feasible
+                else UNLIMITED_BYTES),
             "feasible": fit.feasible, "budget_bytes": fit.budget_bytes,
             "failure": str(fit.failure) if fit.failure else "",
             "peak_requested_bytes": res.peak_ideal_bytes,

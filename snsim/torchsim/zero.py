@@ -269,7 +269,8 @@ def measure_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum
     return out
 
 
-def simulate_zero(program, hardware, policy="zero_offload", *, budget_bytes=None):
+def simulate_zero(program, hardware, policy="zero_offload", *, budget_bytes=None,
+                  allocator_options=None):
     """The engine's ZeRO policy on a captured or predicted program (PyTorch allocator).
 
     ``program`` is the program of the torch plan the executor runs *under* the ZeRO scheme: the
@@ -294,7 +295,8 @@ def simulate_zero(program, hardware, policy="zero_offload", *, budget_bytes=None
         program = program_from_dict(program, source="program")
     budget = hw.budget_bytes if budget_bytes is None else int(budget_bytes)
     plan = get_policy("zero_offload").plan(program, hw, budget)
-    return run_plan(program, plan, hw, budget_bytes=budget, allocator="pytorch"), plan
+    return run_plan(program, plan, hw, budget_bytes=budget, allocator="pytorch",
+                    allocator_options=allocator_options), plan
 
 
 def torch_base_plan(policy):
@@ -327,6 +329,13 @@ def predict_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum
     res, plan = simulate_zero(prog, hw, policy, budget_bytes=budget_bytes)
     n = plan.notes
     out = dict(r)
+    from .predict import lazy_window_modelled
+    if lazy_window_modelled(hw):
+        warm, _ = simulate_zero(prog, hw, policy, budget_bytes=budget_bytes,
+                                allocator_options={"module_loading": "eager"})
+        out["peak_reserved_warm_process_bytes"] = warm.peak_reserved_bytes
+    else:
+        out["peak_reserved_warm_process_bytes"] = res.peak_reserved_bytes
     out.update(policy=policy, plan=policy, feasible=bool(res.feasible),
                failure=str(res.failure) if res.failure else "",
                peak_allocated_bytes=res.peak_allocated_bytes,
