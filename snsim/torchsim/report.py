@@ -737,9 +737,13 @@ def _window_process_s36_section(traces_dir):
                       "no window pred B", "err %"], trow) + "\n",
               "GPT-2 b2 s1024 fp32 (held-out set 31: -12.31 %) reserved 2,977,955,840 B in 3 of "
               "10 processes and 3,391,094,784 B in the other 7, all three without "
-              "randomisation among them; its allocated peak differs too (2,392,171,008 against "
-              "2,391,149,056 B), so the process's address layout changes a request, not only "
-              "where segments go; not modelled.\n"]
+              "randomisation among them. Its allocated peak moves with it (2,392,171,008 against "
+              "2,391,149,056 B) as the two predictions' do (2,389,536,256 B with the window, "
+              "2,390,624,768 B without): where segments lie changes which free block best fit "
+              "takes, and a block too little larger than the request to be split counts whole "
+              "as allocated. Which layout a process gets is not modelled; `snsim predict` "
+              "reports the step's reserved peak without the window beside the default as "
+              "`peak_reserved_warm_process_bytes`.\n"]
     return L
 
 
