@@ -4,7 +4,8 @@ For each run of ``snsim.torchsim.suite.PLAN_SETS[SET]``, ``snsim predict ... --f
 (``snsim.cli.main`` with the run's model, batch, input shape, training setup and plan, and
 ``--torch-version`` left at its default unless given), one CSV row per run: the run's name
 (``suite.run_name``), the predicted peaks and step, which torch ran the prediction and which
-one it modelled, the transformers installed (a Hugging Face model's code moves with it), what
+one it modelled, the reserved peak in a process that ran CUDA work before the model
+(``peak_reserved_warm_process_bytes``, since session 36), the transformers installed (a Hugging Face model's code moves with it), what
 its convolution workspaces rest on (measured, other batches or dtypes, neighbours, modelled), and
 how long the prediction took. Commit the CSV before the device runs the
 set; ``scripts/probe_predict_compare.py``-style comparisons read it against the suite's
@@ -25,8 +26,8 @@ import time
 from pathlib import Path
 
 FIELDS = ("run", "peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "feasible",
-          "torch_version", "torch_modelled", "transformers_version", "workspace_sources",
-          "predict_wall_s", "argv")
+          "torch_version", "torch_modelled", "peak_reserved_warm_process_bytes",
+          "transformers_version", "workspace_sources", "predict_wall_s", "argv")
 
 
 def run_argv(run, torch_version=None):
@@ -65,7 +66,7 @@ def main(argv=None):
             print(f"{run_name(run)}: snsim predict exited {rc}", file=sys.stderr)
             continue
         r = json.loads(out.getvalue())
-        rows.append({"run": run_name(run), **{k: r[k] for k in FIELDS[1:7]},
+        rows.append({"run": run_name(run), **{k: r[k] for k in FIELDS[1:8]},
                      "transformers_version": r.get("libraries", {}).get("transformers", ""),
                      # which workspaces were measured and which guessed (snsim predict's own)
                      "workspace_sources": json.dumps(r.get("workspace_sources", {})),
