@@ -272,6 +272,26 @@ MATMUL_ALIGN_WEIGHT = 1.0
 # form; per (doubling of matmul_tile_align)^2. Chosen among a few values against every
 # profiled step's GEMMs (scripts/gemm_lookup_compare.py; docs/VALIDATION.md section 6)
 MATMUL_SHAPE_WEIGHT = 0.25
+# A batched GEMM (bmm: cuBLAS's strided-batched kernels, which do not split the reduction) whose
+# output tiles all fit in one wave runs each tile's reduction serially: its time grows with k
+# whatever its FLOPs (MViT's relative-position gradients, b8 m8 n96 k3136: 56 us on the H200,
+# where FLOPs and bytes read 4 us off dense rows; traces/h200/profile_s19). The rate per k is
+# the table's own: the median seconds per k of its bmm rows of that kind (SERIAL_K_MIN_K, a
+# batch of 2 or more, at most one wave of 64 x 64 tiles), which bounds such a call from below.
+# FP32 only (SIMT kernels): in bf16 and fp16 the profiled MViT steps ran some such calls at
+# 1.5 ns per k (b8 m8 n96 k6272: 9.5 us, where the table's half rows give 10.5 ns per k) and
+# others at 14 (k3584: 50 us), which no rate per k describes (scripts/gemm_lookup_compare.py).
+SERIAL_K_MIN_K = 1024
+SERIAL_K_TILE = 64
+#: multiprocessor counts of the presets' GPUs (NVIDIA data sheets), for the one-wave test
+PRESET_SMS = {"h200": 132, "h100": 132, "a100-40gb": 108, "v100": 80, "p100": 56, "k40c": 15}
+
+
+def serial_k_call(b, m, k, n, sms):
+    """Whether a bmm call of batch ``b`` and ``m x k @ k x n`` runs its reductions serially in
+    one wave (:data:`SERIAL_K_MIN_K`)."""
+    tiles = b * math.ceil(m / SERIAL_K_TILE) * math.ceil(n / SERIAL_K_TILE)
+    return b >= 2 and k >= SERIAL_K_MIN_K and tiles <= sms
 MATMUL_FORM_WEIGHT = 0.5
 MATMUL_TILE_WEIGHT = 0.1
 _ROW_MATMUL = re.compile(r"^(?:(attn|net|vocab) (\w+) )?b(\d+) m(\d+) k(\d+) n(\d+)")
@@ -1035,6 +1055,8 @@ class KernelTable:
         self._mshape = {}         # matmul key -> (ln(batch m n), ln k) per row, else NaN
         self._mform = {}          # matmul key -> its rows' operand forms (row_matmul_form)
         self._mtile = {}          # matmul key -> log2 of matmul_tile_align per row, else NaN
+        self._sms = PRESET_SMS.get(str(self.meta.get("gpu_preset", "")))
+        serial = {}               # bmm key -> seconds per k of its one-wave long-k rows
         for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
             fam = family_of(fam)
             key = (fam, mth if fam in COMPUTE_FAMILIES else dt)
@@ -1075,6 +1097,10 @@ class KernelTable:
             mform = np.array([row_matmul_form(fam, sh) for sh in shapes], dtype=object)
             mtile = np.array([math.log2(matmul_tile_align(d[1], d[3])) if d else math.nan
                               for d in bmkn])
+            if fam == "bmm" and key[1] == "fp32" and self._sms:
+                serial.setdefault(key, []).extend(
+                    t / d[2] for d, t in zip(bmkn, g["time_s"].to_numpy(float))
+                    if d and serial_k_call(*d, self._sms))
             if key in self._groups:   # a compute family's math mode from two dtypes: merge
                 f0, l0, c0, h0 = self._groups[key]
                 grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]),
@@ -1120,6 +1146,7 @@ class KernelTable:
                                  classes, host)
         self._prefix = {key: np.array([_group_prefix(c) for c in grp[2]], dtype=object)
                         for key, grp in self._groups.items()}
+        self._serial_k_s = {key: float(np.median(v)) for key, v in serial.items() if len(v) >= 2}
         # batch norm: channels and spatial size are distances, not a class to match exactly
         self._bn = {key: _bn_feats(grp[2]) for key, grp in self._groups.items()
                     if key[0] in SHAPE_FAMILIES}
@@ -1305,10 +1332,19 @@ class KernelTable:
             The time and its source: ``"table"``, ``"fitted"`` or ``"proxy"``; None when the
             table cannot say (the caller's roofline applies).
         """
-        import numpy as np
         near = self._neighbours(family, flops, nbytes, ntensors, cls, dtype, math_)
         if near is None:
             return None, "roofline"
+        t, src = self._time_near(family, near, flops, cls)
+        mcall = _split_matmul_cls(family, cls)[2] if family == "bmm" else None
+        rate = self._serial_k_s.get(near[0])
+        if mcall is not None and rate and serial_k_call(*mcall[0], self._sms):
+            t = max(t, mcall[0][2] * rate)
+        return t, src
+
+    def _time_near(self, family, near, flops, cls):
+        """:meth:`time_s` from the neighbours :meth:`_neighbours` found."""
+        import numpy as np
         key, order, w, src, nbytes = near
         ref = float(self._ref(np.array(flops, float), np.array(nbytes, float),
                               *self._peak.get(key, (REF_FLOPS_PER_S, REF_BYTES_PER_S))))

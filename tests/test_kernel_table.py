@@ -1225,3 +1225,52 @@ def test_a_matmul_reads_rows_of_its_operands_form_and_tiling():
     assert slow > 1.6e-3 > even
     # an empty product has no shape to place: its class alone
     assert matmul_lookup_class("mm float32[0, 64] float32[64, 8]", "aligned/nn") == "a8"
+
+
+def test_a_one_wave_batched_gemm_takes_its_reduction_serially():
+    """cuBLAS's strided-batched GEMM splits no reduction: a bmm whose output tiles fit in one
+    wave takes its k serially. MViT-V2-S b4's relative-position weight gradients on the H200
+    (traces/h200/profile_s19/profile_ops.csv, backward, per call): [8, 96, 3136] @ [8, 3136, 8]
+    104 us, [8, 96, 12544] @ [8, 12544, 8] 417 us, [4, 96, 25089] @ [4, 25089, 393] 883 us,
+    where their FLOPs and bytes read 4, 16 and 270 us off the table's dense rows (21 % of the
+    measured sum). The committed H200 table's own one-wave long-k bmm rows give the rate per k
+    (22 ns in FP32; these calls' transposed operand ran at 33-35): 64 % of the sum. A batch
+    of one (a plain GEMM, which cuBLAS may split) and a call of many tiles are left to their
+    neighbours."""
+    from snsim.kernel_table import load_kernel_table, serial_k_call
+    table = load_kernel_table("h200")
+
+    def us(b, m, k, n):
+        cls = f":al1@b{b}m{m}k{k}n{n}nt"
+        flops, nbytes = 2 * b * m * k * n, 4 * b * (m * k + k * n + m * n)
+        return table.time_s("bmm", flops=flops, nbytes=nbytes, cls=cls, dtype="float32",
+                            math_="fp32")[0] * 1e6
+
+    measured = {(8, 96, 3136, 8): 104.3, (8, 96, 12544, 8): 417.4, (4, 96, 25089, 393): 883.5}
+    got = {d: us(*d) for d in measured}
+    assert 0.55 < sum(got.values()) / sum(measured.values()) < 1.2
+    for d, t in got.items():
+        assert 0.55 < t / measured[d] < 1.5, (d, t)
+    assert serial_k_call(8, 96, 3136, 8, 132) and not serial_k_call(1, 96, 3136, 8, 132)
+    assert not serial_k_call(64, 512, 4096, 512, 132)   # 4,096 tiles: many waves
+    assert not serial_k_call(8, 96, 512, 8, 132)        # a short reduction
+
+
+def test_serial_reduction_rate_comes_from_the_tables_own_rows():
+    """Made-up FP32 rows: dense short-k bmm rows at ~40 TFLOP/s and two one-wave rows of k
+    4,096 and 16,384 at 20 ns per k. A one-wave call of k 8,192 takes at least 8,192 x 20 ns,
+    which its FLOPs alone (1.3 us at the dense rows' rate) would not give; a table of another
+    GPU, or with one such row only, reads the neighbours alone."""
+    rows = [{"family": "bmm", "dtype": "float32", "math": "fp32", "cls": "a8",
+             "flops": 2.0 * b * m * k * n, "bytes": 4.0 * b * (m * k + k * n + m * n),
+             "ntensors": 0, "time_s": t, "host_s": 1e-5, "shape": f"b{b} m{m} k{k} n{n}"}
+            for b, m, k, n, t in ((32, 512, 64, 512, 2.6e-5), (64, 256, 128, 256, 1.8e-5),
+                                  (8, 16, 4096, 16, 4096 * 20e-9),
+                                  (8, 16, 16384, 16, 16384 * 20e-9))]
+    call = {"flops": 2.0 * 8 * 16 * 8192 * 16, "nbytes": 4.0 * 8 * (2 * 16 * 8192 + 256),
+            "cls": ":al8@b8m16k8192n16nt", "dtype": "float32", "math_": "fp32"}
+    h200 = KernelTable(pd.DataFrame(rows), {"gpu_preset": "h200"})
+    assert h200.time_s("bmm", **call)[0] >= 8192 * 20e-9
+    for meta, kept in (({}, rows), ({"gpu_preset": "h200"}, rows[:3])):
+        other = KernelTable(pd.DataFrame(kept), meta)
+        assert other.time_s("bmm", **call)[0] < 8192 * 20e-9

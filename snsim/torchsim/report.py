@@ -828,6 +828,86 @@ def _gemm_stats(rows):
     return len(e), statistics.median(e), 100 * tw / tot
 
 
+SERIAL_K_S36_CSVS = tuple(os.path.join("docs", "data", f"gemm_lookup_serialk_{when}_s36_h200.csv")
+                          for when in ("before", "after"))
+
+
+def _serial_k_s36_section():
+    """Session 36's serial-reduction floor of one-wave FP32 batched GEMMs
+    (``kernel_table.serial_k_call``): every profiled step's single-kernel GEMMs against the
+    table before and after it (``scripts/gemm_lookup_compare.py``)."""
+    before, after = (_read_csv(p) for p in SERIAL_K_S36_CSVS)
+    if not before or not after:
+        return []
+    key = ("config", "amp", "phase", "dims")
+    was = {tuple(r[k] for k in key): r for r in before}
+    summ = []
+    for amp, label in (("none", "FP32"), ("bf16", "bf16"), ("fp16", "fp16")):
+        a = [r for r in before if r["amp"] == amp]
+        b = [r for r in after if r["amp"] == amp]
+        if a and b:
+            (n, m0, t0), (_, m1, t1) = _gemm_stats(a), _gemm_stats(b)
+            summ.append([label, n, f"{m0:.1f}", f"{m1:.1f}", f"{t0:.1f}", f"{t1:.1f}"])
+    moved = []
+    for r in after:
+        b = was.get(tuple(r[k] for k in key))
+        if b is not None and abs(float(b["pred_us"]) - float(r["pred_us"])) > 0.01:
+            moved.append([r["config"], r["phase"], r["dims"], r["calls"],
+                          f"{float(r['meas_us']):.1f}", f"{float(b['pred_us']):.1f}",
+                          f"{float(r['pred_us']):.1f}"])
+    return ["### One-wave batched GEMMs take their reduction serially (session 36)\n",
+            "cuBLAS's strided-batched GEMM (`bmm`) splits no reduction: when all of a call's "
+            "output tiles fit in one wave, each tile's k runs in order, and its time grows "
+            "with k whatever its FLOPs. MViT-V2-S's relative-position weight gradients are "
+            "such calls (a batch of 4-8, outputs of 8 x 96, k of 1,568-25,089), which the "
+            "table read at 4-270 us off dense rows where the H200 took 30-880 us "
+            "(traces/h200/profile_s19). The table's own one-wave FP32 bmm rows (a batch of 2 "
+            "or more, k of 1,024 or more, at most 132 tiles of 64 x 64; five rows, 14-31 ns "
+            "per k, median 22) now bound such a call from below at k times that rate "
+            "(`kernel_table.serial_k_call`, `KernelTable.time_s`). Not in half precision: "
+            "the profiled bf16 and fp16 MViT steps ran some such calls at 1.5 ns per k and "
+            "others at 14, which no rate per k describes. Every single-kernel GEMM of every "
+            "profiled step, before and after (`PYTHONPATH=. python scripts/gemm_lookup_compare"
+            ".py traces/h200/*/profile_summary.csv --csv docs/data/gemm_lookup_serialk_"
+            "{before,after}_s36_h200.csv`); the profiles did not inform the rate:\n",
+            _table(["precision", "GEMMs", "median |err| % before", "median |err| % after",
+                    "time-weighted |err| % before", "time-weighted |err| % after"], summ)
+            + "\n",
+            "The calls it moved:\n",
+            _table(["profile", "phase", "dims (sorted)", "calls", "measured us",
+                    "before us", "after us"], moved) + "\n"] + _serial_k_steps()
+
+
+def _serial_k_steps():
+    """The FP32 MViT-V2-S held-out runs' steps re-predicted with the floor
+    (``docs/data/plans_mvit_repredicted_serialk_s36_h200.csv``) against session 35's
+    re-prediction of them (or, for set 31, its before-run prediction)."""
+    now = _read_csv(os.path.join("docs", "data", "plans_mvit_repredicted_serialk_s36_h200.csv"))
+    s35 = {(r["folder"], r["run"]): r for r in _read_csv(VIEWS_S35_CSVS[1])}
+    rows = []
+    for r in now:
+        if r["setup"] != "-":
+            continue    # half precision: no floor, unchanged
+        b = s35.get((r["folder"], r["run"]))
+        before = (b["repred_err_pct"] if b else
+                  f"{100 * (float(_held_out_pred(r['folder'], r['run'])) / float(r['meas_step_s']) - 1):.2f}")
+        rows.append([r["folder"], r["run"], f"{float(r['meas_step_s']) * 1e3:.1f}",
+                     _pct(float(before)), _pct(float(r["repred_err_pct"]))])
+    if not rows:
+        return []
+    return ["Their FP32 plans' steps (every MViT-V2-S held-out run re-predicted, "
+            "`scripts/repredict_plans.py --match mvit`; the half-precision ones do not move):\n",
+            _table(["set", "run", "step meas ms", "err % before", "err % after"], rows) + "\n"]
+
+
+def _held_out_pred(folder, run):
+    """The step a held-out set's before-run prediction gave ``run``."""
+    for r in _read_csv(os.path.join("traces", "h200", folder, "predicted_before_run.csv")):
+        if r["run"] == run:
+            return r["step_time_s"]
+    return "nan"
+
+
 def _matmul_lookup_section():
     """Session 21's matmul lookup: a network's GEMMs against the same GEMMs alone
     (``scripts/gemm_context_probe.py``), the lookup call by call against profiled steps
@@ -2644,6 +2724,7 @@ def build_report(traces_dir="traces/h200"):
     L.extend(_layer_norm_s34_section())
     L.extend(_autograd_views_s35_section())
     L.extend(_window_process_s36_section(traces_dir))
+    L.extend(_serial_k_s36_section())
 
     _held_out_section(L, traces_dir, captured, "plans_heldout31",
                       "### 1z'''''''''''''. A thirty-first held-out set: the networks whose fake autograd changed, ViT past 65,536 LayerNorm rows, and the lazy-loading window's networks\n",
