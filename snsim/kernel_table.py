@@ -274,17 +274,16 @@ MATMUL_ALIGN_WEIGHT = 1.0
 MATMUL_SHAPE_WEIGHT = 0.25
 # A batched GEMM (bmm: cuBLAS's strided-batched kernels, which do not split the reduction) whose
 # output tiles all fit in one wave runs each tile's reduction serially: its time grows with k
-# whatever its FLOPs (MViT's relative-position gradients, b8 m8 n96 k3136: 56 us on the H200,
-# where FLOPs and bytes read 4 us off dense rows; traces/h200/profile_s19). The rate per k is
-# the table's own: the median seconds per k of its bmm rows of that kind (SERIAL_K_MIN_K, a
-# batch of 2 or more, at most one wave of 64 x 64 tiles), which bounds such a call from below.
-# FP32 only (SIMT kernels): in bf16 and fp16 the profiled MViT steps ran some such calls at
-# 1.5 ns per k (b8 m8 n96 k6272: 9.5 us, where the table's half rows give 10.5 ns per k) and
-# others at 14 (k3584: 50 us), which no rate per k describes (scripts/gemm_lookup_compare.py).
+# whatever its FLOPs (MViT-V2-S b4's relative-position weight gradient [8, 96, 3136] @
+# [8, 3136, 8]: 104 us on the H200, where FLOPs and bytes read 4 us off dense rows;
+# traces/h200/profile_s19). The rate per k is the table's own: the median seconds per k of its
+# bmm rows of that kind (SERIAL_K_MIN_K, a batch of 2 or more, at most one wave of 64 x 64
+# tiles), which bounds such a call from below. FP32 only (SIMT kernels): in bf16 and fp16 the
+# profiled MViT steps ran some such calls at 1.5 ns per k (9.5 us at k 6,272, where the table's
+# half rows give 10.5 ns per k) and others at 14 (50 us at k 3,584), which no rate per k
+# describes (scripts/gemm_lookup_compare.py).
 SERIAL_K_MIN_K = 1024
 SERIAL_K_TILE = 64
-#: multiprocessor counts of the presets' GPUs (NVIDIA data sheets), for the one-wave test
-PRESET_SMS = {"h200": 132, "h100": 132, "a100-40gb": 108, "v100": 80, "p100": 56, "k40c": 15}
 
 
 def serial_k_call(b, m, k, n, sms):
@@ -1055,7 +1054,8 @@ class KernelTable:
         self._mshape = {}         # matmul key -> (ln(batch m n), ln k) per row, else NaN
         self._mform = {}          # matmul key -> its rows' operand forms (row_matmul_form)
         self._mtile = {}          # matmul key -> log2 of matmul_tile_align per row, else NaN
-        self._sms = PRESET_SMS.get(str(self.meta.get("gpu_preset", "")))
+        from .torchsim.reduce_buffers import DEVICE_PROPERTIES   # SM counts (no torch)
+        self._sms = DEVICE_PROPERTIES.get(str(self.meta.get("gpu_preset", "")), (None,))[0]
         serial = {}               # bmm key -> seconds per k of its one-wave long-k rows
         for (fam, dt, mth), g in ops.groupby(["family", "dtype", "math"]):
             fam = family_of(fam)
