@@ -820,6 +820,19 @@ PROBE_S21_LM_CSV = os.path.join("docs", "data", "probe_s21_lm_step_h200.csv")
 GPU_BUSY_S21_CSV = os.path.join("docs", "data", "gpu_busy_probe_s21_h200.csv")
 
 
+def _gemm_by_precision(before, after):
+    """Table rows per precision: GEMMs, median and time-weighted |err| % of two
+    ``gemm_lookup_compare.py`` CSVs' rows."""
+    summ = []
+    for amp, label in (("none", "FP32"), ("bf16", "bf16"), ("fp16", "fp16")):
+        a = [r for r in before if r["amp"] == amp]
+        b = [r for r in after if r["amp"] == amp]
+        if a and b:
+            (n, m0, t0), (_, m1, t1) = _gemm_stats(a), _gemm_stats(b)
+            summ.append([label, n, f"{m0:.1f}", f"{m1:.1f}", f"{t0:.1f}", f"{t1:.1f}"])
+    return summ
+
+
 def _gemm_stats(rows):
     """(n, median |err| %, time-weighted |err| %) of ``gemm_lookup_compare.py`` rows."""
     e = [abs(float(r["err_pct"])) for r in rows]
@@ -841,13 +854,7 @@ def _serial_k_s36_section():
         return []
     key = ("config", "amp", "phase", "dims")
     was = {tuple(r[k] for k in key): r for r in before}
-    summ = []
-    for amp, label in (("none", "FP32"), ("bf16", "bf16"), ("fp16", "fp16")):
-        a = [r for r in before if r["amp"] == amp]
-        b = [r for r in after if r["amp"] == amp]
-        if a and b:
-            (n, m0, t0), (_, m1, t1) = _gemm_stats(a), _gemm_stats(b)
-            summ.append([label, n, f"{m0:.1f}", f"{m1:.1f}", f"{t0:.1f}", f"{t1:.1f}"])
+    summ = _gemm_by_precision(before, after)
     moved = []
     for r in after:
         b = was.get(tuple(r[k] for k in key))
@@ -958,13 +965,7 @@ def _matmul_lookup_section():
              "grid itself holds no network's shape. Half-precision time is dominated by "
              "MViT-V2-S's batched GEMMs of relative positions (long reductions into outputs of "
              "7-14 columns, 3-8x the table), which neither lookup places.\n")
-    summ = []
-    for amp, label in (("none", "FP32"), ("bf16", "bf16"), ("fp16", "fp16")):
-        a = [r for r in old if r["amp"] == amp]
-        b = [r for r in new if r["amp"] == amp]
-        if a and b:
-            (n, m0, t0), (_, m1, t1) = _gemm_stats(a), _gemm_stats(b)
-            summ.append([label, n, f"{m0:.1f}", f"{m1:.1f}", f"{t0:.1f}", f"{t1:.1f}"])
+    summ = _gemm_by_precision(old, new)
     L.append(_table(["precision", "GEMMs", "median |err| % before", "median |err| % now",
                      "time-weighted |err| % before", "time-weighted |err| % now"], summ)
              + "\n")
