@@ -278,10 +278,11 @@ MATMUL_SHAPE_WEIGHT = 0.25
 # [8, 3136, 8]: 104 us on the H200, where FLOPs and bytes read 4 us off dense rows;
 # traces/h200/profile_s19). The rate per k is the table's own: the median seconds per k of its
 # bmm rows of that kind (SERIAL_K_MIN_K, a batch of 2 or more, at most one wave of 64 x 64
-# tiles), which bounds such a call from below. FP32 only (SIMT kernels): in bf16 and fp16 the
-# profiled MViT steps ran some such calls at 1.5 ns per k (9.5 us at k 6,272, where the table's
-# half rows give 10.5 ns per k) and others at 14 (50 us at k 3,584), which no rate per k
-# describes (scripts/gemm_lookup_compare.py).
+# tiles), which bounds such a call from below. In bf16 and fp16 only where the operands are
+# not aligned to 8 elements (the tensor cores' kernels need 16-byte vectors; the rate is the
+# unaligned half rows'): the profiled MViT steps ran their aligned such calls at 1.3-2.3 ns per
+# k (9.5 us at k 6,272) and their unaligned ones (outputs of 7, 14 or 393 columns) at 6-17
+# (50 us at k 3,584; scripts/gemm_lookup_compare.py).
 SERIAL_K_MIN_K = 1024
 SERIAL_K_TILE = 64
 
@@ -1097,10 +1098,11 @@ class KernelTable:
             mform = np.array([row_matmul_form(fam, sh) for sh in shapes], dtype=object)
             mtile = np.array([math.log2(matmul_tile_align(d[1], d[3])) if d else math.nan
                               for d in bmkn])
-            if fam == "bmm" and key[1] == "fp32" and self._sms:
+            if fam == "bmm" and self._sms:
                 serial.setdefault(key, []).extend(
-                    t / d[2] for d, t in zip(bmkn, g["time_s"].to_numpy(float))
-                    if d and serial_k_call(*d, self._sms))
+                    t / d[2] for d, t, a in zip(bmkn, g["time_s"].to_numpy(float), malign)
+                    if d and serial_k_call(*d, self._sms)
+                    and (key[1] == "fp32" or a < math.log2(8)))
             if key in self._groups:   # a compute family's math mode from two dtypes: merge
                 f0, l0, c0, h0 = self._groups[key]
                 grp = (np.vstack([f0, feats]), np.concatenate([l0, lr]),
@@ -1336,9 +1338,10 @@ class KernelTable:
         if near is None:
             return None, "roofline"
         t, src = self._time_near(family, near, flops, cls)
-        mcall = _split_matmul_cls(family, cls)[2] if family == "bmm" else None
+        _, align, mcall = _split_matmul_cls(family, cls) if family == "bmm" else (0, 0, None)
         rate = self._serial_k_s.get(near[0])
-        if mcall is not None and rate and serial_k_call(*mcall[0], self._sms):
+        if mcall is not None and rate and serial_k_call(*mcall[0], self._sms) and (
+                near[0][1] == "fp32" or (align is not None and align < 8)):
             t = max(t, mcall[0][2] * rate)
         return t, src
 

@@ -1254,6 +1254,17 @@ def test_a_one_wave_batched_gemm_takes_its_reduction_serially():
     assert serial_k_call(8, 96, 3136, 8, 132) and not serial_k_call(1, 96, 3136, 8, 132)
     assert not serial_k_call(64, 512, 4096, 512, 132)   # 4,096 tiles: many waves
     assert not serial_k_call(8, 96, 512, 8, 132)        # a short reduction
+    # bf16 (mvit_v2_s_b8_adamw_bf16, traces/h200/profile_heldout11/profile_ops.csv, per
+    # call): [14, 96, 3584] @ [14, 3584, 7] (operands not aligned to 8 elements, no
+    # tensor-core kernel) took 89 us, [8, 96, 6272] @ [8, 6272, 8] 12.8 us; the floor holds
+    # the first (at least 3,584 x the unaligned rows' rate), not the second
+    half = {}
+    for (b, m, k, n), al in (((14, 96, 3584, 7), ":al1"), ((8, 96, 6272, 8), "a8")):
+        cls = f"{al}@b{b}m{m}k{k}n{n}nt"
+        flops, nbytes = 2 * b * m * k * n, 2 * b * (m * k + k * n + m * n)
+        half[n] = table.time_s("bmm", flops=flops, nbytes=nbytes, cls=cls, dtype="bfloat16",
+                               math_="bf16")[0] * 1e6
+    assert half[7] > 3584 * 8e-3 and half[8] < 12.8 * 1.5
 
 
 def test_serial_reduction_rate_comes_from_the_tables_own_rows():

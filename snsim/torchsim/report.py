@@ -871,12 +871,14 @@ def _serial_k_s36_section():
             "(traces/h200/profile_s19). The table's own one-wave FP32 bmm rows (a batch of 2 "
             "or more, k of 1,024 or more, at most 132 tiles of 64 x 64; five rows, 14-31 ns "
             "per k, median 22) now bound such a call from below at k times that rate "
-            "(`kernel_table.serial_k_call`, `KernelTable.time_s`). Not in half precision: "
-            "the profiled bf16 and fp16 MViT steps ran some such calls at 1.5 ns per k and "
-            "others at 14, which no rate per k describes. Every single-kernel GEMM of every "
+            "(`kernel_table.serial_k_call`, `KernelTable.time_s`). In bf16 and fp16 only where "
+            "the operands are not aligned to 8 elements, at the table's unaligned half rows' "
+            "rate (11 ns per k bf16, 10 fp16): the profiled MViT steps ran their aligned such "
+            "calls at 1.3-2.3 ns per k (tensor-core kernels), their unaligned ones (outputs of "
+            "7, 14 or 393 columns) at 6-17. Every single-kernel GEMM of every "
             "profiled step, before and after (`PYTHONPATH=. python scripts/gemm_lookup_compare"
             ".py traces/h200/*/profile_summary.csv --csv docs/data/gemm_lookup_serialk_"
-            "{before,after}_s36_h200.csv`); the profiles did not inform the rate:\n",
+            "{before,after}_s36_h200.csv`); the profiles did not inform the rates:\n",
             _table(["precision", "GEMMs", "median |err| % before", "median |err| % after",
                     "time-weighted |err| % before", "time-weighted |err| % after"], summ)
             + "\n",
@@ -886,15 +888,13 @@ def _serial_k_s36_section():
 
 
 def _serial_k_steps():
-    """The FP32 MViT-V2-S held-out runs' steps re-predicted with the floor
+    """The MViT-V2-S held-out runs' steps re-predicted with the floor
     (``docs/data/plans_mvit_repredicted_serialk_s36_h200.csv``) against session 35's
     re-prediction of them (or, for set 31, its before-run prediction)."""
     now = _read_csv(os.path.join("docs", "data", "plans_mvit_repredicted_serialk_s36_h200.csv"))
     s35 = {(r["folder"], r["run"]): r for r in _read_csv(VIEWS_S35_CSVS[1])}
     rows = []
     for r in now:
-        if r["setup"] != "-":
-            continue    # half precision: no floor, unchanged
         b = s35.get((r["folder"], r["run"]))
         before = (b["repred_err_pct"] if b else
                   f"{100 * (float(_held_out_pred(r['folder'], r['run'])) / float(r['meas_step_s']) - 1):.2f}")
@@ -902,8 +902,8 @@ def _serial_k_steps():
                      _pct(float(before)), _pct(float(r["repred_err_pct"]))])
     if not rows:
         return []
-    return ["Their FP32 plans' steps (every MViT-V2-S held-out run re-predicted, "
-            "`scripts/repredict_plans.py --match mvit`; the half-precision ones do not move):\n",
+    return ["Their plans' steps (every MViT-V2-S held-out run re-predicted, "
+            "`scripts/repredict_plans.py --match mvit`):\n",
             _table(["set", "run", "step meas ms", "err % before", "err % after"], rows) + "\n"]
 
 
