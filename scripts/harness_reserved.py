@@ -11,15 +11,11 @@ import sys
 
 def main(argv):
     harness, name, *rest = argv
-    if harness == "script":
-        from snsim.torchsim.execute import measure
-        from snsim.torchsim.plans import PlanSpec
-        from snsim.torchsim.suite import PLAN_SETS, run_name, run_setup
+    if harness == "script":   # the suite's own measurement, here rather than in its child
+        from snsim.torchsim.suite import PLAN_SETS, _execute_here, run_name
         set_name, prefix = rest
         run = next(r for r in PLAN_SETS[set_name] if run_name(r).startswith(prefix))
-        m = measure(run["model"], run["batch"],
-                    PlanSpec.parse(run["policy"], run.get("options", [])),
-                    optimizer=run_setup(run), input_shape=run.get("input_shape"))
+        m, _ = _execute_here(run, "measure", 2, 5, "cuda")
         print(f"script {name} {m['peak_allocated_bytes']} {m['peak_reserved_bytes']}")
     elif harness == "execute":
         text = open(rest[0]).read()   # `snsim execute --format json`: one object, its rows

@@ -23,7 +23,6 @@ import datetime
 import json
 import math
 import os
-import re
 import statistics
 import sys
 
@@ -634,44 +633,37 @@ WINDOW_S35_CSVS = {mode: tuple(os.path.join("docs", "data", f"plans_{nets}_repre
 HARNESS_S36_DIR = os.path.join("traces", "h200", "harness_reserved_s36")
 
 
-def _process_kind(traces_dir, folder, run, cache):
-    """How the process that measured a held-out run began: ``same process`` (the suite ran
+def _process_kinds(traces_dir, folder):
+    """``{run name: kind}``: how the process that measured each run of a plan-suite folder
+    began (its bundle's provenance date and measured gauges): ``same process`` (the suite ran
     every run in one process, before 2026-11-30 21:30), ``gauge first`` (a fresh process whose
     host-pace gauge ran CUDA kernels before the model was built: 2026-12-01 22:04 to
-    2026-12-03, ``host_gauge_add_us_before`` in its summary) or ``fresh`` (a fresh process
-    whose first kernels were the run's own)."""
-    if folder not in cache:
-        log = os.path.join(traces_dir, folder, "suite.log")
-        date = ""
-        if os.path.exists(log):
-            with open(log) as f:
-                found = re.search(r"'date': '([^']*)'", f.read())
-            date = found.group(1) if found else ""
-        summary = {r["name"]: r for r in _read_csv(os.path.join(traces_dir, folder,
-                                                               "summary.csv"))}
-        cache[folder] = (date, summary)
-    date, summary = cache[folder]
-    if not date or date < "2026-11-30T21:30":
-        return "same process"
-    return "gauge first" if summary.get(run, {}).get("host_gauge_add_us_before") else "fresh"
+    2026-12-03 19:24, ``host_gauge_add_s_before``) or ``fresh`` (a fresh process whose first
+    kernels were the run's own)."""
+    kinds = {}
+    for r in plan_runs(traces_dir, folder):
+        date = str(r.get("provenance", {}).get("date", ""))
+        kinds[r["name"]] = ("same process" if date < "2026-11-30T21:30" else
+                            "gauge first" if r.get("measured", {}).get("host_gauge_add_s_before")
+                            is not None else "fresh")
+    return kinds
 
 
 def _window_process_s36_section(traces_dir):
     """Session 35's lazy and eager re-predictions of every completed held-out run, split by
     how the run's process began, and session 36's measurements of four plans in processes
     that ran nothing on the GPU before the model (``scripts/harness_reserved.sh``)."""
-    lazy = {}
-    eager = {}
-    for mode, into in (("lazy", lazy), ("eager", eager)):
-        for path in WINDOW_S35_CSVS[mode]:
-            into.update({(r["folder"], r["run"]): r for r in _read_csv(path)})
+    lazy, eager = ({(r["folder"], r["run"]): r for path in WINDOW_S35_CSVS[mode]
+                    for r in _read_csv(path)} for mode in ("lazy", "eager"))
     keys = [k for k in lazy if k in eager and lazy[k]["repred_err_reserved_pct"]
             and eager[k]["repred_err_reserved_pct"]]
     if not keys:
         return []
-    cache, groups = {}, {}
-    for k in keys:
-        groups.setdefault(_process_kind(traces_dir, *k, cache), []).append(k)
+    kinds, groups = {}, {}
+    for folder, run in keys:
+        if folder not in kinds:
+            kinds[folder] = _process_kinds(traces_dir, folder)
+        groups.setdefault(kinds[folder].get(run), []).append((folder, run))
     rows = []
     for kind in ("fresh", "gauge first", "same process"):
         ks = groups.get(kind, [])
@@ -699,29 +691,23 @@ def _window_process_s36_section(traces_dir):
          "21:30). Reserved peak, mean |error| %:\n",
          _table(["process", "runs", "lazy window", "no window", "window closer",
                  "no window closer"], rows) + "\n"]
-    meas = []
+    got = {}    # run -> reserved bytes of each process (GPT-2's setarch -R ones under its name)
     path = os.path.join(HARNESS_S36_DIR, "results.txt")
     if os.path.exists(path):
         with open(path) as f:
-            meas = [line.split()[:4] for line in f if line.strip() and not line.startswith("#")]
-    pred = {(r["run"], r["module_loading"]): r
+            for line in f:
+                if line.strip() and not line.startswith("#"):
+                    _, run, _, reserved = line.split()[:4]
+                    run = "gpt2_b2_s1024_ckpt" if run == "gpt2_norandom" else run
+                    got.setdefault(run, []).append(int(reserved))
+    pred = {(r["run"], r["module_loading"]): int(r["peak_reserved_bytes"])
             for r in _read_csv(os.path.join(HARNESS_S36_DIR, "predicted.csv"))}
-    if meas and pred:
-        runs = []
-        for harness, run, _, reserved in meas:
-            name = "gpt2_b2_s1024_ckpt" if run == "gpt2_norandom" else run
-            if name not in runs:
-                runs.append(name)
+    if got and pred:
         trow = []
-        for name in runs:
-            got = [(h, int(r)) for h, n, _, r in meas
-                   if ("gpt2_b2_s1024_ckpt" if n == "gpt2_norandom" else n) == name]
-            values = sorted({r for _, r in got})
-            lz = int(pred[(name, "lazy")]["peak_reserved_bytes"])
-            eg = int(pred[(name, "eager")]["peak_reserved_bytes"])
-            for v in values:
-                n_proc = sum(1 for _, r in got if r == v)
-                trow.append([name, f"{v:,}", f"{n_proc} of {len(got)}", f"{lz:,}",
+        for name, values in got.items():
+            lz, eg = pred[(name, "lazy")], pred[(name, "eager")]
+            for v in sorted(set(values)):
+                trow.append([name, f"{v:,}", f"{values.count(v)} of {len(values)}", f"{lz:,}",
                              _pct(_err(lz, v)), f"{eg:,}", _pct(_err(eg, v))])
         L += ["Four of those plans measured again on 2026-12-05 in processes that ran nothing "
               "on the GPU before the model: a plain `python3` process calling `measure()` at "
@@ -845,7 +831,7 @@ SERIAL_K_S36_CSVS = tuple(os.path.join("docs", "data", f"gemm_lookup_serialk_{wh
                           for when in ("before", "after"))
 
 
-def _serial_k_s36_section():
+def _serial_k_s36_section(traces_dir):
     """Session 36's serial-reduction floor of one-wave FP32 batched GEMMs
     (``kernel_table.serial_k_call``): every profiled step's single-kernel GEMMs against the
     table before and after it (``scripts/gemm_lookup_compare.py``)."""
@@ -884,35 +870,31 @@ def _serial_k_s36_section():
             + "\n",
             "The calls it moved:\n",
             _table(["profile", "phase", "dims (sorted)", "calls", "measured us",
-                    "before us", "after us"], moved) + "\n"] + _serial_k_steps()
+                    "before us", "after us"], moved) + "\n"] + _serial_k_steps(traces_dir)
 
 
-def _serial_k_steps():
+def _serial_k_steps(traces_dir):
     """The MViT-V2-S held-out runs' steps re-predicted with the floor
     (``docs/data/plans_mvit_repredicted_serialk_s36_h200.csv``) against session 35's
     re-prediction of them (or, for set 31, its before-run prediction)."""
     now = _read_csv(os.path.join("docs", "data", "plans_mvit_repredicted_serialk_s36_h200.csv"))
-    s35 = {(r["folder"], r["run"]): r for r in _read_csv(VIEWS_S35_CSVS[1])}
+    s35 = {(r["folder"], r["run"]): float(r["repred_err_pct"])
+           for r in _read_csv(VIEWS_S35_CSVS[1])}
+    before_run = {}   # folder -> {run: step_time_s} of its before-run predictions
     rows = []
     for r in now:
-        b = s35.get((r["folder"], r["run"]))
-        before = (b["repred_err_pct"] if b else
-                  f"{100 * (float(_held_out_pred(r['folder'], r['run'])) / float(r['meas_step_s']) - 1):.2f}")
-        rows.append([r["folder"], r["run"], f"{float(r['meas_step_s']) * 1e3:.1f}",
-                     _pct(float(before)), _pct(float(r["repred_err_pct"]))])
+        key, meas_s = (r["folder"], r["run"]), float(r["meas_step_s"])
+        if key not in s35 and r["folder"] not in before_run:
+            before_run[r["folder"]] = {p["run"]: float(p["step_time_s"]) for p in _read_csv(
+                os.path.join(traces_dir, r["folder"], "predicted_before_run.csv"))}
+        before = s35[key] if key in s35 else _err(before_run[r["folder"]][r["run"]], meas_s)
+        rows.append([r["folder"], r["run"], f"{meas_s * 1e3:.1f}", _pct(before),
+                     _pct(float(r["repred_err_pct"]))])
     if not rows:
         return []
     return ["Their plans' steps (every MViT-V2-S held-out run re-predicted, "
             "`scripts/repredict_plans.py --match mvit`):\n",
             _table(["set", "run", "step meas ms", "err % before", "err % after"], rows) + "\n"]
-
-
-def _held_out_pred(folder, run):
-    """The step a held-out set's before-run prediction gave ``run``."""
-    for r in _read_csv(os.path.join("traces", "h200", folder, "predicted_before_run.csv")):
-        if r["run"] == run:
-            return r["step_time_s"]
-    return "nan"
 
 
 def _matmul_lookup_section():
@@ -2725,7 +2707,7 @@ def build_report(traces_dir="traces/h200"):
     L.extend(_layer_norm_s34_section())
     L.extend(_autograd_views_s35_section())
     L.extend(_window_process_s36_section(traces_dir))
-    L.extend(_serial_k_s36_section())
+    L.extend(_serial_k_s36_section(traces_dir))
 
     _held_out_section(L, traces_dir, captured, "plans_heldout31",
                       "### 1z'''''''''''''. A thirty-first held-out set: the networks whose fake autograd changed, ViT past 65,536 LayerNorm rows, and the lazy-loading window's networks\n",
