@@ -5,7 +5,8 @@
 # 5,456,789,504 B reserved; the plan suite's fresh process (held-out set 11) measured
 # 4,827,643,904 B, a host_va_probe process (session 36) 5,458,886,656 B. Each configuration is
 # measured here, each time in a process of its own:
-#   script   `python3 -c` calling measure() at once, as a user's training script starts, twice
+#   script   a plain `python3` process measuring at once (the suite's _execute_here, which
+#            calls measure()), as a user's training script starts, twice
 #   execute  `snsim execute --fast` (snsim predict's plan on the CPU first, then measure() in
 #            the same process)
 #   suite    `python -m snsim.torchsim.suite --only plans --match ...` (measure() in a child the
