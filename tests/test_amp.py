@@ -519,3 +519,19 @@ def test_autocast_casts_the_last_argument_first():
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 lin(x)
     assert casts == [(16,), (16, 8), (4, 8)]
+
+
+def test_warm_training_warms_up_until_the_scaler_takes_a_step(monkeypatch):
+    """The timing scripts' set-up (scripts/profile_ops.py, host_innet_probe.py) warms up as
+    the plan suite does: the H200 profiles of ResNet-152 b32/b48 and Inception-v3 b16 fp16
+    were timed with every optimizer step skipped (no optimizer kernel in their
+    profile_ops.csv rows) when it stepped a fixed 3 times."""
+    from snsim.torchsim import amp, record
+    s = _Scaler(overflows=4)
+    steps = []
+    monkeypatch.setattr(amp.TrainSetup, "grad_scaler", lambda self, device: s)
+    monkeypatch.setattr(record, "train_step", lambda *a, **kw: (steps.append(kw["scaler"]),
+                                                                s.step()))
+    w = record.warm_training("torchvision:resnet18@3x32x32", 2, "sgd-momentum", "foreach", "fp16", "cpu")
+    # 3 asked; steps 1-4 overflow, step 5 is the first taken
+    assert w.skipped_warmup == 4 and len(steps) == 5 and all(k is s for k in steps)

@@ -1454,16 +1454,23 @@ def _train_step(model, optimizer, x, y, inst, aux_loss_weight, autocast, scaler)
 
 def warm_training(text, batch, optimizer, impl, amp, device, warmup=3):
     """A real training setup of model spec ``text`` (``model@CxHxW`` or ``hf:name@seq`` for
-    another input size) on ``device``, stepped ``warmup`` times with :func:`train_step`, for
-    scripts that time steps (``scripts/profile_ops.py``, ``scripts/host_innet_probe.py``).
+    another input size) on ``device``, stepped ``warmup`` times with :func:`train_step` and
+    on until fp16's GradScaler took a step (:func:`snsim.torchsim.amp.warm_up`, as the plan
+    suite and ``snsim capture`` warm up), for scripts that time steps
+    (``scripts/profile_ops.py``, ``scripts/host_innet_probe.py``). Without that, an fp16
+    network whose first iterations overflow is timed with its optimizer step skipped: the H200
+    profiles of ResNet-152 b32 and b48 and Inception-v3 b16 fp16 (``traces/h200/profile_s28``,
+    ``probe_s31``) hold no optimizer kernel, and the in-network host probe's Swin-T b4 AdamW
+    fp16 (``traces/h200/profile_host/innet10``) no optimizer call.
 
     Returns a namespace: ``text`` (without the size), ``spec``, ``setup`` (the
     :class:`~snsim.torchsim.amp.TrainSetup`; ``amp`` ``"none"`` is none), ``net``, ``opt``,
-    ``x``, ``y``, ``kw`` (:func:`train_step`'s keyword arguments) and ``sync`` (waits for the
-    device)."""
+    ``x``, ``y``, ``kw`` (:func:`train_step`'s keyword arguments), ``sync`` (waits for the
+    device) and ``skipped_warmup`` (optimizer steps the scaler skipped in the warm-up)."""
+    import functools
     import types
 
-    from .amp import TrainSetup
+    from .amp import TrainSetup, warm_up
     from .models import resolve_sized
     from .predict import infer_target_of
     setup = TrainSetup(optimizer, impl, None if amp == "none" else amp)
@@ -1482,11 +1489,11 @@ def warm_training(text, batch, optimizer, impl, amp, device, warmup=3):
         if device == "cuda":
             torch.cuda.synchronize()
 
-    for _ in range(warmup):
-        train_step(net, opt, x, y, **kw)
+    skipped = warm_up(functools.partial(train_step, net, opt, x, y, **kw), kw["scaler"],
+                      warmup)
     sync()
     return types.SimpleNamespace(text=text, spec=spec, setup=setup, net=net, opt=opt, x=x, y=y,
-                                 kw=kw, sync=sync)
+                                 kw=kw, sync=sync, skipped_warmup=skipped)
 
 
 def apply_order(model):
