@@ -831,6 +831,50 @@ SERIAL_K_S36_CSVS = tuple(os.path.join("docs", "data", f"gemm_lookup_serialk_{wh
                           for when in ("before", "after"))
 
 
+PACE_S37_CSVS = tuple(os.path.join("docs", "data",
+                                   f"plans_heldout24_31_repredicted{tag}_s37_h200.csv")
+                      for tag in ("", "_gauge_after"))
+
+
+def _pace_s37_section():
+    """Held-out sets 24-31 re-predicted with session 37's code at the kernel table's host pace
+    and at each run's own (``scripts/repredict_plans.py``, ``--gauge after``)."""
+    plain, gauged, keys = _repredicted_pair(PACE_S37_CSVS)
+    if not keys:
+        return []
+    rows = []
+    for pol in sorted({plain[k]["policy"] for k in keys}) + ["all"]:
+        ks = [k for k in keys if pol == "all" or plain[k]["policy"] == pol]
+        ea = [float(plain[k]["repred_err_pct"]) for k in ks]
+        eb = [float(gauged[k]["repred_err_pct"]) for k in ks]
+        closer = sum(1 for a, b in zip(ea, eb) if abs(b) < abs(a))
+        rows.append([pol, str(len(ks)), " / ".join(_stats(ea)[:3]), " / ".join(_stats(eb)[:3]),
+                     f"{closer} / {len(ks) - closer}"])
+    moved = sorted(keys, key=lambda k: -abs(abs(float(gauged[k]["repred_err_pct"]))
+                                            - abs(float(plain[k]["repred_err_pct"]))))[:6]
+    return ["### The launching thread's pace, run by run (a re-prediction, session 37)\n",
+            "Every completed run of held-out sets 24-31 (2026-12-03 to 2026-12-05, each plan "
+            "in a fresh process) re-predicted with session 37's code, at the kernel table's "
+            "host pace (what `snsim predict` gives) and at the pace the run's own process "
+            "read after its timed steps (`measured.host_gauge_add_s_after`, 6.1-11.5 us per "
+            "`torch.add` against the table's 8.2; `snsim predict --host-gauge-us`): "
+            "`PYTHONPATH=. python scripts/repredict_plans.py --folder plans_heldout24,...,"
+            "plans_heldout31 --policies plain,cpu_offload,superneurons,checkpoint,recompute,"
+            "offload [--gauge after]`, `docs/data/plans_heldout24_31_repredicted{,"
+            "_gauge_after}_s37_h200.csv`. The second is no prediction (a user cannot read "
+            "the gauge of a process before it runs, and the pace moves between processes); "
+            "it says how much of the step error is the process's pace. GPT-2 b8 recompute of "
+            "set 27 ran a whole-model segment that the current plan no longer makes, so its "
+            "peaks are not comparable.\n",
+            _table(["plan", "runs", "table pace: mean / median / max abs step err %",
+                    "run's own pace", "closer / not"], rows),
+            "", "The runs the pace moved most (step error %, table pace -> run's own):\n",
+            _table(["folder", "run", "gauge us", "table pace", "own pace"],
+                   [[k[0], k[1], f"{float(gauged[k]['host_gauge_add_us']):.2f}",
+                     f"{float(plain[k]['repred_err_pct']):+.2f}",
+                     f"{float(gauged[k]['repred_err_pct']):+.2f}"] for k in moved]), ""]
+
+
 def _serial_k_s36_section(traces_dir):
     """Session 36's serial-reduction floor of one-wave FP32 batched GEMMs
     (``kernel_table.serial_k_call``): every profiled step's single-kernel GEMMs against the
@@ -3099,6 +3143,7 @@ def build_report(traces_dir="traces/h200"):
     # -- 6. step time ------------------------------------------------------------------------
     L.append("## 6. Step time\n")
     L.extend(step_time_section())
+    L.extend(_pace_s37_section())
     L.append(k40c_section())
     L.append(zero_section(traces_dir))
     amp = amp_section(traces_dir)
