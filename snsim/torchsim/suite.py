@@ -1011,6 +1011,38 @@ _HELDOUT31_TOKENS = (
     ("snsim:transformer_encoder", 48, (512,), {"cpu_offload": ["pin_memory=true"]}, {}),
 )
 PLAN_HELDOUT31 = _plan_set(_HELDOUT31, _HELDOUT31_TOKENS)
+# held-out set 32 (2026-12-05, session 37), written before any of it ran, with no change to
+# the prediction code since session 36 (this session's commits touched the timing scripts,
+# the report and the docs): the two torchvision networks no suite has run (MViT-V1-B,
+# Swin3D-B), and the commonest user cases at batches, precisions and optimizers never run with
+# them (plain and per-block checkpoint of ResNet-50 with fused AdamW, ViT-L/16 checkpoint,
+# RegNetY-8GF fp32 grouped convolutions, DeepLabV3, OPT-350M plain at s1024), and
+# SuperNeurons' and save_on_cpu's plans on networks not run with them
+_HELDOUT32 = (
+    ("torchvision:resnet50", 192, {"plain": [], "checkpoint": ["modules=Bottleneck"]},
+     {"amp": "bf16", "optimizer": "adamw", "optimizer_impl": "fused"}),
+    ("torchvision:mvit_v1_b", 8, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:swin3d_b", 2, {"checkpoint": ["modules=SwinTransformerBlock"]},
+     {"amp": "fp16"}),
+    ("torchvision:densenet161", 64, {"superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:efficientnet_v2_m", 32, {"cpu_offload": ["pin_memory=true"]},
+     {"amp": "bf16", "optimizer": "adamw"}),
+    ("torchvision:vgg19_bn", 64, {"recompute": []}, {"amp": "fp16"}),
+    ("torchvision:convnext_base", 48, {"offload": []}, {"amp": "bf16", "optimizer": "adamw"}),
+    ("torchvision:regnet_y_8gf", 48, {"plain": []}, {}),
+    ("torchvision:vit_l_16", 24, {"checkpoint": ["modules=EncoderBlock"]},
+     {"amp": "bf16", "optimizer": "adamw"}),
+    ("torchvision:deeplabv3_resnet50", 8, {"plain": []}, {"amp": "bf16"}),
+)
+_HELDOUT32_TOKENS = (
+    ("hf:gpt2-medium", 8, (512,), {"checkpoint": ["modules=GPT2Block"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("hf:EleutherAI/pythia-410m", 4, (1024,), {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:facebook/opt-350m", 4, (1024,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("snsim:gpt", 16, (512,), {"superneurons": []}, {"amp": "bf16"}),
+)
+PLAN_HELDOUT32 = _plan_set(_HELDOUT32, _HELDOUT32_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1040,6 +1072,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout26": PLAN_HELDOUT26, "heldout27": PLAN_HELDOUT27,
              "heldout28": PLAN_HELDOUT28, "heldout29": PLAN_HELDOUT29,
              "heldout30": PLAN_HELDOUT30, "heldout31": PLAN_HELDOUT31,
+             "heldout32": PLAN_HELDOUT32,
              "pageable": PLAN_PAGEABLE}
 
 
