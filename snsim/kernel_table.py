@@ -565,7 +565,38 @@ POOL_FAMILIES = POOL2D_FAMILIES | POOL3D_FAMILIES
 NEW_FAMILY_FALLBACK = {"sum_rows": ("sum", False),
                        "avg_pool2d_backward": ("max_pool2d_with_indices_backward", True),
                        "sdpa_cudnn": ("sdpa_flash", True),
-                       "sdpa_cudnn_backward": ("sdpa_flash_backward", True)}
+                       "sdpa_cudnn_backward": ("sdpa_flash_backward", True),
+                       # no table has roll rows yet: its kernel (roll_cuda_kernel, one element
+                       # per thread at an index computed per element) is read as the nearest
+                       # one timed, the strided copy's indexing kernel (see roll_passes)
+                       "roll": ("clone_strided", False)}
+
+
+def roll_passes(sig):
+    """Kernel passes a recorded ``roll`` makes on CUDA, from its signature's integers (the
+    shifts, then the dims): ATen's ``roll_common`` (aten/src/ATen/native/
+    TensorTransformations.h) rolls the first dim and calls ``roll`` again on the result for
+    the rest, so ``torch.roll(x, (-4, -3, -3), (1, 2, 3))`` (Swin3D's shifted windows) is three
+    ``roll_cuda_kernel`` passes, each reading and writing the whole tensor; a roll without
+    dims flattens and rolls once. 1 for a signature without integers (a recording made before
+    roll kept one).
+
+    In the H200 profiles every multi-dim roll takes its passes' time: Swin's 2-dim rolls and
+    Swin3D's 3-dim ones ran 1.5-1.8 TB/s per pass counting each pass's read and write
+    (traces/h200/profile_s19, profile_s20, profile_s28, profile_s30).
+
+    Examples
+    --------
+    >>> roll_passes("roll float32[4, 8, 56, 56, 96] -4 -3 -3 1 2 3")
+    3
+    >>> roll_passes("roll bfloat16[32, 56, 56, 96] 3 3 1 2"), roll_passes("roll float32[10] 2")
+    (2, 1)
+    >>> roll_passes("")
+    1
+    """
+    rest = (sig or "").split("]", 1)[1] if "]" in (sig or "") else ""
+    ints = [t for t in rest.split() if re.fullmatch(r"-?\d+", t)]
+    return max(1, len(ints) // 2)
 
 
 def table_family(table, family, cls):

@@ -1285,3 +1285,36 @@ def test_serial_reduction_rate_comes_from_the_tables_own_rows():
     for meta, kept in (({}, rows), ({"gpu_preset": "h200"}, rows[:3])):
         other = KernelTable(pd.DataFrame(kept), meta)
         assert other.time_s("bmm", **call)[0] < 8192 * 20e-9
+
+
+def test_a_roll_over_k_dims_is_k_passes_of_its_kernel():
+    """ATen rolls one dim per call (roll_common: the first dim, then the rest recursively), so
+    Swin3D's shifted-window roll over (D, H, W) is three roll_cuda_kernel passes over the whole
+    tensor. H200 profile (traces/h200/profile_s19/profile_ops.csv, swin3d_t_b4_adamw_bf16, per
+    call): roll of fp32 [4, 8, 56, 56, 96] 135.2 us, [4, 8, 14, 14, 384] 33.4 us; Swin-T b32's
+    2-dim [32, 56, 56, 96] (profile_s19_heldout) 91.5 us. Read as one pass of the vectorized
+    copy the table had them at 22, 6 and 22 us; as k passes of the strided copy's indexing
+    kernel (no table has roll rows yet), 0.6-0.75x of the measured: roll's own kernel is slower
+    per pass (64-bit index division), which `snsim calibrate --only roll` measures."""
+    from snsim.kernel_table import load_kernel_table, roll_passes
+    from snsim.torchsim.opcost import _table_time
+    table = load_kernel_table("h200")
+
+    def roll_op(shape, shifts, dims):
+        nbytes = 2 * 4 * math.prod(shape)             # read and written, as recorded
+        sig = f"roll float32{list(shape)} " + " ".join(map(str, [*shifts, *dims]))
+        return (0, "roll", (1,), (2,), 0, nbytes, sig, "")
+
+    measured = {((4, 8, 56, 56, 96), (-4, -3, -3), (1, 2, 3)): 135.2e-6,
+                ((4, 8, 14, 14, 384), (-4, -3, -3), (1, 2, 3)): 33.4e-6,
+                ((32, 56, 56, 96), (-3, -3), (1, 2)): 91.5e-6}
+    for (shape, shifts, dims), t in measured.items():
+        op = roll_op(shape, shifts, dims)
+        got = _table_time(table, op)[0]
+        assert roll_passes(op[6]) == len(dims)
+        assert 0.55 < got / t < 1.0, (shape, got, t)
+        # one dim rolled: one pass, the same rows
+        one = _table_time(table, roll_op(shape, shifts[:1], dims[:1]))[0]
+        assert got == pytest.approx(len(dims) * one)
+    # a recording made before roll kept its signature: one pass
+    assert roll_passes("") == 1

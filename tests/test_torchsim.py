@@ -953,6 +953,12 @@ def test_cuda_temporaries_follow_the_strides_a_fake_run_sees():
     y = torch.empty(2, 8, 8, 96)
     assert cuda_temporaries("roll", (y, [-3, -3], [1, 2]), "cpu") == ([2 * 8 * 8 * 96 * 4], ())
     assert cuda_temporaries("roll", (y, [-3], [1]), "cpu") == ([], ())
+    # ... and its recorded signature says how many kernel passes the call makes
+    from snsim.kernel_table import roll_passes
+    from snsim.torchsim.record import SIGNATURE_OPS, signature
+    assert "roll" in SIGNATURE_OPS
+    assert roll_passes(signature("roll", (y, [-3, -3], [1, 2]), {})) == 2
+    assert roll_passes(signature("roll", (y, [-3], [1]), {})) == 1
     # a real capture sees its own allocator: nothing modelled there
     assert cuda_temporaries("native_layer_norm", (x, [96]), "cuda") == ((), ())
 

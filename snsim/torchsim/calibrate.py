@@ -1392,6 +1392,44 @@ class Calibrator:
                         self.guarded("upsample", self._upsample_one, aten, n, c, side, scale,
                                      mode, dtype, dn)
 
+    # roll's rows: channels-last maps of shifted-window attention (Swin: [N, H, W, C], Swin3D:
+    # [N, D, H, W, C]) from 1 MiB to 1 GiB, rolled along one dim (a recorded roll over k dims
+    # is k such passes: snsim.kernel_table.roll_passes)
+    ROLL_SHAPES = ((56, 96), (28, 192), (14, 384), (7, 768), (64, 128), (32, 256), (16, 512))
+    ROLL_BATCHES = (1, 4, 16, 64, 256)
+
+    def rolls(self, dtypes=None, *, max_bytes=2**30):
+        """``torch.roll`` along one dim (family ``roll``; rows' shape ``roll x[...] dim d``):
+        ``roll_cuda_kernel`` moves one element per thread at an index it computes with 64-bit
+        division, 1.5-1.8 TB/s of read and write per pass in the H200 profiles of Swin and
+        Swin3D, where the strided copy the table read it as runs 2.3 (snsim.kernel_table.
+        NEW_FAMILY_FALLBACK). Bytes as the recorder counts them: input read, output written."""
+        torch = self.torch
+        aten = torch.ops.aten
+        dtypes = dtypes or (torch.float32, torch.bfloat16, torch.float16)
+        shapes, batches = self.ROLL_SHAPES, self.ROLL_BATCHES
+        if self.device != "cuda":      # a smoke test
+            shapes, batches = shapes[:1], batches[:1]
+        for dtype in dtypes:
+            dn = str(dtype)[6:]
+            el = torch.tensor([], dtype=dtype).element_size()
+            for side, c in shapes:
+                for n in batches:
+                    for dims in ((n, side, side, c), (max(1, n // 8), 8, side, side, c)):
+                        numel = math.prod(dims)
+                        if self.late():
+                            return
+                        if not 2**20 <= numel * el <= max_bytes:
+                            continue
+                        self.guarded("roll", self._roll_one, aten, dims, dtype, dn)
+
+    def _roll_one(self, aten, dims, dtype, dn):
+        x = self.t(*dims, dtype=dtype)
+        d = len(dims) - 2                  # the last spatial dim: W
+        self.add("roll", dtype, dn, "", lambda: aten.roll.default(x, [-(dims[d] // 2)], [d]),
+                 nbytes=2 * x.numel() * x.element_size(),
+                 shape=f"roll x[{', '.join(map(str, dims))}] dim {d}")
+
     def _upsample_one(self, aten, n, c, side, scale, mode, dtype, dn):
         x = self.t(n, c, side, side, dtype=dtype)
         size, in_size = [side * scale] * 2, [n, c, side, side]
@@ -1865,6 +1903,9 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
         # bandwidth proxy (the bilinear backward's atomic adds run ~30x slower)
         "upsample": ("upsample", ("upsample_bilinear2d", "upsample_bilinear2d_backward",
                                   "upsample_nearest2d", "upsample_nearest2d_backward"), "all"),
+        # torch.roll along one dim (Calibrator.rolls); tables before 2026-12-05 had none and
+        # read it as the strided copy (snsim.kernel_table.NEW_FAMILY_FALLBACK)
+        "roll": ("roll", ("roll",), "all"),
         # the video models' 3-D convolutions (Calibrator.net_convs3d), TF32, bf16 and fp16;
         # tables before 2026-12-02 had none and read 2-D rows for them by FLOPs and bytes
         # (r3d_18 b16 fp16 forward convs 3.5 ms predicted, 5.3 measured: profile_heldout11)
@@ -2008,6 +2049,7 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("conv cl fp16", 0.02, lambda: cal.convs(cal.n(150), torch.float16, "fp16", 6e12 * cap,
                                                  layout="_cl")),
         ("upsample", 0.02, lambda: cal.upsamples()),
+        ("roll", 0.01, lambda: cal.rolls()),
         # channels-last depthwise convolutions on a grid (Calibrator.dw_cl_convs)
         ("dwcl conv tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.dw_cl_convs(
             torch.float32, "tf32"))),
@@ -2255,7 +2297,8 @@ def _add_calibrate(sub):
                    "(a gather by an index and index_put, accumulating and not), attnmm (an "
                    "explicit attention's batched GEMMs at aligned and unaligned token counts), "
                    "sdpagrid (attention at CUDA's default backend, causal and not), pack "
-                   "(save_on_cpu's pinned host allocation and blocking copy by size). Every "
+                   "(save_on_cpu's pinned host allocation and blocking copy by size), roll "
+                   "(torch.roll along one dim of channels-last maps). Every "
                    "group: " + ", ".join(sorted(ONLY)))
     p.add_argument("--merge", default=None, metavar="TABLE",
                    help="with --only: write TABLE with the new rows merged in (bn replaces "

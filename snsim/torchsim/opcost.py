@@ -31,7 +31,7 @@ from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENTWISE_FAMILIES,  #
                             call_conv_flops, call_upsample_work, NO_KERNEL_OPS, bn_class,
                             conv_bias_calls, conv_class, family_of, host_stream, index_class,
                             innet_call_s, ln_class, load_host_costs, load_kernel_table,
-                            matmul_lookup_class, pool_class, sig_dtype, sum_rows_class,
+                            matmul_lookup_class, pool_class, roll_passes, sig_dtype, sum_rows_class,
                             table_family)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
@@ -194,7 +194,10 @@ def _table_time(table, op):
     if fam.startswith("copy_"):     # a host copy: by its bytes alone, between measured sizes
         return table.copy_time_s(fam, kw["nbytes"])
     # a half type's own rows, the other's as a fallback (snsim.kernel_table._OTHER_HALF)
-    return table.time_s(fam, **kw)
+    t, src = table.time_s(fam, **kw)
+    if t is not None and op[1] == "roll":     # one kernel pass per rolled dim
+        t *= roll_passes(op[6] if len(op) > 6 else "")
+    return t, src
 
 
 def copy_ops(op):

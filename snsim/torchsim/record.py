@@ -98,7 +98,8 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
                            "_flash_attention_forward", "_flash_attention_backward",
                            "_scaled_dot_product_flash_attention_for_cpu",
                            "_scaled_dot_product_flash_attention_for_cpu_backward",
-                           "upsample_bilinear2d_backward", "upsample_nearest2d_backward"})
+                           "upsample_bilinear2d_backward", "upsample_nearest2d_backward",
+                           "roll"})
 
 
 def cpu_attention_flops(name, args, causal=False):
