@@ -1,0 +1,94 @@
+"""Every ``roll`` of the profiled H200 steps against the kernel table, call by call.
+
+For each configuration of the given ``profile_summary.csv`` files whose ``profile_ops.csv``
+(beside it) holds ``roll`` calls, the model is recorded as ``snsim predict`` records it
+(:func:`snsim.torchsim.predict.cached_recording`, at the size it was profiled:
+``gpu_busy_compare.sized_model``) and each recorded roll of the steady step is timed from the
+table (:func:`snsim.torchsim.opcost._table_time`); the measured time per call is the
+profile's kernels of that shape. One line per (configuration, shape), the median and max |err|,
+and with ``--csv`` one row each.
+
+    PYTHONPATH=. python scripts/roll_compare.py traces/h200/*/profile_summary.csv \\
+        --cache /tmp/records --csv docs/data/roll_calls_h200.csv
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import csv
+import re
+import statistics
+import sys
+from pathlib import Path
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("summaries", nargs="+", help="profile_summary.csv files")
+    ap.add_argument("--cache", default=None, help="folder for the recordings (pickled)")
+    ap.add_argument("--csv", default=None)
+    args = ap.parse_args(argv)
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from gpu_busy_compare import sized_model
+
+    from snsim.kernel_table import load_kernel_table
+    from snsim.torchsim.amp import TrainSetup
+    from snsim.torchsim.opcost import _table_time
+    from snsim.torchsim.predict import cached_recording
+
+    table = load_kernel_table("h200")
+    rows = []
+    for summary in args.summaries:
+        ops_csv = Path(summary).with_name(Path(summary).name.replace("profile_summary",
+                                                                     "profile_ops"))
+        if not ops_csv.exists():
+            continue
+        measured = collections.defaultdict(list)    # (config, shape) -> seconds per call
+        with open(ops_csv, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["op"] == "roll":
+                    shape = tuple(ast.literal_eval(r["shapes"])[0])
+                    measured[(r["config"], shape)].append(
+                        float(r["gpu_s_per_step"]) / float(r["calls_per_step"]))
+        configs = {c for c, _ in measured}
+        with open(summary, newline="") as f:
+            summ = [r for r in csv.DictReader(f) if r["config"] in configs]
+        for row in summ:
+            setup = TrainSetup(row["optimizer"], row["impl"],
+                               None if row["amp"] in ("", "none") else row["amp"])
+            _, (ops, marks, _, _, _) = cached_recording(sized_model(row, summary),
+                                                        int(row["batch"]), setup, args.cache)
+            last = max(m[3] for m in marks)
+            predicted = collections.defaultdict(list)
+            for op in ops:
+                if op[0] >= 0 and marks[op[0]][3] == last and op[1] == "roll" and op[6]:
+                    shape = tuple(int(v) for v in re.search(r"\[([^\]]*)\]", op[6]).group(1)
+                                  .split(","))
+                    predicted[shape].append(_table_time(table, op)[0])
+            for (config, shape), ts in sorted(measured.items()):
+                if config != row["config"] or shape not in predicted:
+                    continue
+                meas, pred = statistics.mean(ts), statistics.mean(predicted[shape])
+                rows.append({"config": config, "shape": list(shape),
+                             "meas_us": round(meas * 1e6, 2), "pred_us": round(pred * 1e6, 2),
+                             "err_pct": round(100 * (pred / meas - 1), 2)})
+                print(f"{config[:34]:<34} {str(list(shape)):<24} measured {meas * 1e6:7.1f} us "
+                      f"predicted {pred * 1e6:7.1f} us {100 * (pred / meas - 1):+7.1f} %",
+                      flush=True)
+    if not rows:
+        print("no roll calls in these profiles", file=sys.stderr)
+        return 1
+    err = [abs(r["err_pct"]) for r in rows]
+    print(f"n={len(rows)} median |err| {statistics.median(err):.1f} % max {max(err):.1f} %")
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
