@@ -902,8 +902,9 @@ def _roll_s37_section():
          "passes, each from the table's `roll` rows or, in a table without them (the H200's "
          "until `snsim calibrate --only roll` runs), from the strided copy's indexing kernel "
          "(docs/DESIGN.md). The profiles did not inform the strided rows. Every roll of the "
-         "H200 profiles (`PYTHONPATH=. python scripts/roll_compare.py traces/h200/*/"
-         f"profile_summary.csv --cache DIR --csv {ROLL_S37_CSVS['calls']}`; *before* the same "
+         "H200 profiles (`PYTHONPATH=. python scripts/calls_compare.py traces/h200/*/"
+         f"profile_summary.csv --cache DIR --ops roll --csv {ROLL_S37_CSVS['calls']}`; *before* "
+         "the same "
          "on the parent commit) and every profiled Swin step's GPU time "
          "(`scripts/gpu_busy_compare.py ... --match swin`, "
          f"`{ROLL_S37_CSVS['busy']}`):\n",
