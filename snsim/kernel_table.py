@@ -471,19 +471,82 @@ def row_matmul_form(family, shape):
 INDEX_FAMILIES = frozenset({"index", "index_put"})
 
 
+_ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "bfloat16": 2, "float16": 2,
+             "int16": 2, "uint8": 1, "int8": 1, "bool": 1}
+# torch 2.11's index (gather) takes vectorized_gather_kernel<16> when each gathered slice is a
+# whole number of 16-byte vectors: one block per index, which a small slice leaves idle
+GATHER_VECTOR_BYTES = 16
+
+
 def index_class(sig):
     """``"acc"`` for an ``index_put`` that accumulates (its first boolean argument: autograd's
-    backward of a gather), else ``""``.
+    backward of a gather), else ``""``; for an ``index`` (a gather), ``"vec16"`` where CUDA
+    runs ``vectorized_gather_kernel<16>`` (aten/src/ATen/native/cuda/IndexKernel.cu,
+    ``fast_gather_kernel_eligible``: one index tensor on the first dim, each gathered slice a
+    multiple of 16 bytes), else ``""`` (TensorIterator's ``index_elementwise_kernel``). The
+    vectorized kernel takes one block per index: Swin3D's relative-position bias, 153,664
+    indices into a [2535, heads] fp32 table, ran 94 us at 12 and 24 heads (48 and 96-byte
+    slices) and 8.6 us at 6 heads (24 bytes) on the H200 (traces/h200/profile_s19), as
+    calibrate's index rows of those shapes did.
 
     >>> index_class("index_put float32[2535, 12] int64[153664] float32[153664, 12] True")
     'acc'
-    >>> index_class("index float32[2535, 12] int64[153664]")
+    >>> index_class("index float32[2535, 12] int64[153664]"), index_class(
+    ...     "index float32[2535, 6] int64[153664]"), index_class("index bfloat16[2535, 12] int64[9]")
+    ('vec16', '', '')
+    >>> index_class("index float32[8, 2535, 12] None int64[153664]")   # not the first dim
     ''
     """
-    if not (sig or "").startswith(("index_put", "_index_put_impl_")):
+    sig = sig or ""
+    if sig.startswith(("index_put", "_index_put_impl_")):
+        bools = [t for t in sig.split() if t in ("True", "False")]
+        return "acc" if bools and bools[0] == "True" else ""
+    if not sig.startswith("index "):
         return ""
-    bools = [t for t in sig.split() if t in ("True", "False")]
-    return "acc" if bools and bools[0] == "True" else ""
+    args = sig.split(" ", 1)[1]
+    tensors = _TENSOR.findall(args)
+    if len(tensors) != 2 or tensors[1][0] not in ("int64", "int32") or " None " in f" {args} ":
+        return ""
+    dtype, dims = tensors[0]
+    dims = [int(v) for v in dims.split(",") if v.strip()]
+    return "vec16" if len(dims) >= 2 and _vector_slice(math.prod(dims[1:]), dtype) else ""
+
+
+def _vector_slice(numel, dtype):
+    """Whether a gathered slice of ``numel`` elements of ``dtype`` is whole 16-byte vectors."""
+    return numel * _ITEMSIZE.get(dtype, 4) % GATHER_VECTOR_BYTES == 0
+
+
+_INDEX_ROW = re.compile(r"index n(\d+) rows\d+ cols(\d+)")
+
+
+def index_row_class(shape, dtype):
+    """:func:`index_class` of a calibrate ``index`` row (``index n<N> rows<R> cols<C>``: N
+    indices into an [R, C] table); ``""`` for other rows."""
+    m = _INDEX_ROW.match(str(shape))
+    return "vec16" if m and _vector_slice(int(m.group(2)), dtype) else ""
+
+
+def index_count(sig):
+    """How many indices a recorded gather (``index``) reads: its index tensor's elements,
+    which set the vectorized kernel's blocks (:func:`index_class`); 0 when the signature does
+    not say. A calibrate row's is its ``n`` (:func:`index_row_count`); the lookup reads it
+    where other families read their tensor count.
+
+    >>> index_count("index float32[2535, 12] int64[153664]"), index_count("")
+    (153664, 0)
+    """
+    tensors = _TENSOR.findall((sig or "").split(" ", 1)[-1]) if (sig or "").startswith(
+        "index ") else []
+    if len(tensors) < 2:
+        return 0
+    return math.prod(int(v) for v in tensors[1][1].split(",") if v.strip())
+
+
+def index_row_count(shape):
+    """:func:`index_count` of a calibrate ``index`` row (its ``n``), 0 for other rows."""
+    m = _INDEX_ROW.match(str(shape))
+    return int(m.group(1)) if m else 0
 
 
 BN_FAMILIES = frozenset({"native_batch_norm", "native_batch_norm_backward"})
@@ -1102,14 +1165,19 @@ class KernelTable:
                                   for f, sh in zip(flops, g["shape"].astype(str))], dtype=float)
             nbytes = g["bytes"].to_numpy(float)
             lr = np.log(g["time_s"].to_numpy(float))    # made relative below
-            feats = np.stack([np.log1p(flops), np.log1p(nbytes),
-                              np.log1p(g["ntensors"].to_numpy(float))], axis=1)
+            ntensors = g["ntensors"].to_numpy(float)
+            if fam == "index" and "shape" in g:   # a gather's index count (index_count)
+                ntensors = np.array([index_row_count(sh) for sh in g["shape"].astype(str)],
+                                    dtype=float)
+            feats = np.stack([np.log1p(flops), np.log1p(nbytes), np.log1p(ntensors)], axis=1)
             host = g["host_s"].to_numpy(float)
             # an attention row's class is "causal" or "" (tables before 2026-12-02 09:00 wrote
             # the direction, "fwd"/"bwd", which the family already says: no class then)
             classes = g["cls"].astype(str)
             if fam.startswith("sdpa"):
                 classes = classes.where(classes == "causal", "")
+            if fam == "index" and "shape" in g:   # the gather's kernel, from the row's shape
+                classes = g["shape"].astype(str).map(lambda sh, dt=dt: index_row_class(sh, dt))
             grp = (feats, lr, np.array(classes, dtype=object), host)
             shapes = g["shape"].astype(str) if "shape" in g else [""] * len(g)
             gcount = np.array([math.log(int(m.group(1))) if _group_prefix(c) == "g" and (

@@ -1318,3 +1318,28 @@ def test_a_roll_over_k_dims_is_k_passes_of_its_kernel():
         assert got == pytest.approx(len(dims) * one)
     # a recording made before roll kept its signature: one pass
     assert roll_passes("") == 1
+
+
+def test_a_gather_of_whole_16_byte_slices_takes_a_block_per_index():
+    """torch 2.11 gathers with vectorized_gather_kernel<16> (one block per index) when each
+    slice is whole 16-byte vectors, else with the elementwise index kernel. Swin3D-T b4's
+    relative-position bias on the H200 (traces/h200/profile_s19/profile_ops.csv, forward, per
+    call): 153,664 indices into an fp32 [2535, 12] table 94.0 us (48-byte slices), into
+    [2535, 6] 8.6 us (24 bytes). Read by bytes alone the first was 18.4 us; by the kernel's
+    class and the index count, calibrate's row of that shape gives it."""
+    from snsim.kernel_table import index_class, index_count, load_kernel_table
+    from snsim.torchsim.opcost import _table_time
+    table = load_kernel_table("h200")
+
+    def gather_us(heads, n=153664, rows=2535):
+        sig = f"index float32[{rows}, {heads}] int64[{n}]"
+        nbytes = 4 * rows * heads + 8 * n + 4 * n * heads     # input, index, output
+        return _table_time(table, (0, "index", (1, 2), (3,), 0, nbytes, sig, ""))[0] * 1e6
+
+    assert index_class("index float32[2535, 12] int64[153664]") == "vec16"
+    assert index_class("index float32[2535, 6] int64[153664]") == ""
+    assert index_count("index float32[2535, 6] int64[153664]") == 153664
+    assert 0.8 < gather_us(12) / 94.0 < 1.2
+    assert 0.5 < gather_us(6) / 8.6 < 1.2
+    # few indices: the vectorized kernel's blocks are few, a few microseconds either way
+    assert gather_us(12, n=2401) < 10

@@ -30,7 +30,8 @@ from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENTWISE_FAMILIES,  #
                             STRIDED_FAMILIES, UPSAMPLE_BACKWARD_FAMILIES, bias_time_s,
                             call_conv_flops, call_upsample_work, NO_KERNEL_OPS, bn_class,
                             conv_bias_calls, conv_class, family_of, host_stream, index_class,
-                            innet_call_s, ln_class, load_host_costs, load_kernel_table,
+                            index_count, innet_call_s, ln_class, load_host_costs,
+                            load_kernel_table,
                             matmul_lookup_class, pool_class, roll_passes, sig_dtype, sum_rows_class,
                             table_family)
 
@@ -156,7 +157,8 @@ def _table_args(op):
             # output's dtype as the recorder saw it
             fam, dtype = GENERIC_FAMILY, _layout(op).partition(":")[2]
     ntensors = (len(op[2]) + len(op[3])
-                if fam.startswith(("_foreach", "_fused_", "_amp_foreach")) else 0)
+                if fam.startswith(("_foreach", "_fused_", "_amp_foreach"))
+                else index_count(sig) if fam == "index" else 0)
     return fam, {"flops": flops, "nbytes": nbytes, "ntensors": ntensors, "cls": cls,
                  "dtype": dtype, "math_": mth}
 

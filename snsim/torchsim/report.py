@@ -876,6 +876,7 @@ def _pace_s37_section():
 
 
 ROLL_S37_CSVS = {"calls": os.path.join("docs", "data", "roll_calls_h200.csv"),
+                 "gathers": os.path.join("docs", "data", "index_calls_h200.csv"),
                  "busy": os.path.join("docs", "data", "gpu_busy_swin_roll_s37_h200.csv"),
                  "runs": tuple(os.path.join("docs", "data",
                                             f"plans_swin_repredicted_{when}_s37_h200.csv")
@@ -911,18 +912,32 @@ def _roll_s37_section():
          _table(["what", "n", "before: median / max abs err %", "after"],
                 [["roll calls (per call)", str(len(calls)), summ(calls, "before_err_pct"),
                   summ(calls, "err_pct")],
-                 ["Swin V1/V2/3D steps' GPU busy time", str(len(busy)),
+                 ["Swin V1/V2/3D steps' GPU busy time (after: rolls and gathers)",
+                  str(len(busy)),
                   summ(busy, "before_err_pct"), summ(busy, "err_pct")]]),
          "", "Per call the rolls stay low (-22 to -34 %): the kernel computes each element's "
          "source index with 64-bit division and ran 1.5-1.8 TB/s per pass where the strided "
          "copy runs 2.3.\n"]
+    gathers = _read_csv(ROLL_S37_CSVS["gathers"])
+    if gathers:
+        L += ["The same session read a gather (`index`) by the kernel CUDA picks for it: "
+              "`vectorized_gather_kernel<16>`, one block per index, when each slice is whole "
+              "16-byte vectors, else the elementwise index kernel, and by its index count "
+              "(docs/DESIGN.md; Swin3D's relative-position bias, 153,664 indices into a "
+              "[2535, 12] fp32 table: 94 us measured, 18.4 us read by bytes alone). Every "
+              "gather of the profiles (`scripts/calls_compare.py ... --ops index`, "
+              f"`{ROLL_S37_CSVS['gathers']}`):\n",
+              _table(["what", "n", "before: median / max abs err %", "after"],
+                     [["index calls (per call)", str(len(gathers)),
+                       summ(gathers, "before_err_pct"), summ(gathers, "err_pct")]]), ""]
     before, after, keys = _repredicted_pair(ROLL_S37_CSVS["runs"])
     if keys:
         eb = [float(before[k]["repred_err_pct"]) for k in keys]
         ea = [float(after[k]["repred_err_pct"]) for k in keys]
         closer = sum(1 for b, a in zip(eb, ea) if abs(a) < abs(b))
         L += ["Every completed held-out run of a Swin network re-predicted before and after "
-              "(`scripts/repredict_plans.py --match swin`, `docs/data/plans_swin_repredicted_"
+              "the roll change (the gathers' came later; `scripts/repredict_plans.py --match "
+              "swin`, `docs/data/plans_swin_repredicted_"
               "{before,after}_s37_h200.csv`; step time at the table's host pace):\n",
               _table(["runs", "before: mean / median / max abs step err %", "after",
                       "closer / not"],
