@@ -41,7 +41,7 @@ def main(argv=None):
         measured = hidden.per_pass_sizes(call, probe["exact"][sig], probe["slots"].get(sig))
         if measured is None:
             continue
-        if hidden._ELEMENT_BYTES[call["dtype"]] == 2 and call["x"][2] * call["x"][3] == 1:
+        if hidden.ELEMENT_BYTES[call["dtype"]] == 2 and call["x"][2] * call["x"][3] == 1:
             continue
         me = shape(sig)
         for p, ws in zip(hidden._passes(call), measured):

@@ -71,7 +71,9 @@ _FALLBACK = {fam: {"float16": "float32", "bfloat16": None} for fam in
 # (``snsim calibrate --only bnfp16``)
 _BY_SHAPE = {("native_batch_norm", "float16", "float32"),
              ("native_batch_norm_backward", "float16", "float32")}
-_ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+# bytes per element of a dtype name (a recorded signature's, a table row's)
+ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4,
+                 "int16": 2, "uint8": 1, "int8": 1, "bool": 1}
 # a convolution whose input or weight is channels-last runs cuDNN's NHWC engines, and a
 # depthwise one goes to cuDNN instead of ATen's NCHW depthwise kernels (``use_cudnn_depthwise``):
 # timed apart (``snsim calibrate --only convcl``) as these families. A table without them reads
@@ -471,8 +473,6 @@ def row_matmul_form(family, shape):
 INDEX_FAMILIES = frozenset({"index", "index_put"})
 
 
-_ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "bfloat16": 2, "float16": 2,
-             "int16": 2, "uint8": 1, "int8": 1, "bool": 1}
 # torch 2.11's index (gather) takes vectorized_gather_kernel<16> when each gathered slice is a
 # whole number of 16-byte vectors: one block per index, which a small slice leaves idle
 GATHER_VECTOR_BYTES = 16
@@ -501,52 +501,51 @@ def index_class(sig):
     if sig.startswith(("index_put", "_index_put_impl_")):
         bools = [t for t in sig.split() if t in ("True", "False")]
         return "acc" if bools and bools[0] == "True" else ""
-    if not sig.startswith("index "):
-        return ""
-    args = sig.split(" ", 1)[1]
-    tensors = _TENSOR.findall(args)
-    if len(tensors) != 2 or tensors[1][0] not in ("int64", "int32") or " None " in f" {args} ":
+    tensors = _gather_tensors(sig)
+    if len(tensors) != 2 or tensors[1][0] not in ("int64", "int32") or " None " in f" {sig} ":
         return ""
     dtype, dims = tensors[0]
-    dims = [int(v) for v in dims.split(",") if v.strip()]
     return "vec16" if len(dims) >= 2 and _vector_slice(math.prod(dims[1:]), dtype) else ""
-
-
-def _vector_slice(numel, dtype):
-    """Whether a gathered slice of ``numel`` elements of ``dtype`` is whole 16-byte vectors."""
-    return numel * _ITEMSIZE.get(dtype, 4) % GATHER_VECTOR_BYTES == 0
-
-
-_INDEX_ROW = re.compile(r"index n(\d+) rows\d+ cols(\d+)")
-
-
-def index_row_class(shape, dtype):
-    """:func:`index_class` of a calibrate ``index`` row (``index n<N> rows<R> cols<C>``: N
-    indices into an [R, C] table); ``""`` for other rows."""
-    m = _INDEX_ROW.match(str(shape))
-    return "vec16" if m and _vector_slice(int(m.group(2)), dtype) else ""
 
 
 def index_count(sig):
     """How many indices a recorded gather (``index``) reads: its index tensor's elements,
     which set the vectorized kernel's blocks (:func:`index_class`); 0 when the signature does
-    not say. A calibrate row's is its ``n`` (:func:`index_row_count`); the lookup reads it
-    where other families read their tensor count.
+    not say. A calibrate row's is its ``n`` (:func:`index_row`); the lookup reads it where
+    other families read their tensor count.
 
     >>> index_count("index float32[2535, 12] int64[153664]"), index_count("")
     (153664, 0)
     """
-    tensors = _TENSOR.findall((sig or "").split(" ", 1)[-1]) if (sig or "").startswith(
-        "index ") else []
-    if len(tensors) < 2:
-        return 0
-    return math.prod(int(v) for v in tensors[1][1].split(",") if v.strip())
+    tensors = _gather_tensors(sig)
+    return math.prod(tensors[1][1]) if len(tensors) >= 2 else 0
 
 
-def index_row_count(shape):
-    """:func:`index_count` of a calibrate ``index`` row (its ``n``), 0 for other rows."""
+def _gather_tensors(sig):
+    """The tensors ``(dtype, dims)`` of a recorded gather's signature (the input, then the
+    indices); ``[]`` for another op's."""
+    if not (sig or "").startswith("index "):
+        return []
+    return [(dt, [int(v) for v in dims.split(",") if v.strip()])
+            for dt, dims in _TENSOR.findall(sig.split(" ", 1)[1])]
+
+
+def _vector_slice(numel, dtype):
+    """Whether a gathered slice of ``numel`` elements of ``dtype`` is whole 16-byte vectors."""
+    return numel * ELEMENT_BYTES.get(dtype, 4) % GATHER_VECTOR_BYTES == 0
+
+
+_INDEX_ROW = re.compile(r"index n(\d+) rows\d+ cols(\d+)")
+
+
+def index_row(shape, dtype):
+    """``(index count, class)`` of a calibrate ``index`` row (``index n<N> rows<R> cols<C>``:
+    N indices into an [R, C] table), as :func:`index_count` and :func:`index_class` give them
+    for a call; ``(0, "")`` for other rows."""
     m = _INDEX_ROW.match(str(shape))
-    return int(m.group(1)) if m else 0
+    if not m:
+        return 0, ""
+    return int(m.group(1)), "vec16" if _vector_slice(int(m.group(2)), dtype) else ""
 
 
 BN_FAMILIES = frozenset({"native_batch_norm", "native_batch_norm_backward"})
@@ -657,9 +656,8 @@ def roll_passes(sig):
     >>> roll_passes("")
     1
     """
-    rest = (sig or "").split("]", 1)[1] if "]" in (sig or "") else ""
-    ints = [t for t in rest.split() if re.fullmatch(r"-?\d+", t)]
-    return max(1, len(ints) // 2)
+    got = _sig_tensor_ints(sig)
+    return max(1, len(got[1]) // 2) if got else 1
 
 
 def table_family(table, family, cls):
@@ -995,7 +993,7 @@ def bias_calls(out_shape, in_channels, groups, bias, *, backward, transposed=Fal
     """
     if not bias:
         return []
-    el = _ELEMENT_BYTES.get(dtype, 4)
+    el = ELEMENT_BYTES.get(dtype, 4)
     numel, c = math.prod(out_shape), out_shape[1]
     cls = f"c{c}hw{math.prod(out_shape[2:])}"
     cl = "_cl" if layout == "channels_last" else ""
@@ -1097,7 +1095,7 @@ def conv_aligned(c_in, c_out, dtype):
     >>> conv_aligned(204, 204, "float32"), conv_aligned(3, 64, "float32")
     (True, False)
     """
-    per = 16 // _ELEMENT_BYTES.get(dtype, 4)
+    per = 16 // ELEMENT_BYTES.get(dtype, 4)
     return round(c_in) % per == 0 and round(c_out) % per == 0
 
 
@@ -1166,18 +1164,17 @@ class KernelTable:
             nbytes = g["bytes"].to_numpy(float)
             lr = np.log(g["time_s"].to_numpy(float))    # made relative below
             ntensors = g["ntensors"].to_numpy(float)
-            if fam == "index" and "shape" in g:   # a gather's index count (index_count)
-                ntensors = np.array([index_row_count(sh) for sh in g["shape"].astype(str)],
-                                    dtype=float)
+            classes = g["cls"].astype(str)
+            if fam == "index" and "shape" in g:   # a gather's index count and kernel class
+                gathers = [index_row(sh, dt) for sh in g["shape"].astype(str)]
+                ntensors = np.array([n for n, _ in gathers], dtype=float)
+                classes = np.array([c for _, c in gathers], dtype=object)
             feats = np.stack([np.log1p(flops), np.log1p(nbytes), np.log1p(ntensors)], axis=1)
             host = g["host_s"].to_numpy(float)
             # an attention row's class is "causal" or "" (tables before 2026-12-02 09:00 wrote
             # the direction, "fwd"/"bwd", which the family already says: no class then)
-            classes = g["cls"].astype(str)
             if fam.startswith("sdpa"):
                 classes = classes.where(classes == "causal", "")
-            if fam == "index" and "shape" in g:   # the gather's kernel, from the row's shape
-                classes = g["shape"].astype(str).map(lambda sh, dt=dt: index_row_class(sh, dt))
             grp = (feats, lr, np.array(classes, dtype=object), host)
             shapes = g["shape"].astype(str) if "shape" in g else [""] * len(g)
             gcount = np.array([math.log(int(m.group(1))) if _group_prefix(c) == "g" and (
@@ -1346,7 +1343,7 @@ class KernelTable:
         cls, align, mcall = _split_matmul_cls(family, cls)
         key = self._key(family, dtype, math_, cls)
         if key is not None and (family, dtype, key[1]) in _BY_SHAPE:
-            nbytes = nbytes * _ELEMENT_BYTES[key[1]] / _ELEMENT_BYTES[dtype]
+            nbytes = nbytes * ELEMENT_BYTES[key[1]] / ELEMENT_BYTES[dtype]
         src = "table"
         if key is None:
             if family in COMPUTE_FAMILIES or family.startswith("sdpa"):

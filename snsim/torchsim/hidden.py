@@ -54,12 +54,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..kernel_table import ELEMENT_BYTES
 from ..usercache import cache_file, write_atomic
 from .reduce_buffers import layer_norm_backward_buffers, reduction_buffers
 
 _SHAPE = re.compile(r"\[(\d+)((?:, \d+)*)\]")
 _DTYPE = re.compile(r"\b(float32|bfloat16|float16)\[")
-_ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 _MATMUL = ("addmm", "mm")
 # what the H200 captures show (torch 2.11, CUDA 13): 32 MiB + 1 MiB at the first forward
 # matmul, 32 MiB at the first backward matmul; used when no capture holds them
@@ -116,7 +116,7 @@ def undtyped(sig):
     dtypes = set(_DTYPE.findall(sig))
     if len(dtypes) != 1:
         return None, 0
-    return _DTYPE.sub("D[", sig), _ELEMENT_BYTES[dtypes.pop()]
+    return _DTYPE.sub("D[", sig), ELEMENT_BYTES[dtypes.pop()]
 
 
 @functools.lru_cache(maxsize=512)
@@ -269,7 +269,7 @@ def _grouped_key(call, pass_name):
     dtype for a depthwise one, :func:`_is_depthwise`), kernel, stride and the channels per
     group (in, out)."""
     g = call["groups"]
-    el = call["dtype"] if _is_depthwise(call) else _ELEMENT_BYTES[call["dtype"]]
+    el = call["dtype"] if _is_depthwise(call) else ELEMENT_BYTES[call["dtype"]]
     return (pass_name, el, tuple(call["w"][2:]), tuple(call["stride"]),
             call["x"][1] // g, call["y"][1] // g)
 
@@ -288,7 +288,7 @@ def _is_depthwise(call):
 def _transposed_bytes(call):
     """The two activations a grouped cuDNN pass transposes into its workspace (x and y, or
     dy and dx), in bytes: what its workspace grows with at a fixed kernel family."""
-    el = _ELEMENT_BYTES[call["dtype"]]
+    el = ELEMENT_BYTES[call["dtype"]]
     n, c, h, w = call["x"]
     _, k, ho, wo = call["y"]
     return (n * c * h * w + n * k * ho * wo) * el
@@ -377,7 +377,7 @@ def _model_bytes(call, pass_name):
     from ..program_torch import conv_workspace_bytes
     x, y, w = call["x"], call["y"], call["w"]
     a = {"in_shapes": [x], "out_shape": y, "kernel": tuple(w[2:]), "groups": call["groups"]}
-    return conv_workspace_bytes(a, pass_name, _ELEMENT_BYTES[call["dtype"]])
+    return conv_workspace_bytes(a, pass_name, ELEMENT_BYTES[call["dtype"]])
 
 
 def per_pass_sizes(call, sizes, slots=None):
@@ -491,7 +491,7 @@ def _dense_per_pass(probe, call):
     """``[(pass, workspace bytes or 0), ...]`` of :func:`probed_dense_workspaces`."""
     if probe is None or call is None or call["groups"] != 1 or min(call["x"]) <= 0:
         return None
-    if _ELEMENT_BYTES[call["dtype"]] == 2 and call["x"][2] * call["x"][3] == 1:
+    if ELEMENT_BYTES[call["dtype"]] == 2 and call["x"][2] * call["x"][3] == 1:
         return []     # a 16-bit 1x1 map, a GEMM in NCHW and NHWC alike (see the docstring)
     out = []
     for p in _passes(call):
@@ -506,7 +506,7 @@ def _dense_key(call, pass_name):
     """What a dense convolution's probed neighbours share: the pass, element size (the dtype
     for a 16-bit call whose channels need padding, :func:`_pads_by_dtype`), kernel and
     stride."""
-    el = call["dtype"] if _pads_by_dtype(call) else _ELEMENT_BYTES[call["dtype"]]
+    el = call["dtype"] if _pads_by_dtype(call) else ELEMENT_BYTES[call["dtype"]]
     return (pass_name, el, tuple(call["w"][2:]), tuple(call["stride"]))
 
 
@@ -518,7 +518,7 @@ def _pads_by_dtype(call):
     8 channels + 16; hand calculation); of the probe's dense fp16/bf16 forward pairs (seed 3),
     21 of 72 with unaligned channels differ, by 23-133% of the bytes per kernel size, against
     54 of 1,123 with aligned ones, by at most 0.7%."""
-    return (_ELEMENT_BYTES[call["dtype"]] == 2
+    return (ELEMENT_BYTES[call["dtype"]] == 2
             and (call["x"][1] // max(1, call["groups"])) % 8 != 0)
 
 

@@ -31,9 +31,8 @@ from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENTWISE_FAMILIES,  #
                             call_conv_flops, call_upsample_work, NO_KERNEL_OPS, bn_class,
                             conv_bias_calls, conv_class, family_of, host_stream, index_class,
                             index_count, innet_call_s, ln_class, load_host_costs,
-                            load_kernel_table,
-                            matmul_lookup_class, pool_class, roll_passes, sig_dtype, sum_rows_class,
-                            table_family)
+                            load_kernel_table, matmul_lookup_class, pool_class, roll_passes,
+                            sig_dtype, sum_rows_class, table_family)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
