@@ -836,20 +836,25 @@ PACE_S37_CSVS = tuple(os.path.join("docs", "data",
                       for tag in ("", "_gauge_after"))
 
 
+def _step_pair_cells(before, after, keys):
+    """Table cells of the runs ``keys`` re-predicted two ways: their count, each way's mean /
+    median / max abs step error and how many the second brings closer (and not)."""
+    eb = [float(before[k]["repred_err_pct"]) for k in keys]
+    ea = [float(after[k]["repred_err_pct"]) for k in keys]
+    closer = sum(1 for b, a in zip(eb, ea) if abs(a) < abs(b))
+    return [str(len(keys)), " / ".join(_stats(eb)[:3]), " / ".join(_stats(ea)[:3]),
+            f"{closer} / {len(keys) - closer}"]
+
+
 def _pace_s37_section():
     """Held-out sets 24-31 re-predicted with session 37's code at the kernel table's host pace
     and at each run's own (``scripts/repredict_plans.py``, ``--gauge after``)."""
     plain, gauged, keys = _repredicted_pair(PACE_S37_CSVS)
     if not keys:
         return []
-    rows = []
-    for pol in sorted({plain[k]["policy"] for k in keys}) + ["all"]:
-        ks = [k for k in keys if pol == "all" or plain[k]["policy"] == pol]
-        ea = [float(plain[k]["repred_err_pct"]) for k in ks]
-        eb = [float(gauged[k]["repred_err_pct"]) for k in ks]
-        closer = sum(1 for a, b in zip(ea, eb) if abs(b) < abs(a))
-        rows.append([pol, str(len(ks)), " / ".join(_stats(ea)[:3]), " / ".join(_stats(eb)[:3]),
-                     f"{closer} / {len(ks) - closer}"])
+    rows = [[pol, *_step_pair_cells(plain, gauged, [
+        k for k in keys if pol == "all" or plain[k]["policy"] == pol])]
+        for pol in sorted({plain[k]["policy"] for k in keys}) + ["all"]]
     moved = sorted(keys, key=lambda k: -abs(abs(float(gauged[k]["repred_err_pct"]))
                                             - abs(float(plain[k]["repred_err_pct"]))))[:6]
     return ["### The launching thread's pace, run by run (a re-prediction, session 37)\n",
@@ -891,9 +896,8 @@ def _roll_s37_section():
     if not calls or not busy:
         return []
 
-    def summ(rows, col):
-        e = [abs(float(r[col])) for r in rows]
-        return f"{statistics.median(e):.1f} / {max(e):.1f}"
+    def summ(rows, col):      # median / max abs error
+        return " / ".join(_stats([float(r[col]) for r in rows])[1:3])
 
     L = ["### A roll over k dims is k passes of its kernel (session 37)\n",
          "ATen rolls one dim per call (`roll_common`: the first dim, then `roll` again on the "
@@ -932,17 +936,13 @@ def _roll_s37_section():
                        summ(gathers, "before_err_pct"), summ(gathers, "err_pct")]]), ""]
     before, after, keys = _repredicted_pair(ROLL_S37_CSVS["runs"])
     if keys:
-        eb = [float(before[k]["repred_err_pct"]) for k in keys]
-        ea = [float(after[k]["repred_err_pct"]) for k in keys]
-        closer = sum(1 for b, a in zip(eb, ea) if abs(a) < abs(b))
         L += ["Every completed held-out run of a Swin network re-predicted before and after "
               "the roll change (the gathers' came later; `scripts/repredict_plans.py --match "
               "swin`, `docs/data/plans_swin_repredicted_"
               "{before,after}_s37_h200.csv`; step time at the table's host pace):\n",
               _table(["runs", "before: mean / median / max abs step err %", "after",
                       "closer / not"],
-                     [[str(len(keys)), " / ".join(_stats(eb)[:3]), " / ".join(_stats(ea)[:3]),
-                       f"{closer} / {len(keys) - closer}"]]), ""]
+                     [_step_pair_cells(before, after, keys)]), ""]
     return L
 
 
