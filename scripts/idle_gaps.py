@@ -49,6 +49,28 @@ def _load(path):
     return doc["traceEvents"] if isinstance(doc, dict) else doc
 
 
+def profile_events(prof):
+    """The Chrome-trace events of a finished ``torch.profiler`` run (written to a temporary
+    file and read back); also ``scripts/optstep_host_probe.py``'s and
+    ``plan_timeline_probe.py``'s."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.json")
+        prof.export_chrome_trace(path)
+        return _load(path)
+
+
+def kernel_launches(events):
+    """``{correlation id: the host call that launched the kernel}``: the CUDA runtime's, and
+    the driver API's (cuBLAS and cuDNN launch some kernels through cuLaunchKernel)."""
+    out = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X":
+            c = (e.get("args") or {}).get("correlation")
+            if c is not None:
+                out[c] = e
+    return out
+
+
 def _top_ops(events):
     """Per thread, the sorted top-level host ranges (aten ops and Python functions that no
     other such range of the same thread encloses), as ``(start, end, name)``."""
@@ -84,13 +106,7 @@ def gaps(events, *, min_gap_us=5.0):
     steps = sorted((e["ts"], e["ts"] + e["dur"], e["tid"]) for e in events
                    if e.get("name") == "snsim_step" and e.get("ph") == "X"
                    and e.get("cat") == "user_annotation")
-    launches = {}
-    for e in events:
-        # cuBLAS and cuDNN launch some kernels through the driver API (cuLaunchKernel)
-        if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X":
-            c = (e.get("args") or {}).get("correlation")
-            if c is not None:
-                launches[c] = e
+    launches = kernel_launches(events)
     gpu = sorted((e["ts"], e["ts"] + e.get("dur", 0), (e.get("args") or {}).get("correlation"))
                  for e in events if e.get("cat") in _GPU_CATS and e.get("ph") == "X")
     tops = _top_ops(events)
@@ -156,10 +172,7 @@ def profile_gaps(text, batch, optimizer, impl, amp, *, steps, device, min_gap_us
             with torch.profiler.record_function("snsim_step"):
                 train_step(net, opt, x, y, **kw)
             sync()
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "trace.json")
-        prof.export_chrome_trace(path)
-        events = _load(path)
+    events = profile_events(prof)
     st, rows = gaps(events, min_gap_us=min_gap_us)
     n = max(len(st), 1)
     agg = collections.defaultdict(lambda: [0, 0.0])

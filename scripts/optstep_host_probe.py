@@ -83,11 +83,8 @@ def _host_s(fn, sync, reps):
 def _gpu_s(fn, sync, reps, flush=None):
     """Kernel seconds of one ``fn()`` call (median over ``reps``; the profiler's kernel
     records, those of ``flush()`` before each call left out)."""
-    import json
-    import os
-    import tempfile
-
     import torch
+    from idle_gaps import kernel_launches, profile_events
     from torch.profiler import ProfilerActivity, profile
     sync()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -97,28 +94,19 @@ def _gpu_s(fn, sync, reps, flush=None):
             with torch.profiler.record_function(f"snsim_call_{i}"):
                 fn()
         sync()
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    try:
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            events = json.load(f)["traceEvents"]
-    finally:
-        os.remove(path)
+    events = profile_events(prof)
     # a kernel belongs to the call whose CPU range holds its launch (correlation id)
     calls = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("ph") == "X"
              and str(e.get("name", "")).startswith("snsim_call_")
              and e.get("cat") == "user_annotation"]
-    launch_ts = {e["args"]["correlation"]: e["ts"] for e in events
-                 if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X"
-                 and "correlation" in e.get("args", {})}
+    launches = kernel_launches(events)
     per_call = [0.0] * len(calls)
     for e in events:
         if e.get("cat") != "kernel" or e.get("ph") != "X":
             continue
-        ts = launch_ts.get(e.get("args", {}).get("correlation"))
+        ln = launches.get(e.get("args", {}).get("correlation"))
         for i, (a, b) in enumerate(calls):
-            if ts is not None and a <= ts <= b:
+            if ln is not None and a <= ln["ts"] <= b:
                 per_call[i] += e["dur"] * 1e-6
                 break
     return statistics.median(per_call) if per_call else float("nan")

@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
-import os
 import statistics
 import sys
-import tempfile
 
 
 def main(argv=None):
@@ -46,10 +43,8 @@ def main(argv=None):
     sync()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         step(marked=True)
-    path = os.path.join(tempfile.mkdtemp(), "trace.json")
-    prof.export_chrome_trace(path)
-    with open(path) as f:
-        evs = json.load(f)["traceEvents"]
+    from idle_gaps import profile_events
+    evs = profile_events(prof)
     ranges = [(e["ts"], e["ts"] + e["dur"], e["name"][6:]) for e in evs
               if e.get("ph") == "X" and e.get("cat") == "user_annotation"
               and str(e.get("name", "")).startswith("phase_")]
