@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-SCRIPTS = ["bench_core.py", "bench_maxdepth.py", "bench_planners.py", "bench_predict.py"]
+SCRIPTS = ["bench_core.py", "bench_maxdepth.py", "bench_planners.py", "bench_predict.py",
+           "bench_maxbatch_model.py"]
 
 
 def run_script(name):

@@ -10,6 +10,7 @@ import sys
 from ..cli import (DEFAULT_GPU, _allocator, _allocator_label, _framework_arg, allocator_arg,
                    seq_arg,
                    command, emit, emit_table, output_path)
+from ..errors import ConfigError
 from ..units import format_bytes
 from ..zoo import seq_input_size
 from ..verdict import format_ms
@@ -30,7 +31,7 @@ def _progress(desc):
 
 
 def _common(p):
-    p.add_argument("--gpu", default=DEFAULT_GPU, help="hardware preset or YAML path (k40c)")
+    p.add_argument("--gpu", default=None, help="hardware preset or YAML path (k40c)")
     from ..policies import all_note
     p.add_argument("--policy", default="all",
                    help="a policy, a comma-separated list, or 'all' (default)"
@@ -108,6 +109,7 @@ def _print(rep, args, title, size_cols, headline):
 # -- maxdepth -----------------------------------------------------------------------------------
 def cmd_maxdepth(args):
     from ..experiments.search import get_family, max_depth
+    args.gpu = args.gpu or DEFAULT_GPU
     fam = get_family(args.family)
     _allocator(args)
     bar, on_probe = _progress(f"maxdepth {fam.name}")
@@ -154,9 +156,18 @@ def add_maxdepth(sub):
 
 # -- maxbatch -----------------------------------------------------------------------------------
 def cmd_maxbatch(args):
+    if args.model is not None:
+        return _maxbatch_model(args)
+    for flag, value in (("--amp", args.amp), ("--optimizer-impl", args.optimizer_impl),
+                        ("--input-shape", args.input_shape), ("--option", args.option)):
+        if value:
+            raise ConfigError(f"{flag} applies to a PyTorch model: give --model (a zoo "
+                              f"--network takes --input-size, --seq and --optimizer)")
     from ..experiments.search import max_batch
     from ..zoo import canonical_name
     _allocator(args)
+    args.gpu = args.gpu or DEFAULT_GPU
+    args.network = args.network or "resnet50"
     bar, on_probe = _progress(f"maxbatch {args.network}")
     try:
         rep = max_batch(args.network, hardware=args.gpu, policies=args.policy,
@@ -183,16 +194,93 @@ def cmd_maxbatch(args):
     return 0
 
 
+def _maxbatch_model(args):
+    """``snsim maxbatch --model``: the largest batch per plan, by ``snsim predict`` probes."""
+    from ..torchsim.amp import TrainSetup
+    from ..torchsim.cli import _budget, _input_shape, _torch_modelled
+    from .model_search import max_batch_model
+    for flag, given in (("--network", args.network is not None),
+                        ("--allocator", args.allocator is not None),
+                        ("--input-size", args.input_size is not None),
+                        ("--variant", args.variant != "torchvision"),
+                        ("--framework", args.framework != "superneurons"),
+                        ("--jobs", args.jobs is not None)):
+        if given:
+            raise ConfigError(f"{flag} applies to a zoo --network, not to --model (a PyTorch "
+                              f"model runs PyTorch's own allocator and semantics)")
+    args.gpu = args.gpu or "h200"
+    setup = TrainSetup.parse(args.optimizer, args.optimizer_impl or "foreach", args.amp or "none")
+    bar, on_probe = _progress(f"maxbatch {args.model}")
+    try:
+        rep = max_batch_model(args.model, gpu=args.gpu, policies=args.policy,
+                              options=args.option, optimizer=setup,
+                              input_shape=_input_shape(args), budget_bytes=_budget(args),
+                              min_batch=args.min_batch, max_batch=args.max_batch,
+                              torch_version=_torch_modelled(args), on_probe=lambda plan, n, ok: on_probe(
+                                  plan, n, type("P", (), {"feasible": ok})))
+    finally:
+        bar.close()
+    if args.format != "table":
+        df = rep.frame()
+        emit(df.astype(object).where(df.notna(), None).to_dict("records"), args.format,
+             title="list")
+        return 0
+    ok = [r for r in rep.rows if r.max_batch is not None]
+    b = max(ok, key=lambda r: (r.max_batch, -r.step_time_s)) if ok else None
+    print("no plan trains even the smallest batch" if b is None else
+          f"largest batch: {b.max_batch} with {b.plan}, step {format_ms(b.step_time_s)} "
+          f"(predicted); " + (f"batch {b.next_batch} not tried (above --max-batch)"
+                              if b.next_batch > rep.limit else
+                              f"batch {b.next_batch} does not fit"))
+    print(f"largest batch of {rep.model} per plan on {rep.hardware}, budget "
+          f"{format_bytes(rep.budget_bytes)}, {setup.optimizer} ({setup.optimizer_impl}), "
+          f"{'fp32' if not setup.amp else setup.amp + ' autocast'}, PyTorch's caching allocator "
+          f"(snsim predict at each batch)")
+    rows = []
+    for r in sorted(rep.rows, key=lambda r: (-(r.max_batch or 0), r.step_time_s or 0.0)):
+        why = r.next_failure
+        if not args.verbose and len(why) > 44:
+            why = why[:43] + "…"
+        rows.append({"plan": r.plan, "max_batch": r.max_batch,
+                     "step_ms": None if r.step_time_s is None else round(r.step_time_s * 1e3, 1),
+                     "samples/s": None if not r.step_time_s
+                     else round(r.max_batch / r.step_time_s, 1),
+                     "reserved_GiB": None if r.peak_reserved_bytes is None
+                     else round(r.peak_reserved_bytes / 2**30, 3),
+                     "next_batch": r.next_batch, "why the next batch fails": why})
+    emit_table(rows)
+    print(f"({len(rep.probes)} predictions, {rep.wall_s:.1f} s; predicted by torch "
+          f"{rep.provenance.get('torch_version', '?')}, modelling "
+          f"{rep.provenance.get('torch_modelled', '?')}; assumes feasibility is monotone in "
+          f"the batch)")
+    return 0
+
+
 @command("maxbatch")
 def add_maxbatch(sub):
     p = sub.add_parser("maxbatch", help="largest mini-batch of a network each policy can train",
                        description="Galloping, then binary search over the batch, per policy. "
-                       "Assumes feasibility is monotone in the batch.")
-    p.add_argument("--network", default="resnet50", help="zoo network name (default resnet50)")
+                       "Assumes feasibility is monotone in the batch. A zoo --network is "
+                       "simulated from its layer graph (no torch); a PyTorch --model is "
+                       "predicted by snsim predict at each batch probed, per memory plan.")
+    p.add_argument("--network", default=None, help="zoo network name (default resnet50)")
+    p.add_argument("--model", default=None,
+                   help="a PyTorch model instead (torchvision:NAME, hf:NAME, snsim:gpt, "
+                        "package.module:callable, ...): --policy names plans run in PyTorch "
+                        "(plain, checkpoint, cpu_offload, recompute, offload, superneurons; "
+                        "'all': every one); default --gpu h200")
     p.add_argument("--min-batch", type=int, default=1, help="smallest batch to try (1)")
     p.add_argument("--max-batch", type=int, default=None,
                    help="largest batch to try (default 2**20)")
     _common(p)
+    p.add_argument("--optimizer-impl", default=None,
+                   help="with --model: foreach | fused (default foreach)")
+    p.add_argument("--amp", default=None, help="with --model: none | bf16 | fp16 (default none)")
+    p.add_argument("--input-shape", default=None,
+                   help="with --model: one sample's shape, e.g. 3,224,224 (default per model)")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --model and one --policy: a plan option, repeatable (as snsim "
+                        "predict's)")
     p.set_defaults(func=cmd_maxbatch)
 
 

@@ -37,6 +37,17 @@ ZOO_TWINS = {"alexnet": "alexnet", "vgg16": "vgg16", "resnet34": "resnet34",
              "densenet121": "densenet121", "resnet_3-16-62-3": "resnet:3,16,62,3"}
 
 
+def _runs(ns):
+    """Integers as ranges: ``[1, 2, 3, 7]`` -> ``'1-3, 7'``."""
+    out, ns = [], sorted(ns)
+    for i, n in enumerate(ns):
+        if i and n == ns[i - 1] + 1:
+            out[-1][1] = n
+        else:
+            out.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in out)
+
+
 def _gib(b):
     return f"{b / 2**30:.3f}"
 
@@ -3162,23 +3173,55 @@ def build_report(traces_dir="traces/h200"):
     epath = os.path.join(traces_dir, "edge", "oom_edge.json")
     if os.path.exists(vpath):
         with open(vpath) as f:
-            ver = json.load(f)
-        L.append("`scripts/oom_edge.py` on the H200: the caching allocator capped with "
-                 "`set_per_process_memory_fraction`, the largest batch whose training steps "
-                 "run and the first that fails; then `snsim predict --budget CAP` (engine, "
-                 "`pytorch` allocator, cuDNN falling back to a smaller workspace when one does "
-                 "not fit) at both batches.\n")
-        L.append(_table(["model", "cap GiB", "batch", "real", "snsim", "right"],
+            doc = json.load(f)
+        ver, searches = doc["verdicts"], doc["maxbatch"]
+        pv = doc["provenance"]
+        L.append("`scripts/oom_edge.py` on the H200 (2026-11-30, one process per model, torch "
+                 "2.11): the caching allocator capped with `set_per_process_memory_fraction`, "
+                 "a bisection over the batch finds the largest batch whose training steps run "
+                 "and the first that fails (fp32, SGD momentum). Against it, on this CPU "
+                 f"(`PYTHONPATH=. python scripts/edge_predict.py`, torch {pv['torch']} "
+                 f"modelling {pv['torch_modelled']}, no lazy-loading window: the measuring "
+                 "process had run other batches before): `snsim predict --budget CAP` at both "
+                 "batches (engine, `pytorch` allocator with its release-and-retry, cuDNN "
+                 "falling back to a smaller workspace when one does not fit), and `snsim "
+                 "maxbatch --model M --budget CAP --policy plain`, whose probes are such "
+                 "predictions. The edges have been in this page since session 1; nothing was "
+                 "fitted to them.\n")
+        L.append(_table(["model", "cap GiB", "batch", "real", "snsim", "right",
+                         "pred allocated GiB", "pred reserved GiB"],
                         [[v["model"], v["cap_bytes"] / 2**30, v["batch"],
                           "fits" if v["real_fits"] else "OOM",
                           "fits" if v["pred_fits"] else "does not fit",
-                          "yes" if v["real_fits"] == v["pred_fits"] else "no"] for v in ver])
-                 + "\n")
+                          "yes" if v["real_fits"] == v["pred_fits"] else "no",
+                          _gib(v["pred_allocated_bytes"]), _gib(v["pred_reserved_bytes"])]
+                         for v in ver]) + "\n")
         right = sum(v["real_fits"] == v["pred_fits"] for v in ver)
-        L.append(f"{right} of {len(ver)} verdicts right; every wrong one is within one batch "
-                 f"of the real edge.\n")
+        L.append(f"{right} of {len(ver)} verdicts right.\n")
+        L.append(_table(["model", "cap GiB", "largest batch, real", "snsim maxbatch",
+                         "error (batches)", "predictions", "seconds"],
+                        [[s["model"], s["cap_bytes"] / 2**30, s["real_max_batch"],
+                          s["pred_max_batch"], f"{s['pred_max_batch'] - s['real_max_batch']:+d}",
+                          s["probes"], s["wall_s"]] for s in searches]) + "\n")
+        off = [s for s in searches if s["pred_max_batch"] != s["real_max_batch"]]
+        near = sum(abs(s["pred_max_batch"] - s["real_max_batch"]) <= 1 for s in searches)
+        L.append(f"{len(searches) - len(off)} of {len(searches)} largest batches exact, {near} "
+                 f"within one batch. Where the answer is not the real one, the prediction at "
+                 f"every batch between the two edges:\n")
+        bullets = []
+        for s in off:
+            fit = [n for n, ok in s["scan"] if ok]
+            fail = [n for n, ok in s["scan"] if not ok]
+            mono = not fit or not fail or max(fit) < min(fail)
+            bullets.append(f"- {s['model']} at {s['cap_bytes'] / 2**30:g} GiB, batches "
+                           f"{s['scan'][0][0]}-{s['scan'][-1][0]}: fits at "
+                           f"{_runs(fit) or 'none'}, not at {_runs(fail) or 'none'}"
+                           + ("" if mono else " (not monotone in the batch: the allocator's "
+                              "fragmentation moves with it, and the search stops at one "
+                              "edge)") + ".")
+        L.append("\n".join(bullets) + "\n")
     elif os.path.exists(epath):
-        L.append("(edge measured, verdicts not computed: run the predictions)\n")
+        L.append("(edge measured, predictions not made: run scripts/edge_predict.py)\n")
 
     # -- 5. replays --------------------------------------------------------------------------
     L.append("## 5. Replays of captures through the engine (not predictions)\n")
@@ -3226,6 +3269,8 @@ def build_report(traces_dir="traces/h200"):
              "bash scripts/device_suite.sh plans            # -> traces/h200/plans/\n"
              "OUT=dir bash scripts/device_zero.sh            # -> traces/h200/zero/ (section 8)\n"
              "python scripts/oom_edge.py --out traces/h200/edge/oom_edge.json\n"
+             "PYTHONPATH=. python scripts/edge_predict.py --out traces/h200/edge/verdicts.json "
+             "# CPU: section 4's predictions\n"
              "OUT=out bash scripts/device_amp.sh  # tar xzf out/amp_traces.tar.gz -C traces/h200\n"
              "ONLY=rows,dwcl bash scripts/device_calibrate_bn.sh     # kernel-table groups "
              "(then pool,sdpagrid):\n"
