@@ -103,7 +103,7 @@ def test_the_answer_is_what_snsim_predict_says_at_the_edge(netpkg):
     from snsim.torchsim.amp import as_setup
     from snsim.torchsim.execute import predict_plan
     rep = max_batch_model(netpkg, policies="plain,checkpoint", budget_bytes=BUDGET,
-                          torch_version="2.11")
+                          torch_version="2.11", jobs=1)
     plain, ckpt = rep.best("plain"), rep.best("checkpoint")
     assert plain.next_batch == plain.max_batch + 1 and plain.max_batch > 1
     # checked apart from the search: snsim predict at the answer and at the next batch
@@ -120,6 +120,12 @@ def test_the_answer_is_what_snsim_predict_says_at_the_edge(netpkg):
                               for p in rep.probes)
     frame = rep.frame()
     assert list(frame["max_batch"]) == [plain.max_batch, ckpt.max_batch]
+    # two worker processes, one plan each: the same report
+    par = max_batch_model(netpkg, policies="plain,checkpoint", budget_bytes=BUDGET,
+                          torch_version="2.11", jobs=2)
+    def probed(r):
+        return [{k: v for k, v in q.items() if k != "record_wall_s"} for q in r.probes]
+    assert par.rows == rep.rows and probed(par) == probed(rep)
 
 
 def test_the_cli_prints_json_and_refuses_mixed_flags(netpkg, capsys):

@@ -203,8 +203,7 @@ def _maxbatch_model(args):
                         ("--allocator", args.allocator is not None),
                         ("--input-size", args.input_size is not None),
                         ("--variant", args.variant != "torchvision"),
-                        ("--framework", args.framework != "superneurons"),
-                        ("--jobs", args.jobs is not None)):
+                        ("--framework", args.framework != "superneurons")):
         if given:
             raise ConfigError(f"{flag} applies to a zoo --network, not to --model (a PyTorch "
                               f"model runs PyTorch's own allocator and semantics)")
@@ -216,7 +215,8 @@ def _maxbatch_model(args):
                               options=args.option, optimizer=setup,
                               input_shape=_input_shape(args), budget_bytes=_budget(args),
                               min_batch=args.min_batch, max_batch=args.max_batch,
-                              torch_version=_torch_modelled(args), on_probe=lambda plan, n, ok: on_probe(
+                              torch_version=_torch_modelled(args), jobs=args.jobs,
+                              on_probe=lambda plan, n, ok: on_probe(
                                   plan, n, type("P", (), {"feasible": ok})))
     finally:
         bar.close()

@@ -173,11 +173,92 @@ def edge_search(fits, used, lo, limit, budget, base=0):
     return ok, bad
 
 
+def _search_plan(plan, *, model, input_shape, setup, gpu, budget, lo, limit, host_gauge_s,
+                 torch_version, on_probe=None):
+    """One plan's search: ``(ModelMaxBatch, probes, provenance)``."""
+    from ..torchsim.execute import predict_plan
+    from ..torchsim.models import resolve_model
+    spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
+    runs, probes = {}, []
+
+    def probe(n):
+        r, _ = predict_plan(spec, n, plan, optimizer=setup, gpu=gpu, budget_bytes=budget,
+                            host_gauge_s=host_gauge_s, torch_version=torch_version)
+        runs[n] = r
+        probes.append({"plan": plan.label, "batch": n, "feasible": r["feasible"],
+                       "peak_allocated_bytes": r["peak_allocated_bytes"],
+                       "peak_reserved_bytes": r["peak_reserved_bytes"],
+                       "step_time_s": r["step_time_s"], "record_wall_s": r["record_wall_s"]})
+        if on_probe is not None:
+            on_probe(plan.label, n, r["feasible"])
+        return r["feasible"]
+
+    if not probe(lo):
+        best, nxt = None, lo
+    else:
+        best, nxt = edge_search(probe, lambda n: (runs[n]["peak_allocated_bytes"],
+                                                  runs[n]["peak_reserved_bytes"]),
+                                lo, limit, budget, runs[lo]["static_bytes"])
+    at, after = runs.get(best), runs.get(nxt)
+    row = ModelMaxBatch(
+        plan=plan.label, max_batch=best, next_batch=nxt,
+        step_time_s=at["step_time_s"] if at else None,
+        peak_allocated_bytes=at["peak_allocated_bytes"] if at else None,
+        peak_reserved_bytes=at["peak_reserved_bytes"] if at else None,
+        next_failure=(after["failure"] or "the peak is above the budget") if after else "",
+        next_reserved_bytes=after["peak_reserved_bytes"] if after else None,
+        probes=len(runs))
+    first = runs[lo]
+    return row, probes, {k: first[k] for k in ("torch_version", "torch_modelled", "libraries")}
+
+
+def _search_plan_quietly(plan, task):
+    """:func:`_search_plan` in a worker process (no progress callback, the collector off as
+    in the search)."""
+    import gc
+    gc.disable()
+    return _search_plan(plan, **task)
+
+
+def _run_plans(plans, task, jobs, on_probe):
+    """Every plan's :func:`_search_plan`, in the plans' order. With ``jobs`` > 1 (None: one
+    per CPU) and more than one plan, in up to ``jobs`` worker processes, started afresh
+    (``spawn``: the parent has run torch, whose thread pools a fork does not carry); the
+    progress callback then hears of a plan's probes when it ends. The answers do not depend on
+    ``jobs``: each plan's probes are its own, and a prediction is a function of its inputs."""
+    from .search import _check_jobs, default_jobs
+    _check_jobs(jobs)
+    jobs = min(default_jobs() if jobs is None else jobs, len(plans))
+    if jobs <= 1:
+        return [_search_plan(p, **task, on_probe=on_probe) for p in plans]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    from ..errors import SnsimError
+    out = []
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(_search_plan_quietly, p, task) for p in plans]
+            try:
+                for future in futures:
+                    row, probes, prov = future.result()
+                    out.append((row, probes, prov))
+                    for q in probes if on_probe is not None else ():
+                        on_probe(q["plan"], q["batch"], q["feasible"])
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+    except BrokenProcessPool as e:
+        raise SnsimError(f"a search worker process ended abruptly ({e}); out of host memory? "
+                         f"--jobs 1 searches in this process") from e
+    return out
+
+
 @without_gc
 def max_batch_model(model, *, gpu="h200", policies="plain", options=None,
                     optimizer="sgd-momentum", input_shape=None, budget_bytes=None,
                     min_batch=1, max_batch=None, host_gauge_s=None, torch_version=None,
-                    on_probe=None):
+                    on_probe=None, jobs=1):
     """The largest batch of PyTorch ``model`` each plan trains within the budget, as
     ``snsim predict`` sees it.
 
@@ -201,6 +282,9 @@ def max_batch_model(model, *, gpu="h200", policies="plain", options=None,
         As :func:`snsim.torchsim.execute.predict_plan` (step time and save_on_cpu's behaviour).
     on_probe : callable, optional
         ``on_probe(plan_label, batch, feasible)`` after each probe (a progress bar).
+    jobs : int or None
+        Worker processes searching the plans at once (None: one per CPU, at most one per
+        plan; 1: in this process). The report is the same for every value.
 
     Returns
     -------
@@ -208,7 +292,6 @@ def max_batch_model(model, *, gpu="h200", policies="plain", options=None,
     """
     from ..hardware import load_hardware
     from ..torchsim.amp import as_setup
-    from ..torchsim.execute import predict_plan
     from ..torchsim.models import resolve_model
     wall0 = time.perf_counter()
     setup = as_setup(optimizer)
@@ -227,41 +310,12 @@ def max_batch_model(model, *, gpu="h200", policies="plain", options=None,
     report = ModelSearchReport(model=spec.text, network=spec.name, hardware=hw.name,
                                setup=setup.to_dict(), budget_bytes=budget, min_batch=lo,
                                limit=limit, rows=[])
-    for plan in plans:
-        runs = {}
-
-        def probe(n, plan=plan, runs=runs):
-            r, _ = predict_plan(spec, n, plan, optimizer=setup, gpu=hw.name,
-                                budget_bytes=budget, host_gauge_s=host_gauge_s,
-                                torch_version=torch_version)
-            runs[n] = r
-            report.probes.append({"plan": plan.label, "batch": n, "feasible": r["feasible"],
-                                  "peak_allocated_bytes": r["peak_allocated_bytes"],
-                                  "peak_reserved_bytes": r["peak_reserved_bytes"],
-                                  "step_time_s": r["step_time_s"],
-                                  "record_wall_s": r["record_wall_s"]})
-            if not report.provenance:
-                report.provenance = {k: r[k] for k in ("torch_version", "torch_modelled",
-                                                       "libraries")}
-            if on_probe is not None:
-                on_probe(plan.label, n, r["feasible"])
-            return r["feasible"]
-
-        if not probe(lo):
-            best, nxt = None, lo
-        else:
-            best, nxt = edge_search(
-                probe, lambda n, runs=runs: (runs[n]["peak_allocated_bytes"],
-                                             runs[n]["peak_reserved_bytes"]), lo, limit,
-                budget, runs[lo]["static_bytes"])
-        at, after = runs.get(best), runs.get(nxt)
-        report.rows.append(ModelMaxBatch(
-            plan=plan.label, max_batch=best, next_batch=nxt,
-            step_time_s=at["step_time_s"] if at else None,
-            peak_allocated_bytes=at["peak_allocated_bytes"] if at else None,
-            peak_reserved_bytes=at["peak_reserved_bytes"] if at else None,
-            next_failure=(after["failure"] or "the peak is above the budget") if after
-            else "", next_reserved_bytes=after["peak_reserved_bytes"] if after else None,
-            probes=len(runs)))
+    task = dict(model=model, input_shape=input_shape, setup=setup, gpu=hw.name,
+                budget=budget, lo=lo, limit=limit, host_gauge_s=host_gauge_s,
+                torch_version=torch_version)
+    for row, probes, prov in _run_plans(plans, task, jobs, on_probe):
+        report.rows.append(row)
+        report.probes.extend(probes)
+        report.provenance = report.provenance or prov
     report.wall_s = time.perf_counter() - wall0
     return report
