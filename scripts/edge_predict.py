@@ -23,7 +23,9 @@ def main(argv=None):
     ap.add_argument("--edges", default="traces/h200/edge/oom_edge.json")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
+    from snsim.captured import replay_capture
     from snsim.experiments.model_search import max_batch_model
+    from snsim.hardware import load_hardware
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.execute import predict_plan
     with open(args.edges) as f:
@@ -32,9 +34,11 @@ def main(argv=None):
     verdicts, searches = [], []
     for e in doc["edges"]:
         for batch, real in ((e["largest_fitting_batch"], True), (e["first_failing_batch"], False)):
-            r, _ = predict_plan(e["model"], batch, "plain", optimizer=setup, gpu="h200",
-                                budget_bytes=e["cap_bytes"], torch_version="2.11")
-            verdicts.append({"model": e["model"], "cap_bytes": e["cap_bytes"], "batch": batch,
+            r, prog = predict_plan(e["model"], batch, "plain", optimizer=setup, gpu="h200",
+                                   budget_bytes=e["cap_bytes"], torch_version="2.11")
+            # the convolutions that ran without their workspace (it did not fit: 0 B taken)
+            run = replay_capture(prog, load_hardware("h200"), budget_bytes=e["cap_bytes"])
+            verdicts.append({"workspace_fallbacks": run.counters["workspace_fallbacks"],"model": e["model"], "cap_bytes": e["cap_bytes"], "batch": batch,
                              "real_fits": real, "pred_fits": bool(r["feasible"]),
                              "pred_allocated_bytes": r["peak_allocated_bytes"],
                              "pred_reserved_bytes": r["peak_reserved_bytes"]})
