@@ -223,6 +223,17 @@ RUNS = [
      {"policy": "checkpoint", "every": "2", "setup": ("adamw", "foreach", "bf16")}),
     ("vit_b_16_b384_bf16_plain", "torchvision:vit_b_16", 384,
      {"policy": "plain", "setup": ("sgd-momentum", "foreach", "bf16")}),
+    # the out-of-memory edge under a capped allocator (traces/h200/edge: VGG-16 ran 73 and 248
+    # and failed 74 and 249; the prediction fits all four, dropping 2-12 convolution
+    # workspaces): which workspaces cuDNN took there, and where the failing step ran out
+    ("vgg16_b73_cap8gib_plain", "torchvision:vgg16", 73,
+     {"policy": "plain", "budget_bytes": 8 << 30}),
+    ("vgg16_b74_cap8gib_plain", "torchvision:vgg16", 74,
+     {"policy": "plain", "budget_bytes": 8 << 30}),
+    ("vgg16_b248_cap20gib_plain", "torchvision:vgg16", 248,
+     {"policy": "plain", "budget_bytes": 20 << 30}),
+    ("vgg16_b249_cap20gib_plain", "torchvision:vgg16", 249,
+     {"policy": "plain", "budget_bytes": 20 << 30}),
 ]
 
 
@@ -305,16 +316,22 @@ def main(argv=None):
         policy = opts.pop("policy")
         setup = TrainSetup.parse(*opts.pop("setup", ()))
         input_shape = opts.pop("input_shape", None)
+        budget = opts.pop("budget_bytes", None)
         plan = as_plan(None if policy == "plain" else policy, opts)
         torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
                                                  max_entries=args.max_entries)
         try:
-            measured = measure(model, batch, plan, optimizer=setup, input_shape=input_shape)
+            try:
+                measured = measure(model, batch, plan, optimizer=setup, input_shape=input_shape,
+                                   budget_bytes=budget)
+            except torch.OutOfMemoryError as e:   # a capped run past its edge: the history
+                measured = {"oom": str(e).splitlines()[0], "peak_allocated_bytes": None,
+                            "peak_reserved_bytes": None}
             snap = torch.cuda.memory._snapshot()
         finally:
             torch.cuda.memory._record_memory_history(enabled=None)
         doc = {"config": {"name": name, "model": model, "batch": batch, "policy": policy,
-                          "options": opts, "setup": setup.to_dict(),
+                          "options": opts, "setup": setup.to_dict(), "budget_bytes": budget,
                           "torch": torch.__version__},
                "measured": measured, "events": _events(snap), "iterations": list(marks)}
         if args.tag:
@@ -326,8 +343,8 @@ def main(argv=None):
         with gzip.open(os.path.join(args.out, f"{fname}.json.gz"), "wt") as f:
             json.dump(doc, f)
         print(f"{name}: {len(doc['events'])} events, allocated "
-              f"{measured['peak_allocated_bytes']}, reserved {measured['peak_reserved_bytes']}",
-              flush=True)
+              f"{measured['peak_allocated_bytes']}, reserved {measured['peak_reserved_bytes']}"
+              + (f", {measured['oom']}" if "oom" in measured else ""), flush=True)
 
 
 if __name__ == "__main__":
