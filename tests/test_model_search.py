@@ -162,3 +162,17 @@ def test_bad_search_ranges_are_refused(netpkg):
         max_batch_model(netpkg, min_batch=0)
     with pytest.raises(ConfigError, match="--max-batch"):
         max_batch_model(netpkg, min_batch=8, max_batch=4)
+
+
+def test_a_step_that_does_not_fit_names_the_search_for_its_batch(netpkg, capsys):
+    from snsim.cli import main
+    assert main(["predict", "--model", netpkg, "--batch", "4096", "--budget", "160MiB",
+                 "--policy", "checkpoint", "--option", "every=2"]) == 3
+    out = capsys.readouterr().out
+    cmd = (f"snsim maxbatch --model {netpkg} --policy checkpoint --option every=2 "
+           f"--budget 160MiB")
+    assert f"the largest batch that fits: {cmd}" in out
+    # the command it names runs, and answers below the batch that did not fit
+    assert main(cmd.split()[1:] + ["--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row["plan"] == "checkpoint(every=2)" and 1 < row["max_batch"] < 4096

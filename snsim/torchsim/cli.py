@@ -261,6 +261,8 @@ def cmd_predict(args):
                                    gauged=args.host_gauge_us is not None)
             if note:
                 print(note)
+        if not r["feasible"] and args.policy not in ZERO_POLICIES:
+            print(f"the largest batch that fits: {maxbatch_command(args)}")
     elif args.format == "csv":
         row["cuda_modelled"] = json.dumps(row["cuda_modelled"])
         row["workspace_sources"] = json.dumps(row["workspace_sources"])
@@ -268,6 +270,35 @@ def cmd_predict(args):
     else:
         emit([row], "json")
     return 0 if r["feasible"] else 3   # as `snsim run`: 3 = it does not fit
+
+
+def maxbatch_command(args):
+    """The ``snsim maxbatch --model`` command that searches the batch of the predicted step's
+    setup (model, training setup, input, plan, budget, GPU).
+
+    >>> import argparse
+    >>> maxbatch_command(argparse.Namespace(model="torchvision:vgg16", optimizer="adamw",
+    ...     optimizer_impl="foreach", amp="bf16", input_shape=None, seq=None, policy="checkpoint",
+    ...     option=["every=2"], budget="8GiB", gpu="h200"))
+    'snsim maxbatch --model torchvision:vgg16 --optimizer adamw --amp bf16 --policy checkpoint --option every=2 --budget 8GiB'
+    """
+    import shlex
+    parts = ["snsim", "maxbatch", "--model", args.model]
+    for flag, value, default in (("--optimizer", args.optimizer, "sgd-momentum"),
+                                 ("--optimizer-impl", args.optimizer_impl, "foreach"),
+                                 ("--amp", args.amp, "none"),
+                                 ("--input-shape", args.input_shape, None),
+                                 ("--seq", args.seq, None)):
+        if value is not None and value != default:
+            parts += [flag, str(value)]
+    parts += ["--policy", args.policy]
+    for opt in args.option:
+        parts += ["--option", opt]
+    if args.budget:
+        parts += ["--budget", args.budget]
+    if args.gpu != "h200":
+        parts += ["--gpu", args.gpu]
+    return shlex.join(parts)
 
 
 def guessed_workspaces_note(sources):
