@@ -2,7 +2,6 @@
 predict`` probes (snsim.experiments.model_search)."""
 import json
 import math
-import textwrap
 
 import pytest
 
@@ -63,36 +62,10 @@ def test_when_every_size_fits_the_limit_is_the_answer():
 
 # -- on a PyTorch model (torch needed, no GPU) ------------------------------------------------
 @pytest.fixture()
-def netpkg(tmp_path, monkeypatch):
-    """A user package with a small conv net whose blocks a checkpoint plan can wrap."""
+def netpkg(tiny):
+    """conftest's small conv net, whose blocks a checkpoint plan can wrap."""
     pytest.importorskip("torch")
-    (tmp_path / "snsim_search_models.py").write_text(textwrap.dedent("""
-        import torch
-        from torch import nn
-
-        class Block(nn.Module):
-            def __init__(self, c=16):
-                super().__init__()
-                self.conv = nn.Conv2d(c, c, 3, padding=1)
-                self.bn = nn.BatchNorm2d(c)
-
-            def forward(self, x):
-                return torch.relu(self.bn(self.conv(x))) + x
-
-        class Net(nn.Module):
-            input_shape = (3, 32, 32)
-
-            def __init__(self):
-                super().__init__()
-                self.stem = nn.Conv2d(3, 16, 3, padding=1)
-                self.blocks = nn.Sequential(*[Block() for _ in range(4)])
-                self.fc = nn.Linear(16, 5)
-
-            def forward(self, x):
-                return self.fc(self.blocks(self.stem(x)).mean((2, 3)))
-    """))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return "snsim_search_models:Net"
+    return f"{tiny}:Net"
 
 
 BUDGET = 160 * 2**20

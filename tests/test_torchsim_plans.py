@@ -3,7 +3,6 @@ ops, the device suite's logic (torch needed; no GPU)."""
 import gzip
 import json
 import sys
-import textwrap
 
 import pytest
 
@@ -12,125 +11,6 @@ pytest.importorskip("torchvision")
 
 from snsim.errors import ConfigError, UnknownNameError  # noqa: E402
 from snsim.torchsim.plans import PlanSpec  # noqa: E402
-
-
-@pytest.fixture()
-def tiny(tmp_path, monkeypatch):
-    """A user package ``snsim_plan_models`` with tiny models."""
-    (tmp_path / "snsim_plan_models.py").write_text(textwrap.dedent("""
-        import torch
-        import torch.nn.functional as F
-        from torch import nn
-
-        class Block(nn.Module):
-            def __init__(self, c=8):
-                super().__init__()
-                self.conv = nn.Conv2d(c, c, 3, padding=1)
-                self.bn = nn.BatchNorm2d(c)
-
-            def forward(self, x):
-                return torch.relu(self.bn(self.conv(x))) + x
-
-        class Net(nn.Module):
-            input_shape = (3, 16, 16)
-
-            def __init__(self):
-                super().__init__()
-                self.stem = nn.Conv2d(3, 8, 3, padding=1)
-                self.blocks = nn.Sequential(*[Block() for _ in range(4)])
-                self.fc = nn.Linear(8, 5)
-
-            def forward(self, x):
-                x = self.blocks(self.stem(x))
-                return self.fc(x.mean((2, 3)))
-
-        class Attn(nn.Module):
-            input_shape = (128, 32)
-
-            def __init__(self):
-                super().__init__()
-                self.qkv = nn.Linear(32, 96)
-                self.fc = nn.Linear(32, 3)
-
-            def forward(self, x):
-                b, s, c = x.shape
-                q, k, v = (t.view(b, s, 4, 8).transpose(1, 2)
-                           for t in self.qkv(x).split(32, dim=2))
-                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                return self.fc(y.transpose(1, 2).reshape(b, s, c).mean(1))
-
-        class Wide(nn.Module):
-            input_shape = (256,)
-
-            def __init__(self):
-                super().__init__()
-                self.fc1 = nn.Linear(256, 4096)
-                self.fc2 = nn.Linear(4096, 4096)
-                self.fc3 = nn.Linear(4096, 5)
-
-            def forward(self, x):
-                return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
-
-        class ItemNet(nn.Module):
-            input_shape = (16,)
-
-            def __init__(self):
-                super().__init__()
-                self.fc = nn.Linear(16, 4)
-
-            def forward(self, x):
-                y = self.fc(x)
-                return y / (y.abs().max().item() + 1.0)
-
-        class MaskNet(ItemNet):
-            def forward(self, x):
-                y = self.fc(x)
-                return y * (y[y > 0].sum() + 1)
-
-        class BranchNet(ItemNet):
-            def forward(self, x):
-                y = self.fc(x)
-                if y.sum().item() > 0:
-                    y = y * 2
-                return y
-
-        class OnesMaskNet(ItemNet):
-            # a transformers release's causal-mask code: torch.all(attention_mask == 1)
-            def forward(self, x):
-                mask = torch.ones(x.shape[0], dtype=torch.long)
-                y = self.fc(x)
-                if torch.all(mask == 1):
-                    return y * 2
-                return self.fc(torch.cat([x, x, x, x]))[: x.shape[0]]
-
-        class CausalEncoder(nn.Module):
-            # a causal mask registered as a buffer: nn.TransformerEncoder compares it with its
-            # own causal mask (torch.equal, a branch on two tensors' values) to pick the kernel
-            input_shape = (16, 32)
-
-            def __init__(self):
-                super().__init__()
-                layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
-                self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
-                self.fc = nn.Linear(32, 3)
-                keep = torch.ones(16, 16, dtype=torch.bool).tril()
-                self.register_buffer("mask", torch.zeros(16, 16).masked_fill(~keep, -1e9))
-
-            def forward(self, x):
-                return self.fc(self.enc(x, mask=self.mask).mean(1))
-
-        class BandedEncoder(CausalEncoder):
-            # a band the encoder cannot take for causal: the mask goes to the kernel as a bias
-            def __init__(self):
-                super().__init__()
-                i = torch.arange(16)
-                self.mask = torch.zeros(16, 16).masked_fill((i[:, None] - i).abs() > 3, -1e9)
-        """))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("SNSIM_TRACES", str(tmp_path / "no_traces"))
-    sys.modules.pop("snsim_plan_models", None)
-    yield "snsim_plan_models"
-    sys.modules.pop("snsim_plan_models", None)
 
 
 # -- plan spec ---------------------------------------------------------------------------------
