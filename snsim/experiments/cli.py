@@ -31,7 +31,8 @@ def _progress(desc):
 
 
 def _common(p):
-    p.add_argument("--gpu", default=None, help="hardware preset or YAML path (k40c)")
+    p.add_argument("--gpu", default=None, help="hardware preset or YAML path (default k40c; "
+                   "h200 for maxbatch --model)")
     from ..policies import all_note
     p.add_argument("--policy", default="all",
                    help="a policy, a comma-separated list, or 'all' (default)"
