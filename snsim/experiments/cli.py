@@ -6,6 +6,7 @@ Imported by :func:`snsim.cli._load_plugins`; each command registers itself with
 from __future__ import annotations
 
 import sys
+from types import SimpleNamespace
 
 from ..cli import (DEFAULT_GPU, _allocator, _allocator_label, _framework_arg, allocator_arg,
                    seq_arg,
@@ -57,12 +58,15 @@ def _common(p):
                    "same for every value")
 
 
+def _short(why, verbose):
+    """A failure reason cut to a table cell (whole with ``--verbose``)."""
+    return why if verbose or len(why) <= 44 else why[:43] + "…"
+
+
 def _table(rep, size_cols, verbose=False):
     rows = []
     for r in rep.rows:
-        why = r.next_failure
-        if not verbose and len(why) > 44:
-            why = why[:43] + "…"
+        why = _short(r.next_failure, verbose)
         row = {"policy": r.policy, **size_cols(r),
                "step_ms": None if r.step_time_s is None else round(r.step_time_s * 1e3, 1),
                "img/s": None if r.result is None else round(r.result.images_per_s, 2),
@@ -73,12 +77,17 @@ def _table(rep, size_cols, verbose=False):
     return rows
 
 
-def _best(rep):
-    """The row with the largest size (then the fastest there), or None."""
-    ok = [r for r in rep.rows if r.max_size is not None]
+def _best(rows, size=lambda r: r.max_size):
+    """The row with the largest ``size`` (then the fastest there), or None."""
+    ok = [r for r in rows if size(r) is not None]
     if not ok:
         return None
-    return max(ok, key=lambda r: (r.max_size, -(r.step_time_s or 0.0)))
+    return max(ok, key=lambda r: (size(r), -(r.step_time_s or 0.0)))
+
+
+def _emit_frame(df, fmt):
+    """A report's frame as JSON or CSV records (missing values as null)."""
+    emit(df.astype(object).where(df.notna(), None).to_dict("records"), fmt, title="list")
 
 
 def _next(row, what, size):
@@ -102,9 +111,7 @@ def _print(rep, args, title, size_cols, headline):
         if args.policy.strip().lower() == "all" and all_note():
             print(f"({all_note()})")
     else:
-        df = rep.frame()
-        emit(df.astype(object).where(df.notna(), None).to_dict("records"), args.format,
-             title="list")
+        _emit_frame(rep.frame(), args.format)
 
 
 # -- maxdepth -----------------------------------------------------------------------------------
@@ -130,7 +137,7 @@ def cmd_maxdepth(args):
              f"deepest per policy at batch {args.batch} on {rep.hardware}, budget "
              f"{format_bytes(rep.budget_bytes)}, {_allocator_label(args)}, {rep.framework} "
              f"semantics")
-    b = _best(rep)
+    b = _best(rep.rows)
     headline = ("no policy trains even the smallest depth" if b is None else
                 f"deepest: depth {b.max_depth} (k={b.max_size}) with {b.policy}, step "
                 f"{format_ms(b.step_time_s)} (modelled); {_next(b, 'depth', b.next_depth)}")
@@ -186,7 +193,7 @@ def cmd_maxbatch(args):
              f"{rep.hardware}, "
              f"budget {format_bytes(rep.budget_bytes)}, {_allocator_label(args)}, "
              f"{rep.framework} semantics")
-    b = _best(rep)
+    b = _best(rep.rows)
     headline = ("no policy trains even the smallest batch" if b is None else
                 f"largest batch: {b.max_size} with {b.policy}, step "
                 f"{format_ms(b.step_time_s)} (modelled); {_next(b, 'batch', b.next_size)}")
@@ -218,16 +225,13 @@ def _maxbatch_model(args):
                               min_batch=args.min_batch, max_batch=args.max_batch,
                               torch_version=_torch_modelled(args), jobs=args.jobs,
                               on_probe=lambda plan, n, ok: on_probe(
-                                  plan, n, type("P", (), {"feasible": ok})))
+                                  plan, n, SimpleNamespace(feasible=ok)))
     finally:
         bar.close()
     if args.format != "table":
-        df = rep.frame()
-        emit(df.astype(object).where(df.notna(), None).to_dict("records"), args.format,
-             title="list")
+        _emit_frame(rep.frame(), args.format)
         return 0
-    ok = [r for r in rep.rows if r.max_batch is not None]
-    b = max(ok, key=lambda r: (r.max_batch, -r.step_time_s)) if ok else None
+    b = _best(rep.rows, lambda r: r.max_batch)
     print("no plan trains even the smallest batch" if b is None else
           f"largest batch: {b.max_batch} with {b.plan}, step {format_ms(b.step_time_s)} "
           f"(predicted); " + (f"batch {b.next_batch} not tried (above --max-batch)"
@@ -239,9 +243,7 @@ def _maxbatch_model(args):
           f"(snsim predict at each batch)")
     rows = []
     for r in sorted(rep.rows, key=lambda r: (-(r.max_batch or 0), r.step_time_s or 0.0)):
-        why = r.next_failure
-        if not args.verbose and len(why) > 44:
-            why = why[:43] + "…"
+        why = _short(r.next_failure, args.verbose)
         rows.append({"plan": r.plan, "max_batch": r.max_batch,
                      "step_ms": None if r.step_time_s is None else round(r.step_time_s * 1e3, 1),
                      "samples/s": None if not r.step_time_s
@@ -366,8 +368,7 @@ def cmd_frontier(args):
             print("(no optimality gaps: no policy named checkmate is registered or it fit "
                   "nowhere)")
     else:
-        emit(df.astype(object).where(df.notna(), None).to_dict("records"), args.format,
-             title="list")
+        _emit_frame(df, args.format)
     for what, path in (("csv", args.out), ("plot", args.plot)):
         if path:
             print(f"{what}: {path}", file=sys.stderr)

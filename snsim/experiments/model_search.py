@@ -226,31 +226,21 @@ def _run_plans(plans, task, jobs, on_probe):
     (``spawn``: the parent has run torch, whose thread pools a fork does not carry); the
     progress callback then hears of a plan's probes when it ends. The answers do not depend on
     ``jobs``: each plan's probes are its own, and a prediction is a function of its inputs."""
-    from .search import _check_jobs, default_jobs
+    from .search import _check_jobs, default_jobs, in_workers
     _check_jobs(jobs)
     jobs = min(default_jobs() if jobs is None else jobs, len(plans))
     if jobs <= 1:
         return [_search_plan(p, **task, on_probe=on_probe) for p in plans]
+    import functools
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-    from ..errors import SnsimError
     out = []
-    try:
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(_search_plan_quietly, p, task) for p in plans]
-            try:
-                for future in futures:
-                    row, probes, prov = future.result()
-                    out.append((row, probes, prov))
-                    for q in probes if on_probe is not None else ():
-                        on_probe(q["plan"], q["batch"], q["feasible"])
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
-    except BrokenProcessPool as e:
-        raise SnsimError(f"a search worker process ended abruptly ({e}); out of host memory? "
-                         f"--jobs 1 searches in this process") from e
+
+    def keep(answer):
+        out.append(answer)
+        for q in answer[1] if on_probe is not None else ():
+            on_probe(q["plan"], q["batch"], q["feasible"])
+    in_workers(functools.partial(_search_plan_quietly, task=task), plans, keep, jobs=jobs,
+               context=multiprocessing.get_context("spawn"))
     return out
 
 

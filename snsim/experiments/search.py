@@ -768,36 +768,50 @@ def _run_tasks(prober, tasks, lo, cap, jobs):
             best.update(_search_policies(prober, task, lo, cap))
         return best
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
     # fork where it is safe (not on macOS, whose system libraries may not survive it)
     fork = "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin"
     context = multiprocessing.get_context("fork" if fork else "spawn")
     on_probe, prober.on_probe = prober.on_probe, None   # progress is reported here
+
+    def merge(answer):
+        task_best, results, simulations, lru, bounds = answer
+        best.update(task_best)
+        prober.simulations.update(simulations)
+        prober.lru.update(lru)
+        prober.bounds.update(bounds)
+        for key, r in results:
+            prober.results[key] = r
+            if on_probe is not None:
+                on_probe(*key, r)
     try:
-        with ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_start,
-                                 initargs=(prober, lo, cap)) as pool:
-            futures = [pool.submit(_worker_search, task) for task in tasks]
+        in_workers(_worker_search, tasks, merge, jobs=jobs, context=context,
+                   initializer=_worker_start, initargs=(prober, lo, cap))
+    finally:
+        prober.on_probe = on_probe
+    return best
+
+
+def in_workers(fn, items, on_result, *, jobs, context, initializer=None, initargs=()):
+    """``on_result(fn(item))`` for every item, ``fn`` run in up to ``jobs`` worker processes
+    started by multiprocessing ``context``, ``on_result`` here in the items' order. An error (a
+    worker's, the first in the items' order, or ``on_result``'s) is raised here and the items
+    still queued are cancelled; a worker that dies is one line (:class:`~snsim.errors.
+    SnsimError`)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=context, initializer=initializer,
+                                 initargs=initargs) as pool:
+            futures = [pool.submit(fn, item) for item in items]
             try:
                 for future in futures:
-                    task_best, results, simulations, lru, bounds = future.result()
-                    best.update(task_best)
-                    prober.simulations.update(simulations)
-                    prober.lru.update(lru)
-                    prober.bounds.update(bounds)
-                    for key, r in results:
-                        prober.results[key] = r
-                        if on_probe is not None:
-                            on_probe(*key, r)
+                    on_result(future.result())
             except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)   # not the tasks still queued
+                pool.shutdown(wait=True, cancel_futures=True)   # not the items still queued
                 raise
     except BrokenProcessPool as e:
         raise SnsimError(f"a search worker process ended abruptly ({e}); out of host memory? "
                          f"--jobs 1 searches in this process") from e
-    finally:
-        prober.on_probe = on_probe
-    return best
 
 
 #: in a search's worker process: (prober, lo, cap, runs and bounds it started with)
