@@ -104,6 +104,20 @@ def test_captures_carry_provenance():
             assert prov.get(key) not in (None, ""), f"{f}: provenance.{key} missing"
 
 
+def test_a_capture_names_the_preset_of_its_gpu():
+    from snsim.hardware import load_hardware
+    from snsim.torchsim.capture import device_preset
+    for f in FILES:
+        prov = load_trace_doc(f)["provenance"]
+        assert device_preset(prov["gpu"]) == prov["hardware"], f
+    # device names as torch.cuda.get_device_name() gives them; each preset loads
+    names = {"NVIDIA H100 80GB HBM3": "h100", "NVIDIA H200": "h200",
+             "NVIDIA A100-SXM4-40GB": "a100-40gb", "Tesla K40c": "k40c", "NVIDIA L4": ""}
+    for name, preset in names.items():
+        assert device_preset(name) == preset
+        assert not preset or load_hardware(preset).name == preset
+
+
 def test_traces_are_small():
     total = sum(os.path.getsize(f) for f in FILES)
     assert all(os.path.getsize(f) < 2 * 2**20 for f in FILES)

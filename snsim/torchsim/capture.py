@@ -84,11 +84,25 @@ def library_versions():
     return out
 
 
+# the hardware preset (snsim/presets/hardware) of a CUDA device, by the words of its name
+_PRESET_WORDS = (("H200", "h200"), ("H100", "h100"), ("A100", "a100-40gb"), ("V100", "v100"),
+                 ("P100", "p100"), ("K40", "k40c"))
+
+
+def device_preset(gpu_name):
+    """``"h100"`` for ``"NVIDIA H100 80GB HBM3"``: the preset a run on that GPU is compared
+    with, ``""`` for a GPU no preset describes (or none)."""
+    return next((preset for word, preset in _PRESET_WORDS if word in gpu_name.upper()), "")
+
+
 def provenance(torch, *, tool, **extra):
-    """Versions, GPU and settings of this run (SPEC §12: pin and record them)."""
+    """Versions, GPU and settings of this run (SPEC §12: pin and record them). ``hardware`` is
+    the preset of the GPU it ran on (:func:`device_preset`; a CPU recording is replayed on
+    h200's)."""
     cuda = torch.cuda.is_available()
-    prov = {"kind": "measured", "hardware": "h200", "tool": tool,
-            "gpu": torch.cuda.get_device_name() if cuda else "",
+    gpu = torch.cuda.get_device_name() if cuda else ""
+    prov = {"kind": "measured", "hardware": device_preset(gpu) if cuda else "h200", "tool": tool,
+            "gpu": gpu,
             "torch": torch.__version__, "cuda": torch.version.cuda or "",
             "cudnn": torch.backends.cudnn.version() if cuda else None,
             "driver": _driver_version() if cuda else "",
@@ -796,7 +810,8 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
                          iteration=rec.iteration, static_names=static_names,
                          step_times_s=step_times,
                          name=spec.name, batch=batch, optimizer=setup.optimizer,
-                         hardware="h200",
+                         hardware=device_preset(torch.cuda.get_device_name()) if cuda
+                         else "h200",
                          source="capture", saved=rec.saved, saved_views=rec.saved_views, released=rec.released,
                          containers=container_paths(net))
     prog["param_aliases"] = param_aliases(net)
