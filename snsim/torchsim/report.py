@@ -117,6 +117,103 @@ def zoo_rows(rows):
     return out
 
 
+def _edge_section(L, traces_dir, folder, intro):
+    """Section 4's verdicts and ``maxbatch`` searches at the measured out-of-memory edges of
+    ``traces_dir/folder`` (``scripts/edge_predict.py``'s ``verdicts.json``); ``intro(pv)`` is
+    the paragraph before them, given the predictions' provenance."""
+    vpath = os.path.join(traces_dir, folder, "verdicts.json")
+    epath = os.path.join(traces_dir, folder, "oom_edge.json")
+    if os.path.exists(vpath):
+        with open(vpath) as f:
+            doc = json.load(f)
+        ver, searches = doc["verdicts"], doc["maxbatch"]
+        pv = doc["provenance"]
+        L.append(intro(pv))
+        L.append(_table(["model", "cap GiB", "batch", "real", "snsim", "right",
+                         "pred allocated GiB", "pred reserved GiB", "workspaces dropped"],
+                        [[v["model"], v["cap_bytes"] / 2**30, v["batch"],
+                          "fits" if v["real_fits"] else "OOM",
+                          "fits" if v["pred_fits"] else "does not fit",
+                          "yes" if v["real_fits"] == v["pred_fits"] else "no",
+                          _gib(v["pred_allocated_bytes"]), _gib(v["pred_reserved_bytes"]),
+                          v["workspace_fallbacks"]] for v in ver]) + "\n")
+        L.append("*workspaces dropped*: convolutions of the predicted step that ran without "
+                 "their workspace, which did not fit under the cap (the engine takes 0 B; cuDNN "
+                 "takes the next plan of its heuristics, whose workspace may not be 0: "
+                 "docs/DESIGN.md, known limits). Allocated and reserved: the run under the cap "
+                 "where it fits, else the run with no limit.\n")
+        right = sum(v["real_fits"] == v["pred_fits"] for v in ver)
+        L.append(f"{right} of {len(ver)} verdicts right.\n")
+        L.append(_table(["model", "cap GiB", "largest batch, real", "snsim maxbatch",
+                         "error (batches)", "predictions", "seconds"],
+                        [[s["model"], s["cap_bytes"] / 2**30, s["real_max_batch"],
+                          s["pred_max_batch"], f"{s['pred_max_batch'] - s['real_max_batch']:+d}",
+                          s["probes"], s["wall_s"]] for s in searches]) + "\n")
+        off = [s for s in searches if s["pred_max_batch"] != s["real_max_batch"]]
+        near = sum(abs(s["pred_max_batch"] - s["real_max_batch"]) <= 1 for s in searches)
+        L.append(f"{len(searches) - len(off)} of {len(searches)} largest batches exact, {near} "
+                 f"within one batch. Where the answer is not the real one, the prediction at "
+                 f"every batch between the two edges:\n")
+        bullets = []
+        for s in off:
+            fit = [n for n, ok in s["scan"] if ok]
+            fail = [n for n, ok in s["scan"] if not ok]
+            mono = not fit or not fail or max(fit) < min(fail)
+            bullets.append(f"- {s['model']} at {s['cap_bytes'] / 2**30:g} GiB, batches "
+                           f"{s['scan'][0][0]}-{s['scan'][-1][0]}: fits at "
+                           f"{_runs(fit) or 'none'}, not at {_runs(fail) or 'none'}"
+                           + ("" if mono else " (not monotone in the batch: the allocator's "
+                              "fragmentation moves with it, and the search stops at one "
+                              "edge)") + ".")
+        L.append("\n".join(bullets) + "\n")
+    elif os.path.exists(epath):
+        L.append("(edge measured, predictions not made: run scripts/edge_predict.py)\n")
+
+
+
+def _edge_before_run_rows(traces_dir, folder):
+    """Lines: the largest batches ``snsim maxbatch --model`` predicted and committed before
+    ``scripts/oom_edge.py`` measured them (``predicted_before_run.json``) against the
+    measured ones (``oom_edge.json``)."""
+    ppath = os.path.join(traces_dir, folder, "predicted_before_run.json")
+    epath = os.path.join(traces_dir, folder, "oom_edge.json")
+    if not (os.path.exists(ppath) and os.path.exists(epath)):
+        return ["(predicted, not yet measured: run scripts/oom_edge.py on the device)\n"]
+    with open(ppath) as f:
+        pred = json.load(f)
+    with open(epath) as f:
+        meas = json.load(f)
+    pp, mp = pred["provenance"], meas["provenance"]
+    real = {(e["model"], e["cap_bytes"]): e for e in meas["edges"]}
+    rows, errs = [], []
+    for p in pred["maxbatch"]:
+        e = real.get((p["model"], p["cap_bytes"]))
+        if e is None:
+            continue
+        err = p["pred_max_batch"] - e["largest_fitting_batch"]
+        errs.append(err)
+        rows.append([p["model"], p["cap_bytes"] / 2**30, e["largest_fitting_batch"],
+                     p["pred_max_batch"], f"{err:+d}",
+                     f"{100 * err / e['largest_fitting_batch']:+.2f}", p["probes"],
+                     p["wall_s"]])
+    lines = [
+        f"`scripts/edge_predict.py --models ... --caps 12GiB` wrote "
+        f"`traces/h200/{folder}/predicted_before_run.json` at commit {pp['commit']}, on this "
+        f"CPU (torch {pp['torch']} modelling {pp['torch_modelled']}, {pp['optimizer']}, fp32), "
+        f"before `scripts/oom_edge.py` measured the edges on the {mp['gpu']} "
+        f"({mp['date'][:16].replace('T', ' ')} UTC, torch {mp['torch']}, cuDNN "
+        f"{mp['cudnn']}, one process, the bisection of section 4) "
+        f"(`traces/h200/{folder}/oom_edge.json`). None of these networks had an edge "
+        "measured before.\n",
+        _table(["model", "cap GiB", "largest batch, real", "predicted before the run",
+                "error (batches)", "error %", "predictions", "seconds"], rows) + "\n",
+        f"{sum(e == 0 for e in errs)} of {len(errs)} exact, {sum(abs(e) <= 1 for e in errs)} "
+        f"within one batch, {sum(e > 0 for e in errs)} too large (a batch that does not "
+        "fit), largest error "
+        f"{max(errs, key=abs):+d} batches.\n"]
+    return lines
+
+
 def _held_out_section(L, traces_dir, captured, folder, heading, text):
     """Append one held-out suite's section (heading, what it is, its table) when
     ``traces_dir/folder`` holds runs; ``text`` ends before the count of unpredicted runs."""
@@ -2872,6 +2969,37 @@ def build_report(traces_dir="traces/h200"):
         "window model's test, not a prediction of another setting.",
         csv_name="predicted_before_run_eager.csv")
 
+    _held_out_section(L, traces_dir, captured, "plans_heldout32",
+                      "### 1z''. A thirty-second held-out set: two torchvision networks no suite had run, fused AdamW, fp16 checkpointing of a video transformer\n",
+                      "`python -m snsim.torchsim.suite --only plans --set heldout32` "
+                      "(`traces/h200/plans_heldout32/`, 2026-12-05 10:51 UTC): written into the "
+                      "suite (commit 5f30f9c) before any of it ran: MViT-V1-B b8 bf16 plain and "
+                      "Swin3D-B b2 fp16 with every `SwinTransformerBlock` checkpointed (the two "
+                      "torchvision networks no suite had run), ResNet-50 b192 bf16 with fused "
+                      "AdamW plain and per-`Bottleneck` checkpoint, ViT-L/16 b24 bf16 AdamW "
+                      "per-`EncoderBlock` checkpoint, RegNetY-8GF b48 fp32, DeepLabV3-ResNet-50 "
+                      "b8 bf16, DenseNet-161 b64 bf16 and the snsim GPT b16 s512 bf16 "
+                      "`superneurons`, EfficientNetV2-M b32 bf16 AdamW and Pythia-410M b4 s1024 "
+                      "bf16 AdamW `cpu_offload`, VGG-19-BN b64 fp16 `recompute`, ConvNeXt-B b48 "
+                      "bf16 AdamW `offload`, GPT-2 medium b8 s512 fp16 AdamW per-`GPT2Block` "
+                      "checkpoint, OPT-350M b4 s1024 bf16 AdamW plain. Memory: allocated within "
+                      "0.15 % (Swin3D-B), reserved within 0.55 % but VGG-19-BN `recompute`, "
+                      "+14.58 % (predicted 6.02 GiB, measured 5.25 GiB). Step: mean |error| "
+                      "10.85 %, median 10.04 %, max 29.26 % (ConvNeXt-B `offload`, predicted "
+                      "host-bound at 56 ms of issue where the process gauged 10.7 us a "
+                      "`torch.add` against the table's 8.2); the processes gauged 7.0-11.4 us, "
+                      "ten of the fifteen above 9.5. Re-predicted after the run at the pace "
+                      "each process gauged (`scripts/repredict_plans.py --gauge after`, "
+                      "`docs/data/plans_heldout32_repredicted_gauge_after_s38_h200.csv`): mean "
+                      "8.06 %, median 9.37 %, max 15.54 %; the GPU-bound ResNet-50 b192 fused "
+                      "AdamW bf16 stays +10 % (its kernels, not the host). ")
+    _local_prediction_section(
+        L, traces_dir, captured, "plans_heldout32",
+        "The same runs against the predictions `snsim predict` made of them on this CPU "
+        "(torch 2.14.1, modelling the H200's torch 2.11) with the default lazy module loading, "
+        "committed before the device call (`traces/h200/plans_heldout32/"
+        "predicted_before_run.csv`, `scripts/predict_set.py heldout32`, commit 5f30f9c).")
+
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "
@@ -3169,64 +3297,28 @@ def build_report(traces_dir="traces/h200"):
 
     # -- 4. fit verdicts at the out-of-memory edge ----------------------------------------------
     L.append("## 4. Fit verdicts at the out-of-memory edge\n")
-    vpath = os.path.join(traces_dir, "edge", "verdicts.json")
-    epath = os.path.join(traces_dir, "edge", "oom_edge.json")
-    if os.path.exists(vpath):
-        with open(vpath) as f:
-            doc = json.load(f)
-        ver, searches = doc["verdicts"], doc["maxbatch"]
-        pv = doc["provenance"]
-        L.append("`scripts/oom_edge.py` on the H200 (2026-11-30, one process per model, torch "
-                 "2.11): the caching allocator capped with `set_per_process_memory_fraction`, "
-                 "a bisection over the batch finds the largest batch whose training steps run "
-                 "and the first that fails (fp32, SGD momentum). Against it, on this CPU "
-                 f"(`PYTHONPATH=. python scripts/edge_predict.py`, torch {pv['torch']} "
-                 f"modelling {pv['torch_modelled']}, no lazy-loading window: the measuring "
-                 "process had run other batches before): `snsim predict --budget CAP` at both "
-                 "batches (engine, `pytorch` allocator with its release-and-retry, cuDNN "
-                 "falling back to a smaller workspace when one does not fit), and `snsim "
-                 "maxbatch --model M --budget CAP --policy plain`, whose probes are such "
-                 "predictions. The edges have been in this page since session 1; nothing was "
-                 "fitted to them.\n")
-        L.append(_table(["model", "cap GiB", "batch", "real", "snsim", "right",
-                         "pred allocated GiB", "pred reserved GiB", "workspaces dropped"],
-                        [[v["model"], v["cap_bytes"] / 2**30, v["batch"],
-                          "fits" if v["real_fits"] else "OOM",
-                          "fits" if v["pred_fits"] else "does not fit",
-                          "yes" if v["real_fits"] == v["pred_fits"] else "no",
-                          _gib(v["pred_allocated_bytes"]), _gib(v["pred_reserved_bytes"]),
-                          v["workspace_fallbacks"]] for v in ver]) + "\n")
-        L.append("*workspaces dropped*: convolutions of the predicted step that ran without "
-                 "their workspace, which did not fit under the cap (the engine takes 0 B; cuDNN "
-                 "takes the next plan of its heuristics, whose workspace may not be 0: "
-                 "docs/DESIGN.md, known limits). Allocated and reserved: the run under the cap "
-                 "where it fits, else the run with no limit.\n")
-        right = sum(v["real_fits"] == v["pred_fits"] for v in ver)
-        L.append(f"{right} of {len(ver)} verdicts right.\n")
-        L.append(_table(["model", "cap GiB", "largest batch, real", "snsim maxbatch",
-                         "error (batches)", "predictions", "seconds"],
-                        [[s["model"], s["cap_bytes"] / 2**30, s["real_max_batch"],
-                          s["pred_max_batch"], f"{s['pred_max_batch'] - s['real_max_batch']:+d}",
-                          s["probes"], s["wall_s"]] for s in searches]) + "\n")
-        off = [s for s in searches if s["pred_max_batch"] != s["real_max_batch"]]
-        near = sum(abs(s["pred_max_batch"] - s["real_max_batch"]) <= 1 for s in searches)
-        L.append(f"{len(searches) - len(off)} of {len(searches)} largest batches exact, {near} "
-                 f"within one batch. Where the answer is not the real one, the prediction at "
-                 f"every batch between the two edges:\n")
-        bullets = []
-        for s in off:
-            fit = [n for n, ok in s["scan"] if ok]
-            fail = [n for n, ok in s["scan"] if not ok]
-            mono = not fit or not fail or max(fit) < min(fail)
-            bullets.append(f"- {s['model']} at {s['cap_bytes'] / 2**30:g} GiB, batches "
-                           f"{s['scan'][0][0]}-{s['scan'][-1][0]}: fits at "
-                           f"{_runs(fit) or 'none'}, not at {_runs(fail) or 'none'}"
-                           + ("" if mono else " (not monotone in the batch: the allocator's "
-                              "fragmentation moves with it, and the search stops at one "
-                              "edge)") + ".")
-        L.append("\n".join(bullets) + "\n")
-    elif os.path.exists(epath):
-        L.append("(edge measured, predictions not made: run scripts/edge_predict.py)\n")
+    _edge_section(L, traces_dir, "edge", lambda pv: (
+        "`scripts/oom_edge.py` on the H200 (2026-11-30, one process per model, torch "
+        "2.11): the caching allocator capped with `set_per_process_memory_fraction`, "
+        "a bisection over the batch finds the largest batch whose training steps run "
+        "and the first that fails (fp32, SGD momentum). Against it, on this CPU "
+        f"(`PYTHONPATH=. python scripts/edge_predict.py`, torch {pv['torch']} "
+        f"modelling {pv['torch_modelled']}, no lazy-loading window: the measuring "
+        "process had run other batches before): `snsim predict --budget CAP` at both "
+        "batches (engine, `pytorch` allocator with its release-and-retry, cuDNN "
+        "falling back to a smaller workspace when one does not fit), and `snsim "
+        "maxbatch --model M --budget CAP --policy plain`, whose probes are such "
+        "predictions. The edges have been in this page since session 1; nothing was "
+        "fitted to them.\n"))
+    L.append("### 4a. A held-out edge set: eight networks never measured at an edge, predicted "
+             "before the run\n")
+    L.extend(_edge_before_run_rows(traces_dir, "edge_heldout1"))
+    _edge_section(L, traces_dir, "edge_heldout1", lambda pv: (
+        "The same runs against the verdicts and searches of the code of this page "
+        f"(`PYTHONPATH=. python scripts/edge_predict.py --edges "
+        f"traces/h200/edge_heldout1/oom_edge.json --out "
+        f"traces/h200/edge_heldout1/verdicts.json`, torch {pv['torch']} modelling "
+        f"{pv['torch_modelled']}):\n"))
 
     # -- 5. replays --------------------------------------------------------------------------
     L.append("## 5. Replays of captures through the engine (not predictions)\n")
