@@ -1373,6 +1373,15 @@ class KernelTable:
         qbn = _bn_feats([cls])[0] if bn is not None else None
         if bn is not None and np.isfinite(bn).all() and np.isfinite(qbn).all():
             d2 = d2 + BN_SHAPE_WEIGHT * ((bn - qbn) ** 2).sum(axis=1)
+            if key[0] in BN_FAMILIES:
+                # batch norm's own channels and map where they were measured near (other
+                # batches): its kernels give each channel its blocks and reduce over N x H*W,
+                # so the time per byte goes as 1 / channels up to the SMs' fill (bf16
+                # backward at 3,136 px: 32 channels 50.8x the reference roofline, 48 34.1x,
+                # 64 25.6x). Another channel count at the call's bytes is a different
+                # reduction length; weighed in, it put ResNet-50 b192 bf16's batch norms
+                # 17 % above the line through its own class's b64 and b256 rows
+                same = classes == cls
         elif bn is not None:
             pass    # a table (or query) without BN shape classes: bytes alone, as before
         elif cls or classes.any():

@@ -183,6 +183,14 @@ def test_batch_norm_lookup_uses_channels_and_spatial_size():
                             dtype="float32")
         assert src == "table"
         assert t == pytest.approx(_bn_time(c, side * side, nb), rel=0.15), (c, side)
+    # a measured class at a batch between its rows reads that class's rows alone: another
+    # channel count at the call's bytes reduces over another length (ResNet-50 b192 bf16's
+    # batch norms were 17 % over their own b64 and b256 rows through 48- and 32-channel rows)
+    for c, side in ((64, 56), (32, 112), (256, 14)):
+        nb = 2 * 192 * c * side * side * 4
+        t, src = tab.time_s("native_batch_norm", nbytes=nb, cls=f"c{c}hw{side * side}",
+                            dtype="float32")
+        assert t == pytest.approx(_bn_time(c, side * side, nb), rel=0.03), (c, side)
     # an old table's BN rows (no class) still answer a classed query by bytes
     old = KernelTable(pd.DataFrame([dict(r, cls="") for r in rows]), {})
     t, src = old.time_s("native_batch_norm", nbytes=2e8, cls="c64hw3136", dtype="float32")
