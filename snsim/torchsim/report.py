@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gzip
 import json
 import math
 import os
@@ -169,6 +170,41 @@ def _edge_section(L, traces_dir, folder, intro):
     elif os.path.exists(epath):
         L.append("(edge measured, predictions not made: run scripts/edge_predict.py)\n")
 
+
+
+def _edge_history_rows(traces_dir):
+    """Lines: VGG-16 at its measured edges run again one after another in one process with the
+    allocator's history on (``scripts/plan_alloc_history.py``, ``traces/h200/plans_history``):
+    whether each step ran, and its peaks or the allocator's message."""
+    names = ("vgg16_b73_cap8gib_plain", "vgg16_b74_cap8gib_plain",
+             "vgg16_b248_cap20gib_plain", "vgg16_b249_cap20gib_plain")
+    rows = []
+    for n in names:
+        path = os.path.join(traces_dir, "plans_history", f"{n}.json.gz")
+        if not os.path.exists(path):
+            return []
+        with gzip.open(path, "rt") as f:
+            doc = json.load(f)
+        m, c = doc["measured"], doc["config"]
+        oom = m.get("oom")
+        rows.append([c["batch"], c["budget_bytes"] / 2**30, "OOM" if oom else "fits",
+                     _gib(m["peak_allocated_bytes"]) if not oom else "-",
+                     _gib(m["peak_reserved_bytes"]) if not oom else "-",
+                     m.get("num_alloc_retries", "-"),
+                     (oom.split(". ")[1] + "; " + oom.split("; ")[1].split(". ")[0]) if oom
+                     else ""])
+    return ["VGG-16 at its two measured edges again (`scripts/plan_alloc_history.py --only "
+            "vgg16_b73_cap8gib_plain,...`, 2026-12-05, the H200, torch 2.11), in that order in "
+            "one fresh process, the allocator's history on: the first run is the process's "
+            "first step, each later one follows the one before (`traces/h200/plans_history/`). "
+            "The edge moves with what the process ran before: the bisection of section 4 ran "
+            "b73 after smaller batches and it fit; as a fresh process's first step it runs out "
+            "of memory with 3.11 GiB reserved and free but in blocks too small for a 896 MiB "
+            "tensor; b74 then fits, and b249, which failed in the bisection, fits after b248. "
+            "A prediction is of one steady step, so at this network's edge no single batch is "
+            "the right answer.\n",
+            _table(["batch", "cap GiB", "ran", "allocated GiB", "reserved GiB",
+                    "allocator retries", "allocator message"], rows) + "\n"]
 
 
 def _edge_before_run_rows(traces_dir, folder):
@@ -3310,6 +3346,7 @@ def build_report(traces_dir="traces/h200"):
         "maxbatch --model M --budget CAP --policy plain`, whose probes are such "
         "predictions. The edges have been in this page since session 1; nothing was "
         "fitted to them.\n"))
+    L.extend(_edge_history_rows(traces_dir))
     L.append("### 4a. A held-out edge set: eight networks never measured at an edge, predicted "
              "before the run\n")
     L.extend(_edge_before_run_rows(traces_dir, "edge_heldout1"))
