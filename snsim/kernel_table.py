@@ -570,6 +570,7 @@ SHAPE_FAMILIES = BN_FAMILIES | frozenset(BIAS_FAMILIES) | ROW_FAMILIES
 # a shape class's two dims: ``c<C>hw<H*W>`` (batch norm, a conv bias) or ``d<D>r<R>``
 _SHAPE_CLS = re.compile(r"^(?:c(\d+)hw|d(\d+)r)(\d+)$")
 BN_SHAPE_WEIGHT = 1.0    # squared distance per (e-fold in channels)^2 and (e-fold in H*W)^2
+BN_MAP_WEIGHT = 0.25     # a batch norm's: per (e-fold in H*W)^2 at equal channels and N x H*W
 
 
 def bn_class(sig):
@@ -1371,17 +1372,27 @@ class KernelTable:
         same = None
         bn = self._bn.get(key)
         qbn = _bn_feats([cls])[0] if bn is not None else None
-        if bn is not None and np.isfinite(bn).all() and np.isfinite(qbn).all():
+        if bn is not None and np.isfinite(bn).all() and np.isfinite(qbn).all() and \
+                key[0] in BN_FAMILIES:
+            # batch norm: its kernels give each channel its blocks and reduce over N x H*W,
+            # and cuDNN picks its kernel by that length (fp16 at 4 x 3,600 px: a single-read
+            # kernel, 8.5 us for 256 channels; at 4 x 14,400 a multi-pass one, 97 us), so
+            # the time per byte goes as 1 / channels and steps with the reduction length (bf16
+            # backward at 3,136 px: 32 channels 50.8x the reference roofline, 48 34.1x, 64
+            # 25.6x). The distance is in (ln channels, ln N x H*W = bytes / channels), the
+            # map's size alone weighing little: a bytes-and-map distance put DeepLabV3's
+            # 60 x 60 b4 batch norms next to b16 rows at 56 x 56 (+104 % backward)
+            lr_row, lr_q = feats[:, 1] - bn[:, 0], q[1] - qbn[0]
+            d2 = (d2 - (feats[:, 1] - q[1]) ** 2 + (lr_row - lr_q) ** 2
+                  + BN_SHAPE_WEIGHT * (bn[:, 0] - qbn[0]) ** 2
+                  + BN_MAP_WEIGHT * (bn[:, 1] - qbn[1]) ** 2)
+            # its own channels and map where they were measured near (other batches):
+            # another channel count is another reduction; weighed in, 48- and 32-channel rows
+            # at the call's bytes put ResNet-50 b192 bf16's batch norms 17 % above the line
+            # through its own class's b64 and b256 rows
+            same = classes == cls
+        elif bn is not None and np.isfinite(bn).all() and np.isfinite(qbn).all():
             d2 = d2 + BN_SHAPE_WEIGHT * ((bn - qbn) ** 2).sum(axis=1)
-            if key[0] in BN_FAMILIES:
-                # batch norm's own channels and map where they were measured near (other
-                # batches): its kernels give each channel its blocks and reduce over N x H*W,
-                # so the time per byte goes as 1 / channels up to the SMs' fill (bf16
-                # backward at 3,136 px: 32 channels 50.8x the reference roofline, 48 34.1x,
-                # 64 25.6x). Another channel count at the call's bytes is a different
-                # reduction length; weighed in, it put ResNet-50 b192 bf16's batch norms
-                # 17 % above the line through its own class's b64 and b256 rows
-                same = classes == cls
         elif bn is not None:
             pass    # a table (or query) without BN shape classes: bytes alone, as before
         elif cls or classes.any():

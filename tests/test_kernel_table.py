@@ -197,6 +197,37 @@ def test_batch_norm_lookup_uses_channels_and_spatial_size():
     assert src == "table" and t > 0
 
 
+def _bn_length_time(c, n, hw):
+    # cuDNN's batch norm by reduction length: one read of N x H*W per channel up to 16,384
+    # elements, a multi-pass kernel at 3x the time per element beyond
+    per = 2e-12 if n * hw <= 16384 else 6e-12
+    return c * n * hw * 2 * per + 3e-6
+
+
+def test_batch_norm_lookup_reads_the_reduction_length():
+    # DeepLabV3 b4 at 60 x 60: N x H*W = 14,400, a map no row has. Rows at 56 x 56 and b16
+    # reduce over 50,176 (the slow kernel); rows of 28 x 28 at b16 over 12,544 (the fast one)
+    rows = []
+    for c in (64, 256, 1024):
+        for side in (14, 28, 56, 112):
+            for n in (16, 64, 256):
+                rows.append({"family": "native_batch_norm_backward", "dtype": "float16",
+                             "math": "float16", "cls": f"c{c}hw{side * side}", "flops": 0,
+                             "bytes": 3 * n * c * side * side * 2, "ntensors": 0,
+                             "time_s": _bn_length_time(c, n, side * side), "host_s": 5e-6,
+                             "shape": ""})
+    tab = KernelTable(pd.DataFrame(rows), {})
+    for c in (256, 1024):
+        t, src = tab.time_s("native_batch_norm_backward", nbytes=3 * 4 * c * 3600 * 2,
+                            cls=f"c{c}hw3600", dtype="float16", math_="float16")
+        assert src == "table"
+        # nearer the fast kernel's time than the slow one's (interpolation across a step in
+        # kernel choice cannot be exact; by bytes and map the lookup read the slow kernel's)
+        fast = _bn_length_time(c, 4, 3600)
+        slow = c * 4 * 3600 * 2 * 6e-12 + 3e-6
+        assert fast * 0.9 < t < (fast + slow) / 2, c
+
+
 def test_opcost_passes_the_bn_class():
     from snsim.torchsim.opcost import _table_time
 
