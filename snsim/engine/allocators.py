@@ -894,6 +894,25 @@ class PytorchAllocator(Allocator):
         self.cached_segment_bytes -= released
         return released
 
+    def release_segment(self, addr):
+        """Release the entirely free segment that begins at ``addr``, as the real allocator
+        did where its recorded history says ``segment_free`` (one segment of a
+        release-and-retry under a memory cap, or of ``torch.cuda.empty_cache()``).
+
+        Returns
+        -------
+        int
+            Bytes released: 0 where no free segment begins there (one the model never made,
+            or one in use).
+        """
+        for fl in self._free.values():
+            for i, b in enumerate(fl[1]):
+                if b.addr == addr and b.prev is None and b.next is None:
+                    size = b.size
+                    self._release_segment(fl, i)
+                    return size
+        return 0
+
     def address_of(self, handle):
         """Virtual address of ``handle``'s block (None for a 0-byte allocation)."""
         try:
