@@ -1043,6 +1043,35 @@ _HELDOUT32_TOKENS = (
     ("snsim:gpt", 16, (512,), {"superneurons": []}, {"amp": "bf16"}),
 )
 PLAN_HELDOUT32 = _plan_set(_HELDOUT32, _HELDOUT32_TOKENS)
+# held-out set 33 (2026-12-05, session 38), written before any of it ran, after this session's
+# batch-norm lookup changes (kernel_table: a call reads its own class's rows, by channels and
+# N x H*W): batch norm in bf16 and fp16 at batches and maps the table never timed, the plans
+# on networks never run with them, and the token models at lengths and precisions not run
+_HELDOUT33 = (
+    ("torchvision:resnet34", 256, {"plain": []},
+     {"amp": "bf16", "optimizer": "adamw", "optimizer_impl": "fused"}),
+    ("torchvision:googlenet", 96, {"checkpoint": ["modules=Inception"]}, {"amp": "fp16"}),
+    ("torchvision:shufflenet_v2_x2_0", 192, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:efficientnet_b3", 40, {"superneurons": []},
+     {"amp": "bf16", "optimizer": "adamw"}),
+    ("torchvision:regnet_x_3_2gf", 80, {"cpu_offload": ["pin_memory=true"]}, {"amp": "fp16"}),
+    ("torchvision:wide_resnet50_2", 48, {"recompute": []}, {"amp": "bf16"}),
+    ("torchvision:vit_b_32", 160, {"checkpoint": ["modules=EncoderBlock"]}, {"amp": "fp16"}),
+    ("torchvision:convnext_small", 40, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:densenet201", 24, {"offload": []}, {}),
+    ("torchvision:mobilenet_v2", 224, {"checkpoint": ["every=3"]},
+     {"amp": "bf16", "optimizer": "adamw"}),
+    ("torchvision:resnext50_32x4d", 56, {"plain": []}, {}),
+    ("torchvision:inception_v3", 48, {"superneurons": []}, {"amp": "bf16"}),
+)
+_HELDOUT33_TOKENS = (
+    ("hf:gpt2", 8, (512,), {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("hf:HuggingFaceTB/SmolLM2-135M", 8, (1024,), {"checkpoint": ["modules=LlamaDecoderLayer"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("snsim:gpt", 8, (1024,), {"cpu_offload": ["pin_memory=true"]}, {"amp": "bf16"}),
+)
+PLAN_HELDOUT33 = _plan_set(_HELDOUT33, _HELDOUT33_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1072,7 +1101,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout26": PLAN_HELDOUT26, "heldout27": PLAN_HELDOUT27,
              "heldout28": PLAN_HELDOUT28, "heldout29": PLAN_HELDOUT29,
              "heldout30": PLAN_HELDOUT30, "heldout31": PLAN_HELDOUT31,
-             "heldout32": PLAN_HELDOUT32,
+             "heldout32": PLAN_HELDOUT32, "heldout33": PLAN_HELDOUT33,
              "pageable": PLAN_PAGEABLE}
 
 
