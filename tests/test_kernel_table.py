@@ -1,4 +1,5 @@
 """Kernel-table interpolation and the host as a stream (issue 10), on synthetic tables."""
+import itertools
 import math
 
 import numpy as np
@@ -240,6 +241,30 @@ def test_opcost_passes_the_bn_class():
           "cudnn_batch_norm_backward float32[8, 256, 14, 14] float32[8, 256, 14, 14]")
     _table_time(spy, op)
     assert spy.seen == ("native_batch_norm_backward", "c256hw196")
+
+
+def test_slice_backward_is_a_fill_and_a_strided_copy():
+    # ATen's slice_backward: zeros of the input's size, then the gradient copied into the
+    # slice. Timed as those two kernels from the table's fill_ and clone_strided rows, not as
+    # one contiguous copy of the op's bytes
+    from snsim.torchsim.opcost import _table_time
+    rows = []
+    for fam, per_byte in (("fill_", 1 / 3e12), ("clone_strided", 1 / 2e12), ("clone", 1 / 4e12)):
+        for nb, dtype in itertools.product(np.geomspace(4096, 2e9, 12), ("bfloat16", "float32")):
+            rows.append({"family": fam, "dtype": dtype, "math": "", "cls": "",
+                         "flops": 0, "bytes": nb, "ntensors": 0, "time_s": nb * per_byte + 2e-6,
+                         "host_s": 4e-6, "shape": ""})
+    tab = KernelTable(pd.DataFrame(rows), {})
+    grad = 8 * 4 * 1568 * 96 * 2                 # MViT's attention slice, bf16
+    out = 8 * 4 * 1569 * 96 * 2
+    op = (0, "slice_backward", (), (), 0, grad + out,
+          "slice_backward bfloat16[8, 4, 1568, 96] 8 4 1569 96 2 1 9223372036854775807 1")
+    t, src = _table_time(tab, op)
+    want = (out / 3e12 + 2e-6) + (2 * grad / 2e12 + 2e-6)
+    assert src == "table" and t == pytest.approx(want, rel=0.1)   # interpolated rows
+    # a recording without its signature (made before): one copy of its bytes, as before
+    t_old, _ = _table_time(tab, op[:6] + ("",))
+    assert t_old < 0.8 * t
 
 
 def _ln_time(d, r, nbytes):

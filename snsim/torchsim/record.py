@@ -99,7 +99,7 @@ SIGNATURE_OPS = frozenset({"convolution", "convolution_backward", "mm", "addmm",
                            "_scaled_dot_product_flash_attention_for_cpu",
                            "_scaled_dot_product_flash_attention_for_cpu_backward",
                            "upsample_bilinear2d_backward", "upsample_nearest2d_backward",
-                           "roll"})
+                           "roll", "slice_backward", "select_backward"})
 
 
 def cpu_attention_flops(name, args, causal=False):
