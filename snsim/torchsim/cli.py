@@ -75,6 +75,12 @@ def _model_args(p, *, gpu=False):
                    help="one sample's shape, e.g. 3,224,224 (default per model)")
     p.add_argument("--seq", type=int, default=None,
                    help="sequence length of a token model (snsim:gpt, ...; default 512)")
+    if not gpu:
+        p.add_argument("--skipped-steps", type=int, default=0,
+                       help="with --amp fp16: the first optimizer steps GradScaler skips "
+                            "(its gradients overflowed at the initial scale); a foreach "
+                            "optimizer then makes its state after they filled the cache, "
+                            "which can lower the reserved peak (default 0: none skipped)")
     if gpu:
         p.add_argument("--timing-iters", type=int, default=5,
                        help="iterations timed with a CUDA event per step (default 5)")
@@ -83,9 +89,11 @@ def _model_args(p, *, gpu=False):
 
 
 def _setup(args):
-    """The training setup of ``--optimizer``, ``--optimizer-impl`` and ``--amp``."""
+    """The training setup of ``--optimizer``, ``--optimizer-impl``, ``--amp`` and (predict)
+    ``--skipped-steps``."""
     from .amp import TrainSetup
-    return TrainSetup.parse(args.optimizer, args.optimizer_impl, args.amp)
+    return TrainSetup.parse(args.optimizer, args.optimizer_impl, args.amp,
+                            getattr(args, "skipped_steps", 0))
 
 
 def _default_out(name, batch, optimizer, policy=None):

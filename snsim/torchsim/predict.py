@@ -604,7 +604,8 @@ def _record_in_mode(spec, batch, setup, mode, *, iterations, transform, symbolic
         inst = Instrument(model, rec)
         where = _ModuleStack(model)
         with rec.active():
-            for it in range(iterations):
+            # a skipped step's iterations, then the first step taken, then the steady one
+            for it in range(max(iterations, setup.skipped_steps + 2)):
                 rec.begin_iteration()
                 with inst:
                     try:
@@ -617,7 +618,9 @@ def _record_in_mode(spec, batch, setup, mode, *, iterations, transform, symbolic
                         if _is_data_dependent(e):
                             raise _next_attempt(spec, e, where, symbolic, values) from None
                         raise _training_error(spec, x, e, where) from None
-                if it == 0:
+                if it == setup.skipped_steps:
+                    # the optimizer's state, made at its first step taken (the first, unless
+                    # fp16's GradScaler skipped some: TrainSetup.skipped_steps)
                     for name, key, t in optimizer_state(opt, param_names):
                         if key == "step" and t.dim() == 0 and setup.optimizer_impl != "fused":
                             rec.exclude(t)   # a CPU scalar on CUDA too (fused: on the GPU)
