@@ -1088,6 +1088,42 @@ def _bn_s38_section():
     return L
 
 
+SKIP_S38_CSVS = tuple(os.path.join("docs", "data", f"plans_fp16_skipped_repredicted_{k}_s38_h200.csv")
+                      for k in ("none", "measured"))
+
+
+def _skip_s38_section():
+    """fp16 runs whose GradScaler skipped warm-up steps, re-predicted with none skipped (what
+    ``snsim predict`` assumes) and with the count each run skipped (``--skipped-steps``)."""
+    none, meas = ({(r["folder"], r["run"]): r for r in _read_csv(p)} for p in SKIP_S38_CSVS)
+    keys = sorted(set(none) & set(meas))
+    if not keys:
+        return []
+
+    def cells(rows, q):
+        return _abs_stats([float(r[f"repred_err_{q}_pct"]) for r in rows])
+    moved = [k for k in keys if abs(float(none[k]["repred_err_reserved_pct"])
+                                    - float(meas[k]["repred_err_reserved_pct"])) > 0.05]
+    return ["### fp16 runs whose GradScaler skipped its first steps (session 38)\n",
+            f"The {len(keys)} held-out fp16 runs (sets 15-32) whose GradScaler skipped 1-28 "
+            "warm-up steps (`measured.skipped_warmup_steps`), re-predicted with no step "
+            "skipped (what `snsim predict` assumes) and with the count each skipped, at most 3 "
+            "(`snsim predict --skipped-steps N`; `scripts/repredict_plans.py --skipped "
+            "measured`, `docs/data/plans_fp16_skipped_repredicted_{none,measured}_s38_h200.csv`)"
+            ". The second is no prediction: a user cannot know the count before the run. "
+            "Reserved |error| % (mean / median / max): "
+            f"{cells([none[k] for k in keys], 'reserved')} with none skipped, "
+            f"{cells([meas[k] for k in keys], 'reserved')} with the run's count; allocated "
+            f"{cells([none[k] for k in keys], 'allocated')} and "
+            f"{cells([meas[k] for k in keys], 'allocated')}. The runs whose reserved "
+            "prediction moved:\n",
+            _table(["folder", "run", "skipped (predicted as)", "reserved err %, none",
+                    "with the count"],
+                   [[k[0], k[1], meas[k]["setup"].rpartition("skip")[2] or "0",
+                     f"{float(none[k]['repred_err_reserved_pct']):+.2f}",
+                     f"{float(meas[k]['repred_err_reserved_pct']):+.2f}"] for k in moved]), ""]
+
+
 ROLL_S37_CSVS = {"calls": os.path.join("docs", "data", "roll_calls_h200.csv"),
                  "gathers": os.path.join("docs", "data", "index_calls_h200.csv"),
                  "busy": os.path.join("docs", "data", "gpu_busy_swin_roll_s37_h200.csv"),
@@ -3458,6 +3494,7 @@ def build_report(traces_dir="traces/h200"):
     L.extend(_pace_s37_section())
     L.extend(_roll_s37_section())
     L.extend(_bn_s38_section())
+    L.extend(_skip_s38_section())
     L.append(k40c_section())
     L.append(zero_section(traces_dir))
     amp = amp_section(traces_dir)
