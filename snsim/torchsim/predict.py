@@ -604,8 +604,9 @@ def _record_in_mode(spec, batch, setup, mode, *, iterations, transform, symbolic
         inst = Instrument(model, rec)
         where = _ModuleStack(model)
         with rec.active():
-            # a skipped step's iterations, then the first step taken, then the steady one
-            for it in range(max(iterations, setup.skipped_steps + 2)):
+            # with fp16 steps skipped: their iterations, the first step taken, the steady one
+            for it in range(max(iterations, setup.skipped_steps + 2) if setup.skipped_steps
+                            else iterations):
                 rec.begin_iteration()
                 with inst:
                     try:
