@@ -584,12 +584,10 @@ def bn_class(sig):
     ...          "float32[64] float32[64] True 0.1 1e-05")
     'c64hw12544'
     """
-    m = _TENSOR.search(sig or "")
-    if not m:
+    t = sig_tensor(sig)
+    if not t or len(t[1]) < 2:
         return ""
-    dims = [int(v) for v in m.group(2).split(",") if v.strip()]
-    if len(dims) < 2:
-        return ""
+    dims = t[1]
     return f"c{dims[1]}hw{math.prod(dims[2:])}"
 
 
@@ -1030,10 +1028,20 @@ def _bn_feats(classes):
     return out
 
 
+def sig_tensor(sig):
+    """``(dtype, dims)`` of a signature's first tensor; None when it has none.
+
+    >>> sig_tensor("slice_backward bfloat16[8, 4, 1568, 96] 8 4 1569 96 2 1")
+    ('bfloat16', [8, 4, 1568, 96])
+    """
+    m = _TENSOR.search(sig or "")
+    return (m.group(1), [int(v) for v in m.group(2).split(",") if v.strip()]) if m else None
+
+
 def sig_dtype(sig):
     """The dtype of a signature's first tensor (``float32`` when there is none)."""
-    m = _TENSOR.search(sig or "")
-    return m.group(1) if m else "float32"
+    t = sig_tensor(sig)
+    return t[0] if t else "float32"
 
 
 _CONV_CLS = re.compile(r"^(dw|g)?(\d*)(k.*)?$")
@@ -1372,29 +1380,30 @@ class KernelTable:
         same = None
         bn = self._bn.get(key)
         qbn = _bn_feats([cls])[0] if bn is not None else None
-        if bn is not None and np.isfinite(bn).all() and np.isfinite(qbn).all() and \
-                key[0] in BN_FAMILIES:
-            # batch norm: its kernels give each channel its blocks and reduce over N x H*W,
-            # and cuDNN picks its kernel by that length (fp16 at 4 x 3,600 px: a single-read
-            # kernel, 8.5 us for 256 channels; at 4 x 14,400 a multi-pass one, 97 us), so
-            # the time per byte goes as 1 / channels and steps with the reduction length (bf16
-            # backward at 3,136 px: 32 channels 50.8x the reference roofline, 48 34.1x, 64
-            # 25.6x). The distance is in (ln channels, ln N x H*W = bytes / channels), the
-            # map's size alone weighing little: a bytes-and-map distance put DeepLabV3's
-            # 60 x 60 b4 batch norms next to b16 rows at 56 x 56 (+104 % backward)
-            lr_row, lr_q = feats[:, 1] - bn[:, 0], q[1] - qbn[0]
-            d2 = (d2 - (feats[:, 1] - q[1]) ** 2 + (lr_row - lr_q) ** 2
-                  + BN_SHAPE_WEIGHT * (bn[:, 0] - qbn[0]) ** 2
-                  + BN_MAP_WEIGHT * (bn[:, 1] - qbn[1]) ** 2)
-            # its own channels and map where they were measured near (other batches):
-            # another channel count is another reduction; weighed in, 48- and 32-channel rows
-            # at the call's bytes put ResNet-50 b192 bf16's batch norms 17 % above the line
-            # through its own class's b64 and b256 rows
-            same = classes == cls
-        elif bn is not None and np.isfinite(bn).all() and np.isfinite(qbn).all():
-            d2 = d2 + BN_SHAPE_WEIGHT * ((bn - qbn) ** 2).sum(axis=1)
-        elif bn is not None:
-            pass    # a table (or query) without BN shape classes: bytes alone, as before
+        if bn is not None:
+            # a table (or query) without shape classes: bytes alone, as before
+            shaped = np.isfinite(bn).all() and np.isfinite(qbn).all()
+            if shaped and key[0] in BN_FAMILIES:
+                # batch norm: its kernels give each channel its blocks and reduce over
+                # N x H*W, and cuDNN picks its kernel by that length (fp16 at 4 x 3,600 px: a
+                # single-read kernel, 8.5 us for 256 channels; at 4 x 14,400 a multi-pass one,
+                # 97 us), so the time per byte goes as 1 / channels and steps with the
+                # reduction length (bf16 backward at 3,136 px: 32 channels 50.8x the reference
+                # roofline, 48 34.1x, 64 25.6x). The distance is in (ln channels,
+                # ln N x H*W = bytes / channels), the map's size alone weighing little: a
+                # bytes-and-map distance put DeepLabV3's 60 x 60 b4 batch norms next to b16
+                # rows at 56 x 56 (+104 % backward)
+                lr_row, lr_q = feats[:, 1] - bn[:, 0], q[1] - qbn[0]
+                d2 = (d2 - (feats[:, 1] - q[1]) ** 2 + (lr_row - lr_q) ** 2
+                      + BN_SHAPE_WEIGHT * (bn[:, 0] - qbn[0]) ** 2
+                      + BN_MAP_WEIGHT * (bn[:, 1] - qbn[1]) ** 2)
+                # its own channels and map where they were measured near (other batches):
+                # another channel count is another reduction; weighed in, 48- and 32-channel
+                # rows at the call's bytes put ResNet-50 b192 bf16's batch norms 17 % above
+                # the line through its own class's b64 and b256 rows
+                same = classes == cls
+            elif shaped:
+                d2 = d2 + BN_SHAPE_WEIGHT * ((bn - qbn) ** 2).sum(axis=1)
         elif cls or classes.any():
             base, count, dims = _conv_base(cls)
             same = classes == base

@@ -95,14 +95,20 @@ def device_preset(gpu_name):
     return next((preset for word, preset in _PRESET_WORDS if word in gpu_name.upper()), "")
 
 
+def run_preset(torch, cuda=None):
+    """The preset a run is replayed and compared on: its CUDA device's
+    (:func:`device_preset`), h200's for a CPU recording (``cuda`` False; default: whether
+    CUDA is available)."""
+    cuda = torch.cuda.is_available() if cuda is None else cuda
+    return device_preset(torch.cuda.get_device_name()) if cuda else "h200"
+
+
 def provenance(torch, *, tool, **extra):
     """Versions, GPU and settings of this run (SPEC §12: pin and record them). ``hardware`` is
-    the preset of the GPU it ran on (:func:`device_preset`; a CPU recording is replayed on
-    h200's)."""
+    :func:`run_preset`."""
     cuda = torch.cuda.is_available()
-    gpu = torch.cuda.get_device_name() if cuda else ""
-    prov = {"kind": "measured", "hardware": device_preset(gpu) if cuda else "h200", "tool": tool,
-            "gpu": gpu,
+    prov = {"kind": "measured", "hardware": run_preset(torch), "tool": tool,
+            "gpu": torch.cuda.get_device_name() if cuda else "",
             "torch": torch.__version__, "cuda": torch.version.cuda or "",
             "cudnn": torch.backends.cudnn.version() if cuda else None,
             "driver": _driver_version() if cuda else "",
@@ -810,8 +816,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
                          iteration=rec.iteration, static_names=static_names,
                          step_times_s=step_times,
                          name=spec.name, batch=batch, optimizer=setup.optimizer,
-                         hardware=device_preset(torch.cuda.get_device_name()) if cuda
-                         else "h200",
+                         hardware=run_preset(torch, cuda),
                          source="capture", saved=rec.saved, saved_views=rec.saved_views, released=rec.released,
                          containers=container_paths(net))
     prog["param_aliases"] = param_aliases(net)

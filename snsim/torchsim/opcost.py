@@ -22,7 +22,6 @@ from __future__ import annotations
 import collections
 import functools
 import math
-import re
 
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENT_BYTES,  # noqa: F401
@@ -34,7 +33,7 @@ from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENT_BYTES,  # noqa: 
                             conv_bias_calls, conv_class, family_of, host_stream, index_class,
                             index_count, innet_call_s, ln_class, load_host_costs,
                             load_kernel_table, matmul_lookup_class, pool_class, roll_passes,
-                            sig_dtype, sum_rows_class, table_family)
+                            sig_dtype, sig_tensor, sum_rows_class, table_family)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -198,19 +197,17 @@ def _lookup_args(table, op):
 # lookup by the op's bytes priced as one contiguous copy (MViT-V2-S b8 bf16's 134 calls a
 # step: 1.39 ms predicted, 3.84 ms profiled)
 ZERO_SCATTER_OPS = frozenset({"slice_backward", "select_backward"})
-_SIG_TENSOR = re.compile(r"(\w+)\[([\d, ]*)\]")   # a signature's first tensor: dtype, dims
 
 
 def _zero_scatter_time(table, op):
     """``(seconds, source)`` of a :data:`ZERO_SCATTER_OPS` call as its two kernels: a
     ``fill_`` of the output's bytes and a ``clone_strided`` copy of the gradient (read and
     written); None where the recording has no signature or the table lacks those rows."""
-    m = _SIG_TENSOR.search(op[6] if len(op) > 6 else "")
-    if not m or not {"fill_", "clone_strided"} <= set(table.families()):
+    t = sig_tensor(op[6] if len(op) > 6 else "")
+    if not t or not {"fill_", "clone_strided"} <= set(table.families()):
         return None
-    dtype = m.group(1)
-    grad = math.prod(int(v) for v in m.group(2).split(",") if v.strip()) * \
-        ELEMENT_BYTES.get(dtype, 4)
+    dtype, dims = t
+    grad = math.prod(dims) * ELEMENT_BYTES.get(dtype, 4)
     out = max(op[5] - grad, grad)
     fill, s1 = table.time_s("fill_", nbytes=out, dtype=dtype, math_="")
     copy, s2 = table.time_s("clone_strided", nbytes=2 * grad, dtype=dtype, math_="")

@@ -171,7 +171,6 @@ def _edge_section(L, traces_dir, folder, intro):
         L.append("(edge measured, predictions not made: run scripts/edge_predict.py)\n")
 
 
-
 def _edge_history_rows(traces_dir):
     """Lines: VGG-16 at its measured edges run again one after another in one process with the
     allocator's history on (``scripts/plan_alloc_history.py``, ``traces/h200/plans_history``):
@@ -1033,8 +1032,7 @@ BN_S38_CSVS = {"before": os.path.join("docs", "data", "gpu_busy_before_bn_s38_h2
 
 def _abs_stats(errs):
     """``mean / median / max`` of the absolute values of ``errs`` (percent), as text."""
-    a = [abs(e) for e in errs]
-    return f"{statistics.mean(a):.2f} / {statistics.median(a):.2f} / {max(a):.2f}"
+    return " / ".join(_stats(list(errs))[:3])
 
 
 def _bn_s38_section():
@@ -1070,9 +1068,7 @@ def _bn_s38_section():
                      [[r["config"], f"{after[r['summary'], r['config']]:+.2f}",
                        f"{float(r['err_pct']):+.2f}"] for r in scatter
                       if (r["summary"], r["config"]) in after]), ""]
-    r37 = {(r["folder"], r["run"]): r for r in _read_csv(BN_S38_CSVS["runs37"])}
-    r38 = {(r["folder"], r["run"]): r for r in _read_csv(BN_S38_CSVS["runs38"])}
-    common = sorted(set(r37) & set(r38))
+    r37, r38, common = _repredicted_pair((BN_S38_CSVS["runs37"], BN_S38_CSVS["runs38"]))
     if common:
         e37 = [float(r37[k]["repred_err_pct"]) for k in common]
         e38 = [float(r38[k]["repred_err_pct"]) for k in common]
@@ -1095,8 +1091,8 @@ SKIP_S38_CSVS = tuple(os.path.join("docs", "data", f"plans_fp16_skipped_repredic
 def _skip_s38_section():
     """fp16 runs whose GradScaler skipped warm-up steps, re-predicted with none skipped (what
     ``snsim predict`` assumes) and with the count each run skipped (``--skipped-steps``)."""
-    none, meas = ({(r["folder"], r["run"]): r for r in _read_csv(p)} for p in SKIP_S38_CSVS)
-    keys = sorted(set(none) & set(meas))
+    none, meas, keys = _repredicted_pair(SKIP_S38_CSVS)
+    keys = sorted(keys)
     if not keys:
         return []
 
