@@ -26,7 +26,8 @@ Rows (``kind,name,phase,value,n,source``):
   over parameters and their state) and ``per_read,U`` per read of a host tensor (a foreach
   Adam's ``.item()`` of each step counter).
 * ``overhead,per_param_scaler,U`` (with ``--optstep``): GradScaler's per parameter
-  (:func:`scaler_row`), from ``scripts/optstep_host_probe.py``'s fp16 configurations.
+  (:func:`scaler_row`), from ``scripts/optstep_host_probe.py``'s fp16 configurations, each
+  against its bf16 twin timed in the same process.
 * ``overhead,per_accumulate,B`` and ``overhead,per_cat_input,B`` (``--engine``): the autograd
   engine's own calls, which no Python line issues -- a sum of two gradients
   (``InputBuffer::accumulate``'s ``add_``) and ``CatBackward0``'s handing on of each input's
@@ -39,8 +40,8 @@ from one lease to the next (docs/VALIDATION.md, the lease table), and calibrate 
 measure of the machine. Best: run the probe in calibrate's lease.
 
     PYTHONPATH=. python scripts/host_innet_fit.py traces/h200/profile_host/innet --gpu h200 \\
-        --cache /tmp/records --optstep traces/h200/profile_host/optstep/optstep_host.csv \\
-        --optstep-configs "$(cat traces/h200/profile_host/optstep/configs.txt)" \
+        --cache /tmp/records --optstep traces/h100/optstep_scaler/optstep_host.csv \\
+        --optstep-configs "$(cat traces/h100/optstep_scaler/configs.txt)" --optstep-gauge-us 9.887 \
         --engine traces/h200/profile_host/engine/engine_p*.csv
 """
 from __future__ import annotations
@@ -196,14 +197,16 @@ def read_engine(paths, table):
             "source": f"engine_host_probe over {len(paths)} processes"}
 
 
-def scaler_row(rows, optstep_csv, configs, table, cache=None):
+def scaler_row(rows, optstep_csv, configs, table, cache=None, gauge_add_s=None):
     """The ``overhead,per_param_scaler,U`` row: GradScaler's host seconds per parameter, from
-    ``scripts/optstep_host_probe.py``'s ``optstep_host.csv`` -- for each of its fp16
-    configurations (``configs``: the probe's ``--configs`` list), the measured ``opt_step``
-    and ``zero_grad`` less the optimizer phase the fitted ``rows`` model without it (the
-    configuration recorded on the CPU as ``snsim predict`` records it), per parameter; the
-    median over them. None without an fp16 configuration. The probe's lease is taken as the
-    table's (it has no gauge)."""
+    ``scripts/optstep_host_probe.py``'s ``optstep_host.csv``. Each fp16 configuration of
+    ``configs`` (the probe's ``--configs`` list) is paired with its bf16 twin (same network,
+    batch and optimizer, timed in the same process): the measured ``opt_step`` + ``zero_grad``
+    of the fp16 one less the bf16 one's is what GradScaler adds to the step; less what the
+    model already charges for it (its unscale and update kernels' issue and the ``.item()``:
+    the fp16 recording's modelled optimizer phase without this row less the bf16 one's), per
+    parameter, at the table's pace (times ``table add / gauge_add_s``, the probe's host gauge;
+    1 without one); the median over the pairs. None without a pair."""
     import tempfile
 
     from snsim.kernel_table import HOST_READ_OPS, read_host_innet
@@ -214,6 +217,8 @@ def scaler_row(rows, optstep_csv, configs, table, cache=None):
     with open(optstep_csv, newline="") as f:
         for r in csv.DictReader(f):
             meas[r["config"]][r["variant"]] = float(r["host_s"])
+    lease = (table.aten_host["add"] / gauge_add_s
+             if gauge_add_s and "add" in table.aten_host else 1.0)
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "innet.csv"
         with open(path, "w", newline="") as f:
@@ -221,16 +226,13 @@ def scaler_row(rows, optstep_csv, configs, table, cache=None):
             w.writeheader()
             w.writerows(rows)
         innet = read_host_innet(path)
-    per = []
-    for cfg in configs.split(","):
-        text, batch, optimizer, impl, amp = cfg.rsplit(":", 4)
-        if amp != "fp16":
-            continue
+
+    def phase(text, batch, optimizer, impl, amp):
+        """(probe config name, measured opt_step + zero_grad or None, modelled optimizer
+        phase without GradScaler's per-parameter row, parameters) of one configuration."""
         name, (ops, marks, host_sids, _, acc) = cached_recording(
             text, int(batch), TrainSetup(optimizer, impl, amp), cache)
         got = meas.get(name, {})
-        if "opt_step" not in got or "zero_grad" not in got:
-            continue
         syncs = [i for i, op in enumerate(ops)
                  if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
         host = host_issue_s(ops, marks, table, {"innet": innet}, syncs, accumulations=acc)
@@ -239,15 +241,28 @@ def scaler_row(rows, optstep_csv, configs, table, cache=None):
                 if op[0] >= 0 and marks[op[0]][3] == last and marks[op[0]][1] == "U")
         params = sum(1 for m in marks if m[1] == "B" and m[3] == last
                      and str(m[2]).startswith("AccumulateGrad"))
-        per.append((got["opt_step"] + got["zero_grad"] - u) / params)
-        print(f"{name}: probe {1e3 * (got['opt_step'] + got['zero_grad']):.3f} ms, modelled "
-              f"without GradScaler {u * 1e3:.3f} ms, {params} parameters: "
-              f"{per[-1] * 1e6:.2f} us each")
+        m = (got["opt_step"] + got["zero_grad"]
+             if "opt_step" in got and "zero_grad" in got else None)
+        return name, m, u, params
+
+    per = []
+    listed = [c.rsplit(":", 4) for c in configs.split(",")]
+    for text, batch, optimizer, impl, amp in listed:
+        if amp != "fp16" or [text, batch, optimizer, impl, "bf16"] not in listed:
+            continue
+        name, m16, u16, params = phase(text, batch, optimizer, impl, "fp16")
+        twin, mbf, ubf, _ = phase(text, batch, optimizer, impl, "bf16")
+        if m16 is None or mbf is None:
+            continue
+        per.append(((m16 - mbf) * lease - (u16 - ubf)) / params)
+        print(f"{name}: probe {1e3 * m16:.3f} ms, {twin} {1e3 * mbf:.3f} ms (x{lease:.3f} to "
+              f"the table's pace); modelled without GradScaler's row {1e3 * u16:.3f} and "
+              f"{1e3 * ubf:.3f} ms; {params} parameters: {per[-1] * 1e6:.2f} us each")
     if not per:
         return None
     return {"kind": "overhead", "name": "per_param_scaler", "phase": "U",
             "value": max(0.0, statistics.median(per)), "n": len(per),
-            "source": f"optstep_host_probe over {len(per)} fp16 configurations"}
+            "source": f"optstep_host_probe over {len(per)} fp16/bf16 pairs"}
 
 
 def lease_factor(steps, table):
@@ -276,6 +291,9 @@ def main(argv=None):
                          "per-parameter cost from its fp16 configurations")
     ap.add_argument("--optstep-configs", default=None,
                     help="the probe's --configs (default: its DEFAULT_CONFIGS)")
+    ap.add_argument("--optstep-gauge-us", type=float, default=None,
+                    help="the host gauge (snsim gauge) of the probe's machine, us per add: "
+                         "its seconds are scaled to the table's pace")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     folder = Path(args.folder)
@@ -294,7 +312,7 @@ def main(argv=None):
         sys.path.insert(0, str(ROOT / "scripts"))
         from optstep_host_probe import DEFAULT_CONFIGS
         row = scaler_row(rows, args.optstep, args.optstep_configs or DEFAULT_CONFIGS, table,
-                         args.cache)
+                         args.cache, args.optstep_gauge_us and args.optstep_gauge_us * 1e-6)
         if row is not None:
             rows.append(row)
     out = Path(args.out) if args.out else ROOT / "configs" / "kernels" / \

@@ -218,6 +218,27 @@ def test_bnlarge_adds_batch_norm_rows_past_batch_256_and_keeps_the_others():
     assert meta["remeasured_date"] == "now"
 
 
+def test_merge_puts_the_new_rows_host_costs_at_the_base_tables_pace(tmp_path):
+    """A --merge scales the new rows' host_s by the base table's add over the run's host
+    gauge (calibrate.host_scale): a run gauged at twice the H200 table's add (8.2 us) merges
+    its host costs halved; its GPU times and the base's rows are untouched; no gauge, no
+    scaling. The header keeps the gauges and the factor."""
+    from snsim.torchsim.calibrate import host_scale, merge_rows
+    table = "configs/kernels/h200.csv.gz"
+    assert host_scale(table, [2 * 8.201e-6, 2 * 8.201e-6]) == pytest.approx(0.5, rel=1e-3)
+    assert host_scale(table, []) == 1.0
+
+    def row(n, host_s):
+        return {"family": "native_batch_norm", "dtype": "float32", "math": "float32",
+                "cls": "c64hw196", "flops": 0, "bytes": n, "ntensors": 0, "time_s": 1e-5,
+                "host_s": host_s, "shape": f"x[{n}]", "ops": ""}
+    rows, meta = merge_rows([row(1, 3e-6)], {}, [row(2, 4e-6)],
+                            {"date": "now", "host_scale": "0.5000"}, "bn", 0.5)
+    assert sorted((r["shape"], r["host_s"], r["time_s"]) for r in rows) == [
+        ("x[2]", 2e-6, 1e-5)]
+    assert meta["remeasured_host_scale"] == "0.5000"
+
+
 def test_channels_last_conv_rows_are_their_own_families():
     from snsim.torchsim.calibrate import Calibrator
     cal = Calibrator(device="cpu", max_seconds=60)

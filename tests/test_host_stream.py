@@ -566,3 +566,43 @@ def test_reprice_chain_costs_are_the_probe_fit_without_the_ratio():
     assert c["offload_copy_s"]["B"] == pytest.approx(
         fit["offload_copy_s"]["B"] * c["offload_innet"]["B"], rel=1e-9)
     assert c["offload_copy_s"]["F"] == pytest.approx(fit["offload_copy_s"]["F"], rel=1e-9)
+
+
+def test_relevel_host_scales_a_group_to_the_ratio_timed_in_one_process(tmp_path):
+    """scripts/relevel_host.py: a table whose fp16 'net ' convolutions cost 1.5x its bf16
+    ones to issue (two leases), and a one-process run where they cost 1.1x: the fp16 rows'
+    host_s are scaled by 1.1 / 1.5 (hand calculation), the bf16 rows and other groups keep
+    theirs, the header says so, and a second run changes nothing."""
+    import importlib.util
+    import pathlib
+
+    from snsim.torchsim.calibrate import read_table, write_table
+    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "relevel_host.py"
+    spec = importlib.util.spec_from_file_location("relevel_host", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def row(math_mode, shape, host_s):
+        return {"family": "convolution", "dtype": "x", "math": math_mode, "cls": "k1x1s1",
+                "flops": "1", "bytes": "1", "ntensors": "", "time_s": "1e-05",
+                "host_s": repr(host_s), "shape": shape, "ops": ""}
+    table = tmp_path / "t.csv.gz"
+    write_table([row("bf16", "net a", 20e-6), row("fp16", "net a", 30e-6),
+                 row("bf16", "net b", 40e-6), row("fp16", "net b", 60e-6),
+                 row("fp16", "stage a", 30e-6)], {"gpu": "G"}, table)
+    same = tmp_path / "same.csv.gz"
+    write_table([row("bf16", "net a", 10e-6), row("fp16", "net a", 11e-6),
+                 row("bf16", "net b", 50e-6), row("fp16", "net b", 55e-6)],
+                {"gpu": "H", "date": "D"}, same)
+    args = ["--table", str(table), "--same-process", str(same), "--prefix", "net ",
+            "--math", "fp16", "--reference", "bf16", "--families", "convolution",
+            "--date", "2026-12-05"]
+    assert mod.main(args) == 0
+    rows, meta = read_table(table)
+    host = {(r["math"], r["shape"]): float(r["host_s"]) for r in rows}
+    assert host[("fp16", "net a")] == pytest.approx(30e-6 * 1.1 / 1.5, rel=1e-3)
+    assert host[("fp16", "net b")] == pytest.approx(60e-6 * 1.1 / 1.5, rel=1e-3)
+    assert host[("bf16", "net a")] == 20e-6 and host[("fp16", "stage a")] == 30e-6
+    assert "x0.7333 on 2 rows" in meta["host_relevelled_convolution_fp16_net"]
+    assert mod.main(args) == 0
+    assert read_table(table) == (rows, meta)

@@ -2136,10 +2136,11 @@ def read_table(path):
     return list(csv.DictReader(lines)), meta
 
 
-def merge_rows(base_rows, base_meta, new_rows, new_prov, only):
+def merge_rows(base_rows, base_meta, new_rows, new_prov, only, host_scale=1.0):
     """``base_rows`` with the rows the groups ``only`` (:data:`ONLY`) replace dropped and
-    ``new_rows``'s of their families added; the header is the base's, plus ``remeasured_*``
-    keys saying what was re-measured, when and with what."""
+    ``new_rows``'s of their families added, their ``host_s`` times ``host_scale`` (the base
+    table's host pace over the new run's: :func:`host_scale`); the header is the base's, plus
+    ``remeasured_*`` keys saying what was re-measured, when and with what."""
     fams = set()
     groups = []
     for g in _only_groups(only):
@@ -2154,14 +2155,31 @@ def merge_rows(base_rows, base_meta, new_rows, new_prov, only):
             which == "all" or (which(r) if callable(which)
                                else str(r.get("shape", "")).startswith(which)))
             for gf, which in groups)
-    rows = [r for r in base_rows if not replaced(r)] + [r for r in new_rows if replaced(r)]
+    rows = [r for r in base_rows if not replaced(r)] + [
+        dict(r, host_s=float(r["host_s"]) * host_scale) if host_scale != 1.0 else r
+        for r in new_rows if replaced(r)]
     meta = dict(base_meta)
     meta["remeasured_families"] = ",".join(sorted(fams))
     for k in ("date", "torch", "cuda", "cudnn", "driver", "gpu", "wall_s", "skipped",
-              "families_done", "kind"):
+              "families_done", "kind", "host_gauge_add_s", "host_scale"):
         if k in new_prov:
             meta[f"remeasured_{k}"] = new_prov[k]
     return rows, meta
+
+
+def host_scale(base_path, gauges_s):
+    """What a ``--merge`` multiplies the new rows' ``host_s`` by: the base table's own ``add``
+    issue cost (:attr:`snsim.kernel_table.KernelTable.aten_host`, the pace its host costs are
+    in) over the median of this run's host gauges (:func:`snsim.torchsim.hostpace.gauge_add_s`,
+    read before and after it). The host's pace moves between leases of a machine (on the
+    H200 lent here 6.5-12 us a gauge against the table's 8.2), and rows merged at another
+    pace skewed one group against the rest: the networks' fp16 convolutions, merged
+    2026-11-30, cost 1.38x their bf16 twins to issue where one process times 1.10x
+    (``scripts/relevel_host.py``). 1 where either figure is missing."""
+    from ..kernel_table import KernelTable
+    ref = KernelTable.read(base_path).aten_host.get("add")
+    gauges = [g for g in gauges_s if g and g > 0]
+    return ref / statistics.median(gauges) if ref and gauges else 1.0
 
 
 def _prov(torch, device, scale, seed, done, cal, t0):
@@ -2237,16 +2255,25 @@ def cmd_calibrate(args):
         except OSError as e:
             raise ConfigError(f"--merge {args.merge}: {e}") from None
 
+    gauges = []
+    if base is not None and device == "cuda":
+        from .hostpace import gauge_add_s
+        gauges.append(gauge_add_s())
+
     def save(rows, prov):
         prov["gpu_preset"] = args.gpu
         if base is not None:
-            rows, prov = merge_rows(base[0], base[1], rows, prov, args.only)
+            scale = host_scale(args.merge, gauges)
+            prov = dict(prov, host_gauge_add_s=repr(gauges), host_scale=f"{scale:.4f}")
+            rows, prov = merge_rows(base[0], base[1], rows, prov, args.only, scale)
         write_table(rows, prov, args.out)
         return rows, prov
 
     rows, prov = run(device=device, scale=args.scale, max_seconds=args.max_seconds,
                      seed=args.seed, log=lambda m: print(m, file=sys.stderr, flush=True),
                      checkpoint=save, only=args.only)
+    if gauges:
+        gauges.append(gauge_add_s())
     n_new = len(rows)
     rows, prov = save(rows, prov)
     if base is not None:

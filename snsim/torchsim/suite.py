@@ -1072,6 +1072,22 @@ _HELDOUT33_TOKENS = (
     ("snsim:gpt", 8, (1024,), {"cpu_offload": ["pin_memory=true"]}, {"amp": "bf16"}),
 )
 PLAN_HELDOUT33 = _plan_set(_HELDOUT33, _HELDOUT33_TOKENS)
+# session 39: fp16 against bf16 on the same network and batch, plain, at batches small enough
+# for the launching thread to set the step (the fp16 host costs re-levelled and GradScaler's
+# per-parameter cost re-measured that session): each pair's measured step ratio tests what the
+# host model charges fp16, whatever pace the two processes ran at; no network of the
+# re-measurement's three (DenseNet-121, Inception-v3, ResNet-50)
+_HELDOUT34 = tuple(
+    (model, batch, {"plain": []}, dict(setup, amp=amp))
+    for model, batch, setup in (
+        ("torchvision:resnet18", 16, {}),
+        ("torchvision:googlenet", 16, {}),
+        ("torchvision:regnet_x_800mf", 32, {}),
+        ("torchvision:densenet169", 8, {}),
+        ("torchvision:efficientnet_b0", 16, {"optimizer": "adamw"}),
+        ("torchvision:resnet101", 16, {"optimizer": "adamw"}))
+    for amp in ("fp16", "bf16"))
+PLAN_HELDOUT34 = _plan_set(_HELDOUT34)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1102,6 +1118,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout28": PLAN_HELDOUT28, "heldout29": PLAN_HELDOUT29,
              "heldout30": PLAN_HELDOUT30, "heldout31": PLAN_HELDOUT31,
              "heldout32": PLAN_HELDOUT32, "heldout33": PLAN_HELDOUT33,
+             "heldout34": PLAN_HELDOUT34,
              "pageable": PLAN_PAGEABLE}
 
 
