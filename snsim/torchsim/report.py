@@ -3193,7 +3193,7 @@ def build_report(traces_dir="traces/h200"):
 
     h100 = os.path.join(os.path.dirname(os.path.normpath(traces_dir)), "h100")
     _held_out_section(L, h100, captured, "plans_heldout33",
-                      "### 1z'''. The thirty-third held-out set, run on an H100: the H200's model on another GPU\n",
+                      "### 1aa. The thirty-third held-out set, run on an H100: the H200's model on another GPU\n",
                       "`OUT=$OUT bash scripts/device_suite.sh plans --set heldout33` "
                       "(`traces/h100/plans_heldout33/`, 2026-12-05 13:29 UTC): the device tool "
                       "lent an NVIDIA H100 80GB HBM3 where an H200 was asked for. The set was "
