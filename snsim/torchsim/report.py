@@ -991,6 +991,13 @@ def _step_pair_cells(before, after, keys):
             f"{closer} / {len(keys) - closer}"]
 
 
+def _moved_rows(before, after, keys, cell):
+    """Table rows of the runs ``keys`` re-predicted two ways: folder, run, ``cell(key)``, and
+    the step error % of each way."""
+    return [[k[0], k[1], cell(k), f"{float(before[k]['repred_err_pct']):+.2f}",
+             f"{float(after[k]['repred_err_pct']):+.2f}"] for k in keys]
+
+
 def _pace_s37_section():
     """Held-out sets 24-31 re-predicted with session 37's code at the kernel table's host pace
     and at each run's own (``scripts/repredict_plans.py``, ``--gauge after``)."""
@@ -1020,9 +1027,8 @@ def _pace_s37_section():
                     "run's own pace", "closer / not"], rows),
             "", "The runs the pace moved most (step error %, table pace -> run's own):\n",
             _table(["folder", "run", "gauge us", "table pace", "own pace"],
-                   [[k[0], k[1], f"{float(gauged[k]['host_gauge_add_us']):.2f}",
-                     f"{float(plain[k]['repred_err_pct']):+.2f}",
-                     f"{float(gauged[k]['repred_err_pct']):+.2f}"] for k in moved]), ""]
+                   _moved_rows(plain, gauged, moved,
+                               lambda k: f"{float(gauged[k]['host_gauge_add_us']):.2f}")), ""]
 
 
 BN_S38_CSVS = {"before": os.path.join("docs", "data", "gpu_busy_before_bn_s38_h200.csv"),
@@ -1174,9 +1180,9 @@ def _host_s39_section():
                     "closer / not", "median signed err %"], rows),
             "", "The fp16 runs whose step moved most:\n",
             _table(["folder", "run", "measured ms", "before %", "after %"],
-                   [[k[0], k[1], f"{float(fp16_after[k]['meas_step_s']) * 1e3:.1f}",
-                     f"{float(fp16_before[k]['repred_err_pct']):+.2f}",
-                     f"{float(fp16_after[k]['repred_err_pct']):+.2f}"] for k in moved]), ""]
+                   _moved_rows(fp16_before, fp16_after, moved,
+                               lambda k: f"{float(fp16_after[k]['meas_step_s']) * 1e3:.1f}")),
+            ""]
 
 
 ROLL_S37_CSVS = {"calls": os.path.join("docs", "data", "roll_calls_h200.csv"),
