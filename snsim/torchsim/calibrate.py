@@ -2330,7 +2330,8 @@ def _add_calibrate(sub):
     p.add_argument("--merge", default=None, metavar="TABLE",
                    help="with --only: write TABLE with the new rows merged in (bn replaces "
                    "all BN rows; conv adds its rows, replacing an earlier conv run's; the "
-                   "other rows and the header kept)")
+                   "other rows and the header kept); on a GPU the host is gauged before and "
+                   "after, and the new rows' host costs are put at TABLE's pace")
     p.add_argument("--device", default=None, help="cuda (default when present) or cpu (a "
                    "smoke test of the code; its times mean nothing)")
     p.set_defaults(func=cmd_calibrate)
