@@ -13,6 +13,8 @@ set; ``scripts/probe_predict_compare.py``-style comparisons read it against the 
 
     PYTHONPATH=. python scripts/predict_set.py heldout22 \\
         --csv traces/h200/plans_heldout22/predicted_before_run.csv
+    PYTHONPATH=. python scripts/predict_set.py heldout33 --gpu h100 \\
+        --csv traces/h100/plans_heldout33/predicted_after_run_h100_borrowed.csv
 """
 from __future__ import annotations
 
@@ -30,9 +32,9 @@ FIELDS = ("run", "peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "
           "transformers_version", "workspace_sources", "predict_wall_s", "argv")
 
 
-def run_argv(run, torch_version=None):
+def run_argv(run, torch_version=None, gpu="h200"):
     """``snsim predict`` arguments of a suite run."""
-    argv = ["predict", "--model", run["model"], "--batch", str(run["batch"]),
+    argv = ["predict", "--model", run["model"], "--batch", str(run["batch"]), "--gpu", gpu,
             "--optimizer", run.get("optimizer", "sgd-momentum"),
             "--optimizer-impl", run.get("optimizer_impl", "foreach"),
             "--amp", run.get("amp") or "none", "--policy", run["policy"], "--format", "json"]
@@ -53,10 +55,11 @@ def main(argv=None):
     ap.add_argument("--csv", required=True)
     ap.add_argument("--torch-version", default=None,
                     help="passed to snsim predict (default: its own default)")
+    ap.add_argument("--gpu", default="h200", help="the hardware preset (default h200)")
     args = ap.parse_args(argv)
     rows = []
     for run in PLAN_SETS[args.set]:
-        a = run_argv(run, args.torch_version)
+        a = run_argv(run, args.torch_version, args.gpu)
         out = io.StringIO()
         t0 = time.perf_counter()
         with contextlib.redirect_stdout(out):

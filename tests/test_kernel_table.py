@@ -1407,3 +1407,18 @@ def test_a_gather_of_whole_16_byte_slices_takes_a_block_per_index():
     assert 0.5 < gather_us(6) / 8.6 < 1.2
     # few indices: the vectorized kernel's blocks are few, a few microseconds either way
     assert gather_us(12, n=2401) < 10
+
+
+def test_the_h100_reads_the_h200s_measured_tables():
+    """A preset without measured tables of its own reads its sibling's (kernel_table.
+    TABLES_OF: the H100 and the H200 are both GH100 with the same cuDNN); one with its own
+    reads those, and one without a sibling has none (the roofline)."""
+    from snsim.engine.contention import table_path
+    from snsim.kernel_table import load_host_costs, load_kernel_table, tables_of
+    from snsim.torchsim.hidden import probe_path
+    assert (tables_of("h100"), tables_of("h200"), tables_of("k40c")) == ("h200", "h200", "k40c")
+    assert load_kernel_table("h100").aten_host == load_kernel_table("h200").aten_host
+    assert load_host_costs("h100")["innet"] == load_host_costs("h200")["innet"]
+    assert table_path("h100") == table_path("h200")
+    assert probe_path("h100") == probe_path("h200")
+    assert load_kernel_table("k40c") is None and load_host_costs("k40c") == {}

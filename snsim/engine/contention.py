@@ -41,7 +41,10 @@ SERIAL_WAIT = 0.5
 
 
 def table_path(preset):
-    """Where the preset's summary lives: next to its kernel table (package, then repository)."""
+    """Where the preset's summary lives: next to its kernel table (package, then repository;
+    a sibling's for a preset that reads another's tables, :func:`snsim.kernel_table.tables_of`)."""
+    from ..kernel_table import tables_of
+    preset = tables_of(preset)
     here = Path(__file__).resolve().parents[1]
     paths = [here / "presets" / "kernels" / f"{preset}_copy_slowdown.csv",
              here.parent / "configs" / "kernels" / f"{preset}_copy_slowdown.csv"]

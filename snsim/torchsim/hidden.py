@@ -154,7 +154,8 @@ def _capture_table(path, mtime_ns, size):
 
 def load_tables(hardware, *, exclude=()):
     """Hidden-allocation tables from the captures of ``hardware`` (``traces/<hardware>/``,
-    not its subfolders: those hold the validation runs).
+    not its subfolders: those hold the validation runs; a sibling's for a preset that reads
+    another's tables, :func:`snsim.kernel_table.tables_of`).
 
     Parameters
     ----------
@@ -174,7 +175,8 @@ def load_tables(hardware, *, exclude=()):
     exact, scaled, dtyped, sources = {}, {}, {}, []
     persistent = None
     skip = set(exclude)
-    for path in sorted(glob.glob(str(traces_dir(hardware) / "*.json.gz"))):
+    from ..kernel_table import tables_of       # the H100 reads the H200's captures
+    for path in sorted(glob.glob(str(traces_dir(tables_of(hardware)) / "*.json.gz"))):
         name = os.path.basename(path)
         if name in skip:
             continue
@@ -204,9 +206,11 @@ _CONV_TAIL = {"convolution": 10, "convolution_backward": 13}
 
 
 def probe_path(hardware):
-    """``configs/kernels/<hardware>_conv_workspaces.json.gz`` (scripts/conv_workspace_probe.py)."""
+    """``configs/kernels/<hardware>_conv_workspaces.json.gz`` (scripts/conv_workspace_probe.py;
+    a sibling's for a preset that reads another's tables, :func:`snsim.kernel_table.tables_of`)."""
+    from ..kernel_table import tables_of
     return Path(__file__).resolve().parents[2] / "configs" / "kernels" / \
-        f"{hardware}_conv_workspaces.json.gz"
+        f"{tables_of(hardware)}_conv_workspaces.json.gz"
 
 
 @functools.lru_cache(maxsize=8)
