@@ -3226,23 +3226,20 @@ def build_report(traces_dir="traces/h200"):
         "`scripts/predict_set.py heldout33`, commit d459b8b).",
         csv_name=os.path.join(traces_dir, "plans_heldout33", "predicted_before_run_41c21fd.csv"))
 
-    _local_prediction_section(
-        L, h100, captured, "plans_heldout33",
-        "The same runs predicted after they ran, for the h100 preset (`snsim predict --gpu "
-        "h100`), as it was before session 39: no measured table of its own, so the roofline "
-        "for every op and a modelled workspace for every convolution (`traces/h100/"
-        "plans_heldout33/predicted_after_run_h100_roofline.csv`, predict_plan of commit "
-        "492b451 with gpu h100).",
-        csv_name=os.path.join(h100, "plans_heldout33", "predicted_after_run_h100_roofline.csv"))
-    _local_prediction_section(
-        L, h100, captured, "plans_heldout33",
-        "And with the h100 preset reading the H200's measured tables (kernel table, host model, "
-        "copy slowdown, convolution workspaces and captures: `kernel_table.TABLES_OF`, the "
-        "same GH100 chip and cuDNN) and the H200's lazy-loading window, as it does now "
-        "(`scripts/predict_set.py heldout33 --gpu h100 --csv traces/h100/plans_heldout33/"
-        "predicted_after_run_h100_borrowed.csv`). Not a before-run prediction for the h100 "
-        "preset, but the same tables the H200 predictions above read before the run.",
-        csv_name=os.path.join(h100, "plans_heldout33", "predicted_after_run_h100_borrowed.csv"))
+    for kind, text in (
+            ("roofline", "The same runs predicted after they ran, for the h100 preset (`snsim "
+                         "predict --gpu h100`), as it was before session 39: no measured table "
+                         "of its own, so the roofline for every op and a modelled workspace for "
+                         "every convolution (predict_plan of commit 492b451 with gpu h100)."),
+            ("borrowed", "And with the h100 preset reading the H200's measured tables (kernel "
+                         "table, host model, copy slowdown, convolution workspaces and captures: "
+                         "`kernel_table.TABLES_OF`, the same GH100 chip and cuDNN) and the H200's "
+                         "lazy-loading window, as it does now (`scripts/predict_set.py heldout33 "
+                         "--gpu h100`). Not a before-run prediction for the h100 preset, but the "
+                         "same tables the H200 predictions above read before the run.")):
+        path = os.path.join(h100, "plans_heldout33", f"predicted_after_run_h100_{kind}.csv")
+        _local_prediction_section(L, h100, captured, "plans_heldout33",
+                                  f"{text} (`{path}`)", csv_name=path)
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
