@@ -217,8 +217,7 @@ def scaler_row(rows, optstep_csv, configs, table, cache=None, gauge_add_s=None):
     with open(optstep_csv, newline="") as f:
         for r in csv.DictReader(f):
             meas[r["config"]][r["variant"]] = float(r["host_s"])
-    lease = (table.aten_host["add"] / gauge_add_s
-             if gauge_add_s and "add" in table.aten_host else 1.0)
+    lease = lease_factor([{"gauge_add_s": gauge_add_s}], table)
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "innet.csv"
         with open(path, "w", newline="") as f:

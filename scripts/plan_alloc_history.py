@@ -233,7 +233,8 @@ RUNS = [
     ("vgg16_b248_cap20gib_plain", "torchvision:vgg16", 248,
      {"policy": "plain", "budget_bytes": 20 << 30}),
     ("vgg16_b249_cap20gib_plain", "torchvision:vgg16", 249,
-     {"policy": "plain", "budget_bytes": 20 << 30}),    # held-out set 32's reserved miss (traces/h200/plans_heldout32: VGG-19-BN b64 fp16
+     {"policy": "plain", "budget_bytes": 20 << 30}),
+    # held-out set 32's reserved miss (traces/h200/plans_heldout32: VGG-19-BN b64 fp16
     # recompute predicted 6.02 GiB reserved, measured 5.25; allocated exact)
     ("vgg19_bn_b64_fp16_recompute", "torchvision:vgg19_bn", 64,
      {"policy": "recompute", "setup": ("sgd-momentum", "foreach", "fp16")}),

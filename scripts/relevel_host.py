@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import collections
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -33,7 +34,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _host_by_shape(rows, family, math_mode, prefix):
     """{(cls, shape): median host_s} of ``rows`` of one family, math mode and shape prefix."""
-    import statistics
     got = collections.defaultdict(list)
     for r in rows:
         if (r["family"] == family and r["math"] == math_mode

@@ -1620,8 +1620,9 @@ TABLES_OF = {"h100": "h200"}
 def tables_of(name):
     """The preset whose measured tables ``name`` reads: its own, or :data:`TABLES_OF`'s
     sibling where it has none of its own."""
-    own = any(p.exists() for p in _own_table_paths(name))
-    return name if own or name not in TABLES_OF else TABLES_OF[name]
+    if name not in TABLES_OF or any(p.exists() for p in _own_table_paths(name)):
+        return name
+    return TABLES_OF[name]
 
 
 def _own_table_paths(name):
@@ -1698,7 +1699,7 @@ def load_host_costs(name):
     """
     out = {}
     name = tables_of(name)
-    for folder in dict.fromkeys(p.parent for p in table_paths(name)):
+    for folder in dict.fromkeys(p.parent for p in _own_table_paths(name)):
         ipath = folder / f"{name}_host_innet.csv"
         if "innet" not in out and ipath.exists():
             out["innet"] = read_host_innet(ipath)

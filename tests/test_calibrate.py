@@ -223,8 +223,9 @@ def test_merge_puts_the_new_rows_host_costs_at_the_base_tables_pace(tmp_path):
     gauge (calibrate.host_scale): a run gauged at twice the H200 table's add (8.2 us) merges
     its host costs halved; its GPU times and the base's rows are untouched; no gauge, no
     scaling. The header keeps the gauges and the factor."""
+    from snsim.kernel_table import load_kernel_table
     from snsim.torchsim.calibrate import host_scale, merge_rows
-    table = "configs/kernels/h200.csv.gz"
+    table = load_kernel_table("h200")
     assert host_scale(table, [2 * 8.201e-6, 2 * 8.201e-6]) == pytest.approx(0.5, rel=1e-3)
     assert host_scale(table, []) == 1.0
 

@@ -2167,7 +2167,7 @@ def merge_rows(base_rows, base_meta, new_rows, new_prov, only, host_scale=1.0):
     return rows, meta
 
 
-def host_scale(base_path, gauges_s):
+def host_scale(base, gauges_s):
     """What a ``--merge`` multiplies the new rows' ``host_s`` by: the base table's own ``add``
     issue cost (:attr:`snsim.kernel_table.KernelTable.aten_host`, the pace its host costs are
     in) over the median of this run's host gauges (:func:`snsim.torchsim.hostpace.gauge_add_s`,
@@ -2175,9 +2175,9 @@ def host_scale(base_path, gauges_s):
     H200 lent here 6.5-12 us a gauge against the table's 8.2), and rows merged at another
     pace skewed one group against the rest: the networks' fp16 convolutions, merged
     2026-11-30, cost 1.38x their bf16 twins to issue where one process times 1.10x
-    (``scripts/relevel_host.py``). 1 where either figure is missing."""
-    from ..kernel_table import KernelTable
-    ref = KernelTable.read(base_path).aten_host.get("add")
+    (``scripts/relevel_host.py``). 1 where either figure is missing. ``base``: the base
+    table (:class:`snsim.kernel_table.KernelTable`), read once before the run, or None."""
+    ref = base.aten_host.get("add") if base is not None else None
     gauges = [g for g in gauges_s if g and g > 0]
     return ref / statistics.median(gauges) if ref and gauges else 1.0
 
@@ -2255,15 +2255,17 @@ def cmd_calibrate(args):
         except OSError as e:
             raise ConfigError(f"--merge {args.merge}: {e}") from None
 
-    gauges = []
+    gauges, base_table = [], None
     if base is not None and device == "cuda":
+        from ..kernel_table import KernelTable
         from .hostpace import gauge_add_s
+        base_table = KernelTable.read(args.merge)    # its pace, before a save can rewrite it
         gauges.append(gauge_add_s())
 
     def save(rows, prov):
         prov["gpu_preset"] = args.gpu
         if base is not None:
-            scale = host_scale(args.merge, gauges)
+            scale = host_scale(base_table, gauges)
             prov = dict(prov, host_gauge_add_s=repr(gauges), host_scale=f"{scale:.4f}")
             rows, prov = merge_rows(base[0], base[1], rows, prov, args.only, scale)
         write_table(rows, prov, args.out)

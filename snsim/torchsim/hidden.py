@@ -54,7 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..kernel_table import ELEMENT_BYTES
+from ..kernel_table import ELEMENT_BYTES, tables_of
 from ..usercache import cache_file, write_atomic
 from .reduce_buffers import layer_norm_backward_buffers, reduction_buffers
 
@@ -175,7 +175,6 @@ def load_tables(hardware, *, exclude=()):
     exact, scaled, dtyped, sources = {}, {}, {}, []
     persistent = None
     skip = set(exclude)
-    from ..kernel_table import tables_of       # the H100 reads the H200's captures
     for path in sorted(glob.glob(str(traces_dir(tables_of(hardware)) / "*.json.gz"))):
         name = os.path.basename(path)
         if name in skip:
@@ -208,7 +207,6 @@ _CONV_TAIL = {"convolution": 10, "convolution_backward": 13}
 def probe_path(hardware):
     """``configs/kernels/<hardware>_conv_workspaces.json.gz`` (scripts/conv_workspace_probe.py;
     a sibling's for a preset that reads another's tables, :func:`snsim.kernel_table.tables_of`)."""
-    from ..kernel_table import tables_of
     return Path(__file__).resolve().parents[2] / "configs" / "kernels" / \
         f"{tables_of(hardware)}_conv_workspaces.json.gz"
 
