@@ -19,7 +19,8 @@ convolution signature and the lookup level that gave it (:func:`snsim.torchsim.h
 lookup_slots`): which calls' workspaces are wrong, missing or placed elsewhere (``--min-bytes``
 hides stretches of smaller requests).
 
-HISTORY: a name under traces/h200/plans_history without .json.gz, e.g.
+HISTORY: a history file (``*.json.gz``), or a name under traces/h200/plans_history without
+.json.gz, e.g.
 ``densenet121_b16_fp16_cpu_offload_lazy torchvision:densenet121 16 cpu_offload --option
 pin_memory=true --amp fp16``.
 """
@@ -75,7 +76,8 @@ def main(argv=None):
     ap.add_argument("--align", action="store_true")
     ap.add_argument("--min-bytes", type=int, default=65536)
     args = ap.parse_args(argv)
-    path = os.path.join(_DIR, f"{args.history}.json.gz")
+    path = (args.history if args.history.endswith(".json.gz")
+            else os.path.join(_DIR, f"{args.history}.json.gz"))
     if not os.path.exists(path):
         sys.exit(f"history_vs_prediction: no history {path}")
     with gzip.open(path, "rt") as f:

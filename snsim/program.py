@@ -20,6 +20,8 @@ MANAGED_KINDS = ("activation", "activation_grad", "workspace", "parameter", "par
 STATIC_KINDS = ("input", "parameter", "parameter_grad", "optimizer_state", "buffer")
 OPTIMIZER_STATE_FACTOR = {"sgd": 0, "sgd-momentum": 1, "nesterov": 1, "adam": 2, "adamw": 2}
 FRAMEWORKS = ("superneurons", "pytorch")
+#: How a recorded PyTorch program names the root module (its own ops' step; the whole model).
+ROOT_MODULE = "<model>"
 #: the cuDNN passes a convolution step runs, by phase (R: a forward replayed; U runs none)
 CONV_PASSES = {"F": ("fwd",), "R": ("fwd",), "B": ("bwd_data", "bwd_filter")}
 

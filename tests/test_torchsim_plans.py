@@ -517,6 +517,33 @@ def test_suite_runs_predict_then_execute_and_survives_failures(tiny, tmp_path):
     assert rc == 0 and doc["status"] == "predicted" and doc["measured"] is None
 
 
+def test_suite_runs_zero_policies_and_rejects_what_they_do_not_take(tiny, tmp_path):
+    """A ZeRO policy in a plan set: predicted by predict_zero (the engine's zero_offload on the
+    fake run's program), executed by measure_zero, recorded under its own bundle; options,
+    autocast or fused kernels (which the host-stepped fp32 scheme does not run) fail that run
+    with one line, and the suite goes on."""
+    from snsim.torchsim import suite
+    base = {"model": f"{tiny}:Net", "batch": 2, "options": []}
+    runs = [dict(base, policy="zero_offload", optimizer="adam"),
+            dict(base, policy="zero_offload", amp="bf16"),
+            dict(base, policy="superneurons+zero_offload", options=["pin_memory=true"]),
+            dict(base, policy="zero_offload", optimizer_impl="fused")]
+    rc = suite.run_plans(runs, str(tmp_path), device="cpu", workers=0, warmup=1, iters=1,
+                         fresh_process=False)
+    assert rc == 1
+    with gzip.open(tmp_path / "zero_offload.json.gz", "rt") as f:
+        ok, amp, fused = json.load(f)["runs"]
+    assert ok["status"] == "ok" and ok["name"] == "Net_b2_adam_zero_offload"
+    assert ok["plan"] == {"policy": "zero_offload"}
+    assert ok["prediction"]["peak_allocated_bytes"] > 0 and ok["prediction"]["h2d_bytes"] > 0
+    assert ok["measured"]["iters"] == 1 and ok["measured"]["h2d_bytes"] > 0
+    assert amp["status"] == "error" and "runs fp32" in amp["error"] and "--amp bf16" in amp["error"]
+    assert fused["status"] == "error" and "--optimizer-impl fused" in fused["error"]
+    with gzip.open(tmp_path / "superneurons+zero_offload.json.gz", "rt") as f:
+        (opt,) = json.load(f)["runs"]
+    assert opt["status"] == "error" and "takes no --option" in opt["error"]
+
+
 def test_suite_executes_each_run_in_a_fresh_process(tiny, tmp_path, monkeypatch):
     """fresh_process=True runs the measurement in a new process (what the device suite does:
     a process's earlier runs move cudaMalloc's addresses and so the reserved peak): a

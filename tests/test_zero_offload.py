@@ -86,6 +86,14 @@ def test_bad_options_are_one_line():
         get_policy("superneurons+liveness")
     with pytest.raises(ConfigError, match="names its base"):
         get_policy("superneurons+zero_offload", base="liveness")
+    # the executed scheme is fp32 with torch.optim on the CPU: predict and execute refuse more
+    from snsim.torchsim.amp import TrainSetup
+    from snsim.torchsim.zero import zero_setup
+    with pytest.raises(ConfigError, match=r"zero_offload runs fp32 .*drop --amp fp16"):
+        zero_setup("zero_offload", TrainSetup("adam", "foreach", "fp16"))
+    with pytest.raises(ConfigError, match="drop --optimizer-impl fused"):
+        zero_setup("superneurons+zero_offload", TrainSetup("adamw", "fused"))
+    assert zero_setup("zero_offload", "nesterov") == TrainSetup("nesterov")
     hw = load_hardware("k40c")
     with pytest.raises(ConfigError, match="optimizer 'lamb' has no host update model"):
         host_update_time_s(4, "lamb", hw)
@@ -175,6 +183,55 @@ def test_callable_may_return_model_and_input_factory():
 def _pair():
     import torch
     return torch.nn.Linear(5, 2), lambda batch, device=None: torch.randn(batch, 5, device=device)
+
+
+def test_executor_fetches_a_parameter_whose_module_is_never_called():
+    """nn.MultiheadAttention reads out_proj.weight in its own forward and never calls
+    out_proj: the attention module fetches it (as the engine's _user_of says), so the ZeRO
+    step trains exactly as a plain one, moving every parameter in twice a step."""
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    from snsim.torchsim.record import compute_loss
+    from snsim.torchsim.zero import ZeroOffload
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+            self.head = nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.head(self.attn(x, x, x, need_weights=False)[0].mean(1))
+    x, y = torch.randn(2, 5, 8), torch.randint(0, 3, (2,))
+    a, b = Net(), Net()
+    opt = torch.optim.SGD(a.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    for _ in range(2):
+        compute_loss(a(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+    z = ZeroOffload(b, "sgd-momentum", device="cpu")
+    for _ in range(2):
+        z.step(x, y)
+    for pa, pb in zip(a.parameters(), z.params):
+        assert torch.equal(pa.detach(), z.master[id(pb)])
+    nbytes = sum(p.numel() * 4 for p in z.params)
+    assert z.h2d_bytes == 2 * nbytes and z.d2h_bytes == nbytes
+    assert any(p is b.attn.out_proj.weight for p in z._own(b.attn))
+    assert all(p.untyped_storage().size() == 0 for p in z.params)
+
+
+def test_predict_streams_a_parameter_from_the_module_that_uses_it(tiny):
+    """The predicted program of nn.TransformerEncoder names no step after
+    self_attn.out_proj (MultiheadAttention never calls it): zero_offload fetches its weight
+    for the self_attn steps instead of stopping."""
+    pytest.importorskip("torch")
+    from snsim.torchsim.zero import predict_zero
+    r, _ = predict_zero(f"{tiny}:CausalEncoder", 2, optimizer="adam")
+    assert r["feasible"] is True and r["plan"] == "zero_offload"
+    # every parameter in twice (forward and backward), every gradient out once
+    assert r["h2d_bytes"] == 2 * r["d2h_bytes"] == 2 * r["host_pinned_bytes"] // 2 > 0
 
 
 def test_tied_parameter_is_fetched_by_every_module_that_uses_it(tiny_chain):

@@ -7,7 +7,8 @@ The policy rewrites the program, then lets a base policy plan the activations on
   static allocations leave the GPU (buffers and the input stay).
 - Each parameter becomes a managed tensor that starts every iteration on the host
   (``Plan.host_resident``). A step of the module that owns it needs it, so the engine copies it
-  in (H2D) before the module's forward, and again before its backward; ``Evict`` releases the
+  in (H2D) before the module's forward (the nearest enclosing module's, for a parameter its
+  owner never runs with: :func:`_user_of`), and again before its backward; ``Evict`` releases the
   GPU copy after the module's forward (a forward replayed in backward keeps it for the
   backward) and after its gradient is produced (ZeRO-Infinity's per-layer fetch; no prefetch
   ahead, as the executor of :mod:`snsim.torchsim.zero`).
@@ -34,7 +35,7 @@ import dataclasses
 
 from ..errors import ConfigError
 from ..plan import Compute, Drop, Evict, Free, Offload, Prefetch, Recompute
-from ..program import Tensor
+from ..program import ROOT_MODULE, Tensor
 from .base import Policy, choice, register
 from .host_step import host_step_parts_s
 
@@ -46,6 +47,21 @@ BASE_POLICIES = ("liveness", "superneurons", "offload", "recompute", "vdnn")
 
 def _module_of(param_name):
     return param_name.rsplit(".", 1)[0] if "." in param_name else param_name
+
+
+def _user_of(param_name, step_names):
+    """The step name of the module whose forward uses ``param_name``: its owner's, else the
+    nearest enclosing module's that runs (``nn.MultiheadAttention`` reads its ``out_proj``'s
+    weight itself and never calls ``out_proj``; torchvision's Swin attention reads
+    ``qkv.weight`` the same way; the root module's own parameters, ViT's ``class_token``, are
+    its step :data:`~snsim.program.ROOT_MODULE`'s), as the executor fetches it
+    (:class:`snsim.torchsim.zero.ZeroOffload`); None if no enclosing module is a step."""
+    name = _module_of(param_name) if "." in param_name else ROOT_MODULE
+    while name not in step_names:
+        if name == ROOT_MODULE:
+            return None
+        name = name.rsplit(".", 1)[0] if "." in name else ROOT_MODULE
+    return name
 
 
 def stream_parameters(program, hardware):
@@ -90,13 +106,13 @@ def stream_parameters(program, hardware):
     # a tied parameter is fetched by every module that uses it (a capture's param_aliases)
     users = {}
     for alias, name in (program.extra.get("param_aliases") or {}).items():
-        users.setdefault(name, []).append(_module_of(alias))
+        users.setdefault(name, []).append(_user_of(alias, by_name))
     for st in params:
-        owner = _module_of(st.name)
-        owned = by_name.get(owner, [])
+        owned = by_name.get(_user_of(st.name, by_name), [])
         if not owned:
             raise ConfigError(f"policy 'zero_offload': parameter {st.name!r} of program "
-                              f"{program.name!r} belongs to no step named {owner!r}")
+                              f"{program.name!r} is used by no step (no step is named "
+                              f"{_module_of(st.name)!r} or a module around it)")
         t = len(tensors)
         tensors.append(Tensor(t, st.name, "parameter", st.nbytes, steps[owned[0]].layer,
                               steps[owned[0]].type))
@@ -216,10 +232,11 @@ class ZeroOffload(Policy):
         params = [st for st in program.static_tensors if st.kind == "parameter"]
         if not params:
             return "the program has no per-tensor parameters (static_tensors) to stream"
-        names = {s.name for s in program.steps}
-        lost = [st.name for st in params if _module_of(st.name) not in names]
+        names = {s.name.removeprefix(RECOMPUTE_PREFIX) for s in program.steps}
+        lost = [st.name for st in params if _user_of(st.name, names) is None]
         if lost:
-            return f"parameter {lost[0]!r} belongs to no step named {_module_of(lost[0])!r}"
+            return (f"parameter {lost[0]!r} is used by no step (no step is named "
+                    f"{_module_of(lost[0])!r} or a module around it)")
         if not any(s.phase == "U" for s in program.steps):
             return "the program has no update step"
         return None

@@ -529,7 +529,7 @@ def _execute_zero(args):
     if args.option or args.budget or args.plain_trace:
         raise ConfigError(f"--policy {args.policy} takes no --option, --budget or --plain-trace")
     spec = resolve_model(args.model, input_shape=_input_shape(args))
-    meas = measure_zero(spec, args.batch, args.policy, optimizer=args.optimizer,
+    meas = measure_zero(spec, args.batch, args.policy, optimizer=_setup(args),
                         warmup_iters=args.warmup_iters, iters=args.plain_iters)
     doc = {"provenance": provenance(torch, tool="snsim execute", model=spec.text,
                                     batch=args.batch, optimizer=args.optimizer,

@@ -53,6 +53,7 @@ import warnings
 from dataclasses import dataclass
 
 from ..errors import ConfigError, UnknownNameError
+from ..program import ROOT_MODULE
 
 POLICIES = ("plain", "checkpoint", "cpu_offload", "recompute", "offload", "superneurons")
 # option -> kind, per policy
@@ -1003,7 +1004,7 @@ def apply_cpu_offload(model, plan, *, shadow=False, pack_blocks=None):
         m.register_forward_pre_hook(hooks.pre)
         m.register_forward_hook(hooks.post)
     model._snsim_segments = [p for p, _ in outermost_instances(model, set(classes))] \
-        if classes else ["<model>"]
+        if classes else [ROOT_MODULE]
     return model
 
 

@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..program import ROOT_MODULE
 from .models import resolve_model, resolve_sized
 
 
@@ -314,7 +315,7 @@ class _ModuleStack:
     """The module whose forward is running (global forward hooks), for error messages."""
 
     def __init__(self, model):
-        self.names = {id(m): (n or "<model>", type(m).__name__)
+        self.names = {id(m): (n or ROOT_MODULE, type(m).__name__)
                       for n, m in model.named_modules(remove_duplicate=False)}
         self.stack = []
         self._handles = []
@@ -341,7 +342,7 @@ class _ModuleStack:
         return False
 
     def where(self):
-        name, cls = self.last or ("<model>", "?")
+        name, cls = self.last or (ROOT_MODULE, "?")
         return f"module {name!r} ({cls})"
 
 

@@ -35,6 +35,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
 from ..kernel_table import pow2_align
+from ..program import ROOT_MODULE
 from .capture import OP_TAG
 
 try:
@@ -1201,7 +1202,7 @@ class Instrument:
         self.marker = marker
         self.names = {}
         for name, m in model.named_modules(remove_duplicate=False):
-            self.names.setdefault(id(m), name or "<model>")
+            self.names.setdefault(id(m), name or ROOT_MODULE)
         self.param_names = {id(p): n for n, p in model.named_parameters()}
         self.stack = []
         self.fwd_seq = []

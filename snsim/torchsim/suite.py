@@ -29,6 +29,8 @@ import sys
 import time
 import traceback
 
+from ..errors import ConfigError
+
 DEEP_RESNET = "torchvision:resnet:3,16,62,3"   # ResNet(Bottleneck, [3, 16, 62, 3]): 254 layers
 # batch sizes at which the H200 is busy for the whole step: at smaller ones eager PyTorch is
 # CPU-bound and the step-boundary hooks' own CPU time shows in the measured step times
@@ -1088,6 +1090,28 @@ _HELDOUT34 = tuple(
         ("torchvision:resnet101", 16, {"optimizer": "adamw"}))
     for amp in ("fp16", "bf16"))
 PLAN_HELDOUT34 = _plan_set(_HELDOUT34)
+# session 40: the ZeRO-style plans, whose `snsim predict --policy zero_offload` (the engine's
+# zero_offload on the fake run's program) no executed run had yet tested (traces/h200/zero/
+# compares captured programs' replays): fp32 (what the scheme runs), networks and optimizers
+# never run with it, CNNs, vision transformers and decoders
+_HELDOUT35 = (
+    ("torchvision:resnet101", 64, {"zero_offload": []}, {}),
+    ("torchvision:vit_b_16", 32, {"zero_offload": [], "superneurons+zero_offload": []},
+     {"optimizer": "adamw"}),
+    ("torchvision:densenet121", 64, {"zero_offload": []}, {"optimizer": "adam"}),
+    ("torchvision:efficientnet_b0", 96, {"superneurons+zero_offload": []}, {}),
+    ("torchvision:convnext_tiny", 48, {"zero_offload": []}, {"optimizer": "adamw"}),
+    ("torchvision:vgg16", 32, {"zero_offload": []}, {"optimizer": "nesterov"}),
+    ("torchvision:mobilenet_v3_large", 128, {"zero_offload": []}, {"optimizer": "sgd"}),
+    ("torchvision:swin_t", 32, {"superneurons+zero_offload": []}, {"optimizer": "adam"}),
+)
+_HELDOUT35_TOKENS = (
+    ("hf:gpt2-medium", 4, (512,), {"zero_offload": []}, {"optimizer": "adamw"}),
+    ("hf:facebook/opt-350m", 4, (512,), {"superneurons+zero_offload": []}, {"optimizer": "adam"}),
+    ("snsim:transformer_encoder", 32, (256,), {"zero_offload": []}, {"optimizer": "adamw"}),
+    ("hf:Qwen/Qwen2-0.5B", 2, (512,), {"zero_offload": []}, {}),
+)
+PLAN_HELDOUT35 = _plan_set(_HELDOUT35, _HELDOUT35_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1118,7 +1142,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout28": PLAN_HELDOUT28, "heldout29": PLAN_HELDOUT29,
              "heldout30": PLAN_HELDOUT30, "heldout31": PLAN_HELDOUT31,
              "heldout32": PLAN_HELDOUT32, "heldout33": PLAN_HELDOUT33,
-             "heldout34": PLAN_HELDOUT34,
+             "heldout34": PLAN_HELDOUT34, "heldout35": PLAN_HELDOUT35,
              "pageable": PLAN_PAGEABLE}
 
 
@@ -1135,10 +1159,35 @@ PINNED_BYTES_PER_S = 4e9   # cudaHostAlloc of the first save_on_cpu iteration [E
 def run_name(run):
     """``resnet50_b128_checkpoint-modulesBottleneck``: a run's name."""
     from .models import resolve_model
-    from .plans import PlanSpec
     spec = resolve_model(run["model"], input_shape=run.get("input_shape"))
-    plan = PlanSpec.parse(run["policy"], run.get("options", []))
+    plan = run_plan(run)
     return f"{spec.name}_b{run['batch']}{run_setup(run).slug}_{plan.slug}"
+
+
+def run_plan(run):
+    """The run's plan: a :class:`~snsim.torchsim.plans.PlanSpec`, or for a ZeRO policy
+    (:data:`~snsim.torchsim.zero.ZERO_POLICIES`, which takes no options and fp32 only) a
+    :class:`ZeroPlan` of the same attributes."""
+    from .plans import PlanSpec
+    from .zero import ZERO_POLICIES, zero_setup
+    if run["policy"] not in ZERO_POLICIES:
+        return PlanSpec.parse(run["policy"], run.get("options", []))
+    if run.get("options"):
+        raise ConfigError(f"--policy {run['policy']} takes no --option "
+                          f"(got {', '.join(run['options'])})")
+    zero_setup(run["policy"], run_setup(run))
+    return ZeroPlan(run["policy"])
+
+
+class ZeroPlan:
+    """A ZeRO policy as the suite names and records it (slug, label, ``to_dict``)."""
+
+    def __init__(self, policy):
+        self.policy = policy
+        self.slug = self.label = policy.replace("+", "-")
+
+    def to_dict(self):
+        return {"policy": self.policy}
 
 
 def estimate_s(pred, warmup, iters):
@@ -1159,11 +1208,16 @@ def predict_run(run):
     t0 = time.perf_counter()
     try:
         from .execute import predict_plan
-        from .plans import PlanSpec
-        plan = PlanSpec.parse(run["policy"], run.get("options", []))
-        pred, _ = predict_plan(run["model"], run["batch"], plan,
-                               input_shape=run.get("input_shape"),
-                               optimizer=run_setup(run))
+        from .zero import predict_zero
+        plan = run_plan(run)
+        if isinstance(plan, ZeroPlan):
+            pred, _ = predict_zero(run["model"], run["batch"], plan.policy,
+                                   input_shape=run.get("input_shape"),
+                                   optimizer=run_setup(run))
+        else:
+            pred, _ = predict_plan(run["model"], run["batch"], plan,
+                                   input_shape=run.get("input_shape"),
+                                   optimizer=run_setup(run))
         pred["predict_wall_s"] = round(time.perf_counter() - t0, 2)
         return pred, None
     except Exception as e:   # recorded with the run
@@ -1318,10 +1372,9 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
             group = run["policy"]
             try:
                 from .models import resolve_model
-                from .plans import PlanSpec
                 if bad is None:
                     spec = resolve_model(run["model"], input_shape=run.get("input_shape"))
-                    plan = PlanSpec.parse(run["policy"], run.get("options", []))
+                    plan = run_plan(run)
                     doc.update(network=spec.name, input_shape=list(spec.input_shape),
                                input_dtype=spec.input_dtype, plan=plan.to_dict(),
                                plan_label=plan.label)
@@ -1443,10 +1496,16 @@ def _in_fresh_process(fn, *args):
 def _execute_here(run, mode, warmup, iters, device):
     from .execute import measure
     from .models import resolve_model
-    from .plans import PlanSpec, make_transform
+    from .plans import make_transform
     spec = resolve_model(run["model"], input_shape=run.get("input_shape"))
-    plan = PlanSpec.parse(run["policy"], run.get("options", []))
+    plan = run_plan(run)
     optimizer = run_setup(run)
+    if isinstance(plan, ZeroPlan):
+        if mode == "capture":
+            raise ConfigError(f"{plan.policy}: the suite measures ZeRO runs (no capture)")
+        from .zero import measure_zero
+        return measure_zero(spec, run["batch"], plan.policy, optimizer=optimizer,
+                            warmup_iters=warmup, iters=iters, device=device), {}
     if mode == "capture":
         from .capture import capture
         cap = capture(spec.text, run["batch"], optimizer=optimizer,

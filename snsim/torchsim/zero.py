@@ -6,7 +6,9 @@ The scheme, as the engine's ``zero_offload`` policy models it:
 - fp32 master parameters live in pinned host memory, with their pinned fp32 gradient buffers;
   the optimizer (``torch.optim`` Adam/SGD, on the CPU) keeps its state on the host too.
 - On the GPU a parameter is a tensor whose storage is empty (``resize_(0)``) except while a
-  module that owns it runs: a forward pre-hook copies it in (H2D), a forward hook frees it;
+  module that owns it runs (or, for a parameter whose owner is never called, the nearest
+  enclosing module that runs: ``ZeroOffload._discover``): a forward pre-hook copies it in
+  (H2D), a forward hook frees it;
   before the module's backward (a pre-hook on its output's autograd node) it is copied in
   again, and when its gradient is accumulated (``register_post_accumulate_grad_hook``) the
   gradient is copied to its host buffer (D2H) and both GPU tensors are freed. Saved views of
@@ -30,6 +32,28 @@ import time
 from ..errors import ConfigError
 
 ZERO_POLICIES = ("zero_offload", "superneurons+zero_offload")
+
+
+def zero_setup(policy, optimizer):
+    """The :class:`~snsim.torchsim.amp.TrainSetup` a ZeRO run trains with, from a setup or an
+    optimizer name.
+
+    Raises
+    ------
+    ConfigError
+        The setup asks for autocast or fused kernels: the scheme steps fp32 master weights with
+        ``torch.optim`` on the CPU and runs forward and backward in fp32, so a half-precision
+        or fused-kernel prediction would describe a run that ``snsim execute`` does not make.
+    """
+    from .amp import as_setup
+    setup = as_setup(optimizer)
+    if setup.amp:
+        raise ConfigError(f"--policy {policy} runs fp32 (fp32 master weights stepped on the "
+                          f"CPU): drop --amp {setup.amp}")
+    if setup.optimizer_impl != "foreach":
+        raise ConfigError(f"--policy {policy} steps the optimizer on the CPU with torch.optim's "
+                          f"default kernels: drop --optimizer-impl {setup.optimizer_impl}")
+    return setup
 
 
 def _host_optimizer(torch, name, params):
@@ -96,12 +120,12 @@ class ZeroOffload:
             m.grad = h
         self.opt = _host_optimizer(torch, optimizer, self.masters)
         self.host_state_bytes = 0
+        self._uses = None      # module -> the parameters its forward fetches (_discover)
+        self._called = None    # the modules whose forward ran, while _discover looks
         self._handles = []
         for m in model.modules():
-            own = [p for p in m._parameters.values() if p is not None]
-            if own:
-                self._handles.append(m.register_forward_pre_hook(self._pre_forward))
-                self._handles.append(m.register_forward_hook(self._post_forward))
+            self._handles.append(m.register_forward_pre_hook(self._pre_forward))
+            self._handles.append(m.register_forward_hook(self._post_forward))
         for p in self.params:
             self._handles.append(p.register_post_accumulate_grad_hook(self._grad_ready))
 
@@ -122,17 +146,53 @@ class ZeroOffload:
     def _release(self, p):
         p.untyped_storage().resize_(0)
 
-    @staticmethod
-    def _own(module):
-        return [p for p in module._parameters.values() if p is not None]
+    def _discover(self, x):
+        """Which module's forward fetches each parameter: its owner's, else the nearest
+        enclosing module's whose forward runs (``nn.MultiheadAttention`` reads its
+        ``out_proj``'s weight itself and never calls ``out_proj``), found by one forward with
+        every parameter resident before the first step, its graph dropped (the engine's rule:
+        :func:`snsim.policies.zero_offload._user_of`). Autograd stays on: without it
+        ``nn.TransformerEncoderLayer`` takes its fused inference path, which calls none of its
+        children."""
+        for p in self.params:
+            self._fetch(p)
+        self._called = set()
+        try:
+            with self.torch.enable_grad():
+                self.model(x)
+            called = self._called
+        finally:
+            self._called = None
+        modules = dict(self.model.named_modules())
+        uses = {}
+        for name, m in modules.items():
+            own = [p for p in m._parameters.values() if p is not None]
+            if not own:
+                continue
+            while name and id(modules[name]) not in called:
+                name = name.rsplit(".", 1)[0] if "." in name else ""
+            fetched = uses.setdefault(modules[name], [])
+            for p in own:
+                if not any(p is q for q in fetched):
+                    fetched.append(p)
+        self._uses = uses
+        for p in self.params:
+            self._release(p)
+
+    def _own(self, module):
+        return self._uses.get(module, ()) if self._uses is not None else ()
 
     # -- hooks -------------------------------------------------------------------------------
     def _pre_forward(self, module, args):
+        if self._called is not None:
+            self._called.add(id(module))
         for p in self._own(module):
             self._fetch(p)
 
     def _post_forward(self, module, args, out):
         own = self._own(module)
+        if not own:
+            return
         if self.torch._C._current_graph_task_id() != -1:
             return      # a forward replayed in backward: the backward about to run needs them
         outs = out if isinstance(out, (tuple, list)) else (out,)
@@ -165,6 +225,8 @@ class ZeroOffload:
         """
         from .record import compute_loss
         torch = self.torch
+        if self._uses is None:
+            self._discover(x)
         self.h2d_bytes = self.d2h_bytes = 0
         t0 = time.perf_counter()
         out = self.model(x)
@@ -199,6 +261,8 @@ class ZeroOffload:
 def measure_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum",
                  input_shape=None, warmup_iters=2, iters=5, device="cuda"):
     """Run ``policy`` (one of :data:`ZERO_POLICIES`) for real: peaks and step time.
+    ``optimizer``: a snsim optimizer name or an fp32 foreach
+    :class:`~snsim.torchsim.amp.TrainSetup` (:func:`zero_setup`).
 
     ``warmup_iters`` iterations, ``reset_peak_memory_stats()``, then ``iters`` iterations
     (wall time with the device synchronised at the end of each: the CPU step is part of it).
@@ -218,6 +282,7 @@ def measure_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum
                           f"{', '.join(ZERO_POLICIES)}")
     if batch <= 0:
         raise ConfigError(f"--batch (={batch}) must be a positive integer")
+    optimizer = zero_setup(policy, optimizer).optimizer
     cuda = device == "cuda"
     if cuda:
         from .capture import measured_peaks, require_cuda
@@ -322,6 +387,7 @@ def predict_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum
     if policy not in ZERO_POLICIES:
         raise ConfigError(f"policy {policy!r} is not a ZeRO policy; known: "
                           f"{', '.join(ZERO_POLICIES)}")
+    optimizer = zero_setup(policy, optimizer)
     hw = load_hardware(gpu)
     r, prog = predict_plan(model, batch, torch_base_plan(policy), optimizer=optimizer, gpu=gpu,
                            input_shape=input_shape, budget_bytes=budget_bytes,
