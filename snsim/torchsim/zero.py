@@ -34,6 +34,15 @@ from ..errors import ConfigError
 ZERO_POLICIES = ("zero_offload", "superneurons+zero_offload")
 
 
+def _minor_faults():
+    """The process's minor page faults so far (``getrusage``; 0 where there is none)."""
+    try:
+        import resource
+    except ImportError:         # not a POSIX system
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def zero_setup(policy, optimizer):
     """The :class:`~snsim.torchsim.amp.TrainSetup` a ZeRO run trains with, from a setup or an
     optimizer name.
@@ -221,7 +230,9 @@ class ZeroOffload:
         Returns
         -------
         dict
-            ``gpu_s`` (forward + backward + copies, to the last copy), ``cpu_step_s``.
+            ``gpu_s`` (forward + backward + copies, to the last copy), ``cpu_step_s``,
+            ``cpu_step_faults`` (the process's minor page faults during the CPU step: the
+            fresh pages of its temporaries, :func:`snsim.policies.host_step.fresh_pages`).
         """
         from .record import compute_loss
         torch = self.torch
@@ -236,14 +247,16 @@ class ZeroOffload:
         del loss
         if self.device.type == "cuda":
             torch.cuda.synchronize()     # the D2H gradient copies have landed
+        faults = _minor_faults()
         t1 = time.perf_counter()
         self.opt.step()
         t2 = time.perf_counter()
+        faults = _minor_faults() - faults
         if not self.host_state_bytes:
             self.host_state_bytes = sum(v.numel() * v.element_size()
                                         for s in self.opt.state.values() for v in s.values()
                                         if isinstance(v, torch.Tensor))
-        return {"gpu_s": t1 - t0, "cpu_step_s": t2 - t1}
+        return {"gpu_s": t1 - t0, "cpu_step_s": t2 - t1, "cpu_step_faults": faults}
 
     def host_bytes(self):
         """Host memory the scheme holds: pinned master parameters and gradients, and the
@@ -320,6 +333,7 @@ def measure_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum
         med = {k: float(statistics.median(r[k] for r in rows)) for k in rows[0]}
         out.update(policy=policy, model=spec.text, batch=batch, optimizer=optimizer,
                    step_time_s=med["step_s"], gpu_s=med["gpu_s"], cpu_step_s=med["cpu_step_s"],
+                   cpu_step_faults=int(med["cpu_step_faults"]),
                    step_times_s=[round(r["step_s"], 6) for r in rows],
                    h2d_bytes=zero.h2d_bytes, d2h_bytes=zero.d2h_bytes,
                    parameter_bytes=sum(p.numel() * p.element_size() for p in zero.params),
