@@ -75,6 +75,33 @@ def test_cpu_step_by_part_on_gpt2_small():
     assert host_update_time_s(sizes, "adam", hw) == pytest.approx(sum(parts.values()))
 
 
+def test_a_freed_input_batch_keeps_the_temporaries_on_the_heap():
+    # ViT-B/16's 152 shapes under AdamW: in a fresh heap the MLP pairs (2 x 9,437,184 B) trim
+    # the top after each matrix and fault again (109,848 pages); in the ZeRO executor, whose
+    # host copy of the b32 input (32 x 3 x 224 x 224 x 4 = 19,267,584 B, mmapped, under 32 MiB)
+    # was freed first, glibc's mmap threshold is 19,267,584 + 4,096 B and the trim threshold
+    # twice it: the pairs' 18.9 MB never reach it, so no step faults. ru_minflt in the
+    # executor (H100 lease, traces/h100/zero/zero_faults.jsonl): 2 faults per CPU step.
+    d = 768
+    shapes = [(1, 1, d), (d, 3, 16, 16), (d,), (1, 197, d)]
+    for _ in range(12):
+        shapes += [(d,), (d,), (3 * d, d), (3 * d,), (d, d), (d,), (d,), (d,), (4 * d, d),
+                   (4 * d,), (d, 4 * d), (d,)]
+    shapes += [(d,), (d,), (1000, d), (1000,)]     # torchvision's vit_b_16, in order
+    sizes = [4 * math.prod(s) for s in shapes]
+    assert sum(sizes) == 4 * 86_567_656
+    assert fresh_pages(sizes, "adamw") == 109_848
+    assert fresh_pages(sizes, "adamw", freed_before=[19_267_584]) == 0
+    # an input over glibc's 32 MiB maximum (ResNet-101 b64: 38.5 MB) and a token batch
+    # (b16 x 1024 x int64 = 131,072 B) move nothing; with the ViT batch's threshold GPT-2's
+    # heap pairs stop faulting, but its 154,389,504 B embedding is mmapped whatever the
+    # threshold: 2 x 37,693 = 75,386 pages stay
+    gpt2 = [4 * math.prod(s) for s in gpt2_shapes()]
+    assert fresh_pages(gpt2, "adam", freed_before=[38_535_168]) == 185_234
+    assert fresh_pages(gpt2, "adam", freed_before=[16 * 1024 * 8]) == 185_234
+    assert fresh_pages(gpt2, "adam", freed_before=[19_267_584]) == 75_386
+
+
 def test_cpu_step_model_reproduces_the_host_probe():
     # the h200 preset's host figures come from this probe (each row within 13%, its sources)
     hw = load_hardware("h200")

@@ -10,7 +10,8 @@ for them): a Python loop over the parameters, a few elementwise ops per tensor. 
   dynamic mmap threshold with a new mapping, and gives the top of its heap back to the kernel
   when the free space there reaches the trim threshold, so those pages are faulted in (and
   zeroed by the kernel) again on the next step: :func:`fresh_pages` replays glibc's rules on
-  the parameter sizes, each page at ``host_page_fault_s``;
+  the parameter sizes, after the host input batch the process freed (which raises the
+  threshold), each page at ``host_page_fault_s``;
 - a dispatch per op (``host_op_overhead_s``: Python, the dispatcher, an OpenMP region).
 """
 from __future__ import annotations
@@ -112,8 +113,18 @@ def _check(optimizer):
                           f"model; known: {', '.join(HOST_UPDATE_BYTES_PER_PARAM)}")
 
 
-def fresh_pages(tensor_bytes, optimizer, *, max_steps=8):
+def fresh_pages(tensor_bytes, optimizer, *, freed_before=(), max_steps=8):
     """Pages faulted in by one steady-state step's temporaries (glibc's rules, in order).
+
+    ``freed_before``: sizes of host buffers the process allocates and frees before the step,
+    in order -- the host copy of the input batch (a data loader's batch; the executor's
+    ``x.cpu()``): one of at least the mmap threshold and at most 32 MiB raises the threshold
+    to its size (and the trim threshold to twice it), so temporaries up to that size come
+    from the heap and are not trimmed away between tensors. ViT-B/16 b32 AdamW under ZeRO
+    took 2 faults per CPU step, ConvNeXt-T b48 1, VGG-16 b32 Nesterov 233,476, GPT-2-medium
+    b4 AdamW 492,197 (the H100 lease's ``ru_minflt``, traces/h100/zero/zero_faults.jsonl);
+    replayed with the input batch freed first: 0, 0, 233,472, 492,242; without it 109,824,
+    27,456, 241,440 and 492,194.
 
     Steps are replayed until the heap's state repeats from one step to the next (usually the
     second), so the last step's faults are every later step's.
@@ -127,6 +138,9 @@ def fresh_pages(tensor_bytes, optimizer, *, max_steps=8):
     """
     _check(optimizer)
     heap = _GlibcHeap()
+    for n in freed_before:
+        if n > 0:
+            heap.free(heap.alloc(int(n)))
     two = HOST_TEMPORARIES_PER_TENSOR[optimizer] == 2
     state, faults = None, 0
     for _ in range(max_steps):
@@ -148,16 +162,18 @@ def fresh_pages(tensor_bytes, optimizer, *, max_steps=8):
     return faults
 
 
-def host_step_parts_s(tensor_bytes, optimizer, hardware):
+def host_step_parts_s(tensor_bytes, optimizer, hardware, *, freed_before=()):
     """The CPU optimizer step over fp32 tensors of ``tensor_bytes``, in seconds, by part:
     ``stream_s`` (bytes at ``host_mem_bytes_per_s``), ``pages_s`` (fresh pages of the
-    temporaries at ``host_page_fault_s``), ``dispatch_s`` (ops at ``host_op_overhead_s``)."""
+    temporaries at ``host_page_fault_s``; ``freed_before`` as :func:`fresh_pages`),
+    ``dispatch_s`` (ops at ``host_op_overhead_s``)."""
     _check(optimizer)
     tensor_bytes = [int(n) for n in tensor_bytes]
     params = sum(tensor_bytes) // 4
     return {"stream_s": params * HOST_UPDATE_BYTES_PER_PARAM[optimizer]
             / hardware.host_mem_bytes_per_s,
-            "pages_s": fresh_pages(tensor_bytes, optimizer) * hardware.host_page_fault_s,
+            "pages_s": fresh_pages(tensor_bytes, optimizer, freed_before=freed_before)
+            * hardware.host_page_fault_s,
             "dispatch_s": len(tensor_bytes) * HOST_OPS_PER_TENSOR[optimizer]
             * hardware.host_op_overhead_s}
 

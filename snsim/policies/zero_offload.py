@@ -141,7 +141,10 @@ def stream_parameters(program, hardware):
         info["grad_release"].setdefault(k, []).extend(grads)
         info["param_release"].setdefault(k, []).append(t)
     update = [s.index for s in steps if s.phase == "U"]
-    cpu_parts = host_step_parts_s(param_sizes, program.optimizer, hardware)
+    # the host's copy of the input batch, made and freed before the step, sets glibc's mmap
+    # threshold for the optimizer's temporaries (host_step.fresh_pages)
+    cpu_parts = host_step_parts_s(param_sizes, program.optimizer, hardware,
+                                  freed_before=[program.static_bytes.get("input", 0)])
     cpu_s = sum(cpu_parts.values())
     new_steps = []
     for s in steps:
