@@ -158,8 +158,9 @@ class ZeroOffload:
     def _discover(self, x):
         """Which module's forward fetches each parameter: its owner's, else the nearest
         enclosing module's whose forward runs (``nn.MultiheadAttention`` reads its
-        ``out_proj``'s weight itself and never calls ``out_proj``), found by one forward with
-        every parameter resident before the first step, its graph dropped (the engine's rule:
+        ``out_proj``'s weight itself and never calls ``out_proj``), found by one forward of the
+        first two samples with every parameter resident before the first step, its graph
+        dropped and the memory it cached given back (the engine's rule:
         :func:`snsim.policies.zero_offload._user_of`). Autograd stays on: without it
         ``nn.TransformerEncoderLayer`` takes its fused inference path, which calls none of its
         children."""
@@ -168,7 +169,7 @@ class ZeroOffload:
         self._called = set()
         try:
             with self.torch.enable_grad():
-                self.model(x)
+                self.model(x[:2])
             called = self._called
         finally:
             self._called = None
@@ -187,6 +188,11 @@ class ZeroOffload:
         self._uses = uses
         for p in self.params:
             self._release(p)
+        if self.device.type == "cuda":
+            # what the look cached (every parameter at once, a forward's activations) goes
+            # back: the steps' reserved memory is the scheme's, not this forward's (held-out
+            # set 35's histories: GPT-2-medium 9.05 GB reserved with it, 7.78 without)
+            self.torch.cuda.empty_cache()
 
     def _own(self, module):
         return self._uses.get(module, ()) if self._uses is not None else ()
