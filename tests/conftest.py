@@ -118,6 +118,25 @@ def tiny(tmp_path, monkeypatch):
                 y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
                 return self.fc(y.transpose(1, 2).reshape(b, s, c).mean(1))
 
+        class GqaAttn(nn.Module):
+            # four query heads over two key/value heads (enable_gqa), fp32: CUDA runs the
+            # math composite (scores and probabilities of s x s per query head)
+            input_shape = (128, 32)
+
+            def __init__(self):
+                super().__init__()
+                self.q = nn.Linear(32, 32)
+                self.kv = nn.Linear(32, 32)
+                self.fc = nn.Linear(32, 3)
+
+            def forward(self, x):
+                b, s, c = x.shape
+                q = self.q(x).view(b, s, 4, 8).transpose(1, 2)
+                k, v = (t.view(b, s, 2, 8).transpose(1, 2)
+                        for t in self.kv(x).split(16, dim=2))
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+                return self.fc(y.transpose(1, 2).reshape(b, s, c).mean(1))
+
         class Wide(nn.Module):
             input_shape = (256,)
 

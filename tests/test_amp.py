@@ -443,6 +443,21 @@ def test_attention_backend_is_the_one_the_h200_ran_in_every_probed_case():
     assert ran == {"cudnn": 340, "efficient": 150, "math": 20}
 
 
+def test_fp32_grouped_query_attention_records_cudas_math_composite(tiny):
+    """CUDA runs fp32 grouped-query attention as the math composite (the H200's probe), whose
+    scores and probabilities are batch x query heads x s x s; the CPU would run its own flash
+    kernel and make neither. Qwen2-0.5B b2 s512 fp32 under zero_offload was predicted
+    -15.97 % allocated (traces/h100/plans_heldout35) with the CPU's kernel: its 29,360,128 B
+    score matrices were missing."""
+    from snsim.torchsim.execute import predict_plan
+    r, prog = predict_plan(f"{tiny}:GqaAttn", 2, "plain", hidden=False)
+    names = {op[1] for op in prog["ops"]}
+    assert not any("flash_attention_for_cpu" in n for n in names)
+    scores = 2 * 4 * 128 * 128 * 4
+    assert sum(t[3] == scores for t in prog["tensors"]) >= 2      # scores, probabilities
+    assert r["feasible"] is True
+
+
 def test_attention_bias_is_what_cuda_sdpa_hands_the_kernel():
     """A boolean mask becomes a new additive bias of the query's dtype (-65504 for cuDNN,
     -inf for the memory-efficient kernel, which also pads an unaligned bias to a multiple of

@@ -235,8 +235,11 @@ def _cuda_like_kernels(gpu):
             return torch.ops.aten._scaled_dot_product_efficient_attention(
                 query, key, value, attention_bias(attn_mask, query, key, kind), grad,
                 dropout_p, is_causal, scale=scale)[0]
-        kw = {"enable_gqa": True} if enable_gqa else {}
-        return orig_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, **kw)
+        # CUDA's math composite (the s x s scores and probabilities, grouped-query heads
+        # repeated), not what the CPU would run (its own flash kernel, no scores at all)
+        return torch.ops.aten._scaled_dot_product_attention_math(
+            query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
+            enable_gqa=enable_gqa)[0]
 
     F.dropout = dropout
     F.scaled_dot_product_attention = sdpa
