@@ -30,9 +30,10 @@ except ModuleNotFoundError:
 GPT2_PARAMS = 124_439_808     # GPT-2 small with tied embeddings (HF gpt2 config)
 
 
-def gpt2_shapes():
-    """HF GPT-2 small's parameter shapes, in registration order (tied lm_head omitted)."""
-    d, v, n, layers = 768, 50257, 1024, 12
+def gpt2_shapes(d=768, layers=12):
+    """HF GPT-2's parameter shapes, in registration order (tied lm_head omitted): small by
+    default, GPT-2-medium with ``d=1024, layers=24``."""
+    v, n = 50257, 1024
     shapes = [(v, d), (n, d)]
     for _ in range(layers):
         shapes += [(d,), (d,), (d, 3 * d), (3 * d,), (d, d), (d,), (d,), (d,),

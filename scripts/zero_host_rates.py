@@ -34,10 +34,10 @@ GPT2_PARAMS = 124_439_808
 NO_MMAP_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 50)}
 
 
-def gpt2_shapes():
+def gpt2_shapes(**kw):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from zero_host_probe import gpt2_shapes as shapes
-    return shapes()
+    return shapes(**kw)
 
 
 def torchvision_shapes(name):
@@ -45,14 +45,6 @@ def torchvision_shapes(name):
     return [tuple(p.shape) for p in torchvision.models.get_model(name).parameters()]
 
 
-def gpt2_medium_shapes():
-    """HF GPT-2-medium's parameter shapes (d 1024, 24 layers; tied lm_head omitted)."""
-    d, v, n, layers = 1024, 50257, 1024, 24
-    shapes = [(v, d), (n, d)]
-    for _ in range(layers):
-        shapes += [(d,), (d,), (d, 3 * d), (3 * d,), (d, d), (d,), (d,), (d,),
-                   (d, 4 * d), (4 * d,), (4 * d, d), (d,)]
-    return shapes + [(d,), (d,)]
 
 
 def layout(name, small):
@@ -63,7 +55,7 @@ def layout(name, small):
     if name == "gpt2":
         return gpt2_shapes()
     if name == "gpt2_medium":
-        return gpt2_medium_shapes()
+        return gpt2_shapes(d=1024, layers=24)
     return torchvision_shapes(name)
 
 

@@ -100,13 +100,33 @@ def test_bad_options_are_one_line():
 
 
 # -- the executor, on the CPU ---------------------------------------------------------------------
+def _zero_trains_as_plain(torch, a, b, x, y):
+    """Two SGD-momentum steps of model ``a`` and two ZeRO steps of its twin ``b`` (CPU): the
+    same parameters after; between iterations no parameter has "device" storage, and each
+    was fetched twice (forward, backward) and its gradient copied out once. The executor."""
+    from snsim.torchsim.record import compute_loss
+    from snsim.torchsim.zero import ZeroOffload
+    opt = torch.optim.SGD(a.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    for _ in range(2):
+        compute_loss(a(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+    z = ZeroOffload(b, "sgd-momentum", device="cpu")
+    for _ in range(2):
+        z.step(x, y)
+    for pa, pb in zip(a.parameters(), z.params):
+        assert torch.equal(pa.detach(), z.master[id(pb)])
+    assert all(pb.untyped_storage().size() == 0 for pb in z.params)
+    n_bytes = sum(pb.numel() * 4 for pb in z.params)
+    assert (z.h2d_bytes, z.d2h_bytes) == (2 * n_bytes, n_bytes)
+    return z
+
+
 def test_executor_updates_as_a_plain_step():
     torch = pytest.importorskip("torch")
     from torch import nn
 
     from snsim.torchsim.plans import make_transform
-    from snsim.torchsim.record import compute_loss
-    from snsim.torchsim.zero import ZeroOffload
 
     def net():
         torch.manual_seed(0)
@@ -117,21 +137,7 @@ def test_executor_updates_as_a_plain_step():
         a, b = net(), net()
         if transform:
             b = make_transform(transform)(b)
-        opt = torch.optim.SGD(a.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
-        for _ in range(2):
-            compute_loss(a(x), y).backward()
-            opt.step()
-            opt.zero_grad()
-        z = ZeroOffload(b, "sgd-momentum", device="cpu")
-        for _ in range(2):
-            z.step(x, y)
-        for pa, pb in zip(a.parameters(), z.params):
-            assert torch.equal(pa.detach(), z.master[id(pb)])
-        # between iterations no parameter has GPU ("device") storage; each was fetched
-        # twice (forward, backward) and its gradient copied out once
-        assert all(pb.untyped_storage().size() == 0 for pb in z.params)
-        n_bytes = sum(pb.numel() * 4 for pb in z.params)
-        assert (z.h2d_bytes, z.d2h_bytes) == (2 * n_bytes, n_bytes)
+        _zero_trains_as_plain(torch, a, b, x, y)
 
 
 # -- hf: model specs ------------------------------------------------------------------------------
@@ -192,9 +198,6 @@ def test_executor_fetches_a_parameter_whose_module_is_never_called():
     torch = pytest.importorskip("torch")
     from torch import nn
 
-    from snsim.torchsim.record import compute_loss
-    from snsim.torchsim.zero import ZeroOffload
-
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
@@ -204,22 +207,9 @@ def test_executor_fetches_a_parameter_whose_module_is_never_called():
 
         def forward(self, x):
             return self.head(self.attn(x, x, x, need_weights=False)[0].mean(1))
-    x, y = torch.randn(2, 5, 8), torch.randint(0, 3, (2,))
-    a, b = Net(), Net()
-    opt = torch.optim.SGD(a.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
-    for _ in range(2):
-        compute_loss(a(x), y).backward()
-        opt.step()
-        opt.zero_grad()
-    z = ZeroOffload(b, "sgd-momentum", device="cpu")
-    for _ in range(2):
-        z.step(x, y)
-    for pa, pb in zip(a.parameters(), z.params):
-        assert torch.equal(pa.detach(), z.master[id(pb)])
-    nbytes = sum(p.numel() * 4 for p in z.params)
-    assert z.h2d_bytes == 2 * nbytes and z.d2h_bytes == nbytes
+    b = Net()
+    z = _zero_trains_as_plain(torch, Net(), b, torch.randn(2, 5, 8), torch.randint(0, 3, (2,)))
     assert any(p is b.attn.out_proj.weight for p in z._own(b.attn))
-    assert all(p.untyped_storage().size() == 0 for p in z.params)
 
 
 def test_predict_streams_a_parameter_from_the_module_that_uses_it(tiny):
