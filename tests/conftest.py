@@ -137,6 +137,18 @@ def tiny(tmp_path, monkeypatch):
                 y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
                 return self.fc(y.transpose(1, 2).reshape(b, s, c).mean(1))
 
+        class Rnn(nn.Module):
+            # an LSTM: the CPU runs oneDNN's RNN where CUDA runs cuDNN's
+            input_shape = (12, 16)
+
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.LSTM(16, 32, batch_first=True)
+                self.fc = nn.Linear(32, 3)
+
+            def forward(self, x):
+                return self.fc(self.rnn(x)[0][:, -1])
+
         class Wide(nn.Module):
             input_shape = (256,)
 

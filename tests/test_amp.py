@@ -1,5 +1,6 @@
 """Mixed precision (CUDA's autocast emulated on CPU fake tensors), GradScaler and optimizers."""
 import contextlib
+import json
 import textwrap
 
 import pytest
@@ -456,6 +457,21 @@ def test_fp32_grouped_query_attention_records_cudas_math_composite(tiny):
     scores = 2 * 4 * 128 * 128 * 4
     assert sum(t[3] == scores for t in prog["tensors"]) >= 2      # scores, probabilities
     assert r["feasible"] is True
+
+
+def test_a_recurrent_layer_is_reported_as_the_cpus_kernel(tiny, capsys):
+    """nn.LSTM records oneDNN's CPU RNN (mkldnn_rnn_layer), not cuDNN's: the prediction says
+    so, naming the op and the module, in the result, the JSON and a warning line."""
+    from snsim.cli import main
+    from snsim.torchsim.execute import predict_plan
+    r, _ = predict_plan(f"{tiny}:Rnn", 4, "plain", hidden=False)
+    assert r["cpu_only_ops"] == ["mkldnn_rnn_layer in rnn", "mkldnn_rnn_layer_backward in rnn"]
+    assert main(["predict", "--model", f"{tiny}:Rnn", "--batch", "4", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["cpu_only_ops"][0] == "mkldnn_rnn_layer in rnn"
+    assert "warning: mkldnn_rnn_layer in rnn is the CPU's kernel: CUDA runs cuDNN's RNN" in err
+    plain, _ = predict_plan(f"{tiny}:Net", 2, "plain", hidden=False)
+    assert plain["cpu_only_ops"] == []
 
 
 def test_attention_bias_is_what_cuda_sdpa_hands_the_kernel():

@@ -249,7 +249,14 @@ def cmd_predict(args):
             continue    # Adam's step counter read (``_get_value``): no size depends on it
         print(f"snsim: warning: data-dependent op {op}: its value is unknown on a CPU; sizes "
               f"that depend on it are taken at their upper bound", file=sys.stderr)
+    from .record import CPU_ONLY_OPS
+    for op in r.get("cpu_only_ops", ()):
+        print(f"snsim: warning: {op} is the CPU's kernel: {CPU_ONLY_OPS[op.split(' in ')[0]]}; "
+              f"its memory and time here are the CPU kernel's (measure the model with snsim "
+              f"capture on a GPU)", file=sys.stderr)
     row = {k: r[k] for k in PREDICT_KEYS}
+    if r.get("cpu_only_ops"):
+        row["cpu_only_ops"] = r["cpu_only_ops"]
     if args.format == "table":
         print(predict_verdict(r))
         row["cuda_modelled"] = "; ".join(f"{k}: {v}" for k, v in row["cuda_modelled"].items())

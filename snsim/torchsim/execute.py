@@ -173,6 +173,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
                cuda_modelled=cuda_modelled(prog.get("notes"), torch_version),
                workspace_sources=workspace_sources(prog.get("notes") or {}),
                data_dependent_ops=r["provenance"].get("data_dependent_ops", []),
+               cpu_only_ops=r["provenance"].get("cpu_only_ops", []),
                value_branches=bool(r["provenance"].get("value_branches")),
                time_sources=r["provenance"].get("time_sources"),
                record_wall_s=r["provenance"].get("record_wall_s"),

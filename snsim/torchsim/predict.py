@@ -752,6 +752,8 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     if rec.data_dependent:
         prov["data_dependent_ops"] = sorted({f"{op} in {label}"
                                              for op, label in rec.data_dependent})
+    if rec.cpu_only:
+        prov["cpu_only_ops"] = sorted({f"{op} in {label}" for op, label in rec.cpu_only})
     if r.get("value_branches"):
         prov["value_branches"] = True
     try:

@@ -544,6 +544,16 @@ def cuda_output_layout(name, out, device_type):
     return out
 
 
+#: Kernels a CPU recording runs where CUDA runs another, unmodelled one: the recurrent layers
+#: (nn.LSTM, nn.GRU, nn.RNN) run oneDNN's RNN on the CPU, where CUDA runs cuDNN's
+#: (``_cudnn_rnn``: a flattened weight buffer and a reserve space kept for backward, whose size
+#: torch's meta kernel does not know either). Their memory and time in a prediction are the
+#: CPU kernel's: ``snsim predict`` says so (``cpu_only_ops``).
+CPU_ONLY_OPS = {
+    "mkldnn_rnn_layer": "CUDA runs cuDNN's RNN (_cudnn_rnn: a reserve space kept for "
+                        "backward), which snsim does not model",
+    "mkldnn_rnn_layer_backward": "CUDA runs cuDNN's RNN backward, which snsim does not model",
+}
 _DATA_DEPENDENT_OPS = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "unique",
                                  "_unique2", "unique_consecutive", "repeat_interleave"})
 
@@ -806,6 +816,7 @@ class Recorder:
         self.accumulating = False    # between a backward node's end and the next node's start
         self.excluded = set()
         self.data_dependent = []      # (op name, mark label) of data-dependent ops met
+        self.cpu_only = []            # (op name, mark label) of CPU_ONLY_OPS met
         self.cur = SETUP_MARK
         self.iteration = -1
         self._mode = None
@@ -950,6 +961,9 @@ class Recorder:
                 for t in outs):
             label = self.marks[self.cur][0] if 0 <= self.cur < len(self.marks) else "<setup>"
             self.data_dependent.append((str(func), label))
+        if name in CPU_ONLY_OPS:
+            label = self.marks[self.cur][0] if 0 <= self.cur < len(self.marks) else "<setup>"
+            self.cpu_only.append((name, label))
         sig = signature(name, args, kwargs) if name in SIGNATURE_OPS else ""
         if self.accumulating:
             self.accumulation_ops.add(op_index)
