@@ -211,6 +211,17 @@ def test_executor_fetches_a_parameter_whose_module_is_never_called():
     z = _zero_trains_as_plain(torch, Net(), b, torch.randn(2, 5, 8), torch.randint(0, 3, (2,)))
     assert any(p is b.attn.out_proj.weight for p in z._own(b.attn))
 
+    class Root(Net):           # a parameter of the root module itself (ViT's class_token)
+        def __init__(self):
+            super().__init__()
+            self.token = nn.Parameter(torch.ones(1, 1, 8))
+
+        def forward(self, x):
+            return super().forward(torch.cat([self.token.expand(x.shape[0], 1, 8), x], 1))
+    b = Root()
+    z = _zero_trains_as_plain(torch, Root(), b, torch.randn(2, 5, 8), torch.randint(0, 3, (2,)))
+    assert any(p is b.token for p in z._own(b))
+
 
 def test_predict_streams_a_parameter_from_the_module_that_uses_it(tiny):
     """The predicted program of nn.TransformerEncoder names no step after
@@ -222,6 +233,16 @@ def test_predict_streams_a_parameter_from_the_module_that_uses_it(tiny):
     assert r["feasible"] is True and r["plan"] == "zero_offload"
     # every parameter in twice (forward and backward), every gradient out once
     assert r["h2d_bytes"] == 2 * r["d2h_bytes"] == 2 * r["host_pinned_bytes"] // 2 > 0
+
+
+def test_a_parameter_goes_to_the_nearest_enclosing_step():
+    from snsim.policies.zero_offload import _user_of
+    steps = {"<model>", "enc.attn", "enc.attn.q", "fc"}
+    assert _user_of("fc.weight", steps) == "fc"
+    assert _user_of("enc.attn.q.bias", steps) == "enc.attn.q"
+    assert _user_of("enc.attn.out_proj.weight", steps) == "enc.attn"    # never called
+    assert _user_of("class_token", steps) == "<model>"                  # the root's own
+    assert _user_of("head.weight", {"fc"}) is None
 
 
 def test_tied_parameter_is_fetched_by_every_module_that_uses_it(tiny_chain):
