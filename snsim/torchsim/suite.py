@@ -1112,6 +1112,18 @@ _HELDOUT35_TOKENS = (
     ("hf:Qwen/Qwen2-0.5B", 2, (512,), {"zero_offload": []}, {}),
 )
 PLAN_HELDOUT35 = _plan_set(_HELDOUT35, _HELDOUT35_TOKENS)
+# session 40: grouped-query attention in fp32, which CUDA runs as the math composite (its s x s
+# scores), recorded since then as that composite rather than the CPU's flash kernel (Qwen2-0.5B
+# b2 fp32 ZeRO was -16 % allocated without them); decoders never run in fp32 here
+_HELDOUT36_TOKENS = (
+    ("hf:HuggingFaceTB/SmolLM2-135M", 4, (512,),
+     {"plain": [], "checkpoint": ["modules=LlamaDecoderLayer"]}, {"optimizer": "adamw"}),
+    ("hf:HuggingFaceTB/SmolLM2-135M", 8, (256,), {"cpu_offload": ["pin_memory=true"]}, {}),
+    ("hf:Qwen/Qwen2-0.5B", 2, (512,), {"plain": []}, {}),
+    ("hf:Qwen/Qwen2-0.5B", 1, (1024,), {"checkpoint": ["modules=Qwen2DecoderLayer"]},
+     {"optimizer": "adamw"}),
+)
+PLAN_HELDOUT36 = _plan_set((), _HELDOUT36_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1143,6 +1155,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout30": PLAN_HELDOUT30, "heldout31": PLAN_HELDOUT31,
              "heldout32": PLAN_HELDOUT32, "heldout33": PLAN_HELDOUT33,
              "heldout34": PLAN_HELDOUT34, "heldout35": PLAN_HELDOUT35,
+             "heldout36": PLAN_HELDOUT36,
              "pageable": PLAN_PAGEABLE}
 
 
