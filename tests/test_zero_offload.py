@@ -223,6 +223,37 @@ def test_executor_fetches_a_parameter_whose_module_is_never_called():
     assert any(p is b.token for p in z._own(b))
 
 
+def test_execute_zero_prints_the_prediction_beside_the_measurement(tiny, tmp_path, monkeypatch,
+                                                                   capsys):
+    """snsim execute --policy zero_offload predicts the run (predict_zero) before it measures
+    it, and prints and stores both, as for the other plans; here the "GPU" is the CPU
+    (measure_zero's device="cpu": no peaks measured, so only the step has an error)."""
+    import functools
+    import gzip
+    import json
+    pytest.importorskip("torch")
+    from snsim.cli import main
+    from snsim.torchsim import capture, zero
+    monkeypatch.setattr(capture, "require_cuda", lambda: __import__("torch"))
+    monkeypatch.setattr(zero, "measure_zero", functools.partial(zero.measure_zero, device="cpu"))
+    out = tmp_path / "z.json.gz"
+    assert main(["execute", "--model", f"{tiny}:Net", "--batch", "2", "--policy",
+                 "zero_offload", "--optimizer", "adam", "--plain-iters", "1",
+                 "--warmup-iters", "1", "--out", str(out), "--format", "json"]) == 0
+    res = json.loads(capsys.readouterr().out)       # one result: the object itself
+    rows = {r["quantity"]: r for r in res["rows"]}
+    assert rows["peak_allocated_bytes"]["predicted"] > 0
+    assert rows["peak_allocated_bytes"]["measured"] is None      # the CPU has no peaks
+    assert rows["h2d_bytes"]["predicted"] == rows["h2d_bytes"]["measured"] > 0
+    assert rows["step_time_s"]["error_pct"] is not None
+    with gzip.open(out, "rt") as f:
+        doc = json.load(f)
+    assert doc["predictions"]["snsim_predict_zero"]["plan"] == "zero_offload"
+    assert main(["execute", "--model", f"{tiny}:Net", "--batch", "2", "--policy",
+                 "zero_offload", "--amp", "bf16"]) == 2
+    assert "runs fp32" in capsys.readouterr().err
+
+
 def test_predict_streams_a_parameter_from_the_module_that_uses_it(tiny):
     """The predicted program of nn.TransformerEncoder names no step after
     self_attn.out_proj (MultiheadAttention never calls it): zero_offload fetches its weight

@@ -528,26 +528,32 @@ def cmd_execute(args):
 
 def _execute_zero(args):
     """``--policy zero_offload`` / ``superneurons+zero_offload``: the ZeRO-style step of
-    :mod:`snsim.torchsim.zero`, measured (no capture); compare with ``snsim run --policy``."""
+    :mod:`snsim.torchsim.zero`, predicted (:func:`~snsim.torchsim.zero.predict_zero`, on this
+    CPU) and then measured (no capture), the two side by side as for the other plans."""
     import torch
     from .capture import provenance
     from .models import resolve_model
-    from .zero import measure_zero
+    from .zero import measure_zero, predict_zero
     if args.option or args.budget or args.plain_trace:
         raise ConfigError(f"--policy {args.policy} takes no --option, --budget or --plain-trace")
     spec = resolve_model(args.model, input_shape=_input_shape(args))
+    pred, _ = predict_zero(spec, args.batch, args.policy, optimizer=_setup(args),
+                           input_shape=_input_shape(args))
     meas = measure_zero(spec, args.batch, args.policy, optimizer=_setup(args),
                         warmup_iters=args.warmup_iters, iters=args.plain_iters)
     doc = {"provenance": provenance(torch, tool="snsim execute", model=spec.text,
                                     batch=args.batch, optimizer=args.optimizer,
                                     input_shape=list(spec.input_shape), policy=args.policy),
-           "measured": meas}
+           "measured": meas, "predictions": {"snsim_predict_zero": pred}}
     slug = args.policy.replace("+", "-")
     out = args.out or _default_out(spec.name, args.batch, args.optimizer, slug)
     _write_json(doc, out)
-    rows = [{"quantity": q, "measured": meas[q]} for q in
-            ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "gpu_s",
-             "cpu_step_s", "h2d_bytes", "d2h_bytes", "host_pinned_bytes")]
+    rows = []
+    for q in ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "cpu_step_s",
+              "h2d_bytes", "d2h_bytes", "host_pinned_bytes", "gpu_s", "cpu_step_faults"):
+        p, m = pred.get(q), meas.get(q)
+        rows.append({"quantity": q, "predicted": p, "measured": m,
+                     "error_pct": round(100.0 * (p - m) / m, 2) if p is not None and m else None})
     if args.format == "json":
         emit([{"trace": str(out), "plan": args.policy, "rows": rows}], "json")
     else:
