@@ -254,7 +254,7 @@ def test_execute_zero_prints_the_prediction_beside_the_measurement(tiny, tmp_pat
     assert "runs fp32" in capsys.readouterr().err
 
 
-def test_predict_streams_a_parameter_from_the_module_that_uses_it(tiny):
+def test_predict_streams_a_parameter_from_the_module_that_uses_it(tiny, capsys):
     """The predicted program of nn.TransformerEncoder names no step after
     self_attn.out_proj (MultiheadAttention never calls it): zero_offload fetches its weight
     for the self_attn steps instead of stopping."""
@@ -262,6 +262,13 @@ def test_predict_streams_a_parameter_from_the_module_that_uses_it(tiny):
     from snsim.torchsim.zero import predict_zero
     r, _ = predict_zero(f"{tiny}:CausalEncoder", 2, optimizer="adam")
     assert r["feasible"] is True and r["plan"] == "zero_offload"
+    # snsim predict --format json carries the ZeRO plan's own figures
+    import json
+    from snsim.cli import main
+    assert main(["predict", "--model", f"{tiny}:CausalEncoder", "--batch", "2", "--optimizer",
+                 "adam", "--policy", "zero_offload", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["h2d_bytes"] == r["h2d_bytes"] and doc["cpu_step_s"] == r["cpu_step_s"] > 0
     # every parameter in twice (forward and backward), every gradient out once
     assert r["h2d_bytes"] == 2 * r["d2h_bytes"] == 2 * r["host_pinned_bytes"] // 2 > 0
 

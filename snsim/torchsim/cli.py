@@ -151,6 +151,9 @@ PREDICT_KEYS = ("network", "batch", "optimizer", "optimizer_impl", "amp", "hardw
                 "host_pace_factor", "torch_version", "libraries", "torch_modelled",
                 "cuda_modelled", "workspace_sources")
 
+ZERO_PREDICT_KEYS = ("cpu_step_s", "h2d_bytes", "d2h_bytes", "host_pinned_bytes",
+                     "host_total_bytes")
+
 
 def predict_verdict(r):
     """One line beginning ``fits:`` or ``does not fit:`` for a :func:`predict_plan` result."""
@@ -255,6 +258,8 @@ def cmd_predict(args):
               f"its memory and time here are the CPU kernel's (measure the model with snsim "
               f"capture on a GPU)", file=sys.stderr)
     row = {k: r[k] for k in PREDICT_KEYS}
+    # a ZeRO plan's own figures: the CPU optimizer step, the bytes moved, the host's share
+    row.update({k: r[k] for k in ZERO_PREDICT_KEYS if k in r})
     if r.get("cpu_only_ops"):
         row["cpu_only_ops"] = r["cpu_only_ops"]
     if args.format == "table":
