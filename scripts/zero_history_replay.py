@@ -4,7 +4,8 @@ Set 35 ran ``ZeroOffload`` with a discovery forward (every parameter resident, t
 autograd on) before its first step, whose cached segments stayed reserved through the measured
 steps; the executor now runs it on two samples and empties the cache after it. This replays
 each ZeRO allocator history (``traces/h100/plans_history/*zero_offload.json.gz``) through the
-engine's PyTorch allocator ("driver" placement) as recorded, and again with the cache emptied
+engine's PyTorch allocator (``replay_history``: "driver" placement, no lazy-loading window: the
+ZeRO step marks no iterations) as recorded, and again with the cache emptied
 where the discovery's memory has been freed (live bytes back within 10 % of the discovery's
 rise), against the before-run prediction: an estimate of the reserved error without that
 forward, until the set runs again.
@@ -16,21 +17,7 @@ import glob
 import gzip
 import json
 
-from snsim.engine.allocators import PytorchAllocator
-
-
-def replay(events, empty_at=None):
-    a, live, peak = PytorchAllocator(segment_placement="driver"), {}, 0
-    for i, (action, addr, size, stream) in enumerate(events):
-        if action == "alloc":
-            live[addr] = a.alloc(size, stream)
-        elif action == "free_completed":
-            a.free(live.pop(addr))
-        if i == empty_at:
-            a.empty_cache()
-            peak = 0
-        peak = max(peak, a.reserved_bytes)
-    return peak
+from snsim.engine.allocators import replay_history
 
 
 def discovery_end(events):
@@ -60,7 +47,8 @@ def main():
         name = doc["config"]["name"]
         ev = doc["events"]
         meas = doc["measured"]["peak_reserved_bytes"]
-        full, without = replay(ev), replay(ev, discovery_end(ev))
+        full = replay_history(doc, 0)
+        without = replay_history(doc, 0, empty_cache_after=discovery_end(ev))
         p = int(pred[name]["peak_reserved_bytes"])
         print(f"{name:46s} {meas:12d} {full:12d} {without:12d} {p:12d} "
               f"{100 * (p / meas - 1):+7.2f} {100 * (p / without - 1):+9.2f}")

@@ -830,6 +830,18 @@ def test_gpt2_history_misses_by_the_room_its_lazy_window_had():
     assert replay_history(doc, _H200_WINDOW_BYTES) == 10416553984   # +18.80%, 1572 MiB more
 
 
+def test_replay_history_without_marks_and_with_the_cache_emptied():
+    # hand calculation: a 100 MiB request takes a 100 MiB segment (large requests are
+    # rounded to 2 MiB); freed, the segment stays cached. A later 10 MiB request reuses it
+    # (100 MiB reserved), unless the cache was emptied in between: then a 10 MiB segment.
+    # A history without iteration marks (a ZeRO step's) takes no lazy-loading window.
+    mib = 2**20
+    doc = {"events": [["alloc", 1, 100 * mib, 0], ["free_completed", 1, 100 * mib, 0],
+                      ["alloc", 2, 10 * mib, 0]], "iterations": []}
+    assert replay_history(doc, 0) == 100 * mib
+    assert replay_history(doc, 0, empty_cache_after=1) == 10 * mib
+
+
 def test_lazy_window_places_segments_upward_above_earlier_ones_while_they_fit():
     # hand calculation: 20 MiB segments; before the window opens each goes below the last;
     # after, into the 50 MiB window from its bottom (two fit), then below again

@@ -1078,30 +1078,36 @@ class PytorchAllocator(Allocator):
         _require(sum(b.requested for b in live) == self.requested_bytes, "requested_bytes drift")
 
 
-def replay_history(doc, window_bytes, gemm_at=None, cublas_bytes=0):
+def replay_history(doc, window_bytes, gemm_at=None, cublas_bytes=0, empty_cache_after=None):
     """Peak reserved bytes of a real caching allocator's event history replayed through
     :class:`PytorchAllocator` with the "driver" placement.
 
     ``doc`` is a history of ``scripts/plan_alloc_history.py`` (``events`` ``[action, addr,
     size, stream]``, ``iterations``): its requests and completed frees in order, the
     lazy-loading window of ``window_bytes`` opened after the first training step's first
-    allocation (as the engine opens it after the step's first operation), and cuBLAS's
-    ``cublas_bytes`` mapped into it before allocation number ``gemm_at`` (the first GEMM's
-    output, as the engine maps it before the FC step).
+    allocation (as the engine opens it after the step's first operation; a history without
+    iteration marks takes no window), and cuBLAS's ``cublas_bytes`` mapped into it before
+    allocation number ``gemm_at`` (the first GEMM's output, as the engine maps it before the FC
+    step). ``empty_cache_after``: the index of the event after which ``empty_cache()`` runs
+    and the peak starts again (what a process that emptied the cache there would reserve).
     """
     a = PytorchAllocator(segment_placement="driver", lazy_window_bytes=window_bytes)
-    first = doc["iterations"][0][0]   # allocations made before the first step
+    # allocations made before the first step
+    first = doc["iterations"][0][0] if window_bytes else None
     live, n = {}, 0
-    for action, addr, size, stream in doc["events"]:
+    for i, (action, addr, size, stream) in enumerate(doc["events"]):
         if action == "alloc":
             if n == gemm_at:
                 a.map_into_window(cublas_bytes)
             live[addr] = a.alloc(size, stream)
             n += 1
-            if n == first + 1:
+            if window_bytes and n == first + 1:
                 a.open_lazy_window()
         elif action == "free_completed":
             a.free(live.pop(addr))
+        if i == empty_cache_after:
+            a.empty_cache()
+            a.peak_reserved_bytes = a.reserved_bytes
     return a.peak_reserved_bytes
 
 
