@@ -2,8 +2,8 @@
 before-run figures, which stay as they were in the suite files).
 
 For every completed run of ``traces/h200/plans_table/`` (or the ``--folder`` list),
-``predict_plan`` (what ``snsim predict --policy`` does, CPU only; ``predict_zero`` for a ZeRO
-plan) with the run's model, batch,
+``zero.predict_policy`` (what ``snsim predict --policy`` does, CPU only: ``predict_plan``, or
+``predict_zero`` for a ZeRO plan) with the run's model, batch,
 plan options and training setup (optimizer, its kernels, autocast), and ``save_on_cpu`` as the
 run's torch packs (:func:`run_torch`, :func:`snsim.torchsim.plans.pack_blocks_of`); prints and
 writes one CSV row per run with the stored before-run step time and peaks, the re-predicted
@@ -85,9 +85,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     import re
     from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.execute import predict_plan
     from snsim.torchsim.validate import plan_runs
-    from snsim.torchsim.zero import ZERO_POLICIES, predict_zero
+    from snsim.torchsim.zero import parse_plan, predict_policy
     done = {}
     if os.path.exists(args.csv):
         done = {r["run"]: r for r in csv.DictReader(open(args.csv, newline=""))}
@@ -116,14 +115,10 @@ def main(argv=None):
             if args.skipped == "measured" and p.get("amp") == "fp16" else 0
         setup = TrainSetup.parse(p.get("optimizer", "sgd-momentum"),
                                  p.get("optimizer_impl") or "foreach", p.get("amp"), skipped)
-        if run["policy"] in ZERO_POLICIES:     # the engine's zero_offload on the fake run
-            out, _ = predict_zero(run["model"], int(run["batch"]), run["policy"],
-                                  optimizer=setup, input_shape=tuple(run["input_shape"]),
-                                  torch_version=run_torch(run), host_gauge_s=gauge)
-        else:
-            out, _ = predict_plan(run["model"], int(run["batch"]), run["policy"], options=opts,
-                                  optimizer=setup, input_shape=tuple(run["input_shape"]),
-                                  torch_version=run_torch(run), host_gauge_s=gauge)
+        out, _ = predict_policy(run["model"], int(run["batch"]),
+                                parse_plan(run["policy"], opts, setup), optimizer=setup,
+                                input_shape=tuple(run["input_shape"]),
+                                torch_version=run_torch(run), host_gauge_s=gauge)
         meas = m["step_time_s"]
         row = {"run": run["name"], "policy": run["policy"], "model": run["model"],
                "batch": run["batch"], "setup": setup.slug or "-",

@@ -1178,29 +1178,10 @@ def run_name(run):
 
 
 def run_plan(run):
-    """The run's plan: a :class:`~snsim.torchsim.plans.PlanSpec`, or for a ZeRO policy
-    (:data:`~snsim.torchsim.zero.ZERO_POLICIES`, which takes no options and fp32 only) a
-    :class:`ZeroPlan` of the same attributes."""
-    from .plans import PlanSpec
-    from .zero import ZERO_POLICIES, zero_setup
-    if run["policy"] not in ZERO_POLICIES:
-        return PlanSpec.parse(run["policy"], run.get("options", []))
-    if run.get("options"):
-        raise ConfigError(f"--policy {run['policy']} takes no --option "
-                          f"(got {', '.join(run['options'])})")
-    zero_setup(run["policy"], run_setup(run))
-    return ZeroPlan(run["policy"])
-
-
-class ZeroPlan:
-    """A ZeRO policy as the suite names and records it (slug, label, ``to_dict``)."""
-
-    def __init__(self, policy):
-        self.policy = policy
-        self.slug = self.label = policy.replace("+", "-")
-
-    def to_dict(self):
-        return {"policy": self.policy}
+    """The run's plan (:func:`~snsim.torchsim.zero.parse_plan`: a ``PlanSpec``, or a
+    ``ZeroPlan`` for a ZeRO policy, which takes no options and fp32 only)."""
+    from .zero import parse_plan
+    return parse_plan(run["policy"], run.get("options", []), run_setup(run))
 
 
 def estimate_s(pred, warmup, iters):
@@ -1220,17 +1201,9 @@ def predict_run(run):
     import time
     t0 = time.perf_counter()
     try:
-        from .execute import predict_plan
-        from .zero import predict_zero
-        plan = run_plan(run)
-        if isinstance(plan, ZeroPlan):
-            pred, _ = predict_zero(run["model"], run["batch"], plan.policy,
-                                   input_shape=run.get("input_shape"),
-                                   optimizer=run_setup(run))
-        else:
-            pred, _ = predict_plan(run["model"], run["batch"], plan,
-                                   input_shape=run.get("input_shape"),
-                                   optimizer=run_setup(run))
+        from .zero import predict_policy
+        pred, _ = predict_policy(run["model"], run["batch"], run_plan(run),
+                                 input_shape=run.get("input_shape"), optimizer=run_setup(run))
         pred["predict_wall_s"] = round(time.perf_counter() - t0, 2)
         return pred, None
     except Exception as e:   # recorded with the run
@@ -1511,6 +1484,7 @@ def _execute_here(run, mode, warmup, iters, device):
     from .models import resolve_model
     from .plans import make_transform
     spec = resolve_model(run["model"], input_shape=run.get("input_shape"))
+    from .zero import ZeroPlan
     plan = run_plan(run)
     optimizer = run_setup(run)
     if isinstance(plan, ZeroPlan):

@@ -65,6 +65,43 @@ def zero_setup(policy, optimizer):
     return setup
 
 
+class ZeroPlan:
+    """A ZeRO policy as a plan: the attributes of a :class:`~snsim.torchsim.plans.PlanSpec`
+    that name and record it (``policy``, ``slug``, ``label``, ``to_dict``)."""
+
+    def __init__(self, policy):
+        self.policy = policy
+        self.slug = self.label = policy.replace("+", "-")
+
+    def to_dict(self):
+        return {"policy": self.policy}
+
+
+def parse_plan(policy, options=None, setup="sgd-momentum"):
+    """The plan of ``policy`` with ``options``: a :class:`~snsim.torchsim.plans.PlanSpec`, or
+    for a ZeRO policy (:data:`ZERO_POLICIES`: no options, fp32, :func:`zero_setup` on
+    ``setup``) a :class:`ZeroPlan`. Bad input raises one line."""
+    from .plans import PlanSpec
+    if policy not in ZERO_POLICIES:
+        return PlanSpec.parse(policy, options)
+    if options:
+        given = ([f"{k}={v}" for k, v in options.items()] if isinstance(options, dict)
+                 else list(options))
+        raise ConfigError(f"--policy {policy} takes no --option (got {', '.join(given)})")
+    zero_setup(policy, setup)
+    return ZeroPlan(policy)
+
+
+def predict_policy(model, batch, plan, **kw):
+    """The CPU prediction of ``plan`` (:func:`parse_plan`'s): :func:`predict_zero` for a
+    :class:`ZeroPlan`, else :func:`~snsim.torchsim.execute.predict_plan`; ``(summary,
+    program)``."""
+    if isinstance(plan, ZeroPlan):
+        return predict_zero(model, batch, plan.policy, **kw)
+    from .execute import predict_plan
+    return predict_plan(model, batch, plan, **kw)
+
+
 def _host_optimizer(torch, name, params):
     """The optimizer over the host master parameters (as record.make_optimizer, on the CPU)."""
     if name == "sgd":
