@@ -822,6 +822,10 @@ class Recorder:
         self._mode = None
 
     # -- marks -----------------------------------------------------------------------------
+    def _mark_label(self):
+        """The label of the mark the recorder is in (``<setup>`` before the first)."""
+        return self.marks[self.cur][0] if 0 <= self.cur < len(self.marks) else "<setup>"
+
     def mark(self, label, phase, kind=""):
         self.marks.append((label, phase, kind, self.iteration))
         self.cur = len(self.marks) - 1
@@ -959,11 +963,9 @@ class Recorder:
         if name in _DATA_DEPENDENT_OPS or any(
                 isinstance(t, torch.Tensor) and any(type(d) is not int for d in t.shape)
                 for t in outs):
-            label = self.marks[self.cur][0] if 0 <= self.cur < len(self.marks) else "<setup>"
-            self.data_dependent.append((str(func), label))
+            self.data_dependent.append((str(func), self._mark_label()))
         if name in CPU_ONLY_OPS:
-            label = self.marks[self.cur][0] if 0 <= self.cur < len(self.marks) else "<setup>"
-            self.cpu_only.append((name, label))
+            self.cpu_only.append((name, self._mark_label()))
         sig = signature(name, args, kwargs) if name in SIGNATURE_OPS else ""
         if self.accumulating:
             self.accumulation_ops.add(op_index)
