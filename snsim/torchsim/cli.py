@@ -517,18 +517,26 @@ def cmd_execute(args):
         write_capture(doc, out)
     m = doc["measured"]
     m.setdefault("feasible", True)   # it ran: no out-of-memory error
-    rows = []
-    for q in ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "feasible"):
-        err = (round(100.0 * (pred[q] - m[q]) / m[q], 2)
-               if q != "feasible" and m.get(q) else None)
-        rows.append({"quantity": q, "predicted": pred[q], "measured": m.get(q),
-                     "error_pct": err})
-    if args.format == "json":
-        emit([{"trace": str(out), "plan": plan.label, "rows": rows}], "json")
-    else:
-        print(f"{spec.name} batch {args.batch} under {plan.label}: trace {out}")
-        emit(rows, "table")
+    _emit_comparison(args, f"{spec.name} batch {args.batch} under {plan.label}: trace {out}",
+                     out, plan.label, pred, m,
+                     ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "feasible"))
     return 0
+
+
+def _emit_comparison(args, head, out, label, pred, meas, quantities):
+    """``snsim execute``'s output: per quantity the prediction, the measurement and the error
+    % (none for ``feasible`` or where either is missing), as JSON or as ``head`` and a table."""
+    rows = []
+    for q in quantities:
+        p, m = pred.get(q), meas.get(q)
+        err = (round(100.0 * (p - m) / m, 2)
+               if q != "feasible" and p is not None and m else None)
+        rows.append({"quantity": q, "predicted": p, "measured": m, "error_pct": err})
+    if args.format == "json":
+        emit([{"trace": str(out), "plan": label, "rows": rows}], "json")
+    else:
+        print(head)
+        emit(rows, "table")
 
 
 def _execute_zero(args):
@@ -541,10 +549,10 @@ def _execute_zero(args):
     from .zero import measure_zero, predict_zero
     if args.option or args.budget or args.plain_trace:
         raise ConfigError(f"--policy {args.policy} takes no --option, --budget or --plain-trace")
-    spec = resolve_model(args.model, input_shape=_input_shape(args))
-    pred, _ = predict_zero(spec, args.batch, args.policy, optimizer=_setup(args),
-                           input_shape=_input_shape(args))
-    meas = measure_zero(spec, args.batch, args.policy, optimizer=_setup(args),
+    setup, shape = _setup(args), _input_shape(args)
+    spec = resolve_model(args.model, input_shape=shape)
+    pred, _ = predict_zero(spec, args.batch, args.policy, optimizer=setup, input_shape=shape)
+    meas = measure_zero(spec, args.batch, args.policy, optimizer=setup,
                         warmup_iters=args.warmup_iters, iters=args.plain_iters)
     doc = {"provenance": provenance(torch, tool="snsim execute", model=spec.text,
                                     batch=args.batch, optimizer=args.optimizer,
@@ -553,17 +561,10 @@ def _execute_zero(args):
     slug = args.policy.replace("+", "-")
     out = args.out or _default_out(spec.name, args.batch, args.optimizer, slug)
     _write_json(doc, out)
-    rows = []
-    for q in ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "cpu_step_s",
-              "h2d_bytes", "d2h_bytes", "host_pinned_bytes", "gpu_s", "cpu_step_faults"):
-        p, m = pred.get(q), meas.get(q)
-        rows.append({"quantity": q, "predicted": p, "measured": m,
-                     "error_pct": round(100.0 * (p - m) / m, 2) if p is not None and m else None})
-    if args.format == "json":
-        emit([{"trace": str(out), "plan": args.policy, "rows": rows}], "json")
-    else:
-        print(f"{spec.name} batch {args.batch} under {args.policy}: {out}")
-        emit(rows, "table")
+    _emit_comparison(args, f"{spec.name} batch {args.batch} under {args.policy}: {out}", out,
+                     args.policy, pred, meas,
+                     ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "cpu_step_s",
+                      "h2d_bytes", "d2h_bytes", "host_pinned_bytes", "gpu_s", "cpu_step_faults"))
     return 0
 
 
