@@ -19,6 +19,13 @@ separates them on the host it runs on (torch's default threads):
 Usage (repo root, the H200 machine; about 1 minute, CPU only):
     PYTHONPATH=. python3 scripts/zero_host_rates.py --out $OUT/zero_host_rates.json
 Commit the JSON to traces/h200/zero/. Dry run anywhere: add ``--small`` (1/16 of the sizes).
+
+The host's threads (``--threads 1,4,16``): the CPU step of held-out set 35's ZeRO runs took
+1.5-50x longer in one process than in another on the same kind of machine (EfficientNet-B0
+4.0 vs 200.0 ms, traces/h100/plans_heldout35 and _rerun). This times the set's layouts under
+each intra-op thread count (``torch.set_num_threads``) beside what bounds the process's CPUs
+(``os.cpu_count``, its affinity, the cgroup's ``cpu.max``, the load average): whether torch's
+default threads oversubscribe a quota, and how much a step costs on one thread.
 """
 import argparse
 import json
@@ -59,19 +66,18 @@ def layout(name, small):
     return torchvision_shapes(name)
 
 
-def worker(opt, name, small, iters):
+def worker(opt, name, small, iters, threads=0):
     """One measurement in this process: median step time and faults per step."""
     import torch
+    if threads:
+        torch.set_num_threads(threads)
     ps = []
     for s in layout(name, small):
         p = torch.zeros(s)
         p.grad = torch.full(s, 1e-3)
         ps.append(p)
-    o = {"adam": lambda: torch.optim.Adam(ps, lr=1e-3),
-         "adamw": lambda: torch.optim.AdamW(ps, lr=1e-3),
-         "sgd-momentum": lambda: torch.optim.SGD(ps, lr=0.01, momentum=0.9, weight_decay=1e-4),
-         "nesterov": lambda: torch.optim.SGD(ps, lr=0.01, momentum=0.9, nesterov=True,
-                                             weight_decay=1e-4)}[opt]()
+    from snsim.torchsim.zero import _host_optimizer
+    o = _host_optimizer(torch, opt, ps)           # the executor's optimizer, as it builds it
     o.step()
     o.step()                      # state made, glibc thresholds settled
     times, faults = [], []
@@ -89,15 +95,62 @@ def worker(opt, name, small, iters):
             "step_times_s": times}
 
 
+def host_limits():
+    """What bounds this process's CPUs."""
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            return None
+    return {"cpu_count": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)),
+            "cgroup_cpu_max": read("/sys/fs/cgroup/cpu.max"),
+            "cgroup_cpu_stat": read("/sys/fs/cgroup/cpu.stat"),
+            "loadavg": read("/proc/loadavg")}
+
+
+def thread_runs(threads, iters):
+    """Set 35's layouts under each thread count, one fresh process each."""
+    rows = []
+    names = [("adam", "tiny"), ("sgd-momentum", "flat"), ("adam", "efficientnet_b0"),
+             ("adam", "swin_t"), ("sgd", "mobilenet_v3_large"), ("adam", "densenet121"),
+             ("sgd-momentum", "resnet101"), ("adamw", "vit_b_16"), ("nesterov", "vgg16")]
+    for n in threads:
+        for opt, name in names:
+            cmd = [sys.executable, __file__, "--worker", opt, name, "--iters", str(iters),
+                   "--worker-threads", str(n)]
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+            if out.returncode:
+                print(opt, name, n, "failed:", out.stderr.strip()[-300:], flush=True)
+                continue
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            rows.append(row)
+            print(f"threads {n:3d} {opt:13s} {name:20s} {row['tensors']:5d} tensors "
+                  f"step {row['step_s'] * 1e3:9.2f} ms  faults {row['faults']}", flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--worker", nargs=2)
     ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--worker-threads", type=int, default=0)
+    ap.add_argument("--threads", default="",
+                    help="comma-separated intra-op thread counts: time set 35's layouts only")
     a = ap.parse_args()
     if a.worker:
-        print(json.dumps(worker(*a.worker, a.small, a.iters)))
+        print(json.dumps(worker(*a.worker, a.small, a.iters, a.worker_threads)))
+        return
+    if a.threads:
+        doc = {"host": host_limits(), "machine": platform.processor() or platform.machine(),
+               "rows": thread_runs([int(t) for t in a.threads.split(",")], a.iters)}
+        doc["host_after"] = host_limits()
+        print(json.dumps(doc["host"]))
+        if a.out:
+            with open(a.out, "w") as f:
+                json.dump(doc, f, indent=1)
         return
     from snsim.policies.host_step import fresh_pages
     rows = []
