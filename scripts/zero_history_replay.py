@@ -13,11 +13,16 @@ forward, until the set runs again.
     PYTHONPATH=. python scripts/zero_history_replay.py
 """
 import csv
-import glob
 import gzip
 import json
 
 from snsim.engine.allocators import replay_history
+
+
+#: the histories recorded with the full-batch discovery forward (the same folder's later ones,
+#: VGG-16's, ran the two-sample look and its cleanup)
+OLD_EXECUTOR = ("Qwen2-0.5B_b2_zero_offload", "gpt2-medium_b4_adamw_zero_offload",
+                "opt-350m_b4_adam_superneurons-zero_offload", "vit_b_16_b32_adamw_zero_offload")
 
 
 def discovery_end(events):
@@ -41,7 +46,8 @@ def main():
         open("traces/h200/plans_heldout35/predicted_before_run.csv"))}
     print(f"{'run':46s} {'measured':>12s} {'replayed':>12s} {'w/o disc.':>12s} "
           f"{'predicted':>12s} {'err %':>7s} {'err w/o %':>9s}")
-    for path in sorted(glob.glob("traces/h100/plans_history/*zero_offload.json.gz")):
+    for name in OLD_EXECUTOR:
+        path = f"traces/h100/plans_history/{name}.json.gz"
         with gzip.open(path, "rt") as f:
             doc = json.load(f)
         name = doc["config"]["name"]

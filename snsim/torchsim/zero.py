@@ -228,8 +228,12 @@ class ZeroOffload:
         if self.device.type == "cuda":
             # what the look cached (every parameter at once, a forward's activations) goes
             # back: the steps' reserved memory is the scheme's, not this forward's (held-out
-            # set 35's histories: GPT-2-medium 9.05 GB reserved with it, 7.78 without)
-            self.torch.cuda.empty_cache()
+            # set 35's histories: GPT-2-medium 9.05 GB reserved with it, 7.78 without). The
+            # cuBLAS workspace its first GEMM made goes too: left, it pins the segment it was
+            # split from (VGG-16's 411 MB fc6 block, set 35 run again: +9.65 % reserved),
+            # where a run without the look makes it at its first step's first GEMM
+            from .execute import _clean_cuda
+            _clean_cuda(self.torch)
 
     def _own(self, module):
         return self._uses.get(module, ()) if self._uses is not None else ()
