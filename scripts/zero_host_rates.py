@@ -109,12 +109,14 @@ def host_limits():
             "loadavg": read("/proc/loadavg")}
 
 
-def thread_runs(threads, iters):
-    """Set 35's layouts under each thread count, one fresh process each."""
+def thread_runs(threads, iters, only=()):
+    """Set 35's layouts under each thread count, one fresh process each (``only``: those
+    layout names alone)."""
     rows = []
     names = [("adam", "tiny"), ("sgd-momentum", "flat"), ("adam", "efficientnet_b0"),
              ("adam", "swin_t"), ("sgd", "mobilenet_v3_large"), ("adam", "densenet121"),
              ("sgd-momentum", "resnet101"), ("adamw", "vit_b_16"), ("nesterov", "vgg16")]
+    names = [(o, n) for o, n in names if not only or n in only]
     for n in threads:
         for opt, name in names:
             cmd = [sys.executable, __file__, "--worker", opt, name, "--iters", str(iters),
@@ -139,13 +141,15 @@ def main():
     ap.add_argument("--worker-threads", type=int, default=0)
     ap.add_argument("--threads", default="",
                     help="comma-separated intra-op thread counts: time set 35's layouts only")
+    ap.add_argument("--layouts", default="", help="with --threads: these layouts alone")
     a = ap.parse_args()
     if a.worker:
         print(json.dumps(worker(*a.worker, a.small, a.iters, a.worker_threads)))
         return
     if a.threads:
         doc = {"host": host_limits(), "machine": platform.processor() or platform.machine(),
-               "rows": thread_runs([int(t) for t in a.threads.split(",")], a.iters)}
+               "rows": thread_runs([int(t) for t in a.threads.split(",")], a.iters,
+                                   [x for x in a.layouts.split(",") if x])}
         doc["host_after"] = host_limits()
         print(json.dumps(doc["host"]))
         if a.out:
