@@ -126,7 +126,7 @@ class Engine:
         self.deferred, self.own_made = [], 0
         if self.warmup is not None and not plan.as_captured and starts \
                 and self.warmup_iterations > 0:
-            self.deferred = state_positions(program)
+            self.deferred = state_positions(program, skip=plan.host_resident)
             later = {int(ev[1]) for _, ev in self.deferred}
             self.warmup = [ev for ev in self.warmup if int(ev[1]) not in later]
         self.record = record
@@ -1162,10 +1162,12 @@ class Engine:
             allocator_trace=self.alloc_trace, framework=p.framework or p.source)
 
 
-def state_positions(program):
+def state_positions(program, skip=()):
     """``[(n, event)]``: the static allocations of a captured program's history that its first
     iteration made (``warmup_events`` from ``warmup_iteration_starts[0]`` on), each with the
-    number of the program's own tensors made before it.
+    number of the program's own tensors made before it. ``skip``: tensors the plan brings from
+    the host (``Plan.host_resident``: ``zero_offload``'s streamed parameters), which a step
+    fetches rather than makes: not counted.
 
     The recorded first iteration is the steady one plus these allocations, so each comes
     after as many of the iteration's own allocations as it follows in the record; those are
@@ -1190,8 +1192,9 @@ def state_positions(program):
     if not out:
         return []
     born, _ = program.uses()
+    skip = set(skip)
     made = [program.tensors[t].nbytes for s in program.steps for t in s.deps
-            if born[t] == s.index]
+            if born[t] == s.index and t not in skip]
     blocks = difflib.SequenceMatcher(a=own, b=made, autojunk=False).get_matching_blocks()
     # the optimizer state comes from optimizer.step(): not before the program's update steps
     first_u = next((s.index for s in program.steps if s.phase == "U"), len(program.steps))

@@ -165,14 +165,7 @@ def stream_parameters(program, hardware):
     static_bytes = {k: v for k, v in program.static_bytes.items() if k not in _OFF_GPU}
     extra = dict(program.extra)
     if extra.get("warmup_events") is not None:
-        # the capture's static allocations, without the ones that moved to the host
-        index = {}
-        for i, st in enumerate(program.static_tensors):
-            if st.kind not in _OFF_GPU:
-                index[i] = len(index)
-        extra["warmup_events"] = [[ev[0], index[int(ev[1])], *ev[2:]]
-                                  for ev in extra["warmup_events"]
-                                  if ev[0] == "alloc" and int(ev[1]) in index]
+        _drop_host_statics(extra, program.static_tensors)
     factor_bytes = sum(st.nbytes for st in program.static_tensors
                        if st.kind == "optimizer_state")
     if not factor_bytes:
@@ -185,6 +178,31 @@ def stream_parameters(program, hardware):
     new = dataclasses.replace(program, steps=new_steps, tensors=tensors, static_tensors=keep,
                               static_bytes=static_bytes, extra=extra, _uses=None)
     return new, info
+
+
+def _drop_host_statics(extra, static_tensors):
+    """The recorded history (``warmup_events``) without the static allocations that moved to
+    the host, the others renumbered; the first iteration's own allocations and frees stay,
+    and the marks into the history (``warmup_iteration_starts``, ``warmup_first_gemm``) move
+    with them."""
+    index = {}
+    for i, st in enumerate(static_tensors):
+        if st.kind not in _OFF_GPU:
+            index[i] = len(index)
+    kept, at = [], []
+    for ev in extra["warmup_events"]:
+        at.append(len(kept))        # where the event, or the next kept one, now stands
+        k = int(ev[1])
+        if k < 0:
+            kept.append(list(ev))
+        elif k in index:
+            kept.append([ev[0], index[k], *ev[2:]])
+    at.append(len(kept))
+    extra["warmup_events"] = kept
+    if extra.get("warmup_iteration_starts"):
+        extra["warmup_iteration_starts"] = [at[int(j)] for j in extra["warmup_iteration_starts"]]
+    if extra.get("warmup_first_gemm") is not None:
+        extra["warmup_first_gemm"] = at[int(extra["warmup_first_gemm"])]
 
 
 def weave(base_plan, program, info, *, name, notes):
@@ -214,7 +232,10 @@ def weave(base_plan, program, info, *, name, notes):
             out += [Evict(t) for t in s.deps if t in params and t not in later]
         elif s.phase == "B":
             out += [Evict(t) for t in info["param_release"].get(s.index, ())]
-    return dataclasses.replace(base_plan, policy=name, instructions=out,
+    # not the recorded plan: the engine starts from the program's static allocations and
+    # makes those the recorded first iteration made (cuBLAS's workspaces) at their place in
+    # this plan's first iteration, as under any other plan (engine.core.state_positions)
+    return dataclasses.replace(base_plan, policy=name, instructions=out, as_captured=False,
                                host_resident=tuple(sorted(params)),
                                sync_copies=base_plan.sync_copies or name == "zero_offload",
                                program=program, notes=notes)

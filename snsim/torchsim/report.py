@@ -3345,17 +3345,13 @@ def build_report(traces_dir="traces/h200"):
                       "workspaces cleared (`..._cublas_cleared.json.gz`), the prediction's "
                       "requests per step are the run's, and its 343,932,928 B short of the "
                       "run's reserved are one 411,041,792 B segment less two 33,554,432 B ones: "
-                      "the engine makes the two cuBLAS workspaces in segments of their own "
+                      "the engine made the two cuBLAS workspaces in segments of their own "
                       "before the first step, where the run makes them at each pass's first "
-                      "GEMM, split from cached blocks. The ZeRO rewrite keeps only the static "
-                      "allocations of the recorded first iteration, so the engine cannot place "
-                      "them as it does under the other plans (`state_positions`). Keeping the "
-                      "first iteration's own allocations too was tried: VGG-16 +15.68 %, "
-                      "OPT-350M superneurons+zero +58.00 %, Swin-T +23.33 %, while Qwen2-0.5B "
-                      "-8.93 -> -6.92 %, GPT-2-medium -4.90 -> -1.57 %, EfficientNet-B0 -10.65 "
-                      "-> +0.56 % (reserved mean |err| 3.10 -> 9.94 %), so it was not kept: the "
-                      "superneurons programs' first iterations do not line up with the rewritten "
-                      "ones. Step: the two leases' hosts differed by 1.5-50x in the CPU "
+                      "GEMM, split from cached blocks: the ZeRO rewrite kept only the static "
+                      "allocations of the recorded first iteration and replayed it as the "
+                      "captured plan's. Fixed after this run (below), so these before-run "
+                      "figures keep the miss. "
+                      "Step: the two leases' hosts differed by 1.5-50x in the CPU "
                       "optimizer step of the same configuration (EfficientNet-B0 200.0 against "
                       "5.8 ms, MobileNetV3-L 16.9 against 3.3 ms, ResNet-101 33.8 against "
                       "19.6 ms; the first run of the set 4.0, 1.7, 10.6 ms), so the step errors "
@@ -3365,7 +3361,21 @@ def build_report(traces_dir="traces/h200"):
                       "host_threads.txt`): ResNet-101 SGD-momentum 109.4 ms on 1 thread, 29.4 "
                       "on 4; EfficientNet-B0 Adam 36.8 on 1, 21.6 on 4, so the slow lease's "
                       "200 ms is slower than one thread: contention on the host, not the "
-                      "model's rates. ")
+                      "model's rates; on a later lease at 16 / 4 / 1 threads (`host_threads16."
+                      "json`, no cgroup quota, none throttled) EfficientNet-B0 25.5 / 25.6 / "
+                      "27.7 ms and ResNet-101 21.8 / 39.0 / 121.0 ms. ")
+    _local_prediction_section(
+        L, h100, captured, "plans_heldout35_cublas",
+        "The same runs re-predicted after the run (not a held-out test; `scripts/predict_set.py "
+        "heldout35 --csv traces/h100/plans_heldout35_cublas/predicted_after_run_s41.csv`) "
+        "with the fix this run led to: `zero_offload` is not the captured plan "
+        "(`Plan.as_captured` false), its rewritten history keeps the first iteration's own "
+        "allocations (`zero_offload._drop_host_statics`), and the engine makes each static "
+        "the recorded first iteration made at its turn, counting the program's own tensors "
+        "without the streamed parameters, which are fetched, not made "
+        "(`state_positions(skip=Plan.host_resident)`). VGG-16's prediction then equals its "
+        "allocator history's reserved peak to the byte (4,894,752,768 B).",
+        csv_name=os.path.join(h100, "plans_heldout35_cublas", "predicted_after_run_s41.csv"))
     _held_out_section(L, h100, captured, "plans_heldout36",
                       "### 1ae. The thirty-sixth held-out set, on an H100: fp32 grouped-query "
                       "decoders\n",
@@ -3376,7 +3386,17 @@ def build_report(traces_dir="traces/h200"):
                       "Qwen2-0.5B b2 s512 plain, Qwen2-0.5B b1 s1024 AdamW checkpoint of "
                       "`Qwen2DecoderLayer` - fp32, so their attention runs CUDA's math "
                       "composite (1ac's fix, never tested on a run before this set). "
-                      "Allocated within 0.17 %, reserved within 0.99 %. ")
+                      "Allocated within 0.17 %, reserved within 0.99 %. Step: the processes' "
+                      "host pace, gauged after each run's steps (`torch.add`, "
+                      "`host_gauge_add_us_after`), ran from 6.42 to 11.27 us, and the two "
+                      "SmolLM2 b4 runs sat at the ends (plain 11.27, checkpoint 6.42 us): "
+                      "measured, checkpoint took 1.11x plain, predicted at the preset's pace "
+                      "1.86x. Re-predicted after the run, each at its own process's gauge "
+                      "(`scripts/repredict_plans.py --gauge after`, `traces/h100/"
+                      "plans_heldout36/repredicted_gauge_after_s41.csv`): SmolLM2 plain +3.58 "
+                      "%, checkpoint -0.84 %, cpu_offload -5.80 %, Qwen2-0.5B plain -2.00 %, "
+                      "checkpoint +16.98 % (before-run figures below: -24.32, +26.48, -3.67, "
+                      "-7.56, -5.13 %). ")
     _local_prediction_section(
         L, h100, captured, "plans_heldout36",
         "The same runs against the predictions `snsim predict` made of them on this CPU "
