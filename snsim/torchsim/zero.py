@@ -504,7 +504,8 @@ def zero_rows(runs_path=ZERO_RUNS, traces_root="traces/h200", hardware="h200"):
     Returns
     -------
     (DataFrame, list)
-        One row per simulated run (predicted and measured peak allocated bytes, step time,
+        One row per simulated run (predicted and measured peak allocated and reserved bytes,
+        step time,
         CPU step time, H2D bytes, errors in percent) and ``(run file, why)`` for runs skipped.
     """
     import json
@@ -523,12 +524,15 @@ def zero_rows(runs_path=ZERO_RUNS, traces_root="traces/h200", hardware="h200"):
             continue
         res, plan = simulate_zero(read_trace(path), hw, run["policy"])
         pa, ma = res.peak_allocated_bytes, run["peak_allocated_bytes"]
+        pr, mr = res.peak_reserved_bytes, run["peak_reserved_bytes"]
         ps, ms = res.step_time_s, run["step_time_s"]
         rows.append({
             "run": run["file"].removesuffix(".json"), "policy": run["policy"],
             "program": os.path.basename(path),
             "pred_allocated_bytes": pa, "meas_allocated_bytes": ma,
             "err_allocated_pct": 100 * (pa - ma) / ma,
+            "pred_reserved_bytes": pr, "meas_reserved_bytes": mr,
+            "err_reserved_pct": 100 * (pr - mr) / mr,
             "pred_step_time_s": ps, "meas_step_time_s": ms,
             "err_step_time_pct": 100 * (ps - ms) / ms,
             "pred_cpu_step_s": plan.notes["cpu_step_s"], "meas_cpu_step_s": run["cpu_step_s"],
