@@ -377,6 +377,11 @@ def measure_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum
             r["step_s"] = time.perf_counter() - t0
             rows.append(r)
         out = measured_peaks(torch, base) if cuda else {"device": "cpu"}
+        # the launching thread's pace after the timed steps, outside the peaks, as
+        # execute.measure records it: a lease's host sets the CPU step too (held-out set 35 ran
+        # the same optimizer 1.5-50x apart on three leases)
+        from .hostpace import gauge_add_s
+        out["host_gauge_add_s_after"] = gauge_add_s(device)
         med = {k: float(statistics.median(r[k] for r in rows)) for k in rows[0]}
         out.update(policy=policy, model=spec.text, batch=batch, optimizer=optimizer,
                    step_time_s=med["step_s"], gpu_s=med["gpu_s"], cpu_step_s=med["cpu_step_s"],
