@@ -510,8 +510,8 @@ def zero_rows(runs_path=ZERO_RUNS, traces_root="traces/h200", hardware="h200"):
     -------
     (DataFrame, list)
         One row per simulated run (predicted and measured peak allocated and reserved bytes,
-        step time,
-        CPU step time, H2D bytes, errors in percent) and ``(run file, why)`` for runs skipped.
+        step time, CPU step time, H2D bytes, errors in percent) and ``(run file, why)`` for
+        runs skipped.
     """
     import json
     import os
