@@ -842,6 +842,21 @@ def test_replay_history_without_marks_and_with_the_cache_emptied():
     assert replay_history(doc, 0, empty_cache_after=1) == 10 * mib
 
 
+def test_replay_history_empties_its_cache_where_the_history_released_segments():
+    # hand calculation: a 100 MiB segment, cached after its free; the process then called
+    # empty_cache() (the history's segment_free). A 60 MiB and a 50 MiB request then take
+    # segments of their own: 110 MiB reserved at the peak. Kept cached, the 60 MiB would split
+    # the 100 MiB segment and the 50 MiB need one more: 150 MiB (the replay before)
+    mib = 2**20
+    doc = {"events": [["alloc", 1, 100 * mib, 0], ["free_completed", 1, 100 * mib, 0],
+                      ["segment_free", 1, 100 * mib, 0],
+                      ["alloc", 2, 60 * mib, 0], ["alloc", 3, 50 * mib, 0]],
+           "iterations": []}
+    assert replay_history(doc, 0) == 110 * mib
+    kept = dict(doc, events=[e for e in doc["events"] if e[0] != "segment_free"])
+    assert replay_history(kept, 0) == 150 * mib
+
+
 def test_lazy_window_places_segments_upward_above_earlier_ones_while_they_fit():
     # hand calculation: 20 MiB segments; before the window opens each goes below the last;
     # after, into the 50 MiB window from its bottom (two fit), then below again

@@ -1090,6 +1090,9 @@ def replay_history(doc, window_bytes, gemm_at=None, cublas_bytes=0, empty_cache_
     allocation number ``gemm_at`` (the first GEMM's output, as the engine maps it before the FC
     step). ``empty_cache_after``: the index of the event after which ``empty_cache()`` runs
     and the peak starts again (what a process that emptied the cache there would reserve).
+    Where the history itself released segments (``segment_free``: the process called
+    ``empty_cache()``, e.g. the ZeRO executor after its discovery look), the replay empties its
+    cache there too, once per run of such events.
     """
     a = PytorchAllocator(segment_placement="driver", lazy_window_bytes=window_bytes)
     # allocations made before the first step
@@ -1105,6 +1108,8 @@ def replay_history(doc, window_bytes, gemm_at=None, cublas_bytes=0, empty_cache_
                 a.open_lazy_window()
         elif action == "free_completed":
             a.free(live.pop(addr))
+        elif action == "segment_free" and i and doc["events"][i - 1][0] != "segment_free":
+            a.empty_cache()
         if i == empty_cache_after:
             a.empty_cache()
             a.peak_reserved_bytes = a.reserved_bytes
