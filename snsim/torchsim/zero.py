@@ -197,8 +197,9 @@ class ZeroOffload:
         enclosing module's whose forward runs (``nn.MultiheadAttention`` reads its
         ``out_proj``'s weight itself and never calls ``out_proj``), found by one forward of the
         first two samples with every parameter resident before the first step, its graph
-        dropped and the memory it cached given back (the engine's rule:
-        :func:`snsim.policies.zero_offload._user_of`). Autograd stays on: without it
+        dropped and the memory it cached given back. The rule is the engine's own
+        (:func:`snsim.policies.zero_offload._user_of`), on the names of the modules that ran.
+        Autograd stays on: without it
         ``nn.TransformerEncoderLayer`` takes its fused inference path, which calls none of its
         children."""
         for p in self.params:
@@ -210,18 +211,17 @@ class ZeroOffload:
             called = self._called
         finally:
             self._called = None
-        modules = dict(self.model.named_modules())
+        from ..policies.zero_offload import _user_of
+        from ..program import ROOT_MODULE
+        modules = {n or ROOT_MODULE: m
+                   for n, m in self.model.named_modules(remove_duplicate=False)}
+        ran = {n for n, m in modules.items() if id(m) in called}
         uses = {}
-        for name, m in modules.items():
-            own = [p for p in m._parameters.values() if p is not None]
-            if not own:
-                continue
-            while name and id(modules[name]) not in called:
-                name = name.rsplit(".", 1)[0] if "." in name else ""
-            fetched = uses.setdefault(modules[name], [])
-            for p in own:
-                if not any(p is q for q in fetched):
-                    fetched.append(p)
+        # every (owner, parameter) pair, a tied parameter once per module that holds it
+        for name, p in self.model.named_parameters(remove_duplicate=False):
+            fetched = uses.setdefault(modules[_user_of(name, ran) or ROOT_MODULE], [])
+            if not any(p is q for q in fetched):
+                fetched.append(p)
         self._uses = uses
         for p in self.params:
             self._release(p)
