@@ -132,8 +132,60 @@ def thread_runs(threads, iters, only=()):
     return rows
 
 
+def fit(rows):
+    """The three rates of :mod:`snsim.policies.host_step`, each from the rows that isolate it:
+    ``host_mem_bytes_per_s`` = counted bytes / time of the flat rows without faults (glibc
+    never maps nor trims); ``host_page_fault_s`` = (flat time with glibc's defaults - that
+    time) / faults; ``host_op_overhead_s`` = time / ops of the tiny rows (4,096 tensors of 16
+    parameters: bytes and faults ~0). Each sums over the optimizers that have the row."""
+    from snsim.policies.host_step import HOST_OPS_PER_TENSOR, HOST_UPDATE_BYTES_PER_PARAM
+
+    def pick(layout_name, mapped):
+        return {r["optimizer"]: r for r in rows if r["layout"] == layout_name
+                and bool(r.get("glibc_env")) != mapped}
+    streaming, paged, tiny = pick("flat", False), pick("flat", True), pick("tiny", True)
+    both = sorted(set(streaming) & set(paged))
+    if not both or not tiny:
+        raise SystemExit("zero_host_rates --fit: the file needs the flat rows with and "
+                         "without glibc's defaults and the tiny rows (run without --threads)")
+    byte_s = sum(streaming[o]["step_s"] for o in both)
+    mem = sum(streaming[o]["params"] * HOST_UPDATE_BYTES_PER_PARAM[o] for o in both) / byte_s
+    page = (sum(paged[o]["step_s"] - streaming[o]["step_s"] for o in both)
+            / sum(paged[o]["faults"] for o in both))
+    op = (sum(r["step_s"] for r in tiny.values())
+          / sum(r["tensors"] * HOST_OPS_PER_TENSOR[o] for o, r in tiny.items()))
+    return {"host_mem_bytes_per_s": mem, "host_page_fault_s": page, "host_op_overhead_s": op}
+
+
+def modelled_s(row, rates):
+    """The model's step for a row of this script, from the row's own counts."""
+    from snsim.policies.host_step import HOST_OPS_PER_TENSOR, HOST_UPDATE_BYTES_PER_PARAM
+    opt = row["optimizer"]
+    return (row["params"] * HOST_UPDATE_BYTES_PER_PARAM[opt] / rates["host_mem_bytes_per_s"]
+            + row["fresh_pages_model"] * rates["host_page_fault_s"]
+            + row["tensors"] * HOST_OPS_PER_TENSOR[opt] * rates["host_op_overhead_s"])
+
+
+def print_fit(path):
+    with open(path) as f:
+        rows = json.load(f)["rows"]
+    rates = fit(rows)
+    print(f"host_mem_bytes_per_s {rates['host_mem_bytes_per_s']:.4g}  "
+          f"host_page_fault_s {rates['host_page_fault_s']:.4g}  "
+          f"host_op_overhead_s {rates['host_op_overhead_s']:.4g}")
+    print(f"{'optimizer':13s} {'layout':14s} {'glibc':7s} {'measured ms':>11s} "
+          f"{'modelled ms':>11s} {'err %':>7s}")
+    for r in rows:
+        model = modelled_s(r, rates)
+        print(f"{r['optimizer']:13s} {r['layout']:14s} {'no-mmap' if r.get('glibc_env') else 'default':7s} "
+              f"{r['step_s'] * 1e3:11.2f} {model * 1e3:11.2f} "
+              f"{(model - r['step_s']) / r['step_s'] * 100:+7.1f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--fit", help="a JSON this script wrote: print the three rates and the "
+                                  "model against each row")
     ap.add_argument("--out")
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--worker", nargs=2)
@@ -143,6 +195,9 @@ def main():
                     help="comma-separated intra-op thread counts: time set 35's layouts only")
     ap.add_argument("--layouts", default="", help="with --threads: these layouts alone")
     a = ap.parse_args()
+    if a.fit:
+        print_fit(a.fit)
+        return
     if a.worker:
         print(json.dumps(worker(*a.worker, a.small, a.iters, a.worker_threads)))
         return
