@@ -946,3 +946,40 @@ def test_the_recorder_notes_where_forward_drops_what_it_saved(tiny):
     readers = {t: [s.name for s in prog.steps if s.phase == "F" and t in s.deps]
                for t in relus}
     assert [readers[t][-1] for t in relus] == ["fc2", "fc3"]
+
+
+def test_a_hugging_face_encoder_trains_as_a_masked_language_model():
+    """hf:bert-base-uncased builds BertForMaskedLM from the shipped config (no weights): its
+    parameters are the published model's, and its loss is the cross entropy at every token."""
+    pytest.importorskip("transformers")
+    import torch
+    from snsim.torchsim.models import hf_config, hf_head, resolve_model
+    assert hf_head(hf_config("bert-base-uncased")) == "masked"
+    assert hf_head(hf_config("gpt2")) == "causal"
+    net = resolve_model("hf:bert-base-uncased", input_shape=(16,)).build()
+    assert type(net.model).__name__ == "BertForMaskedLM"
+    # hand: embeddings 30,522 x 768 + 512 x 768 + 2 x 768 + LayerNorm 1,536 = 23,837,184;
+    # 12 layers x (4 x (768^2 + 768) + 768 x 3,072 + 3,072 + 3,072 x 768 + 768 + 2 x 1,536)
+    # = 85,054,464; no pooler; the MLM head's transform 768^2 + 768 + 1,536 and its decoder
+    # bias 30,522 (its weight is the word embedding's): 109,514,298, BertForMaskedLM's count
+    assert sum(p.numel() for p in net.parameters()) == 109_514_298
+    torch.manual_seed(0)
+    tokens = torch.randint(0, 30522, (2, 16))
+    net.eval()                    # no dropout: the two forwards below see the same logits
+    with torch.no_grad():
+        loss = net(tokens)
+        logits = net.model(input_ids=tokens).logits
+    assert loss.dim() == 0
+    assert float(loss) == pytest.approx(float(torch.nn.functional.cross_entropy(
+        logits.reshape(-1, 30522), tokens.reshape(-1))), rel=1e-5)
+
+
+def test_checkpoint_of_an_encoder_block_is_predicted():
+    """checkpoint of BertLayer on hf:bert-base-uncased: the plan wraps the 12 layers, and the
+    prediction's peak falls below the plain one's."""
+    pytest.importorskip("transformers")
+    from snsim.torchsim.execute import predict_plan
+    plain, _ = predict_plan("hf:bert-base-uncased", 2, "plain", input_shape=(128,))
+    ckpt, _ = predict_plan("hf:bert-base-uncased", 2, "checkpoint", input_shape=(128,),
+                           options=["modules=BertLayer"])
+    assert ckpt["peak_allocated_bytes"] < plain["peak_allocated_bytes"]

@@ -13,10 +13,11 @@ module tree, parameter order and forward code.
 ``torch.nn`` (:func:`transformer_classes`); their input is a batch of int64 token ids of
 length ``seq`` (``input_shape == (seq,)``), not an image.
 
-``hf:NAME`` is a Hugging Face causal language model built from its config with no weights
+``hf:NAME`` is a Hugging Face causal or masked language model (GPT-2, Llama; BERT, RoBERTa)
+built from its config with no weights
 (:func:`hf_config`: the local Hugging Face cache, then the configs shipped in
 ``snsim/presets/hf``; never the network). Its input is token ids too, passed as both
-``input_ids`` and ``labels`` so the model computes its own loss (:class:`HFCausalLM`).
+``input_ids`` and ``labels`` so the model computes its own loss (``HFLanguageModel``).
 Attention is ``attn_implementation="sdpa"`` on every device — what Hugging Face picks on CUDA —
 so a CPU prediction takes CUDA's fused kernel like the ``snsim:`` models.
 
@@ -366,7 +367,7 @@ def _build(spec, input_shape=None):
             kwargs["weights_backbone"] = None   # its default downloads ImageNet weights
         return tv.models.get_model(rest, **kwargs)
     if head == "hf":
-        return hf_classes().HFCausalLM(hf_config(rest))
+        return hf_classes().HFLanguageModel(hf_config(rest))
     model = _import_callable(head, rest, spec)()
     if isinstance(model, tuple):
         if len(model) != 2 or not isinstance(model[0], torch.nn.Module) \
@@ -430,11 +431,41 @@ def hf_config(name):
     return tf.AutoConfig.for_model(**d)
 
 
+def hf_head(config):
+    """``"causal"`` or ``"masked"``: the language-model head of a Hugging Face config, by its
+    first ``architectures`` entry (``GPT2LMHeadModel``, ``LlamaForCausalLM``: causal;
+    ``BertForMaskedLM``, ``RobertaForMaskedLM``: masked), else by which of transformers'
+    auto mappings has its ``model_type`` (causal first).
+
+    Raises
+    ------
+    ConfigError
+        A model type with neither head (one line naming it)."""
+    tf = _transformers()
+    arch = (getattr(config, "architectures", None) or [""])[0]
+    if arch.endswith(("ForCausalLM", "LMHeadModel")):
+        return "causal"
+    if arch.endswith("ForMaskedLM"):
+        return "masked"
+    from transformers.models.auto import modeling_auto as auto
+    if config.model_type in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "causal"
+    if config.model_type in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return "masked"
+    raise ConfigError(f"hf model type {config.model_type!r} has neither a causal nor a masked "
+                      f"language-model head in transformers {tf.__version__}; snsim trains "
+                      f"those two")
+
+
 @functools.cache
 def hf_classes():
-    """``HFCausalLM``: an ``AutoModelForCausalLM`` built from a config with no weights, whose
-    ``forward(tokens)`` returns the model's own loss (``labels=tokens``: next-token cross
-    entropy, Hugging Face shifts the labels). ``use_cache=False`` (training keeps no KV cache).
+    """``HFLanguageModel``: a Hugging Face language model built from a config with no weights
+    (:func:`hf_head`: ``AutoModelForCausalLM`` or ``AutoModelForMaskedLM``), whose
+    ``forward(tokens)`` returns the model's own loss with ``labels=tokens``: next-token cross
+    entropy for a causal model (Hugging Face shifts the labels; ``use_cache=False``, training
+    keeps no KV cache), cross entropy at every position for a masked one (an encoder such as
+    BERT: every token is a target, where pre-training masks 15 %; the logits, and so the
+    memory, are the same).
     Weights are fp32 even where the config names another ``torch_dtype`` (SmolLM2: bfloat16),
     as for every other snsim model: ``--amp`` means autocast over fp32 master weights.
 
@@ -449,20 +480,26 @@ def hf_classes():
     import torch
     tf = _transformers()
 
-    class HFCausalLM(torch.nn.Module):
+    class HFLanguageModel(torch.nn.Module):
         def __init__(self, config):
             super().__init__()
             config = copy.deepcopy(config)
-            config.use_cache = False
+            self.head = hf_head(config)
+            if self.head == "causal":
+                config.use_cache = False
+            auto = (tf.AutoModelForCausalLM if self.head == "causal"
+                    else tf.AutoModelForMaskedLM)
             # fp32 weights whatever the config's torch_dtype (transformers 5 builds in it):
             # snsim trains fp32 master weights, under autocast with --amp (fp16's GradScaler
             # cannot unscale bf16 gradients at all). The keyword is dtype from 4.56 on.
-            self.model = tf.AutoModelForCausalLM.from_config(
+            self.model = auto.from_config(
                 config, attn_implementation=hf_classes().attn_implementation,
                 **{hf_classes().dtype_keyword: torch.float32})
 
         def forward(self, tokens):
-            return self.model(input_ids=tokens, labels=tokens, use_cache=False).loss
+            if self.head == "causal":
+                return self.model(input_ids=tokens, labels=tokens, use_cache=False).loss
+            return self.model(input_ids=tokens, labels=tokens).loss
 
     impl = "sdpa"
     if hasattr(tf, "AttentionMaskInterface"):     # transformers >= 4.53
@@ -476,7 +513,7 @@ def hf_classes():
     # older releases return no mask for unpadded inputs themselves (fake tensors included)
     major, minor = (int(p) for p in tf.__version__.split(".")[:2])
     dtype_keyword = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
-    return types.SimpleNamespace(HFCausalLM=HFCausalLM, attn_implementation=impl,
+    return types.SimpleNamespace(HFLanguageModel=HFLanguageModel, attn_implementation=impl,
                                  dtype_keyword=dtype_keyword)
 
 

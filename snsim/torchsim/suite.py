@@ -1147,6 +1147,28 @@ _HELDOUT37_TOKENS = (
     ("hf:HuggingFaceTB/SmolLM2-135M", 4, (512,), {"zero_offload": []}, {"optimizer": "adam"}),
 )
 PLAN_HELDOUT37 = _plan_set(_HELDOUT37, _HELDOUT37_TOKENS)
+# session 42, written before any of it ran: Hugging Face encoders (masked language models,
+# newly supported: BERT, RoBERTa, DistilBERT - bidirectional attention with dropout, token-type
+# and learned position embeddings) under each plan and precision, and image networks at
+# batches and plans not run with them
+_HELDOUT38 = (
+    ("torchvision:efficientnet_b2", 48, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:convnext_small", 24, {"checkpoint": ["modules=CNBlock"]},
+     {"amp": "bf16", "optimizer": "adamw"}),
+    ("torchvision:resnet101", 80, {"cpu_offload": ["pin_memory=true"]}, {"amp": "fp16"}),
+)
+_HELDOUT38_TOKENS = (
+    ("hf:bert-base-uncased", 16, (512,), {"plain": []}, {"optimizer": "adamw"}),
+    ("hf:bert-base-uncased", 32, (256,), {"checkpoint": ["modules=BertLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:roberta-base", 16, (512,), {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("hf:roberta-base", 8, (512,), {"cpu_offload": ["pin_memory=true"]}, {"optimizer": "adamw"}),
+    ("hf:distilbert-base-uncased", 32, (512,), {"plain": []}, {"amp": "fp16"}),
+    ("hf:distilbert-base-uncased", 16, (512,), {"superneurons": []}, {"optimizer": "adamw"}),
+    ("hf:bert-base-uncased", 8, (512,), {"zero_offload": []}, {"optimizer": "adamw"}),
+)
+PLAN_HELDOUT38 = _plan_set(_HELDOUT38, _HELDOUT38_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1179,6 +1201,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout32": PLAN_HELDOUT32, "heldout33": PLAN_HELDOUT33,
              "heldout34": PLAN_HELDOUT34, "heldout35": PLAN_HELDOUT35,
              "heldout36": PLAN_HELDOUT36, "heldout37": PLAN_HELDOUT37,
+             "heldout38": PLAN_HELDOUT38,
              "pageable": PLAN_PAGEABLE}
 
 
