@@ -983,3 +983,44 @@ def test_checkpoint_of_an_encoder_block_is_predicted():
     ckpt, _ = predict_plan("hf:bert-base-uncased", 2, "checkpoint", input_shape=(128,),
                            options=["modules=BertLayer"])
     assert ckpt["peak_allocated_bytes"] < plain["peak_allocated_bytes"]
+
+
+def test_a_hugging_face_encoder_decoder_trains_as_seq2seq():
+    """hf:t5-small builds T5ForConditionalGeneration: the encoder reads the tokens, the decoder
+    predicts them; a config without architectures falls back on the auto mappings."""
+    pytest.importorskip("transformers")
+    import copy
+    from snsim.torchsim.models import hf_config, hf_head, resolve_model
+    config = hf_config("t5-small")
+    assert hf_head(config) == "seq2seq"
+    bare = copy.deepcopy(config)
+    bare.architectures = None
+    assert hf_head(bare) == "seq2seq"                      # is_encoder_decoder
+    bert = copy.deepcopy(hf_config("bert-base-uncased"))
+    bert.architectures = None
+    assert hf_head(bert) == "masked"                       # in both mappings; not a decoder
+    bert.is_decoder = True
+    assert hf_head(bert) == "causal"
+    net = resolve_model("hf:t5-small", input_shape=(16,)).build()
+    assert type(net.model).__name__ == "T5ForConditionalGeneration"
+    # hand: the shared embedding 32,128 x 512 = 16,449,536; 6 encoder layers x (4 x 512^2
+    # attention + 2 x 512 x 2,048 FFN + 2 x 512 norms) + 32 x 8 relative buckets + 512 =
+    # 18,881,280; 6 decoder layers x (8 x 512^2 + 2 x 512 x 2,048 + 3 x 512) + 256 + 512 =
+    # 25,175,808; the LM head is the embedding: 60,506,624, t5-small's published count
+    assert sum(p.numel() for p in net.parameters()) == 60_506_624
+    import torch
+    loss = net(torch.randint(0, 32128, (2, 16)))
+    assert loss.dim() == 0 and torch.isfinite(loss)
+
+
+def test_a_config_with_no_language_model_head_is_one_line():
+    pytest.importorskip("transformers")
+    import copy
+    from snsim.errors import ConfigError
+    from snsim.torchsim.models import hf_config, hf_head
+    config = copy.deepcopy(hf_config("gpt2"))
+    config.architectures = ["GPT2ForSequenceClassification"]
+    config.model_type = "not-a-model"
+    with pytest.raises(ConfigError, match=r"^hf model type 'not-a-model' has no causal, "
+                                          r"masked or seq2seq language-model head"):
+        hf_head(config)

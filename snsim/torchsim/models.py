@@ -13,8 +13,8 @@ module tree, parameter order and forward code.
 ``torch.nn`` (:func:`transformer_classes`); their input is a batch of int64 token ids of
 length ``seq`` (``input_shape == (seq,)``), not an image.
 
-``hf:NAME`` is a Hugging Face causal or masked language model (GPT-2, Llama; BERT, RoBERTa)
-built from its config with no weights
+``hf:NAME`` is a Hugging Face causal, masked or seq2seq language model (GPT-2, Llama; BERT,
+RoBERTa; T5, BART) built from its config with no weights
 (:func:`hf_config`: the local Hugging Face cache, then the configs shipped in
 ``snsim/presets/hf``; never the network). Its input is token ids too, passed as both
 ``input_ids`` and ``labels`` so the model computes its own loss (``HFLanguageModel``).
@@ -432,40 +432,55 @@ def hf_config(name):
 
 
 def hf_head(config):
-    """``"causal"`` or ``"masked"``: the language-model head of a Hugging Face config, by its
-    first ``architectures`` entry (``GPT2LMHeadModel``, ``LlamaForCausalLM``: causal;
-    ``BertForMaskedLM``, ``RobertaForMaskedLM``: masked), else by which of transformers'
-    auto mappings has its ``model_type`` (causal first).
+    """The language-model head snsim trains a Hugging Face config with: ``"causal"``
+    (next-token: GPT-2, Llama), ``"masked"`` (every token a target: BERT, RoBERTa) or
+    ``"seq2seq"`` (an encoder-decoder whose decoder predicts the labels: T5, BART). The
+    config's first ``architectures`` entry says it (``...ForCausalLM`` / ``...LMHeadModel``,
+    ``...ForMaskedLM``, ``...ForConditionalGeneration``); without one, the model type's place
+    in transformers' auto mappings: an encoder-decoder's seq2seq head, an encoder's masked one
+    (BERT is in the causal mapping too, as a decoder: ``is_decoder`` picks it), else causal.
 
     Raises
     ------
     ConfigError
-        A model type with neither head (one line naming it)."""
+        A model type with none of the three (one line naming it)."""
     tf = _transformers()
     arch = (getattr(config, "architectures", None) or [""])[0]
     if arch.endswith(("ForCausalLM", "LMHeadModel")):
         return "causal"
     if arch.endswith("ForMaskedLM"):
         return "masked"
+    if arch.endswith("ForConditionalGeneration"):
+        return "seq2seq"
     from transformers.models.auto import modeling_auto as auto
-    if config.model_type in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        return "causal"
-    if config.model_type in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+    kind = config.model_type
+    if getattr(config, "is_encoder_decoder", False) and \
+            kind in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+        return "seq2seq"
+    if kind in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES and not getattr(config, "is_decoder",
+                                                                     False):
         return "masked"
-    raise ConfigError(f"hf model type {config.model_type!r} has neither a causal nor a masked "
+    if kind in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "causal"
+    if kind in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+        return "seq2seq"
+    raise ConfigError(f"hf model type {kind!r} has no causal, masked or seq2seq "
                       f"language-model head in transformers {tf.__version__}; snsim trains "
-                      f"those two")
+                      f"those three")
 
 
 @functools.cache
 def hf_classes():
     """``HFLanguageModel``: a Hugging Face language model built from a config with no weights
-    (:func:`hf_head`: ``AutoModelForCausalLM`` or ``AutoModelForMaskedLM``), whose
+    (:func:`hf_head`: ``AutoModelForCausalLM``, ``AutoModelForMaskedLM`` or
+    ``AutoModelForSeq2SeqLM``), whose
     ``forward(tokens)`` returns the model's own loss with ``labels=tokens``: next-token cross
     entropy for a causal model (Hugging Face shifts the labels; ``use_cache=False``, training
     keeps no KV cache), cross entropy at every position for a masked one (an encoder such as
     BERT: every token is a target, where pre-training masks 15 %; the logits, and so the
-    memory, are the same).
+    memory, are the same), and for a seq2seq one the encoder reads the tokens and the
+    decoder predicts them (its inputs are the labels shifted right, as Hugging Face makes
+    them: a sequence as long as the source).
     Weights are fp32 even where the config names another ``torch_dtype`` (SmolLM2: bfloat16),
     as for every other snsim model: ``--amp`` means autocast over fp32 master weights.
 
@@ -485,21 +500,28 @@ def hf_classes():
             super().__init__()
             config = copy.deepcopy(config)
             self.head = hf_head(config)
-            if self.head == "causal":
+            if self.head != "masked":       # a decoder: training keeps no KV cache
                 config.use_cache = False
-            auto = (tf.AutoModelForCausalLM if self.head == "causal"
-                    else tf.AutoModelForMaskedLM)
+            auto = {"causal": tf.AutoModelForCausalLM, "masked": tf.AutoModelForMaskedLM,
+                    "seq2seq": tf.AutoModelForSeq2SeqLM}[self.head]
             # fp32 weights whatever the config's torch_dtype (transformers 5 builds in it):
             # snsim trains fp32 master weights, under autocast with --amp (fp16's GradScaler
             # cannot unscale bf16 gradients at all). The keyword is dtype from 4.56 on.
-            self.model = auto.from_config(
-                config, attn_implementation=hf_classes().attn_implementation,
-                **{hf_classes().dtype_keyword: torch.float32})
+            dtype = {hf_classes().dtype_keyword: torch.float32}
+            try:
+                self.model = auto.from_config(
+                    config, attn_implementation=hf_classes().attn_implementation, **dtype)
+            except ValueError as e:
+                # a model without an SDPA path (T5: its relative position bias) runs its own
+                # eager attention on CUDA too
+                if "attention" not in str(e).lower():
+                    raise
+                self.model = auto.from_config(config, attn_implementation="eager", **dtype)
 
         def forward(self, tokens):
-            if self.head == "causal":
-                return self.model(input_ids=tokens, labels=tokens, use_cache=False).loss
-            return self.model(input_ids=tokens, labels=tokens).loss
+            if self.head == "masked":
+                return self.model(input_ids=tokens, labels=tokens).loss
+            return self.model(input_ids=tokens, labels=tokens, use_cache=False).loss
 
     impl = "sdpa"
     if hasattr(tf, "AttentionMaskInterface"):     # transformers >= 4.53
