@@ -1011,6 +1011,15 @@ def test_a_hugging_face_encoder_decoder_trains_as_seq2seq():
     import torch
     loss = net(torch.randint(0, 32128, (2, 16)))
     assert loss.dim() == 0 and torch.isfinite(loss)
+    # bart-base's config names BartModel (no head): the fallback's seq2seq head
+    assert hf_head(hf_config("bart-base")) == "seq2seq"
+    bart = resolve_model("hf:bart-base", input_shape=(16,)).build()
+    assert type(bart.model).__name__ == "BartForConditionalGeneration"
+    # hand: shared 50,265 x 768 = 38,603,520; two learned position tables of 1,026 x 768 and
+    # two embedding LayerNorms: 1,579,008; 6 encoder layers x (4 x (768^2 + 768) + 768 x
+    # 3,072 + 3,072 + 3,072 x 768 + 768 + 2 x 1,536) = 42,527,232; 6 decoder layers with
+    # cross-attention, 9,451,776 each = 56,710,656; the LM head is the embedding: 139,420,416
+    assert sum(p.numel() for p in bart.parameters()) == 139_420_416
 
 
 def test_a_config_with_no_language_model_head_is_one_line():
