@@ -1028,8 +1028,33 @@ def test_a_config_with_no_language_model_head_is_one_line():
     from snsim.errors import ConfigError
     from snsim.torchsim.models import hf_config, hf_head
     config = copy.deepcopy(hf_config("gpt2"))
-    config.architectures = ["GPT2ForSequenceClassification"]
+    config.architectures = ["GPT2Model"]             # no head named: the auto mappings
     config.model_type = "not-a-model"
     with pytest.raises(ConfigError, match=r"^hf model type 'not-a-model' has no causal, "
                                           r"masked or seq2seq language-model head"):
+        hf_head(config)
+
+
+def test_a_fine_tuned_sequence_classifier_trains_its_own_head():
+    """A config whose architectures name ...ForSequenceClassification (a fine-tuned model in the
+    local cache) trains that head, one label per sequence; another named head is refused, not
+    trained as a language model."""
+    pytest.importorskip("transformers")
+    import copy
+    import torch
+    from snsim.errors import ConfigError
+    from snsim.torchsim.models import hf_classes, hf_config, hf_head
+    config = copy.deepcopy(hf_config("bert-base-uncased"))
+    config.architectures = ["BertForSequenceClassification"]
+    config.num_labels = 3
+    assert hf_head(config) == "classification"
+    net = hf_classes().HFLanguageModel(config)
+    assert type(net.model).__name__ == "BertForSequenceClassification"
+    # the MLM head's transform and decoder bias are gone; the pooler 768^2 + 768 and the
+    # classifier 768 x 3 + 3 come in: 108,891,648 + 590,592 + 2,307
+    assert sum(p.numel() for p in net.parameters()) == 109_484_547
+    loss = net(torch.randint(0, 30522, (2, 16)))
+    assert loss.dim() == 0 and torch.isfinite(loss)
+    config.architectures = ["BertForTokenClassification"]
+    with pytest.raises(ConfigError, match=r"^hf config names BertForTokenClassification: "):
         hf_head(config)

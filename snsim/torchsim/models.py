@@ -432,18 +432,21 @@ def hf_config(name):
 
 
 def hf_head(config):
-    """The language-model head snsim trains a Hugging Face config with: ``"causal"``
-    (next-token: GPT-2, Llama), ``"masked"`` (every token a target: BERT, RoBERTa) or
-    ``"seq2seq"`` (an encoder-decoder whose decoder predicts the labels: T5, BART). The
-    config's first ``architectures`` entry says it (``...ForCausalLM`` / ``...LMHeadModel``,
-    ``...ForMaskedLM``, ``...ForConditionalGeneration``); without one, the model type's place
+    """The head snsim trains a Hugging Face config with: ``"causal"`` (next-token: GPT-2,
+    Llama), ``"masked"`` (every token a target: BERT, RoBERTa), ``"seq2seq"`` (an
+    encoder-decoder whose decoder predicts the labels: T5, BART) or ``"classification"`` (a
+    fine-tuned sequence classifier: one label per sequence). The config's first
+    ``architectures`` entry says it (``...ForCausalLM`` / ``...LMHeadModel``, ``...ForMaskedLM``,
+    ``...ForConditionalGeneration``, ``...ForSequenceClassification``; any other ``...For...``
+    head is refused, not trained as another); without a head named, the model type's place
     in transformers' auto mappings: an encoder-decoder's seq2seq head, an encoder's masked one
     (BERT is in the causal mapping too, as a decoder: ``is_decoder`` picks it), else causal.
 
     Raises
     ------
     ConfigError
-        A model type with none of the three (one line naming it)."""
+        Another head named, or a model type with none of the three language-model heads (one
+        line naming it)."""
     tf = _transformers()
     arch = (getattr(config, "architectures", None) or [""])[0]
     if arch.endswith(("ForCausalLM", "LMHeadModel")):
@@ -452,6 +455,13 @@ def hf_head(config):
         return "masked"
     if arch.endswith("ForConditionalGeneration"):
         return "seq2seq"
+    if arch.endswith("ForSequenceClassification"):
+        return "classification"
+    if "For" in arch:
+        raise ConfigError(f"hf config names {arch}: snsim trains causal, masked and seq2seq "
+                          f"language models and sequence classifiers (architectures ending "
+                          f"ForCausalLM, LMHeadModel, ForMaskedLM, ForConditionalGeneration, "
+                          f"ForSequenceClassification)")
     from transformers.models.auto import modeling_auto as auto
     kind = config.model_type
     if getattr(config, "is_encoder_decoder", False) and \
@@ -472,15 +482,16 @@ def hf_head(config):
 @functools.cache
 def hf_classes():
     """``HFLanguageModel``: a Hugging Face language model built from a config with no weights
-    (:func:`hf_head`: ``AutoModelForCausalLM``, ``AutoModelForMaskedLM`` or
-    ``AutoModelForSeq2SeqLM``), whose
+    (:func:`hf_head`: ``AutoModelForCausalLM``, ``AutoModelForMaskedLM``,
+    ``AutoModelForSeq2SeqLM`` or ``AutoModelForSequenceClassification``), whose
     ``forward(tokens)`` returns the model's own loss with ``labels=tokens``: next-token cross
     entropy for a causal model (Hugging Face shifts the labels; ``use_cache=False``, training
     keeps no KV cache), cross entropy at every position for a masked one (an encoder such as
     BERT: every token is a target, where pre-training masks 15 %; the logits, and so the
-    memory, are the same), and for a seq2seq one the encoder reads the tokens and the
-    decoder predicts them (its inputs are the labels shifted right, as Hugging Face makes
-    them: a sequence as long as the source).
+    memory, are the same), for a seq2seq one the encoder reads the tokens and the decoder
+    predicts them (its inputs are the labels shifted right, as Hugging Face makes them: a
+    sequence as long as the source), and for a sequence classifier one class id (0) per
+    sequence.
     Weights are fp32 even where the config names another ``torch_dtype`` (SmolLM2: bfloat16),
     as for every other snsim model: ``--amp`` means autocast over fp32 master weights.
 
@@ -500,10 +511,11 @@ def hf_classes():
             super().__init__()
             config = copy.deepcopy(config)
             self.head = hf_head(config)
-            if self.head != "masked":       # a decoder: training keeps no KV cache
+            if self.head in ("causal", "seq2seq"):     # training keeps no KV cache
                 config.use_cache = False
             auto = {"causal": tf.AutoModelForCausalLM, "masked": tf.AutoModelForMaskedLM,
-                    "seq2seq": tf.AutoModelForSeq2SeqLM}[self.head]
+                    "seq2seq": tf.AutoModelForSeq2SeqLM,
+                    "classification": tf.AutoModelForSequenceClassification}[self.head]
             # fp32 weights whatever the config's torch_dtype (transformers 5 builds in it):
             # snsim trains fp32 master weights, under autocast with --amp (fp16's GradScaler
             # cannot unscale bf16 gradients at all). The keyword is dtype from 4.56 on.
@@ -521,6 +533,9 @@ def hf_classes():
         def forward(self, tokens):
             if self.head == "masked":
                 return self.model(input_ids=tokens, labels=tokens).loss
+            if self.head == "classification":      # one class id per sequence
+                labels = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
+                return self.model(input_ids=tokens, labels=labels).loss
             return self.model(input_ids=tokens, labels=tokens, use_cache=False).loss
 
     impl = "sdpa"
