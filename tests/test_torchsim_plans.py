@@ -1058,3 +1058,21 @@ def test_a_fine_tuned_sequence_classifier_trains_its_own_head():
     config.architectures = ["BertForTokenClassification"]
     with pytest.raises(ConfigError, match=r"^hf config names BertForTokenClassification: "):
         hf_head(config)
+
+
+def test_a_hugging_face_image_classifier_takes_images():
+    """hf:google/vit-base-patch16-224 (ViTForImageClassification) takes 3 x 224 x 224 images
+    (its config's image size) and one label per image; it holds torchvision's vit_b_16's
+    86,567,656 parameters (the same ViT-B/16 over 1,000 classes)."""
+    pytest.importorskip("transformers")
+    import torch
+    from snsim.errors import ConfigError
+    from snsim.torchsim.models import resolve_model
+    spec = resolve_model("hf:google/vit-base-patch16-224")
+    assert spec.input_shape == (3, 224, 224) and spec.input_dtype == "float32"
+    net = spec.build()
+    assert sum(p.numel() for p in net.parameters()) == 86_567_656
+    loss = net(torch.randn(2, 3, 224, 224))
+    assert loss.dim() == 0 and torch.isfinite(loss)
+    with pytest.raises(ConfigError, match=r"takes images: its input shape is \(channels, "):
+        resolve_model("hf:google/vit-base-patch16-224", input_shape=(512,))

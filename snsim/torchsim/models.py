@@ -14,7 +14,8 @@ module tree, parameter order and forward code.
 length ``seq`` (``input_shape == (seq,)``), not an image.
 
 ``hf:NAME`` is a Hugging Face causal, masked or seq2seq language model (GPT-2, Llama; BERT,
-RoBERTa; T5, BART) built from its config with no weights
+RoBERTa; T5, BART), or the sequence or image classifier its config names (:func:`hf_head`),
+built from its config with no weights
 (:func:`hf_config`: the local Hugging Face cache, then the configs shipped in
 ``snsim/presets/hf``; never the network). Its input is token ids too, passed as both
 ``input_ids`` and ``labels`` so the model computes its own loss (``HFLanguageModel``).
@@ -156,14 +157,16 @@ def resolve_model(spec, *, input_shape=None):
         ``torchvision.models``),
         ``torchvision:resnet:B1,B2,B3,B4`` (``ResNet(Bottleneck, [B1, B2, B3, B4])``) or
         ``snsim:transformer_encoder`` / ``snsim:gpt`` (token-id inputs),
-        ``hf:NAME`` (a Hugging Face causal LM from its config, token-id inputs) or
+        ``hf:NAME`` (a Hugging Face model from its config: token-id inputs, or images for an
+        image classifier) or
         ``package.module:callable`` (a function or class returning an ``nn.Module``, or
         ``(module, make_input)``).
     input_shape : tuple of int, optional
         One sample's shape; default 3×224×224 (3×299×299 for inception_v3, 3×480×480 for
         segmentation, 3×16×crop×crop for video models), ``(seq,)`` for the
         ``snsim:`` transformers (default 512) and ``hf:`` models (default 512, at most the
-        config's positions), or the callable's ``input_shape`` attribute.
+        config's positions; an image classifier: channels x image_size x image_size), or the
+        callable's ``input_shape`` attribute.
 
     Returns
     -------
@@ -200,6 +203,13 @@ def resolve_model(spec, *, input_shape=None):
                          input_dtype="int64", vocab_size=entry["vocab_size"])
     if head == "hf":
         config = hf_config(rest)
+        if hf_head(config) == "image_classification":
+            side = int(getattr(config, "image_size", 224) or 224)
+            default = (int(getattr(config, "num_channels", 3) or 3), side, side)
+            if shape is not None and len(shape) != 3:
+                raise ConfigError(f"model spec {spec!r} takes images: its input shape is "
+                                  f"(channels, height, width), not {shape}")
+            return ModelSpec(text=spec, name=rest.split("/")[-1], input_shape=shape or default)
         if shape is not None and len(shape) != 1:
             raise ConfigError(f"model spec {spec!r} takes token ids: its input shape is (seq,), "
                               f"not {shape}")
@@ -434,10 +444,12 @@ def hf_config(name):
 def hf_head(config):
     """The head snsim trains a Hugging Face config with: ``"causal"`` (next-token: GPT-2,
     Llama), ``"masked"`` (every token a target: BERT, RoBERTa), ``"seq2seq"`` (an
-    encoder-decoder whose decoder predicts the labels: T5, BART) or ``"classification"`` (a
-    fine-tuned sequence classifier: one label per sequence). The config's first
+    encoder-decoder whose decoder predicts the labels: T5, BART), ``"classification"`` (a
+    fine-tuned sequence classifier: one label per sequence) or ``"image_classification"`` (an
+    image model: ViT, Swin, ConvNeXt; its input is images). The config's first
     ``architectures`` entry says it (``...ForCausalLM`` / ``...LMHeadModel``, ``...ForMaskedLM``,
-    ``...ForConditionalGeneration``, ``...ForSequenceClassification``; any other ``...For...``
+    ``...ForConditionalGeneration``, ``...ForSequenceClassification``,
+    ``...ForImageClassification``; any other ``...For...``
     head is refused, not trained as another); without a head named, the model type's place
     in transformers' auto mappings: an encoder-decoder's seq2seq head, an encoder's masked one
     (BERT is in the causal mapping too, as a decoder: ``is_decoder`` picks it), else causal.
@@ -457,11 +469,14 @@ def hf_head(config):
         return "seq2seq"
     if arch.endswith("ForSequenceClassification"):
         return "classification"
+    if arch.endswith("ForImageClassification"):
+        return "image_classification"
     if "For" in arch:
         raise ConfigError(f"hf config names {arch}: snsim trains causal, masked and seq2seq "
-                          f"language models and sequence classifiers (architectures ending "
-                          f"ForCausalLM, LMHeadModel, ForMaskedLM, ForConditionalGeneration, "
-                          f"ForSequenceClassification)")
+                          f"language models and sequence and image classifiers (architectures "
+                          f"ending ForCausalLM, LMHeadModel, ForMaskedLM, "
+                          f"ForConditionalGeneration, ForSequenceClassification, "
+                          f"ForImageClassification)")
     from transformers.models.auto import modeling_auto as auto
     kind = config.model_type
     if getattr(config, "is_encoder_decoder", False) and \
@@ -515,7 +530,8 @@ def hf_classes():
                 config.use_cache = False
             auto = {"causal": tf.AutoModelForCausalLM, "masked": tf.AutoModelForMaskedLM,
                     "seq2seq": tf.AutoModelForSeq2SeqLM,
-                    "classification": tf.AutoModelForSequenceClassification}[self.head]
+                    "classification": tf.AutoModelForSequenceClassification,
+                    "image_classification": tf.AutoModelForImageClassification}[self.head]
             # fp32 weights whatever the config's torch_dtype (transformers 5 builds in it):
             # snsim trains fp32 master weights, under autocast with --amp (fp16's GradScaler
             # cannot unscale bf16 gradients at all). The keyword is dtype from 4.56 on.
@@ -533,8 +549,10 @@ def hf_classes():
         def forward(self, tokens):
             if self.head == "masked":
                 return self.model(input_ids=tokens, labels=tokens).loss
-            if self.head == "classification":      # one class id per sequence
+            if self.head in ("classification", "image_classification"):   # one class each
                 labels = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
+                if self.head == "image_classification":
+                    return self.model(pixel_values=tokens, labels=labels).loss
                 return self.model(input_ids=tokens, labels=labels).loss
             return self.model(input_ids=tokens, labels=tokens, use_cache=False).loss
 
