@@ -412,6 +412,19 @@ def test_half_precision_attention_is_cudnn_on_sm90():
         assert cuda_sdpa_backend(q32, q32, q32, cudnn_first=True) == "efficient"
 
 
+def test_a_learned_attention_bias_takes_the_memory_efficient_kernel():
+    """T5's relative position bias requires grad: cuDNN's kernel has no bias gradient and
+    sdp_utils' mask check refuses it, flash takes no mask, so the memory-efficient kernel runs
+    (a fixed mask of the same shape stays with cuDNN)."""
+    from snsim.torchsim.predict import cuda_sdpa_backend
+    with FakeTensorMode():
+        q = torch.empty(2, 4, 16, 64, dtype=torch.bfloat16)
+        bias = torch.empty(1, 4, 16, 16, dtype=torch.bfloat16)
+        assert cuda_sdpa_backend(q, q, q, bias, cudnn_first=True) == "cudnn"
+        assert cuda_sdpa_backend(q, q, q, bias.requires_grad_(), cudnn_first=True) == \
+            "efficient"
+
+
 def test_attention_backend_is_the_one_the_h200_ran_in_every_probed_case():
     """scripts/sdpa_choice_probe.py on the H200 (torch 2.11, cuDNN 9.19): 510 calls of 8
     shapes, 5 stride layouts, 3 dtypes, with and without masks, dropout and grouped-query

@@ -62,7 +62,9 @@ def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_g
     256 and in every layout; every fp32 call ran the memory-efficient kernel, masks
     included, except grouped-query ones, which ran the math composite. Elsewhere (no
     ``cudnn_first``) flash takes half-precision calls without a mask and the memory-efficient
-    kernel the rest it can."""
+    kernel the rest it can. A mask that requires grad (a learned bias: T5's relative positions)
+    goes to the memory-efficient kernel in every precision: torch's cuDNN check refuses it
+    (``check_attn_mask_shape``), not measured here."""
     import torch
     if query.dim() != 4 or key.dim() != 4 or value.dim() != 4:
         return "math"
@@ -71,8 +73,12 @@ def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_g
         return "math"
     gqa = enable_gqa and key.shape[1] != query.shape[1]
     half = query.dtype in (torch.float16, torch.bfloat16)
+    # a mask that requires grad (T5's learned position bias) fails cuDNN's and flash's mask
+    # checks (sdp_utils' check_attn_mask_shape: cuDNN's kernel has no bias gradient); the
+    # memory-efficient kernel computes one
+    learned_mask = attn_mask is not None and attn_mask.requires_grad
     if (cudnn_first and half and d % 8 == 0 and d <= 256 and key.shape[2] > 1
-            and not (query.shape[2] == 1 and dropout_p > 0)):
+            and not (query.shape[2] == 1 and dropout_p > 0) and not learned_mask):
         return "cudnn"
     if gqa:
         return "math"

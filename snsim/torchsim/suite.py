@@ -1169,6 +1169,22 @@ _HELDOUT38_TOKENS = (
     ("hf:bert-base-uncased", 8, (512,), {"zero_offload": []}, {"optimizer": "adamw"}),
 )
 PLAN_HELDOUT38 = _plan_set(_HELDOUT38, _HELDOUT38_TOKENS)
+# session 42, written before any of it ran and not yet run: the Hugging Face heads added after
+# set 38 - encoder-decoders (T5: relative position bias; BART) and an image classifier (ViT) -
+# under plain, checkpoint of their blocks and cpu_offload
+_HELDOUT39 = (
+    ("hf:google/vit-base-patch16-224", 64, {"plain": []}, {"amp": "bf16", "optimizer": "adamw"}),
+    ("hf:google/vit-base-patch16-224", 32, {"checkpoint": ["modules=ViTLayer"]},
+     {"amp": "fp16"}),
+)
+_HELDOUT39_TOKENS = (
+    ("hf:t5-small", 16, (512,), {"plain": []}, {"optimizer": "adamw"}),
+    ("hf:t5-small", 32, (256,), {"checkpoint": ["modules=T5Block"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:bart-base", 16, (512,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:bart-base", 8, (512,), {"cpu_offload": ["pin_memory=true"]}, {"optimizer": "adamw"}),
+)
+PLAN_HELDOUT39 = _plan_set(_HELDOUT39, _HELDOUT39_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1201,7 +1217,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout32": PLAN_HELDOUT32, "heldout33": PLAN_HELDOUT33,
              "heldout34": PLAN_HELDOUT34, "heldout35": PLAN_HELDOUT35,
              "heldout36": PLAN_HELDOUT36, "heldout37": PLAN_HELDOUT37,
-             "heldout38": PLAN_HELDOUT38,
+             "heldout38": PLAN_HELDOUT38, "heldout39": PLAN_HELDOUT39,
              "pageable": PLAN_PAGEABLE}
 
 
