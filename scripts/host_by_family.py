@@ -21,13 +21,16 @@ The walls of profile_host/ other than the first configuration of each process ar
 (GradScaler reads ``found_inf`` with ``.item()``: the wall waits for the GPU).
 Configurations whose GPU busy time is at least ``--gpu-bound`` (0.9) of the step are left out
 of the per-group table (their host may block on a full launch queue: its op times are not issue
-costs), and listed apart in the per-phase table.
+costs), and listed apart in the per-phase table. A last table puts each optimizer's step (U)
+beside the forward and backward of the same processes (F+B), whose error is the process's own
+pace: a U error well below its F+B is the optimizer's host model, not the machine.
 """
 from __future__ import annotations
 
 import argparse
 import collections
 import csv
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -180,6 +183,7 @@ def main(argv=None):
     print(f"{'config':<42} {'ph':>2} {'model_ms':>9} {'wall_ms':>9} {'in_ops_ms':>9} "
           f"{'err%':>7}  (GPU busy / step)")
     errs = collections.defaultdict(list)
+    by_opt = collections.defaultdict(lambda: collections.defaultdict(list))
     for name in names:
         s = summaries[name]
         try:
@@ -200,6 +204,7 @@ def main(argv=None):
             err = 100 * (m - wall) / wall
             if not gpu_bound:
                 errs[ph].append(err)
+                by_opt[(s["optimizer"], s["impl"])][ph].append((m, wall))
             print(f"{name:<42} {ph:>2} {m * 1e3:9.3f} {wall * 1e3:9.3f} {inside * 1e3:9.3f} "
                   f"{err:+7.1f}  ({busy:.2f}{' GPU-bound' if gpu_bound else ''})", flush=True)
             for k in set(mod) | set(meas[name]):
@@ -216,6 +221,15 @@ def main(argv=None):
         if errs[ph]:
             print(f"  {ph}: {statistics.median(errs[ph]):+.1f} [{min(errs[ph]):+.1f}, "
                   f"{max(errs[ph]):+.1f}] over {len(errs[ph])}")
+    print("\nper optimizer over the host-bound configurations: the optimizer step (U) against "
+          "the same processes' forward and backward (F+B), model vs wall err% median")
+    for (opt, impl), walls in sorted(by_opt.items()):
+        fb = [(sum(x[0] for x in p), sum(x[1] for x in p))
+              for p in zip(walls["F"], walls["B"])]
+        med = [statistics.median(100 * (m - w) / w for m, w in v) if v else math.nan
+               for v in (walls["U"], fb)]
+        print(f"  {opt:>12} {impl:<7} U {med[0]:+6.1f} over {len(walls['U']):2d}   "
+              f"F+B {med[1]:+6.1f} over {len(fb):2d}")
     agg = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0.0, []])
     for r in rows:
         if r["gpu_bound"]:

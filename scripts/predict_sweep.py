@@ -51,6 +51,7 @@ import multiprocessing as mp
 import sys
 import time
 import traceback
+from pathlib import Path
 
 FIELDS = ("id", "status", "rc", "seconds", "peak_allocated_bytes", "peak_reserved_bytes",
           "peak_requested_bytes", "static_bytes", "step_time_s", "feasible", "flags", "error", "argv")
@@ -68,7 +69,12 @@ PLANS = ((("checkpoint",), ()), (("checkpoint",), ("every=2",)),
 OPTIMIZERS = (("sgd", "foreach"), ("sgd-momentum", "foreach"), ("nesterov", "foreach"),
               ("adam", "foreach"), ("adamw", "foreach"), ("sgd", "fused"),
               ("sgd-momentum", "fused"), ("adam", "fused"), ("adamw", "fused"))
-HF = ("gpt2", "gpt2-medium", "gpt2-large", "Qwen2-0.5B")
+# every shipped Hugging Face config (snsim/presets/hf): decoders, encoders, seq2seq, ViT
+_HF_DIR = Path(__file__).resolve().parents[1] / "snsim" / "presets" / "hf"
+HF = tuple(sorted(p.stem for p in _HF_DIR.glob("*.json")))
+HF_IMAGE = frozenset(m for m in HF if any(
+    a.endswith("ForImageClassification")
+    for a in json.loads((_HF_DIR / f"{m}.json").read_text()).get("architectures") or ()))
 
 
 def _argv(model, batch=2, *, policy="plain", options=(), optimizer=None, impl=None, amp=None,
@@ -136,9 +142,12 @@ def configs(sets):
                 out.append(_argv("torchvision:resnet18", optimizer="adamw", impl="fused", amp=amp))
         elif s == "hf":
             for m in HF:
-                out.append(_argv(f"hf:{m}", 1, seq=1000, optimizer="adamw"))
-                out.append(_argv(f"hf:{m}", 2, seq=128, optimizer="adamw", amp="fp16"))
-                out.append(_argv(f"hf:{m}", 1, seq=256, policy="checkpoint", amp="bf16"))
+                image = m in HF_IMAGE       # images, not token ids: no --seq
+                out.append(_argv(f"hf:{m}", 1, seq=None if image else 1000, optimizer="adamw"))
+                out.append(_argv(f"hf:{m}", 2, seq=None if image else 128, optimizer="adamw",
+                                 amp="fp16"))
+                out.append(_argv(f"hf:{m}", 1, seq=None if image else 256,
+                                 policy="checkpoint", amp="bf16"))
             out.append(_argv("hf:gpt2", 3, seq=64, policy="cpu_offload",
                              options=("pin_memory=true",)))
             out.append(_argv("hf:Qwen2-0.5B", 1, seq=128, policy="superneurons"))

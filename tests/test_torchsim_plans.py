@@ -974,6 +974,54 @@ def test_a_hugging_face_encoder_trains_as_a_masked_language_model():
         logits.reshape(-1, 30522), tokens.reshape(-1))), rel=1e-5)
 
 
+def test_roberta_takes_two_positions_fewer_than_its_embedding_rows():
+    """RoBERTa numbers positions from its padding index on: a tiny RobertaForMaskedLM with 12
+    position rows and pad_token_id 1 runs 10 tokens and fails at 11 (its position ids reach
+    11 + 1 = 12). The longest --seq snsim accepts is what the model runs, so a sequence it
+    takes never fails on the GPU (hf:roberta-base: 514 rows, 512 tokens)."""
+    pytest.importorskip("transformers")
+    import torch
+    import transformers
+    from snsim.errors import ConfigError
+    from snsim.torchsim.models import _hf_positions, resolve_model
+    config = transformers.RobertaConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1,
+                                        num_attention_heads=2, intermediate_size=32,
+                                        max_position_embeddings=12, pad_token_id=1)
+    net = transformers.RobertaForMaskedLM(config).eval()
+    ids = torch.full((1, 11), 5)
+    with torch.no_grad():
+        net(input_ids=ids[:, :10])
+        with pytest.raises((IndexError, RuntimeError), match="out of"):
+            net(input_ids=ids)          # a gather at position 12 of 12 rows
+    assert _hf_positions(config) == 10
+    assert resolve_model("hf:roberta-base", input_shape=(512,)).input_shape == (512,)
+    with pytest.raises(ConfigError, match=r"--seq \(=513\) exceeds the config's 512"):
+        resolve_model("hf:roberta-base", input_shape=(513,))
+
+
+def test_relative_and_rotary_positions_take_any_length():
+    """T5's relative position buckets hold no table of positions: a tiny T5 whose config says
+    n_positions 8 runs 16 tokens, so hf:t5-small (n_positions 512) is predicted at 1,024; a
+    rotary decoder (Pythia, max_position_embeddings 2,048) likewise at 4,096. GPT-2's learned
+    table still refuses what it cannot run."""
+    pytest.importorskip("transformers")
+    import torch
+    import transformers
+    from snsim.errors import ConfigError
+    from snsim.torchsim.models import _hf_positions, resolve_model
+    config = transformers.T5Config(vocab_size=50, d_model=16, d_kv=8, d_ff=32, num_layers=1,
+                                   num_heads=2, n_positions=8, decoder_start_token_id=0)
+    net = transformers.T5ForConditionalGeneration(config).eval()
+    ids = torch.full((1, 16), 5)
+    with torch.no_grad():
+        assert net(input_ids=ids, labels=ids).logits.shape == (1, 16, 50)
+    assert _hf_positions(config) == 0
+    assert resolve_model("hf:t5-small", input_shape=(1024,)).input_shape == (1024,)
+    assert resolve_model("hf:pythia-410m", input_shape=(4096,)).input_shape == (4096,)
+    with pytest.raises(ConfigError, match="exceeds the config's 1024"):
+        resolve_model("hf:gpt2", input_shape=(1025,))
+
+
 def test_checkpoint_of_an_encoder_block_is_predicted():
     """checkpoint of BertLayer on hf:bert-base-uncased: the plan wraps the 12 layers, and the
     prediction's peak falls below the plain one's."""

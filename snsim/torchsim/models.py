@@ -405,9 +405,31 @@ def _transformers():
     return transformers
 
 
+# models whose learned position embeddings number a sequence's positions from the padding
+# index on (transformers' create_position_ids_from_input_ids: padding_idx + 1 is the first
+# token's), so pad_token_id + 1 of their max_position_embeddings rows hold no usable position:
+# RoBERTa's 514 take sequences of 512
+PADDED_POSITIONS = frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert",
+                              "data2vec-text", "roberta-prelayernorm", "longformer", "ibert",
+                              "mpnet", "xmod"})
+
+
+# config fields of models without a table of learned positions, which run any length: rotary
+# embeddings (Llama, Qwen2, GPT-NeoX: computed per position) and T5's relative position buckets
+# (its n_positions, 512 for t5-small, names no limit)
+UNBOUNDED_POSITIONS = ("rope_parameters", "rope_scaling", "rope_theta", "rotary_pct",
+                       "rotary_dim", "relative_attention_num_buckets")
+
+
 def _hf_positions(config):
-    return int(getattr(config, "max_position_embeddings", None) or
-               getattr(config, "n_positions", 0) or 0)
+    """The longest sequence ``config``'s position embeddings take (0: no learned limit)."""
+    if any(getattr(config, k, None) is not None for k in UNBOUNDED_POSITIONS):
+        return 0
+    n = int(getattr(config, "max_position_embeddings", None) or
+            getattr(config, "n_positions", 0) or 0)
+    if n and getattr(config, "model_type", "") in PADDED_POSITIONS:
+        n -= int(getattr(config, "pad_token_id", 0) or 0) + 1
+    return n
 
 
 @functools.cache
