@@ -15,6 +15,8 @@ Ops are compared by group (:data:`GROUPS`): the profiler sees ``conv2d`` / ``lin
 
     PYTHONPATH=. python scripts/host_by_family.py --cache /tmp/host6_rec
     PYTHONPATH=. python scripts/host_by_family.py --configs regnet_y_8gf_b32_adamw_bf16
+    PYTHONPATH=. python scripts/host_by_family.py --cache /tmp/host_rec2 --profiles \
+        traces/h200/profile_s28/profile,traces/h200/profile_s30/profile,...
 
 The walls of profile_host/ other than the first configuration of each process are left out
 (:data:`CLEAN_WALLS`), and so is the optimizer phase of fp16 runs with a foreach optimizer
@@ -91,15 +93,23 @@ def read_profiles(paths):
     summaries, ops = {}, {}
     for base in paths:
         spath, opath = ROOT / f"{base}_summary.csv", ROOT / f"{base}_ops.csv"
+        # a configuration profiled again in another folder is another process: its own row,
+        # named after the folder (one name would mix its ops and keep the last one's walls)
+        names = {}
         with open(spath, newline="") as f:
             for r in csv.DictReader(f):
                 if r.get("wall_F_s") and r["config"] in CLEAN_WALLS.get(base, {r["config"]}):
-                    summaries[r["config"]] = dict(r, source=base)
+                    name = r["config"]
+                    if name in summaries:
+                        name = f"{name}@{Path(base).parent.name}"
+                    names[r["config"]] = name
+                    summaries[name] = dict(r, source=base)
         with open(opath, newline="") as f:
             for r in csv.DictReader(f):
-                if r["config"] not in summaries or not r.get("phase"):
+                if r["config"] not in names or not r.get("phase"):
                     continue
-                d = ops.setdefault(r["config"], collections.defaultdict(lambda: [0.0, 0.0]))
+                d = ops.setdefault(names[r["config"]],
+                                   collections.defaultdict(lambda: [0.0, 0.0]))
                 k = (r["phase"], group_of(r["family"]))
                 d[k][0] += float(r["host_s_per_step"])
                 d[k][1] += float(r["calls_per_step"])
@@ -159,6 +169,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", default=None, help="folder for the recordings (pickled)")
     ap.add_argument("--configs", default=None, help="comma list of configuration names")
+    ap.add_argument("--profiles", default=None,
+                    help="comma list of profile_ops.py outputs, each without its _summary.csv "
+                         "(default: PROFILES)")
     ap.add_argument("--gpu-bound", type=float, default=0.9,
                     help="GPU busy / step at or above which a configuration is GPU-bound")
     ap.add_argument("--innet", default=None,
@@ -177,7 +190,7 @@ def main(argv=None):
         print("no in-network host costs (configs/kernels/h200_host_innet.csv or --innet)",
               file=sys.stderr)
         return 2
-    summaries, meas = read_profiles(PROFILES)
+    summaries, meas = read_profiles(args.profiles.split(",") if args.profiles else PROFILES)
     names = sorted(summaries) if args.configs is None else args.configs.split(",")
     rows = []
     print(f"{'config':<42} {'ph':>2} {'model_ms':>9} {'wall_ms':>9} {'in_ops_ms':>9} "
