@@ -1130,9 +1130,44 @@ def test_a_fine_tuned_sequence_classifier_trains_its_own_head():
     assert sum(p.numel() for p in net.parameters()) == 109_484_547
     loss = net(torch.randint(0, 30522, (2, 16)))
     assert loss.dim() == 0 and torch.isfinite(loss)
-    config.architectures = ["BertForTokenClassification"]
-    with pytest.raises(ConfigError, match=r"^hf config names BertForTokenClassification: "):
+    config.architectures = ["BertForMultipleChoice"]
+    with pytest.raises(ConfigError, match=r"^hf config names BertForMultipleChoice: "):
         hf_head(config)
+
+
+@pytest.mark.parametrize("arch, head, labels", [
+    ("BertForTokenClassification", "token_classification", 9),
+    ("BertForQuestionAnswering", "question_answering", 2),
+])
+def test_token_classifiers_and_extractive_readers_train_their_own_heads(arch, head, labels):
+    """A config naming ...ForTokenClassification (one label per token: named-entity tagging)
+    or ...ForQuestionAnswering (a start and an end position per sequence) trains that head.
+    Parameters by hand: BERT-base without a pooler 108,891,648, the head 768 x n + n (9 tags;
+    QA's two logits, start and end); the loss is the head's own cross entropy at the labels
+    snsim hands it (class 0 at every token; position 0 for start and end)."""
+    pytest.importorskip("transformers")
+    import copy
+    import torch
+    import torch.nn.functional as F
+    from snsim.torchsim.models import hf_classes, hf_config, hf_head
+    config = copy.deepcopy(hf_config("bert-base-uncased"))
+    config.architectures = [arch]
+    config.num_labels = labels
+    assert hf_head(config) == head
+    net = hf_classes().HFLanguageModel(config).eval()
+    assert type(net.model).__name__ == arch
+    assert sum(p.numel() for p in net.parameters()) == 108_891_648 + 768 * labels + labels
+    torch.manual_seed(0)
+    tokens = torch.randint(0, 30522, (2, 16))
+    with torch.no_grad():
+        loss = net(tokens)
+        out = net.model(input_ids=tokens)
+    if head == "token_classification":
+        want = F.cross_entropy(out.logits.reshape(-1, labels), torch.zeros(32, dtype=torch.long))
+    else:
+        zero = torch.zeros(2, dtype=torch.long)
+        want = (F.cross_entropy(out.start_logits, zero) + F.cross_entropy(out.end_logits, zero)) / 2
+    assert float(loss) == pytest.approx(float(want), rel=1e-5)
 
 
 def test_a_hugging_face_image_classifier_takes_images():

@@ -467,12 +467,15 @@ def hf_head(config):
     """The head snsim trains a Hugging Face config with: ``"causal"`` (next-token: GPT-2,
     Llama), ``"masked"`` (every token a target: BERT, RoBERTa), ``"seq2seq"`` (an
     encoder-decoder whose decoder predicts the labels: T5, BART), ``"classification"`` (a
-    fine-tuned sequence classifier: one label per sequence) or ``"image_classification"`` (an
-    image model: ViT, Swin, ConvNeXt; its input is images). The config's first
-    ``architectures`` entry says it (``...ForCausalLM`` / ``...LMHeadModel``, ``...ForMaskedLM``,
+    fine-tuned sequence classifier: one label per sequence), ``"token_classification"`` (one
+    label per token: named-entity tagging), ``"question_answering"`` (an extractive reader: a
+    start and an end position per sequence) or ``"image_classification"`` (an image model: ViT,
+    Swin, ConvNeXt; its input is images). The config's first ``architectures`` entry says it
+    (``...ForCausalLM`` / ``...LMHeadModel``, ``...ForMaskedLM``,
     ``...ForConditionalGeneration``, ``...ForSequenceClassification``,
-    ``...ForImageClassification``; any other ``...For...``
-    head is refused, not trained as another); without a head named, the model type's place
+    ``...ForTokenClassification``, ``...ForQuestionAnswering``, ``...ForImageClassification``;
+    any other ``...For...`` head, a multiple-choice one say, is refused, not trained as
+    another); without a head named, the model type's place
     in transformers' auto mappings: an encoder-decoder's seq2seq head, an encoder's masked one
     (BERT is in the causal mapping too, as a decoder: ``is_decoder`` picks it), else causal.
 
@@ -493,12 +496,17 @@ def hf_head(config):
         return "classification"
     if arch.endswith("ForImageClassification"):
         return "image_classification"
+    if arch.endswith("ForTokenClassification"):
+        return "token_classification"
+    if arch.endswith("ForQuestionAnswering"):
+        return "question_answering"
     if "For" in arch:
         raise ConfigError(f"hf config names {arch}: snsim trains causal, masked and seq2seq "
-                          f"language models and sequence and image classifiers (architectures "
-                          f"ending ForCausalLM, LMHeadModel, ForMaskedLM, "
-                          f"ForConditionalGeneration, ForSequenceClassification, "
-                          f"ForImageClassification)")
+                          f"language models, sequence, token and image classifiers and "
+                          f"extractive question answering (architectures ending "
+                          f"ForCausalLM, LMHeadModel, ForMaskedLM, ForConditionalGeneration, "
+                          f"ForSequenceClassification, ForTokenClassification, "
+                          f"ForQuestionAnswering, ForImageClassification)")
     from transformers.models.auto import modeling_auto as auto
     kind = config.model_type
     if getattr(config, "is_encoder_decoder", False) and \
@@ -520,15 +528,18 @@ def hf_head(config):
 def hf_classes():
     """``HFLanguageModel``: a Hugging Face language model built from a config with no weights
     (:func:`hf_head`: ``AutoModelForCausalLM``, ``AutoModelForMaskedLM``,
-    ``AutoModelForSeq2SeqLM`` or ``AutoModelForSequenceClassification``), whose
+    ``AutoModelForSeq2SeqLM``, ``AutoModelForSequenceClassification``,
+    ``AutoModelForTokenClassification``, ``AutoModelForQuestionAnswering`` or
+    ``AutoModelForImageClassification``), whose
     ``forward(tokens)`` returns the model's own loss with ``labels=tokens``: next-token cross
     entropy for a causal model (Hugging Face shifts the labels; ``use_cache=False``, training
     keeps no KV cache), cross entropy at every position for a masked one (an encoder such as
     BERT: every token is a target, where pre-training masks 15 %; the logits, and so the
     memory, are the same), for a seq2seq one the encoder reads the tokens and the decoder
     predicts them (its inputs are the labels shifted right, as Hugging Face makes them: a
-    sequence as long as the source), and for a sequence classifier one class id (0) per
-    sequence.
+    sequence as long as the source), for a sequence classifier one class id (0) per
+    sequence, for a token classifier one per token, and for question answering a start and
+    an end position (0) per sequence (the mean of the two cross entropies).
     Weights are fp32 even where the config names another ``torch_dtype`` (SmolLM2: bfloat16),
     as for every other snsim model: ``--amp`` means autocast over fp32 master weights.
 
@@ -553,6 +564,8 @@ def hf_classes():
             auto = {"causal": tf.AutoModelForCausalLM, "masked": tf.AutoModelForMaskedLM,
                     "seq2seq": tf.AutoModelForSeq2SeqLM,
                     "classification": tf.AutoModelForSequenceClassification,
+                    "token_classification": tf.AutoModelForTokenClassification,
+                    "question_answering": tf.AutoModelForQuestionAnswering,
                     "image_classification": tf.AutoModelForImageClassification}[self.head]
             # fp32 weights whatever the config's torch_dtype (transformers 5 builds in it):
             # snsim trains fp32 master weights, under autocast with --amp (fp16's GradScaler
@@ -576,6 +589,12 @@ def hf_classes():
                 if self.head == "image_classification":
                     return self.model(pixel_values=tokens, labels=labels).loss
                 return self.model(input_ids=tokens, labels=labels).loss
+            if self.head == "token_classification":
+                return self.model(input_ids=tokens, labels=torch.zeros_like(tokens)).loss
+            if self.head == "question_answering":
+                pos = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
+                return self.model(input_ids=tokens, start_positions=pos,
+                                  end_positions=pos).loss
             return self.model(input_ids=tokens, labels=tokens, use_cache=False).loss
 
     impl = "sdpa"
