@@ -1170,6 +1170,34 @@ def test_token_classifiers_and_extractive_readers_train_their_own_heads(arch, he
     assert float(loss) == pytest.approx(float(want), rel=1e-5)
 
 
+def test_a_fine_tuned_tagger_in_a_local_directory_is_predicted(tmp_path, capsys):
+    """`snsim predict --model hf:DIR` on a model directory of one's own (its config.json names
+    BertForTokenClassification, 9 tags): the tagger's head, not the masked LM's, so the
+    prediction holds 768 x 9 + 9 head parameters where the MLM holds its 30,522-word
+    decoder, and its peak falls below the shipped MLM's at the same batch."""
+    pytest.importorskip("transformers")
+    from snsim.cli import main
+    from snsim.torchsim.models import HF_CONFIG_DIR
+    with open(f"{HF_CONFIG_DIR}/bert-base-uncased.json") as f:
+        config = json.load(f)
+    config.update(architectures=["BertForTokenClassification"],
+                  id2label={str(i): f"T{i}" for i in range(9)},
+                  label2id={f"T{i}": i for i in range(9)})
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    got = {}
+    for model in (f"hf:{tmp_path}", "hf:bert-base-uncased"):
+        assert main(["predict", "--model", model, "--batch", "8", "--seq", "128",
+                     "--format", "json"]) == 0
+        got[model] = json.loads(capsys.readouterr().out)
+    tagger, mlm = got[f"hf:{tmp_path}"], got["hf:bert-base-uncased"]
+    # static bytes hold each parameter and its momentum (sgd-momentum), 8 B, and what both
+    # models share: the tagger's 108,891,648 + 768 x 9 + 9 parameters against the MLM's
+    # 109,514,298 (test above) are 615,729 fewer, 4,925,832 B
+    assert mlm["static_bytes"] - tagger["static_bytes"] == 8 * (
+        109_514_298 - (108_891_648 + 768 * 9 + 9))
+    assert tagger["peak_allocated_bytes"] < mlm["peak_allocated_bytes"]
+
+
 def test_a_hugging_face_image_classifier_takes_images():
     """hf:google/vit-base-patch16-224 (ViTForImageClassification) takes 3 x 224 x 224 images
     (its config's image size) and one label per image; it holds torchvision's vit_b_16's
