@@ -1198,6 +1198,25 @@ def test_a_fine_tuned_tagger_in_a_local_directory_is_predicted(tmp_path, capsys)
     assert tagger["peak_allocated_bytes"] < mlm["peak_allocated_bytes"]
 
 
+def test_a_broken_local_model_directory_is_one_line_naming_its_file(tmp_path):
+    """hf:DIR whose config.json is missing, not JSON, lacks model_type or names a type
+    transformers does not know: one line naming the directory or the file and the rule (it
+    used to say no config was found in the cache nor in snsim's presets)."""
+    pytest.importorskip("transformers")
+    from snsim.errors import ConfigError
+    from snsim.torchsim.models import hf_config
+    with pytest.raises(ConfigError, match=r"the directory has no config\.json$"):
+        hf_config(str(tmp_path))
+    cfg = tmp_path / "config.json"
+    for text, rule in (("{bad", r"not JSON \(line 1: "), ('{"hidden_size": 8}',
+                       r"field model_type is missing$"),
+                       ('{"model_type": "nonesuch"}', r"model_type 'nonesuch' is unknown to "
+                                                      r"transformers ")):
+        cfg.write_text(text)
+        with pytest.raises(ConfigError, match=f"^{cfg}: {rule}"):
+            hf_config(str(tmp_path))
+
+
 def test_a_hugging_face_image_classifier_takes_images():
     """hf:google/vit-base-patch16-224 (ViTForImageClassification) takes 3 x 224 x 224 images
     (its config's image size) and one label per image; it holds torchvision's vit_b_16's

@@ -434,17 +434,25 @@ def _hf_positions(config):
 
 @functools.cache
 def hf_config(name):
-    """The ``transformers`` config of ``hf:NAME``, without the network: the local Hugging Face
-    cache (or a local directory NAME), else ``snsim/presets/hf/<last part of NAME>.json``.
+    """The ``transformers`` config of ``hf:NAME``, without the network: a model directory
+    NAME's ``config.json``, else the local Hugging Face cache, else
+    ``snsim/presets/hf/<last part of NAME>.json``.
 
     Raises
     ------
     ConfigError
-        No local config for NAME (one line naming both places looked in).
+        No local config for NAME (one line naming both places looked in), or a directory's or
+        preset's config.json that is missing, not JSON, without a model_type or of a type
+        transformers does not know (one line naming the file).
     """
     tf = _transformers()
     if not name:
         raise ConfigError("model spec 'hf:' needs a model name, e.g. hf:gpt2")
+    if os.path.isdir(name):     # a model directory of one's own: its config.json, whole
+        path = os.path.join(name, "config.json")
+        if not os.path.exists(path):
+            raise ConfigError(f"hf:{name}: the directory has no config.json")
+        return _config_from_json(path)
     try:
         return tf.AutoConfig.from_pretrained(name, local_files_only=True)
     except (OSError, ValueError):
@@ -455,12 +463,26 @@ def hf_config(name):
         raise ConfigError(f"hf:{name}: no config in the local Hugging Face cache nor in "
                           f"{os.path.relpath(path)} (snsim does not download; shipped: "
                           f"{', '.join(shipped)})")
+    return _config_from_json(path)
+
+
+def _config_from_json(path):
+    """The ``transformers`` config a ``config.json`` describes; one line naming the file and
+    what is wrong with it otherwise."""
     import json
-    with open(path) as f:
-        d = json.load(f)
-    if "model_type" not in d:
+    tf = _transformers()
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: not JSON (line {e.lineno}: {e.msg})") from None
+    if not isinstance(d, dict) or "model_type" not in d:
         raise ConfigError(f"{path}: field model_type is missing")
-    return tf.AutoConfig.for_model(**d)
+    try:
+        return tf.AutoConfig.for_model(**d)
+    except ValueError:
+        raise ConfigError(f"{path}: model_type {d['model_type']!r} is unknown to "
+                          f"transformers {tf.__version__}") from None
 
 
 def hf_head(config):
