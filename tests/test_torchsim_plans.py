@@ -1135,6 +1135,34 @@ def test_a_fine_tuned_sequence_classifier_trains_its_own_head():
         hf_head(config)
 
 
+@pytest.mark.parametrize("problem, labels", [("multi_label_classification", 5),
+                                             ("regression", 1)])
+def test_a_sequence_classifier_takes_the_targets_its_problem_type_names(problem, labels):
+    """A fine-tuned classifier whose config says problem_type multi_label_classification takes
+    a 0/1 target per label (Hugging Face's BCEWithLogitsLoss refused one class id per
+    sequence: the prediction stopped at the loss), and a regression one a real target (MSE);
+    each loss is the head's own at the zero targets snsim hands it."""
+    pytest.importorskip("transformers")
+    import copy
+    import torch
+    import torch.nn.functional as F
+    from snsim.torchsim.models import hf_classes, hf_config
+    config = copy.deepcopy(hf_config("bert-base-uncased"))
+    config.architectures = ["BertForSequenceClassification"]
+    config.num_labels = labels
+    config.problem_type = problem
+    net = hf_classes().HFLanguageModel(config).eval()
+    torch.manual_seed(0)
+    tokens = torch.randint(0, 30522, (2, 16))
+    with torch.no_grad():
+        loss = net(tokens)
+        logits = net.model(input_ids=tokens).logits
+    want = (F.binary_cross_entropy_with_logits(logits, torch.zeros(2, labels))
+            if problem == "multi_label_classification"
+            else F.mse_loss(logits.squeeze(), torch.zeros(2)))
+    assert float(loss) == pytest.approx(float(want), rel=1e-5)
+
+
 @pytest.mark.parametrize("arch, head, labels", [
     ("BertForTokenClassification", "token_classification", 9),
     ("BertForQuestionAnswering", "question_answering", 2),

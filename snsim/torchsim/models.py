@@ -560,7 +560,9 @@ def hf_classes():
     memory, are the same), for a seq2seq one the encoder reads the tokens and the decoder
     predicts them (its inputs are the labels shifted right, as Hugging Face makes them: a
     sequence as long as the source), for a sequence classifier one class id (0) per
-    sequence, for a token classifier one per token, and for question answering a start and
+    sequence (a config's ``problem_type`` ``multi_label_classification``: a 0/1 target per
+    label, its loss a binary cross entropy; ``regression``: a real target, mean squared
+    error), for a token classifier one per token, and for question answering a start and
     an end position (0) per sequence (the mean of the two cross entropies).
     Weights are fp32 even where the config names another ``torch_dtype`` (SmolLM2: bfloat16),
     as for every other snsim model: ``--amp`` means autocast over fp32 master weights.
@@ -608,6 +610,12 @@ def hf_classes():
                 return self.model(input_ids=tokens, labels=tokens).loss
             if self.head in ("classification", "image_classification"):   # one class each
                 labels = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
+                kind = getattr(self.model.config, "problem_type", None)
+                if kind == "multi_label_classification":     # a 0/1 target per label
+                    labels = torch.zeros(tokens.shape[0], self.model.config.num_labels,
+                                         device=tokens.device)
+                elif kind == "regression":                   # real-valued targets
+                    labels = labels.float()
                 if self.head == "image_classification":
                     return self.model(pixel_values=tokens, labels=labels).loss
                 return self.model(input_ids=tokens, labels=labels).loss
