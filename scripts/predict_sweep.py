@@ -55,6 +55,8 @@ import time
 import traceback
 from pathlib import Path
 
+from snsim.torchsim.models import head_of_architecture
+
 FIELDS = ("id", "status", "rc", "seconds", "peak_allocated_bytes", "peak_reserved_bytes",
           "peak_requested_bytes", "static_bytes", "step_time_s", "feasible", "flags", "error", "argv")
 
@@ -74,9 +76,9 @@ OPTIMIZERS = (("sgd", "foreach"), ("sgd-momentum", "foreach"), ("nesterov", "for
 # every shipped Hugging Face config (snsim/presets/hf): decoders, encoders, seq2seq, ViT
 _HF_DIR = Path(__file__).resolve().parents[1] / "snsim" / "presets" / "hf"
 HF = tuple(sorted(p.stem for p in _HF_DIR.glob("*.json")))
-HF_IMAGE = frozenset(m for m in HF if any(
-    a.endswith("ForImageClassification")
-    for a in json.loads((_HF_DIR / f"{m}.json").read_text()).get("architectures") or ()))
+HF_IMAGE = frozenset(m for m in HF if head_of_architecture(
+    (json.loads((_HF_DIR / f"{m}.json").read_text()).get("architectures") or [""])[0])
+    == "image_classification")
 
 
 def _argv(model, batch=2, *, policy="plain", options=(), optimizer=None, impl=None, amp=None,

@@ -485,6 +485,36 @@ def _config_from_json(path):
                           f"transformers {tf.__version__}") from None
 
 
+# the head a Hugging Face architecture's class name says, by its ending (:func:`hf_head`)
+HF_HEADS = (("ForCausalLM", "causal"), ("LMHeadModel", "causal"), ("ForMaskedLM", "masked"),
+            ("ForConditionalGeneration", "seq2seq"),
+            ("ForSequenceClassification", "classification"),
+            ("ForTokenClassification", "token_classification"),
+            ("ForQuestionAnswering", "question_answering"),
+            ("ForImageClassification", "image_classification"))
+
+
+def head_of_architecture(arch):
+    """The head (:data:`HF_HEADS`) an architecture's class name (a config's ``architectures``
+    entry) says; None when it names no head (``GPT2Model``, ``""``).
+
+    Raises
+    ------
+    ConfigError
+        Another ``...For...`` head (a multiple-choice one), refused rather than trained as
+        another (one line).
+    """
+    for suffix, head in HF_HEADS:
+        if arch.endswith(suffix):
+            return head
+    if "For" in arch:
+        raise ConfigError(f"hf config names {arch}: snsim trains causal, masked and seq2seq "
+                          f"language models, sequence, token and image classifiers and "
+                          f"extractive question answering (architectures ending "
+                          f"{', '.join(suffix for suffix, _ in HF_HEADS)})")
+    return None
+
+
 def hf_head(config):
     """The head snsim trains a Hugging Face config with: ``"causal"`` (next-token: GPT-2,
     Llama), ``"masked"`` (every token a target: BERT, RoBERTa), ``"seq2seq"`` (an
@@ -507,28 +537,9 @@ def hf_head(config):
         Another head named, or a model type with none of the three language-model heads (one
         line naming it)."""
     tf = _transformers()
-    arch = (getattr(config, "architectures", None) or [""])[0]
-    if arch.endswith(("ForCausalLM", "LMHeadModel")):
-        return "causal"
-    if arch.endswith("ForMaskedLM"):
-        return "masked"
-    if arch.endswith("ForConditionalGeneration"):
-        return "seq2seq"
-    if arch.endswith("ForSequenceClassification"):
-        return "classification"
-    if arch.endswith("ForImageClassification"):
-        return "image_classification"
-    if arch.endswith("ForTokenClassification"):
-        return "token_classification"
-    if arch.endswith("ForQuestionAnswering"):
-        return "question_answering"
-    if "For" in arch:
-        raise ConfigError(f"hf config names {arch}: snsim trains causal, masked and seq2seq "
-                          f"language models, sequence, token and image classifiers and "
-                          f"extractive question answering (architectures ending "
-                          f"ForCausalLM, LMHeadModel, ForMaskedLM, ForConditionalGeneration, "
-                          f"ForSequenceClassification, ForTokenClassification, "
-                          f"ForQuestionAnswering, ForImageClassification)")
+    head = head_of_architecture((getattr(config, "architectures", None) or [""])[0])
+    if head is not None:
+        return head
     from transformers.models.auto import modeling_auto as auto
     kind = config.model_type
     if getattr(config, "is_encoder_decoder", False) and \
