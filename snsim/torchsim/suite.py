@@ -1185,6 +1185,29 @@ _HELDOUT39_TOKENS = (
     ("hf:bart-base", 8, (512,), {"cpu_offload": ["pin_memory=true"]}, {"optimizer": "adamw"}),
 )
 PLAN_HELDOUT39 = _plan_set(_HELDOUT39, _HELDOUT39_TOKENS)
+# session 44, written before any of it ran: a network never run here (RegNetY-128GF, 645 M
+# parameters), and networks under a plan, precision, optimizer and batch never run together:
+# fused AdamW under fp16 checkpointing, Nesterov under fp16 recompute, pageable save_on_cpu in
+# bf16 and fp16, selective checkpointing of GPT-2 medium's blocks in fp16
+_HELDOUT40 = (
+    ("torchvision:regnet_y_128gf", 16, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:convnext_base", 32, {"checkpoint": ["modules=CNBlock", "every=2"]},
+     {"amp": "fp16", "optimizer": "adamw", "optimizer_impl": "fused"}),
+    ("torchvision:wide_resnet50_2", 96, {"recompute": []}, {"amp": "fp16", "optimizer": "nesterov"}),
+    ("torchvision:mobilenet_v3_large", 256, {"superneurons": []}, {"amp": "bf16", "optimizer": "adam"}),
+    ("torchvision:vgg13_bn", 64, {"cpu_offload": ["pin_memory=false"]}, {"amp": "bf16"}),
+    ("torchvision:efficientnet_v2_m", 24, {"plain": []}, {"optimizer": "adamw"}),
+)
+_HELDOUT40_TOKENS = (
+    ("hf:gpt2-medium", 4, (1024,), {"checkpoint": ["modules=GPT2Block", "selective=true"]},
+     {"amp": "fp16", "optimizer": "adamw"}),
+    ("hf:Qwen/Qwen2-0.5B", 4, (512,), {"plain": []},
+     {"amp": "bf16", "optimizer": "adamw", "optimizer_impl": "fused"}),
+    ("hf:HuggingFaceTB/SmolLM2-135M", 16, (256,), {"cpu_offload": ["pin_memory=false"]},
+     {"amp": "fp16"}),
+    ("hf:roberta-base", 32, (256,), {"superneurons": []}, {"amp": "bf16", "optimizer": "adamw"}),
+)
+PLAN_HELDOUT40 = _plan_set(_HELDOUT40, _HELDOUT40_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1218,6 +1241,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout34": PLAN_HELDOUT34, "heldout35": PLAN_HELDOUT35,
              "heldout36": PLAN_HELDOUT36, "heldout37": PLAN_HELDOUT37,
              "heldout38": PLAN_HELDOUT38, "heldout39": PLAN_HELDOUT39,
+             "heldout40": PLAN_HELDOUT40,
              "pageable": PLAN_PAGEABLE}
 
 
