@@ -38,6 +38,8 @@ def run_argv(run, torch_version=None, gpu="h200"):
             "--optimizer", run.get("optimizer", "sgd-momentum"),
             "--optimizer-impl", run.get("optimizer_impl", "foreach"),
             "--amp", run.get("amp") or "none", "--policy", run["policy"], "--format", "json"]
+    if run.get("matmul_precision"):
+        argv += ["--matmul-precision", run["matmul_precision"]]
     if run.get("input_shape"):
         argv += ["--input-shape", ",".join(str(v) for v in run["input_shape"])]
     for opt in run.get("options", []):

@@ -349,6 +349,12 @@ def matmul_dims(sig):
     return (math.prod(a[:-2]) or 1, a[-2], a[-1], b[-1])
 
 
+#: the prefix of a recorded fp32 matmul's layout when ``torch.get_float32_matmul_precision()``
+#: let cuBLAS run it on TF32 tensor cores (``high``, ``medium``:
+#: :func:`snsim.torchsim.record.matmul_math`); such a call reads the table's ``tf32`` rows
+TF32_PREFIX = "tf32:"
+
+
 def matmul_lookup_class(sig, layout=""):
     """The class a recorded matmul is looked up by: :func:`matmul_class`, for an unaligned
     call whose recording says how far (:func:`matmul_align`) the vector width after ``:al``,

@@ -238,10 +238,50 @@ def test_bf16_saves_less_than_fp32(mlp):
     (("sgd", "foreach", "bf16", 1), "only fp16's GradScaler skips"),
     (("sgd", "foreach", "fp16", -1), "--skipped-steps -1 must be an integer from 0"),
     (("sgd", "foreach", "fp16", 1.5), "--skipped-steps 1.5 must be an integer"),
+    (("sgd", "foreach", None, 0, "tf32"), "--matmul-precision 'tf32' is unknown; known: "
+                                          "highest, high, medium"),
 ])
 def test_bad_setup_is_one_line(args, rule):
     with pytest.raises(ConfigError, match=rule):
         TrainSetup.parse(*args)
+
+
+def test_tf32_matmuls_are_recorded_and_priced_as_tf32(mlp):
+    """--matmul-precision high: the recording marks each fp32 matmul as CUDA would run it
+    (cuBLAS reads the precision per call), the memory is the same, the matmuls read the
+    table's tf32 rows (a GEMM on TF32 tensor cores is faster than one in fp32), and the
+    setting is back to torch's own after the step."""
+    from snsim.kernel_table import TF32_PREFIX, load_kernel_table
+    from snsim.torchsim.opcost import _table_args
+    from snsim.torchsim.predict import predict, record_fake, resolve_model
+    before = torch.get_float32_matmul_precision()
+    recs = {p: record_fake(resolve_model(mlp), 4, TrainSetup(matmul_precision=p),
+                           iterations=1)["rec"]
+            for p in ("highest", "high")}
+    assert torch.get_float32_matmul_precision() == before
+    mm = {p: [op for op in rec.ops if op[1] in ("mm", "addmm")] for p, rec in recs.items()}
+    # two Linears: forward addmm each, input gradient of the second, weight gradients
+    assert len(mm["high"]) == len(mm["highest"]) >= 4
+    assert all(op[7].startswith(TF32_PREFIX) for op in mm["high"])
+    assert not any(op[7].startswith(TF32_PREFIX) for op in mm["highest"])
+    assert {_table_args(op)[1]["math_"] for op in mm["high"]} == {"tf32"}
+    assert {_table_args(op)[1]["math_"] for op in mm["highest"]} == {"fp32"}
+    # the layout after the prefix is what an fp32 call's lookup reads
+    assert [_table_args(op)[1]["cls"] for op in mm["high"]] == \
+        [_table_args(op)[1]["cls"] for op in mm["highest"]]
+    # under autocast the operands are bf16: no TF32 mark, the bf16 rows
+    bf16 = record_fake(resolve_model(mlp), 4, TrainSetup(amp="bf16", matmul_precision="high"),
+                       iterations=1)["rec"]
+    assert not any(op[7].startswith(TF32_PREFIX) for op in bf16.ops if op[1] == "addmm")
+    # a large GEMM: the table's tf32 rows read faster than its fp32 rows
+    table = load_kernel_table("h200")
+    big = dict(flops=2 * 4096 ** 3, nbytes=3 * 4096 * 4096 * 4, dtype="float32", cls="a8")
+    tf32, _ = table.time_s("mm", math_="tf32", **big)
+    fp32, _ = table.time_s("mm", math_="fp32", **big)
+    assert tf32 < 0.6 * fp32
+    r = {p: predict(mlp, 4, optimizer=TrainSetup(matmul_precision=p)) for p in ("highest", "high")}
+    assert r["high"]["peak_allocated_bytes"] == r["highest"]["peak_allocated_bytes"]
+    assert r["high"]["matmul_precision"] == "high" and "matmul_precision" not in r["highest"]
 
 
 def test_half_precision_costs():
@@ -610,3 +650,17 @@ def test_a_skipped_first_step_gives_the_h200_peaks_to_the_byte():
     assert got[1] == got[3] == (m["peak_allocated_bytes"], m["peak_reserved_bytes"])
     assert got[0][1] > m["peak_reserved_bytes"] * 1.1
     assert TrainSetup.parse("sgd-momentum", "foreach", "fp16", 1).slug == "_fp16_skip1"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--matmul-precision", "tf32"], "--matmul-precision 'tf32' is unknown; known: highest, "
+                                     "high, medium"),
+    (["--matmul-precision", "high", "--policy", "zero_offload"],
+     "--policy zero_offload's executor runs torch's default matmul precision: drop "
+     "--matmul-precision high"),
+])
+def test_matmul_precision_refusals_are_one_line(capsys, argv, message):
+    from snsim.cli import main
+    code = main(["predict", "--model", "torchvision:resnet18", "--batch", "2", *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip() == f"snsim: error: {message}"

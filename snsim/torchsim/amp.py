@@ -34,6 +34,11 @@ from ..errors import ConfigError
 OPTIMIZERS = ("sgd", "sgd-momentum", "nesterov", "adam", "adamw")
 OPTIMIZER_IMPLS = ("foreach", "fused")
 AMP_DTYPES = ("bf16", "fp16")
+#: ``torch.set_float32_matmul_precision``'s settings: ``highest`` (torch's default) runs fp32
+#: matmuls in fp32; ``high`` lets cuBLAS run them on TF32 tensor cores, as does ``medium`` on
+#: CUDA (cuBLAS has no bf16 path for fp32 operands; ``torch.backends.cuda.matmul.allow_tf32``
+#: reads True for both)
+MATMUL_PRECISIONS = ("highest", "high", "medium")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,12 +61,19 @@ class TrainSetup:
         filled the allocator's cache, so the reserved peak can be lower (VGG-19-BN b64 fp16
         recompute on the H200: 3 skipped, reserved 5.25 GiB, against 6.02 with none). Whether
         a run skips depends on its gradients; 0 (none) is the default.
+    matmul_precision : str
+        ``torch.set_float32_matmul_precision`` for the step (:data:`MATMUL_PRECISIONS`):
+        ``high`` or ``medium`` run fp32 matmuls (Linear, bmm, attention's math path) on
+        TF32 tensor cores; ``highest`` (torch's default) in fp32. Convolutions follow
+        ``torch.backends.cudnn.allow_tf32``, True by default, in every setting. Memory is
+        the same; step time reads the kernel table's TF32 matmul rows.
     """
 
     optimizer: str = "sgd-momentum"
     optimizer_impl: str = "foreach"
     amp: str | None = None
     skipped_steps: int = 0
+    matmul_precision: str = "highest"
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -80,13 +92,22 @@ class TrainSetup:
         if self.skipped_steps and self.amp != "fp16":
             raise ConfigError("--skipped-steps: only fp16's GradScaler skips optimizer steps "
                               "(use it with --amp fp16)")
+        if self.matmul_precision not in MATMUL_PRECISIONS:
+            raise ConfigError(f"--matmul-precision {self.matmul_precision!r} is unknown; "
+                              f"known: {', '.join(MATMUL_PRECISIONS)}")
 
     @classmethod
     def parse(cls, optimizer="sgd-momentum", optimizer_impl="foreach", amp=None,
-              skipped_steps=0):
+              skipped_steps=0, matmul_precision="highest"):
         """From command-line strings (``--amp none`` is fp32)."""
         amp = None if amp in (None, "", "none", "fp32") else amp
-        return cls(optimizer, optimizer_impl, amp, skipped_steps)
+        return cls(optimizer, optimizer_impl, amp, skipped_steps,
+                   matmul_precision or "highest")
+
+    @property
+    def tf32_matmuls(self):
+        """Whether fp32 matmuls run on TF32 tensor cores (:attr:`matmul_precision`)."""
+        return self.matmul_precision != "highest"
 
     @property
     def dtype(self):
@@ -104,6 +125,8 @@ class TrainSetup:
             parts.append(self.amp)
         if self.skipped_steps:
             parts.append(f"skip{self.skipped_steps}")
+        if self.tf32_matmuls:
+            parts.append(f"mm{self.matmul_precision}")
         return "".join("_" + p for p in parts)
 
     def to_dict(self):
@@ -111,6 +134,8 @@ class TrainSetup:
              "amp": self.amp or "none"}
         if self.skipped_steps:
             d["skipped_steps"] = self.skipped_steps
+        if self.matmul_precision != "highest":
+            d["matmul_precision"] = self.matmul_precision
         return d
 
     def make_optimizer(self, params):
@@ -148,13 +173,38 @@ class TrainSetup:
         return functools.partial(torch.autocast, device_type, dtype=self.dtype)
 
     def step_scope(self, device_type):
-        """A context factory for the whole training step, backward included: on a CPU with
-        amp, CUDA's autocast policy (:func:`cuda_autocast_on_cpu`), so that every autocast
-        region in it — forward and loss, and the regions ``torch.utils.checkpoint`` re-enters
-        to recompute a block in backward — casts as CUDA would. None otherwise."""
-        if self.amp is None or device_type == "cuda":
+        """A context factory for the whole training step, backward included: the step's
+        :attr:`matmul_precision` (:func:`matmul_precision`; a CPU recording reads it to price
+        fp32 matmuls as TF32), and on a CPU with amp, CUDA's autocast policy
+        (:func:`cuda_autocast_on_cpu`), so that every autocast region in it — forward and
+        loss, and the regions ``torch.utils.checkpoint`` re-enters to recompute a block in
+        backward — casts as CUDA would. None where neither applies."""
+        autocast = self.amp is not None and device_type != "cuda"
+        if not autocast and not self.tf32_matmuls:
             return None
-        return functools.partial(cuda_autocast_on_cpu, self.dtype)
+        return functools.partial(_step_scope, self.dtype if autocast else None,
+                                 self.matmul_precision)
+
+
+@contextlib.contextmanager
+def matmul_precision(precision):
+    """``torch.set_float32_matmul_precision(precision)`` for the duration, then the previous
+    setting back."""
+    import torch
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+@contextlib.contextmanager
+def _step_scope(autocast_dtype, precision):
+    with matmul_precision(precision), (
+            cuda_autocast_on_cpu(autocast_dtype) if autocast_dtype is not None
+            else contextlib.nullcontext()):
+        yield
 
 
 # 2**16 (GradScaler's initial scale) halved this often is below fp16's smallest subnormal: a

@@ -1839,6 +1839,11 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
             "attn ")),
         "lmhead": ("matmul vocab ", ("mm",), lambda r: str(r.get("shape", "")).startswith(
             "vocab ")),
+        # every TF32 matmul row (fp32 operands, --matmul-precision high): random shapes, a
+        # Linear's grid, attention's and an LM head's GEMMs; tables before 2026-12-06 had 19
+        # random-shape rows
+        "tf32mm": (("matmul tf32", "matmul net tf32", "matmul attn tf32", "matmul vocab tf32"),
+                   ("mm", "addmm", "bmm"), lambda r: r.get("math") == "tf32"),
         "stage": ("stage conv", ("convolution", "convolution_backward"), lambda r: (
             str(r.get("shape", "")).startswith("stage "))),
         # the backward ops calibrate timed through torch.autograd.grad before 2026-11-30, whose
@@ -2030,6 +2035,15 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
                                                               "bf16", 1e13 * cap)),
         ("matmul vocab fp16", 0.01, lambda: cal.vocab_matmuls(cal.n(16), torch.float16,
                                                               "fp16", 1e13 * cap)),
+        # fp32 operands on TF32 tensor cores (--matmul-precision high): a Linear's GEMMs,
+        # an explicit attention's and an LM head's, as the fp32 rows above
+        ("matmul net tf32", 0.02, lambda: _with_tf32(torch, True, lambda: cal.net_matmuls(
+            cal.n(40), torch.float32, "tf32", 3e12 * cap))),
+        ("matmul attn tf32", 0.01, lambda: _with_tf32(
+            torch, True, lambda: cal.attention_matmuls(cal.n(30), torch.float32, "tf32",
+                                                       3e12 * cap))),
+        ("matmul vocab tf32", 0.01, lambda: _with_tf32(torch, True, lambda: cal.vocab_matmuls(
+            cal.n(12), torch.float32, "tf32", 6e12 * cap))),
         ("stage conv tf32", 0.05, lambda: _with_tf32(torch, True, lambda: cal.layout_convs(
             cal.n(1200), torch.float32, "tf32"))),
         ("stage conv bf16", 0.03, lambda: cal.layout_convs(cal.n(500), torch.bfloat16, "bf16")),

@@ -846,7 +846,8 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
         measured["grad_scale"] = float(amp_kw["scaler"].get_scale())
         measured["skipped_warmup_steps"] = skipped_warmup
     prov = provenance(torch, tool="snsim capture", model=spec.text, batch=batch,
-                      **setup.to_dict(), input_shape=list(spec.input_shape),
+                      **setup.to_dict(), matmul_allow_tf32=setup.tf32_matmuls,
+                      input_shape=list(spec.input_shape),
                       parameters=sum(p.numel() for p in net.parameters()),
                       timing_iters=timing_iters, plain_iters=plain_iters,
                       warmup_iters=warmup_iters, capture_wall_s=0.0, device=device,

@@ -71,6 +71,10 @@ def _model_args(p, *, gpu=False):
     p.add_argument("--amp", default="none",
                    help="none | bf16 | fp16: autocast around forward and loss, fp32 master "
                         "weights, GradScaler for fp16 (default none: fp32)")
+    p.add_argument("--matmul-precision", default="highest",
+                   help="highest | high | medium: torch.set_float32_matmul_precision for the "
+                        "step; high and medium run fp32 matmuls on TF32 tensor cores "
+                        "(default highest, torch's: fp32)")
     p.add_argument("--input-shape", default=None,
                    help="one sample's shape, e.g. 3,224,224 (default per model)")
     p.add_argument("--seq", type=int, default=None,
@@ -89,11 +93,11 @@ def _model_args(p, *, gpu=False):
 
 
 def _setup(args):
-    """The training setup of ``--optimizer``, ``--optimizer-impl``, ``--amp`` and (predict)
-    ``--skipped-steps``."""
+    """The training setup of ``--optimizer``, ``--optimizer-impl``, ``--amp``,
+    ``--matmul-precision`` and (predict) ``--skipped-steps``."""
     from .amp import TrainSetup
     return TrainSetup.parse(args.optimizer, args.optimizer_impl, args.amp,
-                            getattr(args, "skipped_steps", 0))
+                            getattr(args, "skipped_steps", 0), args.matmul_precision)
 
 
 def _default_out(name, batch, optimizer, policy=None):

@@ -28,7 +28,8 @@ from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENT_BYTES,  # noqa: 
                             ELEMENTWISE_FAMILIES, GENERIC_FALLBACK, GENERIC_FAMILY, HOST_READ_OPS,
                             INDEX_FAMILIES, LAYOUT_FAMILIES, MATMUL_FAMILIES,
                             POOL_FAMILIES, ROW_FAMILIES,
-                            STRIDED_FAMILIES, UPSAMPLE_BACKWARD_FAMILIES, bias_time_s,
+                            STRIDED_FAMILIES, TF32_PREFIX, UPSAMPLE_BACKWARD_FAMILIES,
+                            bias_time_s,
                             call_conv_flops, call_upsample_work, NO_KERNEL_OPS, bn_class,
                             conv_bias_calls, conv_class, family_of, host_stream, index_class,
                             index_count, innet_call_s, ln_class, load_host_costs,
@@ -128,9 +129,12 @@ def _table_args(op):
     elif fam in MATMUL_FAMILIES or fam.startswith("sdpa"):
         # attention: a causal call reads the causal rows (its kernels skip the masked tiles
         # and run at another rate per counted FLOP), a full one the others
-        mth, cls = (half or "fp32"), (matmul_lookup_class(sig, _layout(op))
-                                      if fam in MATMUL_FAMILIES
-                                      else "causal" if _layout(op) == "causal" else "")
+        layout = _layout(op)
+        tf32 = layout.startswith(TF32_PREFIX)     # an fp32 matmul on TF32 tensor cores
+        layout = layout.removeprefix(TF32_PREFIX)
+        mth, cls = (half or ("tf32" if tf32 else "fp32")), (
+            matmul_lookup_class(sig, layout) if fam in MATMUL_FAMILIES
+            else "causal" if layout == "causal" else "")
         if half and fam.startswith("sdpa_efficient"):
             # CUDA's choice for half inputs (a CPU recording names its own kernel): cuDNN's
             # attention on Hopper (torch 2.11: profile_heldout7/8, profile_host), read as

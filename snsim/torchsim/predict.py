@@ -778,8 +778,10 @@ UNLIMITED_BYTES = 1 << 60
 
 
 def prov_setup(prov):
-    """The training setup fields of a provenance (optimizer, optimizer_impl, amp)."""
-    return {k: prov[k] for k in ("optimizer", "optimizer_impl", "amp")}
+    """The training setup fields of a provenance (optimizer, optimizer_impl, amp; the float32
+    matmul precision where it is not torch's default)."""
+    return {k: prov[k] for k in ("optimizer", "optimizer_impl", "amp", "matmul_precision")
+            if k in prov}
 
 
 def lazy_window_modelled(hw):

@@ -34,7 +34,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
-from ..kernel_table import pow2_align
+from ..kernel_table import TF32_PREFIX, pow2_align
 from ..program import ROOT_MODULE
 from .capture import OP_TAG
 
@@ -632,6 +632,16 @@ def copy_layout(name, args):
 MATMUL_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
 
 
+def matmul_math(name, args):
+    """:data:`snsim.kernel_table.TF32_PREFIX` for matmul ``name`` on fp32 operands while the float32 matmul
+    precision is not ``highest`` (what ``torch.backends.cuda.matmul.allow_tf32`` reads), else
+    ``""``; a recording on the CPU keeps what the CUDA call would have run."""
+    if name not in MATMUL_OPS or torch.get_float32_matmul_precision() == "highest":
+        return ""
+    mats = [a for a in args if isinstance(a, torch.Tensor) and a.dim() >= 2]
+    return TF32_PREFIX if mats and all(t.dtype == torch.float32 for t in mats) else ""
+
+
 def matmul_layout(name, args, outs):
     """``"aligned"`` when every matrix operand and the output of matmul ``name(*args)`` has a
     leading dimension (its non-unit stride) and a storage offset that are multiples of 8
@@ -976,7 +986,7 @@ class Recorder:
         self.ops.append((self.cur, name, tuple(reads), tuple(new), flops, nbytes, sig,
                          conv_layout(name, args) or copy_layout(name, args)
                          or elementwise_layout(name, args, outs)
-                         or matmul_layout(name, args, outs)
+                         or matmul_math(name, args) + matmul_layout(name, args, outs)
                          or reduction_layout(name, args)
                          or ("causal" if causal else ""),
                          copy_calls(name, args) if self.device_type != "cuda" else ()))

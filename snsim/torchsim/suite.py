@@ -1208,6 +1208,24 @@ _HELDOUT40_TOKENS = (
     ("hf:roberta-base", 32, (256,), {"superneurons": []}, {"amp": "bf16", "optimizer": "adamw"}),
 )
 PLAN_HELDOUT40 = _plan_set(_HELDOUT40, _HELDOUT40_TOKENS)
+# session 44, written before any of it ran: fp32 matmuls on TF32 tensor cores
+# (torch.set_float32_matmul_precision("high"), --matmul-precision high), new to snsim; the
+# predictions before the run read the table's 19 TF32 matmul rows of random shapes (the
+# table's Linear, attention and LM-head grids were fp32, bf16 and fp16 only); two of the
+# shipped configs added in session 44 (Qwen2.5-0.5B, Pythia-160M) run for the first time
+_TF32 = {"optimizer": "adamw", "matmul_precision": "high"}
+_HELDOUT41 = (
+    ("torchvision:vit_b_16", 64, {"plain": []}, _TF32),
+    ("torchvision:swin_t", 64, {"plain": []}, _TF32),
+)
+_HELDOUT41_TOKENS = (
+    ("hf:gpt2", 8, (1024,), {"plain": []}, _TF32),
+    ("hf:gpt2-medium", 4, (1024,), {"checkpoint": ["modules=GPT2Block"]}, _TF32),
+    ("hf:bert-base-uncased", 32, (512,), {"plain": []}, _TF32),
+    ("hf:Qwen/Qwen2.5-0.5B", 4, (512,), {"plain": []}, _TF32),
+    ("hf:EleutherAI/pythia-160m", 8, (1024,), {"plain": []}, _TF32),
+)
+PLAN_HELDOUT41 = _plan_set(_HELDOUT41, _HELDOUT41_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1241,15 +1259,17 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout34": PLAN_HELDOUT34, "heldout35": PLAN_HELDOUT35,
              "heldout36": PLAN_HELDOUT36, "heldout37": PLAN_HELDOUT37,
              "heldout38": PLAN_HELDOUT38, "heldout39": PLAN_HELDOUT39,
-             "heldout40": PLAN_HELDOUT40,
+             "heldout40": PLAN_HELDOUT40, "heldout41": PLAN_HELDOUT41,
              "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
-    """The run's :class:`~snsim.torchsim.amp.TrainSetup` (optimizer, implementation, amp)."""
+    """The run's :class:`~snsim.torchsim.amp.TrainSetup` (optimizer, implementation, amp,
+    float32 matmul precision)."""
     from .amp import TrainSetup
     return TrainSetup.parse(run.get("optimizer", "sgd-momentum"),
-                            run.get("optimizer_impl", "foreach"), run.get("amp"))
+                            run.get("optimizer_impl", "foreach"), run.get("amp"),
+                            matmul_precision=run.get("matmul_precision", "highest"))
 SETUP_S = 3.0      # build, move to the GPU, first kernels [E]
 PROCESS_START_S = 6.0   # a fresh process: spawn, import torch and torchvision, CUDA context [E]
 PINNED_BYTES_PER_S = 4e9   # cudaHostAlloc of the first save_on_cpu iteration [E]

@@ -50,9 +50,10 @@ def zero_setup(policy, optimizer):
     Raises
     ------
     ConfigError
-        The setup asks for autocast or fused kernels: the scheme steps fp32 master weights with
-        ``torch.optim`` on the CPU and runs forward and backward in fp32, so a half-precision
-        or fused-kernel prediction would describe a run that ``snsim execute`` does not make.
+        The setup asks for autocast, fused kernels or TF32 matmuls: the scheme steps fp32
+        master weights with ``torch.optim`` on the CPU and runs forward and backward in fp32
+        at torch's default matmul precision, so such a prediction would describe a run that
+        ``snsim execute`` does not make.
     """
     from .amp import as_setup
     setup = as_setup(optimizer)
@@ -62,6 +63,9 @@ def zero_setup(policy, optimizer):
     if setup.optimizer_impl != "foreach":
         raise ConfigError(f"--policy {policy} steps the optimizer on the CPU with torch.optim's "
                           f"default kernels: drop --optimizer-impl {setup.optimizer_impl}")
+    if setup.tf32_matmuls:
+        raise ConfigError(f"--policy {policy}'s executor runs torch's default matmul precision: "
+                          f"drop --matmul-precision {setup.matmul_precision}")
     return setup
 
 
