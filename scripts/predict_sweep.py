@@ -32,14 +32,15 @@ under autocast, one-token sequences, training-size batches), ``inputs`` (values 
 the command's rules), ``zero`` (the ZeRO plans).
 
 docs/data/predict_sweep.csv is the run of ``--sets tv,shapes,batches,builtin,zero,hf,options,
-plans,amp,optim,gpus,edge,inputs`` (353 configurations: 315 ok, 38 one-line errors, no
+plans,amp,optim,gpus,edge,inputs`` (377 configurations: 338 ok, 39 one-line errors, no
 traceback or timeout; 3 flagged, each a plan whose allocated peak exceeds plain's by the
 allocator's rounding, 4 KiB to 2.5 MiB, not its requests); docs/data/predict_sweep_dense.csv
 is ``--sets dense`` (30 configurations, all ok, none flagged). Run 2026-12-05 at commit
 5f30f9c, in two processes (``--sets tv,shapes,batches,dense`` and the rest, then ``--merge``),
-about 18 minutes on two cores; its ``hf`` set again on 2026-12-05 at commit a149fef with every
-shipped config (42 configurations, 38 ok, 4 errors: a --seq past BERT's, DistilBERT's,
-RoBERTa's or GPT-2's learned positions), merged over the earlier rows.
+about 18 minutes on two cores; its ``hf`` set again on 2026-12-05 at commit 66e4862 with every
+shipped config, the eight added that day among them (66 configurations, 61 ok, 5 errors: a
+--seq past BERT's, BERT-large's, DistilBERT's, RoBERTa's or GPT-2's learned positions; 7
+minutes), merged over the earlier rows.
 """
 from __future__ import annotations
 
