@@ -664,3 +664,19 @@ def test_matmul_precision_refusals_are_one_line(capsys, argv, message):
     code = main(["predict", "--model", "torchvision:resnet18", "--batch", "2", *argv])
     err = capsys.readouterr().err
     assert code == 2 and err.strip() == f"snsim: error: {message}"
+
+
+def test_step_scope_sets_the_matmul_precision_on_every_device():
+    """On CUDA the scope sets torch's float32 matmul precision for the step (cuBLAS reads it)
+    and puts the previous one back; at the default there is nothing to wrap on CUDA."""
+    assert TrainSetup().step_scope("cuda") is None
+    before = torch.get_float32_matmul_precision()
+    for device in ("cuda", "cpu"):
+        scope = TrainSetup(matmul_precision="high").step_scope(device)
+        with scope():
+            assert torch.get_float32_matmul_precision() == "high"
+            assert torch.backends.cuda.matmul.allow_tf32
+        assert torch.get_float32_matmul_precision() == before
+    assert TrainSetup(matmul_precision="high").slug == "_mmhigh"
+    assert TrainSetup(matmul_precision="high").to_dict()["matmul_precision"] == "high"
+    assert "matmul_precision" not in TrainSetup().to_dict()
