@@ -1185,16 +1185,19 @@ _HELDOUT39_TOKENS = (
     ("hf:bart-base", 8, (512,), {"cpu_offload": ["pin_memory=true"]}, {"optimizer": "adamw"}),
 )
 PLAN_HELDOUT39 = _plan_set(_HELDOUT39, _HELDOUT39_TOKENS)
-# session 44, written before any of it ran: a network never run here (RegNetY-128GF, 645 M
-# parameters), and networks under a plan, precision, optimizer and batch never run together:
-# fused AdamW under fp16 checkpointing, Nesterov under fp16 recompute, pageable save_on_cpu in
-# bf16 and fp16, selective checkpointing of GPT-2 medium's blocks in fp16
+# session 44, written before any of it ran and not yet run (no device started that session): a
+# network never run here (RegNetY-128GF, 645 M parameters), and networks under a plan,
+# precision, optimizer and batch never run together: fused AdamW under fp16 checkpointing,
+# Nesterov under fp16 recompute, pageable save_on_cpu in bf16 and fp16, selective checkpointing
+# of GPT-2 medium's blocks in fp16
 _HELDOUT40 = (
     ("torchvision:regnet_y_128gf", 16, {"plain": []}, {"amp": "bf16"}),
     ("torchvision:convnext_base", 32, {"checkpoint": ["modules=CNBlock", "every=2"]},
      {"amp": "fp16", "optimizer": "adamw", "optimizer_impl": "fused"}),
-    ("torchvision:wide_resnet50_2", 96, {"recompute": []}, {"amp": "fp16", "optimizer": "nesterov"}),
-    ("torchvision:mobilenet_v3_large", 256, {"superneurons": []}, {"amp": "bf16", "optimizer": "adam"}),
+    ("torchvision:wide_resnet50_2", 96, {"recompute": []},
+     {"amp": "fp16", "optimizer": "nesterov"}),
+    ("torchvision:mobilenet_v3_large", 256, {"superneurons": []},
+     {"amp": "bf16", "optimizer": "adam"}),
     ("torchvision:vgg13_bn", 64, {"cpu_offload": ["pin_memory=false"]}, {"amp": "bf16"}),
     ("torchvision:efficientnet_v2_m", 24, {"plain": []}, {"optimizer": "adamw"}),
 )
@@ -1208,7 +1211,7 @@ _HELDOUT40_TOKENS = (
     ("hf:roberta-base", 32, (256,), {"superneurons": []}, {"amp": "bf16", "optimizer": "adamw"}),
 )
 PLAN_HELDOUT40 = _plan_set(_HELDOUT40, _HELDOUT40_TOKENS)
-# session 44, written before any of it ran: fp32 matmuls on TF32 tensor cores
+# session 44, written before any of it ran and not yet run: fp32 matmuls on TF32 tensor cores
 # (torch.set_float32_matmul_precision("high"), --matmul-precision high), new to snsim; the
 # predictions before the run read the table's 19 TF32 matmul rows of random shapes (the
 # table's Linear, attention and LM-head grids were fp32, bf16 and fp16 only); two of the
