@@ -262,6 +262,9 @@ def cmd_predict(args):
               f"its memory and time here are the CPU kernel's (measure the model with snsim "
               f"capture on a GPU)", file=sys.stderr)
     row = {k: r[k] for k in PREDICT_KEYS}
+    # the float32 matmul precision after amp, torch's default included
+    row = {**{k: v for k, v in row.items() if k in PREDICT_KEYS[:PREDICT_KEYS.index("amp") + 1]},
+           "matmul_precision": r.get("matmul_precision", "highest"), **row}
     # a ZeRO plan's own figures: the CPU optimizer step, the bytes moved, the host's share
     row.update({k: r[k] for k in ZERO_PREDICT_KEYS if k in r})
     if r.get("cpu_only_ops"):
