@@ -113,6 +113,10 @@ def test_the_cli_prints_json_and_refuses_mixed_flags(netpkg, capsys):
            (["--model", netpkg, "--allocator", "pytorch"], "--allocator applies to a zoo"),
            (["--model", netpkg, "--network", "resnet50"], "--network applies to a zoo"),
            (["--network", "resnet50", "--amp", "bf16"], "--amp applies to a PyTorch model"),
+           (["--network", "resnet50", "--matmul-precision", "high"],
+            "--matmul-precision applies to a PyTorch model"),
+           (["--model", netpkg, "--matmul-precision", "tf32"],
+            "--matmul-precision 'tf32' is unknown"),
            (["--model", netpkg, "--policy", "plain,plain"], "names plain twice"),
            (["--model", netpkg, "--policy", "lru"], "policy 'lru' is unknown here")]
     for argv, msg in bad:

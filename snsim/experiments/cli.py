@@ -167,6 +167,7 @@ def cmd_maxbatch(args):
     if args.model is not None:
         return _maxbatch_model(args)
     for flag, value in (("--amp", args.amp), ("--optimizer-impl", args.optimizer_impl),
+                        ("--matmul-precision", args.matmul_precision),
                         ("--input-shape", args.input_shape), ("--option", args.option)):
         if value:
             raise ConfigError(f"{flag} applies to a PyTorch model: give --model (a zoo "
@@ -216,7 +217,8 @@ def _maxbatch_model(args):
             raise ConfigError(f"{flag} applies to a zoo --network, not to --model (a PyTorch "
                               f"model runs PyTorch's own allocator and semantics)")
     args.gpu = args.gpu or "h200"
-    setup = TrainSetup.parse(args.optimizer, args.optimizer_impl or "foreach", args.amp or "none")
+    setup = TrainSetup.parse(args.optimizer, args.optimizer_impl or "foreach", args.amp or "none",
+                             matmul_precision=args.matmul_precision or "highest")
     bar, on_probe = _progress(f"maxbatch {args.model}")
     try:
         rep = max_batch_model(args.model, gpu=args.gpu, policies=args.policy,
@@ -239,7 +241,9 @@ def _maxbatch_model(args):
                               f"batch {b.next_batch} does not fit"))
     print(f"largest batch of {rep.model} per plan on {rep.hardware}, budget "
           f"{format_bytes(rep.budget_bytes)}, {setup.optimizer} ({setup.optimizer_impl}), "
-          f"{'fp32' if not setup.amp else setup.amp + ' autocast'}, PyTorch's caching allocator "
+          f"{setup.amp + ' autocast' if setup.amp else 'fp32'}"
+          f"{' (TF32 matmuls)' if setup.tf32_matmuls and not setup.amp else ''}, "
+          f"PyTorch's caching allocator "
           f"(snsim predict at each batch)")
     rows = []
     for r in sorted(rep.rows, key=lambda r: (-(r.max_batch or 0), r.step_time_s or 0.0)):
@@ -279,6 +283,10 @@ def add_maxbatch(sub):
     p.add_argument("--optimizer-impl", default=None,
                    help="with --model: foreach | fused (default foreach)")
     p.add_argument("--amp", default=None, help="with --model: none | bf16 | fp16 (default none)")
+    p.add_argument("--matmul-precision", default=None,
+                   help="with --model: highest | high | medium, torch's float32 matmul "
+                        "precision (high, medium: TF32; default highest); moves the step, "
+                        "not the memory")
     p.add_argument("--input-shape", default=None,
                    help="with --model: one sample's shape, e.g. 3,224,224 (default per model)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
