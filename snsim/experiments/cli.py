@@ -218,7 +218,7 @@ def _maxbatch_model(args):
                               f"model runs PyTorch's own allocator and semantics)")
     args.gpu = args.gpu or "h200"
     setup = TrainSetup.parse(args.optimizer, args.optimizer_impl or "foreach", args.amp or "none",
-                             matmul_precision=args.matmul_precision or "highest")
+                             matmul_precision=args.matmul_precision)
     bar, on_probe = _progress(f"maxbatch {args.model}")
     try:
         rep = max_batch_model(args.model, gpu=args.gpu, policies=args.policy,

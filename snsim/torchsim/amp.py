@@ -134,7 +134,7 @@ class TrainSetup:
              "amp": self.amp or "none"}
         if self.skipped_steps:
             d["skipped_steps"] = self.skipped_steps
-        if self.matmul_precision != "highest":
+        if self.tf32_matmuls:
             d["matmul_precision"] = self.matmul_precision
         return d
 

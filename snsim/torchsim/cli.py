@@ -149,7 +149,8 @@ def _add_capture(sub):
 
 
 # -- predict ---------------------------------------------------------------------------------
-PREDICT_KEYS = ("network", "batch", "optimizer", "optimizer_impl", "amp", "hardware", "plan", "peak_allocated_bytes",
+PREDICT_KEYS = ("network", "batch", "optimizer", "optimizer_impl", "amp", "matmul_precision",
+                "hardware", "plan", "peak_allocated_bytes",
                 "peak_reserved_bytes", "peak_reserved_warm_process_bytes", "peak_requested_bytes", "static_bytes", "step_time_s",
                 "feasible", "failure", "budget_bytes", "step_time_source", "host_copy_time_s",
                 "host_pace_factor", "torch_version", "libraries", "torch_modelled",
@@ -261,10 +262,8 @@ def cmd_predict(args):
         print(f"snsim: warning: {op} is the CPU's kernel: {CPU_ONLY_OPS[op.split(' in ')[0]]}; "
               f"its memory and time here are the CPU kernel's (measure the model with snsim "
               f"capture on a GPU)", file=sys.stderr)
-    row = {k: r[k] for k in PREDICT_KEYS}
-    # the float32 matmul precision after amp, torch's default included
-    row = {**{k: v for k, v in row.items() if k in PREDICT_KEYS[:PREDICT_KEYS.index("amp") + 1]},
-           "matmul_precision": r.get("matmul_precision", "highest"), **row}
+    # a result at torch's default matmul precision has no matmul_precision (TrainSetup.to_dict)
+    row = {k: r.get(k, "highest") if k == "matmul_precision" else r[k] for k in PREDICT_KEYS}
     # a ZeRO plan's own figures: the CPU optimizer step, the bytes moved, the host's share
     row.update({k: r[k] for k in ZERO_PREDICT_KEYS if k in r})
     if r.get("cpu_only_ops"):

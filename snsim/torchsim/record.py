@@ -633,9 +633,9 @@ MATMUL_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
 
 
 def matmul_math(name, args):
-    """:data:`snsim.kernel_table.TF32_PREFIX` for matmul ``name`` on fp32 operands while the float32 matmul
-    precision is not ``highest`` (what ``torch.backends.cuda.matmul.allow_tf32`` reads), else
-    ``""``; a recording on the CPU keeps what the CUDA call would have run."""
+    """:data:`snsim.kernel_table.TF32_PREFIX` for matmul ``name`` on fp32 operands while the
+    float32 matmul precision is not ``highest`` (what ``torch.backends.cuda.matmul.allow_tf32``
+    reads), else ``""``; a recording on the CPU keeps what the CUDA call would have run."""
     if name not in MATMUL_OPS or torch.get_float32_matmul_precision() == "highest":
         return ""
     mats = [a for a in args if isinstance(a, torch.Tensor) and a.dim() >= 2]
