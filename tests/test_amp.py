@@ -452,17 +452,55 @@ def test_half_precision_attention_is_cudnn_on_sm90():
         assert cuda_sdpa_backend(q32, q32, q32, cudnn_first=True) == "efficient"
 
 
-def test_a_learned_attention_bias_takes_the_memory_efficient_kernel():
-    """T5's relative position bias requires grad: cuDNN's kernel has no bias gradient and
-    sdp_utils' mask check refuses it, flash takes no mask, so the memory-efficient kernel runs
-    (a fixed mask of the same shape stays with cuDNN)."""
+def test_a_learned_attention_bias_takes_the_math_composite():
+    """T5's relative position bias requires grad. An H200 capture of T5-small (b16 s512,
+    fp32 and bf16; traces/h200/t5/) ran each such call as the math composite (``_safe_softmax``,
+    ``bmm``) and each cross-attention call, whose bias needs no gradient, on the
+    memory-efficient (fp32) or cuDNN (bf16) kernel."""
     from snsim.torchsim.predict import cuda_sdpa_backend
     with FakeTensorMode():
-        q = torch.empty(2, 4, 16, 64, dtype=torch.bfloat16)
-        bias = torch.empty(1, 4, 16, 16, dtype=torch.bfloat16)
-        assert cuda_sdpa_backend(q, q, q, bias, cudnn_first=True) == "cudnn"
-        assert cuda_sdpa_backend(q, q, q, bias.requires_grad_(), cudnn_first=True) == \
-            "efficient"
+        for dtype, fixed in ((torch.bfloat16, "cudnn"), (torch.float32, "efficient")):
+            q = torch.empty(2, 4, 16, 64, dtype=dtype)
+            bias = torch.empty(2, 4, 16, 16, dtype=dtype)
+            assert cuda_sdpa_backend(q, q, q, bias, cudnn_first=True) == fixed
+            assert cuda_sdpa_backend(q, q, q, bias.requires_grad_(), cudnn_first=True) == "math"
+
+
+def test_the_math_composite_is_cudas_not_the_cpus():
+    """What CUDA's ``_scaled_dot_product_attention_math`` allocates (attention.cpp), hand
+    counted for b2 x 4 heads x s16: bf16 inputs upcast, so the scores, probabilities and their
+    dropout are fp32 (2*4*16*16*4 = 8192 B) even under autocast; the bias is added in place;
+    dropout is the fused ``native_dropout`` with a 1-byte mask (2048 B), not the CPU's
+    ``bernoulli_`` mask of the scores' dtype; the output is cast back to bf16."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from snsim.torchsim.predict import cuda_math_attention
+
+    class Log(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            self.calls.append((func._schema.name.split("::")[1], [
+                (t.dtype, t.numel() * t.element_size()) for t in outs
+                if isinstance(t, torch.Tensor)]))
+            return out
+
+    with FakeTensorMode():
+        q = torch.empty(2, 4, 16, 8, dtype=torch.bfloat16, requires_grad=True)
+        bias = torch.zeros(2, 4, 16, 16, requires_grad=True)
+        with torch.autocast("cpu", torch.bfloat16), Log() as log:
+            out = cuda_math_attention(q, q, q, bias, dropout_p=0.1)
+    names = [n for n, _ in log.calls]
+    assert out.dtype == torch.bfloat16
+    assert "bernoulli_" not in names and "add" not in names and "add_" in names
+    (soft,) = [o for n, o in log.calls if n == "_safe_softmax"]
+    assert soft == [(torch.float32, 8192)]
+    (drop,) = [o for n, o in log.calls if n == "native_dropout"]
+    assert drop == [(torch.float32, 8192), (torch.bool, 2048)]
 
 
 def test_attention_backend_is_the_one_the_h200_ran_in_every_probed_case():
@@ -680,3 +718,21 @@ def test_step_scope_sets_the_matmul_precision_on_every_device():
     assert TrainSetup(matmul_precision="high").slug == "_mmhigh"
     assert TrainSetup(matmul_precision="high").to_dict()["matmul_precision"] == "high"
     assert "matmul_precision" not in TrainSetup().to_dict()
+
+
+@pytest.mark.parametrize("case", ["mask", "causal", "gqa", "scale"])
+def test_the_math_composite_computes_what_torchs_attention_does(case):
+    """cuda_math_attention (predictions and captures run it where CUDA picks the math
+    composite) gives torch's scaled_dot_product_attention's values."""
+    import torch.nn.functional as F
+
+    from snsim.torchsim.predict import cuda_math_attention
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 4, 16, 8, generator=g)
+    kv = torch.randn(2, 2, 16, 8, generator=g) if case == "gqa" else q
+    mask = torch.randn(2, 4, 16, 16, generator=g) if case in ("mask", "scale") else None
+    kw = {"is_causal": case in ("causal", "gqa"), "enable_gqa": case == "gqa",
+          "scale": 0.3 if case == "scale" else None}
+    ref = F.scaled_dot_product_attention(q, kv, kv, mask, **kw)
+    got = cuda_math_attention(q, kv, kv, mask, **kw)
+    assert torch.allclose(got, ref, atol=1e-5)

@@ -631,7 +631,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
         import torch
     from .build import build_program, iteration_marks, step_marks
     from .plans import container_paths
-    from .predict import _streams, infer_target_of, linear_bias_in_place
+    from .predict import _streams, infer_target_of, plain_run_adds
     from .amp import as_setup, warm_up
     from .record import (EventTimer, Instrument, Recorder, inplace_accumulation,
                          register_static, optimizer_state, train_step)
@@ -697,7 +697,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
     for _ in range(0 if cuda else warmup_iters):
         rec.begin_iteration()
         winst = Instrument(net, rec)
-        with rec.active(), winst, linear_bias_in_place():
+        with rec.active(), winst, plain_run_adds():
             train_step(net, opt, x, y, inst=winst, aux_loss_weight=aux, **amp_kw)
     param_names = {id(p): n for n, p in net.named_parameters()}
     for name, key, t in optimizer_state(opt, param_names):
@@ -718,7 +718,7 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
         torch.cuda.reset_peak_memory_stats()
     rec.begin_iteration()
     m_first = len(rec.marks)
-    with rec.active(), inst, linear_bias_in_place():   # as the plain run adds linear's bias
+    with rec.active(), inst, plain_run_adds():   # as the plain run adds
         train_step(net, opt, x, y, inst=inst, aux_loss_weight=aux, **amp_kw)
     sync()
     counts = {}

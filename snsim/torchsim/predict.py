@@ -63,8 +63,10 @@ def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_g
     included, except grouped-query ones, which ran the math composite. Elsewhere (no
     ``cudnn_first``) flash takes half-precision calls without a mask and the memory-efficient
     kernel the rest it can. A mask that requires grad (a learned bias: T5's relative positions)
-    goes to the memory-efficient kernel in every precision: torch's cuDNN check refuses it
-    (``check_attn_mask_shape``), not measured here."""
+    runs the math composite in every precision: an H200 capture of T5-small (b16, s512, fp32
+    and bf16 autocast; traces/h200/t5/) ran its 12 self-attention calls, whose bias carries
+    the position table's gradient, as ``_safe_softmax`` and ``bmm``, and its 6 cross-attention
+    calls, whose bias needs none, on the memory-efficient (fp32) and cuDNN (bf16) kernels."""
     import torch
     if query.dim() != 4 or key.dim() != 4 or value.dim() != 4:
         return "math"
@@ -72,13 +74,12 @@ def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_g
     if any(t.stride(-1) != 1 for t in (query, key, value)) or value.shape[-1] != d:
         return "math"
     gqa = enable_gqa and key.shape[1] != query.shape[1]
+    if attn_mask is not None and attn_mask.requires_grad:
+        # no fused kernel takes a mask's gradient on the H200 (measured, see above)
+        return "math"
     half = query.dtype in (torch.float16, torch.bfloat16)
-    # a mask that requires grad (T5's learned position bias) fails cuDNN's and flash's mask
-    # checks (sdp_utils' check_attn_mask_shape: cuDNN's kernel has no bias gradient); the
-    # memory-efficient kernel computes one
-    learned_mask = attn_mask is not None and attn_mask.requires_grad
     if (cudnn_first and half and d % 8 == 0 and d <= 256 and key.shape[2] > 1
-            and not (query.shape[2] == 1 and dropout_p > 0) and not learned_mask):
+            and not (query.shape[2] == 1 and dropout_p > 0)):
         return "cudnn"
     if gqa:
         return "math"
@@ -139,6 +140,59 @@ def linear_bias_in_place():
         yield
     finally:
         F.linear = orig_linear
+
+
+@contextlib.contextmanager
+def math_attention_mask_in_place():
+    """CUDA's ``scaled_dot_product_attention`` adding its mask in place where torch picks the
+    math composite, as a run without a dispatch mode does.
+
+    The composite adds the mask (or the causal mask it builds) to the scores in place unless a
+    tensor is "tensor-subclass-like", which any tensor is while a dispatch mode (the
+    recorder's) is on: the add then goes out of place, one scores-sized block a plain run never
+    makes (T5-small b16 s512's 12 self-attention calls on the H200: a replay +3.3 % allocated
+    in fp32, +6.6 % under bf16 autocast). A CUDA call that ``torch._fused_sdp_choice`` sends to
+    the math composite runs :func:`cuda_math_attention` instead, which adds in place."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend
+    orig = F.scaled_dot_product_attention
+
+    def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+             enable_gqa=False):
+        if query.is_cuda and (attn_mask is not None or is_causal):
+            q, k, v, mask = _autocast_inputs("cuda", query, key, value, attn_mask)
+            if torch._fused_sdp_choice(q, k, v, mask, dropout_p, is_causal, scale=scale,
+                                       enable_gqa=enable_gqa) == SDPBackend.MATH.value:
+                return cuda_math_attention(q, k, v, mask, dropout_p, is_causal, scale,
+                                           enable_gqa)
+        return orig(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
+                    enable_gqa=enable_gqa)
+
+    F.scaled_dot_product_attention = sdpa
+    try:
+        yield
+    finally:
+        F.scaled_dot_product_attention = orig
+
+
+@contextlib.contextmanager
+def plain_run_adds():
+    """A recorded step's adds as a plain run makes them: :func:`linear_bias_in_place` and
+    :func:`math_attention_mask_in_place` (a capture)."""
+    with linear_bias_in_place(), math_attention_mask_in_place():
+        yield
+
+
+def _autocast_inputs(device_type, *tensors):
+    """``tensors`` as autocast hands them to ``scaled_dot_product_attention``: floating ones in
+    the autocast dtype when autocast is on for ``device_type`` (CUDA's autocast casts the inputs
+    before the kernel is picked: autocast_mode.h, AT_FORALL_LOWER_PRECISION_FP)."""
+    import torch
+    if not torch.is_autocast_enabled(device_type):
+        return tensors
+    low = torch.get_autocast_dtype(device_type)
+    return tuple(t.to(low) if t is not None and t.is_floating_point() else t for t in tensors)
 
 
 @contextlib.contextmanager
@@ -214,13 +268,8 @@ def _cuda_like_kernels(gpu):
 
     def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
              enable_gqa=False):
-        if torch.is_autocast_enabled("cpu"):
-            # CUDA autocast casts scaled_dot_product_attention's inputs to the low dtype
-            # before the kernel is picked (autocast_mode.h: AT_FORALL_LOWER_PRECISION_FP)
-            low = torch.get_autocast_dtype("cpu")
-            query, key, value, attn_mask = (
-                t.to(low) if t is not None and t.is_floating_point() else t
-                for t in (query, key, value, attn_mask))
+        # CUDA's autocast policy sits on the CPU's autocast key here
+        query, key, value, attn_mask = _autocast_inputs("cpu", query, key, value, attn_mask)
         kind = cuda_sdpa_backend(query, key, value, attn_mask, dropout_p, enable_gqa,
                                  cudnn_first=gpu in CUDNN_ATTENTION_FIRST)
         if kind in ("cudnn", "flash", "efficient"):
@@ -241,11 +290,8 @@ def _cuda_like_kernels(gpu):
             return torch.ops.aten._scaled_dot_product_efficient_attention(
                 query, key, value, attention_bias(attn_mask, query, key, kind), grad,
                 dropout_p, is_causal, scale=scale)[0]
-        # CUDA's math composite (the s x s scores and probabilities, grouped-query heads
-        # repeated), not what the CPU would run (its own flash kernel, no scores at all)
-        return torch.ops.aten._scaled_dot_product_attention_math(
-            query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
-            enable_gqa=enable_gqa)[0]
+        return cuda_math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                   enable_gqa)
 
     F.dropout = dropout
     F.scaled_dot_product_attention = sdpa
@@ -254,6 +300,60 @@ def _cuda_like_kernels(gpu):
     finally:
         F.dropout = orig
         F.scaled_dot_product_attention = orig_sdpa
+
+
+def cuda_math_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                        scale=None, enable_gqa=False):
+    """``scaled_dot_product_attention``'s math composite as a plain CUDA run takes it
+    (``_scaled_dot_product_attention_math``, aten/src/ATen/native/transformers/attention.cpp),
+    not as CPU fake tensors would: half-precision inputs upcast to fp32 (unless
+    ``allow_fp16_bf16_reduction_math_sdp``), query and transposed key each scaled by the root of
+    the scale, grouped-query heads repeated, the s x s scores, the mask added in place (a
+    FakeTensor is "subclass-like" and would add out of place: one more scores-sized block),
+    ``_safe_softmax``, then the fused ``native_dropout`` (1-byte mask) CUDA's ``at::dropout``
+    takes where the CPU's makes a mask of the scores' dtype, the product with the values, and
+    both results cast back to the inputs' dtype. Autocast is off inside, as below the
+    autocast key the composite is."""
+    import torch
+    with torch.autocast(query.device.type, enabled=False):
+        return _cuda_math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                    enable_gqa)
+
+
+def _cuda_math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                         enable_gqa):
+    import math
+    import torch
+    reduce_low = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed",
+                         lambda: False)()
+    origin = query.dtype
+
+    def acc(t):
+        low = t.dtype in (torch.float16, torch.bfloat16)
+        return t.to(torch.float32) if low and not reduce_low else t
+
+    query, key, value = acc(query), acc(key), acc(value)
+    root = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(query.shape[-1]))
+    query = query * root
+    if is_causal:
+        tril = torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool,
+                          device=query.device).tril()
+        attn_mask = attention_bias(tril, query, key, "math")
+    else:
+        attn_mask = attention_bias(attn_mask, query, key, "math")
+    heads, kv_heads = query.shape[-3], key.shape[-3]
+    if enable_gqa and kv_heads != heads:
+        key = key.repeat_interleave(heads // kv_heads, -3)
+        value = value.repeat_interleave(heads // kv_heads, -3)
+    attn = torch.matmul(query, key.transpose(-2, -1) * root)
+    if attn_mask is not None:
+        attn.add_(attn_mask)
+    attn = torch.ops.aten._safe_softmax(attn, -1)
+    if dropout_p > 0.0:
+        attn = torch.native_dropout(attn, dropout_p, True)[0]
+    out = torch.matmul(attn, value).to(origin)
+    attn.to(origin)   # the composite's second result, made and dropped
+    return out
 
 
 @contextlib.contextmanager
