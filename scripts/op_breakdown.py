@@ -28,6 +28,7 @@ def main(argv=None):
     ap.add_argument("--optimizer", default="sgd-momentum")
     ap.add_argument("--impl", default="foreach")
     ap.add_argument("--amp", default=None, choices=[None, "bf16", "fp16"])
+    ap.add_argument("--matmul-precision", default="highest", choices=["highest", "high", "medium"])
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--table", default=None, help="kernel table (default: the preset's)")
     ap.add_argument("--meas-ms", type=float, default=None, help="the measured step, for the error")
@@ -46,7 +47,8 @@ def main(argv=None):
                                        op_times_s)
     from snsim.torchsim.predict import cached_recording
 
-    setup = TrainSetup(args.optimizer, args.impl, args.amp)
+    setup = TrainSetup(args.optimizer, args.impl, args.amp,
+                       matmul_precision=args.matmul_precision)
     name, (ops, marks, host_sids, _, acc) = cached_recording(args.model, args.batch, setup,
                                                              args.cache)
     hw = load_hardware(args.gpu)

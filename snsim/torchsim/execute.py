@@ -69,7 +69,8 @@ def cuda_modelled(notes=None, torch_version=None):
         "dropout": "native_dropout (1-byte mask), as CUDA",
         "attention": "scaled_dot_product_attention's CUDA kernel as the H200 chose it "
                      "(traces/h200/sdpa_choice): cuDNN for fp16/bf16, memory-efficient for "
-                     "fp32 (math with grouped-query heads); a mask handed as the kernel's bias",
+                     "fp32; CUDA's math composite with grouped-query heads in fp32 or a mask "
+                     "that requires grad (traces/h200/t5); a mask handed as the kernel's bias",
         "workspaces": f"{notes.get('hidden_model', 'none')} "
                       f"({notes.get('hidden_sources', 0)} captures)",
         "optimizer": "foreach or fused kernels (--optimizer-impl), state made at the first "
