@@ -260,17 +260,22 @@ def align(rec, entries, s0, m_first, warm_starts=()):
         hit = None
         if act == "alloc":
             size = _size(e)
+            # the op whose call made the entry, where the allocator stamped it: an entry of
+            # another op's call is not R[i]'s output, whatever its address and size (a
+            # composite's scratch block at the address the next op's output will take)
+            made_by = op_running(e)
             for i in range(j, min(j + _WINDOW, len(R))):
                 if not used[i] and R[i][1] == "a" and rec.storages[R[i][2]][1] == addr \
                         and rec.storages[R[i][2]][0] == size:
-                    if not _overtakes(i, n, R, used, j, last_op, rec.storages, ahead):
+                    if (made_by is None or made_by == R[i][3]) \
+                            and not _overtakes(i, n, R, used, j, last_op, rec.storages, ahead):
                         hit = i
                     break
             if hit is None:
                 key = ("h", n_hidden)
                 n_hidden += 1
                 info[key] = (size, "hidden")
-                op = op_running(e)
+                op = made_by
                 hidden_ops[key] = [last_op if op is None else op, None]
                 mark = last_mark if op is None else rec.ops[op][0]
             else:
