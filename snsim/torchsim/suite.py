@@ -1169,8 +1169,8 @@ _HELDOUT38_TOKENS = (
     ("hf:bert-base-uncased", 8, (512,), {"zero_offload": []}, {"optimizer": "adamw"}),
 )
 PLAN_HELDOUT38 = _plan_set(_HELDOUT38, _HELDOUT38_TOKENS)
-# session 42, written before any of it ran and not yet run: the Hugging Face heads added after
-# set 38 - encoder-decoders (T5: relative position bias; BART) and an image classifier (ViT) -
+# session 42, written before any of it ran; run on the H200 on 2026-12-06 (BART b8 cpu_offload
+# cut by the call's deadline, not run): the Hugging Face heads added after set 38 - encoder-decoders (T5: relative position bias; BART) and an image classifier (ViT) -
 # under plain, checkpoint of their blocks and cpu_offload
 _HELDOUT39 = (
     ("hf:google/vit-base-patch16-224", 64, {"plain": []}, {"amp": "bf16", "optimizer": "adamw"}),
@@ -1185,8 +1185,8 @@ _HELDOUT39_TOKENS = (
     ("hf:bart-base", 8, (512,), {"cpu_offload": ["pin_memory=true"]}, {"optimizer": "adamw"}),
 )
 PLAN_HELDOUT39 = _plan_set(_HELDOUT39, _HELDOUT39_TOKENS)
-# session 44, written before any of it ran and not yet run (no device started that session): a
-# network never run here (RegNetY-128GF, 645 M parameters), and networks under a plan,
+# session 44, written before any of it ran (no device started that session); run on the H200 on
+# 2026-12-06: a network never run here (RegNetY-128GF, 645 M parameters), and networks under a plan,
 # precision, optimizer and batch never run together: fused AdamW under fp16 checkpointing,
 # Nesterov under fp16 recompute, pageable save_on_cpu in bf16 and fp16, selective checkpointing
 # of GPT-2 medium's blocks in fp16
@@ -1211,7 +1211,8 @@ _HELDOUT40_TOKENS = (
     ("hf:roberta-base", 32, (256,), {"superneurons": []}, {"amp": "bf16", "optimizer": "adamw"}),
 )
 PLAN_HELDOUT40 = _plan_set(_HELDOUT40, _HELDOUT40_TOKENS)
-# session 44, written before any of it ran and not yet run: fp32 matmuls on TF32 tensor cores
+# session 44, written before any of it ran; run on the H200 on 2026-12-06: fp32 matmuls on TF32
+# tensor cores
 # (torch.set_float32_matmul_precision("high"), --matmul-precision high), new to snsim; the
 # predictions before the run read the table's 19 TF32 matmul rows of random shapes (the
 # table's Linear, attention and LM-head grids were fp32, bf16 and fp16 only); two of the
@@ -1229,6 +1230,31 @@ _HELDOUT41_TOKENS = (
     ("hf:EleutherAI/pythia-160m", 8, (1024,), {"plain": []}, _TF32),
 )
 PLAN_HELDOUT41 = _plan_set(_HELDOUT41, _HELDOUT41_TOKENS)
+# session 58, written before any of it ran and not yet run: the six shipped Hugging Face configs
+# never run (TinyLlama 1.1B, Pythia-1B, OPT-125M, BERT-large, DistilGPT2, GPT-Neo 125M), and the
+# math composite of attention as a plain CUDA run makes it (predict.cuda_math_attention): T5's
+# learned mask under bf16 at a new length and under cpu_offload, fp32 grouped-query heads
+# (SmolLM2 at a batch never run, TinyLlama checkpointed); RegNetY-32GF's wide grouped
+# convolutions in bf16 at a batch never run
+_HELDOUT42 = (
+    ("torchvision:regnet_y_32gf", 32, {"plain": []}, {"amp": "bf16"}),
+)
+_HELDOUT42_TOKENS = (
+    ("hf:TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T", 1, (1024,),
+     {"checkpoint": ["modules=LlamaDecoderLayer"]}, {"optimizer": "adamw"}),
+    ("hf:TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T", 2, (512,), {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("hf:EleutherAI/pythia-1b", 2, (1024,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:facebook/opt-125m", 16, (512,), {"plain": []}, {"optimizer": "adamw", "amp": "fp16"}),
+    ("hf:bert-large-uncased", 8, (512,), {"checkpoint": ["modules=BertLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:distilgpt2", 16, (1024,), {"plain": []}, _TF32),
+    ("hf:EleutherAI/gpt-neo-125m", 8, (1024,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:t5-small", 8, (1024,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:t5-small", 16, (512,), {"cpu_offload": ["pin_memory=true"]}, {"optimizer": "adamw"}),
+    ("hf:HuggingFaceTB/SmolLM2-135M", 6, (512,), {"plain": []}, {"optimizer": "adamw"}),
+)
+PLAN_HELDOUT42 = _plan_set(_HELDOUT42, _HELDOUT42_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1263,7 +1289,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout36": PLAN_HELDOUT36, "heldout37": PLAN_HELDOUT37,
              "heldout38": PLAN_HELDOUT38, "heldout39": PLAN_HELDOUT39,
              "heldout40": PLAN_HELDOUT40, "heldout41": PLAN_HELDOUT41,
-             "pageable": PLAN_PAGEABLE}
+             "heldout42": PLAN_HELDOUT42, "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
