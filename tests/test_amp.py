@@ -720,7 +720,7 @@ def test_step_scope_sets_the_matmul_precision_on_every_device():
     assert "matmul_precision" not in TrainSetup().to_dict()
 
 
-@pytest.mark.parametrize("case", ["mask", "causal", "gqa", "scale"])
+@pytest.mark.parametrize("case", ["mask", "bool", "causal", "gqa", "scale"])
 def test_the_math_composite_computes_what_torchs_attention_does(case):
     """cuda_math_attention (predictions and captures run it where CUDA picks the math
     composite) gives torch's scaled_dot_product_attention's values."""
@@ -731,6 +731,9 @@ def test_the_math_composite_computes_what_torchs_attention_does(case):
     q = torch.randn(2, 4, 16, 8, generator=g)
     kv = torch.randn(2, 2, 16, 8, generator=g) if case == "gqa" else q
     mask = torch.randn(2, 4, 16, 16, generator=g) if case in ("mask", "scale") else None
+    if case == "bool":
+        mask = torch.rand(2, 1, 16, 16, generator=g) > 0.3
+        mask[..., 0] = True   # every row attends somewhere
     kw = {"is_causal": case in ("causal", "gqa"), "enable_gqa": case == "gqa",
           "scale": 0.3 if case == "scale" else None}
     ref = F.scaled_dot_product_attention(q, kv, kv, mask, **kw)

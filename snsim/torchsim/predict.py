@@ -332,6 +332,10 @@ def _cuda_math_attention(query, key, value, attn_mask, dropout_p, is_causal, sca
         low = t.dtype in (torch.float16, torch.bfloat16)
         return t.to(torch.float32) if low and not reduce_low else t
 
+    # a boolean mask becomes a bias of the inputs' dtype before the composite runs
+    # (scaled_dot_product_attention's convert_boolean_attn_mask); the causal one it builds
+    # itself takes the upcast query's
+    attn_mask = attention_bias(attn_mask, query, key, "math")
     query, key, value = acc(query), acc(key), acc(value)
     root = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(query.shape[-1]))
     query = query * root
@@ -339,8 +343,6 @@ def _cuda_math_attention(query, key, value, attn_mask, dropout_p, is_causal, sca
         tril = torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool,
                           device=query.device).tril()
         attn_mask = attention_bias(tril, query, key, "math")
-    else:
-        attn_mask = attention_bias(attn_mask, query, key, "math")
     heads, kv_heads = query.shape[-3], key.shape[-3]
     if enable_gqa and kv_heads != heads:
         key = key.repeat_interleave(heads // kv_heads, -3)

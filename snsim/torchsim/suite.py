@@ -1170,8 +1170,9 @@ _HELDOUT38_TOKENS = (
 )
 PLAN_HELDOUT38 = _plan_set(_HELDOUT38, _HELDOUT38_TOKENS)
 # session 42, written before any of it ran; run on the H200 on 2026-12-06 (BART b8 cpu_offload
-# cut by the call's deadline, not run): the Hugging Face heads added after set 38 - encoder-decoders (T5: relative position bias; BART) and an image classifier (ViT) -
-# under plain, checkpoint of their blocks and cpu_offload
+# cut by the call's deadline, not run): the Hugging Face heads added after set 38 -
+# encoder-decoders (T5: relative position bias; BART) and an image classifier (ViT) - under
+# plain, checkpoint of their blocks and cpu_offload
 _HELDOUT39 = (
     ("hf:google/vit-base-patch16-224", 64, {"plain": []}, {"amp": "bf16", "optimizer": "adamw"}),
     ("hf:google/vit-base-patch16-224", 32, {"checkpoint": ["modules=ViTLayer"]},
@@ -1249,7 +1250,8 @@ _HELDOUT42_TOKENS = (
     ("hf:bert-large-uncased", 8, (512,), {"checkpoint": ["modules=BertLayer"]},
      {"optimizer": "adamw", "amp": "bf16"}),
     ("hf:distilgpt2", 16, (1024,), {"plain": []}, _TF32),
-    ("hf:EleutherAI/gpt-neo-125m", 8, (1024,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:EleutherAI/gpt-neo-125m", 8, (1024,), {"plain": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
     ("hf:t5-small", 8, (1024,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
     ("hf:t5-small", 16, (512,), {"cpu_offload": ["pin_memory=true"]}, {"optimizer": "adamw"}),
     ("hf:HuggingFaceTB/SmolLM2-135M", 6, (512,), {"plain": []}, {"optimizer": "adamw"}),
