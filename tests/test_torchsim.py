@@ -994,6 +994,21 @@ def test_cuda_temporaries_follow_the_strides_a_fake_run_sees():
     assert cuda_temporaries("native_layer_norm", (x, [96]), "cuda") == ((), ())
 
 
+def test_safe_softmax_takes_its_composites_temporaries():
+    """CUDA runs ``_safe_softmax`` (attention's math composite) as a composite: the softmax, a
+    -inf scalar, the ``== -inf`` test, its ``all`` over the row and a zero scalar, before the
+    ``where`` that makes the output. By hand for 2 x 4 x 16 x 16 fp32 scores: 8192 B, 4 B,
+    2048 B (bool), 2 * 4 * 16 = 128 B, 4 B; in bf16 the floats halve."""
+    from snsim.torchsim.record import cuda_temporaries
+    x = torch.empty(2, 4, 16, 16)
+    assert cuda_temporaries("_safe_softmax", (x, -1), "cpu") == ([8192, 4, 2048, 128, 4], ())
+    h = x.to(torch.bfloat16)
+    assert cuda_temporaries("_safe_softmax", (h, -1), "cpu") == ([4096, 2, 2048, 128, 2], ())
+    assert cuda_temporaries("_safe_softmax", (h, -1, torch.float32), "cpu") == \
+        ([8192, 4, 2048, 128, 4], ())
+    assert cuda_temporaries("_safe_softmax", (x, -1), "cuda") == ((), ())
+
+
 def test_softmax_backward_takes_the_product_of_grad_and_output():
     """softmax_backward_cuda_out computes ``grad * output`` into a temporary after grad_input
     (H200 C++ stacks, traces/h200/alloc_frames: Swin3D-T b4 bf16's 12 softmax backward calls

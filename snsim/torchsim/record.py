@@ -490,6 +490,12 @@ def cuda_temporaries(name, args, device_type):
       MViT-V2-S (``mul`` inside ``structured_softmax_backward_cuda_out``): the fp32
       attention-sized block of their backward the fake run did not make. ``log_softmax``'s
       backward takes none.
+    * ``_safe_softmax`` (the math composite of attention, aten/src/ATen/native/transformers/
+      attention.cpp) is a kernel of its own to a fake run, a composite to CUDA: the softmax,
+      a -inf scalar, the ``== -inf`` test (bool, the input's size), its ``all`` over the row
+      and a zero scalar, before ``where`` makes the output, all freed as it returns (an H200
+      capture of T5-small, traces/h200/t5: a row test of 65,536 B and a 4 B scalar among its
+      unmatched blocks, the 128 MiB softmax and 32 MiB test matched to the next op's outputs).
     """
     import torch
     if device_type == "cuda":
@@ -514,6 +520,15 @@ def cuda_temporaries(name, args, device_type):
         return embedding_backward_temporaries(args)
     if name in ("index_put", "index_put_", "_index_put_impl_"):
         return index_put_temporaries(args)
+    if name == "_safe_softmax" and args and isinstance(args[0], torch.Tensor):
+        x = args[0]
+        dim = args[1] if len(args) > 1 else -1
+        dtype = args[2] if len(args) > 2 and args[2] is not None else x.dtype
+        numel = concrete_int(x.numel())
+        if not numel:
+            return (), ()
+        rows = numel // concrete_int(x.shape[dim])
+        return [numel * dtype.itemsize, dtype.itemsize, numel, rows, dtype.itemsize], ()
     if name == "_softmax_backward_data" and len(args) > 1 \
             and all(isinstance(t, torch.Tensor) for t in args[:2]):
         grad, output = args[0], args[1]

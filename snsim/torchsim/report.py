@@ -3502,7 +3502,7 @@ def build_report(traces_dir="traces/h200"):
                       "the math composite, not the memory-efficient kernel the prediction "
                       "assumed (an H200 capture of the same configuration in fp32 and bf16, "
                       "`traces/h200/t5/`, showed it; docs/DESIGN.md). Re-predicted with the "
-                      "fix (informed by that capture): +0.01 % allocated, -0.03 % reserved. "
+                      "fix (informed by that capture): +0.01 % allocated, 0.00 % reserved. "
                       "Step at the kernel table's host pace: median |err| 26.8 %, all but T5 "
                       "fp32 too fast - the processes of this lease gauged 9.6-11.7 us per "
                       "add against the table's 8.20 (`host_gauge_add_s_after`). Re-predicted "
@@ -3563,7 +3563,10 @@ def build_report(traces_dir="traces/h200"):
                       "(`repredicted_table_s58.csv`; informed by rows measured after the run, "
                       "on grids, not these models' shapes): ViT-B/16 +2.99, Swin-T -3.25, "
                       "GPT-2 -6.46, GPT-2 medium -7.25, BERT -7.38, Qwen2.5-0.5B +2.98, "
-                      "Pythia-160M -2.27 % - median 3.25 %, max 7.38 %. ")
+                      "Pythia-160M -2.27 % - median 3.25 %, max 7.38 %. Memory re-predicted "
+                      "with `_safe_softmax`'s CUDA temporaries (docs/DESIGN.md): Qwen2.5-0.5B, "
+                      "whose fp32 grouped-query attention runs the math composite, -0.04 % "
+                      "allocated and +4.08 % reserved (before them: +0.04 / -0.49 %). ")
     _local_prediction_section(
         L, traces_dir, captured, "plans_heldout41",
         "The same runs against the predictions `snsim predict` made of them on this CPU "
