@@ -20,6 +20,8 @@ import math
 import sys
 from pathlib import Path
 
+from snsim.torchsim.amp import MATMUL_PRECISIONS
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -28,7 +30,7 @@ def main(argv=None):
     ap.add_argument("--optimizer", default="sgd-momentum")
     ap.add_argument("--impl", default="foreach")
     ap.add_argument("--amp", default=None, choices=[None, "bf16", "fp16"])
-    ap.add_argument("--matmul-precision", default="highest", choices=["highest", "high", "medium"])
+    ap.add_argument("--matmul-precision", default="highest", choices=MATMUL_PRECISIONS)
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--table", default=None, help="kernel table (default: the preset's)")
     ap.add_argument("--meas-ms", type=float, default=None, help="the measured step, for the error")

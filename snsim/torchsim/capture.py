@@ -275,9 +275,8 @@ def align(rec, entries, s0, m_first, warm_starts=()):
                 key = ("h", n_hidden)
                 n_hidden += 1
                 info[key] = (size, "hidden")
-                op = made_by
-                hidden_ops[key] = [last_op if op is None else op, None]
-                mark = last_mark if op is None else rec.ops[op][0]
+                hidden_ops[key] = [last_op if made_by is None else made_by, None]
+                mark = last_mark if made_by is None else rec.ops[made_by][0]
             else:
                 key = R[hit][2]
                 mark = R[hit][0]
