@@ -34,7 +34,8 @@ them into a CPU recording:
 * where they go: after the op's outputs, except ``convolution_backward``'s, each of which
   follows the gradient its cuDNN kernel computes (:func:`_workspace_slots`);
 * the persistent cuBLAS workspaces at the first matmul of the forward and of the backward of
-  the first iteration, with the sizes the captures saw;
+  the first iteration, and cuBLASLt's at the first ``addmm`` of the forward, with the sizes the
+  captures saw (:data:`_DEFAULT_PERSISTENT`);
 * a ``sum`` or ``mean`` takes the staging buffer and semaphores of CUDA's reduction kernel,
   computed from the geometry the fake run saw and the GPU's multiprocessors
   (:mod:`~snsim.torchsim.reduce_buffers`), not from a table; an op the recorder gave its CUDA
@@ -61,8 +62,13 @@ from .reduce_buffers import layer_norm_backward_buffers, reduction_buffers
 _SHAPE = re.compile(r"\[(\d+)((?:, \d+)*)\]")
 _DTYPE = re.compile(r"\b(float32|bfloat16|float16)\[")
 _MATMUL = ("addmm", "mm")
-# what the H200 captures show (torch 2.11, CUDA 13): 32 MiB + 1 MiB at the first forward
-# matmul, 32 MiB at the first backward matmul; used when no capture holds them
+# what the H200 captures show (torch 2.11, CUDA 13), used when no capture holds them: per
+# phase, the first size is the cuBLAS handle's workspace of the thread that runs it (the
+# forward's, the autograd engine's in backward), made at the phase's first matmul; the rest
+# are cuBLASLt's (1 MiB, PyTorch's default CUBLASLT_WORKSPACE_SIZE), made at its first
+# ``addmm``: a bias epilogue runs through cuBLASLt (``gemm_and_bias``). Of the 38 H200
+# captures, every one with an ``addmm`` holds 32 MiB + 1 MiB + 32 MiB; SmolLM2-135M (bias-free
+# Linears: ``mm`` only) and T5-small hold 32 + 32 MiB (traces/h200/align_s59, traces/h200/t5)
 _DEFAULT_PERSISTENT = {"F": [33554432, 1048576], "B": [33554432]}
 
 
@@ -941,10 +947,15 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
         mark = op[0]
         phase = rec.marks[mark][1] if mark >= 0 else "F"
         it = rec.marks[mark][3] if mark >= 0 else 0
-        if op[1] in _MATMUL and it == 0 and phase in ("F", "B") and phase not in first_matmul:
-            first_matmul[phase] = k
-            for size in tables["persistent"].get(phase, []):
-                extra.append(((k, 2, 0, 0), (mark, "a", new(size, "hidden:persistent"))))
+        if op[1] in _MATMUL and it == 0 and phase in ("F", "B"):
+            sizes = tables["persistent"].get(phase, [])
+            # the cuBLAS handle's workspace at the phase's first matmul, cuBLASLt's at its
+            # first addmm (_DEFAULT_PERSISTENT)
+            for which, got in ((phase, sizes[:1]), ((phase, "lt"), sizes[1:])):
+                if which not in first_matmul and (which == phase or op[1] == "addmm"):
+                    first_matmul[which] = k
+                    for size in got:
+                        extra.append(((k, 2, 0, 0), (mark, "a", new(size, "hidden:persistent"))))
         last = 2 * max(0, made.get(k, 0) - 1) + 1    # after the op's latest allocation
         partial, per_grad = layer_norm_backward_buffers(rec.layer_norm_backwards.get(k),
                                                         hardware)

@@ -37,6 +37,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 from ..kernel_table import TF32_PREFIX, pow2_align
 from ..program import ROOT_MODULE
 from .capture import OP_TAG
+from .plans import torch_release
 
 try:
     from torch.autograd import _get_sequence_nr
@@ -457,6 +458,11 @@ def copy_calls(name, args):
     return tuple(out)
 
 
+# the first torch release whose ``_safe_softmax`` writes ``where`` into the softmax it made
+# (pytorch PR #139613, fixing #139612, reported on 2.6.0a0): :func:`cuda_temporaries`
+SAFE_SOFTMAX_IN_PLACE_FROM = (2, 6)
+
+
 def cuda_temporaries(name, args, device_type):
     """Bytes of the storages op ``name``'s CUDA kernel makes for itself and frees before it
     returns, which a fake (meta) kernel never makes: ``(before, after)``, allocated before
@@ -491,11 +497,15 @@ def cuda_temporaries(name, args, device_type):
       attention-sized block of their backward the fake run did not make. ``log_softmax``'s
       backward takes none.
     * ``_safe_softmax`` (the math composite of attention, aten/src/ATen/native/transformers/
-      attention.cpp) is a kernel of its own to a fake run, a composite to CUDA: the softmax,
-      a -inf scalar, the ``== -inf`` test (bool, the input's size), its ``all`` over the row
-      and a zero scalar, before ``where`` makes the output, all freed as it returns (an H200
-      capture of T5-small, traces/h200/t5: a row test of 65,536 B and a 4 B scalar among its
-      unmatched blocks, the 128 MiB softmax and 32 MiB test matched to the next op's outputs).
+      attention.cpp) is a kernel of its own to a fake run, a composite to CUDA. From torch
+      2.6 (pytorch#139613, the peak-memory regression of #139612) the softmax is the output:
+      ``isneginf`` (bool, the input's size), its ``all`` over the row and a zero scalar follow
+      it, and ``where_out`` writes into the softmax in place; the three are freed as it
+      returns. The H200 captures made with the stamped alignment (traces/h200/t5,
+      traces/h200/align_s59: T5-small and SmolLM2-135M fp32) hold exactly these blocks after
+      each softmax (SmolLM2 b6: 54 MiB softmax, 13.5 MiB test, 27,648 B rows, 4 B). Torch 2.5
+      compared with a -inf scalar and made a new output in ``where``: the softmax, the
+      scalar, the test, the rows and the zero before the output.
     """
     import torch
     if device_type == "cuda":
@@ -528,7 +538,9 @@ def cuda_temporaries(name, args, device_type):
         if not numel:
             return (), ()
         rows = numel // concrete_int(x.shape[dim])
-        return [numel * dtype.itemsize, dtype.itemsize, numel, rows, dtype.itemsize], ()
+        if torch_release(torch.__version__) < SAFE_SOFTMAX_IN_PLACE_FROM:
+            return [numel * dtype.itemsize, dtype.itemsize, numel, rows, dtype.itemsize], ()
+        return (), [numel, rows, dtype.itemsize]
     if name == "_softmax_backward_data" and len(args) > 1 \
             and all(isinstance(t, torch.Tensor) for t in args[:2]):
         grad, output = args[0], args[1]
