@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 
-from snsim.errors import ConfigError, SnsimError, UnknownNameError  # noqa: E402
+from snsim.errors import ConfigError, UnknownNameError  # noqa: E402
 from snsim.torchsim import hidden  # noqa: E402
 from snsim.torchsim.models import resolve_model  # noqa: E402
 

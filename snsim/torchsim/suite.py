@@ -1231,7 +1231,8 @@ _HELDOUT41_TOKENS = (
     ("hf:EleutherAI/pythia-160m", 8, (1024,), {"plain": []}, _TF32),
 )
 PLAN_HELDOUT41 = _plan_set(_HELDOUT41, _HELDOUT41_TOKENS)
-# session 58, written before any of it ran and not yet run: the six shipped Hugging Face configs
+# session 58, written before any of it ran (run 2026-12-06, traces/h200/plans_heldout42): the
+# six shipped Hugging Face configs
 # never run (TinyLlama 1.1B, Pythia-1B, OPT-125M, BERT-large, DistilGPT2, GPT-Neo 125M), and the
 # math composite of attention as a plain CUDA run makes it (predict.cuda_math_attention): T5's
 # learned mask under bf16 at a new length and under cpu_offload, fp32 grouped-query heads
@@ -1257,6 +1258,34 @@ _HELDOUT42_TOKENS = (
     ("hf:HuggingFaceTB/SmolLM2-135M", 6, (512,), {"plain": []}, {"optimizer": "adamw"}),
 )
 PLAN_HELDOUT42 = _plan_set(_HELDOUT42, _HELDOUT42_TOKENS)
+# session 59, written before any of it ran and not yet run: plans, precisions and lengths
+# never run on these networks - ViT-H/14 checkpointed, ConvNeXt-L fp16 superneurons, Swin-V2-B
+# bf16 under cpu_offload, RegNetX-32GF fp32; GPT-Neo's eager attention at 2048 tokens
+# checkpointed, Pythia-410M fp16 cpu_offload, OPT-350M fp32 superneurons, BERT-large fp16,
+# T5-small's math composite under checkpoint, DistilBERT fused bf16, Qwen2.5-0.5B bf16
+# checkpointed
+_HELDOUT43 = (
+    ("torchvision:vit_h_14", 8, {"checkpoint": ["modules=EncoderBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:convnext_large", 32, {"superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:swin_v2_b", 16, {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:regnet_x_32gf", 48, {"plain": []}, {}),
+)
+_HELDOUT43_TOKENS = (
+    ("hf:EleutherAI/gpt-neo-125m", 4, (2048,), {"checkpoint": ["modules=GPTNeoBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:EleutherAI/pythia-410m", 8, (512,), {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("hf:facebook/opt-350m", 8, (512,), {"superneurons": []}, {"optimizer": "adamw"}),
+    ("hf:bert-large-uncased", 16, (256,), {"plain": []}, {"optimizer": "adamw", "amp": "fp16"}),
+    ("hf:t5-small", 32, (256,), {"checkpoint": ["modules=T5Block"]}, {"optimizer": "adamw"}),
+    ("hf:distilbert-base-uncased", 64, (256,), {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("hf:Qwen/Qwen2.5-0.5B", 2, (1024,), {"checkpoint": ["modules=Qwen2DecoderLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT43 = _plan_set(_HELDOUT43, _HELDOUT43_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1291,7 +1320,8 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout36": PLAN_HELDOUT36, "heldout37": PLAN_HELDOUT37,
              "heldout38": PLAN_HELDOUT38, "heldout39": PLAN_HELDOUT39,
              "heldout40": PLAN_HELDOUT40, "heldout41": PLAN_HELDOUT41,
-             "heldout42": PLAN_HELDOUT42, "pageable": PLAN_PAGEABLE}
+             "heldout42": PLAN_HELDOUT42, "heldout43": PLAN_HELDOUT43,
+             "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
