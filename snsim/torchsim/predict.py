@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 from ..program import ROOT_MODULE
 from .models import resolve_model, resolve_sized
+from .plans import torch_release
 
 
 # presets of sm90 GPUs (Hopper): torch's sdp_utils puts cuDNN attention first there for fp16/
@@ -91,10 +92,18 @@ def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_g
     return "math"
 
 
+# the first torch release whose convert_boolean_attn_mask is ``where(mask, 0, fill)``, not
+# ``where(mask.logical_not(), fill, 0)`` (pytorch PR #139784, landed with #139613 before the 2.6
+# branch): no mask-sized ``logical_not`` block (none in the H200 captures of torch 2.11,
+# traces/h200/align_s59)
+BOOL_MASK_WITHOUT_NOT_FROM = (2, 6)
+
+
 def attention_bias(attn_mask, query, key, kind):
     """The additive bias CUDA's ``scaled_dot_product_attention`` hands kernel ``kind`` for
     ``attn_mask`` (aten/src/ATen/native/transformers/attention.cpp): a boolean mask becomes a
-    new tensor of the query's dtype, 0 where attended and -65504 (cuDNN) or -inf elsewhere;
+    new tensor of the query's dtype, 0 where attended and -65504 (cuDNN) or -inf elsewhere
+    (from torch 2.6 without the mask's ``logical_not``: :data:`BOOL_MASK_WITHOUT_NOT_FROM`);
     the memory-efficient kernel's bias must have every stride but the last a multiple of 8
     (``preprocess_mask``), else it is padded by ``8 - S % 8`` columns and sliced back, and is
     read expanded to (batch, heads, L, S)."""
@@ -105,8 +114,11 @@ def attention_bias(attn_mask, query, key, kind):
     bias = attn_mask
     if attn_mask.dtype == torch.bool:
         fill = -65504.0 if kind == "cudnn" else float("-inf")
-        bias = torch.where(attn_mask.logical_not(), fill,
-                           torch.scalar_tensor(0.0, dtype=query.dtype))
+        if torch_release(torch.__version__) < BOOL_MASK_WITHOUT_NOT_FROM:
+            bias = torch.where(attn_mask.logical_not(), fill,
+                               torch.scalar_tensor(0.0, dtype=query.dtype))
+        else:
+            bias = torch.where(attn_mask, 0.0, torch.scalar_tensor(fill, dtype=query.dtype))
     if kind == "efficient":
         aligned = bias.stride(-1) == 1 and all(st % 8 == 0 for st in bias.stride()[:-1])
         if not aligned:
