@@ -296,18 +296,21 @@ def test_half_precision_costs():
 
 
 class _Ops(torch.utils._python_dispatch.TorchDispatchMode):
-    """``["op (out dtypes)"]`` of every aten op below autograd."""
+    """``ops``: ``["op (out dtypes)"]`` of every aten op below autograd; ``calls``: the same
+    ops as ``(op, [(dtype, bytes) per output tensor])``."""
 
     def __init__(self):
         super().__init__()
-        self.ops = []
+        self.ops, self.calls = [], []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         name = func._overloadpacket.__name__
         if name not in ("device", "detach"):     # fake CUDA's device queries; views
-            outs = out if isinstance(out, (tuple, list)) else [out]
-            self.ops.append(f"{name} {[str(o.dtype) for o in outs if isinstance(o, torch.Tensor)]}")
+            outs = [o for o in (out if isinstance(out, (tuple, list)) else [out])
+                    if isinstance(o, torch.Tensor)]
+            self.ops.append(f"{name} {[str(o.dtype) for o in outs]}")
+            self.calls.append((name, [(o.dtype, o.numel() * o.element_size()) for o in outs]))
         return out
 
 
@@ -472,27 +475,12 @@ def test_the_math_composite_is_cudas_not_the_cpus():
     dropout are fp32 (2*4*16*16*4 = 8192 B) even under autocast; the bias is added in place;
     dropout is the fused ``native_dropout`` with a 1-byte mask (2048 B), not the CPU's
     ``bernoulli_`` mask of the scores' dtype; the output is cast back to bf16."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
     from snsim.torchsim.predict import cuda_math_attention
-
-    class Log(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.calls = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            outs = out if isinstance(out, (tuple, list)) else (out,)
-            self.calls.append((func._schema.name.split("::")[1], [
-                (t.dtype, t.numel() * t.element_size()) for t in outs
-                if isinstance(t, torch.Tensor)]))
-            return out
 
     with FakeTensorMode():
         q = torch.empty(2, 4, 16, 8, dtype=torch.bfloat16, requires_grad=True)
         bias = torch.zeros(2, 4, 16, 16, requires_grad=True)
-        with torch.autocast("cpu", torch.bfloat16), Log() as log:
+        with torch.autocast("cpu", torch.bfloat16), _Ops() as log:
             out = cuda_math_attention(q, q, q, bias, dropout_p=0.1)
     names = [n for n, _ in log.calls]
     assert out.dtype == torch.bfloat16
@@ -501,6 +489,22 @@ def test_the_math_composite_is_cudas_not_the_cpus():
     assert soft == [(torch.float32, 8192)]
     (drop,) = [o for n, o in log.calls if n == "native_dropout"]
     assert drop == [(torch.float32, 8192), (torch.bool, 2048)]
+
+
+def test_a_boolean_mask_becomes_a_bias_as_the_modelled_torch_converts_it(monkeypatch):
+    """From torch 2.6 (pytorch#139784) ``convert_boolean_attn_mask`` is ``where(mask, 0, fill)``:
+    no mask-sized ``logical_not`` (the H200 captures of torch 2.11 hold none); torch 2.5 made
+    one. Either way the bias is 0 where attended and the fill elsewhere."""
+    from snsim.torchsim.predict import attention_bias
+    mask = torch.ones(4, 4, dtype=torch.bool).tril()
+    q = torch.zeros(1, 1, 4, 8)
+    want = torch.zeros(4, 4).masked_fill(~mask, float("-inf"))
+    for version, nots in (("2.11.0+cu130", 0), ("2.5.1", 1)):
+        monkeypatch.setattr(torch, "__version__", version)
+        with _Ops() as log:
+            bias = attention_bias(mask, q, q, "math")
+        assert [n for n, _ in log.calls].count("logical_not") == nots, (version, log.ops)
+        assert torch.equal(bias, want)
 
 
 def test_attention_backend_is_the_one_the_h200_ran_in_every_probed_case():

@@ -1013,34 +1013,6 @@ def test_safe_softmax_takes_its_composites_temporaries(monkeypatch):
     assert cuda_temporaries("_safe_softmax", (x, -1), "cpu") == ([8192, 4, 2048, 128, 4], ())
 
 
-def test_a_boolean_mask_becomes_a_bias_as_the_modelled_torch_converts_it(monkeypatch):
-    """From torch 2.6 (pytorch#139784) ``convert_boolean_attn_mask`` is ``where(mask, 0, fill)``:
-    no mask-sized ``logical_not`` (the H200 captures of torch 2.11 hold none); torch 2.5 made
-    one. Either way the bias is 0 where attended and the fill elsewhere."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    from snsim.torchsim.predict import attention_bias
-
-    class Ops(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.names = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.names.append(func.overloadpacket.__name__)
-            return func(*args, **(kwargs or {}))
-
-    mask = torch.ones(4, 4, dtype=torch.bool).tril()
-    q = torch.zeros(1, 1, 4, 8)
-    want = torch.zeros(4, 4).masked_fill(~mask, float("-inf"))
-    for version, nots in (("2.11.0+cu130", 0), ("2.5.1", 1)):
-        monkeypatch.setattr(torch, "__version__", version)
-        with Ops() as ops:
-            bias = attention_bias(mask, q, q, "math")
-        assert ops.names.count("logical_not") == nots, (version, ops.names)
-        assert torch.equal(bias, want)
-
-
 def test_softmax_backward_takes_the_product_of_grad_and_output():
     """softmax_backward_cuda_out computes ``grad * output`` into a temporary after grad_input
     (H200 C++ stacks, traces/h200/alloc_frames: Swin3D-T b4 bf16's 12 softmax backward calls

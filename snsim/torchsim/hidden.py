@@ -942,7 +942,7 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
               "probe_scaled": 0,
               "probe_near": 0, "modelled": 0, "none": 0, "reduction": 0,
               "layer_norm_partials": 0}
-    first_matmul = {}
+    workspaces_made = set()   # (phase) and (phase, "lt"): the persistent ones placed
     for k, op in enumerate(rec.ops):
         mark = op[0]
         phase = rec.marks[mark][1] if mark >= 0 else "F"
@@ -951,9 +951,12 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             sizes = tables["persistent"].get(phase, [])
             # the cuBLAS handle's workspace at the phase's first matmul, cuBLASLt's at its
             # first addmm (_DEFAULT_PERSISTENT)
-            for which, got in ((phase, sizes[:1]), ((phase, "lt"), sizes[1:])):
-                if which not in first_matmul and (which == phase or op[1] == "addmm"):
-                    first_matmul[which] = k
+            due = {phase: sizes[:1]}
+            if op[1] == "addmm":
+                due[(phase, "lt")] = sizes[1:]
+            for which, got in due.items():
+                if which not in workspaces_made:
+                    workspaces_made.add(which)
                     for size in got:
                         extra.append(((k, 2, 0, 0), (mark, "a", new(size, "hidden:persistent"))))
         last = 2 * max(0, made.get(k, 0) - 1) + 1    # after the op's latest allocation

@@ -286,6 +286,19 @@ def _local_prediction_section(L, traces_dir, captured, folder, text,
     L.extend(_plan_section(runs, captured))
 
 
+def _before_run_section(L, traces_dir, captured, folder, runs_root=None):
+    """:func:`_local_prediction_section` of held-out ``folder``'s runs (under ``runs_root``,
+    default ``traces_dir``) against ``traces_dir/folder/predicted_before_run.csv``, the
+    predictions ``scripts/predict_set.py`` made and committed before the device call."""
+    name = folder.replace("plans_", "")
+    _local_prediction_section(
+        L, runs_root or traces_dir, captured, folder,
+        "The same runs against the predictions `snsim predict` made of them on this CPU "
+        f"before the device call (`traces/h200/{folder}/predicted_before_run.csv`, "
+        f"`scripts/predict_set.py {name}`, committed before the run).",
+        csv_name=os.path.join(traces_dir, folder, "predicted_before_run.csv"))
+
+
 def _lease_section(traces_dir, first, second):
     """The measured step of each run in two plan-suite folders (the same configurations on two
     leases of the GPU machine): how much a measurement itself moves."""
@@ -3406,12 +3419,7 @@ def build_report(traces_dir="traces/h200"):
                       "%, checkpoint -0.84 %, cpu_offload -5.80 %, Qwen2-0.5B plain -2.00 %, "
                       "checkpoint +16.98 % (before-run figures below: -24.32, +26.48, -3.67, "
                       "-7.56, -5.13 %). ")
-    _local_prediction_section(
-        L, h100, captured, "plans_heldout36",
-        "The same runs against the predictions `snsim predict` made of them on this CPU "
-        "before the device call (`traces/h200/plans_heldout36/predicted_before_run.csv`, "
-        "`scripts/predict_set.py heldout36`, committed before the run).",
-        csv_name=os.path.join(traces_dir, "plans_heldout36", "predicted_before_run.csv"))
+    _before_run_section(L, traces_dir, captured, "plans_heldout36", runs_root=h100)
 
     _held_out_section(L, traces_dir, captured, "plans_heldout37",
                       "### 1af. The thirty-seventh held-out set: ZeRO on eleven networks never "
@@ -3443,12 +3451,7 @@ def build_report(traces_dir="traces/h200"):
                       "`traces/h100/host_op_s42/`: an Adam op over 512 tensors of 16 / 8,192 / "
                       "32,768 elements 3.2 / 5.6 / 15.9 us, its bytes included), which one "
                       "rate per op does not model. ")
-    _local_prediction_section(
-        L, traces_dir, captured, "plans_heldout37",
-        "The same runs against the predictions `snsim predict` made of them on this CPU "
-        "before the device call (`traces/h200/plans_heldout37/predicted_before_run.csv`, "
-        "`scripts/predict_set.py heldout37`, committed before the run).",
-        csv_name=os.path.join(traces_dir, "plans_heldout37", "predicted_before_run.csv"))
+    _before_run_section(L, traces_dir, captured, "plans_heldout37")
     _local_prediction_section(
         L, traces_dir, captured, "plans_heldout37",
         "The same runs re-predicted on this CPU with the CPU rates measured after the run "
@@ -3480,12 +3483,7 @@ def build_report(traces_dir="traces/h200"):
                       "EfficientNet-B2 -18.01 -> -10.09 %, but BERT's checkpoint run, in a "
                       "fast process (6.62 us), +2.65 -> -16.79 %: at a fast host its GPU "
                       "side is under-predicted, unprofiled. ")
-    _local_prediction_section(
-        L, traces_dir, captured, "plans_heldout38",
-        "The same runs against the predictions `snsim predict` made of them on this CPU "
-        "before the device call (`traces/h200/plans_heldout38/predicted_before_run.csv`, "
-        "`scripts/predict_set.py heldout38`, committed before the run).",
-        csv_name=os.path.join(traces_dir, "plans_heldout38", "predicted_before_run.csv"))
+    _before_run_section(L, traces_dir, captured, "plans_heldout38")
 
     _held_out_section(L, traces_dir, captured, "plans_heldout39",
                       "### 1ah. The thirty-ninth held-out set: Hugging Face ViT, T5 and BART "
@@ -3511,12 +3509,7 @@ def build_report(traces_dir="traces/h200"):
                       "--folder plans_heldout39 --gauge after`, `repredicted_gauge_after_s58."
                       "csv`; the T5 fix in): ViT-B/16 b64 +3.45, ViT b32 checkpoint -15.95, "
                       "T5 plain +0.14, T5 checkpoint -7.95, BART -11.18 %. ")
-    _local_prediction_section(
-        L, traces_dir, captured, "plans_heldout39",
-        "The same runs against the predictions `snsim predict` made of them on this CPU "
-        "before the device call (`traces/h200/plans_heldout39/predicted_before_run.csv`, "
-        "`scripts/predict_set.py heldout39`, committed before the run).",
-        csv_name=os.path.join(traces_dir, "plans_heldout39", "predicted_before_run.csv"))
+    _before_run_section(L, traces_dir, captured, "plans_heldout39")
 
     _held_out_section(L, traces_dir, captured, "plans_heldout40",
                       "### 1ai. The fortieth held-out set: RegNetY-128GF and plans, precisions "
@@ -3540,12 +3533,7 @@ def build_report(traces_dir="traces/h200"):
                       "+39.36 % (GPU-bound: 37 of its 145 predicted ms are the backward of its "
                       "16 grouped 3x3 convolutions of 11 groups of 264 channels at 14x14, read "
                       "from table rows of other group widths; unprofiled). ")
-    _local_prediction_section(
-        L, traces_dir, captured, "plans_heldout40",
-        "The same runs against the predictions `snsim predict` made of them on this CPU "
-        "before the device call (`traces/h200/plans_heldout40/predicted_before_run.csv`, "
-        "`scripts/predict_set.py heldout40`, committed before the run).",
-        csv_name=os.path.join(traces_dir, "plans_heldout40", "predicted_before_run.csv"))
+    _before_run_section(L, traces_dir, captured, "plans_heldout40")
 
     _held_out_section(L, traces_dir, captured, "plans_heldout41",
                       "### 1aj. The forty-first held-out set: TF32 matmuls (H200)\n",
@@ -3569,12 +3557,7 @@ def build_report(traces_dir="traces/h200"):
                       "`repredicted_s59.csv`): Qwen2.5-0.5B, whose fp32 grouped-query "
                       "attention runs the math composite, 0.00 % allocated and reserved "
                       "(before run: +0.04 / -0.49 %); every run of the set within 0.02 %. ")
-    _local_prediction_section(
-        L, traces_dir, captured, "plans_heldout41",
-        "The same runs against the predictions `snsim predict` made of them on this CPU "
-        "before the device call (`traces/h200/plans_heldout41/predicted_before_run.csv`, "
-        "`scripts/predict_set.py heldout41`, committed before the run).",
-        csv_name=os.path.join(traces_dir, "plans_heldout41", "predicted_before_run.csv"))
+    _before_run_section(L, traces_dir, captured, "plans_heldout41")
 
     _held_out_section(L, traces_dir, captured, "plans_heldout42",
                       "### 1ak. The forty-second held-out set: shipped Hugging Face configs "
@@ -3600,12 +3583,7 @@ def build_report(traces_dir="traces/h200"):
                       "too fast at either pace: GPT-Neo -11.7, T5-small bf16 -11.8, OPT-125M "
                       "fp16 -12.5 %; RegNetY-32GF +13.1 % too slow (grouped convolutions, as "
                       "RegNetY-128GF in set 40). ")
-    _local_prediction_section(
-        L, traces_dir, captured, "plans_heldout42",
-        "The same runs against the predictions `snsim predict` made of them on this CPU "
-        "before the device call (`traces/h200/plans_heldout42/predicted_before_run.csv`, "
-        "`scripts/predict_set.py heldout42`, committed before the run).",
-        csv_name=os.path.join(traces_dir, "plans_heldout42", "predicted_before_run.csv"))
+    _before_run_section(L, traces_dir, captured, "plans_heldout42")
     _held_out_section(L, h100, captured, "plans_heldout42",
                       "### 1al. The forty-second set again, on an H100\n",
                       "`OUT=$OUT bash scripts/device_suite.sh plans --set heldout42` "
