@@ -46,6 +46,33 @@ def evaluate(index, min_bytes=8 << 20):
     return by_ratio, by_line
 
 
+def evaluate_edges(index, min_bytes=8 << 20):
+    """``(ratio errors %, line errors %)`` over the smallest and the largest probed batch of
+    each call with two more on the other side, left out in turn: the nearest batch's ratio,
+    and :func:`snsim.torchsim.hidden._at_nearest_batch` on the rest (the line through the two
+    nearest, :func:`snsim.torchsim.hidden._extrapolated`, where it applies)."""
+    from snsim.torchsim.hidden import _at_nearest_batch
+    by_ratio, by_line = [], []
+    for norm, cands in index.items():
+        rows = sorted(cands, key=lambda c: c[0])
+        if len({c[0] for c in rows}) != len(rows) or len(rows) < 3:
+            continue
+        for i in (0, len(rows) - 1):
+            batch, sizes = rows[i][0], rows[i][1]
+            if not sizes or sum(sizes) < min_bytes:
+                continue
+            rest = rows[:i] + rows[i + 1:]
+            near = min(rest, key=lambda c: abs(c[0] - batch))
+            line = _at_nearest_batch({norm: rest}, [norm], batch)
+            if len(near[1]) != len(sizes) or len(line) != len(sizes):
+                continue
+            total = sum(sizes)
+            ratio = [v * batch / near[0] for v in near[1]]
+            by_ratio.append(100 * sum(abs(p - s) for p, s in zip(ratio, sizes)) / total)
+            by_line.append(100 * sum(abs(p - s) for p, s in zip(line, sizes)) / total)
+    return by_ratio, by_line
+
+
 def summary(errors):
     e = sorted(errors)
     return (f"mean {statistics.mean(e):.2f} %, median {statistics.median(e):.3f} %, "
@@ -65,6 +92,10 @@ def main(argv=None):
     print(f"{len(by_ratio)} left-out calls (8 MiB or more)")
     print(f"nearest batch's ratio:      {summary(by_ratio)}")
     print(f"interpolated between sides: {summary(by_line)}")
+    by_ratio, by_line = evaluate_edges(probe["scaled"])
+    print(f"{len(by_ratio)} left-out smallest or largest batches (8 MiB or more)")
+    print(f"nearest batch's ratio:      {summary(by_ratio)}")
+    print(f"on the two nearest's line:  {summary(by_line)}")
 
 
 if __name__ == "__main__":

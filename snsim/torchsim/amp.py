@@ -517,6 +517,7 @@ def cuda_autocast_on_cpu(dtype):
                  if n.startswith("aten::")
                  and torch._C._dispatch_has_kernel_for_dispatch_key(n, "AutocastCPU"))
     cache = _CastCache()
+    _EMULATED.append((cache, dtype))
     lib = torch.library.Library("aten", "IMPL")
     try:
         with warnings.catch_warnings():
@@ -540,6 +541,23 @@ def cuda_autocast_on_cpu(dtype):
     finally:
         cache.casts.clear()
         lib._destroy()
+        _EMULATED.pop()
+
+
+#: the (cast cache, dtype) of each :func:`cuda_autocast_on_cpu` scope open, innermost last
+_EMULATED = []
+
+
+def emulated_autocast_cast():
+    """Inside a :func:`cuda_autocast_on_cpu` scope's autocast region: a function casting one
+    tensor as CUDA's autocast kernel casts an argument (the scope's cast cache, its dtype);
+    else None. For Python code that stands in for an op with an autocast kernel and must
+    cast as that kernel would (:func:`snsim.torchsim.predict.linear_bias_in_place`)."""
+    import torch
+    if not _EMULATED or not torch.is_autocast_enabled("cpu"):
+        return None
+    cache, dtype = _EMULATED[-1]
+    return lambda t: cache.cast(t, dtype)
 
 
 def as_setup(optimizer):

@@ -568,7 +568,8 @@ def _probe_scaled(probe, sig, batch):
 def _at_nearest_batch(index, norms, batch, *, with_slots=False):
     """The sizes ``index`` (normalised signature -> ``[(batch, sizes[, slots]), ...]``) holds
     for the first of ``norms`` it has at ``batch``: between the nearest batches below and
-    above it that took as many workspaces, interpolated linearly; else from its nearest
+    above it that took as many workspaces, interpolated linearly; below or above every probed
+    batch, on the line through the two nearest (:func:`_extrapolated`); else from its nearest
     batch, scaled by the batch ratio. None if none. ``with_slots``: ``(sizes, slots or
     None)``.
 
@@ -588,17 +589,63 @@ def _at_nearest_batch(index, norms, batch, *, with_slots=False):
         slots = best[2] if len(best) > 2 else None
         below = [c for c in cands if c[0] < batch]
         above = [c for c in cands if c[0] > batch]
+        sizes = None
         if best[0] != batch and below and above:
             lo = max(below, key=lambda c: c[0])
             hi = min(above, key=lambda c: c[0])
             if len(lo[1]) == len(hi[1]):
                 f = (batch - lo[0]) / (hi[0] - lo[0])
                 sizes = [max(0, int(round(a + (b - a) * f))) for a, b in zip(lo[1], hi[1])]
-                return (sizes, slots if len(best[1]) == len(sizes) else None) \
-                    if with_slots else sizes
+        elif best[0] != batch:
+            sizes = _extrapolated(below or above, batch)
+        if sizes is not None:
+            return (sizes, slots if len(best[1]) == len(sizes) else None) \
+                if with_slots else sizes
         sizes = [int(round(v * batch / best[0])) for v in best[1]]
         return (sizes, slots) if with_slots else sizes
     return None
+
+
+#: how far (relative, the call's workspaces summed) the third-nearest probed batch may lie off
+#: the line through the two nearest for :func:`_extrapolated` to follow it
+COLLINEAR_REL = 0.02
+
+
+def _extrapolated(side, batch):
+    """The sizes at ``batch`` on the line through the two probed batches of ``side`` (all
+    below it, or all above it) nearest to it, where the third nearest lies on that line too
+    (within :data:`COLLINEAR_REL`: one engine across them), all three took as many workspaces
+    and the line stays positive at ``batch``; else None.
+
+    A workspace is affine in the batch within one engine (:func:`_at_nearest_batch`), so
+    below (above) every probed batch the line through the two nearest carries on where the
+    ratio to the nearest drops the intercept: ViT-H/14's patch embedding (bf16, 3 -> 1280,
+    14 x 14 stride 14) took 27,344,912 B at batch 16 and 50,675,728 B at 32 in the H200 probe,
+    4,014,096 + 1,458,176 B per sample (48 and 64 on the same line); at batch 8 the H100's
+    allocator history (traces/h100/plans_history) took 15,679,504 B, the line's figure, where
+    the ratio gives 13,672,456. Leaving the smallest or the largest probed batch of each call
+    out in turn (``scripts/workspace_batch_loo.py``) this beats the ratio on both sides.
+
+    >>> _extrapolated([(16, [27344912]), (32, [50675728]), (64, [97337360])], 8)
+    [15679504]
+    >>> _extrapolated([(16, [27344912]), (32, [50675728]), (64, [60000000])], 8) is None
+    True
+    >>> _extrapolated([(16, [100]), (32, [300]), (48, [500])], 4) is None  # ends below zero
+    True
+    """
+    if len(side) < 3:
+        return None
+    near, far, third = sorted(side, key=lambda c: abs(c[0] - batch))[:3]
+    if not len(near[1]) == len(far[1]) == len(third[1]) or near[0] == far[0]:
+        return None
+
+    def on_line(b):
+        f = (b - near[0]) / (near[0] - far[0])
+        return [a + (a - z) * f for a, z in zip(near[1], far[1])]
+    if abs(sum(on_line(third[0])) - sum(third[1])) > COLLINEAR_REL * max(1, sum(third[1])):
+        return None
+    sizes = [int(round(v)) for v in on_line(batch)]
+    return sizes if all(v > 0 for v in sizes) else None
 
 
 def _probe_table(hardware, layout=""):
