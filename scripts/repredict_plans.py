@@ -119,7 +119,8 @@ def main(argv=None):
         out, _ = predict_policy(run["model"], int(run["batch"]),
                                 parse_plan(run["policy"], opts, setup), optimizer=setup,
                                 input_shape=tuple(run["input_shape"]),
-                                torch_version=run_torch(run), host_gauge_s=gauge)
+                                torch_version=run_torch(run), host_gauge_s=gauge,
+                                gpu=(run.get("provenance") or {}).get("hardware") or "h200")
         meas = m["step_time_s"]
         row = {"run": run["name"], "policy": run["policy"], "model": run["model"],
                "batch": run["batch"], "setup": setup.slug or "-",

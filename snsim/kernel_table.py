@@ -1619,6 +1619,8 @@ class KernelTable:
 #: step median -10.2 % (the H100's memory is 0.7x as fast; its convolutions ran 1.06x the
 #: table's times, traces/h100/calibrate_net_amp), where the h100 preset's roofline and
 #: modelled workspaces read reserved max 28.5 % and step median -58.3 %.
+#: Each borrowed kernel time is scaled by the ratio of the two presets' rooflines of the op
+#: (:func:`snsim.torchsim.opcost.sibling_ratio`: their memory differs, not their SMs).
 #: ``snsim calibrate`` on the GPU itself replaces the borrowed table.
 TABLES_OF = {"h100": "h200"}
 

@@ -1422,3 +1422,21 @@ def test_the_h100_reads_the_h200s_measured_tables():
     assert table_path("h100") == table_path("h200")
     assert probe_path("h100") == probe_path("h200")
     assert load_kernel_table("k40c") is None and load_host_costs("k40c") == {}
+
+
+def test_h100_reads_the_h200_table_scaled_by_the_presets_rooflines():
+    # the H100 borrows the H200's table (the same GH100): a memory-bound add of 1 GiB takes
+    # the H200 row's time x (1 GiB / 3.35 TB/s + launch) / (1 GiB / 4.8 TB/s + launch), a
+    # compute-bound bf16 GEMM the row's own (hand calculation from the two presets)
+    from snsim.hardware import load_hardware
+    from snsim.torchsim.opcost import op_times_s, sibling_ratio
+    h100, h200 = load_hardware("h100"), load_hardware("h200")
+    n = 1 << 28
+    add = (0, "add", (0, 1), (2,), n, 3 * 4 * n, f"float32[{n}] float32[{n}]")
+    mm = (0, "mm", (0, 1), (2,), 2 * 8192 ** 3, 3 * 2 * 8192 ** 2,
+          "bfloat16[8192, 8192] bfloat16[8192, 8192]")
+    for op, ratio in ((add, 1.43), (mm, 1.0)):
+        t100, = op_times_s([op], h100, host=False)
+        t200, = op_times_s([op], h200, host=False)
+        assert t100 / t200 == pytest.approx(sibling_ratio(op, h100, h200))
+        assert sibling_ratio(op, h100, h200) == pytest.approx(ratio, abs=0.01)

@@ -1286,6 +1286,30 @@ _HELDOUT43_TOKENS = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT43 = _plan_set(_HELDOUT43, _HELDOUT43_TOKENS)
+# session 60, written before any of it ran: batches, lengths and plans never run on these
+# networks, after the workspace line below the probed batches (ViT-L/16 b4's patch embedding),
+# linear's cached autocast casts (batch-first attention under autocast: ViT-L, HF ViT) and the
+# H100's sibling scaling of the H200's kernel table; a host-bound ResNet-50 b8
+_HELDOUT44 = (
+    ("torchvision:vit_l_16", 4, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:efficientnet_v2_s", 40, {"checkpoint": ["modules=MBConv"]}, {"amp": "fp16"}),
+    ("torchvision:resnet101", 80, {"cpu_offload": ["pin_memory=true"]}, {"amp": "bf16"}),
+    ("torchvision:wide_resnet50_2", 40, {"superneurons": []}, {}),
+    ("torchvision:swin_s", 20, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:resnet50", 8, {"plain": []}, {}),
+    ("hf:google/vit-base-patch16-224", 48, {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+_HELDOUT44_TOKENS = (
+    ("hf:roberta-base", 24, (384,), {"plain": []}, {"optimizer": "adamw", "amp": "fp16"}),
+    ("hf:gpt2-medium", 3, (1024,), {"checkpoint": ["modules=GPT2Block"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:EleutherAI/pythia-160m", 16, (512,), {"plain": []}, {"optimizer": "adamw"}),
+    ("hf:Qwen/Qwen2-0.5B", 3, (768,), {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("hf:bart-base", 16, (512,), {"superneurons": []}, {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT44 = _plan_set(_HELDOUT44, _HELDOUT44_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1321,6 +1345,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout38": PLAN_HELDOUT38, "heldout39": PLAN_HELDOUT39,
              "heldout40": PLAN_HELDOUT40, "heldout41": PLAN_HELDOUT41,
              "heldout42": PLAN_HELDOUT42, "heldout43": PLAN_HELDOUT43,
+             "heldout44": PLAN_HELDOUT44,
              "pageable": PLAN_PAGEABLE}
 
 
