@@ -1619,10 +1619,70 @@ class KernelTable:
 #: step median -10.2 % (the H100's memory is 0.7x as fast; its convolutions ran 1.06x the
 #: table's times, traces/h100/calibrate_net_amp), where the h100 preset's roofline and
 #: modelled workspaces read reserved max 28.5 % and step median -58.3 %.
-#: Each borrowed kernel time is scaled by the ratio of the two presets' rooflines of the op
-#: (:func:`snsim.torchsim.opcost.sibling_ratio`: their memory differs, not their SMs).
+#: Each borrowed kernel time is scaled by the slowdown ``snsim calibrate`` measured on both
+#: GPUs for its family and size (:func:`load_sibling_ratios`; the H100 against the H200: 1.0-1.1
+#: for convolutions, norms, pooling and GEMMs at every size, and for elementwise kernels up to
+#: 32 MiB, 1.3-1.4 for elementwise kernels beyond the L2 -- HBM3 3.35 TB/s against HBM3e 4.8).
 #: ``snsim calibrate`` on the GPU itself replaces the borrowed table.
 TABLES_OF = {"h100": "h200"}
+
+
+def load_sibling_ratios(name):
+    """The measured slowdowns of preset ``name``'s GPU against the sibling whose kernel table
+    it reads (:data:`TABLES_OF`): ``<name>_over_<sibling>.csv`` beside the tables
+    (``scripts/sibling_ratios.py`` from ``snsim calibrate`` run on both; columns family,
+    bytes_lo, bytes_hi, ratio, rows), as ``{family: [(bytes_lo, bytes_hi or None, ratio),
+    ...]}`` with ``*`` for any family; ``{}`` where ``name`` reads its own table or no such
+    file exists (the sibling's times unscaled).
+
+    Raises
+    ------
+    ConfigError
+        A row whose ratio is not a positive number or whose band is not ordered.
+    """
+    sibling = tables_of(name)
+    if sibling == name:
+        return {}
+    return _read_sibling_ratios(name, sibling)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_sibling_ratios(name, sibling):
+    import csv
+    for folder in dict.fromkeys(p.parent for p in _own_table_paths(sibling)):
+        path = folder / f"{name}_over_{sibling}.csv"
+        if not path.exists():
+            continue
+        out = {}
+        with open(path, newline="") as f:
+            for i, row in enumerate(csv.DictReader(f), start=2):
+                try:
+                    lo, ratio = int(row["bytes_lo"]), float(row["ratio"])
+                    hi = int(row["bytes_hi"]) if row["bytes_hi"] else None
+                except (KeyError, TypeError, ValueError):
+                    raise ConfigError(f"{path}: line {i}: bytes_lo, bytes_hi and ratio must "
+                                      f"be numbers") from None
+                if not ratio > 0 or lo < 0 or (hi is not None and hi <= lo):
+                    raise ConfigError(f"{path}: line {i}: ratio must be > 0 and bytes_lo < "
+                                      f"bytes_hi")
+                out.setdefault(row["family"], []).append((lo, hi, ratio))
+        return out
+    return {}
+
+
+def sibling_ratio_of(ratios, family, nbytes):
+    """The ratio :func:`load_sibling_ratios` holds for ``family`` at ``nbytes`` (its band's, else
+    the band's ``*``), 1.0 where none covers it.
+
+    >>> r = {"add": [(0, 64, 1.1), (64, None, 1.4)], "*": [(0, None, 1.05)]}
+    >>> sibling_ratio_of(r, "add", 1000), sibling_ratio_of(r, "mm", 1000), sibling_ratio_of({}, "add", 1)
+    (1.4, 1.05, 1.0)
+    """
+    for fam in (family, "*"):
+        for lo, hi, ratio in ratios.get(fam, ()):
+            if nbytes > lo and (hi is None or nbytes <= hi) or (lo == 0 and nbytes <= 0):
+                return ratio
+    return 1.0
 
 
 def tables_of(name):

@@ -766,3 +766,40 @@ def test_in_place_bias_linear_casts_bias_weight_input_as_the_autocast_kernel():
                      2 * 5 * e * 2]
     names = [name for name, _ in ops.calls]
     assert "add_" in names and "add" not in names
+
+
+@pytest.mark.parametrize("modelled, alive", [("2.11.0+cu130", True), ("installed", None)])
+def test_mha_keeps_q_k_v_to_its_return_for_torch_before_2_12(modelled, alive):
+    # torch 2.12+ frees the in-projection's q, k, v right after attention (`del q, k, v`);
+    # 2.11 keeps them to the function's return, past the out-projection (the allocator
+    # histories of ViT-B/16 and ViT-H/14 on torch 2.11): predicted for 2.11, they must be alive
+    # when the out-projection runs
+    import weakref
+    import torch.nn.functional as F
+    from snsim.torchsim.plans import torch_release
+    from snsim.torchsim.predict import MHA_FREES_QKV_FROM, mha_qkv_kept_to_return
+    frees = "del q, k, v" in __import__("inspect").getsource(F.multi_head_attention_forward)
+    if alive and not frees:
+        pytest.skip("the installed torch keeps q, k, v itself")
+    assert frees == (torch_release(torch.__version__) >= MHA_FREES_QKV_FROM)
+    seen, refs = [], []
+    orig_sdpa, orig_linear = F.scaled_dot_product_attention, F.linear
+
+    def sdpa(q, k, v, *a, **kw):
+        refs.append(weakref.ref(q))
+        return orig_sdpa(q, k, v, *a, **kw)
+
+    def linear(x, w, b=None):
+        if refs:
+            seen.append(refs[-1]() is not None)
+        return orig_linear(x, w, b)
+    mha = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+    x = torch.randn(2, 5, 16)
+    try:
+        F.scaled_dot_product_attention, F.linear = sdpa, linear
+        # without autograd, which keeps what attention saves (and their Python objects)
+        with mha_qkv_kept_to_return(modelled), torch.no_grad():
+            mha(x, x, x, need_weights=False)
+    finally:
+        F.scaled_dot_product_attention, F.linear = orig_sdpa, orig_linear
+    assert seen == [alive if alive is not None else not frees]

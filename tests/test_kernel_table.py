@@ -1424,19 +1424,36 @@ def test_the_h100_reads_the_h200s_measured_tables():
     assert load_kernel_table("k40c") is None and load_host_costs("k40c") == {}
 
 
-def test_h100_reads_the_h200_table_scaled_by_the_presets_rooflines():
-    # the H100 borrows the H200's table (the same GH100): a memory-bound add of 1 GiB takes
-    # the H200 row's time x (1 GiB / 3.35 TB/s + launch) / (1 GiB / 4.8 TB/s + launch), a
-    # compute-bound bf16 GEMM the row's own (hand calculation from the two presets)
+def test_h100_reads_the_h200_table_scaled_by_measured_slowdowns(tmp_path, monkeypatch):
+    # the H100 borrows the H200's table (the same GH100), each time scaled by the slowdown
+    # calibrate measured on both for the op's family and size (configs/kernels/
+    # h100_over_h200.csv, scripts/sibling_ratios.py): an add of 1 GiB beyond the L2 about
+    # 1.4x, a bf16 GEMM about 1x
     from snsim.hardware import load_hardware
-    from snsim.torchsim.opcost import op_times_s, sibling_ratio
+    from snsim.kernel_table import load_sibling_ratios, sibling_ratio_of
+    from snsim.torchsim.opcost import op_times_s
     h100, h200 = load_hardware("h100"), load_hardware("h200")
+    ratios = load_sibling_ratios("h100")
     n = 1 << 28
     add = (0, "add", (0, 1), (2,), n, 3 * 4 * n, f"float32[{n}] float32[{n}]")
     mm = (0, "mm", (0, 1), (2,), 2 * 8192 ** 3, 3 * 2 * 8192 ** 2,
           "bfloat16[8192, 8192] bfloat16[8192, 8192]")
-    for op, ratio in ((add, 1.43), (mm, 1.0)):
+    assert sibling_ratio_of(ratios, "add", add[5]) == pytest.approx(1.4, abs=0.05)
+    assert sibling_ratio_of(ratios, "mm", mm[5]) == pytest.approx(1.0, abs=0.1)
+    for op, fam in ((add, "add"), (mm, "mm")):
         t100, = op_times_s([op], h100, host=False)
         t200, = op_times_s([op], h200, host=False)
-        assert t100 / t200 == pytest.approx(sibling_ratio(op, h100, h200))
-        assert sibling_ratio(op, h100, h200) == pytest.approx(ratio, abs=0.01)
+        assert t100 / t200 == pytest.approx(sibling_ratio_of(ratios, fam, op[5]))
+    assert load_sibling_ratios("h200") == {}       # its own table: nothing to scale
+
+
+def test_sibling_ratio_file_with_a_bad_ratio_is_one_line(tmp_path, monkeypatch):
+    from snsim.errors import ConfigError
+    import snsim.kernel_table as kt
+    (tmp_path / "h100_over_h200.csv").write_text(
+        "family,bytes_lo,bytes_hi,ratio,rows\nadd,0,1024,-1,3\n")
+    monkeypatch.setattr(kt, "_own_table_paths", lambda name: [tmp_path / f"{name}.csv.gz"])
+    kt._read_sibling_ratios.cache_clear()
+    with pytest.raises(ConfigError, match="line 2: ratio must be > 0"):
+        kt._read_sibling_ratios("h100", "h200")
+    kt._read_sibling_ratios.cache_clear()

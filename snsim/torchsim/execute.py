@@ -126,7 +126,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
     from .opcost import host_copy_time_s
     from .plans import as_plan, is_installed_torch, make_transform, pack_blocks_of
     from .hidden import workspace_sources
-    from .predict import predict
+    from .predict import mha_qkv_kept_to_return, predict
     spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
     plan = as_plan(plan, options)
     hw = load_hardware(gpu)
@@ -138,9 +138,10 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
         m = shadow(m)
         models.append(m)
         return m
-    r = predict(spec, batch, optimizer=optimizer, gpu=gpu, transform=transform, hidden=hidden,
-                hidden_exclude=hidden_exclude, budget_bytes=budget_bytes,
-                host_gauge_s=host_gauge_s)
+    with mha_qkv_kept_to_return(torch_version):
+        r = predict(spec, batch, optimizer=optimizer, gpu=gpu, transform=transform,
+                    hidden=hidden, hidden_exclude=hidden_exclude, budget_bytes=budget_bytes,
+                    host_gauge_s=host_gauge_s)
     prog = r["program"]
     m0 = models[0] if models else None
     off = getattr(m0, "_snsim_offloader", None)

@@ -34,7 +34,8 @@ from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENT_BYTES,  # noqa: 
                             conv_bias_calls, conv_class, family_of, host_stream, index_class,
                             index_count, innet_call_s, ln_class, load_host_costs,
                             load_kernel_table, matmul_lookup_class, pool_class, roll_passes,
-                            sig_dtype, sig_tensor, sum_rows_class, table_family, tables_of)
+                            sibling_ratio_of, sig_dtype, sig_tensor, sum_rows_class,
+                            table_family, tables_of, load_sibling_ratios)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -243,34 +244,22 @@ def copy_ops(op):
             for sig, nbytes, layout in (op[8] if len(op) > 8 else ())]
 
 
-def sibling_hardware(hw):
-    """The preset whose measured kernel table ``hw`` borrows (:data:`snsim.kernel_table.
-    TABLES_OF`: the H100 reads the H200's, the same GH100 chip), or None where ``hw`` has its
-    own table."""
-    from ..hardware import load_hardware
-    name = tables_of(hw.name)
-    return None if name == hw.name else load_hardware(name)
+def sibling_ratios(hw):
+    """The measured slowdowns of ``hw`` against the preset whose kernel table it borrows
+    (:func:`snsim.kernel_table.load_sibling_ratios`), or None where ``hw`` reads its own."""
+    return load_sibling_ratios(hw.name) if tables_of(hw.name) != hw.name else None
 
 
-def sibling_ratio(op, hw, sibling):
-    """How much longer recorded op ``op`` runs on ``hw`` than on ``sibling``, the preset whose
-    table timed it: the ratio of the two presets' rooflines of the op (:func:`op_time_s`).
-    Two presets of one chip differ in their memory, not their SMs (the H100 SXM's HBM3 at
-    3.35 TB/s, the H200's HBM3e at 4.8, the same 132 SMs, clocks and tensor-core peaks): a
-    memory-bound kernel takes 4.8 / 3.35 = 1.43 times the table's time, a compute-bound one
-    the table's, and a launch-bound one about the table's (the launch cost is the presets').
+def sibling_ratio(op, ratios):
+    """How much longer recorded op ``op`` runs on the GPU than the borrowed table's time:
+    ``ratios``' figure for the op's table family at its bytes (:func:`snsim.kernel_table.
+    sibling_ratio_of`).
 
-    >>> from snsim.hardware import load_hardware
-    >>> h100, h200 = load_hardware("h100"), load_hardware("h200")
-    >>> round(sibling_ratio((0, "add", (), (), 0, 1 << 30), h100, h200), 3)
-    1.425
-    >>> sibling_ratio((0, "mm", (), (), 2 * 8192 ** 3, 3 * 2 * 8192 ** 2, "bfloat16[8192, 8192]"),
-    ...               h100, h200)
-    1.0
+    >>> sibling_ratio((0, "add", (), (), 0, 1 << 30), {"add": [(0, 1 << 27, 1.1),
+    ...                                                       (1 << 27, None, 1.4)]})
+    1.4
     """
-    dtype = sig_dtype(op[6] if len(op) > 6 else "")
-    base = op_time_s(op[1], op[4], op[5], sibling, dtype)
-    return op_time_s(op[1], op[4], op[5], hw, dtype) / base if base > 0 else 1.0
+    return sibling_ratio_of(ratios, _table_args(op)[0], op[5])
 
 
 def conv_bias_time_s(table, op, hw):
@@ -497,7 +486,7 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
     sibling = None
     if table == "auto":
         table = load_kernel_table(hw.name)
-        sibling = sibling_hardware(hw) if table is not None else None
+        sibling = sibling_ratios(hw) if table is not None else None
     gpu, source = [], []
     for op in ops:
         if op[1] in NO_KERNEL_OPS or op[1] in COPY_WAIT_OPS:
@@ -516,7 +505,7 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
             tc = _table_time(table, c)[0] if table is not None else None
             t += tc if tc is not None else op_time_s("clone", 0, c[5], hw, sig_dtype(c[6]))
         if not own:
-            t *= sibling_ratio(op, hw, sibling)
+            t *= sibling_ratio(op, sibling)
         gpu.append(t)
         source.append(src)
     times = list(gpu)
