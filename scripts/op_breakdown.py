@@ -46,7 +46,7 @@ def main(argv=None):
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.opcost import (NO_KERNEL_OPS, _lookup_args, _table_time,
                                        conv_bias_time_s, host_issue_s, op_time_s,
-                                       op_times_s)
+                                       op_times_s, sibling_ratio, sibling_ratios)
     from snsim.torchsim.predict import cached_recording
 
     setup = TrainSetup(args.optimizer, args.impl, args.amp,
@@ -59,7 +59,10 @@ def main(argv=None):
         print(f"no kernel table for {args.table or args.gpu}", file=sys.stderr)
         return 2
     rep = {}
-    op_times_s(ops, hw, marks, table=table, report=rep, host_sids=host_sids, accumulations=acc)
+    # the preset's own table ("auto") scales a borrowed one by its measured slowdowns
+    op_times_s(ops, hw, marks, table=table if args.table else "auto", report=rep,
+               host_sids=host_sids, accumulations=acc)
+    sibling = None if args.table else sibling_ratios(hw)
     syncs = [i for i, op in enumerate(ops)
              if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
     costs = load_host_costs(hw.name)
@@ -92,6 +95,8 @@ def main(argv=None):
                           math.log1p(kw["ntensors"])])
             group, dist = key[1], float(np.sqrt(((feats[order[0]] - q) ** 2).sum()))
         t += conv_bias_time_s(table, op, hw)     # a conv's bias kernels run inside its call
+        if sibling is not None and src != "roofline":
+            t *= sibling_ratio(op, sibling)
         a = agg[(fam, kw["math_"], group, kw["cls"] if fam.startswith(("conv", "mm", "addmm",
                                                                          "bmm")) else "", src)]
         a["gpu_s"] += t

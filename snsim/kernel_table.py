@@ -100,6 +100,16 @@ STRIDED_FAMILIES = {"clone": "clone_strided", "cat": "cat_strided"}
 ELEMENTWISE_FAMILIES = frozenset({"add", "add_", "mul", "mul_", "div", "relu", "relu_", "gelu",
                                   "gelu_backward", "threshold_backward"})
 GENERIC_FAMILY = "elementwise_generic"
+#: bytes per second of ATen's casting indexing kernel (``elementwise_kernel<128, 4>`` with
+#: per-element casts: an operand broadcast and of another dtype than the output, e.g. an fp32
+#: mask or position bias added to bf16/fp16 attention scores under autocast), which the
+#: generic rows (one dtype) do not time: the median of 28 adds of 8 to 800 MB on an H100
+#: (scripts/cast_elementwise_probe.py, traces/h100/cast_probe_s60: 0.97-2.55e12, 1.16e12 above
+#: 64 MB, where the same adds in one dtype ran 1.9-2.5e12 in fp32 and 1.4-1.6e12 in bf16).
+#: The kernel is bound by its per-element work, not by device memory (it streams at a third of
+#: the H100's), so the figure stands for the H200's too: such a call takes at least its bytes
+#: at this rate (``opcost.op_times_s``)
+GENERIC_CAST_BYTES_PER_S = 1.172e12
 GENERIC_FALLBACK = "clone_strided"
 
 

@@ -880,6 +880,12 @@ def test_recorder_names_elementwise_ops_on_the_generic_kernel():
     assert elementwise_layout("mul", (x, 0.5), [x]) == ""
     assert elementwise_layout("mul", (x, torch.ones(())), [x]) == ""
     assert elementwise_layout("convolution", (x, s), [x]) == ""
+    # an operand of another dtype than the output: dynamic casting, never vectorized (a bf16
+    # linear output added to an fp32 residual under autocast)
+    assert elementwise_layout("add", (x, x.float()), [x.float()]) == "generic:float32"
+    # broadcast and of another dtype: the casting indexing kernel (GPT-Neo's fp32 mask added
+    # to bf16 scores)
+    assert elementwise_layout("add", (x, s.float()), [x.float()]) == "generic_cast:float32"
 
 
 def test_matmul_class_is_the_leading_dimensions_alignment():

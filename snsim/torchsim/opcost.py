@@ -25,7 +25,8 @@ import math
 
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENT_BYTES,  # noqa: F401
-                            ELEMENTWISE_FAMILIES, GENERIC_FALLBACK, GENERIC_FAMILY, HOST_READ_OPS,
+                            ELEMENTWISE_FAMILIES, GENERIC_CAST_BYTES_PER_S, GENERIC_FALLBACK,
+                            GENERIC_FAMILY, HOST_READ_OPS,
                             INDEX_FAMILIES, LAYOUT_FAMILIES, MATMUL_FAMILIES,
                             POOL_FAMILIES, ROW_FAMILIES,
                             STRIDED_FAMILIES, TF32_PREFIX, UPSAMPLE_BACKWARD_FAMILIES,
@@ -157,7 +158,8 @@ def _table_args(op):
             flops = call_upsample_work(sig) or flops
         if _layout(op) in ("strided", "permuted") and fam in STRIDED_FAMILIES:
             fam, cls = STRIDED_FAMILIES[fam], ("perm" if _layout(op) == "permuted" else "")
-        elif _layout(op).startswith("generic:") and fam in ELEMENTWISE_FAMILIES:
+        elif _layout(op).startswith(("generic:", "generic_cast:")) \
+                and fam in ELEMENTWISE_FAMILIES:
             # TensorIterator's generic kernel (kernel_table.ELEMENTWISE_FAMILIES), in the
             # output's dtype as the recorder saw it
             fam, dtype = GENERIC_FAMILY, _layout(op).partition(":")[2]
@@ -506,6 +508,8 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
             t += tc if tc is not None else op_time_s("clone", 0, c[5], hw, sig_dtype(c[6]))
         if not own:
             t *= sibling_ratio(op, sibling)
+        if _layout(op).startswith("generic_cast:"):   # the casting indexing kernel
+            t = max(t, op[5] / GENERIC_CAST_BYTES_PER_S)
         gpu.append(t)
         source.append(src)
     times = list(gpu)
