@@ -57,7 +57,6 @@ def main(argv=None):
                     rows.append([lead, str(da)[6:], str(db)[6:], str(out)[6:],
                                  "x".join(map(str, x.shape)), "x".join(map(str, mask_shape)),
                                  nbytes, f"{t:.9f}"])
-                    del x, m
             torch.cuda.empty_cache()
     with open(args.out, "w", newline="") as f:
         w = csv.writer(f)

@@ -299,6 +299,19 @@ def _before_run_section(L, traces_dir, captured, folder, runs_root=None):
         csv_name=os.path.join(traces_dir, folder, "predicted_before_run.csv"))
 
 
+def _before_run_h100_section(L, h100, captured, folder):
+    """:func:`_local_prediction_section` of held-out ``folder`` run on an H100 (under ``h100``)
+    against the predictions ``scripts/predict_set.py --gpu h100`` made and committed before
+    the device call (``predicted_before_run_h100.csv``)."""
+    name = folder.replace("plans_", "")
+    _local_prediction_section(
+        L, h100, captured, folder,
+        "The same runs against the predictions `snsim predict --gpu h100` made of them on this "
+        f"CPU before the device call (`traces/h100/{folder}/predicted_before_run_h100.csv`, "
+        f"`scripts/predict_set.py {name} --gpu h100`).",
+        csv_name=os.path.join(h100, folder, "predicted_before_run_h100.csv"))
+
+
 def _lease_section(traces_dir, first, second):
     """The measured step of each run in two plan-suite folders (the same configurations on two
     leases of the GPU machine): how much a measurement itself moves."""
@@ -3607,12 +3620,7 @@ def build_report(traces_dir="traces/h200"):
                       "and T5-small bf16 -23.2 % (GPU-bound: the H100's 3.35 TB/s against the "
                       "H200's 4.8), BERT-large checkpointed +26.6 %, TinyLlama bf16 +42.4 % "
                       "(host-bound, its process gauged 5.79 us per add). ")
-    _local_prediction_section(
-        L, h100, captured, "plans_heldout42",
-        "The same runs against the predictions `snsim predict --gpu h100` made of them on this "
-        "CPU before either device call (`traces/h100/plans_heldout42/"
-        "predicted_before_run_h100.csv`, `scripts/predict_set.py heldout42 --gpu h100`).",
-        csv_name=os.path.join(h100, "plans_heldout42", "predicted_before_run_h100.csv"))
+    _before_run_h100_section(L, h100, captured, "plans_heldout42")
 
     _held_out_section(L, h100, captured, "plans_heldout43",
                       "### 1am. The forty-third held-out set, on an H100\n",
@@ -3649,12 +3657,7 @@ def build_report(traces_dir="traces/h200"):
                       "casting elementwise kernels (33e41aa), re-predicted "
                       "(`repredicted_s60.csv`): median 7.9 %, max 14.8 %; every run within "
                       "0.11 % allocated, reserved as above but ViT-H/14's -0.01 %. ")
-    _local_prediction_section(
-        L, h100, captured, "plans_heldout43",
-        "The same runs against the predictions `snsim predict --gpu h100` made of them on this "
-        "CPU before the device call (`traces/h100/plans_heldout43/"
-        "predicted_before_run_h100.csv`, `scripts/predict_set.py heldout43 --gpu h100`).",
-        csv_name=os.path.join(h100, "plans_heldout43", "predicted_before_run_h100.csv"))
+    _before_run_h100_section(L, h100, captured, "plans_heldout43")
     _held_out_section(L, h100, captured, "plans_heldout44",
                       "### 1an. The forty-fourth held-out set, on an H100\n",
                       "`OUT=$OUT bash scripts/device_suite.sh plans --set heldout44` "
@@ -3680,12 +3683,7 @@ def build_report(traces_dir="traces/h200"):
                       "slowdowns that replaced it and the casting elementwise kernels "
                       "(`repredicted_s60.csv`) median 14.0 %, mean 16.9 % (18.4 % as the "
                       "device predicted, unscaled). ")
-    _local_prediction_section(
-        L, h100, captured, "plans_heldout44",
-        "The same runs against the predictions `snsim predict --gpu h100` made of them on this "
-        "CPU before the device call (`traces/h100/plans_heldout44/"
-        "predicted_before_run_h100.csv`, `scripts/predict_set.py heldout44 --gpu h100`).",
-        csv_name=os.path.join(h100, "plans_heldout44", "predicted_before_run_h100.csv"))
+    _before_run_h100_section(L, h100, captured, "plans_heldout44")
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
