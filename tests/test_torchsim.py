@@ -149,7 +149,8 @@ def test_3d_convolution_workspaces_come_from_the_probed_video_layers():
     at batch 16 -- the history of r3d_18 b16 fp16 (traces/h200/plans_history) shows that block
     rounded to 205,742,592 B in every forward of the layer; at an unprobed batch between two
     probed ones, interpolated between them (the probe's batches 4, 8, 16, 32: 221,200 B plus
-    12,845,056 B a sample, affine), above the last the nearest one's times the batch ratio."""
+    12,845,056 B a sample, affine), above the last on that line (the nearest two probed
+    batches' line, the third on it: hidden._extrapolated)."""
     from snsim.torchsim.hidden import load_tables, lookup
     tables = load_tables("h200")
     sig = ("convolution float16[{b}, 64, 16, 56, 56] float16[64, 64, 3, 3, 3] None 1 1 1 1 1 1 "
@@ -157,7 +158,8 @@ def test_3d_convolution_workspaces_come_from_the_probed_video_layers():
     assert lookup(tables, sig.format(b=16), 16) == ([205_742_096], "probe")
     assert lookup(tables, sig.format(b=12), 12) == ([(102_981_648 + 205_742_096) // 2],
                                                     "probe_scaled")
-    assert lookup(tables, sig.format(b=64), 64) == ([411_262_992 * 2], "probe_scaled")
+    assert lookup(tables, sig.format(b=64), 64) == ([221_200 + 12_845_056 * 64],
+                                                    "probe_scaled")
 
 
 def test_unknown_callable_in_known_module(user_models):
