@@ -716,22 +716,23 @@ def _dense(t):
 
 def elementwise_layout(name, args, outs):
     """``"generic:<dtype>"`` when elementwise op ``name(*args)`` (a family of
-    :data:`snsim.kernel_table.ELEMENTWISE_FAMILIES`) runs ATen's generic indexing kernel or
-    its unrolled casting one, ``"generic_cast:<dtype>"`` when it runs the casting indexing
-    kernel (a broadcast operand of another dtype), else ``""``. TensorIterator takes the vectorized kernel only when every operand is dense in the
-    output's shape and strides (``TensorIteratorBase::is_contiguous``, after it orders the
-    dims alike for all of them: a channels-last op whose operands are all channels-last
-    stays vectorized); an operand of another shape (broadcast) or other strides (a view, a
-    stride-0 expand) sends it to ``elementwise_kernel`` with offset calculators. An operand of
-    another dtype than the output (autocast's bf16 linear output added to an fp32 residual or
-    mask) needs dynamic casting, which takes no vectorized kernel either (``gpu_kernel_impl``:
+    :data:`snsim.kernel_table.ELEMENTWISE_FAMILIES`) runs ATen's generic indexing kernel or its
+    unrolled casting one, ``"generic_cast:<dtype>"`` when it runs the casting indexing kernel (a
+    broadcast operand of another dtype), else ``""``. TensorIterator takes the vectorized kernel
+    only when every operand is dense in the output's shape and strides
+    (``TensorIteratorBase::is_contiguous``, after it orders the dims alike for all of them: a
+    channels-last op whose operands are all channels-last stays vectorized); an operand of
+    another shape (broadcast) or other strides (a view, a stride-0 expand) sends it to
+    ``elementwise_kernel`` with offset calculators. An operand of another dtype than the output
+    (autocast's bf16 linear output added to an fp32 residual or mask) needs dynamic casting,
+    which takes no vectorized kernel either (``gpu_kernel_impl``:
     ``unrolled_elementwise_kernel`` with per-element casts where contiguous, the casting
     ``elementwise_kernel`` where not). The H100 profile of GPT-Neo-125M b8 s1024 bf16
     (traces/h100/profile_s60) ran its contiguous bf16 + fp32 adds at 2.25 TB/s, as calibrate's
-    generic rows run on that GPU (2.3-2.4 TB/s in fp32), where contiguous same-dtype adds
-    stream at about 3; its broadcast mask add (bf16 scores + an fp32 mask) at 1.16 TB/s, the
-    casting indexing kernel (:data:`snsim.kernel_table.GENERIC_CAST_BYTES_PER_S`). Operands of
-    one element are left out: CPU scalars are the kernel's arguments, not operands."""
+    generic rows run on that GPU (2.3-2.4 TB/s in fp32), where contiguous same-dtype adds stream
+    at about 3; its broadcast mask add (bf16 scores + an fp32 mask) at 1.16 TB/s, the casting
+    indexing kernel (:data:`snsim.kernel_table.GENERIC_CAST_BYTES_PER_S`). Operands of one
+    element are left out: CPU scalars are the kernel's arguments, not operands."""
     from ..kernel_table import ELEMENTWISE_FAMILIES, family_of
     if family_of(name) not in ELEMENTWISE_FAMILIES:
         return ""
