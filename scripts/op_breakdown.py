@@ -44,9 +44,9 @@ def main(argv=None):
     from snsim.hardware import load_hardware
     from snsim.kernel_table import HOST_READ_OPS, load_host_costs, load_kernel_table
     from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.opcost import (NO_KERNEL_OPS, _lookup_args, _table_time,
-                                       conv_bias_time_s, host_issue_s, op_time_s,
-                                       op_times_s, sibling_ratio, sibling_ratios)
+    from snsim.kernel_table import load_sibling_ratios
+    from snsim.torchsim.opcost import (NO_KERNEL_OPS, _lookup_args, host_issue_s,
+                                       op_gpu_time_s, op_times_s)
     from snsim.torchsim.predict import cached_recording
 
     setup = TrainSetup(args.optimizer, args.impl, args.amp,
@@ -62,7 +62,7 @@ def main(argv=None):
     # the preset's own table ("auto") scales a borrowed one by its measured slowdowns
     op_times_s(ops, hw, marks, table=table if args.table else "auto", report=rep,
                host_sids=host_sids, accumulations=acc)
-    sibling = None if args.table else sibling_ratios(hw)
+    sibling = None if args.table else (load_sibling_ratios(hw.name) or None)
     syncs = [i for i, op in enumerate(ops)
              if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
     costs = load_host_costs(hw.name)
@@ -80,13 +80,10 @@ def main(argv=None):
             continue
         fam, kw = _lookup_args(table, op)
         host_by[(marks[op[0]][1], fam)] += host[i]
-        t, src = _table_time(table, op)
-        near = None
-        if t is None:
-            t, src = op_time_s(op[1], op[4], op[5], hw, kw["dtype"]), "roofline"
-        else:
-            near = table._neighbours(fam, kw["flops"], kw["nbytes"], kw["ntensors"], kw["cls"],
-                                     kw["dtype"], kw["math_"])
+        # the op's GPU seconds as the prediction charges them
+        t, src = op_gpu_time_s(table, op, hw, sibling)
+        near = None if src == "roofline" else table._neighbours(
+            fam, kw["flops"], kw["nbytes"], kw["ntensors"], kw["cls"], kw["dtype"], kw["math_"])
         group, dist = "", math.nan
         if near is not None:
             key, order, _, _, nbytes = near
@@ -94,9 +91,6 @@ def main(argv=None):
             q = np.array([math.log1p(kw["flops"]), math.log1p(nbytes),
                           math.log1p(kw["ntensors"])])
             group, dist = key[1], float(np.sqrt(((feats[order[0]] - q) ** 2).sum()))
-        t += conv_bias_time_s(table, op, hw)     # a conv's bias kernels run inside its call
-        if sibling is not None and src != "roofline":
-            t *= sibling_ratio(op, sibling)
         a = agg[(fam, kw["math_"], group, kw["cls"] if fam.startswith(("conv", "mm", "addmm",
                                                                          "bmm")) else "", src)]
         a["gpu_s"] += t

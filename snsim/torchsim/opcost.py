@@ -36,7 +36,7 @@ from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENT_BYTES,  # noqa: 
                             index_count, innet_call_s, ln_class, load_host_costs,
                             load_kernel_table, matmul_lookup_class, pool_class, roll_passes,
                             sibling_ratio_of, sig_dtype, sig_tensor, sum_rows_class,
-                            table_family, tables_of, load_sibling_ratios)
+                            table_family, load_sibling_ratios)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -246,12 +246,6 @@ def copy_ops(op):
             for sig, nbytes, layout in (op[8] if len(op) > 8 else ())]
 
 
-def sibling_ratios(hw):
-    """The measured slowdowns of ``hw`` against the preset whose kernel table it borrows
-    (:func:`snsim.kernel_table.load_sibling_ratios`), or None where ``hw`` reads its own."""
-    return load_sibling_ratios(hw.name) if tables_of(hw.name) != hw.name else None
-
-
 def sibling_ratio(op, ratios):
     """How much longer recorded op ``op`` runs on the GPU than the borrowed table's time:
     ``ratios``' figure for the op's table family at its bytes (:func:`snsim.kernel_table.
@@ -262,6 +256,30 @@ def sibling_ratio(op, ratios):
     1.4
     """
     return sibling_ratio_of(ratios, _table_args(op)[0], op[5])
+
+
+def op_gpu_time_s(table, op, hw, sibling=None):
+    """``(seconds, source)`` of recorded op ``op`` on the GPU alone: ``table``'s time (source
+    ``table``, ``fitted`` or ``proxy``; None: no table), else ``hw``'s roofline (``roofline``),
+    with the conv's bias kernels and the kernel's own copies of non-contiguous arguments; a
+    borrowed table's time times ``sibling``'s measured slowdown (:func:`sibling_ratio`); the
+    casting indexing kernel no faster than :data:`snsim.kernel_table.GENERIC_CAST_BYTES_PER_S`.
+    ``(0.0, "none")`` for an op that launches no kernel."""
+    if op[1] in NO_KERNEL_OPS or op[1] in COPY_WAIT_OPS:
+        return 0.0, "none"
+    t, src = (_table_time(table, op) if table is not None else (None, "roofline"))
+    if t is None:
+        t, src = op_time_s(op[1], op[4], op[5], hw,
+                           sig_dtype(op[6] if len(op) > 6 else "")), "roofline"
+    t += conv_bias_time_s(table, op, hw)     # the conv's bias kernels: its source's
+    for c in copy_ops(op):   # the kernel's own copies of non-contiguous arguments
+        tc = _table_time(table, c)[0] if table is not None else None
+        t += tc if tc is not None else op_time_s("clone", 0, c[5], hw, sig_dtype(c[6]))
+    if sibling is not None and src != "roofline":
+        t *= sibling_ratio(op, sibling)
+    if _layout(op).startswith("generic_cast:"):   # the casting indexing kernel
+        t = max(t, op[5] / GENERIC_CAST_BYTES_PER_S)
+    return t, src
 
 
 def conv_bias_time_s(table, op, hw):
@@ -488,28 +506,11 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
     sibling = None
     if table == "auto":
         table = load_kernel_table(hw.name)
-        sibling = sibling_ratios(hw) if table is not None else None
+        # a borrowed table's measured slowdowns (empty: its own table, or none measured)
+        sibling = (load_sibling_ratios(hw.name) or None) if table is not None else None
     gpu, source = [], []
     for op in ops:
-        if op[1] in NO_KERNEL_OPS or op[1] in COPY_WAIT_OPS:
-            gpu.append(0.0)
-            source.append("none")
-            continue
-        t, src = (_table_time(table, op) if table is not None else (None, "roofline"))
-        if t is None:
-            t, src = op_time_s(op[1], op[4], op[5], hw,
-                               sig_dtype(op[6] if len(op) > 6 else "")), "roofline"
-            own = True
-        else:
-            own = sibling is None
-        t += conv_bias_time_s(table, op, hw)     # the conv's bias kernels: its source's
-        for c in copy_ops(op):   # the kernel's own copies of non-contiguous arguments
-            tc = _table_time(table, c)[0] if table is not None else None
-            t += tc if tc is not None else op_time_s("clone", 0, c[5], hw, sig_dtype(c[6]))
-        if not own:
-            t *= sibling_ratio(op, sibling)
-        if _layout(op).startswith("generic_cast:"):   # the casting indexing kernel
-            t = max(t, op[5] / GENERIC_CAST_BYTES_PER_S)
+        t, src = op_gpu_time_s(table, op, hw, sibling)
         gpu.append(t)
         source.append(src)
     times = list(gpu)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 from ..program import ROOT_MODULE
 from .models import resolve_model, resolve_sized
-from .plans import torch_release
+from .plans import is_installed_torch, torch_release
 
 
 # presets of sm90 GPUs (Hopper): torch's sdp_utils puts cuDNN attention first there for fp16/
@@ -192,7 +192,6 @@ def mha_qkv_kept_to_return(torch_version=None):
     attention is installed then (a CUDA-like stand-in among them) to hold the three."""
     import torch
     import torch.nn.functional as F
-    from .plans import is_installed_torch, torch_release
     if (is_installed_torch(torch_version)
             or torch_release(torch_version) >= MHA_FREES_QKV_FROM
             or torch_release(torch.__version__) < MHA_FREES_QKV_FROM):
