@@ -1310,6 +1310,35 @@ _HELDOUT44_TOKENS = (
     ("hf:bart-base", 16, (512,), {"superneurons": []}, {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT44 = _plan_set(_HELDOUT44, _HELDOUT44_TOKENS)
+# session 61, written before any of it ran: networks, batches, lengths and plans never run -
+# RegNetY-16GF's wide grouped convolutions in bf16, ResNeXt-101 64x4d fp16 checkpointed,
+# ConvNeXt-S bf16 superneurons, EfficientNet-B3 fp32, VGG19-BN bf16 pinned cpu_offload,
+# Swin-V2-S checkpointed, DenseNet-161 fp16, MobileNet-V2 fused bf16 superneurons; GPT-2 large
+# checkpointed, BERT-base fp32 superneurons, Pythia-410M fp16 at 1024 tokens, DistilGPT2 bf16
+# pinned cpu_offload
+_HELDOUT45 = (
+    ("torchvision:regnet_y_16gf", 24, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:resnext101_64x4d", 32, {"checkpoint": ["modules=Bottleneck"]},
+     {"amp": "fp16"}),
+    ("torchvision:convnext_small", 48, {"superneurons": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:efficientnet_b3", 64, {"plain": []}, {"optimizer": "adamw"}),
+    ("torchvision:vgg19_bn", 48, {"cpu_offload": ["pin_memory=true"]}, {"amp": "bf16"}),
+    ("torchvision:swin_v2_s", 16, {"checkpoint": ["modules=SwinTransformerBlockV2"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:densenet161", 32, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:mobilenet_v2", 192, {"superneurons": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+)
+_HELDOUT45_TOKENS = (
+    ("hf:gpt2-large", 2, (512,), {"checkpoint": ["modules=GPT2Block"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:bert-base-uncased", 16, (512,), {"superneurons": []}, {"optimizer": "adamw"}),
+    ("hf:EleutherAI/pythia-410m", 6, (1024,), {"plain": []}, {"optimizer": "adamw", "amp": "fp16"}),
+    ("hf:distilgpt2", 32, (512,), {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT45 = _plan_set(_HELDOUT45, _HELDOUT45_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1345,7 +1374,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout38": PLAN_HELDOUT38, "heldout39": PLAN_HELDOUT39,
              "heldout40": PLAN_HELDOUT40, "heldout41": PLAN_HELDOUT41,
              "heldout42": PLAN_HELDOUT42, "heldout43": PLAN_HELDOUT43,
-             "heldout44": PLAN_HELDOUT44,
+             "heldout44": PLAN_HELDOUT44, "heldout45": PLAN_HELDOUT45,
              "pageable": PLAN_PAGEABLE}
 
 
