@@ -1319,6 +1319,30 @@ def test_cudnn_backward_copies_a_non_contiguous_grad_output():
     assert cudnn_grad_output_copy((cat_grad[:, :16],) + dw[1:]) == 0
 
 
+def test_cudnn_backward_converts_a_grad_output_of_another_layout_once():
+    # ConvNeXt's downsampling convolution: channels-last input, a gradient with NCHW strides;
+    # cuDNN converts it to the input's layout once, before any gradient (H100 history of
+    # convnext_small b48 bf16: one 3,612,672 B copy of [48, 768, 7, 7] ahead of grad_input)
+    from snsim.torchsim.record import (cudnn_grad_output_conversion, copy_calls,
+                                       kernel_copies)
+    x = torch.empty(4, 16, 8, 8).contiguous(memory_format=torch.channels_last)
+    w = torch.empty(8, 16, 2, 2)
+    dy = torch.empty(4, 8, 4, 4)
+    args = (dy, x, w, [8], [2, 2], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True])
+    assert cudnn_grad_output_conversion(args) == 4 * 8 * 4 * 4 * 4
+    assert [(n, when) for _, n, when in kernel_copies("convolution_backward", args)] == \
+        [(1, "call")]
+    assert [c[3] for c in copy_calls("convolution_backward", args)] == ["call"]
+    # the same layout: no conversion (a channels-last gradient of a channels-last input)
+    same = (dy.contiguous(memory_format=torch.channels_last),) + args[1:]
+    assert cudnn_grad_output_conversion(same) == 0
+    assert kernel_copies("convolution_backward", same) == ()
+    # an NCHW image and a channels-last gradient (ConvNeXt's, ViT's patch embedding): one too
+    img = torch.empty(4, 3, 8, 8)
+    stem = (same[0], img, torch.empty(8, 3, 2, 2)) + args[3:10] + ([False, True, True],)
+    assert cudnn_grad_output_conversion(stem) == 4 * 8 * 4 * 4 * 4
+
+
 def test_a_model_at_another_input_size_is_named_model_at_size():
     import doctest
     from snsim.torchsim import models

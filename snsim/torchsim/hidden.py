@@ -771,7 +771,7 @@ def _pass_slots(call, per_pass):
     return [s for _, s in kept], [_outputs_before(call, p) for p, _ in kept]
 
 
-def lookup_slots(tables, sig, batch, layout=""):
+def lookup_slots(tables, sig, batch, layout="", grad_copied=False):
     """``(sizes, level, slots)`` of one call of ``sig`` at ``batch``: the workspace sizes in
     the order taken, the level of the module docstring that gave them, and how many of the
     call's outputs each follows where that is known (a probed row that recorded it, a
@@ -788,17 +788,96 @@ def lookup_slots(tables, sig, batch, layout=""):
     7x7 depthwise backward at batch 32 took 318,219,895 + 19,267,584 + 8 B (96 channels at
     56x56) on the H200 with NHWC inputs and nothing with NCHW ones (scripts/
     conv_workspace_probe.py on that GPU, torch 2.11). Its probe levels read the channels-last
-    table (``probe_channels_last``) instead, where one was measured."""
-    if layout == "channels_last" and tables.get("probe_channels_last") is not None:
-        call = conv_call(sig)
-        if call is not None and _is_depthwise(call):
-            tables = {**tables, "probe": tables["probe_channels_last"]}
+    table (``probe_channels_last``) instead, where one was measured; any other convolution
+    run channels-last reads that table's rows of the same call first, then the NCHW levels
+    less their transposed activations (:func:`without_activation_transposes`).
+
+    ``grad_copied``: the backward copied its grad_output into the engine's layout (the
+    recorder's kernel copies): its bias gradient then sums the original, not channels-last,
+    tensor, and the channels-last rows' buffers after grad_bias (that sum's, with a
+    channels-last grad_output) are left out. ConvNeXt-S b48's downsampling backward at 7 x 7
+    took none after a grad_output copy (traces/h100/plans_history), where the probe's
+    channels-last call took 14,548,992 + 24 B."""
+    call = conv_call(sig) if layout == "channels_last" else None
+    nhwc = tables.get("probe_channels_last") if call is not None else None
+    if nhwc is not None and _is_depthwise(call):
+        tables = {**tables, "probe": nhwc}
+    elif nhwc is not None and sig not in tables["exact"]:
+        found = _channels_last_probed(nhwc, sig, batch)
+        if found is not None and grad_copied and found[2] is not None and call["mask"] \
+                and call["mask"][2]:
+            kept = [(v, k) for v, k in zip(found[0], found[2]) if k < sum(call["mask"])]
+            return [v for v, _ in kept], found[1], [k for _, k in kept]
+        if found is not None:
+            return found
     sizes, how, slots = _lookup_levels(tables, sig, batch)
+    if call is not None and how in NCHW_LEVELS and not _is_depthwise(call):
+        sizes, slots = without_activation_transposes(call, sizes, slots)
     if slots is None and len(sizes) == 1:
         call = conv_call(sig)
         if call is not None and len(_passes(call)) == 2:
             slots = [_outputs_before(call, "bwd_filter")]
     return sizes, how, slots
+
+
+def _channels_last_probed(nhwc, sig, batch):
+    """``(sizes, level, slots)`` of a non-depthwise call run channels-last from the
+    channels-last probe's rows of the same call (``"probe"``) or of it at other batches
+    (``"probe_scaled"``: :func:`_at_nearest_batch`); None when it has neither. Its 2x2
+    stride-2 downsampling convolutions of ConvNeXt (``scripts/conv_workspace_probe.py
+    --nets convnext_* --layout channels_last``, the H100, seed 7) took a filter's bytes forward
+    where the NCHW rows hold the two activations too."""
+    if sig in nhwc["exact"]:
+        return list(nhwc["exact"][sig]), "probe", nhwc.get("slots", {}).get(sig)
+    found = _probe_scaled(nhwc, sig, batch)
+    return None if found is None else (found[0], "probe_scaled", found[1])
+
+
+#: lookup levels whose workspaces were measured (or modelled) with NCHW activations: the probe
+#: runs its calls contiguous, and the first-principles model transposes NCHW operands
+NCHW_LEVELS = frozenset({"probe", "probe_scaled", "probe_near", "modelled"})
+
+
+def without_activation_transposes(call, sizes, slots=None):
+    """``(sizes, slots)`` of a dense or grouped convolution ``call`` run on channels-last
+    activations, from the same call's workspaces with NCHW ones (a probe level,
+    :data:`NCHW_LEVELS`): each pass's workspace less the two activations it transposed
+    (:func:`_transposed_bytes`), where it holds them and little else (at most two filters and
+    8 MiB more: the transposing engine, :func:`snsim.program_torch.conv_workspace_bytes`);
+    a pass left with nothing takes none. Other workspaces stay as they are.
+
+    cuDNN's NHWC engines read and write channels-last activations in place; on NCHW ones they
+    transpose both into their workspace first. ConvNeXt-S b48 bf16 on the H100
+    (traces/h100/plans_history/convnext_small_b48_adamw_bf16_plain): its downsampling 2x2
+    convolutions see channels-last activations (the blocks permute NHWC activations back) and
+    took 147,456, 589,824 and 2,359,296 B forward, each its filter's bytes, where the NCHW
+    probe's rows of the same calls hold the two activations too (43,500,032 B for 96 -> 192
+    channels at 56 x 56: 28,901,376 + 14,450,688 + 147,456 + 512); their backward-filter
+    passes took a filter's bytes, their backward-data passes none (this keeps a filter's
+    bytes there).
+
+    >>> c = conv_call("convolution bfloat16[48, 96, 56, 56] bfloat16[192, 96, 2, 2] "
+    ...               "bfloat16[192] 2 2 0 0 1 1 False 0 0 1")
+    >>> without_activation_transposes(c, [43500032])
+    ([147968], [1])
+    >>> without_activation_transposes(c, [400000000])     # not the transposing engine's
+    ([400000000], [1])
+    """
+    passes = _passes(call)
+    per = per_pass_sizes(call, sizes, slots)
+    moved = _transposed_bytes(call)
+    el = ELEMENT_BYTES[call["dtype"]]
+    filt = el * math.prod(call["w"])
+
+    def trimmed(size):
+        rest = size - moved
+        return rest if 0 <= rest <= 2 * filt + (8 << 20) else size
+    if per is None:
+        got = [trimmed(v) for v in sizes]
+        return [v for v in got if v], (slots if all(got) else None)
+    got = [trimmed(v) if v else 0 for v in per]
+    kept, at = _pass_slots(call, list(zip(passes, got)))
+    return kept, at
 
 
 def _lookup_levels(tables, sig, batch):
@@ -1045,16 +1124,27 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             # the recorder gave this op its CUDA kernel's temporaries from the strides it saw,
             # which a table keyed by shapes only cannot tell apart
             continue
+        copies = op[8] if len(op) > 8 and op[1] == "convolution_backward" else ()
+        converted = any(len(c) > 3 and c[3] == "call" for c in copies)
         sizes, how, before = lookup_slots(tables, sig, batch or 0,
-                                          layout=op[7] if len(op) > 7 else "")
+                                          layout=op[7] if len(op) > 7 else "",
+                                          grad_copied=converted)
         counts[how] += 1
         slots = _workspace_slots(op[1], len(sizes), made.get(k, 0), before)
-        if op[1] == "convolution_backward":
-            # cuDNN's backward passes each copy a non-contiguous grad_output into a contiguous
-            # tensor after the pass's gradient and before its workspace, freed after it: the
-            # recorder's copy calls (record.kernel_copies), one a pass, bytes read and written
-            for j, (_, copy_rw, _) in enumerate(op[8] if len(op) > 8 else ()):
-                key = new(copy_rw // 2, "cuda_temp")
+        # cuDNN's backward copies grad_output (the recorder's copy calls, record.kernel_copies:
+        # bytes read and written): once as it starts, into the input's layout, freed when its
+        # passes are done ("call"); or each pass a non-contiguous one into a contiguous tensor
+        # after the pass's gradient and before its workspace, freed after it ("pass")
+        for j, c in enumerate(copies):
+            key = new(c[1] // 2, "cuda_temp")
+            if len(c) > 3 and c[3] == "call":
+                # before the first gradient; freed after the last pass's workspaces, before
+                # grad_bias
+                call = conv_call(sig)
+                last = 2 * (len(_passes(call)) if call is not None else made.get(k, 1)) - 1
+                extra.append(((k, 1, -1, 0), (mark, "a", key)))
+                extra.append(((k, 1, last, 1 << 20), (mark, "f", key)))
+            else:
                 extra.append(((k, 1, 2 * j + 1, -1), (mark, "a", key)))
                 extra.append(((k, 1, 2 * j + 1, 1 << 20), (mark, "f", key)))
         for j, size in enumerate(sizes):

@@ -192,6 +192,32 @@ def cudnn_grad_output_copy(args):
     return concrete_int(dy.numel()) * dy.element_size()
 
 
+def cudnn_grad_output_conversion(args):
+    """Bytes of the copy cuDNN's convolution backward (``cudnn_convolution_backward``,
+    aten/src/ATen/native/cudnn/ConvShared.cpp) makes of ``grad_output`` as it starts,
+    ``grad_output.to(input.suggest_memory_format())``: one copy into the input's layout when
+    grad_output suggests another (``to`` aliases when the suggested formats agree), held until
+    both passes are done (the bias gradient then sums the original); 0 when it makes none.
+    ConvNeXt's downsampling convolutions take channels-last inputs and a gradient with NCHW
+    strides, its stem an NCHW image and a channels-last gradient: the H100 allocator history
+    of convnext_small b48 bf16 (traces/h100/plans_history) shows each taking one copy of
+    grad_output before grad_input, freed before grad_bias, where the per-pass model
+    (:func:`cudnn_grad_output_copy`) placed one after each pass's gradient. Depthwise
+    convolutions: none (ATen's own kernels, or channels-last throughout)."""
+    import torch
+    from torch._prims_common import suggest_memory_format
+    if len(args) < 10 or not all(isinstance(t, torch.Tensor) for t in args[:3]):
+        return 0
+    dy, x = args[0], args[1]
+    if dy.dim() != 4 or x.dim() != 4 or not isinstance(args[9], int) or dy.numel() == 0:
+        return 0
+    if 1 < args[9] == x.shape[1]:
+        return 0
+    if suggest_memory_format(dy) == suggest_memory_format(x):
+        return 0
+    return concrete_int(dy.numel()) * dy.element_size()
+
+
 # reductions whose CUDA kernel (gpu_reduce_kernel) may take global-memory buffers
 _REDUCTIONS = frozenset({"sum", "mean"})
 
@@ -426,16 +452,26 @@ def kernel_copies(name, args):
       ViT-B's 25 LayerNorms copy their input (``layer_norm>native_layer_norm>contiguous>clone``
       on the H200, traces/h200/probe_s16/profile_ops.csv); Swin's and ConvNeXt's run on
       permuted tensors.
-    * cuDNN's convolution backward (:func:`cudnn_grad_output_copy`): each pass (data, weight)
-      copies a non-contiguous grad_output.
+    * cuDNN's convolution backward: a grad_output whose suggested memory format is not its
+      input's is converted once, before any gradient (:func:`cudnn_grad_output_conversion`);
+      else each pass (data, weight) copies a non-contiguous grad_output
+      (:func:`cudnn_grad_output_copy`).
+
+    Each entry is ``(tensor, count, when)``: ``when`` ``"call"`` for one copy made as the call
+    starts and freed when cuDNN's passes are done, ``"pass"`` for one per pass, each after
+    that pass's gradient (:func:`snsim.torchsim.hidden.add_hidden` places them).
     """
     if name in ("native_layer_norm", "native_layer_norm_backward"):
         idx = (0,) if name == "native_layer_norm" else (1, 0)
-        return tuple((args[i], 1) for i in idx if _copied_arg(args, i))
-    if name == "convolution_backward" and cudnn_grad_output_copy(args):
-        mask = args[10] if len(args) > 10 and isinstance(args[10], (list, tuple)) else (1, 1)
-        passes = sum(1 for m in mask[:2] if m)
-        return ((args[0], passes),) if passes else ()
+        return tuple((args[i], 1, "pass") for i in idx if _copied_arg(args, i))
+    if name != "convolution_backward":
+        return ()
+    mask = args[10] if len(args) > 10 and isinstance(args[10], (list, tuple)) else (1, 1)
+    passes = sum(1 for m in mask[:2] if m)
+    if passes and cudnn_grad_output_conversion(args):
+        return ((args[0], 1, "call"),)
+    if passes and cudnn_grad_output_copy(args):
+        return ((args[0], passes, "pass"),)
     return ()
 
 
@@ -448,13 +484,14 @@ def _copied_arg(args, i):
 
 def copy_calls(name, args):
     """:func:`kernel_copies` as the recorder keeps them with the op (its ninth field): one
-    ``(signature, bytes read and written, layout)`` per copy call, the layout as
-    :func:`copy_layout` names a clone of that tensor."""
+    ``(signature, bytes read and written, layout, when)`` per copy call, the layout as
+    :func:`copy_layout` names a clone of that tensor, ``when`` as :func:`kernel_copies` says
+    (a recording made before it has three fields: ``"pass"``)."""
     out = []
-    for t, passes in kernel_copies(name, args):
+    for t, count, when in kernel_copies(name, args):
         call = (signature("clone", (t,), {}), 2 * concrete_int(t.numel()) * t.element_size(),
-                copy_layout("clone", (t,)))
-        out += [call] * passes
+                copy_layout("clone", (t,)), when)
+        out += [call] * count
     return tuple(out)
 
 
