@@ -776,7 +776,7 @@ def test_mha_keeps_q_k_v_to_its_return_for_torch_before_2_12(modelled, alive):
     # when the out-projection runs
     import weakref
     import torch.nn.functional as F
-    from snsim.torchsim.plans import torch_release
+    from snsim.torchsim.plans import modelled_torch, torch_release
     from snsim.torchsim.predict import MHA_FREES_QKV_FROM, mha_qkv_kept_to_return
     frees = "del q, k, v" in __import__("inspect").getsource(F.multi_head_attention_forward)
     if alive and not frees:
@@ -798,8 +798,46 @@ def test_mha_keeps_q_k_v_to_its_return_for_torch_before_2_12(modelled, alive):
     try:
         F.scaled_dot_product_attention, F.linear = sdpa, linear
         # without autograd, which keeps what attention saves (and their Python objects)
-        with mha_qkv_kept_to_return(modelled), torch.no_grad():
+        with modelled_torch(modelled), mha_qkv_kept_to_return(), torch.no_grad():
             mha(x, x, x, need_weights=False)
     finally:
         F.scaled_dot_product_attention, F.linear = orig_sdpa, orig_linear
     assert seen == [alive if alive is not None else not frees]
+
+
+def test_version_rules_follow_the_modelled_release_not_the_installed_torch():
+    # a user with another torch installed predicts for the release that will run the step
+    # (--torch-version): _safe_softmax's CUDA kernel writes its `where` into the softmax it
+    # made from 2.6 (record.SAFE_SOFTMAX_IN_PLACE_FROM), a boolean attention mask becomes a
+    # bias without a logical_not from 2.6 (predict.BOOL_MASK_WITHOUT_NOT_FROM)
+    from snsim.torchsim.plans import modelled_release, modelled_torch, torch_release
+    from snsim.torchsim.predict import attention_bias
+    from snsim.torchsim.record import cuda_temporaries
+    x = torch.empty(2, 4, 8, 8)
+    with modelled_torch("2.5.1"):
+        assert modelled_release() == (2, 5)
+        before, after = cuda_temporaries("_safe_softmax", (x, -1), "cpu")
+        assert before and not after     # a new tensor for the result, then its `where`
+    with modelled_torch("2.11.0+cu130"):
+        before, after = cuda_temporaries("_safe_softmax", (x, -1), "cpu")
+        assert not before and after
+    assert modelled_release() == torch_release(torch.__version__)
+    mask = torch.ones(8, 8, dtype=torch.bool).tril()
+    q = torch.randn(2, 4, 8, 16)
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Names(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func._overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+    for version, negated in (("2.5.1", True), ("2.11", False)):
+        with modelled_torch(version), Names() as seen:
+            bias = attention_bias(mask, q, q, "math")
+        assert ("logical_not" in seen.names) == negated
+        # the same additive bias either way: 0 where attended, -inf elsewhere
+        assert bias.dtype == q.dtype and bool((bias[mask] == 0).all())
+        assert bool(torch.isinf(bias[~mask]).all())

@@ -124,7 +124,8 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
     from ..hardware import load_hardware
     from ..trace import load_trace_doc
     from .opcost import host_copy_time_s
-    from .plans import as_plan, is_installed_torch, make_transform, pack_blocks_of
+    from .plans import (as_plan, is_installed_torch, make_transform, modelled_torch,
+                        pack_blocks_of)
     from .hidden import workspace_sources
     from .predict import mha_qkv_kept_to_return, predict
     spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
@@ -138,7 +139,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
         m = shadow(m)
         models.append(m)
         return m
-    with mha_qkv_kept_to_return(torch_version):
+    with modelled_torch(torch_version), mha_qkv_kept_to_return():
         r = predict(spec, batch, optimizer=optimizer, gpu=gpu, transform=transform,
                     hidden=hidden, hidden_exclude=hidden_exclude, budget_bytes=budget_bytes,
                     host_gauge_s=host_gauge_s)

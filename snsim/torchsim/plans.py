@@ -47,6 +47,8 @@ This module imports torch only when a plan is applied, so :class:`PlanSpec` pars
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
 import functools
 import re
 import warnings
@@ -813,6 +815,39 @@ def is_installed_torch(version):
     """Whether a ``--torch-version`` value names the installed torch (None or
     ``"installed"``)."""
     return version is None or str(version).strip() == "installed"
+
+
+# the release :func:`modelled_torch` set, None outside it (the installed torch's)
+_MODELLED_RELEASE = contextvars.ContextVar("snsim_modelled_torch", default=None)
+
+
+@contextlib.contextmanager
+def modelled_torch(version):
+    """Within it, the CUDA behaviour a recording models is torch ``version``'s (a
+    ``--torch-version`` value; None or ``"installed"``: the installed torch's), for every
+    version-dependent rule (:func:`modelled_release`): what the release that will run the step
+    does on the GPU, not what the torch recording the step on this CPU would do."""
+    token = _MODELLED_RELEASE.set(None if is_installed_torch(version)
+                                  else torch_release(version))
+    try:
+        yield
+    finally:
+        _MODELLED_RELEASE.reset(token)
+
+
+def modelled_release():
+    """``(major, minor)`` of the torch release being modelled: the one :func:`modelled_torch`
+    set, else the installed torch's.
+
+    >>> with modelled_torch("2.5.1"):
+    ...     modelled_release()
+    (2, 5)
+    """
+    got = _MODELLED_RELEASE.get()
+    if got is not None:
+        return got
+    import torch
+    return torch_release(torch.__version__)
 
 
 def pack_blocks_of(version):

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 from ..program import ROOT_MODULE
 from .models import resolve_model, resolve_sized
-from .plans import is_installed_torch, torch_release
+from .plans import modelled_release, torch_release
 
 
 # presets of sm90 GPUs (Hopper): torch's sdp_utils puts cuDNN attention first there for fp16/
@@ -114,7 +114,7 @@ def attention_bias(attn_mask, query, key, kind):
     bias = attn_mask
     if attn_mask.dtype == torch.bool:
         fill = -65504.0 if kind == "cudnn" else float("-inf")
-        if torch_release(torch.__version__) < BOOL_MASK_WITHOUT_NOT_FROM:
+        if modelled_release() < BOOL_MASK_WITHOUT_NOT_FROM:
             bias = torch.where(attn_mask.logical_not(), fill,
                                torch.scalar_tensor(0.0, dtype=query.dtype))
         else:
@@ -177,11 +177,11 @@ MHA_FREES_QKV_FROM = (2, 12)
 
 
 @contextlib.contextmanager
-def mha_qkv_kept_to_return(torch_version=None):
+def mha_qkv_kept_to_return():
     """``nn.MultiheadAttention``'s q, k and v alive until ``F.multi_head_attention_forward``
     returns, as torch before :data:`MHA_FREES_QKV_FROM` keeps them (its locals), where the
-    installed torch frees them after attention and ``torch_version`` (the release that will
-    run the step; None: the installed one) is older.
+    installed torch frees them after attention and the modelled release
+    (:func:`snsim.torchsim.plans.modelled_release`: the one that will run the step) is older.
 
     In self-attention the three are views of the packed in-projection, so the projection
     (ViT-B/16 b64 bf16: 58,097,664 B a block) outlives the out-projection's casts and output:
@@ -192,8 +192,7 @@ def mha_qkv_kept_to_return(torch_version=None):
     attention is installed then (a CUDA-like stand-in among them) to hold the three."""
     import torch
     import torch.nn.functional as F
-    if (is_installed_torch(torch_version)
-            or torch_release(torch_version) >= MHA_FREES_QKV_FROM
+    if (modelled_release() >= MHA_FREES_QKV_FROM
             or torch_release(torch.__version__) < MHA_FREES_QKV_FROM):
         yield
         return

@@ -37,7 +37,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 from ..kernel_table import TF32_PREFIX, pow2_align
 from ..program import ROOT_MODULE
 from .capture import OP_TAG
-from .plans import torch_release
+from .plans import modelled_release
 
 try:
     from torch.autograd import _get_sequence_nr
@@ -575,7 +575,7 @@ def cuda_temporaries(name, args, device_type):
         if not numel:
             return (), ()
         rows = numel // concrete_int(x.shape[dim])
-        if torch_release(torch.__version__) < SAFE_SOFTMAX_IN_PLACE_FROM:
+        if modelled_release() < SAFE_SOFTMAX_IN_PLACE_FROM:
             return [numel * dtype.itemsize, dtype.itemsize, numel, rows, dtype.itemsize], ()
         return (), [numel, rows, dtype.itemsize]
     if name == "_softmax_backward_data" and len(args) > 1 \
