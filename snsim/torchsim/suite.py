@@ -1339,6 +1339,33 @@ _HELDOUT45_TOKENS = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT45 = _plan_set(_HELDOUT45, _HELDOUT45_TOKENS)
+# session 61, written before any of it ran, after the channels-last workspaces and grad_output
+# conversions: ConvNeXt at batches the channels-last probe did not run (B b56 bf16, T b20 fp32
+# superneurons, S b36 fp16 checkpointed), Swin-B bf16 pinned cpu_offload, ViT-B/16 b40
+# checkpointed, ResNet-152 fp16 superneurons, MobileNetV3-L b160 bf16, RegNetX-8GF bf16
+# checkpointed; GPT-2 b12 s1024 bf16, RoBERTa-base checkpointed, Qwen2.5-0.5B fp32, T5-small
+# bf16 superneurons
+_HELDOUT46 = (
+    ("torchvision:convnext_base", 56, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:convnext_tiny", 20, {"superneurons": []}, {"optimizer": "sgd"}),
+    ("torchvision:convnext_small", 36, {"checkpoint": ["modules=CNBlock"]}, {"amp": "fp16"}),
+    ("torchvision:swin_b", 24, {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:vit_b_16", 40, {"checkpoint": ["modules=EncoderBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:resnet152", 40, {"superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:mobilenet_v3_large", 160, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:regnet_x_8gf", 40, {"checkpoint": ["modules=ResBottleneckBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+_HELDOUT46_TOKENS = (
+    ("hf:gpt2", 12, (1024,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:roberta-base", 16, (512,), {"checkpoint": ["modules=RobertaLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:Qwen/Qwen2.5-0.5B", 2, (1024,), {"plain": []}, {"optimizer": "adamw"}),
+    ("hf:t5-small", 24, (512,), {"superneurons": []}, {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT46 = _plan_set(_HELDOUT46, _HELDOUT46_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1375,6 +1402,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout40": PLAN_HELDOUT40, "heldout41": PLAN_HELDOUT41,
              "heldout42": PLAN_HELDOUT42, "heldout43": PLAN_HELDOUT43,
              "heldout44": PLAN_HELDOUT44, "heldout45": PLAN_HELDOUT45,
+             "heldout46": PLAN_HELDOUT46,
              "pageable": PLAN_PAGEABLE}
 
 
