@@ -792,9 +792,9 @@ def lookup_slots(tables, sig, batch, layout="", grad_copied=False):
     run channels-last reads that table's rows of the same call first, then the NCHW levels
     less their transposed activations (:func:`without_activation_transposes`).
 
-    ``grad_copied``: the backward copied its grad_output into the engine's layout (the
-    recorder's kernel copies): its bias gradient then sums the original, not channels-last,
-    tensor, and the channels-last rows' buffers after grad_bias (that sum's, with a
+    ``grad_copied``: the backward converted its grad_output to the input's layout as it
+    started (:func:`snsim.torchsim.record.cudnn_grad_output_conversion`): its bias gradient
+    then sums the original, not channels-last, tensor, and the channels-last rows' buffers after grad_bias (that sum's, with a
     channels-last grad_output) are left out. ConvNeXt-S b48's downsampling backward at 7 x 7
     took none after a grad_output copy (traces/h100/plans_history), where the probe's
     channels-last call took 14,548,992 + 24 B."""
