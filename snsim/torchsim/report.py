@@ -3764,6 +3764,9 @@ def build_report(traces_dir="traces/h200"):
                       "or more) by 0.14 % median and 6.9 % mean, 67 % within 1 %, but by "
                       "20-63 % where cuDNN changes engine between them (7 x 7 maps at "
                       "batches 12 and 24): the probe's grid, not a rule, sets these errors. "
+                      "Re-predicted with the code before those rules (f2bb976), the three "
+                      "come out at -1.55, -4.90 and -8.23 %: off the probe's grid the rules "
+                      "changed little. "
                       "Step: median |err| 11.8 %, max 20.9 %, every run but RegNetX-8GF too "
                       "fast; eight of the twelve processes gauged 9.8-11.0 us per add "
                       "(the table's lease 8.20). ")
