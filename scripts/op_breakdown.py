@@ -44,9 +44,8 @@ def main(argv=None):
     from snsim.hardware import load_hardware
     from snsim.kernel_table import HOST_READ_OPS, load_host_costs, load_kernel_table
     from snsim.torchsim.amp import TrainSetup
-    from snsim.kernel_table import load_sibling_ratios
     from snsim.torchsim.opcost import (NO_KERNEL_OPS, _lookup_args, host_issue_s,
-                                       op_gpu_time_s, op_times_s)
+                                       op_gpu_time_s, op_times_s, preset_table)
     from snsim.torchsim.predict import cached_recording
 
     setup = TrainSetup(args.optimizer, args.impl, args.amp,
@@ -54,15 +53,15 @@ def main(argv=None):
     name, (ops, marks, host_sids, _, acc) = cached_recording(args.model, args.batch, setup,
                                                              args.cache)
     hw = load_hardware(args.gpu)
-    table = load_kernel_table(args.table or args.gpu)
+    # the preset's own table scales a borrowed one by its measured slowdowns; --table unscaled
+    table, sibling = ((load_kernel_table(args.table), None) if args.table
+                      else preset_table(hw.name))
     if table is None:
         print(f"no kernel table for {args.table or args.gpu}", file=sys.stderr)
         return 2
     rep = {}
-    # the preset's own table ("auto") scales a borrowed one by its measured slowdowns
-    op_times_s(ops, hw, marks, table=table if args.table else "auto", report=rep,
+    op_times_s(ops, hw, marks, table=table, sibling=sibling, report=rep,
                host_sids=host_sids, accumulations=acc)
-    sibling = None if args.table else (load_sibling_ratios(hw.name) or None)
     syncs = [i for i, op in enumerate(ops)
              if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
     costs = load_host_costs(hw.name)

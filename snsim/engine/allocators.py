@@ -1088,8 +1088,9 @@ def replay_history(doc, window_bytes, gemm_at=None, cublas_bytes=0, empty_cache_
     allocation (as the engine opens it after the step's first operation; a history without
     iteration marks takes no window), and cuBLAS's ``cublas_bytes`` mapped into it before
     allocation number ``gemm_at`` (the one after the first GEMM's output, where a recorded
-    program maps it: :func:`snsim.torchsim.build.build_program`'s ``warmup_first_gemm``). ``empty_cache_after``: the index of the event after which ``empty_cache()`` runs
-    and the peak starts again (what a process that emptied the cache there would reserve).
+    program maps it: :func:`snsim.torchsim.build.build_program`'s ``warmup_first_gemm``).
+    ``empty_cache_after``: the index of the event after which ``empty_cache()`` runs and the
+    peak starts again (what a process that emptied the cache there would reserve).
     Where the history itself released segments (``segment_free``: the process called
     ``empty_cache()``, e.g. the ZeRO executor after its discovery look), the replay empties its
     cache there too, once per run of such events.

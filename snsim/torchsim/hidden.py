@@ -794,20 +794,16 @@ def lookup_slots(tables, sig, batch, layout="", grad_copied=False):
 
     ``grad_copied``: the backward converted its grad_output to the input's layout as it
     started (:func:`snsim.torchsim.record.cudnn_grad_output_conversion`): its bias gradient
-    then sums the original, not channels-last, tensor, and the channels-last rows' buffers after grad_bias (that sum's, with a
-    channels-last grad_output) are left out. ConvNeXt-S b48's downsampling backward at 7 x 7
-    took none after a grad_output copy (traces/h100/plans_history), where the probe's
-    channels-last call took 14,548,992 + 24 B."""
+    then sums the original, not channels-last, tensor, and the channels-last rows' buffers
+    after grad_bias (that sum's, with a channels-last grad_output) are left out. ConvNeXt-S
+    b48's downsampling backward at 7 x 7 took none after a grad_output copy
+    (traces/h100/plans_history), where the probe's channels-last call took 14,548,992 + 24 B."""
     call = conv_call(sig) if layout == "channels_last" else None
     nhwc = tables.get("probe_channels_last") if call is not None else None
     if nhwc is not None and _is_depthwise(call):
         tables = {**tables, "probe": nhwc}
     elif nhwc is not None and sig not in tables["exact"]:
-        found = _channels_last_probed(nhwc, sig, batch)
-        if found is not None and grad_copied and found[2] is not None and call["mask"] \
-                and call["mask"][2]:
-            kept = [(v, k) for v, k in zip(found[0], found[2]) if k < sum(call["mask"])]
-            return [v for v, _ in kept], found[1], [k for _, k in kept]
+        found = _channels_last_probed(nhwc, call, sig, batch, grad_copied)
         if found is not None:
             return found
     sizes, how, slots = _lookup_levels(tables, sig, batch)
@@ -820,17 +816,26 @@ def lookup_slots(tables, sig, batch, layout="", grad_copied=False):
     return sizes, how, slots
 
 
-def _channels_last_probed(nhwc, sig, batch):
+def _channels_last_probed(nhwc, call, sig, batch, grad_copied=False):
     """``(sizes, level, slots)`` of a non-depthwise call run channels-last from the
     channels-last probe's rows of the same call (``"probe"``) or of it at other batches
     (``"probe_scaled"``: :func:`_at_nearest_batch`); None when it has neither. Its 2x2
     stride-2 downsampling convolutions of ConvNeXt (``scripts/conv_workspace_probe.py
     --nets convnext_* --layout channels_last``, the H100, seed 7) took a filter's bytes forward
-    where the NCHW rows hold the two activations too."""
+    where the NCHW rows hold the two activations too. ``grad_copied``: without the buffers
+    the rows hold after the backward's last gradient (:func:`lookup_slots`)."""
     if sig in nhwc["exact"]:
-        return list(nhwc["exact"][sig]), "probe", nhwc.get("slots", {}).get(sig)
-    found = _probe_scaled(nhwc, sig, batch)
-    return None if found is None else (found[0], "probe_scaled", found[1])
+        sizes, level, slots = list(nhwc["exact"][sig]), "probe", nhwc.get("slots", {}).get(sig)
+    else:
+        found = _probe_scaled(nhwc, sig, batch)
+        if found is None:
+            return None
+        (sizes, slots), level = found, "probe_scaled"
+    mask = call["mask"]
+    if grad_copied and slots is not None and mask and mask[2]:
+        kept = [(v, k) for v, k in zip(sizes, slots) if k < sum(mask)]
+        sizes, slots = [v for v, _ in kept], [k for _, k in kept]
+    return sizes, level, slots
 
 
 #: lookup levels whose workspaces were measured (or modelled) with NCHW activations: the probe
@@ -1125,7 +1130,9 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             # which a table keyed by shapes only cannot tell apart
             continue
         copies = op[8] if len(op) > 8 and op[1] == "convolution_backward" else ()
-        converted = any(len(c) > 3 and c[3] == "call" for c in copies)
+        # when each copy is made (record.copy_calls; a recording before it: per pass)
+        whens = [c[3] if len(c) > 3 else "pass" for c in copies]
+        converted = "call" in whens
         sizes, how, before = lookup_slots(tables, sig, batch or 0,
                                           layout=op[7] if len(op) > 7 else "",
                                           grad_copied=converted)
@@ -1135,9 +1142,9 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
         # bytes read and written): once as it starts, into the input's layout, freed when its
         # passes are done ("call"); or each pass a non-contiguous one into a contiguous tensor
         # after the pass's gradient and before its workspace, freed after it ("pass")
-        for j, c in enumerate(copies):
+        for j, (c, when) in enumerate(zip(copies, whens)):
             key = new(c[1] // 2, "cuda_temp")
-            if len(c) > 3 and c[3] == "call":
+            if when == "call":
                 # before the first gradient; freed after the last pass's workspaces, before
                 # grad_bias
                 call = conv_call(sig)

@@ -465,7 +465,15 @@ def innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
     return out
 
 
-def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
+def preset_table(name):
+    """``(table, sibling)``: preset ``name``'s kernel table (None where it has none) and, where
+    it borrows its sibling's, the measured slowdowns that scale it (None where it reads its
+    own, or none were measured: :func:`snsim.kernel_table.load_sibling_ratios`)."""
+    table = load_kernel_table(name)
+    return table, ((load_sibling_ratios(name) or None) if table is not None else None)
+
+
+def op_times_s(ops, hw, marks=None, *, table="auto", sibling=None, host=True, report=None,
                host_costs=None, host_sids=frozenset(), host_events=(), accumulations=(),
                host_pace=1.0):
     """Modelled time of every recorded op ``(mark, name, reads, news, flops, bytes[, sig])``.
@@ -480,7 +488,11 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         its share of the two-resource schedule (:func:`snsim.kernel_table.host_stream`), so a
         step's time includes the GPU's waits for the host.
     table : KernelTable, "auto" or None
-        ``"auto"``: the preset's table if it has one (:func:`snsim.kernel_table.load_kernel_table`).
+        ``"auto"``: the preset's table if it has one (:func:`snsim.kernel_table.load_kernel_table`)
+        and its sibling's slowdowns (:func:`preset_table`).
+    sibling : dict, optional
+        A borrowed ``table``'s measured slowdowns (:func:`preset_table`); ignored with
+        ``"auto"``.
     host : bool
         Model the host (needs ``marks``, a table and in-network host costs, ``"innet"``);
         False: GPU time only.
@@ -502,11 +514,8 @@ def op_times_s(ops, hw, marks=None, *, table="auto", host=True, report=None,
         ``proxy``, ``roofline``), ``gpu_s``, ``host_s`` and ``wait_s`` (the GPU idle for the
         host).
     """
-    sibling = None
     if table == "auto":
-        table = load_kernel_table(hw.name)
-        # a borrowed table's measured slowdowns (empty: its own table, or none measured)
-        sibling = (load_sibling_ratios(hw.name) or None) if table is not None else None
+        table, sibling = preset_table(hw.name)
     gpu, source = [], []
     for op in ops:
         t, src = op_gpu_time_s(table, op, hw, sibling)

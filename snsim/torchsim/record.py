@@ -175,14 +175,9 @@ def cudnn_grad_output_copy(args):
     [48, 48, 56, 56] before its workspace and freeing it after. Depthwise convolutions run
     ATen's own kernels: none."""
     import torch
-    if len(args) < 10 or not all(isinstance(t, torch.Tensor) for t in args[:3]):
+    if _cudnn_backward_operands(args) is None:
         return 0
-    dy, x, w = args[0], args[1], args[2]
-    if dy.dim() != 4 or not isinstance(args[9], int):
-        return 0
-    groups = args[9]
-    if groups > 1 and groups == x.shape[1]:
-        return 0
+    dy, x, w = args[:3]
     fmt = torch.channels_last if (x.is_contiguous(memory_format=torch.channels_last)
                                   and not x.is_contiguous()) or (
         w.is_contiguous(memory_format=torch.channels_last) and not w.is_contiguous()) \
@@ -204,18 +199,28 @@ def cudnn_grad_output_conversion(args):
     grad_output before grad_input, freed before grad_bias, where the per-pass model
     (:func:`cudnn_grad_output_copy`) placed one after each pass's gradient. Depthwise
     convolutions: none (ATen's own kernels, or channels-last throughout)."""
-    import torch
     from torch._prims_common import suggest_memory_format
-    if len(args) < 10 or not all(isinstance(t, torch.Tensor) for t in args[:3]):
+    operands = _cudnn_backward_operands(args)
+    if operands is None:
         return 0
-    dy, x = args[0], args[1]
-    if dy.dim() != 4 or x.dim() != 4 or not isinstance(args[9], int) or dy.numel() == 0:
-        return 0
-    if 1 < args[9] == x.shape[1]:
-        return 0
-    if suggest_memory_format(dy) == suggest_memory_format(x):
+    dy, x, _ = operands
+    if dy.numel() == 0 or suggest_memory_format(dy) == suggest_memory_format(x):
         return 0
     return concrete_int(dy.numel()) * dy.element_size()
+
+
+def _cudnn_backward_operands(args):
+    """``(grad_output, input, weight)`` of a ``convolution_backward`` call (its aten args) that
+    runs cuDNN's 2-D backward, else None: a depthwise one runs ATen's own kernels."""
+    import torch
+    if len(args) < 10 or not all(isinstance(t, torch.Tensor) for t in args[:3]):
+        return None
+    dy, x, w = args[:3]
+    if dy.dim() != 4 or x.dim() != 4 or not isinstance(args[9], int):
+        return None
+    if 1 < args[9] == x.shape[1]:
+        return None
+    return dy, x, w
 
 
 # reductions whose CUDA kernel (gpu_reduce_kernel) may take global-memory buffers
