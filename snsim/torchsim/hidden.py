@@ -551,8 +551,8 @@ def dense_pass_bytes(rows, call, pass_name):
 def probed_scaled_workspaces(probe, sig, batch):
     """The probed workspaces of the same call at other batches (:func:`_at_nearest_batch`:
     interpolated between the nearest on either side, else the nearest scaled by the batch
-    ratio; the probe measured its networks' layers at ten batches, zeros included: a layer a
-    capture does not list because it took none stays at none)."""
+    ratio; the probe measured its networks' layers at batches 8 to 256, every 8 up to 64,
+    zeros included: a layer a capture does not list because it took none stays at none)."""
     found = _probe_scaled(probe, sig, batch)
     return None if found is None else found[0]
 

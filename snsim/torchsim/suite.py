@@ -1366,6 +1366,36 @@ _HELDOUT46_TOKENS = (
     ("hf:t5-small", 24, (512,), {"superneurons": []}, {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT46 = _plan_set(_HELDOUT46, _HELDOUT46_TOKENS)
+# session 62, written before any of it ran, after the workspace probe at batches 24, 40 and 56
+# (and channels-last 20, 56): CNNs at those batches (RegNetY-8GF b40 fp16 checkpointed,
+# EfficientNetV2-S b56 bf16 superneurons, Wide ResNet-50-2 b24 bf16 pinned cpu_offload) and
+# off them (ResNeXt-50 b36 bf16, DenseNet-169 b28 fp16, ConvNeXt-T b44 bf16 checkpointed,
+# Inception-v3 b72 fp32, MNASNet-1.0 b100 bf16 superneurons); Pythia-160M checkpointed,
+# BERT-large fp16 superneurons, OPT-125M bf16, GPT-2 medium bf16 pinned cpu_offload
+_HELDOUT47 = (
+    ("torchvision:resnext50_32x4d", 36, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:regnet_y_8gf", 40, {"checkpoint": ["modules=ResBottleneckBlock"]},
+     {"amp": "fp16"}),
+    ("torchvision:efficientnet_v2_s", 56, {"superneurons": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:densenet169", 28, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:wide_resnet50_2", 24, {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:convnext_tiny", 44, {"checkpoint": ["modules=CNBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:inception_v3", 72, {"plain": []}, {}),
+    ("torchvision:mnasnet1_0", 100, {"superneurons": []}, {"amp": "bf16"}),
+)
+_HELDOUT47_TOKENS = (
+    ("hf:EleutherAI/pythia-160m", 8, (1024,), {"checkpoint": ["modules=GPTNeoXLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:bert-large-uncased", 8, (512,), {"superneurons": []},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("hf:facebook/opt-125m", 16, (512,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:gpt2-medium", 4, (1024,), {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT47 = _plan_set(_HELDOUT47, _HELDOUT47_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1402,7 +1432,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout40": PLAN_HELDOUT40, "heldout41": PLAN_HELDOUT41,
              "heldout42": PLAN_HELDOUT42, "heldout43": PLAN_HELDOUT43,
              "heldout44": PLAN_HELDOUT44, "heldout45": PLAN_HELDOUT45,
-             "heldout46": PLAN_HELDOUT46,
+             "heldout46": PLAN_HELDOUT46, "heldout47": PLAN_HELDOUT47,
              "pageable": PLAN_PAGEABLE}
 
 
