@@ -37,9 +37,9 @@ def model_signatures(name, batches, dtypes):
     for n in batches:
         for dt in dtypes:
             probe = probe_mod._Probe(torch, device="meta")
-            for c, h, co, k, s, pad, g, bias in layers:
+            for c, h, co, k, s, pad, g, bias, d in layers:
                 probe_mod.run_one(torch, F, probe, n, c, h, co, k, s, pad, g, bias, dt,
-                                  device="meta")
+                                  device="meta", dilation=d)
             sigs.update(sig for sig, _ in probe.calls)
     return sigs, len(layers)
 

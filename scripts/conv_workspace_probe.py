@@ -101,6 +101,16 @@ configs/kernels/h200_conv_workspaces_seed5.log):
         --kinds dense --net-dtypes float32,bfloat16 --nets resnet18,efficientnet_b0 \
         --merge configs/kernels/h200_conv_workspaces.json.gz
 
+The segmentation models' layers, their atrous (dilated) convolutions included, at their
+480 x 480 input: no classification network has their maps (60 x 60, 30 x 30) or dilations,
+so without them a DeepLabV3-MobileNetV3 b24 prediction took 306 of its 420 workspaces from
+probed neighbours (H200 held-out set 15: reserved +7.99 %, LR-ASPP -8.70 %):
+
+    PYTHONPATH=$PWD python3 scripts/conv_workspace_probe.py --out $OUT --minutes 5 --no-random \
+        --nets deeplabv3_mobilenet_v3_large,lraspp_mobilenet_v3_large,deeplabv3_resnet50,\
+deeplabv3_resnet101,fcn_resnet50,fcn_resnet101 --net-batches 4,8,16,24,32 \
+        --net-dtypes float32,bfloat16,float16 --merge configs/kernels/h200_conv_workspaces.json.gz
+
 Channels-last inputs (``--layout channels_last``: each input made NHWC, as a network that
 permutes NHWC activations back feeds its convolutions, ConvNeXt's blocks): ATen sends a
 depthwise convolution whose input or weight suggests channels-last to cuDNN
@@ -161,18 +171,19 @@ NET_MODELS = ("resnet50", "densenet121", "inception_v3", "vgg16", "mobilenet_v2"
 
 
 def _net_layers(models=NET_MODELS):
-    """(c, h, co, k, s, pad, groups, bias) of the distinct square ``nn.Conv2d`` layers of
-    ``models`` (torchvision names, each at its default input), traced at batch 1 on the meta
-    device."""
+    """(c, h, co, k, s, pad, groups, bias, dilation) of the distinct square ``nn.Conv2d``
+    layers of ``models`` (torchvision names, each at its default input), traced at batch 1 on
+    the meta device. Dilated layers count (the segmentation models' atrous convolutions:
+    DeepLabV3's ASPP at dilations 12, 24 and 36)."""
     import torch
     from snsim.torchsim.calibrate import traced_layer_calls
     seen, out = set(), []
     for _name, (c, h, w), mod in traced_layer_calls(models, torch.nn.Conv2d):
         if (mod.kernel_size[0] == mod.kernel_size[1] and h == w
                 and mod.padding[0] == mod.padding[1] and mod.stride[0] == mod.stride[1]
-                and mod.dilation == (1, 1)):
+                and mod.dilation[0] == mod.dilation[1]):
             f = (c, h, mod.out_channels, mod.kernel_size[0], mod.stride[0], mod.padding[0],
-                 mod.groups, mod.bias is not None)
+                 mod.groups, mod.bias is not None, mod.dilation[0])
             if f not in seen:
                 seen.add(f)
                 out.append(f)
@@ -266,7 +277,7 @@ def _flush(torch, probe):
 
 
 def run_one(torch, F, probe, n, c, h, co, k, s, pad, g, bias, dtype, device="cuda",
-            layout=""):
+            layout="", dilation=1):
     dt = getattr(torch, dtype)
     x = torch.randn(n, c, h, h, device=device, dtype=dt)
     if layout == "channels_last":
@@ -275,7 +286,7 @@ def run_one(torch, F, probe, n, c, h, co, k, s, pad, g, bias, dtype, device="cud
     w = torch.randn(co, c // g, k, k, device=device, dtype=dt, requires_grad=True)
     b = torch.randn(co, device=device, dtype=dt, requires_grad=True) if bias else None
     with probe.mode():
-        y = F.conv2d(x, w, b, stride=s, padding=pad, groups=g)
+        y = F.conv2d(x, w, b, stride=s, padding=pad, dilation=dilation, groups=g)
         y.backward(torch.ones_like(y))
     del x, w, b, y
 
@@ -407,10 +418,12 @@ def main(argv=None):
             if args.pointwise_grid else ():
         for e in (4, 6):
             for h in (7, 14):
-                layers += [(c, h, c * e, 1, 1, 0, 1, False), (c * e, h, c, 1, 1, 0, 1, False)]
-    configs = [(n, c, h, co, k, s, p, g, bias, dt)
+                layers += [(c, h, c * e, 1, 1, 0, 1, False, 1),
+                           (c * e, h, c, 1, 1, 0, 1, False, 1)]
+    # (n, c, h, co, k, s, pad, groups, bias, dtype, dilation) per call
+    configs = [(n, c, h, co, k, s, p, g, bias, dt, d)
                for n in net_batches for dt in net_dtypes
-               for c, h, co, k, s, p, g, bias in layers]
+               for c, h, co, k, s, p, g, bias, d in layers]
     pending = []       # the other dtypes of the last random sample (--sample-dtypes)
     if args.dry_run:
         print(f"{len(configs)} network-layer calls ({len(layers)} layers x "
@@ -424,11 +437,14 @@ def main(argv=None):
                   f"{probe.calls[0][0]}")
             probe.calls = []
         n, c, h, co, k, s, g, bias, _ = _sample(random.Random(args.seed), kinds, widths, spatial)
-        for n, c, h, co, k, s, pad, g, bias, _ in configs[:2] + [
-                (n, c, h, co, k, s, k // 2, g, bias, None)]:
-            # tiny batch and map: the dispatch records signatures on the CPU in seconds
-            run_one(torch, F, probe, 2, c, min(h, 16), co, k, s, pad, g, bias, "float32",
-                    device="cpu")
+        dilated = [cfg for cfg in configs if cfg[-1] > 1][:1]
+        for n, c, h, co, k, s, pad, g, bias, _, d in configs[:2] + dilated + [
+                (n, c, h, co, k, s, k // 2, g, bias, None, 1)]:
+            # tiny batch and map: the dispatch records signatures on the CPU in seconds (a
+            # dilated layer keeps the map its dilation needs)
+            hd = max(min(h, 16), d * (k - 1) + 1 - 2 * pad)
+            run_one(torch, F, probe, 2, c, hd, co, k, s, pad, g, bias, "float32",
+                    device="cpu", dilation=d)
         for sig, sizes in probe.calls:
             print("  would record:", sig)
         return
@@ -456,25 +472,25 @@ def main(argv=None):
         if args.no_random:
             if i >= len(configs):
                 break
-            n, c, h, co, k, s, pad, g, bias, dtype = configs[i]
+            n, c, h, co, k, s, pad, g, bias, dtype, dil = configs[i]
         elif i % 2 == 0 and i // 2 < len(configs):
-            n, c, h, co, k, s, pad, g, bias, dtype = configs[i // 2]
+            n, c, h, co, k, s, pad, g, bias, dtype, dil = configs[i // 2]
         elif pending:
-            n, c, h, co, k, s, pad, g, bias, dtype = pending.pop()
+            n, c, h, co, k, s, pad, g, bias, dtype, dil = pending.pop()
         else:
             n, c, h, co, k, s, g, bias, dtype = _sample(rng, kinds, widths, spatial)
-            pad = k // 2
+            pad, dil = k // 2, 1
             if sample_dtypes:
                 dtype = sample_dtypes[0]
-                pending = [(n, c, h, co, k, s, pad, g, bias, d) for d in sample_dtypes[1:]]
+                pending = [(n, c, h, co, k, s, pad, g, bias, d, 1) for d in sample_dtypes[1:]]
         i += 1
         el = 4 if dtype == "float32" else 2
-        ho = (h + 2 * pad - k) // s + 1
+        ho = (h + 2 * pad - dil * (k - 1) - 1) // s + 1
         if ho < 1 or max(n * c * h * h, n * co * ho * ho) * el > args.max_bytes:
             continue
         try:
             run_one(torch, F, probe, n, c, h, co, k, s, pad, g, bias, dtype,
-                    layout=args.layout)
+                    layout=args.layout, dilation=dil)
         except torch.OutOfMemoryError:
             # a call cut short leaves an unpaired marker: drop this stretch of the history
             skipped["oom"] = skipped.get("oom", 0) + 1

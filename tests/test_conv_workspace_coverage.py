@@ -61,3 +61,22 @@ def test_predict_says_what_its_workspaces_rest_on(capsys):
                                      "hidden_lookup_probe_near": 2, "hidden_lookup_none": 9}) \
         == {"measured": 4, "other_batch_or_dtype": 3, "neighbours": 2, "modelled": 0}
     assert tcli.guessed_workspaces_note(dict(got)) is None
+
+
+def test_the_probe_keeps_dilated_layers_and_runs_them_dilated():
+    # DeepLabV3-MobileNetV3's ASPP: 3x3 convolutions of 960 channels on 30x30 maps (480x480
+    # input) at dilations 12, 24 and 36, padding equal to the dilation; the signature's
+    # dilation field follows (record.signature: stride, padding, dilation, ...)
+    import torch
+    import torch.nn.functional as F
+    import conv_workspace_probe as probe_mod
+    layers = probe_mod._net_layers(("deeplabv3_mobilenet_v3_large",))
+    aspp = sorted(d for c, h, co, k, s, pad, g, bias, d in layers
+                  if (c, h, k, g) == (960, 30, 3, 1) and d > 1)
+    assert aspp == [12, 24, 36]
+    probe = probe_mod._Probe(torch, device="meta")
+    probe_mod.run_one(torch, F, probe, 2, 960, 30, 256, 3, 1, 24, 1, False, "float32",
+                      device="meta", dilation=24)
+    fwd = probe.calls[0][0]
+    assert fwd.startswith("convolution float32[2, 960, 30, 30] float32[256, 960, 3, 3]")
+    assert " 1 1 24 24 24 24 False " in fwd
