@@ -59,8 +59,8 @@ def test_predict_says_what_its_workspaces_rest_on(capsys):
     assert hidden.workspace_sources({"hidden_lookup_probe": 3, "hidden_lookup_half_sibling": 1,
                                      "hidden_lookup_probe_scaled": 2, "hidden_lookup_dtype": 1,
                                      "hidden_lookup_probe_near": 2, "hidden_lookup_none": 9}) \
-        == {"measured": 4, "other_batch_or_dtype": 3, "neighbours": 2, "modelled": 0}
-    assert tcli.guessed_workspaces_note(dict(got)) is None
+        == {"measured": 4, "other_batch": 2, "other_dtype": 1, "neighbours": 2, "modelled": 0}
+    assert tcli.guessed_workspaces_note(dict(got), 32) is None
 
 
 def test_the_probe_keeps_dilated_layers_and_runs_them_dilated():
@@ -80,3 +80,18 @@ def test_the_probe_keeps_dilated_layers_and_runs_them_dilated():
     fwd = probe.calls[0][0]
     assert fwd.startswith("convolution float32[2, 960, 30, 30] float32[256, 960, 3, 3]")
     assert " 1 1 24 24 24 24 False " in fwd
+
+
+def test_predict_at_an_unprobed_batch_says_its_workspaces_were_interpolated(capsys):
+    # ResNet-18's layers are probed at 40 and 48, not 44: its workspaces are read between them
+    import json
+
+    from snsim.cli import main
+    args = ["predict", "--model", "torchvision:resnet18", "--batch", "44", "--gpu", "h200"]
+    assert main(args + ["--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)["workspace_sources"]
+    assert got["other_batch"] > 0 and got["measured"] == 0
+    assert main(args) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("workspaces: ")]
+    assert len(lines) == 1 and "read at batches other than 44" in lines[0]
+    assert "--net-batches 44" in lines[0]

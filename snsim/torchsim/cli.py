@@ -274,7 +274,7 @@ def cmd_predict(args):
         row["workspace_sources"] = ", ".join(f"{k} {v}"
                                              for k, v in row["workspace_sources"].items())
         _print_kv(row)
-        note = guessed_workspaces_note(r["workspace_sources"])
+        note = guessed_workspaces_note(r["workspace_sources"], args.batch)
         if note:
             print(note)
         ts = r.get("time_sources") or {}
@@ -327,27 +327,41 @@ def maxbatch_command(args):
     return shlex.join(parts)
 
 
-def guessed_workspaces_note(sources):
-    """The line ``snsim predict`` adds when some of its workspaces come from probed neighbours
-    or the first-principles model rather than a measurement of the call (at its own shape, or
-    the same call at other batches): those miss most (docs/DESIGN.md: RegNetX-8GF b64's 1x1
-    backward-filter passes, 132.7 MB each where the neighbours gave 79.9 MB, reserved +13 %).
-    None when every workspace was measured.
+def guessed_workspaces_note(sources, batch):
+    """The lines ``snsim predict`` adds when some of its workspaces were not measured at
+    ``batch``: from probed neighbours or the first-principles model, which miss most
+    (docs/DESIGN.md: RegNetX-8GF b64's 1x1 backward-filter passes, 132.7 MB each where the
+    neighbours gave 79.9 MB, reserved +13 %), or the same call at other batches, interpolated
+    between them, where cuDNN may take another engine (ResNeXt-50 b36 bf16 on an H100: reserved
+    +8.37 % read between batches 32 and 40, +0.08 % once 36 was probed). A call read in another
+    dtype (scaled by the element size) gets no line. None when every workspace was measured.
 
-    >>> guessed_workspaces_note({"measured": 90, "other_batch_or_dtype": 4, "neighbours": 6,
-    ...                          "modelled": 0})[:46]
-    'workspaces: 6 of 100 calls from probed neighbo'
-    >>> guessed_workspaces_note({"measured": 9, "other_batch_or_dtype": 1, "neighbours": 0,
-    ...                          "modelled": 0}) is None
+    >>> print(guessed_workspaces_note({"measured": 90, "other_batch": 0, "other_dtype": 4,
+    ...                                "neighbours": 6, "modelled": 0}, 32)[:46])
+    workspaces: 6 of 100 calls from probed neighbo
+    >>> print(guessed_workspaces_note({"measured": 9, "other_batch": 3, "other_dtype": 0,
+    ...                                "neighbours": 0, "modelled": 0}, 36)[:52])
+    workspaces: 3 of 12 calls read at batches other than
+    >>> guessed_workspaces_note({"measured": 9, "other_batch": 0, "other_dtype": 1,
+    ...                          "neighbours": 0, "modelled": 0}, 32) is None
     True
     """
+    total = sum(sources.values())
+    lines = []
     guessed = sources.get("neighbours", 0) + sources.get("modelled", 0)
-    if not guessed:
-        return None
-    return (f"workspaces: {guessed} of {sum(sources.values())} calls from probed neighbours "
-            f"or the first-principles model, not measured: the reserved peak is surest when "
-            f"the network's own layers are probed (scripts/conv_workspace_probe.py --nets, "
-            f"scripts/conv_workspace_coverage.py)")
+    if guessed:
+        lines.append(f"workspaces: {guessed} of {total} calls from probed neighbours or the "
+                     f"first-principles model, not measured: the reserved peak is surest when "
+                     f"the network's own layers are probed (scripts/conv_workspace_probe.py "
+                     f"--nets, scripts/conv_workspace_coverage.py)")
+    other = sources.get("other_batch", 0)
+    if other:
+        lines.append(f"workspaces: {other} of {total} calls read at batches other than {batch} "
+                     f"(interpolated between the nearest, or scaled): cuDNN may take another "
+                     f"engine at this batch (ResNeXt-50 b36 bf16: reserved +8.4 %, until 36 was "
+                     f"probed); scripts/conv_workspace_probe.py --net-batches {batch} on the GPU "
+                     f"measures it")
+    return "\n".join(lines) or None
 
 
 def host_bound_note(wait_s, step_s, *, gauged):

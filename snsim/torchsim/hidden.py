@@ -1023,11 +1023,12 @@ def with_reads(positioned, derived):
 
 #: what a call's workspace rests on, by :func:`lookup_slots`' level: measured at its own
 #: signature (a capture's or the probe's row; a 16-bit call's other 16-bit dtype, equal in
-#: 3,720 of 4,112 probed pairs), the same call at other batches or in another dtype
-#: (interpolated or scaled), the probed neighbours' ratio, or the first-principles model
+#: 3,720 of 4,112 probed pairs), the same call at other batches (interpolated between them or
+#: scaled) or in another dtype (scaled), the probed neighbours' ratio, or the first-principles
+#: model
 WORKSPACE_SOURCES = {"exact": "measured", "probe": "measured", "half_sibling": "measured",
-                     "scaled": "other_batch_or_dtype", "probe_scaled": "other_batch_or_dtype",
-                     "dtype": "other_batch_or_dtype", "probe_near": "neighbours",
+                     "scaled": "other_batch", "probe_scaled": "other_batch",
+                     "dtype": "other_dtype", "probe_near": "neighbours",
                      "modelled": "modelled"}
 
 
@@ -1038,7 +1039,7 @@ def workspace_sources(notes):
 
     >>> workspace_sources({"hidden_lookup_probe": 3, "hidden_lookup_probe_near": 2,
     ...                    "hidden_lookup_none": 9})
-    {'measured': 3, 'other_batch_or_dtype': 0, 'neighbours': 2, 'modelled': 0}
+    {'measured': 3, 'other_batch': 0, 'other_dtype': 0, 'neighbours': 2, 'modelled': 0}
     """
     out = dict.fromkeys(WORKSPACE_SOURCES.values(), 0)
     for level, source in WORKSPACE_SOURCES.items():
