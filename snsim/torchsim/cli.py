@@ -332,9 +332,10 @@ def guessed_workspaces_note(sources, batch):
     ``batch``: from probed neighbours or the first-principles model, which miss most
     (docs/DESIGN.md: RegNetX-8GF b64's 1x1 backward-filter passes, 132.7 MB each where the
     neighbours gave 79.9 MB, reserved +13 %), or the same call at other batches, interpolated
-    between them, where cuDNN may take another engine (ResNeXt-50 b36 bf16 on an H100: reserved
-    +8.37 % read between batches 32 and 40, +0.08 % once 36 was probed). A call read in another
-    dtype (scaled by the element size) gets no line. None when every workspace was measured.
+    between them, where cuDNN may take another engine and a few MB a call can move the reserved
+    peak by a segment (ResNeXt-50 b36 bf16 on an H100: reserved +8.37 % read between batches 32
+    and 40, +0.08 % once 36 was probed). A call read in another dtype (scaled by the element
+    size) gets no line. None when every workspace was measured.
 
     >>> print(guessed_workspaces_note({"measured": 90, "other_batch": 0, "other_dtype": 4,
     ...                                "neighbours": 6, "modelled": 0}, 32)[:46])
@@ -358,8 +359,9 @@ def guessed_workspaces_note(sources, batch):
     if other:
         lines.append(f"workspaces: {other} of {total} calls read at batches other than {batch} "
                      f"(interpolated between the nearest, or scaled): cuDNN may take another "
-                     f"engine at this batch (ResNeXt-50 b36 bf16: reserved +8.4 %, until 36 was "
-                     f"probed); scripts/conv_workspace_probe.py --net-batches {batch} on the GPU "
+                     f"engine at this batch, and a few MB a call can move the reserved peak by "
+                     f"a segment (ResNeXt-50 b36 bf16: +8.4 % until 36 was probed); "
+                     f"scripts/conv_workspace_probe.py --net-batches {batch} on the GPU "
                      f"measures it")
     return "\n".join(lines) or None
 
