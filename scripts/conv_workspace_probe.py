@@ -472,17 +472,19 @@ def main(argv=None):
         if args.no_random:
             if i >= len(configs):
                 break
-            n, c, h, co, k, s, pad, g, bias, dtype, dil = configs[i]
+            cfg = configs[i]
         elif i % 2 == 0 and i // 2 < len(configs):
-            n, c, h, co, k, s, pad, g, bias, dtype, dil = configs[i // 2]
+            cfg = configs[i // 2]
         elif pending:
-            n, c, h, co, k, s, pad, g, bias, dtype, dil = pending.pop()
+            cfg = pending.pop()
         else:
             n, c, h, co, k, s, g, bias, dtype = _sample(rng, kinds, widths, spatial)
-            pad, dil = k // 2, 1
             if sample_dtypes:
                 dtype = sample_dtypes[0]
-                pending = [(n, c, h, co, k, s, pad, g, bias, d, 1) for d in sample_dtypes[1:]]
+                pending = [(n, c, h, co, k, s, k // 2, g, bias, d, 1)
+                           for d in sample_dtypes[1:]]
+            cfg = (n, c, h, co, k, s, k // 2, g, bias, dtype, 1)
+        n, c, h, co, k, s, pad, g, bias, dtype, dil = cfg
         i += 1
         el = 4 if dtype == "float32" else 2
         ho = (h + 2 * pad - dil * (k - 1) - 1) // s + 1

@@ -815,7 +815,8 @@ def lookup_slots(tables, sig, batch, layout="", grad_copied=False):
     if call is not None and how in NCHW_LEVELS and not _is_depthwise(call):
         sizes, slots = without_activation_transposes(call, sizes, slots)
     if slots is None and len(sizes) == 1:
-        call = conv_call(sig)
+        if call is None:        # parsed above only for a channels-last call
+            call = conv_call(sig)
         if call is not None and len(_passes(call)) == 2:
             slots = [_outputs_before(call, "bwd_filter")]
     return sizes, how, slots

@@ -242,7 +242,9 @@ def copy_ops(op):
     """The contiguous copies recorded op ``op``'s CUDA kernel makes of its arguments
     (:func:`snsim.torchsim.record.copy_calls`, the op's ninth field), as recorded ``clone``
     ops: each a strided clone's kernel and a clone call's issue, from C++."""
-    return [(op[0], "clone", (), (), 0, c[1], c[0], c[2]) for c in (op[8] if len(op) > 8 else ())]
+    # (signature, bytes, layout[, when]): recordings before the copies' "when" have three
+    return [(op[0], "clone", (), (), 0, nbytes, sig, layout)
+            for sig, nbytes, layout, *_ in (op[8] if len(op) > 8 else ())]
 
 
 def sibling_ratio(op, ratios):
