@@ -200,6 +200,13 @@ RUNS = [
      {"policy": "superneurons", "setup": ("sgd-momentum", "foreach", "fp16")}),
     ("swin_v2_t_b24_bf16_superneurons", "torchvision:swin_v2_t", 24,
      {"policy": "superneurons", "setup": ("sgd-momentum", "foreach", "bf16")}),
+    # H100 held-out set 46's reserved miss that probing its batch did not move
+    # (traces/h100/plans_heldout46: +7.30 %; the warm-process figure -0.16 %) and set 46's
+    # channels-last one (-4.90 %)
+    ("convnext_tiny_b20_sgd_superneurons", "torchvision:convnext_tiny", 20,
+     {"policy": "superneurons", "setup": ("sgd", "foreach", "none")}),
+    ("convnext_small_b36_fp16_checkpoint", "torchvision:convnext_small", 36,
+     {"policy": "checkpoint", "modules": "CNBlock", "setup": ("sgd-momentum", "foreach", "fp16")}),
     # the fresh captures' reserved misses (traces/h200/plans_on_fresh_captures: ConvNeXt-T
     # b32 recompute predicted -16.65 %; RegNetY-1.6GF b64 recompute -7.96 % on the capture,
     # offload predicted +8.46 %) and their plain runs

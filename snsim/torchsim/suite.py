@@ -1396,6 +1396,30 @@ _HELDOUT47_TOKENS = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT47 = _plan_set(_HELDOUT47, _HELDOUT47_TOKENS)
+# session 63 (2026-12-06): written and predicted before the run; segmentation at a batch the
+# dilated probe ran (16) and one it did not (12), batches between the grid's elsewhere
+_HELDOUT48 = (
+    ("torchvision:deeplabv3_resnet101", 12, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:lraspp_mobilenet_v3_large", 16, {"superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:resnet101", 96, {"superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:vgg13_bn", 40, {"cpu_offload": ["pin_memory=true"]}, {}),
+    ("torchvision:efficientnet_b3", 40, {"checkpoint": ["modules=MBConv"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:regnet_x_3_2gf", 80, {"plain": []}, {}),
+    ("torchvision:swin_s", 40, {"checkpoint": ["modules=SwinTransformerBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:shufflenet_v2_x1_5", 160, {"superneurons": []}, {"amp": "fp16"}),
+)
+_HELDOUT48_TOKENS = (
+    ("hf:t5-small", 16, (512,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:distilgpt2", 24, (1024,), {"checkpoint": ["modules=GPT2Block"]}, {"amp": "fp16"}),
+    ("hf:EleutherAI/gpt-neo-125m", 8, (1024,), {"superneurons": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:bart-base", 12, (384,),
+     {"checkpoint": ["modules=BartEncoderLayer,BartDecoderLayer"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+)
+PLAN_HELDOUT48 = _plan_set(_HELDOUT48, _HELDOUT48_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1433,6 +1457,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout42": PLAN_HELDOUT42, "heldout43": PLAN_HELDOUT43,
              "heldout44": PLAN_HELDOUT44, "heldout45": PLAN_HELDOUT45,
              "heldout46": PLAN_HELDOUT46, "heldout47": PLAN_HELDOUT47,
+             "heldout48": PLAN_HELDOUT48,
              "pageable": PLAN_PAGEABLE}
 
 
