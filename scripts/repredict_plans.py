@@ -34,15 +34,33 @@ FIELDS = ["run", "policy", "model", "batch", "setup", "options", "meas_step_s", 
           "stored_err_pct", "repred_step_s", "repred_err_pct", "repred_wall_s", "folder",
           "meas_allocated_bytes", "stored_err_allocated_pct", "repred_err_allocated_pct",
           "meas_reserved_bytes", "stored_err_reserved_pct", "repred_err_reserved_pct",
-          "host_gauge_add_us"]
+          "host_gauge_add_us", "repred_fast_step_s", "repred_slow_step_s",
+          "range_err_pct"]
 # step time, then the peaks (rows written before the peaks were kept have none)
 ERROR_COLUMNS = (("stored_err_pct", "repred_err_pct"),
                  ("stored_err_allocated_pct", "repred_err_allocated_pct"),
                  ("stored_err_reserved_pct", "repred_err_reserved_pct"))
 
 
+def range_err_pct(lo, hi, meas):
+    """How far ``meas`` lies outside ``[lo, hi]``, in % of ``meas`` (0 inside; negative: the
+    range is below the run, as a step error's sign).
+
+    >>> [round(range_err_pct(0.9, 1.2, m), 2) for m in (1.0, 1.5, 0.6)]
+    [0.0, -20.0, 50.0]
+    """
+    if lo <= meas <= hi:
+        return 0.0
+    return 100 * ((hi if meas > hi else lo) / meas - 1)
+
+
 def summary(rows):
     lines = []
+    e = [abs(float(r["range_err_pct"])) for r in rows if r.get("range_err_pct")]
+    if e:
+        lines.append(f"host-pace range: {sum(1 for x in e if x == 0)} of {len(e)} runs inside "
+                     f"[fast, slow]; |err| to the range mean {statistics.mean(e):.2f}%  "
+                     f"median {statistics.median(e):.2f}%  max {max(e):.2f}%")
     for pol in sorted({r["policy"] for r in rows}) + ["all"]:
         sel = [r for r in rows if pol == "all" or r["policy"] == pol]
         for pair in ERROR_COLUMNS:
@@ -131,6 +149,11 @@ def main(argv=None):
                "repred_err_pct": f"{100 * (out['step_time_s'] / meas - 1):.2f}",
                "repred_wall_s": f"{time.time() - t0:.0f}", "folder": run["folder"],
                "host_gauge_add_us": f"{gauge * 1e6:.3f}" if gauge is not None else ""}
+        rng = out.get("step_time_host_range_s")
+        if rng:     # the step at the preset's fast and slow groups' paces (no --gauge)
+            lo, hi = min(rng[0], out["step_time_s"]), max(rng[1], out["step_time_s"])
+            row.update(repred_fast_step_s=f"{rng[0]:.6g}", repred_slow_step_s=f"{rng[1]:.6g}",
+                       range_err_pct=f"{range_err_pct(lo, hi, meas):.2f}")
         for q in ("allocated", "reserved"):
             key = f"peak_{q}_bytes"
             row[f"meas_{q}_bytes"] = m[key]

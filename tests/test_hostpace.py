@@ -118,3 +118,51 @@ def test_a_host_bound_prediction_says_its_step_moves_with_the_cpu(capsys):
         assert main(argv + ["--host-gauge-us", f"{gauge_us:.6f}"]) == 0
         assert "host-bound: " not in capsys.readouterr().out
     assert host_bound_note(0.001, 0.010, gauged=False) is None    # a GPU-bound step: no line
+
+
+def test_host_range_is_the_step_at_the_groups_gauges():
+    """``step_time_host_range_s`` is the same prediction at the preset's fast and slow groups'
+    gauges: equal to ``--host-gauge-us`` at those gauges, bracketing the table's pace; none
+    once the machine is gauged, nor on a preset whose machines were never gauged."""
+    pytest.importorskip("torchvision")
+    from snsim.hardware import load_hardware
+    from snsim.torchsim.execute import predict_plan
+    hw = load_hardware("h200")
+    kw = dict(input_shape=(3, 64, 64))
+    r, _ = predict_plan("torchvision:resnet18", 2, "plain", **kw)
+    fast, slow = r["step_time_host_range_s"]
+    assert fast < r["step_time_s"] < slow
+    for gauge_s, expect in ((hw.host_gauge_fast_s, fast), (hw.host_gauge_slow_s, slow)):
+        g, _ = predict_plan("torchvision:resnet18", 2, "plain", host_gauge_s=gauge_s, **kw)
+        assert g["step_time_s"] == pytest.approx(expect, rel=1e-12)
+        assert g["step_time_host_range_s"] is None
+    k, _ = predict_plan("torchvision:resnet18", 2, "plain", gpu="k40c", **kw)
+    assert k["step_time_host_range_s"] is None
+
+
+def test_preset_pace_groups_are_the_committed_gauges():
+    """The h200 and h100 presets' group paces are the medians of the plan suite's gauged
+    processes (snsim.torchsim.hostpace.pace_groups_us over traces/<gpu>/plans_*/summary.csv),
+    to 0.1 us: a set added since moves them a little, a wrong figure more."""
+    import glob
+    from pathlib import Path
+    from snsim.hardware import load_hardware
+    from snsim.torchsim.hostpace import pace_groups_us
+    root = Path(__file__).resolve().parents[1] / "traces"
+    for gpu in ("h200", "h100"):
+        fast, slow, n_fast, n_slow = pace_groups_us(sorted(glob.glob(
+            str(root / gpu / "plans_*" / "summary.csv"))))
+        hw = load_hardware(gpu)
+        assert n_fast > 20 and n_slow > 20
+        assert abs(hw.host_gauge_fast_s * 1e6 - fast) < 0.1
+        assert abs(hw.host_gauge_slow_s * 1e6 - slow) < 0.1
+
+
+def test_pace_groups_need_both_groups(tmp_path):
+    from snsim.torchsim.hostpace import pace_groups_us
+    p = tmp_path / "summary.csv"
+    p.write_text("run,host_gauge_add_us_after\na,6.5\nb,7.0\nc,\n")
+    with pytest.raises(ConfigError, match="2 processes gauged below 8.0 us and 0 at or above"):
+        pace_groups_us([str(p)])
+    p.write_text("run,host_gauge_add_us_after\na,6.5\nb,7.5\nc,10.0\n")
+    assert pace_groups_us([str(p)]) == (7.0, 10.0, 2, 1)

@@ -47,7 +47,8 @@ _RATE_FIELDS = ("peak_flops_fp32", "mem_bytes_per_s", "h2d_pinned_bytes_per_s",
                 "d2h_pinned_bytes_per_s", "h2d_pageable_bytes_per_s", "d2h_pageable_bytes_per_s",
                 "host_mem_bytes_per_s")
 _TIME_FIELDS = ("copy_latency_s", "launch_overhead_s", "malloc_latency_s", "free_latency_s",
-                "host_page_fault_s", "host_op_overhead_s")
+                "host_page_fault_s", "host_op_overhead_s", "host_gauge_fast_s",
+                "host_gauge_slow_s")
 
 # Ranges that keep every modelled time finite and every division defined. Finite is not
 # enough: peak_flops_fp32=5e-324 divides by zero, and an efficiency of 1e-300 or a latency of
@@ -251,6 +252,11 @@ class HardwareSpec:
         The CPU optimizer step (zero_offload, :mod:`snsim.policies.host_step`): the rate its
         elementwise ops stream bytes, the cost of one fresh 4 KiB page of a temporary, the
         dispatch of one op.
+    host_gauge_fast_s, host_gauge_slow_s : float
+        The launching thread's pace on this GPU's machines (:func:`snsim.torchsim.hostpace.
+        gauge_add_s`, seconds per small ``torch.add``): the medians of the two groups its
+        processes gauged in, fast and slow; ``snsim predict`` gives a host-bound step's time
+        at each (``step_time_host_range_s``). 0: not measured, no range.
     efficiency : tuple of (str, float)
         Roofline efficiency per kind in ``EFFICIENCY_KEYS``; read it with :meth:`eff`.
     copy_efficiency_by_bytes : tuple of (float, float)
@@ -297,6 +303,8 @@ class HardwareSpec:
     host_mem_bytes_per_s: float
     host_page_fault_s: float
     host_op_overhead_s: float
+    host_gauge_fast_s: float = 0.0
+    host_gauge_slow_s: float = 0.0
     efficiency: tuple
     copy_efficiency_by_bytes: tuple = ()
     sources: tuple = ()

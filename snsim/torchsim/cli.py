@@ -150,11 +150,11 @@ def _add_capture(sub):
 
 # -- predict ---------------------------------------------------------------------------------
 PREDICT_KEYS = ("network", "batch", "optimizer", "optimizer_impl", "amp", "matmul_precision",
-                "hardware", "plan", "peak_allocated_bytes",
-                "peak_reserved_bytes", "peak_reserved_warm_process_bytes", "peak_requested_bytes", "static_bytes", "step_time_s",
-                "feasible", "failure", "budget_bytes", "step_time_source", "host_copy_time_s",
-                "host_pace_factor", "torch_version", "libraries", "torch_modelled",
-                "cuda_modelled", "workspace_sources")
+                "hardware", "plan", "peak_allocated_bytes", "peak_reserved_bytes",
+                "peak_reserved_warm_process_bytes", "peak_requested_bytes", "static_bytes",
+                "step_time_s", "step_time_host_range_s", "feasible", "failure", "budget_bytes",
+                "step_time_source", "host_copy_time_s", "host_pace_factor", "torch_version",
+                "libraries", "torch_modelled", "cuda_modelled", "workspace_sources")
 
 ZERO_PREDICT_KEYS = ("cpu_step_s", "h2d_bytes", "d2h_bytes", "host_pinned_bytes",
                      "host_total_bytes")
@@ -273,6 +273,9 @@ def cmd_predict(args):
         row["cuda_modelled"] = "; ".join(f"{k}: {v}" for k, v in row["cuda_modelled"].items())
         row["workspace_sources"] = ", ".join(f"{k} {v}"
                                              for k, v in row["workspace_sources"].items())
+        if row["step_time_host_range_s"]:
+            row["step_time_host_range_s"] = " to ".join(
+                f"{t:.6f}" for t in row["step_time_host_range_s"])
         _print_kv(row)
         note = guessed_workspaces_note(r["workspace_sources"], args.batch)
         if note:
@@ -284,7 +287,8 @@ def cmd_predict(args):
                                                            "roofline_s", "wait_s"))
                   + f" ({ts['kernel_table'] or 'no kernel table: roofline'})")
             note = host_bound_note(ts.get("wait_s", 0.0), r["step_time_s"],
-                                   gauged=args.host_gauge_us is not None)
+                                   gauged=args.host_gauge_us is not None,
+                                   range_s=r["step_time_host_range_s"])
             if note:
                 print(note)
         if not r["feasible"] and args.policy not in ZERO_POLICIES:
@@ -292,6 +296,7 @@ def cmd_predict(args):
     elif args.format == "csv":
         row["cuda_modelled"] = json.dumps(row["cuda_modelled"])
         row["workspace_sources"] = json.dumps(row["workspace_sources"])
+        row["step_time_host_range_s"] = json.dumps(row["step_time_host_range_s"])
         emit([row], "csv")
     else:
         emit([row], "json")
@@ -366,24 +371,30 @@ def guessed_workspaces_note(sources, batch):
     return "\n".join(lines) or None
 
 
-def host_bound_note(wait_s, step_s, *, gauged):
+def host_bound_note(wait_s, step_s, *, gauged, range_s=None):
     """The line ``snsim predict`` adds when much of its step is the GPU waiting for the
     launching thread at the kernel table's CPU pace (no ``--host-gauge-us``): that share moves
     with the machine's CPU and the process (docs/VALIDATION.md: the H200's leases stepped the
-    same host-bound plans 1.4-1.7x apart). None when under a third, or ``gauged`` (the user
-    gave the machine's pace, whatever it reads).
+    same host-bound plans 1.4-1.7x apart). ``range_s``: the step at the preset's fast and slow
+    groups' paces (``step_time_host_range_s``). None when under a third, or ``gauged`` (the
+    user gave the machine's pace, whatever it reads).
 
     >>> host_bound_note(0.006, 0.010, gauged=False)[:31]
     'host-bound: 60% of the step is '
+    >>> host_bound_note(0.006, 0.010, gauged=False, range_s=[0.009, 0.0125])[-89:-48]
+    'the step takes 9.0 to 12.5 ms): gauge tha'
     >>> host_bound_note(0.002, 0.010, gauged=False), host_bound_note(0.006, 0.01, gauged=True)
     (None, None)
     """
     if step_s <= 0 or wait_s < step_s / 3 or gauged:
         return None
+    spread = ("" if not range_s else
+              f" (at the paces of the fast and slow groups this GPU's processes gauged in, "
+              f"the step takes {range_s[0] * 1e3:.1f} to {range_s[1] * 1e3:.1f} ms)")
     return (f"host-bound: {100 * wait_s / step_s:.0f}% of the step is the GPU waiting for the "
             f"launching thread, modelled at the kernel table's CPU pace; this share moves "
-            f"with the CPU and process that run it: gauge that machine (snsim gauge) and "
-            f"pass --host-gauge-us")
+            f"with the CPU and process that run it{spread}: gauge that machine (snsim gauge) "
+            f"and pass --host-gauge-us")
 
 
 @command("predict")

@@ -164,7 +164,10 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
     out.update({k: r[k] for k in ("peak_allocated_bytes", "peak_reserved_bytes",
                                   "peak_reserved_warm_process_bytes",
                                   "peak_requested_bytes", "static_bytes")})
-    out.update(step_time_s=step, feasible=bool(r["feasible"]), failure=r["failure"],
+    # a plain capture's measured layer times are not at the table's pace: no range then
+    out.update(step_time_s=step, step_time_host_range_s=(
+                   None if plain_trace else r["step_time_host_range_s"]),
+               feasible=bool(r["feasible"]), failure=r["failure"],
                budget_bytes=budget, step_time_source=source, host_copy_time_s=copy_s,
                offloaded_bytes=int(offloaded),
                host_copied_bytes=copied,

@@ -71,3 +71,41 @@ def pace_factor(gauge_s, table, source="--host-gauge-us"):
         raise ConfigError(f"{source}: the hardware preset's kernel table has no host costs "
                           "(no 'add' issue time), so there is no host model to scale")
     return g / ref
+
+
+#: the gauges (us per add) that split the plan suite's processes into a fast and a slow group:
+#: below the first, and at or above the second (few processes fall between: 37 of 365 on the
+#: H200, 6 of 102 on the H100, docs/DESIGN.md)
+GROUP_SPLIT_US = (8.0, 9.0)
+
+
+def pace_groups_us(summary_csvs):
+    """The medians of the fast and the slow group of the gauges (``host_gauge_add_us_after``,
+    each process's gauge after its steps) in the plan suite's ``summary.csv`` files: the
+    figures a hardware preset's ``host_gauge_fast_s`` and ``host_gauge_slow_s`` hold.
+
+    Returns
+    -------
+    (float, float, int, int)
+        The fast group's median, the slow group's (us per add) and the two group sizes.
+
+    Raises
+    ------
+    ConfigError
+        No gauged process in either group.
+    """
+    import csv
+    import statistics
+    gauges = []
+    for path in summary_csvs:
+        with open(path, newline="") as f:
+            gauges += [float(row["host_gauge_add_us_after"]) for row in csv.DictReader(f)
+                       if row.get("host_gauge_add_us_after")]
+    fast = [g for g in gauges if g < GROUP_SPLIT_US[0]]
+    slow = [g for g in gauges if g >= GROUP_SPLIT_US[1]]
+    if not fast or not slow:
+        raise ConfigError(f"pace groups: {len(fast)} processes gauged below "
+                          f"{GROUP_SPLIT_US[0]} us and {len(slow)} at or above "
+                          f"{GROUP_SPLIT_US[1]} us in {len(summary_csvs)} summaries; "
+                          "both groups need one")
+    return statistics.median(fast), statistics.median(slow), len(fast), len(slow)

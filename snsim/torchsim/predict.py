@@ -877,6 +877,26 @@ def _streams(rec, static_names, n_params):
             "n_params": n_params}
 
 
+def host_pace_groups(hw):
+    """The pace factors (over the kernel table's own) of the two groups the launching
+    thread's gauge fell into on preset ``hw``'s machines (``host_gauge_fast_s``,
+    ``host_gauge_slow_s``: docs/DESIGN.md, the host's pace), or None where the preset has
+    no such measurement or no kernel table with host costs."""
+    if not (hw.host_gauge_fast_s and hw.host_gauge_slow_s):
+        return None
+    from ..kernel_table import load_kernel_table
+    ref = getattr(load_kernel_table(hw.name), "aten_host", {}).get("add")
+    if not ref:
+        return None
+    return hw.host_gauge_fast_s / ref, hw.host_gauge_slow_s / ref
+
+
+def _with_step_times(prog, times_s):
+    """``prog`` with each layer step's time replaced by ``times_s`` (one per step)."""
+    steps = [row[:4] + [float(t)] + row[5:] for row, t in zip(prog["steps"], times_s)]
+    return {**prog, "steps": steps}
+
+
 def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=None,
                     transform=None, hidden=True, hidden_exclude=(), host_gauge_s=None):
     """The trace ``program`` dict of a CPU-only prediction (modelled op times).
@@ -915,15 +935,22 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
         stream, info, notes = add_hidden(rec, stream, info, hw.name, batch=batch,
                                          exclude=hidden_exclude)
     time_report = {}
-    times = op_times_s(rec.ops, hw, rec.marks, report=time_report, host_sids=rec.excluded,
-                       host_events=rec.host_events, accumulations=rec.accumulation_ops,
-                       host_pace=pace)
-    prog = build_program(marks=rec.marks, ops=rec.ops, stream=stream, info=info,
-                         iteration=rec.iteration, static_names=r["static_names"],
-                         op_times_s=times, name=spec.name, batch=batch,
-                         optimizer=setup.optimizer, hardware=hw.name, source="predict", saved=rec.saved, saved_views=rec.saved_views,
-                         released=rec.released,
-                         containers=container_paths(r["model"]))
+
+    def program(host_pace, report=None):
+        times = op_times_s(rec.ops, hw, rec.marks, report=report, host_sids=rec.excluded,
+                           host_events=rec.host_events, accumulations=rec.accumulation_ops,
+                           host_pace=host_pace)
+        return build_program(marks=rec.marks, ops=rec.ops, stream=stream, info=info,
+                             iteration=rec.iteration, static_names=r["static_names"],
+                             op_times_s=times, name=spec.name, batch=batch,
+                             optimizer=setup.optimizer, hardware=hw.name, source="predict",
+                             saved=rec.saved, saved_views=rec.saved_views,
+                             released=rec.released, containers=container_paths(r["model"]))
+    prog = program(pace, time_report)
+    # the same step at the paces of the two groups the preset's processes gauged in (no
+    # gauge given): the layer times only, for predict's step_time_host_range_s
+    groups = host_pace_groups(hw) if host_gauge_s is None else None
+    host_range_steps = [[row[4] for row in program(f)["steps"]] for f in groups or ()]
     prog["notes"].update(notes)
     from .capture import param_aliases
     prog["param_aliases"] = param_aliases(r["model"])     # tied weights, as a capture records
@@ -931,7 +958,7 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
             "batch": batch, **setup.to_dict(), "input_shape": list(spec.input_shape),
             "parameters": r["n_params"], "record_wall_s": round(time.perf_counter() - wall, 3),
             "input_dtype": spec.input_dtype, "time_sources": time_report,
-            "host_pace_factor": pace}
+            "host_pace_factor": pace, "host_range_steps_s": host_range_steps}
     if host_gauge_s is not None:
         prov["host_gauge_add_s"] = float(host_gauge_s)
     if rec.data_dependent:
@@ -1027,6 +1054,9 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
     # step that needs more than the device has would stop in the device's memory too, and its
     # peaks would be those of a run cut short, below the budget it failed
     res = fit if fit.feasible else replay_capture(prog, hw, budget_bytes=UNLIMITED_BYTES)
+    host_range = [replay_capture(_with_step_times(prog, times), hw,
+                                 budget_bytes=res.budget_bytes).step_time_s
+                  for times in prov.pop("host_range_steps_s")] or None
     return {"network": prog["name"], "batch": batch, **prov_setup(prov), "hardware": hw.name,
             "peak_reserved_warm_process_bytes": _warm_process_reserved_bytes(
                 prog, hw, res.peak_reserved_bytes, fit.budget_bytes if fit.feasible
@@ -1036,5 +1066,6 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
             "peak_requested_bytes": res.peak_ideal_bytes,
             "peak_allocated_bytes": res.peak_allocated_bytes,
             "peak_reserved_bytes": res.peak_reserved_bytes, "static_bytes": res.static_bytes,
-            "step_time_s": res.step_time_s, "time_sources": prov["time_sources"],
+            "step_time_s": res.step_time_s, "step_time_host_range_s": host_range,
+            "time_sources": prov["time_sources"],
             "program": prog, "provenance": prov}

@@ -477,7 +477,8 @@ def predict_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum
                peak_allocated_bytes=res.peak_allocated_bytes,
                peak_reserved_bytes=res.peak_reserved_bytes,
                peak_requested_bytes=res.peak_ideal_bytes, static_bytes=res.static_bytes,
-               step_time_s=res.step_time_s,
+               # the engine's step, not the base plan's: no range at the host's paces
+               step_time_s=res.step_time_s, step_time_host_range_s=None,
                step_time_source=f"{r['step_time_source']}; engine zero_offload (copies on the "
                                 f"PCIe streams, CPU optimizer at host_mem_bytes_per_s)",
                cpu_step_s=n["cpu_step_s"], h2d_bytes=res.h2d_bytes, d2h_bytes=res.d2h_bytes,
