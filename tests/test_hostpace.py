@@ -166,3 +166,17 @@ def test_pace_groups_need_both_groups(tmp_path):
         pace_groups_us([str(p)])
     p.write_text("run,host_gauge_add_us_after\na,6.5\nb,7.5\nc,10.0\n")
     assert pace_groups_us([str(p)]) == (7.0, 10.0, 2, 1)
+
+
+def test_host_range_section_counts_runs_inside(tmp_path, monkeypatch):
+    """VALIDATION 1ar's table from repredict_plans.py's range columns: runs inside the range
+    (distance 0), the point prediction's and the range's |err|, the range's width."""
+    from snsim.torchsim import report
+    p = tmp_path / "r.csv"
+    p.write_text("run,repred_err_pct,range_err_pct,repred_fast_step_s,repred_slow_step_s\n"
+                 "a,-10.0,0.00,0.9,1.2\nb,12.0,4.00,1.0,1.1\nc,1.0,,1.0,1.0\n")
+    monkeypatch.setattr(report, "HOST_RANGE_CSVS", (("test", str(p)),))
+    text = "".join(report.host_range_section())
+    assert "| test | 2 | 1 | 11.00 | 12.00 | 2.00 | 4.00 | 21.7 | 33.3 |" in text
+    monkeypatch.setattr(report, "HOST_RANGE_CSVS", (("none", str(tmp_path / "no.csv")),))
+    assert report.host_range_section() == []

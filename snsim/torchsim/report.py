@@ -638,6 +638,49 @@ def _probe_step_section():
     return L
 
 
+#: the plan runs re-predicted with their step at the preset's two host paces (session 63,
+#: ``scripts/repredict_plans.py``'s range columns): (machine, file)
+HOST_RANGE_CSVS = (("H100, sets 45-47", os.path.join("docs", "data",
+                                                    "host_range_s63_h100.csv")),
+                   ("H200, sets 30-42", os.path.join("docs", "data",
+                                                    "host_range_s63_h200.csv")))
+
+
+def host_range_section():
+    """Section 1ar: how often a run's measured step lies between the steps ``snsim predict``
+    gives at the fast and slow groups' host paces (``step_time_host_range_s``), and how far
+    outside it the others lie, next to the point prediction's error."""
+    body = []
+    for label, path in HOST_RANGE_CSVS:
+        rows = [r for r in _read_csv(path) if r.get("range_err_pct")]
+        if not rows:
+            continue
+        rng = [abs(float(r["range_err_pct"])) for r in rows]
+        point = [abs(float(r["repred_err_pct"])) for r in rows]
+        wide = [100 * (float(r["repred_slow_step_s"]) / float(r["repred_fast_step_s"]) - 1)
+                for r in rows]
+        body.append([label, len(rows), sum(1 for x in rng if x == 0),
+                     f"{statistics.median(point):.2f}", f"{max(point):.2f}",
+                     f"{statistics.median(rng):.2f}", f"{max(rng):.2f}",
+                     f"{statistics.median(wide):.1f}", f"{max(wide):.1f}"])
+    if not body:
+        return []
+    return ["### 1ar. The step at the host's two paces\n",
+            "The launching thread's pace fell into two groups on both machines' processes "
+            "(`host_gauge_fast_s`/`host_gauge_slow_s` in the presets: the medians below 8 and "
+            "from 9 us per add, `snsim.torchsim.hostpace.pace_groups_us`), the table's 8.20 "
+            "between them. `snsim predict` gives the step at both "
+            "(`step_time_host_range_s`). The plan runs below, re-predicted with it "
+            "(`PYTHONPATH=. python scripts/repredict_plans.py --root traces/<gpu> --folder "
+            "...`; runs that informed the model over earlier sessions, so re-predictions, "
+            "not held-out figures): how many measured steps lie inside the range, and how "
+            "far outside it the others lie, next to the point prediction at the table's "
+            "pace.\n",
+            _table(["runs", "n", "inside the range", "point median |err| %",
+                    "point max %", "distance to the range median %", "max %",
+                    "range width median %", "max %"], body) + "\n"]
+
+
 def _read_csv(path):
     import csv
     if not os.path.exists(path):
@@ -3826,6 +3869,8 @@ def build_report(traces_dir="traces/h200"):
                        "steps); step "
                        "median |err| 6.3 %, mean 10.5 % at the table's pace, 6.1 % and 7.3 % at "
                        "each process's own gauge, 63 and 73 % of runs within 10 %. ")
+
+    L.extend(host_range_section())
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
     L.append("## 2. The zoo in PyTorch semantics (no torch) against the real runs\n")
