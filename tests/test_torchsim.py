@@ -452,12 +452,12 @@ def test_fp16_workspaces_from_the_probed_table():
     """The committed probe (configs/kernels/h200_conv_workspaces.json.gz, seed 3 added fp16
     network layers and slots) against two H200 measurements no probe row holds:
 
-    * a 3-channel stem in fp16 at batch 80 (probed at 16-64, 96, 128 and 256; 96 since the
-      session-33 probe of 64 torchvision networks' layers, whose row is the hand calculation
-      to the byte) takes the fp16 rows interpolated, not a bf16 row: within 0.1% of y + x and
-      w padded to 4 channels + 16 B (hand calculation: 80x64x112x112x2 + 80x4x224x224x2 +
-      64x4x7x7x2 + 16 = 160,588,304 B; at 96: 192,700,944 B; bf16 pads to 8: 231,261,200 B
-      at 96);
+    * a 3-channel stem in fp16 at batch 88 (probed at 8-64, 80, 96, 128 and 256; 80 since
+      session 63's probe, 96 since session 33's, whose rows are the hand calculation to the
+      byte) takes the fp16 rows interpolated, not a bf16 row: within 0.1% of y + x and w
+      padded to 4 channels + 16 B (hand calculation: 88x64x112x112x2 + 88x4x224x224x2 +
+      64x4x7x7x2 + 16 = 176,644,624 B; at 80: 160,588,304 B; at 96: 192,700,944 B; bf16
+      pads to 8: 231,261,200 B at 96);
     * GoogLeNet b128 fp16's inception4b.branch4.1 backward (a 1x1 512->64 convolution at
       14x14): one workspace of 16,777,216 B after grad_weight, as its H200 history
       (traces/h200/plans_history/googlenet_b128_fp16_superneurons_lazy) shows and, since
@@ -468,9 +468,10 @@ def test_fp16_workspaces_from_the_probed_table():
     tables = hidden.load_tables("h200")
     stem = ("convolution float16[{}, 3, 224, 224] float16[64, 3, 7, 7] None 2 2 3 3 1 1 "
             "False 0 0 1")
-    sizes, how, _ = hidden.lookup_slots(tables, stem.format(80), 80)
+    sizes, how, _ = hidden.lookup_slots(tables, stem.format(88), 88)
     assert how == "probe_scaled" and len(sizes) == 1
-    assert abs(sizes[0] / 160_588_304 - 1) < 1e-3
+    assert abs(sizes[0] / 176_644_624 - 1) < 1e-3
+    assert hidden.lookup_slots(tables, stem.format(80), 80)[:2] == ([160_588_304], "probe")
     assert hidden.lookup_slots(tables, stem.format(96), 96)[:2] == ([192_700_944], "probe")
     bwd = ("convolution_backward float16[128, 64, {0}, {0}] float16[128, 512, {0}, {0}] "
            "float16[64, 512, 1, 1] 0 1 1 0 0 1 1 False 0 0 1 True True False")
