@@ -79,8 +79,8 @@ def graph_from_dict(d, *, source="trace"):
 
 #: a captured program's extras that :func:`program_from_dict` reads back
 PROGRAM_EXTRAS = ("warmup_events", "warmup_iteration_starts", "warmup_first_gemm",
-                  "segment_addresses", "modules", "containers", "param_aliases",
-                  "saved_released", "saved_views")
+                  "warmup_first_backward_gemm", "segment_addresses", "modules", "containers",
+                  "param_aliases", "saved_released", "saved_views")
 
 
 def program_to_dict(p):

@@ -100,14 +100,17 @@ class Engine:
         self.mem = make_allocator(allocator, self.budget, **options)
         # the window opens once the first training step has made its first allocation (a
         # replayed capture's, or else the engine's first iteration's); cuBLAS maps its memory
-        # there at the first GEMM (an FC step)
+        # there at the first GEMM of each thread that issues them: forward's, then the
+        # autograd engine's in backward (an FC step of each phase)
         self._open_window = getattr(self.mem, "open_lazy_window", None)
         replayed = self.warmup is not None and plan.as_captured and bool(starts)
         self._window_at = int(starts[0]) if replayed else None
-        first_gemm = program.extra.get("warmup_first_gemm")
-        self._gemm_at = int(first_gemm) if replayed and first_gemm is not None else None
+        self._gemm_at = frozenset(
+            int(program.extra[k]) for k in ("warmup_first_gemm", "warmup_first_backward_gemm")
+            if replayed and program.extra.get(k) is not None)
         self._cublas_bytes = (hardware.lazy_loading_cublas_bytes
                               if getattr(self.mem, "lazy_window_bytes", 0) else 0)
+        self._cublas_phases = {"F", "B"}    # the engine's own first iteration: FC steps
         # a real run is measured in a steady iteration: the one before it left the caching
         # allocator's segments as it finds them, so the plan runs once unmeasured first
         steady = self.warmup is not None or allocator == "pytorch"
@@ -894,8 +897,8 @@ class Engine:
             if window_at is not None and i > window_at and self._open_window is not None:
                 self._open_window()   # the recorded step's first operation has allocated
                 self._open_window = None
-            if i == self._gemm_at and self._cublas_bytes:
-                self.mem.map_into_window(self._cublas_bytes)   # its first cuBLAS GEMM
+            if i in self._gemm_at and self._cublas_bytes:
+                self.mem.map_into_window(self._cublas_bytes)   # a thread's first cuBLAS GEMM
             if ev[0] == "alloc":
                 key, nbytes = int(ev[1]), int(ev[2])
                 stream = int(ev[3]) if len(ev) > 3 else 0
@@ -1069,9 +1072,12 @@ class Engine:
                 s = steps[ins[0]]
                 if self.deferred and self.deferred[0][0] <= self.own_made:
                     self._make_deferred(self.t_compute)
-                if self._cublas_bytes and s.type == "FC":
+                thread = "F" if s.phase == "F" else "B"   # a recomputation runs in backward
+                if self._cublas_bytes and s.type == "FC" and thread in self._cublas_phases:
                     self.mem.map_into_window(self._cublas_bytes)
-                    self._cublas_bytes = 0
+                    self._cublas_phases.discard(thread)
+                    if not self._cublas_phases:
+                        self._cublas_bytes = 0
                 duration = s.gpu_s if host_on else s.time_s
                 if dtr is None:
                     run_step(s, s.phase, duration)

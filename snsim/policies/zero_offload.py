@@ -183,7 +183,7 @@ def stream_parameters(program, hardware):
 def _drop_host_statics(extra, static_tensors):
     """The recorded history (``warmup_events``) without the static allocations that moved to
     the host, the others renumbered; the first iteration's own allocations and frees stay,
-    and the marks into the history (``warmup_iteration_starts``, ``warmup_first_gemm``) move
+    and the marks into the history (``warmup_iteration_starts``, the GEMMs') move
     with them."""
     index = {}
     for i, st in enumerate(static_tensors):
@@ -201,8 +201,9 @@ def _drop_host_statics(extra, static_tensors):
     extra["warmup_events"] = kept
     if extra.get("warmup_iteration_starts"):
         extra["warmup_iteration_starts"] = [at[int(j)] for j in extra["warmup_iteration_starts"]]
-    if extra.get("warmup_first_gemm") is not None:
-        extra["warmup_first_gemm"] = at[int(extra["warmup_first_gemm"])]
+    for key in ("warmup_first_gemm", "warmup_first_backward_gemm"):
+        if extra.get(key) is not None:
+            extra[key] = at[int(extra[key])]
 
 
 def weave(base_plan, program, info, *, name, notes):

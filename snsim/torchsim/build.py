@@ -224,14 +224,22 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
     # b48 bf16 superneurons' H100 history (traces/h100/plans_history) replays to its
     # measured reserved peak with the mapping after the first Linear's output, +9.11 % with
     # it before the output and the autocast casts ahead of it
-    gemm = next((op for op in ops if op[0] >= 0 and op[0] < m0
-                 and op[1].lstrip("_") in CUBLAS_OPS), None)
-    gemm_mark = gemm[0] if gemm is not None else None
-    gemm_out = gemm[3][0] if gemm is not None and gemm[3] else None
-    first_gemm = None
+    # cuBLAS's handles are per thread, and the autograd engine runs backward on a thread of
+    # its own: its first GEMM there maps cuBLAS's memory again (the driver's free memory over
+    # the first step, scripts/window_mappings.py on the H100: +64 MiB at the first forward
+    # addmm and +64 MiB at the first backward mm in ConvNeXt-T b20 plain and superneurons,
+    # ConvNeXt-S b32 fp16 cpu_offload and ResNet-50 b64 superneurons; ConvNeXt-T b20 sgd
+    # superneurons' H100 history replays to its measured reserved peak only with both)
+    backward = next((m for m in range(m0) if marks[m][1] == "B"), m0)
+    gemms = [next((op for op in ops if lo <= op[0] < hi and op[1].lstrip("_") in CUBLAS_OPS),
+                  None) for lo, hi in ((0, backward), (backward, m0))]
+    gemm_at = [None, None]      # warm-up event index of each mapping
+    gemm_marks = [g[0] if g is not None else None for g in gemms]
+    gemm_outs = [g[3][0] if g is not None and g[3] else None for g in gemms]
     for (kind, key, sidx), it, m in zip(warm, warm_iteration, warm_mark):
-        if first_gemm is None and gemm_mark is not None and m > gemm_mark:
-            first_gemm = len(warmup_events)
+        for j in (0, 1):
+            if gemm_at[j] is None and gemm_marks[j] is not None and m > gemm_marks[j]:
+                gemm_at[j] = len(warmup_events)
         if it >= 0:
             iteration_starts.setdefault(it, len(warmup_events))
         if kind == "a":
@@ -244,8 +252,9 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
             if sidx:
                 ev.append(sidx)
             warmup_events.append(ev)
-            if first_gemm is None and gemm_out is not None and key == gemm_out:
-                first_gemm = len(warmup_events)
+            for j in (0, 1):
+                if gemm_at[j] is None and gemm_outs[j] is not None and key == gemm_outs[j]:
+                    gemm_at[j] = len(warmup_events)
         elif key in temp_ids:
             warmup_events.append(["free", temp_ids.pop(key)])
         elif key in static_index:
@@ -320,7 +329,8 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
         "tensors": tensors, "static_tensors": static_tensors, "events": events,
         "warmup_events": warmup_events,
         "warmup_iteration_starts": [iteration_starts[k] for k in sorted(iteration_starts)],
-        **({"warmup_first_gemm": first_gemm} if first_gemm is not None else {}),
+        **({"warmup_first_gemm": gemm_at[0]} if gemm_at[0] is not None else {}),
+        **({"warmup_first_backward_gemm": gemm_at[1]} if gemm_at[1] is not None else {}),
         "notes": {"survivors_freed_at_end": len(survivors), "static_freed": static_freed,
                   "raw_marks": m1 - m0},
         "ops": op_rows,
