@@ -75,7 +75,7 @@ def pace_factor(gauge_s, table, source="--host-gauge-us"):
 
 #: the gauges (us per add) that split the plan suite's processes into a fast and a slow group:
 #: below the first, and at or above the second (few processes fall between: 37 of 365 on the
-#: H200, 6 of 102 on the H100, docs/DESIGN.md)
+#: H200, 6 of 114 on the H100, docs/DESIGN.md)
 GROUP_SPLIT_US = (8.0, 9.0)
 
 

@@ -882,13 +882,15 @@ def host_pace_groups(hw):
     thread's gauge fell into on preset ``hw``'s machines (``host_gauge_fast_s``,
     ``host_gauge_slow_s``: docs/DESIGN.md, the host's pace), or None where the preset has
     no such measurement or no kernel table with host costs."""
-    if not (hw.host_gauge_fast_s and hw.host_gauge_slow_s):
-        return None
     from ..kernel_table import load_kernel_table
-    ref = getattr(load_kernel_table(hw.name), "aten_host", {}).get("add")
-    if not ref:
+    from .hostpace import pace_factor
+    table = load_kernel_table(hw.name)
+    if not (hw.host_gauge_fast_s and hw.host_gauge_slow_s and table is not None
+            and table.aten_host.get("add")):
         return None
-    return hw.host_gauge_fast_s / ref, hw.host_gauge_slow_s / ref
+    return tuple(pace_factor(g, table, source=f"hardware.{name}")
+                 for g, name in ((hw.host_gauge_fast_s, "host_gauge_fast_s"),
+                                 (hw.host_gauge_slow_s, "host_gauge_slow_s")))
 
 
 def _with_step_times(prog, times_s):
