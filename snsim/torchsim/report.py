@@ -3903,7 +3903,14 @@ def build_report(traces_dir="traces/h200"):
                        "checkpointed +14.65 -> 0.00, LR-ASPP b24 bf16 -8.70 -> 0.00, "
                        "DeepLabV3-MobileNetV3 b24 fp16 +7.99 -> +0.04; DeepLabV3-ResNet101 "
                        "b4 fp16 -1.54 -> -1.62; `docs/data/segmentation_repredicted_s63_"
-                       "{before,after}_h200.csv`). ")
+                       "{before,after}_h200.csv`). "
+                       "After the run, the driver's free memory read after every aten call "
+                       "(`scripts/window_mappings.py`, `traces/h100/window_mappings/`) showed "
+                       "cuBLAS mapping 64 MiB again at the backward thread's first GEMM; "
+                       "mapped in the lazy-loading window, it takes set 46's ConvNeXt-T b20 sgd "
+                       "`superneurons` from +7.30 to -0.16 % reserved and moves none of the "
+                       "other 59 H100 runs of sets 44-48 or the 86 H200 runs of sets 30-42 "
+                       "(`docs/data/backward_gemm_s63_{before,after}_{h100,h200}.csv`). ")
     L.extend(host_range_section())
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
