@@ -24,6 +24,10 @@ FRAMEWORKS = ("superneurons", "pytorch")
 ROOT_MODULE = "<model>"
 #: the cuDNN passes a convolution step runs, by phase (R: a forward replayed; U runs none)
 CONV_PASSES = {"F": ("fwd",), "R": ("fwd",), "B": ("bwd_data", "bwd_filter")}
+#: a recorded program's ``extra`` keys for where cuBLAS maps its memory into the lazy-loading
+#: window (warm-up event indices): the forward's first GEMM, then the backward thread's (the
+#: autograd engine's; cuBLAS's handles are per thread)
+CUBLAS_MAP_KEYS = ("warmup_first_gemm", "warmup_first_backward_gemm")
 
 
 # Tensor, StaticTensor and Step are records made by the ten thousand per program: not frozen

@@ -34,8 +34,8 @@ from . import checks
 from .captured import last_parts, layer_graph, op_granular, step_stream_times
 from .errors import TraceError
 from .graph import check_graph
-from .program import (MANAGED_KINDS, OPTIMIZER_STATE_FACTOR, STATIC_KINDS, Program,
-                      StaticTensor, Step, Tensor)
+from .program import (CUBLAS_MAP_KEYS, MANAGED_KINDS, OPTIMIZER_STATE_FACTOR, STATIC_KINDS,
+                      Program, StaticTensor, Step, Tensor)
 
 TRACE_VERSION = 1
 _TUPLE_ATTRS = ("out_shape", "kernel", "stride", "pad", "input_shape")
@@ -78,9 +78,9 @@ def graph_from_dict(d, *, source="trace"):
 
 
 #: a captured program's extras that :func:`program_from_dict` reads back
-PROGRAM_EXTRAS = ("warmup_events", "warmup_iteration_starts", "warmup_first_gemm",
-                  "warmup_first_backward_gemm", "segment_addresses", "modules", "containers",
-                  "param_aliases", "saved_released", "saved_views")
+PROGRAM_EXTRAS = ("warmup_events", "warmup_iteration_starts", *CUBLAS_MAP_KEYS,
+                  "segment_addresses", "modules", "containers", "param_aliases",
+                  "saved_released", "saved_views")
 
 
 def program_to_dict(p):

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from ..errors import InfeasibleError, InvariantError, PlanError
 from ..gcpause import without_gc
 from ..plan import Compute, Drop, Evict, Free, Offload, Prefetch, Recompute
-from ..program import CONV_PASSES
+from ..program import CONV_PASSES, CUBLAS_MAP_KEYS
 from ..result import Failure, Result
 from .allocators import make_allocator, module_loading
 from .contention import copy_slowdown, slowed_duration_s
@@ -105,9 +105,8 @@ class Engine:
         self._open_window = getattr(self.mem, "open_lazy_window", None)
         replayed = self.warmup is not None and plan.as_captured and bool(starts)
         self._window_at = int(starts[0]) if replayed else None
-        self._gemm_at = frozenset(
-            int(program.extra[k]) for k in ("warmup_first_gemm", "warmup_first_backward_gemm")
-            if replayed and program.extra.get(k) is not None)
+        self._gemm_at = frozenset(int(program.extra[k]) for k in CUBLAS_MAP_KEYS
+                                  if replayed and program.extra.get(k) is not None)
         self._cublas_bytes = (hardware.lazy_loading_cublas_bytes
                               if getattr(self.mem, "lazy_window_bytes", 0) else 0)
         self._cublas_phases = {"F", "B"}    # the engine's own first iteration: FC steps
@@ -932,7 +931,7 @@ class Engine:
                 if h is not None:
                     self.mem.free(h)
         if window_at is not None:
-            self._cublas_bytes = 0   # the recorded steps ran their GEMMs
+            self._cublas_phases = set()   # the recorded steps ran their GEMMs
         later = {int(ev[1]) for _, ev in self.deferred}
         missing = [i for i, h in enumerate(handles) if h is None and i not in later]
         if temps or missing:
@@ -1076,8 +1075,6 @@ class Engine:
                 if self._cublas_bytes and s.type == "FC" and thread in self._cublas_phases:
                     self.mem.map_into_window(self._cublas_bytes)
                     self._cublas_phases.discard(thread)
-                    if not self._cublas_phases:
-                        self._cublas_bytes = 0
                 duration = s.gpu_s if host_on else s.time_s
                 if dtr is None:
                     run_step(s, s.phase, duration)

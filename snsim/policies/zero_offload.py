@@ -35,7 +35,7 @@ import dataclasses
 
 from ..errors import ConfigError
 from ..plan import Compute, Drop, Evict, Free, Offload, Prefetch, Recompute
-from ..program import ROOT_MODULE, Tensor
+from ..program import CUBLAS_MAP_KEYS, ROOT_MODULE, Tensor
 from .base import Policy, choice, register
 from .host_step import host_step_parts_s
 
@@ -201,7 +201,7 @@ def _drop_host_statics(extra, static_tensors):
     extra["warmup_events"] = kept
     if extra.get("warmup_iteration_starts"):
         extra["warmup_iteration_starts"] = [at[int(j)] for j in extra["warmup_iteration_starts"]]
-    for key in ("warmup_first_gemm", "warmup_first_backward_gemm"):
+    for key in CUBLAS_MAP_KEYS:
         if extra.get(key) is not None:
             extra[key] = at[int(extra[key])]
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from ..errors import TraceError
+from ..program import CUBLAS_MAP_KEYS
 
 _MODULE_TYPES = (("Conv", "CONV"), ("Linear", "FC"), ("BatchNorm", "BN"), ("ReLU", "ACT"),
                  ("SiLU", "ACT"), ("GELU", "ACT"), ("Hardswish", "ACT"), ("Sigmoid", "ACT"),
@@ -329,8 +330,7 @@ def build_program(*, marks, ops, stream, info, iteration, static_names, times_s=
         "tensors": tensors, "static_tensors": static_tensors, "events": events,
         "warmup_events": warmup_events,
         "warmup_iteration_starts": [iteration_starts[k] for k in sorted(iteration_starts)],
-        **({"warmup_first_gemm": gemm_at[0]} if gemm_at[0] is not None else {}),
-        **({"warmup_first_backward_gemm": gemm_at[1]} if gemm_at[1] is not None else {}),
+        **{k: at for k, at in zip(CUBLAS_MAP_KEYS, gemm_at) if at is not None},
         "notes": {"survivors_freed_at_end": len(survivors), "static_freed": static_freed,
                   "raw_marks": m1 - m0},
         "ops": op_rows,

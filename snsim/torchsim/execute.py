@@ -90,7 +90,8 @@ def cuda_modelled(notes=None, torch_version=None):
 
 def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
                  gpu="h200", input_shape=None, plain_trace=None, budget_bytes=None,
-                 hidden=True, hidden_exclude=(), torch_version=None, host_gauge_s=None):
+                 hidden=True, hidden_exclude=(), torch_version=None, host_gauge_s=None,
+                 host_range=True):
     """CPU-only prediction of a plan (``snsim predict --policy``; what ``snsim execute``
     stores before it runs the same plan). No GPU needed.
 
@@ -114,6 +115,10 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
         The gauge of the machine the plan will run on (:func:`snsim.torchsim.hostpace.
         gauge_add_s`, ``snsim gauge``): the modelled host seconds are scaled by its ratio to
         the kernel table's (the summary's ``host_pace_factor``); None: the table's pace.
+    host_range : bool
+        Also the step at the two host-pace groups' paces (``step_time_host_range_s``,
+        :func:`snsim.torchsim.predict.predict`); never with ``plain_trace``, whose measured
+        layer times are at no table's pace.
 
     Returns
     -------
@@ -142,7 +147,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
     with modelled_torch(torch_version), mha_qkv_kept_to_return():
         r = predict(spec, batch, optimizer=optimizer, gpu=gpu, transform=transform,
                     hidden=hidden, hidden_exclude=hidden_exclude, budget_bytes=budget_bytes,
-                    host_gauge_s=host_gauge_s)
+                    host_gauge_s=host_gauge_s, host_range=host_range and not plain_trace)
     prog = r["program"]
     m0 = models[0] if models else None
     off = getattr(m0, "_snsim_offloader", None)
@@ -164,9 +169,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
     out.update({k: r[k] for k in ("peak_allocated_bytes", "peak_reserved_bytes",
                                   "peak_reserved_warm_process_bytes",
                                   "peak_requested_bytes", "static_bytes")})
-    # a plain capture's measured layer times are not at the table's pace: no range then
-    out.update(step_time_s=step, step_time_host_range_s=(
-                   None if plain_trace else r["step_time_host_range_s"]),
+    out.update(step_time_s=step, step_time_host_range_s=r["step_time_host_range_s"],
                feasible=bool(r["feasible"]), failure=r["failure"],
                budget_bytes=budget, step_time_source=source, host_copy_time_s=copy_s,
                offloaded_bytes=int(offloaded),

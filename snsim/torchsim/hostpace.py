@@ -73,6 +73,21 @@ def pace_factor(gauge_s, table, source="--host-gauge-us"):
     return g / ref
 
 
+def host_pace_groups(hw):
+    """The pace factors (over the kernel table's own) of the two groups the launching
+    thread's gauge fell into on preset ``hw``'s machines (``host_gauge_fast_s``,
+    ``host_gauge_slow_s``: docs/DESIGN.md, the host's pace), or None where the preset has
+    no such measurement or no kernel table with host costs."""
+    from ..kernel_table import load_kernel_table
+    table = load_kernel_table(hw.name)
+    if not (hw.host_gauge_fast_s and hw.host_gauge_slow_s and table is not None
+            and table.aten_host.get("add")):
+        return None
+    return tuple(pace_factor(g, table, source=f"hardware.{name}")
+                 for g, name in ((hw.host_gauge_fast_s, "host_gauge_fast_s"),
+                                 (hw.host_gauge_slow_s, "host_gauge_slow_s")))
+
+
 #: the gauges (us per add) that split the plan suite's processes into a fast and a slow group:
 #: below the first, and at or above the second (few processes fall between: 37 of 365 on the
 #: H200, 6 of 114 on the H100, docs/DESIGN.md)

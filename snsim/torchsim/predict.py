@@ -877,22 +877,6 @@ def _streams(rec, static_names, n_params):
             "n_params": n_params}
 
 
-def host_pace_groups(hw):
-    """The pace factors (over the kernel table's own) of the two groups the launching
-    thread's gauge fell into on preset ``hw``'s machines (``host_gauge_fast_s``,
-    ``host_gauge_slow_s``: docs/DESIGN.md, the host's pace), or None where the preset has
-    no such measurement or no kernel table with host costs."""
-    from ..kernel_table import load_kernel_table
-    from .hostpace import pace_factor
-    table = load_kernel_table(hw.name)
-    if not (hw.host_gauge_fast_s and hw.host_gauge_slow_s and table is not None
-            and table.aten_host.get("add")):
-        return None
-    return tuple(pace_factor(g, table, source=f"hardware.{name}")
-                 for g, name in ((hw.host_gauge_fast_s, "host_gauge_fast_s"),
-                                 (hw.host_gauge_slow_s, "host_gauge_slow_s")))
-
-
 def _with_step_times(prog, times_s):
     """``prog`` with each layer step's time replaced by ``times_s`` (one per step)."""
     steps = [row[:4] + [float(t)] + row[5:] for row, t in zip(prog["steps"], times_s)]
@@ -900,12 +884,15 @@ def _with_step_times(prog, times_s):
 
 
 def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=None,
-                    transform=None, hidden=True, hidden_exclude=(), host_gauge_s=None):
+                    transform=None, hidden=True, hidden_exclude=(), host_gauge_s=None,
+                    host_range=False):
     """The trace ``program`` dict of a CPU-only prediction (modelled op times).
 
     ``host_gauge_s``: the gauge (:func:`snsim.torchsim.hostpace.gauge_add_s`) of the machine
     the step will run on; its ratio to the kernel table's scales the modelled host seconds.
-    None: the table's own pace.
+    None: the table's own pace. ``host_range``: also the layer times at the paces of the two
+    groups the preset's processes gauged in (:func:`snsim.torchsim.hostpace.host_pace_groups`;
+    none with a gauge), in the provenance's ``host_range_steps_s``.
 
     Returns
     -------
@@ -915,6 +902,7 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     from ..hardware import load_hardware
     from .build import build_program
     from .plans import container_paths
+    from .hostpace import host_pace_groups
     from .opcost import op_times_s
     spec = resolve_model(model, input_shape=input_shape) if isinstance(model, str) else model
     if batch <= 0:
@@ -951,7 +939,7 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
     prog = program(pace, time_report)
     # the same step at the paces of the two groups the preset's processes gauged in (no
     # gauge given): the layer times only, for predict's step_time_host_range_s
-    groups = host_pace_groups(hw) if host_gauge_s is None else None
+    groups = host_pace_groups(hw) if host_range and host_gauge_s is None else None
     host_range_steps = [[row[4] for row in program(f)["steps"]] for f in groups or ()]
     prog["notes"].update(notes)
     from .capture import param_aliases
@@ -1014,7 +1002,7 @@ def _warm_process_reserved_bytes(prog, hw, reserved_bytes, budget_bytes):
 
 def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=None,
             transform=None, hidden=True, hidden_exclude=(), budget_bytes=None,
-            host_gauge_s=None):
+            host_gauge_s=None, host_range=True):
     """Predict peak allocated/reserved bytes and step time of one training iteration.
 
     Parameters
@@ -1034,6 +1022,9 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
         the preset's memory less the CUDA context. ``feasible`` is the engine's run under it
         (the allocator's release-and-retry and cuDNN's workspace fallback included); the
         peaks are those of an unconstrained run.
+    host_range : bool
+        Also the step at the paces of the two groups the preset's processes gauged in
+        (``step_time_host_range_s``; None with ``host_gauge_s`` or a preset without them).
 
     Returns
     -------
@@ -1047,7 +1038,8 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
     from ..hardware import load_hardware
     prog, prov = predict_program(model, batch, optimizer=optimizer, gpu=gpu,
                                  input_shape=input_shape, transform=transform, hidden=hidden,
-                                 hidden_exclude=hidden_exclude, host_gauge_s=host_gauge_s)
+                                 hidden_exclude=hidden_exclude, host_gauge_s=host_gauge_s,
+                                 host_range=host_range)
     hw = load_hardware(gpu)
     fit = replay_capture(prog, hw, budget_bytes=hw.budget_bytes if budget_bytes is None
                          else int(budget_bytes))
@@ -1056,9 +1048,9 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
     # step that needs more than the device has would stop in the device's memory too, and its
     # peaks would be those of a run cut short, below the budget it failed
     res = fit if fit.feasible else replay_capture(prog, hw, budget_bytes=UNLIMITED_BYTES)
-    host_range = [replay_capture(_with_step_times(prog, times), hw,
-                                 budget_bytes=res.budget_bytes).step_time_s
-                  for times in prov.pop("host_range_steps_s")] or None
+    range_s = [replay_capture(_with_step_times(prog, times), hw,
+                              budget_bytes=res.budget_bytes).step_time_s
+               for times in prov.pop("host_range_steps_s")] or None
     return {"network": prog["name"], "batch": batch, **prov_setup(prov), "hardware": hw.name,
             "peak_reserved_warm_process_bytes": _warm_process_reserved_bytes(
                 prog, hw, res.peak_reserved_bytes, fit.budget_bytes if fit.feasible
@@ -1068,6 +1060,6 @@ def predict(model, batch, *, optimizer="sgd-momentum", gpu="h200", input_shape=N
             "peak_requested_bytes": res.peak_ideal_bytes,
             "peak_allocated_bytes": res.peak_allocated_bytes,
             "peak_reserved_bytes": res.peak_reserved_bytes, "static_bytes": res.static_bytes,
-            "step_time_s": res.step_time_s, "step_time_host_range_s": host_range,
+            "step_time_s": res.step_time_s, "step_time_host_range_s": range_s,
             "time_sources": prov["time_sources"],
             "program": prog, "provenance": prov}

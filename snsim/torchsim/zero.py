@@ -461,7 +461,8 @@ def predict_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum
     hw = load_hardware(gpu)
     r, prog = predict_plan(model, batch, torch_base_plan(policy), optimizer=optimizer, gpu=gpu,
                            input_shape=input_shape, budget_bytes=budget_bytes,
-                           host_gauge_s=host_gauge_s, torch_version=torch_version)
+                           host_gauge_s=host_gauge_s, torch_version=torch_version,
+                           host_range=False)   # the engine's step below, not the base plan's
     res, plan = simulate_zero(prog, hw, policy, budget_bytes=budget_bytes)
     n = plan.notes
     out = dict(r)
@@ -477,8 +478,7 @@ def predict_zero(model, batch, policy="zero_offload", *, optimizer="sgd-momentum
                peak_allocated_bytes=res.peak_allocated_bytes,
                peak_reserved_bytes=res.peak_reserved_bytes,
                peak_requested_bytes=res.peak_ideal_bytes, static_bytes=res.static_bytes,
-               # the engine's step, not the base plan's: no range at the host's paces
-               step_time_s=res.step_time_s, step_time_host_range_s=None,
+               step_time_s=res.step_time_s,
                step_time_source=f"{r['step_time_source']}; engine zero_offload (copies on the "
                                 f"PCIe streams, CPU optimizer at host_mem_bytes_per_s)",
                cpu_step_s=n["cpu_step_s"], h2d_bytes=res.h2d_bytes, d2h_bytes=res.d2h_bytes,
