@@ -53,6 +53,25 @@ PRESETS = {
     # 3,072 + q, k, v without bias 3 x 768^2 + out 768^2 + 768 + MLP 768 x 3,072 + 3,072 +
     # 3,072 x 768 + 768 = 7,085,568, x 12 = 85,026,816; ln_f 1,536: 125,198,592
     "gpt-neo-125m": ("GPTNeoForCausalLM", "causal", 50257, 2048, 125_198_592),
+    # BLOOM, d 1,024, 24 layers, 16 heads, ALiBi (no positions), vocab 250,880, tied:
+    # embeddings 250,880 x 1,024 = 256,901,120 + their LayerNorm 2,048; a layer 2 LayerNorms
+    # 4,096 + qkv 1,024 x 3,072 + 3,072 + dense 1,024^2 + 1,024 + MLP 1,024 x 4,096 + 4,096 +
+    # 4,096 x 1,024 + 1,024 = 12,596,224, x 24 = 302,309,376; ln_f 2,048: 559,214,592 (the
+    # model card's figure)
+    "bloom-560m": ("BloomForCausalLM", "causal", 250880, 0, 559_214_592),
+    # Qwen3, d 1,024, 28 layers, 16 query heads of 128, 8 key-value heads, SwiGLU 3,072, no
+    # q/k/v bias, RMSNorm on each head's q and k, tied: embeddings 151,936 x 1,024 =
+    # 155,582,464; a layer q 1,024 x 2,048 + k, v 2 x 1,024 x 1,024 + o 2,048 x 1,024 + q/k
+    # norms 256 + MLP 3 x 1,024 x 3,072 + 2 RMSNorms 2,048 = 15,730,944, x 28 = 440,466,432
+    # (the model card's 0.44B non-embedding); final norm 1,024: 596,049,920 (its 0.6B)
+    "Qwen3-0.6B": ("Qwen3ForCausalLM", "causal", 151936, 0, 596_049_920),
+    # ALBERT, one layer shared by all 12 (d 768, ff 3,072), embeddings of 128: word 30,000 x
+    # 128 + positions 512 x 128 + 2 types x 128 + LayerNorm 256 = 3,906,048; mapping in 128 x
+    # 768 + 768 = 99,072; the shared layer 4 x (768^2 + 768) + 1,536 + 768 x 3,072 + 3,072 +
+    # 3,072 x 768 + 768 + 1,536 = 7,087,872 (AlbertModel with its pooler 768^2 + 768:
+    # 11,683,584, the published 11.7M); no pooler here; the MLM head's dense 768 x 128 + 128,
+    # LayerNorm 256 and bias 30,000 (its decoder weight is the word embedding's): 11,221,680
+    "albert-base-v2": ("AlbertForMaskedLM", "masked", 30000, 512, 11_221_680),
 }
 
 

@@ -1420,6 +1420,33 @@ _HELDOUT48_TOKENS = (
      {"optimizer": "adamw", "amp": "fp16"}),
 )
 PLAN_HELDOUT48 = _plan_set(_HELDOUT48, _HELDOUT48_TOKENS)
+# held-out set 49, written and predicted (2026-12-06, before any of it ran): three Hugging Face
+# architectures snsim never built before (BLOOM's ALiBi eager attention, Qwen3's per-head q/k
+# norms, ALBERT's one layer shared by twelve), SuperNeurons' recompute and offload plans,
+# fused AdamW, cpu_offload of a channels-last ConvNeXt in bf16, and torchvision networks run
+# once or never at these batches
+_HELDOUT49 = (
+    ("torchvision:mvit_v1_b", 12, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:efficientnet_v2_l", 24, {"checkpoint": ["modules=MBConv,FusedMBConv"]},
+     {"amp": "fp16"}),
+    ("torchvision:regnet_y_128gf", 16, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:squeezenet1_0", 384, {"cpu_offload": ["pin_memory=true"]}, {}),
+    ("torchvision:alexnet", 1024, {"superneurons": []}, {}),
+    ("torchvision:mnasnet0_5", 384, {"plain": []}, {"optimizer": "sgd", "amp": "bf16"}),
+    ("torchvision:resnet152", 48, {"checkpoint": ["modules=Bottleneck"]},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "fp16"}),
+    ("torchvision:convnext_large", 24, {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:densenet201", 48, {"recompute": []}, {}),
+    ("torchvision:resnet34", 192, {"offload": []}, {}),
+)
+_HELDOUT49_TOKENS = (
+    ("hf:bloom-560m", 8, (512,), {"checkpoint": ["modules=BloomBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:Qwen3-0.6B", 4, (1024,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:albert-base-v2", 32, (512,), {"superneurons": []}, {"optimizer": "adamw", "amp": "fp16"}),
+)
+PLAN_HELDOUT49 = _plan_set(_HELDOUT49, _HELDOUT49_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1457,7 +1484,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout42": PLAN_HELDOUT42, "heldout43": PLAN_HELDOUT43,
              "heldout44": PLAN_HELDOUT44, "heldout45": PLAN_HELDOUT45,
              "heldout46": PLAN_HELDOUT46, "heldout47": PLAN_HELDOUT47,
-             "heldout48": PLAN_HELDOUT48,
+             "heldout48": PLAN_HELDOUT48, "heldout49": PLAN_HELDOUT49,
              "pageable": PLAN_PAGEABLE}
 
 
