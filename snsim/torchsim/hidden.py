@@ -1079,7 +1079,7 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
     counts = {"exact": 0, "probe": 0, "half_sibling": 0, "scaled": 0, "dtype": 0,
               "probe_scaled": 0,
               "probe_near": 0, "modelled": 0, "none": 0, "reduction": 0,
-              "layer_norm_partials": 0}
+              "layer_norm_partials": 0, "bias_sum": 0}
     workspaces_made = set()   # (phase) and (phase, "lt"): the persistent ones placed
     for k, op in enumerate(rec.ops):
         mark = op[0]
@@ -1166,6 +1166,19 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             # one workspace at a time: each is freed before the next is taken
             extra.append(((k, 1, 2 * slots[j] + 1, 2 * j), (mark, "a", key)))
             extra.append(((k, 1, 2 * slots[j] + 1, 2 * j + 1), (mark, "f", key)))
+        geometry = rec.bias_sums.get(k)
+        if geometry is not None and how in NCHW_LEVELS | {"none"} and not (
+                len(op) > 7 and op[7]):
+            # the bias gradient's sum of a channels-last grad_output (record.
+            # conv_bias_sum_geometry): its staging buffer and semaphores after grad_bias,
+            # where the rows were measured with a contiguous grad_output (an NCHW call's probe
+            # levels, or none); a capture's rows and the channels-last probe's hold them
+            counts["bias_sum"] += 1
+            keys = [new(size) for size in reduction_buffers(geometry, hardware)]
+            base = 2 * max(0, made.get(k, 0) - 1) + 1
+            for j, key in enumerate(keys + keys[::-1]):
+                extra.append(((k, 1, base, (1 << 21) + j),
+                              (mark, "a" if j < len(keys) else "f", key)))
     merged = sorted(pos + extra, key=lambda x: x[0])   # stable: recorded order kept
     notes.update({f"hidden_lookup_{k}": v for k, v in counts.items()})
     return [e for _, e in merged], info, notes

@@ -197,9 +197,27 @@ def cudnn_grad_output_conversion(args):
     strides, its stem an NCHW image and a channels-last gradient: the H100 allocator history
     of convnext_small b48 bf16 (traces/h100/plans_history) shows each taking one copy of
     grad_output before grad_input, freed before grad_bias, where the per-pass model
-    (:func:`cudnn_grad_output_copy`) placed one after each pass's gradient. Depthwise
-    convolutions: none (ATen's own kernels, or channels-last throughout)."""
+    (:func:`cudnn_grad_output_copy`) placed one after each pass's gradient.
+
+    A depthwise convolution makes the same one copy where grad_output's layout is not its
+    backend's: ATen's own kernel (an NCHW input and weight) takes grad_output
+    ``expect_contiguous()``, cuDNN's NHWC one (an input or weight that suggests channels-last,
+    ``use_cudnn_depthwise``) converts it to channels-last. ``save_on_cpu(pin_memory=True)``
+    hands ConvNeXt's depthwise backward an NCHW input beside a channels-last gradient:
+    ``scripts/conv_layout_probe.py`` (traces/h100/conv_layout) shows one grad_output-sized
+    block before its gradients in every such call (ConvNeXt-S's 7x7 at 192 channels, 28 x 28,
+    batch 32: 9,633,792 B in fp16, 19,267,584 B in fp32), as the H200 history of ConvNeXt-S
+    b32 fp16 ``cpu_offload`` (traces/h200/plans_history) shows in each block, and none where
+    the layouts agree."""
     from torch._prims_common import suggest_memory_format
+    if _is_depthwise_backward(args):
+        dy, x, w = args[:3]
+        nhwc = any(t.dim() == 4 and suggest_memory_format(t) == torch.channels_last
+                   for t in (x, w))
+        if dy.numel() == 0 or dy.is_contiguous(
+                memory_format=torch.channels_last if nhwc else torch.contiguous_format):
+            return 0
+        return concrete_int(dy.numel()) * dy.element_size()
     operands = _cudnn_backward_operands(args)
     if operands is None:
         return 0
@@ -207,6 +225,44 @@ def cudnn_grad_output_conversion(args):
     if dy.numel() == 0 or suggest_memory_format(dy) == suggest_memory_format(x):
         return 0
     return concrete_int(dy.numel()) * dy.element_size()
+
+
+def _is_depthwise_backward(args):
+    """Whether ``convolution_backward``'s aten args are a 2-D depthwise convolution's (one
+    input channel per group)."""
+    if len(args) < 10 or not all(isinstance(t, torch.Tensor) for t in args[:3]):
+        return False
+    dy, x, _ = args[:3]
+    return dy.dim() == 4 and x.dim() == 4 and isinstance(args[9], int) \
+        and 1 < args[9] == x.shape[1]
+
+
+def conv_bias_sum_geometry(args):
+    """:func:`snsim.torchsim.reduce_buffers.reduce_geometry` of the bias gradient of a
+    ``convolution_backward`` call (its aten args) whose grad_output is not contiguous, else
+    None. ``convolution_backward`` (aten/src/ATen/native/Convolution.cpp) sums grad_output
+    over every dim but the channels with ATen's reduction, whatever backend ran the passes; on
+    a channels-last grad_output that reduction splits each channel's inputs across blocks and
+    takes a staging buffer and semaphores (:func:`~snsim.torchsim.reduce_buffers.
+    reduction_buffers`). ``scripts/conv_layout_probe.py`` on the H100 (traces/h100/
+    conv_layout): every call with a channels-last grad_output and a bias, over 96 calls of
+    eight shapes (ConvNeXt's stem, depthwise and downsampling layers, a MobileNet depthwise,
+    a dense 3x3), two batches and three dtypes, ended with exactly those two blocks (the stem
+    at batch 36: 21,676,032 + 8 B), whatever the input's layout; a contiguous grad_output's
+    sum took none at those shapes. The workspace tables hold them as workspaces where their
+    calls were measured with a channels-last grad_output (the channels-last probe, captures);
+    the NCHW probe's rows, measured with contiguous ones, do not
+    (:func:`snsim.torchsim.hidden.add_hidden`)."""
+    from .reduce_buffers import reduce_geometry
+    if len(args) < 11 or not isinstance(args[0], torch.Tensor) or args[0].dim() < 3:
+        return None
+    mask = args[10]
+    if not isinstance(mask, (list, tuple)) or len(mask) < 3 or not mask[2]:
+        return None
+    dy = args[0]
+    if dy.numel() == 0 or dy.is_contiguous():
+        return None
+    return reduce_geometry(dy, [0] + list(range(2, dy.dim())), as_int=concrete_int)
 
 
 def _cudnn_backward_operands(args):
@@ -904,6 +960,8 @@ class Recorder:
         self.temp_ops = set()        # ops given cuda_temporaries storages
         self.reductions = {}         # op index -> reduce_buffers.reduce_geometry (fake runs)
         self.layer_norm_backwards = {}   # op index -> reduce_buffers.layer_norm_backward_geometry
+        self.bias_sums = {}          # op index -> reduce_geometry of a convolution backward's
+        #                              bias gradient, when its grad_output is not contiguous
         self.view_sums = set()       # accumulation_ops whose buffer is a view or not dense
         self.accumulating = False    # between a backward node's end and the next node's start
         self.excluded = set()
@@ -998,6 +1056,10 @@ class Recorder:
             geometry = reduce_geometry(args[0], dims, as_int=concrete_int)
             if geometry is not None:
                 self.reductions[op_index] = geometry
+        if name == "convolution_backward" and self.device_type != "cuda":
+            geometry = conv_bias_sum_geometry(args)
+            if geometry is not None:
+                self.bias_sums[op_index] = geometry
         if name == "native_layer_norm_backward" and self.device_type != "cuda":
             from .reduce_buffers import layer_norm_backward_geometry
             geometry = layer_norm_backward_geometry(args, as_int=concrete_int)
