@@ -22,10 +22,10 @@ def test_resnet18_layers_record_a_forward_and_a_backward_each():
 
 def test_the_table_holds_the_probed_networks_and_not_an_unprobed_batch(capsys):
     # resnet18's layers were probed at batches 8-256 in fp32 and bf16 (seed 5's log, session
-    # 62's off-grid batches 20-56); batch 44 at none
+    # 62's off-grid batches 20-56, session 64's 44-60); batch 72 at none
     main(["--models", "resnet18", "--batches", "32", "--dtypes", "float32,bfloat16"])
     assert "resnet18" in capsys.readouterr().out.split("100.0 % in the table")[0]
-    main(["--models", "resnet18", "--batches", "44", "--dtypes", "float32"])
+    main(["--models", "resnet18", "--batches", "72", "--dtypes", "float32"])
     assert "  0.0 % in the table" in capsys.readouterr().out
 
 
@@ -83,15 +83,15 @@ def test_the_probe_keeps_dilated_layers_and_runs_them_dilated():
 
 
 def test_predict_at_an_unprobed_batch_says_its_workspaces_were_interpolated(capsys):
-    # ResNet-18's layers are probed at 40 and 48, not 44: its workspaces are read between them
+    # ResNet-18's layers are probed at 64 and 80, not 72: its workspaces are read between them
     import json
 
     from snsim.cli import main
-    args = ["predict", "--model", "torchvision:resnet18", "--batch", "44", "--gpu", "h200"]
+    args = ["predict", "--model", "torchvision:resnet18", "--batch", "72", "--gpu", "h200"]
     assert main(args + ["--format", "json"]) == 0
     got = json.loads(capsys.readouterr().out)["workspace_sources"]
     assert got["other_batch"] > 0 and got["measured"] == 0
     assert main(args) == 0
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("workspaces: ")]
-    assert len(lines) == 1 and "read at batches other than 44" in lines[0]
-    assert "--net-batches 44" in lines[0]
+    assert len(lines) == 1 and "read at batches other than 72" in lines[0]
+    assert "--net-batches 72" in lines[0]

@@ -1145,6 +1145,18 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
                                           grad_copied=converted)
         counts[how] += 1
         slots = _workspace_slots(op[1], len(sizes), made.get(k, 0), before)
+        # the bias gradient's sum of a channels-last grad_output (record.
+        # conv_bias_sum_geometry): its staging buffer and semaphores after grad_bias, both held
+        # until the sum is done. Rows measured with such a grad_output (the channels-last
+        # probe's, a capture's) end with them, taken there as workspaces one at a time: they
+        # leave the rows and are placed as the reduction. Rows measured with a contiguous one
+        # (an NCHW call's probe levels) or none lack them.
+        geometry = rec.bias_sums.get(k)
+        bias = reduction_buffers(geometry, hardware) if geometry is not None else []
+        if bias and sizes[-len(bias):] == bias:
+            sizes, slots = sizes[:-len(bias)], slots[:-len(bias)]
+        elif how not in NCHW_LEVELS | {"none"} or (len(op) > 7 and op[7]):
+            bias = []
         # cuDNN's backward copies grad_output (the recorder's copy calls, record.kernel_copies:
         # bytes read and written): once as it starts, into the input's layout, freed when its
         # passes are done ("call"); or each pass a non-contiguous one into a contiguous tensor
@@ -1166,15 +1178,9 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             # one workspace at a time: each is freed before the next is taken
             extra.append(((k, 1, 2 * slots[j] + 1, 2 * j), (mark, "a", key)))
             extra.append(((k, 1, 2 * slots[j] + 1, 2 * j + 1), (mark, "f", key)))
-        geometry = rec.bias_sums.get(k)
-        if geometry is not None and how in NCHW_LEVELS | {"none"} and not (
-                len(op) > 7 and op[7]):
-            # the bias gradient's sum of a channels-last grad_output (record.
-            # conv_bias_sum_geometry): its staging buffer and semaphores after grad_bias,
-            # where the rows were measured with a contiguous grad_output (an NCHW call's probe
-            # levels, or none); a capture's rows and the channels-last probe's hold them
+        if bias:
             counts["bias_sum"] += 1
-            keys = [new(size) for size in reduction_buffers(geometry, hardware)]
+            keys = [new(size) for size in bias]
             base = 2 * max(0, made.get(k, 0) - 1) + 1
             for j, key in enumerate(keys + keys[::-1]):
                 extra.append(((k, 1, base, (1 << 21) + j),

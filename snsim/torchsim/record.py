@@ -249,10 +249,10 @@ def conv_bias_sum_geometry(args):
     eight shapes (ConvNeXt's stem, depthwise and downsampling layers, a MobileNet depthwise,
     a dense 3x3), two batches and three dtypes, ended with exactly those two blocks (the stem
     at batch 36: 21,676,032 + 8 B), whatever the input's layout; a contiguous grad_output's
-    sum took none at those shapes. The workspace tables hold them as workspaces where their
-    calls were measured with a channels-last grad_output (the channels-last probe, captures);
-    the NCHW probe's rows, measured with contiguous ones, do not
-    (:func:`snsim.torchsim.hidden.add_hidden`)."""
+    sum took none at those shapes. The workspace tables end with them as workspaces where
+    their calls were measured with a channels-last grad_output (the channels-last probe,
+    captures); the NCHW probe's rows, measured with contiguous ones, lack them
+    (:func:`snsim.torchsim.hidden.add_hidden` places them as the reduction either way)."""
     from .reduce_buffers import reduce_geometry
     if len(args) < 11 or not isinstance(args[0], torch.Tensor) or args[0].dim() < 3:
         return None
