@@ -3936,7 +3936,17 @@ def build_report(traces_dir="traces/h200"):
                        "TFLOP/s); ResNet-152 fused-AdamW fp16 checkpointed (+19 % at its "
                        "gauge) is host-bound, 80 of its 175 modelled host ms are the 50 "
                        "checkpoint calls' own cost; AlexNet b1024 `superneurons` (-24 %) runs "
-                       "slower than modelled. ")
+                       "slower than modelled. In the same call, `scripts/conv_layout_probe.py` "
+                       "(`traces/h100/conv_layout/`) measured what a convolution backward "
+                       "allocates under each pair of input and grad_output layouts; modelled "
+                       "from it (the bias gradient's reduction buffers of a channels-last "
+                       "grad_output, a depthwise backward's grad_output copy: docs/DESIGN.md), "
+                       "ConvNeXt-L's reserved peak goes from -0.18 to 0.00 % and none of 34 "
+                       "other ConvNeXt, Swin, ViT and MViT runs of H100 sets 44-49 and H200 "
+                       "sets 30-41 moves (a re-prediction: `docs/data/biassum_s64_{before,"
+                       "after}_{h100,h200}.csv`); the H200 history of ConvNeXt-S b32 fp16 "
+                       "`cpu_offload` (-4.6 % before) is now predicted request for request, "
+                       "peaks exact. ")
     L.extend(host_range_section())
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
