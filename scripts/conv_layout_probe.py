@@ -13,8 +13,9 @@ What: ``aten.convolution_backward`` called directly on given operands, for each 
 and pair of layouts (input, grad_output) in {NCHW, NHWC}^2, with the caching allocator's
 history on: every request between two marker allocations that is not one of the call's
 outputs, in order (a request of an output's size is taken as that output the first time: a
-grad_output copy the size of grad_input is listed where grad_input was made), the outputs' strides (which layout grad_input came back in) and the call's
-time (CUDA events, median of 5 after 2 warm-ups).
+grad_output copy the size of grad_input is listed where grad_input was made), the outputs'
+strides (which layout grad_input came back in) and the call's time (CUDA events, median of 5
+after 2 warm-ups).
 
 Output: ``$OUT/conv_layout_probe.json`` ({"provenance": {...}, "rows": [{shape, dtype, x_layout,
 dy_layout, requests, outputs, grad_input_layout, time_s}, ...]}) and one line per row on stdout.
