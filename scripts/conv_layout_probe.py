@@ -29,7 +29,8 @@ import json
 import os
 import sys
 
-MARK_BYTES = 13      # a request size no convolution makes: separates one call's allocations
+# the workspace probe's marker size and its split of a marked history into what is not an output
+from conv_workspace_probe import MARK_BYTES, _workspaces
 
 #: (name, C_in, H, C_out, kernel, stride, padding, groups): ConvNeXt's stem, depthwise 7x7
 #: at each stage and 2x2 downsampling; a MobileNet 3x3 depthwise (fp16: cuDNN-eligible) and
@@ -86,24 +87,8 @@ def probe_one(torch, shape, n, dtype, x_layout, dy_layout):
     del m0, m1
     events = [(e["action"], int(e.get("size", 0)))
               for tr in snap.get("device_traces", []) for e in tr]
-    inside, allocs = False, []
-    for action, size in events:
-        if action != "alloc":
-            continue
-        if size == MARK_BYTES:
-            inside = not inside
-            continue
-        if inside:
-            allocs.append(size)
     outs = [t for t in out if t is not None]
-    want = [t.untyped_storage().nbytes() for t in outs]
-    requests = []
-    for size in allocs:
-        rounded = [v for v in want if size in (v, 512 if v <= 512 else (v + 511) // 512 * 512)]
-        if rounded:
-            want.remove(rounded[0])
-        else:
-            requests.append(size)
+    requests = _workspaces(events, [("", [t.untyped_storage().nbytes() for t in outs])])[0][1]
     times = []
     for _ in range(5):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -1076,6 +1076,14 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
         keys_made.append(key)
         info[key] = (size, kind)
         return key
+
+    def reduction(k, mark, at, sizes, first=0):
+        """A CUDA reduction's staging buffer and semaphores (``sizes``) in op ``k`` at
+        position ``at``: both taken, held through the sum and freed once its output exists
+        (semaphores first: declared last); ``first`` orders them among ``at``'s entries."""
+        keys = [new(size) for size in sizes]
+        for j, key in enumerate(keys + keys[::-1]):
+            extra.append(((k, 1, at, first + j), (mark, "a" if j < len(keys) else "f", key)))
     counts = {"exact": 0, "probe": 0, "half_sibling": 0, "scaled": 0, "dtype": 0,
               "probe_scaled": 0,
               "probe_near": 0, "modelled": 0, "none": 0, "reduction": 0,
@@ -1121,15 +1129,8 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
                 extra.append(((k, 1, last, j), (mark, kind, key)))
         geometry = rec.reductions.get(k)
         if geometry is not None:
-            # the reduction kernel's staging buffer and semaphores, both held through the call
-            # and freed after its output exists (semaphores first: declared last)
-            sizes = reduction_buffers(geometry, hardware)
             counts["reduction"] += 1
-            keys = [new(size) for size in sizes]
-            for j, key in enumerate(keys):
-                extra.append(((k, 1, last, j), (mark, "a", key)))
-            for j, key in enumerate(reversed(keys)):
-                extra.append(((k, 1, last, len(keys) + j), (mark, "f", key)))
+            reduction(k, mark, last, reduction_buffers(geometry, hardware))
             continue
         sig = op[6] if len(op) > 6 else ""
         if not sig or k in rec.temp_ops:
@@ -1167,9 +1168,9 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
                 # before the first gradient; freed after the last pass's workspaces, before
                 # grad_bias
                 call = conv_call(sig)
-                last = 2 * (len(_passes(call)) if call is not None else made.get(k, 1)) - 1
+                passed = 2 * (len(_passes(call)) if call is not None else made.get(k, 1)) - 1
                 extra.append(((k, 1, -1, 0), (mark, "a", key)))
-                extra.append(((k, 1, last, 1 << 20), (mark, "f", key)))
+                extra.append(((k, 1, passed, 1 << 20), (mark, "f", key)))
             else:
                 extra.append(((k, 1, 2 * j + 1, -1), (mark, "a", key)))
                 extra.append(((k, 1, 2 * j + 1, 1 << 20), (mark, "f", key)))
@@ -1178,13 +1179,9 @@ def add_hidden(rec, stream, info, hardware, *, batch=None, exclude=()):
             # one workspace at a time: each is freed before the next is taken
             extra.append(((k, 1, 2 * slots[j] + 1, 2 * j), (mark, "a", key)))
             extra.append(((k, 1, 2 * slots[j] + 1, 2 * j + 1), (mark, "f", key)))
-        if bias:
+        if bias:     # after grad_bias and the workspaces that follow it
             counts["bias_sum"] += 1
-            keys = [new(size) for size in bias]
-            base = 2 * max(0, made.get(k, 0) - 1) + 1
-            for j, key in enumerate(keys + keys[::-1]):
-                extra.append(((k, 1, base, (1 << 21) + j),
-                              (mark, "a" if j < len(keys) else "f", key)))
+            reduction(k, mark, last, bias, first=1 << 21)
     merged = sorted(pos + extra, key=lambda x: x[0])   # stable: recorded order kept
     notes.update({f"hidden_lookup_{k}": v for k, v in counts.items()})
     return [e for _, e in merged], info, notes

@@ -174,10 +174,10 @@ def cudnn_grad_output_copy(args):
     shows each pass of a dense layer's conv2 backward taking a 28,901,376 B copy of
     [48, 48, 56, 56] before its workspace and freeing it after. Depthwise convolutions run
     ATen's own kernels: none."""
-    import torch
-    if _cudnn_backward_operands(args) is None:
+    operands = _conv_backward_operands(args)
+    if operands is None or operands[3]:     # a depthwise one runs ATen's own kernels
         return 0
-    dy, x, w = args[:3]
+    dy, x, w, _ = operands
     fmt = torch.channels_last if (x.is_contiguous(memory_format=torch.channels_last)
                                   and not x.is_contiguous()) or (
         w.is_contiguous(memory_format=torch.channels_last) and not w.is_contiguous()) \
@@ -210,31 +210,18 @@ def cudnn_grad_output_conversion(args):
     b32 fp16 ``cpu_offload`` (traces/h200/plans_history) shows in each block, and none where
     the layouts agree."""
     from torch._prims_common import suggest_memory_format
-    if _is_depthwise_backward(args):
-        dy, x, w = args[:3]
+    operands = _conv_backward_operands(args)
+    if operands is None or operands[0].numel() == 0:
+        return 0
+    dy, x, w, depthwise = operands
+    if depthwise:
         nhwc = any(t.dim() == 4 and suggest_memory_format(t) == torch.channels_last
                    for t in (x, w))
-        if dy.numel() == 0 or dy.is_contiguous(
-                memory_format=torch.channels_last if nhwc else torch.contiguous_format):
-            return 0
-        return concrete_int(dy.numel()) * dy.element_size()
-    operands = _cudnn_backward_operands(args)
-    if operands is None:
-        return 0
-    dy, x, _ = operands
-    if dy.numel() == 0 or suggest_memory_format(dy) == suggest_memory_format(x):
-        return 0
-    return concrete_int(dy.numel()) * dy.element_size()
-
-
-def _is_depthwise_backward(args):
-    """Whether ``convolution_backward``'s aten args are a 2-D depthwise convolution's (one
-    input channel per group)."""
-    if len(args) < 10 or not all(isinstance(t, torch.Tensor) for t in args[:3]):
-        return False
-    dy, x, _ = args[:3]
-    return dy.dim() == 4 and x.dim() == 4 and isinstance(args[9], int) \
-        and 1 < args[9] == x.shape[1]
+        copied = not dy.is_contiguous(
+            memory_format=torch.channels_last if nhwc else torch.contiguous_format)
+    else:
+        copied = suggest_memory_format(dy) != suggest_memory_format(x)
+    return concrete_int(dy.numel()) * dy.element_size() if copied else 0
 
 
 def conv_bias_sum_geometry(args):
@@ -265,18 +252,15 @@ def conv_bias_sum_geometry(args):
     return reduce_geometry(dy, [0] + list(range(2, dy.dim())), as_int=concrete_int)
 
 
-def _cudnn_backward_operands(args):
-    """``(grad_output, input, weight)`` of a ``convolution_backward`` call (its aten args) that
-    runs cuDNN's 2-D backward, else None: a depthwise one runs ATen's own kernels."""
-    import torch
+def _conv_backward_operands(args):
+    """``(grad_output, input, weight, depthwise)`` of a 2-D ``convolution_backward`` call (its
+    aten args), else None; ``depthwise``: one input channel per group."""
     if len(args) < 10 or not all(isinstance(t, torch.Tensor) for t in args[:3]):
         return None
     dy, x, w = args[:3]
     if dy.dim() != 4 or x.dim() != 4 or not isinstance(args[9], int):
         return None
-    if 1 < args[9] == x.shape[1]:
-        return None
-    return dy, x, w
+    return dy, x, w, 1 < args[9] == x.shape[1]
 
 
 # reductions whose CUDA kernel (gpu_reduce_kernel) may take global-memory buffers
