@@ -490,3 +490,64 @@ def test_layer_tracing_builds_a_network_whose_constructor_reads_values():
     groups = {mod.groups for _name, _shape, mod in calls}
     assert calls[0][1] == (3, 224, 224) and max(groups) > 1      # grouped 3x3s, group width 8
     assert all(p.is_meta for _n, _s, mod in calls for p in mod.parameters())
+
+
+def test_calibrate_only_wide_dense_big_replace_only_their_rows(tmp_path):
+    """--only wide,dense,big re-measures grouped 3x3 convs of wide groups, dense convs at
+    stages' channels and convs at batches from 512, each under its own shape prefix; a merge
+    replaces an earlier run's rows of those prefixes and keeps the stage rows."""
+    from snsim.cli import main
+    from snsim.torchsim.calibrate import Calibrator, read_table, write_table
+    base = tmp_path / "base.csv.gz"
+    old = [{"family": "convolution", "dtype": "float32", "math": "tf32", "cls": "gk3x3s1",
+            "flops": 1e9, "bytes": 1e6, "ntensors": 0, "time_s": 1e-4, "host_s": 1e-5,
+            "shape": sh, "ops": ""}
+           for sh in ("stage x[8, 512, 7, 7] w[512, 256, 3, 3] s1 g2 bias0",
+                      "wide x[8, 528, 7, 7] w[528, 264, 3, 3] s1 g2 an earlier wide run",
+                      "dense x[8, 64, 7, 7] w[64, 64, 1, 1] s1 g1 an earlier dense run",
+                      "big x[512, 3, 7, 7] w[16, 3, 1, 1] s1 g1 an earlier big run")]
+    write_table(old, {"tool": "snsim calibrate"}, base)
+    out = tmp_path / "merged.csv.gz"
+    assert main(["calibrate", "--device", "cpu", "--only", "wide,dense,big", "--merge",
+                 str(base), "--out", str(out), "--max-seconds", "30", "--scale", "0.01"]) == 0
+    rows, _ = read_table(out)
+    shapes = [r["shape"] for r in rows]
+    assert shapes.count(old[0]["shape"]) == 1
+    assert not set(shapes) & {o["shape"] for o in old[1:]}
+    wide = [sh for sh in shapes if sh.startswith("wide x[")]
+    assert wide and all(f"w[{sh.split('w[')[1].split(', ')[0]}, " in sh for sh in wide)
+    widths = {int(sh.split("w[")[1].split(", ")[1]) for sh in wide}
+    assert widths <= set(Calibrator.WIDE_GROUP_WIDTHS)
+    assert any(sh.startswith("dense x[") and " g1 " in sh for sh in shapes)
+
+
+def test_sibling_rows_divide_one_groups_times_by_the_measured_ratio(tmp_path):
+    """scripts/sibling_rows.py divides the time of the named group's rows (and only theirs)
+    by the sibling's measured ratio of their family and size band, and says so in the
+    header: an h100-timed wide row read back by the h100 preset is its H100 time again."""
+    import importlib.util
+    from pathlib import Path
+    from snsim.kernel_table import load_sibling_ratios, sibling_ratio_of
+    from snsim.torchsim.calibrate import read_table, write_table
+    spec = importlib.util.spec_from_file_location(
+        "sibling_rows", Path(__file__).parent.parent / "scripts" / "sibling_rows.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = [{"family": "convolution_backward", "dtype": "float16", "math": "fp16",
+             "cls": "gk3x3s1", "flops": 1e9, "bytes": str(b), "ntensors": 0,
+             "time_s": "0.001", "host_s": "1e-05", "shape": sh, "ops": ""}
+            for sh, b in (("wide x[16, 2904, 14, 14] w[2904, 264, 3, 3] s1 g11 bias0",
+                           40_000_000),
+                          ("stage x[16, 1680, 14, 14] w[1680, 112, 3, 3] s1 g15 bias0",
+                           40_000_000))]
+    src, dst = tmp_path / "in.csv.gz", tmp_path / "out.csv.gz"
+    write_table(rows, {"gpu_preset": "h200", "remeasured_gpu": "NVIDIA H100 80GB HBM3"}, src)
+    assert mod.main([str(src), "--group", "wide", "--sibling", "h100", "--out", str(dst)]) == 0
+    out, meta = read_table(dst)
+    ratio = sibling_ratio_of(load_sibling_ratios("h100"), "convolution_backward", 40_000_000)
+    assert ratio != 1.0     # configs/kernels/h100_over_h200.csv has this band
+    assert abs(float(out[0]["time_s"]) * ratio - 0.001) < 1e-6
+    assert out[1]["time_s"] == "0.001"
+    assert meta["wide_rows_from"].startswith("1 rows timed on NVIDIA H100 80GB HBM3")
+    assert mod.main([str(src), "--group", "nope", "--sibling", "h100", "--out",
+                     str(dst)]) == 2

@@ -301,7 +301,15 @@ class Calibrator:
         return x.requires_grad_(grad)
 
     # -- convolutions ------------------------------------------------------------------------
-    def convs(self, count, dtype, math_, max_flops, layout=""):
+    # batches beyond the grid's 256 (the ``big`` group, rows' shape starts with ``big``): the
+    # largest batch a GPU trains is what maxbatch answers; AlexNet b1024's convolutions sat
+    # 0.65-0.98 e-folds from every row, and its step ran 19 % longer than modelled (H100,
+    # traces/h100/plan_busy_s65)
+    BIG_BATCHES = (512, 768, 1024, 1536, 2048)
+
+    def convs(self, count, dtype, math_, max_flops, layout="", batches=None):
+        """``count`` convolutions of random shape (batch 1-256, or from ``batches``: rows'
+        shape then starts with ``big``), forward and backward."""
         torch = self.torch
         aten = torch.ops.aten
         rng = self.rng
@@ -309,7 +317,9 @@ class Calibrator:
         tries = 0
         while made < count and tries < count * 20 and not self.late():
             tries += 1
-            n = rng.choice([1, 2, 4, 8, 16, 32, 64, 128, 256])
+            n = rng.choice(batches or [1, 2, 4, 8, 16, 32, 64, 128, 256])
+            if batches and self.device != "cuda":     # a smoke test: small shapes
+                n = 2
             c = rng.choice([3, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048])
             k = rng.choice([1, 1, 1, 3, 3, 3, 3, 5, 7, 11, (1, 7), (7, 1), (1, 3), (3, 1)])
             kh, kw = (k, k) if isinstance(k, int) else k
@@ -334,7 +344,7 @@ class Calibrator:
             if big or 2 * macs > max_flops or 2 * macs < 1e5:
                 continue
             self.guarded("convolution", self._conv, n, c, h, w, co, kh, kw, s, g, cls_g,
-                         dtype, math_, None, "", layout)
+                         dtype, math_, None, "big " if batches else "", layout)
             made += 1
 
     # grouped and depthwise convolutions over a grid of group widths and counts: cuDNN's and
@@ -418,7 +428,15 @@ class Calibrator:
     LAYOUT_DENSE_MAPS = (13, 27, 28, 54, 56, 112)
     LAYOUT_BATCHES = (16, 32, 64, 128, 256, 512)
 
-    def layout_convs(self, count, dtype, math_, *, max_bytes=1.5 * 2**31, layout=""):
+    # wide groups (the ``wide`` group, rows' shape starts with ``wide``): RegNet-Y-32GF's 232
+    # and -128GF's 264 channels per group sat between LAYOUT_GROUP_WIDTHS' 168 and 256, and
+    # cuDNN's half-precision grouped backward at 256 (a power of two) ran 8.5x its forward
+    # where RegNet-Y-128GF's width-264 one did not (H100 set 49: +43 % step, +35 % in H200
+    # set 40); widths on both sides of the powers of two, and the powers themselves again
+    WIDE_GROUP_WIDTHS = (96, 120, 128, 144, 192, 200, 232, 240, 256, 264, 288, 320, 384)
+
+    def layout_convs(self, count, dtype, math_, *, max_bytes=1.5 * 2**31, layout="",
+                     widths=None):
         """``count`` convolutions sampled the way CNNs lay them out (rows' shape starts with
         ``stage``): the region of shape space where cuDNN's engine choice changes and the
         :meth:`grouped_convs` grid (group counts 2-64, batch at most 256) is sparse.
@@ -434,21 +452,23 @@ class Calibrator:
         * 25%: dense 1x1 and 3x3 convs of :attr:`LAYOUT_DENSE_CHANNELS` in and out at
           :attr:`LAYOUT_DENSE_MAPS`, stride 1 (or 2 for a third of the 3x3s).
 
-        Batches from :attr:`LAYOUT_BATCHES`, halved until the tensors fit ``max_bytes``."""
+        Batches from :attr:`LAYOUT_BATCHES`, halved until the tensors fit ``max_bytes``.
+        With ``widths``, only grouped 3x3 convs of those group widths (rows' shape starts
+        with ``wide``)."""
         rng = self.rng
         el = self.torch.tensor([], dtype=dtype).element_size()
         made = tries = 0
         while made < count and tries < count * 20 and not self.late():
             tries += 1
             n = rng.choice(self.LAYOUT_BATCHES)
-            r = rng.random()
+            r = rng.random() * (0.6 if widths else 1.0)
             if r < 0.75:
                 h, lo, hi = rng.choice(self.LAYOUT_STAGES)
                 s = 2 if h > 7 and rng.random() < 1 / 3 else 1
                 h = min(h * s, 224)
                 c = math.exp(rng.uniform(math.log(lo), math.log(hi)))
                 if r < 0.6:
-                    width = rng.choice(self.LAYOUT_GROUP_WIDTHS)
+                    width = rng.choice(widths or self.LAYOUT_GROUP_WIDTHS)
                     # channels a multiple of 8, as networks round them (16-byte rows in a
                     # half type: cuDNN's fast grouped engines need them; an unaligned C ran
                     # 5x slower in bf16 on the H200, RegNet-like widths 4 x odd counts)
@@ -473,7 +493,44 @@ class Calibrator:
             while n > 1 and max(n * c * h * h, n * co * ho * ho) * el > max_bytes:
                 n //= 2
             self.guarded("convolution", self._conv, n, c, h, h, co, k, k, s, g, cls_g,
-                         dtype, math_, None, "stage ", layout)
+                         dtype, math_, None, "wide " if widths else "stage ", layout)
+            made += 1
+
+    # dense 1x1 and 3x3 convolutions at the channels CNN stages run (the ``dense`` group, rows'
+    # shape starts with ``dense``): the random grid's channels stop at 2048 in and 4096 out and
+    # the stage rows' dense convs at 256, where RegNet-Y-128GF's 1x1 convs (2904 to 2904 at
+    # 14x14, batch 16) sat 0.82 e-folds from any row and their backward read 2.3x the time
+    # profiled on an H100 (0.69 ms against 0.30)
+    DENSE_BATCHES = (8, 16, 32, 64, 128, 256, 512)
+    DENSE_OUT_RATIOS = (0.25, 0.5, 1, 1, 2, 4)
+
+    def dense_stage_convs(self, count, dtype, math_, *, max_bytes=1.5 * 2**31):
+        """``count`` dense convolutions sampled as CNN stages lay them out: a stage of
+        :attr:`LAYOUT_STAGES` (input map, channel range), input channels log-uniform in the
+        range rounded to a multiple of 8, output channels a bottleneck's ratio of them
+        (:attr:`DENSE_OUT_RATIOS`, at most 8192), kernel 1x1 (two thirds) or 3x3, stride 2 for
+        a sixth (a stage's first block: its input map twice the stage's); batches from
+        :attr:`DENSE_BATCHES`, halved until the tensors fit ``max_bytes``. Forward and
+        backward; rows' shape starts with ``dense``."""
+        rng = self.rng
+        el = self.torch.tensor([], dtype=dtype).element_size()
+        made = tries = 0
+        while made < count and tries < count * 20 and not self.late():
+            tries += 1
+            h, lo, hi = rng.choice(self.LAYOUT_STAGES)
+            c = int(round(math.exp(rng.uniform(math.log(lo), math.log(hi))) / 8)) * 8 or 8
+            co = min(max(int(round(c * rng.choice(self.DENSE_OUT_RATIOS) / 8)) * 8, 8), 8192)
+            k = rng.choice([1, 1, 3])
+            s = 2 if h > 7 and rng.random() < 1 / 6 else 1
+            h = min(h * s, 224)
+            n = rng.choice(self.DENSE_BATCHES)
+            if self.device != "cuda":     # a smoke test: small shapes
+                n, h, c, co = 1, 7, min(c, 64), min(co, 64)
+            ho = (h + 2 * (k // 2) - k) // s + 1
+            while n > 1 and max(n * c * h * h, n * co * ho * ho) * el > max_bytes:
+                n //= 2
+            self.guarded("convolution", self._conv, n, c, h, h, co, k, k, s, 1, "",
+                         dtype, math_, None, "dense ", "")
             made += 1
 
     # the CNN layers of torchvision models (conv shapes by network, not sampled at random)
@@ -1729,8 +1786,8 @@ class Calibrator:
         host memory above glibc's mmap threshold is fresh pages from the kernel, faulted in as
         the copy writes them, so these copies run slower than the tight loop's into one buffer
         (``copy_d2h_pageable_new`` / ``copy_h2d_pageable_new`` rows; the model reads them for
-        copies above the threshold: :data:`snsim.torchsim.opcost.FRESH_PAGES_BYTES`). Timed with the host
-        clock (both calls are synchronous) over :attr:`PAGEABLE_ROUNDS` rounds of
+        copies above the threshold: :data:`snsim.torchsim.opcost.FRESH_PAGES_BYTES`). Timed
+        with the host clock (both calls are synchronous) over :attr:`PAGEABLE_ROUNDS` rounds of
         :attr:`PAGEABLE_HELD_BYTES` held (at least 2 tensors): the median per call of the
         rounds after the first (which warms the allocator as a step's first iterations do)."""
         torch = self.torch
@@ -1846,6 +1903,18 @@ ONLY = {"bn": ("batch norm", ("native_batch_norm", "native_batch_norm_backward")
                    ("mm", "addmm", "bmm"), lambda r: r.get("math") == "tf32"),
         "stage": ("stage conv", ("convolution", "convolution_backward"), lambda r: (
             str(r.get("shape", "")).startswith("stage "))),
+        # grouped 3x3 convs of wide groups (Calibrator.WIDE_GROUP_WIDTHS), TF32, bf16 and
+        # fp16; tables before 2026-12-06 had no group width between 168 and 256
+        "wide": ("wide group conv", ("convolution", "convolution_backward"), lambda r: (
+            str(r.get("shape", "")).startswith("wide "))),
+        # dense 1x1 / 3x3 convs at CNN stages' channels (Calibrator.dense_stage_convs) and
+        # random convs at batches 512-2048 (Calibrator.BIG_BATCHES), TF32, bf16 and fp16;
+        # tables before 2026-12-06 had no dense conv row of more than 256 channels sampled by
+        # stage, and none beyond batch 512
+        "dense": ("dense stage conv", ("convolution", "convolution_backward"), lambda r: (
+            str(r.get("shape", "")).startswith("dense "))),
+        "big": ("big batch conv", ("convolution", "convolution_backward"), lambda r: (
+            str(r.get("shape", "")).startswith("big "))),
         # the backward ops calibrate timed through torch.autograd.grad before 2026-11-30, whose
         # host cost then included a graph task's (_node_call): layer norm's and attention's
         "nodes": ("sdpa", ("sdpa_flash_backward", "sdpa_efficient_backward"), "all"),
@@ -2048,6 +2117,24 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
             cal.n(1200), torch.float32, "tf32"))),
         ("stage conv bf16", 0.03, lambda: cal.layout_convs(cal.n(500), torch.bfloat16, "bf16")),
         ("stage conv fp16", 0.03, lambda: cal.layout_convs(cal.n(500), torch.float16, "fp16")),
+        ("dense stage conv tf32", 0.03, lambda: _with_tf32(
+            torch, True, lambda: cal.dense_stage_convs(cal.n(300), torch.float32, "tf32"))),
+        ("dense stage conv bf16", 0.02, lambda: cal.dense_stage_convs(
+            cal.n(300), torch.bfloat16, "bf16")),
+        ("dense stage conv fp16", 0.02, lambda: cal.dense_stage_convs(
+            cal.n(300), torch.float16, "fp16")),
+        ("big batch conv tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.convs(
+            cal.n(150), torch.float32, "tf32", 3e12 * cap, batches=cal.BIG_BATCHES))),
+        ("big batch conv bf16", 0.02, lambda: cal.convs(
+            cal.n(100), torch.bfloat16, "bf16", 6e12 * cap, batches=cal.BIG_BATCHES)),
+        ("big batch conv fp16", 0.02, lambda: cal.convs(
+            cal.n(100), torch.float16, "fp16", 6e12 * cap, batches=cal.BIG_BATCHES)),
+        ("wide group conv tf32", 0.02, lambda: _with_tf32(torch, True, lambda: cal.layout_convs(
+            cal.n(250), torch.float32, "tf32", widths=cal.WIDE_GROUP_WIDTHS))),
+        ("wide group conv bf16", 0.02, lambda: cal.layout_convs(
+            cal.n(250), torch.bfloat16, "bf16", widths=cal.WIDE_GROUP_WIDTHS)),
+        ("wide group conv fp16", 0.02, lambda: cal.layout_convs(
+            cal.n(250), torch.float16, "fp16", widths=cal.WIDE_GROUP_WIDTHS)),
         # channels-last convolutions (Calibrator._conv's layout): grouped and depthwise over
         # the grid, dense ones sampled as above
         ("conv cl grouped tf32", 0.03, lambda: _with_tf32(torch, True, lambda: cal.grouped_convs(
@@ -2324,7 +2411,9 @@ def _add_calibrate(sub):
                    "grouped (grouped and depthwise convs over a grid of group widths and "
                    "counts, TF32/bf16/fp16), stage (convs sampled as CNN stages lay them "
                    "out: grouped 3x3 by group width, depthwise, dense at small widths; "
-                   "TF32/bf16/fp16), strided (copies of non-contiguous tensors: channel "
+                   "TF32/bf16/fp16), wide (stage's grouped 3x3 at group widths 96-384), "
+                   "dense (dense 1x1/3x3 at CNN stages' channels, batch 8-512), big (random "
+                   "convs at batch 512-2048), strided (copies of non-contiguous tensors: channel "
                    "shuffle, NCHW<->NHWC permutes, cat of a chunk view), generic "
                    "(elementwise ops on the generic kernel: broadcast operands), matnet (a "
                    "Linear's three GEMMs on a log-spaced grid of token counts and widths, part "

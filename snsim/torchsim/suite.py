@@ -1447,6 +1447,32 @@ _HELDOUT49_TOKENS = (
     ("hf:albert-base-v2", 32, (512,), {"superneurons": []}, {"optimizer": "adamw", "amp": "fp16"}),
 )
 PLAN_HELDOUT49 = _plan_set(_HELDOUT49, _HELDOUT49_TOKENS)
+# held-out set 50 (2026-12-06), predicted with the h200 and h100 presets before its run: the
+# wide-group rows (calibrate --only wide: RegNet-Y-32GF's 232 channels a group, X-8GF's 120),
+# large fp32 batches beside the tables' largest (ResNet-18 b512, AlexNet b512), and plans
+_HELDOUT50 = (
+    ("torchvision:regnet_y_32gf", 24, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:regnet_x_8gf", 64, {"checkpoint": ["modules=ResBottleneckBlock"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:resnet18", 512, {"plain": []}, {}),
+    ("torchvision:alexnet", 512, {"plain": []}, {"optimizer": "adamw"}),
+    ("torchvision:vgg11", 128, {"superneurons": []}, {}),
+    ("torchvision:mobilenet_v3_large", 256, {"cpu_offload": ["pin_memory=true"]},
+     {"amp": "fp16"}),
+    ("torchvision:efficientnet_b0", 128, {"checkpoint": ["modules=MBConv"]}, {"amp": "bf16"}),
+    ("torchvision:convnext_small", 48, {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("torchvision:swin_v2_t", 24, {"superneurons": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:densenet121", 96, {"offload": []}, {}),
+)
+_HELDOUT50_TOKENS = (
+    ("hf:gpt2-medium", 4, (1024,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:pythia-160m", 8, (1024,), {"checkpoint": ["modules=GPTNeoXLayer"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:roberta-base", 32, (256,), {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+)
+PLAN_HELDOUT50 = _plan_set(_HELDOUT50, _HELDOUT50_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1485,6 +1511,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout44": PLAN_HELDOUT44, "heldout45": PLAN_HELDOUT45,
              "heldout46": PLAN_HELDOUT46, "heldout47": PLAN_HELDOUT47,
              "heldout48": PLAN_HELDOUT48, "heldout49": PLAN_HELDOUT49,
+             "heldout50": PLAN_HELDOUT50,
              "pageable": PLAN_PAGEABLE}
 
 
