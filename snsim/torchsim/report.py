@@ -3947,6 +3947,34 @@ def build_report(traces_dir="traces/h200"):
                        "after}_{h100,h200}.csv`); the H200 history of ConvNeXt-S b32 fp16 "
                        "`cpu_offload` (-4.6 % before) is now predicted request for request, "
                        "peaks exact. ")
+    _h100_held_out_set(L, h100, captured, 50,
+                       "### 1au. The fiftieth held-out set, on an H100\n",
+                       "2026-12-06 18:59-19:04 UTC, an NVIDIA H100 80GB HBM3 - the lease asked "
+                       "for an H200 and got this - torch 2.11.0+cu130, transformers 5.17.0), "
+                       "written and predicted (8568970) before the run with the kernel table "
+                       "that held the new wide-group rows (`calibrate --only wide`, timed on "
+                       "the same kind of card an hour before and carried to the H200's table "
+                       "by the measured H100/H200 ratios: docs/DESIGN.md): RegNetY-32GF b24 "
+                       "fp16, RegNetX-8GF b64 AdamW bf16 checkpointed, ResNet-18 b512, AlexNet "
+                       "b512 AdamW, VGG-11 b128 `superneurons`, MobileNet-V3-L b256 fp16 pinned "
+                       "`cpu_offload`, EfficientNet-B0 b128 bf16 checkpointed, ConvNeXt-S b48 "
+                       "fused AdamW bf16, Swin-V2-T b24 AdamW bf16 `superneurons`, "
+                       "DenseNet-121 b96 `offload`, GPT-2-medium b4 s1024 AdamW bf16, "
+                       "Pythia-160M b8 s1024 AdamW bf16 checkpointed and RoBERTa-base b32 s256 "
+                       "AdamW fp16 pinned `cpu_offload`. Against the before-run predictions for "
+                       "this card: allocated within 0.36 % (mean 0.06 %), reserved within "
+                       "0.98 % but AlexNet b512 AdamW -8.00 % (its convolutions' workspaces "
+                       "read from the probe's batches up to 128; allocated +0.36 %). Step at "
+                       "the table's pace: median |err| 8.5 %, max 33.3 % (ConvNeXt-S fused "
+                       "AdamW bf16, too fast); this lease's processes gauged 6.6-11.9 us per "
+                       "add, most of them in the slow group, and every step but three was "
+                       "predicted too fast. Re-predicted at each process's gauge after the "
+                       "run (`docs/data/densebig_s65_before_gauge_h100.csv`): median 6.1 %, "
+                       "max 23.8 % (ConvNeXt-S). After the run, the dense-stage and "
+                       "large-batch rows (`calibrate --only dense,big`, docs/DESIGN.md) move "
+                       "AlexNet b512 from -10.2 to -6.2 % at its gauge and set 49's AlexNet "
+                       "b1024 `superneurons` from -24.4 to -11.0 %, RegNetY-128GF fp16 from "
+                       "+18.4 to +12.3 % (`docs/data/densebig_s65_after_gauge_h100.csv`). ")
     L.extend(host_range_section())
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
