@@ -377,17 +377,10 @@ def test_calibrate_only_generic_matnet_adds_their_rows_and_keeps_the_others(tmp_
     Linear's three GEMMs at model widths (shape ``net fwd|dgrad|wgrad``, classed by their
     leading dimensions: all aligned at these widths), replacing an earlier run's, and keeps
     the random matmul rows."""
-    from snsim.cli import main
-    from snsim.torchsim.calibrate import read_table, write_table
-    base = tmp_path / "base.csv.gz"
     old = [{"family": "mm", "dtype": "float32", "math": "fp32", "cls": "", "flops": 1e9,
             "bytes": 1e6, "ntensors": 0, "time_s": 1e-4, "host_s": 1e-5, "shape": sh,
             "ops": ""} for sh in ("b1 m775 k255 n6365", "net dgrad b1 m512 k384 n384")]
-    write_table(old, {"tool": "snsim calibrate"}, base)
-    out = tmp_path / "merged.csv.gz"
-    assert main(["calibrate", "--device", "cpu", "--only", "generic,matnet", "--merge",
-                 str(base), "--out", str(out), "--max-seconds", "20", "--scale", "0.05"]) == 0
-    rows, _ = read_table(out)
+    rows = _merged_rows(tmp_path, old, "generic,matnet", "20", "0.05")
     shapes = [r["shape"] for r in rows]
     assert old[0]["shape"] in shapes and old[1]["shape"] not in shapes
     generic = {r["shape"].split()[1] for r in rows if r["family"] == "elementwise_generic"}
@@ -496,9 +489,7 @@ def test_calibrate_only_wide_dense_big_replace_only_their_rows(tmp_path):
     """--only wide,dense,big re-measures grouped 3x3 convs of wide groups, dense convs at
     stages' channels and convs at batches from 512, each under its own shape prefix; a merge
     replaces an earlier run's rows of those prefixes and keeps the stage rows."""
-    from snsim.cli import main
-    from snsim.torchsim.calibrate import Calibrator, read_table, write_table
-    base = tmp_path / "base.csv.gz"
+    from snsim.torchsim.calibrate import Calibrator
     old = [{"family": "convolution", "dtype": "float32", "math": "tf32", "cls": "gk3x3s1",
             "flops": 1e9, "bytes": 1e6, "ntensors": 0, "time_s": 1e-4, "host_s": 1e-5,
             "shape": sh, "ops": ""}
@@ -506,12 +497,7 @@ def test_calibrate_only_wide_dense_big_replace_only_their_rows(tmp_path):
                       "wide x[8, 528, 7, 7] w[528, 264, 3, 3] s1 g2 an earlier wide run",
                       "dense x[8, 64, 7, 7] w[64, 64, 1, 1] s1 g1 an earlier dense run",
                       "big x[512, 3, 7, 7] w[16, 3, 1, 1] s1 g1 an earlier big run")]
-    write_table(old, {"tool": "snsim calibrate"}, base)
-    out = tmp_path / "merged.csv.gz"
-    assert main(["calibrate", "--device", "cpu", "--only", "wide,dense,big", "--merge",
-                 str(base), "--out", str(out), "--max-seconds", "30", "--scale", "0.01"]) == 0
-    rows, _ = read_table(out)
-    shapes = [r["shape"] for r in rows]
+    shapes = [r["shape"] for r in _merged_rows(tmp_path, old, "wide,dense,big", "30", "0.01")]
     assert shapes.count(old[0]["shape"]) == 1
     assert not set(shapes) & {o["shape"] for o in old[1:]}
     wide = [sh for sh in shapes if sh.startswith("wide x[")]
@@ -551,3 +537,15 @@ def test_sibling_rows_divide_one_groups_times_by_the_measured_ratio(tmp_path):
     assert meta["wide_rows_from"].startswith("1 rows timed on NVIDIA H100 80GB HBM3")
     assert mod.main([str(src), "--group", "nope", "--sibling", "h100", "--out",
                      str(dst)]) == 2
+
+
+def _merged_rows(tmp_path, old, only, seconds, scale):
+    """The rows ``calibrate --device cpu --only ONLY --merge`` writes from a table of the rows
+    ``old``."""
+    from snsim.cli import main
+    from snsim.torchsim.calibrate import read_table, write_table
+    base, out = tmp_path / "base.csv.gz", tmp_path / "merged.csv.gz"
+    write_table(old, {"tool": "snsim calibrate"}, base)
+    assert main(["calibrate", "--device", "cpu", "--only", only, "--merge", str(base),
+                 "--out", str(out), "--max-seconds", seconds, "--scale", scale]) == 0
+    return read_table(out)[0]
