@@ -505,6 +505,7 @@ def test_calibrate_only_wide_dense_big_replace_only_their_rows(tmp_path):
     widths = {int(sh.split("w[")[1].split(", ")[1]) for sh in wide}
     assert widths <= set(Calibrator.WIDE_GROUP_WIDTHS)
     assert any(sh.startswith("dense x[") and " g1 " in sh for sh in shapes)
+    assert any(sh.startswith("big x[") for sh in shapes)
 
 
 def test_sibling_rows_divide_one_groups_times_by_the_measured_ratio(tmp_path):
