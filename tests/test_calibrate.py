@@ -497,7 +497,7 @@ def test_calibrate_only_wide_dense_big_replace_only_their_rows(tmp_path):
                       "wide x[8, 528, 7, 7] w[528, 264, 3, 3] s1 g2 an earlier wide run",
                       "dense x[8, 64, 7, 7] w[64, 64, 1, 1] s1 g1 an earlier dense run",
                       "big x[512, 3, 7, 7] w[16, 3, 1, 1] s1 g1 an earlier big run")]
-    shapes = [r["shape"] for r in _merged_rows(tmp_path, old, "wide,dense,big", "30", "0.01")]
+    shapes = [r["shape"] for r in _merged_rows(tmp_path, old, "wide,dense,big", "60", "0.01")]
     assert shapes.count(old[0]["shape"]) == 1
     assert not set(shapes) & {o["shape"] for o in old[1:]}
     wide = [sh for sh in shapes if sh.startswith("wide x[")]
