@@ -22,13 +22,8 @@ def carry(rows, meta, group, sibling_ratios, sibling_name):
     (:func:`snsim.kernel_table.load_sibling_ratios`' form) of their family and bytes; the
     header ``meta`` plus ``<group>_rows_from`` saying so. Returns ``(rows, meta, count)``."""
     from snsim.kernel_table import sibling_ratio_of
-    from snsim.torchsim.calibrate import ONLY
-    _, fams, which = ONLY[group]
-
-    def of_group(r):
-        return r.get("family") in fams and (
-            which == "all" or (which(r) if callable(which)
-                               else str(r.get("shape", "")).startswith(which)))
+    from snsim.torchsim.calibrate import group_rows
+    of_group = group_rows(group)
     out, n, ratios = [], 0, []
     for r in rows:
         if of_group(r):

@@ -304,7 +304,7 @@ class Calibrator:
     # batches beyond the grid's 256 (the ``big`` group, rows' shape starts with ``big``): the
     # largest batch a GPU trains is what maxbatch answers; AlexNet b1024's convolutions sat
     # 0.65-0.98 e-folds from every row, and its step ran 19 % longer than modelled (H100,
-    # traces/h100/plan_busy_s65)
+    # traces/h100/profile_s65)
     BIG_BATCHES = (512, 768, 1024, 1536, 2048)
 
     def convs(self, count, dtype, math_, max_flops, layout="", batches=None):
@@ -500,7 +500,7 @@ class Calibrator:
     # shape starts with ``dense``): the random grid's channels stop at 2048 in and 4096 out and
     # the stage rows' dense convs at 256, where RegNet-Y-128GF's 1x1 convs (2904 to 2904 at
     # 14x14, batch 16) sat 0.82 e-folds from any row and their backward read 2.3x the time
-    # profiled on an H100 (0.69 ms against 0.30)
+    # profiled on an H100 (0.69 ms against 0.30, traces/h100/profile_s65)
     DENSE_BATCHES = (8, 16, 32, 64, 128, 256, 512)
     DENSE_OUT_RATIOS = (0.25, 0.5, 1, 1, 2, 4)
 
@@ -2237,25 +2237,27 @@ def read_table(path):
     return list(csv.DictReader(lines)), meta
 
 
+def group_rows(only):
+    """A predicate of a table row: whether it belongs to one of the ``--only`` groups ``only``
+    (:data:`ONLY`: its family, and all of the family's rows, a shape prefix or a predicate of
+    the row)."""
+    groups = [ONLY[g][1:] for g in _only_groups(only)]
+
+    def member(r):
+        return any(r.get("family") in gf and (
+            which == "all" or (which(r) if callable(which)
+                               else str(r.get("shape", "")).startswith(which)))
+            for gf, which in groups)
+    return member
+
+
 def merge_rows(base_rows, base_meta, new_rows, new_prov, only, host_scale=1.0):
     """``base_rows`` with the rows the groups ``only`` (:data:`ONLY`) replace dropped and
     ``new_rows``'s of their families added, their ``host_s`` times ``host_scale`` (the base
     table's host pace over the new run's: :func:`host_scale`); the header is the base's, plus
     ``remeasured_*`` keys saying what was re-measured, when and with what."""
-    fams = set()
-    groups = []
-    for g in _only_groups(only):
-        _, gf, which = ONLY[g]
-        fams |= set(gf)
-        groups.append((gf, which))
-
-    def replaced(r):
-        """A row of a re-measured group: its family, and ``which`` (all rows, a shape prefix
-        or a predicate of the row)."""
-        return any(r.get("family") in gf and (
-            which == "all" or (which(r) if callable(which)
-                               else str(r.get("shape", "")).startswith(which)))
-            for gf, which in groups)
+    fams = {f for g in _only_groups(only) for f in ONLY[g][1]}
+    replaced = group_rows(only)
     rows = [r for r in base_rows if not replaced(r)] + [
         dict(r, host_s=float(r["host_s"]) * host_scale) if host_scale != 1.0 else r
         for r in new_rows if replaced(r)]
