@@ -1473,6 +1473,28 @@ _HELDOUT50_TOKENS = (
      {"optimizer": "adamw", "amp": "fp16"}),
 )
 PLAN_HELDOUT50 = _plan_set(_HELDOUT50, _HELDOUT50_TOKENS)
+_HELDOUT51 = (
+    ("torchvision:shufflenet_v2_x1_0", 384, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:regnet_x_16gf", 48, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:efficientnet_b4", 32, {"checkpoint": ["modules=MBConv"]}, {"amp": "bf16"}),
+    ("torchvision:resnext101_32x8d", 48, {"superneurons": []}, {"amp": "fp16"}),
+    ("torchvision:vgg13", 96, {"plain": []}, {}),
+    ("torchvision:mnasnet0_75", 256, {"cpu_offload": ["pin_memory=true"]}, {}),
+    ("torchvision:wide_resnet101_2", 48, {"checkpoint": ["modules=Bottleneck"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:convnext_tiny", 64, {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused", "amp": "bf16"}),
+    ("torchvision:swin_s", 32, {"offload": []}, {"amp": "bf16"}),
+    ("torchvision:vit_l_32", 48, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+)
+_HELDOUT51_TOKENS = (
+    ("hf:bloom-560m", 4, (512,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:albert-base-v2", 32, (256,), {"checkpoint": ["modules=AlbertLayer"]},
+     {"optimizer": "adamw", "amp": "fp16"}),
+    ("hf:opt-350m", 8, (512,), {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT51 = _plan_set(_HELDOUT51, _HELDOUT51_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1511,7 +1533,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout44": PLAN_HELDOUT44, "heldout45": PLAN_HELDOUT45,
              "heldout46": PLAN_HELDOUT46, "heldout47": PLAN_HELDOUT47,
              "heldout48": PLAN_HELDOUT48, "heldout49": PLAN_HELDOUT49,
-             "heldout50": PLAN_HELDOUT50,
+             "heldout50": PLAN_HELDOUT50, "heldout51": PLAN_HELDOUT51,
              "pageable": PLAN_PAGEABLE}
 
 
