@@ -39,3 +39,22 @@ def test_repeatability_distances_by_hand():
     assert "| re-priced prediction against each run | 3 | 20.0 | 20.0 |" in text
     assert "| re-priced prediction against the median of the repeats | 1 | 0.0 | 0.0 |" in text
     assert "| x | 3 | 10.0 / 12.0 / 20.0 | 100.0 |" in text
+
+
+def test_lease_section_spread_and_prediction_by_hand(tmp_path):
+    from snsim.torchsim.report import _lease_section
+    _bundle(tmp_path / "plans_a" / "plain.json.gz", [_run("x", 0.010), _run("y", 0.020),
+                                                      _run("solo", 0.5)])
+    _bundle(tmp_path / "plans_b" / "plain.json.gz", [_run("x", 0.015)])
+    _bundle(tmp_path / "plans_c" / "plain.json.gz", [_run("x", 0.012), _run("y", 0.020)])
+    pred = tmp_path / "pred.csv"
+    pred.write_text("run,step_time_s\nx,0.012\ny,0.030\n")
+    text = "".join(_lease_section(str(tmp_path), "plans_a", "plans_b", "plans_c",
+                                  predicted_csv=str(pred)))
+    # x: 10, 15, 12 ms, slowest over fastest 1.5; 12 ms predicted is +20 % on the fastest and
+    # -20 % on the slowest; y measured twice (20 ms), 30 ms predicted is +50 % on both; "solo"
+    # was measured once and is left out
+    assert "| x | 10.0 | 15.0 | 12.0 | 1.50 | 12.0 | +20.00 | -20.00 |" in text
+    assert "| y | 20.0 |  | 20.0 | 1.00 | 30.0 | +50.00 | +50.00 |" in text
+    assert "solo" not in text
+    assert "median 1.25, range 1.00-1.50, over 2 runs" in text
