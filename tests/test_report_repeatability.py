@@ -58,3 +58,21 @@ def test_lease_section_spread_and_prediction_by_hand(tmp_path):
     assert "| y | 20.0 |  | 20.0 | 1.00 | 30.0 | +50.00 | +50.00 |" in text
     assert "solo" not in text
     assert "median 1.25, range 1.00-1.50, over 2 runs" in text
+
+
+def test_repredicted_text_per_policy_by_hand():
+    from snsim.torchsim.report import _repredicted_s66_text
+    rows = [{"policy": "plain", "repred_err_pct": "-10", "repred_err_allocated_pct": "0.1",
+             "repred_err_reserved_pct": "-2"},
+            {"policy": "plain", "repred_err_pct": "4", "repred_err_allocated_pct": "-0.3",
+             "repred_err_reserved_pct": "0"},
+            {"policy": "checkpoint", "repred_err_pct": "6", "repred_err_allocated_pct": "0",
+             "repred_err_reserved_pct": "1"}]
+    text = "".join(_repredicted_s66_text(rows))
+    # plain: -10 and +4: signed mean -3.00, |err| mean 7.0, median 7.0, max 10.0; all three:
+    # signed mean 0.00, |err| 10, 4, 6: mean 6.7, median 6.0
+    assert "| plain | 2 | -3.00 | 7.0 | 7.0 | 10.0 |" in text
+    assert "| checkpoint | 1 | +6.00 | 6.0 | 6.0 | 6.0 |" in text
+    assert "| all | 3 | +0.00 | 6.7 | 6.0 | 10.0 |" in text
+    assert "allocated max |err| 0.30 %, reserved mean 1.00 %, max 2.00 %" in text
+    assert _repredicted_s66_text([]) == []

@@ -1683,6 +1683,7 @@ def step_time_section():
     L.extend(_repriced_text(_read_csv(REPRICED_CSV)))
     repriced = _read_csv(ALL_REPRICED_CSV)
     L.extend(_all_repriced_text(repriced))
+    L.extend(_repredicted_s66_text(_read_csv(REPREDICTED_S66_CSV)))
     L.extend(_pack_text(_read_csv(OFFLOAD_REPRICED_BEFORE_CSV),
                         _read_csv(OFFLOAD_REPRICED_CSV)))
     L.extend(_repeatability_text(repeated_runs(), repriced))
@@ -1838,12 +1839,6 @@ def _all_repriced_text(rows):
     code (``scripts/reprice_plans.py`` with a fresh cache)."""
     if not rows:
         return []
-    body = []
-    for pol in sorted({r["policy"] for r in rows}) + ["all"]:
-        e = [float(r["err_pct"]) for r in rows if pol == "all" or r["policy"] == pol]
-        a = [abs(v) for v in e]
-        body.append([pol, str(len(e)), _pct(statistics.mean(e)), f"{statistics.mean(a):.1f}",
-                     f"{statistics.median(a):.1f}", f"{max(a):.1f}"])
     return ["### Every executed plan run re-recorded with session 21's code\n",
             f"All {len(rows)} completed runs of the standard suite and held-out sets 1-23 "
             "(every policy), each recorded again by the fake run with session 21's recorder "
@@ -1861,8 +1856,44 @@ def _all_repriced_text(rows):
             "session 22's of sets 1-22 checkpoint 10.8 %, all 10.1 % (median 7.2 %). "
             "Re-pricings after the fact, not before-run predictions; most of these runs "
             "informed earlier changes.\n",
-            _table(["policy", "runs", "signed mean %", "mean |err| %", "median |err| %",
-                    "max |err| %"], body) + "\n"]
+            _policy_err_table(rows, "err_pct") + "\n"]
+
+
+def _policy_err_table(rows, key):
+    """Per policy and over all ``rows``: how many, the signed mean, and the mean, median and
+    max absolute value of the percent error column ``key``."""
+    body = []
+    for pol in sorted({r["policy"] for r in rows}) + ["all"]:
+        e = [float(r[key]) for r in rows if pol == "all" or r["policy"] == pol]
+        a = [abs(v) for v in e]
+        body.append([pol, str(len(e)), _pct(statistics.mean(e)), f"{statistics.mean(a):.1f}",
+                     f"{statistics.median(a):.1f}", f"{max(a):.1f}"])
+    return _table(["policy", "runs", "signed mean %", "mean |err| %", "median |err| %",
+                   "max |err| %"], body)
+
+
+#: session 66's re-prediction of the H200 held-out plan runs (scripts/repredict_plans.py)
+REPREDICTED_S66_CSV = os.path.join("docs", "data", "plans_h200_sets18_42_repredicted_s66.csv")
+
+
+def _repredicted_s66_text(rows):
+    """The H200 held-out runs of sets 18-42 predicted again with session 66's code."""
+    if not rows:
+        return []
+    return ["### The H200 held-out runs re-predicted with session 66's code\n",
+            f"{len(rows)} completed runs of the H200's held-out sets: every plan of sets 29 "
+            "(the second lease's run), 30-32 and 37-42 but ZeRO-Offload's 14 (sets 37-38), "
+            "and the `superneurons` and `offload` runs of sets 18-29, each predicted again "
+            "at the kernel table's host pace "
+            "(`PYTHONPATH=. python scripts/repredict_plans.py --root traces/h200 --folder ... "
+            "--policies plain,checkpoint,cpu_offload,superneurons,recompute,offload --csv "
+            f"{REPREDICTED_S66_CSV}`, the folders in the CSV). A re-prediction after the "
+            "runs, not a before-run test: many of them informed the model. Step error:\n",
+            _policy_err_table(rows, "repred_err_pct") + "\n",
+            "Peaks over the same runs: allocated max |err| "
+            f"{max(abs(float(r['repred_err_allocated_pct'])) for r in rows):.2f} %, reserved "
+            f"mean {statistics.mean(abs(float(r['repred_err_reserved_pct'])) for r in rows):.2f}"
+            f" %, max {max(abs(float(r['repred_err_reserved_pct'])) for r in rows):.2f} %.\n"]
 
 
 def repeated_runs(root="traces/h200"):
