@@ -23,8 +23,9 @@ Rows (``kind,name,phase,value,n,source``):
   Python call into torch, autograd recording its node, autocast's dispatch); ``per_node,B``
   and ``per_call,B``: the backward's (the autograd engine per node, per call);
   ``per_param,U``: the optimizer step's and ``zero_grad``'s per parameter (the Python loops
-  over parameters and their state) and ``per_read,U`` per read of a host tensor (a foreach
-  Adam's ``.item()`` of each step counter).
+  over parameters and their state; with ``--phase-walls``, refitted from profiled steps of
+  larger networks: :func:`per_param_from_walls`) and ``per_read,U`` per read of a host
+  tensor (a foreach Adam's ``.item()`` of each step counter).
 * ``overhead,per_param_scaler,U`` (with ``--optstep``): GradScaler's per parameter
   (:func:`scaler_row`), from ``scripts/optstep_host_probe.py``'s fp16 configurations, each
   against its bf16 twin timed in the same process.
@@ -41,8 +42,9 @@ measure of the machine. Best: run the probe in calibrate's lease.
 
     PYTHONPATH=. python scripts/host_innet_fit.py traces/h200/profile_host/innet --gpu h200 \\
         --cache /tmp/records --optstep traces/h100/optstep_scaler/optstep_host.csv \\
-        --optstep-configs "$(cat traces/h100/optstep_scaler/configs.txt)" --optstep-gauge-us 9.887 \
-        --engine traces/h200/profile_host/engine/engine_p*.csv
+        --optstep-configs "$(cat traces/h100/optstep_scaler/configs.txt)" --optstep-gauge-us 9.887 \\
+        --engine traces/h200/profile_host/engine/engine_p*.csv \\
+        --phase-walls docs/data/phase_host_h200.csv
 """
 from __future__ import annotations
 
@@ -264,6 +266,35 @@ def scaler_row(rows, optstep_csv, configs, table, cache=None, gauge_add_s=None):
             "source": f"optstep_host_probe over {len(per)} fp16/bf16 pairs"}
 
 
+def per_param_from_walls(path, busy_below=0.9):
+    """``(per_param_s, n)`` refitted from profiled steps of larger networks
+    (``scripts/phase_host_table.py``'s CSV): the probe's networks (batch 4, 62-213 parameter
+    tensors) set ``per_param`` too low for networks of 150-600 tensors, whose optimizer phase
+    took 1.3x the model relative to their own forward and backward in the H200 profiles. For
+    each host-bound configuration (GPU busy under ``busy_below`` of the step) of a torchvision
+    network (token models were recorded at another sequence length than profiled: their
+    forward and backward are not comparable) without GradScaler (its ``.item()`` waits for
+    the GPU), the optimizer phase's wall is divided by the forward and backward's wall over
+    their model (the lease's pace, and the model's error there) and what exceeds the model
+    is spread over the parameter tensors, on top of the ``per_param`` the model charged; the
+    median over configurations."""
+    rows = []
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    per = []
+    for r in rows:
+        if not r["model"].startswith("torchvision:") or r["amp"] == "fp16" or \
+                float(r["gpu_busy_s"]) >= busy_below * float(r["step_s"]):
+            continue
+        pace = ((float(r["F_wall_ms"]) + float(r["B_wall_ms"]))
+                / (float(r["F_modelled_ms"]) + float(r["B_modelled_ms"])))
+        extra_ms = float(r["U_wall_ms"]) / pace - float(r["U_modelled_ms"])
+        per.append(extra_ms * 1e-3 / int(r["param_tensors"]) + float(r["per_param_us"]) * 1e-6)
+    if not per:
+        raise ValueError(f"{path}: no host-bound torchvision configuration without GradScaler")
+    return statistics.median(per), len(per)
+
+
 def lease_factor(steps, table):
     """The probe's lease of the machine to the kernel table's: calibrate's smallest ``add``
     issue cost (``KernelTable.aten_host``) over the median of the probe's ``gauge_add_s`` (a
@@ -293,6 +324,9 @@ def main(argv=None):
     ap.add_argument("--optstep-gauge-us", type=float, default=None,
                     help="the host gauge (snsim gauge) of the probe's machine, us per add: "
                          "its seconds are scaled to the table's pace")
+    ap.add_argument("--phase-walls", default=None,
+                    help="scripts/phase_host_table.py's CSV of profiled steps: per_param,U "
+                         "refitted from their optimizer phases (per_param_from_walls)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     folder = Path(args.folder)
@@ -314,6 +348,12 @@ def main(argv=None):
                          args.cache, args.optstep_gauge_us and args.optstep_gauge_us * 1e-6)
         if row is not None:
             rows.append(row)
+    if args.phase_walls:
+        value, n = per_param_from_walls(args.phase_walls)
+        for r in rows:
+            if (r["kind"], r["name"], r["phase"]) == ("overhead", "per_param", "U"):
+                r.update(value=value, n=n, source=f"phase walls of {n} profiled "
+                         f"configurations ({Path(args.phase_walls).name})")
     out = Path(args.out) if args.out else ROOT / "configs" / "kernels" / \
         f"{args.gpu}_host_innet.csv"
     with open(out, "w", newline="") as f:

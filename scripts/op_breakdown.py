@@ -22,6 +22,8 @@ from pathlib import Path
 
 from snsim.torchsim.amp import MATMUL_PRECISIONS
 
+NO_KERNEL_LABEL = "(calls without a kernel)"
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -41,41 +43,29 @@ def main(argv=None):
 
     import numpy as np
 
-    from snsim.hardware import load_hardware
-    from snsim.kernel_table import HOST_READ_OPS, load_host_costs, load_kernel_table
     from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.opcost import (NO_KERNEL_OPS, _lookup_args, host_issue_s,
-                                       op_gpu_time_s, op_times_s, preset_table)
-    from snsim.torchsim.predict import cached_recording
+    from snsim.torchsim.opcost import NO_KERNEL_OPS, _lookup_args, op_gpu_time_s
 
     setup = TrainSetup(args.optimizer, args.impl, args.amp,
                        matmul_precision=args.matmul_precision)
-    name, (ops, marks, host_sids, _, acc) = cached_recording(args.model, args.batch, setup,
-                                                             args.cache)
-    hw = load_hardware(args.gpu)
-    # the preset's own table scales a borrowed one by its measured slowdowns; --table unscaled
-    table, sibling = ((load_kernel_table(args.table), None) if args.table
-                      else preset_table(hw.name))
-    if table is None:
-        print(f"no kernel table for {args.table or args.gpu}", file=sys.stderr)
+    try:
+        mod = modelled(args.model, args.batch, setup, args.gpu, args.cache, args.table)
+    except LookupError as e:
+        print(e, file=sys.stderr)
         return 2
-    rep = {}
-    op_times_s(ops, hw, marks, table=table, sibling=sibling, report=rep,
-               host_sids=host_sids, accumulations=acc)
-    syncs = [i for i, op in enumerate(ops)
-             if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
-    costs = load_host_costs(hw.name)
-    if "innet" not in costs:
-        print(f"no in-network host costs for {hw.name} (configs/kernels/{hw.name}_host_innet.csv)",
-              file=sys.stderr)
-        return 2
-    host = host_issue_s(ops, marks, table, costs, syncs, accumulations=acc)
+    name, ops, marks, host, table, sibling, hw, rep = (
+        mod[k] for k in ("name", "ops", "marks", "host", "table", "sibling", "hw", "rep"))
     last = max(m[3] for m in marks)
     agg = collections.defaultdict(lambda: {"gpu_s": 0.0, "host_s": 0.0, "n": 0, "d": []})
     by_family = collections.Counter()
     host_by = collections.Counter()     # (phase, family) -> modelled host seconds
     for i, op in enumerate(ops):
-        if op[0] < 0 or marks[op[0]][3] != last or op[1] in NO_KERNEL_OPS:
+        if op[0] < 0 or marks[op[0]][3] != last:
+            continue
+        if op[1] in NO_KERNEL_OPS:
+            # the module, autograd-node and per-parameter overheads charged to a call without
+            # a kernel (the optimizer step's first call is a record_function's): host time too
+            host_by[(marks[op[0]][1], NO_KERNEL_LABEL)] += host[i]
             continue
         fam, kw = _lookup_args(table, op)
         host_by[(marks[op[0]][1], fam)] += host[i]
@@ -130,6 +120,48 @@ def main(argv=None):
               f"{sum(meas.values()) * 1e3:8.3f}")
         _host_vs_profile(args.profile, name, host_by)
     return 0
+
+
+def modelled(model, batch, setup, gpu, cache=None, table_path=None):
+    """The steady step as ``snsim predict`` models it: ``{"name", "ops", "marks", "host"
+    (modelled host seconds per op), "table", "sibling", "hw", "rep" (op_times_s's report)}``;
+    LookupError where the preset has no kernel table or in-network host costs."""
+    from snsim.hardware import load_hardware
+    from snsim.kernel_table import HOST_READ_OPS, load_host_costs, load_kernel_table
+    from snsim.torchsim.opcost import host_issue_s, op_times_s, preset_table
+    from snsim.torchsim.predict import cached_recording
+
+    name, (ops, marks, host_sids, _, acc) = cached_recording(model, batch, setup, cache)
+    hw = load_hardware(gpu)
+    # the preset's own table scales a borrowed one by its measured slowdowns; --table unscaled
+    table, sibling = ((load_kernel_table(table_path), None) if table_path
+                      else preset_table(hw.name))
+    if table is None:
+        raise LookupError(f"no kernel table for {table_path or gpu}")
+    rep = {}
+    op_times_s(ops, hw, marks, table=table, sibling=sibling, report=rep,
+               host_sids=host_sids, accumulations=acc)
+    syncs = [i for i, op in enumerate(ops)
+             if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
+    costs = load_host_costs(hw.name)
+    if "innet" not in costs:
+        raise LookupError(f"no in-network host costs for {hw.name} "
+                          f"(configs/kernels/{hw.name}_host_innet.csv)")
+    host = host_issue_s(ops, marks, table, costs, syncs, accumulations=acc)
+    return {"name": name, "ops": ops, "marks": marks, "host": host, "table": table,
+            "sibling": sibling, "hw": hw, "rep": rep}
+
+
+def host_by_phase_s(ops, marks, host):
+    """Modelled host seconds of the last recorded iteration per phase (F, B, U): every call,
+    those without a kernel too (module, autograd-node and per-parameter overheads are
+    charged to whichever call comes next)."""
+    last = max(m[3] for m in marks)
+    out = collections.Counter()
+    for i, op in enumerate(ops):
+        if op[0] >= 0 and marks[op[0]][3] == last:
+            out[marks[op[0]][1]] += host[i]
+    return out
 
 
 def _host_vs_profile(path, name, host_by, top=12):

@@ -72,6 +72,12 @@ PRESETS = {
     # 11,683,584, the published 11.7M); no pooler here; the MLM head's dense 768 x 128 + 128,
     # LayerNorm 256 and bias 30,000 (its decoder weight is the word embedding's): 11,221,680
     "albert-base-v2": ("AlbertForMaskedLM", "masked", 30000, 512, 11_221_680),
+    # XLM-RoBERTa base, RoBERTa's layers with a 250,002-token vocabulary: word embeddings
+    # 250,002 x 768 = 192,001,536, positions 514 x 768 = 394,752, one token type 768,
+    # LayerNorm 1,536; a layer 7,087,872 (as BERT-base's), x 12 = 85,054,464; the MLM head's
+    # dense 768^2 + 768 = 590,592, LayerNorm 1,536 and bias 250,002 (its decoder weight is the
+    # word embedding's): 278,295,186, the model card's 278M
+    "xlm-roberta-base": ("XLMRobertaForMaskedLM", "masked", 250002, 512, 278_295_186),
 }
 
 

@@ -1495,6 +1495,34 @@ _HELDOUT51_TOKENS = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT51 = _plan_set(_HELDOUT51, _HELDOUT51_TOKENS)
+# held-out set 52 (2026-12-06), predicted with the h200 and h100 presets before its run, after
+# the optimizer phase's per-parameter host cost was refitted from profiled walls
+# (scripts/host_innet_fit.py --phase-walls): host-bound steps with many parameter tensors
+# (RegNet-Y-3.2GF b32, Swin-V2-S b16), foreach Adam and plain SGD, a Hugging Face model never
+# run before (XLM-RoBERTa-base: a 250,002-token vocabulary), and every plan kind
+_HELDOUT52 = (
+    ("torchvision:regnet_y_3_2gf", 32, {"plain": []}, {}),
+    ("torchvision:resnext50_32x4d", 80, {"checkpoint": ["modules=Bottleneck"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:vgg19_bn", 48, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:efficientnet_v2_s", 72, {"superneurons": []}, {"amp": "bf16"}),
+    ("torchvision:swin_v2_s", 16, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:resnet34", 160, {"cpu_offload": ["pin_memory=true"]}, {"optimizer": "sgd"}),
+    ("torchvision:densenet169", 40, {"checkpoint": ["modules=_DenseLayer"]},
+     {"optimizer": "adam"}),
+    ("torchvision:mobilenet_v3_small", 384, {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused"}),
+    ("torchvision:wide_resnet50_2", 40, {"offload": []}, {"amp": "bf16"}),
+    ("torchvision:shufflenet_v2_x2_0", 160, {"plain": []}, {"amp": "bf16"}),
+)
+_HELDOUT52_TOKENS = (
+    ("hf:xlm-roberta-base", 8, (256,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:gpt2-medium", 6, (512,), {"checkpoint": ["modules=GPT2Block"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:t5-small", 24, (256,), {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT52 = _plan_set(_HELDOUT52, _HELDOUT52_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1534,6 +1562,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout46": PLAN_HELDOUT46, "heldout47": PLAN_HELDOUT47,
              "heldout48": PLAN_HELDOUT48, "heldout49": PLAN_HELDOUT49,
              "heldout50": PLAN_HELDOUT50, "heldout51": PLAN_HELDOUT51,
+             "heldout52": PLAN_HELDOUT52,
              "pageable": PLAN_PAGEABLE}
 
 
