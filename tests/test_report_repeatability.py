@@ -76,3 +76,22 @@ def test_repredicted_text_per_policy_by_hand():
     assert "| all | 3 | +0.00 | 6.7 | 6.0 | 10.0 |" in text
     assert "allocated max |err| 0.30 %, reserved mean 1.00 %, max 2.00 %" in text
     assert _repredicted_s66_text([]) == []
+
+
+def test_repredicted_again_text_joins_the_runs_by_hand():
+    from snsim.torchsim.report import _repredicted_s67_text
+    before = [{"folder": "f", "run": "a", "policy": "plain", "repred_err_pct": "-10"},
+              {"folder": "f", "run": "b", "policy": "plain", "repred_err_pct": "4"},
+              {"folder": "g", "run": "a", "policy": "plain", "repred_err_pct": "30"}]
+    after = [{"folder": "f", "run": "a", "policy": "plain", "repred_err_pct": "-6"},
+             {"folder": "f", "run": "b", "policy": "plain", "repred_err_pct": "2"},
+             {"folder": "h", "run": "c", "policy": "plain", "repred_err_pct": "50"}]
+    text = "".join(_repredicted_s67_text(before, after))
+    # joined on (folder, run): f/a and f/b only; before |err| 10, 4: median 7.0, signed -3.00;
+    # after -6, +2: median 4.0, signed -2.00, mean |err| 4.0, max 6.0
+    assert text.startswith("### The same runs after the refit")
+    assert "2 of the runs above" in text
+    assert "median |err| 7.0 -> 4.0 %, signed mean -3.00 -> -2.00 %" in text
+    assert "| plain | 2 | -2.00 | 4.0 | 4.0 | 6.0 |" in text
+    assert _repredicted_s67_text(before, []) == []
+    assert _repredicted_s67_text(before, after[2:]) == []

@@ -1684,6 +1684,8 @@ def step_time_section():
     repriced = _read_csv(ALL_REPRICED_CSV)
     L.extend(_all_repriced_text(repriced))
     L.extend(_repredicted_s66_text(_read_csv(REPREDICTED_S66_CSV)))
+    L.extend(_repredicted_s67_text(_read_csv(REPREDICTED_S66_CSV),
+                                   _read_csv(REPREDICTED_S67_CSV)))
     L.extend(_pack_text(_read_csv(OFFLOAD_REPRICED_BEFORE_CSV),
                         _read_csv(OFFLOAD_REPRICED_CSV)))
     L.extend(_repeatability_text(repeated_runs(), repriced))
@@ -1894,6 +1896,34 @@ def _repredicted_s66_text(rows):
             f"{max(abs(float(r['repred_err_allocated_pct'])) for r in rows):.2f} %, reserved "
             f"mean {statistics.mean(abs(float(r['repred_err_reserved_pct'])) for r in rows):.2f}"
             f" %, max {max(abs(float(r['repred_err_reserved_pct'])) for r in rows):.2f} %.\n"]
+
+
+#: the same runs re-predicted after session 67's refit of the in-network host costs
+REPREDICTED_S67_CSV = os.path.join("docs", "data", "plans_h200_sets18_42_repredicted_s67.csv")
+
+
+def _repredicted_s67_text(before, after):
+    """The runs of :func:`_repredicted_s66_text` predicted again after session 67's refit of
+    ``configs/kernels/h200_host_innet.csv`` (the optimizer phase's per-parameter cost from
+    profiled walls, the ratios against today's table), beside session 66's errors."""
+    if not before or not after:
+        return []
+    old = {(r["folder"], r["run"]): float(r["repred_err_pct"]) for r in before}
+    both = [r for r in after if (r["folder"], r["run"]) in old]
+    if not both:
+        return []
+    new = [float(r["repred_err_pct"]) for r in both]
+    was = [old[(r["folder"], r["run"])] for r in both]
+    return ["### The same runs after the refit of the in-network host costs (session 67)\n",
+            f"{len(both)} of the runs above predicted again (same command, `--csv "
+            f"{REPREDICTED_S67_CSV}`) after `scripts/host_innet_fit.py --phase-walls` refitted "
+            "the optimizer phase's per-parameter host cost from profiled steps (5.0 -> 8.8 us "
+            "a parameter tensor; docs/DESIGN.md) and the in-network ratios against today's "
+            "kernel table. Step error (median |err| "
+            f"{statistics.median(abs(v) for v in was):.1f} -> "
+            f"{statistics.median(abs(v) for v in new):.1f} %, signed mean "
+            f"{_pct(statistics.mean(was))} -> {_pct(statistics.mean(new))} %):\n",
+            _policy_err_table(both, "repred_err_pct") + "\n"]
 
 
 def repeated_runs(root="traces/h200"):
