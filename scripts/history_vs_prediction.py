@@ -73,6 +73,9 @@ def main(argv=None):
     ap.add_argument("--impl", default="foreach")
     ap.add_argument("--amp", default=None)
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--input-shape", default=None,
+                    help="the input's shape after the batch, e.g. 256 (a token model's "
+                         "sequence length) or 3x160x160")
     ap.add_argument("--align", action="store_true")
     ap.add_argument("--min-bytes", type=int, default=65536)
     args = ap.parse_args(argv)
@@ -94,8 +97,11 @@ def main(argv=None):
             looked_up.setdefault(size, (sig, out[1]))
         return out
     hidden._lookup_levels = recording
+    shape = (tuple(int(v) for v in args.input_shape.split("x")) if args.input_shape
+             else None)
     r, prog = predict_plan(args.model, args.batch, args.policy, options=args.option,
-                           optimizer=TrainSetup.parse(args.optimizer, args.impl, args.amp))
+                           optimizer=TrainSetup.parse(args.optimizer, args.impl, args.amp),
+                           input_shape=shape)
     tensors = prog["tensors"]
     pred = [tensors[e[2]][3] for e in prog["events"] if e[1] == "alloc"]
     hist = history_requests(doc)
