@@ -413,9 +413,13 @@ def _cuda_math_attention(query, key, value, attn_mask, dropout_p, is_causal, sca
     # (scaled_dot_product_attention's convert_boolean_attn_mask); the causal one it builds
     # itself takes the upcast query's
     attn_mask = attention_bias(attn_mask, query, key, "math")
-    query, key, value = acc(query), acc(key), acc(value)
-    root = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(query.shape[-1]))
-    query = query * root
+    # the composite's ``query_acc``, ``key_acc`` and ``value_acc`` are C++ locals: each upcast
+    # lives until the call returns, the query's too although only its scaled copy is read
+    # after (T5-small b24 bf16's H100 allocator history, traces/h100/profile_s67: freed with
+    # the key's and the value's, not after the scaling)
+    query_acc, key, value = acc(query), acc(key), acc(value)
+    root = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(query_acc.shape[-1]))
+    query = query_acc * root
     if is_causal:
         tril = torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool,
                           device=query.device).tril()
@@ -432,6 +436,7 @@ def _cuda_math_attention(query, key, value, attn_mask, dropout_p, is_causal, sca
         attn = torch.native_dropout(attn, dropout_p, True)[0]
     out = torch.matmul(attn, value).to(origin)
     attn.to(origin)   # the composite's second result, made and dropped
+    del query_acc     # held to here, as the composite's local is
     return out
 
 
