@@ -523,6 +523,23 @@ def test_the_math_composites_upcast_query_lives_until_the_call_returns():
     assert log.first() is None      # and freed once the call has returned
 
 
+def test_the_math_composites_second_result_is_made_before_its_first():
+    """``make_tuple(matmul(attn, value_acc).to(origin), attn.to(origin))``: the probabilities'
+    cast back (the second result) is evaluated first, as the T5-small history has it (a
+    scores-sized bf16 block before the product's), and the caller drops it."""
+    from snsim.torchsim.predict import cuda_math_attention
+
+    with FakeTensorMode():
+        q = torch.empty(2, 4, 16, 8, dtype=torch.bfloat16)
+        with _Ops() as log:
+            cuda_math_attention(q, q, q)
+    names = [n for n, _ in log.calls]
+    casts = [i for i, (n, o) in enumerate(log.calls)
+             if n == "_to_copy" and o == [(torch.bfloat16, 2 * 4 * 16 * 16 * 2)]]
+    products = [i for i, n in enumerate(names) if n in ("bmm", "matmul")]
+    assert len(casts) == 1 and casts[0] < products[-1]
+
+
 def test_a_boolean_mask_becomes_a_bias_as_the_modelled_torch_converts_it(monkeypatch):
     """From torch 2.6 (pytorch#139784) ``convert_boolean_attn_mask`` is ``where(mask, 0, fill)``:
     no mask-sized ``logical_not`` (the H200 captures of torch 2.11 hold none); torch 2.5 made

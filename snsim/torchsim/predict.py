@@ -390,11 +390,22 @@ def cuda_math_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_cau
     ``_safe_softmax``, then the fused ``native_dropout`` (1-byte mask) CUDA's ``at::dropout``
     takes where the CPU's makes a mask of the scores' dtype, the product with the values, and
     both results cast back to the inputs' dtype. Autocast is off inside, as below the
-    autocast key the composite is."""
+    autocast key the composite is.
+
+    Lifetimes as the C++ has them (T5-small b24 bf16's H100 allocator history,
+    traces/h100/profile_s67): the composite's locals die when it returns, the last made
+    first; its second result, the probabilities cast back (made before the first:
+    ``make_tuple``'s arguments are evaluated right to left), dies after them, when the caller
+    drops it; the mask the caller converted, after that."""
     import torch
     with torch.autocast(query.device.type, enabled=False):
-        return _cuda_math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
-                                    enable_gqa)
+        # a boolean mask becomes a bias of the inputs' dtype before the composite runs
+        # (scaled_dot_product_attention's convert_boolean_attn_mask)
+        attn_mask = attention_bias(attn_mask, query, key, "math")
+        out, probs = _cuda_math_attention(query, key, value, attn_mask, dropout_p, is_causal,
+                                          scale, enable_gqa)
+        del probs
+        return out
 
 
 def _cuda_math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
@@ -409,10 +420,6 @@ def _cuda_math_attention(query, key, value, attn_mask, dropout_p, is_causal, sca
         low = t.dtype in (torch.float16, torch.bfloat16)
         return t.to(torch.float32) if low and not reduce_low else t
 
-    # a boolean mask becomes a bias of the inputs' dtype before the composite runs
-    # (scaled_dot_product_attention's convert_boolean_attn_mask); the causal one it builds
-    # itself takes the upcast query's
-    attn_mask = attention_bias(attn_mask, query, key, "math")
     # the composite's ``query_acc``, ``key_acc`` and ``value_acc`` are C++ locals: each upcast
     # lives until the call returns, the query's too although only its scaled copy is read
     # after (T5-small b24 bf16's H100 allocator history, traces/h100/profile_s67: freed with
@@ -420,7 +427,7 @@ def _cuda_math_attention(query, key, value, attn_mask, dropout_p, is_causal, sca
     query_acc, key, value = acc(query), acc(key), acc(value)
     root = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(query_acc.shape[-1]))
     query = query_acc * root
-    if is_causal:
+    if is_causal:   # the causal mask the composite builds itself takes the upcast's dtype
         tril = torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool,
                           device=query.device).tril()
         attn_mask = attention_bias(tril, query, key, "math")
@@ -434,10 +441,10 @@ def _cuda_math_attention(query, key, value, attn_mask, dropout_p, is_causal, sca
     attn = torch.ops.aten._safe_softmax(attn, -1)
     if dropout_p > 0.0:
         attn = torch.native_dropout(attn, dropout_p, True)[0]
+    probs = attn.to(origin)     # the second result, made first
     out = torch.matmul(attn, value).to(origin)
-    attn.to(origin)   # the composite's second result, made and dropped
-    del query_acc     # held to here, as the composite's local is
-    return out
+    del attn, query, value, key, query_acc      # the locals, the last made first
+    return out, probs
 
 
 @contextlib.contextmanager
