@@ -213,8 +213,10 @@ def scaler_row(rows, optstep_csv, configs, table, cache=None, gauge_add_s=None):
 
     from snsim.kernel_table import HOST_READ_OPS, read_host_innet
     from snsim.torchsim.amp import TrainSetup
-    from snsim.torchsim.opcost import host_issue_s
+    from snsim.torchsim.opcost import host_issue_s, parameters_per_iteration
     from snsim.torchsim.predict import cached_recording
+
+    from op_breakdown import host_by_phase_s
     meas = collections.defaultdict(dict)
     with open(optstep_csv, newline="") as f:
         for r in csv.DictReader(f):
@@ -237,11 +239,8 @@ def scaler_row(rows, optstep_csv, configs, table, cache=None, gauge_add_s=None):
         syncs = [i for i, op in enumerate(ops)
                  if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]
         host = host_issue_s(ops, marks, table, {"innet": innet}, syncs, accumulations=acc)
-        last = max(m[3] for m in marks)
-        u = sum(h for op, h in zip(ops, host)
-                if op[0] >= 0 and marks[op[0]][3] == last and marks[op[0]][1] == "U")
-        params = sum(1 for m in marks if m[1] == "B" and m[3] == last
-                     and str(m[2]).startswith("AccumulateGrad"))
+        u = host_by_phase_s(ops, marks, host)["U"]
+        params = parameters_per_iteration(marks)[max(m[3] for m in marks)]
         m = (got["opt_step"] + got["zero_grad"]
              if "opt_step" in got and "zero_grad" in got else None)
         return name, m, u, params
@@ -278,7 +277,6 @@ def per_param_from_walls(path, busy_below=0.9):
     their model (the lease's pace, and the model's error there) and what exceeds the model
     is spread over the parameter tensors, on top of the ``per_param`` the model charged; the
     median over configurations."""
-    rows = []
     with open(path, newline="") as f:
         rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     per = []

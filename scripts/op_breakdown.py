@@ -164,39 +164,49 @@ def host_by_phase_s(ops, marks, host):
     return out
 
 
-def _host_vs_profile(path, name, host_by, top=12):
-    """Modelled host seconds per phase (and its largest families) beside a profiled step's:
-    the launching thread's wall time per phase without the profiler (``wall_*_s`` of
-    ``profile_summary.csv``), and the time inside top-level aten ops under it
-    (``host_s_per_step`` of ``profile_ops.csv``, less the profiler's own cost per event)."""
-    meas = collections.Counter()
-    calls = collections.Counter()
+def profiled_host(path, name):
+    """A profiled configuration's host time (``scripts/profile_ops.py``): ``(summary,
+    inside, calls)``, its ``profile_summary.csv`` row beside ``path`` ({} without one), and
+    per ``(phase, family)`` the seconds inside top-level aten ops (``host_s_per_step`` of
+    ``profile_ops.csv``, less the profiler's own cost per event) and the calls a step."""
+    raw, calls = collections.Counter(), collections.Counter()
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             if r["config"] == name and r.get("phase"):
-                meas[(r["phase"], r["family"])] += float(r["host_s_per_step"])
+                raw[(r["phase"], r["family"])] += float(r["host_s_per_step"])
                 calls[(r["phase"], r["family"])] += float(r["calls_per_step"])
-    if not meas:
-        return
     summary = {}
     spath = Path(path).with_name(Path(path).name.replace("_ops.csv", "_summary.csv"))
     if spath.exists():
         with open(spath, newline="") as f:
             summary = next((r for r in csv.DictReader(f) if r["config"] == name), {})
     ev = float(summary.get("profiler_event_s", 0) or 0)
+    inside = collections.Counter({k: v - ev * calls[k] for k, v in raw.items()})
+    return summary, inside, calls
+
+
+def _host_vs_profile(path, name, host_by, top=12):
+    """Modelled host seconds per phase (and its largest families) beside a profiled step's:
+    the launching thread's wall time per phase without the profiler (``wall_*_s`` of
+    ``profile_summary.csv``), and the time inside top-level aten ops under it
+    (:func:`profiled_host`)."""
+    summary, inside, calls = profiled_host(path, name)
+    if not inside:
+        return
+    ev = float(summary.get("profiler_event_s", 0) or 0)
     print(f"\nhost ms by phase: modelled / measured wall / measured in aten ops (profiler "
           f"cost {ev * 1e6:.2f} us per op taken off)")
     for ph in "FBU":
         model = sum(v for (p, _), v in host_by.items() if p == ph)
-        inside = sum(v - ev * calls[k] for k, v in meas.items() if k[0] == ph)
+        within = sum(v for k, v in inside.items() if k[0] == ph)
         wall = float(summary.get(f"wall_{ph}_s", "nan") or "nan")
-        print(f"  {ph}: {model * 1e3:8.3f} {wall * 1e3:8.3f} {inside * 1e3:8.3f}")
-        fams = sorted({f for p, f in list(host_by) + list(meas) if p == ph},
-                      key=lambda f: -max(host_by[(ph, f)], meas[(ph, f)]))[:top]
+        print(f"  {ph}: {model * 1e3:8.3f} {wall * 1e3:8.3f} {within * 1e3:8.3f}")
+        fams = sorted({f for p, f in list(host_by) + list(inside) if p == ph},
+                      key=lambda f: -max(host_by[(ph, f)], inside[(ph, f)]))[:top]
         for fam in fams:
             k = (ph, fam)
             print(f"     {fam:<34} {host_by[k] * 1e3:8.3f} {'':>8} "
-                  f"{(meas[k] - ev * calls[k]) * 1e3:8.3f}  ({calls[k]:.0f} calls)")
+                  f"{inside[k] * 1e3:8.3f}  ({calls[k]:.0f} calls)")
 
 
 if __name__ == "__main__":

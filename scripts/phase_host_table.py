@@ -12,35 +12,19 @@ A configuration whose model cannot be recorded here is reported on stderr and le
 from __future__ import annotations
 
 import argparse
-import collections
 import csv
 import sys
 from pathlib import Path
 
-from op_breakdown import host_by_phase_s, modelled
+from op_breakdown import host_by_phase_s, modelled, profiled_host
 
 PHASES = "FBU"
 
 
-def measured(folder, config):
-    """``(summary row, {phase: seconds inside aten ops, profiler cost taken off})``."""
-    with open(Path(folder) / "profile_summary.csv", newline="") as f:
-        summary = next(r for r in csv.DictReader(f) if r["config"] == config)
-    ev = float(summary.get("profiler_event_s") or 0)
-    inside = collections.Counter()
-    with open(Path(folder) / "profile_ops.csv", newline="") as f:
-        for r in csv.DictReader(f):
-            if r["config"] == config and r.get("phase"):
-                inside[r["phase"]] += (float(r["host_s_per_step"])
-                                       - ev * float(r["calls_per_step"]))
-    return summary, inside
-
-
 def n_params(marks):
-    """Parameter tensors updated in the last recorded iteration (its AccumulateGrad nodes)."""
-    last = max(m[3] for m in marks)
-    return sum(1 for m in marks if m[3] == last and m[1] == "B"
-               and str(m[2]).startswith("AccumulateGrad"))
+    """Parameter tensors updated in the last recorded iteration."""
+    from snsim.torchsim.opcost import parameters_per_iteration
+    return parameters_per_iteration(marks)[max(m[3] for m in marks)]
 
 
 def main(argv=None):
@@ -74,7 +58,7 @@ def main(argv=None):
                       file=sys.stderr)
                 continue
             model_s = host_by_phase_s(mod["ops"], mod["marks"], mod["host"])
-            summary, inside = measured(folder, r["config"])
+            summary, inside, _ = profiled_host(Path(folder) / "profile_ops.csv", r["config"])
             row = {"folder": folder, "config": r["config"], "model": r["model"],
                    "batch": r["batch"], "optimizer": r["optimizer"], "impl": r["impl"],
                    "amp": r["amp"] or "none", "step_s": summary["step_s"],
@@ -84,7 +68,8 @@ def main(argv=None):
             for ph in PHASES:
                 row[f"{ph}_modelled_ms"] = round(model_s[ph] * 1e3, 3)
                 row[f"{ph}_wall_ms"] = round(float(summary[f"wall_{ph}_s"]) * 1e3, 3)
-                row[f"{ph}_aten_ms"] = round(inside[ph] * 1e3, 3)
+                row[f"{ph}_aten_ms"] = round(sum(v for k, v in inside.items()
+                                                 if k[0] == ph) * 1e3, 3)
             rows.append(row)
             print(f"{r['config']:<44} U {row['U_modelled_ms']:7.3f} / {row['U_wall_ms']:7.3f}"
                   f" ms   F+B {row['F_modelled_ms'] + row['B_modelled_ms']:8.3f} / "

@@ -394,6 +394,13 @@ def host_issue_s(ops, marks, table, costs, syncs=(), events=(), accumulations=()
     return out
 
 
+def parameters_per_iteration(marks):
+    """``{iteration: parameter tensors its backward accumulated}``: the recording's
+    ``AccumulateGrad`` node marks per iteration, the tensors the optimizer step walks."""
+    return collections.Counter(m[3] for m in marks
+                               if m[1] == "B" and str(m[2]).startswith("AccumulateGrad"))
+
+
 def innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
     """:func:`host_issue_s` from in-network costs measured in real steps
     (:func:`snsim.kernel_table.read_host_innet`): an aten call with a kernel costs its
@@ -410,8 +417,7 @@ def innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
     and each ``slice`` a ``CatBackward0``
     node hands on ``per_cat_input_s``."""
     ratio = inn["ratio"]
-    params = collections.Counter(m[3] for m in marks
-                                 if m[1] == "B" and str(m[2]).startswith("AccumulateGrad"))
+    params = parameters_per_iteration(marks)
     out = [0.0] * len(ops)
     memo = {}
     seen = -1
