@@ -95,11 +95,12 @@ def main(argv=None):
                     help="the host pace to predict each run at (default none: the table's)")
     ap.add_argument("--match", default=None,
                     help="only the runs whose name this regular expression finds")
-    ap.add_argument("--skipped", default="none", choices=("none", "measured"),
-                    help="measured: each fp16 run predicted with the optimizer steps its "
-                         "GradScaler skipped in warm-up (measured.skipped_warmup_steps, at "
-                         "most 3: 1, 2 and 3 gave the same peaks on VGG-19-BN b64 recompute); "
-                         "no prediction, since a user cannot know them before the run")
+    ap.add_argument("--skipped", default="none", choices=("none", "measured", "estimated"),
+                    help="the optimizer steps fp16's GradScaler skips first: none; measured "
+                         "(the run's measured.skipped_warmup_steps, at most 3: 1, 2 and 3 "
+                         "gave the same peaks on VGG-19-BN b64 recompute; no prediction, "
+                         "since a user cannot know them before the run); estimated (what "
+                         "snsim predict does by default: amp.estimate_skipped_steps)")
     args = ap.parse_args(argv)
     import re
     from snsim.torchsim.amp import TrainSetup
@@ -129,8 +130,9 @@ def main(argv=None):
             continue
         t0 = time.time()
         # the run's whole training setup: optimizer, its kernels, autocast, matmul precision
-        skipped = min(int(m.get("skipped_warmup_steps") or 0), 3) \
-            if args.skipped == "measured" and p.get("amp") == "fp16" else 0
+        skipped = (min(int(m.get("skipped_warmup_steps") or 0), 3)
+                   if args.skipped == "measured" else None
+                   if args.skipped == "estimated" else 0) if p.get("amp") == "fp16" else 0
         setup = TrainSetup.parse(p.get("optimizer", "sgd-momentum"),
                                  p.get("optimizer_impl") or "foreach", p.get("amp"), skipped,
                                  p.get("matmul_precision"))

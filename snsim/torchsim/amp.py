@@ -60,7 +60,8 @@ class TrainSetup:
         (momentum, Adam's moments) at its first step taken, after the skipped iterations have
         filled the allocator's cache, so the reserved peak can be lower (VGG-19-BN b64 fp16
         recompute on the H200: 3 skipped, reserved 5.25 GiB, against 6.02 with none). Whether
-        a run skips depends on its gradients; 0 (none) is the default.
+        a run skips depends on its gradients' size at the start; None (the default) has a
+        prediction estimate it (:func:`estimate_skipped_steps`), 0 for bf16 and fp32.
     matmul_precision : str
         ``torch.set_float32_matmul_precision`` for the step (:data:`MATMUL_PRECISIONS`):
         ``high`` or ``medium`` run fp32 matmuls (Linear, bmm, attention's math path) on
@@ -72,7 +73,7 @@ class TrainSetup:
     optimizer: str = "sgd-momentum"
     optimizer_impl: str = "foreach"
     amp: str | None = None
-    skipped_steps: int = 0
+    skipped_steps: int | None = None
     matmul_precision: str = "highest"
 
     def __post_init__(self):
@@ -85,8 +86,9 @@ class TrainSetup:
         if self.amp not in (None,) + AMP_DTYPES:
             raise ConfigError(f"--amp {self.amp!r} is unknown; known: none, "
                               f"{', '.join(AMP_DTYPES)}")
-        if isinstance(self.skipped_steps, bool) or not isinstance(self.skipped_steps, int) \
-                or not 0 <= self.skipped_steps <= MAX_SKIPPED_STEPS:
+        if self.skipped_steps is not None and (
+                isinstance(self.skipped_steps, bool) or not isinstance(self.skipped_steps, int)
+                or not 0 <= self.skipped_steps <= MAX_SKIPPED_STEPS):
             raise ConfigError(f"--skipped-steps {self.skipped_steps!r} must be an integer from "
                               f"0 to {MAX_SKIPPED_STEPS}")
         if self.skipped_steps and self.amp != "fp16":
@@ -98,8 +100,9 @@ class TrainSetup:
 
     @classmethod
     def parse(cls, optimizer="sgd-momentum", optimizer_impl="foreach", amp=None,
-              skipped_steps=0, matmul_precision="highest"):
-        """From command-line strings (``--amp none`` is fp32)."""
+              skipped_steps=None, matmul_precision="highest"):
+        """From command-line strings (``--amp none`` is fp32; ``--skipped-steps auto`` is
+        None)."""
         amp = None if amp in (None, "", "none", "fp32") else amp
         return cls(optimizer, optimizer_impl, amp, skipped_steps,
                    matmul_precision or "highest")
@@ -162,7 +165,7 @@ class TrainSetup:
         import torch
         if device_type == "cuda":
             return torch.amp.GradScaler("cuda")
-        return _no_overflow_scaler(device_type, self.skipped_steps)
+        return _no_overflow_scaler(device_type, self.skipped_steps or 0)
 
     def autocast(self, device_type):
         """A context factory for forward and loss: ``torch.autocast`` on the device (on a CPU,
@@ -251,6 +254,103 @@ def skipped_since(scaler, scale_before):
         return 0
     after = scaler.get_scale()
     return max(0, round(math.log2(scale_before / after))) if after < scale_before else 0
+
+
+#: GradScaler's initial scale, and fp16's largest finite value
+_INITIAL_SCALE = 2.0 ** 16
+_FP16_MAX = 65504.0
+#: the batch the estimate's fp32 step runs at (at most the run's own), and a token model's
+#: sequence (one sequence of at most this many tokens)
+SKIP_PROBE_BATCH = 2
+SKIP_PROBE_TOKENS = 128
+
+
+def estimate_skipped_steps(spec, batch, probe_batch=SKIP_PROBE_BATCH, seed=0):
+    """How many optimizer steps fp16's GradScaler will skip at the start of a run of ``spec``
+    at ``batch``, and the largest gradient it rests on: ``(steps, max_grad)``.
+
+    GradScaler starts at 2**16 and skips every step whose scaled gradients hold an inf,
+    halving its scale. A run's first steps see the same weights (nothing was updated) and
+    here the same batch, so the gradients are the same each time, and the scale halves until
+    the largest gradient times it fits fp16: ``ceil(log2(max|g| * 2**16 / 65504))`` steps.
+    The largest gradient is read from one real fp32 step on this CPU (freshly initialised
+    weights, seeded; the input and targets the run makes) at ``min(batch, probe_batch)``, a
+    token model's at one sequence of at most :data:`SKIP_PROBE_TOKENS` tokens (a step of a
+    language model's full batch takes minutes on a CPU). The loss is the mean over its terms
+    (samples; a token model's tokens); at initialisation their gradients are independent and
+    of either sign, so the largest entry of the mean shrinks as one over the square root of
+    their number: the probe's is scaled by ``sqrt(probe terms / run terms)``. Measured on the
+    H100 and
+    H200 (``measured.skipped_warmup_steps``; docs/VALIDATION.md): VGG-16-BN b64 2, VGG-19-BN
+    b48 3, ResNet-50 b48 3, ResNet-101 b64 5, ResNet-152 b48 7, Inception-v3 b64 6, ResNet-34
+    and the transformers 0. Steps that overflow in the forward (fp16's range, not the
+    gradients': Swin-V2's 26-28 skips) are not seen by an fp32 step.
+
+    Raises
+    ------
+    ConfigError
+        The fp32 step's gradients are not finite."""
+    import math
+    b = max(1, min(int(batch), int(probe_batch)))
+    probe, terms = spec, (b, int(batch))
+    if spec.tokens and len(spec.input_shape) == 1 and spec.input_factory is None:
+        seq = int(spec.input_shape[0])
+        b, short = 1, min(seq, SKIP_PROBE_TOKENS)
+        probe, terms = dataclasses.replace(spec, input_shape=(short,)), (short, batch * seq)
+    top = _largest_gradient(probe, b, seed)
+    if not math.isfinite(top):
+        raise ConfigError(f"--skipped-steps auto: {spec.text}'s fp32 gradients are not "
+                          "finite; give the count (--skipped-steps N)")
+    top *= math.sqrt(terms[0] / terms[1])
+    if top <= 0.0:
+        return 0, top
+    steps = math.ceil(math.log2(top * _INITIAL_SCALE / _FP16_MAX))
+    return min(MAX_SKIPPED_STEPS, max(0, steps)), top
+
+
+#: skipped iterations a recording runs at most: every skipped iteration makes the same
+#: requests, and from the second on the cache they find is the one they leave, so the first
+#: step taken finds the same cache after 3 as after 28 (VGG-19-BN b64 recompute: 1, 2 and 3
+#: skipped give the same peaks, tests/test_amp.py)
+RECORDED_SKIPS_MAX = 3
+
+
+@functools.lru_cache(maxsize=8)
+def _largest_gradient(spec, batch, seed):
+    """The largest |gradient| of one fp32 training step of ``spec`` at ``batch`` on the CPU,
+    from seeded initial weights (kept: a batch search predicts the same model many times)."""
+    import torch
+    from .predict import infer_target_of
+    from .record import compute_loss
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = spec.build()
+        net.train()
+        target = infer_target_of(net, spec.make_input(2))
+        x = spec.make_input(batch)
+        y = target.make(batch, "cpu")
+        loss = compute_loss(net(x), y, spec.aux_loss_weight)
+        loss.backward()
+    return max((float(p.grad.abs().max()) for p in net.parameters() if p.grad is not None),
+               default=0.0)
+
+
+def resolve_skipped_steps(setup, spec, batch):
+    """``(setup, steps, source)``: ``setup`` with its :attr:`TrainSetup.skipped_steps` the
+    skipped iterations to record (at most :data:`RECORDED_SKIPS_MAX`), the steps GradScaler
+    skips, and where that came from: given, none (no fp16), or estimated
+    (:func:`estimate_skipped_steps`)."""
+    if setup.skipped_steps is not None:
+        steps, source = setup.skipped_steps, "given"
+    elif setup.amp != "fp16":
+        steps, source = 0, "none (no GradScaler)"
+    else:
+        steps, top = estimate_skipped_steps(spec, batch)
+        source = (f"estimated: largest gradient {top:.3g} at batch {batch} (a smaller fp32 "
+                  f"step on this CPU, scaled by the square root of the loss terms: "
+                  f"estimate_skipped_steps)")
+    recorded = min(steps, RECORDED_SKIPS_MAX)
+    return dataclasses.replace(setup, skipped_steps=recorded), steps, source
 
 
 def _no_overflow_scaler(device_type, skipped_steps=0):

@@ -5,6 +5,7 @@ torch is not installed.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -80,11 +81,12 @@ def _model_args(p, *, gpu=False):
     p.add_argument("--seq", type=int, default=None,
                    help="sequence length of a token model (snsim:gpt, ...; default 512)")
     if not gpu:
-        p.add_argument("--skipped-steps", type=int, default=0,
+        p.add_argument("--skipped-steps", type=_skipped_steps, default=None,
                        help="with --amp fp16: the first optimizer steps GradScaler skips "
-                            "(its gradients overflowed at the initial scale); a foreach "
+                            "(its gradients overflow at the initial scale); a foreach "
                             "optimizer then makes its state after they filled the cache, "
-                            "which can lower the reserved peak (default 0: none skipped)")
+                            "which can lower the reserved peak (default auto: estimated "
+                            "from one fp32 step of the model on this CPU)")
     if gpu:
         p.add_argument("--timing-iters", type=int, default=5,
                        help="iterations timed with a CUDA event per step (default 5)")
@@ -92,12 +94,22 @@ def _model_args(p, *, gpu=False):
                        help="iterations without hooks: the ground truth (default 10)")
 
 
+def _skipped_steps(text):
+    """``--skipped-steps``: ``auto`` (None: estimated) or a count."""
+    if text == "auto":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither auto nor a count") from None
+
+
 def _setup(args):
     """The training setup of ``--optimizer``, ``--optimizer-impl``, ``--amp``,
     ``--matmul-precision`` and (predict) ``--skipped-steps``."""
     from .amp import TrainSetup
     return TrainSetup.parse(args.optimizer, args.optimizer_impl, args.amp,
-                            getattr(args, "skipped_steps", 0), args.matmul_precision)
+                            getattr(args, "skipped_steps", None), args.matmul_precision)
 
 
 def _default_out(name, batch, optimizer, policy=None):
@@ -266,6 +278,8 @@ def cmd_predict(args):
     row = {k: r.get(k, "highest") if k == "matmul_precision" else r[k] for k in PREDICT_KEYS}
     # a ZeRO plan's own figures: the CPU optimizer step, the bytes moved, the host's share
     row.update({k: r[k] for k in ZERO_PREDICT_KEYS if k in r})
+    # fp16: the optimizer steps GradScaler skips first, and whether given or estimated
+    row.update({k: r[k] for k in ("skipped_steps", "skipped_steps_source") if k in r})
     if r.get("cpu_only_ops"):
         row["cpu_only_ops"] = r["cpu_only_ops"]
     if args.format == "table":

@@ -806,8 +806,8 @@ def _record_in_mode(spec, batch, setup, mode, *, iterations, transform, symbolic
         where = _ModuleStack(model)
         with rec.active():
             # with fp16 steps skipped: their iterations, the first step taken, the steady one
-            for it in range(max(iterations, setup.skipped_steps + 2) if setup.skipped_steps
-                            else iterations):
+            skips = setup.skipped_steps or 0        # None (not estimated here): none
+            for it in range(max(iterations, skips + 2) if skips else iterations):
                 rec.begin_iteration()
                 with inst:
                     try:
@@ -820,7 +820,7 @@ def _record_in_mode(spec, batch, setup, mode, *, iterations, transform, symbolic
                         if _is_data_dependent(e):
                             raise _next_attempt(spec, e, where, symbolic, values) from None
                         raise _training_error(spec, x, e, where) from None
-                if it == setup.skipped_steps:
+                if it == skips:
                     # the optimizer's state, made at its first step taken (the first, unless
                     # fp16's GradScaler skipped some: TrainSetup.skipped_steps)
                     for name, key, t in optimizer_state(opt, param_names):
@@ -926,8 +926,8 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
         from .hostpace import pace_factor
         pace = pace_factor(host_gauge_s, load_kernel_table(hw.name))
     wall = time.perf_counter()
-    from .amp import as_setup
-    setup = as_setup(optimizer)
+    from .amp import as_setup, resolve_skipped_steps
+    setup, skipped, skip_source = resolve_skipped_steps(as_setup(optimizer), spec, batch)
     r = record_fake(spec, batch, setup, transform=transform, gpu=hw.name)
     rec = r["rec"]
     stream, info = r["stream"], r["info"]
@@ -961,6 +961,8 @@ def predict_program(model, batch, *, optimizer="sgd-momentum", gpu="h200", input
             "parameters": r["n_params"], "record_wall_s": round(time.perf_counter() - wall, 3),
             "input_dtype": spec.input_dtype, "time_sources": time_report,
             "host_pace_factor": pace, "host_range_steps_s": host_range_steps}
+    if setup.amp == "fp16":
+        prov.update(skipped_steps=skipped, skipped_steps_source=skip_source)
     if host_gauge_s is not None:
         prov["host_gauge_add_s"] = float(host_gauge_s)
     if rec.data_dependent:
@@ -987,9 +989,10 @@ UNLIMITED_BYTES = 1 << 60
 
 def prov_setup(prov):
     """The training setup fields of a provenance (optimizer, optimizer_impl, amp; the float32
-    matmul precision where it is not torch's default)."""
-    return {k: prov[k] for k in ("optimizer", "optimizer_impl", "amp", "matmul_precision")
-            if k in prov}
+    matmul precision where it is not torch's default; fp16's skipped steps and their
+    source)."""
+    return {k: prov[k] for k in ("optimizer", "optimizer_impl", "amp", "matmul_precision",
+                                 "skipped_steps", "skipped_steps_source") if k in prov}
 
 
 def lazy_window_modelled(hw):
