@@ -7,7 +7,8 @@ For each run of ``snsim.torchsim.suite.PLAN_SETS[SET]``, ``snsim predict ... --f
 one it modelled, the reserved peak in a process that ran CUDA work before the model
 (``peak_reserved_warm_process_bytes``, since session 36), the transformers installed (a Hugging Face model's code moves with it), what
 its convolution workspaces rest on (measured, other batches or dtypes, neighbours, modelled), and
-how long the prediction took. Commit the CSV before the device runs the
+how long the prediction took, and with fp16 the optimizer steps GradScaler is predicted to
+skip first (since session 68). Commit the CSV before the device runs the
 set; ``scripts/probe_predict_compare.py``-style comparisons read it against the suite's
 ``summary.csv``.
 
@@ -29,7 +30,8 @@ from pathlib import Path
 
 FIELDS = ("run", "peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "feasible",
           "torch_version", "torch_modelled", "peak_reserved_warm_process_bytes",
-          "transformers_version", "workspace_sources", "predict_wall_s", "argv")
+          "transformers_version", "workspace_sources", "skipped_steps", "predict_wall_s",
+          "argv")
 
 
 def run_argv(run, torch_version=None, gpu="h200"):
@@ -75,6 +77,8 @@ def main(argv=None):
                      "transformers_version": r.get("libraries", {}).get("transformers", ""),
                      # which workspaces were measured and which guessed (snsim predict's own)
                      "workspace_sources": json.dumps(r.get("workspace_sources", {})),
+                     # fp16: the optimizer steps GradScaler skips first, as predicted
+                     "skipped_steps": r.get("skipped_steps", ""),
                      "predict_wall_s": round(wall, 1), "argv": " ".join(a[1:])})
         print(f"{rows[-1]['run']}: alloc {r['peak_allocated_bytes'] / 2**30:.3f} GiB, reserved "
               f"{r['peak_reserved_bytes'] / 2**30:.3f} GiB, step {r['step_time_s'] * 1e3:.1f} ms"

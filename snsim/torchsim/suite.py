@@ -1550,6 +1550,19 @@ _HELDOUT53_TOKENS = (
     ("hf:distilgpt2", 16, (512,), {"superneurons": []}, {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT53 = _plan_set(_HELDOUT53, _HELDOUT53_TOKENS)
+# held-out set 54 (2026-12-07): fp16 networks whose GradScaler's skipped steps no GPU run has
+# counted, each predicted with the count estimated before its run (snsim predict's default
+# since session 68, amp.estimate_skipped_steps: 2, 5, 1, 0, 2, 0, 0 in this order)
+_HELDOUT54 = (
+    ("torchvision:resnext50_32x4d", 64, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:wide_resnet101_2", 32, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:vgg13_bn", 64, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:densenet201", 32, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:regnet_x_16gf", 32, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:vgg11_bn", 96, {"plain": []}, {"amp": "fp16"}),
+    ("torchvision:efficientnet_b3", 48, {"plain": []}, {"amp": "fp16"}),
+)
+PLAN_HELDOUT54 = _plan_set(_HELDOUT54)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1590,6 +1603,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout48": PLAN_HELDOUT48, "heldout49": PLAN_HELDOUT49,
              "heldout50": PLAN_HELDOUT50, "heldout51": PLAN_HELDOUT51,
              "heldout52": PLAN_HELDOUT52, "heldout53": PLAN_HELDOUT53,
+             "heldout54": PLAN_HELDOUT54,
              "pageable": PLAN_PAGEABLE}
 
 
