@@ -955,3 +955,19 @@ def test_a_long_run_of_skipped_steps_is_recorded_as_three():
         (3, 28, "given")
     setup, steps, source = resolve_skipped_steps(TrainSetup(amp="bf16"), None, 16)
     assert (setup.skipped_steps, steps) == (0, 0) and source.startswith("none")
+
+
+def test_a_model_too_large_for_the_estimate_assumes_none_and_says_so(monkeypatch):
+    """The estimate runs a real fp32 step on the CPU: a model whose weights and gradients would
+    take more than half of the free memory (at most PROBE_MAX_BYTES) is not probed."""
+    from snsim.torchsim import amp
+    from snsim.torchsim.models import resolve_model
+    spec = resolve_model("torchvision:resnet18")
+    assert amp._probe_bytes(spec) == 8 * 11_689_512      # torchvision's ResNet-18 parameters
+    monkeypatch.setattr(amp, "_probe_room_bytes", lambda: 64 << 20)
+    monkeypatch.setattr(amp, "estimate_skipped_steps",
+                        lambda *a: pytest.fail("the step ran"))
+    setup, steps, source = amp.resolve_skipped_steps(TrainSetup(amp="fp16"), spec, 32)
+    assert (setup.skipped_steps, steps) == (0, 0)
+    assert source.startswith("not estimated: one fp32 step needs about 0.1 GiB")
+    assert source.endswith("give the count with --skipped-steps N")

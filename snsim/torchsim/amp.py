@@ -335,6 +335,35 @@ def _largest_gradient(spec, batch, seed):
                default=0.0)
 
 
+#: the most memory the estimate's fp32 step may take for weights and gradients
+PROBE_MAX_BYTES = 8 << 30
+
+
+def _probe_bytes(spec):
+    """Bytes of ``spec``'s fp32 weights and gradients: the model built on the meta device, or
+    where its constructor computes with tensors (torchvision's RegNets) on the CPU without
+    parameter init."""
+    import torch
+    try:
+        with torch.device("meta"):
+            net = spec.build()
+    except Exception:       # a constructor that reads tensor values
+        from .predict import no_init
+        with no_init():
+            net = spec.build()
+    return 8 * sum(p.numel() for p in net.parameters())
+
+
+def _probe_room_bytes():
+    """What the estimate's step may take: half of this machine's free memory (Linux's
+    available pages), at most :data:`PROBE_MAX_BYTES`."""
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):      # no such sysconf name here
+        return PROBE_MAX_BYTES
+    return min(PROBE_MAX_BYTES, free // 2)
+
+
 def resolve_skipped_steps(setup, spec, batch):
     """``(setup, steps, source)``: ``setup`` with its :attr:`TrainSetup.skipped_steps` the
     skipped iterations to record (at most :data:`RECORDED_SKIPS_MAX`), the steps GradScaler
@@ -344,6 +373,12 @@ def resolve_skipped_steps(setup, spec, batch):
         steps, source = setup.skipped_steps, "given"
     elif setup.amp != "fp16":
         steps, source = 0, "none (no GradScaler)"
+    elif (need := _probe_bytes(spec)) > (room := _probe_room_bytes()):
+        steps, source = 0, (f"not estimated: one fp32 step needs about {need / 2**30:.1f} GiB "
+                            f"of this machine's memory for weights and gradients, more than "
+                            f"{room / 2**30:.1f} GiB (half of what is free, at most "
+                            f"{PROBE_MAX_BYTES / 2**30:.0f} GiB); none assumed, give the count "
+                            f"with --skipped-steps N")
     else:
         steps, top = estimate_skipped_steps(spec, batch)
         source = (f"estimated: largest gradient {top:.3g} at batch {batch} (a smaller fp32 "
