@@ -1,4 +1,4 @@
-"""Benchmark: ``snsim predict --model torchvision:resnet50 --batch 128`` (fp32 and bf16).
+"""Benchmark: ``snsim predict --model torchvision:resnet50 --batch 128`` (fp32, bf16, fp16).
 
 Target (issue 10): at most 10 s wall for ResNet-50 on a 2-core machine, judged on the median
 of the fp32 runs (the minimum would flatter a noisy machine). Each run is the CLI in a fresh
@@ -100,6 +100,7 @@ def main(argv=None):
     cli_wall_s(args.model, args.batch, "none", 1)      # fills the user caches
     fp32 = cli_wall_s(args.model, args.batch, "none", args.repeat)
     bf16 = cli_wall_s(args.model, args.batch, "bf16", args.repeat)
+    fp16 = cli_wall_s(args.model, args.batch, "fp16", args.repeat)
     total, stages = stage_s(args.model, args.batch)
     import_s, loop_s = machine_pace_s(args.repeat)
     met = statistics.median(fp32) <= TARGET_S
@@ -115,6 +116,9 @@ def main(argv=None):
           f"(target: median ≤ {TARGET_S:.0f} s: {'met' if met else 'NOT met'})")
     print(f"- the same with `--amp bf16`: median {statistics.median(bf16):.2f} s, min "
           f"{min(bf16):.2f} s")
+    print(f"- the same with `--amp fp16`: median {statistics.median(fp16):.2f} s, min "
+          f"{min(fp16):.2f} s (GradScaler's skipped steps estimated by one fp32 step on the "
+          "CPU, and recorded: `--skipped-steps auto`)")
     print(f"- in process, after the imports: {total:.2f} s, of which "
           + ", ".join(f"{k} {v:.2f} s" for k, v in stages.items())
           + "\n")
