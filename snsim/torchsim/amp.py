@@ -283,7 +283,7 @@ def estimate_skipped_steps(spec, batch, probe_batch=SKIP_PROBE_BATCH, seed=0):
     H100 and
     H200 (``measured.skipped_warmup_steps``; docs/VALIDATION.md): VGG-16-BN b64 2, VGG-19-BN
     b48 3, ResNet-50 b48 3, ResNet-101 b64 5, ResNet-152 b48 7, Inception-v3 b64 6, ResNet-34
-    and the transformers 0. Steps that overflow in the forward (fp16's range, not the
+    and the language models 0. Steps that overflow in the forward (fp16's range, not the
     gradients': Swin-V2's 26-28 skips) are not seen by an fp32 step.
 
     Raises
