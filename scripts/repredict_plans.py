@@ -130,9 +130,11 @@ def main(argv=None):
             continue
         t0 = time.time()
         # the run's whole training setup: optimizer, its kernels, autocast, matmul precision
-        skipped = (min(int(m.get("skipped_warmup_steps") or 0), 3)
-                   if args.skipped == "measured" else None
-                   if args.skipped == "estimated" else 0) if p.get("amp") == "fp16" else 0
+        skipped = 0                     # none, and every run without GradScaler
+        if p.get("amp") == "fp16" and args.skipped == "measured":
+            skipped = min(int(m.get("skipped_warmup_steps") or 0), 3)
+        elif p.get("amp") == "fp16" and args.skipped == "estimated":
+            skipped = None              # TrainSetup's default: snsim predict estimates it
         setup = TrainSetup.parse(p.get("optimizer", "sgd-momentum"),
                                  p.get("optimizer_impl") or "foreach", p.get("amp"), skipped,
                                  p.get("matmul_precision"))

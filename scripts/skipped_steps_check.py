@@ -15,8 +15,6 @@ import argparse
 import collections
 import csv
 import glob
-import gzip
-import json
 import os
 import sys
 import time
@@ -24,11 +22,10 @@ import time
 
 def measured_counts(root="traces"):
     """``{(model, batch, input_shape): [count, ...]}`` of the committed fp16 plan runs."""
+    from snsim.torchsim.validate import plan_runs
     out = collections.defaultdict(list)
-    for path in sorted(glob.glob(os.path.join(root, "h*", "plans_*", "*.json.gz"))):
-        with gzip.open(path) as f:
-            doc = json.load(f)
-        for run in doc.get("runs", []):
+    for folder in sorted(glob.glob(os.path.join(root, "h*", "plans_*"))):
+        for run in plan_runs(os.path.dirname(folder), os.path.basename(folder)):
             m = run.get("measured") or {}
             if m.get("amp") != "fp16" or m.get("skipped_warmup_steps") is None:
                 continue

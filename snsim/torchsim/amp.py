@@ -280,10 +280,9 @@ def estimate_skipped_steps(spec, batch, probe_batch=SKIP_PROBE_BATCH, seed=0):
     (samples; a token model's tokens); at initialisation their gradients are independent and
     of either sign, so the largest entry of the mean shrinks as one over the square root of
     their number: the probe's is scaled by ``sqrt(probe terms / run terms)``. Measured on the
-    H100 and
-    H200 (``measured.skipped_warmup_steps``; docs/VALIDATION.md): VGG-16-BN b64 2, VGG-19-BN
-    b48 3, ResNet-50 b48 3, ResNet-101 b64 5, ResNet-152 b48 7, Inception-v3 b64 6, ResNet-34
-    and the language models 0. Steps that overflow in the forward (fp16's range, not the
+    H100 and H200 (``measured.skipped_warmup_steps``; docs/VALIDATION.md): VGG-16-BN b64 2,
+    VGG-19-BN b48 3, ResNet-50 b48 3, ResNet-101 b64 5, ResNet-152 b48 7, Inception-v3 b64 6,
+    ResNet-34 and the language models 0. Steps that overflow in the forward (fp16's range, not the
     gradients': Swin-V2's 26-28 skips) are not seen by an fp32 step.
 
     Raises
@@ -339,10 +338,11 @@ def _largest_gradient(spec, batch, seed):
 PROBE_MAX_BYTES = 8 << 30
 
 
+@functools.lru_cache(maxsize=8)
 def _probe_bytes(spec):
     """Bytes of ``spec``'s fp32 weights and gradients: the model built on the meta device, or
     where its constructor computes with tensors (torchvision's RegNets) on the CPU without
-    parameter init."""
+    parameter init. Kept, as :func:`_largest_gradient` is: a batch search asks again."""
     import torch
     try:
         with torch.device("meta"):
