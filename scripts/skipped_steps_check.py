@@ -7,7 +7,7 @@ traces/h200, plans_* folders), one row per model, batch and input shape: the cou
 (what ``snsim predict --amp fp16`` now assumes by default) with the largest gradient it
 rests on. No GPU; about a second a model.
 
-    PYTHONPATH=. python scripts/skipped_steps_check.py --csv docs/data/fp16_skipped_steps_s68.csv
+    PYTHONPATH=. python scripts/skipped_steps_check.py --csv docs/data/fp16_skipped_steps_s69.csv
 """
 from __future__ import annotations
 

@@ -267,23 +267,31 @@ SKIP_PROBE_TOKENS = 128
 
 def estimate_skipped_steps(spec, batch, probe_batch=SKIP_PROBE_BATCH, seed=0):
     """How many optimizer steps fp16's GradScaler will skip at the start of a run of ``spec``
-    at ``batch``, and the largest gradient it rests on: ``(steps, max_grad)``.
+    at ``batch``, and the largest scaled gradient it rests on: ``(steps, max_grad)``.
 
     GradScaler starts at 2**16 and skips every step whose scaled gradients hold an inf,
     halving its scale. A run's first steps see the same weights (nothing was updated) and
     here the same batch, so the gradients are the same each time, and the scale halves until
     the largest gradient times it fits fp16: ``ceil(log2(max|g| * 2**16 / 65504))`` steps.
-    The largest gradient is read from one real fp32 step on this CPU (freshly initialised
-    weights, seeded; the input and targets the run makes) at ``min(batch, probe_batch)``, a
-    token model's at one sequence of at most :data:`SKIP_PROBE_TOKENS` tokens (a step of a
-    language model's full batch takes minutes on a CPU). The loss is the mean over its terms
-    (samples; a token model's tokens); at initialisation their gradients are independent and
-    of either sign, so the largest entry of the mean shrinks as one over the square root of
-    their number: the probe's is scaled by ``sqrt(probe terms / run terms)``. Measured on the
-    H100 and H200 (``measured.skipped_warmup_steps``; docs/VALIDATION.md): VGG-16-BN b64 2,
-    VGG-19-BN b48 3, ResNet-50 b48 3, ResNet-101 b64 5, ResNet-152 b48 7, Inception-v3 b64 6,
-    ResNet-34 and the language models 0. Steps that overflow in the forward (fp16's range, not the
-    gradients': Swin-V2's 26-28 skips) are not seen by an fp32 step.
+    Two kinds of gradient must fit (:func:`_largest_gradients`, one real fp32 step on this CPU
+    from freshly initialised, seeded weights and the input and targets the run makes):
+
+    - the weights' gradients, which autocast makes in fp16 for a convolution or matmul;
+    - every gradient that enters an fp16 kernel of the backward (a convolution's or matmul's
+      grad_output): an inf there reaches the weights. Swin-V2's ``F.normalize`` of a window's
+      zero padding rows passes ``grad / eps`` (eps 1e-12) back to its query-key-value matmul,
+      which is why it skipped 26-28 steps on the H100 and H200.
+
+    The step runs at ``min(batch, probe_batch)``, a token model's at one sequence of at most
+    :data:`SKIP_PROBE_TOKENS` tokens (a step of a language model's full batch takes minutes on
+    a CPU), and is scaled to the run. The loss is the mean over its terms (samples; a token
+    model's tokens). A weight's gradient sums over them, and at initialisation their
+    contributions are independent and of either sign, so its largest entry shrinks as one over
+    the square root of their number: scaled by ``sqrt(probe terms / run terms)``. An
+    activation's gradient belongs to one term, so it shrinks as one over their number. Measured
+    on the H100 and H200 (``measured.skipped_warmup_steps``; docs/VALIDATION.md): VGG-16-BN b64
+    2, VGG-19-BN b48 3, ResNet-50 b48 3, ResNet-101 b64 5, ResNet-152 b48 7, Inception-v3 b64
+    6, Swin-V2-T b32 27, ResNet-34 and the language models 0.
 
     Raises
     ------
@@ -296,11 +304,12 @@ def estimate_skipped_steps(spec, batch, probe_batch=SKIP_PROBE_BATCH, seed=0):
         seq = int(spec.input_shape[0])
         b, short = 1, min(seq, SKIP_PROBE_TOKENS)
         probe, terms = dataclasses.replace(spec, input_shape=(short,)), (short, batch * seq)
-    top = _largest_gradient(probe, b, seed)
-    if not math.isfinite(top):
+    weights, activations = _largest_gradients(probe, b, seed)
+    if not (math.isfinite(weights) and math.isfinite(activations)):
         raise ConfigError(f"--skipped-steps auto: {spec.text}'s fp32 gradients are not "
                           "finite; give the count (--skipped-steps N)")
-    top *= math.sqrt(terms[0] / terms[1])
+    share = terms[0] / terms[1]
+    top = max(weights * math.sqrt(share), activations * share)
     if top <= 0.0:
         return 0, top
     steps = math.ceil(math.log2(top * _INITIAL_SCALE / _FP16_MAX))
@@ -314,13 +323,49 @@ def estimate_skipped_steps(spec, batch, probe_batch=SKIP_PROBE_BATCH, seed=0):
 RECORDED_SKIPS_MAX = 3
 
 
+#: the backward's kernels that autocast runs in fp16 on a GPU (a convolution's and a matmul's
+#: backward, attention's): every gradient they take must fit fp16 once scaled
+_FP16_BACKWARD_KERNELS = frozenset({
+    "mm", "bmm", "addmm", "baddbmm", "convolution_backward",
+    "_scaled_dot_product_flash_attention_for_cpu_backward",
+    "_scaled_dot_product_efficient_attention_backward",
+    "_scaled_dot_product_flash_attention_backward"})
+
+
 @functools.lru_cache(maxsize=8)
-def _largest_gradient(spec, batch, seed):
-    """The largest |gradient| of one fp32 training step of ``spec`` at ``batch`` on the CPU,
-    from seeded initial weights (kept: a batch search predicts the same model many times)."""
+def _largest_gradients(spec, batch, seed):
+    """``(weights, activations)``: the largest |gradient| of a weight, and of a tensor the
+    backward made and handed to one of :data:`_FP16_BACKWARD_KERNELS`, in one fp32 training
+    step of ``spec`` at ``batch`` on the CPU from seeded initial weights (kept: a batch search
+    predicts the same model many times)."""
     import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
     from .predict import infer_target_of
     from .record import compute_loss
+
+    def storages(tree):
+        return {t.untyped_storage().data_ptr() for t in tree_leaves(tree)
+                if isinstance(t, torch.Tensor)}
+
+    class _GradsIntoHalfKernels(TorchDispatchMode):
+        """Tracks what the backward makes (an op's outputs that are not views of its inputs)
+        and the largest of those a kernel of :data:`_FP16_BACKWARD_KERNELS` takes."""
+        def __init__(self):
+            super().__init__()
+            self.made, self.top = set(), 0.0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            ins = storages((args, kwargs))
+            if func.overloadpacket.__name__ in _FP16_BACKWARD_KERNELS:
+                for t in tree_leaves((args, kwargs)):
+                    if (isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel()
+                            and t.untyped_storage().data_ptr() in self.made):
+                        self.top = max(self.top, float(t.detach().abs().max()))
+            self.made |= storages(out) - ins
+            return out
+
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         net = spec.build()
@@ -329,9 +374,11 @@ def _largest_gradient(spec, batch, seed):
         x = spec.make_input(batch)
         y = target.make(batch, "cpu")
         loss = compute_loss(net(x), y, spec.aux_loss_weight)
-        loss.backward()
-    return max((float(p.grad.abs().max()) for p in net.parameters() if p.grad is not None),
-               default=0.0)
+        with _GradsIntoHalfKernels() as grads:
+            loss.backward()
+    weights = max((float(p.grad.abs().max()) for p in net.parameters() if p.grad is not None),
+                  default=0.0)
+    return weights, grads.top
 
 
 #: the most memory the estimate's fp32 step may take for weights and gradients
@@ -342,7 +389,7 @@ PROBE_MAX_BYTES = 8 << 30
 def _probe_bytes(spec):
     """Bytes of ``spec``'s fp32 weights and gradients: the model built on the meta device, or
     where its constructor computes with tensors (torchvision's RegNets) on the CPU without
-    parameter init. Kept, as :func:`_largest_gradient` is: a batch search asks again."""
+    parameter init. Kept, as :func:`_largest_gradients` is: a batch search asks again."""
     import torch
     try:
         with torch.device("meta"):
@@ -382,8 +429,7 @@ def resolve_skipped_steps(setup, spec, batch):
     else:
         steps, top = estimate_skipped_steps(spec, batch)
         source = (f"estimated: largest gradient {top:.3g} at batch {batch} (a smaller fp32 "
-                  f"step on this CPU, scaled by the square root of the loss terms: "
-                  f"estimate_skipped_steps)")
+                  f"step on this CPU, scaled to the run's loss terms: estimate_skipped_steps)")
     recorded = min(steps, RECORDED_SKIPS_MAX)
     return dataclasses.replace(setup, skipped_steps=recorded), steps, source
 
