@@ -1025,3 +1025,29 @@ def test_a_model_too_large_for_the_estimate_assumes_none_and_says_so(monkeypatch
     assert (setup.skipped_steps, steps) == (0, 0)
     assert source.startswith("not estimated: one fp32 step needs about 0.1 GiB")
     assert source.endswith("give the count with --skipped-steps N")
+
+
+def test_fp16s_optimizer_step_is_charged_after_gradscalers_read(mlp):
+    """``GradScaler.step`` reads ``found_inf`` (``.item()``: the host waits for the GPU) and only
+    then calls ``optimizer.step()``, so the step's per-parameter Python work (``per_param_s``)
+    falls after that read, where a GPU-bound step's GPU waits for it; without GradScaler it
+    falls on the update's first op."""
+    from snsim.torchsim.opcost import HOST_READ_OPS, optimizer_step_starts
+    from snsim.torchsim.predict import record_fake, resolve_model
+    for amp, after_read in (("fp16", True), ("bf16", False)):
+        rec = record_fake(resolve_model(mlp), 4,
+                          TrainSetup("sgd-momentum", "foreach", amp, skipped_steps=0),
+                          iterations=2)["rec"]
+        syncs = {i for i, op in enumerate(rec.ops) if op[1] in HOST_READ_OPS}
+        starts = optimizer_step_starts(rec.ops, rec.marks, syncs)
+        assert sorted(starts) == [0, 1]
+        for it, at in starts.items():
+            update = [i for i, op in enumerate(rec.ops)
+                      if op[0] >= 0 and rec.marks[op[0]][1:4:2] == ("U", it)]
+            unscale = [i for i in update
+                       if rec.ops[i][1] == "_amp_foreach_non_finite_check_and_unscale_"]
+            if after_read:
+                read = min(i for i in syncs if i > unscale[0])
+                assert at == min(i for i in update if i > read)
+            else:
+                assert not unscale and at == update[0]

@@ -401,6 +401,29 @@ def parameters_per_iteration(marks):
                                if m[1] == "B" and str(m[2]).startswith("AccumulateGrad"))
 
 
+def optimizer_step_starts(ops, marks, syncs):
+    """``{iteration: op index}`` where the optimizer step's Python work (``per_param_s``,
+    :func:`innet_host_s`) falls: the iteration's first update op; with fp16's GradScaler the
+    first update op after the ``.item()`` (an index in ``syncs``) that follows its unscale
+    kernel -- ``GradScaler.step`` reads ``found_inf`` and only then calls
+    ``optimizer.step()``, so on a GPU-bound step that work runs while the GPU waits."""
+    starts, unscaled, read = {}, set(), set()
+    for i, op in enumerate(ops):
+        if op[0] < 0 or marks[op[0]][1] != "U":
+            continue
+        it = marks[op[0]][3]
+        if op[1] == "_amp_foreach_non_finite_check_and_unscale_":
+            unscaled.add(it)
+            starts.pop(it, None)
+            continue
+        if it in unscaled and it not in read:
+            if i in syncs:
+                read.add(it)
+            continue
+        starts.setdefault(it, i)
+    return starts
+
+
 def innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
     """:func:`host_issue_s` from in-network costs measured in real steps
     (:func:`snsim.kernel_table.read_host_innet`): an aten call with a kernel costs its
@@ -410,7 +433,8 @@ def innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
     kernel costs nothing of its own); every module call (forward, a recomputation too) adds
     ``per_module_s`` and every autograd node (backward, ``AccumulateGrad`` included)
     ``per_node_s``; the optimizer step adds ``per_param_s`` per parameter (the iteration's
-    ``AccumulateGrad`` nodes), charged to its first op, ``per_read_s`` per read of a host
+    ``AccumulateGrad`` nodes), charged to its first op (:func:`optimizer_step_starts`: with
+    fp16's GradScaler, the first after the ``.item()`` that waits for the GPU), ``per_read_s`` per read of a host
     tensor (a step counter's ``.item()``), and GradScaler's ``per_param_scaler_s`` per
     parameter, charged to its unscale kernel's call. The autograd engine's own calls are no
     Python call: a gradient sum (op index in ``accumulations``) costs ``per_accumulate_s``
@@ -418,10 +442,10 @@ def innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
     node hands on ``per_cat_input_s``."""
     ratio = inn["ratio"]
     params = parameters_per_iteration(marks)
+    starts = optimizer_step_starts(ops, marks, syncs)
     out = [0.0] * len(ops)
     memo = {}
     seen = -1
-    stepped = set()
     for i, op in enumerate(ops):
         h = 0.0
         if op[0] > seen:
@@ -436,8 +460,7 @@ def innet_host_s(ops, marks, table, inn, syncs, accumulations=frozenset()):
             m = marks[op[0]]
             phase = "F" if m[1] == "B" and str(m[0]).startswith("recompute:") else m[1]
             it = m[3]
-        if phase == "U" and it not in stepped:
-            stepped.add(it)
+        if starts.get(it) == i:
             h += inn["per_param_s"] * params[it]
         if op[1] == "_amp_foreach_non_finite_check_and_unscale_":
             # GradScaler.unscale_'s Python loop over the parameters, before its kernel (and
