@@ -1306,9 +1306,16 @@ def _optstep_s69_section():
             "(`scripts/repredict_plans.py --match fp16 --skipped estimated`, "
             f"`{OPTSTEP_S69_CSVS[0]}`, `{OPTSTEP_S69_CSVS[1]}`; a re-prediction, not a "
             "held-out test; set 54 was predicted both ways before it ran):\n",
-            _table(["plan", "count", "before: mean / median / max abs step err %", "after",
+            *_step_change_tables("plan", rows, "The runs whose step moved most:\n",
+                                 before, after, moved)]
+
+
+def _step_change_tables(label, rows, heading, before, after, moved):
+    """A re-prediction's step table (``rows``: ``label``, then :func:`_step_pair_cells` and
+    the median signed errors) and, under ``heading``, the runs ``moved`` most."""
+    return [_table([label, "count", "before: mean / median / max abs step err %", "after",
                     "closer / not", "median signed err %"], rows),
-            "", "The runs whose step moved most:\n",
+            "", heading,
             _table(["folder", "run", "measured ms", "before %", "after %"],
                    _moved_rows(before, after, moved,
                                lambda k: f"{float(after[k]['meas_step_s']) * 1e3:.1f}")),
@@ -1363,13 +1370,8 @@ def _host_s39_section():
             "csv`). A re-prediction, not a held-out test: the fp16 runs' bias (median +3 % at "
             "their own pace, against -0.5 % for bf16) is what sent the search to these rows; "
             "the factors come from the one-process timings, not from these runs.\n",
-            _table(["runs", "count", "before: mean / median / max abs step err %", "after",
-                    "closer / not", "median signed err %"], rows),
-            "", "The fp16 runs whose step moved most:\n",
-            _table(["folder", "run", "measured ms", "before %", "after %"],
-                   _moved_rows(fp16_before, fp16_after, moved,
-                               lambda k: f"{float(fp16_after[k]['meas_step_s']) * 1e3:.1f}")),
-            ""]
+            *_step_change_tables("runs", rows, "The fp16 runs whose step moved most:\n",
+                                 fp16_before, fp16_after, moved)]
 
 
 ROLL_S37_CSVS = {"calls": os.path.join("docs", "data", "roll_calls_h200.csv"),
