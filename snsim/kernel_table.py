@@ -1087,6 +1087,35 @@ CONV_SHAPE_WEIGHT = 1.0
 # weight 4, 13.8 % at 16, 12.7 % at 32; 16, where more weight buys little and more calls fall
 # beyond FAR to the fitted efficiency (146 rows at 0, 363 at 16, 413 at 32).
 GROUP_WIDTH_WEIGHT = 16.0
+# squared distance per (log2 step in a grouped convolution's group-width alignment)^2
+# (:func:`group_width_align`): cuDNN's grouped engines run a group width that is a multiple
+# of 64 on other kernels than its neighbours: in the H200 table's 3x3 rows of widths 88-176,
+# fp16 forward 128 a group at 3.5x the reference roofline, 112 at 3.8, 120 at 5.0, 144 at 5.4,
+# 96 at 7.1 (bf16: 3.4 against 5.3-6.9), a width's log distance (GROUP_WIDTH_WEIGHT) barely
+# telling 120 from 128. Leave-one-out over the table's 5472 grouped rows (scripts/
+# conv_table_loo.py --grouping g): median |err| 16.0 % without this term, 14.8 % at weight
+# 0.5, 14.4 % at 1, 14.0 % at 2, 13.9 % at 4; p90 79.5, 78.3, 77.7, 78.1, 79.4 %; 1, the
+# lowest p90, with the sum of predicted over measured time at 1.005 (rows beyond FAR: 357 ->
+# 464)
+GROUP_ALIGN_WEIGHT = 1.0
+#: the alignment a group's channels are counted to: cuDNN's grouped engines tile channels per
+#: group in blocks of up to 64
+GROUP_ALIGN_CAP = 64
+
+
+def group_width_align(width):
+    """log2 of the largest power of two, at most :data:`GROUP_ALIGN_CAP`, dividing a grouped
+    convolution's channels per group.
+
+    >>> [group_width_align(w) for w in (128, 120, 112, 96, 144, 7)]
+    [6, 3, 4, 5, 4, 0]
+    """
+    w = int(width)
+    if w <= 0:
+        return 0
+    return min((w & -w).bit_length() - 1, GROUP_ALIGN_CAP.bit_length() - 1)
+
+
 _CONV_DIMS = re.compile(r"^c(\d+)o(\d+)hw(\d+)$")
 _SHAPE_DIMS = re.compile(r"x\[\d+, (\d+), ((?:\d+, )*\d+)\] w\[(\d+),")
 
@@ -1435,6 +1464,9 @@ class KernelTable:
                     d2 = d2 + GROUP_WIDTH_WEIGHT * np.nan_to_num(
                         ((self._cdims[key][:, 0] - self._gcount[key])
                          - (dims[0] - math.log(count))) ** 2, nan=0.0)
+                    d2 = d2 + GROUP_ALIGN_WEIGHT * np.nan_to_num(
+                        (self._group_aligns(key) - group_width_align(
+                            round(math.exp(dims[0]) / count))) ** 2, nan=0.0)
                 aligned = float(conv_aligned(*np.exp(dims[:2]), dtype))
                 d2 = d2 + CONV_ALIGN_WEIGHT * np.nan_to_num(
                     (self._calign[key] - aligned) ** 2, nan=0.0)
@@ -1464,6 +1496,16 @@ class KernelTable:
         if d[order[0]] > FAR:
             return key, order, None, src, nbytes
         return key, order, 1.0 / (d[order] + 0.05) ** IDW_POWER, src, nbytes
+
+    def _group_aligns(self, key):
+        """:func:`group_width_align` of each of ``key``'s grouped rows (NaN for the others)."""
+        import numpy as np
+        cache = self.__dict__.setdefault("_galign", {})
+        if key not in cache:
+            width = np.exp(self._cdims[key][:, 0] - self._gcount[key])
+            cache[key] = np.array([group_width_align(round(w)) if np.isfinite(w) else np.nan
+                                   for w in width])
+        return cache[key]
 
     def time_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",
                math_="tf32"):

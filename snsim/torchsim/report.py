@@ -1281,7 +1281,50 @@ OPTSTEP_S69_CSVS = tuple(os.path.join("docs", "data",
 def _optstep_s69_section():
     """Session 69: fp16's optimizer step charged after GradScaler's read of ``found_inf``;
     the H200's committed fp16 runs re-predicted before and after, per plan."""
-    before, after, keys = _repredicted_pair(OPTSTEP_S69_CSVS)
+    return _repredicted_by_plan_section(
+        OPTSTEP_S69_CSVS, "### fp16's optimizer step after GradScaler's read (session 69)\n",
+        "`GradScaler.step` reads `found_inf` (`.item()`: the launching thread waits for the "
+        "GPU) and only then calls `optimizer.step()`, whose Python work per parameter "
+        "(`per_param_s`) therefore runs while a GPU-bound step's GPU waits. The host model "
+        "charged it to the update phase's first call, ahead of the read, where the GPU's "
+        "backward hid it; it now falls on the first call after the read "
+        "(`opcost.optimizer_step_starts`). MnasNet-1.3 b160 fp16 on the H100 (set 53, "
+        "-9.6 / -11.1 % before the run): its profiled step was 62.1 ms with the GPU busy "
+        "58.0 ms; predicted 57.9 ms before, 59.3 ms after. The H200's committed fp16 runs "
+        "(plain and the plans), re-predicted with the code before and after the change "
+        "(`scripts/repredict_plans.py --match fp16 --skipped estimated`, "
+        f"`{OPTSTEP_S69_CSVS[0]}`, `{OPTSTEP_S69_CSVS[1]}`; a re-prediction, not a "
+        "held-out test; set 54 was predicted both ways before it ran):\n")
+
+
+GROUPALIGN_S69_CSVS = tuple(os.path.join("docs", "data",
+                                         f"plans_grouped_align_repredicted_{when}_s69_h200.csv")
+                            for when in ("before", "after"))
+
+
+def _groupalign_s69_section():
+    """Session 69: a grouped convolution's group-width alignment as a table distance; the
+    H200's committed RegNet and ResNeXt runs re-predicted before and after, per plan."""
+    return _repredicted_by_plan_section(
+        GROUPALIGN_S69_CSVS,
+        "### Grouped convolutions: the group width's alignment (session 69)\n",
+        "The kernel table's lookup weighs how far a grouped call's channels per group are "
+        "aligned (the largest power of two, at most 64, dividing the width; "
+        "`kernel_table.group_width_align`) from a row's: cuDNN runs widths that are "
+        "multiples of 64 on other kernels (the H200's fp16 3x3 forward rows: 128 a group at "
+        "3.5x the reference roofline, 120 at 5.0, 144 at 5.4). Leave-one-out over the "
+        "table's 5472 grouped rows (`scripts/conv_table_loo.py --grouping g`): median |err| "
+        "16.0 -> 14.4 %, p90 79.5 -> 77.7 %. The networks barely move: the H200's committed "
+        "RegNet and ResNeXt runs, re-predicted before and after (`scripts/repredict_plans.py "
+        f"--match '^(regnet|resnext)'`, `{GROUPALIGN_S69_CSVS[0]}`, "
+        f"`{GROUPALIGN_S69_CSVS[1]}`; a re-prediction):\n")
+
+
+def _repredicted_by_plan_section(csvs, heading, text):
+    """A re-prediction's before/after step table per plan (``csvs``: the two CSVs of
+    ``scripts/repredict_plans.py``) under ``heading`` and ``text``, and the runs that moved
+    most."""
+    before, after, keys = _repredicted_pair(csvs)
     if not keys:
         return []
     rows = []
@@ -1293,19 +1336,7 @@ def _optstep_s69_section():
                      f"{signed[0]:+.2f} -> {signed[1]:+.2f}"])
     moved = sorted(keys, key=lambda k: -abs(float(after[k]["repred_step_s"])
                                             / float(before[k]["repred_step_s"]) - 1))[:8]
-    return ["### fp16's optimizer step after GradScaler's read (session 69)\n",
-            "`GradScaler.step` reads `found_inf` (`.item()`: the launching thread waits for the "
-            "GPU) and only then calls `optimizer.step()`, whose Python work per parameter "
-            "(`per_param_s`) therefore runs while a GPU-bound step's GPU waits. The host model "
-            "charged it to the update phase's first call, ahead of the read, where the GPU's "
-            "backward hid it; it now falls on the first call after the read "
-            "(`opcost.optimizer_step_starts`). MnasNet-1.3 b160 fp16 on the H100 (set 53, "
-            "-9.6 / -11.1 % before the run): its profiled step was 62.1 ms with the GPU busy "
-            "58.0 ms; predicted 57.9 ms before, 59.3 ms after. The H200's committed fp16 runs "
-            "(plain and the plans), re-predicted with the code before and after the change "
-            "(`scripts/repredict_plans.py --match fp16 --skipped estimated`, "
-            f"`{OPTSTEP_S69_CSVS[0]}`, `{OPTSTEP_S69_CSVS[1]}`; a re-prediction, not a "
-            "held-out test; set 54 was predicted both ways before it ran):\n",
+    return [heading, text,
             *_step_change_tables("plan", rows, "The runs whose step moved most:\n",
                                  before, after, moved)]
 
@@ -4699,6 +4730,7 @@ def build_report(traces_dir="traces/h200"):
     L.extend(_skip_s38_section())
     L.extend(_skip_s68_section())
     L.extend(_optstep_s69_section())
+    L.extend(_groupalign_s69_section())
     L.extend(_host_s39_section())
     L.append(k40c_section())
     L.append(zero_section(traces_dir))
