@@ -1244,7 +1244,8 @@ def _skip_s68_section():
          "`snsim predict --amp fp16` estimates how many optimizer steps GradScaler skips at "
          "the start (`--skipped-steps auto`, the default; `amp.estimate_skipped_steps`, "
          "docs/DESIGN.md): the scale halves until the largest gradient of one fp32 step on "
-         "the CPU at batch 2 fits fp16 - a weight's gradient, scaled by the square root of the "
+         "the CPU at batch 8 (2 until late in session 69) fits fp16 - a weight's gradient, "
+         "scaled by the square root of the "
          "loss terms, or (since session 69) a gradient entering an fp16 kernel of the "
          "backward, scaled by the terms. "
          f"Against the {len(pairs)} fp16 plan runs whose skipped warm-up steps were counted "
@@ -1263,8 +1264,9 @@ def _skip_s68_section():
          "predicted peaks are the same with either estimate.\n"]
     if keys:
         L += [f"The {len(keys)} committed fp16 runs (H100 and H200, any plan; Swin-V2's left "
-              "out; session 69's estimate moved only Swin-V2's) whose estimate is not zero, "
-              "re-predicted with session 68's code with none skipped "
+              "out) whose estimate is not zero, re-predicted with session 68's code (its "
+              "batch-2 probe; session 69's batch-8 probe moved 16 other model and batch "
+              "pairs' estimates by one step) with none skipped "
               "and with the estimate (`scripts/repredict_plans.py --skipped none|estimated`, "
               f"`{SKIP_S68_CSVS[0]}`, `{SKIP_S68_CSVS[1]}`; VGG-16-BN b64 fp16 "
               "`superneurons` of set 53 among them, +15.95 % reserved before the run, and "
