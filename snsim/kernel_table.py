@@ -1298,6 +1298,11 @@ class KernelTable:
                                  classes, host)
         self._prefix = {key: np.array([_group_prefix(c) for c in grp[2]], dtype=object)
                         for key, grp in self._groups.items()}
+        # conv key -> group_width_align of its grouped rows' channels per group, else NaN
+        self._galign = {key: np.array([group_width_align(round(w)) if np.isfinite(w)
+                                       else math.nan
+                                       for w in np.exp(self._cdims[key][:, 0] - gcount)])
+                        for key, gcount in self._gcount.items()}
         self._serial_k_s = {key: float(np.median(v)) for key, v in serial.items() if len(v) >= 2}
         # batch norm: channels and spatial size are distances, not a class to match exactly
         self._bn = {key: _bn_feats(grp[2]) for key, grp in self._groups.items()
@@ -1465,7 +1470,7 @@ class KernelTable:
                         ((self._cdims[key][:, 0] - self._gcount[key])
                          - (dims[0] - math.log(count))) ** 2, nan=0.0)
                     d2 = d2 + GROUP_ALIGN_WEIGHT * np.nan_to_num(
-                        (self._group_aligns(key) - group_width_align(
+                        (self._galign[key] - group_width_align(
                             round(math.exp(dims[0]) / count))) ** 2, nan=0.0)
                 aligned = float(conv_aligned(*np.exp(dims[:2]), dtype))
                 d2 = d2 + CONV_ALIGN_WEIGHT * np.nan_to_num(
@@ -1496,16 +1501,6 @@ class KernelTable:
         if d[order[0]] > FAR:
             return key, order, None, src, nbytes
         return key, order, 1.0 / (d[order] + 0.05) ** IDW_POWER, src, nbytes
-
-    def _group_aligns(self, key):
-        """:func:`group_width_align` of each of ``key``'s grouped rows (NaN for the others)."""
-        import numpy as np
-        cache = self.__dict__.setdefault("_galign", {})
-        if key not in cache:
-            width = np.exp(self._cdims[key][:, 0] - self._gcount[key])
-            cache[key] = np.array([group_width_align(round(w)) if np.isfinite(w) else np.nan
-                                   for w in width])
-        return cache[key]
 
     def time_s(self, family, *, flops=0, nbytes=0, ntensors=0, cls="", dtype="float32",
                math_="tf32"):

@@ -299,12 +299,15 @@ def _before_run_section(L, traces_dir, captured, folder, runs_root=None):
         csv_name=os.path.join(traces_dir, folder, "predicted_before_run.csv"))
 
 
-def _h100_held_out_set(L, h100, captured, number, heading, text):
+def _h100_held_out_set(L, h100, captured, number, heading, text, *, reruns=(),
+                       lease_csv="predicted_before_run_h100.csv"):
     """Held-out set ``number`` run on an H100 (``h100/plans_heldout<number>``): its section
     (:func:`_held_out_section`; ``text`` goes on after the suite's command and folder), then
     the same runs (:func:`_local_prediction_section`) against the predictions
     ``scripts/predict_set.py --gpu h100`` made and committed before the device call
-    (``predicted_before_run_h100.csv``)."""
+    (``predicted_before_run_h100.csv``); with ``reruns`` (folder suffixes: ``_rerun``, ...)
+    the measured steps of every measurement (:func:`_lease_section`) against the predictions
+    in ``lease_csv``."""
     folder = f"plans_heldout{number}"
     _held_out_section(L, h100, captured, folder, heading,
                       f"`OUT=$OUT bash scripts/device_suite.sh plans --set heldout{number}` "
@@ -315,6 +318,9 @@ def _h100_held_out_set(L, h100, captured, number, heading, text):
         f"CPU before the device call (`traces/h100/{folder}/predicted_before_run_h100.csv`, "
         f"`scripts/predict_set.py heldout{number} --gpu h100`).",
         csv_name=os.path.join(h100, folder, "predicted_before_run_h100.csv"))
+    if reruns:
+        L.extend(_lease_section(h100, folder, *(folder + r for r in reruns),
+                                predicted_csv=os.path.join(h100, folder, lease_csv)))
 
 
 def _lease_section(traces_dir, first, *others, predicted_csv=None):
@@ -4228,11 +4234,8 @@ def build_report(traces_dir="traces/h200"):
                        "workspaces read from the b256 capture scaled by the batch, 0.03-4 % "
                        "off each measured one and placed without the probe's slots; reading "
                        "the probe's 256/1024 line first instead gives -9.5 %. The reserved peak "
-                       "moves by hundreds of MB on workspace errors of a few percent here. ")
-    L.extend(_lease_section(h100, "plans_heldout51", "plans_heldout51_rerun",
-                            "plans_heldout51_subset",
-                            predicted_csv=os.path.join(h100, "plans_heldout51",
-                                                       "predicted_before_run_h100.csv")))
+                       "moves by hundreds of MB on workspace errors of a few percent here. ",
+                       reruns=("_rerun", "_subset"))
     _h100_held_out_set(L, h100, captured, 52,
                        "### 1aw. The fifty-second held-out set, on an H100, measured twice\n",
                        "2026-12-06 23:31-23:35 UTC, an NVIDIA H100 80GB HBM3 - the lease "
@@ -4287,11 +4290,8 @@ def build_report(traces_dir="traces/h200"):
                        "to the forward and backward's was 0.84-1.40 over six of the set's "
                        "configurations (1.21 Swin-V2-S, 1.40 DenseNet-169 Adam, 1.34 "
                        "XLM-RoBERTa; before the refit the model charged each 3.8 us less a "
-                       "parameter tensor). ")
-    L.extend(_lease_section(h100, "plans_heldout52", "plans_heldout52_rerun",
-                            "plans_heldout52_subset",
-                            predicted_csv=os.path.join(h100, "plans_heldout52",
-                                                       "predicted_before_run_h100.csv")))
+                       "parameter tensor). ",
+                       reruns=("_rerun", "_subset"))
     _h100_held_out_set(L, h100, captured, 53,
                        "### 1ax. The fifty-third held-out set, on an H100, measured twice\n",
                        "2026-12-07 01:58-02:02 UTC, an NVIDIA H100 80GB HBM3 - the lease asked "
@@ -4325,10 +4325,8 @@ def build_report(traces_dir="traces/h200"):
                        "backward 22 % over the H200 table scaled to this card: "
                        "`scripts/op_breakdown.py torchvision:regnet_y_8gf 40 --gpu h100 "
                        "--profile traces/h100/profile_s68/profile_ops.csv`) and MnasNet-1.3 "
-                       "fp16 (-9.6 / -11.1 %); the host-bound runs moved by 10-54 %. ")
-    L.extend(_lease_section(h100, "plans_heldout53", "plans_heldout53_rerun",
-                            predicted_csv=os.path.join(h100, "plans_heldout53",
-                                                       "predicted_before_run_h100.csv")))
+                       "fp16 (-9.6 / -11.1 %); the host-bound runs moved by 10-54 %. ",
+                       reruns=("_rerun",))
     _h100_held_out_set(L, h100, captured, 54,
                        "### 1ay. The fifty-fourth held-out set, on an H100, measured twice: "
                        "fp16's skipped steps out of sample\n",
@@ -4365,10 +4363,9 @@ def build_report(traces_dir="traces/h200"):
                        "repredict_plans.py --gauge after`, `docs/data/plans_heldout54_gauge_"
                        "after_s69_h100.csv`): median 3.4 / 4.8 %; DenseNet-201 +12.1 / "
                        "+17.4 %, RegNetX-16GF +23.8 / +19.1 %, EfficientNet-B3 +10.4 / "
-                       "-11.3 %. ")
-    L.extend(_lease_section(h100, "plans_heldout54", "plans_heldout54_rerun",
-                            predicted_csv=os.path.join(h100, "plans_heldout54",
-                                                       "predicted_before_run_h100_s69.csv")))
+                       "-11.3 %. ",
+                       reruns=("_rerun",),
+                       lease_csv="predicted_before_run_h100_s69.csv")
     L.extend(host_range_section())
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
