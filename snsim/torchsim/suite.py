@@ -1563,6 +1563,33 @@ _HELDOUT54 = (
     ("torchvision:efficientnet_b3", 48, {"plain": []}, {"amp": "fp16"}),
 )
 PLAN_HELDOUT54 = _plan_set(_HELDOUT54)
+# held-out set 55 (2026-12-07), predicted with the h200 and h100 presets before its run: issue
+# 10's gate as written (plain steps of 17 networks, CNNs and transformers, batches from host-bound
+# to GPU-bound, fp32 and bf16 autocast, SGD and AdamW), each (network, batch, precision,
+# optimizer) never run before
+_HELDOUT55 = (
+    ("torchvision:resnet18", 64, {"plain": []}, {}),
+    ("torchvision:resnet50", 96, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:mobilenet_v3_large", 48, {"plain": []}, {}),
+    ("torchvision:efficientnet_b1", 128, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:convnext_small", 64, {"plain": []}, {}),
+    ("torchvision:densenet121", 96, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:regnet_y_1_6gf", 48, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:vgg16", 48, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:shufflenet_v2_x1_0", 128, {"plain": []}, {"optimizer": "adamw"}),
+    ("torchvision:wide_resnet50_2", 32, {"plain": []}, {"optimizer": "sgd"}),
+    ("torchvision:vit_b_16", 48, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:swin_t", 24, {"plain": []}, {"optimizer": "adamw"}),
+    ("torchvision:maxvit_t", 48, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+)
+_HELDOUT55_TOKENS = (
+    ("hf:gpt2", 4, (512,), {"plain": []}, {"optimizer": "adamw"}),
+    ("hf:bert-base-uncased", 16, (256,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:EleutherAI/pythia-160m", 8, (512,), {"plain": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:HuggingFaceTB/SmolLM2-135M", 2, (512,), {"plain": []}, {"optimizer": "sgd"}),
+)
+PLAN_HELDOUT55 = _plan_set(_HELDOUT55, _HELDOUT55_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1603,7 +1630,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout48": PLAN_HELDOUT48, "heldout49": PLAN_HELDOUT49,
              "heldout50": PLAN_HELDOUT50, "heldout51": PLAN_HELDOUT51,
              "heldout52": PLAN_HELDOUT52, "heldout53": PLAN_HELDOUT53,
-             "heldout54": PLAN_HELDOUT54,
+             "heldout54": PLAN_HELDOUT54, "heldout55": PLAN_HELDOUT55,
              "pageable": PLAN_PAGEABLE}
 
 
