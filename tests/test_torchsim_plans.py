@@ -497,6 +497,23 @@ def test_suite_executes_each_run_in_a_fresh_process(tiny, tmp_path, monkeypatch)
     assert rc == 1 and "measured in the parent process" in doc["error"]
 
 
+def test_suite_predicts_with_the_preset_of_the_gpu_it_runs_on(tiny, tmp_path, monkeypatch):
+    """The suite's before-run prediction takes the preset its versions name for the device
+    (an H100 lease's: h100's bandwidths and host pace groups), h200's where none is named."""
+    from snsim.torchsim import suite
+    run = {"model": f"{tiny}:Net", "batch": 2, "policy": "plain", "options": []}
+    seen = {}
+    for named, preset in (("h100", "h100"), ("", "h200")):
+        monkeypatch.setattr(suite, "_versions", lambda device, n=named: {"hardware": n})
+        rc = suite.run_plans([run], str(tmp_path / preset), device="cpu", workers=0,
+                             warmup=1, iters=1)
+        with gzip.open(tmp_path / preset / "plain.json.gz", "rt") as f:
+            (doc,) = json.load(f)["runs"]
+        assert rc == 0 and doc["prediction"]["hardware"] == preset
+        seen[preset] = doc["prediction"]["step_time_s"]
+    assert seen["h100"] != seen["h200"]
+
+
 def test_plan_suite_names_and_estimates():
     from snsim.torchsim import suite
     names = [suite.run_name(r) for r in suite.PLAN_RUNS]

@@ -11,8 +11,9 @@ best fit's ties and the reserved peak, can depend on the earlier captures.
 every network under ``plain``, ``checkpoint`` of its block class, ``cpu_offload``
 (``pin_memory=true``) and ``superneurons``, plus a few checkpoint variants (:data:`PLAN_EXTRA`:
 selective, every other block). For each run it first predicts the plan on the CPU
-(:func:`~snsim.torchsim.execute.predict_plan`, the code of ``snsim predict --policy``; in a
-pool of worker processes, ahead of the GPU), then executes it for real, in a fresh process
+(:func:`~snsim.torchsim.execute.predict_plan`, the code of ``snsim predict --policy``, with
+the preset of the GPU it runs on, h200's on a GPU no preset names or a CPU; in a pool of
+worker processes, ahead of the GPU), then executes it for real, in a fresh process
 of its own as a user's run would start (``--same-process``: all in this one), without hooks
 (:func:`~snsim.torchsim.execute.measure`: peaks, median step time of ``--iters`` iterations
 after ``--warmup`` warm-ups). It writes one document per run — measured values, the stored
@@ -1670,8 +1671,9 @@ def estimate_s(pred, warmup, iters):
         PINNED_BYTES_PER_S
 
 
-def predict_run(run):
-    """The before-run prediction of one run: ``(summary, None)`` or ``(None, error line)``.
+def predict_run(run, gpu="h200"):
+    """The before-run prediction of one run with preset ``gpu``: ``(summary, None)`` or
+    ``(None, error line)``.
 
     Module-level so that worker processes can run it.
     """
@@ -1680,7 +1682,8 @@ def predict_run(run):
     try:
         from .zero import predict_policy
         pred, _ = predict_policy(run["model"], run["batch"], run_plan(run),
-                                 input_shape=run.get("input_shape"), optimizer=run_setup(run))
+                                 input_shape=run.get("input_shape"), optimizer=run_setup(run),
+                                 gpu=gpu)
         pred["predict_wall_s"] = round(time.perf_counter() - t0, 2)
         return pred, None
     except Exception as e:   # recorded with the run
@@ -1800,6 +1803,14 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
           f"deadline {deadline_s:.0f} s", flush=True)
     if workers is None:
         workers = max(1, min(10, (os.cpu_count() or 2) - 4))
+    # with fresh processes this one never touches CUDA: its context would show in the runs'
+    # device-wide memory figures
+    versions = (_in_fresh_process(_versions, device) if fresh_process and not dry_run
+                else _versions("cpu" if dry_run else device))
+    print(f"suite: versions {versions}", flush=True)
+    # the runs are predicted with the preset of the GPU that runs them (an H100 lease's with
+    # h100's, whose figures differ from h200's: its bandwidths and its host's pace groups)
+    gpu = versions.get("hardware") or "h200"
     pool = None
     futures = {}
     if workers > 0 and len(todo) > 1:
@@ -1809,7 +1820,7 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
                                       initializer=_worker_init)
         for name, run, bad in todo:
             if bad is None:
-                futures[name] = pool.submit(predict_run, run)
+                futures[name] = pool.submit(predict_run, run, gpu)
     if futures and predict_first:
         # every prediction before the first GPU run: the workers' CPU load must not slow the
         # measured steps (eager PyTorch launches kernels from the CPU)
@@ -1818,11 +1829,6 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
         cf.wait(list(futures.values()), timeout=max(60.0, deadline_s / 3))
         print(f"suite: {sum(f.done() for f in futures.values())}/{len(futures)} predictions "
               f"in {time.perf_counter() - t0:.0f} s", flush=True)
-    # with fresh processes this one never touches CUDA: its context would show in the runs'
-    # device-wide memory figures
-    versions = (_in_fresh_process(_versions, device) if fresh_process and not dry_run
-                else _versions("cpu" if dry_run else device))
-    print(f"suite: versions {versions}", flush=True)
     bundles = {}
     rows = []
     failures = 0
@@ -1842,7 +1848,7 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
                                input_dtype=spec.input_dtype, plan=plan.to_dict(),
                                plan_label=plan.label)
                     t0 = time.perf_counter()
-                    pred, perr = _prediction(name, run, futures)
+                    pred, perr = _prediction(name, run, futures, gpu)
                     doc["prediction"] = pred
                     doc["prediction_error"] = perr
                     doc["prediction_wait_s"] = round(time.perf_counter() - t0, 2)
@@ -1912,18 +1918,19 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
 PREDICT_TIMEOUT_S = 240.0
 
 
-def _prediction(name, run, futures):
-    """The run's prediction from its worker, else (a broken pool) made here."""
+def _prediction(name, run, futures, gpu="h200"):
+    """The run's prediction (preset ``gpu``) from its worker, else (a broken pool) made
+    here."""
     fut = futures.pop(name, None)
     if fut is None:
-        return predict_run(run)
+        return predict_run(run, gpu)
     import concurrent.futures as cf
     try:
         return fut.result(timeout=PREDICT_TIMEOUT_S)
     except cf.TimeoutError:
         return None, f"prediction timed out after {PREDICT_TIMEOUT_S:.0f} s"
     except Exception:      # a worker died: predict in this process
-        return predict_run(run)
+        return predict_run(run, gpu)
 
 
 def _gib(v):
