@@ -4370,7 +4370,7 @@ def build_report(traces_dir="traces/h200"):
                        "### 1az. The fifty-fifth held-out set, on an H100: issue 10's gate as "
                        "written\n",
                        "2026-12-07 07:41-07:48 UTC, an NVIDIA H100 80GB HBM3 - the lease asked "
-                       "for any card after eight asks between 06:18 and 07:21 UTC got none - "
+                       "for any card after nine asks between 06:18 and 07:21 UTC got none - "
                        "torch 2.11.0+cu130, transformers 5.17.0; the four Hugging Face runs in "
                        "a second call, files `*_2`, after the first call's deadline skipped "
                        "them), written and predicted (af4ee52) before the run with the h200 and "
