@@ -1918,7 +1918,7 @@ def run_plans(runs, out, *, match="", warmup=2, iters=5, deadline_s=480.0, worke
 PREDICT_TIMEOUT_S = 240.0
 
 
-def _prediction(name, run, futures, gpu="h200"):
+def _prediction(name, run, futures, gpu):
     """The run's prediction (preset ``gpu``) from its worker, else (a broken pool) made
     here."""
     fut = futures.pop(name, None)
