@@ -50,16 +50,17 @@ def main(argv=None):
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.opcost import _table_time
     from snsim.torchsim.predict import cached_recording
+    from snsim.trace import open_text, text_path
 
     table = load_kernel_table("h200")
     rows = []
     for summary in args.summaries:
-        ops_csv = Path(summary).with_name(Path(summary).name.replace("profile_summary",
-                                                                     "profile_ops"))
+        ops_csv = text_path(Path(summary).with_name(
+            Path(summary).name.replace("profile_summary", "profile_ops")))
         if not ops_csv.exists():
             continue
         measured = collections.defaultdict(list)    # (config, shape) -> seconds per call
-        with open(ops_csv, newline="") as f:
+        with open_text(ops_csv, newline="") as f:
             for r in csv.DictReader(f):
                 if wanted(r["op"]):
                     shapes = ast.literal_eval(r["shapes"])

@@ -61,11 +61,12 @@ def main(argv=None):
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.opcost import _table_time
     from snsim.torchsim.predict import cached_recording
+    from snsim.trace import open_text
     table = load_kernel_table(args.gpu)
     out, seen = [], set()
     for summ in args.summaries:
         ops_path = Path(summ).with_name(Path(summ).name.replace("summary", "ops"))
-        with open(ops_path, newline="") as f:
+        with open_text(ops_path, newline="") as f:
             prof = list(csv.DictReader(f))
         with open(summ, newline="") as f:
             configs = list(csv.DictReader(f))

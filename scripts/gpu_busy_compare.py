@@ -21,6 +21,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from snsim.trace import open_text, text_path
+
 
 def sized_model(row, summary_path):
     """The model spec of a ``profile_summary.csv`` row at the size it was profiled: a token
@@ -28,7 +30,8 @@ def sized_model(row, summary_path):
     at 1,024 where ``snsim predict`` takes 512), which its ``embedding`` call's token ids in
     the ``profile_ops.csv`` beside it tell (``model@seq``); the row's model otherwise."""
     model = row["model"]
-    ops = Path(summary_path).with_name(Path(summary_path).name.replace("summary", "ops"))
+    ops = text_path(Path(summary_path).with_name(
+        Path(summary_path).name.replace("summary", "ops")))
     if "@" in model or not ops.exists():
         return model
     seq = _token_lengths(str(ops)).get(row["config"])
@@ -40,7 +43,7 @@ def _token_lengths(ops_path):
     """``{config: sequence length}`` of a ``profile_ops.csv``'s configurations with a
     forward ``embedding`` call of ``[batch, seq]`` token ids (its first), read once."""
     out = {}
-    with open(ops_path, newline="") as f:
+    with open_text(ops_path, newline="") as f:
         for r in csv.DictReader(f):
             if r["family"] == "embedding" and r.get("phase", "F") == "F" \
                     and r["config"] not in out:

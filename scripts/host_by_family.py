@@ -90,6 +90,7 @@ def group_of(family):
 def read_profiles(paths):
     """``(summaries, ops)``: summary rows by configuration (those with phase walls) and
     ``{config: Counter((phase, group) -> [host_s, calls])}`` of the top-level ops."""
+    from snsim.trace import open_text
     summaries, ops = {}, {}
     for base in paths:
         spath, opath = ROOT / f"{base}_summary.csv", ROOT / f"{base}_ops.csv"
@@ -104,7 +105,7 @@ def read_profiles(paths):
                         name = f"{name}@{Path(base).parent.name}"
                     names[r["config"]] = name
                     summaries[name] = dict(r, source=base)
-        with open(opath, newline="") as f:
+        with open_text(opath, newline="") as f:
             for r in csv.DictReader(f):
                 if r["config"] not in names or not r.get("phase"):
                     continue

@@ -327,10 +327,11 @@ def main(argv=None):
                          "refitted from their optimizer phases (per_param_from_walls)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
+    from snsim.trace import open_text
     folder = Path(args.folder)
-    with open(folder / "host_innet_calls.csv", newline="") as f:
+    with open_text(folder / "host_innet_calls.csv", newline="") as f:
         calls = list(csv.DictReader(f))
-    with open(folder / "host_innet_steps.csv", newline="") as f:
+    with open_text(folder / "host_innet_steps.csv", newline="") as f:
         steps = list(csv.DictReader(f))
     from snsim.kernel_table import load_kernel_table
     table = load_kernel_table(args.gpu)

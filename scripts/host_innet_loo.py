@@ -35,11 +35,14 @@ def main(argv=None):
     from host_by_family import modelled, recording
 
     from snsim.kernel_table import load_host_costs, load_kernel_table, read_host_innet
+    from snsim.trace import open_text
     table = load_kernel_table("h200")
     base = dict(load_host_costs("h200"))
     folder = Path(args.folder)
-    calls = list(csv.DictReader(open(folder / "host_innet_calls.csv", newline="")))
-    steps = list(csv.DictReader(open(folder / "host_innet_steps.csv", newline="")))
+    with open_text(folder / "host_innet_calls.csv", newline="") as f:
+        calls = list(csv.DictReader(f))
+    with open_text(folder / "host_innet_steps.csv", newline="") as f:
+        steps = list(csv.DictReader(f))
     engine_s = fitting.read_engine(args.engine, table)
     lease = fitting.lease_factor(steps, table)
     engine_s = dict(engine_s, accumulate_s=engine_s["accumulate_s"] / lease,

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from snsim.torchsim.amp import MATMUL_PRECISIONS
+from snsim.trace import open_text, text_path
 
 NO_KERNEL_LABEL = "(calls without a kernel)"
 
@@ -36,7 +37,8 @@ def main(argv=None):
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--table", default=None, help="kernel table (default: the preset's)")
     ap.add_argument("--meas-ms", type=float, default=None, help="the measured step, for the error")
-    ap.add_argument("--profile", default=None, help="profile_ops.csv of scripts/profile_ops.py")
+    ap.add_argument("--profile", default=None,
+                    help="profile_ops.csv (or .csv.gz) of scripts/profile_ops.py")
     ap.add_argument("--cache", default=None, help="folder for the recording (pickled)")
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args(argv)
@@ -103,7 +105,7 @@ def main(argv=None):
               f"{' / '.join(str(v) for v in k)}  {ds}")
     if args.profile:
         meas = collections.Counter()
-        with open(args.profile, newline="") as f:
+        with open_text(args.profile, newline="") as f:
             for r in csv.DictReader(f):
                 if r["config"] == name:
                     meas[r["family"]] += float(r["gpu_s_per_step"])
@@ -170,15 +172,16 @@ def profiled_host(path, name):
     per ``(phase, family)`` the seconds inside top-level aten ops (``host_s_per_step`` of
     ``profile_ops.csv``, less the profiler's own cost per event) and the calls a step."""
     raw, calls = collections.Counter(), collections.Counter()
-    with open(path, newline="") as f:
+    with open_text(path, newline="") as f:
         for r in csv.DictReader(f):
             if r["config"] == name and r.get("phase"):
                 raw[(r["phase"], r["family"])] += float(r["host_s_per_step"])
                 calls[(r["phase"], r["family"])] += float(r["calls_per_step"])
     summary = {}
-    spath = Path(path).with_name(Path(path).name.replace("_ops.csv", "_summary.csv"))
+    spath = text_path(Path(path).with_name(Path(path).name.removesuffix(".gz")
+                                           .replace("_ops.csv", "_summary.csv")))
     if spath.exists():
-        with open(spath, newline="") as f:
+        with open_text(spath, newline="") as f:
             summary = next((r for r in csv.DictReader(f) if r["config"] == name), {})
     ev = float(summary.get("profiler_event_s", 0) or 0)
     inside = collections.Counter({k: v - ev * calls[k] for k, v in raw.items()})

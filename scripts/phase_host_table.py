@@ -18,6 +18,8 @@ from pathlib import Path
 
 from op_breakdown import host_by_phase_s, modelled, profiled_host
 
+from snsim.trace import text_path
+
 PHASES = "FBU"
 
 
@@ -44,7 +46,7 @@ def main(argv=None):
     rows = []
     for folder in sorted(args.folders):
         spath = Path(folder) / "profile_summary.csv"
-        if not spath.exists() or not (Path(folder) / "profile_ops.csv").exists():
+        if not spath.exists() or not text_path(Path(folder) / "profile_ops.csv").exists():
             continue
         with open(spath, newline="") as f:
             configs = [r for r in csv.DictReader(f) if r.get("wall_U_s")]

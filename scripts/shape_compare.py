@@ -5,7 +5,7 @@ and tensor shapes, with the shape class, the table source and the distance to th
 Where :mod:`scripts.op_breakdown` says which op family is off, this says which shapes.
 
     PYTHONPATH=. python scripts/shape_compare.py torchvision:regnet_x_1_6gf 128 \\
-        --optimizer sgd --profile traces/h200/profile/heldout5_profile_ops.csv \\
+        --optimizer sgd --profile traces/h200/profile/heldout5_profile_ops.csv.gz \\
         --cache /tmp/records --family conv
 
 Rows are sorted by the absolute error in ms; ``--family`` keeps families starting with it.
@@ -47,7 +47,8 @@ def main(argv=None):
     ap.add_argument("--amp", default=None, choices=[None, "bf16", "fp16"])
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--table", default=None, help="kernel table (default: the preset's)")
-    ap.add_argument("--profile", required=True, help="profile_ops.csv of scripts/profile_ops.py")
+    ap.add_argument("--profile", required=True,
+                    help="profile_ops.csv (or .csv.gz) of scripts/profile_ops.py")
     ap.add_argument("--cache", default=None, help="folder for the recording (pickled)")
     ap.add_argument("--family", default="", help="only families starting with this")
     ap.add_argument("--top", type=int, default=40)
@@ -58,6 +59,7 @@ def main(argv=None):
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.opcost import NO_KERNEL_OPS, _lookup_args, _table_time, conv_bias_time_s
     from snsim.torchsim.predict import cached_recording
+    from snsim.trace import open_text
 
     setup = TrainSetup(args.optimizer, args.impl, args.amp)
     name, (ops, marks, _, _, _) = cached_recording(args.model, args.batch, setup, args.cache)
@@ -91,7 +93,7 @@ def main(argv=None):
         if near is not None and near[2] is not None:
             p["d"] = float((1.0 / math.sqrt(near[2][0])) - 0.05)
     meas = collections.defaultdict(lambda: {"s": 0.0, "n": 0.0, "kernel": ""})
-    with open(args.profile, newline="") as f:
+    with open_text(args.profile, newline="") as f:
         for r in csv.DictReader(f):
             if r["config"] != name or not r["family"].startswith(args.family):
                 continue

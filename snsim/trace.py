@@ -41,9 +41,21 @@ TRACE_VERSION = 1
 _TUPLE_ATTRS = ("out_shape", "kernel", "stride", "pad", "input_shape")
 
 
-def _open(path, mode):
-    path = str(path)
-    return gzip.open(path, mode + "t") if path.endswith(".gz") else open(path, mode)
+def text_path(path):
+    """``path``, or ``<path>.gz`` where only that exists (a table kept gzip-compressed)."""
+    path = Path(path)
+    gz = path.with_name(path.name + ".gz")
+    return gz if not path.exists() and gz.exists() else path
+
+
+def open_text(path, mode="r", **kwargs):
+    """Open a text file, through gzip where its name ends in ``.gz``; reading ``x.csv`` opens
+    ``x.csv.gz`` where only that exists (:func:`text_path`). ``kwargs`` go to :func:`open`
+    (``newline``, ``encoding``)."""
+    path = text_path(path) if mode.startswith("r") else Path(path)
+    if path.name.endswith(".gz"):
+        return gzip.open(path, mode.replace("t", "") + "t", **kwargs)
+    return open(path, mode, **kwargs)
 
 
 def graph_to_dict(G):
@@ -244,14 +256,14 @@ def write_trace(path, *, graph=None, program=None, provenance=None, measured=Non
     if measured is not None:
         doc["measured"] = measured
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with _open(path, "w") as f:
+    with open_text(path, "w") as f:
         json.dump(doc, f, separators=(",", ":"))
 
 
 def load_trace_doc(path):
     """The raw, schema-checked trace document."""
     try:
-        with _open(path, "r") as f:
+        with open_text(path) as f:
             doc = json.load(f)
     except json.JSONDecodeError as e:
         raise TraceError(f"{path}: truncated or malformed JSON ({e.msg} at line {e.lineno}, "

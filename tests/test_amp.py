@@ -565,13 +565,14 @@ def test_attention_backend_is_the_one_the_h200_ran_in_every_probed_case():
     from pathlib import Path
 
     from snsim.torchsim.predict import cuda_sdpa_backend
+    from snsim.trace import open_text
     root = Path(__file__).resolve().parents[1]
     spec = importlib.util.spec_from_file_location("sdpa_probe",
                                                   root / "scripts/sdpa_choice_probe.py")
     probe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(probe)
     shapes = {s[0]: s[1:] for s in probe.SHAPES}
-    with open(root / "traces/h200/sdpa_choice/sdpa_choice.csv") as f:
+    with open_text(root / "traces/h200/sdpa_choice/sdpa_choice.csv.gz") as f:
         rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     assert len(rows) == 510
     ran = {"cudnn": 0, "efficient": 0, "math": 0}

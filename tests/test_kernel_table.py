@@ -1141,7 +1141,7 @@ def test_upsample_backward_is_read_by_its_contention_not_its_bytes():
     committed H200 table (calibrate's pooled-branch rows, traces/h200/profile_seg) prices
     DeepLabV3's ASPP pooling branch (8 x 256 channels, 1x1 -> 60x60, fp32 under bf16
     autocast: 3600 outputs per input) within 10 % of the 13.50 ms the H200 profiler measured
-    in a real step on another lease (traces/h200/profile_heldout11/profile_ops.csv,
+    in a real step on another lease (traces/h200/profile_heldout11/profile_ops.csv.gz,
     deeplabv3_resnet50_b8_adamw_bf16); read by its 29 MB alone, rows of that size say under
     1 ms (0.10 ms before the pooled rows)."""
     torch = pytest.importorskip("torch")
@@ -1300,7 +1300,7 @@ def test_a_matmul_reads_rows_of_its_operands_form_and_tiling():
 def test_a_one_wave_batched_gemm_takes_its_reduction_serially():
     """cuBLAS's strided-batched GEMM splits no reduction: a bmm whose output tiles fit in one
     wave takes its k serially. MViT-V2-S b4's relative-position weight gradients on the H200
-    (traces/h200/profile_s19/profile_ops.csv, backward, per call): [8, 96, 3136] @ [8, 3136, 8]
+    (traces/h200/profile_s19/profile_ops.csv.gz, backward, per call): [8, 96, 3136] @ [8, 3136, 8]
     104 us, [8, 96, 12544] @ [8, 12544, 8] 417 us, [4, 96, 25089] @ [4, 25089, 393] 883 us,
     where their FLOPs and bytes read 4, 16 and 270 us off the table's dense rows (21 % of the
     measured sum). The committed H200 table's own one-wave long-k bmm rows give the rate per k
@@ -1324,7 +1324,7 @@ def test_a_one_wave_batched_gemm_takes_its_reduction_serially():
     assert serial_k_call(8, 96, 3136, 8, 132) and not serial_k_call(1, 96, 3136, 8, 132)
     assert not serial_k_call(64, 512, 4096, 512, 132)   # 4,096 tiles: many waves
     assert not serial_k_call(8, 96, 512, 8, 132)        # a short reduction
-    # bf16 (mvit_v2_s_b8_adamw_bf16, traces/h200/profile_heldout11/profile_ops.csv, per
+    # bf16 (mvit_v2_s_b8_adamw_bf16, traces/h200/profile_heldout11/profile_ops.csv.gz, per
     # call): [14, 96, 3584] @ [14, 3584, 7] (operands not aligned to 8 elements, no
     # tensor-core kernel) took 89 us, [8, 96, 6272] @ [8, 6272, 8] 12.8 us; the floor holds
     # the first (at least 3,584 x the unaligned rows' rate), not the second
@@ -1360,7 +1360,7 @@ def test_serial_reduction_rate_comes_from_the_tables_own_rows():
 def test_a_roll_over_k_dims_is_k_passes_of_its_kernel():
     """ATen rolls one dim per call (roll_common: the first dim, then the rest recursively), so
     Swin3D's shifted-window roll over (D, H, W) is three roll_cuda_kernel passes over the whole
-    tensor. H200 profile (traces/h200/profile_s19/profile_ops.csv, swin3d_t_b4_adamw_bf16, per
+    tensor. H200 profile (traces/h200/profile_s19/profile_ops.csv.gz, swin3d_t_b4_adamw_bf16, per
     call): roll of fp32 [4, 8, 56, 56, 96] 135.2 us, [4, 8, 14, 14, 384] 33.4 us; Swin-T b32's
     2-dim [32, 56, 56, 96] (profile_s19_heldout) 91.5 us. Read as one pass of the vectorized
     copy the table had them at 22, 6 and 22 us; as k passes of the strided copy's indexing
@@ -1393,7 +1393,7 @@ def test_a_roll_over_k_dims_is_k_passes_of_its_kernel():
 def test_a_gather_of_whole_16_byte_slices_takes_a_block_per_index():
     """torch 2.11 gathers with vectorized_gather_kernel<16> (one block per index) when each
     slice is whole 16-byte vectors, else with the elementwise index kernel. Swin3D-T b4's
-    relative-position bias on the H200 (traces/h200/profile_s19/profile_ops.csv, forward, per
+    relative-position bias on the H200 (traces/h200/profile_s19/profile_ops.csv.gz, forward, per
     call): 153,664 indices into an fp32 [2535, 12] table 94.0 us (48-byte slices), into
     [2535, 6] 8.6 us (24 bytes). Read by bytes alone the first was 18.4 us; by the kernel's
     class and the index count, calibrate's row of that shape gives it."""

@@ -1,6 +1,7 @@
 """scripts/gpu_busy_compare.py: a profiled token model is compared at the sequence length it
 ran at, which its summary row does not name."""
 import csv
+import gzip
 import sys
 from pathlib import Path
 
@@ -30,3 +31,17 @@ def test_token_model_takes_its_profiled_length(tmp_path):
     assert sized_model(dict(row, config="resnet50_b64"), summary) == row["model"]
     (tmp_path / "profile_ops.csv").unlink()
     assert sized_model(row, summary) == row["model"]
+
+
+def test_a_compressed_ops_file_is_read(tmp_path):
+    """A committed profile keeps its ops as ``profile_ops.csv.gz`` beside the summary."""
+    summary = tmp_path / "profile_summary.csv"
+    row = {"config": "gpt2_b4_adamw", "model": "hf:gpt2"}
+    _write(summary, [row])
+    _write(tmp_path / "profile_ops.csv", [
+        {"config": "gpt2_b4_adamw", "family": "embedding", "phase": "F",
+         "shapes": "[[50257, 768], [4, 512], [], [], []]"}])
+    raw = (tmp_path / "profile_ops.csv").read_bytes()
+    (tmp_path / "profile_ops.csv").unlink()
+    (tmp_path / "profile_ops.csv.gz").write_bytes(gzip.compress(raw, mtime=0))
+    assert sized_model(row, summary) == "hf:gpt2@512"

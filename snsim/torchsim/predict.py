@@ -57,7 +57,7 @@ def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_g
     ``sdp_utils`` checks, the ones our models meet).
 
     On the H200 (torch 2.11, cuDNN 9.19; ``scripts/sdpa_choice_probe.py``,
-    traces/h200/sdpa_choice/sdpa_choice.csv: 510 cases of 8 shapes, 5 stride layouts, 3
+    traces/h200/sdpa_choice/sdpa_choice.csv.gz: 510 cases of 8 shapes, 5 stride layouts, 3
     dtypes, causal, boolean and additive masks, dropout) every fp16/bf16 call ran cuDNN's
     kernel, with a mask, with fewer key/value heads (``enable_gqa``), with head dims up to
     256 and in every layout; every fp32 call ran the memory-efficient kernel, masks

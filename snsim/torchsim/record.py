@@ -495,7 +495,7 @@ def kernel_copies(name, args):
       non-contiguous input and dY. torchvision's ViT adds its attention's output, transposed
       back to batch-first, to its residual: the sum keeps the transposed strides and 24 of
       ViT-B's 25 LayerNorms copy their input (``layer_norm>native_layer_norm>contiguous>clone``
-      on the H200, traces/h200/probe_s16/profile_ops.csv); Swin's and ConvNeXt's run on
+      on the H200, traces/h200/probe_s16/profile_ops.csv.gz); Swin's and ConvNeXt's run on
       permuted tensors.
     * cuDNN's convolution backward: a grad_output whose suggested memory format is not its
       input's is converted once, before any gradient (:func:`cudnn_grad_output_conversion`);
