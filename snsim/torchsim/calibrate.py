@@ -1061,12 +1061,12 @@ class Calibrator:
     # few channels on large maps included: cuDNN's NCHW kernels give each channel its own
     # blocks, so with fewer channels than the GPU has SMs the time follows N*H*W per channel,
     # not bytes (the H200 profile of mnasnet0_5 b256: [256, 8|16|24, 112, 112] all ~1.7 ms
-    # forward, ~4.5 ms backward; traces/h200/profile/heldout3_profile_ops.csv)
+    # forward, ~4.5 ms backward; traces/h200/profile/heldout3_profile_ops.csv.gz)
     BN_CHANNELS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512, 1024, 2048)
     BN_SIDES = (7, 14, 28, 56, 112, 149)
     # 512 and 1024: cuDNN's batch norm changes kernels past batch 256 (ShuffleNet v2 at
     # batch 512 on the H200: c96 7x7 backward 44.6 us a call where batch 256 takes 10.8,
-    # traces/h200/profile/heldout4_profile_ops.csv), which no interpolation from below can say
+    # traces/h200/profile/heldout4_profile_ops.csv.gz), which no interpolation from below can say
     BN_BATCHES = (16, 64, 256, 512, 1024)
     BN_LARGE = 512         # the ``bnlarge`` group: the batches from here on
 
@@ -2023,9 +2023,14 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
     t0 = time.perf_counter()
     sizes = [int(4096 * 3.2 ** i) for i in range(12)]          # 4 KiB .. ~1.5 GB
     cap = 1.0
+    vocab_cap = 1.0
     if device != "cuda":   # a smoke test: small shapes only
         sizes = sizes[:2]
         cap = 1e-3
+        # an LM head's smallest GEMM on the grid takes gigaflops, and a CPU runs fp16 GEMMs
+        # without a fast kernel (three heads: 194 s, torch 2.14): only heads made small
+        # (tests/test_calibrate.py) are timed
+        vocab_cap = 1e-5
     steps = [
         ("conv tf32", 0.24, lambda: _with_tf32(torch, True, lambda: cal.convs(
             cal.n(360), torch.float32, "tf32", 3e12 * cap))),
@@ -2099,11 +2104,11 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
         ("matmul attn fp16", 0.01, lambda: cal.attention_matmuls(cal.n(30), torch.float16,
                                                                  "fp16", 4e12 * cap)),
         ("matmul vocab fp32", 0.01, lambda: _with_tf32(torch, False, lambda: cal.vocab_matmuls(
-            cal.n(12), torch.float32, "fp32", 2e12 * cap))),
+            cal.n(12), torch.float32, "fp32", 2e12 * vocab_cap))),
         ("matmul vocab bf16", 0.01, lambda: cal.vocab_matmuls(cal.n(16), torch.bfloat16,
-                                                              "bf16", 1e13 * cap)),
+                                                              "bf16", 1e13 * vocab_cap)),
         ("matmul vocab fp16", 0.01, lambda: cal.vocab_matmuls(cal.n(16), torch.float16,
-                                                              "fp16", 1e13 * cap)),
+                                                              "fp16", 1e13 * vocab_cap)),
         # fp32 operands on TF32 tensor cores (--matmul-precision high): a Linear's GEMMs,
         # an explicit attention's and an LM head's, as the fp32 rows above
         ("matmul net tf32", 0.02, lambda: _with_tf32(torch, True, lambda: cal.net_matmuls(
@@ -2112,7 +2117,7 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
             torch, True, lambda: cal.attention_matmuls(cal.n(30), torch.float32, "tf32",
                                                        3e12 * cap))),
         ("matmul vocab tf32", 0.01, lambda: _with_tf32(torch, True, lambda: cal.vocab_matmuls(
-            cal.n(12), torch.float32, "tf32", 6e12 * cap))),
+            cal.n(12), torch.float32, "tf32", 6e12 * vocab_cap))),
         ("stage conv tf32", 0.05, lambda: _with_tf32(torch, True, lambda: cal.layout_convs(
             cal.n(1200), torch.float32, "tf32"))),
         ("stage conv bf16", 0.03, lambda: cal.layout_convs(cal.n(500), torch.bfloat16, "bf16")),
@@ -2197,6 +2202,13 @@ def run(*, device=None, scale=1.0, max_seconds=420.0, seed=0, log=None, checkpoi
                                                                models=NET_BIAS_MODELS)),
             ("conv bias net fp16", 0.02, lambda: cal.net_convs(torch.float16, "fp16",
                                                                models=NET_BIAS_MODELS))]
+    if device != "cuda":
+        # torch 2.14.1's CPU backend crashed (SIGSEGV) in a channels-last fp32 convolution
+        # backward of these steps (seed 3, after earlier steps; not in isolation): a smoke test
+        # on a CPU leaves them out
+        cl = [st for st in steps if st[0].startswith(("conv cl ", "dwcl conv "))]
+        steps = [st for st in steps if st not in cl]
+        log(f"calibrate: on a CPU, {len(cl)} channels-last convolution steps left out")
     if only is not None:
         keep = tuple(p for g in _only_groups(only)
                      for p in ((ONLY[g][0],) if isinstance(ONLY[g][0], str) else ONLY[g][0]))

@@ -60,6 +60,10 @@ def _name(model, batch, policy=None):
     return f"{n}_b{batch}" + (f"_{policy}" if policy else "")
 
 
+def _last_heldout():
+    return max(int(k[len("heldout"):] or 1) for k in PLAN_SETS if k.startswith("heldout"))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m snsim.torchsim.suite", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -88,26 +92,11 @@ def main(argv=None):
                    help="start running while predictions are still being made (faster; the "
                         "workers' CPU load may slow CPU-bound runs)")
     g.add_argument("--set", choices=tuple(PLAN_SETS), default="standard",
-                   help="standard: the 10 networks of docs/VALIDATION.md §1; heldout: networks, "
-                        "batches, precisions and optimizers never run before; heldout2: a second such set, "
-                        "written before the first set's fixes were tested; heldout3: a third, "
-                        "written before the second set's fixes were merged; heldout4: a fourth, "
-                        "written before the third set's re-run informed anything; heldout5: a fifth, "
-                        "written before session 6 changed anything; heldout6: a sixth, written "
-                        "before session 6's changes were merged; heldout7: a seventh, written "
-                        "before session 7 changed anything; heldout8: an eighth, written before "
-                        "session 8 changed anything; heldout9: a ninth, written before session 9 "
-                        "changed anything; heldout10: a tenth, written before session 10 "
-                        "changed anything; heldout11: segmentation and video models, new in "
-                        "session 12; heldout12: the same families after set 11 informed the "
-                        "tables; heldout13: segmentation after set 12 informed the dilated "
-                        "convolutions; heldout14: after the upsample contention model; heldout15: "
-                        "after session 13's segmentation rows; heldout16: checkpoint and "
-                        "superneurons plans after the in-network checkpoint costs; heldout17: after "
-                        "session 15's row-op, depthwise, pooling and attention tables; heldout18: "
-                        "after session 18's kernel copies and grouped-conv channels per group; "
-                        "pageable: "
-                        "cpu_offload with pin_memory=false")
+                   help="standard: the 10 networks of docs/VALIDATION.md section 1; heldout, "
+                        f"heldout2 ... heldout{_last_heldout()}: networks, batches, "
+                        "precisions, optimizers and plans never run before, each set written "
+                        "and predicted before its run (docs/VALIDATION.md section 1 says what "
+                        "each tested); pageable: cpu_offload with pin_memory=false")
     g.add_argument("--same-process", action="store_true",
                    help="execute every run in this process (faster; runs after the first find "
                         "CUDA's address space as earlier runs left it, which moves reserved "
