@@ -1580,6 +1580,34 @@ _HELDOUT55_TOKENS = (
     ("hf:HuggingFaceTB/SmolLM2-135M", 2, (512,), {"plain": []}, {"optimizer": "sgd"}),
 )
 PLAN_HELDOUT55 = _plan_set(_HELDOUT55, _HELDOUT55_TOKENS)
+# held-out set 56 (2026-12-07, session 71), predicted with the h100 and h200 presets before its
+# run: the plans users write (checkpoint of a block class or every 2nd block, cpu_offload,
+# superneurons) on 12 networks, CNNs and transformers, each (network, batch, precision,
+# optimizer) never run before
+_HELDOUT56 = (
+    ("torchvision:resnet101", 48, {"plain": [], "checkpoint": ["modules=Bottleneck"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:densenet169", 40, {"cpu_offload": ["pin_memory=true"], "superneurons": []},
+     {}),
+    ("torchvision:efficientnet_b0", 80, {"checkpoint": ["modules=MBConv"]}, {"amp": "bf16"}),
+    ("torchvision:convnext_tiny", 40, {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:vit_b_32", 80, {"checkpoint": ["modules=EncoderBlock"], "superneurons": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:swin_s", 20, {"cpu_offload": ["pin_memory=true"]},
+     {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:regnet_y_3_2gf", 56, {"checkpoint": ["every=2"]}, {}),
+    ("torchvision:mnasnet1_3", 96, {"superneurons": []}, {}),
+    ("torchvision:resnet34", 96, {"cpu_offload": ["pin_memory=true"]}, {"amp": "bf16"}),
+    ("snsim:gpt", 12, {"superneurons": []}, {"optimizer": "adamw"}),
+)
+_HELDOUT56_TOKENS = (
+    ("hf:gpt2", 6, (384,), {"checkpoint": ["modules=GPT2Block"],
+                            "cpu_offload": ["pin_memory=true"]}, {"optimizer": "adamw"}),
+    ("hf:bert-base-uncased", 24, (192,), {"superneurons": []},
+     {"optimizer": "adamw", "amp": "bf16"}),
+)
+PLAN_HELDOUT56 = _plan_set(_HELDOUT56, _HELDOUT56_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1621,6 +1649,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout50": PLAN_HELDOUT50, "heldout51": PLAN_HELDOUT51,
              "heldout52": PLAN_HELDOUT52, "heldout53": PLAN_HELDOUT53,
              "heldout54": PLAN_HELDOUT54, "heldout55": PLAN_HELDOUT55,
+             "heldout56": PLAN_HELDOUT56,
              "pageable": PLAN_PAGEABLE}
 
 
