@@ -94,15 +94,17 @@ def main(argv=None):
     ap.add_argument("--optimizer-impl", default="foreach")
     ap.add_argument("--amp", default="none")
     ap.add_argument("--input-shape", default=None)
+    ap.add_argument("--gpu", default="h200", help="hardware preset (default h200)")
     ap.add_argument("--torch-version", default="installed",
                     help="the torch that runs the plan (save_on_cpu's pack: 2.11 waits for its "
                          "copy, 2.12 on does not); default: the installed one")
     a = ap.parse_args(argv)
     shape = tuple(int(v) for v in a.input_shape.split(",")) if a.input_shape else None
     rows, mech, step = split(a.model, a.batch, a.policy, a.option, a.optimizer,
-                             a.optimizer_impl, a.amp, shape, torch_version=a.torch_version)
+                             a.optimizer_impl, a.amp, shape, gpu=a.gpu,
+                             torch_version=a.torch_version)
     print(f"{a.model} b{a.batch} {a.policy} {' '.join(a.option)} {a.optimizer} "
-          f"{a.amp}: step {step * 1e3:.2f} ms")
+          f"{a.amp} on {a.gpu}: step {step * 1e3:.2f} ms")
     for p, c in rows.items():
         print(f"  {p}: ops {c['n_ops']:5d} host_ops {c['host_ops'] * 1e3:8.2f} ms  host_plan "
               f"{c['host_plan'] * 1e3:7.2f} ms  gpu {c['gpu'] * 1e3:8.2f} ms  copies "
