@@ -90,6 +90,22 @@ def test_measure_gauges_the_host_after_the_steps_only(monkeypatch):
     assert m["host_gauge_add_s_after"] > 0 and "host_gauge_add_s_before" not in m
 
 
+def test_measure_times_the_launching_thread_of_each_step():
+    # the host's pace during the timed steps (host_issue_s), not only the gauge after them;
+    # on a CPU a step is synchronous, so the thread's time is the step's
+    pytest.importorskip("torchvision")
+    import statistics
+    from snsim.torchsim.execute import measure
+    from snsim.torchsim.suite import _summary_row
+    m = measure("torchvision:resnet18", 2, "plain", input_shape=(3, 32, 32), warmup_iters=1,
+                iters=3, device="cpu")
+    assert len(m["host_issue_times_s"]) == 3 and m["host_issue_times_s"] == m["step_times_s"]
+    assert m["host_issue_s"] == pytest.approx(statistics.median(m["host_issue_times_s"]),
+                                              abs=1e-6)
+    row = _summary_row({"name": "r", "status": "ok", "measured": m})
+    assert row["meas_host_issue_s"] == m["host_issue_s"] > 0
+
+
 def test_gauge_command_compares_with_the_table(monkeypatch, capsys):
     """The CUDA path of ``snsim gauge`` with the GPU's parts stubbed: the gauge in us and its
     ratio to the h200 table's own add (8.201 us)."""

@@ -256,6 +256,13 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     ``reset_peak_memory_stats()`` and ``iters`` iterations timed between CUDA events
     (median). ``device="cpu"`` runs the same code on the CPU (tests; no peaks).
 
+    ``host_issue_s``: the launching thread's wall time from a timed step's start until
+    ``train_step`` returned (median; the GPU was synchronised before the step, so the thread
+    issues as far ahead as the launch queue and the step's own synchronisations - an fp16
+    GradScaler's inf check, a host read - let it): the host's pace during the steps themselves,
+    where the gauge after them (``host_gauge_add_s_after``) can miss a slow process (held-out set
+    55 on the H100, VALIDATION 1az).
+
     The launching thread's pace is gauged (:func:`snsim.torchsim.hostpace.gauge_add_s`) after
     the timed iterations, outside the peaks: ``host_gauge_add_s_after``. Not before them: the
     gauge's own CUDA work (its kernel's module loaded lazily, a small segment made and given
@@ -267,7 +274,8 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     -------
     dict
         ``peak_allocated_bytes``, ``peak_reserved_bytes``, ``peak_requested_bytes``,
-        ``step_time_s`` (median), ``step_times_s``, allocator counters, the two gauges,
+        ``step_time_s`` (median), ``step_times_s``, ``host_issue_s``, ``host_issue_times_s``,
+        allocator counters, the two gauges,
         ``wall_s``.
     """
     import functools
@@ -312,7 +320,7 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
             functools.partial(train_step, net, opt, x, y, aux_loss_weight=aux, **amp_kw),
             scaler, warmup_iters)
         scale0 = scaler.get_scale() if scaler is not None else 0.0
-        times = []
+        times, issue = [], []
         if cuda:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
@@ -320,7 +328,9 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
                 e0 = torch.cuda.Event(enable_timing=True)
                 e1 = torch.cuda.Event(enable_timing=True)
                 e0.record()
+                t0 = time.perf_counter()
                 train_step(net, opt, x, y, aux_loss_weight=aux, **amp_kw)
+                issue.append(time.perf_counter() - t0)
                 e1.record()
                 torch.cuda.synchronize()
                 times.append(e0.elapsed_time(e1) * 1e-3)
@@ -334,9 +344,12 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
                 t0 = time.perf_counter()
                 train_step(net, opt, x, y, aux_loss_weight=aux, **amp_kw)
                 times.append(time.perf_counter() - t0)
+            issue = times
             out = {"device": "cpu"}
         out.update(**setup.to_dict(), step_time_s=float(statistics.median(times)),
-                   step_times_s=[round(t, 6) for t in times], warmup_iters=warmup_iters,
+                   step_times_s=[round(t, 6) for t in times],
+                   host_issue_s=float(statistics.median(issue)),
+                   host_issue_times_s=[round(t, 6) for t in issue], warmup_iters=warmup_iters,
                    iters=iters, segments=list(getattr(net, "_snsim_segments", [])),
                    host_gauge_add_s_after=gauge_add_s(device))
     finally:
