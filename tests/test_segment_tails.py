@@ -36,3 +36,13 @@ def test_a_new_range_while_a_tail_fitted_is_counted_apart(tmp_path):
     path = _history(tmp_path / "h.json.gz", [(a, 40 * MIB), (a - 32 * MIB, 20 * MIB)])
     chose, made = count([path])
     assert chose["in a tail"] == 0 and made["a tail fitted"] == 1
+
+
+def test_replays_compare_the_engines_placement_with_the_tail_rule(tmp_path):
+    from segment_tails import compare_replays
+    # one 5 MiB request: a 20 MiB segment under either placement, the measured peak
+    path = tmp_path / "h.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"events": [["alloc", 1, 5 * MIB, 0], ["free_completed", 1, 5 * MIB, 0]],
+                   "iterations": [[0, 0]], "measured": {"peak_reserved_bytes": 20 * MIB}}, f)
+    assert compare_replays([str(path)]) == (1, 1, 1, [])

@@ -1078,7 +1078,8 @@ class PytorchAllocator(Allocator):
         _require(sum(b.requested for b in live) == self.requested_bytes, "requested_bytes drift")
 
 
-def replay_history(doc, window_bytes, gemm_at=None, cublas_bytes=0, empty_cache_after=None):
+def replay_history(doc, window_bytes, gemm_at=None, cublas_bytes=0, empty_cache_after=None,
+                   allocator=None):
     """Peak reserved bytes of a real caching allocator's event history replayed through
     :class:`PytorchAllocator` with the "driver" placement.
 
@@ -1093,9 +1094,12 @@ def replay_history(doc, window_bytes, gemm_at=None, cublas_bytes=0, empty_cache_
     peak starts again (what a process that emptied the cache there would reserve).
     Where the history itself released segments (``segment_free``: the process called
     ``empty_cache()``, e.g. the ZeRO executor after its discovery look), the replay empties its
-    cache there too, once per run of such events.
+    cache there too, once per run of such events. ``allocator``: a subclass of
+    :class:`PytorchAllocator` to replay through instead (another placement rule,
+    ``scripts/segment_tails.py``).
     """
-    a = PytorchAllocator(segment_placement="driver", lazy_window_bytes=window_bytes)
+    a = (allocator or PytorchAllocator)(segment_placement="driver",
+                                        lazy_window_bytes=window_bytes)
     # allocations made before the first step
     first = doc["iterations"][0][0] if window_bytes else None
     live, n = {}, 0
