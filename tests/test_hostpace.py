@@ -156,6 +156,21 @@ def test_host_range_is_the_step_at_the_groups_gauges():
     assert k["step_time_host_range_s"] is None
 
 
+def test_predicted_host_issue_time_scales_with_the_gauge():
+    """``host_issue_s``, the launching thread's modelled issue time for a step (what the plan
+    suite's ``meas_host_issue_s`` measures), moves with the host's pace: twice the table's
+    own gauge, twice the time."""
+    pytest.importorskip("torchvision")
+    from snsim.kernel_table import load_kernel_table
+    from snsim.torchsim.execute import predict_plan
+    kw = dict(input_shape=(3, 64, 64))
+    r, _ = predict_plan("torchvision:resnet18", 2, "plain", **kw)
+    slow, _ = predict_plan("torchvision:resnet18", 2, "plain",
+                           host_gauge_s=2 * load_kernel_table("h200").aten_host["add"], **kw)
+    assert 0 < r["host_issue_s"] <= r["step_time_s"]
+    assert slow["host_issue_s"] == pytest.approx(2 * r["host_issue_s"], rel=1e-9)
+
+
 def test_preset_pace_groups_are_the_committed_gauges():
     """The h200 and h100 presets' group paces are the medians of the plan suite's gauged
     processes (snsim.torchsim.hostpace.pace_groups_us over traces/<gpu>/plans_*/summary.csv),

@@ -164,9 +164,10 @@ def _add_capture(sub):
 PREDICT_KEYS = ("network", "batch", "optimizer", "optimizer_impl", "amp", "matmul_precision",
                 "hardware", "plan", "peak_allocated_bytes", "peak_reserved_bytes",
                 "peak_reserved_warm_process_bytes", "peak_requested_bytes", "static_bytes",
-                "step_time_s", "step_time_host_range_s", "feasible", "failure", "budget_bytes",
-                "step_time_source", "host_copy_time_s", "host_pace_factor", "torch_version",
-                "libraries", "torch_modelled", "cuda_modelled", "workspace_sources")
+                "step_time_s", "step_time_host_range_s", "host_issue_s", "feasible", "failure",
+                "budget_bytes", "step_time_source", "host_copy_time_s", "host_pace_factor",
+                "torch_version", "libraries", "torch_modelled", "cuda_modelled",
+                "workspace_sources")
 
 ZERO_PREDICT_KEYS = ("cpu_step_s", "h2d_bytes", "d2h_bytes", "host_pinned_bytes",
                      "host_total_bytes")
@@ -275,7 +276,8 @@ def cmd_predict(args):
               f"its memory and time here are the CPU kernel's (measure the model with snsim "
               f"capture on a GPU)", file=sys.stderr)
     # a result at torch's default matmul precision has no matmul_precision (TrainSetup.to_dict)
-    row = {k: r.get(k, "highest") if k == "matmul_precision" else r[k] for k in PREDICT_KEYS}
+    row = {k: r.get(k, "highest") if k == "matmul_precision" else r.get(k) if k == "host_issue_s"
+           else r[k] for k in PREDICT_KEYS}
     # a ZeRO plan's own figures: the CPU optimizer step, the bytes moved, the host's share
     row.update({k: r[k] for k in ZERO_PREDICT_KEYS if k in r})
     # fp16: the optimizer steps GradScaler skips first, and whether given or estimated
@@ -566,7 +568,8 @@ def cmd_execute(args):
     m.setdefault("feasible", True)   # it ran: no out-of-memory error
     _emit_comparison(args, f"{spec.name} batch {args.batch} under {plan.label}: trace {out}",
                      out, plan.label, pred, m,
-                     ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "feasible"))
+                     ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s",
+                      "host_issue_s", "feasible"))
     return 0
 
 

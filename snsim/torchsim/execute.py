@@ -185,6 +185,7 @@ def predict_plan(model, batch, plan=None, *, options=None, optimizer="sgd-moment
                cpu_only_ops=r["provenance"].get("cpu_only_ops", []),
                value_branches=bool(r["provenance"].get("value_branches")),
                time_sources=r["provenance"].get("time_sources"),
+               host_issue_s=(r["provenance"].get("time_sources") or {}).get("host_s"),
                record_wall_s=r["provenance"].get("record_wall_s"),
                host_pace_factor=r["provenance"]["host_pace_factor"])
     if host_gauge_s is not None:
