@@ -102,8 +102,10 @@ def test_measure_times_the_launching_thread_of_each_step():
     assert len(m["host_issue_times_s"]) == 3 and m["host_issue_times_s"] == m["step_times_s"]
     assert m["host_issue_s"] == pytest.approx(statistics.median(m["host_issue_times_s"]),
                                               abs=1e-6)
-    row = _summary_row({"name": "r", "status": "ok", "measured": m})
+    row = _summary_row({"name": "r", "status": "ok", "measured": m,
+                        "prediction": {"host_issue_s": 0.5}})
     assert row["meas_host_issue_s"] == m["host_issue_s"] > 0
+    assert row["pred_host_issue_s"] == 0.5
 
 
 def test_gauge_command_compares_with_the_table(monkeypatch, capsys):

@@ -1745,7 +1745,7 @@ _SUMMARY = ("name", "status", "network", "batch", "plan", "pred_allocated_bytes"
             "meas_allocated_bytes", "err_allocated_pct", "pred_reserved_bytes",
             "meas_reserved_bytes", "err_reserved_pct", "pred_step_time_s", "meas_step_time_s",
             "err_step_time_pct", "host_gauge_add_us_before", "host_gauge_add_us_after",
-            "meas_host_issue_s", "pred_feasible", "estimate_s", "wall_s", "error")
+            "pred_host_issue_s", "meas_host_issue_s", "pred_feasible", "estimate_s", "wall_s", "error")
 
 
 def _err(p, m):
@@ -1759,6 +1759,7 @@ def _summary_row(doc):
            "batch": doc.get("batch"), "plan": doc.get("plan_label"),
            "pred_feasible": pred.get("feasible"), "estimate_s": doc.get("estimate_s"),
            "wall_s": doc.get("wall_s"), "error": doc.get("error") or "",
+           "pred_host_issue_s": pred.get("host_issue_s"),
            "meas_host_issue_s": meas.get("host_issue_s")}
     for q, col in (("peak_allocated_bytes", "allocated"), ("peak_reserved_bytes", "reserved"),
                    ("step_time_s", "step_time")):
