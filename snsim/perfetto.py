@@ -24,10 +24,11 @@ its high-water mark. ``memory by category`` always sums the memory events' exact
 """
 from __future__ import annotations
 
-import gzip
 import json
 from itertools import groupby
 from pathlib import Path
+
+from .trace import open_text
 
 GPU_PID = 0
 TID_COMPUTE, TID_H2D, TID_D2H = 1, 2, 3
@@ -252,7 +253,6 @@ def write_chrome_trace(result, path, *, program=None):
     doc = chrome_trace(result, program=program)
     if path.parent != Path(""):
         path.parent.mkdir(parents=True, exist_ok=True)
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "wt", encoding="utf-8") as f:
+    with open_text(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, separators=(",", ":"))
     return path

@@ -870,17 +870,15 @@ def write_capture(doc, path):
     The document keeps the trace format of :mod:`snsim.trace` (``provenance``, ``program``,
     ``measured``) and may add ``predictions`` (the CPU-only prediction of the same run).
     """
-    import gzip
     import json
     from pathlib import Path
-    from ..trace import TRACE_VERSION
+    from ..trace import TRACE_VERSION, open_text
     out = {"snsim_trace_version": TRACE_VERSION, "provenance": doc["provenance"],
            "program": doc["program"], "measured": doc["measured"]}
     if doc.get("predictions"):
         out["predictions"] = doc["predictions"]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "wt") as f:
+    with open_text(path, "w") as f:
         json.dump(out, f, separators=(",", ":"))
     return path

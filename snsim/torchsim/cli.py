@@ -276,8 +276,7 @@ def cmd_predict(args):
               f"its memory and time here are the CPU kernel's (measure the model with snsim "
               f"capture on a GPU)", file=sys.stderr)
     # a result at torch's default matmul precision has no matmul_precision (TrainSetup.to_dict)
-    row = {k: r.get(k, "highest") if k == "matmul_precision" else r.get(k) if k == "host_issue_s"
-           else r[k] for k in PREDICT_KEYS}
+    row = {k: r.get(k, "highest") if k == "matmul_precision" else r[k] for k in PREDICT_KEYS}
     # a ZeRO plan's own figures: the CPU optimizer step, the bytes moved, the host's share
     row.update({k: r[k] for k in ZERO_PREDICT_KEYS if k in r})
     # fp16: the optimizer steps GradScaler skips first, and whether given or estimated
@@ -619,12 +618,12 @@ def _execute_zero(args):
 
 
 def _write_json(doc, path):
-    import gzip
     from pathlib import Path
+
+    from ..trace import open_text
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "wt") as f:
+    with open_text(path, "w") as f:
         json.dump(doc, f, separators=(",", ":"), default=str)
     return path
 
