@@ -1745,7 +1745,8 @@ _SUMMARY = ("name", "status", "network", "batch", "plan", "pred_allocated_bytes"
             "meas_allocated_bytes", "err_allocated_pct", "pred_reserved_bytes",
             "meas_reserved_bytes", "err_reserved_pct", "pred_step_time_s", "meas_step_time_s",
             "err_step_time_pct", "host_gauge_add_us_before", "host_gauge_add_us_after",
-            "pred_host_issue_s", "meas_host_issue_s", "pred_feasible", "estimate_s", "wall_s", "error")
+            "pred_host_issue_s", "meas_host_issue_s", "pred_feasible", "estimate_s", "wall_s",
+            "error")
 
 
 def _err(p, m):
