@@ -95,3 +95,14 @@ def test_repredicted_again_text_joins_the_runs_by_hand():
     assert "| plain | 2 | -2.00 | 4.0 | 4.0 | 6.0 |" in text
     assert _repredicted_s67_text(before, []) == []
     assert _repredicted_s67_text(before, after[2:]) == []
+
+
+def test_prediction_per_measurement_leaves_out_folders_without_the_runs():
+    """The lease table's error line: per folder against its own measurements, a folder that
+    measured none of the predicted runs left out, and against each run's median."""
+    from snsim.torchsim.report import _prediction_per_measurement
+    line = _prediction_per_measurement(("a", "b", "c"), [{"x": 1.0}, {"x": 1.2}, {"y": 2.0}],
+                                       ["x"], {"x": 1.1})
+    assert "`a`: median 10.00 %" in line and "`b`: median 8.33 %" in line
+    assert "`c`" not in line and "median measurement: median 0.00 %" in line
+    assert _prediction_per_measurement(("a",), [{"x": 1.0}], ["x"], {}) == ""

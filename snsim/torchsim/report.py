@@ -367,10 +367,13 @@ def _prediction_per_measurement(folders, steps, names, pred):
     def stats(pairs):
         e = sorted(abs(_err(p, m)) for p, m in pairs)
         return f"median {statistics.median(e):.2f} %, max {e[-1]:.1f} % (n={len(e)})"
-    parts = [f"`{f}`: " + stats([(pred[n], s[n]) for n in names if n in s and n in pred])
+    pairs = [(f, [(pred[n], s[n]) for n in names if n in s and n in pred])
              for f, s in zip(folders, steps)]
+    parts = [f"`{f}`: " + stats(p) for f, p in pairs if p]
     central = [(pred[n], statistics.median([s[n] for s in steps if n in s]))
                for n in names if n in pred]
+    if not central:
+        return ""
     return ("Step error of the before-run predictions against each measurement: "
             + "; ".join(parts) + "; against each run's median measurement: "
             + stats(central) + ".\n")
