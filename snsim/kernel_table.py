@@ -1165,6 +1165,23 @@ def _shape_dims(shape):
 _SHAPE_GROUPS = re.compile(r"\bg(\d+)\b")
 
 
+def read_table_text(path):
+    """``(text, meta)``: a kernel table's whole text (gunzipped if the name ends in .gz) and
+    its leading ``# key=value`` header lines as a dict, the one reader of both for
+    :meth:`KernelTable.read` and :func:`snsim.torchsim.calibrate.read_table`."""
+    raw = Path(path).read_bytes()
+    if str(path).endswith(".gz"):
+        raw = gzip.decompress(raw)
+    text = raw.decode()
+    meta = {}
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        k, _, v = line[1:].strip().partition("=")
+        meta[k] = v
+    return text, meta
+
+
 class KernelTable:
     """Rows of a kernel table, grouped for lookup (see the module docstring).
 
@@ -1343,16 +1360,7 @@ class KernelTable:
         import io
 
         import pandas as pd
-        raw = Path(path).read_bytes()
-        if str(path).endswith(".gz"):
-            raw = gzip.decompress(raw)
-        text = raw.decode()
-        meta = {}
-        for line in text.splitlines():
-            if not line.startswith("#"):
-                break
-            k, _, v = line[1:].strip().partition("=")
-            meta[k] = v
+        text, meta = read_table_text(path)
         rows = pd.read_csv(io.StringIO(text), comment="#", keep_default_na=False,
                            na_values={"flops": [""], "time_s": [""]})
         missing = {"family", "flops", "bytes", "time_s"} - set(rows.columns)

@@ -2238,15 +2238,12 @@ def read_table(path):
     """The rows (dicts of strings) and ``# key=value`` header of a table :func:`write_table`
     wrote."""
     import csv
-    raw = open(path, "rb").read()
-    if str(path).endswith(".gz"):
-        raw = gzip.decompress(raw)
-    lines = raw.decode().splitlines()
-    meta = {}
-    while lines and lines[0].startswith("#"):
-        k, _, v = lines.pop(0)[1:].strip().partition("=")
-        meta[k] = v
-    return list(csv.DictReader(lines)), meta
+
+    from ..kernel_table import read_table_text
+    text, meta = read_table_text(path)
+    lines = text.splitlines()
+    return list(csv.DictReader(itertools.dropwhile(lambda line: line.startswith("#"),
+                                                   lines))), meta
 
 
 def group_rows(only):
