@@ -1608,6 +1608,32 @@ _HELDOUT56_TOKENS = (
      {"optimizer": "adamw", "amp": "bf16"}),
 )
 PLAN_HELDOUT56 = _plan_set(_HELDOUT56, _HELDOUT56_TOKENS)
+# held-out set 57 (session 72), predicted with the h100 and h200 presets before its run: issue
+# 10's gate as written again (plain steps of 17 networks, CNNs and transformers, host-bound to
+# GPU-bound, fp32 and bf16 autocast, SGD and AdamW), each (network, batch, precision,
+# optimizer) never run before
+_HELDOUT57 = (
+    ("torchvision:resnet50", 48, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:resnet152", 32, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:mobilenet_v2", 96, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:efficientnet_b0", 64, {"plain": []}, {"optimizer": "sgd"}),
+    ("torchvision:convnext_tiny", 56, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:densenet169", 48, {"plain": []}, {}),
+    ("torchvision:regnet_x_3_2gf", 64, {"plain": []}, {"amp": "bf16"}),
+    ("torchvision:vgg19", 32, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:googlenet", 64, {"plain": []}, {}),
+    ("torchvision:inception_v3", 48, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:squeezenet1_1", 128, {"plain": []}, {}),
+    ("torchvision:swin_s", 28, {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("torchvision:vit_b_32", 112, {"plain": []}, {"optimizer": "adamw"}),
+)
+_HELDOUT57_TOKENS = (
+    ("hf:gpt2", 10, (256,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:roberta-base", 24, (256,), {"plain": []}, {"optimizer": "adamw"}),
+    ("hf:Qwen/Qwen2.5-0.5B", 3, (512,), {"plain": []}, {"optimizer": "adamw", "amp": "bf16"}),
+    ("hf:EleutherAI/pythia-410m", 3, (512,), {"plain": []}, {"optimizer": "adamw"}),
+)
+PLAN_HELDOUT57 = _plan_set(_HELDOUT57, _HELDOUT57_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1649,7 +1675,7 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout50": PLAN_HELDOUT50, "heldout51": PLAN_HELDOUT51,
              "heldout52": PLAN_HELDOUT52, "heldout53": PLAN_HELDOUT53,
              "heldout54": PLAN_HELDOUT54, "heldout55": PLAN_HELDOUT55,
-             "heldout56": PLAN_HELDOUT56,
+             "heldout56": PLAN_HELDOUT56, "heldout57": PLAN_HELDOUT57,
              "pageable": PLAN_PAGEABLE}
 
 
