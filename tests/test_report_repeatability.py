@@ -106,3 +106,22 @@ def test_prediction_per_measurement_leaves_out_folders_without_the_runs():
     assert "`a`: median 10.00 %" in line and "`b`: median 8.33 %" in line
     assert "`c`" not in line and "median measurement: median 0.00 %" in line
     assert _prediction_per_measurement(("a",), [{"x": 1.0}], ["x"], {}) == ""
+
+
+def test_process_pace_lines_by_hand(tmp_path):
+    """VALIDATION 1as's per-process table: modelled F+B host over the wall, its median per
+    process, each configuration over it; a GPU-bound configuration left out."""
+    from snsim.torchsim.report import _process_pace_lines
+    path = tmp_path / "phase.csv"
+    head = "folder,config,gpu_busy_s,step_s,F_modelled_ms,B_modelled_ms,F_wall_ms,B_wall_ms"
+    rows = ["p1,a,0.5,1.0,10,10,10,10",      # 1.0
+            "p1,b,0.5,1.0,12,12,10,10",      # 1.2
+            "p1,c,0.5,1.0,8,8,10,10",        # 0.8
+            "p1,busy,0.95,1.0,40,40,10,10",  # GPU-bound: out
+            "p2,d,0.1,1.0,5,5,10,10"]        # 0.5
+    path.write_text("# a comment line\n" + head + "\n" + "\n".join(rows) + "\n")
+    text = "".join(_process_pace_lines((("H100", "f", str(path)),)))
+    assert "| H100 | `p1` | 3 | 1.00 | 0.80 | 1.20 |" in text
+    assert "| H100 | `p2` | 1 | 0.50 | 1.00 | 1.00 |" in text
+    assert "2 of 4 within 10 %" in text and "4 within 20 %" in text
+    assert _process_pace_lines((("H100", "f", str(tmp_path / "none.csv")),)) == []

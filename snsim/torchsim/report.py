@@ -696,6 +696,57 @@ HOST_RANGE_CSVS = (("H100, sets 45-47", os.path.join("docs", "data",
                     os.path.join("docs", "data", "host_range_s71_h100_set55.csv")))
 
 
+#: scripts/phase_host_table.py over profiles of several configurations, each folder one
+#: process: (card, the command's folders, its CSV)
+PROCESS_PACE_CSVS = (
+    ("H100", "traces/h100/profile_s69 traces/h100/profile_s70 traces/h100/profile_s71",
+     os.path.join("docs", "data", "phase_host_h100_s69_s71.csv")),
+    ("H200", "traces/h200/profile traces/h200/profile_heldout11 ... traces/h200/profile_seg "
+     "(14 folders)", os.path.join("docs", "data", "phase_host_h200_s72.csv")))
+#: a configuration whose GPU is busy this share of its step or more waits on a full launch
+#: queue: its phase walls are not the host's issue time (as scripts/host_by_family.py)
+GPU_BOUND_SHARE = 0.9
+
+
+def _process_pace_lines(csvs=PROCESS_PACE_CSVS):
+    """Per profiled process (one folder of ``scripts/profile_ops.py``, its configurations run
+    one after another), each host-bound configuration's modelled forward and backward host
+    time over the launching thread's wall: the process's median (its pace against the table's)
+    and the spread of each configuration over that median (the network's own error)."""
+    import csv
+    body, within, total, cmds = [], [0, 0], 0, []
+    for card, folders, path in csvs:
+        if not os.path.exists(path):
+            continue
+        cmds.append(f"`scripts/phase_host_table.py {folders} --gpu {card.lower()}`, `{path}`")
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+        by = {}
+        for r in rows:
+            if float(r["gpu_busy_s"]) < GPU_BOUND_SHARE * float(r["step_s"]):
+                by.setdefault(r["folder"], []).append(
+                    (float(r["F_modelled_ms"]) + float(r["B_modelled_ms"]))
+                    / (float(r["F_wall_ms"]) + float(r["B_wall_ms"])))
+        for folder, ratios in sorted(by.items()):
+            mid = statistics.median(ratios)
+            body.append([card, f"`{folder}`", len(ratios), f"{mid:.2f}",
+                         f"{min(ratios) / mid:.2f}", f"{max(ratios) / mid:.2f}"])
+            total += len(ratios)
+            within[0] += sum(abs(x / mid - 1) <= 0.1 for x in ratios)
+            within[1] += sum(abs(x / mid - 1) <= 0.2 for x in ratios)
+    if not body:
+        return []
+    return ["Each profiled process below ran its configurations one after another ("
+            + "; ".join(cmds) + f"; configurations whose GPU was busy {GPU_BOUND_SHARE:.0%} of "
+            "the step or more left out; re-modelled with the current code). Per process: the "
+            "modelled forward and backward host time over the launching thread's wall (the "
+            "process's pace against the table's), and each configuration's ratio over that "
+            f"median (the network's own host error): {within[0]} of {total} within 10 % of "
+            f"their process's median, {within[1]} within 20 %.\n",
+            _table(["card", "process", "host-bound configurations", "model / wall, median",
+                    "over the median, min", "max"], body) + "\n"]
+
+
 def host_range_section():
     """Section 1as: how often a run's measured step lies between the steps ``snsim predict``
     gives at the fast and slow groups' host paces (``step_time_host_range_s``), and how far
@@ -728,7 +779,7 @@ def host_range_section():
             "pace.\n",
             _table(["runs", "n", "inside the range", "point median |err| %",
                     "point max %", "distance to the range median %", "max %",
-                    "range width median %", "max %"], body) + "\n"]
+                    "range width median %", "max %"], body) + "\n"] + _process_pace_lines()
 
 
 def _read_csv(path):
