@@ -193,6 +193,11 @@ def main(argv=None):
         return 2
     summaries, meas = read_profiles(args.profiles.split(",") if args.profiles else PROFILES)
     names = sorted(summaries) if args.configs is None else args.configs.split(",")
+    unknown = [n for n in names if n not in summaries]
+    if unknown:
+        print(f"--configs: {', '.join(unknown)} not in the profiles' summaries (profiled: "
+              f"{', '.join(sorted(summaries))})", file=sys.stderr)
+        return 2
     rows = []
     print(f"{'config':<42} {'ph':>2} {'model_ms':>9} {'wall_ms':>9} {'in_ops_ms':>9} "
           f"{'err%':>7}  (GPU busy / step)")
