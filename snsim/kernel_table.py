@@ -28,7 +28,6 @@ The table never imports torch.
 from __future__ import annotations
 
 import functools
-import gzip
 import math
 import re
 from pathlib import Path
@@ -1169,10 +1168,9 @@ def read_table_text(path):
     """``(text, meta)``: a kernel table's whole text (gunzipped if the name ends in .gz) and
     its leading ``# key=value`` header lines as a dict, the one reader of both for
     :meth:`KernelTable.read` and :func:`snsim.torchsim.calibrate.read_table`."""
-    raw = Path(path).read_bytes()
-    if str(path).endswith(".gz"):
-        raw = gzip.decompress(raw)
-    text = raw.decode()
+    from .trace import open_text    # snsim.trace's own imports reach this module
+    with open_text(path, encoding="utf-8") as f:
+        text = f.read()
     meta = {}
     for line in text.splitlines():
         if not line.startswith("#"):

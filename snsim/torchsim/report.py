@@ -713,14 +713,12 @@ def _process_pace_lines(csvs=PROCESS_PACE_CSVS):
     one after another), each host-bound configuration's modelled forward and backward host
     time over the launching thread's wall: the process's median (its pace against the table's)
     and the spread of each configuration over that median (the network's own error)."""
-    import csv
     body, within, total, cmds = [], [0, 0], 0, []
     for card, folders, path in csvs:
-        if not os.path.exists(path):
+        rows = _read_csv(path)
+        if not rows:
             continue
         cmds.append(f"`scripts/phase_host_table.py {folders} --gpu {card.lower()}`, `{path}`")
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
         by = {}
         for r in rows:
             if float(r["gpu_busy_s"]) < GPU_BOUND_SHARE * float(r["step_s"]):
@@ -783,11 +781,13 @@ def host_range_section():
 
 
 def _read_csv(path):
+    """A CSV's rows as dicts, its ``#`` comment lines (a command that wrote it) skipped; none
+    where the file does not exist."""
     import csv
     if not os.path.exists(path):
         return []
     with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
 #: re-predictions of every held-out run before and after the 64 torchvision networks' layers
