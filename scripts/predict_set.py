@@ -42,6 +42,8 @@ def run_argv(run, torch_version=None, gpu="h200"):
             "--amp", run.get("amp") or "none", "--policy", run["policy"], "--format", "json"]
     if run.get("matmul_precision"):
         argv += ["--matmul-precision", run["matmul_precision"]]
+    if run.get("param_dtype"):
+        argv += ["--param-dtype", run["param_dtype"]]
     if run.get("input_shape"):
         argv += ["--input-shape", ",".join(str(v) for v in run["input_shape"])]
     for opt in run.get("options", []):

@@ -168,6 +168,7 @@ def cmd_maxbatch(args):
         return _maxbatch_model(args)
     for flag, value in (("--amp", args.amp), ("--optimizer-impl", args.optimizer_impl),
                         ("--matmul-precision", args.matmul_precision),
+                        ("--param-dtype", args.param_dtype),
                         ("--input-shape", args.input_shape), ("--option", args.option)):
         if value:
             raise ConfigError(f"{flag} applies to a PyTorch model: give --model (a zoo "
@@ -218,7 +219,8 @@ def _maxbatch_model(args):
                               f"model runs PyTorch's own allocator and semantics)")
     args.gpu = args.gpu or "h200"
     setup = TrainSetup.parse(args.optimizer, args.optimizer_impl or "foreach", args.amp or "none",
-                             matmul_precision=args.matmul_precision)
+                             matmul_precision=args.matmul_precision,
+                             param_dtype=args.param_dtype)
     bar, on_probe = _progress(f"maxbatch {args.model}")
     try:
         rep = max_batch_model(args.model, gpu=args.gpu, policies=args.policy,
@@ -287,6 +289,10 @@ def add_maxbatch(sub):
                    help="with --model: highest | high | medium, torch's float32 matmul "
                         "precision (high, medium: TF32; default highest); moves the step, "
                         "not the memory")
+    p.add_argument("--param-dtype", default=None,
+                   help="with --model: fp32 | bf16 | fp16, the dtype the model trains in "
+                        "(bf16, fp16: pure low-precision training, model.to(dtype); default "
+                        "fp32)")
     p.add_argument("--input-shape", default=None,
                    help="with --model: one sample's shape, e.g. 3,224,224 (default per model)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",

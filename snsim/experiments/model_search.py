@@ -60,7 +60,7 @@ class ModelSearchReport:
         cols = ["model", "network", "plan", "max_batch", "step_time_s", "samples_per_s",
                 "peak_allocated_bytes", "peak_reserved_bytes", "next_batch",
                 "next_reserved_bytes", "next_failure", "probes", "budget_bytes", "hardware",
-                "optimizer", "optimizer_impl", "amp"]
+                "optimizer", "optimizer_impl", "amp", "param_dtype"]
         out = []
         for r in self.rows:
             out.append({"model": self.model, "network": self.network, "plan": r.plan,
@@ -73,7 +73,7 @@ class ModelSearchReport:
                         "next_reserved_bytes": r.next_reserved_bytes,
                         "next_failure": r.next_failure, "probes": r.probes,
                         "budget_bytes": self.budget_bytes, "hardware": self.hardware,
-                        **self.setup})
+                        "param_dtype": "fp32", **self.setup})
         return pd.DataFrame(out, columns=cols)
 
     def best(self, plan):

@@ -34,6 +34,11 @@ from ..errors import ConfigError
 OPTIMIZERS = ("sgd", "sgd-momentum", "nesterov", "adam", "adamw")
 OPTIMIZER_IMPLS = ("foreach", "fused")
 AMP_DTYPES = ("bf16", "fp16")
+#: ``--param-dtype``: the dtype the model trains in. ``fp32`` (the default) keeps fp32 weights
+#: (with or without autocast); ``bf16`` and ``fp16`` are pure low-precision training as users
+#: write it, ``model.to(torch.bfloat16)``: parameters, gradients, optimizer state and the input
+#: batch in that dtype, no autocast, no GradScaler (it refuses fp16 gradients)
+PARAM_DTYPES = ("fp32", "bf16", "fp16")
 #: ``torch.set_float32_matmul_precision``'s settings: ``highest`` (torch's default) runs fp32
 #: matmuls in fp32; ``high`` lets cuBLAS run them on TF32 tensor cores, as does ``medium`` on
 #: CUDA (cuBLAS has no bf16 path for fp32 operands; ``torch.backends.cuda.matmul.allow_tf32``
@@ -75,6 +80,7 @@ class TrainSetup:
     amp: str | None = None
     skipped_steps: int | None = None
     matmul_precision: str = "highest"
+    param_dtype: str = "fp32"
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -97,15 +103,21 @@ class TrainSetup:
         if self.matmul_precision not in MATMUL_PRECISIONS:
             raise ConfigError(f"--matmul-precision {self.matmul_precision!r} is unknown; "
                               f"known: {', '.join(MATMUL_PRECISIONS)}")
+        if self.param_dtype not in PARAM_DTYPES:
+            raise ConfigError(f"--param-dtype {self.param_dtype!r} is unknown; known: "
+                              f"{', '.join(PARAM_DTYPES)}")
+        if self.param_dtype != "fp32" and self.amp:
+            raise ConfigError(f"--param-dtype {self.param_dtype} with --amp {self.amp}: "
+                              f"autocast keeps fp32 master weights; use one of the two")
 
     @classmethod
     def parse(cls, optimizer="sgd-momentum", optimizer_impl="foreach", amp=None,
-              skipped_steps=None, matmul_precision="highest"):
+              skipped_steps=None, matmul_precision="highest", param_dtype="fp32"):
         """From command-line strings (``--amp none`` is fp32; ``--skipped-steps auto`` is
         None)."""
         amp = None if amp in (None, "", "none", "fp32") else amp
         return cls(optimizer, optimizer_impl, amp, skipped_steps,
-                   matmul_precision or "highest")
+                   matmul_precision or "highest", param_dtype or "fp32")
 
     @property
     def tf32_matmuls(self):
@@ -130,6 +142,8 @@ class TrainSetup:
             parts.append(f"skip{self.skipped_steps}")
         if self.tf32_matmuls:
             parts.append(f"mm{self.matmul_precision}")
+        if self.param_dtype != "fp32":
+            parts.append(f"pure{self.param_dtype}")
         return "".join("_" + p for p in parts)
 
     def to_dict(self):
@@ -139,7 +153,57 @@ class TrainSetup:
             d["skipped_steps"] = self.skipped_steps
         if self.tf32_matmuls:
             d["matmul_precision"] = self.matmul_precision
+        if self.param_dtype != "fp32":
+            d["param_dtype"] = self.param_dtype
         return d
+
+    @property
+    def param_torch_dtype(self):
+        """The parameters' ``torch.dtype`` (:attr:`param_dtype`)."""
+        import torch
+        return {"fp32": torch.float32, "bf16": torch.bfloat16,
+                "fp16": torch.float16}[self.param_dtype]
+
+    def cast_model(self, model):
+        """``model`` (changed in place) in :attr:`param_dtype`, as ``model.to(dtype)`` casts
+        it: every floating parameter and buffer; unchanged for fp32. Called where the model is
+        built, before it moves to the GPU, so the GPU never holds its fp32 copy.
+
+        Each tensor is replaced rather than swapped (``nn.Module.to`` swaps a fake tensor,
+        which fails while the fake mode holds a reference to it), once per tensor, so that
+        tied weights (a decoder's embedding and output layer) stay one tensor."""
+        if self.param_dtype == "fp32":
+            return model
+        import torch
+        dtype = self.param_torch_dtype
+        done = {}
+
+        def cast(t, param):
+            if id(t) not in done:
+                new = t.detach().to(dtype)
+                done[id(t)] = (torch.nn.Parameter(new, requires_grad=t.requires_grad)
+                               if param else new)
+            return done[id(t)]
+
+        with torch.no_grad():
+            for m in model.modules():
+                for table, param in ((m._parameters, True), (m._buffers, False)):
+                    for key, t in table.items():
+                        if t is not None and t.is_floating_point():
+                            table[key] = cast(t, param)
+        return model
+
+    def make_input(self, spec, batch, device=None):
+        """``spec``'s random input batch on ``device`` as a :attr:`param_dtype` model takes it:
+        a floating batch made on the CPU and cast on its way to the device (the device never
+        holds an fp32 copy), token ids (any non-floating input) as they are; for fp32,
+        ``spec.make_input(batch, device)``."""
+        if self.param_dtype == "fp32":
+            return spec.make_input(batch, device)
+        x = spec.make_input(batch)
+        if not x.is_floating_point():
+            return x.to(device) if device is not None else x
+        return x.to(device=device, dtype=self.param_torch_dtype)
 
     def make_optimizer(self, params):
         """The torch optimizer (lr and decay as every snsim run uses them)."""

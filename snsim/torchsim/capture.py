@@ -672,8 +672,8 @@ def capture(model, batch, *, optimizer="sgd-momentum", input_shape=None, timing_
         if cuda:
             _history(torch, False)
         raise
-    net.to(dev)
-    x = spec.make_input(batch, dev)
+    setup.cast_model(net).to(dev)
+    x = setup.make_input(spec, batch, dev)
     y = target.make(batch, dev)
     if transform is not None:
         net = transform(net)

@@ -76,6 +76,11 @@ def _model_args(p, *, gpu=False):
                    help="highest | high | medium: torch.set_float32_matmul_precision for the "
                         "step; high and medium run fp32 matmuls on TF32 tensor cores "
                         "(default highest, torch's: fp32)")
+    p.add_argument("--param-dtype", default="fp32",
+                   help="fp32 | bf16 | fp16: the dtype the model trains in; bf16 and fp16 are "
+                        "pure low-precision training (model.to(dtype): weights, gradients, "
+                        "optimizer state and input, no autocast; not with --amp) "
+                        "(default fp32)")
     p.add_argument("--input-shape", default=None,
                    help="one sample's shape, e.g. 3,224,224 (default per model)")
     p.add_argument("--seq", type=int, default=None,
@@ -106,10 +111,11 @@ def _skipped_steps(text):
 
 def _setup(args):
     """The training setup of ``--optimizer``, ``--optimizer-impl``, ``--amp``,
-    ``--matmul-precision`` and (predict) ``--skipped-steps``."""
+    ``--matmul-precision``, ``--param-dtype`` and (predict) ``--skipped-steps``."""
     from .amp import TrainSetup
     return TrainSetup.parse(args.optimizer, args.optimizer_impl, args.amp,
-                            getattr(args, "skipped_steps", None), args.matmul_precision)
+                            getattr(args, "skipped_steps", None), args.matmul_precision,
+                            args.param_dtype)
 
 
 def _default_out(name, batch, optimizer, policy=None):
@@ -162,7 +168,7 @@ def _add_capture(sub):
 
 # -- predict ---------------------------------------------------------------------------------
 PREDICT_KEYS = ("network", "batch", "optimizer", "optimizer_impl", "amp", "matmul_precision",
-                "hardware", "plan", "peak_allocated_bytes", "peak_reserved_bytes",
+                "param_dtype", "hardware", "plan", "peak_allocated_bytes", "peak_reserved_bytes",
                 "peak_reserved_warm_process_bytes", "peak_requested_bytes", "static_bytes",
                 "step_time_s", "step_time_host_range_s", "host_issue_s", "feasible", "failure",
                 "budget_bytes", "step_time_source", "host_copy_time_s", "host_pace_factor",
@@ -275,8 +281,10 @@ def cmd_predict(args):
         print(f"snsim: warning: {op} is the CPU's kernel: {CPU_ONLY_OPS[op.split(' in ')[0]]}; "
               f"its memory and time here are the CPU kernel's (measure the model with snsim "
               f"capture on a GPU)", file=sys.stderr)
-    # a result at torch's default matmul precision has no matmul_precision (TrainSetup.to_dict)
-    row = {k: r.get(k, "highest") if k == "matmul_precision" else r[k] for k in PREDICT_KEYS}
+    # a result at torch's default matmul precision (fp32 parameters) has no matmul_precision
+    # (param_dtype): TrainSetup.to_dict leaves the defaults out
+    defaults = {"matmul_precision": "highest", "param_dtype": "fp32"}
+    row = {k: r.get(k, defaults[k]) if k in defaults else r[k] for k in PREDICT_KEYS}
     # a ZeRO plan's own figures: the CPU optimizer step, the bytes moved, the host's share
     row.update({k: r[k] for k in ZERO_PREDICT_KEYS if k in r})
     # fp16: the optimizer steps GradScaler skips first, and whether given or estimated
@@ -333,6 +341,7 @@ def maxbatch_command(args):
     for flag, value, default in (("--optimizer", args.optimizer, "sgd-momentum"),
                                  ("--optimizer-impl", args.optimizer_impl, "foreach"),
                                  ("--amp", args.amp, "none"),
+                                 ("--param-dtype", getattr(args, "param_dtype", "fp32"), "fp32"),
                                  ("--input-shape", args.input_shape, None),
                                  ("--seq", args.seq, None)):
         if value is not None and value != default:

@@ -310,8 +310,8 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
         net = spec.build()
         net.train()
         target = infer_target_of(net, spec.make_input(2))   # on the CPU: see there
-        net.to(device)
-        x = spec.make_input(batch, device)
+        setup.cast_model(net).to(device)
+        x = setup.make_input(spec, batch, device)
         y = target.make(batch, device)
         net = make_transform(plan)(net)
         opt = setup.make_optimizer(net.parameters())

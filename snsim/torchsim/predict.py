@@ -781,8 +781,8 @@ def _record_in_mode(spec, batch, setup, mode, *, iterations, transform, symbolic
         model = _fake_parameters(_build(spec), mode, buffer_values=values)
     mode.propagate_real_tensors = values
     with mode, torch.device("cpu"), cuda_like_dispatch(gpu):
-        model.train()
-        x = spec.make_input(batch)
+        setup.cast_model(model).train()
+        x = setup.make_input(spec, batch)
         where = _ModuleStack(model)
         try:
             with where:
@@ -989,10 +989,11 @@ UNLIMITED_BYTES = 1 << 60
 
 def prov_setup(prov):
     """The training setup fields of a provenance (optimizer, optimizer_impl, amp; the float32
-    matmul precision where it is not torch's default; fp16's skipped steps and their
-    source)."""
+    matmul precision and the parameters' dtype where they are not the defaults; fp16's skipped
+    steps and their source)."""
     return {k: prov[k] for k in ("optimizer", "optimizer_impl", "amp", "matmul_precision",
-                                 "skipped_steps", "skipped_steps_source") if k in prov}
+                                 "param_dtype", "skipped_steps", "skipped_steps_source")
+            if k in prov}
 
 
 def lazy_window_modelled(hw):

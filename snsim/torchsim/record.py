@@ -1634,8 +1634,8 @@ def warm_training(text, batch, optimizer, impl, amp, device, warmup=3):
     dev = torch.device(device)
     net = spec.build().train()
     target = infer_target_of(net, spec.make_input(2))   # on the CPU: see there
-    net.to(dev)
-    x = spec.make_input(batch, dev)
+    setup.cast_model(net).to(dev)
+    x = setup.make_input(spec, batch, dev)
     y = target.make(batch, dev)
     opt = setup.make_optimizer(net.parameters())
     kw = {"autocast": setup.autocast(device), "scaler": setup.grad_scaler(device),

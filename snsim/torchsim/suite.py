@@ -1634,6 +1634,24 @@ _HELDOUT57_TOKENS = (
     ("hf:EleutherAI/pythia-410m", 3, (512,), {"plain": []}, {"optimizer": "adamw"}),
 )
 PLAN_HELDOUT57 = _plan_set(_HELDOUT57, _HELDOUT57_TOKENS)
+# held-out set 58 (session 73), predicted with the h100 and h200 presets before its run: pure
+# low-precision training (--param-dtype: model.to(bf16 or fp16), weights, gradients, optimizer
+# state and input in that dtype, no autocast), new to snsim, plain and checkpointed
+_BF16 = {"param_dtype": "bf16"}
+_HELDOUT58 = (
+    ("torchvision:resnet50", 64, {"plain": []}, {"optimizer": "adamw", **_BF16}),
+    ("torchvision:convnext_tiny", 48, {"plain": [], "checkpoint": ["modules=CNBlock"]},
+     {"optimizer": "adamw", **_BF16}),
+    ("torchvision:efficientnet_b0", 96, {"plain": []}, _BF16),
+    ("torchvision:vit_b_16", 48, {"plain": []}, {"optimizer": "sgd", "param_dtype": "fp16"}),
+)
+_HELDOUT58_TOKENS = (
+    ("hf:gpt2", 8, (512,), {"plain": [], "checkpoint": ["modules=GPT2Block"]},
+     {"optimizer": "adamw", **_BF16}),
+    ("hf:HuggingFaceTB/SmolLM2-135M", 4, (512,), {"plain": []},
+     {"optimizer": "adamw", "optimizer_impl": "fused", **_BF16}),
+)
+PLAN_HELDOUT58 = _plan_set(_HELDOUT58, _HELDOUT58_TOKENS)
 # save_on_cpu's own default, pin_memory=false, never run on a GPU before (2026-11-30, branch
 # robust): pageable copies hold the launching thread, and their step-time model
 # (opcost.op_times_s: blocking copies, the preset's pageable bandwidths) has no measurement yet
@@ -1676,16 +1694,18 @@ PLAN_SETS = {"standard": PLAN_RUNS, "heldout": PLAN_HELDOUT, "heldout2": PLAN_HE
              "heldout52": PLAN_HELDOUT52, "heldout53": PLAN_HELDOUT53,
              "heldout54": PLAN_HELDOUT54, "heldout55": PLAN_HELDOUT55,
              "heldout56": PLAN_HELDOUT56, "heldout57": PLAN_HELDOUT57,
+             "heldout58": PLAN_HELDOUT58,
              "pageable": PLAN_PAGEABLE}
 
 
 def run_setup(run):
     """The run's :class:`~snsim.torchsim.amp.TrainSetup` (optimizer, implementation, amp,
-    float32 matmul precision)."""
+    float32 matmul precision, parameters' dtype)."""
     from .amp import TrainSetup
     return TrainSetup.parse(run.get("optimizer", "sgd-momentum"),
                             run.get("optimizer_impl", "foreach"), run.get("amp"),
-                            matmul_precision=run.get("matmul_precision", "highest"))
+                            matmul_precision=run.get("matmul_precision", "highest"),
+                            param_dtype=run.get("param_dtype", "fp32"))
 SETUP_S = 3.0      # build, move to the GPU, first kernels [E]
 PROCESS_START_S = 6.0   # a fresh process: spawn, import torch and torchvision, CUDA context [E]
 PINNED_BYTES_PER_S = 4e9   # cudaHostAlloc of the first save_on_cpu iteration [E]

@@ -50,7 +50,8 @@ def zero_setup(policy, optimizer):
     Raises
     ------
     ConfigError
-        The setup asks for autocast, fused kernels or TF32 matmuls: the scheme steps fp32
+        The setup asks for autocast, fused kernels, TF32 matmuls or low-precision parameters:
+        the scheme steps fp32
         master weights with ``torch.optim`` on the CPU and runs forward and backward in fp32
         at torch's default matmul precision, so such a prediction would describe a run that
         ``snsim execute`` does not make.
@@ -66,6 +67,9 @@ def zero_setup(policy, optimizer):
     if setup.tf32_matmuls:
         raise ConfigError(f"--policy {policy}'s executor runs torch's default matmul precision: "
                           f"drop --matmul-precision {setup.matmul_precision}")
+    if setup.param_dtype != "fp32":
+        raise ConfigError(f"--policy {policy} keeps fp32 master weights on the CPU: drop "
+                          f"--param-dtype {setup.param_dtype}")
     return setup
 
 
