@@ -20,7 +20,7 @@ import math
 import sys
 from pathlib import Path
 
-from snsim.torchsim.amp import MATMUL_PRECISIONS
+from snsim.torchsim.amp import MATMUL_PRECISIONS, PARAM_DTYPES
 from snsim.trace import open_text, text_path
 
 NO_KERNEL_LABEL = "(calls without a kernel)"
@@ -34,6 +34,7 @@ def main(argv=None):
     ap.add_argument("--impl", default="foreach")
     ap.add_argument("--amp", default=None, choices=[None, "bf16", "fp16"])
     ap.add_argument("--matmul-precision", default="highest", choices=MATMUL_PRECISIONS)
+    ap.add_argument("--param-dtype", default="fp32", choices=PARAM_DTYPES)
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--table", default=None, help="kernel table (default: the preset's)")
     ap.add_argument("--meas-ms", type=float, default=None, help="the measured step, for the error")
@@ -49,7 +50,7 @@ def main(argv=None):
     from snsim.torchsim.opcost import NO_KERNEL_OPS, _lookup_args, op_gpu_time_s
 
     setup = TrainSetup(args.optimizer, args.impl, args.amp,
-                       matmul_precision=args.matmul_precision)
+                       matmul_precision=args.matmul_precision, param_dtype=args.param_dtype)
     try:
         mod = modelled(args.model, args.batch, setup, args.gpu, args.cache, args.table)
     except LookupError as e:

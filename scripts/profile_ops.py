@@ -262,7 +262,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--configs", default=DEFAULT_CONFIGS,
-                    help="comma list of model:batch:optimizer:impl:amp (amp none|bf16|fp16)")
+                    help="comma list of model:batch:optimizer:impl:amp (amp none|bf16|fp16, "
+                         "or purebf16|purefp16: --param-dtype)")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--deadline-s", type=float, default=170.0,

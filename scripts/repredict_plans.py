@@ -4,10 +4,10 @@ before-run figures, which stay as they were in the suite files).
 For every completed run of ``traces/h200/plans_table/`` (or the ``--folder`` list),
 ``zero.predict_policy`` (what ``snsim predict --policy`` does, CPU only: ``predict_plan``, or
 ``predict_zero`` for a ZeRO plan) with the run's model, batch, plan options and training setup
-(optimizer, its kernels, autocast, matmul precision), and ``save_on_cpu`` as the run's torch
-packs (:func:`run_torch`, :func:`snsim.torchsim.plans.pack_blocks_of`); prints and writes one
-CSV row per run with the stored before-run step time and peaks, the re-predicted ones and the
-measured ones, and the mean / median / max |err| per policy. Rows already in
+(optimizer, its kernels, autocast, matmul precision, parameters' dtype), and ``save_on_cpu``
+as the run's torch packs (:func:`run_torch`, :func:`snsim.torchsim.plans.pack_blocks_of`);
+prints and writes one CSV row per run with the stored before-run step time and peaks, the
+re-predicted ones and the measured ones, and the mean / median / max |err| per policy. Rows already in
 ``--csv`` are kept (a cut-short run resumes).
 
     PYTHONPATH=. python scripts/repredict_plans.py --csv plans_repredicted.csv \\
@@ -129,7 +129,8 @@ def main(argv=None):
             print(f"run={run['name']} skipped: measured without a gauge", flush=True)
             continue
         t0 = time.time()
-        # the run's whole training setup: optimizer, its kernels, autocast, matmul precision
+        # the run's whole training setup: optimizer, its kernels, autocast, matmul precision,
+        # the parameters' dtype
         skipped = 0                     # none, and every run without GradScaler
         if p.get("amp") == "fp16" and args.skipped == "measured":
             skipped = min(int(m.get("skipped_warmup_steps") or 0), 3)
@@ -137,7 +138,7 @@ def main(argv=None):
             skipped = None              # TrainSetup's default: snsim predict estimates it
         setup = TrainSetup.parse(p.get("optimizer", "sgd-momentum"),
                                  p.get("optimizer_impl") or "foreach", p.get("amp"), skipped,
-                                 p.get("matmul_precision"))
+                                 p.get("matmul_precision"), p.get("param_dtype"))
         out, _ = predict_policy(run["model"], int(run["batch"]),
                                 parse_plan(run["policy"], opts, setup), optimizer=setup,
                                 input_shape=tuple(run["input_shape"]),

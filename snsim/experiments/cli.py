@@ -243,8 +243,7 @@ def _maxbatch_model(args):
                               f"batch {b.next_batch} does not fit"))
     print(f"largest batch of {rep.model} per plan on {rep.hardware}, budget "
           f"{format_bytes(rep.budget_bytes)}, {setup.optimizer} ({setup.optimizer_impl}), "
-          f"{setup.amp + ' autocast' if setup.amp else 'fp32'}"
-          f"{' (TF32 matmuls)' if setup.tf32_matmuls and not setup.amp else ''}, "
+          f"{setup.precision_label}, "
           f"PyTorch's caching allocator "
           f"(snsim predict at each batch)")
     rows = []

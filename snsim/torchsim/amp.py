@@ -158,6 +158,20 @@ class TrainSetup:
         return d
 
     @property
+    def precision_label(self):
+        """What the step computes in, for titles: ``bf16 autocast``, ``pure bf16``, ``fp32``
+        or ``fp32 (TF32 matmuls)``.
+
+        >>> TrainSetup(param_dtype="bf16").precision_label
+        'pure bf16'
+        """
+        if self.amp:
+            return f"{self.amp} autocast"
+        if self.param_dtype != "fp32":
+            return f"pure {self.param_dtype}"
+        return "fp32 (TF32 matmuls)" if self.tf32_matmuls else "fp32"
+
+    @property
     def param_torch_dtype(self):
         """The parameters' ``torch.dtype`` (:attr:`param_dtype`)."""
         import torch
