@@ -4571,8 +4571,21 @@ def build_report(traces_dir="traces/h200"):
                        "(`docs/data/plans_heldout58_gauge_after_s73_h100.csv`) median 9.19 %, "
                        "max 24.4 %: the two ConvNeXt-T plans fall to -1.5 and +1.8 %, but "
                        "SmolLM2-135M (-24.4 %, gauged 8.2 us), GPT-2 (-16.8, -14.0 %) and ViT-B/16 "
-                       "fp16 (-14.9 %, gauged 7.8 us) stay too fast: the transformers' host "
-                       "time in pure half precision is under-modelled, not yet profiled. ")
+                       "fp16 (-14.9 %, gauged 7.8 us) stay too fast. Profiled in one process "
+                       "minutes later (`scripts/profile_ops.py` with `purebf16`/`purefp16` "
+                       "configurations, `traces/h100/profile_s73b/`), SmolLM2-135M b4 fused "
+                       "AdamW stepped 104.3 ms in pure bf16 and 105.6 ms under bf16 autocast, "
+                       "where the model has 90.8 and 116 ms: in that process the launching "
+                       "thread's forward took 41.7 ms against 34.5 modelled in pure bf16 and "
+                       "44.7 against 43.5 under autocast, its backward 60.4 against 52.0 and "
+                       "59.6 against 67.1 (`scripts/op_breakdown.py "
+                       "hf:HuggingFaceTB/SmolLM2-135M@512 4 --param-dtype bf16 --optimizer "
+                       "adamw --impl fused --gpu h100 --profile "
+                       "traces/h100/profile_s73b/profile_ops.csv.gz`, and `--amp bf16`): the "
+                       "model charges autocast's casts more host time than they take and pure "
+                       "half precision's ops less, by about 8 ms a phase each. ViT-B/16 fp16: "
+                       "modelled GPU 20.8 ms against 21.2 busy, the host's forward 11.5 ms "
+                       "against 5.4 modelled. ")
     L.extend(host_range_section())
 
     # -- 2. the zoo in PyTorch semantics --------------------------------------------------------
