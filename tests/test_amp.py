@@ -1131,3 +1131,19 @@ def test_pure_bf16_step_runs_on_the_cpu_as_predicted(tmp_path, monkeypatch):
     first, *steps = snsim_dtype_probe.SEEN
     assert first == (torch.float32, torch.float32)
     assert steps == [(torch.bfloat16, torch.bfloat16)] * 3
+
+
+def test_pure_bf16_capture_records_half_the_static_bytes(mlp):
+    """snsim capture (on the CPU here) of the same pure-bf16 setup: the parameters' 709
+    elements at 2 bytes (1,418 B, by hand: 2,836 in fp32), AdamW's moments likewise, the 4x16
+    input at 2 bytes beside its int64 targets (4 x 8 B), and the provenance says bf16."""
+    from snsim.torchsim.capture import capture
+    doc = {d: capture(mlp, 4, optimizer=TrainSetup("adamw", param_dtype=d), device="cpu")
+           for d in ("fp32", "bf16")}
+    static = {d: doc[d]["program"]["static_bytes"] for d in doc}
+    assert static["fp32"]["parameter"] == 709 * 4 and static["bf16"]["parameter"] == 709 * 2
+    assert static["bf16"]["input"] == 4 * 16 * 2 + 4 * 8
+    assert static["fp32"]["input"] == 4 * 16 * 4 + 4 * 8
+    assert static["fp32"]["optimizer_state"] - static["bf16"]["optimizer_state"] == 2 * 709 * 2
+    assert doc["bf16"]["provenance"]["param_dtype"] == "bf16"
+    assert "param_dtype" not in doc["fp32"]["provenance"]
