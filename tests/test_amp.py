@@ -1147,3 +1147,36 @@ def test_pure_bf16_capture_records_half_the_static_bytes(mlp):
     assert static["fp32"]["optimizer_state"] - static["bf16"]["optimizer_state"] == 2 * 709 * 2
     assert doc["bf16"]["provenance"]["param_dtype"] == "bf16"
     assert "param_dtype" not in doc["fp32"]["provenance"]
+
+
+def test_pure_bf16_input_of_a_users_make_input(tmp_path, monkeypatch):
+    """A module:callable's own make_input: a floating tensor it returns is cast, anything
+    else (a dict of tensors here) is handed on as it made it."""
+    (tmp_path / "snsim_dict_input.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Two(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Linear(8, 4)
+
+            def forward(self, batch):
+                return self.a(batch["x"].to(self.a.weight.dtype))
+
+        def floating():
+            return nn.Linear(8, 4), lambda n, device=None: torch.randn(n, 8, device=device)
+
+        def mapping():
+            return Two(), lambda n, device=None: {"x": torch.randn(n, 8, device=device)}
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from snsim.torchsim.models import resolve_model
+    setup = TrainSetup(param_dtype="bf16")
+    spec = resolve_model("snsim_dict_input:floating")
+    spec.build()
+    assert setup.make_input(spec, 3).dtype == torch.bfloat16
+    spec = resolve_model("snsim_dict_input:mapping")
+    spec.build()
+    x = setup.make_input(spec, 3)
+    assert isinstance(x, dict) and x["x"].dtype == torch.float32

@@ -211,12 +211,17 @@ class TrainSetup:
         """``spec``'s random input batch on ``device`` as a :attr:`param_dtype` model takes it:
         a floating batch made on the CPU and cast on its way to the device (the device never
         holds an fp32 copy), token ids (any non-floating input) as they are; for fp32,
-        ``spec.make_input(batch, device)``."""
+        ``spec.make_input(batch, device)``. A ``module:callable``'s own ``make_input`` makes
+        its batch on the device, and only a floating tensor it returns is cast there."""
         if self.param_dtype == "fp32":
             return spec.make_input(batch, device)
-        x = spec.make_input(batch)
+        import torch
+        own = spec.input_factory is not None
+        x = spec.make_input(batch, device if own else None)
+        if not isinstance(x, torch.Tensor):
+            return x
         if not x.is_floating_point():
-            return x.to(device) if device is not None else x
+            return x if own or device is None else x.to(device)
         return x.to(device=device, dtype=self.param_torch_dtype)
 
     def make_optimizer(self, params):
