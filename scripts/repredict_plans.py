@@ -7,8 +7,8 @@ For every completed run of ``traces/h200/plans_table/`` (or the ``--folder`` lis
 (optimizer, its kernels, autocast, matmul precision, parameters' dtype), and ``save_on_cpu``
 as the run's torch packs (:func:`run_torch`, :func:`snsim.torchsim.plans.pack_blocks_of`);
 prints and writes one CSV row per run with the stored before-run step time and peaks, the
-re-predicted ones and the measured ones, and the mean / median / max |err| per policy. Rows already in
-``--csv`` are kept (a cut-short run resumes).
+re-predicted ones and the measured ones, and the mean / median / max |err| per policy. Rows
+already in ``--csv`` are kept (a cut-short run resumes).
 
     PYTHONPATH=. python scripts/repredict_plans.py --csv plans_repredicted.csv \\
         [--folder plans,plans_heldout] [--policies plain,cpu_offload,superneurons,checkpoint]
