@@ -649,6 +649,9 @@ def _layer_ops(a, dtype_bytes=4):
         # training mode counts its batches: ``num_batches_tracked.add_(1)`` (int64, one element)
         return ([("native_batch_norm", 0, x + y, cls, "float32"), ("add_", 0, 16, "", "float32")],
                 [("native_batch_norm_backward", 0, 3 * x, cls, "float32")])
+    if typ == "ACT" and a.get("activation") == "relu6":     # autograd's copy, hardtanh_
+        return ([("clone", 0, 2 * x, "", "float32"), ("hardtanh_", 0, 2 * x, "", "float32")],
+                [("hardtanh_backward", 0, 3 * x, "", "float32")])
     if typ == "ACT":
         return ([("relu_", 0, 2 * x, "", "float32")],
                 [("threshold_backward", 0, 3 * x, "", "float32")])

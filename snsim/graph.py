@@ -29,7 +29,7 @@ RECOMPUTABLE_TYPES = frozenset({"ACT", "BN", "POOL", "LRN", "DROPOUT", "PADDING"
 
 
 ATTENTION_KERNELS = ("eager", "flash")
-ACTIVATIONS = ("relu", "gelu", "silu", "tanh")
+ACTIVATIONS = ("relu", "relu6", "gelu", "silu", "tanh")
 
 
 def _pair(v):
@@ -237,7 +237,8 @@ class GraphBuilder:
         return self._add("ACT", [x], self.shape(x), name=name, activation="relu")
 
     def act(self, x, activation, *, name=None):
-        """An elementwise activation: ``relu``, ``gelu``, ``silu`` or ``tanh``."""
+        """An elementwise activation: ``relu``, ``relu6`` (``nn.ReLU6``), ``gelu``, ``silu`` or
+        ``tanh``."""
         if activation not in ACTIVATIONS:
             raise UnknownNameError(f"activation {activation!r} is unknown; known: "
                                    f"{', '.join(ACTIVATIONS)}")

@@ -16,6 +16,7 @@ op             allocates                                  saved for backward
 conv2d         y, cuDNN workspace (freed in the op)       x (and the weight: static)
 batch_norm     y, save_mean, save_invstd (C fp32 each)    x, save_mean, save_invstd
 ReLU(inplace)  nothing: writes into its input storage     the result (= that storage)
+ReLU6(inplace) a copy of its input, then writes into it    the copy (hardtanh_ reads its input)
 max_pool2d     y, int64 indices (8 B per output element)  x, indices
 avg_pool2d     y                                          x (adaptive pools other than 1x1 too)
 global pool    y (``mean``)                               nothing
@@ -612,23 +613,31 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             store[n] = x
             add_step(n, "F", t_f, xs, (), tuple(t for t in xs if t is not None))
             continue
-        elif (typ == "ACT" and a.get("activation", "relu") == "relu") or (
+        elif (typ == "ACT" and a.get("activation", "relu") in ("relu", "relu6")) or (
                 typ == "JOIN" and a.get("inplace", True) and len(users[ins[n][-1]]) == 1
                 and nodes[ins[n][-1]]["type"] != "ACT"):
             # in place (ReLU(inplace=True), ``out += identity``) when nothing else reads the
             # input and its producer does not keep it for backward
             target = xs[0] if typ == "ACT" else xs[-1]
+            relu6 = typ == "ACT" and a.get("activation") == "relu6"
             if typ == "ACT" and len(users[ins[n][0]]) > 1:
                 target = None
             if target is not None:
                 store[n] = target
+                xin = tuple(t for t in xs if t is not None)
+                if relu6:
+                    # ReLU6(inplace=True) is hardtanh_, whose backward reads its input: autograd
+                    # clones the input, keeps the copy and overwrites the original
+                    saved[n] = [new(f"{name}.input_copy", "activation", y_bytes, n)]
+                    add_step(n, "F", t_f, list(xin) + saved[n], saved[n], xin)
+                    continue
                 if typ == "ACT":
                     saved[n] = [target]
-                add_step(n, "F", t_f, xs, (), tuple(t for t in xs if t is not None))
+                add_step(n, "F", t_f, xs, (), xin)
                 continue
             outs = [new(f"{name}.y", "activation", y_bytes, n)]
-            if typ == "ACT":
-                saved[n] = [outs[0]]
+            if typ == "ACT":    # out of place: relu keeps its output, hardtanh its input
+                saved[n] = [x] if relu6 else [outs[0]]
         elif typ == "POOL":
             outs = [new(f"{name}.y", "activation", y_bytes, n)]
             oh, ow = a["out_shape"][2:]

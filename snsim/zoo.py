@@ -31,10 +31,10 @@ VARIANTS = ("torchvision", "release")
 
 
 # -- building blocks ----------------------------------------------------------------------
-def _conv_bn_relu(b, x, out, kernel, stride=1, pad=0, *, relu=True, name=""):
+def _conv_bn_relu(b, x, out, kernel, stride=1, pad=0, *, relu=True, name="", act="relu"):
     x = b.conv(x, out, kernel, stride, pad, bias=False, name=name + "conv")
     x = b.bn(x, name=name + "bn")
-    return b.relu(x, name=name + "relu") if relu else x
+    return b.act(x, act, name=name + "relu") if relu else x
 
 
 def _residual_join(b, fork, short, main):
@@ -234,7 +234,8 @@ def mobilenet_v2(*, batch, input_size=None, num_classes=1000, variant="torchvisi
 
     Inverted residual blocks ``features.1`` .. ``features.17``: a 1x1 expansion (none when
     t = 1), a 3x3 depthwise conv (``groups`` = channels) and a linear 1x1 projection, each
-    conv followed by BN (and ReLU6, modelled as ReLU: same shapes, same saved tensors); a
+    conv followed by BN (and ``ReLU6(inplace=True)``: SuperNeurons' semantics take it as a ReLU,
+    PyTorch's save a copy of its input, ``program_torch``); a
     block with stride 1 and as many channels out as in adds its input (FORK/JOIN, no
     activation after the sum). Then a 1x1 conv to 1280, global average pool, dropout 0.2 and
     the classifier.
@@ -242,7 +243,7 @@ def mobilenet_v2(*, batch, input_size=None, num_classes=1000, variant="torchvisi
     size = input_size or 224
     b = GraphBuilder("mobilenet_v2", batch=batch, input_shape=(3, size, size))
     b.scope("features.0.")
-    x = _conv_bn_relu(b, b.data(), 32, 3, 2, 1)
+    x = _conv_bn_relu(b, b.data(), 32, 3, 2, 1, act="relu6")
     cin, block = 32, 1
     for t, c, n, s in MOBILENET_V2_STAGES:
         for i in range(n):
@@ -251,9 +252,9 @@ def mobilenet_v2(*, batch, input_size=None, num_classes=1000, variant="torchvisi
             residual = stride == 1 and cin == c
             f = b.fork(x, name="fork") if residual else x
             hidden = cin * t
-            y = _conv_bn_relu(b, f, hidden, 1, name="expand.") if t != 1 else f
-            y = b.relu(b.bn(b.conv(y, hidden, 3, stride, 1, bias=False, groups=hidden,
-                                   name="dw.conv"), name="dw.bn"), name="dw.relu")
+            y = _conv_bn_relu(b, f, hidden, 1, name="expand.", act="relu6") if t != 1 else f
+            y = b.act(b.bn(b.conv(y, hidden, 3, stride, 1, bias=False, groups=hidden,
+                                  name="dw.conv"), name="dw.bn"), "relu6", name="dw.relu")
             y = _conv_bn_relu(b, y, c, 1, relu=False, name="project.")
             if residual:
                 j = b.join([f, y], name="join")
@@ -261,7 +262,7 @@ def mobilenet_v2(*, batch, input_size=None, num_classes=1000, variant="torchvisi
                 y = j
             x, cin, block = y, c, block + 1
     b.scope(f"features.{block}.")
-    x = _conv_bn_relu(b, x, 1280, 1)
+    x = _conv_bn_relu(b, x, 1280, 1, act="relu6")
     b.scope("")
     x = b.dropout(b.global_pool(x, name="avgpool"), 0.2, name="classifier.0")
     return b.finish(b.softmax(b.fc(x, num_classes, name="classifier.1")))

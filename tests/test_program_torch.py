@@ -214,7 +214,8 @@ def _small_densenet_spec():
 
 
 @pytest.mark.parametrize("net,batch", [("resnet18", 16), ("alexnet", 32), ("vgg11", 8),
-                                       ("densenet:2,2,2,2", 8), ("resnet:1,1,2,1", 8)])
+                                       ("densenet:2,2,2,2", 8), ("resnet:1,1,2,1", 8),
+                                       ("mobilenet_v2", 8)])
 def test_matches_predict_without_workspaces(net, batch):
     """The storages, lifetimes and order equal autograd's: both sides without the memory no
     tensor owns (cuDNN/cuBLAS workspaces, which predict takes from capture tables)."""

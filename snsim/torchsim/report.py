@@ -35,7 +35,8 @@ PLAN_GATES = {"allocated": (1.0, 3.0), "reserved": (3.0, 8.0), "step_time": (10.
 # zoo networks with a torchvision twin, by capture name
 ZOO_TWINS = {"alexnet": "alexnet", "vgg16": "vgg16", "resnet34": "resnet34",
              "resnet50": "resnet50", "resnet101": "resnet101", "resnet152": "resnet152",
-             "densenet121": "densenet121", "resnet_3-16-62-3": "resnet:3,16,62,3"}
+             "densenet121": "densenet121", "resnet_3-16-62-3": "resnet:3,16,62,3",
+             "mobilenet_v2": "mobilenet_v2"}
 
 
 def _runs(ns):
