@@ -24,12 +24,14 @@ def resolve_hardware(hardware):
 
 def make_program(network, *, batch=None, hardware="k40c", input_size=None,
                  variant="torchvision", optimizer="sgd-momentum", fork_copies=True,
-                 first_conv_dx=False, framework="superneurons"):
+                 first_conv_dx=False, framework="superneurons", amp=None, param_dtype="fp32"):
     """A :class:`~snsim.program.Program` from a zoo name, a layer DAG or a program.
 
     ``framework`` picks the semantics of a zoo network or DAG: ``"superneurons"`` (SPEC §2.3,
     the paper's framework; default) or ``"pytorch"`` (what autograd saves for the torchvision
-    twin, :mod:`snsim.program_torch`). A prepared Program keeps its own.
+    twin, :mod:`snsim.program_torch`). A prepared Program keeps its own. ``amp``
+    (``"bf16"``/``"fp16"`` autocast) and ``param_dtype`` (pure 16-bit training) need PyTorch
+    semantics.
     """
     hw = resolve_hardware(hardware)
     check_framework(framework)
@@ -46,7 +48,8 @@ def make_program(network, *, batch=None, hardware="k40c", input_size=None,
         raise ConfigError(f"network must be a zoo name, a networkx.DiGraph or a Program, "
                           f"not {type(network).__name__}")
     return build_program(network, hardware=hw, optimizer=optimizer, fork_copies=fork_copies,
-                         first_conv_dx=first_conv_dx, framework=framework)
+                         first_conv_dx=first_conv_dx, framework=framework, amp=amp,
+                         param_dtype=param_dtype)
 
 
 def check_framework(framework):
@@ -59,7 +62,7 @@ def check_framework(framework):
 def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_bytes=None,
              allocator="ideal", allocator_options=None, policy_options=None, input_size=None,
              variant="torchvision", optimizer="sgd-momentum", record=True,
-             framework="superneurons", check_invariants=None):
+             framework="superneurons", check_invariants=None, amp=None, param_dtype="fp32"):
     """Simulate one training iteration of ``network`` under ``policy``.
 
     Parameters
@@ -78,6 +81,9 @@ def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_
     framework : {"superneurons", "pytorch"}
         Semantics of a zoo network: SuperNeurons' framework (SPEC §2.3) or what PyTorch's
         autograd saves for the torchvision twin (SPEC §2.4). The Result records it.
+    amp, param_dtype
+        ``"bf16"``/``"fp16"`` autocast, or pure 16-bit training (``"bf16"``/``"fp16"``); PyTorch
+        semantics only (:func:`snsim.program_torch.build_torch_program`).
     check_invariants : bool, optional
         Let the engine check its own rules as it runs (slower); a broken one raises
         :class:`~snsim.errors.InvariantError` naming the event. Default: off.
@@ -100,7 +106,8 @@ def simulate(network, *, batch=None, hardware="k40c", policy="liveness", budget_
                               f"values")
     hw = resolve_hardware(hardware)
     program = make_program(network, batch=batch, hardware=hw, input_size=input_size,
-                           variant=variant, optimizer=optimizer, framework=framework)
+                           variant=variant, optimizer=optimizer, framework=framework, amp=amp,
+                           param_dtype=param_dtype)
     if budget_bytes is not None:
         budget_bytes = parse_bytes(budget_bytes, field="budget")
     budget = hw.budget_bytes if budget_bytes is None else budget_bytes

@@ -80,16 +80,42 @@ def seq_arg(p):
                    help="sequence length of a token model (gpt2, llama3-8b, bert-base, ...)")
 
 
-def _framework_arg(p):
+def _framework_arg(p, precision=True):
     p.add_argument("--framework", default="superneurons", choices=("superneurons", "pytorch"),
                    help="program semantics of a zoo network: SuperNeurons' framework (default; "
                    "the K40c paper reproduction) or what PyTorch autograd saves for the "
                    "torchvision twin")
+    if precision:
+        precision_args(p)
+
+
+def precision_args(p):
+    """``--amp`` and ``--param-dtype``: the zoo's (``--framework pytorch``) and a PyTorch
+    model's."""
+    p.add_argument("--amp", default=None, choices=("none", "bf16", "fp16"),
+                   help="torch.autocast in this dtype around forward and loss, fp32 master "
+                   "weights (fp16: with GradScaler); default none (fp32)")
+    p.add_argument("--param-dtype", default="fp32", choices=("fp32", "bf16", "fp16"),
+                   help="pure low-precision training (model.to(dtype): weights, gradients, "
+                   "optimizer state and activations in that dtype, no autocast); default fp32")
+
+
+def precision_of(args):
+    """``(amp, param_dtype)`` of the command line (``--amp none``: None)."""
+    amp = getattr(args, "amp", None)
+    return (None if amp in (None, "none") else amp), getattr(args, "param_dtype", "fp32")
 
 
 def _fmt_arg(p):
     p.add_argument("--format", default="table", choices=("table", "json", "csv"),
                    help="table for people (default), json or csv for programs (every field)")
+
+
+def semantics_label(program):
+    """``pytorch semantics, bf16 autocast``: whose semantics a program follows, and the
+    precision of a zoo program in PyTorch semantics."""
+    label = f"{program.framework or program.source} semantics"
+    return f"{label}, {program.precision}" if program.precision else label
 
 
 def load_program(args):
@@ -99,14 +125,19 @@ def load_program(args):
     if getattr(args, "trace", None):
         from .trace import read_trace
         net = read_trace(args.trace)
+        amp, param_dtype = precision_of(args)
+        if amp or param_dtype != "fp32":
+            raise ConfigError("--amp and --param-dtype apply to a zoo --network (a trace "
+                              "holds the precision it was captured or predicted in)")
         return hw, make_program(net, hardware=hw, optimizer=args.optimizer)
     if args.batch is not None and args.batch <= 0:
         raise ConfigError(f"--batch (={args.batch}) must be a positive integer")
     from .zoo import seq_input_size
     size = seq_input_size(args.network, seq=args.seq, input_size=args.input_size)
+    amp, param_dtype = precision_of(args)
     return hw, make_program(args.network, batch=args.batch, hardware=hw, input_size=size,
-                            variant=args.variant,
-                            optimizer=args.optimizer, framework=args.framework)
+                            variant=args.variant, optimizer=args.optimizer,
+                            framework=args.framework, amp=amp, param_dtype=param_dtype)
 
 
 # -- describe --------------------------------------------------------------------------------
@@ -123,6 +154,7 @@ def describe_rows(program):
     return {
         "network": program.name, "batch": program.batch,
         "framework": program.framework or program.source, "hardware": program.hardware,
+        **({"precision": program.precision} if program.precision else {}),
         "layers": G.number_of_nodes() if G is not None else len({s.layer for s in steps}),
         "route_steps": sum(1 for s in steps if s.phase in "FB"),
         "parameters": params,
@@ -292,6 +324,8 @@ def result_row(r, program=None):
             "failure"]
     out = {"verdict": verdict(r, program)}
     out.update((k, row[k]) for k in keep)
+    if program is not None and program.precision:
+        out["precision"] = program.precision
     out["time_source"] = time_source(program) if program is not None else "modelled"
     out["context_bytes"] = r.context_bytes
     if not r.feasible:
@@ -341,7 +375,7 @@ def print_run(r, program, args, out=None):
     placed = {"modules": " on module boundaries", "layers": " on the layer graph"}.get(
         (r.options or {}).get("placement"), "")
     w(f"{program.name} batch {program.batch}, policy {r.policy}{placed}, "
-      f"{_allocator_label(args)}, {program.framework or program.source} semantics\n")
+      f"{_allocator_label(args)}, {semantics_label(program)}\n")
     note = capture_step_note(program)
     if note:
         w(f"({note})\n")
@@ -454,7 +488,7 @@ def cmd_compare(args):
             print(f"does not fit: no policy fits {program.name} batch {program.batch} in "
                   f"{budget / 2**30:.2f} GiB")
         print(f"{program.name} batch {program.batch}, {hw.name}, budget {format_bytes(budget)}, "
-              f"{program.framework or program.source} semantics, {_allocator_label(args)}")
+              f"{semantics_label(program)}, {_allocator_label(args)}")
         if args.verbose:
             table = [{k: v for k, v in d.items() if k not in ("framework", "failed_at")}
                      for d in rows]

@@ -613,9 +613,59 @@ def with_modeled_times(G, hw):
 # -- measured kernel tables (issue 10) ---------------------------------------------------------
 
 
-def _layer_ops(a, dtype_bytes=4):
+#: the dtype of an op's math mode (:func:`_layer_ops`' last field names a math mode for
+#: convolutions and matmuls, a dtype for the rest)
+_MATH_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "tf32": "float32", "fp32": "float32"}
+
+
+def lookup_args(mode):
+    """The kernel table's ``dtype`` and ``math_`` keywords of a :func:`_layer_ops` op whose
+    last field is ``mode`` (a compute family's group is its math mode's, another's its
+    dtype's: :meth:`snsim.kernel_table.KernelTable.time_s`)."""
+    return {"dtype": _MATH_DTYPE.get(mode, mode), "math_": mode}
+
+
+def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False):
     """The aten ops of a zoo layer's forward and backward in eager PyTorch (torchvision twin):
-    two lists of ``(family, flops, bytes, cls, math)``; None for a type not mapped."""
+    two lists of ``(family, flops, bytes, cls, math)``; None for a type not mapped.
+
+    ``half`` (``"bf16"``/``"fp16"``): the layer computes in 16 bits (pure low precision, or
+    autocast with ``dtype_bytes`` 2): convolutions and matmuls read the table's rows of that
+    math, every other family its 16-bit rows (``bf16``), as a recorded 16-bit call does
+    (:func:`snsim.torchsim.opcost._table_args`). ``autocast`` adds the casts autocast makes:
+    each fp32 parameter of a convolution or linear layer to 16 bits in forward (and an fp32
+    input, ``fp32_input``), its 16-bit gradient back to fp32 in backward; the loss's
+    log-probabilities to fp32 for ``nll_loss`` and their gradient back. A cast reads 4 bytes
+    and writes 2 per element (``_to_copy``, the table's ``clone`` rows)."""
+    ops = _layer_ops_fp32(a, dtype_bytes)
+    if ops is None or half is None:
+        return ops
+    wide = {"tf32": half, "fp32": half}
+    narrow = _MATH_DTYPE[half]
+    fwd, bwd = ([(f, fl, nb, cls, wide.get(m, narrow)) for f, fl, nb, cls, m in part]
+                for part in ops)
+    if not autocast:
+        return fwd, bwd
+    typ = a["type"]
+    if typ in ("CONV", "FC"):
+        bias = (a.get("out_channels") if typ == "CONV" else a.get("out_features")) \
+            if a.get("bias") else 0
+        pieces = [n for n in (a["params"] - bias, bias) if n]
+        casts = [("_to_copy", 0, 6 * n, "", "float32") for n in pieces]
+        if fp32_input:
+            casts.append(("_to_copy", 0, 6 * _numel(a["in_shapes"][0]), "", "float32"))
+        fwd = casts + fwd
+        bwd = bwd + [("_to_copy", 0, 6 * n, "", narrow) for n in pieces]
+    elif typ == "SOFTMAX":
+        cast = ("_to_copy", 0, 6 * _numel(a["out_shape"]), "", narrow)
+        fwd = fwd[:1] + [cast] + fwd[1:]
+        bwd = bwd[:1] + [cast] + bwd[1:]
+    return fwd, bwd
+
+
+def _layer_ops_fp32(a, dtype_bytes):
+    """:func:`_layer_ops` of a layer in one dtype of ``dtype_bytes``, at the table's fp32
+    (TF32 convolutions) rows."""
     typ = a["type"]
     b = dtype_bytes
     y = _numel(a["out_shape"]) * b
@@ -680,8 +730,10 @@ def _layer_ops(a, dtype_bytes=4):
     return None
 
 
-def table_layer_times(G, table, dtype_bytes=4):
+def table_layer_times(G, table, dtype_bytes=4, half=None, autocast=False):
     """Per-layer times of a zoo graph from a measured kernel table (:mod:`snsim.kernel_table`).
+    ``half`` and ``autocast``: the step's 16-bit math and autocast's casts (:func:`_layer_ops`;
+    the input batch is the one fp32 input a layer casts).
 
     Returns
     -------
@@ -690,10 +742,13 @@ def table_layer_times(G, table, dtype_bytes=4):
         its ops found); ``sources`` maps ``"table"``/``"fitted"``/``"proxy"`` to seconds.
     """
     from .kernel_table import bias_calls, bias_time_s, family_of, table_family
-    dtype = {2: "bfloat16", 8: "float64"}.get(dtype_bytes, "float32")
+    dtype = ({"bf16": "bfloat16", "fp16": "float16"}[half] if half
+             else {2: "bfloat16", 8: "float64"}.get(dtype_bytes, "float32"))
     out, sources = {}, {}
     for n, a in G.nodes(data=True):
-        ops = _layer_ops(a, dtype_bytes) if a.get("type") not in ("DATA", "FORK") else None
+        ops = _layer_ops(a, dtype_bytes, half, autocast, fp32_input=any(
+            G.nodes[p].get("type") == "DATA" for p in G.predecessors(n))) \
+            if a.get("type") not in ("DATA", "FORK") else None
         if ops is None:
             continue
         times, ok, srcs = [], True, []
@@ -716,7 +771,7 @@ def table_layer_times(G, table, dtype_bytes=4):
                 # Linear's addmm reads the mm rows), and as a table without it reads it
                 fam, cls = table_family(table, fam, cls)
                 t, src = table.time_s(family_of(fam), flops=flops, nbytes=nbytes, cls=cls,
-                                      math_=mth)
+                                      **lookup_args(mth))
                 if t is None:
                     ok = False
                     break

@@ -98,6 +98,7 @@ class Program:
     extra: dict = field(default_factory=dict)   # captured extras: measured truth, provenance
     adjacency: tuple = None    # (next, prev) layer lists of the graph, in port order
     framework: str = ""        # whose semantics: "superneurons" or "pytorch" (zoo programs)
+    precision: str = ""        # a zoo program's in PyTorch semantics: "fp32", "bf16 autocast"...
     _uses: tuple = None
     # memos of derived figures; init=False, so that dataclasses.replace() (a policy deriving a
     # program, as zero_offload does) starts the copy without them
@@ -235,7 +236,7 @@ def _numel(shape):
 
 
 def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=True,
-                  first_conv_dx=False, framework="superneurons"):
+                  first_conv_dx=False, framework="superneurons", amp=None, param_dtype="fp32"):
     """Build the :class:`Program` of one iteration of zoo graph ``G`` (SPEC §2.3).
 
     With ``framework="pytorch"`` the program follows PyTorch's autograd instead (SPEC §2.4,
@@ -256,6 +257,10 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
         Compute dx for a conv fed by the data layer (release quirk Q3; default False).
     framework : {"superneurons", "pytorch"}
         Whose semantics (default SuperNeurons').
+    amp, param_dtype
+        Mixed precision (autocast) or pure 16-bit training; PyTorch semantics only
+        (:func:`snsim.program_torch.build_torch_program`). SuperNeurons' framework trains in
+        fp32.
 
     Examples
     --------
@@ -267,7 +272,12 @@ def build_program(G, *, hardware=None, optimizer="sgd-momentum", fork_copies=Tru
     """
     if framework == "pytorch":
         from .program_torch import build_torch_program
-        return build_torch_program(G, hardware=hardware, optimizer=optimizer)
+        return build_torch_program(G, hardware=hardware, optimizer=optimizer, amp=amp,
+                                   param_dtype=param_dtype)
+    if amp or param_dtype != "fp32":
+        flag = f"--amp {amp}" if amp else f"--param-dtype {param_dtype}"
+        raise ConfigError(f"{flag} needs --framework pytorch: SuperNeurons' framework trains "
+                          f"in fp32")
     if framework != "superneurons":
         raise ConfigError(f"framework {framework!r} is unknown; known: {', '.join(FRAMEWORKS)}")
     if optimizer not in OPTIMIZER_STATE_FACTOR:

@@ -69,6 +69,12 @@ from .program import (OPTIMIZER_STATE_FACTOR, Program, StaticTensor, Step, Tenso
 #: (decoupled decay, in place on the parameters) only ``_foreach_sqrt`` of ``exp_avg_sq``.
 OPTIMIZER_TEMPORARIES = {"sgd": 1, "sgd-momentum": 1, "nesterov": 1, "adam": 1, "adamw": 1}
 
+#: Layer types with autocast rules (``--amp``): the convolutional networks' (a transformer's
+#: norms, attention and embeddings mix fp32 and 16-bit values in ways these rules do not
+#: follow; ``snsim predict --amp`` runs autocast itself)
+AUTOCAST_TYPES = frozenset({"DATA", "FORK", "CONV", "BN", "ACT", "POOL", "FC", "DROPOUT",
+                            "SOFTMAX", "JOIN", "CONCAT", "PADDING"})
+
 #: cuBLAS keeps one workspace per (handle, stream), and a handle per thread: the forward's
 #: thread and autograd's device thread each get one at their first matmul; the forward's
 #: cuBLASLt ``addmm`` (bias epilogue) takes a 1 MiB cuBLASLt workspace. Sizes are torch's
@@ -106,11 +112,11 @@ def conv_workspace_bytes(a, pass_name, dtype_bytes=4):
     return x + y + filt
 
 
-def conv_signatures(a, needs_dx=True):
+def conv_signatures(a, needs_dx=True, dtype="float32"):
     """The aten signatures of a CONV layer's ``convolution`` and ``convolution_backward``
     calls (the backward's mask: ``needs_dx``, the weight, the bias) as
-    :mod:`snsim.torchsim.record` writes them (fp32 NCHW, no dilation): the keys of the
-    workspace tables recorded programs read (:mod:`snsim.torchsim.hidden`).
+    :mod:`snsim.torchsim.record` writes them (NCHW tensors of ``dtype``, no dilation): the
+    keys of the workspace tables recorded programs read (:mod:`snsim.torchsim.hidden`).
 
     >>> a = {"in_shapes": [(8, 3, 32, 32)], "out_shape": (8, 16, 16, 16), "kernel": (3, 3),
     ...      "stride": (2, 2), "pad": (1, 1), "out_channels": 16, "bias": True}
@@ -121,12 +127,12 @@ def conv_signatures(a, needs_dx=True):
     """
     from .costs import _conv_geom
     g = _conv_geom(a, 4)
-    x = f"float32[{g.n}, {g.c}, {g.h}, {g.w}]"
-    w = f"float32[{g.k}, {g.c // g.groups}, {g.kh}, {g.kw}]"
+    x = f"{dtype}[{g.n}, {g.c}, {g.h}, {g.w}]"
+    w = f"{dtype}[{g.k}, {g.c // g.groups}, {g.kh}, {g.kw}]"
     tail = f"{g.sh} {g.sw} {g.ph} {g.pw} 1 1 False 0 0 {g.groups}"
     bias = bool(a.get("bias"))
-    fwd = f"convolution {x} {w} {f'float32[{g.k}]' if bias else 'None'} {tail}"
-    bwd = (f"convolution_backward float32[{g.n}, {g.k}, {g.ho}, {g.wo}] {x} {w} "
+    fwd = f"convolution {x} {w} {f'{dtype}[{g.k}]' if bias else 'None'} {tail}"
+    bwd = (f"convolution_backward {dtype}[{g.n}, {g.k}, {g.ho}, {g.wo}] {x} {w} "
            f"{g.k if bias else 0} {tail} {bool(needs_dx)} True {bias}")
     return fwd, bwd
 
@@ -145,7 +151,7 @@ def _workspace_tables(name):
     return t if (t["exact"] or t.get("probe")) else None
 
 
-def measured_conv_workspaces(hardware, a, needs_dx):
+def measured_conv_workspaces(hardware, a, needs_dx, dtype="float32"):
     """``(fwd, bwd_data, bwd_filter)`` workspace bytes of a CONV layer from the preset's
     tables (:func:`workspace_tables`), by the lookup recorded programs use
     (:func:`snsim.torchsim.hidden.lookup_slots`: the layer's own call in a capture or the
@@ -153,10 +159,11 @@ def measured_conv_workspaces(hardware, a, needs_dx):
     computes no input gradient. None where the preset has no tables or they cannot say (no
     level knew the call, or which pass took which workspace): the first-principles
     :func:`conv_workspace_bytes` then applies. A backward's workspaces beyond its passes'
-    (the bias gradient's reduction buffers, a few KiB) are not modelled."""
+    (the bias gradient's reduction buffers, a few KiB) are not modelled. ``dtype``: the
+    calls' (a 16-bit call the tables lack reads its fp32 shape's, as recorded ones do)."""
     if hardware is None:
         return None
-    return _measured_conv_workspaces(hardware.name, *conv_signatures(a, needs_dx),
+    return _measured_conv_workspaces(hardware.name, *conv_signatures(a, needs_dx, dtype),
                                      int(a["in_shapes"][0][0]), bool(needs_dx))
 
 
@@ -386,12 +393,18 @@ _ADAM = (("_foreach_lerp_", 2, 2), ("_foreach_mul_", 1, 1), ("_foreach_addcmul_"
          ("_foreach_addcdiv_", 3, 3))
 FOREACH_CALLS["adam"] = (("_foreach_add_", 1, 0),) + _ADAM
 FOREACH_CALLS["adamw"] = (("_foreach_add_", 1, 0), ("_foreach_mul_", 1, 1)) + _ADAM
+#: GradScaler's calls in an fp16 step (``scaler.unscale_`` in ``scaler.step``, then
+#: ``scaler.update``), as :data:`FOREACH_CALLS`: the gradients read and written once, and the
+#: one-element scale update
+SCALER_CALLS = (("_amp_foreach_non_finite_check_and_unscale_", 1, 2),
+                ("_amp_update_scale_", 0, 0))
 #: ``.item()`` reads of a host step counter per parameter in one step (Adam's two bias
 #: corrections, ``_get_value(step)``)
 HOST_READS_PER_PARAM = {"adam": 2, "adamw": 2}
 
 
-def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype):
+def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, layer_ops, update_calls,
+            math_u, scaler):
     """Host seconds the launching thread spends on each step before its kernels can start.
 
     They are what :func:`snsim.torchsim.opcost.host_issue_s` charges the
@@ -404,9 +417,12 @@ def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype):
     call; in backward ``per_node_s`` for each of its autograd nodes (:data:`_NODES`) and its
     parameters' ``AccumulateGrad`` (a concatenation's also ``per_cat_input_s`` per input); the
     autograd engine's gradient sums (``per_accumulate_s`` each: an ``add_`` from C++); the
-    optimizer step's foreach calls (:data:`FOREACH_CALLS`) by tensor count and bytes,
-    ``per_param_s`` per parameter and ``per_read_s`` per read of a host step counter."""
-    from .costs import _layer_ops
+    optimizer step's foreach calls (``update_calls``: :data:`FOREACH_CALLS`, and
+    :data:`SCALER_CALLS` with ``scaler``) by tensor count and bytes in the parameters' math
+    ``math_u``, ``per_param_s`` per parameter, ``per_read_s`` per read of a host step
+    counter and, with GradScaler, ``per_param_scaler_s``. ``layer_ops(node)``: the layer's
+    aten calls (:func:`snsim.costs._layer_ops` at the step's precision)."""
+    from .costs import lookup_args
     from .kernel_table import family_of, innet_call_s
     memo = {}
 
@@ -417,7 +433,7 @@ def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype):
             key = (fam, flops, nbytes, cls, math_)
             if key not in memo:      # a network repeats its shapes (every block)
                 memo[key] = table.issue_s(fam, flops=flops, nbytes=nbytes, cls=cls,
-                                          math_=math_)
+                                          **lookup_args(math_))
             h = innet_call_s(inn, fam, phase, memo[key], h)
         return h
 
@@ -433,16 +449,17 @@ def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype):
         h = 0.0
         if st.phase == "U":
             h = n_params * (inn["per_param_s"]
-                            + HOST_READS_PER_PARAM.get(optimizer, 0) * inn["per_read_s"])
-            for fam, lists, passes in FOREACH_CALLS[optimizer]:
+                            + HOST_READS_PER_PARAM.get(optimizer, 0) * inn["per_read_s"]
+                            + (inn.get("per_param_scaler_s", 0.0) if scaler else 0.0))
+            for fam, lists, passes in update_calls:
                 issue = table.issue_s(fam, nbytes=passes * param_bytes,
-                                      ntensors=lists * n_params, math_="float32")
+                                      ntensors=lists * n_params, math_=math_u)
                 h = innet_call_s(inn, fam, "U", issue, h)
         elif st.type == "JOIN" and st.name.endswith(".grad_sum"):
             h = inn["per_accumulate_s"]     # the engine's add_ from C++, at any size
         elif (st.layer, st.phase) not in charged and typ is not None:
             charged.add((st.layer, st.phase))
-            ops = _layer_ops(a, dtype)
+            ops = layer_ops(st.layer)
             part = ops[0 if st.phase == "F" else 1] if ops else []
             if st.phase == "F":
                 modules = (typ in _MODULE_TYPES) + (not charged_f)   # and the model's call
@@ -464,7 +481,7 @@ def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype):
 
 
 def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspaces=True,
-                        kernel_table="auto"):
+                        kernel_table="auto", amp=None, param_dtype="fp32"):
     """Build the :class:`Program` of one PyTorch training iteration of zoo graph ``G``.
 
     Parameters
@@ -481,6 +498,13 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     kernel_table : "auto", "none", a path or a KernelTable
         Layer times from the preset's measured kernel table (``snsim calibrate``) where it has
         one, with the host issuing the kernels as a second resource; "none": the roofline.
+    amp : {None, "bf16", "fp16"}
+        ``torch.autocast`` around forward and loss, fp32 master weights (``--amp``): see
+        :data:`AUTOCAST_TYPES` for the layers it has rules for.
+    param_dtype : {"fp32", "bf16", "fp16"}
+        Pure low-precision training (``model.to(dtype)``, ``--param-dtype``): parameters,
+        gradients, optimizer state, BN buffers, activations and the image batch in 16 bits;
+        BN's and LayerNorm's saved statistics stay fp32.
 
     Examples
     --------
@@ -494,11 +518,26 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     if optimizer not in OPTIMIZER_STATE_FACTOR:
         raise ConfigError(f"optimizer {optimizer!r} is unknown; known: "
                           f"{', '.join(OPTIMIZER_STATE_FACTOR)}")
-    from .costs import (modeled_costs, table_layer_times,  # costs import hardware
-                        update_time_s)
+    from .torchsim.amp import TrainSetup    # torch-free: the rules of --amp and --param-dtype
+    TrainSetup(optimizer, "foreach", amp or None, None, "highest", param_dtype)
+    autocast = bool(amp)
+    if autocast:
+        other = sorted({a["type"] for _, a in G.nodes(data=True)} - AUTOCAST_TYPES)
+        if other:
+            raise ConfigError(f"--amp {amp}: the zoo's autocast rules cover convolutional "
+                              f"networks ({', '.join(sorted(AUTOCAST_TYPES - {'DATA', 'FORK'}))}"
+                              f" layers); {G.graph.get('name', 'this network')} has "
+                              f"{', '.join(other)}: use snsim predict --amp {amp} on its torch "
+                              f"twin (--model zoo:NAME for GPT-2 and ViT networks)")
+    from .costs import (_layer_ops, modeled_costs,  # costs import hardware
+                        table_layer_times, update_time_s)
 
     nodes = dict(G.nodes(data=True))
-    dtype = int(G.graph.get("dtype_bytes", 4))
+    half = amp or (param_dtype if param_dtype != "fp32" else None)
+    # element bytes of the parameters (their gradients and state) and, unless autocast says
+    # otherwise per value (vb), of the activations
+    dtype = 2 if half else int(G.graph.get("dtype_bytes", 4))
+    pbytes = 4 if autocast else dtype
     nxt, prv = adjacency(G)
     order = forward_order(G, (nxt, prv))
     costs = modeled_costs(G, hardware) if hardware is not None else {}
@@ -508,8 +547,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     elif hardware is not None and kernel_table != "none":
         from .kernel_table import load_kernel_table
         table = load_kernel_table(hardware.name if kernel_table == "auto" else kernel_table)
-    measured, time_sources = (table_layer_times(G, table, dtype) if table is not None
-                              else ({}, {}))
+    measured, time_sources = (table_layer_times(G, table, dtype, half, autocast)
+                              if table is not None else ({}, {}))
     mem_rate = (hardware.eff("mem") * hardware.mem_bytes_per_s) if hardware is not None else None
 
     def times(n):
@@ -548,12 +587,11 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     is_data = {n: nodes[n]["type"] == "DATA" for n in G}
     # cuDNN workspaces: where the preset has the tables recorded programs read (its captures,
     # its probed table), the same lookup (kept per call signature), else the first-principles
-    # model. fp32 only: the tables' keys carry the dtype, and a zoo graph says its element
-    # size, not which 16-bit type
+    # model, for the calls in their dtype (16 bits under autocast or pure low precision)
+    conv_dtype = {"bf16": "bfloat16", "fp16": "float16"}.get(half, "float32")
 
     def conv_ws(n, pass_name):
-        got = (measured_conv_workspaces(hardware, nodes[n], not is_data[ins[n][0]])
-               if dtype == 4 else None)
+        got = measured_conv_workspaces(hardware, nodes[n], not is_data[ins[n][0]], conv_dtype)
         if got is None:
             return conv_workspace_bytes(nodes[n], pass_name, dtype)
         return got[("fwd", "bwd_data", "bwd_filter").index(pass_name)]
@@ -577,6 +615,31 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                           typ or a.get("type", "OPTIMIZER"), phase, float(time_s), tuple(seen),
                           tuple(outs), tuple(inputs)))
 
+    # autocast: each value's element bytes. A convolution's or linear layer's output is 16-bit;
+    # every other layer's has its inputs' widest dtype (BN, pooling, ReLU and dropout keep
+    # their input's, add and cat promote); the image batch is fp32
+    vb = {n: 4 if autocast else dtype for n in G if is_data[n]}
+    region = []     # autocast's cached casts no node saved: freed where the region ends
+    cast_in = {}    # conv/linear layer -> the 16-bit copy of its fp32 input
+
+    def autocast_copies(n):
+        """autocast's copies for conv/linear layer ``n``, in 16 bits: its weight (saved for
+        backward), its bias (kept by the region's cache until the region ends) and an fp32
+        input (saved)."""
+        a = nodes[n]
+        bias = ((a.get("out_channels") if a["type"] == "CONV" else a.get("out_features"))
+                if a.get("bias") else 0)
+        w = new(f"{a['name']}.weight.cast", "activation", (a["params"] - bias) * 2, n)
+        pre = [w]
+        if bias:
+            pre.append(new(f"{a['name']}.bias.cast", "activation", bias * 2, n))
+            region.append(pre[-1])
+        if vb[ins[n][0]] != 2:
+            cast_in[n] = new(f"{a['name']}.input.cast", "activation",
+                             _numel(a["in_shapes"][0]) * 2, n)
+            pre.append(cast_in[n])
+        return pre
+
     # -- forward ------------------------------------------------------------------------------
     store = {}      # value (node) -> storage id of its output (None: the input batch)
     saved = {}      # node -> storages its backward needs
@@ -592,15 +655,18 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         name = a["name"]
         xs = [store[p] for p in ins[n]]
         x = xs[0] if xs else None
-        y_bytes = _numel(a["out_shape"]) * dtype
+        vb[n] = (2 if typ in ("CONV", "FC") else max(vb[p] for p in ins[n])) if autocast \
+            else dtype
+        y_bytes = _numel(a["out_shape"]) * vb[n]
         t_f = times(n)[0]
         outs, ws = [], []
+        pre = autocast_copies(n) if autocast and typ in ("CONV", "FC") else []
         saved[n], extra[n] = [], []
         if typ == "CONV":
             outs = [new(f"{name}.y", "activation", y_bytes, n)]
             if workspaces:
                 ws = [new(f"{name}.ws_fwd", "workspace", conv_ws(n, "fwd"), n)]
-            saved[n] = [x]
+            saved[n] = [cast_in.get(n, x)] + pre[:1]   # autocast: the copies it read
         elif typ == "BN":
             c = a["out_shape"][1]
             outs = [new(f"{name}.y", "activation", y_bytes, n),
@@ -651,7 +717,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             # a 1x1 (global) average pool is a mean: nothing saved
         elif typ == "FC":
             outs = [new(f"{name}.y", "activation", y_bytes, n)]
-            saved[n] = [x]
+            saved[n] = [cast_in.get(n, x)] + pre[:1]
         elif typ == "DROPOUT":
             outs = [new(f"{name}.y", "activation", y_bytes, n),
                     new(f"{name}.mask", "activation", _numel(a["out_shape"]), n)]
@@ -661,14 +727,21 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             # the forward (int64 per token), kept by nll_loss for backward
             targets = ([new(f"{name}.targets", "activation", _numel(a["out_shape"][:-1]) * 8,
                             n)] if len(a["out_shape"]) == 3 else [])
-            outs = targets + [new(f"{name}.log_probs", "activation", y_bytes, n),
-                    new(f"{name}.loss", "activation", 4, n),
-                    new(f"{name}.total_weight", "activation", 4, n)]
-            extra[n] = [outs[-3], outs[-1]] + targets
+            log_probs = new(f"{name}.log_probs", "activation", y_bytes, n)
+            # autocast: log_softmax in its input's dtype, nll_loss (an fp32 op) on an fp32
+            # copy, which it keeps for backward
+            wide = ([new(f"{name}.log_probs.cast", "activation", _numel(a["out_shape"]) * 4, n)]
+                    if autocast and vb[n] != 4 else [])
+            outs = targets + [log_probs] + wide + [new(f"{name}.loss", "activation", 4, n),
+                                                   new(f"{name}.total_weight", "activation", 4,
+                                                       n)]
+            extra[n] = [log_probs, outs[-1]] + targets
+            saved[n] = wide
             loss_scalar = outs[-2]
-            store[n] = outs[-3]
+            store[n] = log_probs
             xin = tuple(t for t in xs if t is not None)
-            add_step(n, "F", t_f, list(xin) + outs, outs, xin)
+            # the end of autocast's region: its cache lets go of the copies nothing saved
+            add_step(n, "F", t_f, list(xin) + outs + region, outs, xin)
             continue
         elif typ == "LRN":
             # torch's LocalResponseNorm is a chain of elementwise ops and a 3-d average pool;
@@ -712,7 +785,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         store[n] = outs[0]
         xin = tuple(t for t in xs if t is not None)
         # the workspace is an output too, so that a replay of the step allocates it again
-        add_step(n, "F", t_f, list(xin) + outs + ws + linger.get(n, []), outs + ws, xin)
+        add_step(n, "F", t_f, list(xin) + pre + outs + ws + linger.get(n, []), pre + outs + ws,
+                 xin)
 
     # -- backward: autograd's ready queue, latest node first ------------------------------------
     grad = {}       # value -> storage holding its gradient (possibly a buffer it is a view of)
@@ -740,7 +814,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             # autograd's InputBuffer::accumulate sums into the part whose last reference its
             # buffer holds (the one there first, else the new one), out of place only when
             # neither is free to take (held by another buffer, or a view)
-            nb = _numel(nodes[p]["out_shape"]) * dtype
+            nb = _numel(nodes[p]["out_shape"]) * vb[p]
             step = f"{nodes[via]['name']}>{nodes[p]['name']}.grad_sum"
             if holders.get(old, 0) == 1 and old not in viewed:
                 add_step(p, "B", sum_time(nb), [old, g], name=step, typ="JOIN")
@@ -764,9 +838,26 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         a = nodes[n]
         for piece, count in pieces:
             if count > 0:
-                t = new(f"{a['name']}.{piece}.grad", "activation_grad", count * dtype, n)
+                t = new(f"{a['name']}.{piece}.grad", "activation_grad", count * pbytes, n)
                 param_grads.append(t)
                 out.append(t)
+        return out
+
+    def low_grads(n, *pieces):
+        """autocast: a conv's or linear layer's parameter gradients as its backward writes
+        them, in 16 bits (the gradients of its weight's and bias's copies)."""
+        return [new(f"{nodes[n]['name']}.{piece}.grad16", "activation_grad", count * 2, n)
+                for piece, count in pieces if count > 0]
+
+    def cast_back(n, pieces, lows):
+        """autocast's ``ToCopyBackward0``: each 16-bit gradient cast to its fp32 ``.grad``
+        (and an fp32 input's gradient); returns the fp32 tensors."""
+        out = []
+        for (piece, count), low in zip([p for p in pieces if p[1] > 0], lows):
+            g = (params_of(n, (piece, count)) if piece != "input" else
+                 [new(f"{nodes[n]['name']}.dx", "activation_grad", count * 4, n)])[0]
+            add_step(n, "B", 0.0, [low, g], name=f"{nodes[n]['name']}.{piece}.grad_cast")
+            out.append(g)
         return out
 
     sinks = [n for n in ops if not users[n]]
@@ -780,7 +871,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         dy = grad.get(n)
         t_b = times(n)[1]
         needs_dx = [not is_data[p] for p in ins[n]]
-        x_bytes = [_numel(s) * dtype for s in a.get("in_shapes", [])]
+        x_bytes = [_numel(s) * vb[p] for s, p in zip(a.get("in_shapes", []), ins[n])]
         sv = saved[n] + extra[n]
         out_grads = []   # gradient storage per input port
         if typ == "CONV":
@@ -788,16 +879,23 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             bias = a["out_channels"] if a.get("bias") else 0
             dx = None
             t_data = t_b / 2 if needs_dx[0] else 0.0
+            pieces = (("weight", params - bias), ("bias", bias))
             if needs_dx[0]:
-                dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n)
+                dx = new(f"{name}.dx", "activation_grad",
+                         x_bytes[0] // 2 if n in cast_in else x_bytes[0], n)
                 ws = ([new(f"{name}.ws_bwd_data", "workspace", conv_ws(n, "bwd_data"), n)]
                       if workspaces else [])
                 add_step(n, "B", t_data, [dy, dx] + ws)
-            pg = params_of(n, ("weight", params - bias))
+            pg = low_grads(n, *pieces) if autocast else params_of(n, pieces[0])
             ws = ([new(f"{name}.ws_bwd_filter", "workspace", conv_ws(n, "bwd_filter"), n)]
                   if workspaces else [])
-            pg += params_of(n, ("bias", bias))
+            if not autocast:
+                pg += params_of(n, pieces[1])
             add_step(n, "B", t_b - t_data, sv + [dy] + pg[:1] + ws + pg[1:])
+            if autocast:
+                cast_back(n, pieces, pg)
+                if dx is not None and n in cast_in:
+                    dx = cast_back(n, [("input", x_bytes[0] // 4)], [dx])[0]
             out_grads = [dx]
         elif typ == "FC" and a.get("tied"):
             # the weight is the token embedding's: its gradient part waits there to be summed;
@@ -811,9 +909,16 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         elif typ == "FC":
             params = a.get("params", 0)
             bias = a["out_features"] if a.get("bias") else 0
-            dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
-            pg = params_of(n, ("weight", params - bias), ("bias", bias))
+            dx = (new(f"{name}.dx", "activation_grad",
+                      x_bytes[0] // 2 if n in cast_in else x_bytes[0], n)
+                  if needs_dx[0] else None)
+            pieces = (("weight", params - bias), ("bias", bias))
+            pg = low_grads(n, *pieces) if autocast else params_of(n, *pieces)
             add_step(n, "B", t_b, sv + [dy, dx] + pg)
+            if autocast:
+                cast_back(n, pieces, pg)
+                if dx is not None and n in cast_in:
+                    dx = cast_back(n, [("input", x_bytes[0] // 4)], [dx])[0]
             out_grads = [dx]
         elif typ == "NORM":
             dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
@@ -844,10 +949,15 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             out_grads = [dx]
         elif typ == "SOFTMAX":
             logp, tw, *targets = extra[n]
-            nb = _numel(a["out_shape"]) * dtype
+            nb = _numel(a["out_shape"]) * (4 if saved[n] else vb[n])
             seed = new(f"{name}.grad_seed", "activation_grad", 4, n)
             g1 = new(f"{name}.nll_grad", "activation_grad", nb, n)
-            add_step(n, "B", t_b / 2, [tw, seed, g1] + targets, name=f"{name}.nll")
+            add_step(n, "B", t_b / 2, [tw, seed, g1] + targets + saved[n], name=f"{name}.nll")
+            if saved[n]:    # autocast: nll's fp32 gradient cast back to log_softmax's dtype
+                g16 = new(f"{name}.nll_grad.cast", "activation_grad",
+                          _numel(a["out_shape"]) * vb[n], n)
+                add_step(n, "B", 0.0, [g1, g16], name=f"{name}.nll_grad_cast")
+                g1 = g16
             dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
             add_step(n, "B", t_b / 2, [logp, g1, dx])
             out_grads = [dx]
@@ -876,6 +986,10 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
 
     # -- optimizer: one foreach step over every parameter ---------------------------------------
     factor = OPTIMIZER_STATE_FACTOR[optimizer]
+    # the optimizer's foreach calls, in the parameters' dtype; fp16's GradScaler first unscales
+    # the gradients and checks them for inf/NaN (one foreach call) and updates its scale
+    math_u = "bf16" if param_dtype != "fp32" else "float32"
+    update_calls = FOREACH_CALLS[optimizer] + (SCALER_CALLS if amp == "fp16" else ())
     temps = []
     # foreach ops walk the parameters in model.parameters() order (forward order)
     param_grads.sort(key=lambda t: (seq.get(tensors[t].producer, -1), t))
@@ -887,7 +1001,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     t_u = update_time_s(param_bytes, factor * param_bytes, hardware) if hardware else 0.0
     if table is not None:     # the foreach calls torch.optim makes, each at its tensors and bytes
         got = [table.time_s(fam, nbytes=passes * param_bytes, ntensors=lists * len(param_grads),
-                            math_="float32") for fam, lists, passes in FOREACH_CALLS[optimizer]]
+                            math_=math_u) for fam, lists, passes in update_calls]
         if all(t is not None for t, _ in got):
             t_u = sum(t for t, _ in got)
             for t, src in got:
@@ -904,15 +1018,16 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         if typ == "DATA":
             static_tensors.append(StaticTensor(f"{name}.batch", "input",
                                                _numel(a["out_shape"]) * a.get("elem_bytes",
-                                                                              dtype), n))
+                                                                              vb[n]), n))
             continue
         pieces = parameter_pieces(a)
         for piece, count in pieces:
-            static_tensors.append(StaticTensor(f"{name}.{piece}", "parameter", count * dtype, n))
+            static_tensors.append(StaticTensor(f"{name}.{piece}", "parameter", count * pbytes,
+                                               n))
         if typ == "BN":
             c = a["out_shape"][1]
-            static_tensors += [StaticTensor(f"{name}.running_mean", "buffer", c * dtype, n),
-                               StaticTensor(f"{name}.running_var", "buffer", c * dtype, n),
+            static_tensors += [StaticTensor(f"{name}.running_mean", "buffer", c * pbytes, n),
+                               StaticTensor(f"{name}.running_var", "buffer", c * pbytes, n),
                                StaticTensor(f"{name}.num_batches_tracked", "buffer", 8, n)]
     for st in [s for s in static_tensors if s.kind == "parameter"]:
         for k in range(factor):
@@ -921,6 +1036,9 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     data = [n for n in order if is_data[n]]
     batch = G.graph.get("batch", nodes[data[0]]["out_shape"][0] if data else 1)
     static_tensors.append(StaticTensor("labels", "input", batch * 8, data[0] if data else 0))
+    if amp == "fp16":   # GradScaler's scale (fp32) and growth tracker (int32), one element each
+        static_tensors += [StaticTensor("grad_scaler.scale", "buffer", 4, 0),
+                           StaticTensor("grad_scaler.growth_tracker", "buffer", 4, 0)]
     if workspaces and any(nodes[n]["type"] == "FC" for n in ops):
         sm90 = getattr(hardware, "name", "") in _SM90
         cublas = CUBLAS_WORKSPACE_BYTES["sm90" if sm90 else "default"]
@@ -935,7 +1053,11 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         import dataclasses
 
         from .kernel_table import host_stream
-        host = _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, dtype)
+        def layer_ops(n):
+            return _layer_ops(nodes[n], dtype, half, autocast,
+                              fp32_input=any(is_data[p] for p in prv[n]))
+        host = _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, layer_ops,
+                       update_calls, math_u, amp == "fp16")
         steps = [dataclasses.replace(st, time_s=t) for st, t in
                  zip(steps, host_stream([st.time_s for st in steps], host))]
     static = {}
@@ -945,4 +1067,5 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                    tensors=tensors, static_bytes=static, conv_algos={}, graph=G,
                    source=G.graph.get("source", "zoo"), hardware=getattr(hardware, "name", ""),
                    optimizer=optimizer, static_tensors=static_tensors, adjacency=(nxt, prv),
-                   framework="pytorch")
+                   framework="pytorch",
+                   precision=TrainSetup(amp=amp or None, param_dtype=param_dtype).precision_label)

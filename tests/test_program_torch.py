@@ -367,3 +367,116 @@ def test_a_preset_without_in_network_host_costs_takes_gpu_time_alone(monkeypatch
     # (this build, 2026-12-01)
     assert t_gpu < 0.5 * t_host
     assert [s.name for s in with_host.steps] == [s.name for s in gpu_only.steps]
+
+
+# -- mixed precision and pure 16-bit training in the zoo (issue 10 item 5) ----------------------
+@pytest.mark.parametrize("net,batch,amp,param_dtype", [
+    ("resnet18", 16, "bf16", "fp32"), ("mobilenet_v2", 8, "bf16", "fp32"),
+    ("densenet:2,2,2,2", 8, "bf16", "fp32"), ("vgg11", 8, "fp16", "fp32"),
+    ("resnet18", 16, None, "bf16"), ("mobilenet_v2", 8, None, "fp16")])
+def test_precision_matches_predict_without_workspaces(net, batch, amp, param_dtype):
+    """autocast (16-bit conv/linear outputs and copies of their fp32 weights, saved; BN and
+    ReLU in their input's dtype; nll_loss on an fp32 copy of the log-probabilities; 16-bit
+    weight gradients cast to fp32 .grad) and pure 16-bit training give the storages
+    ``snsim predict`` records for the torchvision twin (CUDA's autocast policy on fake
+    tensors) within 1%, both without workspaces."""
+    pytest.importorskip("torchvision")
+    from snsim.torchsim.amp import TrainSetup
+    from snsim.torchsim.build import build_program as trace_program
+    from snsim.torchsim.predict import record_fake, resolve_model
+    from snsim.captured import replay_capture
+    from snsim.zoo import densenet
+    if net.startswith("densenet:"):
+        spec, G = _small_densenet_spec(), densenet(blocks=(2, 2, 2, 2), batch=batch, twin=True)
+    else:
+        spec, G = resolve_model(f"torchvision:{net}"), build_network(net, batch=batch, twin=True)
+    rec = record_fake(spec, batch, TrainSetup(amp=amp, param_dtype=param_dtype))
+    r = rec["rec"]
+    prog = trace_program(marks=r.marks, ops=r.ops, stream=rec["stream"], info=rec["info"],
+                         iteration=r.iteration, static_names=rec["static_names"], name=net,
+                         batch=batch, hardware="h200", source="predict", saved=r.saved)
+    want = replay_capture(prog, H200, budget_bytes=10**15)
+    p = build_torch_program(G, hardware=H200, workspaces=False, amp=amp,
+                            param_dtype=param_dtype)
+    got = simulate(p, hardware=H200, policy="liveness", allocator="pytorch", record=False)
+    assert abs(got.peak_allocated_bytes / want.peak_allocated_bytes - 1) <= 0.01, \
+        f"{net} b{batch}: zoo {got.peak_allocated_bytes:,} B, predict " \
+        f"{want.peak_allocated_bytes:,} B"
+    # parameters, optimizer state and the batch: fp32 under autocast, 16-bit when pure
+    assert p.static_bytes["parameter"] == prog["static_bytes"]["parameter"]
+    assert p.static_bytes["optimizer_state"] == prog["static_bytes"]["optimizer_state"]
+    assert p.static_bytes["input"] == prog["static_bytes"]["input"]
+
+
+def test_precision_by_hand():
+    """LeNet-sized chain by hand: under bf16 autocast a conv's output is 2 bytes an element
+    and it keeps a 2-byte copy of its weight; pure bf16 halves the parameters and state."""
+    b = GraphBuilder("tiny", batch=4, input_shape=(3, 8, 8))
+    x = b.relu(b.bn(b.conv(b.data(), 8, 3, 1, 1, bias=False, name="conv"), name="bn"),
+               name="relu")
+    G = b.finish(b.softmax(b.fc(b.global_pool(x, name="pool"), 10, name="fc")))
+    fp32 = build_torch_program(G, hardware=H200, workspaces=False)
+    auto = build_torch_program(G, hardware=H200, workspaces=False, amp="bf16")
+    pure = build_torch_program(G, hardware=H200, workspaces=False, param_dtype="bf16")
+    f32, a16, p16 = ({t.name: t.nbytes for t in p.tensors} for p in (fp32, auto, pure))
+    assert f32["conv.y"] == 4 * 8 * 8 * 8 * 4
+    assert a16["conv.y"] == p16["conv.y"] == 4 * 8 * 8 * 8 * 2
+    assert a16["conv.weight.cast"] == 8 * 3 * 3 * 3 * 2       # 216 weights
+    assert a16["conv.input.cast"] == 4 * 3 * 8 * 8 * 2        # the fp32 batch's copy
+    assert a16["fc.bias.cast"] == 10 * 2
+    assert a16["conv.weight.grad16"] == 216 * 2 and a16["conv.weight.grad"] == 216 * 4
+    wide = [v for k, v in a16.items() if k.endswith(".log_probs.cast")]
+    assert wide == [4 * 10 * 4]                               # nll_loss's fp32 copy
+    params = 216 + 2 * 8 + 8 * 10 + 10
+    assert fp32.static_bytes["parameter"] == auto.static_bytes["parameter"] == 4 * params
+    assert pure.static_bytes["parameter"] == 2 * params
+    assert (fp32.precision, auto.precision, pure.precision) == (
+        "fp32", "bf16 autocast", "pure bf16")
+    fp16 = build_torch_program(G, hardware=H200, workspaces=False, amp="fp16")
+    assert fp16.static_bytes["buffer"] - auto.static_bytes["buffer"] == 8   # GradScaler's two
+
+
+def test_precision_refusals():
+    from snsim.cli import main
+    G = build_network("gpt:layers=1,width=64,heads=4,vocab=50", batch=2, seq=16, twin=True)
+    with pytest.raises(ConfigError, match="autocast rules cover convolutional networks"):
+        build_torch_program(G, hardware=H200, amp="bf16")
+    assert build_torch_program(G, hardware=H200, param_dtype="bf16").precision == "pure bf16"
+    with pytest.raises(ConfigError, match="needs --framework pytorch"):
+        make_program("lenet", batch=2, hardware="h200", amp="bf16")
+    with pytest.raises(ConfigError, match="use one of the two"):
+        make_program("lenet", batch=2, hardware="h200", framework="pytorch", amp="bf16",
+                     param_dtype="bf16")
+    assert main(["run", "--network", "lenet", "--batch", "2", "--amp", "bf16"]) == 2
+
+
+def test_precision_on_the_command_line(capsys):
+    from snsim.cli import main
+    assert main(["run", "--network", "resnet18", "--batch", "4", "--gpu", "h200",
+                 "--framework", "pytorch", "--amp", "bf16", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["precision"] == "bf16 autocast"
+    assert main(["maxbatch", "--network", "lenet", "--framework", "pytorch", "--policy",
+                 "liveness", "--budget", "64MiB", "--param-dtype", "bf16"]) == 0
+    out = capsys.readouterr().out
+    assert "pure bf16" in out
+    assert main(["maxdepth", "--family", "resnet", "--batch", "2", "--framework", "pytorch",
+                 "--policy", "liveness", "--budget", "1GiB", "--amp", "bf16",
+                 "--format", "json"]) == 0
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("trace", ["resnet50_b128_fp16", "vgg16_b32_bf16",
+                                   "mobilenet_v2_b128_adamw_bf16", "densenet121_b64_fp16"])
+def test_zoo_autocast_against_the_h200_runs(trace):
+    # the H200 amp captures (traces/h200/amp, torch 2.11 / cuDNN 9.19; see their provenance):
+    # max_memory_allocated() of the real step against the zoo's, within 1%
+    path = os.path.join(os.path.dirname(__file__), "..", "traces", "h200", "amp",
+                        f"{trace}.json.gz")
+    with gzip.open(path, "rt") as f:
+        doc = json.load(f)
+    pv = doc["provenance"]
+    r = simulate(pv["model"].split(":")[1], batch=pv["batch"], hardware="h200",
+                 framework="pytorch", allocator="pytorch", policy="liveness", record=False,
+                 optimizer=pv["optimizer"], amp=pv["amp"])
+    measured = doc["measured"]["peak_allocated_bytes"]
+    assert r.peak_allocated_bytes == pytest.approx(measured, rel=0.01)

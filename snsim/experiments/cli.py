@@ -9,8 +9,7 @@ import sys
 from types import SimpleNamespace
 
 from ..cli import (DEFAULT_GPU, _allocator, _allocator_label, _framework_arg, allocator_arg,
-                   seq_arg,
-                   command, emit, emit_table, output_path)
+                   command, emit, emit_table, output_path, precision_of, seq_arg)
 from ..errors import ConfigError
 from ..units import format_bytes
 from ..zoo import seq_input_size
@@ -29,6 +28,21 @@ def _progress(desc):
         bar.set_postfix_str(f"{policy} {size} {'ok' if result.feasible else 'OOM'}", refresh=False)
         bar.update(1)
     return bar, on_probe
+
+
+def _precision_kw(args):
+    """``amp`` and ``param_dtype`` of a zoo search (``--amp``, ``--param-dtype``)."""
+    amp, param_dtype = precision_of(args)
+    return {"amp": amp, "param_dtype": param_dtype}
+
+
+def _precision_label(args):
+    """``", bf16 autocast"``, ``", pure bf16"`` or ``""`` (fp32) for a search's title."""
+    from ..torchsim.amp import TrainSetup
+    amp, param_dtype = precision_of(args)
+    if not amp and param_dtype == "fp32":
+        return ""
+    return ", " + TrainSetup(amp=amp, param_dtype=param_dtype).precision_label
 
 
 def _common(p):
@@ -129,14 +143,14 @@ def cmd_maxdepth(args):
                         input_size=seq_input_size(fam.name, seq=args.seq,
                                                   input_size=args.input_size),
                         variant=args.variant, on_probe=on_probe, framework=args.framework,
-                        jobs=args.jobs)
+                        jobs=args.jobs, **_precision_kw(args))
     finally:
         bar.close()
     import textwrap
     title = (textwrap.fill(f"{fam.name}: {fam.description}", 100) + "\n"
              f"deepest per policy at batch {args.batch} on {rep.hardware}, budget "
              f"{format_bytes(rep.budget_bytes)}, {_allocator_label(args)}, {rep.framework} "
-             f"semantics")
+             f"semantics{_precision_label(args)}")
     b = _best(rep.rows)
     headline = ("no policy trains even the smallest depth" if b is None else
                 f"deepest: depth {b.max_depth} (k={b.max_size}) with {b.policy}, step "
@@ -166,9 +180,8 @@ def add_maxdepth(sub):
 def cmd_maxbatch(args):
     if args.model is not None:
         return _maxbatch_model(args)
-    for flag, value in (("--amp", args.amp), ("--optimizer-impl", args.optimizer_impl),
+    for flag, value in (("--optimizer-impl", args.optimizer_impl),
                         ("--matmul-precision", args.matmul_precision),
-                        ("--param-dtype", args.param_dtype),
                         ("--input-shape", args.input_shape), ("--option", args.option)):
         if value:
             raise ConfigError(f"{flag} applies to a PyTorch model: give --model (a zoo "
@@ -187,14 +200,14 @@ def cmd_maxbatch(args):
                         input_size=seq_input_size(args.network, seq=args.seq,
                                                   input_size=args.input_size),
                         variant=args.variant, on_probe=on_probe, framework=args.framework,
-                        jobs=args.jobs)
+                        jobs=args.jobs, **_precision_kw(args))
     finally:
         bar.close()
     title = (f"largest batch of {canonical_name(args.network)}"
              f"{'' if args.seq is None else f' at sequence {args.seq}'} per policy on "
              f"{rep.hardware}, "
              f"budget {format_bytes(rep.budget_bytes)}, {_allocator_label(args)}, "
-             f"{rep.framework} semantics")
+             f"{rep.framework} semantics{_precision_label(args)}")
     b = _best(rep.rows)
     headline = ("no policy trains even the smallest batch" if b is None else
                 f"largest batch: {b.max_size} with {b.policy}, step "
@@ -283,15 +296,10 @@ def add_maxbatch(sub):
     _common(p)
     p.add_argument("--optimizer-impl", default=None,
                    help="with --model: foreach | fused (default foreach)")
-    p.add_argument("--amp", default=None, help="with --model: none | bf16 | fp16 (default none)")
     p.add_argument("--matmul-precision", default=None,
                    help="with --model: highest | high | medium, torch's float32 matmul "
                         "precision (high, medium: TF32; default highest); moves the step, "
                         "not the memory")
-    p.add_argument("--param-dtype", default=None,
-                   help="with --model: fp32 | bf16 | fp16, the dtype the model trains in "
-                        "(bf16, fp16: pure low-precision training, model.to(dtype); default "
-                        "fp32)")
     p.add_argument("--input-shape", default=None,
                    help="with --model: one sample's shape, e.g. 3,224,224 (default per model)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",

@@ -197,10 +197,12 @@ def family_network(family, k, *, batch, input_size=None, variant="torchvision", 
 class _DepthSpace:
     axis = "depth"
 
-    def __init__(self, family, *, batch, input_size, variant, framework="superneurons"):
+    def __init__(self, family, *, batch, input_size, variant, framework="superneurons",
+                 precision=(None, "fp32")):
         check_sizes(batch=batch, input_size=input_size)
         self.family, self.batch = family, batch
         self.input_size, self.variant, self.framework = input_size, variant, framework
+        self.precision = precision      # (amp, param_dtype) of every program
 
     def graph(self, k):
         G = self.family.build(k, batch=self.batch, input_size=self.input_size,
@@ -217,9 +219,11 @@ class _DepthSpace:
 class _BatchSpace:
     axis = "batch"
 
-    def __init__(self, network, *, input_size, variant, framework="superneurons"):
+    def __init__(self, network, *, input_size, variant, framework="superneurons",
+                 precision=(None, "fp32")):
         self.network, self.input_size, self.variant = network, input_size, variant
         self.framework = framework
+        self.precision = precision      # (amp, param_dtype) of every program
 
     def graph(self, n):
         return build_network(self.network, batch=n, input_size=self.input_size,
@@ -267,8 +271,10 @@ class _Prober:
         """The program built from the DAG (cached, no bound: the splicer's small sizes)."""
         p = self._programs.get(size)
         if p is None:
+            amp, param_dtype = self.space.precision
             p = build_program(self.space.graph(size), hardware=self.hw,
-                              optimizer=self.optimizer, framework=self.space.framework)
+                              optimizer=self.optimizer, framework=self.space.framework,
+                              amp=amp, param_dtype=param_dtype)
             self._keep(size, p)
         return p
 
@@ -918,7 +924,7 @@ def _show(space, size):
 def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_depth=None,
               max_depth=None, budget_bytes=None, allocator="ideal", optimizer="sgd-momentum",
               input_size=None, variant="torchvision", policy_options=None, on_probe=None,
-              framework="superneurons", jobs=1):
+              framework="superneurons", jobs=1, amp=None, param_dtype="fp32"):
     """The deepest member of ``family`` each policy trains within the budget.
 
     Parameters
@@ -942,6 +948,9 @@ def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_
         Called as ``on_probe(policy, k, result)`` after every simulation (progress bars).
     framework : {"superneurons", "pytorch"}
         Program semantics (:func:`snsim.api.make_program`).
+    amp, param_dtype
+        Autocast (``"bf16"``/``"fp16"``) or pure 16-bit training of every member (PyTorch
+        semantics: :func:`snsim.program_torch.build_torch_program`).
     jobs : int or None
         Worker processes that search the policies concurrently (None: one per CPU, at most
         one per policy; 1, the default: in this process). The report is the same for every
@@ -982,7 +991,7 @@ def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_
         raise ConfigError(f"max depth (={max_depth}) must be >= min depth (={min_depth})")
     limit = fam.size_for_depth(top)
     space = _DepthSpace(fam, batch=int(batch), input_size=input_size, variant=variant,
-                        framework=_framework(framework))
+                        framework=_framework(framework), precision=(amp, param_dtype))
     prober = _Prober(space, hw, budget, allocator=allocator, optimizer=optimizer,
                      policy_options=policy_options, on_probe=on_probe)
     return _search(space, prober, names, lo, limit, subject=fam.name, parameter=fam.parameter,
@@ -993,7 +1002,7 @@ def max_depth(family="resnet", *, batch=16, hardware="k40c", policies=None, min_
 def max_batch(network="resnet50", *, hardware="k40c", policies=None, min_batch=1,
               max_batch=None, budget_bytes=None, allocator="ideal", optimizer="sgd-momentum",
               input_size=None, variant="torchvision", policy_options=None, on_probe=None,
-              framework="superneurons", jobs=1):
+              framework="superneurons", jobs=1, amp=None, param_dtype="fp32"):
     """The largest mini-batch of zoo ``network`` each policy trains within the budget.
 
     Parameters are those of :func:`max_depth` (``jobs`` included), with ``network`` (a zoo name)
@@ -1015,7 +1024,7 @@ def max_batch(network="resnet50", *, hardware="k40c", policies=None, min_batch=1
     limit = DEFAULT_MAX_BATCH if max_batch is None else int(max_batch)
     build_network(network, batch=1, input_size=input_size, variant=variant)  # unknown names fail
     space = _BatchSpace(network, input_size=input_size, variant=variant,
-                        framework=_framework(framework))
+                        framework=_framework(framework), precision=(amp, param_dtype))
     prober = _Prober(space, hw, budget, allocator=allocator, optimizer=optimizer,
                      policy_options=policy_options, on_probe=on_probe)
     return _search(space, prober, names, lo, limit, subject=network, parameter="batch",
