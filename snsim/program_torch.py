@@ -69,6 +69,14 @@ from .program import (OPTIMIZER_STATE_FACTOR, Program, StaticTensor, Step, Tenso
 #: (decoupled decay, in place on the parameters) only ``_foreach_sqrt`` of ``exp_avg_sq``.
 OPTIMIZER_TEMPORARIES = {"sgd": 1, "sgd-momentum": 1, "nesterov": 1, "adam": 1, "adamw": 1}
 
+#: Presets of sm90 GPUs (Hopper): torch's sdp_utils puts cuDNN attention first there for fp16/
+#: bf16 (check_prefer_cudnn_attention); every half-precision call of the H200 captures in
+#: traces/h200/amp (torch 2.11, cuDNN 9.19) ran _scaled_dot_product_cudnn_attention
+CUDNN_ATTENTION_FIRST = frozenset({"h100", "h200"})
+#: Bytes cuDNN's SDPA backward workspace takes beyond its fp32 dQ accumulator and softmax row
+#: sums: the three H200 histories of record.cudnn_attention_backward_temporaries, all the same
+CUDNN_SDPA_BACKWARD_EXTRA_BYTES = 256
+
 #: Layer types with autocast rules (``--amp``): the convolutional networks' (a transformer's
 #: norms, attention and embeddings mix fp32 and 16-bit values in ways these rules do not
 #: follow; ``snsim predict --amp`` runs autocast itself)
@@ -244,7 +252,16 @@ def _embed_backward(a, n, dy, new, params_of, add_step, tied_parts, saved, dtype
     return None
 
 
-def _attention_forward(a, n, x, new, dtype):
+def _cudnn_attention(a, dtype, hardware):
+    """Whether CUDA's SDPA runs cuDNN's kernel for ATTN layer ``a``: 16-bit attention on a
+    Hopper preset (:data:`CUDNN_ATTENTION_FIRST`; the head-dim rule of
+    :func:`snsim.torchsim.predict.cuda_sdpa_backend`)."""
+    d = a["head_dim"]
+    return (dtype == 2 and getattr(hardware, "name", "") in CUDNN_ATTENTION_FIRST
+            and d % 8 == 0 and d <= 256 and a["out_shape"][1] > 1)
+
+
+def _attention_forward(a, n, x, new, dtype, cudnn=False):
     """An ATTN layer's forward storages: ``(output, allocations, saved inputs, other saved)``.
 
     Fused SDPA (``"flash"``): the output, a logsumexp per row and head (fp32; the fp32
@@ -252,7 +269,8 @@ def _attention_forward(a, n, x, new, dtype):
     seed and offset; it keeps q, k, v — views of the packed projection ``x``. Rotary
     positions make new q and k (kept instead). ``nn.MultiheadAttention`` (``mha``, torchvision's
     ViT) first copies the packed projection into q/k/v order (kept instead of ``x``) and hands
-    the output projection a ``(S, N, C)`` copy of the output. Eager: see
+    the output projection a ``(S, N, C)`` copy of the output, except from cuDNN's kernel
+    (``cudnn``: 16-bit on Hopper), whose output is already laid out so. Eager: see
     :func:`_eager_attention_forward`.
     """
     name = a["name"]
@@ -269,9 +287,11 @@ def _attention_forward(a, n, x, new, dtype):
     if a.get("rotary"):
         kept += [new(f"{name}.q_rot", "activation", y_b, n),
                  new(f"{name}.k_rot", "activation", nb * s * kv * d * dtype, n)]
-    if a.get("mha"):
+    if a.get("mha") and not cudnn:
         out = new(f"{name}.y_contiguous", "activation", y_b, n)
         return out, packed + [y] + kept + [out], packed, [y] + kept
+    if a.get("mha"):
+        return y, packed + [y] + kept, packed, [y] + kept
     return y, [y] + kept, [x], kept
 
 
@@ -347,16 +367,21 @@ def _eager_attention_backward(a, n, dy, saved, new, add_step, x_bytes, dtype, t_
     return dx
 
 
-def _attention_backward(a, n, dy, sv, new, add_step, x_bytes, dtype, t_b):
+def _attention_backward(a, n, dy, sv, new, add_step, x_bytes, dtype, t_b, cudnn=False):
     """An ATTN layer's backward: the q, k and v gradients (rotary: rotated back into new
-    buffers), then ``cat`` into the packed projection's gradient. Returns it."""
+    buffers), then ``cat`` into the packed projection's gradient. Returns it. cuDNN's kernel
+    (``cudnn``) takes a workspace after the three gradients and frees it before it returns
+    (:func:`snsim.torchsim.record.cudnn_attention_backward_temporaries`: an fp32 dQ
+    accumulator and row sums, B x H x S x (D + 1) x 4 bytes, and 256 more)."""
     name = a["name"]
     nb, s, _ = a["out_shape"]
     h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
     q_b, kv_b = nb * s * h * d * dtype, nb * s * kv * d * dtype
     g = [new(f"{name}.dq", "activation_grad", q_b, n), new(f"{name}.dk", "activation_grad", kv_b, n),
          new(f"{name}.dv", "activation_grad", kv_b, n)]
-    add_step(n, "B", t_b, sv + [dy] + g)
+    ws = ([new(f"{name}.cudnn_workspace", "activation_grad",
+               nb * h * s * (d + 1) * 4 + CUDNN_SDPA_BACKWARD_EXTRA_BYTES, n)] if cudnn else [])
+    add_step(n, "B", t_b, sv + [dy] + g + ws)
     if a.get("rotary"):
         r = [new(f"{name}.dq_unrot", "activation_grad", q_b, n),
              new(f"{name}.dk_unrot", "activation_grad", kv_b, n)]
@@ -562,10 +587,13 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                              f"hardware was given to model them")
         return costs[n].fwd_time_s, costs[n].bwd_time_s
 
-    def sum_time(nbytes):
+    def sum_time(nbytes, elem_bytes):
         """Autograd's sum of two gradients of ``nbytes`` at a value with several consumers
-        (reads two, writes one): the table's ``add`` rows, else the preset's memory rate."""
-        t = table.time_s("add", nbytes=3 * nbytes, math_="float32")[0] \
+        (reads two, writes one): the table's ``add`` rows of their dtype, else the preset's
+        memory rate."""
+        dt = {2: {"bf16": "bfloat16", "fp16": "float16"}.get(half, "bfloat16")}.get(
+            elem_bytes, "float32")
+        t = table.time_s("add", nbytes=3 * nbytes, dtype=dt, math_=dt)[0] \
             if table is not None else None
         if t is not None:
             return t
@@ -777,7 +805,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                 linger[u] = [x]  # returns, after its output projection
             continue
         elif typ == "ATTN":
-            store[n], outs, saved[n], extra[n] = _attention_forward(a, n, x, new, dtype)
+            store[n], outs, saved[n], extra[n] = _attention_forward(
+                a, n, x, new, dtype, _cudnn_attention(a, dtype, hardware))
             add_step(n, "F", t_f, [x] + outs, outs, (x,))
             continue
         else:
@@ -817,15 +846,15 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             nb = _numel(nodes[p]["out_shape"]) * vb[p]
             step = f"{nodes[via]['name']}>{nodes[p]['name']}.grad_sum"
             if holders.get(old, 0) == 1 and old not in viewed:
-                add_step(p, "B", sum_time(nb), [old, g], name=step, typ="JOIN")
+                add_step(p, "B", sum_time(nb, vb[p]), [old, g], name=step, typ="JOIN")
             elif holders.get(g, 0) == 0 and g not in viewed:
-                add_step(p, "B", sum_time(nb), [old, g], name=step, typ="JOIN")
+                add_step(p, "B", sum_time(nb, vb[p]), [old, g], name=step, typ="JOIN")
                 hold(old, -1)
                 hold(g, 1)
                 grad[p] = g
             else:
                 s = new(f"{nodes[p]['name']}.grad_sum", "activation_grad", nb, p)
-                add_step(p, "B", sum_time(nb), [old, g, s], name=step, typ="JOIN")
+                add_step(p, "B", sum_time(nb, vb[p]), [old, g, s], name=step, typ="JOIN")
                 hold(old, -1)
                 hold(s, 1)
                 grad[p] = s
@@ -934,7 +963,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                                            t_b)
             out_grads = [dx]
         elif typ == "ATTN":
-            dx = _attention_backward(a, n, dy, sv, new, add_step, x_bytes[0], dtype, t_b)
+            dx = _attention_backward(a, n, dy, sv, new, add_step, x_bytes[0], dtype, t_b,
+                                     _cudnn_attention(a, dtype, hardware))
             out_grads = [dx]
         elif typ == "MUL":
             dxs = [new(f"{name}.dx{i}", "activation_grad", x_bytes[i], n) if need else None

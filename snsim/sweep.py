@@ -17,6 +17,8 @@ A sweep file (``configs/sweeps/*.yaml``)::
     optimizer: sgd-momentum         # optional, one value
     variant: torchvision            # optional, one value
     framework: superneurons         # optional, one value: superneurons | pytorch
+    amp: none                       # optional, one value (framework pytorch): none | bf16 | fp16
+    param_dtype: fp32               # optional, one value (framework pytorch): fp32 | bf16 | fp16
 
 The grid is the product of the lists. Each run gets a stable ``run_key``, a hash of its
 resolved configuration (budget in bytes, merged policy options, the hardware spec's values),
@@ -50,16 +52,19 @@ from .errors import ConfigError, SnsimError
 from .result import RUN_COLUMNS
 
 SWEEP_KEYS = ("name", "description", "networks", "batches", "policies", "gpus", "budgets",
-              "allocators", "policy_options", "optimizer", "variant", "framework")
+              "allocators", "policy_options", "optimizer", "variant", "framework", "amp",
+              "param_dtype")
 REQUIRED_KEYS = ("networks", "batches", "policies")
 CONFIG_COLUMNS = ("network", "batch", "gpu", "policy", "policy_options", "allocator", "budget",
-                  "budget_bytes", "optimizer", "variant", "framework")
+                  "budget_bytes", "optimizer", "variant", "framework", "amp", "param_dtype")
 SORT_COLUMNS = ("network", "batch", "gpu", "policy", "policy_options", "allocator",
-                "budget_bytes", "budget", "optimizer", "variant", "framework")
+                "budget_bytes", "budget", "optimizer", "variant", "framework", "amp",
+                "param_dtype")
 WALL_COLUMNS = ("sim_wall_s", "run_wall_s")
 _DUPLICATE_METRICS = ("network", "batch", "policy", "allocator", "budget_bytes", "framework")
 _STRING_COLUMNS = ("run_key", "run_id", "hardware", "failure", "network", "gpu", "policy",
-                   "policy_options", "allocator", "budget", "optimizer", "variant", "framework")
+                   "policy_options", "allocator", "budget", "optimizer", "variant", "framework",
+                   "amp", "param_dtype")
 _METRICS = frozenset(RUN_COLUMNS) - set(_DUPLICATE_METRICS)
 _KEY_VERSION = 1   # bump when a change of the engine makes earlier results stale
 
@@ -81,13 +86,18 @@ class RunConfig:
     variant: str
     hardware_hash: str
     framework: str = "superneurons"
+    amp: str = "none"
+    param_dtype: str = "fp32"
 
     @property
     def run_key(self):
         d = asdict(self)
         d.pop("budget")  # a label: "default" and the same size written out are one run
-        if d["framework"] == "superneurons":
-            d.pop("framework")   # the keys of sweeps run before the key existed still hold
+        # the keys of sweeps run before these keys existed still hold
+        for k, default in (("framework", "superneurons"), ("amp", "none"),
+                           ("param_dtype", "fp32")):
+            if d[k] == default:
+                d.pop(k)
         blob = json.dumps([_KEY_VERSION, d], sort_keys=True)
         return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
@@ -267,6 +277,20 @@ def load_sweep(path):
     framework = doc.data.get("framework", "superneurons")
     if framework not in FRAMEWORKS:
         doc.fail("framework", f"(={framework!r}) must be one of {', '.join(FRAMEWORKS)}")
+    amp = str(doc.data.get("amp", "none"))
+    param_dtype = str(doc.data.get("param_dtype", "fp32"))
+    from .torchsim.amp import AMP_DTYPES, PARAM_DTYPES   # torch-free
+    if amp not in ("none",) + AMP_DTYPES:
+        doc.fail("amp", f"(={amp!r}) must be one of none, {', '.join(AMP_DTYPES)}")
+    if param_dtype not in PARAM_DTYPES:
+        doc.fail("param_dtype", f"(={param_dtype!r}) must be one of {', '.join(PARAM_DTYPES)}")
+    for key, value, default in (("amp", amp, "none"), ("param_dtype", param_dtype, "fp32")):
+        if value != default and framework != "pytorch":
+            doc.fail(key, f"(={value!r}) needs framework: pytorch (SuperNeurons' framework "
+                     f"trains in fp32)")
+    if amp != "none" and param_dtype != "fp32":
+        doc.fail("param_dtype", f"(={param_dtype!r}) with amp {amp!r}: autocast keeps fp32 "
+                 f"master weights; use one of the two")
 
     networks = _as_list(doc, "networks", ())
     _check_names(doc, "networks", networks,
@@ -308,7 +332,8 @@ def load_sweep(path):
                               policy_options=opts, allocator=alloc, budget=label,
                               budget_bytes=hw.budget_bytes if nbytes is None else nbytes,
                               optimizer=optimizer, variant=variant,
-                              hardware_hash=_hardware_hash(hw), framework=framework))
+                              hardware_hash=_hardware_hash(hw), framework=framework, amp=amp,
+                              param_dtype=param_dtype))
     keys = {}
     for r in runs:
         if r.run_key in keys:
@@ -331,7 +356,9 @@ def run_one(config):
                  policy=config.policy, budget_bytes=config.budget_bytes,
                  allocator=config.allocator, policy_options=json.loads(config.policy_options),
                  optimizer=config.optimizer, variant=config.variant, record=False,
-                 framework=config.framework)
+                 framework=config.framework,
+                 amp=None if config.amp == "none" else config.amp,
+                 param_dtype=config.param_dtype)
     row = {"run_key": config.run_key, **config.columns()}
     for k, v in r.summary().items():
         if k not in _DUPLICATE_METRICS:

@@ -480,3 +480,26 @@ def test_zoo_autocast_against_the_h200_runs(trace):
                  optimizer=pv["optimizer"], amp=pv["amp"])
     measured = doc["measured"]["peak_allocated_bytes"]
     assert r.peak_allocated_bytes == pytest.approx(measured, rel=0.01)
+
+
+def test_sweep_precision_keys(tmp_path):
+    from snsim.sweep import load_sweep, run_sweep
+    base = "networks: [lenet]\nbatches: [4]\npolicies: [liveness]\nframework: pytorch\n"
+    (tmp_path / "a.yaml").write_text(base + "param_dtype: bf16\n")
+    (tmp_path / "b.yaml").write_text(base)
+    a, b = load_sweep(str(tmp_path / "a.yaml")), load_sweep(str(tmp_path / "b.yaml"))
+    assert a.runs[0].param_dtype == "bf16" and b.runs[0].param_dtype == "fp32"
+    assert a.runs[0].run_key != b.runs[0].run_key
+    fa, fb = run_sweep(a, out=tmp_path / "a.csv"), run_sweep(b, out=tmp_path / "b.csv")
+    assert list(fa["param_dtype"]) == ["bf16"] and list(fa["amp"]) == ["none"]
+    # LeNet's 431,080 parameters: 2 bytes each instead of 4 (and their momentum)
+    assert int(fb["static_bytes"][0] - fa["static_bytes"][0]) >= 2 * 2 * 431_080
+    for text, match in (("amp: int8\n", "sweep.amp"), ("param_dtype: fp64\n", "sweep.param_dtype"),
+                        ("amp: bf16\nparam_dtype: bf16\n", "use one of the two")):
+        (tmp_path / "c.yaml").write_text(base + text)
+        with pytest.raises(ConfigError, match=match):
+            load_sweep(str(tmp_path / "c.yaml"))
+    (tmp_path / "d.yaml").write_text("networks: [lenet]\nbatches: [4]\npolicies: [liveness]\n"
+                                     "amp: bf16\n")
+    with pytest.raises(ConfigError, match="needs framework: pytorch"):
+        load_sweep(str(tmp_path / "d.yaml"))

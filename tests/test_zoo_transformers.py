@@ -308,3 +308,36 @@ def test_zoo_twin_captures(path):
     """H200 captures of the twins (none committed yet: scripts/device_transformer_zoo.sh)."""
     err = _twin_capture_error(path)
     assert abs(err) <= 0.02, f"{path}: {100 * err:+.2f}%"
+
+
+@pytest.mark.parametrize("net,batch,seq,param_dtype", [
+    ("vit:layers=2,width=128,heads=4,image=64,patch=8", 3, None, "bf16"),
+    (TINY_GPT, 2, 64, "fp16")])
+def test_pure_16bit_matches_predict_on_its_torch_twin(net, batch, seq, param_dtype):
+    """Pure 16-bit training (``model.to(dtype)``) of a zoo transformer against predict's
+    recording of its twin, both on the H200 preset: 16-bit attention runs cuDNN's kernel on
+    Hopper (no layout copy of nn.MultiheadAttention's output; a B x H x S x (D + 1) fp32
+    workspace in backward), within 1%."""
+    pytest.importorskip("torchvision")
+    from snsim.captured import replay_capture
+    from snsim.torchsim.amp import TrainSetup
+    from snsim.torchsim.build import build_program as trace_program
+    from snsim.torchsim.models import resolve_model
+    from snsim.torchsim.predict import record_fake
+    from snsim.trace import program_from_dict
+    setup = TrainSetup("adamw", param_dtype=param_dtype)
+    kw = {"input_shape": (seq,)} if seq else {}
+    rec = record_fake(resolve_model(f"zoo:{net}", **kw), batch, setup)
+    r = rec["rec"]
+    prog = trace_program(marks=r.marks, ops=r.ops, stream=rec["stream"], info=rec["info"],
+                         iteration=r.iteration, static_names=rec["static_names"], name="twin",
+                         batch=batch, hardware="h200", source="predict", saved=r.saved,
+                         optimizer="adamw")
+    want = replay_capture(program_from_dict(prog, source="program"), H200,
+                          budget_bytes=10**15).peak_allocated_bytes
+    G = build_network(net, batch=batch, twin=True, **({"seq": seq} if seq else {}))
+    p = build_torch_program(G, hardware=H200, workspaces=False, optimizer="adamw",
+                            param_dtype=param_dtype)
+    got = simulate(p, hardware=H200, policy="liveness", allocator="pytorch",
+                   record=False).peak_allocated_bytes
+    assert abs(got / want - 1) <= 0.01, f"zoo {got:,} B, predict {want:,} B"

@@ -40,14 +40,9 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..program import ROOT_MODULE
+from ..program_torch import CUDNN_ATTENTION_FIRST
 from .models import resolve_model, resolve_sized
 from .plans import modelled_release, torch_release
-
-
-# presets of sm90 GPUs (Hopper): torch's sdp_utils puts cuDNN attention first there for fp16/
-# bf16 (check_prefer_cudnn_attention); every half-precision call of the H200 captures in
-# traces/h200/amp (torch 2.11, cuDNN 9.19) ran _scaled_dot_product_cudnn_attention
-CUDNN_ATTENTION_FIRST = frozenset({"h100", "h200"})
 
 
 def cuda_sdpa_backend(query, key, value, attn_mask=None, dropout_p=0.0, enable_gqa=False,

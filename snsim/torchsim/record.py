@@ -36,6 +36,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from ..kernel_table import TF32_PREFIX, pow2_align
 from ..program import ROOT_MODULE
+from ..program_torch import CUDNN_SDPA_BACKWARD_EXTRA_BYTES
 from .capture import OP_TAG
 from .plans import modelled_release
 
@@ -455,9 +456,6 @@ def efficient_attention_backward_temporaries(args):
     return before, after
 
 
-# bytes cuDNN's SDPA backward workspace takes beyond its fp32 dQ accumulator and softmax row
-# sums: the three H200 histories of cudnn_attention_backward_temporaries, all the same [M]
-CUDNN_SDPA_BACKWARD_EXTRA_BYTES = 256
 
 
 def cudnn_attention_backward_temporaries(args):
