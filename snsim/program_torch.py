@@ -77,11 +77,26 @@ CUDNN_ATTENTION_FIRST = frozenset({"h100", "h200"})
 #: sums: the three H200 histories of record.cudnn_attention_backward_temporaries, all the same
 CUDNN_SDPA_BACKWARD_EXTRA_BYTES = 256
 
-#: Layer types with autocast rules (``--amp``): the convolutional networks' (a transformer's
-#: norms, attention and embeddings mix fp32 and 16-bit values in ways these rules do not
-#: follow; ``snsim predict --amp`` runs autocast itself)
+#: Layer kinds with autocast rules (``--amp``; :func:`_autocast_kind`): the convolutional
+#: networks' and the GPT-2 and ViT transformers' (``snsim predict`` on their torch twins
+#: checks them). RMSNorm, eager attention, SwiGLU's product and BERT's token types have none:
+#: ``snsim predict --amp`` runs autocast itself on a torch model.
 AUTOCAST_TYPES = frozenset({"DATA", "FORK", "CONV", "BN", "ACT", "POOL", "FC", "DROPOUT",
-                            "SOFTMAX", "JOIN", "CONCAT", "PADDING"})
+                            "SOFTMAX", "JOIN", "CONCAT", "PADDING", "SLICE", "EMBED",
+                            "LayerNorm", "ATTN"})
+
+
+def _autocast_kind(a):
+    """A layer's kind for :data:`AUTOCAST_TYPES`: its type, with the variants autocast's
+    rules do not cover named apart."""
+    t = a["type"]
+    if t == "NORM":
+        return "LayerNorm" if a.get("norm") == "layer" else "RMSNorm"
+    if t == "ATTN" and a.get("attn_kernel", "flash") == "eager":
+        return "eager ATTN"
+    if t == "EMBED" and a.get("token_types"):
+        return "token-type EMBED"
+    return t
 
 #: cuBLAS keeps one workspace per (handle, stream), and a handle per thread: the forward's
 #: thread and autograd's device thread each get one at their first matmul; the forward's
@@ -197,12 +212,14 @@ def _measured_conv_workspaces(name, fwd_sig, bwd_sig, batch, needs_dx):
     return (fwd, per[0], per[1]) if needs_dx else (fwd, 0, per[0])
 
 
-def _embed_forward(a, n, new, dtype):
+def _embed_forward(a, n, new, dtype, cast_bytes=0):
     """An EMBED layer's forward storages: ``(outputs, temporaries, saved)`` in allocation order.
 
     Token ids (``snsim:gpt``'s ``wte(tokens) + wpe(arange(s))``): the position ids (int64,
     kept by the position table's backward), one lookup per table, then their sum. Patches
-    (torchvision's ViT): ``cat([class token, patches])``, then ``+ pos_embedding``.
+    (torchvision's ViT): ``cat([class token, patches])``, then ``+ pos_embedding``; under
+    autocast ``cat`` first copies the 16-bit patches to fp32 (``cast_bytes``), the class
+    token's dtype.
     """
     name = a["name"]
     nb, s, d = a["out_shape"]
@@ -217,6 +234,8 @@ def _embed_forward(a, n, new, dtype):
         if a.get("token_types"):
             temps.append(new(f"{name}.token_type", "activation", y_bytes, n))
     else:
+        if cast_bytes:
+            temps.append(new(f"{name}.patches.cast", "activation", cast_bytes, n))
         temps.append(new(f"{name}.cat", "activation", y_bytes, n))
     return [new(f"{name}.y", "activation", y_bytes, n)], saved + temps, saved
 
@@ -547,13 +566,12 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     TrainSetup(optimizer, "foreach", amp or None, None, "highest", param_dtype)
     autocast = bool(amp)
     if autocast:
-        other = sorted({a["type"] for _, a in G.nodes(data=True)} - AUTOCAST_TYPES)
+        other = sorted({_autocast_kind(a) for _, a in G.nodes(data=True)} - AUTOCAST_TYPES)
         if other:
             raise ConfigError(f"--amp {amp}: the zoo's autocast rules cover convolutional "
-                              f"networks ({', '.join(sorted(AUTOCAST_TYPES - {'DATA', 'FORK'}))}"
-                              f" layers); {G.graph.get('name', 'this network')} has "
-                              f"{', '.join(other)}: use snsim predict --amp {amp} on its torch "
-                              f"twin (--model zoo:NAME for GPT-2 and ViT networks)")
+                              f"networks and GPT-2/ViT transformers; "
+                              f"{G.graph.get('name', 'this network')} has {', '.join(other)} "
+                              f"layers: use snsim predict --amp {amp} on its torch model")
     from .costs import (_layer_ops, modeled_costs,  # costs import hardware
                         table_layer_times, update_time_s)
 
@@ -657,7 +675,9 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         a = nodes[n]
         bias = ((a.get("out_channels") if a["type"] == "CONV" else a.get("out_features"))
                 if a.get("bias") else 0)
-        w = new(f"{a['name']}.weight.cast", "activation", (a["params"] - bias) * 2, n)
+        weights = (a["in_features"] * a["out_features"] if a.get("tied")   # the embedding's
+                   else a["params"] - bias)
+        w = new(f"{a['name']}.weight.cast", "activation", weights * 2, n)
         pre = [w]
         if bias:
             pre.append(new(f"{a['name']}.bias.cast", "activation", bias * 2, n))
@@ -683,8 +703,14 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         name = a["name"]
         xs = [store[p] for p in ins[n]]
         x = xs[0] if xs else None
-        vb[n] = (2 if typ in ("CONV", "FC") else max(vb[p] for p in ins[n])) if autocast \
-            else dtype
+        # autocast: conv, linear and attention in 16 bits; embeddings (fp32 tables) and
+        # LayerNorm (an fp32 op) in fp32; the rest in their inputs' widest dtype
+        vb[n] = (2 if typ in ("CONV", "FC", "ATTN") else 4 if typ in ("EMBED", "NORM")
+                 else max(vb[p] for p in ins[n])) if autocast else dtype
+        if autocast and typ == "NORM" and vb[ins[n][0]] != 4:
+            raise ConfigError(f"--amp {amp}: layer {name} normalizes a 16-bit value (a "
+                              f"post-LayerNorm block): the zoo's autocast rules do not cover "
+                              f"it; use snsim predict --amp {amp} on its torch model")
         y_bytes = _numel(a["out_shape"]) * vb[n]
         t_f = times(n)[0]
         outs, ws = [], []
@@ -795,7 +821,10 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             saved[n] = [x]
             extra[n] = outs[1:]
         elif typ == "EMBED":
-            outs, temps, extra[n] = _embed_forward(a, n, new, dtype)
+            outs, temps, extra[n] = _embed_forward(
+                a, n, new, vb[n],
+                _numel(a["in_shapes"][0]) * 4 if autocast and ins[n] and vb[ins[n][0]] == 2
+                else 0)
             store[n] = outs[0]
             add_step(n, "F", t_f, temps + outs, outs + extra[n], ())
             continue
@@ -931,9 +960,18 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             # mm's backward writes the weight's part before dx
             part = new(f"{name}.weight.grad_part", "activation_grad",
                        a["in_features"] * a["out_features"] * dtype, n)
-            tied_parts.append(part)
-            dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
+            dx = (new(f"{name}.dx", "activation_grad",
+                      x_bytes[0] // 2 if n in cast_in else x_bytes[0], n)
+                  if needs_dx[0] else None)
             add_step(n, "B", t_b, sv + [dy, part, dx])
+            if autocast:    # the 16-bit input's and weight copy's gradients cast to fp32
+                if dx is not None and n in cast_in:
+                    dx = cast_back(n, [("input", x_bytes[0] // 4)], [dx])[0]
+                wide = new(f"{name}.weight.grad_part32", "activation_grad",
+                           a["in_features"] * a["out_features"] * 4, n)
+                add_step(n, "B", 0.0, [part, wide], name=f"{name}.weight.grad_cast")
+                part = wide
+            tied_parts.append(part)
             out_grads = [dx]
         elif typ == "FC":
             params = a.get("params", 0)
@@ -956,7 +994,12 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             out_grads = [dx]
         elif typ == "EMBED":
             dx = _embed_backward(a, n, dy, new, params_of, add_step, tied_parts, extra[n],
-                                 dtype, t_b)
+                                 vb[n], t_b)
+            if dx is not None and x_bytes and x_bytes[0] < _numel(a["in_shapes"][0]) * vb[n]:
+                # autocast: cat's gradient for the 16-bit patches, cast back to their dtype
+                low = new(f"{name}.dx", "activation_grad", x_bytes[0], n)
+                add_step(n, "B", 0.0, [dx, low], name=f"{name}.grad_cast")
+                dx = low
             out_grads = [dx]
         elif typ == "ATTN" and a.get("attn_kernel", "flash") == "eager":
             dx = _eager_attention_backward(a, n, dy, extra[n], new, add_step, x_bytes[0], dtype,
@@ -994,6 +1037,11 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         elif typ == "JOIN":
             add_step(n, "B", 0.0, [dy])
             out_grads = [dy] * len(ins[n])
+            for i, p in enumerate(ins[n]):
+                if needs_dx[i] and vb[p] < vb[n]:   # autocast: a promoted input's gradient
+                    out_grads[i] = new(f"{name}.dx{i}", "activation_grad",
+                                       _numel(a["out_shape"]) * vb[p], n)
+                    add_step(n, "B", 0.0, [dy, out_grads[i]], name=f"{name}.grad_cast")
         elif typ == "CONCAT":
             add_step(n, "B", 0.0, [dy])
             out_grads = [dy] * len(ins[n])     # narrow() views of the one buffer

@@ -112,7 +112,7 @@ def test_the_cli_prints_json_and_refuses_mixed_flags(netpkg, capsys):
             "--option applies to one plan"),
            (["--model", netpkg, "--allocator", "pytorch"], "--allocator applies to a zoo"),
            (["--model", netpkg, "--network", "resnet50"], "--network applies to a zoo"),
-           (["--network", "resnet50", "--amp", "bf16"], "--amp applies to a PyTorch model"),
+           (["--network", "resnet50", "--amp", "bf16"], "--amp bf16 needs --framework pytorch"),
            (["--network", "resnet50", "--matmul-precision", "high"],
             "--matmul-precision applies to a PyTorch model"),
            (["--model", netpkg, "--matmul-precision", "tf32"],

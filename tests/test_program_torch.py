@@ -438,10 +438,14 @@ def test_precision_by_hand():
 
 def test_precision_refusals():
     from snsim.cli import main
-    G = build_network("gpt:layers=1,width=64,heads=4,vocab=50", batch=2, seq=16, twin=True)
-    with pytest.raises(ConfigError, match="autocast rules cover convolutional networks"):
+    G = build_network("llama:layers=1,width=64,heads=4,vocab=50", batch=2, seq=16, twin=True)
+    with pytest.raises(ConfigError, match="RMSNorm"):
         build_torch_program(G, hardware=H200, amp="bf16")
     assert build_torch_program(G, hardware=H200, param_dtype="bf16").precision == "pure bf16"
+    G = build_network("gpt:layers=1,width=64,heads=4,vocab=50,attention=eager", batch=2,
+                      seq=16, twin=True)
+    with pytest.raises(ConfigError, match="eager ATTN"):
+        build_torch_program(G, hardware=H200, amp="fp16")
     with pytest.raises(ConfigError, match="needs --framework pytorch"):
         make_program("lenet", batch=2, hardware="h200", amp="bf16")
     with pytest.raises(ConfigError, match="use one of the two"):

@@ -310,14 +310,18 @@ def test_zoo_twin_captures(path):
     assert abs(err) <= 0.02, f"{path}: {100 * err:+.2f}%"
 
 
-@pytest.mark.parametrize("net,batch,seq,param_dtype", [
-    ("vit:layers=2,width=128,heads=4,image=64,patch=8", 3, None, "bf16"),
-    (TINY_GPT, 2, 64, "fp16")])
-def test_pure_16bit_matches_predict_on_its_torch_twin(net, batch, seq, param_dtype):
-    """Pure 16-bit training (``model.to(dtype)``) of a zoo transformer against predict's
-    recording of its twin, both on the H200 preset: 16-bit attention runs cuDNN's kernel on
-    Hopper (no layout copy of nn.MultiheadAttention's output; a B x H x S x (D + 1) fp32
-    workspace in backward), within 1%."""
+@pytest.mark.parametrize("net,batch,seq,amp,param_dtype", [
+    ("vit:layers=2,width=128,heads=4,image=64,patch=8", 3, None, None, "bf16"),
+    (TINY_GPT, 2, 64, None, "fp16"),
+    ("vit:layers=2,width=128,heads=4,image=64,patch=8", 3, None, "bf16", "fp32"),
+    (f"{TINY_GPT},dropout=0.1", 3, 200, "fp16", "fp32")])
+def test_16bit_matches_predict_on_its_torch_twin(net, batch, seq, amp, param_dtype):
+    """Pure 16-bit training (``model.to(dtype)``) and autocast of a zoo transformer against
+    predict's recording of its twin, both on the H200 preset, within 1%. 16-bit attention runs
+    cuDNN's kernel on Hopper (no layout copy of nn.MultiheadAttention's output; a B x H x S x
+    (D + 1) fp32 workspace in backward). Under autocast the residual stream stays fp32 (the
+    embeddings' tables, LayerNorm an fp32 op, the adds promote), each linear layer casts an
+    fp32 input (saved) and its weight; the adds' gradients for the 16-bit branch are cast."""
     pytest.importorskip("torchvision")
     from snsim.captured import replay_capture
     from snsim.torchsim.amp import TrainSetup
@@ -325,7 +329,7 @@ def test_pure_16bit_matches_predict_on_its_torch_twin(net, batch, seq, param_dty
     from snsim.torchsim.models import resolve_model
     from snsim.torchsim.predict import record_fake
     from snsim.trace import program_from_dict
-    setup = TrainSetup("adamw", param_dtype=param_dtype)
+    setup = TrainSetup("adamw", amp=amp, param_dtype=param_dtype)
     kw = {"input_shape": (seq,)} if seq else {}
     rec = record_fake(resolve_model(f"zoo:{net}", **kw), batch, setup)
     r = rec["rec"]
@@ -336,7 +340,7 @@ def test_pure_16bit_matches_predict_on_its_torch_twin(net, batch, seq, param_dty
     want = replay_capture(program_from_dict(prog, source="program"), H200,
                           budget_bytes=10**15).peak_allocated_bytes
     G = build_network(net, batch=batch, twin=True, **({"seq": seq} if seq else {}))
-    p = build_torch_program(G, hardware=H200, workspaces=False, optimizer="adamw",
+    p = build_torch_program(G, hardware=H200, workspaces=False, optimizer="adamw", amp=amp,
                             param_dtype=param_dtype)
     got = simulate(p, hardware=H200, policy="liveness", allocator="pytorch",
                    record=False).peak_allocated_bytes

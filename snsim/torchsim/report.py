@@ -120,22 +120,31 @@ def zoo_rows(rows):
     return out
 
 
+#: zoo networks whose torch twins the amp captures ran (snsim:gpt is GPT-2 small with
+#: nanoGPT's vocabulary 50304; tests/test_zoo_transformers.py), beside :data:`ZOO_TWINS`
+ZOO_TRANSFORMER_TWINS = {"gpt": "gpt:vocab=50304", "vit_b_16": "vit-b16"}
+
+
 def zoo_precision_rows(folder):
     """``(provenance, measured, zoo Result)`` of every capture in ``folder`` (the H200 amp
-    runs) of a zoo twin (:data:`ZOO_TWINS`) with a foreach optimizer: the zoo in PyTorch
-    semantics at the capture's precision (``--amp``) and optimizer."""
+    runs) of a zoo twin (:data:`ZOO_TWINS`, :data:`ZOO_TRANSFORMER_TWINS`) with a foreach
+    optimizer: the zoo in PyTorch semantics at the capture's precision (``--amp``),
+    optimizer and sequence length."""
     from ..api import simulate
     out = []
     for f in sorted(glob.glob(os.path.join(folder, "*.json.gz"))):
         doc = load_trace_doc(f)
         pv = doc["provenance"]
-        twin = ZOO_TWINS.get(str(pv.get("model", "")).split(":")[-1])
+        key = str(pv.get("model", "")).split(":")[-1]
+        twin = ZOO_TWINS.get(key) or ZOO_TRANSFORMER_TWINS.get(key)
         if twin is None or pv.get("optimizer_impl", "foreach") != "foreach":
             continue
         amp = pv.get("amp") if pv.get("amp") not in (None, "none") else None
+        shape = pv.get("input_shape") or []
         z = simulate(twin, batch=int(pv["batch"]), hardware="h200", framework="pytorch",
                      allocator="pytorch", policy="liveness", record=False,
-                     optimizer=pv["optimizer"], amp=amp)
+                     optimizer=pv["optimizer"], amp=amp,
+                     input_size=shape[0] if len(shape) == 1 else None)
         out.append((pv, doc["measured"], z))
     return out
 
@@ -148,8 +157,9 @@ def _zoo_precision_section(L, folder):
     L.append("### The zoo with `--amp` against the H200 mixed-precision runs\n")
     L.append("`snsim run --network N --batch B --gpu h200 --framework pytorch --allocator "
              "pytorch --policy liveness --amp bf16|fp16 --optimizer O` (session 74: autocast "
-             "rules for the convolutional layers, docs/DESIGN.md, PyTorch semantics, "
-             "Precision) against the captures of `traces/h200/amp/` (section 9: torch 2.11, "
+             "rules for convolutional networks, GPT-2 and ViT, docs/DESIGN.md, PyTorch "
+             "semantics, Precision; `gpt` is the zoo's `gpt:vocab=50304`, `vit_b_16` its "
+             "`vit-b16`) against the captures of `traces/h200/amp/` (section 9: torch 2.11, "
              "cuDNN 9.19) with a foreach optimizer; fp32 rows are the AdamW runs. No capture "
              "informed the rules (they follow what `snsim predict` records); the kernel "
              "table's bf16/fp16 rows include these networks' conv layers by shape, and the "
@@ -179,7 +189,9 @@ def _zoo_precision_section(L, folder):
              f"2.3 ms of it: 44.7 ms against the zoo's 42.4). DenseNet-121's 16-bit steps "
              f"are host-bound (about 2,000 calls a step): the zoo's 56.7 ms for b64 bf16 "
              f"AdamW is `snsim predict`'s 59.1 less 2.4, against 63.4 measured "
-             f"(`scripts/op_breakdown.py`, session 74).\n")
+             f"(`scripts/op_breakdown.py`, session 74). The transformers' steps are fast "
+             f"because the zoo times attention, LayerNorm and embeddings by the roofline, "
+             f"not the kernel table.\n")
 
 
 def _edge_section(L, traces_dir, folder, intro):
