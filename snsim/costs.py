@@ -642,8 +642,11 @@ def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False):
         return ops
     wide = {"tf32": half, "fp32": half}
     narrow = _MATH_DTYPE[half]
-    fwd, bwd = ([(f, fl, nb, cls, wide.get(m, narrow)) for f, fl, nb, cls, m in part]
-                for part in ops)
+    # a 16-bit attention runs cuDNN's kernel (Hopper; a table without its rows reads flash's)
+    fwd, bwd = ([(f.replace("_efficient_", "_cudnn_"), fl, nb, cls, wide.get(m, narrow))
+                 for f, fl, nb, cls, m in part] for part in ops)
+    if a["type"] == "ATTN" and a.get("mha"):    # cuDNN's output needs no layout copy
+        fwd, bwd = fwd[:-1], bwd[1:]
     if not autocast:
         return fwd, bwd
     typ = a["type"]
@@ -660,6 +663,36 @@ def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False):
         cast = ("_to_copy", 0, 6 * _numel(a["out_shape"]), "", narrow)
         fwd = fwd[:1] + [cast] + fwd[1:]
         bwd = bwd[:1] + [cast] + bwd[1:]
+    return fwd, bwd
+
+
+def _attention_ops(a, b):
+    """A fused attention layer's calls (``snsim predict`` records them so on the GPU):
+    ``_scaled_dot_product_efficient_attention`` and its backward at the flop counter's count
+    (4 and 8 x B x H x S^2 x D, halved when causal: the table's ``causal`` rows), reading q,
+    k, v and writing the output and the fp32 logsumexp; a 16-bit call reads the cuDNN rows
+    (``_layer_ops``), as opcost reads a recorded one. ``nn.MultiheadAttention`` (ViT) copies
+    the packed projection into q/k/v order and, from the memory-efficient kernel, the output
+    into the out-projection's layout (``clone`` each, and their gradients back)."""
+    nb, s, _ = a["out_shape"]
+    h, kv, d = a["heads"], a.get("kv_heads", a["heads"]), a["head_dim"]
+    causal = bool(a.get("causal"))
+    flops = 4 * nb * h * s * s * d // (2 if causal else 1)
+    q, k = nb * s * h * d * b, nb * s * kv * d * b
+    lse = nb * h * s * 4
+    cls = "causal" if causal else ""
+    fwd = [("_scaled_dot_product_efficient_attention", flops, 2 * q + 2 * k + lse, cls, "fp32")]
+    bwd = [("_scaled_dot_product_efficient_attention_backward", 2 * flops,
+            4 * q + 4 * k + lse, cls, "fp32")]
+    if a.get("mha"):
+        # q, k and v are selected from the packed (3, S, N, C) copy: in backward each
+        # select_backward writes a packed-size zero-filled gradient, summed into one
+        packed = q + 2 * k
+        fwd = [("clone", 0, 2 * packed, "", "float32")] + fwd + \
+            [("clone", 0, 2 * q, "", "float32")]
+        bwd = [("clone", 0, 2 * q, "", "float32")] + bwd + \
+            [("select_backward", 0, packed + q, "", "float32")] * 3 + \
+            [("add", 0, 3 * packed, "", "float32")] * 2
     return fwd, bwd
 
 
@@ -699,6 +732,32 @@ def _layer_ops_fp32(a, dtype_bytes):
         # training mode counts its batches: ``num_batches_tracked.add_(1)`` (int64, one element)
         return ([("native_batch_norm", 0, x + y, cls, "float32"), ("add_", 0, 16, "", "float32")],
                 [("native_batch_norm_backward", 0, 3 * x, cls, "float32")])
+    if typ == "ACT" and a.get("activation") in ("gelu", "silu", "tanh"):
+        act = a["activation"]
+        return [(act, 0, 2 * x, "", "float32")], [(f"{act}_backward", 0, 3 * x, "", "float32")]
+    if typ == "NORM" and a.get("norm") == "layer":
+        d = a["out_shape"][-1]
+        rows = _numel(a["out_shape"]) // d
+        cls = f"d{d}r{rows}"                        # kernel_table.ln_class
+        stats, w = 2 * rows * 4, 2 * d * b          # mean and rstd (fp32); weight and bias
+        return ([("native_layer_norm", 0, x + w + y + stats, cls, "float32")],
+                [("native_layer_norm_backward", 0, 3 * x + stats + 2 * w, cls, "float32")])
+    if typ == "ATTN" and a.get("attn_kernel", "flash") != "eager" and not a.get("rotary"):
+        return _attention_ops(a, b)
+    if typ == "MUL":
+        return [("mul", 0, 3 * y, "", "float32")], [("mul", 0, 3 * y, "", "float32")] * 2
+    if typ == "EMBED" and a.get("vocab") and not a.get("token_types"):
+        nb, s, d = a["out_shape"]
+        ids = nb * s * 8
+        fwd = [("embedding", 0, ids + 2 * y, "", "float32")]
+        bwd = [("embedding_dense_backward", 0, ids + y + a["vocab"] * d * b, "", "float32")]
+        if a.get("positions"):
+            fwd += [("embedding", 0, s * 8 + 2 * s * d * b, "", "float32"),
+                    ("add", 0, 3 * y, "", "float32")]
+            bwd += [("sum", 0, y + s * d * b, "", "float32"),
+                    ("embedding_dense_backward", 0, s * 8 + s * d * b + a.get("positions", s)
+                     * d * b, "", "float32")]
+        return fwd, bwd
     if typ == "ACT" and a.get("activation") == "relu6":     # autograd's copy, hardtanh_
         return ([("clone", 0, 2 * x, "", "float32"), ("hardtanh_", 0, 2 * x, "", "float32")],
                 [("hardtanh_backward", 0, 3 * x, "", "float32")])
@@ -730,10 +789,11 @@ def _layer_ops_fp32(a, dtype_bytes):
     return None
 
 
-def table_layer_times(G, table, dtype_bytes=4, half=None, autocast=False):
+def table_layer_times(G, table, dtype_bytes=4, half=None, ops_of=None):
     """Per-layer times of a zoo graph from a measured kernel table (:mod:`snsim.kernel_table`).
-    ``half`` and ``autocast``: the step's 16-bit math and autocast's casts (:func:`_layer_ops`;
-    the input batch is the one fp32 input a layer casts).
+    ``half``: the step's 16-bit math (:func:`_layer_ops`); ``ops_of(node)``: each layer's
+    calls instead (:func:`snsim.program_torch.build_torch_program`'s, which knows each value's
+    dtype under autocast).
 
     Returns
     -------
@@ -746,9 +806,9 @@ def table_layer_times(G, table, dtype_bytes=4, half=None, autocast=False):
              else {2: "bfloat16", 8: "float64"}.get(dtype_bytes, "float32"))
     out, sources = {}, {}
     for n, a in G.nodes(data=True):
-        ops = _layer_ops(a, dtype_bytes, half, autocast, fp32_input=any(
-            G.nodes[p].get("type") == "DATA" for p in G.predecessors(n))) \
-            if a.get("type") not in ("DATA", "FORK") else None
+        if a.get("type") in ("DATA", "FORK"):
+            continue
+        ops = ops_of(n) if ops_of is not None else _layer_ops(a, dtype_bytes, half)
         if ops is None:
             continue
         times, ok, srcs = [], True, []

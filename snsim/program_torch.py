@@ -590,8 +590,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     elif hardware is not None and kernel_table != "none":
         from .kernel_table import load_kernel_table
         table = load_kernel_table(hardware.name if kernel_table == "auto" else kernel_table)
-    measured, time_sources = (table_layer_times(G, table, dtype, half, autocast)
-                              if table is not None else ({}, {}))
+
     mem_rate = (hardware.eff("mem") * hardware.mem_bytes_per_s) if hardware is not None else None
 
     def times(n):
@@ -661,10 +660,32 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                           typ or a.get("type", "OPTIMIZER"), phase, float(time_s), tuple(seen),
                           tuple(outs), tuple(inputs)))
 
-    # autocast: each value's element bytes. A convolution's or linear layer's output is 16-bit;
-    # every other layer's has its inputs' widest dtype (BN, pooling, ReLU and dropout keep
-    # their input's, add and cat promote); the image batch is fp32
+    # autocast: each value's element bytes. Conv, linear and attention outputs are 16-bit,
+    # embeddings' (fp32 tables) and LayerNorm's (an fp32 op) fp32, every other layer's has its
+    # inputs' widest dtype (BN, pooling, ReLU and dropout keep their input's, add and cat
+    # promote); the image batch is fp32
     vb = {n: 4 if autocast else dtype for n in G if is_data[n]}
+    for n in ops:
+        typ = nodes[n]["type"]
+        vb[n] = (2 if typ in ("CONV", "FC", "ATTN") else 4 if typ in ("EMBED", "NORM")
+                 else max(vb[p] for p in ins[n])) if autocast else dtype
+        if autocast and typ == "NORM" and vb[ins[n][0]] != 4:
+            raise ConfigError(f"--amp {amp}: layer {nodes[n]['name']} normalizes a 16-bit "
+                              f"value (a post-LayerNorm block): the zoo's autocast rules do "
+                              f"not cover it; use snsim predict --amp {amp} on its torch model")
+
+    def layer_ops(n):
+        """Layer ``n``'s aten calls at the step's precision (:func:`snsim.costs._layer_ops`):
+        under autocast an fp32 layer (LayerNorm, an embedding, a promoted add) in fp32, the
+        rest in 16 bits with the casts of an fp32 input."""
+        a = nodes[n]
+        if autocast and vb[n] == 4 and a["type"] != "SOFTMAX":
+            return _layer_ops(a, 4)
+        return _layer_ops(a, dtype, half, autocast,
+                          fp32_input=autocast and any(vb[p] == 4 for p in ins.get(n, ())))
+
+    measured, time_sources = (table_layer_times(G, table, dtype, half, ops_of=layer_ops)
+                              if table is not None else ({}, {}))
     region = []     # autocast's cached casts no node saved: freed where the region ends
     cast_in = {}    # conv/linear layer -> the 16-bit copy of its fp32 input
 
@@ -703,14 +724,6 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         name = a["name"]
         xs = [store[p] for p in ins[n]]
         x = xs[0] if xs else None
-        # autocast: conv, linear and attention in 16 bits; embeddings (fp32 tables) and
-        # LayerNorm (an fp32 op) in fp32; the rest in their inputs' widest dtype
-        vb[n] = (2 if typ in ("CONV", "FC", "ATTN") else 4 if typ in ("EMBED", "NORM")
-                 else max(vb[p] for p in ins[n])) if autocast else dtype
-        if autocast and typ == "NORM" and vb[ins[n][0]] != 4:
-            raise ConfigError(f"--amp {amp}: layer {name} normalizes a 16-bit value (a "
-                              f"post-LayerNorm block): the zoo's autocast rules do not cover "
-                              f"it; use snsim predict --amp {amp} on its torch model")
         y_bytes = _numel(a["out_shape"]) * vb[n]
         t_f = times(n)[0]
         outs, ws = [], []
@@ -1131,9 +1144,6 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         import dataclasses
 
         from .kernel_table import host_stream
-        def layer_ops(n):
-            return _layer_ops(nodes[n], dtype, half, autocast,
-                              fp32_input=any(is_data[p] for p in prv[n]))
         host = _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, layer_ops,
                        update_calls, math_u, amp == "fp16")
         steps = [dataclasses.replace(st, time_s=t) for st, t in

@@ -189,9 +189,10 @@ def _zoo_precision_section(L, folder):
              f"2.3 ms of it: 44.7 ms against the zoo's 42.4). DenseNet-121's 16-bit steps "
              f"are host-bound (about 2,000 calls a step): the zoo's 56.7 ms for b64 bf16 "
              f"AdamW is `snsim predict`'s 59.1 less 2.4, against 63.4 measured "
-             f"(`scripts/op_breakdown.py`, session 74). The transformers' steps are fast "
-             f"because the zoo times attention, LayerNorm and embeddings by the roofline, "
-             f"not the kernel table.\n")
+             f"(`scripts/op_breakdown.py`, session 74). ViT-B/16's steps are fast: the "
+             f"zoo leaves out the layout copies `snsim predict` counts (LayerNorm's copy of "
+             f"its transposed input, `clone_strided`) and prices autocast's promoted adds "
+             f"as plain ones.\n")
 
 
 def _edge_section(L, traces_dir, folder, intro):
