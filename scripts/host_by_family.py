@@ -122,8 +122,7 @@ def recording(row, cache):
     pickle ``scripts/op_breakdown.py --cache`` writes, reused)."""
     from snsim.torchsim.amp import TrainSetup
     from snsim.torchsim.predict import cached_recording
-    setup = TrainSetup(row["optimizer"], row["impl"],
-                       None if row["amp"] in ("", "none") else row["amp"])
+    setup = TrainSetup.from_precision_field(row["optimizer"], row["impl"], row["amp"])
     return cached_recording(row["model"], int(row["batch"]), setup, cache)[1]
 
 

@@ -234,7 +234,7 @@ def scaler_row(rows, optstep_csv, configs, table, cache=None, gauge_add_s=None):
         """(probe config name, measured opt_step + zero_grad or None, modelled optimizer
         phase without GradScaler's per-parameter row, parameters) of one configuration."""
         name, (ops, marks, host_sids, _, acc) = cached_recording(
-            text, int(batch), TrainSetup(optimizer, impl, amp), cache)
+            text, int(batch), TrainSetup.from_precision_field(optimizer, impl, amp), cache)
         got = meas.get(name, {})
         syncs = [i for i, op in enumerate(ops)
                  if op[1] in HOST_READ_OPS and any(s not in host_sids for s in op[2])]

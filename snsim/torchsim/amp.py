@@ -111,6 +111,20 @@ class TrainSetup:
                               f"autocast keeps fp32 master weights; use one of the two")
 
     @classmethod
+    def from_precision_field(cls, optimizer, optimizer_impl, field):
+        """From the diagnosis scripts' one precision field (``model:batch:opt:impl:amp``):
+        ``none``, ``bf16`` or ``fp16`` (autocast), or ``purebf16``/``purefp16``
+        (``--param-dtype``, no autocast).
+
+        >>> TrainSetup.from_precision_field("adamw", "foreach", "purebf16").precision_label
+        'pure bf16'
+        """
+        field = field or "none"
+        pure = field.startswith("pure")
+        return cls.parse(optimizer, optimizer_impl, "none" if pure else field,
+                         param_dtype=field[len("pure"):] if pure else "fp32")
+
+    @classmethod
     def parse(cls, optimizer="sgd-momentum", optimizer_impl="foreach", amp=None,
               skipped_steps=None, matmul_precision="highest", param_dtype="fp32"):
         """From command-line strings (``--amp none`` is fp32; ``--skipped-steps auto`` is

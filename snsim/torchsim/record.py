@@ -1628,9 +1628,7 @@ def warm_training(text, batch, optimizer, impl, amp, device, warmup=3):
     from .models import resolve_sized
     from .predict import infer_target_of
     # amp none | bf16 | fp16 (autocast), or purebf16 | purefp16 (--param-dtype, no autocast)
-    pure = amp.startswith("pure")
-    setup = TrainSetup.parse(optimizer, impl, "none" if pure else amp,
-                             param_dtype=amp[len("pure"):] if pure else "fp32")
+    setup = TrainSetup.from_precision_field(optimizer, impl, amp)
     spec = resolve_sized(text)
     dev = torch.device(device)
     net = spec.build().train()
