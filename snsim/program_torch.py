@@ -674,15 +674,37 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                               f"value (a post-LayerNorm block): the zoo's autocast rules do "
                               f"not cover it; use snsim predict --amp {amp} on its torch model")
 
+    mha = any(nodes[m].get("mha") for m in ops if nodes[m]["type"] == "ATTN")
+    names = {2: {"bf16": "bfloat16", "fp16": "float16"}.get(half, "bfloat16"), 4: "float32"}
+
     def layer_ops(n):
         """Layer ``n``'s aten calls at the step's precision (:func:`snsim.costs._layer_ops`):
         under autocast an fp32 layer (LayerNorm, an embedding, a promoted add) in fp32, the
-        rest in 16 bits with the casts of an fp32 input."""
+        rest in 16 bits with the casts of an fp32 input. Two calls a layer's own list cannot
+        know: LayerNorm's copy of a non-contiguous input in forward and backward
+        (:func:`snsim.torchsim.record.kernel_copies`: torchvision's ViT adds its attention's
+        output transposed back to batch-first, and the sum keeps those strides, so every
+        LayerNorm after an add copies), and an add of an fp32 and a 16-bit value, which
+        runs TensorIterator's casting kernel (the table's ``elementwise_generic`` rows, as
+        :func:`snsim.torchsim.opcost._table_args` reads the recorded call)."""
         a = nodes[n]
         if autocast and vb[n] == 4 and a["type"] != "SOFTMAX":
-            return _layer_ops(a, 4)
-        return _layer_ops(a, dtype, half, autocast,
-                          fp32_input=autocast and any(vb[p] == 4 for p in ins.get(n, ())))
+            got = _layer_ops(a, 4)
+        else:
+            got = _layer_ops(a, dtype, half, autocast,
+                             fp32_input=autocast and any(vb[p] == 4 for p in ins.get(n, ())))
+        if got is None:
+            return None
+        fwd, bwd = got
+        if a["type"] == "NORM" and mha and nodes[ins[n][0]]["type"] == "JOIN":
+            copy = ("clone_strided", 0, 2 * _numel(a["in_shapes"][0]) * vb[ins[n][0]], "",
+                    names[vb[ins[n][0]]])
+            fwd, bwd = [copy] + fwd, [copy] + bwd
+        if a["type"] == "JOIN" and len({vb[p] for p in ins[n]}) > 1:
+            fwd = [("elementwise_generic", 0,
+                    _numel(a["out_shape"]) * (vb[n] + sum(vb[p] for p in ins[n])), "",
+                    names[vb[n]])]
+        return fwd, bwd
 
     measured, time_sources = (table_layer_times(G, table, dtype, half, ops_of=layer_ops)
                               if table is not None else ({}, {}))

@@ -189,10 +189,10 @@ def _zoo_precision_section(L, folder):
              f"2.3 ms of it: 44.7 ms against the zoo's 42.4). DenseNet-121's 16-bit steps "
              f"are host-bound (about 2,000 calls a step): the zoo's 56.7 ms for b64 bf16 "
              f"AdamW is `snsim predict`'s 59.1 less 2.4, against 63.4 measured "
-             f"(`scripts/op_breakdown.py`, session 74). ViT-B/16's steps are fast: the "
-             f"zoo leaves out the layout copies `snsim predict` counts (LayerNorm's copy of "
-             f"its transposed input, `clone_strided`) and prices autocast's promoted adds "
-             f"as plain ones.\n")
+             f"(`scripts/op_breakdown.py`, session 74). ViT-B/16's 16-bit steps are fast: "
+             f"`snsim predict` prices its LayerNorms, promoted adds and q/k/v gradients "
+             f"higher than the zoo's per-layer calls do (b64 bf16 AdamW: 31.7 ms against "
+             f"the zoo's 27.3).\n")
 
 
 def _edge_section(L, traces_dir, folder, intro):
