@@ -1168,8 +1168,11 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         from .kernel_table import host_stream
         host = _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, layer_ops,
                        update_calls, math_u, amp == "fp16")
+        # fp16: GradScaler's step reads found_inf (``.item()``), so the host waits for the
+        # backward's kernels before it issues the optimizer step
+        syncs = {i for i, st in enumerate(steps) if st.phase == "U"} if amp == "fp16" else ()
         steps = [dataclasses.replace(st, time_s=t) for st, t in
-                 zip(steps, host_stream([st.time_s for st in steps], host))]
+                 zip(steps, host_stream([st.time_s for st in steps], host, syncs=syncs))]
     static = {}
     for st in static_tensors:
         static[st.kind] = static.get(st.kind, 0) + st.nbytes

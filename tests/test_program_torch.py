@@ -484,6 +484,10 @@ def test_zoo_autocast_against_the_h200_runs(trace):
                  optimizer=pv["optimizer"], amp=pv["amp"])
     measured = doc["measured"]["peak_allocated_bytes"]
     assert r.peak_allocated_bytes == pytest.approx(measured, rel=0.01)
+    if trace == "resnet50_b128_fp16":
+        # GradScaler's .item() holds the host until the backward has run: -0.9% at session 74,
+        # -8.0% before the wait was modelled
+        assert r.step_time_s == pytest.approx(doc["measured"]["step_time_s"], rel=0.04)
 
 
 def test_sweep_precision_keys(tmp_path):

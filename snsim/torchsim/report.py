@@ -184,9 +184,8 @@ def _zoo_precision_section(L, folder):
     a, b, t = _stats(ea), _stats(er), _stats(et)
     L.append(f"{len(rows)} runs. Allocated: mean |err| {a[0]}%, median {a[1]}%, max {a[2]}%. "
              f"Reserved: mean {b[0]}%, median {b[1]}%, max {b[2]}%. Step time: mean {t[0]}%, "
-             f"median {t[1]}%, max {t[2]}%. The zoo charges no wait for GradScaler's "
-             f"`.item()` in an fp16 step (`snsim predict` charges ResNet-50 b128 fp16 "
-             f"2.3 ms of it: 44.7 ms against the zoo's 42.4). DenseNet-121's 16-bit steps "
+             f"median {t[1]}%, max {t[2]}%. An fp16 step's host waits for the backward at "
+             f"GradScaler's `.item()` before the optimizer step. DenseNet-121's 16-bit steps "
              f"are host-bound (about 2,000 calls a step): the zoo's 56.7 ms for b64 bf16 "
              f"AdamW is `snsim predict`'s 59.1 less 2.4, against 63.4 measured "
              f"(`scripts/op_breakdown.py`, session 74). ViT-B/16's 16-bit steps are fast: "
