@@ -90,14 +90,18 @@ def _framework_arg(p, precision=True):
 
 
 def precision_args(p):
-    """``--amp`` and ``--param-dtype``: the zoo's (``--framework pytorch``) and a PyTorch
-    model's."""
-    p.add_argument("--amp", default=None, choices=("none", "bf16", "fp16"),
-                   help="torch.autocast in this dtype around forward and loss, fp32 master "
-                   "weights (fp16: with GradScaler); default none (fp32)")
-    p.add_argument("--param-dtype", default="fp32", choices=("fp32", "bf16", "fp16"),
-                   help="pure low-precision training (model.to(dtype): weights, gradients, "
-                   "optimizer state and activations in that dtype, no autocast); default fp32")
+    """``--amp`` and ``--param-dtype``, one definition for a zoo network (``--framework
+    pytorch``) and a PyTorch model (``snsim predict``, ``capture``, ``execute``, ``maxbatch
+    --model``); their values are checked where the step is set up
+    (:class:`snsim.torchsim.amp.TrainSetup`), one line per rule broken."""
+    p.add_argument("--amp", default="none",
+                   help="none | bf16 | fp16: autocast around forward and loss, fp32 master "
+                        "weights, GradScaler for fp16 (default none: fp32)")
+    p.add_argument("--param-dtype", default="fp32",
+                   help="fp32 | bf16 | fp16: the dtype the model trains in; bf16 and fp16 are "
+                        "pure low-precision training (model.to(dtype): weights, gradients, "
+                        "optimizer state and input, no autocast; not with --amp) "
+                        "(default fp32)")
 
 
 def precision_of(args):

@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from ..cli import command, emit, output_path
+from ..cli import command, emit, output_path, precision_args
 from ..errors import ConfigError
 from ..units import format_bytes, parse_bytes
 from .calibrate import register as register_calibrate
@@ -69,18 +69,11 @@ def _model_args(p, *, gpu=False):
                    help="sgd | sgd-momentum | nesterov | adam | adamw (default sgd-momentum)")
     p.add_argument("--optimizer-impl", default="foreach",
                    help="foreach | fused: the optimizer's kernels (default foreach)")
-    p.add_argument("--amp", default="none",
-                   help="none | bf16 | fp16: autocast around forward and loss, fp32 master "
-                        "weights, GradScaler for fp16 (default none: fp32)")
+    precision_args(p)
     p.add_argument("--matmul-precision", default="highest",
                    help="highest | high | medium: torch.set_float32_matmul_precision for the "
                         "step; high and medium run fp32 matmuls on TF32 tensor cores "
                         "(default highest, torch's: fp32)")
-    p.add_argument("--param-dtype", default="fp32",
-                   help="fp32 | bf16 | fp16: the dtype the model trains in; bf16 and fp16 are "
-                        "pure low-precision training (model.to(dtype): weights, gradients, "
-                        "optimizer state and input, no autocast; not with --amp) "
-                        "(default fp32)")
     p.add_argument("--input-shape", default=None,
                    help="one sample's shape, e.g. 3,224,224 (default per model)")
     p.add_argument("--seq", type=int, default=None,
