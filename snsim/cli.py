@@ -80,13 +80,12 @@ def seq_arg(p):
                    help="sequence length of a token model (gpt2, llama3-8b, bert-base, ...)")
 
 
-def _framework_arg(p, precision=True):
+def _framework_arg(p):
     p.add_argument("--framework", default="superneurons", choices=("superneurons", "pytorch"),
                    help="program semantics of a zoo network: SuperNeurons' framework (default; "
                    "the K40c paper reproduction) or what PyTorch autograd saves for the "
                    "torchvision twin")
-    if precision:
-        precision_args(p)
+    precision_args(p)
 
 
 def precision_args(p):

@@ -631,7 +631,8 @@ def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False):
 
     ``half`` (``"bf16"``/``"fp16"``): the layer computes in 16 bits (pure low precision, or
     autocast with ``dtype_bytes`` 2): convolutions and matmuls read the table's rows of that
-    math, every other family its 16-bit rows (``bf16``), as a recorded 16-bit call does
+    math, every other family its rows of that dtype (``bfloat16``, ``float16``), as a recorded
+    16-bit call does
     (:func:`snsim.torchsim.opcost._table_args`). ``autocast`` adds the casts autocast makes:
     each fp32 parameter of a convolution or linear layer to 16 bits in forward (and an fp32
     input, ``fp32_input``), its 16-bit gradient back to fp32 in backward; the loss's
@@ -802,7 +803,7 @@ def table_layer_times(G, table, dtype_bytes=4, half=None, ops_of=None):
         its ops found); ``sources`` maps ``"table"``/``"fitted"``/``"proxy"`` to seconds.
     """
     from .kernel_table import bias_calls, bias_time_s, family_of, table_family
-    dtype = ({"bf16": "bfloat16", "fp16": "float16"}[half] if half
+    dtype = (_MATH_DTYPE[half] if half
              else {2: "bfloat16", 8: "float64"}.get(dtype_bytes, "float32"))
     out, sources = {}, {}
     for n, a in G.nodes(data=True):

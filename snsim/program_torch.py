@@ -563,7 +563,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         raise ConfigError(f"optimizer {optimizer!r} is unknown; known: "
                           f"{', '.join(OPTIMIZER_STATE_FACTOR)}")
     from .torchsim.amp import TrainSetup    # torch-free: the rules of --amp and --param-dtype
-    TrainSetup(optimizer, "foreach", amp or None, None, "highest", param_dtype)
+    setup = TrainSetup(optimizer, "foreach", amp or None, None, "highest", param_dtype)
     autocast = bool(amp)
     if autocast:
         other = sorted({_autocast_kind(a) for _, a in G.nodes(data=True)} - AUTOCAST_TYPES)
@@ -572,7 +572,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                               f"networks and GPT-2/ViT transformers; "
                               f"{G.graph.get('name', 'this network')} has {', '.join(other)} "
                               f"layers: use snsim predict --amp {amp} on its torch model")
-    from .costs import (_layer_ops, modeled_costs,  # costs import hardware
+    from .costs import (_MATH_DTYPE, _layer_ops, modeled_costs,  # costs import hardware
                         table_layer_times, update_time_s)
 
     nodes = dict(G.nodes(data=True))
@@ -581,6 +581,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     # otherwise per value (vb), of the activations
     dtype = 2 if half else int(G.graph.get("dtype_bytes", 4))
     pbytes = 4 if autocast else dtype
+    names = {2: _MATH_DTYPE.get(half, "bfloat16"), 4: "float32"}    # element bytes -> dtype
     nxt, prv = adjacency(G)
     order = forward_order(G, (nxt, prv))
     costs = modeled_costs(G, hardware) if hardware is not None else {}
@@ -608,8 +609,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         """Autograd's sum of two gradients of ``nbytes`` at a value with several consumers
         (reads two, writes one): the table's ``add`` rows of their dtype, else the preset's
         memory rate."""
-        dt = {2: {"bf16": "bfloat16", "fp16": "float16"}.get(half, "bfloat16")}.get(
-            elem_bytes, "float32")
+        dt = names.get(elem_bytes, "float32")
         t = table.time_s("add", nbytes=3 * nbytes, dtype=dt, math_=dt)[0] \
             if table is not None else None
         if t is not None:
@@ -633,10 +633,9 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     # cuDNN workspaces: where the preset has the tables recorded programs read (its captures,
     # its probed table), the same lookup (kept per call signature), else the first-principles
     # model, for the calls in their dtype (16 bits under autocast or pure low precision)
-    conv_dtype = {"bf16": "bfloat16", "fp16": "float16"}.get(half, "float32")
-
     def conv_ws(n, pass_name):
-        got = measured_conv_workspaces(hardware, nodes[n], not is_data[ins[n][0]], conv_dtype)
+        got = measured_conv_workspaces(hardware, nodes[n], not is_data[ins[n][0]],
+                                       names.get(dtype, "float32"))
         if got is None:
             return conv_workspace_bytes(nodes[n], pass_name, dtype)
         return got[("fwd", "bwd_data", "bwd_filter").index(pass_name)]
@@ -675,7 +674,6 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                               f"not cover it; use snsim predict --amp {amp} on its torch model")
 
     mha = any(nodes[m].get("mha") for m in ops if nodes[m]["type"] == "ATTN")
-    names = {2: {"bf16": "bfloat16", "fp16": "float16"}.get(half, "bfloat16"), 4: "float32"}
 
     def layer_ops(n):
         """Layer ``n``'s aten calls at the step's precision (:func:`snsim.costs._layer_ops`):
@@ -1181,4 +1179,4 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                    source=G.graph.get("source", "zoo"), hardware=getattr(hardware, "name", ""),
                    optimizer=optimizer, static_tensors=static_tensors, adjacency=(nxt, prv),
                    framework="pytorch",
-                   precision=TrainSetup(amp=amp or None, param_dtype=param_dtype).precision_label)
+                   precision=setup.precision_label)
