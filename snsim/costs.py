@@ -652,9 +652,8 @@ def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False):
         return fwd, bwd
     typ = a["type"]
     if typ in ("CONV", "FC"):
-        bias = (a.get("out_channels") if typ == "CONV" else a.get("out_features")) \
-            if a.get("bias") else 0
-        pieces = [n for n in (a["params"] - bias, bias) if n]
+        from .program import cast_pieces
+        pieces = [n for _, n in cast_pieces(a)]
         casts = [("_to_copy", 0, 6 * n, "", "float32") for n in pieces]
         if fp32_input:
             casts.append(("_to_copy", 0, 6 * _numel(a["in_shapes"][0]), "", "float32"))

@@ -471,6 +471,15 @@ def parameter_pieces(a):
     return [("weight", params)]
 
 
+def cast_pieces(a):
+    """``[(piece, elements)]`` of the fp32 parameters autocast copies to 16 bits for a conv or
+    linear layer: its own (:func:`parameter_pieces`) or, tied (GPT-2's LM head), the weight it
+    shares with the token embedding."""
+    if a.get("tied"):
+        return [("weight", a["in_features"] * a["out_features"])]
+    return parameter_pieces(a)
+
+
 def attention_saved_bytes(a, dtype_bytes=4):
     """``[(piece, bytes)]`` an attention layer keeps for backward besides its output and input.
 

@@ -60,7 +60,7 @@ import math
 from .errors import ConfigError, GraphError
 from .graph import adjacency, forward_order
 from .program import (OPTIMIZER_STATE_FACTOR, Program, StaticTensor, Step, Tensor,
-                      parameter_pieces)
+                      cast_pieces, parameter_pieces)
 
 #: Temporaries of one foreach optimizer step, in gradient-sized buffers per parameter, as the
 #: validation runs build the optimizers (snsim.torchsim.amp.TrainSetup): SGD (plain, momentum,
@@ -463,7 +463,7 @@ def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, layer_ops
     autograd engine's gradient sums (``per_accumulate_s`` each: an ``add_`` from C++); the
     optimizer step's foreach calls (``update_calls``: :data:`FOREACH_CALLS`, and
     :data:`SCALER_CALLS` with ``scaler``) by tensor count and bytes in the parameters' math
-    ``math_u``, ``per_param_s`` per parameter, ``per_read_s`` per read of a host step
+    ``math_u`` (their dtype), ``per_param_s`` per parameter, ``per_read_s`` per read of a host step
     counter and, with GradScaler, ``per_param_scaler_s``. ``layer_ops(node)``: the layer's
     aten calls (:func:`snsim.costs._layer_ops` at the step's precision)."""
     from .costs import lookup_args
@@ -497,7 +497,7 @@ def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, layer_ops
                             + (inn.get("per_param_scaler_s", 0.0) if scaler else 0.0))
             for fam, lists, passes in update_calls:
                 issue = table.issue_s(fam, nbytes=passes * param_bytes,
-                                      ntensors=lists * n_params, math_=math_u)
+                                      ntensors=lists * n_params, **lookup_args(math_u))
                 h = innet_call_s(inn, fam, "U", issue, h)
         elif st.type == "JOIN" and st.name.endswith(".grad_sum"):
             h = inn["per_accumulate_s"]     # the engine's add_ from C++, at any size
@@ -572,8 +572,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                               f"networks and GPT-2/ViT transformers; "
                               f"{G.graph.get('name', 'this network')} has {', '.join(other)} "
                               f"layers: use snsim predict --amp {amp} on its torch model")
-    from .costs import (_MATH_DTYPE, _layer_ops, modeled_costs,  # costs import hardware
-                        table_layer_times, update_time_s)
+    from .costs import (_MATH_DTYPE, _layer_ops, lookup_args,  # costs import hardware
+                        modeled_costs, table_layer_times, update_time_s)
 
     nodes = dict(G.nodes(data=True))
     half = amp or (param_dtype if param_dtype != "fp32" else None)
@@ -714,15 +714,9 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         backward), its bias (kept by the region's cache until the region ends) and an fp32
         input (saved)."""
         a = nodes[n]
-        bias = ((a.get("out_channels") if a["type"] == "CONV" else a.get("out_features"))
-                if a.get("bias") else 0)
-        weights = (a["in_features"] * a["out_features"] if a.get("tied")   # the embedding's
-                   else a["params"] - bias)
-        w = new(f"{a['name']}.weight.cast", "activation", weights * 2, n)
-        pre = [w]
-        if bias:
-            pre.append(new(f"{a['name']}.bias.cast", "activation", bias * 2, n))
-            region.append(pre[-1])
+        pre = [new(f"{a['name']}.{piece}.cast", "activation", count * 2, n)
+               for piece, count in cast_pieces(a)]
+        region.extend(pre[1:])
         if vb[ins[n][0]] != 2:
             cast_in[n] = new(f"{a['name']}.input.cast", "activation",
                              _numel(a["in_shapes"][0]) * 2, n)
@@ -1099,7 +1093,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     factor = OPTIMIZER_STATE_FACTOR[optimizer]
     # the optimizer's foreach calls, in the parameters' dtype; fp16's GradScaler first unscales
     # the gradients and checks them for inf/NaN (one foreach call) and updates its scale
-    math_u = "bf16" if param_dtype != "fp32" else "float32"
+    math_u = names[pbytes]
     update_calls = FOREACH_CALLS[optimizer] + (SCALER_CALLS if amp == "fp16" else ())
     temps = []
     # foreach ops walk the parameters in model.parameters() order (forward order)
@@ -1112,7 +1106,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     t_u = update_time_s(param_bytes, factor * param_bytes, hardware) if hardware else 0.0
     if table is not None:     # the foreach calls torch.optim makes, each at its tensors and bytes
         got = [table.time_s(fam, nbytes=passes * param_bytes, ntensors=lists * len(param_grads),
-                            math_=math_u) for fam, lists, passes in update_calls]
+                            **lookup_args(math_u)) for fam, lists, passes in update_calls]
         if all(t is not None for t, _ in got):
             t_u = sum(t for t, _ in got)
             for t, src in got:
