@@ -643,11 +643,10 @@ def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False):
         return ops
     wide = {"tf32": half, "fp32": half}
     narrow = _MATH_DTYPE[half]
-    # a 16-bit attention runs cuDNN's kernel (Hopper; a table without its rows reads flash's)
-    fwd, bwd = ([(f.replace("_efficient_", "_cudnn_"), fl, nb, cls, wide.get(m, narrow))
-                 for f, fl, nb, cls, m in part] for part in ops)
-    if a["type"] == "ATTN" and a.get("mha"):    # cuDNN's output needs no layout copy
-        fwd, bwd = fwd[:-1], bwd[1:]
+    fwd, bwd = ([(f, fl, nb, cls, wide.get(m, narrow), *rest)
+                 for f, fl, nb, cls, m, *rest in part] for part in ops)
+    if a["type"] == "ATTN" and a.get("attn_kernel", "flash") != "eager" and not a.get("rotary"):
+        fwd, bwd = _attention_ops(a, dtype_bytes, half)
     if not autocast:
         return fwd, bwd
     typ = a["type"]
@@ -666,14 +665,23 @@ def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False):
     return fwd, bwd
 
 
-def _attention_ops(a, b):
+def _attention_ops(a, b, half=None):
     """A fused attention layer's calls (``snsim predict`` records them so on the GPU):
     ``_scaled_dot_product_efficient_attention`` and its backward at the flop counter's count
     (4 and 8 x B x H x S^2 x D, halved when causal: the table's ``causal`` rows), reading q,
-    k, v and writing the output and the fp32 logsumexp; a 16-bit call reads the cuDNN rows
-    (``_layer_ops``), as opcost reads a recorded one. ``nn.MultiheadAttention`` (ViT) copies
-    the packed projection into q/k/v order and, from the memory-efficient kernel, the output
-    into the out-projection's layout (``clone`` each, and their gradients back)."""
+    k, v and writing the output and the fp32 logsumexp; in 16 bits (``half``) cuDNN's kernel
+    (Hopper; a table without its rows reads flash's), as opcost reads a recorded one.
+
+    ``nn.MultiheadAttention`` (torchvision's ViT) runs sequence-first on views of the packed
+    projection: it copies the projection into q/k/v order (a strided copy, and its gradient
+    back), hands the output projection an ``(S, N, C)`` copy of the memory-efficient kernel's
+    output (cuDNN's is laid out so already; the gradient is copied back in either case), and
+    each of q, k and v's gradients is a ``select_backward`` into the packed size (a fill and a
+    strided copy: :func:`snsim.kernel_table.zero_scatter_calls`), summed into one. The
+    memory-efficient kernel returns q, k and v's gradients contiguous in ``(N, H, S, D)``, and
+    the view chain back to the packed layout copies each twice (reshape's copies); cuDNN's are
+    strided like its inputs and need none. Element ``[5]`` of a ``select_backward`` call is
+    its gradient's bytes."""
     nb, s, _ = a["out_shape"]
     h, kv, d = a["heads"], a.get("kv_heads", a["heads"]), a["head_dim"]
     causal = bool(a.get("causal"))
@@ -681,18 +689,21 @@ def _attention_ops(a, b):
     q, k = nb * s * h * d * b, nb * s * kv * d * b
     lse = nb * h * s * 4
     cls = "causal" if causal else ""
-    fwd = [("_scaled_dot_product_efficient_attention", flops, 2 * q + 2 * k + lse, cls, "fp32")]
-    bwd = [("_scaled_dot_product_efficient_attention_backward", 2 * flops,
-            4 * q + 4 * k + lse, cls, "fp32")]
+    kernel, math_ = ("cudnn", half) if half else ("efficient", "fp32")
+    fwd = [(f"_scaled_dot_product_{kernel}_attention", flops, 2 * q + 2 * k + lse, cls, math_)]
+    bwd = [(f"_scaled_dot_product_{kernel}_attention_backward", 2 * flops,
+            4 * q + 4 * k + lse, cls, math_)]
     if a.get("mha"):
-        # q, k and v are selected from the packed (3, S, N, C) copy: in backward each
-        # select_backward writes a packed-size zero-filled gradient, summed into one
+        dt = _MATH_DTYPE[half] if half else "float32"
         packed = q + 2 * k
-        fwd = [("clone", 0, 2 * packed, "", "float32")] + fwd + \
-            [("clone", 0, 2 * q, "", "float32")]
-        bwd = [("clone", 0, 2 * q, "", "float32")] + bwd + \
-            [("select_backward", 0, packed + q, "", "float32")] * 3 + \
-            [("add", 0, 3 * packed, "", "float32")] * 2
+
+        def copy(nbytes):
+            return ("clone_strided", 0, 2 * nbytes, "", dt)
+        fwd = [copy(packed)] + fwd + ([] if half else [copy(q)])
+        bwd = [copy(q)] + bwd + ([] if half else [copy(q), copy(q), copy(k), copy(k),
+                                                  copy(k), copy(k)]) + \
+            [("select_backward", 0, packed + g, "", dt, g) for g in (q, k, k)] + \
+            [("add", 0, 3 * packed, "", dt)] * 2 + [copy(packed)]
     return fwd, bwd
 
 
@@ -801,7 +812,8 @@ def table_layer_times(G, table, dtype_bytes=4, half=None, ops_of=None):
         node -> ``(fwd_s, bwd_s, fwd_ops, bwd_ops)`` for every layer the table can time (all
         its ops found); ``sources`` maps ``"table"``/``"fitted"``/``"proxy"`` to seconds.
     """
-    from .kernel_table import bias_calls, bias_time_s, family_of, table_family
+    from .kernel_table import (ZERO_SCATTER_OPS, bias_calls, bias_time_s, family_of,
+                               generic_cast_time_s, table_family, zero_scatter_calls)
     dtype = (_MATH_DTYPE[half] if half
              else {2: "bfloat16", 8: "float64"}.get(dtype_bytes, "float32"))
     out, sources = {}, {}
@@ -826,17 +838,27 @@ def table_layer_times(G, table, dtype_bytes=4, half=None, ops_of=None):
                     break
                 total += t
                 srcs.append((src, t))
-            for fam, flops, nbytes, cls, mth in part:
-                # the table's family of the aten name, as a recorded call looks it up (a
-                # Linear's addmm reads the mm rows), and as a table without it reads it
-                fam, cls = table_family(table, fam, cls)
-                t, src = table.time_s(family_of(fam), flops=flops, nbytes=nbytes, cls=cls,
-                                      **lookup_args(mth))
+            for fam, flops, nbytes, cls, mth, *grad in part:
+                if fam in ZERO_SCATTER_OPS:     # its two kernels, as opcost times one
+                    calls = [(f, "", 0, b) for f, b in zero_scatter_calls(nbytes - grad[0],
+                                                                          grad[0])]
+                else:
+                    # the table's family of the aten name, as a recorded call looks it up (a
+                    # Linear's addmm reads the mm rows), and as a table without it reads it;
+                    # an add of two dtypes and layouts runs the casting indexing kernel
+                    # (``cls`` "cast": :func:`snsim.kernel_table.generic_cast_time_s`)
+                    calls = [(*table_family(table, fam, "" if cls == "cast" else cls),
+                              flops, nbytes)]
+                for f, c, fl, nb in calls:
+                    t, src = table.time_s(family_of(f), flops=fl, nbytes=nb, cls=c,
+                                          **lookup_args(mth))
+                    if t is None:
+                        break
+                    total += generic_cast_time_s(t, nb) if cls == "cast" else t
+                    srcs.append((src, t))
                 if t is None:
                     ok = False
                     break
-                total += t
-                srcs.append((src, t))
             times.append(total)
         if ok:
             out[n] = (times[0], times[1], len(ops[0]), len(ops[1]))

@@ -112,6 +112,26 @@ GENERIC_CAST_BYTES_PER_S = 1.172e12
 GENERIC_FALLBACK = "clone_strided"
 
 
+def generic_cast_time_s(time_s, nbytes):
+    """A casting indexing kernel's seconds: the table's generic time of its ``nbytes``, but no
+    faster than :data:`GENERIC_CAST_BYTES_PER_S`."""
+    return max(time_s, nbytes / GENERIC_CAST_BYTES_PER_S)
+
+
+# backward ops that ATen writes as zeros of the input's size and a copy of the gradient into
+# the part the forward took (TensorShape.cpp: ``at::zeros(input_sizes)``, then
+# ``grad_input.slice(...).copy_(grad)``): two kernels, a fill and a strided copy, which one
+# lookup by the op's bytes priced as one contiguous copy (MViT-V2-S b8 bf16's 134 calls a
+# step: 1.39 ms predicted, 3.84 ms profiled)
+ZERO_SCATTER_OPS = frozenset({"slice_backward", "select_backward"})
+
+
+def zero_scatter_calls(out_bytes, grad_bytes):
+    """A :data:`ZERO_SCATTER_OPS` call's kernels as ``(family, bytes)``: a ``fill_`` of its
+    output and a ``clone_strided`` copy of the gradient (read and written)."""
+    return (("fill_", out_bytes), ("clone_strided", 2 * grad_bytes))
+
+
 # ``Tensor.item()``: a synchronous copy of a scalar to pageable host memory; the host waits for
 # the GPU there (:func:`host_stream`), then pays the copy's issue cost (copy_d2h_pageable)
 HOST_READ_OPS = frozenset({"_local_scalar_dense"})

@@ -472,8 +472,8 @@ def _host_s(steps, nodes, table, inn, param_grads, tensors, optimizer, layer_ops
 
     def calls(ops, phase, before_s):
         h = before_s
-        for f, flops, nbytes, cls, math_ in ops:
-            fam = family_of(f)
+        for f, flops, nbytes, cls, math_, *_ in ops:
+            fam, cls = family_of(f), "" if cls == "cast" else cls
             key = (fam, flops, nbytes, cls, math_)
             if key not in memo:      # a network repeats its shapes (every block)
                 memo[key] = table.issue_s(fam, flops=flops, nbytes=nbytes, cls=cls,
@@ -673,20 +673,40 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                               f"value (a post-LayerNorm block): the zoo's autocast rules do "
                               f"not cover it; use snsim predict --amp {amp} on its torch model")
 
-    mha = any(nodes[m].get("mha") for m in ops if nodes[m]["type"] == "ATTN")
+    # nn.MultiheadAttention (torchvision's ViT: batch-first) runs sequence-first: its input
+    # projection reads the LayerNorm's output transposed, and the output projection's result
+    # goes back transposed, so the residual stream after the first attention carries (S, N, C)
+    # strides (an add's result keeps a transposed operand's). ``transposed[v]``: value v is so
+    mha_attn = [m for m in ops if nodes[m]["type"] == "ATTN" and nodes[m].get("mha")]
+    mha_in = {p for m in mha_attn for p in ins[m]}
+    transposed = {}
+    for n in ops:
+        transposed[n] = any(p in mha_attn for p in ins[n]) or (
+            nodes[n]["type"] in ("JOIN", "DROPOUT", "ACT")
+            and any(transposed.get(p, False) for p in ins[n]))
 
     def layer_ops(n):
         """Layer ``n``'s aten calls at the step's precision (:func:`snsim.costs._layer_ops`):
         under autocast an fp32 layer (LayerNorm, an embedding, a promoted add) in fp32, the
-        rest in 16 bits with the casts of an fp32 input. Two calls a layer's own list cannot
-        know: LayerNorm's copy of a non-contiguous input in forward and backward
-        (:func:`snsim.torchsim.record.kernel_copies`: torchvision's ViT adds its attention's
-        output transposed back to batch-first, and the sum keeps those strides, so every
-        LayerNorm after an add copies), and an add of an fp32 and a 16-bit value, which
-        runs TensorIterator's casting kernel (the table's ``elementwise_generic`` rows, as
-        :func:`snsim.torchsim.opcost._table_args` reads the recorded call)."""
+        rest in 16 bits with the casts of an fp32 input (and of its gradient back, where it
+        needs one), as :func:`snsim.torchsim.opcost.op_gpu_time_s` times the calls
+        ``snsim predict`` records. What a layer's own list cannot know comes from its
+        neighbours:
+
+        - the layout (``transposed``): LayerNorm copies a transposed input in forward and
+          backward (:func:`snsim.torchsim.record.kernel_copies`), and in backward its output's
+          gradient when an attention's input projection took it transposed; an add of
+          operands of two layouts runs TensorIterator's generic kernel (the table's
+          ``elementwise_generic`` rows), of two layouts and dtypes the casting one
+          (``cls`` "cast": no faster than its rate), of two dtypes alone the generic one
+          (:func:`snsim.torchsim.record.elementwise_layout`); in backward autocast casts the
+          gradient of its 16-bit operand back;
+        - an attention's input projection, whose transposed input ``F.linear`` cannot fold
+          into one matrix: a strided copy of the input (its cast under autocast is strided
+          too), ``mm``, and the bias added by the generic kernel."""
         a = nodes[n]
-        if autocast and vb[n] == 4 and a["type"] != "SOFTMAX":
+        typ = a["type"]
+        if autocast and vb[n] == 4 and typ != "SOFTMAX":
             got = _layer_ops(a, 4)
         else:
             got = _layer_ops(a, dtype, half, autocast,
@@ -694,14 +714,38 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         if got is None:
             return None
         fwd, bwd = got
-        if a["type"] == "NORM" and mha and nodes[ins[n][0]]["type"] == "JOIN":
-            copy = ("clone_strided", 0, 2 * _numel(a["in_shapes"][0]) * vb[ins[n][0]], "",
-                    names[vb[ins[n][0]]])
-            fwd, bwd = [copy] + fwd, [copy] + bwd
-        if a["type"] == "JOIN" and len({vb[p] for p in ins[n]}) > 1:
-            fwd = [("elementwise_generic", 0,
-                    _numel(a["out_shape"]) * (vb[n] + sum(vb[p] for p in ins[n])), "",
-                    names[vb[n]])]
+        x = ins[n][0] if ins.get(n) else None
+        numel_in = _numel(a["in_shapes"][0]) if a.get("in_shapes") else 0
+
+        def strided_copy(nbytes):
+            return ("clone_strided", 0, 2 * nbytes, "", names[vb[x]])
+        if typ == "NORM" and transposed.get(x):
+            fwd, bwd = [strided_copy(numel_in * vb[x])] + fwd, [strided_copy(
+                numel_in * vb[x])] + bwd
+        if typ == "NORM" and any(u in mha_in for u in users[n]):
+            bwd = [strided_copy(_numel(a["out_shape"]) * vb[n])] + bwd
+        if typ == "JOIN":
+            cast = len({vb[p] for p in ins[n]}) > 1
+            scattered = len({transposed[p] for p in ins[n]}) > 1
+            if cast or scattered:
+                fwd = [("elementwise_generic", 0,
+                        _numel(a["out_shape"]) * (vb[n] + sum(vb[p] for p in ins[n])),
+                        "cast" if cast and scattered else "", names[vb[n]])]
+            bwd = [("_to_copy", 0, _numel(a["out_shape"]) * (vb[n] + vb[p]), "", "float32")
+                   for p in ins[n] if vb[p] != vb[n]]
+        if typ in ("CONV", "FC") and autocast and vb[x] == 4 and not is_data[x]:
+            bwd = bwd + [("_to_copy", 0, 6 * numel_in, "", "float32")]
+        if n in mha_in:
+            cb = 2 if half else 4
+            y = _numel(a["out_shape"])
+            if autocast:      # the input's cast, from the transposed view: strided
+                fwd = [("clone_strided", *op[1:]) if op[0] == "_to_copy" and op[2] ==
+                       6 * numel_in else op for op in fwd]
+            addmm = next(op for op in fwd if op[0] == "addmm")
+            fwd = [op for op in fwd if op[0] != "addmm"] + [
+                ("clone_strided", 0, 2 * numel_in * cb, "", names[cb]),
+                ("mm", addmm[1], addmm[2], addmm[3], addmm[4]),
+                ("elementwise_generic", 0, (2 * y + a["out_features"]) * cb, "", names[cb])]
         return fwd, bwd
 
     measured, time_sources = (table_layer_times(G, table, dtype, half, ops_of=layer_ops)

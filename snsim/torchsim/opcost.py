@@ -25,8 +25,8 @@ import math
 
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENT_BYTES,  # noqa: F401
-                            ELEMENTWISE_FAMILIES, GENERIC_CAST_BYTES_PER_S, GENERIC_FALLBACK,
-                            GENERIC_FAMILY, HOST_READ_OPS,
+                            ELEMENTWISE_FAMILIES, GENERIC_FALLBACK,
+                            GENERIC_FAMILY, HOST_READ_OPS, ZERO_SCATTER_OPS,
                             INDEX_FAMILIES, LAYOUT_FAMILIES, MATMUL_FAMILIES,
                             POOL_FAMILIES, ROW_FAMILIES,
                             STRIDED_FAMILIES, TF32_PREFIX, UPSAMPLE_BACKWARD_FAMILIES,
@@ -36,7 +36,8 @@ from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENT_BYTES,  # noqa: 
                             index_count, innet_call_s, ln_class, load_host_costs,
                             load_kernel_table, matmul_lookup_class, pool_class, roll_passes,
                             sibling_ratio_of, sig_dtype, sig_tensor, sum_rows_class,
-                            table_family, load_sibling_ratios)
+                            table_family, load_sibling_ratios, generic_cast_time_s,
+                            zero_scatter_calls)
 
 # dense TF32 tensor-core peaks, vendor datasheets [E]; GPUs without TF32 use peak_flops_fp32
 TF32_PEAK_FLOPS = {"h200": 494e12, "h100": 494e12, "a100-40gb": 156e12}
@@ -198,14 +199,6 @@ def _lookup_args(table, op):
     return (fam, kw) if read == fam else (read, {**kw, "cls": cls})
 
 
-# backward ops that ATen writes as zeros of the input's size and a copy of the gradient into
-# the part the forward took (TensorShape.cpp: ``at::zeros(input_sizes)``, then
-# ``grad_input.slice(...).copy_(grad)``): two kernels, a fill and a strided copy, which one
-# lookup by the op's bytes priced as one contiguous copy (MViT-V2-S b8 bf16's 134 calls a
-# step: 1.39 ms predicted, 3.84 ms profiled)
-ZERO_SCATTER_OPS = frozenset({"slice_backward", "select_backward"})
-
-
 def _zero_scatter_time(table, op):
     """``(seconds, source)`` of a :data:`ZERO_SCATTER_OPS` call as its two kernels: a
     ``fill_`` of the output's bytes and a ``clone_strided`` copy of the gradient (read and
@@ -215,9 +208,9 @@ def _zero_scatter_time(table, op):
         return None
     dtype, dims = t
     grad = math.prod(dims) * ELEMENT_BYTES.get(dtype, 4)
-    out = max(op[5] - grad, grad)
-    fill, s1 = table.time_s("fill_", nbytes=out, dtype=dtype, math_="")
-    copy, s2 = table.time_s("clone_strided", nbytes=2 * grad, dtype=dtype, math_="")
+    (f1, b1), (f2, b2) = zero_scatter_calls(max(op[5] - grad, grad), grad)
+    fill, s1 = table.time_s(f1, nbytes=b1, dtype=dtype, math_="")
+    copy, s2 = table.time_s(f2, nbytes=b2, dtype=dtype, math_="")
     if fill is None or copy is None:
         return None
     return fill + copy, (s1 if s1 == s2 else "proxy" if "proxy" in (s1, s2) else s1)
@@ -279,7 +272,7 @@ def op_gpu_time_s(table, op, hw, sibling=None):
     if sibling is not None and src != "roofline":
         t *= sibling_ratio(op, sibling)
     if _layout(op).startswith("generic_cast:"):   # the casting indexing kernel
-        t = max(t, op[5] / GENERIC_CAST_BYTES_PER_S)
+        t = generic_cast_time_s(t, op[5])
     return t, src
 
 
