@@ -53,6 +53,7 @@ weight decay makes a temporary copy of every gradient, freed at the end of the s
 """
 from __future__ import annotations
 
+import collections
 import functools
 import heapq
 import math
@@ -1178,6 +1179,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             static_tensors += [StaticTensor(f"{name}.running_mean", "buffer", c * pbytes, n),
                                StaticTensor(f"{name}.running_var", "buffer", c * pbytes, n),
                                StaticTensor(f"{name}.num_batches_tracked", "buffer", 8, n)]
+    # setup's order: the model's parameters and buffers (``model.to(device)``), then the batch
+    static_tensors.sort(key=lambda st: st.kind == "input")
     for st in [s for s in static_tensors if s.kind == "parameter"]:
         for k in range(factor):
             static_tensors.append(StaticTensor(f"{st.name}.state{k}", "optimizer_state",
@@ -1212,9 +1215,44 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     static = {}
     for st in static_tensors:
         static[st.kind] = static.get(st.kind, 0) + st.nbytes
-    return Program(name=G.graph.get("name", "network"), batch=batch, steps=steps,
+    prog = Program(name=G.graph.get("name", "network"), batch=batch, steps=steps,
                    tensors=tensors, static_bytes=static, conv_algos={}, graph=G,
                    source=G.graph.get("source", "zoo"), hardware=getattr(hardware, "name", ""),
                    optimizer=optimizer, static_tensors=static_tensors, adjacency=(nxt, prv),
                    framework="pytorch",
                    precision=setup.precision_label)
+    prog.extra["first_iteration_statics"] = first_iteration_statics(prog)
+    return prog
+
+
+def first_iteration_statics(prog):
+    """``[(n, static tensor name)]``: the static tensors a real run makes during its first iteration,
+    not at setup, each after ``n`` of the iteration's own tensors (as
+    :func:`snsim.engine.core.state_positions` places a capture's): ``torch.optim`` makes the
+    optimizer state (momentum, Adam's moments) at its first ``step()``, after the backward has
+    freed the activations; cuBLAS its workspaces at the first GEMM of a thread, the forward's
+    and the autograd engine's. The engine makes them there in its unmeasured first iteration
+    (:class:`snsim.engine.core.Engine`), so the caching allocator's segments are laid out as
+    a real run's: the state in the blocks the activations left, not in segments of its own."""
+    born, _ = prog.uses()
+    made_before = [0] * (len(prog.steps) + 1)
+    count = collections.Counter(b for b in born if b >= 0)
+    for i in range(len(prog.steps)):
+        made_before[i + 1] = made_before[i] + count[i]
+    first = {}
+    for st in prog.steps:
+        key = "U" if st.phase == "U" else (st.phase, "FC") if st.type == "FC" else None
+        if key is not None and key not in first:
+            # a GEMM's workspace after the output of the layer's first GEMM (backward: the
+            # input's gradient, before the weight's); Adam's state before the update's own
+            # temporaries (``_init_group``), SGD's momentum after them (cloned from the
+            # gradients in ``_multi_tensor_sgd``)
+            first[key] = (made_before[st.index] + 1 if key != "U" else
+                          made_before[st.index + (prog.optimizer in ("sgd-momentum",
+                                                                     "nesterov"))])
+    at = {"optimizer_state": first.get("U"), "cublas.workspace.forward": first.get(("F", "FC")),
+          "cublaslt.workspace.forward": first.get(("F", "FC")),
+          "cublas.workspace.backward": first.get(("B", "FC"))}
+    out = [(at[st.kind] if st.kind == "optimizer_state" else at.get(st.name), i, st.name)
+           for i, st in enumerate(prog.static_tensors) if st.nbytes > 0]
+    return [(n, name) for n, _, name in sorted(o for o in out if o[0] is not None)]

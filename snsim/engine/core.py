@@ -131,6 +131,14 @@ class Engine:
             self.deferred = state_positions(program, skip=plan.host_resident)
             later = {int(ev[1]) for _, ev in self.deferred}
             self.warmup = [ev for ev in self.warmup if int(ev[1]) not in later]
+        elif self.warmup is None and self.warmup_iterations > 0:
+            # a modelled program's (program_torch.first_iteration_statics): made in the
+            # engine's first iteration after as many of its own tensors, not at setup
+            index = {st.name: i for i, st in enumerate(program.static_tensors)}
+            self.deferred = [(n, ("alloc", index[name], program.static_tensors[index[name]]
+                                  .nbytes))
+                             for n, name in program.extra.get("first_iteration_statics", ())
+                             if name in index]   # a plan may have moved it to the host
         self.record = record
         n = len(program.tensors)
         self.size, self.kind, self.stream, self.optional = _tensor_columns(program)
@@ -861,7 +869,9 @@ class Engine:
             # or checked (only the peak of requested bytes is kept, and setup never frees);
             # the first that does not fit, and every one of a recorded or checked run, one by
             # one (the first that does not fit stops the run: at setup nothing can be evicted)
-            statics = [st for st in p.static_tensors if st.nbytes > 0]
+            later = {int(ev[1]) for _, ev in self.deferred}
+            statics = [st for i, st in enumerate(p.static_tensors)
+                       if st.nbytes > 0 and i not in later]
             placed = 0
             if not (self.record or self.check):
                 sizes = [st.nbytes for st in statics]
