@@ -59,6 +59,7 @@ import heapq
 import math
 
 from .errors import ConfigError, GraphError
+from .torchsim.reduce_buffers import reduction_buffers
 from .graph import adjacency, forward_order
 from .program import (OPTIMIZER_STATE_FACTOR, Program, StaticTensor, Step, Tensor,
                       cast_pieces, parameter_pieces)
@@ -1053,7 +1054,15 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                   if needs_dx[0] else None)
             pieces = (("weight", params - bias), ("bias", bias))
             pg = low_grads(n, *pieces) if autocast else params_of(n, *pieces)
-            add_step(n, "B", t_b, sv + [dy, dx] + pg)
+            # the bias gradient's sum over the rows: CUDA's reduction kernel takes a staging
+            # buffer and semaphores for the call when it splits the rows over thread blocks
+            # (reduce_buffers, as snsim predict places them after the gradient)
+            rows = _numel(a["out_shape"][:-1])
+            staging = [new(f"{name}.bias.grad.sum_buffer{k}", "workspace", nbytes, n)
+                       for k, nbytes in enumerate(reduction_buffers(
+                           ((rows, bias), (bias, 1), 0, (0,), vb[n], 4),
+                           getattr(hardware, "name", "")) if bias else ())]
+            add_step(n, "B", t_b, sv + [dy, dx] + pg + staging)
             if autocast:
                 cast_back(n, pieces, pg)
                 if dx is not None and n in cast_in:
