@@ -7,7 +7,7 @@ comparison after.
     # 2. on the GPU: each configuration in a fresh process (snsim execute --fast, plain plan)
     OUT=dir bash -c 'PYTHONPATH=. python3 scripts/zoo_precision_runs.py run --out "$OUT"'
     # 3. the comparison (the device's preset: h100 or h200)
-    PYTHONPATH=. python scripts/zoo_precision_runs.py compare traces/h100/zoo_precision --gpu h100
+    PYTHONPATH=. python scripts/zoo_precision_runs.py compare traces/h100/zoo_precision --gpu h100 [--now]
 """
 from __future__ import annotations
 
@@ -88,13 +88,29 @@ def run(out, deadline_s):
               f"{p.stderr.strip().splitlines()[-1] if p.returncode else ''}", flush=True)
 
 
-def compare(folder, gpu):
+def _zoo_now(gpu):
+    """The zoo's figures for every configuration with this checkout's code (after the runs:
+    not a prediction of them)."""
+    from snsim.api import simulate
+    out = {}
+    for c in CONFIGS:
+        net, _, batch, seq, opt, amp, pd = c
+        r = simulate(net, batch=batch, hardware=gpu, framework="pytorch", allocator="pytorch",
+                     policy="liveness", record=False, optimizer=opt,
+                     amp=None if amp == "none" else amp, param_dtype=pd, input_size=seq)
+        out[_name(c)] = {k: getattr(r, k) for k in FIELDS}
+    return out
+
+
+def compare(folder, gpu, now=False):
     with open(folder / f"zoo_predicted_{gpu}.csv", newline="") as f:
         pred = {r["name"]: r for r in csv.DictReader(line for line in f
                                                       if not line.startswith("#"))}
+    cur = _zoo_now(gpu) if now else {}
     print("| configuration | alloc err % | reserved err % | step zoo ms | step predict ms | "
-          "step meas ms | zoo err % | predict err % |")
-    print("|---|---|---|---|---|---|---|---|")
+          "step meas ms | zoo err % | predict err % |"
+          + (" now: alloc err % | reserved err % | step err % |" if now else ""))
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|---|" if now else ""))
     for c in CONFIGS:
         path = folder / f"{_name(c)}.json"
         if not path.exists() or _name(c) not in pred:
@@ -109,7 +125,9 @@ def compare(folder, gpu):
               f" | {err(p['peak_reserved_bytes'], m['peak_reserved_bytes']):+.2f} | "
               f"{1e3 * float(p['step_time_s']):.1f} | {1e3 * float(snsim['step_time_s']):.1f} | "
               f"{1e3 * m['step_time_s']:.1f} | {err(p['step_time_s'], m['step_time_s']):+.1f} | "
-              f"{err(snsim['step_time_s'], m['step_time_s']):+.1f} |")
+              f"{err(snsim['step_time_s'], m['step_time_s']):+.1f} |"
+              + (" ".join(f" {err(cur[_name(c)][k], m[k]):+.2f} |" for k in FIELDS)
+                 if now else ""))
     pv = json.loads(next(folder.glob("*_b*.json")).read_text())["provenance"]
     print(f"\nruns: {pv.get('gpu')}, torch {pv.get('torch')}, CUDA {pv.get('cuda')}, "
           f"cuDNN {pv.get('cudnn')}")
@@ -126,6 +144,8 @@ def main(argv=None):
     p = sub.add_parser("compare")
     p.add_argument("folder")
     p.add_argument("--gpu", default="h200")
+    p.add_argument("--now", action="store_true",
+                   help="also the zoo's errors with this checkout's code (after the runs)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
@@ -134,7 +154,7 @@ def main(argv=None):
     elif args.cmd == "run":
         run(Path(args.out), args.deadline_s)
     else:
-        compare(Path(args.folder), args.gpu)
+        compare(Path(args.folder), args.gpu, args.now)
     return 0
 
 
