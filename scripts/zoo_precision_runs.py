@@ -128,7 +128,10 @@ def compare(folder, gpu, now=False):
               f"{err(snsim['step_time_s'], m['step_time_s']):+.1f} |"
               + (" ".join(f" {err(cur[_name(c)][k], m[k]):+.2f} |" for k in FIELDS)
                  if now else ""))
-    pv = json.loads(next(folder.glob("*_b*.json")).read_text())["provenance"]
+    runs = sorted(folder.glob("*_b*.json"))
+    if not runs:
+        sys.exit(f"{folder}: no runs (scripts/zoo_precision_runs.py run writes <name>.json)")
+    pv = json.loads(runs[0].read_text())["provenance"]
     print(f"\nruns: {pv.get('gpu')}, torch {pv.get('torch')}, CUDA {pv.get('cuda')}, "
           f"cuDNN {pv.get('cudnn')}")
 
