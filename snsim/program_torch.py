@@ -59,10 +59,10 @@ import heapq
 import math
 
 from .errors import ConfigError, GraphError
-from .torchsim.reduce_buffers import reduction_buffers
 from .graph import adjacency, forward_order
 from .program import (OPTIMIZER_STATE_FACTOR, Program, StaticTensor, Step, Tensor,
                       cast_pieces, parameter_pieces)
+from .torchsim.reduce_buffers import reduction_buffers   # torch-free
 
 #: Temporaries of one foreach optimizer step, in gradient-sized buffers per parameter, as the
 #: validation runs build the optimizers (snsim.torchsim.amp.TrainSetup): SGD (plain, momentum,
@@ -679,7 +679,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     # projection reads the LayerNorm's output transposed, and the output projection's result
     # goes back transposed, so the residual stream after the first attention carries (S, N, C)
     # strides (an add's result keeps a transposed operand's). ``transposed[v]``: value v is so
-    mha_attn = [m for m in ops if nodes[m]["type"] == "ATTN" and nodes[m].get("mha")]
+    mha_attn = {m for m in ops if nodes[m]["type"] == "ATTN" and nodes[m].get("mha")}
     mha_in = {p for m in mha_attn for p in ins[m]}
     transposed = {}
     for n in ops:
