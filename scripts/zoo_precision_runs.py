@@ -7,7 +7,8 @@ comparison after.
     # 2. on the GPU: each configuration in a fresh process (snsim execute --fast, plain plan)
     OUT=dir bash -c 'PYTHONPATH=. python3 scripts/zoo_precision_runs.py run --out "$OUT"'
     # 3. the comparison (the device's preset: h100 or h200)
-    PYTHONPATH=. python scripts/zoo_precision_runs.py compare traces/h100/zoo_precision --gpu h100 [--now]
+    PYTHONPATH=. python scripts/zoo_precision_runs.py compare traces/h100/zoo_precision \\
+        --gpu h100 [--now]
 """
 from __future__ import annotations
 

@@ -625,7 +625,8 @@ def lookup_args(mode):
     return {"dtype": _MATH_DTYPE.get(mode, mode), "math_": mode}
 
 
-def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False):
+def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False,
+               input_strided=False):
     """The aten ops of a zoo layer's forward and backward in eager PyTorch (torchvision twin):
     two lists of ``(family, flops, bytes, cls, math)``; None for a type not mapped.
 
@@ -637,16 +638,18 @@ def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False):
     each fp32 parameter of a convolution or linear layer to 16 bits in forward (and an fp32
     input, ``fp32_input``), its 16-bit gradient back to fp32 in backward; the loss's
     log-probabilities to fp32 for ``nll_loss`` and their gradient back. A cast reads 4 bytes
-    and writes 2 per element (``_to_copy``, the table's ``clone`` rows)."""
-    ops = _layer_ops_fp32(a, dtype_bytes)
-    if ops is None or half is None:
-        return ops
-    wide = {"tf32": half, "fp32": half}
-    narrow = _MATH_DTYPE[half]
-    fwd, bwd = ([(f, fl, nb, cls, wide.get(m, narrow), *rest)
-                 for f, fl, nb, cls, m, *rest in part] for part in ops)
-    if a["type"] == "ATTN" and a.get("attn_kernel", "flash") != "eager" and not a.get("rotary"):
+    and writes 2 per element (``_to_copy``, the table's ``clone`` rows). ``input_strided``:
+    a linear layer reads its input transposed (its cast, and its GEMM's, copy strided)."""
+    if half is not None and _fused_attention(a):
         fwd, bwd = _attention_ops(a, dtype_bytes, half)
+    else:
+        ops = _layer_ops_fp32(a, dtype_bytes, input_strided)
+        if ops is None or half is None:
+            return ops
+        wide = {"tf32": half, "fp32": half}
+        fwd, bwd = ([(f, fl, nb, cls, wide.get(m, _MATH_DTYPE[half]))
+                     for f, fl, nb, cls, m in part] for part in ops)
+    narrow = _MATH_DTYPE[half]
     if not autocast:
         return fwd, bwd
     typ = a["type"]
@@ -655,7 +658,8 @@ def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False):
         pieces = [n for _, n in cast_pieces(a)]
         casts = [("_to_copy", 0, 6 * n, "", "float32") for n in pieces]
         if fp32_input:
-            casts.append(("_to_copy", 0, 6 * _numel(a["in_shapes"][0]), "", "float32"))
+            casts.append(("clone_strided" if input_strided else "_to_copy", 0,
+                          6 * _numel(a["in_shapes"][0]), "", "float32"))
         fwd = casts + fwd
         bwd = bwd + [("_to_copy", 0, 6 * n, "", narrow) for n in pieces]
     elif typ == "SOFTMAX":
@@ -663,6 +667,12 @@ def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False):
         fwd = fwd[:1] + [cast] + fwd[1:]
         bwd = bwd[:1] + [cast] + bwd[1:]
     return fwd, bwd
+
+
+def _fused_attention(a):
+    """Layer ``a`` is an attention the table times as one fused SDPA call."""
+    return a["type"] == "ATTN" and a.get("attn_kernel", "flash") != "eager" \
+        and not a.get("rotary")
 
 
 def _attention_ops(a, b, half=None):
@@ -707,7 +717,7 @@ def _attention_ops(a, b, half=None):
     return fwd, bwd
 
 
-def _layer_ops_fp32(a, dtype_bytes):
+def _layer_ops_fp32(a, dtype_bytes, input_strided=False):
     """:func:`_layer_ops` of a layer in one dtype of ``dtype_bytes``, at the table's fp32
     (TF32 convolutions) rows."""
     typ = a["type"]
@@ -734,7 +744,12 @@ def _layer_ops_fp32(a, dtype_bytes):
         w = a["params"] * b
         mm = 2 * n * i * o
         fwd, dgrad, wgrad = linear_gemm_classes(n, i, o)    # as a recorded Linear's calls
-        return ([("addmm", mm, x + w + y, fwd, "fp32")],
+        # a transposed input (nn.MultiheadAttention's input projection) cannot be folded into
+        # one GEMM: F.linear copies it, multiplies, and adds the bias by the generic kernel
+        gemm = ([("clone_strided", 0, 2 * x, "", "float32"), ("mm", mm, x + w + y, fwd, "fp32"),
+                 ("elementwise_generic", 0, 2 * y + o * b, "", "float32")] if input_strided
+                else [("addmm", mm, x + w + y, fwd, "fp32")])
+        return (gemm,
                 [("mm", mm, y + w + x, dgrad, "fp32"), ("mm", mm, y + x + w, wgrad, "fp32"),
                  ("sum_rows", 0, y, f"d{o}r{n}", "float32")])   # grad_bias: kernel_table
     if typ == "BN":
@@ -753,7 +768,7 @@ def _layer_ops_fp32(a, dtype_bytes):
         stats, w = 2 * rows * 4, 2 * d * b          # mean and rstd (fp32); weight and bias
         return ([("native_layer_norm", 0, x + w + y + stats, cls, "float32")],
                 [("native_layer_norm_backward", 0, 3 * x + stats + 2 * w, cls, "float32")])
-    if typ == "ATTN" and a.get("attn_kernel", "flash") != "eager" and not a.get("rotary"):
+    if _fused_attention(a):
         return _attention_ops(a, b)
     if typ == "MUL":
         return [("mul", 0, 3 * y, "", "float32")], [("mul", 0, 3 * y, "", "float32")] * 2
@@ -854,7 +869,9 @@ def table_layer_times(G, table, dtype_bytes=4, half=None, ops_of=None):
                                           **lookup_args(mth))
                     if t is None:
                         break
-                    total += generic_cast_time_s(t, nb) if cls == "cast" else t
+                    if cls == "cast":
+                        t = generic_cast_time_s(t, nb)
+                    total += t
                     srcs.append((src, t))
                 if t is None:
                     ok = False

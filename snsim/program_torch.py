@@ -56,6 +56,7 @@ from __future__ import annotations
 import collections
 import functools
 import heapq
+import itertools
 import math
 
 from .errors import ConfigError, GraphError
@@ -703,16 +704,15 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
           (``cls`` "cast": no faster than its rate), of two dtypes alone the generic one
           (:func:`snsim.torchsim.record.elementwise_layout`); in backward autocast casts the
           gradient of its 16-bit operand back;
-        - an attention's input projection, whose transposed input ``F.linear`` cannot fold
-          into one matrix: a strided copy of the input (its cast under autocast is strided
-          too), ``mm``, and the bias added by the generic kernel."""
+        - an attention's input projection reads its input transposed (``input_strided``)."""
         a = nodes[n]
         typ = a["type"]
         if autocast and vb[n] == 4 and typ != "SOFTMAX":
             got = _layer_ops(a, 4)
         else:
             got = _layer_ops(a, dtype, half, autocast,
-                             fp32_input=autocast and any(vb[p] == 4 for p in ins.get(n, ())))
+                             fp32_input=autocast and any(vb[p] == 4 for p in ins.get(n, ())),
+                             input_strided=n in mha_in)
         if got is None:
             return None
         fwd, bwd = got
@@ -737,17 +737,6 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                    for p in ins[n] if vb[p] != vb[n]]
         if typ in ("CONV", "FC") and autocast and vb[x] == 4 and not is_data[x]:
             bwd = bwd + [("_to_copy", 0, 6 * numel_in, "", "float32")]
-        if n in mha_in:
-            cb = 2 if half else 4
-            y = _numel(a["out_shape"])
-            if autocast:      # the input's cast, from the transposed view: strided
-                fwd = [("clone_strided", *op[1:]) if op[0] == "_to_copy" and op[2] ==
-                       6 * numel_in else op for op in fwd]
-            addmm = next(op for op in fwd if op[0] == "addmm")
-            fwd = [op for op in fwd if op[0] != "addmm"] + [
-                ("clone_strided", 0, 2 * numel_in * cb, "", names[cb]),
-                ("mm", addmm[1], addmm[2], addmm[3], addmm[4]),
-                ("elementwise_generic", 0, (2 * y + a["out_features"]) * cb, "", names[cb])]
         return fwd, bwd
 
     measured, time_sources = (table_layer_times(G, table, dtype, half, ops_of=layer_ops)
@@ -1235,8 +1224,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
 
 
 def first_iteration_statics(prog):
-    """``[(n, static tensor name)]``: the static tensors a real run makes during its first iteration,
-    not at setup, each after ``n`` of the iteration's own tensors (as
+    """``[(n, static tensor name)]``: the static tensors a real run makes during its first
+    iteration, not at setup, each after ``n`` of the iteration's own tensors (as
     :func:`snsim.engine.core.state_positions` places a capture's): ``torch.optim`` makes the
     optimizer state (momentum, Adam's moments) at its first ``step()``, after the backward has
     freed the activations; cuBLAS its workspaces at the first GEMM of a thread, the forward's
@@ -1244,10 +1233,8 @@ def first_iteration_statics(prog):
     (:class:`snsim.engine.core.Engine`), so the caching allocator's segments are laid out as
     a real run's: the state in the blocks the activations left, not in segments of its own."""
     born, _ = prog.uses()
-    made_before = [0] * (len(prog.steps) + 1)
-    count = collections.Counter(b for b in born if b >= 0)
-    for i in range(len(prog.steps)):
-        made_before[i + 1] = made_before[i] + count[i]
+    made = collections.Counter(b for b in born if b >= 0)   # step -> tensors it makes
+    made_before = [0, *itertools.accumulate(made[i] for i in range(len(prog.steps)))]
     first = {}
     for st in prog.steps:
         key = "U" if st.phase == "U" else (st.phase, "FC") if st.type == "FC" else None
@@ -1259,9 +1246,8 @@ def first_iteration_statics(prog):
             first[key] = (made_before[st.index] + 1 if key != "U" else
                           made_before[st.index + (prog.optimizer in ("sgd-momentum",
                                                                      "nesterov"))])
-    at = {"optimizer_state": first.get("U"), "cublas.workspace.forward": first.get(("F", "FC")),
-          "cublaslt.workspace.forward": first.get(("F", "FC")),
-          "cublas.workspace.backward": first.get(("B", "FC"))}
-    out = [(at[st.kind] if st.kind == "optimizer_state" else at.get(st.name), i, st.name)
-           for i, st in enumerate(prog.static_tensors) if st.nbytes > 0]
-    return [(n, name) for n, _, name in sorted(o for o in out if o[0] is not None)]
+    gemm = {"cublas.workspace.forward": ("F", "FC"), "cublaslt.workspace.forward": ("F", "FC"),
+            "cublas.workspace.backward": ("B", "FC")}
+    out = [(first.get("U" if st.kind == "optimizer_state" else gemm.get(st.name)), st.name)
+           for st in prog.static_tensors if st.nbytes > 0]
+    return sorted(((n, name) for n, name in out if n is not None), key=lambda o: o[0])

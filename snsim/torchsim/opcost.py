@@ -204,7 +204,7 @@ def _zero_scatter_time(table, op):
     ``fill_`` of the output's bytes and a ``clone_strided`` copy of the gradient (read and
     written); None where the recording has no signature or the table lacks those rows."""
     t = sig_tensor(op[6] if len(op) > 6 else "")
-    if not t or not {"fill_", "clone_strided"} <= set(table.families()):
+    if not t or not {f for f, _ in zero_scatter_calls(0, 0)} <= set(table.families()):
         return None
     dtype, dims = t
     grad = math.prod(dims) * ELEMENT_BYTES.get(dtype, 4)
