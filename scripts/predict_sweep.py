@@ -29,7 +29,8 @@ Face presets at several sequence lengths), ``builtin`` (``snsim:`` and ``zoo:`` 
 ``shapes`` (other input sizes), ``batches`` (odd batches), ``options`` (plan options off the
 default path, budgets that do not fit), ``gpus`` (the other hardware presets), ``edge`` (plans
 under autocast, one-token sequences, training-size batches), ``inputs`` (values at and past
-the command's rules), ``zero`` (the ZeRO plans).
+the command's rules), ``zero`` (the ZeRO plans), ``pure`` (``--param-dtype`` on every family,
+under the plans, and its refusals).
 
 docs/data/predict_sweep.csv is the run of ``--sets tv,shapes,batches,builtin,zero,hf,options,
 plans,amp,optim,gpus,edge,inputs`` (377 configurations: 338 ok, 39 one-line errors, no
@@ -40,7 +41,10 @@ is ``--sets dense`` (30 configurations, all ok, none flagged). Run 2026-12-05 at
 about 18 minutes on two cores; its ``hf`` set again on 2026-12-05 at commit 66e4862 with every
 shipped config, the eight added that day among them (66 configurations, 61 ok, 5 errors: a
 --seq past BERT's, BERT-large's, DistilBERT's, RoBERTa's or GPT-2's learned positions; 7
-minutes), merged over the earlier rows.
+minutes), merged over the earlier rows. docs/data/predict_sweep_pure.csv is ``--sets pure`` (63
+configurations, 2026-12-07 at commit 0363998, 7 minutes: 59 ok, none flagged, 4 one-line
+errors: the three refusals it asks for, and AlexNet's selective checkpoint, whose in-place
+ReLU PyTorch refuses too).
 """
 from __future__ import annotations
 
@@ -83,7 +87,7 @@ HF_IMAGE = frozenset(m for m in HF if head_of_architecture(
 
 
 def _argv(model, batch=2, *, policy="plain", options=(), optimizer=None, impl=None, amp=None,
-          shape=None, seq=None):
+          shape=None, seq=None, param_dtype=None):
     a = ["predict", "--model", model, "--batch", str(batch), "--gpu", "h200",
          "--policy", policy, "--format", "json"]
     if optimizer:
@@ -92,6 +96,8 @@ def _argv(model, batch=2, *, policy="plain", options=(), optimizer=None, impl=No
         a += ["--optimizer-impl", impl]
     if amp:
         a += ["--amp", amp]
+    if param_dtype:
+        a += ["--param-dtype", param_dtype]
     if shape:
         a += ["--input-shape", shape]
     if seq:
@@ -264,6 +270,22 @@ def configs(sets):
             out.append(_argv("zoo:resnet50"))
             out.append(_argv("snsim:nope"))
             out.append(_argv("os:getcwd"))
+        elif s == "pure":       # pure 16-bit training (--param-dtype): every family, the plans
+            for i, m in enumerate(FAMILIES):
+                pd = ("bf16", "fp16")[i % 2]
+                out.append(_argv(f"torchvision:{m}", param_dtype=pd, optimizer="adamw"))
+                (policy,), opts = PLANS[i % len(PLANS)]
+                out.append(_argv(f"torchvision:{m}", policy=policy, options=opts,
+                                 param_dtype=pd))
+            for m in ("hf:gpt2", "hf:SmolLM2-135M", "hf:bert-base-uncased", "snsim:gpt",
+                      "snsim:transformer_encoder", "zoo:vit-b16"):
+                seq = None if "vit" in m else 128
+                out.append(_argv(m, 2, seq=seq, param_dtype="bf16", optimizer="adamw",
+                                 impl="fused"))
+                out.append(_argv(m, 2, seq=seq, param_dtype="fp16", policy="checkpoint"))
+            for extra in (["--amp", "bf16"], ["--param-dtype", "fp8"],
+                          ["--policy", "zero_offload"]):   # one-line refusals
+                out.append(_argv("torchvision:resnet18", param_dtype="bf16") + extra)
         elif s == "zero":
             for m in ("torchvision:resnet18", "hf:gpt2"):
                 seq = 128 if m.startswith("hf") else None
