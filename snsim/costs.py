@@ -71,7 +71,7 @@ import math
 from dataclasses import dataclass
 
 from .errors import ConfigError, GraphError, UnknownNameError
-from .kernel_table import linear_gemm_classes
+from .kernel_table import linear_gemm_classes, matmul_lookup_class
 
 PASSES = ("fwd", "bwd_data", "bwd_filter")
 PHASES = ("F", "B", "R")
@@ -640,15 +640,23 @@ def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False,
     log-probabilities to fp32 for ``nll_loss`` and their gradient back. A cast reads 4 bytes
     and writes 2 per element (``_to_copy``, the table's ``clone`` rows). ``input_strided``:
     a linear layer reads its input transposed (its cast, and its GEMM's, copy strided)."""
-    if half is not None and _fused_attention(a):
+    def in_half(part):      # calls at the table's rows of the 16-bit math and dtype
+        wide = {"tf32": half, "fp32": half}
+        return [(f, fl, nb, cls, wide.get(m, _MATH_DTYPE[half]), *rest)
+                for f, fl, nb, cls, m, *rest in part]
+    if half is not None and a["type"] in ("NORM", "SOFTMAX") and (
+            a.get("norm") == "rms" or a.get("float_logits")) and not autocast:
+        return _fp32_inside_ops(a, half)
+    if half is not None and (_fused_attention(a) or _rotary_attention(a)):
         fwd, bwd = _attention_ops(a, dtype_bytes, half)
+        if a.get("rotary"):
+            rot_f, rot_b = map(in_half, _rotary_ops(a, dtype_bytes))
+            fwd, bwd = rot_f + fwd, bwd + rot_b
     else:
         ops = _layer_ops_fp32(a, dtype_bytes, input_strided)
         if ops is None or half is None:
             return ops
-        wide = {"tf32": half, "fp32": half}
-        fwd, bwd = ([(f, fl, nb, cls, wide.get(m, _MATH_DTYPE[half]))
-                     for f, fl, nb, cls, m in part] for part in ops)
+        fwd, bwd = map(in_half, ops)
     narrow = _MATH_DTYPE[half]
     if not autocast:
         return fwd, bwd
@@ -663,22 +671,60 @@ def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False,
         fwd = casts + fwd
         bwd = bwd + [("_to_copy", 0, 6 * n, "", narrow) for n in pieces]
     elif typ == "SOFTMAX":
-        cast = ("_to_copy", 0, 6 * _numel(a["out_shape"]), "", narrow)
+        # nll_loss runs on the fp32 copy: its calls read and write fp32
+        n = _numel(a["out_shape"])
+        cast = ("_to_copy", 0, 6 * n, "", narrow)
+        wide = {"nll_loss_forward": 4 * n, "nll_loss_backward": 8 * n}
+        fwd, bwd = ([(f, fl, wide[f], cls, "float32") if f in wide else (f, fl, nb, cls, m)
+                     for f, fl, nb, cls, m in part] for part in (fwd, bwd))
         fwd = fwd[:1] + [cast] + fwd[1:]
         bwd = bwd[:1] + [cast] + bwd[1:]
     return fwd, bwd
 
 
+def _fp32_inside_ops(a, half):
+    """A 16-bit layer that computes in fp32 (pure low precision): Hugging Face's RMSNorm (its
+    input cast to fp32, its normalized ``h`` cast back before the weight's product, the two
+    gradients cast likewise) and its causal-LM loss (``logits.float()``; the gradient cast
+    back): the fp32 calls at the table's fp32 rows, the casts (4 + 2 bytes an element) and
+    the weight's products at the 16-bit ones."""
+    narrow = _MATH_DTYPE[half]
+    n = _numel(a["out_shape"])
+    fwd, bwd = _layer_ops_fp32(a, 4)
+    cast = ("_to_copy", 0, 6 * n, "", "float32")
+    if a["type"] == "SOFTMAX":
+        return [cast] + fwd, bwd + [cast[:4] + (narrow,)]
+
+    def low(op, nbytes):
+        return (op[0], op[1], nbytes, op[3], narrow)
+    d = a["out_shape"][-1]
+    # forward: x to fp32 first; h back to 16 bits before weight * h, which runs in 16 bits
+    fwd = [cast] + fwd[:-1] + [cast[:4] + (narrow,), low(fwd[-1], 3 * n * 2 + 2 * d)]
+    # backward: the weight's products and sum in 16 bits, h's gradient to fp32, ..., the
+    # input's gradient back to 16 bits
+    bwd = [low(op, op[2] // 2) for op in bwd[:3]] + [cast] + bwd[3:] + \
+        [cast[:4] + (narrow,)]
+    return fwd, bwd
+
+
+def _rotary_attention(a):
+    """Layer ``a`` is a rotary attention (Hugging Face's Llama) on a fused SDPA kernel: its
+    rotations, then the kernel."""
+    return a["type"] == "ATTN" and bool(a.get("rotary")) and not a.get("mha") \
+        and a.get("attn_kernel", "flash") == "flash"
+
+
 def _fused_attention(a):
     """Layer ``a`` is an attention the table times as one fused SDPA call."""
-    return a["type"] == "ATTN" and a.get("attn_kernel", "flash") != "eager" \
+    return a["type"] == "ATTN" and a.get("attn_kernel", "flash") not in ("eager", "math") \
         and not a.get("rotary")
 
 
 def _attention_ops(a, b, half=None):
     """A fused attention layer's calls (``snsim predict`` records them so on the GPU):
     ``_scaled_dot_product_efficient_attention`` and its backward at the flop counter's count
-    (4 and 8 x B x H x S^2 x D, halved when causal: the table's ``causal`` rows), reading q,
+    (4 and 10 x B x H x S^2 x D; cuDNN's backward 8; halved when causal: the table's
+    ``causal`` rows), reading q,
     k, v and writing the output and the fp32 logsumexp; in 16 bits (``half``) cuDNN's kernel
     (Hopper; a table without its rows reads flash's), as opcost reads a recorded one.
 
@@ -701,8 +747,14 @@ def _attention_ops(a, b, half=None):
     cls = "causal" if causal else ""
     kernel, math_ = ("cudnn", half) if half else ("efficient", "fp32")
     fwd = [(f"_scaled_dot_product_{kernel}_attention", flops, 2 * q + 2 * k + lse, cls, math_)]
-    bwd = [(f"_scaled_dot_product_{kernel}_attention_backward", 2 * flops,
-            4 * q + 4 * k + lse, cls, math_)]
+    # the flop counter's backward: five products for the memory-efficient kernel (the scores
+    # recomputed), four for cuDNN's (as snsim predict records them)
+    bwd = [(f"_scaled_dot_product_{kernel}_attention_backward",
+            2 * flops if half else 5 * flops // 2, 4 * q + 4 * k + lse, cls,
+            math_)]
+    if not a.get("mha") and not a.get("rotary"):
+        # q, k and v were split off one projection: their gradients are cat into its one
+        bwd.append(("cat", 0, 2 * (q + 2 * k), "", _MATH_DTYPE[half] if half else "float32"))
     if a.get("mha"):
         dt = _MATH_DTYPE[half] if half else "float32"
         packed = q + 2 * k
@@ -715,6 +767,83 @@ def _attention_ops(a, b, half=None):
             [("select_backward", 0, packed + g, "", dt, g) for g in (q, k, k)] + \
             [("add", 0, 3 * packed, "", dt)] * 2 + [copy(packed)]
     return fwd, bwd
+
+
+def _rms_norm_ops(a, b):
+    """Hugging Face's ``LlamaRMSNorm`` call by call, as ``snsim predict`` records it: in
+    forward ``pow``, ``mean``, ``+ eps``, ``rsqrt``, ``x * rstd`` and ``weight * h``; in
+    backward the weight's two products and row sum, the product's two and row sum, the rows'
+    ``rsqrt`` backward (``pow`` and two products), ``mean``'s expansion (``div``), ``pow``'s
+    backward (``pow`` and two products) and the two gradients summed into the input's."""
+    d = a["out_shape"][-1]
+    x = _numel(a["out_shape"]) * b
+    r = x // (d * b) * 4            # fp32 per row
+    w = d * b
+    fwd = [("pow", 0, 2 * x), ("mean", 0, x + r), ("add", 0, 2 * r), ("rsqrt", 0, 2 * r),
+           ("mul", 0, 2 * x + r), ("mul", 0, 2 * x + w)]
+    bwd = [("mul", 0, 2 * x + w), ("mul", 0, 3 * x), ("sum", 0, x + w), ("mul", 0, 2 * x + r),
+           ("mul", 0, 3 * x), ("sum", 0, x + r), ("pow", 0, 2 * r), ("mul", 0, 3 * r),
+           ("mul", 0, 3 * r), ("div", 0, x + r), ("pow", 0, 2 * x), ("mul", 0, 3 * x),
+           ("mul", 0, 3 * x), ("add_", 0, 3 * x)]
+    return ([(f, 0, nb, "", "float32") for f, _, nb in fwd],
+            [(f, 0, nb, "", "float32") for f, _, nb in bwd])
+
+
+def _math_attention_ops(a):
+    """SDPA's math composite (grouped-query heads: ``program_torch._math_attention``) call by
+    call, in fp32 as it computes, as ``snsim predict`` records it: the query's scale, the
+    causal mask (``ones``, ``tril``, ``where``), k and v repeated to every head (copies), the
+    key's scale, the query's contiguous copy, the scores' ``bmm``, ``_safe_softmax``, the
+    values' ``bmm`` and the output's copy; in backward the output gradient's copy, the two
+    products' two ``bmm`` each, the softmax's backward, the scales' products and the sums
+    over each group of heads."""
+    nb, s, _ = a["out_shape"]
+    h, kv, d = a["heads"], a.get("kv_heads", a["heads"]), a["head_dim"]
+    bh = nb * h
+    q, k, ss = nb * s * h * d * 4, nb * s * kv * d * 4, bh * s * s * 4
+    f = "float32[{}, {}, {}]".format
+
+    def bmm(m, inner, n):
+        sig = f"bmm {f(bh, m, inner)} {f(bh, inner, n)}"
+        return ("bmm", 2 * bh * m * inner * n, 4 * bh * (m * inner + inner * n + m * n),
+                matmul_lookup_class(sig), "fp32")
+
+    def ew(family, nbytes):
+        return (family, 0, nbytes, "", "float32")
+    mask = [ew("ones", s * s), ew("tril", 2 * s * s), ew("where", 5 * s * s)] \
+        if a.get("causal") else []
+    fwd = [ew("mul", 2 * q)] + mask + [ew("clone", 2 * q), ew("clone", 2 * q), ew("mul", 2 * q),
+                                       ew("clone", 2 * q), bmm(s, d, s), ew("_safe_softmax", 2 * ss),
+                                       bmm(s, s, d), ew("clone", 2 * q)]
+    bwd = [ew("clone", 2 * q), bmm(s, d, s), bmm(s, s, d), ew("_softmax_backward_data", 3 * ss),
+           bmm(s, s, d), bmm(s, s, d), ew("mul", 2 * q), ew("mul", 2 * q), ew("sum", q + k),
+           ew("sum", q + k)]
+    return fwd, bwd
+
+
+def _rotary_ops(a, b):
+    """Rotary positions as Hugging Face applies them to q and k (``q * cos +
+    rotate_half(q) * sin``), as ``snsim predict`` records and times them: q and k are
+    transposed views and cos and sin broadcast, so every product and sum runs TensorIterator's
+    generic kernel (the table's ``elementwise_generic`` rows) and ``cat`` its strided one. Per
+    projection in forward a product, ``neg`` of a half, ``cat``, a product and the sum; in
+    backward a product, ``neg``, two ``slice_backward``, their sum, a product, its sum into
+    the gradient and the copy back to the projection's layout."""
+    nb, s, _ = a["out_shape"]
+    d = a["head_dim"]
+    fwd, bwd = [], []
+    for heads in (a["heads"], a.get("kv_heads", a["heads"])):
+        y = nb * s * heads * d * b
+        cs = s * d * b                  # cos or sin, broadcast over batch and heads
+        gen = "elementwise_generic"
+        fwd += [(gen, 2 * y + cs), (gen, y), ("cat_strided", 2 * y), (gen, 2 * y + cs),
+                (gen, 3 * y)]
+        bwd += [(gen, 2 * y + cs), (gen, y)]
+        # each half's gradient scattered into a zeroed full one (element [5]: its bytes)
+        bwd += [("slice_backward", 0, y + y // 2, "", "float32", y // 2)] * 2
+        bwd += [("add", 3 * y), (gen, 2 * y + cs), (gen, 3 * y), ("clone", 2 * y)]
+    return ([(f, 0, n, "", "float32") for f, n in fwd],
+            [op if len(op) > 2 else (op[0], 0, op[1], "", "float32") for op in bwd])
 
 
 def _layer_ops_fp32(a, dtype_bytes, input_strided=False):
@@ -749,9 +878,10 @@ def _layer_ops_fp32(a, dtype_bytes, input_strided=False):
         gemm = ([("clone_strided", 0, 2 * x, "", "float32"), ("mm", mm, x + w + y, fwd, "fp32"),
                  ("elementwise_generic", 0, 2 * y + o * b, "", "float32")] if input_strided
                 else [("addmm", mm, x + w + y, fwd, "fp32")])
+        bias = [("sum_rows", 0, y, f"d{o}r{n}", "float32")] if a.get("bias", True) else []
         return (gemm,
-                [("mm", mm, y + w + x, dgrad, "fp32"), ("mm", mm, y + x + w, wgrad, "fp32"),
-                 ("sum_rows", 0, y, f"d{o}r{n}", "float32")])   # grad_bias: kernel_table
+                [("mm", mm, y + w + x, dgrad, "fp32"), ("mm", mm, y + x + w, wgrad, "fp32")]
+                + bias)   # the bias's gradient, a sum over the rows (kernel_table)
     if typ == "BN":
         shape = a["in_shapes"][0]
         cls = f"c{shape[1]}hw{_numel(shape[2:])}"     # as kernel_table.bn_class names it
@@ -768,8 +898,17 @@ def _layer_ops_fp32(a, dtype_bytes, input_strided=False):
         stats, w = 2 * rows * 4, 2 * d * b          # mean and rstd (fp32); weight and bias
         return ([("native_layer_norm", 0, x + w + y + stats, cls, "float32")],
                 [("native_layer_norm_backward", 0, 3 * x + stats + 2 * w, cls, "float32")])
+    if typ == "NORM" and a.get("norm") == "rms":
+        return _rms_norm_ops(a, b)
     if _fused_attention(a):
         return _attention_ops(a, b)
+    if _rotary_attention(a) or (typ == "ATTN" and a.get("attn_kernel") == "math"):
+        fwd, bwd = (_math_attention_ops(a) if a.get("attn_kernel") == "math"
+                    else _attention_ops(a, b))
+        if not a.get("rotary"):
+            return fwd, bwd
+        rot_f, rot_b = _rotary_ops(a, b)
+        return rot_f + fwd, bwd + rot_b
     if typ == "MUL":
         return [("mul", 0, 3 * y, "", "float32")], [("mul", 0, 3 * y, "", "float32")] * 2
     if typ == "EMBED" and a.get("vocab") and not a.get("token_types"):

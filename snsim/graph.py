@@ -276,8 +276,11 @@ class GraphBuilder:
     def dropout(self, x, p=0.5, *, name=None):
         return self._add("DROPOUT", [x], self.shape(x), name=name, p=p)
 
-    def softmax(self, x, *, name="softmax"):
-        return self._add("SOFTMAX", [x], self.shape(x), name=name)
+    def softmax(self, x, *, name="softmax", float_logits=False):
+        """Softmax cross entropy. ``float_logits``: the loss upcasts 16-bit logits to fp32
+        first (Hugging Face's causal-LM loss, ``logits.float()``)."""
+        extra = {"float_logits": True} if float_logits else {}
+        return self._add("SOFTMAX", [x], self.shape(x), name=name, **extra)
 
     def padding(self, x, pad_channels, *, name=None):
         n, c, *rest = self.shape(x)

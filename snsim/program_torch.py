@@ -256,21 +256,24 @@ def _embed_backward(a, n, dy, new, params_of, add_step, tied_parts, saved, dtype
                        ("pos_weight", rows.get("pos_weight", 0)))
         add_step(n, "B", t_b, [dy] + pg)
         return dy
+    spent = 0.0     # the smaller tables' share of t_b; the word table's gradient takes the rest
     if a.get("positions"):
         red = new(f"{name}.position.grad", "activation_grad", s * d * dtype, n)
         add_step(n, "B", t_b / 4, [dy, red], name=f"{name}.position_sum")
         add_step(n, "B", t_b / 4, saved + [red] + params_of(n, ("pos_weight", rows["pos_weight"])),
                  name=f"{name}.position_backward")
+        spent += t_b / 2
     if a.get("token_types"):
         add_step(n, "B", t_b / 4, [dy] + params_of(n, ("type_weight", rows["type_weight"])),
                  name=f"{name}.token_type_backward")
+        spent += t_b / 4
     if tied_parts:
         own = new(f"{name}.weight.grad_own", "activation_grad", rows["weight"] * dtype, n)
-        add_step(n, "B", t_b / 4, [dy, own])
+        add_step(n, "B", t_b - spent, [dy, own])
         add_step(n, "B", 0.0, tied_parts + [own] + params_of(n, ("weight", rows["weight"])),
                  name=f"{name}.weight.grad_sum")
     else:
-        add_step(n, "B", t_b / 4, [dy] + params_of(n, ("weight", rows["weight"])))
+        add_step(n, "B", t_b - spent, [dy] + params_of(n, ("weight", rows["weight"])))
     return None
 
 
@@ -283,13 +286,224 @@ def _cudnn_attention(a, dtype, hardware):
             and d % 8 == 0 and d <= 256 and a["out_shape"][1] > 1)
 
 
-def _attention_forward(a, n, x, new, dtype, cudnn=False):
+def _rms_norm_forward(a, n, x, new, add_step, dtype, t_f):
+    """Hugging Face's ``LlamaRMSNorm`` as its ops run (the twin's recording): the input as fp32
+    (a copy in 16 bits), ``pow(2)`` (dropped before ``mean``'s row is made, where CUDA drops
+    it after: one row's difference), ``mean``, ``+ eps`` and
+    ``rsqrt`` (fp32 rows: kept), the normalized ``h = x * rsqrt`` (full, kept; in 16 bits
+    cast back, the fp32 one dropped) and ``weight * h``. Returns ``(y, saved)``: the fp32
+    input, the row statistics and ``h``."""
+    name = a["name"]
+    numel = _numel(a["out_shape"])
+    rows = numel // a["out_shape"][-1]
+
+    def act(tag, nbytes):
+        return new(f"{name}.{tag}", "activation", nbytes, n)
+    x32 = x
+    first = []
+    if dtype != 4:
+        x32 = act("x_fp32", numel * 4)
+        first = [x32]
+    # pow's square before the layer's own step, which a replay (recompute) runs alone
+    sq = act("pow", numel * 4)
+    add_step(n, "F", 0.0, [x] + first + [sq], first + [sq], (x,), name=f"{name}.square")
+    mean, eps = act("mean", rows * 4), act("add_eps", rows * 4)
+    rstd, h = act("rstd", rows * 4), act("h", numel * 4)
+    cast = [act("h_low", numel * dtype)] if dtype != 4 else []
+    y = act("y", numel * dtype)
+    add_step(n, "F", t_f, [x32, mean, eps, rstd, h] + cast + [y],
+             [mean, eps, rstd, h] + cast + [y], (x32,))
+    return y, [x32, rstd] + (cast or [h])
+
+
+def _rms_norm_backward(a, n, dy, saved, new, add_step, pg, dtype, t_b, needs_dx):
+    """``LlamaRMSNorm``'s backward as autograd runs it: the weight's (``dy * weight``, and
+    ``dy * h`` summed over the rows), in 16 bits the cast of h's gradient to fp32, the
+    product's (``gh * rstd``: the input's first gradient; ``gh * x`` summed per row), the rows'
+    ``rsqrt`` and ``mean`` gradients, ``mean``'s expanded back over the row, ``pow``'s (two
+    temporaries and a product summed into the first gradient), in 16 bits cast back. Returns
+    the input's gradient (None when it needs none)."""
+    name = a["name"]
+    numel = _numel(a["out_shape"])
+    rows = numel // a["out_shape"][-1]
+    x32, rstd, h = saved
+
+    def grad(tag, nbytes):
+        return new(f"{name}.{tag}", "activation_grad", nbytes, n)
+    gh, tmp = grad("dh", numel * dtype), grad("dy_h", numel * dtype)
+    add_step(n, "B", t_b / 2, [dy, h, gh, tmp] + pg, name=f"{name}.weight_backward")
+    if not needs_dx:
+        return None
+    if dtype != 4:
+        g32 = grad("dh_fp32", numel * 4)
+        add_step(n, "B", 0.0, [gh, g32], name=f"{name}.grad_cast")
+        gh = g32
+    dx, tmp, gr = grad("dx", numel * 4), grad("dh_x", numel * 4), grad("drstd", rows * 4)
+    add_step(n, "B", 0.0, [gh, x32, rstd, dx, tmp, gr], name=f"{name}.mul_backward")
+    small = [grad(f"row{k}", rows * 4) for k in range(2)]
+    gv = grad("dvariance", rows * 4)
+    add_step(n, "B", 0.0, [gr, rstd] + small + [gv], name=f"{name}.rsqrt_backward")
+    gm = grad("dmean", numel * 4)
+    add_step(n, "B", 0.0, [gv, gm], name=f"{name}.mean_backward")
+    temps = [grad(f"dpow{k}", numel * 4) for k in range(3)]
+    add_step(n, "B", t_b / 2, [gm, x32] + temps + [dx], name=f"{name}.pow_backward")
+    if dtype != 4:
+        low = grad("dx_low", numel * dtype)
+        add_step(n, "B", 0.0, [dx, low], name=f"{name}.dx_cast")
+        dx = low
+    return dx
+
+
+def _rotary_forward(a, n, q, k, new, add_step, dtype):
+    """Rotary positions as Hugging Face applies them (``q * cos + rotate_half(q) * sin``, then
+    the same for k): per projection a product, ``rotate_half``'s ``cat`` (its half-size
+    ``neg`` dropped at once) and a second product, summed into a new tensor; the temporaries
+    die in the step. Returns the rotated ``(q, k)``."""
+    name = a["name"]
+    nb, s, _ = a["out_shape"]
+    d = a["head_dim"]
+    out = []
+    for tag, src, heads in (("q", q, a["heads"]), ("k", k, a["kv_heads"])):
+        nbytes = nb * s * heads * d * dtype
+        temps = [new(f"{name}.{tag}_{t}", "activation", nbytes, n) for t in ("cos", "sin")]
+        rot = new(f"{name}.{tag}_rot", "activation", nbytes, n)
+        add_step(n, "F", 0.0, [src] + temps + [rot], temps + [rot], (src,),
+                 name=f"{name}.rotary_{tag}")
+        out.append(rot)
+    return tuple(out)
+
+
+def _math_attention(a, dtype, hardware):
+    """Whether CUDA's SDPA runs its math composite for fused ATTN layer ``a``: grouped-query
+    heads (``enable_gqa``, as Hugging Face's Llama calls it) that cuDNN's kernel does not take
+    (:func:`_cudnn_attention`); neither flash nor the memory-efficient kernel takes them
+    (:func:`snsim.torchsim.predict.cuda_sdpa_backend`: on the H200 every fp32 grouped-query
+    call of the probe ran the composite). ``nn.MultiheadAttention`` (``mha``) has no
+    grouped-query heads to run."""
+    return (a["type"] == "ATTN" and a.get("attn_kernel", "flash") == "flash" and not a.get("mha")
+            and a["kv_heads"] != a["heads"] and not _cudnn_attention(a, dtype, hardware))
+
+
+def _math_attention_forward(a, n, x, new, add_step, dtype, t_f, parts=None):
+    """SDPA's math composite as CUDA runs it (:func:`snsim.torchsim.predict.cuda_math_attention`,
+    whose recording this follows op by op), on q, k, v views of the packed projection ``x``
+    (rotary: on new rotated q and k, which live until the attention module returns): 16-bit
+    inputs upcast to fp32; the query scaled by the root of the scale; the causal mask (a bool
+    ``tril`` and the bias of the upcasts' dtype it becomes); k and v repeated to every head
+    (``repeat_interleave``); the transposed key scaled; the query's contiguous copy for the
+    batched product; the ``S x S`` scores, ``_safe_softmax`` (its probabilities kept, its
+    masks dropped), the product with the values, and the output's ``(N, S, H*D)`` copy. The
+    composite's locals die when it returns. ``parts``: the projection's q, k and v as
+    separate storages (a rotary layer's: Hugging Face's three linear layers), else views of
+    ``x``. Returns ``(y, saved, lingering)``."""
+    name = a["name"]
+    nb, s, _ = a["out_shape"]
+    h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
+    q_b, kv_b = nb * s * h * d, nb * s * kv * d
+    acc = 4     # fp32 accumulation: half inputs upcast (allow_fp16_bf16_reduction_math_sdp off)
+    ss = nb * h * s * s
+
+    def act(tag, nbytes):
+        return new(f"{name}.{tag}", "activation", nbytes, n)
+    q_in, k_in, v_in = parts or (x, x, x)
+    lingering = [v_in]
+    if a.get("rotary"):
+        q_in, k_in = _rotary_forward(a, n, q_in, k_in, new, add_step, dtype)
+        lingering += [q_in, k_in]
+    locals_ = []
+    if dtype != acc:
+        ups = [act("q_acc", q_b * acc), act("k_acc", kv_b * acc), act("v_acc", kv_b * acc)]
+        add_step(n, "F", 0.0, [q_in, k_in, v_in] + ups, ups, (q_in, k_in, v_in),
+                 name=f"{name}.upcast")
+        q_in, k_in, v_in = ups
+        locals_ += ups
+    qs = act("q_scaled", q_b * acc)
+    add_step(n, "F", 0.0, [q_in, qs], [qs], (q_in,), name=f"{name}.scale_q")
+    locals_.append(qs)
+    mask = []
+    if a.get("causal"):
+        ones, tril, bias = act("ones", s * s), act("tril", s * s), act("causal_bias", s * s * acc)
+        add_step(n, "F", 0.0, [ones, tril, bias], [ones, tril, bias], (), name=f"{name}.mask")
+        mask = [tril, bias]
+        locals_ += mask
+    k_rep, v_rep = act("k_repeated", q_b * acc), act("v_repeated", q_b * acc)
+    add_step(n, "F", 0.0, [k_in, v_in, k_rep, v_rep], [k_rep, v_rep], (k_in, v_in),
+             name=f"{name}.repeat_kv")
+    locals_.append(k_rep)
+    kts, qc = act("k_scaled", q_b * acc), act("q_contiguous", q_b * acc)
+    scores = act("scores", ss * acc)
+    # the scores take the mask's bias in place
+    add_step(n, "F", t_f / 2, [k_rep, kts, qs, qc, scores] + mask, [kts, qc, scores],
+             (qs, k_rep, *mask), name=f"{name}.qk")
+    probs = act("probs", ss * acc)
+    temps = [act("softmax_mask", ss), act("softmax_rows", nb * h * s), act("softmax_flag", 4)]
+    add_step(n, "F", 0.0, [scores, probs] + temps, [probs] + temps, (scores,),
+             name=f"{name}.softmax")
+    out = act("pv", q_b * acc)
+    # every input a step reads from an earlier one is among its inputs (the plans' segments
+    # see the data flow so); the composite's locals are read last here, where they die
+    add_step(n, "F", t_f / 2, [probs, v_rep, out] + locals_, [out], (probs, v_rep, *locals_),
+             name=f"{name}.pv")
+    y = act("y", q_b * dtype)
+    add_step(n, "F", 0.0, [out, y], [y], (out,), name=f"{name}.out")
+    return y, [v_rep, kts, qc, probs], lingering
+
+
+def _math_attention_backward(a, n, dy, saved, new, add_step, x_bytes, dtype, t_b):
+    """The math composite's backward as autograd runs it: a contiguous copy of ``dy``; the
+    value product's ``dv`` (every head) and ``dprobs``; the softmax's gradient (with CUDA's
+    ``grad * output`` temporary); the scores' ``dq`` and ``dk``; the scales' gradients; the
+    repeated k and v summed back over each group; 16-bit inputs' gradients cast back; rotary
+    gradients rotated back; ``cat`` into the packed gradient. Returns it."""
+    name = a["name"]
+    nb, s, _ = a["out_shape"]
+    h, kv, d = a["heads"], a["kv_heads"], a["head_dim"]
+    q_b, kv_b = nb * s * h * d, nb * s * kv * d
+    acc, ss = 4, nb * h * s * s
+    v_rep, kts, qc, probs = saved
+
+    def grad(tag, nbytes):
+        return new(f"{name}.{tag}", "activation_grad", nbytes, n)
+    dyc = grad("dy_contiguous", q_b * acc)
+    add_step(n, "B", 0.0, [dy, dyc], name=f"{name}.dy_clone")
+    dv_rep, dprobs = grad("dv_repeated", q_b * acc), grad("dprobs", ss * acc)
+    add_step(n, "B", t_b / 2, [dyc, probs, v_rep, dv_rep, dprobs], name=f"{name}.pv_backward")
+    dscores, tmp = grad("dscores", ss * acc), grad("softmax_backward_product", ss * acc)
+    add_step(n, "B", 0.0, [dprobs, probs, dscores, tmp], name=f"{name}.softmax_backward")
+    dqs, dkts = grad("dq_scaled", q_b * acc), grad("dk_scaled", q_b * acc)
+    add_step(n, "B", t_b / 2, [dscores, qc, kts, dqs, dkts], name=f"{name}.qk_backward")
+    dk_rep = grad("dk_repeated", q_b * acc)
+    add_step(n, "B", 0.0, [dkts, dk_rep], name=f"{name}.scale_k_backward")
+    dv = grad("dv", kv_b * acc)
+    add_step(n, "B", 0.0, [dv_rep, dv], name=f"{name}.repeat_v_backward")
+    dk = grad("dk", kv_b * acc)
+    add_step(n, "B", 0.0, [dk_rep, dk], name=f"{name}.repeat_k_backward")
+    dq = grad("dq", q_b * acc)
+    add_step(n, "B", 0.0, [dqs, dq], name=f"{name}.scale_q_backward")
+    g = [dq, dk, dv]
+    if dtype != acc:
+        low = [grad(f"{t}_cast", nbytes * dtype) for t, nbytes in
+               (("dq", q_b), ("dk", kv_b), ("dv", kv_b))]
+        add_step(n, "B", 0.0, g + low, name=f"{name}.grad_cast")
+        g = low
+    if a.get("rotary"):
+        r = [grad("dq_unrot", q_b * dtype), grad("dk_unrot", kv_b * dtype)]
+        add_step(n, "B", 0.0, g[:2] + r, name=f"{name}.rotary_backward")
+        g = r + g[2:]
+    dx = grad("dx", x_bytes)
+    add_step(n, "B", 0.0, g + [dx], name=f"{name}.cat")
+    return dx
+
+
+def _attention_forward(a, n, x, new, add_step, dtype, cudnn=False, parts=None):
     """An ATTN layer's forward storages: ``(output, allocations, saved inputs, other saved)``.
 
     Fused SDPA (``"flash"``): the output, a logsumexp per row and head (fp32; the fp32
     memory-efficient kernel pads the rows to 32, flash in fp16/bf16 does not) and the RNG
     seed and offset; it keeps q, k, v — views of the packed projection ``x``. Rotary
-    positions make new q and k (kept instead). ``nn.MultiheadAttention`` (``mha``, torchvision's
+    positions (:func:`_rotary_forward`) make new q and k from ``parts``, the projection's q,
+    k and v as separate storages (Hugging Face's three linear layers), and the kernel keeps
+    them and v. ``nn.MultiheadAttention`` (``mha``, torchvision's
     ViT) first copies the packed projection into q/k/v order (kept instead of ``x``) and hands
     the output projection a ``(S, N, C)`` copy of the output, except from cuDNN's kernel
     (``cudnn``: 16-bit on Hopper), whose output is already laid out so. Eager: see
@@ -307,8 +521,8 @@ def _attention_forward(a, n, x, new, dtype, cudnn=False):
             new(f"{name}.philox_seed", "activation", 8, n),
             new(f"{name}.philox_offset", "activation", 8, n)]
     if a.get("rotary"):
-        kept += [new(f"{name}.q_rot", "activation", y_b, n),
-                 new(f"{name}.k_rot", "activation", nb * s * kv * d * dtype, n)]
+        q, k, v = parts
+        return y, [y] + kept, [v], kept + list(_rotary_forward(a, n, q, k, new, add_step, dtype))
     if a.get("mha") and not cudnn:
         out = new(f"{name}.y_contiguous", "activation", y_b, n)
         return out, packed + [y] + kept + [out], packed, [y] + kept
@@ -585,6 +799,14 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
     dtype = 2 if half else int(G.graph.get("dtype_bytes", 4))
     pbytes = 4 if autocast else dtype
     names = {2: _MATH_DTYPE.get(half, "bfloat16"), 4: "float32"}    # element bytes -> dtype
+    # grouped-query attention that CUDA runs as its math composite: laid out and timed as
+    # such (``attn_kernel="math"``) on a copy of the graph; the caller's keeps its attributes
+    math_attn = [n for n, a in nodes.items() if _math_attention(a, dtype, hardware)]
+    if math_attn:
+        G = G.copy()
+        for n in math_attn:
+            G.nodes[n]["attn_kernel"] = "math"
+        nodes = dict(G.nodes(data=True))
     nxt, prv = adjacency(G)
     order = forward_order(G, (nxt, prv))
     costs = modeled_costs(G, hardware) if hardware is not None else {}
@@ -633,6 +855,12 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         for p in ins[n]:
             users[p].append(n)
     is_data = {n: nodes[n]["type"] == "DATA" for n in G}
+    # a rotary attention's projection (Hugging Face's Llama: q_proj, k_proj and v_proj, which
+    # the zoo packs into one layer) is three linear layers: three GEMMs, three storages (q and
+    # k die once rotated), the input's three gradients summed
+    split = {p: m for m in ops for p in ins[m] if nodes[m]["type"] == "ATTN"
+             and nodes[m].get("rotary") and nodes[m].get("attn_kernel", "flash") != "eager"
+             and nodes[p]["type"] == "FC"}
     # cuDNN workspaces: where the preset has the tables recorded programs read (its captures,
     # its probed table), the same lookup (kept per call signature), else the first-principles
     # model, for the calls in their dtype (16 bits under autocast or pure low precision)
@@ -709,6 +937,18 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         typ = a["type"]
         if autocast and vb[n] == 4 and typ != "SOFTMAX":
             got = _layer_ops(a, 4)
+        elif n in split:
+            m = nodes[split[n]]
+            rows, d_in = _numel(a["out_shape"][:-1]), a["in_features"]
+            fwd, bwd = [], []
+            for heads in (m["heads"], m["kv_heads"], m["kv_heads"]):
+                d_out = heads * m["head_dim"]
+                f, b = _layer_ops(dict(a, out_features=d_out, bias=False, params=d_in * d_out,
+                                       out_shape=(*a["out_shape"][:-1], d_out)), dtype, half)
+                fwd, bwd = fwd + f, bwd + b
+            # the input's gradients from the three, summed (autograd's accumulation)
+            bwd += [("add", 0, 3 * rows * d_in * dtype, "", names[dtype])] * 2
+            got = fwd, bwd
         else:
             got = _layer_ops(a, dtype, half, autocast,
                              fp32_input=autocast and any(vb[p] == 4 for p in ins.get(n, ())),
@@ -767,6 +1007,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             store[n] = None
     loss_scalar = None
     linger = {}     # node -> storages a Python local keeps alive through its forward step
+    parts = {}      # split projection -> its q, k and v storages
     for n in ops:
         a = nodes[n]
         typ = a["type"]
@@ -831,6 +1072,12 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                                               tuple(a["kernel"]) == tuple(a["in_shapes"][0][2:]))):
                 saved[n] = [x]       # avg_pool2d and _adaptive_avg_pool2d keep their input
             # a 1x1 (global) average pool is a mean: nothing saved
+        elif typ == "FC" and n in split:
+            m = nodes[split[n]]
+            width = m["head_dim"] * vb[n] * _numel(a["out_shape"][:-1])
+            outs = parts[n] = [new(f"{name}.{t}", "activation", width * heads, n) for t, heads
+                               in (("q", m["heads"]), ("k", m["kv_heads"]), ("v", m["kv_heads"]))]
+            saved[n] = [cast_in.get(n, x)] + pre[:1]
         elif typ == "FC":
             outs = [new(f"{name}.y", "activation", y_bytes, n)]
             saved[n] = [cast_in.get(n, x)] + pre[:1]
@@ -843,12 +1090,17 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             # the forward (int64 per token), kept by nll_loss for backward
             targets = ([new(f"{name}.targets", "activation", _numel(a["out_shape"][:-1]) * 8,
                             n)] if len(a["out_shape"]) == 3 else [])
-            log_probs = new(f"{name}.log_probs", "activation", y_bytes, n)
+            # Hugging Face's causal-LM loss upcasts 16-bit logits (``logits.float()``): a
+            # copy, dropped once log_softmax has run in fp32
+            up = ([new(f"{name}.logits_fp32", "activation", _numel(a["out_shape"]) * 4, n)]
+                  if a.get("float_logits") and vb[n] != 4 and not autocast else [])
+            log_probs = new(f"{name}.log_probs", "activation",
+                            _numel(a["out_shape"]) * 4 if up else y_bytes, n)
             # autocast: log_softmax in its input's dtype, nll_loss (an fp32 op) on an fp32
             # copy, which it keeps for backward
             wide = ([new(f"{name}.log_probs.cast", "activation", _numel(a["out_shape"]) * 4, n)]
                     if autocast and vb[n] != 4 else [])
-            outs = targets + [log_probs] + wide + [new(f"{name}.loss", "activation", 4, n),
+            outs = up + targets + [log_probs] + wide + [new(f"{name}.loss", "activation", 4, n),
                                                    new(f"{name}.total_weight", "activation", 4,
                                                        n)]
             extra[n] = [log_probs, outs[-1]] + targets
@@ -874,12 +1126,14 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         elif typ == "MUL":
             outs = [new(f"{name}.y", "activation", y_bytes, n)]
             saved[n] = list(xs)
+        elif typ == "NORM" and a.get("norm") != "layer":
+            store[n], extra[n] = _rms_norm_forward(a, n, x, new, add_step, vb[n], t_f)
+            continue
         elif typ == "NORM":
-            # native_layer_norm: y, mean, rstd (fp32 per row); fused rms_norm: y, rstd
+            # native_layer_norm: y, mean, rstd (fp32 per row)
             rows = _numel(a["out_shape"][:-1])
-            stats = ("mean", "rstd") if a.get("norm") == "layer" else ("rstd",)
             outs = [new(f"{name}.y", "activation", y_bytes, n)]
-            outs += [new(f"{name}.{st}", "activation", rows * 4, n) for st in stats]
+            outs += [new(f"{name}.{st}", "activation", rows * 4, n) for st in ("mean", "rstd")]
             saved[n] = [x]
             extra[n] = outs[1:]
         elif typ == "EMBED":
@@ -895,10 +1149,19 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             for u in users[n]:   # q, k, v (views of x) live until the attention module
                 linger[u] = [x]  # returns, after its output projection
             continue
+        elif typ == "ATTN" and a.get("attn_kernel") == "math":
+            store[n], extra[n], held = _math_attention_forward(a, n, x, new, add_step, dtype,
+                                                               t_f, parts.get(ins[n][0]))
+            for u in users[n]:
+                linger[u] = held
+            continue
         elif typ == "ATTN":
+            got = parts.get(ins[n][0])
             store[n], outs, saved[n], extra[n] = _attention_forward(
-                a, n, x, new, dtype, _cudnn_attention(a, dtype, hardware))
-            add_step(n, "F", t_f, [x] + outs, outs, (x,))
+                a, n, x, new, add_step, dtype, _cudnn_attention(a, dtype, hardware), got)
+            # rotary: the kernel reads the rotated q and k and v (q and k died rotated)
+            add_step(n, "F", t_f, ([] if got else [x]) + saved[n] + extra[n] + outs, outs,
+                     tuple(saved[n] + [t for t in extra[n] if t not in outs]) if got else (x,))
             continue
         else:
             raise GraphError(f"layer {n} ({name}): type {typ!r} has no PyTorch semantics")
@@ -1057,6 +1320,10 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                 if dx is not None and n in cast_in:
                     dx = cast_back(n, [("input", x_bytes[0] // 4)], [dx])[0]
             out_grads = [dx]
+        elif typ == "NORM" and a.get("norm") != "layer":
+            out_grads = [_rms_norm_backward(a, n, dy, extra[n], new, add_step,
+                                            params_of(n, *parameter_pieces(a)), vb[n], t_b,
+                                            needs_dx[0])]
         elif typ == "NORM":
             dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
             pg = params_of(n, *parameter_pieces(a))
@@ -1070,6 +1337,10 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                 low = new(f"{name}.dx", "activation_grad", x_bytes[0], n)
                 add_step(n, "B", 0.0, [dx, low], name=f"{name}.grad_cast")
                 dx = low
+            out_grads = [dx]
+        elif typ == "ATTN" and a.get("attn_kernel") == "math":
+            dx = _math_attention_backward(a, n, dy, extra[n], new, add_step, x_bytes[0], dtype,
+                                          t_b)
             out_grads = [dx]
         elif typ == "ATTN" and a.get("attn_kernel", "flash") == "eager":
             dx = _eager_attention_backward(a, n, dy, extra[n], new, add_step, x_bytes[0], dtype,
@@ -1092,7 +1363,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             out_grads = [dx]
         elif typ == "SOFTMAX":
             logp, tw, *targets = extra[n]
-            nb = _numel(a["out_shape"]) * (4 if saved[n] else vb[n])
+            up = a.get("float_logits") and vb[n] != 4 and not autocast
+            nb = _numel(a["out_shape"]) * (4 if saved[n] or up else vb[n])
             seed = new(f"{name}.grad_seed", "activation_grad", 4, n)
             g1 = new(f"{name}.nll_grad", "activation_grad", nb, n)
             add_step(n, "B", t_b / 2, [tw, seed, g1] + targets + saved[n], name=f"{name}.nll")
@@ -1102,7 +1374,12 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                 add_step(n, "B", 0.0, [g1, g16], name=f"{name}.nll_grad_cast")
                 g1 = g16
             dx = new(f"{name}.dx", "activation_grad", x_bytes[0], n) if needs_dx[0] else None
-            add_step(n, "B", t_b / 2, [logp, g1, dx])
+            if up and dx is not None:   # log_softmax's fp32 gradient, cast to the logits'
+                wide = new(f"{name}.dx_fp32", "activation_grad", nb, n)
+                add_step(n, "B", t_b / 2, [logp, g1, wide])
+                add_step(n, "B", 0.0, [wide, dx], name=f"{name}.dx_cast")
+            else:
+                add_step(n, "B", t_b / 2, [logp, g1, dx])
             out_grads = [dx]
         elif typ == "JOIN":
             add_step(n, "B", 0.0, [dy])

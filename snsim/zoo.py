@@ -570,7 +570,8 @@ def transformer(cfg, *, batch, input_size=None, num_classes=None, variant="torch
     if cfg.kind in ("gpt", "llama"):
         x = b.norm(x, kind=norm, name="ln_f" if cfg.kind == "gpt" else "norm")
         x = b.linear(x, cfg.vocab, bias=False, tied=cfg.kind == "gpt", name="lm_head")
-        return b.finish(b.softmax(x, name="loss"))
+        # Hugging Face's Llama loss (ForCausalLMLoss) computes in fp32 whatever the logits' dtype
+        return b.finish(b.softmax(x, name="loss", float_logits=cfg.kind == "llama"))
     if cfg.kind == "bert":
         x = b.act(b.linear(b.token(x, name="pooler.first_token"), cfg.width,
                            name="pooler.dense"), "tanh", name="pooler.activation")

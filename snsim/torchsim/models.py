@@ -298,12 +298,23 @@ def _video_shape(name):
 
 def _zoo_twin(spec, name, shape):
     """The torch twin of a zoo transformer: ``snsim:gpt``'s classes at a ``gpt`` configuration,
-    torchvision's ``VisionTransformer`` at a ``vit`` one (same parameters, same ops)."""
+    torchvision's ``VisionTransformer`` at a ``vit`` one (same parameters, same ops), Hugging
+    Face's ``LlamaForCausalLM`` at a ``llama`` one and ``BertForSequenceClassification`` (two
+    labels) at a ``bert`` one (same parameters; their q, k and v are three linear layers where
+    the zoo packs one)."""
     from ..zoo import parse_transformer
     cfg = parse_transformer(name)
-    if cfg is None or cfg.kind not in ("gpt", "vit"):
-        raise ConfigError(f"model spec {spec!r}: zoo twins exist for GPT-2-style (gpt2, "
-                          f"gpt:...) and ViT (vit-b16, vit:...) networks, not {name!r}")
+    if cfg is None:
+        raise ConfigError(f"model spec {spec!r}: zoo twins exist for the zoo's transformers "
+                          f"(gpt2, gpt:..., tinyllama-1.1b, llama:..., bert-base, bert:..., "
+                          f"vit-b16, vit:...), not {name!r}")
+    if cfg.kind in ("llama", "bert") and cfg.attention == "eager":
+        raise ConfigError(f"model spec {spec!r}: the Hugging Face twin runs SDPA; "
+                          f"attention=eager has a twin for gpt:... only")
+    if cfg.kind in ("gpt", "vit") and cfg.n_kv_heads != cfg.heads:
+        raise ConfigError(f"model spec {spec!r}: the {cfg.kind} twin has as many key/value "
+                          f"heads as heads; grouped-query heads (kv_heads) have a twin for "
+                          f"llama:... only")
     if cfg.kind == "vit":
         size = cfg.image
         if shape is not None and (len(shape) != 3 or shape[0] != 3 or shape[1] != shape[2]):
@@ -327,6 +338,8 @@ def _zoo_twin(spec, name, shape):
 def _build_zoo_twin(name):
     from ..zoo import parse_transformer
     cfg = parse_transformer(name)
+    if cfg.kind in ("llama", "bert"):
+        return hf_classes().HFLanguageModel(_zoo_hf_config(cfg))
     if cfg.kind == "vit":
         from torchvision.models import VisionTransformer
         return VisionTransformer(image_size=cfg.image, patch_size=cfg.patch,
@@ -337,6 +350,23 @@ def _build_zoo_twin(name):
                                      max_seq=cfg.positions, dropout=cfg.dropout,
                                      hidden=cfg.hidden,
                                      attention="eager" if cfg.attention == "eager" else "sdpa")
+
+
+def _zoo_hf_config(cfg):
+    """The Hugging Face config of a zoo ``llama`` or ``bert`` configuration ``cfg``."""
+    tf = _transformers()
+    if cfg.kind == "llama":
+        return tf.LlamaConfig(
+            vocab_size=cfg.vocab, hidden_size=cfg.width, intermediate_size=cfg.hidden,
+            num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
+            num_key_value_heads=cfg.n_kv_heads, max_position_embeddings=cfg.seq,
+            tie_word_embeddings=False, architectures=["LlamaForCausalLM"])
+    return tf.BertConfig(
+        vocab_size=cfg.vocab, hidden_size=cfg.width, num_hidden_layers=cfg.layers,
+        num_attention_heads=cfg.heads, intermediate_size=cfg.hidden,
+        max_position_embeddings=cfg.positions, type_vocab_size=cfg.token_types,
+        hidden_dropout_prob=cfg.dropout, attention_probs_dropout_prob=cfg.dropout,
+        num_labels=2, architectures=["BertForSequenceClassification"])
 
 
 def _import_callable(module, attr, spec):
