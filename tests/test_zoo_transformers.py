@@ -261,6 +261,8 @@ def test_zoo_twin_specs():
         resolve_model("zoo:llama:layers=2,attention=eager")
     with pytest.raises(ConfigError, match=r"grouped-query heads \(kv_heads\) have a twin"):
         resolve_model("zoo:gpt:layers=2,width=128,heads=4,kv_heads=2")
+    with pytest.raises(ConfigError, match="a llama with dropout has no twin"):
+        resolve_model("zoo:llama:layers=2,dropout=0.1")
 
 
 # Llama and BERT against their Hugging Face twins (zoo:NAME: LlamaForCausalLM and

@@ -311,6 +311,10 @@ def _zoo_twin(spec, name, shape):
     if cfg.kind in ("llama", "bert") and cfg.attention == "eager":
         raise ConfigError(f"model spec {spec!r}: the Hugging Face twin runs SDPA; "
                           f"attention=eager has a twin for gpt:... only")
+    if cfg.kind == "llama" and cfg.dropout:
+        raise ConfigError(f"model spec {spec!r}: the zoo's llama drops out its residual "
+                          f"branches, Hugging Face's Llama has no such dropout: a llama with "
+                          f"dropout has no twin")
     if cfg.kind in ("gpt", "vit") and cfg.n_kv_heads != cfg.heads:
         raise ConfigError(f"model spec {spec!r}: the {cfg.kind} twin has as many key/value "
                           f"heads as heads; grouped-query heads (kv_heads) have a twin for "
