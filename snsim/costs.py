@@ -640,23 +640,20 @@ def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False,
     log-probabilities to fp32 for ``nll_loss`` and their gradient back. A cast reads 4 bytes
     and writes 2 per element (``_to_copy``, the table's ``clone`` rows). ``input_strided``:
     a linear layer reads its input transposed (its cast, and its GEMM's, copy strided)."""
-    def in_half(part):      # calls at the table's rows of the 16-bit math and dtype
-        wide = {"tf32": half, "fp32": half}
-        return [(f, fl, nb, cls, wide.get(m, _MATH_DTYPE[half]), *rest)
-                for f, fl, nb, cls, m, *rest in part]
     if half is not None and a["type"] in ("NORM", "SOFTMAX") and (
             a.get("norm") == "rms" or a.get("float_logits")) and not autocast:
         return _fp32_inside_ops(a, half)
-    if half is not None and (_fused_attention(a) or _rotary_attention(a)):
-        fwd, bwd = _attention_ops(a, dtype_bytes, half)
-        if a.get("rotary"):
-            rot_f, rot_b = map(in_half, _rotary_ops(a, dtype_bytes))
-            fwd, bwd = rot_f + fwd, bwd + rot_b
+    if _sdpa_attention(a):
+        fwd, bwd = _sdpa_ops(a, dtype_bytes, half)
+        if half is None:
+            return fwd, bwd
     else:
         ops = _layer_ops_fp32(a, dtype_bytes, input_strided)
         if ops is None or half is None:
             return ops
-        fwd, bwd = map(in_half, ops)
+        wide = {"tf32": half, "fp32": half}   # the table's rows of the 16-bit math and dtype
+        fwd, bwd = ([(f, fl, nb, cls, wide.get(m, _MATH_DTYPE[half]), *rest)
+                     for f, fl, nb, cls, m, *rest in part] for part in ops)
     narrow = _MATH_DTYPE[half]
     if not autocast:
         return fwd, bwd
@@ -707,17 +704,23 @@ def _fp32_inside_ops(a, half):
     return fwd, bwd
 
 
-def _rotary_attention(a):
-    """Layer ``a`` is a rotary attention (Hugging Face's Llama) on a fused SDPA kernel: its
-    rotations, then the kernel."""
-    return a["type"] == "ATTN" and bool(a.get("rotary")) and not a.get("mha") \
-        and a.get("attn_kernel", "flash") == "flash"
+def _sdpa_attention(a):
+    """Layer ``a`` is an attention through ``scaled_dot_product_attention`` (a fused kernel,
+    or the math composite CUDA runs for grouped-query heads), not eager attention."""
+    return a["type"] == "ATTN" and a.get("attn_kernel", "flash") != "eager"
 
 
-def _fused_attention(a):
-    """Layer ``a`` is an attention the table times as one fused SDPA call."""
-    return a["type"] == "ATTN" and a.get("attn_kernel", "flash") not in ("eager", "math") \
-        and not a.get("rotary")
+def _sdpa_ops(a, b, half=None):
+    """An SDPA attention layer's calls (:func:`_sdpa_attention`), in 16 bits with ``half``:
+    the fused kernel's (:func:`_attention_ops`) or the math composite's
+    (:func:`_math_attention_ops`, which computes in fp32 whatever its inputs), after Hugging
+    Face's rotary positions (:func:`_rotary_ops`) for a rotary layer."""
+    fwd, bwd = (_math_attention_ops(a) if a.get("attn_kernel") == "math"
+                else _attention_ops(a, b, half))
+    if a.get("rotary"):
+        rot_f, rot_b = _rotary_ops(a, b, _MATH_DTYPE[half] if half else "float32")
+        fwd, bwd = rot_f + fwd, bwd + rot_b
+    return fwd, bwd
 
 
 def _attention_ops(a, b, half=None):
@@ -821,7 +824,7 @@ def _math_attention_ops(a):
     return fwd, bwd
 
 
-def _rotary_ops(a, b):
+def _rotary_ops(a, b, dtype="float32"):
     """Rotary positions as Hugging Face applies them to q and k (``q * cos +
     rotate_half(q) * sin``), as ``snsim predict`` records and times them: q and k are
     transposed views and cos and sin broadcast, so every product and sum runs TensorIterator's
@@ -840,10 +843,10 @@ def _rotary_ops(a, b):
                 (gen, 3 * y)]
         bwd += [(gen, 2 * y + cs), (gen, y)]
         # each half's gradient scattered into a zeroed full one (element [5]: its bytes)
-        bwd += [("slice_backward", 0, y + y // 2, "", "float32", y // 2)] * 2
+        bwd += [("slice_backward", 0, y + y // 2, "", dtype, y // 2)] * 2
         bwd += [("add", 3 * y), (gen, 2 * y + cs), (gen, 3 * y), ("clone", 2 * y)]
-    return ([(f, 0, n, "", "float32") for f, n in fwd],
-            [op if len(op) > 2 else (op[0], 0, op[1], "", "float32") for op in bwd])
+    return ([(f, 0, n, "", dtype) for f, n in fwd],
+            [op if len(op) > 2 else (op[0], 0, op[1], "", dtype) for op in bwd])
 
 
 def _layer_ops_fp32(a, dtype_bytes, input_strided=False):
@@ -900,15 +903,6 @@ def _layer_ops_fp32(a, dtype_bytes, input_strided=False):
                 [("native_layer_norm_backward", 0, 3 * x + stats + 2 * w, cls, "float32")])
     if typ == "NORM" and a.get("norm") == "rms":
         return _rms_norm_ops(a, b)
-    if _fused_attention(a):
-        return _attention_ops(a, b)
-    if _rotary_attention(a) or (typ == "ATTN" and a.get("attn_kernel") == "math"):
-        fwd, bwd = (_math_attention_ops(a) if a.get("attn_kernel") == "math"
-                    else _attention_ops(a, b))
-        if not a.get("rotary"):
-            return fwd, bwd
-        rot_f, rot_b = _rotary_ops(a, b)
-        return rot_f + fwd, bwd + rot_b
     if typ == "MUL":
         return [("mul", 0, 3 * y, "", "float32")], [("mul", 0, 3 * y, "", "float32")] * 2
     if typ == "EMBED" and a.get("vocab") and not a.get("token_types"):

@@ -904,6 +904,11 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                               f"value (a post-LayerNorm block): the zoo's autocast rules do "
                               f"not cover it; use snsim predict --amp {amp} on its torch model")
 
+    def fp32_loss(n):
+        """Loss layer ``n`` upcasts 16-bit logits (Hugging Face's causal-LM loss,
+        ``logits.float()``) in pure low precision; under autocast the fp32 copy is autocast's."""
+        return bool(nodes[n].get("float_logits")) and vb[n] != 4 and not autocast
+
     # nn.MultiheadAttention (torchvision's ViT: batch-first) runs sequence-first: its input
     # projection reads the LayerNorm's output transposed, and the output projection's result
     # goes back transposed, so the residual stream after the first attention carries (S, N, C)
@@ -1090,10 +1095,9 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             # the forward (int64 per token), kept by nll_loss for backward
             targets = ([new(f"{name}.targets", "activation", _numel(a["out_shape"][:-1]) * 8,
                             n)] if len(a["out_shape"]) == 3 else [])
-            # Hugging Face's causal-LM loss upcasts 16-bit logits (``logits.float()``): a
-            # copy, dropped once log_softmax has run in fp32
+            # the fp32 copy of 16-bit logits, dropped once log_softmax has run in fp32
             up = ([new(f"{name}.logits_fp32", "activation", _numel(a["out_shape"]) * 4, n)]
-                  if a.get("float_logits") and vb[n] != 4 and not autocast else [])
+                  if fp32_loss(n) else [])
             log_probs = new(f"{name}.log_probs", "activation",
                             _numel(a["out_shape"]) * 4 if up else y_bytes, n)
             # autocast: log_softmax in its input's dtype, nll_loss (an fp32 op) on an fp32
@@ -1126,7 +1130,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         elif typ == "MUL":
             outs = [new(f"{name}.y", "activation", y_bytes, n)]
             saved[n] = list(xs)
-        elif typ == "NORM" and a.get("norm") != "layer":
+        elif typ == "NORM" and a.get("norm") == "rms":
             store[n], extra[n] = _rms_norm_forward(a, n, x, new, add_step, vb[n], t_f)
             continue
         elif typ == "NORM":
@@ -1320,7 +1324,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                 if dx is not None and n in cast_in:
                     dx = cast_back(n, [("input", x_bytes[0] // 4)], [dx])[0]
             out_grads = [dx]
-        elif typ == "NORM" and a.get("norm") != "layer":
+        elif typ == "NORM" and a.get("norm") == "rms":
             out_grads = [_rms_norm_backward(a, n, dy, extra[n], new, add_step,
                                             params_of(n, *parameter_pieces(a)), vb[n], t_b,
                                             needs_dx[0])]
@@ -1363,7 +1367,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             out_grads = [dx]
         elif typ == "SOFTMAX":
             logp, tw, *targets = extra[n]
-            up = a.get("float_logits") and vb[n] != 4 and not autocast
+            up = fp32_loss(n)
             nb = _numel(a["out_shape"]) * (4 if saved[n] or up else vb[n])
             seed = new(f"{name}.grad_seed", "activation_grad", 4, n)
             g1 = new(f"{name}.nll_grad", "activation_grad", nb, n)
