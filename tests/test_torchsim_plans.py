@@ -1136,3 +1136,37 @@ def test_a_hugging_face_image_classifier_takes_images():
     assert loss.dim() == 0 and torch.isfinite(loss)
     with pytest.raises(ConfigError, match=r"takes images: its input shape is \(channels, "):
         resolve_model("hf:google/vit-base-patch16-224", input_shape=(512,))
+
+
+def test_execute_reports_an_out_of_memory_run_as_measured_infeasible(tiny, tmp_path,
+                                                                      monkeypatch, capsys):
+    """A run that runs out of GPU memory is a measurement (feasible false) set beside the
+    prediction, with the run's versions, not a traceback (TinyLlama-1.1B b4 s2048 fp32 on an
+    80 GB H100, 2026-12-07: predicted 88.6 GB, the run stopped in SDPA with
+    torch.OutOfMemoryError). Here the "GPU" is the CPU and measure() runs out of memory."""
+    import json
+    pytest.importorskip("torch")
+    from snsim.cli import main
+    from snsim.torchsim import capture, execute
+
+    def out_of_memory(spec, batch, plan, **kw):
+        import torch
+        raise execute.RunDoesNotFit(execute._oom_message(torch, spec, batch, plan, 1 << 20))
+    monkeypatch.setattr(capture, "require_cuda", lambda: __import__("torch"))
+    monkeypatch.setattr(execute, "measure", out_of_memory)
+    out = tmp_path / "oom.json.gz"
+    assert main(["execute", "--model", f"{tiny}:Net", "--batch", "2", "--policy", "plain",
+                 "--fast", "--out", str(out), "--format", "json"]) == 0
+    cap = capsys.readouterr()
+    res = json.loads(cap.out)
+    rows = {r["quantity"]: r for r in res["rows"]}
+    assert rows["feasible"] == {"quantity": "feasible", "predicted": True, "measured": False,
+                                "error_pct": None}
+    assert rows["peak_allocated_bytes"]["measured"] is None
+    assert rows["peak_allocated_bytes"]["predicted"] > 0
+    assert "torch" in res["versions"]
+    assert cap.err.strip() == ("snsim execute: Net batch 2 under plain does not fit the budget "
+                               "of 1048576 B: CUDA out of memory")
+    import gzip
+    with gzip.open(out, "rt") as f:
+        assert json.load(f)["measured"]["feasible"] is False

@@ -535,48 +535,74 @@ def _add_validate(sub):
 # -- execute ---------------------------------------------------------------------------------
 def cmd_execute(args):
     from .capture import require_cuda, write_capture
-    from .execute import execute, measure, predict_plan
+    from .execute import RunDoesNotFit, execute, measure, predict_plan
     from .models import resolve_model
     from .zero import ZERO_POLICIES
-    require_cuda()
+    gpu = _execute_preset(require_cuda())
     if args.policy in ZERO_POLICIES:
-        return _execute_zero(args)
+        return _execute_zero(args, gpu)
     plan = _plan(args)
     budget = _budget(args)
     shape = _input_shape(args)
     spec = resolve_model(args.model, input_shape=shape)
-    pred, _ = predict_plan(spec, args.batch, plan, optimizer=_setup(args),
+    pred, _ = predict_plan(spec, args.batch, plan, optimizer=_setup(args), gpu=gpu,
                            budget_bytes=budget, plain_trace=args.plain_trace)
     out = args.out or _default_out(spec.name, args.batch, _setup(args), plan.slug)
-    if args.fast:
-        meas = measure(spec, args.batch, plan, optimizer=_setup(args),
-                       warmup_iters=args.warmup_iters, iters=args.plain_iters,
-                       budget_bytes=budget)
+
+    def measured_doc(meas, tool):
         from .capture import provenance
         import torch
-        doc = {"provenance": provenance(torch, tool="snsim execute --fast", model=spec.text,
-                                        batch=args.batch, **_setup(args).to_dict(),
-                                        input_shape=list(spec.input_shape),
-                                        plan=plan.to_dict()),
-               "measured": meas, "predictions": {"snsim_predict_plan": pred}}
+        return {"provenance": provenance(torch, tool=tool, model=spec.text, batch=args.batch,
+                                         **_setup(args).to_dict(),
+                                         input_shape=list(spec.input_shape),
+                                         plan=plan.to_dict()),
+                "measured": meas, "predictions": {"snsim_predict_plan": pred}}
+    try:
+        if args.fast:
+            doc = measured_doc(measure(spec, args.batch, plan, optimizer=_setup(args),
+                                       warmup_iters=args.warmup_iters, iters=args.plain_iters,
+                                       budget_bytes=budget), "snsim execute --fast")
+            _write_json(doc, out)
+        else:
+            doc = execute(spec.text, args.batch, plan, optimizer=_setup(args),
+                          budget_bytes=budget, input_shape=shape,
+                          timing_iters=args.timing_iters, plain_iters=args.plain_iters,
+                          prediction=pred)
+            write_capture(doc, out)
+    except RunDoesNotFit as e:
+        # out of memory is a measurement: feasible false, beside the prediction
+        print(f"snsim execute: {e}", file=sys.stderr)
+        doc = measured_doc({"feasible": False, "failure": str(e)}, "snsim execute")
         _write_json(doc, out)
-    else:
-        doc = execute(spec.text, args.batch, plan, optimizer=_setup(args),
-                      budget_bytes=budget, input_shape=shape, timing_iters=args.timing_iters,
-                      plain_iters=args.plain_iters, prediction=pred)
-        write_capture(doc, out)
     m = doc["measured"]
     m.setdefault("feasible", True)   # it ran: no out-of-memory error
     _emit_comparison(args, f"{spec.name} batch {args.batch} under {plan.label}: trace {out}",
                      out, plan.label, pred, m,
                      ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s",
-                      "host_issue_s", "feasible"))
+                      "host_issue_s", "feasible"), doc["provenance"])
     return 0
 
 
-def _emit_comparison(args, head, out, label, pred, meas, quantities):
+#: the run's provenance keys ``snsim execute --format json`` prints beside its rows
+RUN_VERSION_KEYS = ("gpu", "torch", "cuda", "cudnn", "driver", "libraries")
+
+
+def _execute_preset(torch):
+    """The preset ``snsim execute`` predicts the run with: its CUDA device's
+    (:func:`snsim.torchsim.capture.run_preset`); h200's, said in one line, for a GPU no preset
+    describes."""
+    from .capture import run_preset
+    gpu = run_preset(torch)
+    if not gpu:
+        print(f"snsim execute: no hardware preset describes {torch.cuda.get_device_name()}; "
+              f"the prediction beside the run is the h200 preset's", file=sys.stderr)
+    return gpu or "h200"
+
+
+def _emit_comparison(args, head, out, label, pred, meas, quantities, provenance):
     """``snsim execute``'s output: per quantity the prediction, the measurement and the error
-    % (none for ``feasible`` or where either is missing), as JSON or as ``head`` and a table."""
+    % (none for ``feasible`` or where either is missing), as JSON (with the run's versions,
+    :data:`RUN_VERSION_KEYS`) or as ``head`` and a table."""
     rows = []
     for q in quantities:
         p, m = pred.get(q), meas.get(q)
@@ -584,13 +610,14 @@ def _emit_comparison(args, head, out, label, pred, meas, quantities):
                if q != "feasible" and p is not None and m else None)
         rows.append({"quantity": q, "predicted": p, "measured": m, "error_pct": err})
     if args.format == "json":
-        emit([{"trace": str(out), "plan": label, "rows": rows}], "json")
+        versions = {k: provenance[k] for k in RUN_VERSION_KEYS if k in provenance}
+        emit([{"trace": str(out), "plan": label, "versions": versions, "rows": rows}], "json")
     else:
         print(head)
         emit(rows, "table")
 
 
-def _execute_zero(args):
+def _execute_zero(args, gpu):
     """``--policy zero_offload`` / ``superneurons+zero_offload``: the ZeRO-style step of
     :mod:`snsim.torchsim.zero`, predicted (:func:`~snsim.torchsim.zero.predict_zero`, on this
     CPU) and then measured (no capture), the two side by side as for the other plans."""
@@ -602,7 +629,8 @@ def _execute_zero(args):
         raise ConfigError(f"--policy {args.policy} takes no --option, --budget or --plain-trace")
     setup, shape = _setup(args), _input_shape(args)
     spec = resolve_model(args.model, input_shape=shape)
-    pred, _ = predict_zero(spec, args.batch, args.policy, optimizer=setup, input_shape=shape)
+    pred, _ = predict_zero(spec, args.batch, args.policy, optimizer=setup, input_shape=shape,
+                           gpu=gpu)
     meas = measure_zero(spec, args.batch, args.policy, optimizer=setup,
                         warmup_iters=args.warmup_iters, iters=args.plain_iters)
     doc = {"provenance": provenance(torch, tool="snsim execute", model=spec.text,
@@ -615,7 +643,8 @@ def _execute_zero(args):
     _emit_comparison(args, f"{spec.name} batch {args.batch} under {args.policy}: {out}", out,
                      args.policy, pred, meas,
                      ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s", "cpu_step_s",
-                      "h2d_bytes", "d2h_bytes", "host_pinned_bytes", "gpu_s", "cpu_step_faults"))
+                      "h2d_bytes", "d2h_bytes", "host_pinned_bytes", "gpu_s", "cpu_step_faults"),
+                     doc["provenance"])
     return 0
 
 

@@ -202,6 +202,17 @@ def _fits(torch, budget_bytes):
     torch.cuda.set_per_process_memory_fraction(budget_bytes / total)
 
 
+class RunDoesNotFit(ConfigError):
+    """The executed run ran out of GPU memory: a measurement (``feasible`` false), which
+    ``snsim execute`` sets beside the prediction instead of stopping."""
+
+
+def _oom_message(torch, spec, batch, plan, budget_bytes):
+    where = (f"the budget of {budget_bytes} B" if budget_bytes is not None else
+             f"the GPU ({torch.cuda.get_device_properties(0).total_memory} B)")
+    return f"{spec.name} batch {batch} under {plan.label} does not fit {where}: CUDA out of memory"
+
+
 def execute(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
             budget_bytes=None, input_shape=None, plain_trace=None, timing_iters=5,
             plain_iters=10, prediction=None):
@@ -211,7 +222,9 @@ def execute(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     Raises
     ------
     ConfigError
-        No CUDA device, an unknown model, a bad plan, or a budget below what the run needs.
+        No CUDA device, an unknown model, a bad plan.
+    RunDoesNotFit
+        The run ran out of GPU memory (or of ``budget_bytes``).
     """
     from .capture import capture, require_cuda
     from .plans import as_plan, make_transform
@@ -219,8 +232,10 @@ def execute(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     spec = resolve_model(model, input_shape=input_shape)
     plan = as_plan(plan, options)
     if prediction is None:
+        from .capture import run_preset
         prediction, _ = predict_plan(spec, batch, plan, optimizer=optimizer,
-                                     plain_trace=plain_trace, budget_bytes=budget_bytes)
+                                     gpu=run_preset(torch) or "h200", plain_trace=plain_trace,
+                                     budget_bytes=budget_bytes)
     _fits(torch, budget_bytes)
     try:
         doc = capture(spec.text, batch, optimizer=optimizer, input_shape=input_shape,
@@ -229,8 +244,7 @@ def execute(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
                       extra_provenance={"policy": plan.policy, "plan": plan.to_dict(),
                                         "budget_bytes": budget_bytes})
     except torch.OutOfMemoryError:
-        raise ConfigError(f"{spec.name} batch {batch} under {plan.label} does not fit the "
-                          f"budget of {budget_bytes} B (CUDA out of memory)") from None
+        raise RunDoesNotFit(_oom_message(torch, spec, batch, plan, budget_bytes)) from None
     finally:
         if budget_bytes is not None:
             torch.cuda.set_per_process_memory_fraction(1.0)
@@ -353,6 +367,8 @@ def measure(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
                    host_issue_times_s=[round(t, 6) for t in issue], warmup_iters=warmup_iters,
                    iters=iters, segments=list(getattr(net, "_snsim_segments", [])),
                    host_gauge_add_s_after=gauge_add_s(device))
+    except torch.OutOfMemoryError:
+        raise RunDoesNotFit(_oom_message(torch, spec, batch, plan, budget_bytes)) from None
     finally:
         del net, opt, x, y
         if cuda:
