@@ -640,11 +640,12 @@ def _layer_ops(a, dtype_bytes=4, half=None, autocast=False, fp32_input=False,
     log-probabilities to fp32 for ``nll_loss`` and their gradient back. A cast reads 4 bytes
     and writes 2 per element (``_to_copy``, the table's ``clone`` rows). ``input_strided``:
     a linear layer reads its input transposed (its cast, and its GEMM's, copy strided)."""
-    if half is not None and a["type"] in ("NORM", "SOFTMAX") and (
-            a.get("norm") == "rms" or a.get("float_logits")) and not autocast:
+    if half is not None and ((a["type"] == "NORM" and a.get("norm") == "rms" and not autocast)
+                             or (a["type"] == "SOFTMAX" and a.get("float_logits"))):
+        # (under autocast an RMSNorm on the fp32 residual stream is an fp32 layer)
         return _fp32_inside_ops(a, half)
     if _sdpa_attention(a):
-        fwd, bwd = _sdpa_ops(a, dtype_bytes, half)
+        fwd, bwd = _sdpa_ops(a, dtype_bytes, half, autocast)
         if half is None:
             return fwd, bwd
     else:
@@ -710,14 +711,25 @@ def _sdpa_attention(a):
     return a["type"] == "ATTN" and a.get("attn_kernel", "flash") != "eager"
 
 
-def _sdpa_ops(a, b, half=None):
+def _sdpa_ops(a, b, half=None, autocast=False):
     """An SDPA attention layer's calls (:func:`_sdpa_attention`), in 16 bits with ``half``:
     the fused kernel's (:func:`_attention_ops`) or the math composite's
     (:func:`_math_attention_ops`, which computes in fp32 whatever its inputs), after Hugging
-    Face's rotary positions (:func:`_rotary_ops`) for a rotary layer."""
+    Face's rotary positions (:func:`_rotary_ops`) for a rotary layer. Under ``autocast`` the
+    rotary products promote the 16-bit q and k to fp32 (cos and sin are fp32): the rotary
+    calls run in fp32, autocast casts the rotated q and k back to 16 bits for the kernel, and
+    in backward their gradients to fp32 and, per projection, the products' gradients of the
+    16-bit q or k back (4 + 2 bytes an element each)."""
     fwd, bwd = (_math_attention_ops(a) if a.get("attn_kernel") == "math"
                 else _attention_ops(a, b, half))
-    if a.get("rotary"):
+    if a.get("rotary") and autocast:
+        nb, s, _ = a["out_shape"]
+        rot_f, rot_b = _rotary_ops(a, 4, "float32", promoted=True)
+        qk = [nb * s * heads * a["head_dim"] for heads in (a["heads"], a["kv_heads"])]
+        fwd = rot_f + [("_to_copy", 0, 6 * n, "", "float32") for n in qk] + fwd
+        bwd = bwd + [("_to_copy", 0, 6 * n, "", _MATH_DTYPE[half]) for n in qk] + rot_b + \
+            [("_to_copy", 0, 6 * n, "", "float32") for n in qk for _ in range(2)]
+    elif a.get("rotary"):
         rot_f, rot_b = _rotary_ops(a, b, _MATH_DTYPE[half] if half else "float32")
         fwd, bwd = rot_f + fwd, bwd + rot_b
     return fwd, bwd
@@ -824,14 +836,16 @@ def _math_attention_ops(a):
     return fwd, bwd
 
 
-def _rotary_ops(a, b, dtype="float32"):
+def _rotary_ops(a, b, dtype="float32", promoted=False):
     """Rotary positions as Hugging Face applies them to q and k (``q * cos +
     rotate_half(q) * sin``), as ``snsim predict`` records and times them: q and k are
     transposed views and cos and sin broadcast, so every product and sum runs TensorIterator's
     generic kernel (the table's ``elementwise_generic`` rows) and ``cat`` its strided one. Per
     projection in forward a product, ``neg`` of a half, ``cat``, a product and the sum; in
     backward a product, ``neg``, two ``slice_backward``, their sum, a product, its sum into
-    the gradient and the copy back to the projection's layout."""
+    the gradient and the copy back to the projection's layout. ``promoted`` (autocast: 16-bit
+    q and k times fp32 cos and sin): the forward products cast as they go, TensorIterator's
+    casting kernel (the ``cast`` rows)."""
     nb, s, _ = a["out_shape"]
     d = a["head_dim"]
     fwd, bwd = [], []
@@ -839,13 +853,13 @@ def _rotary_ops(a, b, dtype="float32"):
         y = nb * s * heads * d * b
         cs = s * d * b                  # cos or sin, broadcast over batch and heads
         gen = "elementwise_generic"
-        fwd += [(gen, 2 * y + cs), (gen, y), ("cat_strided", 2 * y), (gen, 2 * y + cs),
-                (gen, 3 * y)]
+        prod = (gen, 0, 2 * y + cs, "cast" if promoted else "", dtype)
+        fwd += [prod, (gen, y), ("cat_strided", 2 * y), prod, (gen, 3 * y)]
         bwd += [(gen, 2 * y + cs), (gen, y)]
         # each half's gradient scattered into a zeroed full one (element [5]: its bytes)
         bwd += [("slice_backward", 0, y + y // 2, "", dtype, y // 2)] * 2
         bwd += [("add", 3 * y), (gen, 2 * y + cs), (gen, 3 * y), ("clone", 2 * y)]
-    return ([(f, 0, n, "", dtype) for f, n in fwd],
+    return ([op if len(op) > 2 else (op[0], 0, op[1], "", dtype) for op in fwd],
             [op if len(op) > 2 else (op[0], 0, op[1], "", dtype) for op in bwd])
 
 

@@ -81,12 +81,12 @@ CUDNN_ATTENTION_FIRST = frozenset({"h100", "h200"})
 CUDNN_SDPA_BACKWARD_EXTRA_BYTES = 256
 
 #: Layer kinds with autocast rules (``--amp``; :func:`_autocast_kind`): the convolutional
-#: networks' and the GPT-2 and ViT transformers' (``snsim predict`` on their torch twins
-#: checks them). RMSNorm, eager attention, SwiGLU's product and BERT's token types have none:
-#: ``snsim predict --amp`` runs autocast itself on a torch model.
+#: networks' and the GPT-2, ViT and Llama transformers' (``snsim predict`` on their torch twins
+#: checks them). Eager attention and BERT's token types have none: ``snsim predict --amp`` runs
+#: autocast itself on a torch model.
 AUTOCAST_TYPES = frozenset({"DATA", "FORK", "CONV", "BN", "ACT", "POOL", "FC", "DROPOUT",
                             "SOFTMAX", "JOIN", "CONCAT", "PADDING", "SLICE", "EMBED",
-                            "LayerNorm", "ATTN"})
+                            "LayerNorm", "ATTN", "RMSNorm", "MUL"})
 
 
 def _autocast_kind(a):
@@ -786,7 +786,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         other = sorted({_autocast_kind(a) for _, a in G.nodes(data=True)} - AUTOCAST_TYPES)
         if other:
             raise ConfigError(f"--amp {amp}: the zoo's autocast rules cover convolutional "
-                              f"networks and GPT-2/ViT transformers; "
+                              f"networks and GPT-2/ViT/Llama transformers; "
                               f"{G.graph.get('name', 'this network')} has {', '.join(other)} "
                               f"layers: use snsim predict --amp {amp} on its torch model")
     from .costs import (_MATH_DTYPE, _layer_ops, lookup_args,  # costs import hardware
@@ -905,9 +905,10 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                               f"not cover it; use snsim predict --amp {amp} on its torch model")
 
     def fp32_loss(n):
-        """Loss layer ``n`` upcasts 16-bit logits (Hugging Face's causal-LM loss,
-        ``logits.float()``) in pure low precision; under autocast the fp32 copy is autocast's."""
-        return bool(nodes[n].get("float_logits")) and vb[n] != 4 and not autocast
+        """Loss layer ``n`` upcasts 16-bit logits itself (Hugging Face's causal-LM loss,
+        ``logits.float()``), in pure low precision and under autocast alike; then log_softmax
+        and nll_loss run on that fp32 copy, and autocast casts nothing more."""
+        return bool(nodes[n].get("float_logits")) and vb[n] != 4
 
     # nn.MultiheadAttention (torchvision's ViT: batch-first) runs sequence-first: its input
     # projection reads the LayerNorm's output transposed, and the output projection's result
@@ -946,14 +947,19 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             m = nodes[split[n]]
             rows, d_in = _numel(a["out_shape"][:-1]), a["in_features"]
             fwd, bwd = [], []
+            wide = autocast and vb[ins[n][0]] == 4    # each casts the input, each its dx back
             for heads in (m["heads"], m["kv_heads"], m["kv_heads"]):
                 d_out = heads * m["head_dim"]
                 f, b = _layer_ops(dict(a, out_features=d_out, bias=False, params=d_in * d_out,
-                                       out_shape=(*a["out_shape"][:-1], d_out)), dtype, half)
+                                       out_shape=(*a["out_shape"][:-1], d_out)), dtype, half,
+                                  autocast, fp32_input=wide)
                 fwd, bwd = fwd + f, bwd + b
+                if wide:
+                    bwd.append(("_to_copy", 0, 6 * rows * d_in, "", names[dtype]))
             # the input's gradients from the three, summed (autograd's accumulation)
-            bwd += [("add", 0, 3 * rows * d_in * dtype, "", names[dtype])] * 2
-            got = fwd, bwd
+            b_in = vb[ins[n][0]]
+            bwd += [("add", 0, 3 * rows * d_in * b_in, "", names[b_in])] * 2
+            return fwd, bwd
         else:
             got = _layer_ops(a, dtype, half, autocast,
                              fp32_input=autocast and any(vb[p] == 4 for p in ins.get(n, ())),
@@ -988,6 +994,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                               if table is not None else ({}, {}))
     region = []     # autocast's cached casts no node saved: freed where the region ends
     cast_in = {}    # conv/linear layer -> the 16-bit copy of its fp32 input
+    split_casts = {}    # split projection -> its k and v projections' copies of the input
 
     def autocast_copies(n):
         """autocast's copies for conv/linear layer ``n``, in 16 bits: its weight (saved for
@@ -998,9 +1005,14 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                for piece, count in cast_pieces(a)]
         region.extend(pre[1:])
         if vb[ins[n][0]] != 2:
-            cast_in[n] = new(f"{a['name']}.input.cast", "activation",
-                             _numel(a["in_shapes"][0]) * 2, n)
+            # a split projection is three linear layers, each casting the input anew
+            # (autocast's cache keeps parameters' casts only), each keeping its copy
+            cast_in[n], *more = [new(f"{a['name']}.input.cast{k or ''}", "activation",
+                                     _numel(a["in_shapes"][0]) * 2, n)
+                                 for k in range(3 if n in split else 1)]
             pre.append(cast_in[n])
+            pre.extend(more)
+            split_casts[n] = more
         return pre
 
     # -- forward ------------------------------------------------------------------------------
@@ -1082,7 +1094,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             width = m["head_dim"] * vb[n] * _numel(a["out_shape"][:-1])
             outs = parts[n] = [new(f"{name}.{t}", "activation", width * heads, n) for t, heads
                                in (("q", m["heads"]), ("k", m["kv_heads"]), ("v", m["kv_heads"]))]
-            saved[n] = [cast_in.get(n, x)] + pre[:1]
+            saved[n] = [cast_in.get(n, x)] + pre[:1] + split_casts.get(n, [])
         elif typ == "FC":
             outs = [new(f"{name}.y", "activation", y_bytes, n)]
             saved[n] = [cast_in.get(n, x)] + pre[:1]
@@ -1103,7 +1115,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             # autocast: log_softmax in its input's dtype, nll_loss (an fp32 op) on an fp32
             # copy, which it keeps for backward
             wide = ([new(f"{name}.log_probs.cast", "activation", _numel(a["out_shape"]) * 4, n)]
-                    if autocast and vb[n] != 4 else [])
+                    if autocast and vb[n] != 4 and not up else [])
             outs = up + targets + [log_probs] + wide + [new(f"{name}.loss", "activation", 4, n),
                                                    new(f"{name}.total_weight", "activation", 4,
                                                        n)]

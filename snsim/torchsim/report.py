@@ -286,10 +286,12 @@ def _zoo_h100_section(L, h100):
              "cuBLAS workspaces in the first iteration, Llama). TinyLlama-1.1B "
              "(`traces/h100/zoo_tinyllama/`): the zoo's Llama with grouped-query heads "
              "(session 76: SDPA's math composite in fp32, Hugging Face's unfused RMSNorm, q/k/v "
-             "storages), never tuned to these runs; this code's figures. `snsim predict --gpu "
-             "h100` of the same four TinyLlama runs, on this CPU after them: allocated and "
-             "reserved exact to the byte, step +5.3, +4.7, +2.0 and +16.7 % (autocast "
-             "bf16).\n")
+             "storages), never tuned to these runs; this code's figures; its autocast rules "
+             "(session 77) were written after these runs, against `snsim predict` on the "
+             "twin alone (`tests/test_zoo_transformers.py`), so that row is an after-the-run "
+             "check, not a prediction. `snsim predict --gpu h100` of the same four TinyLlama "
+             "runs, on this CPU after them: allocated and reserved exact to the byte, step "
+             "+5.3, +4.7, +2.0 and +16.7 % (autocast bf16).\n")
     L.append(_table(["configuration", "alloc meas GiB", "alloc zoo GiB", "err %",
                      "reserved meas GiB", "reserved zoo GiB", "err %", "step meas ms",
                      "step zoo ms", "err %"], table) + "\n")
