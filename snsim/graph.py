@@ -136,18 +136,21 @@ class GraphBuilder:
                          macs=macs, out_channels=out_channels, kernel=(kh, kw), stride=(sh, sw),
                          pad=(ph, pw), groups=groups, bias=bias)
 
-    def linear(self, x, out_features, *, bias=True, tied=False, name=None):
+    def linear(self, x, out_features, *, bias=True, tied=False, linears=1, name=None):
         """A linear layer on the last axis (``nn.Linear`` on a ``(N, ..., C)`` sequence).
 
         ``tied``: the weight is another layer's (GPT-2's LM head reuses the token embedding):
-        no parameters of its own, the matmul's MACs all the same.
+        no parameters of its own, the matmul's MACs all the same. ``linears``: the number of
+        ``nn.Linear`` modules on the same input the layer packs (Hugging Face's q, k and v
+        projections: 3), each of which casts the input under autocast.
         """
         shp = self.shape(x)
         rows, in_features = math.prod(shp[:-1]), shp[-1]
         params = 0 if tied else in_features * out_features + (out_features if bias else 0)
+        extra = {"linears": linears} if linears != 1 else {}
         return self._add("FC", [x], (*shp[:-1], out_features), name=name, params=params,
                          macs=rows * in_features * out_features, out_features=out_features,
-                         in_features=in_features, bias=bias and not tied, tied=tied)
+                         in_features=in_features, bias=bias and not tied, tied=tied, **extra)
 
     def embed(self, x, dim, *, vocab=0, positions=0, token_types=0, cls_token=False, name=None):
         """Embeddings of a sequence, summed: token ids ``(N, S)`` looked up in ``vocab`` rows, or

@@ -81,9 +81,9 @@ CUDNN_ATTENTION_FIRST = frozenset({"h100", "h200"})
 CUDNN_SDPA_BACKWARD_EXTRA_BYTES = 256
 
 #: Layer kinds with autocast rules (``--amp``; :func:`_autocast_kind`): the convolutional
-#: networks' and the GPT-2, ViT and Llama transformers' (``snsim predict`` on their torch twins
-#: checks them). Eager attention and BERT's token types have none: ``snsim predict --amp`` runs
-#: autocast itself on a torch model.
+#: networks' and the GPT-2, ViT, Llama and BERT transformers' (``snsim predict`` on their torch
+#: twins checks them). Eager attention has none: ``snsim predict --amp`` runs autocast itself
+#: on a torch model.
 AUTOCAST_TYPES = frozenset({"DATA", "FORK", "CONV", "BN", "ACT", "POOL", "FC", "DROPOUT",
                             "SOFTMAX", "JOIN", "CONCAT", "PADDING", "SLICE", "EMBED",
                             "LayerNorm", "ATTN", "RMSNorm", "MUL"})
@@ -97,8 +97,6 @@ def _autocast_kind(a):
         return "LayerNorm" if a.get("norm") == "layer" else "RMSNorm"
     if t == "ATTN" and a.get("attn_kernel", "flash") == "eager":
         return "eager ATTN"
-    if t == "EMBED" and a.get("token_types"):
-        return "token-type EMBED"
     return t
 
 #: cuBLAS keeps one workspace per (handle, stream), and a handle per thread: the forward's
@@ -786,7 +784,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         other = sorted({_autocast_kind(a) for _, a in G.nodes(data=True)} - AUTOCAST_TYPES)
         if other:
             raise ConfigError(f"--amp {amp}: the zoo's autocast rules cover convolutional "
-                              f"networks and GPT-2/ViT/Llama transformers; "
+                              f"networks and GPT-2/ViT/Llama/BERT transformers; "
                               f"{G.graph.get('name', 'this network')} has {', '.join(other)} "
                               f"layers: use snsim predict --amp {amp} on its torch model")
     from .costs import (_MATH_DTYPE, _layer_ops, lookup_args,  # costs import hardware
@@ -987,14 +985,19 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             bwd = [("_to_copy", 0, _numel(a["out_shape"]) * (vb[n] + vb[p]), "", "float32")
                    for p in ins[n] if vb[p] != vb[n]]
         if typ in ("CONV", "FC") and autocast and vb[x] == 4 and not is_data[x]:
-            bwd = bwd + [("_to_copy", 0, 6 * numel_in, "", "float32")]
+            # each linear of a packed projection casts the input and its gradient back, and
+            # autograd sums the fp32 gradients
+            k = a.get("linears", 1)
+            fwd = [("_to_copy", 0, 6 * numel_in, "", "float32")] * (k - 1) + fwd
+            bwd = bwd + [("_to_copy", 0, 6 * numel_in, "", "float32")] * k + \
+                [("add", 0, 12 * numel_in, "", "float32")] * (k - 1)
         return fwd, bwd
 
     measured, time_sources = (table_layer_times(G, table, dtype, half, ops_of=layer_ops)
                               if table is not None else ({}, {}))
     region = []     # autocast's cached casts no node saved: freed where the region ends
     cast_in = {}    # conv/linear layer -> the 16-bit copy of its fp32 input
-    split_casts = {}    # split projection -> its k and v projections' copies of the input
+    split_casts = {}    # packed q/k/v projection -> its k and v projections' input copies
 
     def autocast_copies(n):
         """autocast's copies for conv/linear layer ``n``, in 16 bits: its weight (saved for
@@ -1005,11 +1008,12 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                for piece, count in cast_pieces(a)]
         region.extend(pre[1:])
         if vb[ins[n][0]] != 2:
-            # a split projection is three linear layers, each casting the input anew
-            # (autocast's cache keeps parameters' casts only), each keeping its copy
+            # a packed projection of several linear layers (Hugging Face's q, k and v), each
+            # casting the input anew (autocast's cache keeps parameters' casts only), each
+            # keeping its copy
             cast_in[n], *more = [new(f"{a['name']}.input.cast{k or ''}", "activation",
                                      _numel(a["in_shapes"][0]) * 2, n)
-                                 for k in range(3 if n in split else 1)]
+                                 for k in range(a.get("linears", 1))]
             pre.append(cast_in[n])
             pre.extend(more)
             split_casts[n] = more
@@ -1024,6 +1028,21 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             store[n] = None
     loss_scalar = None
     linger = {}     # node -> storages a Python local keeps alive through its forward step
+    # a module's arguments stay referenced by its frame until it returns: the inputs of each
+    # of the graph's ``held_spans`` (module paths whose layers the zoo names as the twin's
+    # module does) live to the span's last layer, though no layer inside keeps them (BERT's
+    # post-LN layers under autocast, whose projections keep 16-bit copies); so do the
+    # operands of the expression the last layer is called on (``LN(hidden_states +
+    # input_tensor)``: the two locals are referenced until it returns)
+    held_inputs = {}    # a span's last layer -> the values held to it
+    for path in G.graph.get("held_spans", ()):
+        inside = {m for m in ops if str(nodes[m].get("name", "")).startswith(path + ".")}
+        if inside:
+            last = max(inside, key=seq.get)
+            held = {p for m in inside for p in ins[m] if p not in inside and not is_data[p]}
+            held |= {p for m in ins[last] if m in inside and nodes[m]["type"] == "JOIN"
+                     for p in ins[m] if not is_data[p]}
+            held_inputs.setdefault(last, []).extend(sorted(held, key=seq.get))
     parts = {}      # split projection -> its q, k and v storages
     for n in ops:
         a = nodes[n]
@@ -1031,6 +1050,8 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         name = a["name"]
         xs = [store[p] for p in ins[n]]
         x = xs[0] if xs else None
+        linger.setdefault(n, []).extend(store[p] for p in held_inputs.get(n, ())
+                                        if store[p] is not None)
         y_bytes = _numel(a["out_shape"]) * vb[n]
         t_f = times(n)[0]
         outs, ws = [], []
@@ -1097,7 +1118,7 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             saved[n] = [cast_in.get(n, x)] + pre[:1] + split_casts.get(n, [])
         elif typ == "FC":
             outs = [new(f"{name}.y", "activation", y_bytes, n)]
-            saved[n] = [cast_in.get(n, x)] + pre[:1]
+            saved[n] = [cast_in.get(n, x)] + pre[:1] + split_casts.get(n, [])
         elif typ == "DROPOUT":
             outs = [new(f"{name}.y", "activation", y_bytes, n),
                     new(f"{name}.mask", "activation", _numel(a["out_shape"]), n)]

@@ -527,7 +527,10 @@ def transformer(cfg, *, batch, input_size=None, num_classes=None, variant="torch
         x = drop(x, "drop")
 
     def attn(h, proj, out):
-        h = b.linear(h, qkv, bias=bias, name=proj)
+        # Hugging Face's Llama and BERT: three nn.Linear (q, k, v); GPT-2's c_attn and
+        # nn.MultiheadAttention's in-projection: one
+        h = b.linear(h, qkv, bias=bias, name=proj,
+                     linears=3 if cfg.kind in ("llama", "bert") else 1)
         h = b.attention(h, heads=cfg.heads, kv_heads=cfg.n_kv_heads, causal=causal,
                         kernel=cfg.attention, rotary=cfg.kind == "llama",
                         mha=cfg.kind == "vit", name="attn")
@@ -557,10 +560,11 @@ def transformer(cfg, *, batch, input_size=None, num_classes=None, variant="torch
         b.scope(prefix.format(i))
         n1, q, o, n2, up, down = names
         if cfg.kind == "bert":   # post-LN: x = LN(x + f(x))
+            # the adds inside BertSelfOutput and BertOutput, as Hugging Face's modules have them
             h = drop(attn(x, q, o), "attention.output.dropout")
-            x = b.norm(b.join([x, h], inplace=False, name="add1"), name=n1)
+            x = b.norm(b.join([x, h], inplace=False, name="attention.output.add"), name=n1)
             h = drop(mlp(x, up, down), "output.dropout")
-            x = b.norm(b.join([x, h], inplace=False, name="add2"), name=n2)
+            x = b.norm(b.join([x, h], inplace=False, name="output.add"), name=n2)
         else:                    # pre-LN: x = x + f(LN(x))
             h = drop(attn(b.norm(x, kind=norm, name=n1), q, o), "dropout_1")
             x = b.join([x, h], inplace=False, name="add1")
@@ -576,7 +580,14 @@ def transformer(cfg, *, batch, input_size=None, num_classes=None, variant="torch
         x = b.act(b.linear(b.token(x, name="pooler.first_token"), cfg.width,
                            name="pooler.dense"), "tanh", name="pooler.activation")
         x = drop(x, "dropout")
-        return b.finish(b.softmax(b.linear(x, num_classes or 2, name="classifier")))
+        G = b.finish(b.softmax(b.linear(x, num_classes or 2, name="classifier")))
+        # a module's arguments stay referenced until it returns (program_torch): BertModel's
+        # local embedding_output through the encoder, each BertLayer's input, BertAttention's,
+        # and BertSelfOutput's and BertOutput's two (the residual besides the branch)
+        G.graph["held_spans"] = ["encoder"] + [
+            f"encoder.layer.{i}{m}" for i in range(cfg.layers)
+            for m in ("", ".attention", ".attention.output", ".output")]
+        return G
     x = b.token(b.norm(x, name="encoder.ln"), name="class_token")
     return b.finish(b.softmax(b.linear(x, num_classes or 1000, name="heads.head")))
 

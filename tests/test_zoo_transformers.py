@@ -332,11 +332,18 @@ def test_autocast_llama_matches_its_twin(kv_heads, batch, seq, optimizer, amp, g
     assert abs(got / want - 1) <= 0.01, f"zoo {got:,} B, predict {want:,} B"
 
 
-@pytest.mark.parametrize("param_dtype", ["fp32", "bf16"])
-def test_bert_matches_predict_on_its_hugging_face_twin(param_dtype):
+@pytest.mark.parametrize("param_dtype,amp,gpu", [("fp32", None, "h200"), ("bf16", None, "h200"),
+                                                 ("fp32", "bf16", "h200"),
+                                                 ("fp32", "fp16", "a100-40gb")])
+def test_bert_matches_predict_on_its_hugging_face_twin(param_dtype, amp, gpu):
+    """Autocast (session 77): q, k and v are three linear layers, each casting the input; a
+    module's arguments stay referenced until it returns (BertModel's embedding_output through
+    the encoder, each BertLayer's, BertAttention's, BertSelfOutput's and BertOutput's inputs,
+    and the two operands of ``LayerNorm(hidden_states + input_tensor)``): the zoo was -7.37 %
+    (bf16) with one input cast and none of them held, -3.33 % with the casts alone."""
     pytest.importorskip("transformers")
     got, want = _twin_and_zoo("bert:layers=2,width=128,heads=4,vocab=512,positions=256", 3, 200,
-                              "adamw", param_dtype)
+                              "adamw", param_dtype, gpu=gpu, amp=amp)
     assert abs(got / want - 1) <= 0.01, f"zoo {got:,} B, predict {want:,} B"
 
 
