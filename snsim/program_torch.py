@@ -941,14 +941,17 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
         typ = a["type"]
         if autocast and vb[n] == 4 and typ != "SOFTMAX":
             got = _layer_ops(a, 4)
-        elif n in split:
-            m = nodes[split[n]]
+        elif n in split or (typ == "FC" and a.get("linears", 1) > 1):
+            # the projection's three linear layers (Hugging Face's q, k and v): three GEMMs
+            m = nodes[split[n] if n in split else users[n][0]]
             rows, d_in = _numel(a["out_shape"][:-1]), a["in_features"]
             fwd, bwd = [], []
             wide = autocast and vb[ins[n][0]] == 4    # each casts the input, each its dx back
             for heads in (m["heads"], m["kv_heads"], m["kv_heads"]):
                 d_out = heads * m["head_dim"]
-                f, b = _layer_ops(dict(a, out_features=d_out, bias=False, params=d_in * d_out,
+                bias = d_out if a.get("bias") else 0
+                f, b = _layer_ops(dict(a, out_features=d_out, bias=bool(bias),
+                                       params=d_in * d_out + bias,
                                        out_shape=(*a["out_shape"][:-1], d_out)), dtype, half,
                                   autocast, fp32_input=wide)
                 fwd, bwd = fwd + f, bwd + b
@@ -985,12 +988,9 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
             bwd = [("_to_copy", 0, _numel(a["out_shape"]) * (vb[n] + vb[p]), "", "float32")
                    for p in ins[n] if vb[p] != vb[n]]
         if typ in ("CONV", "FC") and autocast and vb[x] == 4 and not is_data[x]:
-            # each linear of a packed projection casts the input and its gradient back, and
-            # autograd sums the fp32 gradients
-            k = a.get("linears", 1)
-            fwd = [("_to_copy", 0, 6 * numel_in, "", "float32")] * (k - 1) + fwd
-            bwd = bwd + [("_to_copy", 0, 6 * numel_in, "", "float32")] * k + \
-                [("add", 0, 12 * numel_in, "", "float32")] * (k - 1)
+            bwd = bwd + [("_to_copy", 0, 6 * numel_in, "", "float32")]
+        if typ == "ATTN" and nodes[x].get("linears", 1) > 1 and bwd[-1][0] == "cat":
+            bwd = bwd[:-1]      # q, k and v's gradients go to their own linear layers
         return fwd, bwd
 
     measured, time_sources = (table_layer_times(G, table, dtype, half, ops_of=layer_ops)
