@@ -1179,7 +1179,10 @@ def build_torch_program(G, *, hardware=None, optimizer="sgd-momentum", workspace
                 _numel(a["in_shapes"][0]) * 4 if autocast and ins[n] and vb[ins[n][0]] == 2
                 else 0)
             store[n] = outs[0]
-            add_step(n, "F", t_f, temps + outs, outs + extra[n], ())
+            # the patches (a ViT's conv output) are read here; the lookups and cat are the
+            # step's own allocations
+            xin = tuple(t for t in xs if t is not None)
+            add_step(n, "F", t_f, list(xin) + temps + outs, temps + outs, xin)
             continue
         elif typ == "ATTN" and a.get("attn_kernel", "flash") == "eager":
             store[n], extra[n] = _eager_attention_forward(a, n, x, new, add_step, dtype, t_f)
