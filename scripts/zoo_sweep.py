@@ -11,8 +11,9 @@ Run at 8548554 (2026-12-07, 2 min 19 s): 1,235 runs, 1,086 ok, 149 refused (auto
 Llama and BERT, whose rules the zoo did not have; ``checkpoint`` on AlexNet, VGG-16 and LeNet,
 which have no repeated block class), no traceback, none bad. At 23b256b (2026-12-08, Llama and
 BERT under autocast; 3 min 37 s beside a CI run): 1,216 ok, 19 refused (the 15 ``checkpoint``
-ones; ``chen_sqrt`` on the small ViT in four setups, a plan that frees the position
-embedding's input before its step: a PlanError line), no traceback, none bad.
+ones; ``chen_sqrt`` on the small ViT in four setups, a PlanError line: the EMBED step's ``cat``
+had no producing step), no traceback, none bad. At 2e006e7 (that step fixed): 1,220 ok, the 15
+``checkpoint`` refusals, no traceback, none bad.
 """
 import collections
 import sys
