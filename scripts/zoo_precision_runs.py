@@ -35,7 +35,6 @@ CONFIGS = (
     ("gpt2", "zoo:gpt2", 8, 512, "adamw", "bf16", "fp32"),
     ("vit-b16", "torchvision:vit_b_16", 32, None, "adamw", "none", "bf16"),
 )
-FIELDS = ("peak_allocated_bytes", "peak_reserved_bytes", "step_time_s")
 
 
 def _name(c):
@@ -44,27 +43,27 @@ def _name(c):
     return f"{net}_b{batch}{f'_s{seq}' if seq else ''}_{opt}_{tag}"
 
 
+def _zoo(c, gpu):
+    """The zoo's figures of configuration ``c`` on preset ``gpu``."""
+    from snsim.torchsim.report import zoo_figures
+    net, _, batch, seq, opt, amp, pd = c
+    return zoo_figures(net, gpu, batch=batch, seq=seq, optimizer=opt,
+                       amp=None if amp == "none" else amp, param_dtype=pd)
+
+
 def predict(out):
-    from snsim.api import simulate
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip()
     out.mkdir(parents=True, exist_ok=True)
     for gpu in ("h100", "h200"):
-        rows = []
-        for c in CONFIGS:
-            net, _, batch, seq, opt, amp, pd = c
-            r = simulate(net, batch=batch, hardware=gpu, framework="pytorch",
-                         allocator="pytorch", policy="liveness", record=False, optimizer=opt,
-                         amp=None if amp == "none" else amp, param_dtype=pd,
-                         input_size=seq)
-            rows.append({"name": _name(c), **{k: getattr(r, k) for k in FIELDS}})
+        rows = [{"name": _name(c), **_zoo(c, gpu)} for c in CONFIGS]
         path = out / f"zoo_predicted_{gpu}.csv"
         with open(path, "w", newline="") as f:
             f.write(f"# snsim run --framework pytorch --allocator pytorch --policy liveness on "
                     f"preset {gpu}, git {rev}, "
                     f"{datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}"
                     f", before any run\n")
-            w = csv.DictWriter(f, fieldnames=["name", *FIELDS])
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))   # name, then the figures
             w.writeheader()
             w.writerows(rows)
         print(f"wrote {path}")
@@ -92,18 +91,11 @@ def run(out, deadline_s):
 def _zoo_now(gpu):
     """The zoo's figures for every configuration with this checkout's code (after the runs:
     not a prediction of them)."""
-    from snsim.api import simulate
-    out = {}
-    for c in CONFIGS:
-        net, _, batch, seq, opt, amp, pd = c
-        r = simulate(net, batch=batch, hardware=gpu, framework="pytorch", allocator="pytorch",
-                     policy="liveness", record=False, optimizer=opt,
-                     amp=None if amp == "none" else amp, param_dtype=pd, input_size=seq)
-        out[_name(c)] = {k: getattr(r, k) for k in FIELDS}
-    return out
+    return {_name(c): _zoo(c, gpu) for c in CONFIGS}
 
 
 def compare(folder, gpu, now=False):
+    from snsim.torchsim.report import ZOO_FIGURES
     with open(folder / f"zoo_predicted_{gpu}.csv", newline="") as f:
         pred = {r["name"]: r for r in csv.DictReader(line for line in f
                                                       if not line.startswith("#"))}
@@ -127,7 +119,7 @@ def compare(folder, gpu, now=False):
               f"{1e3 * float(p['step_time_s']):.1f} | {1e3 * float(snsim['step_time_s']):.1f} | "
               f"{1e3 * m['step_time_s']:.1f} | {err(p['step_time_s'], m['step_time_s']):+.1f} | "
               f"{err(snsim['step_time_s'], m['step_time_s']):+.1f} |"
-              + (" ".join(f" {err(cur[_name(c)][k], m[k]):+.2f} |" for k in FIELDS)
+              + (" ".join(f" {err(cur[_name(c)][k], m[k]):+.2f} |" for k in ZOO_FIGURES)
                  if now else ""))
     runs = sorted(folder.glob("*_b*.json"))
     if not runs:
