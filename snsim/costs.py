@@ -919,14 +919,24 @@ def _layer_ops_fp32(a, dtype_bytes, input_strided=False):
         return _rms_norm_ops(a, b)
     if typ == "MUL":
         return [("mul", 0, 3 * y, "", "float32")], [("mul", 0, 3 * y, "", "float32")] * 2
-    if typ == "EMBED" and a.get("vocab") and not a.get("token_types"):
+    if typ == "EMBED" and a.get("vocab"):
+        # each lookup's bytes are its ids and the rows it gathers (an embedding's table is not
+        # read whole: snsim.torchsim.record.GATHERED_ARGS); its backward writes a whole
+        # gradient table. Positions (1, S) are broadcast over the batch: added, then summed
+        # back; BERT's token types come from a buffer's ids (``gather``), looked up per token
         nb, s, d = a["out_shape"]
         ids = nb * s * 8
-        fwd = [("embedding", 0, ids + 2 * y, "", "float32")]
+        fwd = [("embedding", 0, ids + y, "", "float32")]
         bwd = [("embedding_dense_backward", 0, ids + y + a["vocab"] * d * b, "", "float32")]
-        if a.get("positions"):
-            fwd += [("embedding", 0, s * 8 + 2 * s * d * b, "", "float32"),
+        if a.get("token_types"):
+            fwd += [("gather", 0, 3 * s * 8, "", "int64"),
+                    ("embedding", 0, ids + y, "", "float32"),
                     ("add", 0, 3 * y, "", "float32")]
+            bwd += [("embedding_dense_backward", 0, ids + y + a["token_types"] * d * b, "",
+                     "float32")]
+        if a.get("positions"):
+            fwd += [("embedding", 0, s * 8 + s * d * b, "", "float32"),
+                    ("add", 0, 2 * y + s * d * b, "", "float32")]
             bwd += [("sum", 0, y + s * d * b, "", "float32"),
                     ("embedding_dense_backward", 0, s * 8 + s * d * b + a.get("positions", s)
                      * d * b, "", "float32")]
