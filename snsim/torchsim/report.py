@@ -1888,7 +1888,7 @@ def _matmul_lookup_section():
                          f"{statistics.mean(e1):.2f}"])
         L.append("A whole step's GPU time against its profiled GPU busy time, every profile in "
                  "traces/h200 (`scripts/gpu_busy_compare.py`, " +
-                 GPU_BUSY_ALL_CSV.replace(os.sep, "/") + "; before: "
+                 GPU_BUSY_ALL_CSV.replace(os.sep, "/") + ", rerun at session 78's code; before: "
                  + GPU_BUSY_ALL_OLD_CSV.replace(os.sep, "/") + "):\n")
         L.append(_table(["steps", "n", "median |err| % before", "median |err| % now",
                          "mean |err| % before", "mean |err| % now"], summ) + "\n")
