@@ -926,20 +926,22 @@ def _layer_ops_fp32(a, dtype_bytes, input_strided=False):
         # back; BERT's token types come from a buffer's ids (``gather``), looked up per token
         nb, s, d = a["out_shape"]
         ids = nb * s * 8
+
+        def grad_table(indices, rows):   # (indices, width, rows): KernelTable's own lookup
+            return ("embedding_dense_backward", 0, indices * (8 + d * b) + rows * d * b, "",
+                    "float32", (indices, d, rows))
         fwd = [("embedding", 0, ids + y, "", "float32")]
-        bwd = [("embedding_dense_backward", 0, ids + y + a["vocab"] * d * b, "", "float32")]
+        bwd = [grad_table(nb * s, a["vocab"])]
         if a.get("token_types"):
             fwd += [("gather", 0, 3 * s * 8, "", "int64"),
                     ("embedding", 0, ids + y, "", "float32"),
                     ("add", 0, 3 * y, "", "float32")]
-            bwd += [("embedding_dense_backward", 0, ids + y + a["token_types"] * d * b, "",
-                     "float32")]
+            bwd += [grad_table(nb * s, a["token_types"])]
         if a.get("positions"):
             fwd += [("embedding", 0, s * 8 + s * d * b, "", "float32"),
                     ("add", 0, 2 * y + s * d * b, "", "float32")]
             bwd += [("sum", 0, y + s * d * b, "", "float32"),
-                    ("embedding_dense_backward", 0, s * 8 + s * d * b + a.get("positions", s)
-                     * d * b, "", "float32")]
+                    grad_table(s, a.get("positions", s))]
         return fwd, bwd
     if typ == "ACT" and a.get("activation") == "relu6":     # autograd's copy, hardtanh_
         return ([("clone", 0, 2 * x, "", "float32"), ("hardtanh_", 0, 2 * x, "", "float32")],
@@ -984,7 +986,8 @@ def table_layer_times(G, table, dtype_bytes=4, half=None, ops_of=None):
         node -> ``(fwd_s, bwd_s, fwd_ops, bwd_ops)`` for every layer the table can time (all
         its ops found); ``sources`` maps ``"table"``/``"fitted"``/``"proxy"`` to seconds.
     """
-    from .kernel_table import (ZERO_SCATTER_OPS, bias_calls, bias_time_s, family_of,
+    from .kernel_table import (EMBEDDING_BACKWARD, ZERO_SCATTER_OPS, bias_calls, bias_time_s,
+                               family_of,
                                generic_cast_time_s, table_family, zero_scatter_calls)
     dtype = (_MATH_DTYPE[half] if half
              else {2: "bfloat16", 8: "float64"}.get(dtype_bytes, "float32"))
@@ -1011,6 +1014,13 @@ def table_layer_times(G, table, dtype_bytes=4, half=None, ops_of=None):
                 total += t
                 srcs.append((src, t))
             for fam, flops, nbytes, cls, mth, *grad in part:
+                if fam == EMBEDDING_BACKWARD and grad:   # its fill and scatter, as opcost's
+                    t, src = table.embedding_backward_s(*grad[0],
+                                                        dtype=lookup_args(mth)["dtype"])
+                    if t is not None:
+                        total += t
+                        srcs.append((src, t))
+                        continue
                 if fam in ZERO_SCATTER_OPS:     # its two kernels, as opcost times one
                     calls = [(f, "", 0, b) for f, b in zero_scatter_calls(nbytes - grad[0],
                                                                           grad[0])]

@@ -26,14 +26,16 @@ import math
 from ..engine.contention import copy_slowdown
 from ..kernel_table import (BIAS_FALLBACK, BN_FAMILIES, ELEMENT_BYTES,  # noqa: F401
                             ELEMENTWISE_FAMILIES, GENERIC_FALLBACK,
-                            GENERIC_FAMILY, HOST_READ_OPS, ZERO_SCATTER_OPS,
+                            EMBEDDING_BACKWARD, GENERIC_FAMILY, HOST_READ_OPS,
+                            ZERO_SCATTER_OPS,
                             INDEX_FAMILIES, LAYOUT_FAMILIES, MATMUL_FAMILIES,
                             POOL_FAMILIES, ROW_FAMILIES,
                             STRIDED_FAMILIES, TF32_PREFIX, UPSAMPLE_BACKWARD_FAMILIES,
                             bias_time_s,
                             call_conv_flops, call_upsample_work, NO_KERNEL_OPS, bn_class,
                             conv_bias_calls, conv_class, family_of, host_stream, index_class,
-                            index_count, innet_call_s, ln_class, load_host_costs,
+                            embedding_backward_call, index_count, innet_call_s, ln_class,
+                            load_host_costs,
                             load_kernel_table, matmul_lookup_class, pool_class, roll_passes,
                             sibling_ratio_of, sig_dtype, sig_tensor, sum_rows_class,
                             table_family, load_sibling_ratios, generic_cast_time_s,
@@ -221,6 +223,12 @@ def _table_time(table, op):
         two = _zero_scatter_time(table, op)
         if two is not None:
             return two
+    if op[1] == EMBEDDING_BACKWARD:     # its table's fill and its rows' scatter, apart
+        call = embedding_backward_call(op[6] if len(op) > 6 else "")
+        if call is not None:
+            t, src = table.embedding_backward_s(*call)
+            if t is not None:
+                return t, src
     fam, kw = _lookup_args(table, op)
     if fam.startswith("copy_"):     # a host copy: by its bytes alone, between measured sizes
         return table.copy_time_s(fam, kw["nbytes"])
