@@ -1081,7 +1081,6 @@ def sig_dtype(sig):
 
 EMBEDDING_BACKWARD = "embedding_dense_backward"
 _EMBEDDING_ROW = re.compile(r"^v(\d+) d(\d+) n(\d+)$")     # calibrate's shape of its rows
-_EMBEDDING_CALL = re.compile(r"^embedding_dense_backward (\w+)\[([\d, ]*)\] \w+\[([\d, ]*)\] (\d+)")
 
 
 def embedding_backward_call(sig):
@@ -1092,14 +1091,15 @@ def embedding_backward_call(sig):
     ...                         "int64[4, 512] 30522 -1 False")
     (2048, 768, 30522, 'float32')
     """
-    m = _EMBEDDING_CALL.match(sig or "")
-    if not m:
+    if not (sig or "").startswith(EMBEDDING_BACKWARD + " "):
         return None
-    grad = [int(v) for v in m.group(2).split(",") if v.strip()]
-    ids = [int(v) for v in m.group(3).split(",") if v.strip()]
-    if not grad:
+    tensors = [(d, [int(v) for v in s.split(",") if v.strip()])
+               for d, s in _TENSOR.findall(sig)]
+    rest = _TENSOR.sub("", sig).split()[1:]
+    if len(tensors) < 2 or not tensors[0][1] or not rest or not rest[0].isdigit():
         return None
-    return math.prod(ids), grad[-1], int(m.group(4)), m.group(1)
+    (dtype, grad), (_, ids) = tensors[:2]
+    return math.prod(ids), grad[-1], int(rest[0]), dtype
 
 
 _CONV_CLS = re.compile(r"^(dw|g)?(\d*)(k.*)?$")
@@ -1579,20 +1579,20 @@ class KernelTable:
         (True, 'table')
         """
         import numpy as np
+
+        def fill_s(elements, dt):    # zeroing a gradient table: the table's fill_ rows
+            return self.time_s("fill_", nbytes=elements * ELEMENT_BYTES.get(dt, 4), dtype=dt,
+                               math_="")[0]
         dt = dtype if dtype in self._embedding else "float32"
         if dt not in self._embedding:
             return None, "roofline"
         if dt not in self._scatter:
-            scatter = []
-            for v, d, n, t in self._embedding[dt]:
-                fill = self.time_s("fill_", nbytes=v * d * ELEMENT_BYTES.get(dt, 4), dtype=dt,
-                                   math_="")[0]
-                if fill is None:
-                    return None, "roofline"
-                scatter.append((math.log(n), math.log(d), math.log(max(t - fill, 1e-7))))
-            self._scatter[dt] = np.array(scatter)
-        fill = self.time_s("fill_", nbytes=rows * dim * ELEMENT_BYTES.get(dtype, 4),
-                           dtype=dtype, math_="")[0]
+            fills = [fill_s(v * d, dt) for v, d, _, _ in self._embedding[dt]]
+            if None in fills:
+                return None, "roofline"
+            self._scatter[dt] = np.array([(math.log(n), math.log(d), math.log(max(t - f, 1e-7)))
+                                          for (v, d, n, t), f in zip(self._embedding[dt], fills)])
+        fill = fill_s(rows * dim, dtype)
         if fill is None:
             return None, "roofline"
         pts = self._scatter[dt]

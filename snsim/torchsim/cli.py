@@ -535,10 +535,10 @@ def _add_validate(sub):
 # -- execute ---------------------------------------------------------------------------------
 def cmd_execute(args):
     from .capture import require_cuda, write_capture
-    from .execute import RunDoesNotFit, execute, measure, predict_plan
+    from .execute import RunDoesNotFit, execute, execute_preset, measure, predict_plan
     from .models import resolve_model
     from .zero import ZERO_POLICIES
-    gpu = _execute_preset(require_cuda())
+    gpu = execute_preset(require_cuda())
     if args.policy in ZERO_POLICIES:
         return _execute_zero(args, gpu)
     plan = _plan(args)
@@ -585,18 +585,6 @@ def cmd_execute(args):
 
 #: the run's provenance keys ``snsim execute --format json`` prints beside its rows
 RUN_VERSION_KEYS = ("gpu", "torch", "cuda", "cudnn", "driver", "libraries")
-
-
-def _execute_preset(torch):
-    """The preset ``snsim execute`` predicts the run with: its CUDA device's
-    (:func:`snsim.torchsim.capture.run_preset`); h200's, said in one line, for a GPU no preset
-    describes."""
-    from .capture import run_preset
-    gpu = run_preset(torch)
-    if not gpu:
-        print(f"snsim execute: no hardware preset describes {torch.cuda.get_device_name()}; "
-              f"the prediction beside the run is the h200 preset's", file=sys.stderr)
-    return gpu or "h200"
 
 
 def _emit_comparison(args, head, out, label, pred, meas, quantities, provenance):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import gc
 import os
+import sys
 
 from ..errors import ConfigError
 from .models import resolve_model
@@ -202,6 +203,18 @@ def _fits(torch, budget_bytes):
     torch.cuda.set_per_process_memory_fraction(budget_bytes / total)
 
 
+def execute_preset(torch):
+    """The preset a run on this CUDA device is predicted with: its own
+    (:func:`snsim.torchsim.capture.run_preset`); h200's, said in one line, for a GPU no preset
+    describes."""
+    from .capture import run_preset
+    gpu = run_preset(torch)
+    if not gpu:
+        print(f"snsim execute: no hardware preset describes {torch.cuda.get_device_name()}; "
+              f"the prediction beside the run is the h200 preset's", file=sys.stderr)
+    return gpu or "h200"
+
+
 class RunDoesNotFit(ConfigError):
     """The executed run ran out of GPU memory: a measurement (``feasible`` false), which
     ``snsim execute`` sets beside the prediction instead of stopping."""
@@ -232,9 +245,8 @@ def execute(model, batch, plan=None, *, options=None, optimizer="sgd-momentum",
     spec = resolve_model(model, input_shape=input_shape)
     plan = as_plan(plan, options)
     if prediction is None:
-        from .capture import run_preset
         prediction, _ = predict_plan(spec, batch, plan, optimizer=optimizer,
-                                     gpu=run_preset(torch) or "h200", plain_trace=plain_trace,
+                                     gpu=execute_preset(torch), plain_trace=plain_trace,
                                      budget_bytes=budget_bytes)
     _fits(torch, budget_bytes)
     try:
